@@ -1,0 +1,13 @@
+/** Mocha root hooks: one Postgres server for the whole run (DESIGN.md "Tests that stay fast"). */
+import { startTestPostgres, stopTestPostgres } from './helpers/postgres';
+
+export const mochaHooks = {
+  async beforeAll(this: Mocha.Context) {
+    this.timeout(120_000);
+    await startTestPostgres();
+  },
+  async afterAll(this: Mocha.Context) {
+    this.timeout(60_000);
+    await stopTestPostgres();
+  },
+};
