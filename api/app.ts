@@ -1,0 +1,107 @@
+/**
+ * Builds the Koa application: one middleware per wire convention (request id, access log, problem
+ * details), then one router generated from the route table (auth → rate limit → scopes → body → handler
+ * → envelope). Unknown paths answer 404, known paths with another method 405 with `Allow`.
+ */
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { AppConfig } from '../config';
+import type { Db } from '../db';
+import type { Logger } from 'pino';
+import { ApiError } from './errors';
+import { KeyCache } from './keyCache';
+import { accessLog } from './middleware/accessLog';
+import { authenticate, authorize } from './middleware/auth';
+import { jsonBody } from './middleware/body';
+import { problem } from './middleware/problem';
+import { RateLimits } from './middleware/rateLimit';
+import { requestId } from './middleware/requestId';
+import { docsPage, openApiDocument } from './openapi';
+import { HANDLERS } from './routes';
+import { ROUTES, toKoaPath } from './routes/table';
+import type { AppContext, AppDeps, AppState } from './context';
+
+/** The app plus what must be closed with it. */
+export interface BuiltApp {
+  app: Koa<AppState>;
+  /** Resolves once background listeners (key revocation) are up. */
+  ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+/** API base path (spec: versioned by URI path). */
+export const BASE_PATH = '/api/v1';
+
+/**
+ * Creates the application. Listening is the caller's job (api/server.ts, tests, benchmarks).
+ * @param deps database, configuration and root logger; `databaseUrl` is the URL `db` was opened on
+ */
+export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; databaseUrl: string }): BuiltApp {
+  const { db, config, logger, databaseUrl } = deps;
+  const app = new Koa<AppState>({ proxy: false });
+  app.silent = true; // errors are logged by the problem middleware, once
+  const keys = new KeyCache(db, config.keyCacheSeconds);
+  const limits = new RateLimits(databaseUrl, { points: config.rateLimitPoints, windowSeconds: config.rateLimitWindowSeconds });
+  const handlerDeps: AppDeps = { db, config, logger };
+
+  const router = new Router<AppState>({ prefix: BASE_PATH });
+  router.get('/openapi.json', (ctx) => {
+    ctx.body = openApiDocument(`${config.publicBaseUrl}${BASE_PATH}`);
+  });
+  const body = jsonBody(config.bodyLimitBytes);
+  for (const route of ROUTES) {
+    const handler = HANDLERS[route.operationId];
+    router.register(toKoaPath(route.path), [route.method], [
+      async (ctx: AppContext, next: () => Promise<unknown>) => {
+        ctx.state.route = route;
+        return next();
+      },
+      authenticate(route, keys),
+      limits.middleware(),
+      authorize(route),
+      body,
+      async (ctx: AppContext) => {
+        if (!handler) {
+          throw new ApiError(501, 'not_implemented', `${route.operationId} (${route.method} ${route.path}) is declared but not implemented yet`);
+        }
+        const out = await handler(ctx, handlerDeps);
+        for (const [k, v] of Object.entries(out.headers ?? {})) ctx.set(k, v);
+        ctx.status = out.status ?? route.successStatus ?? 200;
+        ctx.body = { success: true, ...(out.message ? { message: out.message } : {}), data: out.data ?? null };
+      },
+    ] as never);
+  }
+
+  app.use(requestId(logger));
+  app.use(accessLog());
+  app.use(problem());
+  app.use(async (ctx: AppContext, next) => {
+    if (ctx.path === '/docs' || ctx.path === '/docs/') {
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = docsPage(openApiDocument(`${config.publicBaseUrl}${BASE_PATH}`));
+      return;
+    }
+    await next();
+    if (ctx.status === 405 && ctx.body === undefined) {
+      throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}`);
+    }
+    if (ctx.status === 501 && ctx.body === undefined) {
+      throw new ApiError(501, 'not_implemented', `The method ${ctx.method} is not supported`);
+    }
+    if (ctx.status === 404 && ctx.body === undefined) {
+      throw new ApiError(404, 'route_not_found', `No route ${ctx.method} ${ctx.path}`);
+    }
+  });
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+
+  const ready = keys.start(databaseUrl).catch((err) => logger.warn({ err }, 'key revocation listener unavailable; relying on the cache TTL'));
+  return {
+    app,
+    ready,
+    close: async () => {
+      await keys.close();
+      await limits.close();
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/** Request-scoped state (Koa `ctx.state`) and the dependencies handed to every handler. */
+import type { ParameterizedContext } from 'koa';
+import type { Logger } from 'pino';
+import type { AppConfig } from '../config';
+import type { Db } from '../db';
+import type { RouteDef } from './routes/table';
+import type { Scope } from './scopes';
+
+/** The authenticated caller: the credential alone decides the organization (spec "Authentication"). */
+export interface AuthContext {
+  orgId: string;
+  keyId: string;
+  kind: 'secret' | 'publishable' | 'oauth';
+  scopes: ReadonlySet<Scope | string>;
+  rateLimitPoints: number | null;
+  rateLimitWindowSeconds: number | null;
+}
+
+/** What middleware puts on `ctx.state`. */
+export interface AppState {
+  requestId: string;
+  log: Logger;
+  route?: RouteDef;
+  auth?: AuthContext;
+}
+
+/** Services shared by the whole app. */
+export interface AppDeps {
+  db: Db;
+  config: AppConfig;
+  logger: Logger;
+}
+
+/** Koa context of this API. */
+export type AppContext = ParameterizedContext<AppState>;
+
+/**
+ * A route handler: returns the envelope's `data` (and optionally a message or status), or throws ApiError.
+ * The framework wraps the result in the success envelope.
+ */
+export type Handler = (
+  ctx: AppContext,
+  deps: AppDeps,
+) => Promise<{ data: unknown; message?: string; status?: number; headers?: Record<string, string> }>;

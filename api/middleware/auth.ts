@@ -1,0 +1,74 @@
+/**
+ * Authentication and authorization for one route (spec "Authentication", "Scopes", "Scope rules";
+ * RFC 6750 for the WWW-Authenticate challenges).
+ * - 401 `unauthorized` with `WWW-Authenticate: Bearer realm="api"` (plus `error="invalid_token"` when a key was sent)
+ * - 403 `reserved_endpoint` for reserved-scope endpoints, even for correctly scoped calls (rule 5)
+ * - 403 `insufficient_scope` naming the missing scope(s)
+ */
+import { hashKey } from '../../db/repositories/apiKeys';
+import { ApiError } from '../errors';
+import type { KeyCache } from '../keyCache';
+import type { AppContext } from '../context';
+import type { RouteDef } from '../routes/table';
+
+const KEY_SHAPE = {
+  secret: /^[a-z][a-z0-9]{1,15}_(sk_live|oat)_[A-Za-z0-9]{16,64}$/,
+  publishable: /^[a-z][a-z0-9]{1,15}_pk_[A-Za-z0-9_]{16,64}$/,
+};
+
+function challenge(error?: string, description?: string): Record<string, string> {
+  let v = 'Bearer realm="api"';
+  if (error) v += `, error="${error}"`;
+  if (description) v += `, error_description="${description}"`;
+  return { 'WWW-Authenticate': v };
+}
+
+/** Resolves the credential of `route.auth` kind and puts it on `ctx.state.auth`; then checks reserved and scopes. */
+export function authenticate(route: RouteDef, keys: KeyCache) {
+  const kind = route.auth ?? 'secret';
+  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+    if (kind === 'none') return next();
+    const header = ctx.get('authorization');
+    if (!header) {
+      throw new ApiError(401, 'unauthorized', 'Send a key as "Authorization: Bearer <key>"', { headers: challenge() });
+    }
+    const m = /^Bearer +(\S+)\s*$/i.exec(header);
+    const token = m?.[1];
+    const shapeOk = !!token && KEY_SHAPE[kind].test(token);
+    const info = shapeOk ? await keys.resolve(hashKey(token!)) : undefined;
+    if (!info || (kind === 'secret' ? info.kind === 'publishable' : info.kind !== 'publishable')) {
+      throw new ApiError(401, 'invalid_token', 'The key is missing, malformed, unknown or revoked', {
+        headers: challenge('invalid_token'),
+      });
+    }
+    ctx.state.auth = {
+      orgId: info.orgId,
+      keyId: info.id,
+      kind: info.kind,
+      scopes: new Set(info.scopes),
+      rateLimitPoints: info.rateLimitPoints,
+      rateLimitWindowSeconds: info.rateLimitWindowSeconds,
+    };
+    return next();
+  };
+}
+
+/** Reserved endpoints and scope checks; runs after rate limiting so refused calls still count. */
+export function authorize(route: RouteDef) {
+  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+    if (route.reserved) {
+      throw new ApiError(403, 'reserved_endpoint', `${route.operationId} is reserved and not available to API callers`);
+    }
+    const auth = ctx.state.auth;
+    if (auth && (route.auth ?? 'secret') === 'secret') {
+      const missing = route.scopes.filter((s) => !auth.scopes.has(s));
+      if (missing.length) {
+        throw new ApiError(403, 'insufficient_scope', `This operation needs the scope(s) ${missing.join(', ')}`, {
+          headers: { 'WWW-Authenticate': `Bearer realm="api", error="insufficient_scope", scope="${route.scopes.join(' ')}"` },
+          extra: { requiredScopes: route.scopes, missingScopes: missing },
+        });
+      }
+    }
+    return next();
+  };
+}

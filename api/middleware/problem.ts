@@ -1,0 +1,62 @@
+/**
+ * The one error middleware (STYLE.md, Koa): every failure becomes an RFC 9457 `application/problem+json`
+ * body `{type, title, status, detail, instance, code, errors?}` (spec "Problem details"). Unexpected
+ * errors answer 500 `internal_error` without a stack; the stack goes to the log.
+ */
+import { ApiError, statusTitle } from '../errors';
+import type { AppContext } from '../context';
+
+/** Builds a problem body. `instance` is the request path (spec "Problem details"). */
+export function problemBody(ctx: AppContext, err: ApiError): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    type: 'about:blank',
+    title: statusTitle(err.status),
+    status: err.status,
+    detail: err.message,
+    instance: ctx.path,
+    code: err.code,
+  };
+  if (err.errors?.length) body.errors = err.errors;
+  if (err.extra) Object.assign(body, err.extra);
+  return body;
+}
+
+/** Maps errors thrown by libraries (koa-body, JSON parsing, http-errors) to ApiError. */
+export function toApiError(err: unknown): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  const e = err as { status?: number; statusCode?: number; type?: string; message?: string; expose?: boolean };
+  const status = e?.status ?? e?.statusCode;
+  if (status === 413 || e?.type === 'entity.too.large') {
+    return new ApiError(413, 'payload_too_large', 'The request body is larger than this endpoint accepts');
+  }
+  if (status === 415) return new ApiError(415, 'unsupported_media_type', e.message ?? 'Unsupported content type');
+  if (e?.type === 'entity.parse.failed' || (status === 400 && /JSON|parse|Unexpected/i.test(e?.message ?? ''))) {
+    return new ApiError(400, 'malformed_json', 'The request body is not valid JSON');
+  }
+  if (status === 400 && /encoding|charset/i.test(e?.message ?? '')) {
+    return new ApiError(415, 'unsupported_media_type', e.message ?? 'Unsupported charset');
+  }
+  if (status && status >= 400 && status < 500 && e.expose) {
+    return new ApiError(status, 'bad_request', e.message ?? statusTitle(status));
+  }
+  return undefined;
+}
+
+/** Catches everything downstream and writes one problem+json response. */
+export function problem() {
+  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+    try {
+      await next();
+    } catch (err) {
+      let apiErr = toApiError(err);
+      if (!apiErr) {
+        ctx.state.log?.error({ err }, 'unhandled error');
+        apiErr = new ApiError(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the logs');
+      }
+      for (const [k, v] of Object.entries(apiErr.headers)) ctx.set(k, v);
+      ctx.status = apiErr.status;
+      ctx.type = 'application/problem+json';
+      ctx.body = JSON.stringify(problemBody(ctx, apiErr));
+    }
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * The OpenAPI 3.1 document, assembled from the route table and the generated JSON Schemas
+ * (DESIGN.md "schemas/"). Served at GET /api/v1/openapi.json; /docs renders it for people.
+ */
+import { ALL_SCOPES, RESERVED_SCOPES } from './scopes';
+import { HANDLERS, ROUTE_SCHEMAS } from './routes';
+import { ROUTES, type RouteDef } from './routes/table';
+import { listSchemaNames, loadSchema } from './validation';
+
+function rewriteRefs(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(rewriteRefs);
+  if (node && typeof node === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(node)) {
+      if (k === '$ref' && typeof v === 'string') out[k] = v.replace('#/definitions/', '#/components/schemas/');
+      else if (k === '$schema' || k === '$id') continue;
+      else out[k] = rewriteRefs(v);
+    }
+    return out;
+  }
+  return node;
+}
+
+/** Components from every generated schema (their `definitions` hoisted into components). */
+function components(): Record<string, unknown> {
+  const schemas: Record<string, unknown> = {};
+  for (const name of listSchemaNames()) {
+    const s = loadSchema(name);
+    for (const [d, def] of Object.entries((s.definitions ?? {}) as Record<string, unknown>)) schemas[d] = rewriteRefs(def);
+    delete s.definitions;
+    schemas[name] = rewriteRefs(s);
+  }
+  return schemas;
+}
+
+const problemResponse = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+});
+
+function operation(declared: RouteDef): Record<string, unknown> {
+  const route: RouteDef = { ...declared, ...(ROUTE_SCHEMAS[declared.operationId] ?? {}) };
+  const implemented = !!HANDLERS[route.operationId];
+  const params = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+  const success = String(route.successStatus ?? 200);
+  const data = route.responseSchema ? { $ref: `#/components/schemas/${route.responseSchema}` } : {};
+  const op: Record<string, unknown> = {
+    operationId: route.operationId,
+    tags: [route.tag],
+    summary: route.summary,
+    description:
+      (route.reserved ? 'Reserved: answers 403 `reserved_endpoint` even for correctly scoped calls. ' : '') +
+      (implemented || route.reserved ? '' : 'Not implemented yet: answers 501 `not_implemented` after authentication and scope checks. ') +
+      (route.scopes.length ? `Scopes: ${route.scopes.join(', ')}.` : ''),
+    parameters: params,
+    security: route.auth === 'none' ? [] : route.auth === 'publishable' ? [{ publishableKey: [] }] : [{ bearer: route.scopes }],
+    responses: {
+      [success]: {
+        description: 'Success envelope',
+        content: {
+          'application/json': {
+            schema: { allOf: [{ $ref: '#/components/schemas/Envelope' }, { type: 'object', properties: { data } }] },
+          },
+        },
+      },
+      '400': problemResponse('Validation failure (`validation_error`, `malformed_json`)'),
+      '401': problemResponse('Missing or invalid key; carries WWW-Authenticate'),
+      '403': problemResponse('Insufficient scope or reserved endpoint'),
+      '429': problemResponse('Rate-limited; honor Retry-After and RateLimit headers'),
+      ...(implemented ? {} : { '501': problemResponse('Not implemented yet') }),
+    },
+  };
+  if (route.requestSchema) {
+    op.requestBody = { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${route.requestSchema}` } } } };
+    (op.responses as Record<string, unknown>)['413'] = problemResponse('Body too large');
+    (op.responses as Record<string, unknown>)['415'] = problemResponse('Body is not application/json');
+  }
+  return op;
+}
+
+let cached: Record<string, unknown> | undefined;
+
+/** Builds (once) the OpenAPI 3.1 document. @param serverUrl absolute base URL including /api/v1 */
+export function openApiDocument(serverUrl: string): Record<string, unknown> {
+  if (!cached) {
+    const paths: Record<string, Record<string, unknown>> = {};
+    for (const route of ROUTES) {
+      paths[route.path] ??= {};
+      paths[route.path][route.method.toLowerCase()] = operation(route);
+    }
+    cached = {
+      openapi: '3.1.0',
+      info: {
+        title: 'Agent Control-Plane API',
+        version: '1.0.0',
+        description: 'REST control plane for conversational voice and chat agents. Success responses use the envelope {success, message?, errors?, data}; failures are RFC 9457 problem+json.',
+      },
+      servers: [{ url: serverUrl }],
+      tags: [...new Set(ROUTES.map((r) => r.tag))].map((name) => ({ name })),
+      paths,
+      components: {
+        schemas: components(),
+        securitySchemes: {
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: `Secret key <brand>_sk_live_… or OAuth token <brand>_oat_…. Scopes: ${ALL_SCOPES.filter((s) => !RESERVED_SCOPES.has(s)).join(', ')}; reserved: ${[...RESERVED_SCOPES].join(', ')}.`,
+          },
+          publishableKey: { type: 'http', scheme: 'bearer', description: 'Publishable key <brand>_pk_… (chat widget)' },
+        },
+      },
+    };
+  }
+  return { ...cached, servers: [{ url: serverUrl }] };
+}
+
+/** A self-contained HTML page listing every operation (no external assets). */
+export function docsPage(doc: Record<string, any>): string {
+  const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+  const rows: string[] = [];
+  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const status = op.description.startsWith('Reserved') ? 'reserved' : op.description.includes('Not implemented') ? 'not yet' : 'built';
+      rows.push(`<tr class="${status.replace(' ', '-')}"><td>${esc(op.tags[0])}</td><td><code>${method.toUpperCase()}</code></td><td><code>/api/v1${esc(path)}</code></td><td>${esc(op.operationId)}</td><td>${esc(op.summary)}</td><td>${esc((op.security[0] && Object.values(op.security[0])[0] as string[] || []).join(', '))}</td><td>${status}</td></tr>`);
+    }
+  }
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(doc.info.title)}</title>
+<style>body{font:14px system-ui,sans-serif;margin:2rem;max-width:80rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:left}tr.not-yet td{color:#888}tr.reserved td{color:#a60}code{font-size:13px}</style></head>
+<body><h1>${esc(doc.info.title)} <small>v${esc(doc.info.version)}</small></h1><p>${esc(doc.info.description)}</p>
+<p>Machine-readable document: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a> (OpenAPI 3.1). Authenticate with <code>Authorization: Bearer &lt;key&gt;</code>.</p>
+<table><thead><tr><th>Tag</th><th>Method</th><th>Path</th><th>Operation</th><th>Summary</th><th>Scopes</th><th>Status</th></tr></thead><tbody>${rows.join('')}</tbody></table></body></html>`;
+}

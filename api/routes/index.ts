@@ -1,0 +1,25 @@
+/**
+ * Handlers by operationId, gathered from one module per area (`api/routes/<area>.ts`, each exporting
+ * `handlers` and optionally `routeSchemas`). An operation of the route table without a handler answers 501.
+ */
+import type { Handler } from '../context';
+import type { RouteDef } from './table';
+import * as sms from './sms';
+
+/** What an area module exports. */
+export interface AreaModule {
+  handlers: Partial<Record<string, Handler>>;
+  /** Request/response schema names (and other documentation fields) per operationId, merged into the route table. */
+  routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema'>>>;
+}
+
+const AREAS: AreaModule[] = [sms];
+
+/** operationId → handler. */
+export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));
+
+/** operationId → schema names declared by the areas. */
+export const ROUTE_SCHEMAS: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema'>>> = Object.assign(
+  {},
+  ...AREAS.map((a) => a.routeSchemas ?? {}),
+);

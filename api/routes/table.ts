@@ -1,0 +1,145 @@
+/**
+ * The one route table (STYLE.md "In this project"): every operation of the spec declared once with
+ * method, path (spec form, `{param}`), operationId, tag and scopes. Auth, scope checks, the OpenAPI
+ * document and the spec-coverage test all read it. Operations without a handler answer 501
+ * `not_implemented` after auth and scope checks; `reserved` operations answer 403 (spec "Scope rules" 5).
+ */
+import type { Scope } from '../scopes';
+
+/** HTTP methods used by the API. */
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** How the caller authenticates: secret key / OAuth token (`secret`), publishable key, or none (provider callbacks, docs). */
+export type AuthKind = 'secret' | 'publishable' | 'none';
+
+/** One operation of the API. */
+export interface RouteDef {
+  operationId: string;
+  method: Method;
+  /** Path relative to /api/v1 in the spec's form, e.g. `/agents/{id}/publish`. */
+  path: string;
+  tag: string;
+  summary: string;
+  /** Every scope listed must be held. */
+  scopes: Scope[];
+  auth?: AuthKind;
+  /** Endpoint of a reserved scope: always 403 for API callers. */
+  reserved?: boolean;
+  /** Name of the generated request-body schema (schemas/<name>.schema.json). */
+  requestSchema?: string;
+  /** Name of the generated schema of the envelope's `data`. */
+  responseSchema?: string;
+  /** Status of a success (default 200). */
+  successStatus?: number;
+}
+
+const r = (
+  method: Method,
+  path: string,
+  operationId: string,
+  tag: string,
+  scopes: Scope[],
+  summary: string,
+  extra: Partial<RouteDef> = {},
+): RouteDef => ({ method, path, operationId, tag, scopes, summary, ...extra });
+
+/** Every operation, grouped by the spec's feature tags. */
+export const ROUTES: RouteDef[] = [
+  // Agents
+  r('GET', '/agents', 'listAgents', 'Agents', ['agents:read'], 'List agents'),
+  r('POST', '/agents', 'createAgent', 'Agents', ['agents:write'], 'Create an agent', { successStatus: 201 }),
+  r('GET', '/agents/{id}', 'getAgent', 'Agents', ['agents:read'], 'Get an agent (its draft)'),
+  r('PATCH', '/agents/{id}', 'updateAgent', 'Agents', ['agents:write'], 'Autosave the draft (If-Match version)'),
+  r('POST', '/agents/{id}/publish', 'publishAgent', 'Agents', ['agents:write'], 'Publish the draft as a new frozen version (Idempotency-Key)'),
+  r('POST', '/agents/{id}/rollback', 'rollbackAgent', 'Agents', ['agents:write'], 'Re-point the published version at an earlier one'),
+  r('GET', '/agents/{id}/versions', 'listAgentVersions', 'Agents', ['agents:read'], 'List frozen versions'),
+  r('GET', '/agents/{id}/versions/{versionId}/diff', 'diffAgentVersion', 'Agents', ['agents:read'], 'Diff a version against the current draft'),
+  r('GET', '/agents/{id}/prepublish-report', 'getPrepublishReport', 'Agents', ['agents:read'], 'Pre-publish report of the draft'),
+  // Voice
+  r('GET', '/voices', 'listVoices', 'Voices', ['agents:read'], 'List voices'),
+  r('POST', '/voices/search', 'searchVoices', 'Voices', ['agents:read'], 'Search voices'),
+  r('PUT', '/agents/{id}/voice', 'setAgentVoice', 'Voices', ['agents:write'], "Set the draft's voice"),
+  // Knowledge
+  r('GET', '/agents/{agentId}/knowledge/sources', 'listKnowledgeSources', 'Knowledge', ['knowledge:read'], 'List knowledge sources'),
+  r('POST', '/agents/{agentId}/knowledge/sources', 'createKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Add a knowledge source (ingested asynchronously)', { successStatus: 202 }),
+  r('POST', '/agents/{agentId}/knowledge/preview', 'previewKnowledge', 'Knowledge', ['knowledge:read'], 'Preview knowledge retrieval for a query'),
+  r('POST', '/uploads', 'createUpload', 'Uploads', ['knowledge:write'], 'Upload a file (25 MB limit)', { successStatus: 201 }),
+  // Skills
+  r('GET', '/skill-types', 'listSkillTypes', 'Skills', ['skills:read'], 'Skill type catalogue'),
+  r('GET', '/agents/{agentId}/skills', 'listSkills', 'Skills', ['skills:read'], 'List skills'),
+  r('POST', '/agents/{agentId}/skills', 'createSkill', 'Skills', ['skills:write'], 'Create a skill', { successStatus: 201 }),
+  r('PATCH', '/agents/{agentId}/skills/{id}', 'updateSkill', 'Skills', ['skills:write'], 'Update a skill'),
+  r('DELETE', '/agents/{agentId}/skills/{id}', 'deleteSkill', 'Skills', ['skills:write'], 'Delete a skill'),
+  // Integrations
+  r('GET', '/integrations', 'listIntegrations', 'Integrations', ['integrations:read'], 'Integration status (never tokens)'),
+  r('GET', '/integrations/catalog', 'listIntegrationCatalog', 'Integrations', ['integrations:read'], 'Integration catalogue'),
+  r('POST', '/integrations/{kind}/connect', 'connectIntegration', 'Integrations', ['integrations:connect'], 'Submit credentials or begin OAuth'),
+  r('POST', '/agents/{agentId}/integrations/{kind}/provision', 'provisionIntegration', 'Integrations', ['integrations:write', 'skills:write'], 'Provision integration skills on an agent'),
+  // Guardrails
+  r('GET', '/agents/{agentId}/guardrails', 'getGuardrails', 'Guardrails', ['guardrails:read'], 'Get guardrails'),
+  r('PUT', '/agents/{agentId}/guardrails', 'putGuardrails', 'Guardrails', ['guardrails:write'], 'Replace guardrails'),
+  r('GET', '/agents/{agentId}/caller-verification', 'getCallerVerification', 'Guardrails', ['guardrails:read'], 'Get caller verification'),
+  r('PUT', '/agents/{agentId}/caller-verification', 'putCallerVerification', 'Guardrails', ['guardrails:write'], 'Replace caller verification'),
+  // Playbooks
+  r('GET', '/agents/{agentId}/playbooks', 'listPlaybooks', 'Playbooks', ['playbooks:read'], 'List playbooks'),
+  r('POST', '/agents/{agentId}/playbooks', 'createPlaybook', 'Playbooks', ['playbooks:write'], 'Create a playbook', { successStatus: 201 }),
+  r('GET', '/agents/{agentId}/playbooks/{id}/graph', 'getPlaybookGraph', 'Playbooks', ['playbooks:read'], 'Get a playbook graph'),
+  r('PUT', '/agents/{agentId}/playbooks/{id}/graph', 'putPlaybookGraph', 'Playbooks', ['playbooks:write'], 'Replace a playbook graph'),
+  // Numbers
+  r('GET', '/numbers/search', 'searchNumbers', 'Numbers', ['numbers:read'], 'Search available numbers'),
+  r('POST', '/numbers/reserve', 'reserveNumber', 'Numbers', ['numbers:write'], 'Reserve a number'),
+  r('POST', '/numbers/purchase', 'purchaseNumber', 'Numbers', ['numbers:write'], 'Purchase a number'),
+  r('POST', '/numbers/{id}/assign', 'assignNumber', 'Numbers', ['numbers:write'], 'Assign a number to an agent'),
+  // Test
+  r('POST', '/agents/{agentId}/talk-token', 'createTalkToken', 'Test', ['agents:write'], 'Short-lived talk token (published version unless draftMode)'),
+  r('POST', '/agents/{agentId}/simulate', 'simulateAgent', 'Test', ['agents:write'], 'Simulate a conversation'),
+  // Chat
+  r('POST', '/chat/sessions', 'createChatSession', 'Chat', ['chat:write'], 'Start a chat session'),
+  r('POST', '/chat/sessions/{id}/messages', 'sendChatMessage', 'Chat', ['chat:write'], 'Send a chat message (SSE)'),
+  r('POST', '/chat/completions', 'createChatCompletion', 'Chat', ['chat:write'], 'OpenAI-compatible chat completions'),
+  // Widget
+  r('GET', '/agents/{agentId}/widget', 'getWidget', 'Widget', ['widgets:read'], 'Get widget settings'),
+  r('PUT', '/agents/{agentId}/widget', 'putWidget', 'Widget', ['widgets:write'], 'Replace widget settings'),
+  r('POST', '/chat/widget/sessions', 'createWidgetSession', 'Widget', [], 'Start a widget chat session (publishable key)', { auth: 'publishable' }),
+  // Observe
+  r('GET', '/agents/{agentId}/analytics', 'getAgentAnalytics', 'Observe', ['analytics:read'], 'Agent analytics'),
+  r('GET', '/analytics/overview', 'getAnalyticsOverview', 'Observe', ['analytics:read'], 'Analytics overview'),
+  r('GET', '/conversations', 'listConversations', 'Observe', ['analytics:read'], 'List conversations'),
+  r('GET', '/conversations/{id}/transcript', 'getTranscript', 'Observe', ['calls:read'], 'Verbatim transcript'),
+  r('GET', '/conversations/{id}/receipt', 'getReceipt', 'Observe', ['calls:read'], 'Conversation receipt'),
+  // Billing
+  r('GET', '/billing/wallet', 'getWallet', 'Billing', ['billing:read'], 'Wallet balance'),
+  r('POST', '/billing/wallet/topup', 'topUpWallet', 'Billing', ['billing:write'], 'Top up the wallet'),
+  r('GET', '/billing/usage', 'listUsage', 'Billing', ['billing:read'], 'Usage entries'),
+  r('GET', '/billing/invoices', 'listInvoices', 'Billing', ['billing:read'], 'Invoices'),
+  // Webhooks
+  r('GET', '/webhooks', 'listWebhooks', 'Webhooks', ['webhooks:write'], 'List webhook endpoints'),
+  r('POST', '/webhooks', 'createWebhook', 'Webhooks', ['webhooks:write'], 'Create a webhook endpoint', { successStatus: 201 }),
+  r('POST', '/webhooks/{id}/test', 'testWebhook', 'Webhooks', ['webhooks:write'], 'Send a webhook.test event'),
+  r('GET', '/webhooks/{id}/deliveries', 'listWebhookDeliveries', 'Webhooks', ['webhooks:write'], 'List deliveries and attempts'),
+  // Audit
+  r('GET', '/audit-logs', 'listAuditLogs', 'AuditLogs', ['audit:read'], 'Audit log entries'),
+  // SMS
+  r('GET', '/sms', 'getSMSRegistration', 'SMS', ['sms:read'], 'Get the 10DLC registration'),
+  r('PUT', '/sms', 'saveSMSRegistration', 'SMS', ['sms:write'], 'Save the 10DLC registration draft'),
+  r('POST', '/sms/review', 'reviewSMSRegistration', 'SMS', ['sms:write'], 'Free compliance review of the draft'),
+  r('POST', '/sms/submit', 'submitSMSRegistration', 'SMS', ['sms:write'], 'Submit the registration to the carrier (Idempotency-Key)'),
+  r('POST', '/sms/messages', 'sendSMSMessage', 'SMS', ['sms:send'], "Send one text from the organization's own number", { successStatus: 202 }),
+  r('PUT', '/sms/contacts/{e164}/consent', 'recordSMSConsent', 'SMS', ['sms:write'], 'Record express consent'),
+  r('DELETE', '/sms/contacts/{e164}/consent', 'withdrawSMSConsent', 'SMS', ['sms:write'], 'Withdraw consent'),
+  r('GET', '/sms/media/{id}', 'getSMSMedia', 'SMS', ['sms:read'], 'Short-lived link to a text attachment'),
+  // Reserved (spec "Scope rules" 5): answer 403 even for correctly scoped calls.
+  r('GET', '/escalation-policies', 'listEscalationPolicies', 'Support', ['escalation_policies:read'], 'Reserved', { reserved: true }),
+  r('PUT', '/escalation-policies', 'putEscalationPolicies', 'Support', ['escalation_policies:write'], 'Reserved', { reserved: true }),
+  r('GET', '/escalations', 'listEscalations', 'Support', ['escalations:read'], 'Reserved', { reserved: true }),
+  r('POST', '/escalations', 'initiateEscalation', 'Support', ['escalations:initiate'], 'Reserved', { reserved: true }),
+  r('POST', '/escalations/{id}/claim', 'claimEscalation', 'Support', ['escalations:claim'], 'Reserved', { reserved: true }),
+  r('POST', '/escalations/{id}/respond', 'respondEscalation', 'Support', ['escalations:respond'], 'Reserved', { reserved: true }),
+  r('POST', '/escalations/{id}/resolve', 'resolveEscalation', 'Support', ['escalations:resolve'], 'Reserved', { reserved: true }),
+  r('POST', '/analytics/events', 'recordAnalyticsEvent', 'Observe', ['analytics:write'], 'Reserved', { reserved: true }),
+];
+
+/** `/agents/{id}` → `/agents/:id` (Koa router syntax). */
+export function toKoaPath(path: string): string {
+  return path.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
+}

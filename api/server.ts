@@ -1,0 +1,63 @@
+/**
+ * HTTP server of the API (`npm run start:api` in production; `npm start` embeds it in main.ts).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadConfig, type AppConfig } from '../config';
+import type { Db } from '../db';
+import { createLogger, openDatabase } from '../runtime';
+import { createApp, BASE_PATH } from './app';
+import type { Logger } from 'pino';
+
+/** A listening API server. */
+export interface RunningApi {
+  server: http.Server;
+  /** e.g. http://127.0.0.1:8080/api/v1 */
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the API on `config.host:config.port` (port 0 = any free port).
+ * @param deps.databaseUrl the URL `deps.db` was opened on (rate-limit pool and revocation listener use it)
+ */
+export async function startApi(deps: { db: Db; databaseUrl: string; config: AppConfig; logger: Logger }): Promise<RunningApi> {
+  const built = createApp(deps);
+  await built.ready;
+  const server = http.createServer(built.app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(deps.config.port, deps.config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    server,
+    baseUrl: `http://${deps.config.host}:${port}${BASE_PATH}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await built.close();
+    },
+  };
+}
+
+if (require.main === module) {
+  (async () => {
+    const config = loadConfig();
+    const logger = createLogger(config.logLevel);
+    const database = await openDatabase(config, logger);
+    const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger });
+    logger.info({ url: api.baseUrl }, 'API listening');
+    const stop = async () => {
+      await api.close();
+      await database.close();
+      process.exit(0);
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  })().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,127 @@
+/**
+ * Request-body validation against the generated JSON Schemas (schemas/*.schema.json) with ajv.
+ * Every failure becomes 400 `validation_error` with one `{field, message}` per offending field.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { validationError, type FieldError } from './errors';
+
+const SCHEMA_DIR = path.join(__dirname, '..', 'schemas');
+const ajv = new Ajv({ allErrors: true, strict: false });
+addFormats(ajv);
+const compiled = new Map<string, ValidateFunction>();
+
+/** The generated schema of a type, e.g. `loadSchema('SmsRegistrationDraft')`. @throws when the file is missing */
+export function loadSchema(name: string): Record<string, any> {
+  return JSON.parse(fs.readFileSync(path.join(SCHEMA_DIR, `${name}.schema.json`), 'utf8'));
+}
+
+/** Names of every generated schema file (schemas/<Name>.schema.json), sorted. */
+export function listSchemaNames(): string[] {
+  return fs
+    .readdirSync(SCHEMA_DIR)
+    .filter((f) => f.endsWith('.schema.json'))
+    .map((f) => f.slice(0, -'.schema.json'.length))
+    .sort();
+}
+
+function validatorFor(name: string): ValidateFunction {
+  let v = compiled.get(name);
+  if (!v) {
+    const schema = loadSchema(name);
+    delete schema.$id;
+    v = ajv.compile(schema);
+    compiled.set(name, v);
+  }
+  return v;
+}
+
+function fieldOf(e: ErrorObject): string {
+  if (e.keyword === 'additionalProperties') {
+    const base = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
+    const extra = String((e.params as { additionalProperty: string }).additionalProperty);
+    return base ? `${base}.${extra}` : extra;
+  }
+  if (e.keyword === 'required') {
+    const base = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
+    const missing = String((e.params as { missingProperty: string }).missingProperty);
+    return base ? `${base}.${missing}` : missing;
+  }
+  return e.instancePath.replace(/^\//, '').replace(/\//g, '.') || '(body)';
+}
+
+/** Turns ajv errors into one readable message per field (anyOf/null noise dropped). */
+export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
+  const byField = new Map<string, ErrorObject[]>();
+  for (const e of errors) {
+    const f = fieldOf(e);
+    byField.set(f, [...(byField.get(f) ?? []), e]);
+  }
+  const out: FieldError[] = [];
+  for (const [field, errs] of byField) {
+    const e =
+      errs.find((x) => x.keyword === 'enum') ??
+      errs.find((x) => x.keyword === 'additionalProperties') ??
+      errs.find((x) => x.keyword !== 'anyOf' && !(x.keyword === 'type' && (x.params as { type: string }).type === 'null')) ??
+      errs[0];
+    let message: string;
+    switch (e.keyword) {
+      case 'enum':
+        message = `must be one of: ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+        break;
+      case 'additionalProperties':
+        message = 'is not a known field';
+        break;
+      case 'required':
+        message = 'is required';
+        break;
+      case 'type': {
+        const t = (e.params as { type: string }).type;
+        const nullable = errs.some((x) => x.keyword === 'type' && (x.params as { type: string }).type === 'null') || /null/.test(t);
+        message = `must be ${t.replace(/,null$/, '')}${nullable ? ' or null' : ''}`;
+        break;
+      }
+      default:
+        message = e.message ?? 'is invalid';
+    }
+    out.push({ field, message });
+  }
+  return out;
+}
+
+/**
+ * Validates `body` against schema `name`.
+ * @returns the body, typed
+ * @throws ApiError 400 validation_error naming every offending field
+ */
+export function validateBody<T>(name: string, body: unknown): T {
+  const errors = schemaErrors(name, body);
+  if (errors.length) throw validationError(errors);
+  return body as T;
+}
+
+/**
+ * Like validateBody but returns the field errors instead of throwing, so a caller can add its own
+ * checks and answer every problem at once. A body that is not a JSON object is one `(body)` error.
+ */
+export function schemaErrors(name: string, body: unknown): FieldError[] {
+  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
+    return [{ field: '(body)', message: 'must be a JSON object' }];
+  }
+  const v = validatorFor(name);
+  return v(body) ? [] : toFieldErrors(v.errors ?? []);
+}
+
+/** Concatenates error lists keeping the first error of each field. */
+export function mergeFieldErrors(...lists: FieldError[][]): FieldError[] {
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const e of lists.flat()) {
+    if (seen.has(e.field)) continue;
+    seen.add(e.field);
+    out.push(e);
+  }
+  return out;
+}

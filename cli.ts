@@ -1,0 +1,95 @@
+/**
+ * Operator CLI (`npm run cli -- <command>`): organizations and secret keys (issue: credentials and tenancy).
+ *   orgs create <name>                      create an organization, print its id
+ *   orgs list                               list organizations
+ *   keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S]
+ *                                           mint a secret key and print it once
+ *   keys list --org <id>                    list an organization's keys (never the secret)
+ *   keys revoke <keyId>                     revoke a key at once
+ * Uses DATABASE_URL, else the embedded Postgres under DATA_DIR (the one `npm start` uses).
+ */
+import { loadConfig } from './config';
+import { createLogger, openDatabase } from './runtime';
+import { createOrganization, getOrganization, listOrganizations } from './db/repositories/organizations';
+import { createSecretKey, findKeyOwner, listKeys, revokeKey } from './db/repositories/apiKeys';
+import { parseScopes, NON_RESERVED_SCOPES } from './api/scopes';
+
+function flag(args: string[], name: string): string | undefined {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+const USAGE = `usage: npm run cli -- orgs create <name> | orgs list | keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S] | keys list --org <id> | keys revoke <keyId>`;
+
+/** Runs one CLI command. @returns process exit code */
+export async function runCli(argv: string[], out: (line: string) => void = console.log): Promise<number> {
+  const [group, cmd, ...rest] = argv;
+  if (!group || !cmd) {
+    out(USAGE);
+    return 2;
+  }
+  const config = loadConfig();
+  const database = await openDatabase(config, createLogger(process.env.LOG_LEVEL ?? 'warn'));
+  const { db } = database;
+  try {
+    if (group === 'orgs' && cmd === 'create') {
+      const name = rest.filter((a) => !a.startsWith('--')).join(' ').trim();
+      if (!name) throw new Error('orgs create needs a name');
+      const org = await createOrganization(db, name);
+      out(JSON.stringify({ id: org.id, name: org.name }));
+      return 0;
+    }
+    if (group === 'orgs' && cmd === 'list') {
+      for (const o of await listOrganizations(db)) out(`${o.id}\t${o.createdAt.toISOString()}\t${o.name}`);
+      return 0;
+    }
+    if (group === 'keys' && cmd === 'create') {
+      const orgId = flag(rest, 'org');
+      if (!orgId || !(await getOrganization(db, orgId))) throw new Error('keys create needs --org <existing organization id>');
+      const scopesArg = flag(rest, 'scopes');
+      if (!scopesArg) throw new Error(`keys create needs --scopes (comma-separated; "all" for every non-reserved scope)`);
+      const scopes = scopesArg === 'all' ? NON_RESERVED_SCOPES : parseScopes(scopesArg);
+      const rl = flag(rest, 'rate-limit');
+      const rw = flag(rest, 'rate-window');
+      const { key, info } = await createSecretKey(db, orgId, {
+        brand: config.keyBrandPrefix,
+        scopes,
+        name: flag(rest, 'name'),
+        rateLimitPoints: rl ? Number(rl) : undefined,
+        rateLimitWindowSeconds: rw ? Number(rw) : undefined,
+      });
+      out(`key id:  ${info.id}`);
+      out(`scopes:  ${info.scopes.join(',')}`);
+      out(`secret:  ${key}`);
+      out('The secret is shown once; store it now.');
+      return 0;
+    }
+    if (group === 'keys' && cmd === 'list') {
+      const orgId = flag(rest, 'org');
+      if (!orgId) throw new Error('keys list needs --org <id>');
+      for (const k of await listKeys(db, orgId)) {
+        out(`${k.id}\t${k.displayPrefix}…\t${k.revokedAt ? 'revoked' : 'active'}\t${k.scopes.join(',')}\t${k.name}`);
+      }
+      return 0;
+    }
+    if (group === 'keys' && cmd === 'revoke') {
+      const keyId = rest[0];
+      const orgId = keyId ? await findKeyOwner(db, keyId) : undefined;
+      const revoked = orgId ? await revokeKey(db, orgId, keyId) : undefined;
+      if (!revoked) throw new Error(`no key ${keyId ?? '(missing id)'}`);
+      out(`revoked ${revoked.id}`);
+      return 0;
+    }
+    out(USAGE);
+    return 2;
+  } catch (err) {
+    out(`error: ${(err as Error).message}`);
+    return 1;
+  } finally {
+    await database.close();
+  }
+}
+
+if (require.main === module) {
+  runCli(process.argv.slice(2)).then((code) => process.exit(code));
+}

@@ -1,0 +1,69 @@
+/**
+ * Every environment variable the service reads, in one place (README "Configuration").
+ * Values are read once at start; tests pass overrides through `loadConfig(overrides)`.
+ */
+import path from 'node:path';
+
+/** The service's configuration; every field maps to one environment variable. */
+export interface AppConfig {
+  /** HTTP port of the API (PORT, default 8080). */
+  port: number;
+  /** Interface the API binds to (HOST, default 127.0.0.1). */
+  host: string;
+  /** Postgres URL (DATABASE_URL); unset means the embedded Postgres under `dataDir`. */
+  databaseUrl?: string;
+  /** Where embedded state lives (DATA_DIR, default ./.data). */
+  dataDir: string;
+  /** Temporal frontend `host:port` (TEMPORAL_ADDRESS); unset means the embedded dev server. */
+  temporalAddress?: string;
+  /** Temporal namespace (TEMPORAL_NAMESPACE, default `default`). */
+  temporalNamespace: string;
+  /** Brand prefix of credentials, as in `<brand>_sk_live_…` (KEY_BRAND_PREFIX, default `acp`). */
+  keyBrandPrefix: string;
+  /** pino level (LOG_LEVEL, default info; `silent` in tests). */
+  logLevel: string;
+  /** Default requests allowed per key per window (RATE_LIMIT_POINTS, default 600). */
+  rateLimitPoints: number;
+  /** Rate-limit window in seconds (RATE_LIMIT_WINDOW_SECONDS, default 60). */
+  rateLimitWindowSeconds: number;
+  /** Largest accepted JSON body in bytes (BODY_LIMIT_BYTES, default 1 MiB). */
+  bodyLimitBytes: number;
+  /** Seconds a resolved API key is cached in-process; revocation is pushed to every process at once (KEY_CACHE_SECONDS, default 30). */
+  keyCacheSeconds: number;
+  /** Public base URL used in links and OpenAPI `servers` (PUBLIC_BASE_URL, default http://HOST:PORT). */
+  publicBaseUrl: string;
+}
+
+function int(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
+  return n;
+}
+
+/** Reads the environment; `overrides` win (used by tests and benchmarks). @throws on malformed numbers */
+export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
+  const port = overrides.port ?? int('PORT', 8080);
+  const host = overrides.host ?? process.env.HOST ?? '127.0.0.1';
+  const cfg: AppConfig = {
+    port,
+    host,
+    databaseUrl: process.env.DATABASE_URL || undefined,
+    dataDir: path.resolve(process.env.DATA_DIR || '.data'),
+    temporalAddress: process.env.TEMPORAL_ADDRESS || undefined,
+    temporalNamespace: process.env.TEMPORAL_NAMESPACE || 'default',
+    keyBrandPrefix: process.env.KEY_BRAND_PREFIX || 'acp',
+    logLevel: process.env.LOG_LEVEL || 'info',
+    rateLimitPoints: int('RATE_LIMIT_POINTS', 600),
+    rateLimitWindowSeconds: int('RATE_LIMIT_WINDOW_SECONDS', 60),
+    bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024),
+    keyCacheSeconds: int('KEY_CACHE_SECONDS', 30),
+    publicBaseUrl: process.env.PUBLIC_BASE_URL || `http://${host}:${port}`,
+    ...overrides,
+  };
+  if (!/^[a-z][a-z0-9]{1,15}$/.test(cfg.keyBrandPrefix)) {
+    throw new Error('KEY_BRAND_PREFIX must be 2-16 lowercase letters or digits, starting with a letter');
+  }
+  return cfg;
+}

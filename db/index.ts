@@ -1,0 +1,66 @@
+/**
+ * Knex setup and migrations (DESIGN.md "db/"). Nothing outside db/ writes SQL.
+ */
+import path from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+
+// Postgres `bigint` (int8) arrives as a string by default; our counters fit in a JS number.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export type Db = Knex;
+
+/**
+ * Opens a Knex pool on `databaseUrl`.
+ * @param opts.poolMax largest number of connections (default 20)
+ */
+export function createDb(databaseUrl: string, opts: { poolMax?: number } = {}): Db {
+  return knexFactory({
+    client: 'pg',
+    connection: databaseUrl,
+    pool: { min: 0, max: opts.poolMax ?? 20 },
+    migrations: migrationConfig(),
+  });
+}
+
+/** Migration settings shared by the runtime and knexfile.ts; works from .ts (tsx) and compiled .js. */
+export function migrationConfig(): Knex.MigratorConfig {
+  const ext = path.extname(__filename);
+  return {
+    directory: path.join(__dirname, 'migrations'),
+    loadExtensions: [ext],
+    tableName: 'knex_migrations',
+  };
+}
+
+/** Applies every pending migration. @returns names of the migrations applied now */
+export async function migrate(db: Db): Promise<string[]> {
+  const [, applied] = (await db.migrate.latest(migrationConfig())) as [number, string[]];
+  return applied;
+}
+
+/**
+ * Creates the database named in `databaseUrl` when it does not exist (embedded start, tests, CLI).
+ * Connects to the server's `postgres` maintenance database to do so.
+ */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, '')) || 'postgres';
+  const admin = new URL(databaseUrl);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    const r = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (r.rowCount === 0) {
+      try {
+        await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+      } catch (err) {
+        // Another process created it between the check and the create.
+        if ((err as { code?: string }).code !== '42P04') throw err;
+      }
+    }
+  } finally {
+    await client.end();
+  }
+}
