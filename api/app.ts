@@ -36,13 +36,13 @@ export const BASE_PATH = '/api/v1';
  * Creates the application. Listening is the caller's job (api/server.ts, tests, benchmarks).
  * @param deps database, configuration and root logger; `databaseUrl` is the URL `db` was opened on
  */
-export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; databaseUrl: string }): BuiltApp {
+export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; databaseUrl: string; temporal?: AppDeps['temporal'] }): BuiltApp {
   const { db, config, logger, databaseUrl } = deps;
   const app = new Koa<AppState>({ proxy: false });
   app.silent = true; // errors are logged by the problem middleware, once
   const keys = new KeyCache(db, config.keyCacheSeconds);
   const limits = new RateLimits(databaseUrl, { points: config.rateLimitPoints, windowSeconds: config.rateLimitWindowSeconds });
-  const handlerDeps: AppDeps = { db, config, logger };
+  const handlerDeps: AppDeps = { db, config, logger, temporal: deps.temporal };
 
   const router = new Router<AppState>({ prefix: BASE_PATH });
   router.get('/openapi.json', (ctx) => {

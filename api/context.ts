@@ -1,5 +1,6 @@
 /** Request-scoped state (Koa `ctx.state`) and the dependencies handed to every handler. */
 import type { ParameterizedContext } from 'koa';
+import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config';
 import type { Db } from '../db';
@@ -29,6 +30,8 @@ export interface AppDeps {
   db: Db;
   config: AppConfig;
   logger: Logger;
+  /** Temporal client (starts and signals workflows); absent when the API runs without Temporal. */
+  temporal?: { client: Client; taskQueue: string };
 }
 
 /** Koa context of this API. */

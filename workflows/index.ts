@@ -1,0 +1,5 @@
+/**
+ * The worker's workflowsPath: re-exports every workflow type (DESIGN.md "workflows/"). Workflow code is
+ * deterministic: no I/O, no Date.now(), no random; side effects go through activities.
+ */
+export {};
