@@ -78,9 +78,12 @@ export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
         message = 'is required';
         break;
       case 'type': {
-        const t = (e.params as { type: string }).type;
-        const nullable = errs.some((x) => x.keyword === 'type' && (x.params as { type: string }).type === 'null') || /null/.test(t);
-        message = `must be ${t.replace(/,null$/, '')}${nullable ? ' or null' : ''}`;
+        const raw = (e.params as { type: string | string[] }).type;
+        const types = (Array.isArray(raw) ? raw : String(raw).split(',')).filter((x) => x !== 'null');
+        const nullable =
+          (Array.isArray(raw) ? raw : String(raw).split(',')).includes('null') ||
+          errs.some((x) => x.keyword === 'type' && (x.params as { type: unknown }).type === 'null');
+        message = `must be ${types.join(' or ')}${nullable ? ' or null' : ''}`;
         break;
       }
       default:

@@ -1,0 +1,196 @@
+/**
+ * Wire conventions over a real socket (issue 2 §4): request ids, envelope, problem details for every
+ * failure class, authentication challenges, scopes, reserved endpoints, rate limits, tenancy.
+ */
+import { expect } from 'chai';
+import { startApi } from '../../api/server';
+import { revokeKey } from '../../db/repositories/apiKeys';
+import { createLogger } from '../../runtime';
+import { startTestApi, type TestApi, type TestResponse } from '../helpers/api';
+
+function expectProblem(res: TestResponse, status: number, code: string): void {
+  expect(res.status, res.text).to.equal(status);
+  expect(res.headers.get('content-type')).to.match(/^application\/problem\+json/);
+  expect(res.body).to.include({ type: 'about:blank', status, code });
+  expect(res.body.title).to.be.a('string').and.not.empty;
+  expect(res.body.detail).to.be.a('string').and.not.empty;
+  expect(res.body.instance).to.be.a('string').and.match(/^\/api\/v1|^\//);
+}
+
+describe('wire conventions', () => {
+  let t: TestApi;
+  let key: string;
+  before(async () => {
+    t = await startTestApi('wire', { bodyLimitBytes: 4096 });
+    ({ key } = await t.org('Wire Org'));
+  });
+  after(async () => t.close());
+
+  it('echoes a sane X-Request-Id and mints one otherwise', async () => {
+    const given = await t.call('GET', '/sms', { key, headers: { 'x-request-id': 'abc-123' } });
+    expect(given.headers.get('x-request-id')).to.equal('abc-123');
+    const minted = await t.call('GET', '/sms', { key, headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(minted.headers.get('x-request-id')).to.match(/^req_[0-9a-f]{32}$/);
+  });
+
+  it('wraps success in the envelope {success, data}', async () => {
+    const res = await t.call('PUT', '/sms', { key, json: { displayName: 'Envelope Co' } });
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/^application\/json/);
+    expect(res.body.success).to.equal(true);
+    expect(res.body.data).to.be.an('object');
+  });
+
+  it('answers 401 with WWW-Authenticate Bearer realm="api" when no key is sent', async () => {
+    const res = await t.call('GET', '/sms');
+    expectProblem(res, 401, 'unauthorized');
+    expect(res.headers.get('www-authenticate')).to.equal('Bearer realm="api"');
+  });
+
+  it('adds error="invalid_token" when a key was sent but is unknown or malformed', async () => {
+    for (const bad of ['acp_sk_live_' + 'x'.repeat(32), 'nonsense', key + 'x']) {
+      const res = await t.call('GET', '/sms', { key: bad });
+      expectProblem(res, 401, 'invalid_token');
+      expect(res.headers.get('www-authenticate')).to.equal('Bearer realm="api", error="invalid_token"');
+    }
+  });
+
+  it('answers 403 insufficient_scope naming the missing scope', async () => {
+    const { key: readOnly } = await t.org('Read Only', ['sms:read']);
+    const res = await t.call('PUT', '/sms', { key: readOnly, json: { displayName: 'x' } });
+    expectProblem(res, 403, 'insufficient_scope');
+    expect(res.body.detail).to.include('sms:write');
+    expect(res.body.missingScopes).to.deep.equal(['sms:write']);
+    expect(res.headers.get('www-authenticate')).to.include('error="insufficient_scope"');
+  });
+
+  it('answers 403 reserved_endpoint for reserved endpoints even with the reserved scope', async () => {
+    const { key: reservedKey } = await t.org('Reserved', ['escalations:read']);
+    const res = await t.call('GET', '/escalations', { key: reservedKey });
+    expectProblem(res, 403, 'reserved_endpoint');
+  });
+
+  it('answers 501 not_implemented for declared operations not built yet, after auth', async () => {
+    expectProblem(await t.call('GET', '/conversations'), 401, 'unauthorized');
+    expectProblem(await t.call('GET', '/conversations', { key }), 501, 'not_implemented');
+  });
+
+  it('answers 404 route_not_found for unknown paths', async () => {
+    expectProblem(await t.call('GET', '/no/such/route', { key }), 404, 'route_not_found');
+    const outside = await fetch(t.api.baseUrl.replace('/api/v1', '/elsewhere'));
+    expect(outside.status).to.equal(404);
+    expect(outside.headers.get('content-type')).to.match(/problem\+json/);
+  });
+
+  it('answers 405 with Allow for a known path with another method', async () => {
+    const res = await t.call('DELETE', '/sms', { key });
+    expectProblem(res, 405, 'method_not_allowed');
+    expect(res.headers.get('allow')).to.include('GET').and.include('PUT');
+  });
+
+  it('answers 400 malformed_json for a broken JSON body', async () => {
+    const res = await t.call('PUT', '/sms', { key, raw: '{"displayName": ', headers: { 'content-type': 'application/json' } });
+    expectProblem(res, 400, 'malformed_json');
+  });
+
+  it('answers 415 for a body that is not JSON', async () => {
+    const res = await t.call('PUT', '/sms', { key, raw: 'displayName=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expectProblem(res, 415, 'unsupported_media_type');
+  });
+
+  it('answers 413 for a body over the limit, and stores nothing from it', async () => {
+    const before = await t.call('GET', '/sms', { key });
+    const res = await t.call('PUT', '/sms', { key, json: { description: 'x'.repeat(5000) } });
+    expectProblem(res, 413, 'payload_too_large');
+    const after = await t.call('GET', '/sms', { key });
+    expect(after.body.data.description).to.equal(before.body.data.description);
+  });
+
+  it('carries RateLimit-Policy and RateLimit fields on authenticated responses', async () => {
+    const res = await t.call('GET', '/sms', { key });
+    expect(res.headers.get('ratelimit-policy')).to.equal('"default";q=600;w=60');
+    expect(res.headers.get('ratelimit')).to.match(/^"default";r=\d+;t=\d+$/);
+  });
+
+  it('answers 429 with Retry-After past a per-key limit shared by every API process', async () => {
+    const { key: limited } = await t.org('Limited', ['sms:read'], { rateLimitPoints: 3, rateLimitWindowSeconds: 60 });
+    const second = await startApi({ db: t.db, databaseUrl: t.databaseUrl, config: { ...t.config, port: 0 }, logger: createLogger('silent') });
+    try {
+      const viaSecond = async () => {
+        const r = await fetch(`${second.baseUrl}/sms`, { headers: { authorization: `Bearer ${limited}` } });
+        return { status: r.status, headers: r.headers, body: (await r.json()) as { code: string } };
+      };
+      expect((await t.call('GET', '/sms', { key: limited })).status).to.equal(404);
+      expect((await viaSecond()).status).to.equal(404);
+      const third = await t.call('GET', '/sms', { key: limited });
+      expect(third.headers.get('ratelimit')).to.match(/^"default";r=0;/);
+      const refused = await viaSecond();
+      expect(refused.status).to.equal(429);
+      expect(refused.body.code).to.equal('rate_limited');
+      expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 60);
+      expect(refused.headers.get('ratelimit-policy')).to.equal('"default";q=3;w=60');
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('stops accepting a revoked key at once', async () => {
+    const { orgId, key: doomed, keyId } = await t.org('Revoked');
+    expect((await t.call('GET', '/sms', { key: doomed })).status).to.equal(404); // now cached
+    await revokeKey(t.db, orgId, keyId);
+    let status = 0;
+    for (let i = 0; i < 50 && status !== 401; i++) {
+      status = (await t.call('GET', '/sms', { key: doomed })).status;
+      if (status !== 401) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(status).to.equal(401);
+  });
+
+  it('serves the OpenAPI 3.1 document and the docs page without a key', async () => {
+    const doc = await t.call('GET', '/openapi.json');
+    expect(doc.status).to.equal(200);
+    expect(doc.body.openapi).to.equal('3.1.0');
+    expect(doc.body.paths['/sms'].put.operationId).to.equal('saveSMSRegistration');
+    expect(doc.body.paths['/sms'].put.requestBody.content['application/json'].schema.$ref).to.equal('#/components/schemas/SmsRegistrationDraft');
+    expect(doc.body.components.schemas.SmsRegistrationDraft.properties.ein).to.be.an('object');
+    const page = await fetch(t.api.baseUrl.replace('/api/v1', '/docs'));
+    expect(page.status).to.equal(200);
+    expect(await page.text()).to.include('saveSMSRegistration');
+  });
+
+  it('answers 500 internal_error without a stack when something unexpected breaks', async () => {
+    const { key: k } = await t.org('Broken');
+    await t.db.schema.renameTable('sms_registrations', 'sms_registrations_moved');
+    try {
+      const res = await t.call('GET', '/sms', { key: k });
+      expectProblem(res, 500, 'internal_error');
+      expect(res.text).to.not.match(/at .*\.ts:\d+|stack|sms_registrations/);
+    } finally {
+      await t.db.schema.renameTable('sms_registrations_moved', 'sms_registrations');
+    }
+  });
+});
+
+describe('tenancy', () => {
+  let t: TestApi;
+  before(async () => {
+    t = await startTestApi('tenancy');
+  });
+  after(async () => t.close());
+
+  it("never shows or changes another organization's registration", async () => {
+    const a = await t.org('Org A');
+    const b = await t.org('Org B');
+    await t.call('PUT', '/sms', { key: a.key, json: { displayName: 'Alpha Brand', legalName: 'Alpha LLC' } });
+    const bGet = await t.call('GET', '/sms', { key: b.key });
+    expect(bGet.status).to.equal(404);
+    expect(bGet.body.code).to.equal('sms_registration_not_found');
+    const bPut = await t.call('PUT', '/sms', { key: b.key, json: { displayName: 'Beta Brand' } });
+    expect(bPut.body.data.legalName).to.equal(null);
+    const aGet = await t.call('GET', '/sms', { key: a.key });
+    expect(aGet.body.data.displayName).to.equal('Alpha Brand');
+    expect(aGet.body.data.legalName).to.equal('Alpha LLC');
+    const rows = await t.db('sms_registrations').select('org_id');
+    expect(rows.map((r) => r.org_id).sort()).to.deep.equal([a.orgId, b.orgId].sort());
+  });
+});

@@ -1,0 +1,60 @@
+/** Operator CLI: organizations and keys, against a real database; a minted key works over HTTP. */
+import { expect } from 'chai';
+import { runCli } from '../../cli';
+import { startTestApi, type TestApi } from '../helpers/api';
+
+describe('operator CLI (npm run cli)', () => {
+  let t: TestApi;
+  let saved: string | undefined;
+  before(async () => {
+    t = await startTestApi('cli');
+    saved = process.env.DATABASE_URL;
+    process.env.DATABASE_URL = t.databaseUrl;
+  });
+  after(async () => {
+    if (saved === undefined) delete process.env.DATABASE_URL;
+    else process.env.DATABASE_URL = saved;
+    await t.close();
+  });
+
+  async function cli(...args: string[]): Promise<{ code: number; out: string[] }> {
+    const out: string[] = [];
+    const code = await runCli(args, (l) => out.push(l));
+    return { code, out };
+  }
+
+  it('creates an organization, mints a key printed once, lists and revokes it', async () => {
+    const created = await cli('orgs', 'create', 'CLI', 'Org');
+    expect(created.code).to.equal(0);
+    const org = JSON.parse(created.out[0]);
+    expect(org).to.include({ name: 'CLI Org' });
+    expect(org.id).to.match(/^org_/);
+    expect((await cli('orgs', 'list')).out.join('\n')).to.include(org.id);
+
+    const minted = await cli('keys', 'create', '--org', org.id, '--scopes', 'sms:read,sms:write');
+    expect(minted.code).to.equal(0);
+    const secret = minted.out.find((l) => l.startsWith('secret:'))!.split(/\s+/)[1];
+    const keyId = minted.out.find((l) => l.startsWith('key id:'))!.split(/\s+/)[2];
+    expect(secret).to.match(/^acp_sk_live_[A-Za-z0-9]{32,}$/);
+    const stored = await t.db('api_keys').where({ id: keyId }).first();
+    expect(JSON.stringify(stored)).to.not.include(secret.slice(12));
+
+    const put = await t.call('PUT', '/sms', { key: secret, json: { displayName: 'From CLI' } });
+    expect(put.status).to.equal(200);
+    expect(put.body.data.displayName).to.equal('From CLI');
+
+    const listed = await cli('keys', 'list', '--org', org.id);
+    expect(listed.out.join('\n')).to.include(keyId).and.include('active').and.not.include(secret);
+    expect((await cli('keys', 'revoke', keyId)).code).to.equal(0);
+    expect((await cli('keys', 'list', '--org', org.id)).out.join('\n')).to.include('revoked');
+  });
+
+  it('refuses unknown scopes and unknown organizations with a non-zero exit', async () => {
+    const org = JSON.parse((await cli('orgs', 'create', 'Scopes Org')).out[0]);
+    const bad = await cli('keys', 'create', '--org', org.id, '--scopes', 'sms:read,sms:everything');
+    expect(bad.code).to.equal(1);
+    expect(bad.out.join()).to.include('sms:everything');
+    expect((await cli('keys', 'create', '--org', 'org_missing', '--scopes', 'sms:read')).code).to.equal(1);
+    expect((await cli('keys', 'revoke', 'key_missing')).code).to.equal(1);
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * The Temporal worker (DESIGN.md): runs every workflow in workflows/ and every activity from
+ * activities/ on the service's task queue. `npm run start:worker` in production (TEMPORAL_ADDRESS
+ * required); `npm start` embeds it beside the API and the embedded dev server.
+ */
+import path from 'node:path';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import { loadConfig, type AppConfig } from './config';
+import type { Db } from './db';
+import { createActivities } from './activities';
+import { createLogger, openDatabase } from './runtime';
+import { TASK_QUEUE } from './temporal.config';
+
+/** A running worker and how to stop it. */
+export interface RunningWorker {
+  worker: Worker;
+  /** Resolves when the worker has stopped. */
+  done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Connects to Temporal at `address` and starts polling `taskQueue`.
+ * @param opts.workflowBundle a pre-built bundle (tests build it once per run); default: bundle workflows/index.ts
+ */
+export async function startWorker(opts: {
+  address: string;
+  namespace: string;
+  taskQueue?: string;
+  db: Db;
+  config: AppConfig;
+  logger: Logger;
+  workflowBundle?: WorkerOptions['workflowBundle'];
+}): Promise<RunningWorker> {
+  const connection = await NativeConnection.connect({ address: opts.address });
+  const worker = await Worker.create({
+    connection,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue ?? TASK_QUEUE,
+    activities: createActivities({ db: opts.db, config: opts.config, logger: opts.logger }),
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: path.join(__dirname, 'workflows', 'index.ts') }),
+  });
+  const done = worker.run().finally(() => connection.close());
+  return {
+    worker,
+    done,
+    stop: async () => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await done.catch(() => undefined);
+    },
+  };
+}
+
+if (require.main === module) {
+  (async () => {
+    const config = loadConfig();
+    const logger = createLogger(config.logLevel);
+    if (!config.temporalAddress) throw new Error('start:worker needs TEMPORAL_ADDRESS (npm start runs an embedded dev server instead)');
+    const database = await openDatabase(config, logger);
+    const running = await startWorker({ address: config.temporalAddress, namespace: config.temporalNamespace, db: database.db, config, logger });
+    logger.info({ address: config.temporalAddress, taskQueue: TASK_QUEUE }, 'worker running');
+    const stop = async () => {
+      await running.stop();
+      await database.close();
+      process.exit(0);
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    await running.done;
+  })().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
