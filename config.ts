@@ -28,8 +28,8 @@ export interface AppConfig {
   rateLimitWindowSeconds: number;
   /** Largest accepted JSON body in bytes (BODY_LIMIT_BYTES, default 1 MiB). */
   bodyLimitBytes: number;
-  /** Seconds a resolved API key is cached in-process; revocation is pushed to every process at once (KEY_CACHE_SECONDS, default 30). */
-  keyCacheSeconds: number;
+  /** Seconds a resolved key or registration is cached in-process; changes are pushed to every process at once through Postgres NOTIFY, so this only bounds a missed notification (CACHE_TTL_SECONDS, default 30; 0 disables). */
+  cacheTtlSeconds: number;
   /** Public base URL used in links and OpenAPI `servers` (PUBLIC_BASE_URL, default http://HOST:PORT). */
   publicBaseUrl: string;
 }
@@ -58,7 +58,7 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     rateLimitPoints: int('RATE_LIMIT_POINTS', 600),
     rateLimitWindowSeconds: int('RATE_LIMIT_WINDOW_SECONDS', 60),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024),
-    keyCacheSeconds: int('KEY_CACHE_SECONDS', 30),
+    cacheTtlSeconds: int('CACHE_TTL_SECONDS', 30),
     publicBaseUrl: process.env.PUBLIC_BASE_URL || `http://${host}:${port}`,
     ...overrides,
   };

@@ -10,6 +10,8 @@ import type { Db } from '../db';
 import type { Logger } from 'pino';
 import { ApiError } from './errors';
 import { KeyCache } from './keyCache';
+import { ChangeFeed, ReadCache } from '../db/changeFeed';
+import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
 import { accessLog } from './middleware/accessLog';
 import { authenticate, authorize } from './middleware/auth';
 import { jsonBody } from './middleware/body';
@@ -40,9 +42,13 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
   const { db, config, logger, databaseUrl } = deps;
   const app = new Koa<AppState>({ proxy: false });
   app.silent = true; // errors are logged by the problem middleware, once
-  const keys = new KeyCache(db, config.keyCacheSeconds);
+  const feed = new ChangeFeed();
+  const keys = new KeyCache(db, feed, config.cacheTtlSeconds);
+  const caches: AppDeps['caches'] = {
+    smsRegistrations: new ReadCache<RegistrationRecord>(feed, 'sms_registrations', config.cacheTtlSeconds, { versionOf: (r) => r.version }),
+  };
   const limits = new RateLimits(databaseUrl, { points: config.rateLimitPoints, windowSeconds: config.rateLimitWindowSeconds });
-  const handlerDeps: AppDeps = { db, config, logger, temporal: deps.temporal };
+  const handlerDeps: AppDeps = { db, config, logger, caches, temporal: deps.temporal };
 
   const router = new Router<AppState>({ prefix: BASE_PATH });
   router.get('/openapi.json', (ctx) => {
@@ -95,12 +101,12 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
   app.use(router.routes());
   app.use(router.allowedMethods());
 
-  const ready = keys.start(databaseUrl).catch((err) => logger.warn({ err }, 'key revocation listener unavailable; relying on the cache TTL'));
+  const ready = feed.start(databaseUrl).catch((err) => logger.warn({ err }, 'change feed unavailable; read caches stay off'));
   return {
     app,
     ready,
     close: async () => {
-      await keys.close();
+      await feed.close();
       await limits.close();
     },
   };

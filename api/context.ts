@@ -4,6 +4,8 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config';
 import type { Db } from '../db';
+import type { ReadCache } from '../db/changeFeed';
+import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
 import type { RouteDef } from './routes/table';
 import type { Scope } from './scopes';
 
@@ -30,6 +32,8 @@ export interface AppDeps {
   db: Db;
   config: AppConfig;
   logger: Logger;
+  /** In-process read caches evicted by the Postgres change feed (db/changeFeed.ts). */
+  caches: { smsRegistrations: ReadCache<RegistrationRecord> };
   /** Temporal client (starts and signals workflows); absent when the API runs without Temporal. */
   temporal?: { client: Client; taskQueue: string };
 }

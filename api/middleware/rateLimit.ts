@@ -9,9 +9,28 @@ import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../errors';
 import type { AppContext } from '../context';
 
-/** Limiter instances keyed by (points, window), so per-key overrides share counters correctly. */
+/** Points this process reserves per Postgres round trip: 1 (exact) below 1,000 per window, else 1 % of the limit, at most 100. */
+export function leaseSize(points: number): number {
+  return points < 1000 ? 1 : Math.min(100, Math.floor(points / 100));
+}
+
+/** Outcome of taking one point. */
+interface Take {
+  ok: boolean;
+  remaining: number;
+  msBeforeNext: number;
+}
+
+/**
+ * Limiter instances keyed by (points, window), so per-key overrides share counters correctly.
+ * High limits are served from small leases: a process consumes `leaseSize(points)` points in one
+ * Postgres upsert and hands them out locally, so a limit can be reached up to (lease − 1) points early
+ * per process, never exceeded. Limits under 1,000 per window are counted exactly, one upsert a request.
+ */
 export class RateLimits {
   private readonly limiters = new Map<string, RateLimiterPostgres>();
+  private readonly leases = new Map<string, { available: number; remainingAfter: number; resetAt: number }>();
+  private readonly pending = new Map<string, Promise<void>>();
   private readonly pool: pg.Pool;
 
   /**
@@ -42,6 +61,46 @@ export class RateLimits {
     return l;
   }
 
+  /** Takes one point of `keyId`'s budget, from a local lease when one is open. */
+  async take(keyId: string, points: number, windowSeconds: number): Promise<Take> {
+    const id = `${keyId}/${points}/${windowSeconds}`;
+    for (;;) {
+      const now = Date.now();
+      const lease = this.leases.get(id);
+      if (lease && lease.available > 0 && lease.resetAt > now) {
+        lease.available -= 1;
+        return { ok: true, remaining: lease.remainingAfter + lease.available, msBeforeNext: lease.resetAt - now };
+      }
+      const inflight = this.pending.get(id);
+      if (!inflight) break;
+      await inflight;
+    }
+    const size = leaseSize(points);
+    let res: RateLimiterRes;
+    let ok = true;
+    let done!: () => void;
+    if (size > 1) this.pending.set(id, new Promise<void>((r) => (done = r)));
+    try {
+      res = await this.limiter(points, windowSeconds).consume(keyId, size);
+    } catch (rej) {
+      if (!(rej instanceof RateLimiterRes)) throw rej;
+      res = rej;
+      ok = false;
+    } finally {
+      if (size > 1) {
+        this.pending.delete(id);
+        done();
+      }
+    }
+    // On refusal the counter still moved by `size`; the part that fit under the limit is ours.
+    const granted = ok ? size : Math.max(0, size - (res.consumedPoints - points));
+    const msBeforeNext = Math.max(0, res.msBeforeNext);
+    if (granted === 0) return { ok: false, remaining: 0, msBeforeNext };
+    if (this.leases.size > 10_000) this.leases.clear();
+    if (size > 1) this.leases.set(id, { available: granted - 1, remainingAfter: res.remainingPoints, resetAt: Date.now() + msBeforeNext });
+    return { ok: true, remaining: res.remainingPoints + granted - 1, msBeforeNext };
+  }
+
   /** Middleware consuming one point per authenticated request. */
   middleware() {
     return async (ctx: AppContext, next: () => Promise<unknown>) => {
@@ -50,20 +109,15 @@ export class RateLimits {
       const points = auth.rateLimitPoints ?? this.defaults.points;
       const windowSeconds = auth.rateLimitWindowSeconds ?? this.defaults.windowSeconds;
       ctx.set('RateLimit-Policy', `"default";q=${points};w=${windowSeconds}`);
-      let res: RateLimiterRes;
-      try {
-        res = await this.limiter(points, windowSeconds).consume(auth.keyId, 1);
-      } catch (rej) {
-        if (rej instanceof RateLimiterRes) {
-          const retry = Math.max(1, Math.ceil(rej.msBeforeNext / 1000));
-          ctx.set('RateLimit', `"default";r=0;t=${retry}`);
-          throw new ApiError(429, 'rate_limited', `Rate limit of ${points} requests per ${windowSeconds} s exceeded; retry after ${retry} s`, {
-            headers: { 'Retry-After': String(retry) },
-          });
-        }
-        throw rej;
+      const res = await this.take(auth.keyId, points, windowSeconds);
+      const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+      if (!res.ok) {
+        ctx.set('RateLimit', `"default";r=0;t=${reset}`);
+        throw new ApiError(429, 'rate_limited', `Rate limit of ${points} requests per ${windowSeconds} s exceeded; retry after ${reset} s`, {
+          headers: { 'Retry-After': String(reset) },
+        });
       }
-      ctx.set('RateLimit', `"default";r=${res.remainingPoints};t=${Math.max(0, Math.ceil(res.msBeforeNext / 1000))}`);
+      ctx.set('RateLimit', `"default";r=${res.remaining};t=${Math.max(0, Math.ceil(res.msBeforeNext / 1000))}`);
       return next();
     };
   }

@@ -3,7 +3,7 @@
  * draft"): upsert of the organization's draft with generated campaign text; never contacts a carrier,
  * never charges.
  */
-import { getRegistration, saveDraft } from '../../db/repositories/smsRegistrations';
+import { getRegistrationRecord, saveDraftRecord, updateDraftIfVersion } from '../../db/repositories/smsRegistrations';
 import type { SmsRegistration, SmsRegistrationDraft } from '../../schemas/types/sms';
 import { ApiError, validationError } from '../errors';
 import type { Handler } from '../context';
@@ -12,8 +12,9 @@ import { checkDraftFormats } from '../sms/draftChecks';
 import { CAMPAIGN_TEXT_FIELDS, generateCampaignText } from '../sms/campaignText';
 
 /** GET /sms: the registration, or 404 `sms_registration_not_found` before the first save. */
-export const getSMSRegistration: Handler = async (ctx, { db }) => {
-  const reg = await getRegistration(db, ctx.state.auth!.orgId);
+export const getSMSRegistration: Handler = async (ctx, { db, caches }) => {
+  const orgId = ctx.state.auth!.orgId;
+  const reg = (await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId)))?.registration;
   if (!reg) {
     throw new ApiError(404, 'sms_registration_not_found', 'No SMS registration has been saved for this organization yet; save a draft with PUT /sms');
   }
@@ -41,20 +42,29 @@ export function mergeDraft(body: SmsRegistrationDraft, current: SmsRegistration 
   return out as Partial<SmsRegistrationDraft>;
 }
 
-/** PUT /sms: validates, then upserts inside one transaction; answers the saved registration (status draft). */
-export const saveSMSRegistration: Handler = async (ctx, { db }) => {
+/**
+ * PUT /sms: validates, then saves. The common path is one round trip: merge against the cached
+ * registration and update only if the row is still at the cached version; a stale or missing copy
+ * falls back to the locking upsert. Either way a refused request writes nothing.
+ */
+export const saveSMSRegistration: Handler = async (ctx, { db, caches }) => {
+  const orgId = ctx.state.auth!.orgId;
   const raw = ctx.request.body as unknown;
   const shapeErrors = schemaErrors('SmsRegistrationDraft', raw);
   if (shapeErrors.some((e) => e.field === '(body)')) throw validationError(shapeErrors);
   const body = raw as SmsRegistrationDraft;
-  // Formats that depend on the stored country are checked under the row lock, so every problem is
-  // reported at once and a refused request writes nothing.
-  const saved = await saveDraft(db, ctx.state.auth!.orgId, (current) => {
+  const compute = (current: SmsRegistration | undefined) => {
     const country = typeof body.country === 'string' ? body.country : body.country === null ? null : current?.country;
     const errors = mergeFieldErrors(shapeErrors, checkDraftFormats(body, country));
     if (errors.length) throw validationError(errors);
     return mergeDraft(body, current);
-  });
+  };
+  const cached = await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId));
+  let record = cached ? await updateDraftIfVersion(db, orgId, cached.version, compute(cached.registration)) : undefined;
+  // Formats that depend on the stored country are re-checked under the row lock.
+  record ??= await saveDraftRecord(db, orgId, compute);
+  caches.smsRegistrations.set(orgId, record);
+  const saved = record.registration;
   return { data: saved };
 };
 

@@ -84,7 +84,6 @@ export async function revokeKey(db: Db, orgId: string, keyId: string): Promise<A
     .where({ org_id: orgId, id: keyId })
     .update({ revoked_at: db.raw('coalesce(revoked_at, now())') })
     .returning('*');
-  if (row) await db.raw("SELECT pg_notify('api_key_revoked', ?)", [row.key_hash]);
   return row ? toInfo(row) : undefined;
 }
 

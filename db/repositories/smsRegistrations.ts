@@ -59,6 +59,42 @@ export async function getRegistration(db: Db, orgId: string): Promise<SmsRegistr
   return row ? toRegistration(row) : undefined;
 }
 
+/** A registration with its row version (bumped by a trigger on every update; read caches key on it). */
+export interface RegistrationRecord {
+  registration: SmsRegistration;
+  version: number;
+}
+
+/** The organization's registration and its version, or undefined before the first save. */
+export async function getRegistrationRecord(db: Db, orgId: string): Promise<RegistrationRecord | undefined> {
+  const row = await db('sms_registrations').where({ org_id: orgId }).first();
+  return row ? { registration: toRegistration(row), version: row.version } : undefined;
+}
+
+function draftUpdate(fields: Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>, now: unknown): Record<string, unknown> {
+  const update: Record<string, unknown> = { status: 'draft', updated_at: now };
+  for (const [field, value] of Object.entries(fields)) {
+    const col = DRAFT_COLUMNS[field as keyof typeof DRAFT_COLUMNS];
+    if (col && value !== undefined) update[col] = value;
+  }
+  return update;
+}
+
+/**
+ * Writes draft fields only if the row is still at `version` (one round trip; optimistic concurrency).
+ * @returns the saved record, or undefined when the row changed meanwhile or does not exist (caller
+ *   falls back to saveDraft, which locks)
+ */
+export async function updateDraftIfVersion(
+  db: Db,
+  orgId: string,
+  version: number,
+  fields: Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>,
+): Promise<RegistrationRecord | undefined> {
+  const [row] = await db('sms_registrations').where({ org_id: orgId, version }).update(draftUpdate(fields, db.fn.now())).returning('*');
+  return row ? { registration: toRegistration(row), version: row.version } : undefined;
+}
+
 /**
  * Upserts the organization's draft. Concurrent saves serialize on the row (INSERT … ON CONFLICT DO
  * NOTHING, then SELECT … FOR UPDATE), so N parallel first saves leave exactly one row.
@@ -71,6 +107,15 @@ export async function saveDraft(
   orgId: string,
   compute: (current: SmsRegistration | undefined) => Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>,
 ): Promise<SmsRegistration> {
+  return (await saveDraftRecord(db, orgId, compute)).registration;
+}
+
+/** saveDraft, returning the row version too. */
+export async function saveDraftRecord(
+  db: Db,
+  orgId: string,
+  compute: (current: SmsRegistration | undefined) => Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>,
+): Promise<RegistrationRecord> {
   return db.transaction(async (trx) => {
     const existing = await trx('sms_registrations').where({ org_id: orgId }).forUpdate().first();
     let current = existing ? toRegistration(existing) : undefined;
@@ -78,16 +123,9 @@ export async function saveDraft(
       const inserted = await trx('sms_registrations').insert({ id: newId('smsreg'), org_id: orgId }).onConflict('org_id').ignore().returning('*');
       // Lost the race to another first save: lock the row it inserted.
       const row = inserted[0] ?? (await trx('sms_registrations').where({ org_id: orgId }).forUpdate().first());
-      current = undefined;
-      if (!inserted[0]) current = toRegistration(row);
+      current = inserted[0] ? undefined : toRegistration(row);
     }
-    const fields = compute(current);
-    const update: Record<string, unknown> = { status: 'draft', updated_at: trx.fn.now() };
-    for (const [field, value] of Object.entries(fields)) {
-      const col = DRAFT_COLUMNS[field as keyof typeof DRAFT_COLUMNS];
-      if (col && value !== undefined) update[col] = value;
-    }
-    const [row] = await trx('sms_registrations').where({ org_id: orgId }).update(update).returning('*');
-    return toRegistration(row);
+    const [row] = await trx('sms_registrations').where({ org_id: orgId }).update(draftUpdate(compute(current), trx.fn.now())).returning('*');
+    return { registration: toRegistration(row), version: row.version };
   });
 }

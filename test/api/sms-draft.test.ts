@@ -2,6 +2,8 @@
  * PUT /sms and GET /sms exactly per spec "Save the SMS registration draft" (issue 2 §6).
  */
 import { expect } from 'chai';
+import { startApi } from '../../api/server';
+import { createLogger } from '../../runtime';
 import { startTestApi, type TestApi } from '../helpers/api';
 
 const FULL = {
@@ -241,5 +243,44 @@ describe('PUT /sms and GET /sms (saveSMSRegistration)', () => {
     const charges = await t.db('usage_entries').where({ org_id: orgId }).count<{ count: number }[]>('* as count');
     expect(Number(carrierCalls[0].count)).to.equal(0);
     expect(Number(charges[0].count)).to.equal(0);
+  });
+});
+
+describe('SMS registration read cache across API processes', () => {
+  let t: TestApi;
+  before(async () => {
+    t = await startTestApi('smscache');
+  });
+  after(async () => t.close());
+
+  it('never loses a write made through another process, and shows it there promptly', async () => {
+    const other = await startApi({ db: t.db, databaseUrl: t.databaseUrl, config: { ...t.config, port: 0 }, logger: createLogger('silent') });
+    try {
+      const { key } = await t.org();
+      const viaOther = async (method: string, json?: unknown) => {
+        const r = await fetch(`${other.baseUrl}/sms`, {
+          method,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: json === undefined ? undefined : JSON.stringify(json),
+        });
+        return (await r.json()) as { data: Record<string, unknown> };
+      };
+      await t.call('PUT', '/sms', { key, json: { displayName: 'First' } });
+      expect((await viaOther('GET')).data.displayName).to.equal('First'); // the other process caches it
+      for (let i = 0; i < 20; i++) {
+        await t.call('PUT', '/sms', { key, json: { displayName: `Name ${i}` } });
+        const merged = await viaOther('PUT', { city: `City ${i}` });
+        expect(merged.data).to.include({ displayName: `Name ${i}`, city: `City ${i}` });
+      }
+      await t.call('PUT', '/sms', { key, json: { street: '5 Last St' } });
+      let seen: unknown;
+      for (let i = 0; i < 100 && seen !== '5 Last St'; i++) {
+        seen = (await viaOther('GET')).data.street;
+        if (seen !== '5 Last St') await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(seen).to.equal('5 Last St');
+    } finally {
+      await other.close();
+    }
   });
 });
