@@ -1,0 +1,175 @@
+/**
+ * Dev server benchmark (`npm run bench:devserver`): completed workflows/s for a workflow with one
+ * activity and one signal at 1, 10 and 100 concurrent starters, p99 start-to-close latency, and
+ * time per history event at ~100 and ~10,000 events. Server, worker and client run in this
+ * process. `--db <url>` (or DATABASE_URL) benchmarks with Postgres write-through instead of memory;
+ * `--proto-only` runs only the protocol-level (server capacity) part.
+ */
+import path from 'node:path';
+
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { startDevServer } from '../devserver';
+import * as activities from '../test/devserver/workflows/activities';
+
+const argDb = process.argv.indexOf('--db');
+const databaseUrl = argDb > 0 ? process.argv[argDb + 1] : process.env.DATABASE_URL;
+
+/**
+ * Server capacity without the SDK's per-workflow cost: a minimal protocol-level worker (raw
+ * WorkflowService calls) runs the same activity + signal workflow shape.
+ */
+async function protocolLevel(client: Client, taskQueue: string, starters: number, total: number): Promise<string> {
+  const svc = client.workflowService;
+  const ns = 'default';
+  let stop = false;
+  const EVENT = { ACT_SCHEDULED: 10, ACT_COMPLETED: 12, SIGNALED: 26 };
+  const wfPoller = async () => {
+    while (!stop) {
+      const t = await svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: taskQueue }, identity: 'bench' }).catch(() => ({ taskToken: undefined, history: undefined }));
+      if (!t.taskToken?.length) continue;
+      const types = new Set((t.history?.events ?? []).map((e) => e.eventType));
+      const commands: any[] = [];
+      if (types.has(EVENT.ACT_COMPLETED) && types.has(EVENT.SIGNALED)) {
+        commands.push({ commandType: 4, completeWorkflowExecutionCommandAttributes: {} });
+      } else if (!types.has(EVENT.ACT_SCHEDULED)) {
+        commands.push({
+          commandType: 1,
+          scheduleActivityTaskCommandAttributes: { activityId: '1', activityType: { name: 'greet' }, startToCloseTimeout: { seconds: 10 } },
+        });
+      }
+      await svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t.taskToken, commands, identity: 'bench' });
+    }
+  };
+  const actPoller = async () => {
+    while (!stop) {
+      const t = await svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: taskQueue }, identity: 'bench' }).catch(() => ({ taskToken: undefined }));
+      if (!t.taskToken?.length) continue;
+      await svc.respondActivityTaskCompleted({ namespace: ns, taskToken: t.taskToken, identity: 'bench' });
+    }
+  };
+  const pollers = [...Array.from({ length: 8 }, wfPoller), ...Array.from({ length: 8 }, actPoller)];
+  const lat: number[] = [];
+  let left = total;
+  let n = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: starters }, async () => {
+      while (left-- > 0) {
+        const s = performance.now();
+        const h = await client.workflow.start('protocolLevel', { taskQueue, workflowId: `proto-${taskQueue}-${n++}` });
+        await h.signal('finish', 'ok');
+        await h.result();
+        lat.push(performance.now() - s);
+      }
+    }),
+  );
+  const secs = (performance.now() - t0) / 1000;
+  stop = true;
+  // Wake the idle long-polls so the loops end.
+  for (let i = 0; i < 8; i++) await client.workflow.start('protocolLevel', { taskQueue, workflowId: `proto-${taskQueue}-wake-${i}` });
+  lat.sort((a, b) => a - b);
+  void pollers;
+  return (
+    `protocol-level worker, starters=${String(starters).padStart(3)}  workflows=${lat.length}  ${(lat.length / secs).toFixed(0).padStart(5)} completed/s  ` +
+    `p50=${pct(lat, 50).toFixed(1)}ms  p99=${pct(lat, 99).toFixed(1)}ms`
+  );
+}
+
+function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const server = await startDevServer({ databaseUrl });
+  const connection = await Connection.connect({ address: server.address });
+  const native = await NativeConnection.connect({ address: server.address });
+  const client = new Client({ connection });
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: path.join(__dirname, '../test/devserver/workflows/index.ts'),
+    logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never,
+  });
+  const taskQueue = `bench-${Date.now()}`;
+  let seq = 0;
+  const report: string[] = [];
+  for (const [starters, total] of [
+    [1, 300],
+    [10, 2000],
+    [100, 4000],
+  ] as const) {
+    report.push(await protocolLevel(client, `${taskQueue}-proto-${starters}`, starters, total));
+    process.stdout.write(report[report.length - 1] + '\n');
+  }
+  if (process.argv.includes('--proto-only')) {
+    await connection.close();
+    await native.close();
+    await server.stop();
+    return;
+  }
+  const worker = await Worker.create({
+    connection: native,
+    taskQueue,
+    workflowBundle,
+    activities,
+    maxConcurrentWorkflowTaskExecutions: 100,
+    maxConcurrentActivityTaskExecutions: 200,
+    maxCachedWorkflows: 2000,
+    // More concurrent polls than the defaults keep the worker fed at 100 starters.
+    maxConcurrentWorkflowTaskPolls: 40,
+    maxConcurrentActivityTaskPolls: 20,
+  });
+  await worker.runUntil(async () => {
+    const one = async (): Promise<number> => {
+      const t0 = performance.now();
+      const h = await client.workflow.start('activityAndSignal', { taskQueue, workflowId: `bench-${seq++}`, args: ['bench'] });
+      await h.signal('finish', 'ok');
+      await h.result();
+      return performance.now() - t0;
+    };
+    // warm-up
+    await Promise.all(Array.from({ length: 20 }, one));
+    for (const [starters, total] of [
+      [1, 200],
+      [10, 1000],
+      [100, 2000],
+    ] as const) {
+      const lat: number[] = [];
+      let left = total;
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: starters }, async () => {
+          while (left-- > 0) lat.push(await one());
+        }),
+      );
+      const secs = (performance.now() - t0) / 1000;
+      lat.sort((a, b) => a - b);
+      report.push(
+        `SDK worker,            starters=${String(starters).padStart(3)}  workflows=${lat.length}  ${(lat.length / secs).toFixed(0).padStart(5)} completed/s  ` +
+          `p50=${pct(lat, 50).toFixed(1)}ms  p99=${pct(lat, 99).toFixed(1)}ms`,
+      );
+      process.stdout.write(report[report.length - 1] + '\n');
+    }
+    for (const signals of [90, 9000]) {
+      const workflowId = `bench-events-${signals}`;
+      const t0 = performance.now();
+      const h = await client.workflow.start('manyEvents', { taskQueue, workflowId, args: [signals] });
+      for (let i = 0; i < signals; i++) await h.signal('add', 1);
+      await h.result();
+      const ms = performance.now() - t0;
+      const d = await h.describe();
+      const events = d.historyLength;
+      report.push(`history events=${events}  ${((ms * 1000) / events).toFixed(1)} µs/event  (total ${ms.toFixed(0)} ms)`);
+      process.stdout.write(report[report.length - 1] + '\n');
+    }
+  });
+  await connection.close();
+  await native.close();
+  await server.stop();
+  process.stdout.write(`\ndev server benchmark (${databaseUrl ? 'Postgres write-through' : 'in-memory'}):\n${report.join('\n')}\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err?.stack ?? err}\n`);
+  process.exit(1);
+});

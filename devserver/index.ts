@@ -1,0 +1,115 @@
+/**
+ * Embedded Temporal-compatible dev server (DESIGN.md "The embedded Temporal dev server").
+ * Production always uses a real Temporal cluster; this serves `npm start` and the tests.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { Clock } from './clock';
+import { Engine, LogFn } from './engine';
+import { buildImplementation, NO_COMMIT_WAIT, testServiceHandlers, workflowServiceHandlers } from './service';
+import { PgStore } from './store';
+
+export type { LogFn } from './engine';
+
+/** Options for {@link startDevServer}. */
+export interface DevServerOptions {
+  /** TCP port; 0 or omitted picks a free port. */
+  port?: number;
+  /** Bind host, default 127.0.0.1. */
+  host?: string;
+  /** Postgres URL; state lives in schema `temporal_dev`. Omitted = in-memory, no durability. */
+  databaseUrl?: string;
+  /** Extra namespace to create besides `default`. */
+  namespace?: string;
+  /** Enables TestService time skipping (the clock jumps to the next timer when nothing runs). */
+  timeSkipping?: boolean;
+  /**
+   * Whether time skipping starts locked (default false). The `<bin> <port>` test-server mode
+   * starts locked, as @temporalio/testing unlocks it around `result()` and `sleep()`.
+   */
+  timeSkippingInitiallyLocked?: boolean;
+  /** Log sink; default prints warnings and errors to stderr. */
+  log?: LogFn;
+}
+
+/** A running dev server. */
+export interface DevServer {
+  /** `host:port`, for Connection.connect / NativeConnection.connect. */
+  address: string;
+  port: number;
+  /** Stops accepting calls, flushes pending writes to Postgres and closes the pool. */
+  stop(): Promise<void>;
+}
+
+const defaultLog: LogFn = (level, msg, fields) => {
+  if (level === 'warn' || level === 'error') process.stderr.write(`[devserver] ${level}: ${msg} ${fields ? JSON.stringify(fields) : ''}\n`);
+};
+
+/**
+ * Starts the dev server: loads persisted state (when `databaseUrl` is given), re-arms timers and
+ * tasks, and serves WorkflowService + TestService over gRPC.
+ * Errors: rejects if the port cannot be bound or Postgres is unreachable.
+ */
+export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
+  const log = opts.log ?? defaultLog;
+  const host = opts.host ?? '127.0.0.1';
+  let store: PgStore | null = null;
+  let loaded: Awaited<ReturnType<PgStore['load']>> | null = null;
+  if (opts.databaseUrl) {
+    store = new PgStore(opts.databaseUrl);
+    await store.init();
+    loaded = await store.load();
+  }
+  const clock = new Clock(loaded?.clockOffsetMs ?? 0);
+  const engine = new Engine({ clock, log, timeSkipping: !!opts.timeSkipping });
+  engine.timeSkippingLocks = opts.timeSkippingInitiallyLocked ? 1 : 0;
+  for (const ns of loaded?.namespaces ?? []) engine.namespaces.set(ns.name, ns);
+  engine.sink = store;
+  engine.ensureNamespace('default');
+  if (opts.namespace) engine.ensureNamespace(opts.namespace);
+  for (const e of loaded?.executions ?? []) engine.restore(e);
+
+  const afterEach = async (method?: string) => {
+    if (!store) return;
+    store.setClockOffset(clock.skippedMs);
+    const p = store.commit().catch((err) => log('error', 'persisting state failed', { err: String(err) }));
+    if (!method || !NO_COMMIT_WAIT.has(method)) await p;
+  };
+  if (store) await afterEach();
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': 128 * 1024 * 1024,
+    'grpc.max_send_message_length': 128 * 1024 * 1024,
+  });
+  const logErr = (msg: string, fields: Record<string, unknown>) => log('error', msg, fields);
+  const wf = buildImplementation('temporal.api.workflowservice.v1.WorkflowService', workflowServiceHandlers(engine), afterEach, logErr);
+  server.addService(wf.definition, wf.implementation);
+  const ts = buildImplementation('temporal.api.testservice.v1.TestService', testServiceHandlers(engine), afterEach, logErr);
+  server.addService(ts.definition, ts.implementation);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${host}:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  log('info', 'dev server listening', { host, port, durable: !!store, timeSkipping: !!opts.timeSkipping });
+  let stopped = false;
+  return {
+    address: `${host}:${port}`,
+    port,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      engine.stop();
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 500);
+        server.tryShutdown(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+      if (store) {
+        store.setClockOffset(clock.skippedMs);
+        await store.close();
+      }
+    },
+  };
+}

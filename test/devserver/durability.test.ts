@@ -1,0 +1,79 @@
+/**
+ * Durability: the dev server's state lives in Postgres (schema temporal_dev) and survives a
+ * restart of both the server and the worker.
+ */
+import { expect } from 'chai';
+import pg from 'pg';
+import { temporal } from '@temporalio/proto';
+import { startDevServer } from '../../devserver';
+import { createTestDatabase } from '../helpers/postgres';
+import { connect, uniqueQueue, withWorker } from './helpers';
+import { asyncTokens } from './workflows/activities';
+
+const ET = temporal.api.enums.v1.EventType;
+
+describe('devserver durability in Postgres', function () {
+  this.timeout(60_000);
+
+  it('keeps histories, timers, a started activity, queued tasks and visibility across a restart (one-hour timer + signal workflow completes)', async () => {
+    const databaseUrl = await createTestDatabase('devserver_durable');
+    const taskQueue = uniqueQueue('durable');
+    const workflowId = uniqueQueue('durable-wf');
+    const pendingId = uniqueQueue('pending-wf');
+
+    // First life: start the workflow, let the worker schedule the timer, then stop everything.
+    const s1 = await startDevServer({ databaseUrl });
+    const c1 = await connect(s1.address);
+    const asyncId = uniqueQueue('async-wf');
+    const h1 = await c1.client.workflow.start('timerAndSignal', { taskQueue, workflowId });
+    asyncTokens.length = 0;
+    await withWorker(c1.native, taskQueue, async () => {
+      // An activity that is started (waiting for asynchronous completion) when the server stops.
+      await c1.client.workflow.start('asyncActivity', { taskQueue, workflowId: asyncId });
+      for (let i = 0; i < 100 && !asyncTokens.length; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(asyncTokens).to.have.length(1);
+      for (let i = 0; i < 100; i++) {
+        const evs = (await c1.client.workflowService.getWorkflowExecutionHistory({ namespace: 'default', execution: { workflowId } })).history?.events ?? [];
+        if (evs.some((e) => e.eventType === ET.EVENT_TYPE_TIMER_STARTED)) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error('timer never started');
+    });
+    // A workflow whose first task is still queued when the server stops.
+    await c1.client.workflow.start('greeting', { taskQueue, workflowId: pendingId, args: ['later'] });
+    await c1.close();
+    await s1.stop();
+
+    const db = new pg.Client(databaseUrl);
+    await db.connect();
+    const rows = await db.query('SELECT count(*)::int AS n FROM temporal_dev.history_events WHERE workflow_id = $1', [workflowId]);
+    await db.end();
+    expect(rows.rows[0].n).to.be.at.least(5);
+
+    // Second life: time skipping lets the one-hour timer fire once nothing else is runnable.
+    const s2 = await startDevServer({ databaseUrl, timeSkipping: true });
+    const c2 = await connect(s2.address);
+    try {
+      const listed: string[] = [];
+      for await (const w of c2.client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) listed.push(w.workflowId);
+      expect(listed.sort()).to.deep.equal([workflowId, pendingId, asyncId].sort());
+      const h2 = c2.client.workflow.getHandle(workflowId, h1.firstExecutionRunId);
+      await h2.signal('finish', 'signal');
+      const started = Date.now();
+      await c2.client.activity.complete({ workflowId: asyncId, activityId: '1' }, 'completed after restart');
+      const [r, p, a] = await withWorker(c2.native, taskQueue, () =>
+        Promise.all([h2.result(), c2.client.workflow.getHandle(pendingId).result(), c2.client.workflow.getHandle(asyncId).result()]),
+      );
+      expect(a).to.equal('completed after restart');
+      expect(r).to.equal('timer+signal');
+      expect(p).to.equal('Hello, later!');
+      expect(Date.now() - started).to.be.lessThan(10_000);
+      const evs = (await c2.client.workflowService.getWorkflowExecutionHistory({ namespace: 'default', execution: { workflowId } })).history?.events ?? [];
+      evs.forEach((e, i) => expect(Number(e.eventId)).to.equal(i + 1));
+      expect(evs.map((e) => e.eventType)).to.include(ET.EVENT_TYPE_TIMER_FIRED);
+    } finally {
+      await c2.close();
+      await s2.stop();
+    }
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * Shared fixtures for the dev server tests: the workflow bundle (built once per run), unique task
+ * queues, and a helper that runs a real SDK worker against a dev server while a callback runs.
+ */
+import path from 'node:path';
+import crypto from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
+import * as activities from './workflows/activities';
+
+let bundlePromise: Promise<{ code: string }> | undefined;
+
+// Install the SDK runtime quietly before any connection creates the default (INFO-logging) one.
+try {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+} catch {
+  // already installed by another suite in this process
+}
+
+/** The test workflows bundled once per mocha run. */
+export function workflowBundle(): Promise<{ code: string }> {
+  bundlePromise ??= bundleWorkflowCode({
+    workflowsPath: path.join(__dirname, 'workflows', 'index.ts'),
+    logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never,
+  });
+  return bundlePromise;
+}
+
+/** A task queue name unique to one test. */
+export function uniqueQueue(label: string): string {
+  return `${label}-${crypto.randomBytes(4).toString('hex')}`;
+}
+
+/** Client + native connection for a dev server address. */
+export async function connect(address: string): Promise<{ client: Client; connection: Connection; native: NativeConnection; close(): Promise<void> }> {
+  const connection = await Connection.connect({ address });
+  const native = await NativeConnection.connect({ address });
+  const client = new Client({ connection });
+  return {
+    client,
+    connection,
+    native,
+    async close() {
+      await connection.close();
+      await native.close();
+    },
+  };
+}
+
+/** Runs `fn` while a worker polls `taskQueue`; the worker is shut down afterwards. */
+export async function withWorker<T>(
+  native: NativeConnection,
+  taskQueue: string,
+  fn: (worker: Worker) => Promise<T>,
+  extra: Partial<WorkerOptions> = {},
+): Promise<T> {
+  const worker = await Worker.create({
+    connection: native,
+    taskQueue,
+    workflowBundle: await workflowBundle(),
+    activities,
+    ...extra,
+  });
+  return worker.runUntil(fn(worker));
+}

@@ -1,0 +1,200 @@
+/**
+ * Workflow-task protocol details checked with raw WorkflowService calls (a hand-driven worker),
+ * where timing must be deterministic: held events, UNHANDLED_COMMAND, sticky schedule-to-start
+ * fallback, workflow-task timeouts with transient attempts, server-filled activity defaults, and
+ * queries arriving while a workflow task is in flight.
+ */
+import { expect } from 'chai';
+import { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { startDevServer, DevServer } from '../../devserver';
+import { connect, uniqueQueue } from './helpers';
+
+const ET = temporal.api.enums.v1.EventType;
+type Svc = Client['workflowService'];
+
+describe('devserver workflow-task protocol (raw gRPC)', function () {
+  this.timeout(20_000);
+  let server: DevServer;
+  let conn: Awaited<ReturnType<typeof connect>>;
+  let svc: Svc;
+  const ns = 'default';
+
+  before(async () => {
+    server = await startDevServer({});
+    conn = await connect(server.address);
+    svc = conn.client.workflowService;
+  });
+  after(async () => {
+    await conn?.close();
+    await server?.stop();
+  });
+
+  async function start(taskQueue: string, extra: Partial<temporal.api.workflowservice.v1.IStartWorkflowExecutionRequest> = {}) {
+    const workflowId = uniqueQueue('raw');
+    const r = await svc.startWorkflowExecution({
+      namespace: ns,
+      workflowId,
+      workflowType: { name: 'raw' },
+      taskQueue: { name: taskQueue },
+      requestId: uniqueQueue('req'),
+      ...extra,
+    });
+    return { workflowId, runId: r.runId! };
+  }
+  const poll = (name: string) => svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name }, identity: 'raw-test' });
+  async function events(workflowId: string) {
+    const r = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+    return (r.history?.events ?? []).map((e) => ET[e.eventType!].replace('EVENT_TYPE_', ''));
+  }
+  const signal = (workflowId: string, name = 's') => svc.signalWorkflowExecution({ namespace: ns, workflowExecution: { workflowId }, signalName: name, identity: 't' });
+
+  it('holds events that arrive during a workflow task and writes them after its completion', async () => {
+    const q = uniqueQueue('held');
+    const { workflowId } = await start(q);
+    const t = await poll(q);
+    expect(Number(t.startedEventId)).to.equal(3);
+    await signal(workflowId);
+    expect(await events(workflowId)).to.deep.equal(['WORKFLOW_EXECUTION_STARTED', 'WORKFLOW_TASK_SCHEDULED', 'WORKFLOW_TASK_STARTED']);
+    await svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t.taskToken, commands: [], identity: 'raw-test' });
+    expect((await events(workflowId)).slice(3)).to.deep.equal(['WORKFLOW_TASK_COMPLETED', 'WORKFLOW_EXECUTION_SIGNALED', 'WORKFLOW_TASK_SCHEDULED']);
+    const t2 = await poll(q);
+    expect(Number(t2.previousStartedEventId)).to.equal(3);
+    expect(Number(t2.startedEventId)).to.equal(7);
+  });
+
+  it('rejects a completion that closes the workflow while new events are held (UNHANDLED_COMMAND)', async () => {
+    const q = uniqueQueue('unhandled');
+    const { workflowId } = await start(q);
+    const t = await poll(q);
+    await signal(workflowId);
+    await svc.respondWorkflowTaskCompleted({
+      namespace: ns,
+      taskToken: t.taskToken,
+      commands: [{ commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION, completeWorkflowExecutionCommandAttributes: {} }],
+    });
+    const h = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+    const evs = h.history!.events!;
+    expect(evs.map((e) => ET[e.eventType!].replace('EVENT_TYPE_', '')).slice(3)).to.deep.equal([
+      'WORKFLOW_TASK_FAILED',
+      'WORKFLOW_EXECUTION_SIGNALED',
+      'WORKFLOW_TASK_SCHEDULED',
+    ]);
+    expect(evs[3].workflowTaskFailedEventAttributes?.cause).to.equal(temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND);
+  });
+
+  it('falls back from an unpolled sticky queue to the normal queue after schedule-to-start, with full history', async () => {
+    const q = uniqueQueue('stickyto');
+    const sticky = uniqueQueue('sticky-worker');
+    const { workflowId } = await start(q);
+    const t = await poll(q);
+    await svc.respondWorkflowTaskCompleted({
+      namespace: ns,
+      taskToken: t.taskToken,
+      commands: [],
+      stickyAttributes: { workerTaskQueue: { name: sticky, kind: 2 }, scheduleToStartTimeout: { nanos: 200_000_000 } },
+    });
+    await signal(workflowId);
+    const t2 = await poll(q); // blocks until the sticky task times out to the normal queue
+    const evs = t2.history!.events!;
+    expect(Number(evs[0].eventId)).to.equal(1);
+    const names = evs.map((e) => ET[e.eventType!].replace('EVENT_TYPE_', ''));
+    expect(names.slice(-4)).to.deep.equal(['WORKFLOW_TASK_SCHEDULED', 'WORKFLOW_TASK_TIMED_OUT', 'WORKFLOW_TASK_SCHEDULED', 'WORKFLOW_TASK_STARTED']);
+    const timedOut = evs[evs.length - 3].workflowTaskTimedOutEventAttributes!;
+    expect(timedOut.timeoutType).to.equal(temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START);
+  });
+
+  it('times out a started workflow task and retries it as a transient attempt', async () => {
+    const q = uniqueQueue('wtto');
+    const { workflowId } = await start(q, { workflowTaskTimeout: { nanos: 300_000_000 } });
+    const t1 = await poll(q);
+    expect(t1.attempt).to.equal(1);
+    const t2 = await poll(q); // after the 300 ms start-to-close timeout
+    expect(t2.attempt).to.equal(2);
+    const names = t2.history!.events!.map((e) => ET[e.eventType!].replace('EVENT_TYPE_', ''));
+    expect(names).to.deep.equal([
+      'WORKFLOW_EXECUTION_STARTED',
+      'WORKFLOW_TASK_SCHEDULED',
+      'WORKFLOW_TASK_STARTED',
+      'WORKFLOW_TASK_TIMED_OUT',
+      'WORKFLOW_TASK_SCHEDULED',
+      'WORKFLOW_TASK_STARTED',
+    ]);
+    // The transient attempt is not in the stored history until it completes.
+    expect(await events(workflowId)).to.have.length(4);
+    const old = await svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t1.taskToken, commands: [] }).catch((e) => e);
+    expect(old.code).to.equal(5);
+    await svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t2.taskToken, commands: [] });
+    expect((await events(workflowId)).slice(4)).to.deep.equal(['WORKFLOW_TASK_SCHEDULED', 'WORKFLOW_TASK_STARTED', 'WORKFLOW_TASK_COMPLETED']);
+  });
+
+  it('fills activity timeouts and retry policy defaults like the real server', async () => {
+    const q = uniqueQueue('defaults');
+    const { workflowId } = await start(q, { workflowRunTimeout: { seconds: 3600 as never } });
+    const t = await poll(q);
+    await svc.respondWorkflowTaskCompleted({
+      namespace: ns,
+      taskToken: t.taskToken,
+      commands: [
+        {
+          commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK,
+          scheduleActivityTaskCommandAttributes: {
+            activityId: 'a1',
+            activityType: { name: 'x' },
+            startToCloseTimeout: { seconds: 30 as never },
+            heartbeatTimeout: { seconds: 60 as never },
+            retryPolicy: { maximumAttempts: 3 },
+          },
+        },
+      ],
+    });
+    const h = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+    const a = h.history!.events!.find((e) => e.activityTaskScheduledEventAttributes)!.activityTaskScheduledEventAttributes!;
+    expect(Number(a.scheduleToCloseTimeout?.seconds)).to.equal(3600);
+    expect(Number(a.scheduleToStartTimeout?.seconds)).to.equal(3600);
+    expect(Number(a.startToCloseTimeout?.seconds)).to.equal(30);
+    expect(Number(a.heartbeatTimeout?.seconds)).to.equal(30);
+    expect(a.taskQueue?.name).to.equal(q);
+    expect(a.retryPolicy?.maximumAttempts).to.equal(3);
+    expect(Number(a.retryPolicy?.initialInterval?.seconds)).to.equal(1);
+    expect(a.retryPolicy?.backoffCoefficient).to.equal(2);
+    const bad = await svc
+      .respondWorkflowTaskCompleted({
+        namespace: ns,
+        taskToken: (await (async () => {
+          await signal(workflowId);
+          return poll(q);
+        })()).taskToken,
+        commands: [{ commandType: 1, scheduleActivityTaskCommandAttributes: { activityId: 'a2', activityType: { name: 'x' } } }],
+      })
+      .catch((e) => e);
+    expect(bad.code).to.equal(3);
+  });
+
+  it('answers a query that arrives while a workflow task is in flight after that task completes', async () => {
+    const q = uniqueQueue('qflight');
+    const { workflowId } = await start(q);
+    const t = await poll(q);
+    let answered = false;
+    const query = svc
+      .queryWorkflow({ namespace: ns, execution: { workflowId }, query: { queryType: 'state' } })
+      .then((r) => {
+        answered = true;
+        return r;
+      });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(answered).to.equal(false);
+    await svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t.taskToken, commands: [] });
+    const qt = await poll(q);
+    expect(qt.query?.queryType).to.equal('state');
+    expect(Number(qt.history?.events?.length)).to.equal(4);
+    await svc.respondQueryTaskCompleted({
+      namespace: ns,
+      taskToken: qt.taskToken,
+      completedType: temporal.api.enums.v1.QueryResultType.QUERY_RESULT_TYPE_ANSWERED,
+      queryResult: { payloads: [{ metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('"ok"') }] },
+    });
+    const r = await query;
+    expect(Buffer.from(r.queryResult!.payloads![0].data!).toString()).to.equal('"ok"');
+  });
+});
