@@ -16,6 +16,8 @@ export interface AppConfig {
   dataDir: string;
   /** Temporal frontend `host:port` (TEMPORAL_ADDRESS); unset means the embedded dev server. */
   temporalAddress?: string;
+  /** Port of the embedded Temporal dev server started by `npm start` (TEMPORAL_DEV_PORT, default 7233; 0 = any free port). */
+  temporalDevPort: number;
   /** Temporal namespace (TEMPORAL_NAMESPACE, default `default`). */
   temporalNamespace: string;
   /** Brand prefix of credentials, as in `<brand>_sk_live_…` (KEY_BRAND_PREFIX, default `acp`). */
@@ -52,6 +54,7 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     databaseUrl: process.env.DATABASE_URL || undefined,
     dataDir: path.resolve(process.env.DATA_DIR || '.data'),
     temporalAddress: process.env.TEMPORAL_ADDRESS || undefined,
+    temporalDevPort: int('TEMPORAL_DEV_PORT', 7233),
     temporalNamespace: process.env.TEMPORAL_NAMESPACE || 'default',
     keyBrandPrefix: process.env.KEY_BRAND_PREFIX || 'acp',
     logLevel: process.env.LOG_LEVEL || 'info',

@@ -1,5 +1,6 @@
-/** Mocha root hooks: one Postgres server for the whole run (DESIGN.md "Tests that stay fast"). */
+/** Mocha root hooks: one Postgres server and (when a suite asks for it) one Temporal dev server for the whole run (DESIGN.md "Tests that stay fast"). */
 import { startTestPostgres, stopTestPostgres } from './helpers/postgres';
+import { stopTestTemporal } from './helpers/temporal';
 
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
@@ -8,6 +9,7 @@ export const mochaHooks = {
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
+    await stopTestTemporal();
     await stopTestPostgres();
   },
 };
