@@ -1,0 +1,253 @@
+/**
+ * Webhook delivery activities (issue 6; DESIGN.md "activities/"): one signed HTTP POST per attempt
+ * through the SSRF guard, with every attempt recorded (time, status, duration, first 1 KB of the
+ * response). The workflow (workflows/webhookDelivery.ts) owns the retry schedule; these functions
+ * are idempotent per (delivery, run, attempt) and usable without Temporal (tests, benchmarks).
+ */
+import { Agent, buildConnector, request, type Dispatcher } from 'undici';
+import type { Socket } from 'node:net';
+import { assertHostLiteralAllowed, checkAddress, guardedLookup, SsrfRefusedError, type AllowList } from './providers/http/guard';
+import type { ActivityDeps } from './index';
+import { abandonDelivery, loadDeliveryContext, recordAttempt } from '../db/repositories/webhooks';
+import { openSecret, signatureHeaders } from '../events/signing';
+import { loadWebhookSettings, type WebhookSettings } from '../events/settings';
+import { webhookUrlProblem } from '../events/urlPolicy';
+import type { WebhookEventEnvelope, WebhookEventType } from '../schemas/types/events';
+
+/** Bytes of the response body kept on an attempt. */
+export const RESPONSE_EXCERPT_BYTES = 1024;
+/** Bytes of a response read (and discarded) before the connection is dropped instead of reused. */
+const DRAIN_LIMIT_BYTES = 64 * 1024;
+
+/** What one POST produced. `statusCode` null: no response (timeout, network error, refusal). */
+export interface WebhookPostResult {
+  statusCode: number | null;
+  durationMs: number;
+  /** First 1 KB of the response body as UTF-8 (NUL characters removed). */
+  responseBody: string | null;
+  error: string | null;
+  errorCode: 'timeout' | 'network' | 'ssrf_refused' | null;
+}
+
+/** Signs and POSTs webhook bodies through the SSRF guard. */
+export interface WebhookSender {
+  /**
+   * POSTs `body` (JSON text) to `url` with `headers`. Never throws for HTTP or network failures:
+   * they come back as a result. Redirects are not followed (a 3xx is a failed attempt).
+   */
+  post(url: string, headers: Record<string, string>, body: string): Promise<WebhookPostResult>;
+  close(): Promise<void>;
+}
+
+function guardedConnector(allow: AllowList, timeoutMs: number): buildConnector.connector {
+  const base = buildConnector({ lookup: guardedLookup(allow) as never, timeout: timeoutMs });
+  return (options, callback) => {
+    base(options, (err, socket) => {
+      if (err || !socket) return callback(err ?? new Error('connect failed'), null);
+      const remote = (socket as Socket).remoteAddress;
+      const verdict = remote ? checkAddress(remote, allow) : { allowed: false as const, reason: 'the peer address is unknown' };
+      if (!verdict.allowed) {
+        socket.destroy();
+        return callback(new SsrfRefusedError(options.hostname, verdict.reason), null);
+      }
+      callback(null, socket);
+    });
+  };
+}
+
+function findSsrf(err: unknown): SsrfRefusedError | undefined {
+  for (let e = err as { cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as never, i++) {
+    if (e instanceof SsrfRefusedError) return e;
+  }
+  return undefined;
+}
+
+/**
+ * Creates a sender: an undici Agent whose connections go only to addresses the SSRF guard allows
+ * (checked on DNS answers and again on the socket's peer), with a total timeout per attempt.
+ * @param opts.connections connections kept per origin (default 128)
+ */
+export function createWebhookSender(settings: Pick<WebhookSettings, 'allowPrivate' | 'timeoutMs'>, opts: { connections?: number; userAgent?: string } = {}): WebhookSender {
+  const timeoutMs = settings.timeoutMs;
+  const agent: Dispatcher = new Agent({
+    connect: guardedConnector(settings.allowPrivate, timeoutMs),
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    connections: opts.connections ?? 128,
+  });
+  const userAgent = opts.userAgent ?? 'agent-control-plane-webhooks/1.0';
+
+  async function post(url: string, headers: Record<string, string>, body: string): Promise<WebhookPostResult> {
+    const started = process.hrtime.bigint();
+    const elapsed = () => Math.round(Number(process.hrtime.bigint() - started) / 1e6);
+    try {
+      const target = new URL(url);
+      assertHostLiteralAllowed(target.hostname, settings.allowPrivate);
+      const res = await request(target, {
+        dispatcher: agent,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'user-agent': userAgent, ...headers },
+        body,
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      const kept: Buffer[] = [];
+      let keptBytes = 0;
+      let read = 0;
+      for await (const chunk of res.body) {
+        const buf = chunk as Buffer;
+        read += buf.length;
+        if (keptBytes < RESPONSE_EXCERPT_BYTES) {
+          const part = buf.subarray(0, RESPONSE_EXCERPT_BYTES - keptBytes);
+          kept.push(part);
+          keptBytes += part.length;
+        }
+        if (read > DRAIN_LIMIT_BYTES) {
+          res.body.destroy();
+          break;
+        }
+      }
+      const text = Buffer.concat(kept).toString('utf8').replace(/\u0000/g, '');
+      return { statusCode: res.statusCode, durationMs: elapsed(), responseBody: text, error: null, errorCode: null };
+    } catch (err) {
+      const ssrf = findSsrf(err);
+      if (ssrf) return { statusCode: null, durationMs: elapsed(), responseBody: null, error: ssrf.message, errorCode: 'ssrf_refused' };
+      const e = err as { name?: string; code?: string; message?: string };
+      const timeoutCodes = ['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'];
+      if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || timeoutCodes.includes(e?.code ?? '')) {
+        return { statusCode: null, durationMs: elapsed(), responseBody: null, error: `timeout after ${timeoutMs} ms`, errorCode: 'timeout' };
+      }
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const detail = cause?.code ?? e?.code ?? cause?.message ?? e?.message ?? String(err);
+      return { statusCode: null, durationMs: elapsed(), responseBody: null, error: `connection failed: ${detail}`, errorCode: 'network' };
+    }
+  }
+
+  return { post, close: () => agent.close() };
+}
+
+/** The JSON body of a delivery (Standard Webhooks layout). */
+export function deliveryBody(orgId: string, event: { id: string; type: string; data: Record<string, unknown>; createdAt: Date }): string {
+  const envelope: WebhookEventEnvelope = {
+    id: event.id,
+    type: event.type as WebhookEventType,
+    timestamp: new Date(event.createdAt).toISOString(),
+    organizationId: orgId,
+    data: event.data,
+  };
+  return JSON.stringify(envelope);
+}
+
+/** Input of one attempt. */
+export interface WebhookAttemptInput {
+  orgId: string;
+  deliveryId: string;
+  /** Run of the delivery this workflow serves; stale runs do nothing. */
+  run: number;
+  /** 1-based attempt number within the run. */
+  attempt: number;
+  /** Last attempt of the schedule: a failure finishes the delivery as `failed`. */
+  final: boolean;
+  /** Workflow time (ms since epoch) for the endpoint's failing period; default now. */
+  clockMs?: number;
+}
+
+/**
+ * What an attempt decided: `succeeded` (2xx), `retry` (try again on the schedule), `failed` (given
+ * up: final attempt, 410, endpoint disabled or deleted, URL refused), `stale` (another run owns the
+ * delivery, or it is finished).
+ */
+export interface WebhookAttemptResult {
+  outcome: 'succeeded' | 'retry' | 'failed' | 'stale';
+  statusCode: number | null;
+  /** Set when this attempt disabled the endpoint. */
+  endpointDisabled: 'gone' | 'failing' | null;
+  error: string | null;
+}
+
+/**
+ * The webhook activities.
+ * @param overrides settings that win over the environment (tests: allow-lists, timeouts)
+ * @param sender an existing sender (benchmarks share one); default: one per factory
+ */
+export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<WebhookSettings> = {}, sender?: WebhookSender) {
+  const settings = loadWebhookSettings(overrides);
+  const http = sender ?? createWebhookSender(settings);
+
+  /**
+   * One delivery attempt: loads the delivery, refuses URLs the policy forbids, signs with the
+   * current secret (and the previous one during a rotation), POSTs, records the attempt and moves
+   * the delivery and the endpoint forward (2xx success; 410 disables the endpoint; a failure extends
+   * the endpoint's failing period and disables it once that exceeds the configured period).
+   */
+  async function attemptWebhookDelivery(input: WebhookAttemptInput): Promise<WebhookAttemptResult> {
+    const { orgId, deliveryId, run } = input;
+    const ctx = await loadDeliveryContext(deps.db, orgId, deliveryId);
+    if (!ctx || ctx.run !== run || (ctx.status !== 'pending' && ctx.status !== 'retrying')) {
+      return { outcome: 'stale', statusCode: null, endpointDisabled: null, error: null };
+    }
+    if (ctx.endpoint.deleted || !ctx.endpoint.enabled) {
+      const why = ctx.endpoint.deleted ? 'endpoint deleted' : `endpoint disabled (${ctx.endpoint.disabledReason ?? 'manual'})`;
+      await abandonDelivery(deps.db, orgId, deliveryId, run, why);
+      return { outcome: 'failed', statusCode: null, endpointDisabled: null, error: why };
+    }
+    const base = {
+      deliveryId,
+      run,
+      attempt: input.attempt,
+      disableAfterFailingMs: settings.disableAfterFailingMs,
+      clock: input.clockMs ? new Date(input.clockMs) : undefined,
+    };
+    const problem = webhookUrlProblem(ctx.endpoint.url, settings);
+    if (problem) {
+      const error = `url refused: ${problem}`;
+      const r = await recordAttempt(deps.db, orgId, {
+        ...base,
+        attemptedAt: new Date(),
+        statusCode: null,
+        durationMs: 0,
+        responseBody: null,
+        error,
+        outcome: 'failed',
+        nextStatus: 'failed',
+        endpointEffect: 'failure',
+      });
+      return { outcome: r.applied ? 'failed' : 'stale', statusCode: null, endpointDisabled: r.endpointDisabled === 'failing' ? 'failing' : null, error };
+    }
+
+    const secrets = [openSecret(ctx.endpoint.secretSealed, settings.secretKey)];
+    if (ctx.endpoint.previousSecretSealed) secrets.push(openSecret(ctx.endpoint.previousSecretSealed, settings.secretKey));
+    const body = deliveryBody(orgId, ctx.event);
+    const headers = signatureHeaders(secrets, ctx.event.id, Math.floor(Date.now() / 1000), body);
+    const attemptedAt = new Date();
+    const res = await http.post(ctx.endpoint.url, headers, body);
+
+    const ok = res.statusCode !== null && res.statusCode >= 200 && res.statusCode < 300;
+    const gone = res.statusCode === 410;
+    const permanent = gone || res.errorCode === 'ssrf_refused';
+    const error = ok ? null : res.error ?? `HTTP ${res.statusCode}`;
+    const r = await recordAttempt(deps.db, orgId, {
+      ...base,
+      attemptedAt,
+      statusCode: res.statusCode,
+      durationMs: res.durationMs,
+      responseBody: res.responseBody,
+      error: res.error,
+      outcome: ok ? 'succeeded' : 'failed',
+      nextStatus: ok ? 'succeeded' : permanent || input.final ? 'failed' : 'retrying',
+      endpointEffect: ok ? 'success' : gone ? 'gone' : 'failure',
+    });
+    if (!r.applied) return { outcome: 'stale', statusCode: res.statusCode, endpointDisabled: null, error };
+    const outcome = r.status === 'succeeded' ? 'succeeded' : r.status === 'failed' ? 'failed' : 'retry';
+    return { outcome, statusCode: res.statusCode, endpointDisabled: r.endpointDisabled === 'manual' ? null : r.endpointDisabled, error };
+  }
+
+  /** Gives up a run without another attempt (the workflow's last resort when attempts kept erroring). */
+  async function abandonWebhookDelivery(input: { orgId: string; deliveryId: string; run: number; reason: string }): Promise<boolean> {
+    return abandonDelivery(deps.db, input.orgId, input.deliveryId, input.run, input.reason);
+  }
+
+  return { attemptWebhookDelivery, abandonWebhookDelivery };
+}
+
+/** The activity interface the workflow proxies. */
+export type WebhookActivities = ReturnType<typeof createWebhookActivities>;

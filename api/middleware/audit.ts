@@ -1,0 +1,108 @@
+/**
+ * Audit middleware (spec "Audit"; issue 6): one append-only entry per write through the API — every
+ * operation of the route table whose method is not GET/HEAD/OPTIONS — successful or not, with the
+ * organization, actor (credential id and kind), operation id, resource type and id, request id,
+ * source IP, time and outcome (status code).
+ *
+ * Placement (api/app.ts): after `requestId` and `accessLog`, before `problem`, i.e. OUTSIDE the
+ * problem middleware, so `ctx.status` is the final status even when a handler threw:
+ *   app.use(requestId(logger)); app.use(accessLog()); app.use(auditLog(db)); app.use(problem()); …
+ * Requests that never authenticated (401, unknown routes) have no organization and are not recorded
+ * here (the access log has them).
+ */
+import type { Db } from '../../db';
+import type { AppContext } from '../context';
+import { insertAuditLog } from '../../db/repositories/auditLogs';
+
+/** What a handler may set to name the resource precisely (otherwise derived from the route). */
+export interface AuditResource {
+  type: string;
+  id: string | null;
+}
+
+const RESOURCE_KEY = 'auditResource';
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Lets a handler name the resource it acted on, e.g. `setAuditResource(ctx, 'agent_version', ver.id)`. */
+export function setAuditResource(ctx: AppContext, type: string, id: string | null): void {
+  (ctx.state as unknown as Record<string, unknown>)[RESOURCE_KEY] = { type, id } satisfies AuditResource;
+}
+
+function singular(word: string): string {
+  const w = word.replace(/-/g, '_');
+  if (w === 'sms' || w.endsWith('ss')) return w;
+  if (w.endsWith('ies')) return `${w.slice(0, -3)}y`;
+  if (w.endsWith('s')) return w.slice(0, -1);
+  return w;
+}
+
+/**
+ * The resource of a request, from its route path: the last `{param}` names the resource type (the
+ * segment before it) and id (`/agents/{id}/publish` → agent, id); a POST to a collection after it
+ * (`/agents/{agentId}/skills`, `/webhooks`) creates a resource whose id is the answer's `data.id`.
+ * @param path route path in spec form; `params` the matched path parameters; `responseBody` the envelope
+ */
+export function deriveResource(method: string, path: string, params: Record<string, string>, responseBody: unknown): AuditResource {
+  const segments = path.split('/').filter(Boolean);
+  let lastParam = -1;
+  segments.forEach((s, i) => {
+    if (s.startsWith('{')) lastParam = i;
+  });
+  const after = segments.slice(lastParam + 1);
+  const data = (responseBody as { data?: { id?: unknown } } | undefined)?.data;
+  const createdId = data && typeof data === 'object' && typeof data.id === 'string' ? data.id : null;
+  const trailing = after[after.length - 1];
+  const isCollectionCreate = method === 'POST' && trailing !== undefined && /s$/.test(trailing) && trailing !== 'sms';
+  if (isCollectionCreate || lastParam < 0) {
+    const words = (isCollectionCreate ? after : segments).map(singular);
+    const type = isCollectionCreate ? words.join('_') : words[0] ?? 'unknown';
+    return { type, id: createdId };
+  }
+  const name = segments[lastParam].slice(1, -1);
+  return { type: singular(segments[lastParam - 1] ?? 'unknown'), id: params[name] ?? null };
+}
+
+/** Marks the middleware so tests (and app assembly) can tell it is installed. */
+export const AUDIT_MIDDLEWARE = Symbol.for('acp.auditMiddleware');
+
+/**
+ * The audit middleware. Awaits the insert before the response is sent, so an answered write is an
+ * audited write; a failed insert is logged (error) and does not change the response.
+ */
+export function auditLog(db: Db) {
+  const mw = async (ctx: AppContext, next: () => Promise<unknown>) => {
+    try {
+      await next();
+    } finally {
+      const route = ctx.state.route;
+      const auth = ctx.state.auth;
+      if (route && auth && !READ_METHODS.has(ctx.method)) {
+        const override = (ctx.state as unknown as Record<string, unknown>)[RESOURCE_KEY] as AuditResource | undefined;
+        let resource: AuditResource = { type: 'unknown', id: null };
+        try {
+          resource = override ?? deriveResource(route.method, route.path, (ctx as unknown as { params?: Record<string, string> }).params ?? {}, ctx.body);
+        } catch {
+          // keep `unknown`
+        }
+        try {
+          await insertAuditLog(db, auth.orgId, {
+            actorId: auth.keyId,
+            actorKind: auth.kind,
+            operationId: route.operationId,
+            method: ctx.method,
+            path: ctx.path,
+            resourceType: resource.type,
+            resourceId: resource.id,
+            requestId: ctx.state.requestId,
+            sourceIp: ctx.ip || null,
+            statusCode: ctx.status,
+          });
+        } catch (err) {
+          ctx.state.log?.error({ err, operationId: route.operationId }, 'audit log write failed');
+        }
+      }
+    }
+  };
+  (mw as unknown as Record<symbol, boolean>)[AUDIT_MIDDLEWARE] = true;
+  return mw;
+}

@@ -1,0 +1,85 @@
+/**
+ * The audit log (spec "Audit"; issue 6): append-only. This module has only insert and select
+ * functions, and the database refuses UPDATE, DELETE and TRUNCATE of `audit_logs` with a trigger
+ * (migration 20261122000400), so not even a stray query elsewhere can rewrite history.
+ */
+import type { Db } from '../index';
+import { newId } from '../ids';
+import { keysetPage, type Page } from '../pagination';
+import type { AuditLogEntry } from '../../schemas/types/audit';
+
+/** What the audit middleware records for one write. */
+export interface AuditRecord {
+  actorId: string;
+  actorKind: string;
+  operationId: string;
+  method: string;
+  path: string;
+  resourceType: string;
+  resourceId: string | null;
+  requestId: string;
+  sourceIp: string | null;
+  statusCode: number;
+}
+
+function toEntry(r: Record<string, any>): AuditLogEntry {
+  return {
+    id: r.id,
+    occurredAt: new Date(r.occurred_at).toISOString(),
+    actor: { id: r.actor_id, kind: r.actor_kind },
+    operationId: r.operation_id,
+    method: r.method,
+    path: r.path,
+    resource: { type: r.resource_type, id: r.resource_id ?? null },
+    requestId: r.request_id,
+    sourceIp: r.source_ip ?? null,
+    statusCode: r.status_code,
+    outcome: r.status_code < 400 ? 'success' : 'failure',
+  };
+}
+
+/** Appends one entry. @returns the stored entry */
+export async function insertAuditLog(db: Db, orgId: string, rec: AuditRecord): Promise<AuditLogEntry> {
+  const [row] = await db('audit_logs')
+    .insert({
+      id: newId('aud'),
+      org_id: orgId,
+      actor_id: rec.actorId,
+      actor_kind: rec.actorKind,
+      operation_id: rec.operationId,
+      method: rec.method,
+      path: rec.path.slice(0, 2048),
+      resource_type: rec.resourceType,
+      resource_id: rec.resourceId,
+      request_id: rec.requestId,
+      source_ip: rec.sourceIp,
+      status_code: rec.statusCode,
+    })
+    .returning('*');
+  return toEntry(row);
+}
+
+/** Filters of {@link listAuditLogs}; every one is optional and they combine with AND. */
+export interface AuditLogFilter {
+  /** Entries at or after this time. */
+  since?: Date;
+  /** Entries strictly before this time. */
+  until?: Date;
+  /** Credential id of the actor. */
+  actorId?: string;
+  resourceType?: string;
+  resourceId?: string;
+  operationId?: string;
+}
+
+/** One page of the organization's entries, newest first. @throws InvalidCursorError */
+export async function listAuditLogs(db: Db, orgId: string, filter: AuditLogFilter, page: { limit: number; cursor?: string }): Promise<Page<AuditLogEntry>> {
+  const q = db('audit_logs').select('*').where({ org_id: orgId });
+  if (filter.since) q.andWhere('occurred_at', '>=', filter.since);
+  if (filter.until) q.andWhere('occurred_at', '<', filter.until);
+  if (filter.actorId) q.andWhere({ actor_id: filter.actorId });
+  if (filter.resourceType) q.andWhere({ resource_type: filter.resourceType });
+  if (filter.resourceId) q.andWhere({ resource_id: filter.resourceId });
+  if (filter.operationId) q.andWhere({ operation_id: filter.operationId });
+  return keysetPage(q, { ...page, column: 'seq', direction: 'desc', map: toEntry });
+}

@@ -1,0 +1,36 @@
+/**
+ * The event catalog (spec "Events"): every event type, its payload schema (generated from
+ * schemas/types/events.ts) and what it means. The README's event table is this list.
+ */
+import type { WebhookEventType } from '../schemas/types/events';
+
+/** One catalog entry. */
+export interface EventTypeInfo {
+  type: WebhookEventType;
+  /** Name of the generated JSON Schema of `data` (schemas/<name>.schema.json). */
+  schema: string;
+  description: string;
+}
+
+/** Every event type, in catalog order. */
+export const EVENT_CATALOG: readonly EventTypeInfo[] = [
+  { type: 'sms.registration.updated', schema: 'SmsRegistrationUpdatedEventData', description: 'The 10DLC registration changed status' },
+  { type: 'sms.message.received', schema: 'SmsMessageReceivedEventData', description: 'An inbound text message arrived (with attachment ids)' },
+  { type: 'sms.message.updated', schema: 'SmsMessageUpdatedEventData', description: 'A text message changed delivery status (with attachment ids)' },
+  { type: 'agent.published', schema: 'AgentPublishedEventData', description: 'An agent draft was published as a new version' },
+  { type: 'agent.rolled_back', schema: 'AgentRolledBackEventData', description: "An agent's published version was rolled back" },
+  { type: 'knowledge.source.updated', schema: 'KnowledgeSourceUpdatedEventData', description: 'A knowledge source ingestion progressed, finished or failed' },
+  { type: 'campaign.updated', schema: 'CampaignUpdatedEventData', description: 'An outbound campaign changed status' },
+  { type: 'call.completed', schema: 'CallCompletedEventData', description: 'A call ended' },
+  { type: 'webhook.test', schema: 'WebhookTestEventData', description: 'Test event sent by POST /webhooks/{id}/test to one endpoint' },
+];
+
+/** Every event type name. */
+export const EVENT_TYPES: readonly WebhookEventType[] = EVENT_CATALOG.map((e) => e.type);
+
+const BY_TYPE = new Map(EVENT_CATALOG.map((e) => [e.type as string, e]));
+
+/** The catalog entry of a type, or undefined for an unknown type. */
+export function eventTypeInfo(type: string): EventTypeInfo | undefined {
+  return BY_TYPE.get(type);
+}

@@ -1,0 +1,183 @@
+/**
+ * The delivery dispatcher (issue 6): drains the transactional outbox written by `emitEvent` and by
+ * manual retries, starting one `webhook-delivery/{deliveryId}` workflow per row.
+ *
+ * Why it cannot lose a delivery: the outbox row commits with the event; it is deleted only in the
+ * transaction that locked it and only after Temporal accepted the start. A crash anywhere before that
+ * leaves the row, and the next sweep starts the workflow again. Starting twice is harmless: the id is
+ * deterministic (WorkflowExecutionAlreadyStarted while it runs), and a workflow for a run that is
+ * already finished does nothing (the activity checks the delivery's run and status).
+ *
+ * Several dispatchers may run (one per worker process): rows are locked FOR UPDATE SKIP LOCKED.
+ * It wakes on Postgres NOTIFY `webhook_outbox` (sent at commit by emitEvent) and sweeps every
+ * `intervalMs` anyway, so a lost notification only adds latency.
+ */
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { Db } from '../db';
+import { deleteOutboxRows, lockOutboxBatch, OUTBOX_CHANNEL } from '../db/repositories/events';
+import { TASK_QUEUE, workflowIds } from '../temporal.config';
+import { loadWebhookSettings } from './settings';
+import type { WebhookDeliveryInput } from '../workflows/webhookDelivery';
+
+/**
+ * Starts the work of one outbox row. Answers `started` (or `duplicate`: already running for this run)
+ * to consume the row, or `busy` to keep it for a later sweep (an earlier run of the same delivery is
+ * still closing). Throwing also keeps the row.
+ */
+export type DeliveryStarter = (job: WebhookDeliveryInput) => Promise<'started' | 'duplicate' | 'busy'>;
+
+/** The production starter: a Temporal workflow per run, memo `{ run }` to tell runs apart. */
+export function temporalDeliveryStarter(client: Client, taskQueue: string = TASK_QUEUE): DeliveryStarter {
+  return async (job) => {
+    const workflowId = workflowIds.webhookDelivery(job.deliveryId);
+    try {
+      await client.workflow.start('webhookDelivery', {
+        workflowId,
+        taskQueue,
+        args: [job],
+        memo: { orgId: job.orgId, run: job.run },
+      });
+      return 'started';
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      const desc = await client.workflow.getHandle(workflowId).describe();
+      return (desc.memo as { run?: number } | undefined)?.run === job.run ? 'duplicate' : 'busy';
+    }
+  };
+}
+
+/** A running dispatcher. */
+export interface WebhookDispatcher {
+  /** Drains the outbox now. @returns how many rows were consumed */
+  sweep(): Promise<number>;
+  /** Stops listening and sweeping; waits for a sweep in progress. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startWebhookDispatcher}. */
+export interface DispatcherOptions {
+  db: Db;
+  logger: Logger;
+  /** Temporal client; required unless `starter` is given. */
+  client?: Client;
+  taskQueue?: string;
+  /** Replaces the Temporal starter (tests and benchmarks run deliveries in-process). */
+  starter?: DeliveryStarter;
+  /** URL of `db`, for LISTEN; without it the dispatcher only polls. */
+  databaseUrl?: string;
+  /** Poll interval, ms (default WEBHOOK_DISPATCH_INTERVAL_MS, 1000). 0 disables the timer (tests call sweep()). */
+  intervalMs?: number;
+  /** Rows locked per transaction (default 200). */
+  batchSize?: number;
+  /** Starts in flight at once (default 32). */
+  concurrency?: number;
+  /** Retry schedule put in each workflow input (default WEBHOOK_RETRY_SCHEDULE). */
+  retryScheduleMs?: number[];
+}
+
+/**
+ * Starts the dispatcher (run it in the worker process, or in `npm start`'s single process).
+ * @throws Error when neither `client` nor `starter` is given
+ */
+export async function startWebhookDispatcher(opts: DispatcherOptions): Promise<WebhookDispatcher> {
+  const settings = loadWebhookSettings();
+  const starter = opts.starter ?? (opts.client ? temporalDeliveryStarter(opts.client, opts.taskQueue) : undefined);
+  if (!starter) throw new Error('startWebhookDispatcher needs a Temporal client or a starter');
+  const schedule = opts.retryScheduleMs ?? settings.retryScheduleMs;
+  const batchSize = opts.batchSize ?? 200;
+  const concurrency = opts.concurrency ?? 32;
+  const intervalMs = opts.intervalMs ?? settings.dispatchIntervalMs;
+  const log = opts.logger.child({ component: 'webhook-dispatcher' });
+
+  let stopped = false;
+  let running: Promise<number> | null = null;
+  let again = false;
+
+  async function sweepOnce(): Promise<{ consumed: number; locked: number }> {
+    return opts.db.transaction(async (trx) => {
+      const rows = await lockOutboxBatch(trx, batchSize);
+      const done: number[] = [];
+      let next = 0;
+      let failure: unknown;
+      const worker = async () => {
+        while (next < rows.length && !failure) {
+          const row = rows[next++];
+          try {
+            const r = await starter!({ orgId: row.orgId, deliveryId: row.deliveryId, run: row.run, retryScheduleMs: schedule });
+            if (r !== 'busy') done.push(row.id);
+          } catch (err) {
+            failure = err;
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(concurrency, rows.length) }, worker));
+      await deleteOutboxRows(trx, done);
+      if (failure) log.warn({ err: failure, started: done.length }, 'could not start every webhook delivery; the rest stay queued');
+      return { consumed: done.length, locked: failure ? 0 : rows.length };
+    });
+  }
+
+  async function drain(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { consumed, locked } = await sweepOnce();
+      total += consumed;
+      // A full batch may mean more is waiting; a batch of only `busy` rows waits for the next tick.
+      if (locked < batchSize || consumed === 0 || stopped) return total;
+    }
+  }
+
+  function sweep(): Promise<number> {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      let total = 0;
+      do {
+        again = false;
+        try {
+          total += await drain();
+        } catch (err) {
+          log.warn({ err }, 'webhook outbox sweep failed; retrying on the next tick');
+        }
+      } while (again && !stopped);
+      return total;
+    })().finally(() => {
+      running = null;
+    });
+    return running;
+  }
+
+  let listener: pg.Client | undefined;
+  if (opts.databaseUrl) {
+    try {
+      listener = new pg.Client({ connectionString: opts.databaseUrl });
+      listener.on('error', (err) => log.warn({ err }, 'outbox listener error; polling continues'));
+      listener.on('notification', () => {
+        if (!stopped) void sweep();
+      });
+      await listener.connect();
+      await listener.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    } catch (err) {
+      log.warn({ err }, 'outbox LISTEN unavailable; polling only');
+      await listener?.end().catch(() => undefined);
+      listener = undefined;
+    }
+  }
+  const timer = intervalMs > 0 ? setInterval(() => void sweep(), intervalMs) : undefined;
+  timer?.unref();
+  if (intervalMs > 0 || listener) void sweep(); // rows left over from before a restart
+
+  return {
+    sweep,
+    async stop() {
+      stopped = true;
+      if (timer) clearInterval(timer);
+      await listener?.end().catch(() => undefined);
+      await running?.catch(() => undefined);
+    },
+  };
+}

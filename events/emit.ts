@@ -1,0 +1,49 @@
+/**
+ * The one entry point for events (issue 6, spec "Events"): `emitEvent(trx, orgId, type, data)`.
+ *
+ * Call it inside the transaction that makes the change the event reports. It writes the event, one
+ * delivery per subscribed endpoint and one outbox row per delivery in that same transaction, so there
+ * is no event without its change and no change without its event. Nothing is sent here: after commit
+ * the dispatcher (events/dispatcher.ts) starts `webhook-delivery/{deliveryId}` for each outbox row; a
+ * crash between commit and start only delays the delivery until the next sweep.
+ */
+import type { Knex } from 'knex';
+import { recordEvent, type StoredEvent } from '../db/repositories/events';
+import type { WebhookEventDataMap, WebhookEventType } from '../schemas/types/events';
+import { schemaErrors } from '../api/validation';
+import { eventTypeInfo } from './catalog';
+
+/** The payload does not match the catalog's schema for its type (a programming error of the emitter). */
+export class InvalidEventError extends Error {
+  constructor(
+    readonly type: string,
+    readonly problems: Array<{ field: string; message: string }>,
+  ) {
+    super(`event ${type} does not match its schema: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`);
+    this.name = 'InvalidEventError';
+  }
+}
+
+/**
+ * Records an event and its webhook deliveries in the caller's transaction.
+ * @param trx the transaction of the change (a plain Db also works for changes with no other write)
+ * @param type catalog event type; `data` must match its payload schema
+ * @param opts.onlyEndpointId deliver to this endpoint only (used by `webhook.test`); otherwise every
+ *   enabled endpoint of the organization subscribed to `type`
+ * @returns the stored event and the delivery ids created (empty when nobody subscribes)
+ * @throws InvalidEventError for an unknown type or a payload that does not match its schema, which
+ *   rolls the caller's transaction back (the change and its event stay together)
+ */
+export async function emitEvent<T extends WebhookEventType>(
+  trx: Knex | Knex.Transaction,
+  orgId: string,
+  type: T,
+  data: WebhookEventDataMap[T],
+  opts: { onlyEndpointId?: string } = {},
+): Promise<{ event: StoredEvent; deliveryIds: string[] }> {
+  const info = eventTypeInfo(type);
+  if (!info) throw new InvalidEventError(type, [{ field: 'type', message: 'is not in the event catalog' }]);
+  const problems = schemaErrors(info.schema, data);
+  if (problems.length) throw new InvalidEventError(type, problems);
+  return recordEvent(trx, orgId, { type, data: data as unknown as Record<string, unknown>, onlyEndpointId: opts.onlyEndpointId });
+}

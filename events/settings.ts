@@ -1,0 +1,76 @@
+/**
+ * Webhook delivery settings, read from the environment once per call of {@link loadWebhookSettings}
+ * (README "Configuration"). Workflows never read the environment: the dispatcher passes the retry
+ * schedule in the workflow input, and activities read the rest.
+ */
+import { parseAllowList, type AllowList } from '../activities/providers/http/guard';
+
+/** Everything that shapes a delivery. */
+export interface WebhookSettings {
+  /**
+   * Delay before each attempt, ms; its length is the number of attempts (WEBHOOK_RETRY_SCHEDULE,
+   * default `0,5s,5m,30m,2h,5h,10h,10h`: immediately, then 7 retries over about 28 h).
+   */
+  retryScheduleMs: number[];
+  /** An endpoint failing continuously this long is disabled (WEBHOOK_DISABLE_AFTER_FAILING, default `5d`). */
+  disableAfterFailingMs: number;
+  /** Timeout of one attempt, ms (WEBHOOK_TIMEOUT_MS, default 15000). */
+  timeoutMs: number;
+  /**
+   * Host names (lowercase, optionally `host:port`) to which plain `http://` deliveries are allowed
+   * (WEBHOOK_ALLOW_HTTP_HOSTS, comma-separated; for local development and tests). Everything else
+   * must be https.
+   */
+  allowHttpHosts: string[];
+  /** Non-public addresses the SSRF guard permits anyway (HTTP_ALLOW_PRIVATE_HOSTS, IPs/CIDRs). */
+  allowPrivate: AllowList;
+  /** How often the dispatcher sweeps the outbox when no notification arrives, ms (WEBHOOK_DISPATCH_INTERVAL_MS, default 1000). */
+  dispatchIntervalMs: number;
+  /**
+   * 32-byte key (base64) sealing signing secrets at rest with AES-256-GCM (WEBHOOK_SECRET_KEY). Unset:
+   * secrets are stored unsealed (still never returned by the API); set it in production.
+   */
+  secretKey: Buffer | null;
+}
+
+/** The default retry schedule: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+export const DEFAULT_RETRY_SCHEDULE = '0,5s,5m,30m,2h,5h,10h,10h';
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * Parses a duration such as `0`, `250ms`, `5s`, `5m`, `2h`, `5d` (a bare number is milliseconds).
+ * @returns milliseconds
+ * @throws Error on malformed text
+ */
+export function parseDuration(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/i.exec(text);
+  if (!m) throw new Error(`"${text}" is not a duration (examples: 0, 500ms, 5s, 5m, 2h, 5d)`);
+  return Math.round(Number(m[1]) * UNITS[(m[2] ?? 'ms').toLowerCase()]);
+}
+
+/** Parses a comma-separated retry schedule. @throws Error when empty or malformed */
+export function parseRetrySchedule(text: string): number[] {
+  const out = text.split(',').map((p) => parseDuration(p));
+  if (!out.length) throw new Error('WEBHOOK_RETRY_SCHEDULE must list at least one delay');
+  return out;
+}
+
+/** Reads the settings from the environment; `overrides` win (tests, benchmarks). @throws Error on malformed values */
+export function loadWebhookSettings(overrides: Partial<WebhookSettings> = {}, env: NodeJS.ProcessEnv = process.env): WebhookSettings {
+  const key = env.WEBHOOK_SECRET_KEY ? Buffer.from(env.WEBHOOK_SECRET_KEY, 'base64') : null;
+  if (key && key.length !== 32) throw new Error('WEBHOOK_SECRET_KEY must be 32 bytes, base64-encoded');
+  return {
+    retryScheduleMs: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE),
+    disableAfterFailingMs: parseDuration(env.WEBHOOK_DISABLE_AFTER_FAILING || '5d'),
+    timeoutMs: env.WEBHOOK_TIMEOUT_MS ? parseDuration(env.WEBHOOK_TIMEOUT_MS) : 15_000,
+    allowHttpHosts: (env.WEBHOOK_ALLOW_HTTP_HOSTS ?? '')
+      .split(/[\s,]+/)
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
+    allowPrivate: parseAllowList(env.HTTP_ALLOW_PRIVATE_HOSTS),
+    dispatchIntervalMs: env.WEBHOOK_DISPATCH_INTERVAL_MS ? parseDuration(env.WEBHOOK_DISPATCH_INTERVAL_MS) : 1000,
+    secretKey: key,
+    ...overrides,
+  };
+}

@@ -1,0 +1,161 @@
+/**
+ * The event catalog (spec "Events": event type names and payload shapes are "not shown"; decided here
+ * and documented in the README's API notes). One payload type per event type; `npm run schemas`
+ * generates one JSON Schema each, which the OpenAPI document lists under components and
+ * `emitEvent` validates every payload against. Text-message payloads carry attachment ids.
+ */
+
+/** Every event type a webhook endpoint can subscribe to. */
+export type WebhookEventType =
+  | 'sms.registration.updated'
+  | 'sms.message.received'
+  | 'sms.message.updated'
+  | 'agent.published'
+  | 'agent.rolled_back'
+  | 'knowledge.source.updated'
+  | 'campaign.updated'
+  | 'call.completed'
+  | 'webhook.test';
+
+/** `sms.registration.updated`: the 10DLC registration changed status (e.g. submitted → brand_approved). */
+export interface SmsRegistrationUpdatedEventData {
+  registrationId: string;
+  /** Status after the change, e.g. `submitted`, `brand_approved`, `active`, `rejected`. */
+  status: string;
+  /** Status before the change; null on the first transition. */
+  previousStatus: string | null;
+  /** Raw status as the carrier reported it, when there is one. */
+  providerStatus?: string | null;
+  /** The carrier's reason when rejected or failed. */
+  lastError?: string | null;
+  /** TCR brand id once assigned. */
+  brandId?: string | null;
+  /** TCR campaign id once assigned. */
+  campaignId?: string | null;
+}
+
+/** `sms.message.received`: an inbound text message arrived on one of the organization's numbers. */
+export interface SmsMessageReceivedEventData {
+  messageId: string;
+  conversationId?: string | null;
+  /** Sender, E.164. */
+  from: string;
+  /** The organization's number, E.164. */
+  to: string;
+  body: string;
+  /** Ids of stored attachments (MMS media); fetch them through the API, never from the carrier. */
+  attachmentIds: string[];
+  /** @format date-time */
+  receivedAt: string;
+}
+
+/** `sms.message.updated`: an outbound (or inbound) text message changed delivery status. */
+export interface SmsMessageUpdatedEventData {
+  messageId: string;
+  conversationId?: string | null;
+  direction: 'inbound' | 'outbound';
+  /** Status after the change, e.g. `queued`, `scheduled`, `sent`, `delivered`, `failed`, `blocked`. */
+  status: string;
+  previousStatus?: string | null;
+  from: string;
+  to: string;
+  /** Ids of the attachments carried by the message. */
+  attachmentIds: string[];
+  /** Carrier error code when failed. */
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  /** @format date-time */
+  updatedAt: string;
+}
+
+/** `agent.published`: a draft was frozen as a new version and became the published one. */
+export interface AgentPublishedEventData {
+  agentId: string;
+  versionId: string;
+  /** Version number, 1-based. */
+  version: number;
+  /** @format date-time */
+  publishedAt: string;
+}
+
+/** `agent.rolled_back`: the published version was re-pointed at an earlier version. */
+export interface AgentRolledBackEventData {
+  agentId: string;
+  /** The version now published. */
+  versionId: string;
+  version: number;
+  /** The version that was published before the rollback. */
+  previousVersionId: string | null;
+  /** @format date-time */
+  rolledBackAt: string;
+}
+
+/** `knowledge.source.updated`: ingestion of a knowledge source progressed, finished or failed. */
+export interface KnowledgeSourceUpdatedEventData {
+  agentId: string;
+  sourceId: string;
+  /** e.g. `pending`, `processing`, `ready`, `failed`. */
+  status: string;
+  error?: string | null;
+  chunkCount?: number | null;
+}
+
+/** `campaign.updated`: an outbound campaign changed status (launched, paused, resumed, completed, canceled). */
+export interface CampaignUpdatedEventData {
+  campaignId: string;
+  status: string;
+  previousStatus?: string | null;
+  /** Counters at the time of the change, by recipient outcome. */
+  counts?: Record<string, number>;
+}
+
+/** `call.completed`: a call ended. */
+export interface CallCompletedEventData {
+  callId: string;
+  agentId?: string | null;
+  direction: 'inbound' | 'outbound';
+  from: string;
+  to: string;
+  /** @format date-time */
+  startedAt: string;
+  /** @format date-time */
+  endedAt: string;
+  durationSeconds: number;
+  /** e.g. `completed`, `no_answer`, `busy`, `failed`, `voicemail`. */
+  outcome?: string | null;
+  campaignId?: string | null;
+}
+
+/** `webhook.test`: sent by `POST /webhooks/{id}/test` to that endpoint only. */
+export interface WebhookTestEventData {
+  webhookId: string;
+  message: string;
+}
+
+/** Payload type of each event type (used by `emitEvent` to type `data`). */
+export interface WebhookEventDataMap {
+  'sms.registration.updated': SmsRegistrationUpdatedEventData;
+  'sms.message.received': SmsMessageReceivedEventData;
+  'sms.message.updated': SmsMessageUpdatedEventData;
+  'agent.published': AgentPublishedEventData;
+  'agent.rolled_back': AgentRolledBackEventData;
+  'knowledge.source.updated': KnowledgeSourceUpdatedEventData;
+  'campaign.updated': CampaignUpdatedEventData;
+  'call.completed': CallCompletedEventData;
+  'webhook.test': WebhookTestEventData;
+}
+
+/**
+ * The JSON body POSTed to a webhook endpoint (Standard Webhooks layout: `type`, `timestamp`, `data`).
+ * `id` equals the `webhook-id` header and is the same on every retry of the delivery, so receivers
+ * deduplicate on it.
+ */
+export interface WebhookEventEnvelope {
+  /** Event id (`evt_…`). */
+  id: string;
+  type: WebhookEventType;
+  /** When the event happened. @format date-time */
+  timestamp: string;
+  organizationId: string;
+  data: Record<string, unknown>;
+}

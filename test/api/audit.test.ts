@@ -1,0 +1,204 @@
+/**
+ * Audit logs (issue 6, spec "Audit"): every write through the API is recorded with organization,
+ * actor, operation, resource, request id, source IP, time and outcome; `GET /audit-logs` filters by
+ * time range, actor and resource with cursor pagination; the log is append-only down to the database.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import { startTestApi, type TestApi } from '../helpers/api';
+import { createApp, BASE_PATH } from '../../api/app';
+import { auditLog, AUDIT_MIDDLEWARE, deriveResource } from '../../api/middleware/audit';
+import * as auditRepo from '../../db/repositories/auditLogs';
+import { createLogger } from '../../runtime';
+import { ROUTES } from '../../api/routes/table';
+
+
+
+
+const ENV = { WEBHOOK_ALLOW_HTTP_HOSTS: 'hooks.example.test' };
+
+describe('Audit logs (GET /audit-logs and the audit middleware)', function () {
+  let t: TestApi;
+  let server: http.Server;
+  let close: () => Promise<void>;
+  let base: string;
+  const saved: Record<string, string | undefined> = {};
+
+  /** fetch against the audited app. */
+  async function call(method: string, path: string, opts: { key?: string; json?: unknown; headers?: Record<string, string> } = {}) {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+    let body: string | undefined;
+    if (opts.json !== undefined) {
+      body = JSON.stringify(opts.json);
+      headers['content-type'] = 'application/json';
+    }
+    const res = await fetch(`${base}${path}`, { method, headers, body });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+  }
+
+  before(async () => {
+    for (const [k, v] of Object.entries(ENV)) {
+      saved[k] = process.env[k];
+      process.env[k] = v;
+    }
+    t = await startTestApi('audit');
+    // The app exactly as api/app.ts builds it (the audit middleware sits outside the problem middleware).
+    const built = createApp({ db: t.db, config: t.config, logger: createLogger('silent'), databaseUrl: t.databaseUrl });
+    const mws = built.app.middleware as unknown as Array<Record<symbol, boolean>>;
+    expect(mws.some((m) => m[AUDIT_MIDDLEWARE]), 'api/app.ts installs the audit middleware').to.equal(true);
+    await built.ready;
+    server = http.createServer(built.app.callback());
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}${BASE_PATH}`;
+    close = async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      await built.close();
+    };
+  });
+  after(async () => {
+    await close?.();
+    await t?.close();
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+
+  it('records a successful write with actor, operation, resource, request id, source IP, time and status', async () => {
+    const org = await t.org('Audited');
+    const before = Date.now();
+    const res = await call('POST', '/webhooks', { key: org.key, json: { url: 'http://hooks.example.test/a' }, headers: { 'x-request-id': 'req-audit-1' } });
+    expect(res.status).to.equal(201);
+    const list = await call('GET', '/audit-logs', { key: org.key });
+    expect(list.status).to.equal(200);
+    const entry = list.body.data.items.find((e: { requestId: string }) => e.requestId === 'req-audit-1');
+    expect(entry, JSON.stringify(list.body)).to.not.equal(undefined);
+    expect(entry.id).to.match(/^aud_/);
+    expect(entry).to.deep.include({
+      actor: { id: org.keyId, kind: 'secret' },
+      operationId: 'createWebhook',
+      method: 'POST',
+      path: `${BASE_PATH}/webhooks`,
+      resource: { type: 'webhook', id: res.body.data.id },
+      statusCode: 201,
+      outcome: 'success',
+    });
+    expect(entry.sourceIp).to.match(/127\.0\.0\.1/);
+    expect(Date.parse(entry.occurredAt)).to.be.within(before - 5000, Date.now() + 5000);
+  });
+
+  it('records failed writes with their status code, and never reads', async () => {
+    const org = await t.org('Failing writer');
+    const bad = await call('POST', '/webhooks', { key: org.key, json: { url: 'http://evil.example/x' } });
+    expect(bad.status).to.equal(400);
+    const missing = await call('POST', '/webhooks/whk_nope/test', { key: org.key });
+    expect(missing.status).to.equal(404);
+    await call('GET', '/webhooks', { key: org.key });
+    const items = (await call('GET', '/audit-logs', { key: org.key })).body.data.items;
+    expect(items.map((e: { operationId: string; statusCode: number; outcome: string }) => [e.operationId, e.statusCode, e.outcome])).to.deep.equal([
+      ['testWebhook', 404, 'failure'],
+      ['createWebhook', 400, 'failure'],
+    ]);
+    expect(items[0].resource).to.deep.equal({ type: 'webhook', id: 'whk_nope' });
+  });
+
+  it('filters by time range, actor and resource, newest first, with a stable cursor', async () => {
+    const org = await t.org('Filters');
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await call('POST', '/webhooks', { key: org.key, json: { url: `http://hooks.example.test/${i}` } });
+      ids.push(r.body.data.id);
+    }
+    const mid = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 20));
+    await call('PATCH', `/webhooks/${ids[0]}`, { key: org.key, json: { enabled: false } });
+
+    const byResource = await call('GET', `/audit-logs?resourceType=webhook&resourceId=${ids[0]}`, { key: org.key });
+    expect(byResource.body.data.items.map((e: { operationId: string }) => e.operationId)).to.deep.equal(['updateWebhook', 'createWebhook']);
+    const since = await call('GET', `/audit-logs?since=${encodeURIComponent(mid)}`, { key: org.key });
+    expect(since.body.data.items.every((e: { occurredAt: string }) => e.occurredAt >= mid)).to.equal(true);
+    expect(since.body.data.items.map((e: { operationId: string }) => e.operationId)).to.not.include('createWebhook');
+    const until = await call('GET', `/audit-logs?until=${encodeURIComponent(mid)}`, { key: org.key });
+    expect(until.body.data.items).to.have.length(3);
+
+    const other = await t.org('Filters 2');
+    const byActor = await call('GET', `/audit-logs?actorId=${org.keyId}`, { key: org.key });
+    expect(byActor.body.data.items.length).to.be.at.least(3);
+    expect((await call('GET', `/audit-logs?actorId=${other.keyId}`, { key: org.key })).body.data.items).to.have.length(0);
+
+    const p1 = await call('GET', '/audit-logs?limit=2', { key: org.key });
+    expect(p1.body.data.items).to.have.length(2);
+    expect(p1.body.data.hasMore).to.equal(true);
+    await call('POST', '/webhooks', { key: org.key, json: { url: 'http://hooks.example.test/late' } }); // inserted between pages
+    const p2 = await call('GET', `/audit-logs?limit=2&cursor=${encodeURIComponent(p1.body.data.nextCursor)}`, { key: org.key });
+    const seen = [...p1.body.data.items, ...p2.body.data.items].map((e: { id: string }) => e.id);
+    expect(new Set(seen).size).to.equal(seen.length);
+    expect(p2.body.data.items[0].occurredAt <= p1.body.data.items[1].occurredAt).to.equal(true);
+  });
+
+  it('answers 400 naming since/until when they are not date-times, and a foreign cursor', async () => {
+    const org = await t.org('Bad filters');
+    const res = await call('GET', '/audit-logs?since=yesterday&until=2026-13-45', { key: org.key });
+    expect(res.status).to.equal(400);
+    expect(res.body.errors.map((e: { field: string }) => e.field)).to.have.members(['since', 'until']);
+    const cur = await call('GET', '/audit-logs?cursor=abc', { key: org.key });
+    expect(cur.status).to.equal(400);
+  });
+
+  it("one organization never sees another's entries", async () => {
+    const a = await t.org('Tenant A');
+    const b = await t.org('Tenant B');
+    await call('POST', '/webhooks', { key: a.key, json: { url: 'http://hooks.example.test/a' }, headers: { 'x-request-id': 'req-tenant-a' } });
+    const seenByB = await call('GET', '/audit-logs', { key: b.key });
+    expect(seenByB.body.data.items.map((e: { requestId: string }) => e.requestId)).to.not.include('req-tenant-a');
+    const seenByA = await call('GET', '/audit-logs', { key: a.key });
+    expect(seenByA.body.data.items.map((e: { requestId: string }) => e.requestId)).to.include('req-tenant-a');
+    const filtered = await call('GET', `/audit-logs?actorId=${a.keyId}`, { key: b.key });
+    expect(filtered.body.data.items).to.have.length(0);
+  });
+
+  it('needs the audit:read scope', async () => {
+    const org = await t.org('No audit', ['webhooks:write']);
+    expect((await call('GET', '/audit-logs', { key: org.key })).status).to.equal(403);
+  });
+
+  it('is append-only: the repository has no update or delete, and UPDATE/DELETE/TRUNCATE through knex fail', async () => {
+    expect(Object.keys(auditRepo).filter((k) => typeof (auditRepo as Record<string, unknown>)[k] === 'function').sort()).to.deep.equal(['insertAuditLog', 'listAuditLogs']);
+    const org = await t.org('Immutable');
+    const entry = await auditRepo.insertAuditLog(t.db, org.orgId, {
+      actorId: org.keyId, actorKind: 'secret', operationId: 'createWebhook', method: 'POST', path: '/api/v1/webhooks',
+      resourceType: 'webhook', resourceId: 'whk_x', requestId: 'req-x', sourceIp: '127.0.0.1', statusCode: 201,
+    });
+    const refusals: string[] = [];
+    for (const attempt of [
+      () => t.db('audit_logs').where({ id: entry.id }).update({ status_code: 200 }),
+      () => t.db('audit_logs').where({ id: entry.id }).delete(),
+      () => t.db.raw('TRUNCATE audit_logs'),
+    ]) {
+      try {
+        await attempt();
+      } catch (err) {
+        refusals.push(String((err as Error).message));
+      }
+    }
+    expect(refusals).to.have.length(3);
+    for (const m of refusals) expect(m).to.match(/append-only/);
+    const row = await t.db('audit_logs').where({ id: entry.id }).first();
+    expect(row.status_code).to.equal(201);
+    // Removing a whole organization still works (the cascade is the one permitted delete).
+    await t.db('organizations').where({ id: org.orgId }).delete();
+    expect(await t.db('audit_logs').where({ id: entry.id })).to.have.length(0);
+  });
+
+  it('derives the resource from the route: the last path parameter, or the created id of a collection POST', () => {
+    expect(deriveResource('POST', '/agents/{id}/publish', { id: 'agt_1' }, undefined)).to.deep.equal({ type: 'agent', id: 'agt_1' });
+    expect(deriveResource('POST', '/agents/{agentId}/knowledge/sources', { agentId: 'agt_1' }, { data: { id: 'src_9' } })).to.deep.equal({ type: 'knowledge_source', id: 'src_9' });
+    expect(deriveResource('PATCH', '/agents/{agentId}/skills/{id}', { agentId: 'agt_1', id: 'skl_2' }, undefined)).to.deep.equal({ type: 'skill', id: 'skl_2' });
+    expect(deriveResource('PUT', '/sms', {}, { data: { id: 'smsreg_1' } })).to.deep.equal({ type: 'sms', id: 'smsreg_1' });
+    expect(deriveResource('POST', '/webhooks/{id}/deliveries/{deliveryId}/retry', { id: 'whk_1', deliveryId: 'whd_2' }, undefined)).to.deep.equal({ type: 'delivery', id: 'whd_2' });
+  });
+});
