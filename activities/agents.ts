@@ -1,0 +1,38 @@
+/**
+ * Agent activities (DESIGN.md "activities/"): the publish compile step. Idempotent: the publish is keyed
+ * by (agent, Idempotency-Key) in one DB transaction, so a retried activity replays the version it
+ * created instead of publishing twice.
+ */
+import type { ActivityDeps } from './index';
+import { compileDraft, snapshotChecksum } from '../api/agents/compile';
+import { emitEvent } from '../events/emit';
+import { publishDraft, type PublishInput, type PublishOutcome } from '../db/repositories/agentVersions';
+
+/** Input of the publish activity and workflow. */
+export type AgentPublishInput = PublishInput;
+
+/** Builds the agent activities. */
+export function createAgentActivities(deps: Pick<ActivityDeps, 'db'>) {
+  return {
+    /**
+     * Resolves the draft into one snapshot, validates it and, when valid, stamps number, publisher and
+     * note and makes it the published version, all in one transaction (spec "Agent lifecycle").
+     * Validation failures are a result (`kind: 'invalid'`), not an error, so they are not retried.
+     */
+    async compileAndPublishAgent(input: AgentPublishInput): Promise<PublishOutcome> {
+      return publishDraft(
+        deps.db,
+        input,
+        (bundle) => {
+          const r = compileDraft(bundle);
+          return { snapshot: r.snapshot, checksum: snapshotChecksum(r.snapshot), errors: r.errors };
+        },
+        (trx, version) =>
+          emitEvent(trx, input.orgId, 'agent.published', { agentId: version.agentId, versionId: version.id, version: version.number, publishedAt: version.createdAt }),
+      );
+    },
+  };
+}
+
+/** Agent activity functions, for `proxyActivities<AgentActivities>()`. */
+export type AgentActivities = ReturnType<typeof createAgentActivities>;

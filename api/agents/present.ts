@@ -1,0 +1,33 @@
+/** Maps stored agent records to the API's `Agent` shape (schemas/types/agents.ts). */
+import type { AgentRecord } from '../../db/repositories/agents';
+import type { Agent } from '../../schemas/types/agents';
+import { activeGuardrails, effectiveCallerVerification, effectiveDtmf, effectiveGuardrails } from './compile';
+
+/** The API view of an agent draft. */
+export function toAgentView(a: AgentRecord): Agent {
+  return {
+    id: a.id,
+    name: a.name,
+    description: a.description,
+    persona: a.persona,
+    instructions: a.instructions,
+    greeting: a.greeting,
+    language: a.language,
+    voiceId: a.voiceId,
+    dtmf: effectiveDtmf(a.dtmf),
+    variables: a.variables,
+    attachments: {
+      skills: a.skills,
+      playbooks: a.playbooks,
+      knowledgeSources: a.knowledgeSourceCount,
+      guardrails: activeGuardrails(effectiveGuardrails(a.guardrails)).map((g) => g.name),
+      callerVerification: effectiveCallerVerification(a.callerVerification).enabled,
+    },
+    version: a.version,
+    publishedVersionId: a.publishedVersionId,
+    publishedVersionNumber: a.publishedVersionNumber,
+    hasUnpublishedChanges: a.publishedDraftVersion === null || a.publishedDraftVersion !== a.version,
+    createdAt: a.createdAt,
+    updatedAt: a.updatedAt,
+  };
+}

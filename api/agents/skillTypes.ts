@@ -1,0 +1,201 @@
+/**
+ * The skill type catalogue (`GET /skill-types`): one JSON Schema per type for the skill's `config`,
+ * validated with ajv, plus what each type needs from the conversation (its inputs) and where it sends
+ * data (the pre-publish report's "data leaving the system"). Spec: Skills rows; a skill is one atomic
+ * action (one API call, one step).
+ */
+import Ajv, { type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FieldError } from '../errors';
+import { toFieldErrors } from '../validation';
+
+/** One input a skill needs from the conversation. */
+export interface SkillInput {
+  name: string;
+  required: boolean;
+}
+
+/** Where a skill's data goes and what it carries. */
+export interface SkillDataFlow {
+  /** URL host, E.164 number, or `caller`; null when nothing leaves the system. */
+  destination: string | null;
+  fields: string[];
+}
+
+/** A catalogue entry. */
+export interface SkillTypeDef {
+  type: string;
+  name: string;
+  description: string;
+  configSchema: Record<string, unknown>;
+  sendsData: boolean;
+  /** Inputs the skill reads from the conversation, given a valid config. */
+  inputs(config: Record<string, any>): SkillInput[];
+  /** Outbound data flow, given a valid config. */
+  dataFlow(config: Record<string, any>): SkillDataFlow;
+}
+
+const INPUT_NAME = '^[a-z][a-z0-9_]{0,63}$';
+const E164 = '^\\+[1-9][0-9]{6,14}$';
+
+const inputsSchema = {
+  type: 'array',
+  maxItems: 50,
+  description: 'Conversation variables sent with the request.',
+  items: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['name'],
+    properties: {
+      name: { type: 'string', pattern: INPUT_NAME },
+      required: { type: 'boolean', default: true },
+      description: { type: 'string', maxLength: 500 },
+    },
+  },
+};
+
+const hostOf = (url: unknown): string | null => {
+  try {
+    return new URL(String(url)).host || null;
+  } catch {
+    return null;
+  }
+};
+
+const placeholders = (text: unknown): string[] =>
+  [...new Set([...String(text ?? '').matchAll(/\{\{\s*([a-z][a-z0-9_]*)\s*\}\}/g)].map((m) => m[1]))];
+
+const declaredInputs = (config: Record<string, any>): SkillInput[] =>
+  (Array.isArray(config.inputs) ? config.inputs : []).map((i: any) => ({ name: String(i.name), required: i.required !== false }));
+
+/** Every skill type, by `type`. */
+export const SKILL_TYPES: readonly SkillTypeDef[] = [
+  {
+    type: 'http_request',
+    name: 'HTTP request',
+    description: 'Calls one HTTPS endpoint with conversation variables as a JSON body (or query for GET) and reads the JSON answer.',
+    sendsData: true,
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['url', 'method'],
+      properties: {
+        url: { type: 'string', format: 'uri', pattern: '^https://', maxLength: 2000, description: 'HTTPS endpoint.' },
+        method: { type: 'string', enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] },
+        headers: {
+          type: 'object',
+          maxProperties: 20,
+          additionalProperties: { type: 'string', maxLength: 1000 },
+          description: 'Static request headers (secrets belong in integrations, not here).',
+        },
+        inputs: inputsSchema,
+        timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000 },
+      },
+    },
+    inputs: declaredInputs,
+    dataFlow: (c) => ({ destination: hostOf(c.url), fields: declaredInputs(c).map((i) => i.name) }),
+  },
+  {
+    type: 'book_appointment',
+    name: 'Book appointment',
+    description: "Books a slot through a booking endpoint with the caller's name, phone and the chosen start time.",
+    sendsData: true,
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['url', 'durationMinutes', 'timeZone'],
+      properties: {
+        url: { type: 'string', format: 'uri', pattern: '^https://', maxLength: 2000, description: 'Booking endpoint (HTTPS).' },
+        durationMinutes: { type: 'integer', minimum: 5, maximum: 480 },
+        timeZone: { type: 'string', minLength: 1, maxLength: 64, description: 'IANA time zone of the calendar, e.g. America/Chicago.' },
+        collectNotes: { type: 'boolean', default: false, description: 'Also send free-text notes from the caller.' },
+      },
+    },
+    inputs: (c) => [
+      { name: 'name', required: true },
+      { name: 'phone', required: true },
+      { name: 'start_time', required: true },
+      ...(c.collectNotes ? [{ name: 'notes', required: false }] : []),
+    ],
+    dataFlow: (c) => ({ destination: hostOf(c.url), fields: ['name', 'phone', 'start_time', ...(c.collectNotes ? ['notes'] : [])] }),
+  },
+  {
+    type: 'send_sms',
+    name: 'Send text message',
+    description: "Texts the caller (or a fixed number) from the organization's number; `{{variable}}` placeholders are filled from the conversation.",
+    sendsData: true,
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['to', 'template'],
+      properties: {
+        to: { type: 'string', description: '`caller` or an E.164 number.', anyOf: [{ const: 'caller' }, { pattern: E164 }] },
+        template: { type: 'string', minLength: 1, maxLength: 1600 },
+      },
+    },
+    inputs: (c) => placeholders(c.template).map((name) => ({ name, required: true })),
+    dataFlow: (c) => ({ destination: c.to === 'caller' ? 'caller' : String(c.to), fields: placeholders(c.template) }),
+  },
+  {
+    type: 'transfer_call',
+    name: 'Transfer call',
+    description: 'Transfers the live call to a phone number, optionally announcing a summary to the person answering.',
+    sendsData: true,
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['phoneNumber'],
+      properties: {
+        phoneNumber: { type: 'string', pattern: E164, description: 'E.164 destination.' },
+        announceSummary: { type: 'boolean', default: false },
+      },
+    },
+    inputs: () => [],
+    dataFlow: (c) => ({ destination: String(c.phoneNumber), fields: ['call_audio', ...(c.announceSummary ? ['conversation_summary'] : [])] }),
+  },
+  {
+    type: 'end_call',
+    name: 'End conversation',
+    description: 'Ends the conversation politely, with an optional closing line.',
+    sendsData: false,
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { closingLine: { type: 'string', maxLength: 500 } },
+    },
+    inputs: () => [],
+    dataFlow: () => ({ destination: null, fields: [] }),
+  },
+];
+
+const BY_TYPE = new Map(SKILL_TYPES.map((t) => [t.type, t]));
+const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: false });
+addFormats(ajv);
+const validators = new Map<string, ValidateFunction>();
+
+/** The catalogue entry of `type`, or undefined. */
+export function skillType(type: string): SkillTypeDef | undefined {
+  return BY_TYPE.get(type);
+}
+
+/**
+ * Field errors of `config` against its type's schema, with fields prefixed (e.g. `config.url`).
+ * An unknown type is one error on `type`.
+ */
+export function skillConfigErrors(type: string, config: unknown, prefix = 'config'): FieldError[] {
+  const def = BY_TYPE.get(type);
+  if (!def) return [{ field: 'type', message: `is not a skill type; one of: ${SKILL_TYPES.map((t) => t.type).join(', ')}` }];
+  if (!config || typeof config !== 'object' || Array.isArray(config)) return [{ field: prefix, message: 'must be an object' }];
+  let v = validators.get(type);
+  if (!v) {
+    v = ajv.compile(def.configSchema);
+    validators.set(type, v);
+  }
+  if (v(config)) return [];
+  return toFieldErrors(v.errors ?? []).map((e) => ({ field: e.field === '(body)' ? prefix : `${prefix}.${e.field}`, message: e.message }));
+}
+
+/** Required and optional inputs of a skill (empty for an unknown type). */
+export function skillInputs(type: string, config: Record<string, any>): SkillInput[] {
+  return BY_TYPE.get(type)?.inputs(config) ?? [];
+}

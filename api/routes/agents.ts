@@ -1,0 +1,291 @@
+/**
+ * Agents handlers (spec Agents rows, "Agent lifecycle", "Agent versions", "Versioning", "Errors"):
+ * drafts with If-Match optimistic concurrency, publish through the `agent-publish` workflow with an
+ * Idempotency-Key, versions, rollback, diff against the draft and the pre-publish report.
+ */
+import { WorkflowFailedError } from '@temporalio/client';
+import type { Handler, AppContext } from '../context';
+import { ApiError, notFound, validationError, type FieldError } from '../errors';
+import { mergeFieldErrors, schemaErrors, validateBody } from '../validation';
+import { workflowIds, SEARCH_ATTRIBUTES } from '../../temporal.config';
+import { emitEvent } from '../../events/emit';
+import {
+  createAgent as insertAgent,
+  getAgent as findAgent,
+  listAgents as pageAgents,
+  loadDraftBundle,
+  updateAgent as patchAgent,
+  type AgentRecord,
+} from '../../db/repositories/agents';
+import { getVersion, listVersions, publishedWithKey, rollbackTo, type PublishOutcome } from '../../db/repositories/agentVersions';
+import type { AgentCreate, AgentPatch, AgentVariable, PublishRequest, RollbackRequest } from '../../schemas/types/agents';
+import { compileDraft, publishRequestHash } from '../agents/compile';
+import { diffSnapshots } from '../agents/diff';
+import { etag, expectedVersion, pageParams, paged, rethrowDuplicate, versionConflict } from '../agents/http';
+import { toAgentView } from '../agents/present';
+import { buildPrepublishReport } from '../agents/report';
+import { DEFAULT_LANGUAGE, findVoice, isSupportedLanguage, SPEECH_ENGINE_LANGUAGES } from '../agents/voices';
+import type { agentPublishWorkflow } from '../../workflows/agentPublish';
+
+/** Path parameter of the current route. */
+export function param(ctx: AppContext, name: string): string {
+  return String((ctx as unknown as { params: Record<string, string> }).params[name]);
+}
+
+const orgOf = (ctx: AppContext) => ctx.state.auth!.orgId;
+
+function duplicateVariables(vars: AgentVariable[] | undefined): FieldError[] {
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const v of vars ?? []) {
+    if (seen.has(v.name)) out.push({ field: `variables[${v.name}]`, message: 'duplicate variable name' });
+    seen.add(v.name);
+  }
+  return out;
+}
+
+/**
+ * Semantic checks shared by create and update, after the schema: an unknown voice is 400; a language
+ * the speech engine does not support is 422 `unsupported_language`; a voice that does not speak the
+ * language is 422 `voice_language_mismatch`.
+ */
+function checkLanguageAndVoice(language: string, voiceId: string | null): void {
+  if (!isSupportedLanguage(language)) {
+    throw new ApiError(422, 'unsupported_language', `The plan's speech engine does not support "${language}"; supported: ${SPEECH_ENGINE_LANGUAGES.join(', ')}`, {
+      errors: [{ field: 'language', message: 'is not supported by the speech engine' }],
+    });
+  }
+  if (voiceId) {
+    const voice = findVoice(voiceId);
+    if (!voice) throw validationError([{ field: 'voiceId', message: 'is not a voice of GET /voices' }]);
+    if (!voice.languages.includes(language)) {
+      throw new ApiError(422, 'voice_language_mismatch', `Voice "${voiceId}" does not speak ${language}; it speaks ${voice.languages.join(', ')}`, {
+        errors: [{ field: 'voiceId', message: `does not speak ${language}` }],
+      });
+    }
+  }
+}
+
+/** GET /agents: agents of the organization, oldest first, cursor-paginated. */
+export const listAgents: Handler = async (ctx, { db }) => {
+  const page = await paged(() => pageAgents(db, orgOf(ctx), pageParams(ctx)));
+  return { data: { ...page, items: page.items.map(toAgentView) } };
+};
+
+/** POST /agents: creates an agent at draft version 1 (409 duplicate_name, 422 unsupported_language). */
+export const createAgent: Handler = async (ctx, { db }) => {
+  const raw = ctx.request.body as unknown;
+  const errors = mergeFieldErrors(schemaErrors('AgentCreate', raw), duplicateVariables((raw as AgentCreate | undefined)?.variables));
+  if (errors.length) throw validationError(errors);
+  const body = raw as AgentCreate;
+  const language = body.language ?? DEFAULT_LANGUAGE;
+  checkLanguageAndVoice(language, body.voiceId ?? null);
+  let agent: AgentRecord;
+  try {
+    agent = await insertAgent(db, orgOf(ctx), { ...body, name: body.name.trim(), language });
+  } catch (err) {
+    rethrowDuplicate(err);
+  }
+  return { data: toAgentView(agent), status: 201, headers: { ...etag(agent.version), Location: `${ctx.path}/${agent.id}` } };
+};
+
+/** GET /agents/{id}: the draft, with `ETag: "<version>"`. */
+export const getAgent: Handler = async (ctx, { db }) => {
+  const agent = await findAgent(db, orgOf(ctx), param(ctx, 'id'));
+  if (!agent) throw notFound('Agent', 'agent_not_found');
+  return { data: toAgentView(agent), headers: etag(agent.version) };
+};
+
+/**
+ * PATCH /agents/{id}: merge-patch of the draft. `If-Match` is required (428); a stale version is 409
+ * `version_conflict` with `current` (the agent) and `version`; the update itself is conditional in SQL.
+ */
+export const updateAgent: Handler = async (ctx, { db }) => {
+  const orgId = orgOf(ctx);
+  const id = param(ctx, 'id');
+  const expected = expectedVersion(ctx, true);
+  const raw = ctx.request.body as unknown;
+  const errors = mergeFieldErrors(schemaErrors('AgentPatch', raw), duplicateVariables((raw as AgentPatch | undefined)?.variables));
+  if (errors.length) throw validationError(errors);
+  const body = raw as AgentPatch;
+  const current = await findAgent(db, orgId, id);
+  if (!current) throw notFound('Agent', 'agent_not_found');
+  if (expected !== null && current.version !== expected) throw versionConflict(current, expected);
+  if (body.language !== undefined || body.voiceId !== undefined) {
+    checkLanguageAndVoice(body.language ?? current.language, body.voiceId !== undefined ? body.voiceId : current.voiceId);
+  }
+  const fields = { ...body, ...(body.name !== undefined ? { name: body.name.trim() } : {}) };
+  let outcome;
+  try {
+    outcome = await patchAgent(db, orgId, id, expected, fields);
+  } catch (err) {
+    rethrowDuplicate(err);
+  }
+  if (outcome.kind === 'not_found') throw notFound('Agent', 'agent_not_found');
+  if (outcome.kind === 'version_conflict') throw versionConflict(outcome.agent, expected);
+  return { data: toAgentView(outcome.agent), headers: etag(outcome.agent.version) };
+};
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** Maps a publish outcome to the response (or a problem). */
+function publishResponse(outcome: PublishOutcome): { data: unknown; status: number; headers: Record<string, string> } {
+  switch (outcome.kind) {
+    case 'published':
+      return { data: outcome.version, status: 201, headers: outcome.replayed ? { 'Idempotent-Replayed': 'true' } : {} };
+    case 'invalid':
+      throw validationError(outcome.errors, `The draft cannot be published: ${outcome.errors.length} problem(s); nothing was published`);
+    case 'not_found':
+      throw notFound('Agent', 'agent_not_found');
+    case 'idempotency_key_reused':
+      throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was used for a publish with another body; use a new key');
+    case 'publish_conflict':
+      throw new ApiError(409, 'publish_conflict', 'Another publish of this agent took the version number; retry with a new Idempotency-Key');
+  }
+}
+
+/**
+ * POST /agents/{id}/publish: requires `Idempotency-Key` (400 `idempotency_key_required`), body
+ * `{note?}`. Starts (or joins) workflow `agent-publish/{agentId}/{key}` and answers 201 with the
+ * version once it has compiled; a replay answers the same version with `Idempotent-Replayed: true`.
+ * 503 `temporal_unavailable` when the API runs without Temporal.
+ */
+export const publishAgent: Handler = async (ctx, { db, temporal }) => {
+  const orgId = orgOf(ctx);
+  const agentId = param(ctx, 'id');
+  const key = ctx.get('idempotency-key');
+  if (!key) {
+    throw new ApiError(400, 'idempotency_key_required', 'Send an Idempotency-Key header (e.g. a UUID) so a retried publish does not publish twice', {
+      errors: [{ field: 'Idempotency-Key', message: 'is required' }],
+    });
+  }
+  if (!IDEMPOTENCY_KEY.test(key)) throw validationError([{ field: 'Idempotency-Key', message: 'must be 1-255 visible ASCII characters' }]);
+  const body = validateBody<PublishRequest>('PublishRequest', ctx.request.body ?? {});
+  const agent = await findAgent(db, orgId, agentId);
+  if (!agent) throw notFound('Agent', 'agent_not_found');
+  const input = { orgId, agentId, idempotencyKey: key, requestHash: publishRequestHash(body), note: body.note ?? null, publishedBy: ctx.state.auth!.keyId };
+  // A retry of a publish that already completed replays from the database without a workflow.
+  const prior = await publishedWithKey(db, orgId, agentId, key);
+  if (prior) {
+    if (prior.requestHash !== input.requestHash) return publishResponse({ kind: 'idempotency_key_reused' });
+    const found = (await getVersion(db, orgId, agentId, prior.versionId))!;
+    return publishResponse({ kind: 'published', version: found.version, replayed: true });
+  }
+  if (!temporal) throw new ApiError(503, 'temporal_unavailable', 'Publishing runs on Temporal, which this API process is not connected to');
+  let outcome: PublishOutcome;
+  try {
+    const handle = await temporal.client.workflow.start<typeof agentPublishWorkflow>('agentPublishWorkflow', {
+      workflowId: workflowIds.agentPublish(agentId, key),
+      taskQueue: temporal.taskQueue,
+      args: [input],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      searchAttributes: { [SEARCH_ATTRIBUTES.organization]: [orgId], [SEARCH_ATTRIBUTES.resource]: [agentId] },
+    });
+    outcome = await handle.result();
+  } catch (err) {
+    if (err instanceof WorkflowFailedError) {
+      throw new ApiError(503, 'publish_failed', 'The publish could not complete; retry with the same Idempotency-Key');
+    }
+    throw err;
+  }
+  // A concurrent request with the same key but another body may have joined the running workflow.
+  if (outcome.kind === 'published') {
+    const stored = await publishedWithKey(db, orgId, agentId, key);
+    if (stored && stored.requestHash !== input.requestHash) outcome = { kind: 'idempotency_key_reused' };
+  }
+  return publishResponse(outcome);
+};
+
+/**
+ * POST /agents/{id}/rollback `{versionId}`: the published version becomes an earlier frozen version at
+ * once, without recompiling. 404 `version_not_found` for a version of another agent; 409
+ * `no_published_version` before the first publish; 422 `rollback_target_not_earlier` when the target
+ * is not older than the published version. Answers the agent.
+ */
+export const rollbackAgent: Handler = async (ctx, { db }) => {
+  const orgId = orgOf(ctx);
+  const agentId = param(ctx, 'id');
+  const body = validateBody<RollbackRequest>('RollbackRequest', ctx.request.body);
+  const outcome = await rollbackTo(db, orgId, agentId, body.versionId, (trx, target, previousVersionId) =>
+    emitEvent(trx, orgId, 'agent.rolled_back', {
+      agentId,
+      versionId: target.id,
+      version: target.number,
+      previousVersionId,
+      rolledBackAt: new Date().toISOString(),
+    }),
+  );
+  switch (outcome.kind) {
+    case 'not_found':
+      throw notFound('Agent', 'agent_not_found');
+    case 'version_not_found':
+      throw new ApiError(404, 'version_not_found', `Version ${body.versionId} is not a version of this agent`, { errors: [{ field: 'versionId', message: 'is not a version of this agent' }] });
+    case 'no_published_version':
+      throw new ApiError(409, 'no_published_version', 'The agent has never been published; there is nothing to roll back');
+    case 'not_earlier':
+      throw new ApiError(422, 'rollback_target_not_earlier', `Version ${outcome.targetNumber} is not earlier than the published version ${outcome.publishedNumber}`, {
+        errors: [{ field: 'versionId', message: 'must be an earlier version than the published one' }],
+      });
+  }
+  const agent = (await findAgent(db, orgId, agentId))!;
+  return { data: toAgentView(agent), headers: etag(agent.version), message: `Version ${outcome.version.number} is live` };
+};
+
+/** GET /agents/{id}/versions: frozen versions, newest first, cursor-paginated. */
+export const listAgentVersions: Handler = async (ctx, { db }) => {
+  const page = await paged(() => listVersions(db, orgOf(ctx), param(ctx, 'id'), pageParams(ctx)));
+  if (!page) throw notFound('Agent', 'agent_not_found');
+  return { data: page };
+};
+
+/** GET /agents/{id}/versions/{versionId}/diff: the version (before) against the compiled draft (after). */
+export const diffAgentVersion: Handler = async (ctx, { db }) => {
+  const orgId = orgOf(ctx);
+  const agentId = param(ctx, 'id');
+  const bundle = await loadDraftBundle(db, orgId, agentId);
+  if (!bundle) throw notFound('Agent', 'agent_not_found');
+  const found = await getVersion(db, orgId, agentId, param(ctx, 'versionId'));
+  if (!found) throw notFound('Version', 'version_not_found');
+  const { snapshot } = compileDraft(bundle);
+  return {
+    data: {
+      versionId: found.version.id,
+      versionNumber: found.version.number,
+      draftVersion: bundle.agent.version,
+      items: diffSnapshots(found.snapshot, snapshot),
+    },
+  };
+};
+
+/** GET /agents/{id}/prepublish-report: what publishing the current draft would put live. */
+export const getPrepublishReport: Handler = async (ctx, { db }) => {
+  const bundle = await loadDraftBundle(db, orgOf(ctx), param(ctx, 'id'));
+  if (!bundle) throw notFound('Agent', 'agent_not_found');
+  return { data: buildPrepublishReport(bundle), headers: etag(bundle.agent.version) };
+};
+
+/** Handlers of this area by operationId (api/routes/index.ts). */
+export const handlers = {
+  listAgents,
+  createAgent,
+  getAgent,
+  updateAgent,
+  publishAgent,
+  rollbackAgent,
+  listAgentVersions,
+  diffAgentVersion,
+  getPrepublishReport,
+};
+
+/** Schemas of this area's operations (merged into the route table). */
+export const routeSchemas = {
+  listAgents: { responseSchema: 'AgentPage' },
+  createAgent: { requestSchema: 'AgentCreate', responseSchema: 'Agent' },
+  getAgent: { responseSchema: 'Agent' },
+  updateAgent: { requestSchema: 'AgentPatch', responseSchema: 'Agent' },
+  publishAgent: { requestSchema: 'PublishRequest', responseSchema: 'AgentVersion' },
+  rollbackAgent: { requestSchema: 'RollbackRequest', responseSchema: 'Agent' },
+  listAgentVersions: { responseSchema: 'AgentVersionPage' },
+  diffAgentVersion: { responseSchema: 'AgentVersionDiff' },
+  getPrepublishReport: { responseSchema: 'PrepublishReport' },
+};

@@ -1,0 +1,87 @@
+/**
+ * Skills of an agent's draft (spec Skills rows). Writes run inside `editDraft` transactions
+ * (db/repositories/agents.ts) so each one bumps the agent's draft version.
+ */
+import type { Knex } from 'knex';
+import type { Db } from '../index';
+import { newId } from '../ids';
+import { keysetPage, type Page } from '../pagination';
+import type { Skill } from '../../schemas/types/agents';
+import { DuplicateNameError, isUniqueViolation, type Conn } from './agents';
+
+const iso = (d: Date | string): string => new Date(d).toISOString();
+
+/** Maps a stored row to the API shape. */
+export function toSkill(r: any): Skill {
+  return {
+    id: r.id,
+    agentId: r.agent_id,
+    name: r.name,
+    type: r.type,
+    description: r.description ?? null,
+    config: r.config,
+    createdAt: iso(r.created_at),
+    updatedAt: iso(r.updated_at),
+  };
+}
+
+/** Skills of an agent in creation order. @throws InvalidCursorError */
+export async function listSkills(db: Db, orgId: string, agentId: string, page: { limit: number; cursor?: string }): Promise<Page<Skill>> {
+  return keysetPage(db('agent_skills').where({ org_id: orgId, agent_id: agentId }), { ...page, column: 'seq', map: toSkill });
+}
+
+/** One skill of an agent, or undefined. */
+export async function getSkill(conn: Conn, orgId: string, agentId: string, skillId: string): Promise<Skill | undefined> {
+  const r = await conn('agent_skills').where({ org_id: orgId, agent_id: agentId, id: skillId }).first();
+  return r ? toSkill(r) : undefined;
+}
+
+/** Inserts a skill. @throws DuplicateNameError when the agent already has a skill of that name */
+export async function insertSkill(
+  trx: Knex.Transaction,
+  orgId: string,
+  agentId: string,
+  s: { name: string; type: string; description?: string | null; config: Record<string, unknown> },
+): Promise<Skill> {
+  try {
+    const [row] = await trx('agent_skills')
+      .insert({ id: newId('skl'), org_id: orgId, agent_id: agentId, name: s.name, type: s.type, description: s.description ?? null, config: JSON.stringify(s.config) })
+      .returning('*');
+    return toSkill(row);
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new DuplicateNameError('skill', s.name);
+    throw err;
+  }
+}
+
+/** Updates a skill (fields given only). @returns the skill, or undefined when missing. @throws DuplicateNameError */
+export async function updateSkillRow(
+  trx: Knex.Transaction,
+  orgId: string,
+  agentId: string,
+  skillId: string,
+  s: { name?: string; description?: string | null; config?: Record<string, unknown> },
+): Promise<Skill | undefined> {
+  const patch: Record<string, unknown> = { updated_at: trx.fn.now() };
+  if (s.name !== undefined) patch.name = s.name;
+  if (s.description !== undefined) patch.description = s.description;
+  if (s.config !== undefined) patch.config = JSON.stringify(s.config);
+  try {
+    const [row] = await trx('agent_skills').where({ org_id: orgId, agent_id: agentId, id: skillId }).update(patch).returning('*');
+    return row ? toSkill(row) : undefined;
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new DuplicateNameError('skill', s.name ?? '');
+    throw err;
+  }
+}
+
+/** Deletes a skill. @returns whether a row was deleted */
+export async function deleteSkillRow(trx: Knex.Transaction, orgId: string, agentId: string, skillId: string): Promise<boolean> {
+  return (await trx('agent_skills').where({ org_id: orgId, agent_id: agentId, id: skillId }).delete()) > 0;
+}
+
+/** Every skill of an agent (name, type, config), for graph validation inside a transaction. */
+export async function skillsByName(conn: Conn, orgId: string, agentId: string): Promise<Map<string, { id: string; type: string; config: Record<string, any> }>> {
+  const rows = await conn('agent_skills').where({ org_id: orgId, agent_id: agentId }).select('id', 'name', 'type', 'config');
+  return new Map(rows.map((r: any) => [r.name, { id: r.id, type: r.type, config: r.config }]));
+}

@@ -1,0 +1,194 @@
+/**
+ * Frozen agent versions (spec "Agent versions", "Agent lifecycle", "Versioning"): immutable snapshots
+ * numbered per agent from 1, gapless and monotonic (unique (agent_id, number); numbers are taken under
+ * the agent's row lock), publish idempotent on (agent, Idempotency-Key) with the request hash stored,
+ * rollback that only re-points `agents.published_version_id`.
+ */
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Db } from '../index';
+import { newId } from '../ids';
+import { keysetPage, type Page } from '../pagination';
+import type { AgentVersion } from '../../schemas/types/agents';
+import { isUniqueViolation, loadDraftBundle, type Conn, type DraftBundle } from './agents';
+
+const iso = (d: Date | string): string => new Date(d).toISOString();
+
+/** Maps a stored row to the API shape. */
+export function toVersion(r: any, publishedVersionId: string | null): AgentVersion {
+  return {
+    id: r.id,
+    agentId: r.agent_id,
+    number: r.number,
+    note: r.note ?? null,
+    publishedBy: r.published_by,
+    draftVersion: r.draft_version,
+    isPublished: r.id === publishedVersionId,
+    checksum: r.checksum,
+    createdAt: iso(r.created_at),
+  };
+}
+
+async function publishedIdOf(conn: Conn, orgId: string, agentId: string): Promise<string | null | undefined> {
+  const row = await conn('agents').where({ org_id: orgId, id: agentId }).first('published_version_id');
+  return row ? (row.published_version_id ?? null) : undefined;
+}
+
+/** Versions of an agent, newest first; undefined when the agent does not exist. @throws InvalidCursorError */
+export async function listVersions(db: Db, orgId: string, agentId: string, page: { limit: number; cursor?: string }): Promise<Page<AgentVersion> | undefined> {
+  const published = await publishedIdOf(db, orgId, agentId);
+  if (published === undefined) return undefined;
+  return keysetPage(
+    db('agent_versions').where({ org_id: orgId, agent_id: agentId }).select('id', 'agent_id', 'number', 'note', 'published_by', 'draft_version', 'checksum', 'created_at'),
+    { ...page, column: 'number', direction: 'desc', map: (r) => toVersion(r, published) },
+  );
+}
+
+/** One version of an agent with its snapshot, or undefined. */
+export async function getVersion(conn: Conn, orgId: string, agentId: string, versionId: string): Promise<{ version: AgentVersion; snapshot: unknown } | undefined> {
+  const r = await conn('agent_versions').where({ org_id: orgId, agent_id: agentId, id: versionId }).first();
+  if (!r) return undefined;
+  const published = await publishedIdOf(conn, orgId, agentId);
+  return { version: toVersion(r, published ?? null), snapshot: r.snapshot };
+}
+
+/** What a publish asks for. */
+export interface PublishInput {
+  orgId: string;
+  agentId: string;
+  idempotencyKey: string;
+  /** Hash of the request body (note); the same key with another hash is refused. */
+  requestHash: string;
+  note: string | null;
+  /** Credential id of the publisher. */
+  publishedBy: string;
+}
+
+/** Outcome of a publish. */
+export type PublishOutcome =
+  | { kind: 'published'; version: AgentVersion; replayed: boolean }
+  | { kind: 'invalid'; errors: { field: string; message: string }[] }
+  | { kind: 'not_found' }
+  | { kind: 'idempotency_key_reused' }
+  | { kind: 'publish_conflict' };
+
+/**
+ * Compiles and publishes the draft in one transaction: lock the agent row, replay an earlier publish
+ * with the same key (or refuse it when the body differs), compile, refuse on validation errors
+ * (nothing written), insert version max+1 stamped with publisher and note, point the agent at it.
+ * Racing publishes serialize on the row lock and get consecutive numbers; the unique constraints are
+ * the last line (a violation answers `publish_conflict`, never a duplicate number).
+ * @param compile pure compile step (api/agents/compile.ts) returning the snapshot, its checksum and errors
+ * @param onPublished runs in the same transaction after a new version is published (event emission)
+ */
+export async function publishDraft(
+  db: Db,
+  input: PublishInput,
+  compile: (bundle: DraftBundle) => { snapshot: unknown; checksum: string; errors: { field: string; message: string }[] },
+  onPublished?: (trx: Knex.Transaction, version: AgentVersion) => Promise<unknown>,
+): Promise<PublishOutcome> {
+  const replay = async (conn: Conn): Promise<PublishOutcome | undefined> => {
+    const prior = await conn('agent_versions').where({ org_id: input.orgId, agent_id: input.agentId, idempotency_key: input.idempotencyKey }).first();
+    if (!prior) return undefined;
+    if (prior.request_hash !== input.requestHash) return { kind: 'idempotency_key_reused' };
+    return { kind: 'published', version: toVersion(prior, (await publishedIdOf(conn, input.orgId, input.agentId)) ?? null), replayed: true };
+  };
+  try {
+    return await db.transaction(async (trx) => {
+      const locked = await trx('agents').where({ org_id: input.orgId, id: input.agentId }).forUpdate().first('id');
+      if (!locked) return { kind: 'not_found' };
+      const prior = await replay(trx);
+      if (prior) return prior;
+      const bundle = await loadDraftBundle(trx, input.orgId, input.agentId);
+      if (!bundle) return { kind: 'not_found' };
+      const compiled = compile(bundle);
+      if (compiled.errors.length) return { kind: 'invalid', errors: compiled.errors };
+      const { max } = (await trx('agent_versions').where({ agent_id: input.agentId }).max({ max: 'number' }).first()) as { max: number | null };
+      const [row] = await trx('agent_versions')
+        .insert({
+          id: newId('ver'),
+          org_id: input.orgId,
+          agent_id: input.agentId,
+          number: (max ?? 0) + 1,
+          snapshot: JSON.stringify(compiled.snapshot),
+          checksum: compiled.checksum,
+          draft_version: bundle.agent.version,
+          published_by: input.publishedBy,
+          note: input.note,
+          idempotency_key: input.idempotencyKey,
+          request_hash: input.requestHash,
+        })
+        .returning('*');
+      await trx('agents').where({ org_id: input.orgId, id: input.agentId }).update({ published_version_id: row.id });
+      const version = toVersion(row, row.id);
+      if (onPublished) await onPublished(trx, version);
+      return { kind: 'published', version, replayed: false };
+    });
+  } catch (err) {
+    if (isUniqueViolation(err, 'agent_versions_agent_id_idempotency_key_unique')) {
+      const prior = await replay(db);
+      if (prior) return prior;
+    }
+    if (isUniqueViolation(err)) return { kind: 'publish_conflict' };
+    throw err;
+  }
+}
+
+/** Outcome of a rollback. */
+export type RollbackOutcome =
+  | { kind: 'rolled_back'; version: AgentVersion }
+  | { kind: 'not_found' }
+  | { kind: 'version_not_found' }
+  | { kind: 'no_published_version' }
+  | { kind: 'not_earlier'; publishedNumber: number; targetNumber: number };
+
+/**
+ * Re-points the published version at an earlier frozen version of the same agent, at once and without
+ * recompiling (spec "Agent lifecycle"). "Earlier" means a lower number than the published version.
+ * @param onRolledBack runs in the same transaction after the re-point (event emission)
+ */
+export async function rollbackTo(
+  db: Db,
+  orgId: string,
+  agentId: string,
+  versionId: string,
+  onRolledBack?: (trx: Knex.Transaction, target: AgentVersion, previousVersionId: string) => Promise<unknown>,
+): Promise<RollbackOutcome> {
+  return db.transaction(async (trx) => {
+    const agent = await trx('agents').where({ org_id: orgId, id: agentId }).forUpdate().first('id', 'published_version_id');
+    if (!agent) return { kind: 'not_found' };
+    const target = await trx('agent_versions').where({ org_id: orgId, agent_id: agentId, id: versionId }).first();
+    if (!target) return { kind: 'version_not_found' };
+    if (!agent.published_version_id) return { kind: 'no_published_version' };
+    const current = await trx('agent_versions').where({ id: agent.published_version_id }).first('number');
+    if (target.number >= current.number) return { kind: 'not_earlier', publishedNumber: current.number, targetNumber: target.number };
+    await trx('agents').where({ org_id: orgId, id: agentId }).update({ published_version_id: target.id });
+    const version = toVersion(target, target.id);
+    if (onRolledBack) await onRolledBack(trx, version, agent.published_version_id);
+    return { kind: 'rolled_back', version };
+  });
+}
+
+/** The organization's talk-token secret if one was ever created (verification never creates one). */
+export async function existingTalkTokenSecret(db: Db, orgId: string): Promise<Buffer | undefined> {
+  const row = await db('agent_token_secrets').where({ org_id: orgId }).first('secret');
+  return row ? Buffer.from(row.secret, 'base64url') : undefined;
+}
+
+/**
+ * The organization's talk-token signing secret (created on first use; every API process reads the same
+ * row, so tokens verify anywhere).
+ */
+export async function talkTokenSecret(db: Db, orgId: string): Promise<Buffer> {
+  const existing = await db('agent_token_secrets').where({ org_id: orgId }).first('secret');
+  if (existing) return Buffer.from(existing.secret, 'base64url');
+  await db('agent_token_secrets').insert({ org_id: orgId, secret: crypto.randomBytes(32).toString('base64url') }).onConflict('org_id').ignore();
+  const row = await db('agent_token_secrets').where({ org_id: orgId }).first('secret');
+  return Buffer.from(row.secret, 'base64url');
+}
+
+/** The version published with an Idempotency-Key and its stored request hash, or undefined. */
+export async function publishedWithKey(db: Db, orgId: string, agentId: string, idempotencyKey: string): Promise<{ versionId: string; requestHash: string } | undefined> {
+  const r = await db('agent_versions').where({ org_id: orgId, agent_id: agentId, idempotency_key: idempotencyKey }).first('id', 'request_hash');
+  return r ? { versionId: r.id, requestHash: r.request_hash } : undefined;
+}

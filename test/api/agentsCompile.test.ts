@@ -1,0 +1,265 @@
+/**
+ * Unit tests of the agents domain logic without HTTP, database or Temporal: playbook graph validation,
+ * publish compilation, the diff and the pre-publish report (api/agents/*).
+ */
+import { expect } from 'chai';
+import type { AgentRecord, DraftBundle } from '../../db/repositories/agents';
+import type { PlaybookGraph } from '../../schemas/types/agents';
+import { canonicalJson, compileDraft, snapshotChecksum } from '../../api/agents/compile';
+import { diffSnapshots } from '../../api/agents/diff';
+import { validatePlaybookGraph } from '../../api/agents/playbookGraph';
+import { buildPrepublishReport } from '../../api/agents/report';
+import { skillConfigErrors } from '../../api/agents/skillTypes';
+import { verifyTalkToken, signTalkToken } from '../../api/agents/talkToken';
+
+function agentRecord(over: Partial<AgentRecord> = {}): AgentRecord {
+  return {
+    id: 'agt_1',
+    orgId: 'org_1',
+    name: 'Front desk',
+    description: null,
+    persona: 'Friendly receptionist',
+    instructions: 'Book appointments',
+    greeting: 'Hello!',
+    language: 'en-US',
+    voiceId: 'voice_ava',
+    dtmf: { enabled: false },
+    variables: [],
+    guardrails: {},
+    callerVerification: {},
+    version: 3,
+    publishedVersionId: null,
+    publishedVersionNumber: null,
+    publishedDraftVersion: null,
+    skills: [],
+    playbooks: [],
+    knowledgeSourceCount: 0,
+    createdAt: '2026-11-22T00:00:00.000Z',
+    updatedAt: '2026-11-22T00:00:00.000Z',
+    ...over,
+  };
+}
+
+const BOOK = { id: 'skl_1', name: 'book_appointment', type: 'book_appointment', description: 'Books a visit', config: { url: 'https://cal.example.com/book', durationMinutes: 30, timeZone: 'America/Chicago' } };
+
+/** start → ask name → ask phone → ask start_time → book → end */
+function intakeGraph(): PlaybookGraph {
+  return {
+    nodes: [
+      { id: 'start', type: 'start' },
+      { id: 'ask_name', type: 'ask', prompt: 'Your name?', gathers: 'name' },
+      { id: 'ask_phone', type: 'ask', prompt: 'Your phone?', gathers: 'phone' },
+      { id: 'ask_time', type: 'ask', prompt: 'When?', gathers: 'start_time' },
+      { id: 'book', type: 'skill', skill: 'book_appointment' },
+      { id: 'end', type: 'end' },
+    ],
+    edges: [
+      { from: 'start', to: 'ask_name' },
+      { from: 'ask_name', to: 'ask_phone' },
+      { from: 'ask_phone', to: 'ask_time' },
+      { from: 'ask_time', to: 'book' },
+      { from: 'book', to: 'end' },
+    ],
+  };
+}
+
+function bundle(over: Partial<DraftBundle> = {}): DraftBundle {
+  return {
+    agent: agentRecord(),
+    skills: [BOOK],
+    playbooks: [{ id: 'pbk_1', name: 'intake', description: 'New patients', graph: intakeGraph() }],
+    knowledge: [],
+    ...over,
+  };
+}
+
+const ctxWith = (skills = [BOOK]) => ({
+  skills: new Map(skills.map((s) => [s.name, { type: s.type, config: s.config }])),
+  initialVariables: new Set<string>(),
+});
+
+describe('agents domain: playbook graph validation', () => {
+  it('accepts a graph that gathers every required input before the skill', () => {
+    expect(validatePlaybookGraph(intakeGraph(), ctxWith())).to.deep.equal([]);
+  });
+
+  it('names unreachable nodes and dangling edges by node id', () => {
+    const g = intakeGraph();
+    g.nodes.push({ id: 'orphan', type: 'say', prompt: 'never said' });
+    g.edges.push({ from: 'ask_time', to: 'ghost' });
+    const errors = validatePlaybookGraph(g, ctxWith());
+    expect(errors.map((e) => e.field)).to.include.members(['graph.nodes[orphan]', 'graph.edges[5]']);
+    expect(errors.find((e) => e.field === 'graph.edges[5]')!.message).to.contain('"ghost"');
+  });
+
+  it('names a skill node that refers to a missing skill', () => {
+    const errors = validatePlaybookGraph(intakeGraph(), ctxWith([]));
+    expect(errors).to.deep.include({ field: 'graph.nodes[book].skill', message: 'names no skill of this agent: "book_appointment"' });
+  });
+
+  it('refuses a required input gathered on only one branch before use', () => {
+    const g: PlaybookGraph = {
+      nodes: [
+        { id: 'start', type: 'start' },
+        { id: 'ask_name', type: 'ask', prompt: 'Name?', gathers: 'name' },
+        { id: 'ask_phone', type: 'ask', prompt: 'Phone?', gathers: 'phone' },
+        { id: 'ask_time', type: 'ask', prompt: 'When?', gathers: 'start_time' },
+        { id: 'skip', type: 'say', prompt: 'We have your number' },
+        { id: 'branch', type: 'branch', on: 'name' },
+        { id: 'book', type: 'skill', skill: 'book_appointment' },
+        { id: 'end', type: 'end' },
+      ],
+      edges: [
+        { from: 'start', to: 'ask_name' },
+        { from: 'ask_name', to: 'ask_time' },
+        { from: 'ask_time', to: 'branch' },
+        { from: 'branch', to: 'ask_phone', when: 'new' },
+        { from: 'branch', to: 'skip' },
+        { from: 'ask_phone', to: 'book' },
+        { from: 'skip', to: 'book' },
+        { from: 'book', to: 'end' },
+      ],
+    };
+    const errors = validatePlaybookGraph(g, ctxWith());
+    expect(errors.map((e) => e.field)).to.deep.equal(['graph.nodes[book].inputs.phone']);
+  });
+
+  it('requires exactly one start node and fields per node type', () => {
+    const errors = validatePlaybookGraph({ nodes: [{ id: 'a', type: 'ask' }, { id: 'e', type: 'end' }], edges: [{ from: 'a', to: 'e' }] }, ctxWith());
+    const fields = errors.map((e) => e.field);
+    expect(fields).to.include.members(['graph.nodes', 'graph.nodes[a].prompt', 'graph.nodes[a].gathers']);
+  });
+
+  it('counts agent variables as gathered at the start', () => {
+    const g = intakeGraph();
+    g.nodes = g.nodes.filter((n) => n.id !== 'ask_phone');
+    g.edges = [
+      { from: 'start', to: 'ask_name' },
+      { from: 'ask_name', to: 'ask_time' },
+      { from: 'ask_time', to: 'book' },
+      { from: 'book', to: 'end' },
+    ];
+    expect(validatePlaybookGraph(g, ctxWith()).map((e) => e.field)).to.deep.equal(['graph.nodes[book].inputs.phone']);
+    expect(validatePlaybookGraph(g, { ...ctxWith(), initialVariables: new Set(['phone']) })).to.deep.equal([]);
+  });
+});
+
+describe('agents domain: skill config validation', () => {
+  it('names the config field that breaks the type schema', () => {
+    const errors = skillConfigErrors('http_request', { url: 'http://insecure.example.com', method: 'FETCH' });
+    expect(errors.map((e) => e.field).sort()).to.deep.equal(['config.method', 'config.url']);
+  });
+  it('answers an unknown type on `type`', () => {
+    expect(skillConfigErrors('teleport', {})[0].field).to.equal('type');
+  });
+});
+
+describe('agents domain: compile', () => {
+  it('resolves a valid draft into a snapshot with no errors and a stable checksum', () => {
+    const r = compileDraft(bundle());
+    expect(r.errors).to.deep.equal([]);
+    expect(r.snapshot.voice).to.deep.equal({ id: 'voice_ava', name: 'Ava', provider: 'sandbox' });
+    expect(r.snapshot.skills.map((s) => s.name)).to.deep.equal(['book_appointment']);
+    expect(r.snapshot.guardrails.redactPii).to.equal(true);
+    expect(snapshotChecksum(r.snapshot)).to.equal(snapshotChecksum(compileDraft(bundle()).snapshot));
+  });
+
+  it('reports playbook and skill errors with deep field paths', () => {
+    const bad = bundle({ skills: [{ ...BOOK, config: { ...BOOK.config, url: 'ftp://x' } }] });
+    bad.playbooks[0].graph.nodes.push({ id: 'lost', type: 'end' });
+    const fields = compileDraft(bad).errors.map((e) => e.field);
+    expect(fields).to.include('skills[book_appointment].config.url');
+    expect(fields).to.include('playbooks[intake].graph.nodes[lost]');
+  });
+
+  it('uses the language default voice with a warning when none is chosen', () => {
+    const r = compileDraft(bundle({ agent: agentRecord({ voiceId: null, language: 'de-DE' }) }));
+    expect(r.snapshot.voice?.id).to.equal('voice_hans');
+    expect(r.warnings.map((w) => w.code)).to.include('default_voice');
+  });
+
+  it('keeps only ready knowledge sources in the snapshot and warns about the rest', () => {
+    const r = compileDraft(
+      bundle({
+        knowledge: [
+          { id: 'ks_a', kind: 'url', title: 'FAQ', status: 'ready', chunkCount: 12 },
+          { id: 'ks_b', kind: 'file', title: 'Prices.pdf', status: 'failed', chunkCount: 0 },
+        ],
+      }),
+    );
+    expect(r.snapshot.knowledge.map((k) => k.id)).to.deep.equal(['ks_a']);
+    expect(r.warnings.map((w) => w.code)).to.include('knowledge_failed');
+  });
+
+  it('canonical JSON sorts keys at every level', () => {
+    expect(canonicalJson({ b: 1, a: { d: [2, { z: 1, y: 2 }], c: null } })).to.equal('{"a":{"c":null,"d":[2,{"y":2,"z":1}]},"b":1}');
+  });
+});
+
+describe('agents domain: diff', () => {
+  it('keys named arrays by name and gives deep readable paths', () => {
+    const before = compileDraft(bundle()).snapshot;
+    const b2 = bundle({ skills: [{ ...BOOK, config: { ...BOOK.config, url: 'https://cal.example.com/v2' } }] });
+    b2.playbooks[0].graph.nodes[1].prompt = 'What is your full name?';
+    b2.agent.greeting = null;
+    const entries = diffSnapshots(before, compileDraft(b2).snapshot);
+    expect(entries).to.deep.include({ field: 'skills[book_appointment].config.url', before: 'https://cal.example.com/book', after: 'https://cal.example.com/v2', kind: 'changed' });
+    expect(entries).to.deep.include({ field: 'playbooks[intake].graph.nodes[ask_name].prompt', before: 'Your name?', after: 'What is your full name?', kind: 'changed' });
+    expect(entries).to.deep.include({ field: 'greeting', before: 'Hello!', after: null, kind: 'changed' });
+  });
+
+  it('reports whole named things as added or removed', () => {
+    const before = compileDraft(bundle()).snapshot;
+    const extra = { id: 'skl_2', name: 'hang_up', type: 'end_call', description: null, config: {} };
+    const after = compileDraft(bundle({ skills: [BOOK, extra], playbooks: [] })).snapshot;
+    const entries = diffSnapshots(before, after);
+    expect(entries.find((e) => e.field === 'skills[hang_up]')).to.include({ kind: 'added' });
+    expect(entries.find((e) => e.field === 'playbooks[intake]')).to.include({ kind: 'removed' });
+    expect(entries.find((e) => e.field === 'playbooks[intake]')).to.not.have.property('after');
+  });
+
+  it('is empty for equal snapshots', () => {
+    expect(diffSnapshots(compileDraft(bundle()).snapshot, compileDraft(bundle()).snapshot)).to.deep.equal([]);
+  });
+});
+
+describe('agents domain: pre-publish report', () => {
+  it('lists data flows, guardrails, coverage and blocking errors', () => {
+    const b = bundle({
+      agent: agentRecord({ guardrails: { blockedTopics: ['medical advice'], redactPii: true }, callerVerification: { enabled: true, method: 'pin', requiredForSkills: ['book_appointment'] } }),
+      knowledge: [
+        { id: 'ks_a', kind: 'url', title: 'FAQ', status: 'ready', chunkCount: 12 },
+        { id: 'ks_b', kind: 'text', title: 'Notes', status: 'pending', chunkCount: 0 },
+      ],
+    });
+    const r = buildPrepublishReport(b);
+    expect(r.dataLeavingSystem).to.deep.equal([
+      { skill: 'book_appointment', type: 'book_appointment', destination: 'cal.example.com', fields: ['name', 'phone', 'start_time'], requiresVerifiedCaller: true },
+    ]);
+    expect(r.willNotSay).to.include('Will not discuss: medical advice');
+    expect(r.willSay[0]).to.equal('Greets callers with: "Hello!"');
+    expect(r.activeGuardrails.map((g) => g.name)).to.include.members(['blockedTopics', 'redactPii']);
+    expect(r.knowledgeCoverage).to.deep.equal({ sourcesByStatus: { pending: 1, processing: 0, ready: 1, failed: 0 }, totalSources: 2, chunkCount: 12 });
+    expect(r.blockingErrors).to.deep.equal([]);
+  });
+
+  it('carries the errors a publish would answer', () => {
+    const r = buildPrepublishReport(bundle({ skills: [] }));
+    expect(r.blockingErrors.map((e) => e.field)).to.include('playbooks[intake].graph.nodes[book].skill');
+  });
+});
+
+describe('agents domain: talk tokens', () => {
+  const secret = Buffer.alloc(32, 7);
+  const claims = { v: 1 as const, org: 'org_1', agt: 'agt_1', ver: 'ver_1', dv: null, ch: 'voice' as const, exp: 2_000, jti: 'j' };
+  it('verifies its own signature before expiry', () => {
+    expect(verifyTalkToken(signTalkToken(claims, secret), secret, 1_000)).to.deep.equal(claims);
+  });
+  it('refuses an expired, forged or re-signed token', () => {
+    const t = signTalkToken(claims, secret);
+    expect(verifyTalkToken(t, secret, 2_000)).to.equal(undefined);
+    expect(verifyTalkToken(t, Buffer.alloc(32, 8), 1_000)).to.equal(undefined);
+    const forged = `tt_${Buffer.from(JSON.stringify({ ...claims, agt: 'agt_2' })).toString('base64url')}.${t.split('.')[1]}`;
+    expect(verifyTalkToken(forged, secret, 1_000)).to.equal(undefined);
+  });
+});
