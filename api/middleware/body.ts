@@ -8,9 +8,23 @@ import type { AppContext } from '../context';
 
 const JSON_TYPE = /^application\/([a-z0-9.+-]+\+)?json$/i;
 
-/** @param limitBytes largest accepted JSON body */
-export function jsonBody(limitBytes: number) {
-  const parse = koaBody({ json: true, urlencoded: false, text: false, multipart: false, jsonLimit: limitBytes, jsonStrict: true, patchNode: false, parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never });
+/**
+ * @param limitBytes largest accepted JSON body
+ * @param opts.keepRaw also keep the exact body text on `ctx.request.rawBody` (provider callbacks verify
+ *   signatures over the bytes the provider signed)
+ */
+export function jsonBody(limitBytes: number, opts: { keepRaw?: boolean } = {}) {
+  const parse = koaBody({
+    json: true,
+    urlencoded: false,
+    text: false,
+    multipart: false,
+    jsonLimit: limitBytes,
+    jsonStrict: true,
+    patchNode: false,
+    includeUnparsed: !!opts.keepRaw,
+    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
+  });
   return async (ctx: AppContext, next: () => Promise<unknown>) => {
     const hasBody = ctx.request.length > 0 || !!ctx.get('transfer-encoding');
     if (!hasBody) {
@@ -18,6 +32,8 @@ export function jsonBody(limitBytes: number) {
       return next();
     }
     const type = (ctx.get('content-type') || '').split(';')[0].trim();
+    // POST /uploads parses its multipart stream itself (api/routes/uploads.ts), with its own 25 MB limit.
+    if (ctx.state.route?.operationId === 'createUpload' && /^multipart\/form-data$/i.test(type)) return next();
     if (!JSON_TYPE.test(type)) {
       throw new ApiError(415, 'unsupported_media_type', `Send the body as application/json (got ${type || 'no Content-Type'})`);
     }

@@ -1,0 +1,161 @@
+/**
+ * Knowledge ingestion activities (workflow `knowledge-source/{sourceId}`, workflows/knowledgeIngestion.ts):
+ * start (pending → processing), extract (fetch through the guarded HTTP helper or read the upload, then
+ * extract text), index (chunk + replace chunks + ready, one transaction) and fail (failed + reason).
+ * Each status transition emits the webhook event `knowledge.source.updated` in its own transaction.
+ *
+ * Every activity is idempotent: a retry re-enters the same state. Failures that another attempt cannot
+ * fix (4xx answers, SSRF refusals, unsupported or empty content, an expired upload) are thrown as
+ * non-retryable ApplicationFailures whose `type` is the stable failure code stored on the source;
+ * transient ones (timeouts, 5xx, connection errors) are retryable.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { chunkText, type ChunkOptions } from '../api/knowledge/chunk';
+import { extractDocument, normalizeText, UnsupportedContentError, type ExtractedDocument } from '../api/knowledge/extract';
+import { getExtraction, getSource, indexChunks, markFailed, markProcessing, saveExtraction, type OnSourceChange } from '../db/repositories/knowledge';
+import { getUploadContent } from '../db/repositories/uploads';
+import { emitEvent } from '../events/emit';
+import { createHttpClient, HttpFetchError, type HttpClient } from './providers/http';
+import type { ActivityDeps } from './index';
+
+/** Input of every knowledge activity. */
+export interface KnowledgeSourceRef {
+  orgId: string;
+  sourceId: string;
+}
+
+/** Options for tests and benchmarks. */
+export interface KnowledgeActivityOptions {
+  /** HTTP client (default: guarded client configured from the environment). */
+  http?: HttpClient;
+  chunking?: ChunkOptions;
+}
+
+const ACCEPT = 'text/html, application/xhtml+xml, application/pdf, text/markdown, text/plain;q=0.9, */*;q=0.1';
+
+function nonRetryable(code: string, message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: code, message, nonRetryable: true });
+}
+
+/** HttpFetchError → ApplicationFailure (retryable per the error's own verdict). */
+function fromFetchError(err: HttpFetchError): ApplicationFailure {
+  return ApplicationFailure.create({ type: err.code, message: err.message, nonRetryable: !err.retryable });
+}
+
+/** Name of the document for format detection: the URL's last path segment. */
+function urlFilename(url: string): string | null {
+  try {
+    return decodeURIComponent(new URL(url).pathname.split('/').pop() ?? '') || null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Builds the knowledge activities.
+ * @param deps database and logger of the worker
+ */
+export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeActivityOptions = {}) {
+  const { db } = deps;
+  let http = opts.http;
+  const client = (): HttpClient => (http ??= createHttpClient());
+  // Every status transition emits `knowledge.source.updated` in the transaction that makes it.
+  const notify = (orgId: string): OnSourceChange => (trx, change) => emitEvent(trx, orgId, 'knowledge.source.updated', change);
+
+  async function fetchDocument(orgId: string, source: NonNullable<Awaited<ReturnType<typeof markProcessing>>>): Promise<ExtractedDocument & { contentType: string | null }> {
+    if (source.kind === 'text') {
+      return { format: 'text', text: normalizeText(source.text ?? ''), title: null, contentType: 'text/plain' };
+    }
+    let bytes: Buffer;
+    let contentType: string | null;
+    let filename: string | null;
+    if (source.kind === 'url') {
+      try {
+        const res = await client().get(source.url!, { accept: ACCEPT });
+        bytes = res.body;
+        contentType = res.contentTypeHeader;
+        filename = urlFilename(res.url);
+      } catch (err) {
+        if (err instanceof HttpFetchError) throw fromFetchError(err);
+        throw err;
+      }
+    } else {
+      const file = source.fileId ? await getUploadContent(db, orgId, source.fileId) : undefined;
+      if (!file) throw nonRetryable('file_expired', `The uploaded file ${source.fileId ?? ''} no longer exists`);
+      bytes = file.data;
+      contentType = file.contentType;
+      filename = file.filename;
+    }
+    try {
+      const doc = await extractDocument({ bytes, contentType, filename });
+      return { ...doc, contentType: contentType ? contentType.split(';')[0].trim().toLowerCase() : null };
+    } catch (err) {
+      if (err instanceof UnsupportedContentError) throw nonRetryable('unsupported_content', err.message);
+      throw err;
+    }
+  }
+
+  return {
+    /**
+     * pending → processing.
+     * @returns the status after the call (`ready`/`failed` when the source already finished)
+     * @throws retryable ApplicationFailure `source_not_found` while the source does not exist: the API
+     *   commits the source just after starting the workflow, so the workflow retries a few times
+     */
+    async startKnowledgeIngestion(ref: KnowledgeSourceRef): Promise<{ status: string; kind: string }> {
+      let source = await markProcessing(db, ref.orgId, ref.sourceId, notify(ref.orgId));
+      // The API's transaction commits a moment after the start reaches Temporal: wait briefly for it
+      // here rather than paying a whole retry interval.
+      for (let i = 0; !source && i < 20; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        source = await markProcessing(db, ref.orgId, ref.sourceId, notify(ref.orgId));
+      }
+      if (!source) throw ApplicationFailure.create({ type: 'source_not_found', message: `Knowledge source ${ref.sourceId} does not exist (yet)` });
+      return { status: source.status, kind: source.kind };
+    },
+
+    /**
+     * Fetches (URL through the SSRF-guarded helper, file from the upload, text as given), extracts the
+     * text and stores it on the source.
+     * @returns format, title and character count
+     */
+    async extractKnowledgeSource(ref: KnowledgeSourceRef): Promise<{ format: string; title: string | null; charCount: number }> {
+      const source = await markProcessing(db, ref.orgId, ref.sourceId);
+      if (!source) throw nonRetryable('source_not_found', `Knowledge source ${ref.sourceId} does not exist`);
+      if (source.status !== 'processing') throw nonRetryable('source_not_processing', `Knowledge source ${ref.sourceId} is ${source.status}`);
+      const doc = await fetchDocument(ref.orgId, source);
+      if (!doc.text.trim()) throw nonRetryable('empty_content', 'The document contains no text');
+      await saveExtraction(db, ref.orgId, ref.sourceId, { format: doc.format, title: doc.title, contentType: doc.contentType, text: doc.text });
+      return { format: doc.format, title: doc.title, charCount: doc.text.length };
+    },
+
+    /**
+     * Chunks the extracted text, replaces the source's chunks and marks it ready (one transaction).
+     * A source already ready answers its chunk count again (replay after a lost completion).
+     */
+    async indexKnowledgeSource(ref: KnowledgeSourceRef): Promise<{ chunkCount: number }> {
+      const extraction = await getExtraction(db, ref.orgId, ref.sourceId);
+      if (!extraction) {
+        const current = await getSource(db, ref.orgId, ref.sourceId);
+        if (current?.status === 'ready') return { chunkCount: current.chunkCount };
+        throw nonRetryable('source_not_processing', `Knowledge source ${ref.sourceId} has no extracted text to index`);
+      }
+      const chunks = chunkText(extraction.text, opts.chunking);
+      const n = await indexChunks(db, ref.orgId, ref.sourceId, chunks, notify(ref.orgId));
+      if (n === undefined) {
+        const current = await getSource(db, ref.orgId, ref.sourceId);
+        if (current?.status === 'ready') return { chunkCount: current.chunkCount };
+        throw nonRetryable('source_not_processing', `Knowledge source ${ref.sourceId} is ${current?.status ?? 'gone'}`);
+      }
+      return { chunkCount: n };
+    },
+
+    /** Marks the source failed with a code and reason (no-op when it is gone or already ready). */
+    async failKnowledgeSource(ref: KnowledgeSourceRef & { code: string; reason: string }): Promise<void> {
+      await markFailed(db, ref.orgId, ref.sourceId, ref.code, ref.reason, notify(ref.orgId));
+    },
+  };
+}
+
+/** The activity functions' types, for `proxyActivities` in the workflow. */
+export type KnowledgeActivities = ReturnType<typeof createKnowledgeActivities>;

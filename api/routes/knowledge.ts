@@ -1,0 +1,149 @@
+/**
+ * Knowledge handlers (spec "Other endpoints": Knowledge; issue 5 "Knowledge"):
+ * `GET/POST /agents/{agentId}/knowledge/sources` and `POST /agents/{agentId}/knowledge/preview`.
+ * Adding a source answers 202 with the source `pending` and starts workflow `knowledge-source/{id}`;
+ * the workflow moves it to `processing` and then `ready` or `failed` (with the reason).
+ */
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { agentExists, createSource, FileExpiredError, listSources, searchChunks } from '../../db/repositories/knowledge';
+import type { KnowledgePreviewRequest, KnowledgeSourceCreate } from '../../schemas/types/knowledge';
+import { SEARCH_ATTRIBUTES, workflowIds } from '../../temporal.config';
+import { pageParams, paged } from '../agents/http';
+import type { AppDeps, Handler } from '../context';
+import { ApiError, notFound, validationError, type FieldError } from '../errors';
+import { mergeFieldErrors, schemaErrors, validateBody } from '../validation';
+
+/** Workflow type name of the ingestion (workflows/knowledgeIngestion.ts). */
+export const KNOWLEDGE_INGESTION_WORKFLOW = 'knowledgeIngestionWorkflow';
+
+const ORGANIZATION_KEY = defineSearchAttributeKey(SEARCH_ATTRIBUTES.organization, SearchAttributeType.KEYWORD);
+const RESOURCE_KEY = defineSearchAttributeKey(SEARCH_ATTRIBUTES.resource, SearchAttributeType.KEYWORD);
+
+/** 404 unless the agent exists in the caller's organization (another organization's agent included). */
+async function requireAgent(deps: AppDeps, orgId: string, agentId: string): Promise<void> {
+  if (!(await agentExists(deps.db, orgId, agentId))) throw notFound(`Agent ${agentId}`);
+}
+
+/** 503 `temporal_unavailable` when the API runs without Temporal. */
+function requireTemporal(deps: AppDeps): NonNullable<AppDeps['temporal']> {
+  if (!deps.temporal) {
+    throw new ApiError(503, 'temporal_unavailable', 'Knowledge ingestion runs on Temporal, which this API instance is not connected to; try again later');
+  }
+  return deps.temporal;
+}
+
+/** Checks beyond the schema: the field of the chosen kind is required, the others are refused. */
+function kindErrors(body: KnowledgeSourceCreate): FieldError[] {
+  const errors: FieldError[] = [];
+  const need = { url: 'url', file: 'fileId', text: 'text' } as const;
+  const wanted = need[body.kind];
+  if (!wanted) return errors;
+  for (const f of ['url', 'fileId', 'text'] as const) {
+    if (f === wanted && (body[f] === undefined || body[f] === '')) errors.push({ field: f, message: `is required when kind is ${body.kind}` });
+    if (f !== wanted && body[f] !== undefined) errors.push({ field: f, message: `is not allowed when kind is ${body.kind}` });
+  }
+  if (body.kind === 'url' && typeof body.url === 'string' && body.url) {
+    let u: URL | undefined;
+    try {
+      u = new URL(body.url);
+    } catch {
+      u = undefined;
+    }
+    if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || !u.hostname) {
+      errors.push({ field: 'url', message: 'must be an absolute http or https URL' });
+    } else if (u.username || u.password) {
+      errors.push({ field: 'url', message: 'must not carry credentials' });
+    }
+  }
+  if (body.kind === 'text' && typeof body.text === 'string' && body.text && !body.text.trim()) {
+    errors.push({ field: 'text', message: 'must contain some non-blank text' });
+  }
+  return errors;
+}
+
+/** GET /agents/{agentId}/knowledge/sources: the agent's sources, oldest first, cursor-paginated. */
+export const listKnowledgeSources: Handler = async (ctx, deps) => {
+  const orgId = ctx.state.auth!.orgId;
+  const { agentId } = ctx.params as { agentId: string };
+  const page = pageParams(ctx);
+  await requireAgent(deps, orgId, agentId);
+  return { data: await paged(() => listSources(deps.db, orgId, agentId, page)) };
+};
+
+/**
+ * POST /agents/{agentId}/knowledge/sources → 202 with the source (status `pending`).
+ * Order of answers: 400 (body) → 404 (agent) → 404 `file_expired` (upload gone) → 503 (no Temporal).
+ * The source row and the workflow start share one transaction, so a source exists only if its
+ * ingestion workflow was started.
+ */
+export const createKnowledgeSource: Handler = async (ctx, deps) => {
+  const orgId = ctx.state.auth!.orgId;
+  const { agentId } = ctx.params as { agentId: string };
+  const raw = ctx.request.body as unknown;
+  const shape = schemaErrors('KnowledgeSourceCreate', raw);
+  if (shape.some((e) => e.field === '(body)' || e.field === 'kind')) throw validationError(shape);
+  const body = raw as KnowledgeSourceCreate;
+  const errors = mergeFieldErrors(shape, kindErrors(body));
+  if (errors.length) throw validationError(errors);
+  await requireAgent(deps, orgId, agentId);
+
+  try {
+    const source = await createSource(
+      deps.db,
+      orgId,
+      { agentId, kind: body.kind, name: body.name?.trim() || null, url: body.url, fileId: body.fileId, text: body.text },
+      async (src) => {
+        // Checked here, after the upload check, so an expired file answers file_expired even without Temporal.
+        const t = requireTemporal(deps);
+        const workflowId = workflowIds.knowledgeSource(src.id);
+        try {
+          await t.client.workflow.start(KNOWLEDGE_INGESTION_WORKFLOW, {
+            taskQueue: t.taskQueue,
+            workflowId,
+            args: [{ orgId, sourceId: src.id }],
+            typedSearchAttributes: [
+              { key: ORGANIZATION_KEY, value: orgId },
+              { key: RESOURCE_KEY, value: src.id },
+            ],
+          });
+        } catch (err) {
+          // The id is new, so "already started" means a previous attempt of this very transaction got through.
+          if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+            ctx.state.log.error({ err, sourceId: src.id }, 'could not start the knowledge ingestion workflow');
+            throw new ApiError(503, 'temporal_unavailable', 'The ingestion workflow could not be started; nothing was saved, try again later');
+          }
+        }
+        return workflowId;
+      },
+    );
+    return { data: source, status: 202 };
+  } catch (err) {
+    if (err instanceof FileExpiredError) throw new ApiError(404, 'file_expired', err.message);
+    throw err;
+  }
+};
+
+/**
+ * POST /agents/{agentId}/knowledge/preview {query, limit?} → the best-ranked chunks of the agent's
+ * ready sources, with scores and sources (what a live call's knowledge lookup would see).
+ */
+export const previewKnowledge: Handler = async (ctx, deps) => {
+  const orgId = ctx.state.auth!.orgId;
+  const { agentId } = ctx.params as { agentId: string };
+  const body = validateBody<KnowledgePreviewRequest>('KnowledgePreviewRequest', ctx.request.body);
+  if (!body.query.trim()) throw validationError([{ field: 'query', message: 'must contain some non-blank text' }]);
+  await requireAgent(deps, orgId, agentId);
+  const results = await searchChunks(deps.db, orgId, agentId, body.query, body.limit ?? 5);
+  return { data: { query: body.query, results } };
+};
+
+/** Handlers of this area by operationId (api/routes/index.ts). */
+export const handlers = { listKnowledgeSources, createKnowledgeSource, previewKnowledge };
+
+/** Schemas of this area's operations (merged into the route table). */
+export const routeSchemas = {
+  listKnowledgeSources: { responseSchema: 'KnowledgeSourcePage' },
+  createKnowledgeSource: { requestSchema: 'KnowledgeSourceCreate', responseSchema: 'KnowledgeSource' },
+  previewKnowledge: { requestSchema: 'KnowledgePreviewRequest', responseSchema: 'KnowledgePreview' },
+};

@@ -1,0 +1,307 @@
+/**
+ * Knowledge sources and their indexed chunks (issue 5 "Knowledge"). Status moves pending → processing
+ * → ready | failed; chunks are replaced and the source marked ready in one transaction, so a source is
+ * searchable exactly when it is ready and re-running an ingestion step never duplicates chunks.
+ * Retrieval is Postgres full-text search over `knowledge_chunks.tsv` (GIN index) ranked by `ts_rank`.
+ */
+import type { Knex } from 'knex';
+import type { Db } from '../index';
+import { newId } from '../ids';
+import { keysetPage, type Page } from '../pagination';
+import { attachUpload } from './uploads';
+import type { KnowledgePreviewHit, KnowledgeSource, KnowledgeSourceKind, KnowledgeSourceStatus } from '../../schemas/types/knowledge';
+
+type Conn = Db | Knex.Transaction;
+
+const iso = (d: Date | string | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
+
+/** Maps a stored row to the API shape. */
+export function toKnowledgeSource(r: Record<string, any>): KnowledgeSource {
+  return {
+    id: r.id,
+    agentId: r.agent_id,
+    kind: r.kind,
+    name: r.name ?? null,
+    url: r.url ?? null,
+    fileId: r.file_id ?? null,
+    status: r.status,
+    failureCode: r.failure_code ?? null,
+    failureReason: r.failure_reason ?? null,
+    format: r.format ?? null,
+    title: r.title ?? null,
+    charCount: r.char_count ?? null,
+    chunkCount: r.chunk_count ?? 0,
+    createdAt: iso(r.created_at)!,
+    updatedAt: iso(r.updated_at)!,
+    readyAt: iso(r.ready_at),
+  };
+}
+
+const PUBLIC_COLUMNS = [
+  'seq', 'id', 'agent_id', 'kind', 'name', 'url', 'file_id', 'status', 'failure_code', 'failure_reason', 'format',
+  'title', 'char_count', 'chunk_count', 'created_at', 'updated_at', 'ready_at',
+];
+
+/** True when the agent exists in the organization (agents table of the agents area: id, org_id). */
+export async function agentExists(db: Conn, orgId: string, agentId: string): Promise<boolean> {
+  const row = await db('agents').where({ org_id: orgId, id: agentId }).first('id');
+  return !!row;
+}
+
+/** The file of a `file` source no longer exists or expired before attachment (404 `file_expired`). */
+export class FileExpiredError extends Error {
+  constructor(readonly fileId: string) {
+    super(`Upload ${fileId} has expired or does not exist; upload the file again`);
+    this.name = 'FileExpiredError';
+  }
+}
+
+/** What a new source is made of (validated by the handler). */
+export interface NewKnowledgeSource {
+  agentId: string;
+  kind: KnowledgeSourceKind;
+  name?: string | null;
+  url?: string | null;
+  fileId?: string | null;
+  text?: string | null;
+}
+
+/**
+ * Creates a source (status `pending`) and runs `afterInsert` (the workflow start) inside the same
+ * transaction: if `afterInsert` throws, nothing is written, so no pending source is ever left without
+ * its ingestion workflow. A `file` source attaches its upload in the same transaction.
+ * @throws FileExpiredError when the upload is gone or expired; whatever `afterInsert` throws
+ */
+export async function createSource(
+  db: Db,
+  orgId: string,
+  input: NewKnowledgeSource,
+  afterInsert: (source: KnowledgeSource) => Promise<string | void>,
+): Promise<KnowledgeSource> {
+  return db.transaction(async (trx) => {
+    let name = input.name ?? null;
+    if (input.kind === 'file') {
+      const upload = await attachUpload(trx, orgId, input.fileId!);
+      if (!upload) throw new FileExpiredError(input.fileId!);
+      name ??= upload.filename;
+    }
+    if (input.kind === 'url') name ??= input.url ?? null;
+    if (input.kind === 'text') name ??= firstWords(input.text ?? '');
+    const [row] = await trx('knowledge_sources')
+      .insert({
+        id: newId('ks'),
+        org_id: orgId,
+        agent_id: input.agentId,
+        kind: input.kind,
+        name,
+        url: input.kind === 'url' ? input.url : null,
+        file_id: input.kind === 'file' ? input.fileId : null,
+        text_content: input.kind === 'text' ? input.text : null,
+      })
+      .returning(PUBLIC_COLUMNS);
+    const source = toKnowledgeSource(row);
+    const workflowId = await afterInsert(source);
+    if (workflowId) await trx('knowledge_sources').where({ org_id: orgId, id: source.id }).update({ workflow_id: workflowId });
+    return source;
+  });
+}
+
+function firstWords(text: string): string {
+  const t = text.replace(/\s+/g, ' ').trim();
+  return t.length <= 60 ? t : `${t.slice(0, 57).replace(/\s+\S*$/, '')}…`;
+}
+
+/** One page of an agent's sources, oldest first. @throws InvalidCursorError */
+export async function listSources(db: Conn, orgId: string, agentId: string, page: { limit: number; cursor?: string }): Promise<Page<KnowledgeSource>> {
+  return keysetPage(db('knowledge_sources').where({ org_id: orgId, agent_id: agentId }).select(PUBLIC_COLUMNS), {
+    limit: page.limit,
+    cursor: page.cursor,
+    column: 'seq',
+    map: toKnowledgeSource,
+  });
+}
+
+/** A source by id (API shape), or undefined. */
+export async function getSource(db: Conn, orgId: string, sourceId: string): Promise<KnowledgeSource | undefined> {
+  const row = await db('knowledge_sources').where({ org_id: orgId, id: sourceId }).first(PUBLIC_COLUMNS);
+  return row ? toKnowledgeSource(row) : undefined;
+}
+
+/** What the ingestion activity needs to fetch a source. */
+export interface SourceInput {
+  id: string;
+  agentId: string;
+  kind: KnowledgeSourceKind;
+  status: KnowledgeSourceStatus;
+  url: string | null;
+  fileId: string | null;
+  text: string | null;
+}
+
+/** A status transition of a source, handed to the caller inside the transaction that makes it (events). */
+export interface SourceStatusChange {
+  agentId: string;
+  sourceId: string;
+  status: KnowledgeSourceStatus;
+  error?: string | null;
+  chunkCount?: number | null;
+}
+
+/** Called inside the transaction of a status transition (e.g. to emit `knowledge.source.updated`). */
+export type OnSourceChange = (trx: Knex.Transaction, change: SourceStatusChange) => Promise<unknown>;
+
+/**
+ * Moves a source to `processing` (from pending; a retry finds it processing already). `onChange`
+ * runs only for the pending → processing transition, in its transaction.
+ * @returns the source's inputs, or undefined when it does not exist; a source already `ready` or
+ *   `failed` is returned unchanged (the caller skips work)
+ */
+export async function markProcessing(db: Db, orgId: string, sourceId: string, onChange?: OnSourceChange): Promise<SourceInput | undefined> {
+  return db.transaction(async (trx) => {
+    const moved = await trx('knowledge_sources')
+      .where({ org_id: orgId, id: sourceId, status: 'pending' })
+      .update({ status: 'processing', processing_started_at: trx.fn.now(), updated_at: trx.fn.now() })
+      .returning(['agent_id']);
+    if (moved.length && onChange) await onChange(trx, { agentId: moved[0].agent_id, sourceId, status: 'processing' });
+    const r = await trx('knowledge_sources').where({ org_id: orgId, id: sourceId }).first('id', 'agent_id', 'kind', 'status', 'url', 'file_id', 'text_content');
+    if (!r) return undefined;
+    return { id: r.id, agentId: r.agent_id, kind: r.kind, status: r.status, url: r.url, fileId: r.file_id, text: r.text_content };
+  });
+}
+
+/** Stores the extracted text of a processing source (the index step reads it back). */
+export async function saveExtraction(
+  db: Conn,
+  orgId: string,
+  sourceId: string,
+  doc: { format: string; title: string | null; contentType: string | null; text: string },
+): Promise<void> {
+  await db('knowledge_sources')
+    .where({ org_id: orgId, id: sourceId, status: 'processing' })
+    .update({ format: doc.format, title: doc.title, content_type: doc.contentType, extracted_text: doc.text, char_count: doc.text.length, updated_at: db.fn.now() });
+}
+
+/** The stored extracted text of a processing source, or undefined (not processing, or not extracted yet). */
+export async function getExtraction(db: Conn, orgId: string, sourceId: string): Promise<{ agentId: string; text: string } | undefined> {
+  const r = await db('knowledge_sources').where({ org_id: orgId, id: sourceId, status: 'processing' }).first('agent_id', 'extracted_text');
+  return r && typeof r.extracted_text === 'string' ? { agentId: r.agent_id, text: r.extracted_text } : undefined;
+}
+
+/**
+ * Replaces the source's chunks and marks it `ready` in one transaction (idempotent: a retry replaces
+ * the same chunks). Does nothing unless the source is `processing`. `onChange` runs for the
+ * processing → ready transition, in its transaction.
+ * @param chunks ordinal + content, in order
+ * @returns the number of chunks stored, or undefined when the source was not processing
+ */
+export async function indexChunks(
+  db: Db,
+  orgId: string,
+  sourceId: string,
+  chunks: { ordinal: number; content: string }[],
+  onChange?: OnSourceChange,
+): Promise<number | undefined> {
+  const n = await db.transaction(async (trx) => {
+    const src = await trx('knowledge_sources').where({ org_id: orgId, id: sourceId }).forUpdate().first('agent_id', 'status');
+    if (!src || src.status !== 'processing') return undefined;
+    await trx('knowledge_chunks').where({ org_id: orgId, source_id: sourceId }).delete();
+    const rows = chunks.map((c) => ({ id: newId('chk'), org_id: orgId, agent_id: src.agent_id, source_id: sourceId, ordinal: c.ordinal, content: c.content }));
+    // 6 parameters per row; stay well below Postgres's 65 535 bind parameters per statement.
+    for (let i = 0; i < rows.length; i += 2000) await trx('knowledge_chunks').insert(rows.slice(i, i + 2000));
+    await trx('knowledge_sources')
+      .where({ org_id: orgId, id: sourceId })
+      .update({ status: 'ready', chunk_count: rows.length, ready_at: trx.fn.now(), updated_at: trx.fn.now(), failure_code: null, failure_reason: null });
+    if (onChange) await onChange(trx, { agentId: src.agent_id, sourceId, status: 'ready', chunkCount: rows.length });
+    return rows.length;
+  });
+  if (n !== undefined) await flushSearchIndex(db);
+  return n;
+}
+
+/**
+ * Merges the GIN index's pending list (fast-update inserts) into the index now, so queries right after
+ * an ingestion do not scan a long unsorted list. Best effort: needs ownership of the index.
+ */
+async function flushSearchIndex(db: Db): Promise<void> {
+  try {
+    await db.raw(`SELECT gin_clean_pending_list('knowledge_chunks_tsv_idx'::regclass)`);
+  } catch {
+    // Autovacuum flushes it eventually; a failure here only costs query latency for a while.
+  }
+}
+
+/**
+ * Marks a pending or processing source `failed` with a machine code and a reason; `onChange` runs for
+ * that transition, in its transaction. A ready or already failed source is left alone.
+ * @returns false when nothing changed
+ */
+export async function markFailed(db: Db, orgId: string, sourceId: string, code: string, reason: string, onChange?: OnSourceChange): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const moved = await trx('knowledge_sources')
+      .where({ org_id: orgId, id: sourceId })
+      .whereIn('status', ['pending', 'processing'])
+      .update({ status: 'failed', failure_code: code, failure_reason: reason.slice(0, 2000), updated_at: trx.fn.now() })
+      .returning(['agent_id']);
+    if (moved.length && onChange) await onChange(trx, { agentId: moved[0].agent_id, sourceId, status: 'failed', error: `${code}: ${reason}`.slice(0, 2000) });
+    return moved.length > 0;
+  });
+}
+
+/** Chunks considered per query word: bounds the cost of words that occur almost everywhere. */
+export const CANDIDATES_PER_TERM = 2000;
+/** Distinct query words used (the rest of a very long query is ignored). */
+export const MAX_QUERY_TERMS = 32;
+
+/**
+ * Full-text retrieval over an agent's chunks. Query words are stemmed with the `english`
+ * configuration (stop words dropped) and OR-ed, because a caller's question rarely shares every word
+ * with the answer; chunks are ranked with `ts_rank` normalized to 0..1 (normalization 32:
+ * rank/(rank+1)), so chunks holding more of the words, more often, rank higher.
+ *
+ * Cost is bounded: each word contributes at most CANDIDATES_PER_TERM chunks to the ranked set, so a
+ * word found in most chunks cannot make a query rank the whole corpus. Below that many matches per
+ * word (every corpus under 2,000 chunks) the ranking is exact; above it, chunks holding the rarer,
+ * more telling words are always considered and a common word's share is an arbitrary subset.
+ * @param limit 1..50
+ * @returns best chunks first; none when the query has no searchable words
+ */
+export async function searchChunks(db: Conn, orgId: string, agentId: string, query: string, limit: number): Promise<KnowledgePreviewHit[]> {
+  // Chunks exist only for ready sources (indexChunks writes them and sets `ready` in one
+  // transaction), so no status filter is needed. MATERIALIZED keeps the plan in this order: words →
+  // bounded candidates → rank once each → join the sources of the top rows only.
+  const res = await db.raw(
+    `WITH lx AS MATERIALIZED (
+       SELECT quoted, to_tsquery('simple', quoted) AS tq
+         FROM (SELECT DISTINCT '''' || replace(replace(lex, '\\', '\\\\'), '''', '''''') || '''' AS quoted
+                 FROM unnest(tsvector_to_array(to_tsvector('english', ?))) AS lex) words
+        LIMIT ${MAX_QUERY_TERMS}
+     ),
+     q AS MATERIALIZED (SELECT to_tsquery('simple', string_agg(quoted, ' | ')) AS q FROM lx),
+     cand AS MATERIALIZED (
+       SELECT DISTINCT m.id
+         FROM lx CROSS JOIN LATERAL (
+           SELECT c.id FROM knowledge_chunks c
+            WHERE c.tsv @@ lx.tq AND c.org_id = ? AND c.agent_id = ?
+            LIMIT ${CANDIDATES_PER_TERM}
+         ) m
+     ),
+     top AS MATERIALIZED (
+       SELECT c.id, c.source_id, c.ordinal, c.content, ts_rank(c.tsv, (SELECT q FROM q), 32) AS score
+         FROM knowledge_chunks c
+        WHERE c.id IN (SELECT id FROM cand)
+        ORDER BY score DESC, c.id
+        LIMIT ?
+     )
+     SELECT top.id, top.ordinal, top.content, top.score, s.id AS source_id, s.kind, s.name, s.title, s.url
+       FROM top JOIN knowledge_sources s ON s.id = top.source_id AND s.org_id = ?
+      ORDER BY top.score DESC, top.id`,
+    [query, orgId, agentId, limit, orgId],
+  );
+  return (res.rows as any[]).map((r) => ({
+    chunkId: r.id,
+    ordinal: r.ordinal,
+    content: r.content,
+    score: Number(Number(r.score).toFixed(6)),
+    source: { id: r.source_id, kind: r.kind, name: r.name ?? null, title: r.title ?? null, url: r.url ?? null },
+  }));
+}

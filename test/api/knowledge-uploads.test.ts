@@ -1,0 +1,146 @@
+/**
+ * `POST /uploads` over a real socket: multipart parsing, the 25 MB limit (413 file_too_large), storage
+ * in Postgres, and 404 file_expired when an upload is gone before a knowledge source takes it.
+ */
+import crypto from 'node:crypto';
+import http from 'node:http';
+import { expect } from 'chai';
+import { startTestApi, type TestApi } from '../helpers/api';
+import { createAgent } from '../../db/repositories/agents';
+import { attachUpload, collectExpiredUploads, getUploadContent } from '../../db/repositories/uploads';
+import { MAX_UPLOAD_BYTES } from '../../api/routes/uploads';
+
+/** A multipart/form-data body with one file part (and optional text fields). */
+function multipart(file: { name: string; type?: string; data: Buffer; field?: string }, fields: Record<string, string> = {}) {
+  const boundary = `----acp${crypto.randomBytes(8).toString('hex')}`;
+  const parts: Buffer[] = [];
+  for (const [k, v] of Object.entries(fields)) {
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
+  }
+  parts.push(
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="${file.field ?? 'file'}"; filename="${file.name}"\r\n` +
+        `Content-Type: ${file.type ?? 'application/octet-stream'}\r\n\r\n`,
+    ),
+  );
+  parts.push(file.data, Buffer.from(`\r\n--${boundary}--\r\n`));
+  return { raw: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
+}
+
+describe('POST /uploads', () => {
+  let t: TestApi;
+  let org: { orgId: string; key: string };
+
+  before(async () => {
+    t = await startTestApi('uploads');
+    org = await t.org('Upload Org');
+  });
+  after(() => t.close());
+
+  it('stores a small file and answers 201 with a file_ id, its size, type, SHA-256 and a 24 h expiry', async () => {
+    const data = Buffer.from('Opening hours: 9 to 5.\n');
+    const res = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name: 'hours.txt', type: 'text/plain', data }) });
+    expect(res.status).to.equal(201);
+    const up = res.body.data;
+    expect(up.fileId).to.match(/^file_[0-9A-Za-z]+$/);
+    expect(up).to.include({ filename: 'hours.txt', contentType: 'text/plain', sizeBytes: data.length, sha256: crypto.createHash('sha256').update(data).digest('hex') });
+    const ttl = Date.parse(up.expiresAt) - Date.parse(up.createdAt);
+    expect(ttl).to.equal(24 * 3600 * 1000);
+    const stored = await getUploadContent(t.db, org.orgId, up.fileId);
+    expect(stored!.data.equals(data)).to.equal(true);
+  });
+
+  it('guesses the type of a generic part from its extension and strips directories from the name', async () => {
+    const res = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name: '../../etc/handbook.pdf', data: Buffer.from('%PDF-1.4\n') }) });
+    expect(res.status).to.equal(201);
+    expect(res.body.data).to.include({ filename: 'handbook.pdf', contentType: 'application/pdf' });
+  });
+
+  it('accepts a file of exactly 25 MB', async function () {
+    this.timeout(60_000);
+    const res = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name: 'max.txt', type: 'text/plain', data: Buffer.alloc(MAX_UPLOAD_BYTES, 0x61) }) });
+    expect(res.status).to.equal(201);
+    expect(res.body.data.sizeBytes).to.equal(25 * 1024 * 1024);
+  });
+
+  it('answers 413 file_too_large for 25 MB + 1 byte and stores nothing', async function () {
+    this.timeout(60_000);
+    const before = await t.db('uploads').where({ org_id: org.orgId }).count({ n: '*' });
+    const res = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name: 'big.txt', type: 'text/plain', data: Buffer.alloc(MAX_UPLOAD_BYTES + 1, 0x61) }) });
+    expect(res.status).to.equal(413);
+    expect(res.body.code).to.equal('file_too_large');
+    expect(res.headers.get('content-type')).to.match(/application\/problem\+json/);
+    const after = await t.db('uploads').where({ org_id: org.orgId }).count({ n: '*' });
+    expect(after[0].n).to.equal(before[0].n);
+  });
+
+  it('answers 413 file_too_large before reading the body when Content-Length is far over the limit', async () => {
+    // Only the headers and a few bytes are sent: the answer must come without the rest of the body.
+    const url = new URL(`${t.api.baseUrl}/uploads`);
+    const status = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request(url, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${org.key}`,
+          'content-type': 'multipart/form-data; boundary=x',
+          'content-length': String(MAX_UPLOAD_BYTES * 2),
+        },
+      });
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (c) => (body += c));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, body });
+          req.destroy();
+        });
+      });
+      req.on('error', reject);
+      req.write(Buffer.alloc(10));
+    });
+    expect(status.status).to.equal(413);
+    expect(JSON.parse(status.body).code).to.equal('file_too_large');
+  });
+
+  it('refuses a body that is not multipart (415), a multipart body without a file (400) and an empty file (400)', async () => {
+    const json = await t.call('POST', '/uploads', { key: org.key, json: { file: 'x' } });
+    expect(json.status).to.equal(415);
+    const boundary = 'b0undary';
+    const noFile = await t.call('POST', '/uploads', {
+      key: org.key,
+      raw: Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="note"\r\n\r\nhello\r\n--${boundary}--\r\n`),
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
+    expect(noFile.status).to.equal(400);
+    expect(noFile.body.errors).to.deep.equal([{ field: 'file', message: 'is required (a multipart part with a filename)' }]);
+    const empty = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name: 'empty.txt', data: Buffer.alloc(0) }) });
+    expect(empty.status).to.equal(400);
+    expect(empty.body.errors[0].field).to.equal('file');
+  });
+
+  it('requires knowledge:write', async () => {
+    const reader = await t.org('Reader Org', ['knowledge:read']);
+    const res = await t.call('POST', '/uploads', { key: reader.key, ...multipart({ name: 'a.txt', data: Buffer.from('a') }) });
+    expect(res.status).to.equal(403);
+  });
+
+  it('answers 404 file_expired when an upload was garbage-collected before a source took it', async () => {
+    const agent = await createAgent(t.db, org.orgId, { name: 'Upload desk' });
+    const res = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name: 'faq.md', type: 'text/markdown', data: Buffer.from('# FAQ') }) });
+    const fileId = res.body.data.fileId;
+    await t.db('uploads').where({ id: fileId }).update({ expires_at: new Date(Date.now() - 1000) });
+    await collectExpiredUploads(t.db);
+    expect(await getUploadContent(t.db, org.orgId, fileId)).to.equal(undefined);
+    const src = await t.call('POST', `/agents/${agent.id}/knowledge/sources`, { key: org.key, json: { kind: 'file', fileId } });
+    expect(src.status).to.equal(404);
+    expect(src.body.code).to.equal('file_expired');
+  });
+
+  it('never collects an upload a source has attached', async () => {
+    const res = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name: 'kept.txt', type: 'text/plain', data: Buffer.from('kept') }) });
+    const fileId = res.body.data.fileId;
+    await t.db.transaction((trx) => attachUpload(trx, org.orgId, fileId));
+    await t.db('uploads').where({ id: fileId }).update({ expires_at: new Date(Date.now() - 1000) });
+    await collectExpiredUploads(t.db);
+    expect(await getUploadContent(t.db, org.orgId, fileId)).not.to.equal(undefined);
+  });
+});

@@ -1,0 +1,194 @@
+/**
+ * Knowledge ingestion end to end on the embedded Temporal dev server with the real SDK: the API starts
+ * `knowledge-source/{sourceId}`, a worker runs workflows/knowledgeIngestion.ts with the real activities,
+ * and the source becomes ready (HTML page, PDF upload) or failed with the reason (SSRF refusal, 404).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import { loadConfig } from '../../config';
+import { createDb, migrate, type Db } from '../../db';
+import { createOrganization } from '../../db/repositories/organizations';
+import { createSecretKey } from '../../db/repositories/apiKeys';
+import { createAgent } from '../../db/repositories/agents';
+import { createUpload } from '../../db/repositories/uploads';
+import { startApi, type RunningApi } from '../../api/server';
+import { NON_RESERVED_SCOPES } from '../../api/scopes';
+import { createLogger } from '../../runtime';
+import { createKnowledgeActivities } from '../../activities/knowledge';
+import { createHttpClient, parseAllowList } from '../../activities/providers/http';
+import { workflowIds } from '../../temporal.config';
+import { ingestionStageQuery, type KnowledgeIngestionResult } from '../../workflows/knowledgeIngestion';
+import { createTestDatabase } from '../helpers/postgres';
+import { startTestWorker, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { makePdf, SAMPLE_HTML } from '../api/knowledge-fixtures';
+
+describe('knowledge ingestion workflow (dev server, real SDK)', function () {
+  this.timeout(120_000);
+  let client: Client;
+  let stopWorker: () => Promise<void>;
+  let db: Db;
+  let databaseUrl: string;
+  let api: RunningApi;
+  let key: string;
+  let orgId: string;
+  let agentId: string;
+  let pages: http.Server;
+  let flakyHits = 0;
+  let base: string;
+  const taskQueue = uniqueTaskQueue('knowledge');
+
+  async function call(method: string, p: string, json?: unknown) {
+    const res = await fetch(`${api.baseUrl}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(json ? { 'content-type': 'application/json' } : {}) },
+      body: json ? JSON.stringify(json) : undefined,
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  }
+
+  before(async () => {
+    ({ client } = await testTemporal());
+    databaseUrl = await createTestDatabase('knowledge_wf');
+    db = createDb(databaseUrl);
+    await migrate(db);
+    const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent' });
+    const logger = createLogger('silent');
+    api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue } });
+    orgId = (await createOrganization(db, 'Workflow Org')).id;
+    key = (await createSecretKey(db, orgId, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES })).key;
+    agentId = (await createAgent(db, orgId, { name: 'Ingesting desk' })).id;
+
+    const pdf = await makePdf(['Refund policy. Refunds are issued within 30 days of purchase when the receipt is shown.']);
+    pages = http.createServer((req, res) => {
+      if (req.url === '/hours.html') {
+        res.setHeader('content-type', 'text/html; charset=utf-8');
+        res.end(SAMPLE_HTML);
+      } else if (req.url === '/flaky.txt') {
+        flakyHits++;
+        res.statusCode = flakyHits === 1 ? 503 : 200;
+        res.end(flakyHits === 1 ? 'busy' : 'The front desk answers calls from 7am.');
+      } else if (req.url === '/handbook.pdf') {
+        res.setHeader('content-type', 'application/pdf');
+        res.end(pdf);
+      } else {
+        res.statusCode = 404;
+        res.end();
+      }
+    });
+    await new Promise<void>((r) => pages.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
+
+    ({ stop: stopWorker } = await startTestWorker(
+      taskQueue,
+      createKnowledgeActivities({ db, config, logger }, { http: createHttpClient({ allow: parseAllowList('127.0.0.1') }) }),
+    ));
+  });
+
+  after(async () => {
+    await stopWorker?.();
+    await api?.close();
+    await db?.destroy();
+    pages?.closeAllConnections();
+    await new Promise<void>((r) => (pages ? pages.close(() => r()) : r()));
+  });
+
+  async function resultOf(sourceId: string): Promise<KnowledgeIngestionResult> {
+    return client.workflow.getHandle(workflowIds.knowledgeSource(sourceId)).result();
+  }
+
+  it('answers 202 pending for a URL source and workflow knowledge-source/{id} makes it ready with searchable chunks', async () => {
+    const res = await call('POST', `/agents/${agentId}/knowledge/sources`, { kind: 'url', url: `${base}/hours.html` });
+    expect(res.status).to.equal(202);
+    expect(res.body.data).to.include({ status: 'pending', kind: 'url', url: `${base}/hours.html` });
+    const result = await resultOf(res.body.data.id);
+    expect(result.status).to.equal('ready');
+    expect(result.chunkCount).to.be.greaterThan(0);
+    const handle = client.workflow.getHandle(workflowIds.knowledgeSource(res.body.data.id));
+    expect(await handle.query(ingestionStageQuery)).to.equal('ready');
+    const described = await handle.describe();
+    expect(described.searchAttributes).to.deep.include({ OrganizationId: [orgId], ResourceId: [res.body.data.id] });
+    const list = await call('GET', `/agents/${agentId}/knowledge/sources`);
+    const src = list.body.data.items.find((s: any) => s.id === res.body.data.id);
+    expect(src).to.include({ status: 'ready', format: 'html', chunkCount: result.chunkCount });
+    const preview = await call('POST', `/agents/${agentId}/knowledge/preview`, { query: 'Saturday opening hours' });
+    expect(preview.body.data.results[0].source.id).to.equal(res.body.data.id);
+  });
+
+  it('ingests an uploaded PDF through a file source', async () => {
+    const pdf = await makePdf(['Parking. Free parking is available behind the building on Elm Street.']);
+    const upload = await createUpload(db, orgId, { filename: 'parking.pdf', contentType: 'application/pdf', data: pdf });
+    const res = await call('POST', `/agents/${agentId}/knowledge/sources`, { kind: 'file', fileId: upload.fileId });
+    expect(res.status).to.equal(202);
+    expect((await resultOf(res.body.data.id)).status).to.equal('ready');
+    const preview = await call('POST', `/agents/${agentId}/knowledge/preview`, { query: 'where can I park?' });
+    expect(preview.body.data.results[0].content).to.contain('Free parking');
+  });
+
+  it('marks a source failed with the reason when the URL is refused by the SSRF guard, without retrying', async () => {
+    const res = await call('POST', `/agents/${agentId}/knowledge/sources`, { kind: 'url', url: 'http://169.254.169.254/latest/meta-data/' });
+    expect(res.status).to.equal(202);
+    const result = await resultOf(res.body.data.id);
+    expect(result).to.include({ status: 'failed', failureCode: 'ssrf_refused' });
+    // The extract activity ran once: an SSRF refusal is not retried.
+    const history = await client.workflow.getHandle(workflowIds.knowledgeSource(res.body.data.id)).fetchHistory();
+    const events = history.events ?? [];
+    const typeOf = new Map(events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => [String(e.eventId), e.activityTaskScheduledEventAttributes!.activityType!.name]));
+    const extractAttempts = events
+      .filter((e) => e.activityTaskStartedEventAttributes && typeOf.get(String(e.activityTaskStartedEventAttributes.scheduledEventId)) === 'extractKnowledgeSource')
+      .map((e) => e.activityTaskStartedEventAttributes!.attempt);
+    expect(extractAttempts).to.deep.equal([1]);
+    const list = await call('GET', `/agents/${agentId}/knowledge/sources`);
+    const src = list.body.data.items.find((s: any) => s.id === res.body.data.id);
+    expect(src).to.include({ status: 'failed', failureCode: 'ssrf_refused' });
+    expect(src.failureReason).to.match(/metadata/);
+  });
+
+  it('retries a transient 503 and then makes the source ready', async () => {
+    const res = await call('POST', `/agents/${agentId}/knowledge/sources`, { kind: 'url', url: `${base}/flaky.txt` });
+    // Real time: one 2 s retry backoff.
+    const result = await resultOf(res.body.data.id);
+    expect(result.status).to.equal('ready');
+    expect(flakyHits).to.equal(2);
+  });
+
+  it('marks a source failed for good when the page answers 404', async () => {
+    const res = await call('POST', `/agents/${agentId}/knowledge/sources`, { kind: 'url', url: `${base}/nope` });
+    const result = await resultOf(res.body.data.id);
+    expect(result).to.include({ status: 'failed', failureCode: 'http_status' });
+    expect(result.failureReason).to.match(/404/);
+  });
+
+  it('leaves no source behind when the workflow cannot be started', async () => {
+    const broken = await startApi({
+      db,
+      databaseUrl,
+      config: loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent' }),
+      logger: createLogger('silent'),
+      temporal: { client: new Client({ connection: client.connection, namespace: 'no-such-namespace' }), taskQueue },
+    });
+    try {
+      const res = await fetch(`${broken.baseUrl}/agents/${agentId}/knowledge/sources`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ kind: 'text', text: 'Orphan check text.' }),
+      });
+      const body = (await res.json()) as any;
+      expect(res.status, JSON.stringify(body)).to.equal(503);
+      expect(body.code).to.equal('temporal_unavailable');
+      expect(await db('knowledge_sources').where({ org_id: orgId, text_content: 'Orphan check text.' }).count({ n: '*' })).to.deep.equal([{ n: 0 }]);
+    } finally {
+      await broken.close();
+    }
+  });
+
+  it('has no workflow for a source that was never created', async () => {
+    try {
+      await client.workflow.getHandle(workflowIds.knowledgeSource('ks_missing')).describe();
+      expect.fail('expected WorkflowNotFoundError');
+    } catch (err) {
+      expect(err).to.be.instanceOf(WorkflowNotFoundError);
+    }
+  });
+});

@@ -1,0 +1,81 @@
+/**
+ * Knowledge ingestion, one workflow per source: id `knowledge-source/{sourceId}` (temporal.config.ts
+ * workflowIds.knowledgeSource), started by `POST /agents/{agentId}/knowledge/sources`.
+ *
+ * Reads like the process: mark the source processing → fetch and extract its text → chunk and index
+ * it (the source becomes ready with its chunk count) — or, when a step fails for good, mark it failed
+ * with the reason. Transient failures are retried by the activity retry policy; the activities throw
+ * non-retryable failures for what a retry cannot fix (4xx, SSRF refusals, unsupported content).
+ */
+import { ActivityFailure, ApplicationFailure, defineQuery, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { KnowledgeActivities, KnowledgeSourceRef } from '../activities/knowledge';
+
+/** Where the ingestion is. */
+export type IngestionStage = 'starting' | 'extracting' | 'indexing' | 'ready' | 'failed';
+
+/** Query: the current stage (Temporal UI / CLI `workflow query`). */
+export const ingestionStageQuery = defineQuery<IngestionStage>('ingestionStage');
+
+/** Result of the workflow. */
+export interface KnowledgeIngestionResult {
+  status: 'ready' | 'failed';
+  chunkCount: number;
+  failureCode?: string;
+  failureReason?: string;
+}
+
+const { startKnowledgeIngestion } = proxyActivities<KnowledgeActivities>({
+  startToCloseTimeout: '30 seconds',
+  // The API commits the source right after starting the workflow: a few quick retries cover that gap.
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 6 },
+});
+
+const { extractKnowledgeSource, indexKnowledgeSource } = proxyActivities<KnowledgeActivities>({
+  // The HTTP helper caps a fetch at 60 s; PDF extraction of a 25 MB file takes a few seconds more.
+  startToCloseTimeout: '3 minutes',
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 6,
+    nonRetryableErrorTypes: ['ssrf_refused', 'unsupported_content', 'file_expired', 'bad_url', 'too_large', 'empty_content'],
+  },
+});
+
+const { failKnowledgeSource } = proxyActivities<KnowledgeActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 20 },
+});
+
+/** Failure code and reason of an activity failure (the ApplicationFailure `type` is our code). */
+function describeFailure(err: unknown): { code: string; reason: string } {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure) return { code: cause.type ?? 'ingestion_failed', reason: cause.message };
+  if (cause instanceof Error) return { code: 'ingestion_failed', reason: cause.message };
+  return { code: 'ingestion_failed', reason: String(cause) };
+}
+
+/** Ingests one knowledge source. Never throws for a failed source: the failure is recorded on it. */
+export async function knowledgeIngestionWorkflow(input: KnowledgeSourceRef): Promise<KnowledgeIngestionResult> {
+  let stage: IngestionStage = 'starting';
+  setHandler(ingestionStageQuery, () => stage);
+  try {
+    const started = await startKnowledgeIngestion(input);
+    if (started.status === 'ready' || started.status === 'failed') {
+      stage = started.status;
+      return { status: started.status, chunkCount: 0 };
+    }
+    stage = 'extracting';
+    await extractKnowledgeSource(input);
+    stage = 'indexing';
+    const { chunkCount } = await indexKnowledgeSource(input);
+    stage = 'ready';
+    return { status: 'ready', chunkCount };
+  } catch (err) {
+    if (!(err instanceof ActivityFailure)) throw err;
+    const { code, reason } = describeFailure(err);
+    stage = 'failed';
+    await failKnowledgeSource({ ...input, code, reason });
+    return { status: 'failed', chunkCount: 0, failureCode: code, failureReason: reason };
+  }
+}
