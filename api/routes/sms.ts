@@ -10,6 +10,8 @@ import type { Handler } from '../context';
 import { mergeFieldErrors, schemaErrors } from '../validation';
 import { checkDraftFormats } from '../sms/draftChecks';
 import { CAMPAIGN_TEXT_FIELDS, generateCampaignText } from '../sms/campaignText';
+import { hubHandlers, hubRouteSchemas } from '../sms/hubHandlers';
+import { registrationChanged } from '../sms/smsEvents';
 
 /** GET /sms: the registration, or 404 `sms_registration_not_found` before the first save. */
 export const getSMSRegistration: Handler = async (ctx, { db, caches }) => {
@@ -61,18 +63,20 @@ export const saveSMSRegistration: Handler = async (ctx, { db, caches }) => {
   };
   const cached = await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId));
   let record = cached ? await updateDraftIfVersion(db, orgId, cached.version, compute(cached.registration)) : undefined;
-  // Formats that depend on the stored country are re-checked under the row lock.
-  record ??= await saveDraftRecord(db, orgId, compute);
+  // Formats that depend on the stored country are re-checked under the row lock. A save that creates
+  // the registration or returns it to draft emits `sms.registration.updated` there.
+  record ??= await saveDraftRecord(db, orgId, compute, registrationChanged(orgId));
   caches.smsRegistrations.set(orgId, record);
   const saved = record.registration;
   return { data: saved };
 };
 
 /** Handlers of this area by operationId (api/routes/index.ts). */
-export const handlers = { getSMSRegistration, saveSMSRegistration };
+export const handlers = { getSMSRegistration, saveSMSRegistration, ...hubHandlers };
 
 /** Schemas of this area's operations (merged into the route table). */
 export const routeSchemas = {
   getSMSRegistration: { responseSchema: 'SmsRegistration' },
   saveSMSRegistration: { requestSchema: 'SmsRegistrationDraft', responseSchema: 'SmsRegistration' },
+  ...hubRouteSchemas,
 };

@@ -2,6 +2,7 @@
  * The organization's one 10DLC registration (spec "SMS registration draft" / "SMS registration").
  * One row per organization (unique org_id); saves serialize on that row.
  */
+import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
 import type { SmsRegistration, SmsRegistrationDraft } from '../../schemas/types/sms';
@@ -59,6 +60,45 @@ export async function getRegistration(db: Db, orgId: string): Promise<SmsRegistr
   return row ? toRegistration(row) : undefined;
 }
 
+/**
+ * A change of the registration's `status` or `providerStatus` (the `sms.registration.updated` payload).
+ * `previousStatus` is null when the registration was just created.
+ */
+export interface RegistrationStatusChange {
+  registrationId: string;
+  status: string;
+  previousStatus: string | null;
+  providerStatus: string | null;
+  lastError: string | null;
+  brandId: string | null;
+  campaignId: string | null;
+}
+
+/**
+ * Called inside the transaction of a status change (webhook events are written there, so there is no
+ * change without its event and no event without its change).
+ */
+export type OnRegistrationChange = (trx: Knex.Transaction, change: RegistrationStatusChange) => Promise<unknown>;
+
+/** The change from row `before` (undefined: just created) to row `after`, or null when neither status nor providerStatus moved. */
+function statusChange(before: Record<string, any> | undefined, after: Record<string, any>): RegistrationStatusChange | null {
+  if (before && before.status === after.status && (before.provider_status ?? null) === (after.provider_status ?? null)) return null;
+  return {
+    registrationId: after.id,
+    status: after.status,
+    previousStatus: before ? before.status : null,
+    providerStatus: after.provider_status ?? null,
+    lastError: after.last_error ?? null,
+    brandId: after.brand_id ?? null,
+    campaignId: after.campaign_id ?? null,
+  };
+}
+
+/** Runs `fn` in `db` when it is already a transaction, else in a new one. */
+function inTransaction<T>(db: Db, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  return (db as Knex.Transaction).isTransaction ? fn(db as Knex.Transaction) : db.transaction(fn);
+}
+
 /** A registration with its row version (bumped by a trigger on every update; read caches key on it). */
 export interface RegistrationRecord {
   registration: SmsRegistration;
@@ -81,9 +121,11 @@ function draftUpdate(fields: Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>
 }
 
 /**
- * Writes draft fields only if the row is still at `version` (one round trip; optimistic concurrency).
- * @returns the saved record, or undefined when the row changed meanwhile or does not exist (caller
- *   falls back to saveDraft, which locks)
+ * Writes draft fields only if the row is still at `version` and already a draft (one round trip;
+ * optimistic concurrency). A save that returns a submitted, active or failed registration to `draft` is
+ * a status change with a webhook event, so it is left to saveDraftRecord.
+ * @returns the saved record, or undefined when the row changed meanwhile, is not a draft or does not
+ *   exist (caller falls back to saveDraft, which locks)
  */
 export async function updateDraftIfVersion(
   db: Db,
@@ -91,7 +133,7 @@ export async function updateDraftIfVersion(
   version: number,
   fields: Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>,
 ): Promise<RegistrationRecord | undefined> {
-  const [row] = await db('sms_registrations').where({ org_id: orgId, version }).update(draftUpdate(fields, db.fn.now())).returning('*');
+  const [row] = await db('sms_registrations').where({ org_id: orgId, version, status: 'draft' }).update(draftUpdate(fields, db.fn.now())).returning('*');
   return row ? { registration: toRegistration(row), version: row.version } : undefined;
 }
 
@@ -110,22 +152,155 @@ export async function saveDraft(
   return (await saveDraftRecord(db, orgId, compute)).registration;
 }
 
-/** saveDraft, returning the row version too. */
+/**
+ * saveDraft, returning the row version too.
+ * @param onChange runs in the save's transaction when the save creates the registration (previous
+ *   status null) or returns it to `draft` from another status
+ */
 export async function saveDraftRecord(
   db: Db,
   orgId: string,
   compute: (current: SmsRegistration | undefined) => Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>,
+  onChange?: OnRegistrationChange,
 ): Promise<RegistrationRecord> {
   return db.transaction(async (trx) => {
-    const existing = await trx('sms_registrations').where({ org_id: orgId }).forUpdate().first();
-    let current = existing ? toRegistration(existing) : undefined;
-    if (!existing) {
+    let before: Record<string, any> | undefined = await trx('sms_registrations').where({ org_id: orgId }).forUpdate().first();
+    let current = before ? toRegistration(before) : undefined;
+    if (!before) {
       const inserted = await trx('sms_registrations').insert({ id: newId('smsreg'), org_id: orgId }).onConflict('org_id').ignore().returning('*');
       // Lost the race to another first save: lock the row it inserted.
-      const row = inserted[0] ?? (await trx('sms_registrations').where({ org_id: orgId }).forUpdate().first());
-      current = inserted[0] ? undefined : toRegistration(row);
+      if (!inserted[0]) before = await trx('sms_registrations').where({ org_id: orgId }).forUpdate().first();
+      current = before ? toRegistration(before) : undefined;
     }
     const [row] = await trx('sms_registrations').where({ org_id: orgId }).update(draftUpdate(compute(current), trx.fn.now())).returning('*');
+    const change = onChange && statusChange(before, row);
+    if (change) await onChange(trx, change);
     return { registration: toRegistration(row), version: row.version };
   });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Review, submission and carrier progress (issue 4). Status writes of the registration workflow are
+// guarded by the submission id and by `status <> 'draft'`, so a stale workflow, or one whose draft was
+// saved again meanwhile (a save sets status draft), never moves the registration.
+
+/** The stored last review verdict (`{ verdict, findings, reviewedAt }`). */
+export async function storeReview(db: Db, orgId: string, review: unknown): Promise<void> {
+  await db('sms_registrations').where({ org_id: orgId }).update({ last_review: JSON.stringify(review) });
+}
+
+/** The last stored review verdict, or null. */
+export async function getLastReview<T>(db: Db, orgId: string): Promise<T | null> {
+  const row = await db('sms_registrations').where({ org_id: orgId }).first('last_review');
+  return (row?.last_review as T) ?? null;
+}
+
+/** What the registration workflow needs besides the API shape. */
+export interface SubmissionRecord {
+  registration: SmsRegistration;
+  registrationId: string;
+  submissionId: string | null;
+  stockSymbol: string | null;
+  stockExchange: string | null;
+}
+
+/** The registration with its internal submission fields, or undefined. */
+export async function getSubmissionRecord(db: Db, orgId: string): Promise<SubmissionRecord | undefined> {
+  const row = await db('sms_registrations').where({ org_id: orgId }).first();
+  if (!row) return undefined;
+  return { registration: toRegistration(row), registrationId: row.id, submissionId: row.submission_id ?? null, stockSymbol: row.stock_symbol ?? null, stockExchange: row.stock_exchange ?? null };
+}
+
+/**
+ * Marks the registration submitted inside `trx` (the caller also records fees in it and holds the row
+ * lock, see lockRegistration). Keeps brandId/campaignId so a resubmission updates the carrier's
+ * existing brand and campaign.
+ * @param onChange runs in `trx` when the status or providerStatus moved
+ * @returns the updated registration
+ */
+export async function markSubmitted(
+  trx: Knex.Transaction,
+  orgId: string,
+  fields: { submissionId: string; stockSymbol?: string | null; stockExchange?: string | null },
+  onChange?: OnRegistrationChange,
+): Promise<SmsRegistration> {
+  const before = await trx('sms_registrations').where({ org_id: orgId }).forUpdate().first('id', 'status', 'provider_status');
+  const [row] = await trx('sms_registrations')
+    .where({ org_id: orgId })
+    .update({
+      status: 'submitted',
+      submission_id: fields.submissionId,
+      submitted_at: trx.fn.now(),
+      provider_status: null,
+      last_error: null,
+      registered_at: null,
+      activated_at: null,
+      stock_symbol: fields.stockSymbol ?? null,
+      stock_exchange: fields.stockExchange ?? null,
+      updated_at: trx.fn.now(),
+    })
+    .returning('*');
+  const change = onChange && statusChange(before, row);
+  if (change) await onChange(trx, change);
+  return toRegistration(row);
+}
+
+/** Locks the registration row for the rest of `trx`. @returns the row's API shape or undefined */
+export async function lockRegistration(trx: Db, orgId: string): Promise<SmsRegistration | undefined> {
+  const row = await trx('sms_registrations').where({ org_id: orgId }).forUpdate().first();
+  return row ? toRegistration(row) : undefined;
+}
+
+/** Stores the carrier's brand or campaign id (kept across drafts and resubmissions). */
+export async function setCarrierIds(db: Db, orgId: string, ids: { brandId?: string; campaignId?: string }): Promise<void> {
+  const update: Record<string, unknown> = {};
+  if (ids.brandId) update.brand_id = ids.brandId;
+  if (ids.campaignId) update.campaign_id = ids.campaignId;
+  if (Object.keys(update).length) await db('sms_registrations').where({ org_id: orgId }).update(update);
+}
+
+/**
+ * Moves the registration of submission `submissionId` forward (workflow activity). Locks the row, so
+ * the status read for the event is the one replaced.
+ * @param to new status and provider facts; `lastError` null clears it
+ * @param onChange runs in the same transaction when status or providerStatus actually moved (a
+ *   retried activity writing the same values emits nothing)
+ * @returns true when the submission is current (row written); false when the submission is stale or
+ *   the draft was saved since
+ */
+export async function transitionSubmission(
+  db: Db,
+  orgId: string,
+  submissionId: string,
+  to: { status: 'submitted' | 'registered' | 'active' | 'failed'; providerStatus?: string | null; lastError?: string | null },
+  onChange?: OnRegistrationChange,
+): Promise<boolean> {
+  return inTransaction(db, async (trx) => {
+    const before = await trx('sms_registrations').where({ org_id: orgId, submission_id: submissionId }).whereNot({ status: 'draft' }).forUpdate().first('id', 'status', 'provider_status');
+    if (!before) return false;
+    const update: Record<string, unknown> = { status: to.status, updated_at: trx.fn.now() };
+    if (to.providerStatus !== undefined) update.provider_status = to.providerStatus;
+    if (to.lastError !== undefined) update.last_error = to.lastError;
+    if (to.status === 'registered' && before.status !== 'registered') update.registered_at = trx.fn.now();
+    if (to.status === 'active' && before.status !== 'active') update.activated_at = trx.fn.now();
+    const [row] = await trx('sms_registrations').where({ id: before.id }).update(update).returning('*');
+    const change = onChange && statusChange(before, row);
+    if (change) await onChange(trx, change);
+    return true;
+  });
+}
+
+/**
+ * Resolves a carrier brand or campaign id to its organization (provider callbacks, which carry no
+ * credential: the carrier's id is the only key, so this lookup is necessarily across organizations).
+ */
+export async function findOrgByCarrierId(db: Db, kind: 'brand' | 'campaign', externalId: string): Promise<string | undefined> {
+  const row = await db('sms_registrations').where(kind === 'brand' ? { brand_id: externalId } : { campaign_id: externalId }).first('org_id');
+  return row?.org_id;
+}
+
+/** Organization of a registration id (the carrier echoes it as its reference id in callbacks). */
+export async function findOrgByRegistrationId(db: Db, registrationId: string): Promise<string | undefined> {
+  const row = await db('sms_registrations').where({ id: registrationId }).first('org_id');
+  return row?.org_id;
 }

@@ -129,3 +129,163 @@ export interface SmsRegistration {
   updatedAt: string;
 }
 
+
+/** One finding of the compliance review (issue 4 "Review"; rules in api/sms/review.ts). */
+export interface SmsReviewFinding {
+  /** Draft field the finding is about (API name). */
+  field: string;
+  /** Stable machine code, e.g. `required`, `sample_opt_out`, `prohibited_content`. */
+  code: string;
+  /** `error` fails the verdict; `warning` is advice. */
+  severity: 'error' | 'warning';
+  message: string;
+}
+
+/** Response data of `POST /sms/review` (operation reviewSMSRegistration): the verdict, also stored as the last verdict. */
+export interface SmsReviewResult {
+  verdict: 'pass' | 'fail';
+  findings: SmsReviewFinding[];
+  /** When the review ran. ISO 8601. @format date-time */
+  reviewedAt: string;
+}
+
+/** Stock exchanges TCR accepts for PUBLIC_PROFIT brands. */
+export type StockExchange =
+  | 'NASDAQ' | 'NYSE' | 'AMEX' | 'AMX' | 'ASX' | 'B3' | 'BME' | 'BSE' | 'FRA' | 'ICEX' | 'JPX' | 'JSE' | 'KRX'
+  | 'LON' | 'NSE' | 'OMX' | 'SEHK' | 'SGX' | 'SSE' | 'STO' | 'SWX' | 'SZSE' | 'TSX' | 'TWSE' | 'VSE' | 'OTHER' | 'NONE';
+
+/**
+ * Optional request body of `POST /sms/submit` (operation submitSMSRegistration). The stock details of a
+ * PUBLIC_PROFIT brand travel here because the draft (PUT /sms) has no such fields.
+ * @additionalProperties false
+ */
+export interface SmsSubmitRequest {
+  /** Ticker symbol, required when the entity type is PUBLIC_PROFIT. @pattern ^[A-Z0-9.\-]{1,10}$ */
+  stockSymbol?: string;
+  /** Exchange of the symbol, required when the entity type is PUBLIC_PROFIT. */
+  stockExchange?: StockExchange;
+}
+
+/** Progress of the registration workflow (query `progress` of workflow `sms-registration/{orgId}`). */
+export interface SmsRegistrationProgress {
+  /** Where the 10DLC process stands. */
+  step: 'brand' | 'campaign' | 'provisioning' | 'done';
+  status: SmsRegistrationStatus;
+  brandId: string | null;
+  campaignId: string | null;
+  providerStatus: string | null;
+  lastError: string | null;
+  /** Carrier status polls made because no callback arrived within the hour. */
+  polls: number;
+}
+
+/** Where a recorded consent came from. */
+export type SmsConsentSource = 'web_form' | 'text_keyword' | 'verbal' | 'paper_form' | 'mobile_app' | 'point_of_sale' | 'qr_code' | 'import' | 'other';
+
+/**
+ * Request body of `PUT /sms/contacts/{e164}/consent` (operation recordSMSConsent): express consent
+ * with its source, time and proof (TCPA: keep proof of prior express written consent).
+ * @additionalProperties false
+ */
+export interface SmsConsentRequest {
+  source: SmsConsentSource;
+  /** When the recipient consented; default now. Not in the future. @format date-time */
+  consentedAt?: string;
+  /** What the recipient agreed to, verbatim (form text, keyword message, call transcript excerpt). @minLength 1 @maxLength 4000 */
+  proofText: string;
+}
+
+/** A contact of the SMS roster with its consent and opt-out state (scope rule 2: sms:read). */
+export interface SmsContact {
+  /** E.164 number, e.g. `+14155550100`. */
+  e164: string;
+  consentStatus: 'none' | 'granted' | 'withdrawn';
+  consentSource: string | null;
+  /** @format date-time */
+  consentedAt: string | null;
+  proofText: string | null;
+  /** @format date-time */
+  withdrawnAt: string | null;
+  /** True after STOP (or an equivalent keyword) until START/UNSTOP. */
+  optedOut: boolean;
+  /** @format date-time */
+  optedOutAt: string | null;
+  /** `keyword` (inbound STOP …) or `api` (consent withdrawn). */
+  optOutSource: string | null;
+  /** @format date-time */
+  updatedAt: string;
+}
+
+/** A page of contacts (`GET /sms/contacts`, `GET /sms/opt-outs`). */
+export interface SmsContactPage {
+  items: SmsContact[];
+  nextCursor: string | null;
+  hasMore: boolean;
+}
+
+/** A number with its SMS toggle and the organization's registration status (`GET /sms/numbers`, sms:read). */
+export interface SmsNumber {
+  /** Number id, `num_…`. */
+  id: string;
+  e164: string;
+  smsEnabled: boolean;
+  /** Status of the organization's 10DLC registration, `none` before the first save. */
+  registrationStatus: SmsRegistrationStatus | 'none';
+  /** True when the number is SMS-enabled and the registration is active. */
+  canSend: boolean;
+}
+
+/** A page of SMS numbers. */
+export interface SmsNumberPage {
+  items: SmsNumber[];
+  nextCursor: string | null;
+  hasMore: boolean;
+}
+
+/**
+ * Request body of `PUT /numbers/{id}/sms` (operation setNumberSMS, sms:write): the per-number SMS toggle.
+ * @additionalProperties false
+ */
+export interface SmsNumberToggleRequest {
+  enabled: boolean;
+}
+
+/** Result of a provider callback (`POST /sms/provider-callbacks/{provider}`). */
+export interface SmsProviderCallbackResult {
+  received: boolean;
+  /** True when this (external id, status, revision) had been received before; nothing changed. */
+  duplicate: boolean;
+}
+
+/**
+ * Request body of `POST /sms/messages` (operation sendSMSMessage, sms:send).
+ * @additionalProperties false
+ */
+export interface SmsSendRequest {
+  /** Sending number of the organization (E.164), SMS-enabled. @maxLength 20 */
+  from: string;
+  /** Recipient, a US number in E.164. @maxLength 20 */
+  to: string;
+  /** Message text. @minLength 1 @maxLength 1600 */
+  body: string;
+  /** `agent` (default): held to the recipient-local 8am–9pm window. `reply`: answers an inbound text. */
+  trigger?: 'agent' | 'reply';
+  /** Text attachment ids (scope rule 3). @maxItems 10 */
+  mediaIds?: string[];
+}
+
+/** A text message. */
+export interface SmsMessage {
+  /** `msg_…` */
+  id: string;
+  direction: 'outbound' | 'inbound';
+  trigger: 'agent' | 'reply' | 'keyword' | null;
+  from: string;
+  to: string;
+  status: 'queued' | 'held' | 'sent' | 'delivered' | 'failed' | 'received';
+  /** When a held message will be sent (recipient-local 8am). @format date-time */
+  heldUntil: string | null;
+  error: string | null;
+  /** @format date-time */
+  createdAt: string;
+}

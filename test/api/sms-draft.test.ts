@@ -5,26 +5,9 @@ import { expect } from 'chai';
 import { startApi } from '../../api/server';
 import { createLogger } from '../../runtime';
 import { startTestApi, type TestApi } from '../helpers/api';
+import { COMPLETE_BRAND } from './sms-fixtures';
 
-const FULL = {
-  legalName: 'Acme Dental LLC',
-  displayName: 'Acme Dental',
-  ein: '12-3456789',
-  entityType: 'PRIVATE_PROFIT',
-  vertical: 'HEALTHCARE',
-  country: 'US',
-  street: '1 Main St',
-  city: 'Springfield',
-  state: 'IL',
-  postalCode: '62701',
-  website: 'https://acmedental.example.com',
-  supportEmail: 'help@acmedental.example.com',
-  phone: '+12175550123',
-  usePolicyPage: true,
-  useCase: 'ACCOUNT_NOTIFICATION',
-  optInMethod: 'WEB_FORM',
-  sendsLinks: true,
-};
+const FULL = COMPLETE_BRAND;
 
 const RESPONSE_FIELDS = [
   'legalName', 'displayName', 'ein', 'entityType', 'vertical', 'country', 'street', 'city', 'state', 'postalCode',

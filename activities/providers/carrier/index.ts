@@ -1,0 +1,98 @@
+/**
+ * The carrier interface (DESIGN.md "Providers": `carrier`, 10DLC brand and campaign registration with a
+ * Campaign Service Provider). Calls return at once with the carrier's ids; verdicts arrive later as
+ * signed callbacks to `POST /sms/provider-callbacks/{provider}` and can also be polled (the workflow's
+ * fallback when no callback arrives).
+ *
+ * Normalized statuses (what callbacks and polls report):
+ * - brand: `PENDING` → `VERIFIED` (approved) or `UNVERIFIED` (rejected)
+ * - campaign: `PENDING` → `APPROVED` → `PROVISIONED` (carriers finished provisioning), or `REJECTED`
+ */
+import type { Db } from '../../../db';
+import type { AppConfig } from '../../../config';
+import { SandboxCarrier } from './sandbox';
+
+/** Brand details sent to the carrier (TCR brand fields). */
+export interface CarrierBrandRequest {
+  entityType: string;
+  legalName: string | null;
+  displayName: string | null;
+  ein: string | null;
+  vertical: string | null;
+  country: string;
+  street: string | null;
+  city: string | null;
+  state: string | null;
+  postalCode: string | null;
+  website: string | null;
+  supportEmail: string | null;
+  phone: string | null;
+  stockSymbol: string | null;
+  stockExchange: string | null;
+  /** Our id of the registration (the CSP's reference id: a retried create finds the same brand). */
+  reference: string;
+}
+
+/** Campaign details sent to the carrier (TCR campaign fields). */
+export interface CarrierCampaignRequest {
+  brandId: string;
+  useCase: string;
+  description: string;
+  sample1: string;
+  sample2: string;
+  messageFlow: string;
+  helpMessage: string;
+  sendsLinks: boolean;
+  optInMethod: string | null;
+  /** Our id of the registration. */
+  reference: string;
+}
+
+/** What a create/update answers at once. `revision` increases with every update of the same object. */
+export interface CarrierSubmission {
+  id: string;
+  revision: number;
+  status: string;
+}
+
+/** A polled status. `reason` explains a rejection. */
+export interface CarrierStatus {
+  id: string;
+  revision: number;
+  status: string;
+  reason: string | null;
+}
+
+/** A CSP adapter. Every call appends a row to `provider_requests`. */
+export interface CarrierAdapter {
+  /** Provider name, also the `{provider}` segment of its callback path. */
+  readonly provider: string;
+  /** Creates the brand, or updates `existingBrandId` (resubmission keeps the id). */
+  createOrUpdateBrand(orgId: string, brand: CarrierBrandRequest, existingBrandId?: string | null): Promise<CarrierSubmission>;
+  /** Creates the campaign under `campaign.brandId`, or updates `existingCampaignId`. */
+  createOrUpdateCampaign(orgId: string, campaign: CarrierCampaignRequest, existingCampaignId?: string | null): Promise<CarrierSubmission>;
+  /** Current brand status. @throws when the id is unknown */
+  getBrandStatus(orgId: string, brandId: string): Promise<CarrierStatus>;
+  /** Current campaign status. @throws when the id is unknown */
+  getCampaignStatus(orgId: string, campaignId: string): Promise<CarrierStatus>;
+}
+
+export { carrierVerdict, verdictRank, supersedes, type CarrierVerdict, type CarrierEvent } from '../../../api/sms/carrierStatus';
+
+/** Options of the sandbox adapter. */
+export interface CarrierOptions {
+  /** Delay before each sandbox verdict callback, ms (SANDBOX_CARRIER_DELAY_MS, default 2000; 0 in benchmarks). */
+  delayMs?: number;
+  /** Where sandbox callbacks are POSTed (SANDBOX_CALLBACK_URL, default PUBLIC_BASE_URL/api/v1/sms/provider-callbacks/sandbox). */
+  callbackUrl?: string;
+}
+
+/**
+ * The configured carrier (CARRIER_PROVIDER, default `sandbox`; no real adapter ships yet).
+ * @throws for an unknown provider name
+ */
+export function createCarrier(deps: { db: Db; config: AppConfig }, opts: CarrierOptions = {}): CarrierAdapter {
+  const name = process.env.CARRIER_PROVIDER || 'sandbox';
+  if (name !== 'sandbox') throw new Error(`CARRIER_PROVIDER=${name} is not supported; only "sandbox" is built in`);
+  return new SandboxCarrier(deps, opts);
+}

@@ -1,0 +1,266 @@
+/**
+ * The sandbox carrier (DESIGN.md "Providers"): the default `carrier` adapter. It behaves like a real
+ * CSP API: ids come back at once, verdicts arrive later as signed HTTP callbacks to
+ * `POST {PUBLIC_BASE_URL}/api/v1/sms/provider-callbacks/sandbox` (the same endpoint a real provider
+ * calls), after a configurable delay (SANDBOX_CARRIER_DELAY_MS, default 2000 ms). Pending callbacks are
+ * rows of `sandbox_callbacks`, so they survive a restart (the dispatcher resumes them).
+ *
+ * Magic values (case-insensitive), like payment providers' test modes:
+ * - legalName or displayName containing "Reject Brand": the brand is `UNVERIFIED` (rejected)
+ * - description containing "Reject Campaign": the campaign is `REJECTED`
+ * - legalName containing "No Callback": no callback is ever sent; verdicts are visible only by polling
+ *   `getBrandStatus`/`getCampaignStatus` (exercises the workflow's hourly polling fallback)
+ * Otherwise the brand is `VERIFIED`, the campaign `APPROVED` after one delay and `PROVISIONED` after two.
+ */
+import crypto from 'node:crypto';
+import type { Db } from '../../../db';
+import type { AppConfig } from '../../../config';
+import { getSandboxObject, upsertSandboxObject } from '../../../db/repositories/smsSandbox';
+import {
+  claimDueSandboxCallbacks,
+  finishSandboxCallback,
+  logProviderRequest,
+  nextSandboxCallbackDelayMs,
+  scheduleSandboxCallback,
+} from '../../../db/repositories/smsProviderEvents';
+import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../../../api/sms/callbackSignature';
+import type { CarrierAdapter, CarrierBrandRequest, CarrierCampaignRequest, CarrierOptions, CarrierStatus, CarrierSubmission } from './index';
+
+/** Provider name of every sandbox adapter (carrier and telephony share one callback endpoint). */
+export const SANDBOX_PROVIDER = 'sandbox';
+
+/** Body of a sandbox callback (JSON). `reference` echoes our registration id, as CSPs echo a reference id. */
+export interface SandboxCallbackPayload {
+  eventId: string;
+  type: 'brand.status' | 'campaign.status' | 'message.status' | 'message.inbound';
+  /** Brand, campaign or provider message id. */
+  id: string;
+  revision?: number;
+  status?: string;
+  reason?: string | null;
+  reference?: string;
+  /** message.inbound: sender, our number, text. */
+  from?: string;
+  to?: string;
+  text?: string;
+  occurredAt: string;
+}
+
+/** The callback URL of the sandbox provider for a configuration. */
+export function sandboxCallbackUrl(config: AppConfig, override?: string): string {
+  return override || process.env.SANDBOX_CALLBACK_URL || `${config.publicBaseUrl.replace(/\/+$/, '')}/api/v1/sms/provider-callbacks/${SANDBOX_PROVIDER}`;
+}
+
+function delayFromEnv(): number {
+  const raw = process.env.SANDBOX_CARRIER_DELAY_MS;
+  const n = raw === undefined || raw === '' ? 2000 : Number(raw);
+  return Number.isFinite(n) && n >= 0 ? n : 2000;
+}
+
+/** TCR-like id: prefix + 6 characters derived from our reference, so a retried create finds the same object. */
+function derivedId(prefix: 'B' | 'C', reference: string): string {
+  const h = BigInt('0x' + crypto.createHash('sha256').update(`${prefix}:${reference}`).digest('hex').slice(0, 15));
+  return prefix + h.toString(36).toUpperCase().padStart(6, '0').slice(-6);
+}
+
+/**
+ * Delivers due sandbox callbacks by real HTTP POSTs, signed like a real provider's. One per process;
+ * `kick(ms)` arms a timer, `resume()` re-arms after a restart. A 2xx or 4xx answer ends a callback
+ * (4xx recorded as its last error); a 5xx or network error retries with backoff (1 s doubling, 10 attempts).
+ */
+export class SandboxCallbackDispatcher {
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private running = false;
+  private stopped = false;
+
+  constructor(private readonly db: Db, private readonly url: string, private readonly log: (msg: string, err?: unknown) => void = () => {}) {}
+
+  /** Makes sure a delivery pass runs within `ms`. */
+  kick(ms = 0): void {
+    if (this.stopped) return;
+    const at = Date.now() + ms;
+    if (this.timer && this.timerAt <= at) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      void this.pass();
+    }, ms);
+    this.timer.unref?.();
+  }
+
+  /** Re-arms for callbacks already pending in Postgres (call at worker start). */
+  async resume(): Promise<void> {
+    const next = await nextSandboxCallbackDelayMs(this.db);
+    if (next !== null) this.kick(next);
+  }
+
+  /** Stops arming timers (pending rows stay for the next start). */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One delivery pass: claims due callbacks, POSTs them, then re-arms for the next due one. */
+  async pass(): Promise<number> {
+    if (this.running) {
+      this.kick(50);
+      return 0;
+    }
+    this.running = true;
+    let delivered = 0;
+    try {
+      while (!this.stopped) {
+        const batch = await claimDueSandboxCallbacks(this.db, 50, 60_000);
+        if (!batch.length) break;
+        await Promise.all(
+          batch.map(async (cb) => {
+            const body = JSON.stringify(cb.payload);
+            try {
+              const res = await fetch(this.url, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(callbackSecret(cb.provider), body) },
+                body,
+                signal: AbortSignal.timeout(10_000),
+              });
+              await res.arrayBuffer().catch(() => undefined);
+              if (res.status >= 500 || res.status === 429) throw new Error(`callback answered ${res.status}`);
+              if (res.status >= 400) {
+                await finishSandboxCallback(this.db, cb.id, { delivered: true });
+                this.log(`sandbox callback ${cb.id} refused with ${res.status}`);
+              } else {
+                await finishSandboxCallback(this.db, cb.id, { delivered: true });
+              }
+              delivered++;
+            } catch (err) {
+              if (cb.attempts >= 10) await finishSandboxCallback(this.db, cb.id, { delivered: true });
+              else await finishSandboxCallback(this.db, cb.id, { delivered: false, error: String(err), retryInMs: 1000 * 2 ** (cb.attempts - 1) });
+              this.log(`sandbox callback ${cb.id} failed`, err);
+            }
+          }),
+        );
+      }
+    } catch (err) {
+      this.log('sandbox callback pass failed', err);
+      this.kick(1000);
+    } finally {
+      this.running = false;
+    }
+    if (!this.stopped) {
+      const next = await nextSandboxCallbackDelayMs(this.db).catch(() => null);
+      if (next !== null) this.kick(Math.max(next, 10));
+    }
+    return delivered;
+  }
+}
+
+const dispatchers = new Map<string, SandboxCallbackDispatcher>();
+
+/** The process's dispatcher for (database, url); created on first use. */
+export function sandboxDispatcher(db: Db, url: string): SandboxCallbackDispatcher {
+  const key = url;
+  let d = dispatchers.get(key);
+  if (!d) {
+    d = new SandboxCallbackDispatcher(db, url);
+    dispatchers.set(key, d);
+  }
+  return d;
+}
+
+/** Stops every dispatcher of this process (tests, shutdown). */
+export function stopSandboxDispatchers(): void {
+  for (const d of dispatchers.values()) d.stop();
+  dispatchers.clear();
+}
+
+/** The sandbox CSP. See the module comment for its magic values. */
+export class SandboxCarrier implements CarrierAdapter {
+  readonly provider = SANDBOX_PROVIDER;
+  private readonly db: Db;
+  private readonly delayMs: number;
+  private readonly dispatcher: SandboxCallbackDispatcher;
+
+  constructor(deps: { db: Db; config: AppConfig }, opts: CarrierOptions = {}) {
+    this.db = deps.db;
+    this.delayMs = opts.delayMs ?? delayFromEnv();
+    this.dispatcher = sandboxDispatcher(deps.db, sandboxCallbackUrl(deps.config, opts.callbackUrl));
+  }
+
+  private async callback(orgId: string, payload: Omit<SandboxCallbackPayload, 'eventId' | 'occurredAt'>, delayMs: number): Promise<void> {
+    const full: SandboxCallbackPayload = { eventId: `evt_${crypto.randomBytes(8).toString('hex')}`, ...payload, occurredAt: new Date(Date.now() + delayMs).toISOString() };
+    await scheduleSandboxCallback(this.db, orgId, SANDBOX_PROVIDER, full as unknown as Record<string, unknown>, delayMs);
+    this.dispatcher.kick(delayMs);
+  }
+
+  async createOrUpdateBrand(orgId: string, brand: CarrierBrandRequest, existingBrandId?: string | null): Promise<CarrierSubmission> {
+    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, existingBrandId ? 'updateBrand' : 'createBrand', { ...brand, brandId: existingBrandId ?? null });
+    const names = `${brand.legalName ?? ''} ${brand.displayName ?? ''}`;
+    const rejected = /reject brand/i.test(names);
+    const id = existingBrandId || derivedId('B', brand.reference);
+    const obj = await upsertSandboxObject(this.db, orgId, {
+      id,
+      kind: 'brand',
+      outcome: rejected ? 'UNVERIFIED' : 'VERIFIED',
+      reason: rejected ? 'Sandbox: the brand identity could not be verified (magic value "Reject Brand")' : null,
+      delayMs: this.delayMs,
+      provisionDelayMs: null,
+      request: brand,
+    });
+    if (!/no callback/i.test(brand.legalName ?? '')) {
+      await this.callback(orgId, { type: 'brand.status', id, revision: obj.revision, status: obj.outcome, reason: obj.reason, reference: brand.reference }, this.delayMs);
+    }
+    return { id, revision: obj.revision, status: 'PENDING' };
+  }
+
+  async createOrUpdateCampaign(orgId: string, campaign: CarrierCampaignRequest, existingCampaignId?: string | null): Promise<CarrierSubmission> {
+    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, existingCampaignId ? 'updateCampaign' : 'createCampaign', { ...campaign, campaignId: existingCampaignId ?? null });
+    const brand = await getSandboxObject(this.db, orgId, campaign.brandId);
+    if (!brand) throw new Error(`sandbox carrier: unknown brand ${campaign.brandId}`);
+    const rejected = /reject campaign/i.test(campaign.description);
+    const id = existingCampaignId || derivedId('C', campaign.reference);
+    const obj = await upsertSandboxObject(this.db, orgId, {
+      id,
+      kind: 'campaign',
+      outcome: rejected ? 'REJECTED' : 'APPROVED',
+      reason: rejected ? 'Sandbox: the campaign was rejected in vetting (magic value "Reject Campaign")' : null,
+      delayMs: this.delayMs,
+      provisionDelayMs: rejected ? null : 2 * this.delayMs,
+      request: campaign,
+    });
+    if (!/no callback/i.test(String(brand.request.legalName ?? ''))) {
+      const base = { type: 'campaign.status' as const, id, revision: obj.revision, reference: campaign.reference };
+      await this.callback(orgId, { ...base, status: obj.outcome, reason: obj.reason }, this.delayMs);
+      if (!rejected) await this.callback(orgId, { ...base, status: 'PROVISIONED', reason: null }, 2 * this.delayMs);
+    }
+    return { id, revision: obj.revision, status: 'PENDING' };
+  }
+
+  private async status(orgId: string, id: string, operation: string): Promise<CarrierStatus> {
+    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, operation, { id });
+    const obj = await getSandboxObject(this.db, orgId, id);
+    if (!obj) throw new Error(`sandbox carrier: unknown id ${id}`);
+    const now = Date.now();
+    let status = now >= obj.decidedAt.getTime() ? obj.outcome : 'PENDING';
+    if (status === 'APPROVED' && obj.provisionedAt && now >= obj.provisionedAt.getTime()) status = 'PROVISIONED';
+    return { id, revision: obj.revision, status, reason: status === obj.outcome ? obj.reason : null };
+  }
+
+  getBrandStatus(orgId: string, brandId: string): Promise<CarrierStatus> {
+    return this.status(orgId, brandId, 'getBrandStatus');
+  }
+
+  getCampaignStatus(orgId: string, campaignId: string): Promise<CarrierStatus> {
+    return this.status(orgId, campaignId, 'getCampaignStatus');
+  }
+}
+
+/**
+ * Re-arms delivery of sandbox callbacks left pending by a previous process (call once at worker start;
+ * harmless in several processes at once: deliveries are claimed with SKIP LOCKED).
+ */
+export async function resumeSandboxCallbacks(deps: { db: Db; config: AppConfig }, callbackUrl?: string): Promise<void> {
+  await sandboxDispatcher(deps.db, sandboxCallbackUrl(deps.config, callbackUrl)).resume();
+}

@@ -1,0 +1,135 @@
+/**
+ * The sandbox telephony provider: a deterministic inventory of US numbers per area code (the same
+ * search always offers the same numbers, minus those already held), purchases that always succeed, and
+ * texts whose delivery receipt arrives as a signed callback after SANDBOX_TELEPHONY_DELAY_MS (default
+ * 1000 ms). Magic value: a text body containing "Fail Delivery" gets a `FAILED` receipt; otherwise `DELIVERED`.
+ *
+ * Outbound dials (issue 7) end by the callee's last four digits: 0001 answered, 0002 voicemail,
+ * 0003 busy, 0004 no_answer, 0005 failed, anything else answered (see sandboxDialOutcome for the
+ * durations). A dial takes SANDBOX_DIAL_LATENCY_MS (default 0) and is stored once per idempotency key
+ * in `sandbox_dials`: a repeated key answers the first result without dialing again.
+ */
+import crypto from 'node:crypto';
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import type { Db } from '../../../db';
+import type { AppConfig } from '../../../config';
+import type { AvailableNumber } from '../../../schemas/types/numbers';
+import { logProviderRequest, scheduleSandboxCallback } from '../../../db/repositories/smsProviderEvents';
+import { areaCodeInfo } from '../../../api/sms/nanp';
+import { sandboxDialOnce } from '../../../db/repositories/campaigns';
+import { SANDBOX_PROVIDER, sandboxCallbackUrl, sandboxDispatcher, type SandboxCallbackDispatcher } from '../carrier/sandbox';
+import type { DialOutcome, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter, TelephonyOptions } from './index';
+
+/**
+ * The sandbox's magic numbers for dials, by the callee's last four digits: 0001 answered, 0002 voicemail,
+ * 0003 busy, 0004 no_answer, 0005 failed; anything else answered. Durations: answered 30–119 s
+ * (derived from the number), voicemail 20 s, the others 0.
+ */
+export function sandboxDialOutcome(to: string): { outcome: DialOutcome; durationSeconds: number } {
+  const last4 = to.slice(-4);
+  const magic: Record<string, DialOutcome> = { '0001': 'answered', '0002': 'voicemail', '0003': 'busy', '0004': 'no_answer', '0005': 'failed' };
+  const outcome = magic[last4] ?? 'answered';
+  const durationSeconds = outcome === 'answered' ? 30 + (crypto.createHash('sha256').update(to).digest().readUInt16BE(0) % 90) : outcome === 'voicemail' ? 20 : 0;
+  return { outcome, durationSeconds };
+}
+
+function dialLatencyFromEnv(): number {
+  const n = Number(process.env.SANDBOX_DIAL_LATENCY_MS ?? 0);
+  return Number.isFinite(n) && n >= 0 ? n : 0;
+}
+
+/** Numbers the sandbox offers per area code. */
+export const SANDBOX_INVENTORY_SIZE = 40;
+/** Monthly price of a sandbox long code, US cents. */
+export const SANDBOX_MONTHLY_PRICE_CENTS = 115;
+
+/**
+ * The sandbox inventory of an area code: up to SANDBOX_INVENTORY_SIZE valid numbers derived from a hash
+ * of the area code (no N11 or 555 exchanges), in ascending order. Empty for a non-US area code.
+ */
+export function sandboxInventory(areaCode: string): AvailableNumber[] {
+  const info = areaCodeInfo(areaCode);
+  if (!info) return [];
+  const seen = new Set<string>();
+  for (let i = 0; seen.size < SANDBOX_INVENTORY_SIZE && i < SANDBOX_INVENTORY_SIZE * 4; i++) {
+    const h = crypto.createHash('sha256').update(`sandbox-inventory:${areaCode}:${i}`).digest();
+    const exchange = 200 + (h.readUInt16BE(0) % 800);
+    if (exchange % 100 === 11 || exchange === 555 || exchange === 976 || exchange === 950) continue;
+    const line = String(h.readUInt16BE(2) % 10000).padStart(4, '0');
+    const e164 = `+1${areaCode}${exchange}${line}`;
+    const p = parsePhoneNumberFromString(e164);
+    if (!p || !p.isValid()) continue;
+    seen.add(e164);
+  }
+  return [...seen].sort().map((e164) => ({
+    e164,
+    areaCode,
+    region: info.state,
+    capabilities: { sms: true, voice: true, mms: true },
+    monthlyPriceCents: SANDBOX_MONTHLY_PRICE_CENTS,
+  }));
+}
+
+function delayFromEnv(): number {
+  const raw = process.env.SANDBOX_TELEPHONY_DELAY_MS;
+  const n = raw === undefined || raw === '' ? 1000 : Number(raw);
+  return Number.isFinite(n) && n >= 0 ? n : 1000;
+}
+
+/** The sandbox telephony adapter. */
+export class SandboxTelephony implements TelephonyAdapter {
+  readonly provider = SANDBOX_PROVIDER;
+  private readonly db: Db;
+  private readonly delayMs: number;
+  private readonly dispatcher: SandboxCallbackDispatcher;
+  private readonly dialLatencyMs: number;
+
+  constructor(deps: { db: Db; config: AppConfig }, opts: TelephonyOptions = {}) {
+    this.db = deps.db;
+    this.delayMs = opts.delayMs ?? delayFromEnv();
+    this.dialLatencyMs = opts.dialLatencyMs ?? dialLatencyFromEnv();
+    this.dispatcher = sandboxDispatcher(deps.db, sandboxCallbackUrl(deps.config, opts.callbackUrl));
+  }
+
+  async searchNumbers(orgId: string, areaCode: string, limit: number): Promise<AvailableNumber[]> {
+    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, 'searchNumbers', { areaCode, limit });
+    return sandboxInventory(areaCode);
+  }
+
+  async purchaseNumber(orgId: string, e164: string): Promise<{ providerNumberId: string }> {
+    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, 'purchaseNumber', { e164 });
+    return { providerNumberId: `PN${crypto.createHash('sha256').update(e164).digest('hex').slice(0, 16).toUpperCase()}` };
+  }
+
+  async sendMessage(orgId: string, text: OutgoingText): Promise<{ providerMessageId: string; status: 'SENT' }> {
+    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, 'sendMessage', { from: text.from, to: text.to, reference: text.reference, mediaIds: text.mediaIds ?? [], length: text.body.length });
+    // Derived from our message id, so a retried send is the same provider message.
+    const providerMessageId = `SM${crypto.createHash('sha256').update(text.reference).digest('hex').slice(0, 24)}`;
+    const failed = /fail delivery/i.test(text.body);
+    await scheduleSandboxCallback(
+      this.db,
+      orgId,
+      SANDBOX_PROVIDER,
+      {
+        eventId: `evt_${crypto.randomBytes(8).toString('hex')}`,
+        type: 'message.status',
+        id: providerMessageId,
+        status: failed ? 'FAILED' : 'DELIVERED',
+        reason: failed ? 'Sandbox: delivery failed (magic value "Fail Delivery")' : null,
+        reference: text.reference,
+        occurredAt: new Date(Date.now() + this.delayMs).toISOString(),
+      },
+      this.delayMs,
+    );
+    this.dispatcher.kick(this.delayMs);
+    return { providerMessageId, status: 'SENT' };
+  }
+
+  async dial(orgId: string, call: OutgoingCall): Promise<DialResult> {
+    const { outcome, durationSeconds } = sandboxDialOutcome(call.to);
+    const providerCallId = `CA${crypto.createHash('sha256').update(call.idempotencyKey).digest('hex').slice(0, 24)}`;
+    const { dial, created } = await sandboxDialOnce(this.db, orgId, { idempotencyKey: call.idempotencyKey, from: call.from, to: call.to, providerCallId, outcome, durationSeconds });
+    if (created && this.dialLatencyMs > 0) await new Promise((r) => setTimeout(r, this.dialLatencyMs));
+    return { providerCallId: dial.providerCallId, outcome: dial.outcome as DialOutcome, durationSeconds: dial.durationSeconds, dialedNow: created };
+  }
+}

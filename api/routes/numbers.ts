@@ -1,0 +1,127 @@
+/**
+ * Numbers handlers (spec "Numbers": `GET /numbers/search`, `POST /numbers/reserve`,
+ * `POST /numbers/purchase`, `POST /numbers/{id}/assign`; payloads "not shown", decided in the README's
+ * API notes). The inventory is the telephony provider's (the sandbox by default: US numbers by area
+ * code, deterministic). A purchase records one usage entry.
+ */
+import type { AppContext, Handler } from '../context';
+import { ApiError, notFound, validationError } from '../errors';
+import { validateBody } from '../validation';
+import { decodeCursor, encodeCursor, InvalidCursorError } from '../../db/pagination';
+import { assignNumber, heldNumbers, listOwnedNumbers, NumberUnavailableError, purchaseReserved, reserveNumber } from '../../db/repositories/numbers';
+import { FEES, recordUsage } from '../../db/repositories/usage';
+import { logProviderRequest } from '../../db/repositories/smsProviderEvents';
+import { createTelephony } from '../../activities/providers/telephony';
+import { areaCodeInfo, areaCodeOf } from '../sms/nanp';
+import { e164Param, pageParams, withCursor } from '../sms/http';
+import type { AvailableNumber, NumberAssignRequest, NumberPurchaseRequest, NumberReserveRequest, PhoneNumber } from '../../schemas/types/numbers';
+import type { AppDeps } from '../context';
+
+const orgOf = (ctx: AppContext) => ctx.state.auth!.orgId;
+
+/**
+ * GET /numbers/search?areaCode=415 (searchNumbers, numbers:read): numbers available in a US area code,
+ * ascending, without those anyone holds. `areaCode` is required (400 otherwise); paginated.
+ */
+export const searchNumbers: Handler = async (ctx, deps) => {
+  const raw = ctx.query.areaCode;
+  const areaCode = Array.isArray(raw) ? raw[0] : raw;
+  if (!areaCode || !/^\d{3}$/.test(areaCode) || !areaCodeInfo(areaCode)) {
+    throw validationError([{ field: 'areaCode', message: 'must be a US area code of three digits, e.g. 415' }]);
+  }
+  const { limit, cursor } = pageParams(ctx);
+  let after = '';
+  if (cursor) {
+    try {
+      after = String(decodeCursor('e164', cursor));
+    } catch (err) {
+      if (err instanceof InvalidCursorError) throw validationError([{ field: 'cursor', message: 'is not a cursor of this list' }]);
+      throw err;
+    }
+  }
+  const offered = await createTelephony(deps).searchNumbers(orgOf(ctx), areaCode, limit);
+  const held = await heldNumbers(deps.db, offered.map((n) => n.e164));
+  const free = offered.filter((n) => !held.has(n.e164) && n.e164 > after);
+  const items: AvailableNumber[] = free.slice(0, limit);
+  const hasMore = free.length > limit;
+  return { data: { items, hasMore, nextCursor: hasMore ? encodeCursor('e164', items[items.length - 1].e164) : null } };
+};
+
+/** The number if the provider offers it (it is in its area code's inventory). @throws 422 number_not_offered */
+async function offeredOr422(deps: AppDeps, orgId: string, e164: string): Promise<void> {
+  const code = areaCodeOf(e164);
+  const offered = code && areaCodeInfo(code) ? await createTelephony(deps).searchNumbers(orgId, code, 200) : [];
+  if (!offered.some((n) => n.e164 === e164)) throw new ApiError(422, 'number_not_offered', `${e164} is not offered by the provider; pick one from GET /numbers/search`);
+}
+
+async function reserve(deps: AppDeps, orgId: string, e164: string): Promise<PhoneNumber> {
+  await offeredOr422(deps, orgId, e164);
+  try {
+    return await reserveNumber(deps.db, orgId, e164);
+  } catch (err) {
+    if (err instanceof NumberUnavailableError) throw new ApiError(409, 'number_unavailable', `${e164} is reserved or owned by someone else`);
+    throw err;
+  }
+}
+
+/** POST /numbers/reserve (reserveNumber, numbers:write): holds a number for 15 minutes. 409 `number_unavailable`, 422 `number_not_offered`. */
+export const reserveNumberHandler: Handler = async (ctx, deps) => {
+  const body = validateBody<NumberReserveRequest>('NumberReserveRequest', ctx.request.body);
+  const e164 = e164Param(body.e164);
+  return { data: await reserve(deps, orgOf(ctx), e164) };
+};
+
+/**
+ * POST /numbers/purchase (purchaseNumber, numbers:write): buys a reserved number (`id`) or a number
+ * straight from the search (`e164`). Records usage `phone_number_purchase` once per number; purchasing
+ * an owned number again answers it unchanged.
+ */
+export const purchaseNumber: Handler = async (ctx, deps) => {
+  const orgId = orgOf(ctx);
+  const body = validateBody<NumberPurchaseRequest>('NumberPurchaseRequest', ctx.request.body);
+  if ((body.id === undefined) === (body.e164 === undefined)) {
+    throw validationError([{ field: body.id === undefined ? 'id' : 'e164', message: 'give exactly one of id (a reservation) or e164' }]);
+  }
+  const id = body.id ?? (await reserve(deps, orgId, e164Param(body.e164))).id;
+  const telephony = createTelephony(deps);
+  const out = await purchaseReserved(deps.db, orgId, id, async (trx, n) => {
+    const res = await telephony.purchaseNumber(orgId, n.e164);
+    await logProviderRequest(trx, orgId, telephony.provider, 'purchaseNumber.result', { numberId: n.id, providerNumberId: res.providerNumberId });
+    await recordUsage(trx, orgId, { kind: FEES.numberPurchase.kind, amountCents: FEES.numberPurchase.amountCents, dedupeKey: `${FEES.numberPurchase.kind}:${n.id}`, details: { numberId: n.id, e164: n.e164 } });
+  });
+  if (!out) throw notFound('Number reservation', 'number_not_found');
+  return { data: out.number };
+};
+
+/** POST /numbers/{id}/assign (assignNumber, numbers:write): points the number at an agent (`agentId`, or null to unassign). */
+export const assignNumberHandler: Handler = async (ctx, { db }) => {
+  const body = validateBody<NumberAssignRequest>('NumberAssignRequest', ctx.request.body);
+  if (body.agentId !== null && !/^agt_[A-Za-z0-9]{8,40}$/.test(body.agentId)) throw validationError([{ field: 'agentId', message: 'must be an agent id (agt_…) or null' }]);
+  const n = await assignNumber(db, orgOf(ctx), ctx.params.id, body.agentId);
+  if (!n) throw notFound('Number', 'number_not_found');
+  return { data: n };
+};
+
+/** GET /numbers (listNumbers, numbers:read): the organization's purchased numbers. */
+export const listNumbers: Handler = async (ctx, { db }) => {
+  const page = pageParams(ctx);
+  return { data: await withCursor(() => listOwnedNumbers(db, orgOf(ctx), page)) };
+};
+
+/** Handlers of this area by operationId (api/routes/index.ts). */
+export const handlers = {
+  searchNumbers,
+  reserveNumber: reserveNumberHandler,
+  purchaseNumber,
+  assignNumber: assignNumberHandler,
+  listNumbers,
+};
+
+/** Schemas of this area's operations. */
+export const routeSchemas = {
+  searchNumbers: { responseSchema: 'AvailableNumberPage' },
+  reserveNumber: { requestSchema: 'NumberReserveRequest', responseSchema: 'PhoneNumber' },
+  purchaseNumber: { requestSchema: 'NumberPurchaseRequest', responseSchema: 'PhoneNumber' },
+  assignNumber: { requestSchema: 'NumberAssignRequest', responseSchema: 'PhoneNumber' },
+  listNumbers: { responseSchema: 'PhoneNumberPage' },
+};

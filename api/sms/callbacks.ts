@@ -1,0 +1,188 @@
+/**
+ * Provider callbacks (`POST /sms/provider-callbacks/{provider}`, operation receiveSMSProviderCallback,
+ * no API key): verified by the provider's HMAC signature over the raw body (callbackSignature.ts),
+ * stored once per (provider, external id, status, revision), then turned into a Temporal signal or a
+ * direct update:
+ * - `brand.status` / `campaign.status` → signal `carrierEvent` on `sms-registration/{orgId}`
+ * - `message.status` → the message moves forward (sent → delivered | failed; never backwards), with
+ *   `sms.message.updated` in the same transaction as the stored event and the move
+ * - `message.inbound` → stored as a received text with `sms.message.received` (one transaction);
+ *   STOP/START/HELP keywords are applied and answered
+ * Store-then-signal: an event is durable before the signal is attempted, and the workflow's hourly
+ * poll finds the verdict even if the signal is lost (e.g. the workflow was not reachable).
+ */
+import crypto from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { AppDeps } from '../context';
+import { ApiError, validationError } from '../errors';
+import { callbackSecret, verifyCallbackSignature } from './callbackSignature';
+import { findOrgByCarrierId, findOrgByRegistrationId, getRegistration } from '../../db/repositories/smsRegistrations';
+import { deleteProviderEvent, storeProviderEvent } from '../../db/repositories/smsProviderEvents';
+import { advanceMessage, findMessageByProviderId, findOutboundMessageById, insertMessage } from '../../db/repositories/smsMessages';
+import { findOwnerOfNumber } from '../../db/repositories/numbers';
+import { applyKeyword } from '../../db/repositories/smsContacts';
+import { newId } from '../../db/ids';
+import { workflowIds } from '../../temporal.config';
+import { carrierEventSignal } from '../../workflows/smsRegistration';
+import { SANDBOX_PROVIDER } from '../../activities/providers/carrier/sandbox';
+import { createTelephony, type TelephonyAdapter } from '../../activities/providers/telephony';
+import { optInConfirmation, optOutConfirmation, parseInboundKeyword } from './keywords';
+import { messageChanged, messageReceived } from './smsEvents';
+import type { SmsProviderCallbackResult } from '../../schemas/types/sms';
+
+/** Providers whose callbacks are accepted. */
+export const CALLBACK_PROVIDERS = new Set([SANDBOX_PROVIDER]);
+
+/** The parsed callback body (the sandbox's format, which real adapters map to). */
+interface CallbackBody {
+  type: 'brand.status' | 'campaign.status' | 'message.status' | 'message.inbound';
+  id: string;
+  revision?: number;
+  status?: string;
+  reason?: string | null;
+  reference?: string;
+  from?: string;
+  to?: string;
+  text?: string;
+}
+
+function parseBody(raw: string): CallbackBody {
+  let b: any;
+  try {
+    b = JSON.parse(raw);
+  } catch {
+    throw new ApiError(400, 'malformed_json', 'The callback body is not JSON');
+  }
+  const errors: { field: string; message: string }[] = [];
+  if (!b || typeof b !== 'object' || Array.isArray(b)) throw validationError([{ field: '(body)', message: 'must be a JSON object' }]);
+  if (!['brand.status', 'campaign.status', 'message.status', 'message.inbound'].includes(b.type)) errors.push({ field: 'type', message: 'must be one of: brand.status, campaign.status, message.status, message.inbound' });
+  if (typeof b.id !== 'string' || !b.id || b.id.length > 128) errors.push({ field: 'id', message: 'must be a non-empty string' });
+  if (b.type !== 'message.inbound' && (typeof b.status !== 'string' || !b.status)) errors.push({ field: 'status', message: 'must be a non-empty string' });
+  if (b.revision !== undefined && !(Number.isInteger(b.revision) && b.revision >= 0)) errors.push({ field: 'revision', message: 'must be a non-negative integer' });
+  if (b.type === 'message.inbound') {
+    for (const f of ['from', 'to', 'text']) if (typeof b[f] !== 'string') errors.push({ field: f, message: 'must be a string' });
+  }
+  if (errors.length) throw validationError(errors);
+  return b as CallbackBody;
+}
+
+/** What the callback processing needs (AppDeps plus an optional telephony adapter for keyword replies). */
+export type CallbackDeps = Pick<AppDeps, 'db' | 'config' | 'logger' | 'temporal'> & { telephony?: TelephonyAdapter };
+
+/**
+ * Verifies, stores and applies one provider callback.
+ * @param rawBody the exact bytes the provider signed
+ * @throws ApiError 404 `unknown_provider`; 401 `invalid_signature` (nothing is stored or changed);
+ *   400 for a malformed body; 404 `unknown_external_id` when no organization knows the id
+ */
+export async function processProviderCallback(deps: CallbackDeps, provider: string, rawBody: string, signature: string | undefined): Promise<SmsProviderCallbackResult> {
+  if (!CALLBACK_PROVIDERS.has(provider)) throw new ApiError(404, 'unknown_provider', `No provider "${provider}" sends callbacks here`);
+  const problem = verifyCallbackSignature(callbackSecret(provider), signature, rawBody);
+  if (problem) {
+    throw new ApiError(401, 'invalid_signature', `The callback signature is ${problem === 'missing' ? 'missing (X-Carrier-Signature)' : problem === 'expired' ? 'outside the accepted time window' : problem === 'malformed' ? 'malformed' : 'wrong'}`);
+  }
+  const body = parseBody(rawBody);
+  const { db } = deps;
+
+  if (body.type === 'brand.status' || body.type === 'campaign.status') {
+    const kind = body.type === 'brand.status' ? 'brand' : 'campaign';
+    const orgId = (await findOrgByCarrierId(db, kind, body.id)) ?? (body.reference ? await findOrgByRegistrationId(db, body.reference) : undefined);
+    if (!orgId) throw new ApiError(404, 'unknown_external_id', `No registration knows ${kind} ${body.id}`);
+    const revision = body.revision ?? 0;
+    const stored = await storeProviderEvent(db, orgId, { provider, objectType: kind, externalId: body.id, status: body.status!, revision, payload: body as unknown as Record<string, unknown> });
+    if (stored) {
+      try {
+        await signalRegistration(deps, orgId, { kind, id: body.id, revision, status: body.status!, reason: body.reason ?? null });
+      } catch (err) {
+        // Not signalled: forget the event so the provider's retry is processed again, not deduplicated.
+        await deleteProviderEvent(db, orgId, { provider, externalId: body.id, status: body.status!, revision });
+        throw err;
+      }
+    }
+    return { received: true, duplicate: !stored };
+  }
+
+  if (body.type === 'message.status') {
+    // A receipt can overtake our write of the provider's id (the provider answered the send and reported
+    // delivery at once): then the reference it echoes (our message id) finds the message.
+    const msg = (await findMessageByProviderId(db, body.id)) ?? (body.reference ? await findOutboundMessageById(db, body.reference) : undefined);
+    if (!msg) throw new ApiError(404, 'unknown_external_id', `No message has provider id ${body.id}`);
+    // Stored event, status move and its webhook event commit together: a failure leaves nothing stored,
+    // so the provider's retry is processed rather than deduplicated.
+    const stored = await db.transaction(async (trx) => {
+      if (!(await storeProviderEvent(trx, msg.orgId, { provider, objectType: 'message', externalId: body.id, status: body.status!, revision: 0, payload: body as unknown as Record<string, unknown> }))) return false;
+      const s = body.status!.toUpperCase();
+      if (s === 'DELIVERED') await advanceMessage(trx, msg.orgId, msg.id, { status: 'delivered', providerMessageId: body.id }, messageChanged(msg.orgId));
+      else if (s === 'FAILED' || s === 'UNDELIVERED') await advanceMessage(trx, msg.orgId, msg.id, { status: 'failed', providerMessageId: body.id, error: body.reason ?? 'delivery failed' }, messageChanged(msg.orgId));
+      return true;
+    });
+    return { received: true, duplicate: !stored };
+  }
+
+  // message.inbound
+  const owner = await findOwnerOfNumber(db, body.to!);
+  if (!owner) throw new ApiError(404, 'unknown_external_id', `No organization owns ${body.to}`);
+  const stored = await db.transaction(async (trx) => {
+    if (!(await storeProviderEvent(trx, owner.orgId, { provider, objectType: 'inbound', externalId: body.id, status: 'RECEIVED', revision: 0, payload: body as unknown as Record<string, unknown> }))) return false;
+    // The sandbox's inbound callback carries no media, so attachmentIds is [] (MMS media would be stored first and listed here).
+    await insertMessage(trx, owner.orgId, { id: newId('msg'), direction: 'inbound', trigger: null, from: body.from!, to: body.to!, body: body.text!, status: 'received', providerMessageId: body.id }, messageReceived(owner.orgId));
+    return true;
+  });
+  if (!stored) return { received: true, duplicate: true };
+  await handleInboundKeyword(deps, owner.orgId, { from: body.from!, to: body.to!, text: body.text! });
+  return { received: true, duplicate: false };
+}
+
+/**
+ * Applies STOP/START/HELP from an inbound text and sends the one confirmation or the HELP answer.
+ * Compliance replies go out at once (they answer the recipient, and CTIA expects them immediately).
+ * @returns the keyword handled, or null for ordinary text
+ */
+export async function handleInboundKeyword(deps: CallbackDeps, orgId: string, msg: { from: string; to: string; text: string }): Promise<'STOP' | 'START' | 'HELP' | null> {
+  const keyword = parseInboundKeyword(msg.text);
+  if (!keyword) return null;
+  const reg = await getRegistration(deps.db, orgId);
+  const brand = reg?.displayName || reg?.legalName || 'This number';
+  let reply: string | null = null;
+  if (keyword === 'HELP') {
+    reply = reg?.helpMessage || `${brand}: reply STOP to opt out.`;
+  } else {
+    const { changed } = await applyKeyword(deps.db, orgId, msg.from, keyword, msg.text);
+    if (changed) reply = keyword === 'STOP' ? optOutConfirmation(brand) : optInConfirmation(brand);
+  }
+  if (reply) {
+    const id = newId('msg');
+    await insertMessage(deps.db, orgId, { id, direction: 'outbound', trigger: 'keyword', from: msg.to, to: msg.from, body: reply, status: 'queued' }, messageChanged(orgId));
+    try {
+      const telephony = deps.telephony ?? createTelephony(deps);
+      const res = await telephony.sendMessage(orgId, { from: msg.to, to: msg.from, body: reply, reference: id });
+      await advanceMessage(deps.db, orgId, id, { status: 'sent', providerMessageId: res.providerMessageId }, messageChanged(orgId));
+    } catch (err) {
+      await advanceMessage(deps.db, orgId, id, { status: 'failed', error: String(err) }, messageChanged(orgId));
+      deps.logger.warn({ err, orgId }, 'keyword reply failed');
+    }
+  }
+  return keyword;
+}
+
+/** Signals the registration workflow; a missing workflow or Temporal is logged, not fatal (the event is stored and polling finds the verdict). */
+async function signalRegistration(deps: CallbackDeps, orgId: string, event: { kind: 'brand' | 'campaign'; id: string; revision: number; status: string; reason: string | null }): Promise<void> {
+  if (!deps.temporal) {
+    deps.logger.warn({ orgId, event }, 'carrier callback stored; Temporal unavailable, the workflow will find it by polling');
+    return;
+  }
+  try {
+    await deps.temporal.client.workflow.getHandle(workflowIds.smsRegistration(orgId)).signal(carrierEventSignal, event);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) {
+      deps.logger.info({ orgId, event }, 'carrier callback for a registration without a running workflow');
+      return;
+    }
+    throw err;
+  }
+}
+
+/** SHA-256 hex of a text (request fingerprints). */
+export function sha256Hex(text: string): string {
+  return crypto.createHash('sha256').update(text).digest('hex');
+}

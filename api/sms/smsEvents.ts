@@ -1,0 +1,61 @@
+/**
+ * The SMS hub's webhook events (issue 4 + issue 6): `sms.registration.updated`, `sms.message.received`
+ * and `sms.message.updated`, each written by `emitEvent` inside the transaction of the change it reports.
+ * The repositories call these hooks from within that transaction (the OnRegistrationChange /
+ * OnMessageChange parameters), only when the status actually moved, so a duplicate callback, a retried
+ * activity or a refused (lower-ranked) status report emits nothing.
+ */
+import { emitEvent } from '../../events/emit';
+import type { OnRegistrationChange } from '../../db/repositories/smsRegistrations';
+import type { MessageChange, OnMessageChange } from '../../db/repositories/smsMessages';
+
+/** Emits `sms.registration.updated` for a registration status/providerStatus change of `orgId`. */
+export const registrationChanged =
+  (orgId: string): OnRegistrationChange =>
+  (trx, c) =>
+    emitEvent(trx, orgId, 'sms.registration.updated', {
+      registrationId: c.registrationId,
+      status: c.status,
+      previousStatus: c.previousStatus,
+      providerStatus: c.providerStatus,
+      lastError: c.lastError,
+      brandId: c.brandId,
+      campaignId: c.campaignId,
+    });
+
+/**
+ * Our stored message error is either a stable code of a local refusal (`recipient_opted_out`,
+ * `number_not_sms_enabled`, `registration_not_active`, `workflow_not_started`) or the carrier's free text.
+ * @returns the event's `errorCode` / `errorMessage` pair
+ */
+function errorFields(error: string | null): { errorCode: string | null; errorMessage: string | null } {
+  if (!error) return { errorCode: null, errorMessage: null };
+  return /^[a-z][a-z0-9_]*$/.test(error) ? { errorCode: error, errorMessage: null } : { errorCode: null, errorMessage: error };
+}
+
+/** The `sms.message.updated` payload of a change. */
+export function messageUpdatedData(c: MessageChange) {
+  return {
+    messageId: c.messageId,
+    direction: c.direction,
+    status: c.status,
+    previousStatus: c.previousStatus,
+    from: c.from,
+    to: c.to,
+    attachmentIds: c.attachmentIds,
+    ...errorFields(c.error),
+    updatedAt: c.at,
+  };
+}
+
+/** Emits `sms.message.updated` for a status change (or creation, previousStatus null) of a message of `orgId`. */
+export const messageChanged =
+  (orgId: string): OnMessageChange =>
+  (trx, c) =>
+    emitEvent(trx, orgId, 'sms.message.updated', messageUpdatedData(c));
+
+/** Emits `sms.message.received` for an inbound text of `orgId` stored now. */
+export const messageReceived =
+  (orgId: string): OnMessageChange =>
+  (trx, c) =>
+    emitEvent(trx, orgId, 'sms.message.received', { messageId: c.messageId, from: c.from, to: c.to, body: c.body, attachmentIds: c.attachmentIds, receivedAt: c.at });

@@ -1,0 +1,42 @@
+/**
+ * Idempotency keys of the SMS hub's creating POSTs (`POST /sms/submit`, `POST /sms/messages`; DESIGN.md
+ * "Idempotency-Key"): the first response is stored per (organization, operation, key) with a hash of
+ * the request body, and replayed for a retry with the same body.
+ */
+import type { Db } from '../index';
+
+/** A stored response; `status` 0 while the first request is still being processed. */
+export interface StoredResponse {
+  requestHash: string;
+  status: number;
+  response: unknown;
+}
+
+/** The stored response for the key, or undefined. */
+export async function getStoredResponse(db: Db, orgId: string, operation: string, key: string): Promise<StoredResponse | undefined> {
+  const row = await db('sms_idempotency_keys').where({ org_id: orgId, operation, idempotency_key: key }).first();
+  return row ? { requestHash: row.request_hash, status: row.status, response: row.response } : undefined;
+}
+
+/**
+ * Claims the key for a request (status 0, no response yet), inside the caller's transaction.
+ * @returns true when claimed now; false when the key exists already (read it with getStoredResponse)
+ */
+export async function claimKey(db: Db, orgId: string, operation: string, key: string, requestHash: string): Promise<boolean> {
+  const rows = await db('sms_idempotency_keys')
+    .insert({ org_id: orgId, operation, idempotency_key: key, request_hash: requestHash, status: 0, response: null })
+    .onConflict(['org_id', 'operation', 'idempotency_key'])
+    .ignore()
+    .returning('status');
+  return rows.length > 0;
+}
+
+/** Stores the response of a claimed key. */
+export async function completeKey(db: Db, orgId: string, operation: string, key: string, status: number, response: unknown): Promise<void> {
+  await db('sms_idempotency_keys').where({ org_id: orgId, operation, idempotency_key: key }).update({ status, response: JSON.stringify(response) });
+}
+
+/** Forgets a key (its request failed before taking effect, so a retry must run again). */
+export async function releaseKey(db: Db, orgId: string, operation: string, key: string): Promise<void> {
+  await db('sms_idempotency_keys').where({ org_id: orgId, operation, idempotency_key: key }).delete();
+}

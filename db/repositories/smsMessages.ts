@@ -1,0 +1,146 @@
+/**
+ * Text messages (issue 4 "Sending"): outbound ones move queued → held → sent → delivered | failed;
+ * inbound ones are `received`. A status never moves backwards (delivery receipts can arrive out of order).
+ */
+import type { Knex } from 'knex';
+import type { Db } from '../index';
+import type { SmsMessage } from '../../schemas/types/sms';
+
+const iso = (d: Date | null): string | null => (d ? new Date(d).toISOString() : null);
+
+/** Rank of outbound statuses: a report of a lower rank never replaces a higher one. */
+export const MESSAGE_STATUS_RANK: Record<SmsMessage['status'], number> = { queued: 0, held: 1, sent: 2, delivered: 3, failed: 3, received: 0 };
+
+/** Row → API shape. */
+export function toMessage(r: any): SmsMessage {
+  return {
+    id: r.id,
+    direction: r.direction,
+    trigger: r.trigger ?? null,
+    from: r.from_e164,
+    to: r.to_e164,
+    status: r.status,
+    heldUntil: iso(r.held_until),
+    error: r.error ?? null,
+    createdAt: iso(r.created_at)!,
+  };
+}
+
+/**
+ * A message as its webhook events report it (`sms.message.received` / `sms.message.updated`):
+ * `previousStatus` is null for a message just created; `attachmentIds` are the stored media ids.
+ */
+export interface MessageChange {
+  messageId: string;
+  direction: 'inbound' | 'outbound';
+  status: SmsMessage['status'];
+  previousStatus: SmsMessage['status'] | null;
+  from: string;
+  to: string;
+  body: string;
+  attachmentIds: string[];
+  error: string | null;
+  /** ISO 8601 time of the change. */
+  at: string;
+}
+
+/** Called inside the transaction that created or moved a message (webhook events are written there). */
+export type OnMessageChange = (trx: Knex.Transaction, change: MessageChange) => Promise<unknown>;
+
+function messageChange(row: any, previousStatus: SmsMessage['status'] | null): MessageChange {
+  return {
+    messageId: row.id,
+    direction: row.direction,
+    status: row.status,
+    previousStatus,
+    from: row.from_e164,
+    to: row.to_e164,
+    body: row.body,
+    attachmentIds: row.media_ids ?? [],
+    error: row.error ?? null,
+    at: new Date(row.updated_at ?? row.created_at).toISOString(),
+  };
+}
+
+/** Runs `fn` in `db` when it is already a transaction, else in a new one. */
+function inTransaction<T>(db: Db, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  return (db as Knex.Transaction).isTransaction ? fn(db as Knex.Transaction) : db.transaction(fn);
+}
+
+/**
+ * Inserts a message (id chosen by the caller, `msg_…`); an existing id is left as is.
+ * @param onChange runs in the insert's transaction (`db` itself when it is one) only when the row was
+ *   inserted now, not for an id that already existed
+ */
+export async function insertMessage(
+  db: Db,
+  orgId: string,
+  m: { id: string; direction: 'outbound' | 'inbound'; trigger: string | null; from: string; to: string; body: string; mediaIds?: string[]; status: SmsMessage['status']; providerMessageId?: string | null },
+  onChange?: OnMessageChange,
+): Promise<SmsMessage> {
+  const row = { id: m.id, org_id: orgId, direction: m.direction, trigger: m.trigger, from_e164: m.from, to_e164: m.to, body: m.body, media_ids: m.mediaIds ?? [], status: m.status, provider_message_id: m.providerMessageId ?? null };
+  if (!onChange) {
+    await db('sms_messages').insert(row).onConflict('id').ignore();
+    return toMessage(await db('sms_messages').where({ id: m.id, org_id: orgId }).first());
+  }
+  return inTransaction(db, async (trx) => {
+    const [inserted] = await trx('sms_messages').insert(row).onConflict('id').ignore().returning('*');
+    if (inserted) {
+      await onChange(trx, messageChange(inserted, null));
+      return toMessage(inserted);
+    }
+    return toMessage(await trx('sms_messages').where({ id: m.id, org_id: orgId }).first());
+  });
+}
+
+/** A message with its body (internal: workflows and activities). */
+export async function getMessageRecord(db: Db, orgId: string, id: string): Promise<(SmsMessage & { body: string; mediaIds: string[]; providerMessageId: string | null }) | undefined> {
+  const r = await db('sms_messages').where({ id, org_id: orgId }).first();
+  return r ? { ...toMessage(r), body: r.body, mediaIds: r.media_ids ?? [], providerMessageId: r.provider_message_id ?? null } : undefined;
+}
+
+/**
+ * Moves a message forward; a lower-ranked status is ignored (out-of-order receipts).
+ * @param onChange runs in the same transaction when the status moved (the row is locked, so the
+ *   reported previous status is the one replaced); a refused or repeated move emits nothing
+ * @returns true when the row changed
+ */
+export async function advanceMessage(
+  db: Db,
+  orgId: string,
+  id: string,
+  to: { status: SmsMessage['status']; heldUntil?: Date | null; providerMessageId?: string; error?: string | null },
+  onChange?: OnMessageChange,
+): Promise<boolean> {
+  const lower = Object.entries(MESSAGE_STATUS_RANK).filter(([, r]) => r < MESSAGE_STATUS_RANK[to.status]).map(([s]) => s);
+  const update: Record<string, unknown> = { status: to.status, updated_at: db.fn.now() };
+  if (to.heldUntil !== undefined) update.held_until = to.heldUntil;
+  if (to.providerMessageId) update.provider_message_id = to.providerMessageId;
+  if (to.error !== undefined) update.error = to.error;
+  if (!onChange) {
+    const n = await db('sms_messages').where({ id, org_id: orgId }).whereIn('status', lower).update(update);
+    return n > 0;
+  }
+  return inTransaction(db, async (trx) => {
+    const before = await trx('sms_messages').where({ id, org_id: orgId }).forUpdate().first('status');
+    if (!before || !lower.includes(before.status)) return false;
+    const [row] = await trx('sms_messages').where({ id, org_id: orgId }).update(update).returning('*');
+    await onChange(trx, messageChange(row, before.status));
+    return true;
+  });
+}
+
+/**
+ * The outbound message with our id `messageId`, in any organization (delivery receipts that echo our
+ * reference: a receipt can overtake the write of the provider's id when the provider answers at once).
+ */
+export async function findOutboundMessageById(db: Db, messageId: string): Promise<{ orgId: string; id: string } | undefined> {
+  const r = await db('sms_messages').where({ id: messageId, direction: 'outbound' }).first('org_id', 'id');
+  return r ? { orgId: r.org_id, id: r.id } : undefined;
+}
+
+/** The outbound message with this provider id (delivery receipts: a cross-organization lookup by the provider's id). */
+export async function findMessageByProviderId(db: Db, providerMessageId: string): Promise<{ orgId: string; id: string } | undefined> {
+  const r = await db('sms_messages').where({ provider_message_id: providerMessageId, direction: 'outbound' }).first('org_id', 'id');
+  return r ? { orgId: r.org_id, id: r.id } : undefined;
+}

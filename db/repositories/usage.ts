@@ -1,0 +1,66 @@
+/**
+ * Billable usage entries (table `usage_entries`, unique per organization and dedupe key): one entry per
+ * business event, never two, however often an activity or request is retried.
+ */
+import type { Db } from '../index';
+import { newId } from '../ids';
+
+/** Registration and number fees in US cents (README "API notes → SMS fees"; sandbox prices). */
+export const FEES = {
+  /** TCR brand registration, charged once per registration. */
+  brandRegistration: { kind: '10dlc_brand_registration', amountCents: 400 },
+  /** Campaign vetting, charged once per registration. */
+  campaignVetting: { kind: '10dlc_campaign_vetting', amountCents: 1500 },
+  /** A long-code number purchase (first month). */
+  numberPurchase: { kind: 'phone_number_purchase', amountCents: 115 },
+} as const;
+
+/** One usage entry as read back. */
+export interface UsageEntry {
+  id: string;
+  kind: string;
+  quantity: number;
+  amountCents: number;
+  dedupeKey: string;
+  details: Record<string, unknown>;
+  createdAt: string;
+}
+
+/**
+ * Records a usage entry once per `(orgId, dedupeKey)`.
+ * @returns true when this call inserted it, false when it existed already
+ */
+export async function recordUsage(
+  db: Db,
+  orgId: string,
+  entry: { kind: string; amountCents: number; dedupeKey: string; quantity?: number; details?: Record<string, unknown> },
+): Promise<boolean> {
+  const rows = await db('usage_entries')
+    .insert({
+      id: newId('use'),
+      org_id: orgId,
+      kind: entry.kind,
+      quantity: entry.quantity ?? 1,
+      amount_cents: entry.amountCents,
+      dedupe_key: entry.dedupeKey,
+      details: JSON.stringify(entry.details ?? {}),
+    })
+    .onConflict(['org_id', 'dedupe_key'])
+    .ignore()
+    .returning('id');
+  return rows.length > 0;
+}
+
+/** Usage entries of an organization, oldest first (tests, billing). */
+export async function listUsage(db: Db, orgId: string): Promise<UsageEntry[]> {
+  const rows = await db('usage_entries').where({ org_id: orgId }).orderBy('created_at').orderBy('id');
+  return rows.map((r) => ({
+    id: r.id,
+    kind: r.kind,
+    quantity: r.quantity,
+    amountCents: r.amount_cents,
+    dedupeKey: r.dedupe_key,
+    details: r.details,
+    createdAt: new Date(r.created_at).toISOString(),
+  }));
+}

@@ -1,0 +1,40 @@
+/**
+ * Shared fixtures of the SMS hub tests: a complete brand draft, a test API, and signed provider callbacks.
+ */
+import { DEV_CALLBACK_SECRET, SIGNATURE_HEADER, signCallback } from '../../api/sms/callbackSignature';
+import { startTestApi, type TestApi } from '../helpers/api';
+import type { AppConfig } from '../../config';
+
+/** A complete PRIVATE_PROFIT brand; the campaign text is generated on save. */
+export const COMPLETE_BRAND = {
+  legalName: 'Acme Dental LLC',
+  displayName: 'Acme Dental',
+  ein: '12-3456789',
+  entityType: 'PRIVATE_PROFIT',
+  vertical: 'HEALTHCARE',
+  country: 'US',
+  street: '1 Main St',
+  city: 'Springfield',
+  state: 'IL',
+  postalCode: '62701',
+  website: 'https://acmedental.example.com',
+  supportEmail: 'help@acmedental.example.com',
+  phone: '+12175550123',
+  usePolicyPage: true,
+  useCase: 'ACCOUNT_NOTIFICATION',
+  optInMethod: 'WEB_FORM',
+  sendsLinks: true,
+} as const;
+
+/** Starts a test API for the SMS hub suites. */
+export async function startSmsTestApi(label: string, overrides: Partial<AppConfig> = {}): Promise<TestApi> {
+  return startTestApi(label, overrides);
+}
+
+/** POSTs a provider callback signed with the dev secret (or `opts.signature` as given). */
+export async function postCallback(t: TestApi, payload: unknown, opts: { signature?: string | null; provider?: string; secret?: string; raw?: string } = {}) {
+  const body = opts.raw ?? JSON.stringify(payload);
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (opts.signature !== null) headers[SIGNATURE_HEADER] = opts.signature ?? signCallback(opts.secret ?? DEV_CALLBACK_SECRET, body);
+  return t.call('POST', `/sms/provider-callbacks/${opts.provider ?? 'sandbox'}`, { raw: body, headers });
+}
