@@ -1,43 +1,86 @@
 /**
  * `npm start`: the whole service in one process on embedded defaults (DESIGN.md "One process for a
- * newcomer"): embedded Postgres unless DATABASE_URL, migrations, and the API. Prints the API URL and,
- * on first start, a bootstrap organization with a secret key.
+ * newcomer"): embedded Postgres unless DATABASE_URL, migrations, the embedded Temporal dev server
+ * unless TEMPORAL_ADDRESS (persisting to the same Postgres, schema `temporal_dev`), the worker and the
+ * API. Prints the API URL and, on first start, a bootstrap organization with a secret key.
  */
+import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from './config';
 import { createLogger, openDatabase } from './runtime';
 import { startApi } from './api/server';
 import { bootstrapIfEmpty } from './bootstrap';
+import { startWorker } from './worker';
+import { TASK_QUEUE } from './temporal.config';
+import { startDevServer } from './devserver';
+import { startWebhookDispatcher } from './events/dispatcher';
+import { resumeSandboxCallbacks } from './activities/providers/carrier/sandbox';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   const database = await openDatabase(config, logger);
-  const boot = await bootstrapIfEmpty(database.db, config.keyBrandPrefix);
-  const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger });
+  const closers: (() => Promise<unknown>)[] = [() => database.close()];
+  const close = async () => {
+    for (const fn of closers.reverse()) await fn().catch((err) => logger.warn({ err }, 'shutdown step failed'));
+  };
+  try {
+    let address: string;
+    if (config.temporalAddress) {
+      address = config.temporalAddress;
+    } else {
+      const dev = await startDevServer({
+        port: config.temporalDevPort,
+        databaseUrl: database.url,
+        namespace: config.temporalNamespace,
+        log: (level, msg, fields) => {
+          if (level === 'warn' || level === 'error') logger[level]({ devserver: true, ...fields }, msg);
+        },
+      });
+      closers.push(() => dev.stop());
+      address = dev.address;
+      logger.info({ address }, 'embedded Temporal dev server started');
+    }
+    const worker = await startWorker({ address, namespace: config.temporalNamespace, db: database.db, config, logger });
+    closers.push(() => worker.stop());
+    const connection = await Connection.connect({ address });
+    closers.push(() => connection.close());
+    const client = new Client({ connection, namespace: config.temporalNamespace });
+    const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
+    closers.push(() => dispatcher.stop());
+    await resumeSandboxCallbacks({ db: database.db, config });
 
-  const lines = [
-    '',
-    `Agent Control-Plane API: ${api.baseUrl}`,
-    `API docs:                http://${config.host}:${new URL(api.baseUrl).port}/docs  (OpenAPI: ${api.baseUrl}/openapi.json)`,
-  ];
-  if (boot) {
-    lines.push(
-      `Bootstrap organization:  ${boot.orgId}`,
-      `Secret key (shown once): ${boot.key}`,
-      `Try: curl -H "Authorization: Bearer ${boot.key}" ${api.baseUrl}/sms`,
-    );
-  } else {
-    lines.push('Organizations exist already; mint a key with: npm run cli -- keys create --org <id> --scopes all');
+    const boot = await bootstrapIfEmpty(database.db, config.keyBrandPrefix);
+    const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger, temporal: { client, taskQueue: TASK_QUEUE } });
+    closers.push(() => api.close());
+
+    const origin = new URL(api.baseUrl).origin;
+    const lines = [
+      '',
+      `Agent Control-Plane API: ${api.baseUrl}`,
+      `API docs:                ${origin}/docs  (OpenAPI: ${api.baseUrl}/openapi.json)`,
+      `Temporal:                ${address}${config.temporalAddress ? '' : ' (embedded dev server)'}, task queue ${TASK_QUEUE}`,
+    ];
+    if (boot) {
+      lines.push(
+        `Bootstrap organization:  ${boot.orgId}`,
+        `Secret key (shown once): ${boot.key}`,
+        `Try: curl -H "Authorization: Bearer ${boot.key}" ${api.baseUrl}/sms`,
+      );
+    } else {
+      lines.push('Organizations exist already; mint a key with: npm run cli -- keys create --org <id> --scopes all');
+    }
+    process.stdout.write(lines.join('\n') + '\n\n');
+  } catch (err) {
+    await close();
+    throw err;
   }
-  process.stdout.write(lines.join('\n') + '\n\n');
 
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
     stopping = true;
     logger.info('shutting down');
-    await api.close().catch(() => undefined);
-    await database.close().catch(() => undefined);
+    await close();
     process.exit(0);
   };
   process.once('SIGINT', stop);

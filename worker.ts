@@ -4,13 +4,28 @@
  * required); `npm start` embeds it beside the API and the embedded dev server.
  */
 import path from 'node:path';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
 import { createActivities } from './activities';
 import { createLogger, openDatabase } from './runtime';
 import { TASK_QUEUE } from './temporal.config';
+import { Client, Connection } from '@temporalio/client';
+import { startWebhookDispatcher } from './events/dispatcher';
+import { resumeSandboxCallbacks } from './activities/providers/carrier/sandbox';
+
+/**
+ * Installs the Temporal SDK runtime once per process with a quiet logger (the SDK otherwise prints the
+ * workflow bundler's output at INFO). `TEMPORAL_SDK_LOG_LEVEL` overrides (default WARN).
+ */
+export function installTemporalRuntime(): void {
+  try {
+    Runtime.install({ logger: new DefaultLogger((process.env.TEMPORAL_SDK_LOG_LEVEL as LogLevel) || 'WARN') });
+  } catch {
+    // already installed in this process
+  }
+}
 
 /** A running worker and how to stop it. */
 export interface RunningWorker {
@@ -33,6 +48,7 @@ export async function startWorker(opts: {
   logger: Logger;
   workflowBundle?: WorkerOptions['workflowBundle'];
 }): Promise<RunningWorker> {
+  installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: opts.address });
   const worker = await Worker.create({
     connection,
@@ -59,8 +75,16 @@ if (require.main === module) {
     if (!config.temporalAddress) throw new Error('start:worker needs TEMPORAL_ADDRESS (npm start runs an embedded dev server instead)');
     const database = await openDatabase(config, logger);
     const running = await startWorker({ address: config.temporalAddress, namespace: config.temporalNamespace, db: database.db, config, logger });
+    // The webhook outbox dispatcher runs beside the worker; several workers may run it (rows are locked).
+    const connection = await Connection.connect({ address: config.temporalAddress });
+    const client = new Client({ connection, namespace: config.temporalNamespace });
+    const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
+    // Sandbox carrier callbacks still owed from before a restart are delivered again.
+    await resumeSandboxCallbacks({ db: database.db, config });
     logger.info({ address: config.temporalAddress, taskQueue: TASK_QUEUE }, 'worker running');
     const stop = async () => {
+      await dispatcher.stop();
+      await connection.close();
       await running.stop();
       await database.close();
       process.exit(0);

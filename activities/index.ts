@@ -6,6 +6,10 @@
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config';
 import type { Db } from '../db';
+import { createKnowledgeActivities } from './knowledge';
+import { createAgentActivities } from './agents';
+import { createWebhookActivities } from './webhooks';
+import { createSmsActivities } from './sms';
 
 /** What activities may use. */
 export interface ActivityDeps {
@@ -15,6 +19,6 @@ export interface ActivityDeps {
 }
 
 /** Every activity function by name (the worker registers this object). */
-export function createActivities(_deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
-  return {};
+export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
+  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps) };
 }

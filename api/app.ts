@@ -13,6 +13,7 @@ import { KeyCache } from './keyCache';
 import { ChangeFeed, ReadCache } from '../db/changeFeed';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
 import { accessLog } from './middleware/accessLog';
+import { auditLog } from './middleware/audit';
 import { authenticate, authorize } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { problem } from './middleware/problem';
@@ -55,6 +56,7 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
     ctx.body = openApiDocument(`${config.publicBaseUrl}${BASE_PATH}`);
   });
   const body = jsonBody(config.bodyLimitBytes);
+  const rawAndJsonBody = jsonBody(config.bodyLimitBytes, { keepRaw: true });
   for (const route of ROUTES) {
     const handler = HANDLERS[route.operationId];
     router.register(toKoaPath(route.path), [route.method], [
@@ -65,7 +67,7 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
       authenticate(route, keys),
       limits.middleware(),
       authorize(route),
-      body,
+      route.auth === 'none' ? rawAndJsonBody : body,
       async (ctx: AppContext) => {
         if (!handler) {
           throw new ApiError(501, 'not_implemented', `${route.operationId} (${route.method} ${route.path}) is declared but not implemented yet`);
@@ -80,6 +82,7 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
 
   app.use(requestId(logger));
   app.use(accessLog());
+  app.use(auditLog(db)); // outside problem(), so it records the final status of every write
   app.use(problem());
   app.use(async (ctx: AppContext, next) => {
     if (ctx.path === '/docs' || ctx.path === '/docs/') {

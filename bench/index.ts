@@ -1,10 +1,17 @@
 /**
- * `npm run bench`: runs every benchmark section and prints its figures. `BENCH_ONLY=http,…` picks sections.
+ * `npm run bench`: runs every benchmark section and prints its figures. `BENCH_ONLY=http,…` picks
+ * sections. The dev server has its own script (`npm run bench:devserver`).
  */
 import { runHttpBench } from './http';
+import { runKnowledgeBench } from './knowledge';
+import { runSmsBench } from './sms';
+import { runWebhooksBench } from './webhooks';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
   http: runHttpBench,
+  webhooks: runWebhooksBench,
+  knowledge: runKnowledgeBench,
+  sms: runSmsBench,
 };
 
 async function main(): Promise<void> {

@@ -3,3 +3,8 @@
  * deterministic: no I/O, no Date.now(), no random; side effects go through activities.
  */
 export {};
+export { webhookDelivery } from './webhookDelivery';
+export { knowledgeIngestionWorkflow } from './knowledgeIngestion';
+export { agentPublishWorkflow } from './agentPublish';
+export { smsRegistration } from './smsRegistration';
+export { smsMessage } from './smsMessage';

@@ -5,6 +5,17 @@
 import type { Handler } from '../context';
 import type { RouteDef } from './table';
 import * as sms from './sms';
+import * as numbers from './numbers';
+import * as agents from './agents';
+import * as skills from './skills';
+import * as guardrails from './guardrails';
+import * as playbooks from './playbooks';
+import * as voices from './voices';
+import * as agentTest from './test';
+import * as webhooks from './webhooks';
+import * as audit from './audit';
+import * as knowledge from './knowledge';
+import * as uploads from './uploads';
 
 /** What an area module exports. */
 export interface AreaModule {
@@ -13,7 +24,7 @@ export interface AreaModule {
   routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema'>>>;
 }
 
-const AREAS: AreaModule[] = [sms];
+const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit];
 
 /** operationId → handler. */
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));

@@ -90,6 +90,7 @@ export const ROUTES: RouteDef[] = [
   r('POST', '/numbers/reserve', 'reserveNumber', 'Numbers', ['numbers:write'], 'Reserve a number'),
   r('POST', '/numbers/purchase', 'purchaseNumber', 'Numbers', ['numbers:write'], 'Purchase a number'),
   r('POST', '/numbers/{id}/assign', 'assignNumber', 'Numbers', ['numbers:write'], 'Assign a number to an agent'),
+  r('GET', '/numbers', 'listNumbers', 'Numbers', ['numbers:read'], "The organization's numbers"),
   // Test
   r('POST', '/agents/{agentId}/talk-token', 'createTalkToken', 'Test', ['agents:write'], 'Short-lived talk token (published version unless draftMode)'),
   r('POST', '/agents/{agentId}/simulate', 'simulateAgent', 'Test', ['agents:write'], 'Simulate a conversation'),
@@ -115,8 +116,13 @@ export const ROUTES: RouteDef[] = [
   // Webhooks
   r('GET', '/webhooks', 'listWebhooks', 'Webhooks', ['webhooks:write'], 'List webhook endpoints'),
   r('POST', '/webhooks', 'createWebhook', 'Webhooks', ['webhooks:write'], 'Create a webhook endpoint', { successStatus: 201 }),
-  r('POST', '/webhooks/{id}/test', 'testWebhook', 'Webhooks', ['webhooks:write'], 'Send a webhook.test event'),
+  r('GET', '/webhooks/{id}', 'getWebhook', 'Webhooks', ['webhooks:write'], 'Get a webhook endpoint'),
+  r('PATCH', '/webhooks/{id}', 'updateWebhook', 'Webhooks', ['webhooks:write'], 'Update a webhook endpoint (enabled: false disables it)'),
+  r('DELETE', '/webhooks/{id}', 'deleteWebhook', 'Webhooks', ['webhooks:write'], 'Delete a webhook endpoint'),
+  r('POST', '/webhooks/{id}/rotate-secret', 'rotateWebhookSecret', 'Webhooks', ['webhooks:write'], 'Rotate the signing secret (shown once)'),
+  r('POST', '/webhooks/{id}/test', 'testWebhook', 'Webhooks', ['webhooks:write'], 'Send a webhook.test event', { successStatus: 202 }),
   r('GET', '/webhooks/{id}/deliveries', 'listWebhookDeliveries', 'Webhooks', ['webhooks:write'], 'List deliveries and attempts'),
+  r('POST', '/webhooks/{id}/deliveries/{deliveryId}/retry', 'retryWebhookDelivery', 'Webhooks', ['webhooks:write'], 'Retry a failed delivery', { successStatus: 202 }),
   // Audit
   r('GET', '/audit-logs', 'listAuditLogs', 'AuditLogs', ['audit:read'], 'Audit log entries'),
   // SMS
@@ -128,6 +134,12 @@ export const ROUTES: RouteDef[] = [
   r('PUT', '/sms/contacts/{e164}/consent', 'recordSMSConsent', 'SMS', ['sms:write'], 'Record express consent'),
   r('DELETE', '/sms/contacts/{e164}/consent', 'withdrawSMSConsent', 'SMS', ['sms:write'], 'Withdraw consent'),
   r('GET', '/sms/media/{id}', 'getSMSMedia', 'SMS', ['sms:read'], 'Short-lived link to a text attachment'),
+  r('GET', '/sms/contacts', 'listSMSContacts', 'SMS', ['sms:read'], 'Contact roster with consent and opt-out state'),
+  r('GET', '/sms/opt-outs', 'listSMSOptOuts', 'SMS', ['sms:read'], 'Opt-out list (suppressions)'),
+  r('GET', '/sms/consent-export', 'exportSMSConsent', 'SMS', ['sms:read'], 'Proof-of-consent export (CSV)'),
+  r('GET', '/sms/numbers', 'listSMSNumbers', 'SMS', ['sms:read'], 'Numbers with their SMS toggle and the registration status'),
+  r('PUT', '/numbers/{id}/sms', 'setNumberSMS', 'SMS', ['sms:write'], 'Turn SMS on or off for a number'),
+  r('POST', '/sms/provider-callbacks/{provider}', 'receiveSMSProviderCallback', 'SMS', [], 'Carrier/telephony callback, authenticated by its HMAC signature (X-Carrier-Signature)', { auth: 'none' }),
   // Reserved (spec "Scope rules" 5): answer 403 even for correctly scoped calls.
   r('GET', '/escalation-policies', 'listEscalationPolicies', 'Support', ['escalation_policies:read'], 'Reserved', { reserved: true }),
   r('PUT', '/escalation-policies', 'putEscalationPolicies', 'Support', ['escalation_policies:write'], 'Reserved', { reserved: true }),
