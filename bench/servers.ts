@@ -13,6 +13,9 @@ import { createLogger } from '../runtime';
 
 async function main(): Promise<void> {
   const [kind, databaseUrl] = process.argv.slice(2);
+  // Exit normally on a signal so `node --cpu-prof` can write its profile.
+  process.once('SIGINT', () => process.exit(0));
+  process.once('SIGTERM', () => process.exit(0));
   if (kind === 'bare') {
     const app = new Koa();
     app.use(async (ctx) => {

@@ -12,7 +12,7 @@
  */
 import type { Db } from '../../db';
 import type { AppContext } from '../context';
-import { insertAuditLog } from '../../db/repositories/auditLogs';
+import { insertAuditLogs, type AuditRecord } from '../../db/repositories/auditLogs';
 
 /** What a handler may set to name the resource precisely (otherwise derived from the route). */
 export interface AuditResource {
@@ -66,10 +66,47 @@ export function deriveResource(method: string, path: string, params: Record<stri
 export const AUDIT_MIDDLEWARE = Symbol.for('acp.auditMiddleware');
 
 /**
+ * Group commit of audit entries: entries that arrive while an insert is in flight are written together
+ * by the next one, so under load many requests share one INSERT (one round trip) while each request
+ * still waits until its own entry is committed.
+ */
+export class AuditWriter {
+  private queue: { orgId: string; rec: AuditRecord; done: (err?: unknown) => void }[] = [];
+  private flushing = false;
+
+  constructor(private readonly db: Db, private readonly maxBatch = 500) {}
+
+  /** Resolves once the entry is committed; rejects when its batch failed. */
+  write(orgId: string, rec: AuditRecord): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ orgId, rec, done: (err) => (err ? reject(err) : resolve()) });
+      if (!this.flushing) {
+        this.flushing = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queue.length) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      try {
+        await insertAuditLogs(this.db, batch);
+        for (const b of batch) b.done();
+      } catch (err) {
+        for (const b of batch) b.done(err);
+      }
+    }
+    this.flushing = false;
+  }
+}
+
+/**
  * The audit middleware. Awaits the insert before the response is sent, so an answered write is an
  * audited write; a failed insert is logged (error) and does not change the response.
  */
 export function auditLog(db: Db) {
+  const writer = new AuditWriter(db);
   const mw = async (ctx: AppContext, next: () => Promise<unknown>) => {
     try {
       await next();
@@ -85,7 +122,7 @@ export function auditLog(db: Db) {
           // keep `unknown`
         }
         try {
-          await insertAuditLog(db, auth.orgId, {
+          await writer.write(auth.orgId, {
             actorId: auth.keyId,
             actorKind: auth.kind,
             operationId: route.operationId,

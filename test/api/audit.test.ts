@@ -167,7 +167,7 @@ describe('Audit logs (GET /audit-logs and the audit middleware)', function () {
   });
 
   it('is append-only: the repository has no update or delete, and UPDATE/DELETE/TRUNCATE through knex fail', async () => {
-    expect(Object.keys(auditRepo).filter((k) => typeof (auditRepo as Record<string, unknown>)[k] === 'function').sort()).to.deep.equal(['insertAuditLog', 'listAuditLogs']);
+    expect(Object.keys(auditRepo).filter((k) => typeof (auditRepo as Record<string, unknown>)[k] === 'function').sort()).to.deep.equal(['insertAuditLog', 'insertAuditLogs', 'listAuditLogs']);
     const org = await t.org('Immutable');
     const entry = await auditRepo.insertAuditLog(t.db, org.orgId, {
       actorId: org.keyId, actorKind: 'secret', operationId: 'createWebhook', method: 'POST', path: '/api/v1/webhooks',
