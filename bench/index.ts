@@ -2,6 +2,7 @@
  * `npm run bench`: runs every benchmark section and prints its figures. `BENCH_ONLY=http,…` picks
  * sections. The dev server has its own script (`npm run bench:devserver`).
  */
+import { runAgentsBench } from './agents';
 import { runHttpBench } from './http';
 import { runKnowledgeBench } from './knowledge';
 import { runSmsBench } from './sms';
@@ -10,6 +11,7 @@ import { runWebhooksBench } from './webhooks';
 const SECTIONS: Record<string, () => Promise<void>> = {
   http: runHttpBench,
   webhooks: runWebhooksBench,
+  agents: runAgentsBench,
   knowledge: runKnowledgeBench,
   sms: runSmsBench,
 };
