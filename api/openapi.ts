@@ -51,9 +51,10 @@ function operation(declared: RouteDef): Record<string, unknown> {
     description:
       (route.reserved ? 'Reserved: answers 403 `reserved_endpoint` even for correctly scoped calls. ' : '') +
       (implemented || route.reserved ? '' : 'Not implemented yet: answers 501 `not_implemented` after authentication and scope checks. ') +
-      (route.scopes.length ? `Scopes: ${route.scopes.join(', ')}.` : ''),
+      (route.scopes.length ? `Scopes: ${route.scopes.join(', ')}.` : '') +
+      (route.scopesAnyOf ? ` One of the scopes: ${route.scopesAnyOf.join(', ')}.` : ''),
     parameters: params,
-    security: route.auth === 'none' ? [] : route.auth === 'publishable' ? [{ publishableKey: [] }] : [{ bearer: route.scopes }],
+    security: route.auth === 'none' ? [] : route.auth === 'publishable' ? [{ publishableKey: [] }] : route.scopesAnyOf ? route.scopesAnyOf.map((s) => ({ bearer: [...route.scopes, s] })) : [{ bearer: route.scopes }],
     responses: {
       [success]: {
         description: 'Success envelope',

@@ -15,7 +15,8 @@ export function statusTable(): string {
   const lines = ['| Tag | Method | Path | operationId | Scopes | Status |', '|---|---|---|---|---|---|'];
   for (const r of ROUTES) {
     const status = r.reserved ? 'reserved (403)' : HANDLERS[r.operationId] ? 'built' : 'not yet (501)';
-    const scopes = r.auth === 'publishable' ? 'publishable key' : r.auth === 'none' ? 'none' : r.scopes.join(' + ');
+    const scopes =
+      r.auth === 'publishable' ? 'publishable key' : r.auth === 'none' ? 'none (signature)' : [r.scopes.join(' + '), r.scopesAnyOf?.join(' or ')].filter(Boolean).join(' + ');
     lines.push(`| ${r.tag} | ${r.method} | \`${r.path}\` | ${r.operationId} | ${scopes} | ${status} |`);
   }
   return lines.join('\n');

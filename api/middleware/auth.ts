@@ -53,6 +53,18 @@ export function authenticate(route: RouteDef, keys: KeyCache) {
   };
 }
 
+/**
+ * Requires `scope` inside a handler, for operations whose needed scope depends on the request
+ * (route `scopesAnyOf`). @throws ApiError 403 insufficient_scope
+ */
+export function requireScope(ctx: AppContext, scope: string): void {
+  if (ctx.state.auth?.scopes.has(scope)) return;
+  throw new ApiError(403, 'insufficient_scope', `This request needs the scope ${scope}`, {
+    headers: { 'WWW-Authenticate': `Bearer realm="api", error="insufficient_scope", scope="${scope}"` },
+    extra: { requiredScopes: [scope], missingScopes: [scope] },
+  });
+}
+
 /** Reserved endpoints and scope checks; runs after rate limiting so refused calls still count. */
 export function authorize(route: RouteDef) {
   return async (ctx: AppContext, next: () => Promise<unknown>) => {
@@ -62,6 +74,12 @@ export function authorize(route: RouteDef) {
     const auth = ctx.state.auth;
     if (auth && (route.auth ?? 'secret') === 'secret') {
       const missing = route.scopes.filter((s) => !auth.scopes.has(s));
+      if (!missing.length && route.scopesAnyOf && !route.scopesAnyOf.some((s) => auth.scopes.has(s))) {
+        throw new ApiError(403, 'insufficient_scope', `This operation needs one of the scopes ${route.scopesAnyOf.join(', ')}`, {
+          headers: { 'WWW-Authenticate': `Bearer realm="api", error="insufficient_scope", scope="${route.scopesAnyOf.join(' ')}"` },
+          extra: { requiredScopes: route.scopesAnyOf, missingScopes: route.scopesAnyOf },
+        });
+      }
       if (missing.length) {
         throw new ApiError(403, 'insufficient_scope', `This operation needs the scope(s) ${missing.join(', ')}`, {
           headers: { 'WWW-Authenticate': `Bearer realm="api", error="insufficient_scope", scope="${route.scopes.join(' ')}"` },

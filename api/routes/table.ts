@@ -22,6 +22,8 @@ export interface RouteDef {
   summary: string;
   /** Every scope listed must be held. */
   scopes: Scope[];
+  /** At least one of these must be held too (the handler then checks the one its request needs). */
+  scopesAnyOf?: Scope[];
   auth?: AuthKind;
   /** Endpoint of a reserved scope: always 403 for API callers. */
   reserved?: boolean;
@@ -63,7 +65,7 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/agents/{agentId}/knowledge/sources', 'listKnowledgeSources', 'Knowledge', ['knowledge:read'], 'List knowledge sources'),
   r('POST', '/agents/{agentId}/knowledge/sources', 'createKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Add a knowledge source (ingested asynchronously)', { successStatus: 202 }),
   r('POST', '/agents/{agentId}/knowledge/preview', 'previewKnowledge', 'Knowledge', ['knowledge:read'], 'Preview knowledge retrieval for a query'),
-  r('POST', '/uploads', 'createUpload', 'Uploads', ['knowledge:write'], 'Upload a file (25 MB limit)', { successStatus: 201 }),
+  r('POST', '/uploads', 'createUpload', 'Uploads', [], 'Upload a file (25 MB limit): knowledge:write, or sms:send for purpose=sms', { successStatus: 201, scopesAnyOf: ['knowledge:write', 'sms:send'] }),
   // Skills
   r('GET', '/skill-types', 'listSkillTypes', 'Skills', ['skills:read'], 'Skill type catalogue'),
   r('GET', '/agents/{agentId}/skills', 'listSkills', 'Skills', ['skills:read'], 'List skills'),
@@ -134,6 +136,7 @@ export const ROUTES: RouteDef[] = [
   r('PUT', '/sms/contacts/{e164}/consent', 'recordSMSConsent', 'SMS', ['sms:write'], 'Record express consent'),
   r('DELETE', '/sms/contacts/{e164}/consent', 'withdrawSMSConsent', 'SMS', ['sms:write'], 'Withdraw consent'),
   r('GET', '/sms/media/{id}', 'getSMSMedia', 'SMS', ['sms:read'], 'Short-lived link to a text attachment'),
+  r('GET', '/sms/media/{id}/content', 'getSMSMediaContent', 'SMS', [], 'Bytes of a text attachment through a signed link (expires, signature); no API key', { auth: 'none' }),
   r('GET', '/sms/contacts', 'listSMSContacts', 'SMS', ['sms:read'], 'Contact roster with consent and opt-out state'),
   r('GET', '/sms/opt-outs', 'listSMSOptOuts', 'SMS', ['sms:read'], 'Opt-out list (suppressions)'),
   r('GET', '/sms/consent-export', 'exportSMSConsent', 'SMS', ['sms:read'], 'Proof-of-consent export (CSV)'),

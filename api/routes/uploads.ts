@@ -4,6 +4,9 @@
  * in Postgres and the answer carries a `fileId` (`file_…`) to use as a knowledge source within 24 h;
  * after that an unattached upload is collected and its id answers 404 `file_expired`.
  *
+ * An optional text field `purpose` (`general` by default, or `sms`) marks what the file is for: only
+ * `sms` uploads can be attached to texts (POST /sms/messages `mediaIds`).
+ *
  * The multipart stream is parsed here from `ctx.req` with formidable (the JSON body middleware must
  * leave multipart requests of this operation unread), in memory, stopping at the limit.
  */
@@ -13,6 +16,10 @@ import { formidable, errors as formidableErrors, type File as FormidableFile } f
 import { collectExpiredUploads, createUpload as storeUpload } from '../../db/repositories/uploads';
 import type { Handler } from '../context';
 import { ApiError, validationError } from '../errors';
+import { requireScope } from '../middleware/auth';
+
+/** Values of the optional multipart field `purpose` (db/repositories/uploads.ts UploadPurpose, minus `chat`). */
+const UPLOAD_PURPOSES = ['general', 'sms'];
 
 /** Largest accepted file: 25 MB (MiB, 26 214 400 bytes). */
 export const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
@@ -79,9 +86,11 @@ export const createUpload: Handler = async (ctx, { db, logger }) => {
       }),
   });
   let parts: FormidableFile[];
+  let purposeField: string | undefined;
   try {
-    const [, files] = await form.parse<string, string>(ctx.req);
+    const [fields, files] = await form.parse<string, string>(ctx.req);
     parts = Object.values(files).flatMap((f) => f ?? []);
+    purposeField = fields.purpose?.[0];
   } catch (err) {
     const code = (err as { code?: number }).code;
     if (code === formidableErrors.biggerThanMaxFileSize || code === formidableErrors.biggerThanTotalMaxFileSize) throw tooLarge();
@@ -95,11 +104,19 @@ export const createUpload: Handler = async (ctx, { db, logger }) => {
   if (!file) throw validationError([{ field: 'file', message: 'is required (a multipart part with a filename)' }]);
   if (received > MAX_UPLOAD_BYTES) throw tooLarge();
 
+  // Optional form field `purpose`: `general` (default: knowledge sources, contact lists) or `sms` (attachable
+  // to texts by POST /sms/messages). `chat` uploads are made by the web chat only (spec "Scope rules" 3).
+  if (purposeField !== undefined && !UPLOAD_PURPOSES.includes(purposeField)) {
+    throw validationError([{ field: 'purpose', message: `must be one of: ${UPLOAD_PURPOSES.join(', ')}` }]);
+  }
+  // Knowledge and contact-list files need knowledge:write; text attachments need sms:send (scope rule 3).
+  requireScope(ctx, purposeField === 'sms' ? 'sms:send' : 'knowledge:write');
   const filename = cleanFilename(file.originalFilename);
   const upload = await storeUpload(db, orgId, {
     filename,
     contentType: contentTypeOf(file.mimetype, filename),
     data: Buffer.concat(buffers, received),
+    purpose: (purposeField ?? 'general') as 'general' | 'sms',
   });
   // Opportunistic garbage collection of expired, unattached uploads (bounded batch, never fails the upload).
   collectExpiredUploads(db, 50).catch((err) => logger.warn({ err }, 'upload collection failed'));

@@ -6,8 +6,9 @@
  * - `brand.status` / `campaign.status` → signal `carrierEvent` on `sms-registration/{orgId}`
  * - `message.status` → the message moves forward (sent → delivered | failed; never backwards), with
  *   `sms.message.updated` in the same transaction as the stored event and the move
- * - `message.inbound` → stored as a received text with `sms.message.received` (one transaction);
- *   STOP/START/HELP keywords are applied and answered
+ * - `message.inbound` → stored as a received text with `sms.message.received` (one transaction), its
+ *   optional `media: [{ contentType, contentBase64 }]` stored as attachments (`med_…`) listed in the
+ *   event's `attachmentIds`; STOP/START/HELP keywords are applied and answered
  * Store-then-signal: an event is durable before the signal is attempted, and the workflow's hourly
  * poll finds the verdict even if the signal is lost (e.g. the workflow was not reachable).
  */
@@ -21,6 +22,8 @@ import { deleteProviderEvent, storeProviderEvent } from '../../db/repositories/s
 import { advanceMessage, findMessageByProviderId, findOutboundMessageById, insertMessage } from '../../db/repositories/smsMessages';
 import { findOwnerOfNumber } from '../../db/repositories/numbers';
 import { applyKeyword } from '../../db/repositories/smsContacts';
+import { storeInboundMedia } from '../../db/repositories/smsMedia';
+import { parseInboundMedia, type InboundMediaItem } from './media';
 import { newId } from '../../db/ids';
 import { workflowIds } from '../../temporal.config';
 import { carrierEventSignal } from '../../workflows/smsRegistration';
@@ -44,9 +47,11 @@ interface CallbackBody {
   from?: string;
   to?: string;
   text?: string;
+  /** message.inbound only: attachments, `[{ contentType, contentBase64 }]` (api/sms/media.ts parseInboundMedia). */
+  media?: unknown;
 }
 
-function parseBody(raw: string): CallbackBody {
+function parseBody(raw: string): { body: CallbackBody; media: InboundMediaItem[] } {
   let b: any;
   try {
     b = JSON.parse(raw);
@@ -62,8 +67,9 @@ function parseBody(raw: string): CallbackBody {
   if (b.type === 'message.inbound') {
     for (const f of ['from', 'to', 'text']) if (typeof b[f] !== 'string') errors.push({ field: f, message: 'must be a string' });
   }
+  const media = b.type === 'message.inbound' ? parseInboundMedia(b.media, errors) : [];
   if (errors.length) throw validationError(errors);
-  return b as CallbackBody;
+  return { body: b as CallbackBody, media };
 }
 
 /** What the callback processing needs (AppDeps plus an optional telephony adapter for keyword replies). */
@@ -81,7 +87,7 @@ export async function processProviderCallback(deps: CallbackDeps, provider: stri
   if (problem) {
     throw new ApiError(401, 'invalid_signature', `The callback signature is ${problem === 'missing' ? 'missing (X-Carrier-Signature)' : problem === 'expired' ? 'outside the accepted time window' : problem === 'malformed' ? 'malformed' : 'wrong'}`);
   }
-  const body = parseBody(rawBody);
+  const { body, media } = parseBody(rawBody);
   const { db } = deps;
 
   if (body.type === 'brand.status' || body.type === 'campaign.status') {
@@ -122,10 +128,14 @@ export async function processProviderCallback(deps: CallbackDeps, provider: stri
   // message.inbound
   const owner = await findOwnerOfNumber(db, body.to!);
   if (!owner) throw new ApiError(404, 'unknown_external_id', `No organization owns ${body.to}`);
+  // The stored event keeps the attachments' types and sizes, not their bytes (those go to sms_media).
+  const inboundPayload = { ...body, media: media.map((m) => ({ contentType: m.contentType, sizeBytes: m.data.length })) } as unknown as Record<string, unknown>;
   const stored = await db.transaction(async (trx) => {
-    if (!(await storeProviderEvent(trx, owner.orgId, { provider, objectType: 'inbound', externalId: body.id, status: 'RECEIVED', revision: 0, payload: body as unknown as Record<string, unknown> }))) return false;
-    // The sandbox's inbound callback carries no media, so attachmentIds is [] (MMS media would be stored first and listed here).
-    await insertMessage(trx, owner.orgId, { id: newId('msg'), direction: 'inbound', trigger: null, from: body.from!, to: body.to!, body: body.text!, status: 'received', providerMessageId: body.id }, messageReceived(owner.orgId));
+    if (!(await storeProviderEvent(trx, owner.orgId, { provider, objectType: 'inbound', externalId: body.id, status: 'RECEIVED', revision: 0, payload: inboundPayload }))) return false;
+    // Attachments are stored first, in the same transaction, so `sms.message.received` lists their ids.
+    const messageId = newId('msg');
+    const mediaIds = await storeInboundMedia(trx, owner.orgId, messageId, media);
+    await insertMessage(trx, owner.orgId, { id: messageId, direction: 'inbound', trigger: null, from: body.from!, to: body.to!, body: body.text!, mediaIds, status: 'received', providerMessageId: body.id }, messageReceived(owner.orgId));
     return true;
   });
   if (!stored) return { received: true, duplicate: true };

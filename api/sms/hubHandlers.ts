@@ -14,6 +14,7 @@ import { e164Param, pageParams, requireTemporal, withCursor } from './http';
 import { quietHoursDecision } from './quietHours';
 import { messageChanged, registrationChanged } from './smsEvents';
 import { SIGNATURE_HEADER } from './callbackSignature';
+import { checkSendAttachments, mediaHandlers, mediaRouteSchemas } from './media';
 import { newId } from '../../db/ids';
 import { getRegistration, getSubmissionRecord, lockRegistration, markSubmitted, storeReview, transitionSubmission } from '../../db/repositories/smsRegistrations';
 import { claimKey, completeKey, getStoredResponse, releaseKey, type StoredResponse } from '../../db/repositories/smsIdempotency';
@@ -21,6 +22,7 @@ import { FEES, recordUsage } from '../../db/repositories/usage';
 import { getContact, listConsentEvents, listContacts, recordConsent, withdrawConsent } from '../../db/repositories/smsContacts';
 import { getOwnedNumberByE164, listOwnedNumbers, setSmsEnabled } from '../../db/repositories/numbers';
 import { advanceMessage, insertMessage } from '../../db/repositories/smsMessages';
+import { attachForMessage } from '../../db/repositories/smsMedia';
 import { SEARCH_ATTRIBUTES, workflowIds } from '../../temporal.config';
 import type { SmsRegistrationInput } from '../../workflows/smsRegistration';
 import type { SmsMessageInput } from '../../workflows/smsMessage';
@@ -284,8 +286,10 @@ export function isUsNumber(e164: string): boolean {
  * starts `sms-message/{id}`.
  * Refusals: 404 `number_not_found` (not the organization's purchased number); 409
  * `number_not_sms_enabled`; 409 `registration_not_active`; 422 `recipient_not_us`; 409
- * `recipient_opted_out`. Agent-initiated texts are held to recipient-local 8am–9pm; replies skip the
- * window unless the registration's `quietHoursRepliesExempt` is false.
+ * `recipient_opted_out`; attachments (`mediaIds`, spec "Scope rules" 3) as api/sms/media.ts
+ * checkSendAttachments says (400 / 404 `media_not_found` / 404 `file_expired` / 422). Agent-initiated
+ * texts are held to recipient-local 8am–9pm; replies skip the window unless the registration's
+ * `quietHoursRepliesExempt` is false.
  */
 export const sendSMSMessage: Handler = async (ctx, deps) => {
   const { db } = deps;
@@ -306,6 +310,7 @@ export const sendSMSMessage: Handler = async (ctx, deps) => {
   if (reg?.status !== 'active') throw new ApiError(409, 'registration_not_active', `The 10DLC registration is ${reg?.status ?? 'not saved'}; texts can be sent once it is active`);
   const contact = await getContact(db, orgId, to);
   if (contact?.optedOut) throw new ApiError(409, 'recipient_opted_out', 'The recipient opted out (STOP) or withdrew consent');
+  const requestedMedia = await checkSendAttachments(db, orgId, body.mediaIds);
   const temporal = requireTemporal(deps);
   const key = idempotencyKey(ctx);
   const requestHash = sha256Hex(JSON.stringify(body));
@@ -321,7 +326,12 @@ export const sendSMSMessage: Handler = async (ctx, deps) => {
   const id = newId('msg');
   const created = await db.transaction(async (trx) => {
     if (key && !(await claimKey(trx, orgId, 'message', key, requestHash))) return { replayed: (await getStoredResponse(trx, orgId, 'message', key))! };
-    return { message: await insertMessage(trx, orgId, { id, direction: 'outbound', trigger, from, to, body: body.body, mediaIds: body.mediaIds ?? [], status: 'queued' }, messageChanged(orgId)) };
+    // `file_…` SMS uploads become attachments (`med_…`) first carried by this message (rolled back with it).
+    const attached = await attachForMessage(trx, orgId, id, requestedMedia);
+    if ('failedIndex' in attached) {
+      throw new ApiError(404, 'media_not_found', `${requestedMedia[attached.failedIndex]} is no longer attachable`, { errors: [{ field: `mediaIds[${attached.failedIndex}]`, message: 'no text attachment or SMS upload with this id' }] });
+    }
+    return { message: await insertMessage(trx, orgId, { id, direction: 'outbound', trigger, from, to, body: body.body, mediaIds: attached.mediaIds, status: 'queued' }, messageChanged(orgId)) };
   });
   if ('replayed' in created) return replay(created.replayed!, requestHash);
   const input: SmsMessageInput = { orgId, messageId: id, holdUntil };
@@ -356,6 +366,7 @@ export const hubHandlers = {
   listSMSNumbers,
   setNumberSMS,
   sendSMSMessage,
+  ...mediaHandlers,
 };
 
 /** Schemas of the SMS hub operations. */
@@ -370,4 +381,5 @@ export const hubRouteSchemas = {
   listSMSNumbers: { responseSchema: 'SmsNumberPage' },
   setNumberSMS: { requestSchema: 'SmsNumberToggleRequest', responseSchema: 'SmsNumber' },
   sendSMSMessage: { requestSchema: 'SmsSendRequest', responseSchema: 'SmsMessage' },
+  ...mediaRouteSchemas,
 };

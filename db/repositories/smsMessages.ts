@@ -22,6 +22,7 @@ export function toMessage(r: any): SmsMessage {
     status: r.status,
     heldUntil: iso(r.held_until),
     error: r.error ?? null,
+    mediaIds: r.media_ids ?? [],
     createdAt: iso(r.created_at)!,
   };
 }

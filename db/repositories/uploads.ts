@@ -11,6 +11,13 @@ import type { Upload } from '../../schemas/types/knowledge';
 
 type Conn = Db | Knex.Transaction;
 
+/**
+ * What an upload is for (column `uploads.purpose`): `general` (knowledge sources, contact lists),
+ * `sms` (attachable to texts by `POST /sms/messages`), `chat` (uploaded in a web chat: never reachable
+ * from SMS, spec "Scope rules" 3).
+ */
+export type UploadPurpose = 'general' | 'sms' | 'chat';
+
 /** How long an unattached upload is kept, seconds (24 h). */
 export const UPLOAD_TTL_SECONDS = 24 * 60 * 60;
 
@@ -32,12 +39,13 @@ function toUpload(r: Record<string, any>): Upload {
  * Stores an uploaded file.
  * @param file.data the bytes (the caller enforces the size limit)
  * @param file.ttlSeconds lifetime before attachment (default UPLOAD_TTL_SECONDS)
+ * @param file.purpose what the file is for (default `general`; see UploadPurpose)
  * @returns the upload's public shape (`fileId` = `file_…`)
  */
 export async function createUpload(
   db: Conn,
   orgId: string,
-  file: { filename: string; contentType: string; data: Buffer; ttlSeconds?: number },
+  file: { filename: string; contentType: string; data: Buffer; ttlSeconds?: number; purpose?: UploadPurpose },
 ): Promise<Upload> {
   const sha256 = crypto.createHash('sha256').update(file.data).digest('hex');
   const ttl = file.ttlSeconds ?? UPLOAD_TTL_SECONDS;
@@ -50,6 +58,7 @@ export async function createUpload(
       size_bytes: file.data.length,
       sha256,
       data: file.data,
+      purpose: file.purpose ?? 'general',
       expires_at: db.raw(`now() + make_interval(secs => ?)`, [ttl]),
     })
     .returning(['id', 'filename', 'content_type', 'size_bytes', 'sha256', 'created_at', 'expires_at']);

@@ -270,7 +270,12 @@ export interface SmsSendRequest {
   body: string;
   /** `agent` (default): held to the recipient-local 8am–9pm window. `reply`: answers an inbound text. */
   trigger?: 'agent' | 'reply';
-  /** Text attachment ids (scope rule 3). @maxItems 10 */
+  /**
+   * Attachments (spec "Scope rules" 3): ids of the organization's text attachments (`med_…`, including
+   * ones a customer sent) or of uploads made for SMS (`file_…` from `POST /uploads` with
+   * `purpose=sms`). Uploads made in a web chat are not reachable. At most 5 MB in total.
+   * @maxItems 10
+   */
   mediaIds?: string[];
 }
 
@@ -286,6 +291,28 @@ export interface SmsMessage {
   /** When a held message will be sent (recipient-local 8am). @format date-time */
   heldUntil: string | null;
   error: string | null;
+  /** Attachment ids (`med_…`) carried by the message; an upload given as `file_…` appears as its attachment id. */
+  mediaIds: string[];
   /** @format date-time */
   createdAt: string;
+}
+
+/**
+ * Answer of `GET /sms/media/{id}` (operation getSMSMedia, sms:read; spec "Scope rules" 2): a
+ * short-lived signed link to the attachment's bytes. The link needs no API key: its signature is the
+ * credential, valid until `expiresAt` (5 minutes).
+ */
+export interface SmsMediaLink {
+  /** `med_…` */
+  id: string;
+  /** `GET /sms/media/{id}/content?expires=…&signature=…`, absolute. @format uri */
+  url: string;
+  /** @format date-time */
+  expiresAt: string;
+  /** Media type of the attachment, e.g. `image/jpeg`. */
+  contentType: string;
+  /** Size in bytes. */
+  size: number;
+  /** `inbound`: sent by a customer; `outbound`: sent by the organization. */
+  direction: 'inbound' | 'outbound';
 }
