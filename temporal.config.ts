@@ -16,6 +16,8 @@ export const workflowIds = {
   knowledgeSource: (sourceId: string) => `knowledge-source/${sourceId}`,
   /** One publish of an agent; the Idempotency-Key makes retries find the same workflow. */
   agentPublish: (agentId: string, idempotencyKey: string) => `agent-publish/${agentId}/${idempotencyKey}`,
+  /** Import and scrub of one contact list's CSV. */
+  contactImport: (listId: string) => `contact-import/${listId}`,
   /** Dialer of one outbound campaign. */
   campaign: (campaignId: string) => `campaign/${campaignId}`,
   /** One outgoing text message. */

@@ -10,6 +10,7 @@ import { createKnowledgeActivities } from './knowledge';
 import { createAgentActivities } from './agents';
 import { createWebhookActivities } from './webhooks';
 import { createSmsActivities } from './sms';
+import { createOutboundActivities } from './outbound';
 
 /** What activities may use. */
 export interface ActivityDeps {
@@ -20,5 +21,5 @@ export interface ActivityDeps {
 
 /** Every activity function by name (the worker registers this object). */
 export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
-  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps) };
+  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps) };
 }

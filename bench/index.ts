@@ -5,6 +5,7 @@
 import { runAgentsBench } from './agents';
 import { runHttpBench } from './http';
 import { runKnowledgeBench } from './knowledge';
+import { runOutboundBench } from './outbound';
 import { runSmsBench } from './sms';
 import { runWebhooksBench } from './webhooks';
 
@@ -14,6 +15,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   agents: runAgentsBench,
   knowledge: runKnowledgeBench,
   sms: runSmsBench,
+  outbound: runOutboundBench,
 };
 
 async function main(): Promise<void> {

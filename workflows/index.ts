@@ -8,3 +8,4 @@ export { knowledgeIngestionWorkflow } from './knowledgeIngestion';
 export { agentPublishWorkflow } from './agentPublish';
 export { smsRegistration } from './smsRegistration';
 export { smsMessage } from './smsMessage';
+export { campaignDialer, contactImport } from './outboundCampaign';

@@ -54,14 +54,14 @@ export function authenticate(route: RouteDef, keys: KeyCache) {
 }
 
 /**
- * Requires `scope` inside a handler, for operations whose needed scope depends on the request
+ * Requires one of `anyOf` inside a handler, for operations whose needed scope depends on the request
  * (route `scopesAnyOf`). @throws ApiError 403 insufficient_scope
  */
-export function requireScope(ctx: AppContext, scope: string): void {
-  if (ctx.state.auth?.scopes.has(scope)) return;
-  throw new ApiError(403, 'insufficient_scope', `This request needs the scope ${scope}`, {
-    headers: { 'WWW-Authenticate': `Bearer realm="api", error="insufficient_scope", scope="${scope}"` },
-    extra: { requiredScopes: [scope], missingScopes: [scope] },
+export function requireScope(ctx: AppContext, ...anyOf: string[]): void {
+  if (anyOf.some((s) => ctx.state.auth?.scopes.has(s))) return;
+  throw new ApiError(403, 'insufficient_scope', `This request needs ${anyOf.length > 1 ? 'one of the scopes' : 'the scope'} ${anyOf.join(', ')}`, {
+    headers: { 'WWW-Authenticate': `Bearer realm="api", error="insufficient_scope", scope="${anyOf.join(' ')}"` },
+    extra: { requiredScopes: anyOf, missingScopes: anyOf },
   });
 }
 

@@ -16,6 +16,7 @@ import * as webhooks from './webhooks';
 import * as audit from './audit';
 import * as knowledge from './knowledge';
 import * as uploads from './uploads';
+import * as outbound from './outbound';
 
 /** What an area module exports. */
 export interface AreaModule {
@@ -24,7 +25,7 @@ export interface AreaModule {
   routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema'>>>;
 }
 
-const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit];
+const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound];
 
 /** operationId → handler. */
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));

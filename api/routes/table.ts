@@ -65,7 +65,7 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/agents/{agentId}/knowledge/sources', 'listKnowledgeSources', 'Knowledge', ['knowledge:read'], 'List knowledge sources'),
   r('POST', '/agents/{agentId}/knowledge/sources', 'createKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Add a knowledge source (ingested asynchronously)', { successStatus: 202 }),
   r('POST', '/agents/{agentId}/knowledge/preview', 'previewKnowledge', 'Knowledge', ['knowledge:read'], 'Preview knowledge retrieval for a query'),
-  r('POST', '/uploads', 'createUpload', 'Uploads', [], 'Upload a file (25 MB limit): knowledge:write, or sms:send for purpose=sms', { successStatus: 201, scopesAnyOf: ['knowledge:write', 'sms:send'] }),
+  r('POST', '/uploads', 'createUpload', 'Uploads', [], 'Upload a file (25 MB limit): knowledge:write or outbound:write, or sms:send for purpose=sms', { successStatus: 201, scopesAnyOf: ['knowledge:write', 'outbound:write', 'sms:send'] }),
   // Skills
   r('GET', '/skill-types', 'listSkillTypes', 'Skills', ['skills:read'], 'Skill type catalogue'),
   r('GET', '/agents/{agentId}/skills', 'listSkills', 'Skills', ['skills:read'], 'List skills'),
@@ -127,6 +127,21 @@ export const ROUTES: RouteDef[] = [
   r('POST', '/webhooks/{id}/deliveries/{deliveryId}/retry', 'retryWebhookDelivery', 'Webhooks', ['webhooks:write'], 'Retry a failed delivery', { successStatus: 202 }),
   // Audit
   r('GET', '/audit-logs', 'listAuditLogs', 'AuditLogs', ['audit:read'], 'Audit log entries'),
+  // Outbound
+  r('POST', '/contact-lists', 'createContactList', 'Outbound', ['outbound:write'], 'Create a contact list', { successStatus: 201 }),
+  r('GET', '/contact-lists', 'listContactLists', 'Outbound', ['outbound:read'], 'List contact lists'),
+  r('GET', '/contact-lists/{id}', 'getContactList', 'Outbound', ['outbound:read'], 'Get a contact list with its import progress'),
+  r('POST', '/contact-lists/{id}/imports', 'importContacts', 'Outbound', ['outbound:write'], 'Import and scrub a CSV (asynchronous)', { successStatus: 202 }),
+  r('GET', '/contact-lists/{id}/contacts', 'listContactListContacts', 'Outbound', ['outbound:read'], 'Rows of a list with their scrub outcome'),
+  r('POST', '/do-not-call', 'addDoNotCall', 'Outbound', ['outbound:write'], "Add numbers to the organization's do-not-call list"),
+  r('POST', '/campaigns', 'createCampaign', 'Outbound', ['outbound:write'], 'Create a campaign (draft)', { successStatus: 201 }),
+  r('GET', '/campaigns', 'listCampaigns', 'Outbound', ['outbound:read'], 'List campaigns with live counters'),
+  r('GET', '/campaigns/{id}', 'getCampaign', 'Outbound', ['outbound:read'], 'Get a campaign with live counters'),
+  r('GET', '/campaigns/{id}/attempts', 'listCampaignAttempts', 'Outbound', ['outbound:read'], "A campaign's call attempts"),
+  r('POST', '/campaigns/{id}/launch', 'launchCampaign', 'Outbound', ['outbound:write'], 'Launch: one call attempt per valid contact, dialed in the calling window'),
+  r('POST', '/campaigns/{id}/pause', 'pauseCampaign', 'Outbound', ['outbound:write'], 'Pause dialing'),
+  r('POST', '/campaigns/{id}/resume', 'resumeCampaign', 'Outbound', ['outbound:write'], 'Resume dialing'),
+  r('POST', '/campaigns/{id}/cancel', 'cancelCampaign', 'Outbound', ['outbound:write'], 'Cancel: undialed attempts are cancelled'),
   // SMS
   r('GET', '/sms', 'getSMSRegistration', 'SMS', ['sms:read'], 'Get the 10DLC registration'),
   r('PUT', '/sms', 'saveSMSRegistration', 'SMS', ['sms:write'], 'Save the 10DLC registration draft'),

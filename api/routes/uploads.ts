@@ -109,8 +109,9 @@ export const createUpload: Handler = async (ctx, { db, logger }) => {
   if (purposeField !== undefined && !UPLOAD_PURPOSES.includes(purposeField)) {
     throw validationError([{ field: 'purpose', message: `must be one of: ${UPLOAD_PURPOSES.join(', ')}` }]);
   }
-  // Knowledge and contact-list files need knowledge:write; text attachments need sms:send (scope rule 3).
-  requireScope(ctx, purposeField === 'sms' ? 'sms:send' : 'knowledge:write');
+  // Knowledge and contact-list files need knowledge:write or outbound:write; text attachments sms:send (rule 3).
+  if (purposeField === 'sms') requireScope(ctx, 'sms:send');
+  else requireScope(ctx, 'knowledge:write', 'outbound:write');
   const filename = cleanFilename(file.originalFilename);
   const upload = await storeUpload(db, orgId, {
     filename,

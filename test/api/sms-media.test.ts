@@ -357,9 +357,9 @@ describe('SMS attachments (mediaIds, inbound media, GET /sms/media/{id} signed l
     const general = await upload(sendOnly);
     expect(general.status).to.equal(403);
     expect(general.body.code).to.equal('insufficient_scope');
-    expect(general.body.missingScopes).to.deep.equal(['knowledge:write']);
+    expect(general.body.missingScopes).to.deep.equal(['knowledge:write', 'outbound:write']);
     const neither = await upload(await key(org.orgId, ['sms:read']), 'sms');
     expect(neither.status).to.equal(403);
-    expect(neither.body.requiredScopes).to.deep.equal(['knowledge:write', 'sms:send']);
+    expect(neither.body.requiredScopes).to.deep.equal(['knowledge:write', 'outbound:write', 'sms:send']);
   });
 });

@@ -1,0 +1,235 @@
+/**
+ * Outbound voice activities (issue 7): the contact import of `contact-import/{listId}` and the claim,
+ * dial and finish steps of the dialer `campaign/{campaignId}`. Every one is idempotent:
+ * - the import stores rows per (list, row number) and recomputes its counters at the end;
+ * - a claim with the same token answers the same attempts;
+ * - a dial uses the key `{attemptId}:{dial number}` at the telephony provider (the sandbox never dials a
+ *   key twice) and records its outcome once per dial number, with `call.completed` in that transaction;
+ * - finishing moves the campaign only along the state machine, with `campaign.updated` in that transaction.
+ * Times come from the workflow (`now` arguments), so time-skipping tests and real runs agree.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import type { ActivityDeps } from './index';
+import { createTelephony, type TelephonyAdapter, type TelephonyOptions } from './providers/telephony';
+import { CsvFormatError, readContactRows, type CsvContactRow } from '../api/outbound/csv';
+import { normalizeUsPhone, purposeNeedsConsent, scrubRow } from '../api/outbound/scrub';
+import { nextDialTime, zonesFor } from '../api/outbound/callingWindow';
+import { nextStatus } from '../api/outbound/stateMachine';
+import { failImport, finishImport, importSource, scrubFacts, storeContactRows, type ContactRowInsert } from '../db/repositories/contactLists';
+import {
+  campaignCounters,
+  campaignDialSettings,
+  cancelClaimedAttempt,
+  cancelPendingAttempts,
+  claimAttempts,
+  dialContext,
+  lockCampaign,
+  recordDialOutcome,
+  setCampaignStatus,
+  type ClaimResult,
+} from '../db/repositories/campaigns';
+import { getUploadContent } from '../db/repositories/uploads';
+import { emitEvent } from '../events/emit';
+
+/** Rows scrubbed and stored per round trip of the import. */
+export const IMPORT_CHUNK_ROWS = 2000;
+
+/** Extra dependencies (tests and the benchmark pass a sandbox latency or their own adapter). */
+export interface OutboundActivityOptions {
+  telephony?: TelephonyAdapter;
+  telephonyOptions?: TelephonyOptions;
+}
+
+/** Input of a claim. */
+export interface ClaimInput {
+  orgId: string;
+  campaignId: string;
+  /** Unique per batch and stable across retries (`{runId}:{batch}`). */
+  token: string;
+  /** Workflow time, ISO 8601. */
+  now: string;
+  limit: number;
+}
+
+/** Input of a dial. */
+export interface DialInput {
+  orgId: string;
+  attemptId: string;
+  /** Workflow time at the dial, ISO 8601 (the attempt's `lastDialedAt`, the event's `startedAt`). */
+  now: string;
+}
+
+/** Heartbeats every 5 s while a dial waits for the call to end (outside an activity: a no-op). */
+function heartbeater(): { stop(): void } {
+  let ctx: Context | undefined;
+  try {
+    ctx = Context.current();
+  } catch {
+    return { stop() {} };
+  }
+  const timer = setInterval(() => ctx!.heartbeat(), 5000);
+  return { stop: () => clearInterval(timer) };
+}
+
+/** Builds the outbound activities. */
+export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActivityOptions = {}) {
+  const { db } = deps;
+  let telephony = opts.telephony;
+  const telephonyOf = () => (telephony ??= createTelephony(deps, opts.telephonyOptions));
+
+  /** Moves a campaign along the state machine with its event; a no-op when the move is not allowed. */
+  const moveCampaign = async (orgId: string, campaignId: string, action: 'complete' | 'cancel'): Promise<string> =>
+    db.transaction(async (trx) => {
+      const row = await lockCampaign(trx, orgId, campaignId);
+      if (!row) return 'missing';
+      if (action === 'cancel') await cancelPendingAttempts(trx, orgId, campaignId);
+      const to = nextStatus(row.status, action);
+      if (!to) return row.status as string;
+      await setCampaignStatus(trx, orgId, campaignId, to);
+      const counts = (await campaignCounters(trx, orgId, [campaignId])).get(campaignId)!;
+      await emitEvent(trx, orgId, 'campaign.updated', { campaignId, status: to, previousStatus: row.status, counts: { ...counts } });
+      return to;
+    });
+
+  return {
+    /**
+     * Imports the list's CSV: streaming parse, scrub per chunk (E.164, US only, duplicates,
+     * suppressions, do-not-call, consent for marketing lists), rows and progress stored per chunk, then
+     * the counters by outcome. A no-op for a list that is already ready.
+     * @throws non-retryable ApplicationFailure `file_expired` / `malformed_csv` (the workflow then fails the import)
+     */
+    async outboundImportContacts(orgId: string, listId: string): Promise<{ rowsRead: number; accepted: number; rejected: number }> {
+      const src = await importSource(db, orgId, listId);
+      if (!src || src.status === 'ready') return { rowsRead: 0, accepted: 0, rejected: 0 };
+      const file = src.fileId ? await getUploadContent(db, orgId, src.fileId) : undefined;
+      if (!file) throw ApplicationFailure.nonRetryable('the uploaded file is gone (file_expired)', 'file_expired');
+      const withConsent = purposeNeedsConsent(src.purpose);
+      const seen = new Set<string>();
+      const progress = { rowsRead: 0, accepted: 0, rejected: 0 };
+      let chunk: CsvContactRow[] = [];
+      const flush = async () => {
+        const normalized = chunk.map((r) => normalizeUsPhone(r.phone));
+        const e164s = normalized.flatMap((n) => ('e164' in n ? [n.e164] : []));
+        const facts = await scrubFacts(db, orgId, e164s, withConsent);
+        const rows: ContactRowInsert[] = chunk.map((r, i) => {
+          const { outcome, e164 } = scrubRow(r, src.purpose, seen, facts, normalized[i]);
+          const accepted = outcome === 'accepted';
+          if (accepted) progress.accepted++;
+          else progress.rejected++;
+          return {
+            row: r.row,
+            rawPhone: r.phone,
+            e164,
+            firstName: r.firstName,
+            lastName: r.lastName,
+            timeZone: r.timeZone,
+            zones: accepted && e164 ? zonesFor(e164, r.timeZone) : [],
+            variables: r.variables,
+            status: accepted ? 'accepted' : 'rejected',
+            reason: outcome,
+          };
+        });
+        progress.rowsRead += chunk.length;
+        chunk = [];
+        // One store in flight while the next chunk is parsed and scrubbed.
+        await storing;
+        storing = storeContactRows(db, orgId, listId, rows, { ...progress });
+      };
+      let storing: Promise<void> = Promise.resolve();
+      try {
+        for await (const row of readContactRows(file.data, src.mapping ?? undefined)) {
+          chunk.push(row);
+          if (chunk.length >= IMPORT_CHUNK_ROWS) await flush();
+        }
+        await flush();
+        await storing;
+      } catch (err) {
+        await storing.catch(() => undefined);
+        if (err instanceof CsvFormatError) throw ApplicationFailure.nonRetryable(err.message, 'malformed_csv');
+        throw err;
+      }
+      const done = await finishImport(db, orgId, listId);
+      return { rowsRead: done?.import.rowsRead ?? 0, accepted: done?.import.accepted ?? 0, rejected: done?.import.rejected ?? 0 };
+    },
+
+    /** Marks the import failed with `reason`. */
+    async outboundFailImport(orgId: string, listId: string, reason: string): Promise<void> {
+      await failImport(db, orgId, listId, reason);
+    },
+
+    /**
+     * Claims up to `limit` attempts whose calling window is open at `now` (recipient-local, per the
+     * campaign's window and days); attempts outside it are moved to their window's opening. Claims
+     * nothing unless the campaign is running (`campaignStatus` tells the dialer what it is instead).
+     */
+    async outboundClaimAttempts(input: ClaimInput): Promise<ClaimResult> {
+      const camp = await campaignDialSettings(db, input.orgId, input.campaignId);
+      if (!camp) throw ApplicationFailure.nonRetryable(`campaign ${input.campaignId} not found`, 'not_found');
+      const spec = { startMinutes: camp.startMinutes, endMinutes: camp.endMinutes, days: camp.days };
+      const now = new Date(input.now);
+      return claimAttempts(db, input.orgId, input.campaignId, input.token, now, input.limit, (zones) => nextDialTime(zones, now, spec));
+    },
+
+    /**
+     * Places one dial of a claimed attempt and records its outcome (busy/no-answer go back to pending
+     * for a retry while dials remain) with `call.completed`, in one transaction. Safe to retry: the same
+     * dial number reuses the same provider key and records once.
+     * @returns the attempt's status after the dial (`skipped` when it was no longer claimed)
+     */
+    async outboundDial(input: DialInput): Promise<{ status: string; outcome: string | null }> {
+      const { orgId, attemptId } = input;
+      const a = await dialContext(db, orgId, attemptId);
+      if (!a || a.status !== 'dialing') return { status: 'skipped', outcome: null };
+      if (a.campaignStatus === 'cancelled') {
+        await cancelClaimedAttempt(db, orgId, attemptId);
+        return { status: 'cancelled', outcome: null };
+      }
+      const dialNumber = a.dials + 1;
+      const beat = heartbeater();
+      let res: Awaited<ReturnType<TelephonyAdapter['dial']>>;
+      try {
+        res = await telephonyOf().dial(orgId, { from: a.callerId, to: a.e164, idempotencyKey: `${attemptId}:${dialNumber}`, agentId: a.agentId });
+      } finally {
+        beat.stop();
+      }
+      const at = new Date(input.now);
+      return db.transaction(async (trx) => {
+        const r = await recordDialOutcome(trx, orgId, attemptId, dialNumber, { outcome: res.outcome, durationSeconds: res.durationSeconds, at, maxAttempts: a.maxAttempts, retryDelayMinutes: a.retryDelayMinutes });
+        if (r.recorded) {
+          await emitEvent(trx, orgId, 'call.completed', {
+            callId: res.providerCallId,
+            agentId: a.agentId,
+            direction: 'outbound',
+            from: a.callerId,
+            to: a.e164,
+            startedAt: at.toISOString(),
+            endedAt: new Date(at.getTime() + res.durationSeconds * 1000).toISOString(),
+            durationSeconds: res.durationSeconds,
+            outcome: res.outcome,
+            campaignId: a.campaignId,
+          });
+        }
+        return { status: r.status, outcome: res.outcome };
+      });
+    },
+
+    /** Completes a running campaign whose attempts are all final. @returns the status after the call */
+    async outboundCompleteCampaign(orgId: string, campaignId: string): Promise<string> {
+      return moveCampaign(orgId, campaignId, 'complete');
+    },
+
+    /** Makes sure a cancelled campaign has no pending attempt left (the API cancels them too). @returns the status */
+    async outboundCancelCampaign(orgId: string, campaignId: string): Promise<string> {
+      return moveCampaign(orgId, campaignId, 'cancel');
+    },
+
+    /** The campaign's stored status (the dialer re-reads it while paused, in case a signal was lost). */
+    async outboundCampaignStatus(orgId: string, campaignId: string): Promise<string> {
+      return (await campaignDialSettings(db, orgId, campaignId))?.status ?? 'missing';
+    },
+  };
+}
+
+/** The outbound activities' type, for proxyActivities. */
+export type OutboundActivities = ReturnType<typeof createOutboundActivities>;

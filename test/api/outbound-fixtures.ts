@@ -1,0 +1,158 @@
+/**
+ * Fixtures of the outbound tests: a real API wired to Temporal (the run's shared dev server unless
+ * another address is given), a worker with the outbound activities on a unique task queue, and helpers
+ * to make an organization with a published agent, an owned caller-id number and an imported list.
+ */
+import { Client } from '@temporalio/client';
+import { loadConfig, type AppConfig } from '../../config';
+import { createDb, migrate, type Db } from '../../db';
+import { createOrganization } from '../../db/repositories/organizations';
+import { createSecretKey } from '../../db/repositories/apiKeys';
+import { createAgent } from '../../db/repositories/agents';
+import { newId } from '../../db/ids';
+import { startApi, type RunningApi } from '../../api/server';
+import { NON_RESERVED_SCOPES } from '../../api/scopes';
+import { createLogger } from '../../runtime';
+import { createOutboundActivities } from '../../activities/outbound';
+import { createTestDatabase } from '../helpers/postgres';
+import { startTestWorker, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+
+/** A response with its parsed JSON body. */
+export interface Res {
+  status: number;
+  body: any;
+}
+
+/** One outbound test environment. */
+export interface OutboundEnv {
+  db: Db;
+  api: RunningApi;
+  config: AppConfig;
+  client: Client;
+  taskQueue: string;
+  call(key: string, method: string, path: string, json?: unknown): Promise<Res>;
+  /** A new organization with a secret key (every non-reserved scope unless given). */
+  org(name?: string, scopes?: string[]): Promise<{ orgId: string; key: string }>;
+  /** An agent with a published version (inserted directly: publishing is issue 2's business). */
+  publishedAgent(orgId: string, name?: string): Promise<string>;
+  /** An agent that was never published. */
+  draftAgent(orgId: string, name?: string): Promise<string>;
+  /** Buys a sandbox number in area code 415 through the API. @returns its id */
+  ownNumber(key: string): Promise<string>;
+  /** Uploads `csv` and imports it into a new list, waiting for the import to end. @returns the list */
+  importList(key: string, csv: string, opts?: { purpose?: string; columnMapping?: Record<string, string> }): Promise<any>;
+  /** Uploads a CSV through POST /uploads. @returns the file id */
+  upload(key: string, csv: string): Promise<string>;
+  /** Starts (or restarts) the worker with a sandbox dial latency. */
+  startWorker(dialLatencyMs?: number): Promise<void>;
+  stopWorker(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Polls `fn` until it returns a truthy value. @throws after `timeoutMs` with the last value */
+export async function until<T>(fn: () => Promise<T>, timeoutMs = 20_000, label = 'condition'): Promise<NonNullable<T>> {
+  const end = Date.now() + timeoutMs;
+  let last: T | undefined;
+  for (;;) {
+    last = await fn();
+    if (last) return last as NonNullable<T>;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${label}; last value ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Starts an environment on a fresh database.
+ * @param opts.client a Temporal client of another server (default: the run's shared dev server)
+ */
+export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: number } = {}): Promise<OutboundEnv> {
+  const databaseUrl = await createTestDatabase(label);
+  const db = createDb(databaseUrl);
+  await migrate(db);
+  const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 1_000_000 });
+  const logger = createLogger('silent');
+  const { client } = await testTemporal();
+  const taskQueue = uniqueTaskQueue(label);
+  const api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue } });
+  let worker: { stop(): Promise<void> } | undefined;
+  let n = 0;
+
+  const call = async (key: string, method: string, path: string, json?: unknown): Promise<Res> => {
+    const res = await fetch(`${api.baseUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: json !== undefined ? JSON.stringify(json) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+  const env: OutboundEnv = {
+    db,
+    api,
+    config,
+    client,
+    taskQueue,
+    call,
+    async org(name = 'Outbound Org', scopes = NON_RESERVED_SCOPES) {
+      const org = await createOrganization(db, name);
+      const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes });
+      return { orgId: org.id, key };
+    },
+    async draftAgent(orgId, name = `Agent ${++n}`) {
+      return (await createAgent(db, orgId, { name })).id;
+    },
+    async publishedAgent(orgId, name = `Agent ${++n}`) {
+      const agentId = await env.draftAgent(orgId, name);
+      const versionId = newId('ver');
+      await db('agent_versions').insert({ id: versionId, org_id: orgId, agent_id: agentId, number: 1, snapshot: '{}', checksum: 'x', draft_version: 1, published_by: 'test', idempotency_key: 'k', request_hash: 'h' });
+      await db('agents').where({ id: agentId }).update({ published_version_id: versionId });
+      return agentId;
+    },
+    async ownNumber(key) {
+      const offered = (await call(key, 'GET', '/numbers/search?areaCode=415&limit=200')).body.data.items as { e164: string }[];
+      for (const o of offered) {
+        const r = await call(key, 'POST', '/numbers/purchase', { e164: o.e164 });
+        if (r.status === 200) return r.body.data.id as string;
+      }
+      throw new Error('no sandbox number could be bought');
+    },
+    async upload(key, csv) {
+      const fd = new FormData();
+      fd.append('file', new Blob([csv], { type: 'text/csv' }), 'contacts.csv');
+      const res = await fetch(`${api.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
+      const body = (await res.json()) as any;
+      if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(body)}`);
+      return body.data.fileId as string;
+    },
+    async importList(key, csv, o = {}) {
+      const list = (await call(key, 'POST', '/contact-lists', { name: `List ${++n}`, ...(o.purpose ? { purpose: o.purpose } : {}) })).body.data;
+      const fileId = await env.upload(key, csv);
+      const r = await call(key, 'POST', `/contact-lists/${list.id}/imports`, { fileId, ...(o.columnMapping ? { columnMapping: o.columnMapping } : {}) });
+      if (r.status !== 202) throw new Error(`import refused: ${r.status} ${JSON.stringify(r.body)}`);
+      return until(async () => {
+        const l = (await call(key, 'GET', `/contact-lists/${list.id}`)).body.data;
+        return l.import.status === 'ready' || l.import.status === 'failed' ? l : undefined;
+      }, 20_000, 'the import');
+    },
+    async startWorker(dialLatencyMs = opts.dialLatencyMs ?? 0) {
+      await worker?.stop();
+      worker = await startTestWorker(taskQueue, createOutboundActivities({ db, config, logger }, { telephonyOptions: { dialLatencyMs } }));
+    },
+    async stopWorker() {
+      await worker?.stop();
+      worker = undefined;
+    },
+    async close() {
+      await worker?.stop();
+      await api.close();
+      await db.destroy();
+    },
+  };
+  await env.startWorker();
+  return env;
+}
+
+/** Valid US numbers in a zone's area code ending in `last4` (sandbox magic: 0001 answered … 0005 failed). */
+export function phone(areaCode: string, i: number, last4?: string): string {
+  return `+1${areaCode}${String(300 + (i % 600)).padStart(3, '0')}${last4 ?? String(1000 + (i % 9000)).padStart(4, '0')}`;
+}
