@@ -49,12 +49,10 @@ export class PgStore implements PersistenceSink {
     databaseUrl: string,
     private readonly schema = 'temporal_dev',
   ) {
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 3 });
     // Commits do not wait for the WAL flush: a dev-server restart loses nothing (Postgres keeps
-    // running); only a Postgres crash could lose the last few hundred milliseconds.
-    this.pool.on('connect', (c) => {
-      c.query('SET synchronous_commit TO off').catch(() => undefined);
-    });
+    // running); only a Postgres crash could lose the last few hundred milliseconds. Set as a startup
+    // parameter, so no query races the pool's first one.
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 3, options: '-c synchronous_commit=off' });
   }
 
   /** Creates the schema and tables if missing. */
