@@ -4,9 +4,9 @@
  * response). The workflow (workflows/webhookDelivery.ts) owns the retry schedule; these functions
  * are idempotent per (delivery, run, attempt) and usable without Temporal (tests, benchmarks).
  */
-import { Agent, buildConnector, request, type Dispatcher } from 'undici';
-import type { Socket } from 'node:net';
-import { assertHostLiteralAllowed, checkAddress, guardedLookup, SsrfRefusedError, type AllowList } from './providers/http/guard';
+import { Agent, request, type Dispatcher } from 'undici';
+import { assertHostLiteralAllowed, SsrfRefusedError, type AllowList } from './providers/http/guard';
+import { guardedConnector } from './providers/http';
 import type { ActivityDeps } from './index';
 import { abandonDelivery, loadDeliveryContext, recordAttempt } from '../db/repositories/webhooks';
 import { openSecret, signatureHeaders } from '../events/signing';
@@ -37,22 +37,6 @@ export interface WebhookSender {
    */
   post(url: string, headers: Record<string, string>, body: string): Promise<WebhookPostResult>;
   close(): Promise<void>;
-}
-
-function guardedConnector(allow: AllowList, timeoutMs: number): buildConnector.connector {
-  const base = buildConnector({ lookup: guardedLookup(allow) as never, timeout: timeoutMs });
-  return (options, callback) => {
-    base(options, (err, socket) => {
-      if (err || !socket) return callback(err ?? new Error('connect failed'), null);
-      const remote = (socket as Socket).remoteAddress;
-      const verdict = remote ? checkAddress(remote, allow) : { allowed: false as const, reason: 'the peer address is unknown' };
-      if (!verdict.allowed) {
-        socket.destroy();
-        return callback(new SsrfRefusedError(options.hostname, verdict.reason), null);
-      }
-      callback(null, socket);
-    });
-  };
 }
 
 function findSsrf(err: unknown): SsrfRefusedError | undefined {

@@ -84,8 +84,11 @@ export interface HttpClient {
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
-/** Connector that resolves through the guard and re-checks the socket's actual peer address. */
-function guardedConnector(allow: AllowList, timeoutMs: number): buildConnector.connector {
+/**
+ * undici connector that resolves through the SSRF guard and re-checks the socket's actual peer address
+ * (also used by the webhook sender). @param timeoutMs connect timeout
+ */
+export function guardedConnector(allow: AllowList, timeoutMs: number): buildConnector.connector {
   const base = buildConnector({ lookup: guardedLookup(allow) as never, timeout: timeoutMs });
   return (options, callback) => {
     base(options, (err, socket) => {
