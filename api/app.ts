@@ -75,13 +75,18 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
         const out = await handler(ctx, handlerDeps);
         for (const [k, v] of Object.entries(out.headers ?? {})) ctx.set(k, v);
         ctx.status = out.status ?? route.successStatus ?? 200;
-        ctx.body = { success: true, ...(out.message ? { message: out.message } : {}), data: out.data ?? null };
+        if (out.rawJson !== undefined) {
+          ctx.type = 'application/json; charset=utf-8';
+          ctx.body = out.rawJson;
+        } else {
+          ctx.body = { success: true, ...(out.message ? { message: out.message } : {}), data: out.data ?? null };
+        }
       },
     ] as never);
   }
 
   app.use(requestId(logger));
-  app.use(accessLog());
+  app.use(accessLog(logger));
   app.use(auditLog(db)); // outside problem(), so it records the final status of every write
   app.use(problem());
   app.use(async (ctx: AppContext, next) => {

@@ -48,4 +48,11 @@ export type AppContext = ParameterizedContext<AppState>;
 export type Handler = (
   ctx: AppContext,
   deps: AppDeps,
-) => Promise<{ data: unknown; message?: string; status?: number; headers?: Record<string, string> }>;
+) => Promise<{
+  data?: unknown;
+  message?: string;
+  status?: number;
+  headers?: Record<string, string>;
+  /** A complete success envelope already serialized (hot read paths cache it); used instead of `data`. */
+  rawJson?: string;
+}>;

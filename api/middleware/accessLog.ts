@@ -2,23 +2,25 @@
  * One structured (pino) line per request: method, path, status, duration (ms), organization and key id.
  * Never the Authorization header, query secrets or bodies.
  */
+import type { Logger } from 'pino';
 import type { AppContext } from '../context';
 
 /** Logs after the response is decided (errors included, since the problem middleware sits inside). */
-export function accessLog() {
+export function accessLog(logger: Logger) {
   return async (ctx: AppContext, next: () => Promise<unknown>) => {
     const start = process.hrtime.bigint();
     try {
       await next();
     } finally {
-      const ms = Number(process.hrtime.bigint() - start) / 1e6;
       const level = ctx.status >= 500 ? 'error' : 'info';
-      ctx.state.log?.[level](
+      // The root logger with the request id as a field: no child logger per request.
+      if (logger.isLevelEnabled(level)) logger[level](
         {
+          requestId: ctx.state.requestId,
           method: ctx.method,
           path: ctx.path,
           status: ctx.status,
-          durationMs: Math.round(ms * 100) / 100,
+          durationMs: Math.round((Number(process.hrtime.bigint() - start) / 1e6) * 100) / 100,
           orgId: ctx.state.auth?.orgId,
           keyId: ctx.state.auth?.keyId,
           operationId: ctx.state.route?.operationId,

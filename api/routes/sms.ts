@@ -16,11 +16,13 @@ import { registrationChanged } from '../sms/smsEvents';
 /** GET /sms: the registration, or 404 `sms_registration_not_found` before the first save. */
 export const getSMSRegistration: Handler = async (ctx, { db, caches }) => {
   const orgId = ctx.state.auth!.orgId;
-  const reg = (await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId)))?.registration;
-  if (!reg) {
+  const record = await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId));
+  if (!record) {
     throw new ApiError(404, 'sms_registration_not_found', 'No SMS registration has been saved for this organization yet; save a draft with PUT /sms');
   }
-  return { data: reg };
+  // A version never changes, so its envelope is serialized once.
+  record.envelopeJson ??= JSON.stringify({ success: true, data: record.registration });
+  return { rawJson: record.envelopeJson };
 };
 
 /**

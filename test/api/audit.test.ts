@@ -113,6 +113,8 @@ describe('Audit logs (GET /audit-logs and the audit middleware)', function () {
       const r = await call('POST', '/webhooks', { key: org.key, json: { url: `http://hooks.example.test/${i}` } });
       ids.push(r.body.data.id);
     }
+    // Postgres stamps microseconds and the boundary has milliseconds: keep 20 ms clear on both sides.
+    await new Promise((r) => setTimeout(r, 20));
     const mid = new Date().toISOString();
     await new Promise((r) => setTimeout(r, 20));
     await call('PATCH', `/webhooks/${ids[0]}`, { key: org.key, json: { enabled: false } });
