@@ -16,6 +16,7 @@ import { accessLog } from './middleware/accessLog';
 import { auditLog } from './middleware/audit';
 import { authenticate, authorize } from './middleware/auth';
 import { jsonBody } from './middleware/body';
+import { idempotency, usesIdempotencyKeys } from './middleware/idempotency';
 import { problem } from './middleware/problem';
 import { RateLimits } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
@@ -68,6 +69,7 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
       limits.middleware(),
       authorize(route),
       route.auth === 'none' ? rawAndJsonBody : body,
+      ...(usesIdempotencyKeys(route) ? [idempotency(route, db)] : []),
       async (ctx: AppContext) => {
         if (!handler) {
           throw new ApiError(501, 'not_implemented', `${route.operationId} (${route.method} ${route.path}) is declared but not implemented yet`);

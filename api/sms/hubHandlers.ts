@@ -17,7 +17,7 @@ import { SIGNATURE_HEADER } from './callbackSignature';
 import { checkSendAttachments, mediaHandlers, mediaRouteSchemas } from './media';
 import { newId } from '../../db/ids';
 import { getRegistration, getSubmissionRecord, lockRegistration, markSubmitted, storeReview, transitionSubmission } from '../../db/repositories/smsRegistrations';
-import { claimKey, completeKey, getStoredResponse, releaseKey, type StoredResponse } from '../../db/repositories/smsIdempotency';
+import { claimKey, completeKey, getStoredResponse, releaseKey, type StoredResponse } from '../../db/repositories/idempotency';
 import { FEES, recordUsage } from '../../db/repositories/usage';
 import { getContact, listConsentEvents, listContacts, recordConsent, withdrawConsent } from '../../db/repositories/smsContacts';
 import { getOwnedNumberByE164, listOwnedNumbers, setSmsEnabled } from '../../db/repositories/numbers';

@@ -57,6 +57,6 @@ describe('POST /sms/submit (submitSMSRegistration) gates', () => {
     const row = await t.db('sms_registrations').where({ org_id: orgId }).first();
     expect(row.status).to.equal('draft');
     expect(await t.db('usage_entries').where({ org_id: orgId })).to.have.length(0);
-    expect(await t.db('sms_idempotency_keys').where({ org_id: orgId })).to.have.length(0);
+    expect(await t.db('idempotency_keys').where({ org_id: orgId })).to.have.length(0);
   });
 });
