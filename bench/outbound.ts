@@ -17,12 +17,8 @@
  * once the lead adds the section). Setup (organization, agent, number, CSV generation, upload) is not timed.
  */
 import crypto from 'node:crypto';
-import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
-import { createDb, ensureDatabase, migrate } from '../db';
-import { startEmbeddedPostgres } from '../db/embedded';
+import { Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { createAgent } from '../db/repositories/agents';
@@ -31,7 +27,7 @@ import { startApi } from '../api/server';
 import { NON_RESERVED_SCOPES } from '../api/scopes';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
-import { startDevServer } from '../devserver';
+import { startBenchStack } from './harness';
 import { createOutboundActivities } from '../activities/outbound';
 
 const ROWS = Number(process.env.BENCH_OUTBOUND_ROWS ?? 100_000);
@@ -56,26 +52,12 @@ function generateCsv(rows: number, zone: string): string {
 
 /** Runs the outbound section and prints its figures. */
 export async function runOutboundBench(): Promise<void> {
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-outbound-pg-${process.pid}`), ephemeral: true });
-  try {
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
-  } catch {
-    // installed already
-  }
-  const server = await startDevServer({ log: () => undefined });
-  const connection = await Connection.connect({ address: server.address });
-  const native = await NativeConnection.connect({ address: server.address });
-  const client = new Client({ connection });
-  const url = new URL(pg.url);
-  url.pathname = '/bench_outbound';
-  const databaseUrl = url.toString();
-  await ensureDatabase(databaseUrl);
-  const db = createDb(databaseUrl, { poolMax: 60 });
+  const stack = await startBenchStack('outbound');
+  const { db, databaseUrl, client, native } = stack;
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
   let closeApi: (() => Promise<void>) | undefined;
   try {
-    await migrate(db);
     const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
     const logger = createLogger('silent');
     const taskQueue = `bench-outbound-${crypto.randomBytes(4).toString('hex')}`;
@@ -154,11 +136,7 @@ export async function runOutboundBench(): Promise<void> {
     worker?.shutdown();
     await running?.catch(() => undefined);
     await closeApi?.();
-    await db.destroy();
-    await connection.close();
-    await native.close();
-    await server.stop();
-    await pg.stop();
+    await stack.close();
   }
 }
 

@@ -17,12 +17,9 @@
  * numbers, consent) is not timed.
  */
 import crypto from 'node:crypto';
-import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { createDb, ensureDatabase, migrate, type Db } from '../db';
-import { startEmbeddedPostgres } from '../db/embedded';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import type { Db } from '../db';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { startApi } from '../api/server';
@@ -30,7 +27,7 @@ import { NON_RESERVED_SCOPES } from '../api/scopes';
 import { usAreaCodes } from '../api/sms/nanp';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
-import { startDevServer } from '../devserver';
+import { startBenchStack } from './harness';
 import { createSmsActivities } from '../activities/sms';
 import { stopSandboxDispatchers } from '../activities/providers/carrier/sandbox';
 import { sandboxInventory } from '../activities/providers/telephony/sandbox';
@@ -134,25 +131,11 @@ export async function runSmsBench(): Promise<void> {
   process.env.SANDBOX_CARRIER_DELAY_MS ??= '0';
   process.env.SANDBOX_TELEPHONY_DELAY_MS ??= '0';
   const started = performance.now();
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-sms-pg-${process.pid}`), ephemeral: true });
-  try {
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
-  } catch {
-    // installed already (another section of this process)
-  }
-  const server = await startDevServer({ log: () => undefined });
-  const connection = await Connection.connect({ address: server.address });
-  const native = await NativeConnection.connect({ address: server.address });
-  const client = new Client({ connection });
-  const url = new URL(pg.url);
-  url.pathname = '/bench_sms';
-  const databaseUrl = url.toString();
-  await ensureDatabase(databaseUrl);
-  const db = createDb(databaseUrl, { poolMax: 60 });
+  const stack = await startBenchStack('sms');
+  const { db, databaseUrl, client, native } = stack;
   let stopWorker: (() => Promise<void>) | undefined;
   let closeApi: (() => Promise<void>) | undefined;
   try {
-    await migrate(db);
     const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
     const logger = createLogger('silent');
     const taskQueue = `bench-sms-${crypto.randomBytes(4).toString('hex')}`;
@@ -240,11 +223,7 @@ export async function runSmsBench(): Promise<void> {
     stopSandboxDispatchers();
     await stopWorker?.();
     await closeApi?.();
-    await db.destroy();
-    await connection.close();
-    await native.close();
-    await server.stop();
-    await pg.stop();
+    await stack.close();
   }
 }
 

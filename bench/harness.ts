@@ -1,0 +1,57 @@
+/**
+ * The stack a workflow benchmark needs, in one process: an embedded Postgres in a temp directory with a
+ * fresh database, the embedded Temporal dev server (in memory) and client/worker connections to it.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { createDb, ensureDatabase, migrate, type Db } from '../db';
+import { startEmbeddedPostgres } from '../db/embedded';
+import { startDevServer } from '../devserver';
+
+/** A running benchmark stack. */
+export interface BenchStack {
+  db: Db;
+  databaseUrl: string;
+  client: Client;
+  native: NativeConnection;
+  /** Closes the database pool, the connections, the dev server and Postgres (in that order). */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the stack; the database is migrated.
+ * @param label names the database and temp directory, e.g. `sms`
+ * @param opts.poolMax Knex pool size (default 60)
+ */
+export async function startBenchStack(label: string, opts: { poolMax?: number } = {}): Promise<BenchStack> {
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-${label}-pg-${process.pid}`), ephemeral: true });
+  try {
+    Runtime.install({ logger: new DefaultLogger('ERROR') });
+  } catch {
+    // installed already (another section of this process)
+  }
+  const server = await startDevServer({ log: () => undefined });
+  const connection = await Connection.connect({ address: server.address });
+  const native = await NativeConnection.connect({ address: server.address });
+  const url = new URL(pg.url);
+  url.pathname = `/bench_${label}`;
+  const databaseUrl = url.toString();
+  await ensureDatabase(databaseUrl);
+  const db = createDb(databaseUrl, { poolMax: opts.poolMax ?? 60 });
+  await migrate(db);
+  return {
+    db,
+    databaseUrl,
+    client: new Client({ connection }),
+    native,
+    close: async () => {
+      await db.destroy();
+      await connection.close();
+      await native.close();
+      await server.stop();
+      await pg.stop();
+    },
+  };
+}
