@@ -3,7 +3,7 @@
  * workflow id formats, search attributes and default activity retry policy. Workflow ids are
  * deterministic so that a repeated request finds the workflow it started before.
  */
-import type { RetryPolicy } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type RetryPolicy, type SearchAttributePair } from '@temporalio/common';
 
 /** Task queue every workflow and activity of the service runs on. */
 export const TASK_QUEUE = process.env.TEMPORAL_TASK_QUEUE || 'control-plane';
@@ -31,6 +31,19 @@ export const workflowIds = {
  * On a real cluster, register them once: `temporal operator search-attribute create --name OrganizationId --type Keyword` (and ResourceId).
  */
 export const SEARCH_ATTRIBUTES = { organization: 'OrganizationId', resource: 'ResourceId' } as const;
+
+const ORGANIZATION_KEY = defineSearchAttributeKey(SEARCH_ATTRIBUTES.organization, SearchAttributeType.KEYWORD);
+const RESOURCE_KEY = defineSearchAttributeKey(SEARCH_ATTRIBUTES.resource, SearchAttributeType.KEYWORD);
+
+/**
+ * The typed search attributes every workflow start carries, so the Temporal UI can list one
+ * organization's (or one resource's) workflows: `OrganizationId` and, when given, `ResourceId`.
+ */
+export function workflowSearchAttributes(orgId: string, resourceId?: string): SearchAttributePair[] {
+  const pairs: SearchAttributePair[] = [{ key: ORGANIZATION_KEY, value: orgId }];
+  if (resourceId) pairs.push({ key: RESOURCE_KEY, value: resourceId });
+  return pairs;
+}
 
 /** Default retry policy of activities: exponential backoff from 1 s, capped at 1 min, unlimited attempts unless a workflow says otherwise. */
 export const DEFAULT_ACTIVITY_RETRY: RetryPolicy = {

@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { Db } from '../db';
 import { deleteOutboxRows, lockOutboxBatch, OUTBOX_CHANNEL } from '../db/repositories/events';
-import { TASK_QUEUE, workflowIds } from '../temporal.config';
+import { TASK_QUEUE, workflowIds, workflowSearchAttributes } from '../temporal.config';
 import { loadWebhookSettings } from './settings';
 import type { WebhookDeliveryInput } from '../workflows/webhookDelivery';
 
@@ -38,6 +38,7 @@ export function temporalDeliveryStarter(client: Client, taskQueue: string = TASK
         taskQueue,
         args: [job],
         memo: { orgId: job.orgId, run: job.run },
+        typedSearchAttributes: workflowSearchAttributes(job.orgId, job.deliveryId),
       });
       return 'started';
     } catch (err) {

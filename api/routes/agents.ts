@@ -7,7 +7,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { Handler, AppContext } from '../context';
 import { ApiError, notFound, validationError, type FieldError } from '../errors';
 import { mergeFieldErrors, schemaErrors, validateBody } from '../validation';
-import { workflowIds, SEARCH_ATTRIBUTES } from '../../temporal.config';
+import { workflowIds, workflowSearchAttributes } from '../../temporal.config';
 import { emitEvent } from '../../events/emit';
 import {
   createAgent as insertAgent,
@@ -179,7 +179,7 @@ export const publishAgent: Handler = async (ctx, { db, temporal }) => {
       taskQueue: temporal.taskQueue,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
-      searchAttributes: { [SEARCH_ATTRIBUTES.organization]: [orgId], [SEARCH_ATTRIBUTES.resource]: [agentId] },
+      typedSearchAttributes: workflowSearchAttributes(orgId, agentId),
     });
     outcome = await handle.result();
   } catch (err) {

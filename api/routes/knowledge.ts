@@ -5,10 +5,9 @@
  * the workflow moves it to `processing` and then `ready` or `failed` (with the reason).
  */
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { agentExists, createSource, FileExpiredError, listSources, searchChunks } from '../../db/repositories/knowledge';
 import type { KnowledgePreviewRequest, KnowledgeSourceCreate } from '../../schemas/types/knowledge';
-import { SEARCH_ATTRIBUTES, workflowIds } from '../../temporal.config';
+import { workflowIds, workflowSearchAttributes } from '../../temporal.config';
 import { pageParams, paged } from '../agents/http';
 import type { AppDeps, Handler } from '../context';
 import { ApiError, notFound, validationError, type FieldError } from '../errors';
@@ -17,8 +16,6 @@ import { mergeFieldErrors, schemaErrors, validateBody } from '../validation';
 /** Workflow type name of the ingestion (workflows/knowledgeIngestion.ts). */
 export const KNOWLEDGE_INGESTION_WORKFLOW = 'knowledgeIngestionWorkflow';
 
-const ORGANIZATION_KEY = defineSearchAttributeKey(SEARCH_ATTRIBUTES.organization, SearchAttributeType.KEYWORD);
-const RESOURCE_KEY = defineSearchAttributeKey(SEARCH_ATTRIBUTES.resource, SearchAttributeType.KEYWORD);
 
 /** 404 unless the agent exists in the caller's organization (another organization's agent included). */
 async function requireAgent(deps: AppDeps, orgId: string, agentId: string): Promise<void> {
@@ -102,10 +99,7 @@ export const createKnowledgeSource: Handler = async (ctx, deps) => {
             taskQueue: t.taskQueue,
             workflowId,
             args: [{ orgId, sourceId: src.id }],
-            typedSearchAttributes: [
-              { key: ORGANIZATION_KEY, value: orgId },
-              { key: RESOURCE_KEY, value: src.id },
-            ],
+            typedSearchAttributes: workflowSearchAttributes(orgId, src.id),
           });
         } catch (err) {
           // The id is new, so "already started" means a previous attempt of this very transaction got through.

@@ -10,7 +10,6 @@
  *   (state machine in api/outbound/stateMachine.ts; 409 `invalid_transition`).
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { AppContext, AppDeps, Handler } from '../context';
 import { ApiError, notFound, validationError } from '../errors';
 import { validateBody } from '../validation';
@@ -37,11 +36,9 @@ import {
 import { getNumber } from '../../db/repositories/numbers';
 import { attachUpload, getUploadContent } from '../../db/repositories/uploads';
 import { emitEvent } from '../../events/emit';
-import { SEARCH_ATTRIBUTES, workflowIds } from '../../temporal.config';
+import { workflowIds, workflowSearchAttributes } from '../../temporal.config';
 import type { CampaignCreate, ContactImportRequest, ContactListCreate, DoNotCallAdd } from '../../schemas/types/outbound';
 
-const ORGANIZATION_KEY = defineSearchAttributeKey(SEARCH_ATTRIBUTES.organization, SearchAttributeType.KEYWORD);
-const RESOURCE_KEY = defineSearchAttributeKey(SEARCH_ATTRIBUTES.resource, SearchAttributeType.KEYWORD);
 
 /** Workflow type names (workflows/outboundCampaign.ts). */
 export const CAMPAIGN_WORKFLOW = 'campaignDialer';
@@ -60,10 +57,7 @@ async function startWorkflow(ctx: AppContext, deps: AppDeps, type: string, workf
       taskQueue: t.taskQueue,
       workflowId,
       args,
-      typedSearchAttributes: [
-        { key: ORGANIZATION_KEY, value: orgOf(ctx) },
-        { key: RESOURCE_KEY, value: resourceId },
-      ],
+      typedSearchAttributes: workflowSearchAttributes(orgOf(ctx), resourceId),
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return;

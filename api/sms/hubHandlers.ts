@@ -3,7 +3,6 @@
  * opt-out, the SMS view of numbers, and sending. Registered by api/routes/sms.ts.
  */
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { AppContext, Handler } from '../context';
 import { ApiError, notFound, validationError } from '../errors';
@@ -23,7 +22,7 @@ import { getContact, listConsentEvents, listContacts, recordConsent, withdrawCon
 import { getOwnedNumberByE164, listOwnedNumbers, setSmsEnabled } from '../../db/repositories/numbers';
 import { advanceMessage, insertMessage } from '../../db/repositories/smsMessages';
 import { attachForMessage } from '../../db/repositories/smsMedia';
-import { SEARCH_ATTRIBUTES, workflowIds } from '../../temporal.config';
+import { workflowIds, workflowSearchAttributes } from '../../temporal.config';
 import type { SmsRegistrationInput } from '../../workflows/smsRegistration';
 import type { SmsMessageInput } from '../../workflows/smsMessage';
 import type {
@@ -39,7 +38,6 @@ import type {
 import type { Db } from '../../db';
 
 /** Search attribute carrying the organization on every SMS workflow (Temporal UI filter). */
-export const ORGANIZATION_KEY = defineSearchAttributeKey(SEARCH_ATTRIBUTES.organization, SearchAttributeType.KEYWORD);
 
 const orgOf = (ctx: AppContext) => ctx.state.auth!.orgId;
 
@@ -134,7 +132,7 @@ export const submitSMSRegistration: Handler = async (ctx, deps) => {
       taskQueue: temporal.taskQueue,
       workflowId,
       args: [input],
-      typedSearchAttributes: [{ key: ORGANIZATION_KEY, value: orgId }],
+      typedSearchAttributes: workflowSearchAttributes(orgId),
     });
   try {
     try {
@@ -340,7 +338,7 @@ export const sendSMSMessage: Handler = async (ctx, deps) => {
       taskQueue: temporal.taskQueue,
       workflowId: workflowIds.smsMessage(id),
       args: [input],
-      typedSearchAttributes: [{ key: ORGANIZATION_KEY, value: orgId }],
+      typedSearchAttributes: workflowSearchAttributes(orgId),
     });
   } catch (err) {
     await advanceMessage(db, orgId, id, { status: 'failed', error: 'workflow_not_started' }, messageChanged(orgId));
