@@ -8,7 +8,10 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { validationError, type FieldError } from './errors';
 
-const SCHEMA_DIR = path.join(__dirname, '..', 'schemas');
+// schemas/ beside api/ when run from source (tsx); two levels up when run from the compiled dist/api/.
+const SCHEMA_DIR = [path.join(__dirname, '..', 'schemas'), path.join(__dirname, '..', '..', 'schemas')].find((d) =>
+  fs.existsSync(path.join(d, 'SmsRegistrationDraft.schema.json')),
+) ?? path.join(__dirname, '..', 'schemas');
 const ajv = new Ajv({ allErrors: true, strict: false });
 addFormats(ajv);
 const compiled = new Map<string, ValidateFunction>();
