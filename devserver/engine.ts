@@ -692,9 +692,19 @@ export class Engine {
       exec.sticky = null;
     }
     let newTask = false;
-    for (const cmd of commands) {
-      if (exec.status !== Status.Running) break;
-      newTask = this.applyCommand(exec, cmd, completedId) || newTask;
+    const eager: number[] = [];
+    this.eagerActivities = eager;
+    try {
+      for (const cmd of commands) {
+        if (exec.status !== Status.Running) break;
+        newTask = this.applyCommand(exec, cmd, completedId) || newTask;
+      }
+    } catch (err) {
+      // Nothing will be returned: activities held for eager dispatch go to their queue.
+      for (const id of eager) this.actList(exec.namespace, exec.taskQueue).add({ exec, scheduledEventId: id, attempt: 1 });
+      throw err;
+    } finally {
+      this.eagerActivities = null;
     }
     exec.buffer = held;
     if (exec.status === Status.Running) {
@@ -704,16 +714,29 @@ export class Engine {
     }
     this.answerAttachedQueries(exec, req.queryResults);
     if (exec.status === Status.Running && (newTask || req.forceCreateNewWorkflowTask)) this.scheduleWorkflowTask(exec);
+    // Eager activity dispatch, as the real server does it: activities whose command asked for it
+    // (the worker reserved a slot for each) and that run on the workflow's own task queue are
+    // started now and returned in this response instead of going through the matching queue.
+    const activityTasks: Record<string, unknown>[] = [];
+    for (const id of eager) {
+      const act = exec.activities[id];
+      if (exec.status !== Status.Running || !act || act.state !== 'scheduled') continue;
+      activityTasks.push(this.startActivityTask({ exec, scheduledEventId: id, attempt: act.attempt }, req.identity ?? ''));
+    }
+    const resp: Record<string, unknown> = activityTasks.length ? { activityTasks } : {};
     // Like the real server, hand a task created by this completion straight back to a sticky
     // worker that asked for it, instead of a round trip through its sticky queue.
     if (req.returnNewWorkflowTask && exec.sticky && exec.wt.state === 'scheduled' && exec.wt.sticky && exec.wt.backoffUntil === undefined) {
-      const resp = this.startWorkflowTask({ kind: 'wt', exec, seq: exec.wt.seq }, req.identity ?? '');
-      return { workflowTask: resp };
+      resp.workflowTask = this.startWorkflowTask({ kind: 'wt', exec, seq: exec.wt.seq }, req.identity ?? '');
+      return resp;
     }
     this.dispatchWaitingQueries(exec);
     this.dirty(exec);
-    return {};
+    return resp;
   }
+
+  /** Activities scheduled eagerly by the workflow task being completed (null outside a completion). */
+  private eagerActivities: number[] | null = null;
 
   private writeTransient(exec: Execution): void {
     const wt = exec.wt;
@@ -959,6 +982,10 @@ export class Engine {
     };
     exec.activities[id] = act;
     this.armActivity(exec, act);
+    if (a.requestEagerExecution && taskQueue === exec.taskQueue && this.eagerActivities) {
+      this.eagerActivities.push(id);
+      return;
+    }
     this.actList(exec.namespace, taskQueue).add({ exec, scheduledEventId: id, attempt: 1 });
   }
 

@@ -171,6 +171,54 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     expect(bad.code).to.equal(3);
   });
 
+  it('dispatches activities eagerly in the completion response when asked and on the workflow task queue', async () => {
+    const q = uniqueQueue('eager');
+    const other = uniqueQueue('eager-other');
+    const { workflowId } = await start(q);
+    const t = await poll(q);
+    const sched = (activityId: string, eager: boolean, taskQueue?: string) => ({
+      commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK,
+      scheduleActivityTaskCommandAttributes: {
+        activityId,
+        activityType: { name: 'x' },
+        startToCloseTimeout: { seconds: 30 as never },
+        requestEagerExecution: eager,
+        ...(taskQueue ? { taskQueue: { name: taskQueue } } : {}),
+      },
+    });
+    const r = await svc.respondWorkflowTaskCompleted({
+      namespace: ns,
+      taskToken: t.taskToken,
+      identity: 'eager-worker',
+      commands: [sched('e1', true), sched('n1', false), sched('o1', true, other)],
+    });
+    // Only the activity that asked and runs on the workflow's own task queue comes back.
+    expect((r.activityTasks ?? []).map((a) => a.activityId)).to.deep.equal(['e1']);
+    const a = r.activityTasks![0];
+    expect(a.attempt).to.equal(1);
+    expect(a.workflowExecution?.workflowId).to.equal(workflowId);
+    expect(Number(a.startToCloseTimeout?.seconds)).to.equal(30);
+    // The others are on their queues; the eager one is not handed out again.
+    const p1 = await svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 'p' });
+    expect(p1.activityId).to.equal('n1');
+    const p2 = await svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: other }, identity: 'p' });
+    expect(p2.activityId).to.equal('o1');
+    await svc.respondActivityTaskCompleted({ namespace: ns, taskToken: a.taskToken, identity: 'eager-worker' });
+    const h = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+    const evs = h.history!.events!;
+    const started = evs.find((e) => e.activityTaskStartedEventAttributes)!;
+    expect(started.activityTaskStartedEventAttributes!.identity).to.equal('eager-worker');
+    expect(evs.filter((e) => e.activityTaskCompletedEventAttributes)).to.have.length(1);
+    // A completion that closes the workflow returns no activity task.
+    const t2 = await poll(q);
+    const r2 = await svc.respondWorkflowTaskCompleted({
+      namespace: ns,
+      taskToken: t2.taskToken,
+      commands: [sched('e2', true), { commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION, completeWorkflowExecutionCommandAttributes: {} }],
+    });
+    expect(r2.activityTasks ?? []).to.have.length(0);
+  });
+
   it('answers a query that arrives while a workflow task is in flight after that task completes', async () => {
     const q = uniqueQueue('qflight');
     const { workflowId } = await start(q);
