@@ -258,6 +258,8 @@ describe('POST /sms/provider-callbacks/{provider}', () => {
       const o = await draft('Acme Dental LLC');
       await setCarrierIds(t.db, o.orgId, { brandId: 'BRESUME' });
       stopSandboxDispatchers(); // this process's dispatchers are gone, as after a crash
+      // A sweep already in flight when they stopped may still finish its loop: let it drain first.
+      await new Promise((r) => setTimeout(r, 500));
       // Scheduled, but no dispatcher of this process was told (as if the process died right after).
       await scheduleSandboxCallback(t.db, o.orgId, 'sandbox', { eventId: 'evt_resume', type: 'brand.status', id: 'BRESUME', revision: 1, status: 'VERIFIED', occurredAt: new Date().toISOString() }, 0);
       await new Promise((r) => setTimeout(r, 200));
