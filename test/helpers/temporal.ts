@@ -101,6 +101,28 @@ export async function startTestWorker(
   };
 }
 
+/**
+ * Starts a worker for the service's workflows against the server at `address` on its own connection
+ * (restart tests stop and start their own durable dev server, so they cannot use the run's one).
+ * @returns a stop function that shuts the worker down and closes its connection
+ */
+export async function startWorkerAt(
+  address: string,
+  taskQueue: string,
+  activities: WorkerOptions['activities'],
+): Promise<{ stop(): Promise<void> }> {
+  const native = await NativeConnection.connect({ address });
+  const worker = await Worker.create({ connection: native, taskQueue, workflowBundle: await serviceWorkflowBundle(), activities });
+  const running = worker.run();
+  return {
+    async stop() {
+      worker.shutdown();
+      await running.catch(() => undefined);
+      await native.close();
+    },
+  };
+}
+
 /** Stops the run's dev server and connections (root hook). */
 export async function stopTestTemporal(): Promise<void> {
   if (connections) {

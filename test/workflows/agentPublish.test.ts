@@ -3,11 +3,10 @@
  * the handler starts `agent-publish/{agentId}/{key}`, a worker runs the compile activity, the handler
  * answers 201 with the version. Idempotent retries, concurrency and validation failures.
  */
-import path from 'node:path';
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../../devserver';
 import { loadConfig } from '../../config';
 import { createDb, migrate, type Db } from '../../db';
@@ -18,6 +17,7 @@ import { createLogger } from '../../runtime';
 import { NON_RESERVED_SCOPES } from '../../api/scopes';
 import { createAgentActivities } from '../../activities/agents';
 import { createTestDatabase } from '../helpers/postgres';
+import { serviceWorkflowBundle } from '../helpers/temporal';
 
 try {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -66,10 +66,7 @@ describe('agent publish workflow (dev server, real SDK)', function () {
     api = await startApi({ db, databaseUrl, config, logger: createLogger('silent'), temporal: { client: new Client({ connection }), taskQueue } });
     const org = await createOrganization(db, 'Publisher');
     ({ key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES }));
-    const workflowBundle = await bundleWorkflowCode({
-      workflowsPath: path.join(__dirname, '..', '..', 'workflows', 'agentPublish.ts'),
-      logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never,
-    });
+    const workflowBundle = await serviceWorkflowBundle();
     worker = await Worker.create({ connection: native, taskQueue, workflowBundle, activities: createAgentActivities({ db }) });
     running = worker.run();
   });

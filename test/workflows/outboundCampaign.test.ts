@@ -6,7 +6,6 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
 import { startDevServer } from '../../devserver';
 import { loadConfig } from '../../config';
 import { createDb, migrate } from '../../db';
@@ -22,7 +21,7 @@ import { insertAttempts, lockCampaign, setCampaignStatus } from '../../db/reposi
 import { localParts } from '../../api/sms/quietHours';
 import { workflowIds } from '../../temporal.config';
 import { createTestDatabase } from '../helpers/postgres';
-import { serverNow, serviceWorkflowBundle, skipTime, withTimeSkipping } from '../helpers/temporal';
+import { serverNow, skipTime, startWorkerAt, withTimeSkipping } from '../helpers/temporal';
 import { phone, startOutboundEnv, until, type OutboundEnv } from '../api/outbound-fixtures';
 
 /** Milliseconds from `now` to the next instant that is hh:mm in `zone` (at least one minute ahead). */
@@ -198,23 +197,7 @@ describe('campaign dialer across a restart of the worker and a durable dev serve
     const logger = createLogger('silent');
     const taskQueue = `outbound-restart-${crypto.randomBytes(4).toString('hex')}`;
     const api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue } });
-    const startWorker = async (address: string) => {
-      const native = await NativeConnection.connect({ address });
-      const worker = await Worker.create({
-        connection: native,
-        taskQueue,
-        workflowBundle: await serviceWorkflowBundle(),
-        activities: createOutboundActivities({ db, config, logger }, { telephonyOptions: { dialLatencyMs: 60 } }),
-      });
-      const running = worker.run();
-      return {
-        async stop() {
-          worker.shutdown();
-          await running.catch(() => undefined);
-          await native.close();
-        },
-      };
-    };
+    const startWorker = (address: string) => startWorkerAt(address, taskQueue, createOutboundActivities({ db, config, logger }, { telephonyOptions: { dialLatencyMs: 60 } }));
     const org = await createOrganization(db, 'Restart Org');
     const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES });
     const call = async (method: string, p: string, json?: unknown) => {

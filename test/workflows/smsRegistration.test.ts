@@ -5,11 +5,10 @@
  * callbacks that the API turns into signals. A second dev server with time skipping drives the hourly
  * polling fallback and the quiet-hours hold.
  */
-import path from 'node:path';
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../../devserver';
 import { loadConfig, type AppConfig } from '../../config';
 import { createDb, migrate, type Db } from '../../db';
@@ -28,6 +27,7 @@ import { workflowIds } from '../../temporal.config';
 import { progressQuery } from '../../workflows/smsRegistration';
 import { createTestDatabase } from '../helpers/postgres';
 import { COMPLETE_BRAND } from '../api/sms-fixtures';
+import { serviceWorkflowBundle, startWorkerAt } from '../helpers/temporal';
 
 try {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -35,12 +35,6 @@ try {
   // already installed by another suite in this process
 }
 
-let bundle: Promise<{ code: string }> | undefined;
-const workflowBundle = () =>
-  (bundle ??= bundleWorkflowCode({
-    workflowsPath: path.resolve(__dirname, '../../workflows/index.ts'),
-    logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never,
-  }));
 
 /** A dev server, an API wired to it, and a worker with the real SMS activities (sandbox delays zero). */
 interface Env {
@@ -71,7 +65,7 @@ async function startEnv(label: string, opts: { timeSkipping: boolean }): Promise
   const worker = await Worker.create({
     connection: native,
     taskQueue,
-    workflowBundle: await workflowBundle(),
+    workflowBundle: await serviceWorkflowBundle(),
     activities: createSmsActivities({ db, config, logger }, { carrierOptions: { delayMs: 0, callbackUrl }, telephonyOptions: { delayMs: 0, callbackUrl } }),
   });
   const running = worker.run();
@@ -333,23 +327,7 @@ describe('SMS registration across a restart of the worker and the dev server', f
     const taskQueue = `sms-restart-${crypto.randomBytes(4).toString('hex')}`;
     const api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue } });
     const callbackUrl = `${api.baseUrl}/sms/provider-callbacks/sandbox`;
-    const startWorker = async (address: string) => {
-      const native = await NativeConnection.connect({ address });
-      const worker = await Worker.create({
-        connection: native,
-        taskQueue,
-        workflowBundle: await workflowBundle(),
-        activities: createSmsActivities({ db, config, logger }, { carrierOptions: { delayMs: 0, callbackUrl } }),
-      });
-      const running = worker.run();
-      return {
-        async stop() {
-          worker.shutdown();
-          await running.catch(() => undefined);
-          await native.close();
-        },
-      };
-    };
+    const startWorker = (address: string) => startWorkerAt(address, taskQueue, createSmsActivities({ db, config, logger }, { carrierOptions: { delayMs: 0, callbackUrl } }));
     const org = await createOrganization(db, 'Restart Org');
     const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES });
     const call = async (method: string, p: string, json?: unknown) => {

@@ -4,13 +4,12 @@
  * receiver verifying signatures with the `standardwebhooks` library.
  */
 import http from 'node:http';
-import path from 'node:path';
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../../devserver';
 import { createDb, migrate, type Db } from '../../db';
 import { createTestDatabase } from '../helpers/postgres';
@@ -25,6 +24,7 @@ import { createLogger } from '../../runtime';
 import { workflowIds } from '../../temporal.config';
 import { parseAllowList } from '../../activities/providers/http/guard';
 import type { WebhookDeliveryResult } from '../../workflows/webhookDelivery';
+import { serviceWorkflowBundle } from '../helpers/temporal';
 
 const DEFAULT_SCHEDULE = [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 
@@ -57,10 +57,7 @@ describe('webhookDelivery workflow (dev server, time skipping)', function () {
     connection = await Connection.connect({ address: server.address });
     native = await NativeConnection.connect({ address: server.address });
     client = new Client({ connection });
-    bundle = await bundleWorkflowCode({
-      workflowsPath: path.resolve(__dirname, '../../workflows/webhookDelivery.ts'),
-      logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never,
-    });
+    bundle = await serviceWorkflowBundle();
     rxServer = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c) => chunks.push(c));
