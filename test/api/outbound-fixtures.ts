@@ -49,17 +49,9 @@ export interface OutboundEnv {
   close(): Promise<void>;
 }
 
-/** Polls `fn` until it returns a truthy value. @throws after `timeoutMs` with the last value */
-export async function until<T>(fn: () => Promise<T>, timeoutMs = 20_000, label = 'condition'): Promise<NonNullable<T>> {
-  const end = Date.now() + timeoutMs;
-  let last: T | undefined;
-  for (;;) {
-    last = await fn();
-    if (last) return last as NonNullable<T>;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${label}; last value ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { until } from '../helpers/wait';
+
+export { until };
 
 /**
  * Starts an environment on a fresh database.

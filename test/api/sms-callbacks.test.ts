@@ -13,16 +13,8 @@ import { insertMessage } from '../../db/repositories/smsMessages';
 import { scheduleSandboxCallback } from '../../db/repositories/smsProviderEvents';
 import type { TestApi } from '../helpers/api';
 import { COMPLETE_BRAND, postCallback, startSmsTestApi } from './sms-fixtures';
+import { until } from '../helpers/wait';
 
-async function until<T>(fn: () => Promise<T | undefined | null | false>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe('provider callback signatures (verifyCallbackSignature)', () => {
   const body = '{"type":"brand.status","id":"B123456","status":"VERIFIED"}';

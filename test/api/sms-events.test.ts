@@ -30,6 +30,7 @@ import { createSecretKey } from '../../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../../api/scopes';
 import { DEV_CALLBACK_SECRET, SIGNATURE_HEADER, signCallback } from '../../api/sms/callbackSignature';
 import { COMPLETE_BRAND, postCallback } from './sms-fixtures';
+import { until } from '../helpers/wait';
 
 const ENV: Record<string, string> = {
   WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
@@ -314,16 +315,6 @@ describe('SMS webhook events end to end (dev server: submit → active, send →
     await db?.destroy();
     restoreEnv?.();
   });
-
-  async function until<T>(fn: () => Promise<T | undefined | null | false>, ms = 20_000): Promise<T> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const v = await fn();
-      if (v) return v;
-      if (Date.now() > end) throw new Error('condition not met in time');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
 
   it('writes each registration and message status move once, with one delivery to the subscribed endpoint', async () => {
     const org = await createOrganization(db, 'Events E2E');

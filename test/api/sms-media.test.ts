@@ -26,6 +26,7 @@ import { stopSandboxDispatchers } from '../../activities/providers/carrier/sandb
 import type { OutgoingText, TelephonyAdapter } from '../../activities/providers/telephony';
 import { mediaSignature } from '../../api/sms/media';
 import { COMPLETE_BRAND, postCallback } from './sms-fixtures';
+import { until } from '../helpers/wait';
 
 
 const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), crypto.randomBytes(64)]);
@@ -130,16 +131,6 @@ describe('SMS attachments (mediaIds, inbound media, GET /sms/media/{id} signed l
     const res = await fetch(`${api.baseUrl}${path}`, { method, headers: opts.headers, body: opts.raw });
     const text = await res.text();
     return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
-  }
-
-  async function until<T>(fn: () => Promise<T | undefined | null | false>, ms = 20_000): Promise<T> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const v = await fn();
-      if (v) return v;
-      if (Date.now() > end) throw new Error('condition not met in time');
-      await new Promise((r) => setTimeout(r, 50));
-    }
   }
 
   it('sends an SMS upload as an attachment: the file_ id becomes one med_ attachment, kept from collection, reused by later sends and handed to the provider', async () => {
