@@ -11,6 +11,7 @@ import { validatePlaybookGraph } from '../../api/agents/playbookGraph';
 import { buildPrepublishReport } from '../../api/agents/report';
 import { skillConfigErrors } from '../../api/agents/skillTypes';
 import { verifyTalkToken, signTalkToken } from '../../api/agents/talkToken';
+import { intakeGraph } from './agents-fixtures';
 
 function agentRecord(over: Partial<AgentRecord> = {}): AgentRecord {
   return {
@@ -42,26 +43,6 @@ function agentRecord(over: Partial<AgentRecord> = {}): AgentRecord {
 
 const BOOK = { id: 'skl_1', name: 'book_appointment', type: 'book_appointment', description: 'Books a visit', config: { url: 'https://cal.example.com/book', durationMinutes: 30, timeZone: 'America/Chicago' } };
 
-/** start → ask name → ask phone → ask start_time → book → end */
-function intakeGraph(): PlaybookGraph {
-  return {
-    nodes: [
-      { id: 'start', type: 'start' },
-      { id: 'ask_name', type: 'ask', prompt: 'Your name?', gathers: 'name' },
-      { id: 'ask_phone', type: 'ask', prompt: 'Your phone?', gathers: 'phone' },
-      { id: 'ask_time', type: 'ask', prompt: 'When?', gathers: 'start_time' },
-      { id: 'book', type: 'skill', skill: 'book_appointment' },
-      { id: 'end', type: 'end' },
-    ],
-    edges: [
-      { from: 'start', to: 'ask_name' },
-      { from: 'ask_name', to: 'ask_phone' },
-      { from: 'ask_phone', to: 'ask_time' },
-      { from: 'ask_time', to: 'book' },
-      { from: 'book', to: 'end' },
-    ],
-  };
-}
 
 function bundle(over: Partial<DraftBundle> = {}): DraftBundle {
   return {

@@ -4,6 +4,7 @@
  */
 import { expect } from 'chai';
 import { startTestApi, type TestApi } from '../helpers/api';
+import { intakeGraph } from './agents-fixtures';
 
 const BOOK = { name: 'book_appointment', type: 'book_appointment', description: 'Books a visit', config: { url: 'https://cal.example.com/book', durationMinutes: 30, timeZone: 'America/Chicago' } };
 
@@ -122,23 +123,7 @@ describe('agent draft parts API', () => {
 
   describe('playbooks', () => {
     let playbookId: string;
-    const graph = {
-      nodes: [
-        { id: 'start', type: 'start' },
-        { id: 'ask_name', type: 'ask', prompt: 'Your name?', gathers: 'name' },
-        { id: 'ask_phone', type: 'ask', prompt: 'Your phone?', gathers: 'phone' },
-        { id: 'ask_time', type: 'ask', prompt: 'When?', gathers: 'start_time' },
-        { id: 'book', type: 'skill', skill: 'book_appointment' },
-        { id: 'end', type: 'end' },
-      ],
-      edges: [
-        { from: 'start', to: 'ask_name' },
-        { from: 'ask_name', to: 'ask_phone' },
-        { from: 'ask_phone', to: 'ask_time' },
-        { from: 'ask_time', to: 'book' },
-        { from: 'book', to: 'end' },
-      ],
-    };
+    const graph = intakeGraph();
 
     it('creates a playbook with the default start → end graph', async () => {
       const r = await t.call('POST', `/agents/${agentId}/playbooks`, { key, json: { name: 'intake', description: 'New patients' } });
