@@ -2,9 +2,13 @@
  * Dev server benchmark (`npm run bench:devserver`): completed workflows/s for a workflow with one
  * activity and one signal at 1, 10 and 100 concurrent starters, p99 start-to-close latency, and
  * time per history event at ~100 and ~10,000 events. Server, worker and client run in this
- * process. `--db <url>` (or DATABASE_URL) benchmarks with Postgres write-through instead of memory;
- * `--proto-only` runs only the protocol-level (server capacity) part.
+ * process; a last run puts the server in a child process to split CPU per workflow between the
+ * server and the SDK worker + client. `--db <url>` (or DATABASE_URL) benchmarks with Postgres write-through instead of memory;
+ * `--proto-only` runs only the protocol-level (server capacity) part, `--sdk-only` only the SDK part.
  */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 
 import { Client, Connection } from '@temporalio/client';
@@ -76,6 +80,98 @@ async function protocolLevel(client: Client, taskQueue: string, starters: number
   );
 }
 
+/**
+ * Worker tuning for throughput on two cores. SDK 1.24 ignores `maxConcurrentWorkflowTaskPolls`
+ * and `maxConcurrentActivityTaskPolls` (its option defaults only read the `*PollerBehavior`
+ * fields and otherwise poll 10 at a time), so the poll counts are set through the poller
+ * behaviours. With the default non-sticky ratio (0.2) only 2 of 10 polls take first workflow tasks
+ * from the normal queue and ~70 of them wait there at 100 starters; a ratio of 0.5 and a second
+ * workflow thread keep both cores busy.
+ */
+const BENCH_WORKER_OPTIONS = {
+  maxConcurrentWorkflowTaskExecutions: 100,
+  maxConcurrentActivityTaskExecutions: 200,
+  maxCachedWorkflows: 2000,
+  workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: 20 },
+  activityTaskPollerBehavior: { type: 'simple-maximum', maximum: 20 },
+  nonStickyToStickyPollRatio: 0.5,
+  workflowThreadPoolSize: 2,
+} as const;
+
+/** CPU time (ms) used so far by another process, from /proc (Linux); undefined elsewhere. */
+function processCpuMs(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat(5), in clock ticks (USER_HZ, 100 on Linux).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Where the CPU goes: the dev server runs in a child process, so its CPU per workflow is measured
+ * apart from the SDK worker's and client's (this process). Both figures are per completed workflow
+ * of the activity + signal shape at 100 starters.
+ */
+async function cpuAttribution(workflowBundle: { code: string }, starters: number, total: number): Promise<string> {
+  const port = await new Promise<number>((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(p));
+    });
+  });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../devserver/bin.ts'), '--port', String(port), '--log-level', 'warn'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.once('exit', (code) => reject(new Error(`dev server exited (${code})`)));
+      child.stdout!.on('data', (b: Buffer) => b.toString().includes('listening') && resolve());
+    });
+    const address = `127.0.0.1:${port}`;
+    const connection = await Connection.connect({ address });
+    const native = await NativeConnection.connect({ address });
+    const client = new Client({ connection });
+    const taskQueue = `bench-split-${Date.now()}`;
+    const worker = await Worker.create({ connection: native, taskQueue, workflowBundle, activities, ...BENCH_WORKER_OPTIONS });
+    let line = '';
+    await worker.runUntil(async () => {
+      let seq = 0;
+      const one = async () => {
+        const h = await client.workflow.start('activityAndSignal', { taskQueue, workflowId: `split-${seq++}`, args: ['bench'] });
+        await h.signal('finish', 'ok');
+        await h.result();
+      };
+      await Promise.all(Array.from({ length: 100 }, one)); // warm-up
+      let left = total;
+      const t0 = performance.now();
+      const own0 = process.cpuUsage();
+      const srv0 = processCpuMs(child.pid!);
+      await Promise.all(Array.from({ length: starters }, async () => {
+        while (left-- > 0) await one();
+      }));
+      const secs = (performance.now() - t0) / 1000;
+      const own = process.cpuUsage(own0);
+      const srv1 = processCpuMs(child.pid!);
+      const ownMs = (own.user + own.system) / 1000 / total;
+      const srvMs = srv0 === undefined || srv1 === undefined ? NaN : (srv1 - srv0) / total;
+      line =
+        `CPU per workflow, server out of process (starters=${starters}, ${(total / secs).toFixed(0)} completed/s): ` +
+        `SDK worker + client ${ownMs.toFixed(2)} ms, dev server ${srvMs.toFixed(2)} ms; ` +
+        `the SDK side alone caps two cores at ${(2000 / ownMs).toFixed(0)} workflows/s`;
+    });
+    await connection.close();
+    await native.close();
+    return line;
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
 function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
 }
@@ -93,11 +189,13 @@ async function main(): Promise<void> {
   const taskQueue = `bench-${Date.now()}`;
   let seq = 0;
   const report: string[] = [];
-  for (const [starters, total] of [
-    [1, 300],
-    [10, 2000],
-    [100, 4000],
-  ] as const) {
+  for (const [starters, total] of process.argv.includes('--sdk-only')
+    ? []
+    : ([
+        [1, 300],
+        [10, 2000],
+        [100, 4000],
+      ] as const)) {
     report.push(await protocolLevel(client, `${taskQueue}-proto-${starters}`, starters, total));
     process.stdout.write(report[report.length - 1] + '\n');
   }
@@ -107,18 +205,7 @@ async function main(): Promise<void> {
     await server.stop();
     return;
   }
-  const worker = await Worker.create({
-    connection: native,
-    taskQueue,
-    workflowBundle,
-    activities,
-    maxConcurrentWorkflowTaskExecutions: 100,
-    maxConcurrentActivityTaskExecutions: 200,
-    maxCachedWorkflows: 2000,
-    // More concurrent polls than the defaults keep the worker fed at 100 starters.
-    maxConcurrentWorkflowTaskPolls: 40,
-    maxConcurrentActivityTaskPolls: 20,
-  });
+  const worker = await Worker.create({ connection: native, taskQueue, workflowBundle, activities, ...BENCH_WORKER_OPTIONS });
   await worker.runUntil(async () => {
     const one = async (): Promise<number> => {
       const t0 = performance.now();
@@ -137,16 +224,20 @@ async function main(): Promise<void> {
       const lat: number[] = [];
       let left = total;
       const t0 = performance.now();
+      const cpu0 = process.cpuUsage();
       await Promise.all(
         Array.from({ length: starters }, async () => {
           while (left-- > 0) lat.push(await one());
         }),
       );
       const secs = (performance.now() - t0) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      const cpuMs = (cpu.user + cpu.system) / 1000;
       lat.sort((a, b) => a - b);
       report.push(
         `SDK worker,            starters=${String(starters).padStart(3)}  workflows=${lat.length}  ${(lat.length / secs).toFixed(0).padStart(5)} completed/s  ` +
-          `p50=${pct(lat, 50).toFixed(1)}ms  p99=${pct(lat, 99).toFixed(1)}ms`,
+          `p50=${pct(lat, 50).toFixed(1)}ms  p99=${pct(lat, 99).toFixed(1)}ms  ` +
+          `cpu=${(cpuMs / lat.length).toFixed(2)}ms/workflow (${((cpuMs / 1000 / secs) * 100).toFixed(0)}% of one core)`,
       );
       process.stdout.write(report[report.length - 1] + '\n');
     }
@@ -163,6 +254,10 @@ async function main(): Promise<void> {
       process.stdout.write(report[report.length - 1] + '\n');
     }
   });
+  if (process.platform === 'linux') {
+    report.push(await cpuAttribution(workflowBundle, 100, 2000));
+    process.stdout.write(report[report.length - 1] + '\n');
+  }
   await connection.close();
   await native.close();
   await server.stop();
