@@ -13,6 +13,7 @@
 import type { Db } from '../../db';
 import type { AppContext } from '../context';
 import { insertAuditLogs, type AuditRecord } from '../../db/repositories/auditLogs';
+import { GroupCommit } from '../../db/groupCommit';
 
 /** What a handler may set to name the resource precisely (otherwise derived from the route). */
 export interface AuditResource {
@@ -66,38 +67,23 @@ export function deriveResource(method: string, path: string, params: Record<stri
 export const AUDIT_MIDDLEWARE = Symbol.for('acp.auditMiddleware');
 
 /**
- * Group commit of audit entries: entries that arrive while an insert is in flight are written together
- * by the next one, so under load many requests share one INSERT (one round trip) while each request
- * still waits until its own entry is committed.
+ * Group commit of audit entries (db/groupCommit.ts): entries that arrive while an insert is in flight
+ * are written together by the next one, so under load many requests share one INSERT while each
+ * request still waits until its own entry is committed.
  */
 export class AuditWriter {
-  private queue: { orgId: string; rec: AuditRecord; done: (err?: unknown) => void }[] = [];
-  private flushing = false;
+  private readonly group: GroupCommit<{ orgId: string; rec: AuditRecord }, void>;
 
-  constructor(private readonly db: Db, private readonly maxBatch = 500) {}
+  constructor(db: Db, maxBatch = 500) {
+    this.group = new GroupCommit<{ orgId: string; rec: AuditRecord }, void>(async (batch) => {
+      await insertAuditLogs(db, batch);
+      return [];
+    }, maxBatch);
+  }
 
   /** Resolves once the entry is committed; rejects when its batch failed. */
   write(orgId: string, rec: AuditRecord): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ orgId, rec, done: (err) => (err ? reject(err) : resolve()) });
-      if (!this.flushing) {
-        this.flushing = true;
-        setImmediate(() => void this.flush());
-      }
-    });
-  }
-
-  private async flush(): Promise<void> {
-    while (this.queue.length) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      try {
-        await insertAuditLogs(this.db, batch);
-        for (const b of batch) b.done();
-      } catch (err) {
-        for (const b of batch) b.done(err);
-      }
-    }
-    this.flushing = false;
+    return this.group.submit({ orgId, rec });
   }
 }
 

@@ -67,8 +67,16 @@ function auditRow(orgId: string, rec: AuditRecord): Record<string, unknown> {
  */
 export async function insertAuditLogs(db: Db, entries: { orgId: string; rec: AuditRecord }[]): Promise<void> {
   if (entries.length === 0) return;
-  await db('audit_logs').insert(entries.map((e) => auditRow(e.orgId, e.rec)));
+  // One JSON parameter instead of 12 bind parameters per row: building and binding hundreds of
+  // parameters cost more than the insert itself under load.
+  await db.raw(AUDIT_INSERT_SQL, [JSON.stringify(entries.map((e) => auditRow(e.orgId, e.rec)))]);
 }
+
+const AUDIT_INSERT_SQL =
+  'INSERT INTO audit_logs (id, org_id, actor_id, actor_kind, operation_id, method, path, resource_type, resource_id, request_id, source_ip, status_code) ' +
+  'SELECT id, org_id, actor_id, actor_kind, operation_id, method, path, resource_type, resource_id, request_id, source_ip, status_code ' +
+  'FROM jsonb_to_recordset(?::jsonb) AS v(id text, org_id text, actor_id text, actor_kind text, operation_id text, method text, path text, ' +
+  'resource_type text, resource_id text, request_id text, source_ip text, status_code int)';
 
 /** Filters of {@link listAuditLogs}; every one is optional and they combine with AND. */
 export interface AuditLogFilter {
