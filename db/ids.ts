@@ -6,17 +6,31 @@ import crypto from 'node:crypto';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
-/** Base62 text of `bytes` random bytes (about 1.34 characters per byte). */
-export function randomBase62(bytes: number): string {
-  const buf = crypto.randomBytes(bytes);
-  let n = BigInt('0x' + buf.toString('hex'));
-  let out = '';
-  while (n > 0n) {
-    out = ALPHABET[Number(n % 62n)] + out;
-    n /= 62n;
+const POOL_BYTES = 4096;
+let pool = Buffer.alloc(0);
+let poolAt = 0;
+
+/** One CSPRNG byte from a pooled buffer (one randomFillSync per 4 KiB instead of one per id). */
+function randomByte(): number {
+  if (poolAt >= pool.length) {
+    pool = crypto.randomFillSync(Buffer.allocUnsafe(POOL_BYTES));
+    poolAt = 0;
   }
+  return pool[poolAt++];
+}
+
+/**
+ * Base62 text carrying at least `bytes` × 8 random bits: ceil(bits / log2 62) characters, each drawn
+ * uniformly by rejection sampling (bytes 248–255 are discarded, so there is no modulo bias).
+ */
+export function randomBase62(bytes: number): string {
   const width = Math.ceil((bytes * 8) / Math.log2(62));
-  return out.padStart(width, '0');
+  let out = '';
+  while (out.length < width) {
+    const b = randomByte();
+    if (b < 248) out += ALPHABET[b % 62];
+  }
+  return out;
 }
 
 /** A new id such as `org_3fK9…` (prefix without the underscore). */
