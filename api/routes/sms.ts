@@ -3,7 +3,7 @@
  * draft"): upsert of the organization's draft with generated campaign text; never contacts a carrier,
  * never charges.
  */
-import { getRegistrationRecord, saveDraftRecord, updateDraftIfVersion } from '../../db/repositories/smsRegistrations';
+import { getRegistrationRecord, saveDraftIfVersion, saveDraftRecord } from '../../db/repositories/smsRegistrations';
 import type { SmsRegistration, SmsRegistrationDraft } from '../../schemas/types/sms';
 import { ApiError, validationError } from '../errors';
 import type { Handler } from '../context';
@@ -47,9 +47,9 @@ export function mergeDraft(body: SmsRegistrationDraft, current: SmsRegistration 
 }
 
 /**
- * PUT /sms: validates, then saves. The common path is one round trip: merge against the cached
- * registration and update only if the row is still at the cached version; a stale or missing copy
- * falls back to the locking upsert. Either way a refused request writes nothing.
+ * PUT /sms: validates, then saves. The common path merges against the cached registration and joins
+ * a batched update that writes only rows still at the cached version (group commit, one statement for
+ * all saves in flight); a stale or missing copy falls back to the locking upsert. Either way a refused request writes nothing.
  */
 export const saveSMSRegistration: Handler = async (ctx, { db, caches }) => {
   const orgId = ctx.state.auth!.orgId;
@@ -64,7 +64,7 @@ export const saveSMSRegistration: Handler = async (ctx, { db, caches }) => {
     return mergeDraft(body, current);
   };
   const cached = await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId));
-  let record = cached ? await updateDraftIfVersion(db, orgId, cached.version, compute(cached.registration)) : undefined;
+  let record = cached ? await saveDraftIfVersion(db, orgId, cached.version, compute(cached.registration), cached.registration) : undefined;
   // Formats that depend on the stored country are re-checked under the row lock. A save that creates
   // the registration or returns it to draft emits `sms.registration.updated` there.
   record ??= await saveDraftRecord(db, orgId, compute, registrationChanged(orgId));

@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import type { Db } from '../index';
+import { GroupCommit } from '../groupCommit';
 import { newId } from '../ids';
 import type { SmsRegistration, SmsRegistrationDraft } from '../../schemas/types/sms';
 
@@ -122,21 +123,98 @@ function draftUpdate(fields: Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>
   return update;
 }
 
+const BOOLEAN_DRAFT_COLUMNS = new Set(['use_policy_page', 'sends_links', 'quiet_hours_replies_exempt']);
+
+/** One optimistic draft save: the fields to write over `current`, the registration as of `version`. */
+interface DraftSave {
+  orgId: string;
+  version: number;
+  fields: Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>;
+  current: SmsRegistration;
+}
+
 /**
- * Writes draft fields only if the row is still at `version` and already a draft (one round trip;
- * optimistic concurrency). A save that returns a submitted, active or failed registration to `draft` is
- * a status change with a webhook event, so it is left to saveDraftRecord.
- * @returns the saved record, or undefined when the row changed meanwhile, is not a draft or does not
- *   exist (caller falls back to saveDraft, which locks)
+ * The batched statement. Each save sends only the columns it writes (a JSON object `d`; a key that is
+ * present, even with null, is written), so one statement fits saves that set different fields. The
+ * version guard makes the result exact: a row that moved since `current` is not written, and a
+ * written row is `current` with the save's fields, status `draft` and the returned version and time.
  */
-export async function updateDraftIfVersion(
+const BATCH_UPDATE_SQL = (() => {
+  const sets = Object.values(DRAFT_COLUMNS).map((c) => {
+    const value = BOOLEAN_DRAFT_COLUMNS.has(c) ? `(v.d->>'${c}')::boolean` : `v.d->>'${c}'`;
+    // `\\?` is knex's escape for the jsonb key-exists operator `?` (a bare `?` is a binding).
+    return `${c} = CASE WHEN v.d \\? '${c}' THEN ${value} ELSE r.${c} END`;
+  });
+  return (
+    `UPDATE sms_registrations r SET status = 'draft', updated_at = now(), ${sets.join(', ')} ` +
+    `FROM jsonb_to_recordset(?::jsonb) AS v(i int, org_id text, version int, d jsonb) ` +
+    `WHERE r.org_id = v.org_id AND r.version = v.version AND r.status = 'draft' ` +
+    `RETURNING v.i, r.version, r.updated_at`
+  );
+})();
+
+async function runDraftSaves(db: Db, batch: DraftSave[]): Promise<(RegistrationRecord | undefined)[]> {
+  const seen = new Set<string>();
+  const rows: { i: number; org_id: string; version: number; d: Record<string, unknown> }[] = [];
+  batch.forEach((save, i) => {
+    // A second save of the same organization in one batch goes the locking way (it would lose its
+    // version check anyway once the first is written).
+    if (seen.has(save.orgId)) return;
+    seen.add(save.orgId);
+    const d: Record<string, unknown> = {};
+    for (const [field, value] of Object.entries(save.fields)) {
+      const col = DRAFT_COLUMNS[field as keyof typeof DRAFT_COLUMNS];
+      if (col && value !== undefined) d[col] = value;
+    }
+    rows.push({ i, org_id: save.orgId, version: save.version, d });
+  });
+  const out: (RegistrationRecord | undefined)[] = new Array(batch.length).fill(undefined);
+  let written: { i: number; version: number; updated_at: Date }[];
+  try {
+    written = (await db.raw(BATCH_UPDATE_SQL, [JSON.stringify(rows)])).rows;
+  } catch (err) {
+    // A deadlock with another process' batch locking the same rows in another order: nothing of this
+    // batch was written, and each save retries alone on the locking path.
+    if ((err as { code?: string }).code === '40P01') return out;
+    throw err;
+  }
+  for (const w of written) {
+    const { current, fields } = batch[w.i];
+    const registration: SmsRegistration = { ...current, status: 'draft', updatedAt: new Date(w.updated_at).toISOString() };
+    for (const [field, value] of Object.entries(fields)) {
+      if (value !== undefined && field in DRAFT_COLUMNS) (registration as unknown as Record<string, unknown>)[field] = value;
+    }
+    out[w.i] = { registration, version: w.version };
+  }
+  return out;
+}
+
+const draftSaveBatches = new WeakMap<Db, GroupCommit<DraftSave, RegistrationRecord | undefined>>();
+
+/**
+ * Writes draft fields only if the row is still at `version` and already a draft (optimistic
+ * concurrency). A save that returns a submitted, active or failed registration to `draft` is a status
+ * change with a webhook event, so it is left to saveDraftRecord. Saves arriving while a batch is in
+ * flight are written together by the next one (db/groupCommit.ts): one statement, one commit.
+ * @param current the registration at `version` (the caller's cached copy), which `fields` were merged
+ *   against
+ * @returns the saved record, or undefined when the row changed meanwhile, is not a draft, does not
+ *   exist or the batch could not be written (the caller falls back to saveDraftRecord, which locks)
+ */
+export function saveDraftIfVersion(
   db: Db,
   orgId: string,
   version: number,
   fields: Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>,
+  current: SmsRegistration,
 ): Promise<RegistrationRecord | undefined> {
-  const [row] = await db('sms_registrations').where({ org_id: orgId, version, status: 'draft' }).update(draftUpdate(fields, db.fn.now())).returning('*');
-  return row ? { registration: toRegistration(row), version: row.version } : undefined;
+  let group = draftSaveBatches.get(db);
+  if (!group) {
+    // 500 saves × 26 values stay in one JSON parameter; the cap bounds one statement's latency.
+    group = new GroupCommit((batch) => runDraftSaves(db, batch), 500);
+    draftSaveBatches.set(db, group);
+  }
+  return group.submit({ orgId, version, fields, current });
 }
 
 /**

@@ -1,0 +1,120 @@
+/** Group commit (db/groupCommit.ts) and the batched draft save built on it (PUT /sms). */
+import { expect } from 'chai';
+import { createDb, migrate, type Db } from '../../db';
+import { GroupCommit } from '../../db/groupCommit';
+import { createOrganization } from '../../db/repositories/organizations';
+import { getRegistrationRecord, saveDraftIfVersion, saveDraftRecord } from '../../db/repositories/smsRegistrations';
+import { createTestDatabase } from '../helpers/postgres';
+
+describe('GroupCommit', () => {
+  it('writes items submitted together in one batch and hands each caller its own outcome', async () => {
+    const batches: number[][] = [];
+    const g = new GroupCommit<number, number>(async (batch) => {
+      batches.push(batch);
+      return batch.map((n) => n * 10);
+    });
+    const out = await Promise.all([1, 2, 3, 4].map((n) => g.submit(n)));
+    expect(out).to.deep.equal([10, 20, 30, 40]);
+    expect(batches).to.deep.equal([[1, 2, 3, 4]]);
+  });
+
+  it('keeps one batch in flight and gathers what arrives meanwhile into the next', async () => {
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const batches: string[][] = [];
+    let release!: () => void;
+    const firstHeld = new Promise<void>((r) => (release = r));
+    const g = new GroupCommit<string, string>(async (batch) => {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      batches.push(batch);
+      if (batches.length === 1) await firstHeld;
+      inFlight--;
+      return batch;
+    });
+    const first = g.submit('a');
+    await new Promise((r) => setImmediate(r)); // the first batch ['a'] is now running
+    const later = ['b', 'c', 'd'].map((s) => g.submit(s));
+    release();
+    expect(await Promise.all([first, ...later])).to.deep.equal(['a', 'b', 'c', 'd']);
+    expect(batches).to.deep.equal([['a'], ['b', 'c', 'd']]);
+    expect(maxInFlight).to.equal(1);
+  });
+
+  it('fails only the items of a failed batch, and splits at the batch limit', async () => {
+    const g = new GroupCommit<number, number>(async (batch) => {
+      if (batch.includes(3)) throw new Error('boom');
+      return batch;
+    }, 2);
+    const settled = await Promise.allSettled([1, 2, 3, 4, 5].map((n) => g.submit(n)));
+    expect(settled.map((s) => s.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect((settled[2] as PromiseRejectedResult).reason.message).to.equal('boom');
+  });
+});
+
+describe('saveDraftIfVersion (batched optimistic draft save)', () => {
+  let db: Db;
+  before(async () => {
+    db = createDb(await createTestDatabase('groupcommit'));
+    await migrate(db);
+  });
+  after(async () => db.destroy());
+
+  /** An organization with a saved draft; returns its id and record. */
+  async function orgWithDraft(name: string) {
+    const org = await createOrganization(db, name);
+    const record = await saveDraftRecord(db, org.id, () => ({ displayName: name, city: 'Austin', website: 'https://example.com', quietHoursRepliesExempt: true }));
+    return { orgId: org.id, record };
+  }
+
+  it('writes concurrent saves of many organizations in fewer statements, each exactly as the locking save would', async () => {
+    const orgs = await Promise.all(Array.from({ length: 30 }, (_, i) => orgWithDraft(`Batch ${i}`)));
+    let updates = 0;
+    const count = (q: { sql: string }) => {
+      if (/^UPDATE sms_registrations r/.test(q.sql)) updates++;
+    };
+    db.on('query', count);
+    try {
+      const saved = await Promise.all(
+        orgs.map(({ orgId, record }, i) => saveDraftIfVersion(db, orgId, record.version, { city: `City ${i}`, website: null, sendsLinks: i % 2 === 0 }, record.registration)),
+      );
+      expect(updates).to.be.within(1, 29);
+      for (const [i, { orgId, record }] of orgs.entries()) {
+        const s = saved[i]!;
+        expect(s, `save ${i}`).to.not.equal(undefined);
+        expect(s.version).to.equal(record.version + 1);
+        const stored = (await getRegistrationRecord(db, orgId))!;
+        // What the batch returns is what a fresh read shows, and only the given fields moved.
+        expect(s.registration).to.deep.equal(stored.registration);
+        expect(stored.registration).to.include({ city: `City ${i}`, website: null, sendsLinks: i % 2 === 0, displayName: `Batch ${i}`, status: 'draft' });
+        expect(stored.registration.description).to.equal(record.registration.description);
+      }
+    } finally {
+      db.removeListener('query', count);
+    }
+  });
+
+  it('writes nothing when the row moved since the cached version, or left draft', async () => {
+    const a = await orgWithDraft('Stale');
+    await db('sms_registrations').where({ org_id: a.orgId }).update({ city: 'Elsewhere' }); // version + 1
+    expect(await saveDraftIfVersion(db, a.orgId, a.record.version, { city: 'Lost' }, a.record.registration)).to.equal(undefined);
+    expect((await getRegistrationRecord(db, a.orgId))!.registration.city).to.equal('Elsewhere');
+
+    const b = await orgWithDraft('Submitted');
+    await db('sms_registrations').where({ org_id: b.orgId }).update({ status: 'submitted' });
+    const current = (await getRegistrationRecord(db, b.orgId))!;
+    expect(await saveDraftIfVersion(db, b.orgId, current.version, { city: 'Lost' }, current.registration)).to.equal(undefined);
+    expect((await getRegistrationRecord(db, b.orgId))!.registration).to.include({ city: 'Austin', status: 'submitted' });
+  });
+
+  it('writes one of two saves of the same organization in one batch and hands the other back', async () => {
+    const { orgId, record } = await orgWithDraft('Twice');
+    const [first, second] = await Promise.all([
+      saveDraftIfVersion(db, orgId, record.version, { city: 'First' }, record.registration),
+      saveDraftIfVersion(db, orgId, record.version, { city: 'Second' }, record.registration),
+    ]);
+    expect(first?.registration.city).to.equal('First');
+    expect(second).to.equal(undefined);
+    expect((await getRegistrationRecord(db, orgId))!.registration.city).to.equal('First');
+  });
+});
