@@ -2,6 +2,7 @@
  * The stack a workflow benchmark needs, in one process: an embedded Postgres in a temp directory with a
  * fresh database, the embedded Temporal dev server (in memory) and client/worker connections to it.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -54,4 +55,31 @@ export async function startBenchStack(label: string, opts: { poolMax?: number } 
       await pg.stop();
     },
   };
+}
+
+/**
+ * CPU time (ms) used so far by the given processes and by every `postgres` process, read from /proc
+ * (Linux; utime + stime in USER_HZ ticks of 10 ms). Differences of two snapshots tell where a load
+ * run's CPU went. Returns an empty snapshot elsewhere.
+ */
+export function cpuSnapshot(pids: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  const ticks = (pid: string): { comm: string; ms: number } | undefined => {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(f[11]) + Number(f[12])) * 10 };
+    } catch {
+      return undefined;
+    }
+  };
+  if (!fs.existsSync('/proc/self/stat')) return out;
+  for (const [name, pid] of Object.entries(pids)) out[name] = ticks(String(pid))?.ms ?? 0;
+  out.postgres = 0;
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const t = ticks(pid);
+    if (t?.comm === 'postgres') out.postgres += t.ms;
+  }
+  return out;
 }

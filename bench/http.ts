@@ -1,7 +1,8 @@
 /**
  * HTTP benchmark (issue 2 §9): requests/s and p50/p99 latency of `GET /sms` and `PUT /sms` under 100
  * concurrent connections (autocannon), against a bare Koa route measured in the same run, with the
- * ratio; each connection uses its own organization's key. Targets on the 2-core machine: GET ≥ 40 % and PUT ≥ 20 % of bare Koa, p99 < 25 ms.
+ * ratio; each connection uses its own organization's key. On Linux it also prints the CPU each request
+ * costs in the server process, in Postgres and in the load generator, and what the targets need in cores. Targets on the 2-core machine: GET ≥ 40 % and PUT ≥ 20 % of bare Koa, p99 < 25 ms.
  * BENCH_SECONDS sets each run's duration (default 10).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -13,6 +14,7 @@ import { startEmbeddedPostgres } from '../db/embedded';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../api/scopes';
+import { cpuSnapshot } from './harness';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 100;
@@ -35,11 +37,18 @@ interface Figures {
   p99: number;
   errors: number;
   non2xx: number;
+  /** CPU µs per request of the server process, of Postgres and of the load generator (Linux only). */
+  cpu?: { server: number; postgres: number; loadGen: number };
 }
 
-async function load(name: string, opts: autocannon.Options): Promise<Figures> {
+async function load(name: string, server: ChildProcess, opts: autocannon.Options): Promise<Figures> {
+  const pids = { server: server.pid!, loadGen: process.pid };
+  const before = cpuSnapshot(pids);
   const r = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts });
-  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+  const after = cpuSnapshot(pids);
+  const per = (k: string) => Math.max(0, ((after[k] - before[k]) * 1000) / Math.max(1, r.requests.total));
+  const cpu = 'server' in after ? { server: per('server'), postgres: per('postgres'), loadGen: per('loadGen') } : undefined;
+  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpu };
 }
 
 /** Runs the HTTP section and prints its table. */
@@ -81,9 +90,9 @@ export async function runHttpBench(): Promise<void> {
     await autocannon({ url: `${base}/sms`, setupClient, connections: 10, duration: 1 } as autocannon.Options);
 
     const results: Figures[] = [];
-    results.push(await load('bare Koa route', { url: `http://127.0.0.1:${bare.port}/` }));
-    results.push(await load('GET /sms', { url: `${base}/sms`, setupClient } as autocannon.Options));
-    results.push(await load('PUT /sms', {
+    results.push(await load('bare Koa route', bare.child, { url: `http://127.0.0.1:${bare.port}/` }));
+    results.push(await load('GET /sms', api.child, { url: `${base}/sms`, setupClient } as autocannon.Options));
+    results.push(await load('PUT /sms', api.child, {
       url: `${base}/sms`,
       method: 'PUT',
       setupClient,
@@ -92,10 +101,21 @@ export async function runHttpBench(): Promise<void> {
 
     const bareRps = results[0].rps;
     console.log(`\nHTTP (${CONNECTIONS} connections, ${SECONDS} s each, ${os.cpus().length} cores, Node ${process.version})`);
-    console.log('case              req/s     p50 ms  p99 ms  % of bare  errors  non-2xx');
+    console.log('case              req/s     p50 ms  p99 ms  % of bare  errors  non-2xx   CPU µs/request: server  postgres  load gen');
     for (const r of results) {
+      const cpu = r.cpu ? `${r.cpu.server.toFixed(0).padStart(30)} ${r.cpu.postgres.toFixed(0).padStart(9)} ${r.cpu.loadGen.toFixed(0).padStart(9)}` : '';
       console.log(
-        `${r.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}  ${((100 * r.rps) / bareRps).toFixed(1).padStart(8)}%  ${String(r.errors).padStart(6)}  ${String(r.non2xx).padStart(7)}`,
+        `${r.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}  ${((100 * r.rps) / bareRps).toFixed(1).padStart(8)}%  ${String(r.errors).padStart(6)}  ${String(r.non2xx).padStart(7)}${cpu}`,
+      );
+    }
+    // Two cores give 2,000,000 CPU µs per second to everything in the run: the target's rate times the
+    // CPU one request needs across processes must fit in that.
+    for (const [r, share] of [[results[1], 0.4], [results[2], 0.2]] as const) {
+      if (!r.cpu) continue;
+      const need = r.cpu.server + r.cpu.postgres + r.cpu.loadGen;
+      console.log(
+        `${r.name}: the ${share * 100}% target is ${(share * bareRps).toFixed(0)} req/s; at ${need.toFixed(0)} CPU µs per request that needs ` +
+          `${((share * bareRps * need) / 1e6).toFixed(2)} cores (this machine has ${os.cpus().length})`,
       );
     }
     console.log('targets: GET /sms >= 40% and PUT /sms >= 20% of bare Koa; p99 < 25 ms');
