@@ -7,7 +7,6 @@
  * `--proto-only` runs only the protocol-level (server capacity) part, `--sdk-only` only the SDK part.
  */
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -15,6 +14,7 @@ import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer } from '../devserver';
 import * as activities from '../test/devserver/workflows/activities';
+import { processCpu } from './harness';
 
 const argDb = process.argv.indexOf('--db');
 const databaseUrl = argDb > 0 ? process.argv[argDb + 1] : process.env.DATABASE_URL;
@@ -98,18 +98,6 @@ const BENCH_WORKER_OPTIONS = {
   workflowThreadPoolSize: 2,
 } as const;
 
-/** CPU time (ms) used so far by another process, from /proc (Linux); undefined elsewhere. */
-function processCpuMs(pid: number): number | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime are fields 14 and 15 of stat(5), in clock ticks (USER_HZ, 100 on Linux).
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Where the CPU goes: the dev server runs in a child process, so its CPU per workflow is measured
  * apart from the SDK worker's and client's (this process). Both figures are per completed workflow
@@ -150,13 +138,13 @@ async function cpuAttribution(workflowBundle: { code: string }, starters: number
       let left = total;
       const t0 = performance.now();
       const own0 = process.cpuUsage();
-      const srv0 = processCpuMs(child.pid!);
+      const srv0 = processCpu(child.pid!)?.ms;
       await Promise.all(Array.from({ length: starters }, async () => {
         while (left-- > 0) await one();
       }));
       const secs = (performance.now() - t0) / 1000;
       const own = process.cpuUsage(own0);
-      const srv1 = processCpuMs(child.pid!);
+      const srv1 = processCpu(child.pid!)?.ms;
       const ownMs = (own.user + own.system) / 1000 / total;
       const srvMs = srv0 === undefined || srv1 === undefined ? NaN : (srv1 - srv0) / total;
       line =

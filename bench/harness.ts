@@ -57,28 +57,30 @@ export async function startBenchStack(label: string, opts: { poolMax?: number } 
   };
 }
 
+/** A process' command name and CPU time (ms) used so far, from /proc (Linux); undefined elsewhere. */
+export function processCpu(pid: number | string): { comm: string; ms: number } | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // utime and stime are fields 14 and 15 of proc(5) stat, in USER_HZ ticks (10 ms on Linux).
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(f[11]) + Number(f[12])) * 10 };
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * CPU time (ms) used so far by the given processes and by every `postgres` process, read from /proc
- * (Linux; utime + stime in USER_HZ ticks of 10 ms). Differences of two snapshots tell where a load
- * run's CPU went. Returns an empty snapshot elsewhere.
+ * CPU time (ms) used so far by the given processes and by every `postgres` process. Differences of
+ * two snapshots tell where a load run's CPU went. Returns an empty snapshot where /proc is missing.
  */
 export function cpuSnapshot(pids: Record<string, number>): Record<string, number> {
   const out: Record<string, number> = {};
-  const ticks = (pid: string): { comm: string; ms: number } | undefined => {
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(f[11]) + Number(f[12])) * 10 };
-    } catch {
-      return undefined;
-    }
-  };
   if (!fs.existsSync('/proc/self/stat')) return out;
-  for (const [name, pid] of Object.entries(pids)) out[name] = ticks(String(pid))?.ms ?? 0;
+  for (const [name, pid] of Object.entries(pids)) out[name] = processCpu(pid)?.ms ?? 0;
   out.postgres = 0;
   for (const pid of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
-    const t = ticks(pid);
+    const t = processCpu(pid);
     if (t?.comm === 'postgres') out.postgres += t.ms;
   }
   return out;
