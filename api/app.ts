@@ -8,7 +8,8 @@ import Router from '@koa/router';
 import type { AppConfig } from '../config';
 import type { Db } from '../db';
 import type { Logger } from 'pino';
-import { ApiError } from './errors';
+import { ApiError, validationError } from './errors';
+import { isStorableText } from '../db/text';
 import { KeyCache } from './keyCache';
 import { ChangeFeed, ReadCache } from '../db/changeFeed';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
@@ -68,6 +69,7 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
       authenticate(route, keys),
       limits.middleware(),
       authorize(route),
+      storableParams,
       route.auth === 'none' ? rawAndJsonBody : body,
       ...(usesIdempotencyKeys(route) ? [idempotency(route, db)] : []),
       async (ctx: AppContext) => {
@@ -120,4 +122,19 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
       await limits.close();
     },
   };
+}
+
+/**
+ * 400 `validation_error` naming each path or query parameter Postgres cannot store (a decoded `%00`,
+ * say): no id or filter value can contain one, and the queries below would otherwise fail with a 500.
+ * Bodies get the same check in api/middleware/body.ts.
+ */
+async function storableParams(ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> {
+  const params = (ctx as unknown as { params?: Record<string, string> }).params ?? {};
+  const values: [string, unknown][] = [...Object.entries(params), ...Object.entries(ctx.query)];
+  const errors = values
+    .filter(([, v]) => (Array.isArray(v) ? v : [v]).some((x) => typeof x === 'string' && !isStorableText(x)))
+    .map(([name]) => ({ field: name, message: 'must not contain U+0000 or unpaired surrogate characters' }));
+  if (errors.length) throw validationError(errors);
+  return next();
 }

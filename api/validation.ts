@@ -7,6 +7,7 @@ import path from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { validationError, type FieldError } from './errors';
+import { isStorableText, storableText } from '../db/text';
 
 // schemas/ beside api/ when run from source (tsx); two levels up when run from the compiled dist/api/.
 const SCHEMA_DIR = [path.join(__dirname, '..', 'schemas'), path.join(__dirname, '..', '..', 'schemas')].find((d) =>
@@ -129,5 +130,31 @@ export function mergeFieldErrors(...lists: FieldError[][]): FieldError[] {
     seen.add(e.field);
     out.push(e);
   }
+  return out;
+}
+
+/**
+ * Strings of a parsed JSON body (keys included) that Postgres cannot store: U+0000, which `text` and
+ * `jsonb` refuse, and unpaired surrogates, which are not Unicode text (RFC 8259 §8.2) and which `jsonb`
+ * refuses. One error per offending field, named by its dotted path (`members.0.name`); at most `max`.
+ */
+export function unstorableTextErrors(value: unknown, max = 20): FieldError[] {
+  const out: FieldError[] = [];
+  const message = 'must not contain U+0000 or unpaired surrogate characters';
+  const walk = (v: unknown, at: string): void => {
+    if (out.length >= max) return;
+    if (typeof v === 'string') {
+      if (!isStorableText(v)) out.push({ field: at || '(body)', message });
+    } else if (Array.isArray(v)) {
+      v.forEach((item, i) => walk(item, at ? `${at}.${i}` : String(i)));
+    } else if (v && typeof v === 'object') {
+      for (const [k, item] of Object.entries(v)) {
+        const field = at ? `${at}.${k}` : k;
+        if (!isStorableText(k)) out.push({ field: storableText(field), message: 'names a field with U+0000 or unpaired surrogate characters' });
+        else walk(item, field);
+      }
+    }
+  };
+  walk(value, '');
   return out;
 }

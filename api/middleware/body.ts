@@ -1,9 +1,12 @@
 /**
  * JSON body parsing with koa-body for methods that carry a body: a body of another media type is
- * 415 `unsupported_media_type`; over the limit 413 `payload_too_large`; malformed 400 `malformed_json`.
+ * 415 `unsupported_media_type`; over the limit 413 `payload_too_large`; malformed 400 `malformed_json`;
+ * a string Postgres cannot store (U+0000, unpaired surrogates) 400 `validation_error` naming the field,
+ * before any handler runs, so no write can fail on it later.
  */
 import { koaBody } from 'koa-body';
-import { ApiError } from '../errors';
+import { ApiError, validationError } from '../errors';
+import { unstorableTextErrors } from '../validation';
 import type { AppContext } from '../context';
 
 const JSON_TYPE = /^application\/([a-z0-9.+-]+\+)?json$/i;
@@ -41,6 +44,10 @@ export function jsonBody(limitBytes: number, opts: { keepRaw?: boolean } = {}) {
     if (length && length > limitBytes) {
       throw new ApiError(413, 'payload_too_large', `The request body is ${length} bytes; the limit is ${limitBytes} bytes`);
     }
-    return parse(ctx as never, next);
+    return parse(ctx as never, async () => {
+      const errors = unstorableTextErrors((ctx.request as { body?: unknown }).body);
+      if (errors.length) throw validationError(errors);
+      return next();
+    });
   };
 }

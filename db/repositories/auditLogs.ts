@@ -5,6 +5,7 @@
  */
 import type { Db } from '../index';
 import { newId } from '../ids';
+import { storableText } from '../text';
 import { keysetPage, type Page } from '../pagination';
 import type { AuditLogEntry } from '../../schemas/types/audit';
 
@@ -45,18 +46,21 @@ export async function insertAuditLog(db: Db, orgId: string, rec: AuditRecord): P
 }
 
 function auditRow(orgId: string, rec: AuditRecord): Record<string, unknown> {
+  // Paths and resource ids come from the request (a decoded `%00` in a path parameter, say): the
+  // entry keeps them with U+FFFD in place of what Postgres cannot store, instead of being lost.
+  const text = (s: string | null) => (s === null ? null : storableText(s));
   return {
     id: newId('aud'),
     org_id: orgId,
     actor_id: rec.actorId,
     actor_kind: rec.actorKind,
     operation_id: rec.operationId,
-    method: rec.method,
-    path: rec.path.slice(0, 2048),
-    resource_type: rec.resourceType,
-    resource_id: rec.resourceId,
-    request_id: rec.requestId,
-    source_ip: rec.sourceIp,
+    method: text(rec.method),
+    path: text(rec.path.slice(0, 2048)),
+    resource_type: text(rec.resourceType),
+    resource_id: text(rec.resourceId),
+    request_id: text(rec.requestId),
+    source_ip: text(rec.sourceIp),
     status_code: rec.statusCode,
   };
 }

@@ -172,11 +172,10 @@ async function runDraftSaves(db: Db, batch: DraftSave[]): Promise<(RegistrationR
   let written: { i: number; version: number; updated_at: Date }[];
   try {
     written = (await db.raw(BATCH_UPDATE_SQL, [JSON.stringify(rows)])).rows;
-  } catch (err) {
-    // A deadlock with another process' batch locking the same rows in another order: nothing of this
-    // batch was written, and each save retries alone on the locking path.
-    if ((err as { code?: string }).code === '40P01') return out;
-    throw err;
+  } catch {
+    // Nothing of this batch was written (a deadlock with another process' batch, say): each save
+    // retries alone on the locking path, so one save's failure never fails the others.
+    return out;
   }
   for (const w of written) {
     const { current, fields } = batch[w.i];

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { createApp, BASE_PATH } from '../../api/app';
-import { auditLog, AUDIT_MIDDLEWARE, deriveResource } from '../../api/middleware/audit';
+import { auditLog, AuditWriter, AUDIT_MIDDLEWARE, deriveResource } from '../../api/middleware/audit';
 import * as auditRepo from '../../db/repositories/auditLogs';
 import { createLogger } from '../../runtime';
 import { ROUTES } from '../../api/routes/table';
@@ -104,6 +104,33 @@ describe('Audit logs (GET /audit-logs and the audit middleware)', function () {
       ['createWebhook', 400, 'failure'],
     ]);
     expect(items[0].resource).to.deep.equal({ type: 'webhook', id: 'whk_nope' });
+  });
+
+  it('answers 400 naming a path or query parameter Postgres cannot store, and audits the write with U+FFFD in its place', async () => {
+    const org = await t.org('Odd path');
+    const res = await call('POST', '/webhooks/whk_%00x/test', { key: org.key });
+    expect(res.status).to.equal(400);
+    expect(res.body).to.include({ code: 'validation_error' });
+    expect(res.body.errors).to.deep.equal([{ field: 'id', message: 'must not contain U+0000 or unpaired surrogate characters' }]);
+    const filtered = await call('GET', '/audit-logs?actorId=key_%00', { key: org.key });
+    expect(filtered.status).to.equal(400);
+    expect(filtered.body.errors.map((e: { field: string }) => e.field)).to.deep.equal(['actorId']);
+    const items = (await call('GET', '/audit-logs', { key: org.key })).body.data.items;
+    expect(items.map((e: { resource: unknown }) => e.resource)).to.deep.equal([{ type: 'webhook', id: 'whk_\uFFFDx' }]);
+  });
+
+  it('writes the other entries of a batch when the database refuses one of them', async () => {
+    const org = await t.org('Batch neighbour');
+    const writer = new AuditWriter(t.db);
+    const rec = (requestId: string) => ({ actorId: org.keyId, actorKind: 'secret', operationId: 'saveSMSRegistration', method: 'PUT', path: '/api/v1/sms', resourceType: 'sms_registration', resourceId: null, requestId, sourceIp: null, statusCode: 200 }) as auditRepo.AuditRecord;
+    const settled = await Promise.allSettled([
+      writer.write(org.orgId, rec('req-neighbour-1')),
+      writer.write('org_does_not_exist', rec('req-orphan')), // foreign key refuses it
+      writer.write(org.orgId, rec('req-neighbour-2')),
+    ]);
+    expect(settled.map((s) => s.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+    const ids = (await call('GET', '/audit-logs', { key: org.key })).body.data.items.map((e: { requestId: string }) => e.requestId);
+    expect(ids).to.have.members(['req-neighbour-1', 'req-neighbour-2']);
   });
 
   it('filters by time range, actor and resource, newest first, with a stable cursor', async () => {

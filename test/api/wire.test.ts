@@ -93,6 +93,17 @@ describe('wire conventions', () => {
     expectProblem(res, 400, 'malformed_json');
   });
 
+  it('answers 400 validation_error naming each field whose text Postgres cannot store, and keeps the stored draft', async () => {
+    expect((await t.call('PUT', '/sms', { key, json: { displayName: 'Kept Brand' } })).status).to.equal(200);
+    // JSON escapes: U+0000, and a high surrogate with no low surrogate after it.
+    const raw = '{"displayName": "A\\u0000B", "city": "\\ud800x", "website": "https://example.com"}';
+    const res = await t.call('PUT', '/sms', { key, raw, headers: { 'content-type': 'application/json' } });
+    expectProblem(res, 400, 'validation_error');
+    expect(res.body.errors.map((e: { field: string }) => e.field)).to.deep.equal(['displayName', 'city']);
+    const stored = await t.call('GET', '/sms', { key });
+    expect(stored.body.data).to.include({ displayName: 'Kept Brand', city: null });
+  });
+
   it('answers 415 for a body that is not JSON', async () => {
     const res = await t.call('PUT', '/sms', { key, raw: 'displayName=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     expectProblem(res, 415, 'unsupported_media_type');

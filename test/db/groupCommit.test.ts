@@ -107,6 +107,18 @@ describe('saveDraftIfVersion (batched optimistic draft save)', () => {
     expect((await getRegistrationRecord(db, b.orgId))!.registration).to.include({ city: 'Austin', status: 'submitted' });
   });
 
+  it('hands every save of a batch back to the locking path when the statement fails, writing none', async () => {
+    const a = await orgWithDraft('Refused neighbour A');
+    const b = await orgWithDraft('Refused neighbour B');
+    // jsonb refuses U+0000 (the API answers 400 before this point; here the repository is called directly).
+    const [ra, rb] = await Promise.all([
+      saveDraftIfVersion(db, a.orgId, a.record.version, { city: 'Fine' }, a.record.registration),
+      saveDraftIfVersion(db, b.orgId, b.record.version, { city: 'Bad\u0000' }, b.record.registration),
+    ]);
+    expect([ra, rb]).to.deep.equal([undefined, undefined]);
+    expect((await getRegistrationRecord(db, a.orgId))!.registration.city).to.equal('Austin');
+  });
+
   it('writes one of two saves of the same organization in one batch and hands the other back', async () => {
     const { orgId, record } = await orgWithDraft('Twice');
     const [first, second] = await Promise.all([
