@@ -14,3 +14,13 @@ export function isStorableText(s: string): boolean {
 export function storableText(s: string): string {
   return (s as string & { toWellFormed(): string }).toWellFormed().replace(/\u0000/g, '\uFFFD');
 }
+
+/** A parsed JSON value with every string, keys included, made storable as by storableText. */
+export function storableJson(v: unknown): unknown {
+  if (typeof v === 'string') return storableText(v);
+  if (Array.isArray(v)) return v.map(storableJson);
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(Object.entries(v).map(([k, item]) => [storableText(k), storableJson(item)]));
+  }
+  return v;
+}

@@ -4,6 +4,7 @@
  * the libraries' own parsing, so the ingestion activity and the unit tests share it.
  */
 import { convert } from 'html-to-text';
+import { storableText } from '../../db/text';
 
 /** Formats the extractor understands. */
 export type KnowledgeFormat = 'html' | 'pdf' | 'markdown' | 'text';
@@ -140,6 +141,14 @@ function decodeEntities(s: string): string {
  *   a scanned PDF without a text layer)
  */
 export async function extractDocument(input: { bytes: Buffer; contentType?: string | null; filename?: string | null }): Promise<ExtractedDocument> {
+  const doc = await extractAnyFormat(input);
+  // Documents carry NUL bytes and broken UTF-16 often enough (PDF text layers, binary junk in text
+  // files); Postgres stores neither, so they are dropped here rather than failing the ingestion.
+  const clean = (s: string) => storableText(s.replace(/\u0000/g, ''));
+  return { ...doc, text: clean(doc.text), title: doc.title === null ? null : clean(doc.title) || null };
+}
+
+async function extractAnyFormat(input: { bytes: Buffer; contentType?: string | null; filename?: string | null }): Promise<ExtractedDocument> {
   const format = detectFormat(input.bytes, input.contentType, input.filename);
   switch (format) {
     case 'html': {

@@ -2,11 +2,12 @@
  * JSON body parsing with koa-body for methods that carry a body: a body of another media type is
  * 415 `unsupported_media_type`; over the limit 413 `payload_too_large`; malformed 400 `malformed_json`;
  * a string Postgres cannot store (U+0000, unpaired surrogates) 400 `validation_error` naming the field,
- * before any handler runs, so no write can fail on it later.
+ * before any handler runs, so no write can fail on it later (provider callbacks keep it as U+FFFD).
  */
 import { koaBody } from 'koa-body';
 import { ApiError, validationError } from '../errors';
 import { unstorableTextErrors } from '../validation';
+import { storableJson } from '../../db/text';
 import type { AppContext } from '../context';
 
 const JSON_TYPE = /^application\/([a-z0-9.+-]+\+)?json$/i;
@@ -45,9 +46,17 @@ export function jsonBody(limitBytes: number, opts: { keepRaw?: boolean } = {}) {
       throw new ApiError(413, 'payload_too_large', `The request body is ${length} bytes; the limit is ${limitBytes} bytes`);
     }
     return parse(ctx as never, async () => {
-      const errors = unstorableTextErrors((ctx.request as { body?: unknown }).body);
-      if (errors.length) throw validationError(errors);
+      const req = ctx.request as { body?: unknown };
+      if (opts.keepRaw) {
+        // A provider's callback is a fact that already happened (an inbound message, a verdict): keep
+        // it, with U+FFFD for what Postgres cannot store, instead of refusing it into endless retries.
+        req.body = storableJson(req.body);
+      } else {
+        const errors = unstorableTextErrors(req.body);
+        if (errors.length) throw validationError(errors);
+      }
       return next();
     });
   };
 }
+

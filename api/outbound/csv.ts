@@ -123,11 +123,19 @@ export async function* readContactRows(data: Buffer | Readable, mapping?: Contac
   try {
     for await (const rec of parser as AsyncIterable<string[]>) {
       if (!header) {
+        const bad = rec.findIndex((cell) => cell.includes('\u0000'));
+        if (bad >= 0) throw new CsvFormatError(`header, column ${bad + 1}: contains a NUL character (U+0000)`, 0, bad + 1, 1);
         header = rec;
         cols = resolveColumns(header, mapping);
         continue;
       }
       row++;
+      // Postgres cannot store U+0000: refuse the file up front, naming the cell, rather than fail the import.
+      const nul = rec.findIndex((cell) => cell.includes('\u0000'));
+      if (nul >= 0) {
+        const name = header[nul] ? ` (${header[nul]})` : '';
+        throw new CsvFormatError(`row ${row}, column ${nul + 1}${name}: contains a NUL character (U+0000)`, row, nul + 1, null);
+      }
       const c = cols!;
       const variables: Record<string, string> = {};
       for (const [i, name] of c.variables) if (rec[i] !== '') variables[name] = rec[i];

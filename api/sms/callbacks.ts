@@ -21,6 +21,7 @@ import { findOrgByCarrierId, findOrgByRegistrationId, getRegistration } from '..
 import { deleteProviderEvent, storeProviderEvent } from '../../db/repositories/smsProviderEvents';
 import { advanceMessage, findMessageByProviderId, findOutboundMessageById, insertMessage } from '../../db/repositories/smsMessages';
 import { findOwnerOfNumber } from '../../db/repositories/numbers';
+import { storableJson } from '../../db/text';
 import { applyKeyword } from '../../db/repositories/smsContacts';
 import { storeInboundMedia } from '../../db/repositories/smsMedia';
 import { parseInboundMedia, type InboundMediaItem } from './media';
@@ -54,7 +55,8 @@ interface CallbackBody {
 function parseBody(raw: string): { body: CallbackBody; media: InboundMediaItem[] } {
   let b: any;
   try {
-    b = JSON.parse(raw);
+    // Kept even when it carries text Postgres cannot store (U+FFFD in its place): the event happened.
+    b = storableJson(JSON.parse(raw));
   } catch {
     throw new ApiError(400, 'malformed_json', 'The callback body is not JSON');
   }

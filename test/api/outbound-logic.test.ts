@@ -79,6 +79,16 @@ describe('outbound CSV reading', () => {
     expect(err).to.include({ row: 1, column: 2, line: 2 });
   });
 
+  it('refuses a NUL character, which Postgres cannot store, naming the cell', async () => {
+    const err = await checkContactCsv(Buffer.from('phone,first_name\n+12123001000,Ada\n+12123001001,Gr\u0000ace\n')).catch((e) => e);
+    expect(err).to.be.instanceOf(CsvFormatError);
+    expect(err.message).to.equal('row 2, column 2 (first_name): contains a NUL character (U+0000)');
+    expect(err).to.include({ row: 2, column: 2 });
+    const header = await checkContactCsv(Buffer.from('phone,no\u0000te\n+12123001000,x\n')).catch((e) => e);
+    expect(header).to.be.instanceOf(CsvFormatError);
+    expect(header).to.include({ row: 0, column: 2 });
+  });
+
   it('counts data rows and skips blank lines', async () => {
     expect(await checkContactCsv(Buffer.from('\uFEFFphone\n+12123001000\n\n+12123001001\n'))).to.equal(2);
   });

@@ -167,6 +167,13 @@ describe('POST /sms/provider-callbacks/{provider}', () => {
       expect(replies[1].body).to.contain('resubscribed');
     });
 
+    it('keeps an inbound text with a NUL character, storing U+FFFD in its place', async () => {
+      const res = await inbound('see you at 9\u0000pm', 'SMinNul');
+      expect(res.status).to.equal(200);
+      const stored = await t.db('sms_messages').where({ org_id: org.orgId, direction: 'inbound', provider_message_id: 'SMinNul' }).first();
+      expect(stored.body).to.equal('see you at 9\uFFFDpm');
+    });
+
     it('treats a redelivered inbound text (same provider id) as a duplicate and does nothing twice', async () => {
       const before = (await outbound()).length;
       const first = await inbound('INFO', 'SMinDup');
