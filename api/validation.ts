@@ -133,6 +133,25 @@ export function mergeFieldErrors(...lists: FieldError[][]): FieldError[] {
   return out;
 }
 
+/** Deepest nesting of arrays and objects a request body may have (the spec's deepest shapes use under 10). */
+export const MAX_BODY_DEPTH = 64;
+
+/**
+ * One `(body)` error when a parsed JSON body nests arrays/objects deeper than `max` levels (checked
+ * without recursion, so any depth is safe to inspect); none otherwise. Validators and stores walk
+ * bodies recursively, so the limit comes first.
+ */
+export function nestingErrors(value: unknown, max = MAX_BODY_DEPTH): FieldError[] {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (!v || typeof v !== 'object') continue;
+    if (depth >= max) return [{ field: '(body)', message: `must not nest arrays or objects deeper than ${max} levels` }];
+    for (const item of Array.isArray(v) ? v : Object.values(v)) if (item && typeof item === 'object') stack.push([item, depth + 1]);
+  }
+  return [];
+}
+
 /**
  * Strings of a parsed JSON body (keys included) that Postgres cannot store: U+0000, which `text` and
  * `jsonb` refuse, and unpaired surrogates, which are not Unicode text (RFC 8259 §8.2) and which `jsonb`

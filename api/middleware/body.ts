@@ -2,11 +2,12 @@
  * JSON body parsing with koa-body for methods that carry a body: a body of another media type is
  * 415 `unsupported_media_type`; over the limit 413 `payload_too_large`; malformed 400 `malformed_json`;
  * a string Postgres cannot store (U+0000, unpaired surrogates) 400 `validation_error` naming the field,
- * before any handler runs, so no write can fail on it later (provider callbacks keep it as U+FFFD).
+ * before any handler runs, so no write can fail on it later (provider callbacks keep it as U+FFFD);
+ * nesting deeper than 64 levels 400 `validation_error` on `(body)`.
  */
 import { koaBody } from 'koa-body';
 import { ApiError, validationError } from '../errors';
-import { unstorableTextErrors } from '../validation';
+import { nestingErrors, unstorableTextErrors } from '../validation';
 import { storableJson } from '../../db/text';
 import type { AppContext } from '../context';
 
@@ -47,6 +48,8 @@ export function jsonBody(limitBytes: number, opts: { keepRaw?: boolean } = {}) {
     }
     return parse(ctx as never, async () => {
       const req = ctx.request as { body?: unknown };
+      const tooDeep = nestingErrors(req.body);
+      if (tooDeep.length) throw validationError(tooDeep);
       if (opts.keepRaw) {
         // A provider's callback is a fact that already happened (an inbound message, a verdict): keep
         // it, with U+FFFD for what Postgres cannot store, instead of refusing it into endless retries.

@@ -104,6 +104,15 @@ describe('wire conventions', () => {
     expect(stored.body.data).to.include({ displayName: 'Kept Brand', city: null });
   });
 
+  it('answers 400 validation_error on (body) for JSON nested deeper than 64 levels, however deep', async () => {
+    for (const depth of [65, 2000]) { // the test API's body limit is 4 KiB
+      const raw = `{"displayName":"x","extra":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+      const res = await t.call('PUT', '/sms', { key, raw, headers: { 'content-type': 'application/json' } });
+      expectProblem(res, 400, 'validation_error');
+      expect(res.body.errors).to.deep.equal([{ field: '(body)', message: 'must not nest arrays or objects deeper than 64 levels' }]);
+    }
+  });
+
   it('answers 415 for a body that is not JSON', async () => {
     const res = await t.call('PUT', '/sms', { key, raw: 'displayName=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     expectProblem(res, 415, 'unsupported_media_type');
