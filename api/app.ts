@@ -9,7 +9,6 @@ import type { AppConfig } from '../config';
 import type { Db } from '../db';
 import type { Logger } from 'pino';
 import { ApiError, validationError } from './errors';
-import { isStorableText } from '../db/text';
 import { KeyCache } from './keyCache';
 import { ChangeFeed, ReadCache } from '../db/changeFeed';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
@@ -22,6 +21,7 @@ import { problem } from './middleware/problem';
 import { RateLimits } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
 import { docsPage, openApiDocument } from './openapi';
+import { jsonValueErrors } from './validation';
 import { HANDLERS } from './routes';
 import { ROUTES, toKoaPath } from './routes/table';
 import type { AppContext, AppDeps, AppState } from './context';
@@ -131,10 +131,7 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
  */
 async function storableParams(ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> {
   const params = (ctx as unknown as { params?: Record<string, string> }).params ?? {};
-  const values: [string, unknown][] = [...Object.entries(params), ...Object.entries(ctx.query)];
-  const errors = values
-    .filter(([, v]) => (Array.isArray(v) ? v : [v]).some((x) => typeof x === 'string' && !isStorableText(x)))
-    .map(([name]) => ({ field: name, message: 'must not contain U+0000 or unpaired surrogate characters' }));
+  const errors = jsonValueErrors({ ...params, ...ctx.query });
   if (errors.length) throw validationError(errors);
   return next();
 }

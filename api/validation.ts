@@ -136,44 +136,40 @@ export function mergeFieldErrors(...lists: FieldError[][]): FieldError[] {
 /** Deepest nesting of arrays and objects a request body may have (the spec's deepest shapes use under 10). */
 export const MAX_BODY_DEPTH = 64;
 
-/**
- * One `(body)` error when a parsed JSON body nests arrays/objects deeper than `max` levels (checked
- * without recursion, so any depth is safe to inspect); none otherwise. Validators and stores walk
- * bodies recursively, so the limit comes first.
- */
-export function nestingErrors(value: unknown, max = MAX_BODY_DEPTH): FieldError[] {
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (!v || typeof v !== 'object') continue;
-    if (depth >= max) return [{ field: '(body)', message: `must not nest arrays or objects deeper than ${max} levels` }];
-    for (const item of Array.isArray(v) ? v : Object.values(v)) if (item && typeof item === 'object') stack.push([item, depth + 1]);
-  }
-  return [];
-}
+const UNSTORABLE = 'must not contain U+0000 or unpaired surrogate characters';
 
 /**
- * Strings of a parsed JSON body (keys included) that Postgres cannot store: U+0000, which `text` and
- * `jsonb` refuse, and unpaired surrogates, which are not Unicode text (RFC 8259 §8.2) and which `jsonb`
- * refuses. One error per offending field, named by its dotted path (`members.0.name`); at most `max`.
+ * What a parsed JSON value (a body, or path and query parameters) holds that nothing downstream
+ * should meet, in one walk without recursion (any depth is safe to inspect):
+ * - nesting of arrays/objects deeper than MAX_BODY_DEPTH: one `(body)` error and nothing else, since
+ *   validators and stores walk values recursively;
+ * - with `text` (default true), strings and keys Postgres cannot store: U+0000, which `text` and
+ *   `jsonb` refuse, and unpaired surrogates, which are not Unicode text (RFC 8259 §8.2) and which
+ *   `jsonb` refuses. One error per offending field, named by its dotted path (`members.0.name`), in
+ *   document order; at most 20.
  */
-export function unstorableTextErrors(value: unknown, max = 20): FieldError[] {
+export function jsonValueErrors(value: unknown, opts: { text?: boolean } = {}): FieldError[] {
+  const checkText = opts.text !== false;
   const out: FieldError[] = [];
-  const message = 'must not contain U+0000 or unpaired surrogate characters';
-  const walk = (v: unknown, at: string): void => {
-    if (out.length >= max) return;
+  // Breadth first with an index, so fields are reported in document order level by level.
+  const queue: { v: unknown; at: string; depth: number }[] = [{ v: value, at: '', depth: 0 }];
+  for (let i = 0; i < queue.length; i++) {
+    const { v, at, depth } = queue[i];
     if (typeof v === 'string') {
-      if (!isStorableText(v)) out.push({ field: at || '(body)', message });
-    } else if (Array.isArray(v)) {
-      v.forEach((item, i) => walk(item, at ? `${at}.${i}` : String(i)));
-    } else if (v && typeof v === 'object') {
-      for (const [k, item] of Object.entries(v)) {
-        const field = at ? `${at}.${k}` : k;
-        if (!isStorableText(k)) out.push({ field: storableText(field), message: 'names a field with U+0000 or unpaired surrogate characters' });
-        else walk(item, field);
+      if (checkText && out.length < 20 && !isStorableText(v)) out.push({ field: at || '(body)', message: UNSTORABLE });
+      continue;
+    }
+    if (!v || typeof v !== 'object') continue;
+    if (depth >= MAX_BODY_DEPTH) return [{ field: '(body)', message: `must not nest arrays or objects deeper than ${MAX_BODY_DEPTH} levels` }];
+    const entries: [string, unknown][] = Array.isArray(v) ? v.map((item, n) => [String(n), item]) : Object.entries(v);
+    for (const [k, item] of entries) {
+      const field = at ? `${at}.${k}` : k;
+      if (checkText && !isStorableText(k)) {
+        if (out.length < 20) out.push({ field: storableText(field), message: 'names a field with U+0000 or unpaired surrogate characters' });
+      } else {
+        queue.push({ v: item, at: field, depth: depth + 1 });
       }
     }
-  };
-  walk(value, '');
+  }
   return out;
 }

@@ -2,13 +2,12 @@
  * JSON body parsing with koa-body for methods that carry a body: a body of another media type is
  * 415 `unsupported_media_type`; over the limit 413 `payload_too_large`; malformed 400 `malformed_json`;
  * a string Postgres cannot store (U+0000, unpaired surrogates) 400 `validation_error` naming the field,
- * before any handler runs, so no write can fail on it later (provider callbacks keep it as U+FFFD);
- * nesting deeper than 64 levels 400 `validation_error` on `(body)`.
+ * before any handler runs, so no write can fail on it later; nesting deeper than 64 levels 400
+ * `validation_error` on `(body)` (api/validation.ts jsonValueErrors).
  */
 import { koaBody } from 'koa-body';
 import { ApiError, validationError } from '../errors';
-import { nestingErrors, unstorableTextErrors } from '../validation';
-import { storableJson } from '../../db/text';
+import { jsonValueErrors } from '../validation';
 import type { AppContext } from '../context';
 
 const JSON_TYPE = /^application\/([a-z0-9.+-]+\+)?json$/i;
@@ -47,19 +46,11 @@ export function jsonBody(limitBytes: number, opts: { keepRaw?: boolean } = {}) {
       throw new ApiError(413, 'payload_too_large', `The request body is ${length} bytes; the limit is ${limitBytes} bytes`);
     }
     return parse(ctx as never, async () => {
-      const req = ctx.request as { body?: unknown };
-      const tooDeep = nestingErrors(req.body);
-      if (tooDeep.length) throw validationError(tooDeep);
-      if (opts.keepRaw) {
-        // A provider's callback is a fact that already happened (an inbound message, a verdict): keep
-        // it, with U+FFFD for what Postgres cannot store, instead of refusing it into endless retries.
-        req.body = storableJson(req.body);
-      } else {
-        const errors = unstorableTextErrors(req.body);
-        if (errors.length) throw validationError(errors);
-      }
+      // Routes that keep the raw bytes (provider callbacks) read those, not the parsed body, and keep
+      // unstorable text as U+FFFD themselves (api/sms/callbacks.ts): only the nesting limit applies.
+      const errors = jsonValueErrors((ctx.request as { body?: unknown }).body, { text: !opts.keepRaw });
+      if (errors.length) throw validationError(errors);
       return next();
     });
   };
 }
-
