@@ -46,21 +46,20 @@ export async function insertAuditLog(db: Db, orgId: string, rec: AuditRecord): P
 }
 
 function auditRow(orgId: string, rec: AuditRecord): Record<string, unknown> {
-  // Paths and resource ids come from the request (a decoded `%00` in a path parameter, say): the
-  // entry keeps them with U+FFFD in place of what Postgres cannot store, instead of being lost.
-  const text = (s: string | null) => (s === null ? null : storableText(s));
   return {
     id: newId('aud'),
     org_id: orgId,
     actor_id: rec.actorId,
     actor_kind: rec.actorKind,
     operation_id: rec.operationId,
-    method: text(rec.method),
-    path: text(rec.path.slice(0, 2048)),
-    resource_type: text(rec.resourceType),
-    resource_id: text(rec.resourceId),
-    request_id: text(rec.requestId),
-    source_ip: text(rec.sourceIp),
+    method: rec.method,
+    path: rec.path.slice(0, 2048),
+    resource_type: rec.resourceType,
+    // A resource id can come from a decoded path parameter (`%00`, say): the entry keeps it with U+FFFD
+    // in place of what Postgres cannot store, instead of being lost.
+    resource_id: rec.resourceId === null ? null : storableText(rec.resourceId),
+    request_id: rec.requestId,
+    source_ip: rec.sourceIp,
     status_code: rec.statusCode,
   };
 }

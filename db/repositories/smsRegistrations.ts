@@ -114,13 +114,18 @@ export async function getRegistrationRecord(db: Db, orgId: string): Promise<Regi
   return row ? { registration: toRegistration(row), version: row.version } : undefined;
 }
 
-function draftUpdate(fields: Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>, now: unknown): Record<string, unknown> {
-  const update: Record<string, unknown> = { status: 'draft', updated_at: now };
+/** Column → value of the draft fields that are given (undefined leaves a column alone; null clears it). */
+function draftColumnValues(fields: Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(fields)) {
     const col = DRAFT_COLUMNS[field as keyof typeof DRAFT_COLUMNS];
-    if (col && value !== undefined) update[col] = value;
+    if (col && value !== undefined) out[col] = value;
   }
-  return update;
+  return out;
+}
+
+function draftUpdate(fields: Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>, now: unknown): Record<string, unknown> {
+  return { status: 'draft', updated_at: now, ...draftColumnValues(fields) };
 }
 
 const BOOLEAN_DRAFT_COLUMNS = new Set(['use_policy_page', 'sends_links', 'quiet_hours_replies_exempt']);
@@ -161,12 +166,7 @@ async function runDraftSaves(db: Db, batch: DraftSave[]): Promise<(RegistrationR
     // version check anyway once the first is written).
     if (seen.has(save.orgId)) return;
     seen.add(save.orgId);
-    const d: Record<string, unknown> = {};
-    for (const [field, value] of Object.entries(save.fields)) {
-      const col = DRAFT_COLUMNS[field as keyof typeof DRAFT_COLUMNS];
-      if (col && value !== undefined) d[col] = value;
-    }
-    rows.push({ i, org_id: save.orgId, version: save.version, d });
+    rows.push({ i, org_id: save.orgId, version: save.version, d: draftColumnValues(save.fields) });
   });
   const out: (RegistrationRecord | undefined)[] = new Array(batch.length).fill(undefined);
   let written: { i: number; version: number; updated_at: Date }[];
