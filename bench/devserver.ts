@@ -3,15 +3,17 @@
  * activity and one signal at 1, 10 and 100 concurrent starters, p99 start-to-close latency, and
  * time per history event at ~100 and ~10,000 events. Server, worker and client run in this
  * process; a last run puts the server in a child process to split CPU per workflow between the
- * server and the SDK worker + client. `--db <url>` (or DATABASE_URL) benchmarks with Postgres write-through instead of memory;
- * `--proto-only` runs only the protocol-level (server capacity) part, `--sdk-only` only the SDK part.
+ * server and the SDK worker + client. `--db <url>` (or DATABASE_URL) benchmarks with Postgres
+ * write-through instead of memory; `--proto-only` runs only the protocol-level (server capacity)
+ * part, `--sdk-only` only the SDK part.
  */
 import { spawn } from 'node:child_process';
-import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { freePort } from '../db/embedded';
 import { startDevServer } from '../devserver';
 import * as activities from '../test/devserver/workflows/activities';
 import { processCpu } from './harness';
@@ -104,14 +106,7 @@ const BENCH_WORKER_OPTIONS = {
  * of the activity + signal shape at 100 starters.
  */
 async function cpuAttribution(workflowBundle: { code: string }, starters: number, total: number): Promise<string> {
-  const port = await new Promise<number>((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(p));
-    });
-  });
+  const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../devserver/bin.ts'), '--port', String(port), '--log-level', 'warn'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -129,11 +124,7 @@ async function cpuAttribution(workflowBundle: { code: string }, starters: number
     let line = '';
     await worker.runUntil(async () => {
       let seq = 0;
-      const one = async () => {
-        const h = await client.workflow.start('activityAndSignal', { taskQueue, workflowId: `split-${seq++}`, args: ['bench'] });
-        await h.signal('finish', 'ok');
-        await h.result();
-      };
+      const one = () => runActivityAndSignal(client, taskQueue, `split-${seq++}`);
       await Promise.all(Array.from({ length: 100 }, one)); // warm-up
       let left = total;
       const t0 = performance.now();
@@ -150,7 +141,7 @@ async function cpuAttribution(workflowBundle: { code: string }, starters: number
       line =
         `CPU per workflow, server out of process (starters=${starters}, ${(total / secs).toFixed(0)} completed/s): ` +
         `SDK worker + client ${ownMs.toFixed(2)} ms, dev server ${srvMs.toFixed(2)} ms; ` +
-        `the SDK side alone caps two cores at ${(2000 / ownMs).toFixed(0)} workflows/s`;
+        `the SDK side alone caps ${os.cpus().length} cores at ${((os.cpus().length * 1000) / ownMs).toFixed(0)} workflows/s`;
     });
     await connection.close();
     await native.close();
@@ -158,6 +149,13 @@ async function cpuAttribution(workflowBundle: { code: string }, starters: number
   } finally {
     child.kill('SIGTERM');
   }
+}
+
+/** Starts one run of the measured shape (an activity and a signal), signals it and waits for its result. */
+async function runActivityAndSignal(client: Client, taskQueue: string, workflowId: string): Promise<void> {
+  const h = await client.workflow.start('activityAndSignal', { taskQueue, workflowId, args: ['bench'] });
+  await h.signal('finish', 'ok');
+  await h.result();
 }
 
 function pct(sorted: number[], p: number): number {
@@ -197,9 +195,7 @@ async function main(): Promise<void> {
   await worker.runUntil(async () => {
     const one = async (): Promise<number> => {
       const t0 = performance.now();
-      const h = await client.workflow.start('activityAndSignal', { taskQueue, workflowId: `bench-${seq++}`, args: ['bench'] });
-      await h.signal('finish', 'ok');
-      await h.result();
+      await runActivityAndSignal(client, taskQueue, `bench-${seq++}`);
       return performance.now() - t0;
     };
     // warm-up

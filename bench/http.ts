@@ -2,7 +2,8 @@
  * HTTP benchmark (issue 2 §9): requests/s and p50/p99 latency of `GET /sms` and `PUT /sms` under 100
  * concurrent connections (autocannon), against a bare Koa route measured in the same run, with the
  * ratio; each connection uses its own organization's key. On Linux it also prints the CPU each request
- * costs in the server process, in Postgres and in the load generator, and what the targets need in cores. Targets on the 2-core machine: GET ≥ 40 % and PUT ≥ 20 % of bare Koa, p99 < 25 ms.
+ * costs in the server process, in Postgres and in the load generator, and what the targets need in
+ * cores. Targets on the 2-core machine: GET ≥ 40 % and PUT ≥ 20 % of bare Koa, p99 < 25 ms.
  * BENCH_SECONDS sets each run's duration (default 10).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -108,8 +109,8 @@ export async function runHttpBench(): Promise<void> {
         `${r.name.padEnd(16)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}  ${((100 * r.rps) / bareRps).toFixed(1).padStart(8)}%  ${String(r.errors).padStart(6)}  ${String(r.non2xx).padStart(7)}${cpu}`,
       );
     }
-    // Two cores give 2,000,000 CPU µs per second to everything in the run: the target's rate times the
-    // CPU one request needs across processes must fit in that.
+    // N cores give N × 1,000,000 CPU µs per second to everything in the run: the target's rate times
+    // the CPU one request needs across processes must fit in that.
     for (const [r, share] of [[results[1], 0.4], [results[2], 0.2]] as const) {
       if (!r.cpu) continue;
       const need = r.cpu.server + r.cpu.postgres + r.cpu.loadGen;
