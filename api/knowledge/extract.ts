@@ -143,7 +143,8 @@ function decodeEntities(s: string): string {
 export async function extractDocument(input: { bytes: Buffer; contentType?: string | null; filename?: string | null }): Promise<ExtractedDocument> {
   const doc = await extractAnyFormat(input);
   // Documents carry NUL bytes and broken UTF-16 often enough (PDF text layers, binary junk in text
-  // files); Postgres stores neither, so they are dropped here rather than failing the ingestion.
+  // files); Postgres stores neither, so NULs are dropped and broken UTF-16 becomes U+FFFD here rather
+  // than failing the ingestion.
   const clean = (s: string) => storableText(s.replace(/\u0000/g, ''));
   return { ...doc, text: clean(doc.text), title: doc.title === null ? null : clean(doc.title) || null };
 }

@@ -87,13 +87,15 @@ describe('knowledge extraction', () => {
     expect(doc.text).to.equal('Café hours:\n\nopen daily');
   });
 
-  it('drops NUL bytes and unpaired surrogates, which Postgres cannot store, from text and title', async () => {
+  it('drops NUL bytes and replaces unpaired surrogates with U+FFFD (Postgres stores neither) in text and title', async () => {
     const html = Buffer.from('<html><head><title>Ti\u0000tle</title></head><body><p>Hours: 9\u0000am</p></body></html>');
     const doc = await extractDocument({ bytes: html, contentType: 'text/html' });
     expect(doc.title).to.equal('Title');
     expect(doc.text).to.equal('Hours: 9am');
     const text = await extractDocument({ bytes: Buffer.from('Plain\u0000 text', 'utf8'), contentType: 'text/plain' });
     expect(text.text).to.equal('Plain text');
+    const lone = await extractDocument({ bytes: Buffer.from('<html><head><title>T&#xD800;x</title></head><body><p>a&#xD800;b</p></body></html>'), contentType: 'text/html' });
+    expect([lone.title, lone.text]).to.deep.equal(['T\uFFFDx', 'a\uFFFDb']);
   });
 
   it('detects the format from the file name or the bytes when the type is missing or generic', async () => {
