@@ -28,7 +28,7 @@ import { parseInboundMedia, type InboundMediaItem } from './media';
 import { newId } from '../../db/ids';
 import { workflowIds } from '../../temporal.config';
 import { carrierEventSignal } from '../../workflows/smsRegistration';
-import { SANDBOX_PROVIDER } from '../../activities/providers/carrier/sandbox';
+import { SANDBOX_PROVIDER, type SandboxCallbackPayload } from '../../activities/providers/carrier/sandbox';
 import { createTelephony, type TelephonyAdapter } from '../../activities/providers/telephony';
 import { optInConfirmation, optOutConfirmation, parseInboundKeyword } from './keywords';
 import { messageChanged, messageReceived } from './smsEvents';
@@ -37,20 +37,12 @@ import type { SmsProviderCallbackResult } from '../../schemas/types/sms';
 /** Providers whose callbacks are accepted. */
 export const CALLBACK_PROVIDERS = new Set([SANDBOX_PROVIDER]);
 
-/** The parsed callback body (the sandbox's format, which real adapters map to). */
-interface CallbackBody {
-  type: 'brand.status' | 'campaign.status' | 'message.status' | 'message.inbound';
-  id: string;
-  revision?: number;
-  status?: string;
-  reason?: string | null;
-  reference?: string;
-  from?: string;
-  to?: string;
-  text?: string;
-  /** message.inbound only: attachments, `[{ contentType, contentBase64 }]` (api/sms/media.ts parseInboundMedia). */
-  media?: unknown;
-}
+/**
+ * The parsed callback body: the sandbox's format (which real adapters map to), whose event id and
+ * time this endpoint does not need, plus inbound attachments (`[{ contentType, contentBase64 }]`,
+ * api/sms/media.ts parseInboundMedia).
+ */
+type CallbackBody = Omit<SandboxCallbackPayload, 'eventId' | 'occurredAt'> & { media?: unknown };
 
 function parseBody(raw: string): { body: CallbackBody; media: InboundMediaItem[] } {
   let b: any;
