@@ -456,10 +456,19 @@ export class Engine {
     isCancelled: () => boolean,
   ): Promise<Record<string, unknown>> {
     this.namespace(ns);
-    const list = this.wfList(ns, queue);
+    return this.takeOrWait(this.wfList(ns, queue), onCancel, isCancelled, (entry) => this.startWorkflowTask(entry, identity));
+  }
+
+  /** Starts the next queued task at once, or waits for one as a long-poll (waitForTask). */
+  private takeOrWait<E>(
+    list: TaskList<E>,
+    onCancel: (fn: () => void) => void,
+    isCancelled: () => boolean,
+    start: (e: E) => Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
     const e = list.take();
-    if (e) return Promise.resolve(this.startWorkflowTask(e, identity));
-    return this.waitForTask(list, onCancel, isCancelled, (entry) => this.startWorkflowTask(entry, identity));
+    if (e) return Promise.resolve(start(e));
+    return this.waitForTask(list, onCancel, isCancelled, start);
   }
 
   private waitForTask<E>(
@@ -1050,10 +1059,7 @@ export class Engine {
     isCancelled: () => boolean,
   ): Promise<Record<string, unknown>> {
     this.namespace(ns);
-    const list = this.actList(ns, queue);
-    const e = list.take();
-    if (e) return Promise.resolve(this.startActivityTask(e, identity));
-    return this.waitForTask(list, onCancel, isCancelled, (entry) => this.startActivityTask(entry, identity));
+    return this.takeOrWait(this.actList(ns, queue), onCancel, isCancelled, (entry) => this.startActivityTask(entry, identity));
   }
 
   private startActivityTask(e: ActEntry, identity: string): Record<string, unknown> {
