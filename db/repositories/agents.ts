@@ -8,24 +8,18 @@ import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
-import type { AgentVariable, CallerVerification, DtmfSettings, Guardrails, PlaybookGraph } from '../../schemas/types/agents';
+import type { Agent, AgentVariable, CallerVerification, Guardrails, PlaybookGraph } from '../../schemas/types/agents';
 
 /** Knex handle or transaction. */
 export type Conn = Db | Knex.Transaction;
 
+/** The draft's own profile fields, as the API shows them (schemas/types/agents.ts Agent). */
+type AgentProfile = Pick<Agent, 'name' | 'description' | 'persona' | 'instructions' | 'greeting' | 'language' | 'voiceId' | 'dtmf' | 'variables'>;
+
 /** A stored agent draft, camelCase, with what is attached to it. */
-export interface AgentRecord {
+export interface AgentRecord extends AgentProfile {
   id: string;
   orgId: string;
-  name: string;
-  description: string | null;
-  persona: string | null;
-  instructions: string | null;
-  greeting: string | null;
-  language: string;
-  voiceId: string | null;
-  dtmf: DtmfSettings;
-  variables: AgentVariable[];
   /** Stored guardrails; `{}` until first PUT (defaults are applied by the API layer). */
   guardrails: Partial<Guardrails>;
   callerVerification: Partial<CallerVerification>;
@@ -58,19 +52,7 @@ const FIELD_COLUMNS = {
 const JSON_FIELDS = new Set(['dtmf', 'variables', 'guardrails', 'callerVerification']);
 
 /** Editable agent fields. */
-export type AgentFields = Partial<{
-  name: string;
-  description: string | null;
-  persona: string | null;
-  instructions: string | null;
-  greeting: string | null;
-  language: string;
-  voiceId: string | null;
-  dtmf: DtmfSettings;
-  variables: AgentVariable[];
-  guardrails: Guardrails;
-  callerVerification: CallerVerification;
-}>;
+export type AgentFields = Partial<AgentProfile & { guardrails: Guardrails; callerVerification: CallerVerification }>;
 
 /** The name is taken by another agent of the organization (maps to 409 `duplicate_name`). */
 export class DuplicateNameError extends Error {
