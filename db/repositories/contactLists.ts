@@ -128,19 +128,8 @@ export async function scrubFacts(db: Db, orgId: string, e164s: string[], withCon
   };
 }
 
-/** One scrubbed row to store. */
-export interface ContactRowInsert {
-  row: number;
-  rawPhone: string;
-  e164: string | null;
-  firstName: string | null;
-  lastName: string | null;
-  timeZone: string | null;
-  zones: string[];
-  variables: Record<string, string>;
-  status: 'accepted' | 'rejected';
-  reason: string;
-}
+/** One scrubbed row to store: a Contact (schemas/types/outbound.ts) before it has an id; the raw phone is always read. */
+export type ContactRowInsert = Omit<Contact, 'id' | 'rawPhone'> & { rawPhone: string };
 
 /**
  * Stores scrubbed rows and the progress counters (rows already stored by an earlier try are kept as they are).
