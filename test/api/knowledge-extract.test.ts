@@ -2,16 +2,14 @@
  * Knowledge extraction and chunking (api/knowledge/*): real documents — an HTML page and a PDF made
  * with pdfkit — served by a local HTTP server and fetched through the guarded HTTP helper.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { chunkText } from '../../api/knowledge/chunk';
 import { detectFormat, extractDocument, UnsupportedContentError } from '../../api/knowledge/extract';
 import { createHttpClient, parseAllowList } from '../../activities/providers/http';
-import { makePdf, SAMPLE_HTML } from './knowledge-fixtures';
+import { makePdf, SAMPLE_HTML, serveDocuments } from './knowledge-fixtures';
 
 describe('knowledge extraction', () => {
-  let server: http.Server;
+  let pages: Awaited<ReturnType<typeof serveDocuments>>;
   let base: string;
   let pdf: Buffer;
   const client = createHttpClient({ allow: parseAllowList('127.0.0.1') });
@@ -21,25 +19,15 @@ describe('knowledge extraction', () => {
       'Refund policy. Refunds are issued within 30 days of purchase when the receipt is shown.',
       'Parking. Free parking is available behind the building on Elm Street.',
     ]);
-    server = http.createServer((req, res) => {
-      if (req.url === '/hours.html') {
-        res.setHeader('content-type', 'text/html; charset=utf-8');
-        res.end(SAMPLE_HTML);
-      } else if (req.url === '/handbook.pdf') {
-        res.setHeader('content-type', 'application/pdf');
-        res.end(pdf);
-      } else {
-        res.statusCode = 404;
-        res.end();
-      }
+    pages = await serveDocuments({
+      '/hours.html': { type: 'text/html; charset=utf-8', body: SAMPLE_HTML },
+      '/handbook.pdf': { type: 'application/pdf', body: pdf },
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    base = pages.base;
   });
   after(async () => {
     await client.close();
-    server.closeAllConnections();
-    await new Promise<void>((r) => server.close(() => r()));
+    await pages.close();
   });
 
   it('extracts the text and title of a real HTML page served over HTTP, without scripts, styles, navigation or link targets', async () => {

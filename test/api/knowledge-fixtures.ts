@@ -1,4 +1,6 @@
 /** Shared documents of the knowledge tests: a real PDF made with pdfkit and a realistic HTML page. */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import PDFDocument from 'pdfkit';
 
 /** A real two-page PDF with a title in its metadata. */
@@ -39,3 +41,38 @@ export const SAMPLE_HTML = `<!doctype html>
   </main>
 </body>
 </html>`;
+
+/** What a served path answers (status 200 by default). */
+export interface ServedDocument {
+  status?: number;
+  type?: string;
+  body: string | Buffer;
+}
+
+/**
+ * A local HTTP server answering each path with its document (a function is asked on every request);
+ * any other path is 404. Sources fetched through the guarded HTTP helper come from here.
+ * @returns the base URL and a close that also drops kept-alive connections
+ */
+export async function serveDocuments(docs: Record<string, ServedDocument | (() => ServedDocument)>): Promise<{ base: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const entry = docs[req.url ?? ''];
+    const doc = typeof entry === 'function' ? entry() : entry;
+    if (!doc) {
+      res.statusCode = 404;
+      res.end();
+      return;
+    }
+    res.statusCode = doc.status ?? 200;
+    if (doc.type) res.setHeader('content-type', doc.type);
+    res.end(doc.body);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}

@@ -3,8 +3,6 @@
  * `knowledge-source/{sourceId}`, a worker runs workflows/knowledgeIngestion.ts with the real activities,
  * and the source becomes ready (HTML page, PDF upload) or failed with the reason (SSRF refusal, 404).
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { loadConfig } from '../../config';
@@ -22,7 +20,7 @@ import { workflowIds } from '../../temporal.config';
 import { ingestionStageQuery, type KnowledgeIngestionResult } from '../../workflows/knowledgeIngestion';
 import { createTestDatabase } from '../helpers/postgres';
 import { startTestWorker, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
-import { makePdf, SAMPLE_HTML } from '../api/knowledge-fixtures';
+import { makePdf, SAMPLE_HTML, serveDocuments } from '../api/knowledge-fixtures';
 
 describe('knowledge ingestion workflow (dev server, real SDK)', function () {
   this.timeout(120_000);
@@ -34,7 +32,7 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
   let key: string;
   let orgId: string;
   let agentId: string;
-  let pages: http.Server;
+  let pages: Awaited<ReturnType<typeof serveDocuments>> | undefined;
   let flakyHits = 0;
   let base: string;
   const taskQueue = uniqueTaskQueue('knowledge');
@@ -61,24 +59,13 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
     agentId = (await createAgent(db, orgId, { name: 'Ingesting desk' })).id;
 
     const pdf = await makePdf(['Refund policy. Refunds are issued within 30 days of purchase when the receipt is shown.']);
-    pages = http.createServer((req, res) => {
-      if (req.url === '/hours.html') {
-        res.setHeader('content-type', 'text/html; charset=utf-8');
-        res.end(SAMPLE_HTML);
-      } else if (req.url === '/flaky.txt') {
-        flakyHits++;
-        res.statusCode = flakyHits === 1 ? 503 : 200;
-        res.end(flakyHits === 1 ? 'busy' : 'The front desk answers calls from 7am.');
-      } else if (req.url === '/handbook.pdf') {
-        res.setHeader('content-type', 'application/pdf');
-        res.end(pdf);
-      } else {
-        res.statusCode = 404;
-        res.end();
-      }
+    pages = await serveDocuments({
+      '/hours.html': { type: 'text/html; charset=utf-8', body: SAMPLE_HTML },
+      // Busy once, then answers: the activity's retry fetches it again.
+      '/flaky.txt': () => (++flakyHits === 1 ? { status: 503, body: 'busy' } : { body: 'The front desk answers calls from 7am.' }),
+      '/handbook.pdf': { type: 'application/pdf', body: pdf },
     });
-    await new Promise<void>((r) => pages.listen(0, '127.0.0.1', r));
-    base = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
+    base = pages.base;
 
     ({ stop: stopWorker } = await startTestWorker(
       taskQueue,
@@ -90,8 +77,7 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
     await stopWorker?.();
     await api?.close();
     await db?.destroy();
-    pages?.closeAllConnections();
-    await new Promise<void>((r) => (pages ? pages.close(() => r()) : r()));
+    await pages?.close();
   });
 
   async function resultOf(sourceId: string): Promise<KnowledgeIngestionResult> {
