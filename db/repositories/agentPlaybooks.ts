@@ -8,8 +8,8 @@ import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import type { Playbook, PlaybookGraph } from '../../schemas/types/agents';
 import { DuplicateNameError, isUniqueViolation, type Conn } from './agents';
+import { iso } from '../timestamps';
 
-const iso = (d: Date | string): string => new Date(d).toISOString();
 
 /** Maps a stored row to the API shape. */
 export function toPlaybook(r: any): Playbook {

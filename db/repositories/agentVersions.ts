@@ -11,8 +11,8 @@ import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import type { AgentVersion } from '../../schemas/types/agents';
 import { isUniqueViolation, loadDraftBundle, type Conn, type DraftBundle } from './agents';
+import { iso } from '../timestamps';
 
-const iso = (d: Date | string): string => new Date(d).toISOString();
 
 /** Maps a stored row to the API shape. */
 export function toVersion(r: any, publishedVersionId: string | null): AgentVersion {

@@ -9,6 +9,7 @@ import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import type { Agent, AgentVariable, CallerVerification, Guardrails, PlaybookGraph } from '../../schemas/types/agents';
+import { iso } from '../timestamps';
 
 /** Knex handle or transaction. */
 export type Conn = Db | Knex.Transaction;
@@ -72,7 +73,6 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   return e?.code === '23505' && (!constraint || e.constraint === constraint);
 }
 
-const iso = (d: Date | string | null): string | null => (d ? new Date(d).toISOString() : null);
 
 function columnsOf(fields: AgentFields): Record<string, unknown> {
   const out: Record<string, unknown> = {};

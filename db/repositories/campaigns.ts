@@ -10,9 +10,9 @@ import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import type { CallAttempt, Campaign, CampaignCounters, CampaignPurpose, DayOfWeek } from '../../schemas/types/outbound';
+import { iso } from '../timestamps';
 
 type Conn = Db | Knex.Transaction;
-const iso = (d: Date | string | null): string | null => (d ? new Date(d).toISOString() : null);
 const clock = (m: number) => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
 
 /** Attempt statuses that are final. */

@@ -8,9 +8,9 @@ import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import type { CampaignPurpose, Contact, ContactColumnMapping, ContactList } from '../../schemas/types/outbound';
+import { iso } from '../timestamps';
 
 type Conn = Db | Knex.Transaction;
-const iso = (d: Date | string | null): string | null => (d ? new Date(d).toISOString() : null);
 
 /** Row → API shape. */
 export function toContactList(r: any): ContactList {

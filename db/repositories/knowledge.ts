@@ -10,10 +10,10 @@ import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import { attachUpload } from './uploads';
 import type { KnowledgePreviewHit, KnowledgeSource, KnowledgeSourceKind, KnowledgeSourceStatus } from '../../schemas/types/knowledge';
+import { iso } from '../timestamps';
 
 type Conn = Db | Knex.Transaction;
 
-const iso = (d: Date | string | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
 
 /** Maps a stored row to the API shape. */
 export function toKnowledgeSource(r: Record<string, any>): KnowledgeSource {

@@ -7,11 +7,11 @@ import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import type { PhoneNumber } from '../../schemas/types/numbers';
+import { iso } from '../timestamps';
 
 /** How long a reservation holds a number. */
 export const RESERVATION_MINUTES = 15;
 
-const iso = (d: Date | null): string | null => (d ? new Date(d).toISOString() : null);
 
 /** Row → API shape. */
 export function toPhoneNumber(r: any): PhoneNumber {

@@ -7,8 +7,8 @@ import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import type { SmsContact } from '../../schemas/types/sms';
+import { iso } from '../timestamps';
 
-const iso = (d: Date | null): string | null => (d ? new Date(d).toISOString() : null);
 
 /** Row → API shape. */
 export function toContact(r: any): SmsContact {

@@ -5,8 +5,8 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import type { SmsMessage } from '../../schemas/types/sms';
+import { iso } from '../timestamps';
 
-const iso = (d: Date | null): string | null => (d ? new Date(d).toISOString() : null);
 
 /** Rank of outbound statuses: a report of a lower rank never replaces a higher one. */
 export const MESSAGE_STATUS_RANK: Record<SmsMessage['status'], number> = { queued: 0, held: 1, sent: 2, delivered: 3, failed: 3, received: 0 };

@@ -7,6 +7,7 @@ import type { Db } from '../index';
 import { GroupCommit } from '../groupCommit';
 import { newId } from '../ids';
 import type { SmsRegistration, SmsRegistrationDraft } from '../../schemas/types/sms';
+import { iso } from '../timestamps';
 
 /** Draft field names (API camelCase) and their columns. `regenerate` is a command, not stored. */
 export const DRAFT_COLUMNS: Record<Exclude<keyof SmsRegistrationDraft, 'regenerate'>, string> = {
@@ -35,7 +36,6 @@ export const DRAFT_COLUMNS: Record<Exclude<keyof SmsRegistrationDraft, 'regenera
   quietHoursRepliesExempt: 'quiet_hours_replies_exempt',
 };
 
-const iso = (d: Date | null): string | null => (d ? new Date(d).toISOString() : null);
 
 /** Maps a stored row to the API shape. */
 export function toRegistration(r: Record<string, any>): SmsRegistration {

@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
 import type { Upload } from '../../schemas/types/knowledge';
+import { iso } from '../timestamps';
 
 type Conn = Db | Knex.Transaction;
 
@@ -21,7 +22,6 @@ export type UploadPurpose = 'general' | 'sms' | 'chat';
 /** How long an unattached upload is kept, seconds (24 h). */
 export const UPLOAD_TTL_SECONDS = 24 * 60 * 60;
 
-const iso = (d: Date | string): string => new Date(d).toISOString();
 
 function toUpload(r: Record<string, any>): Upload {
   return {

@@ -17,8 +17,8 @@ import type {
   WebhookEndpoint,
 } from '../../schemas/types/webhooks';
 import type { WebhookEventType } from '../../schemas/types/events';
+import { iso } from '../timestamps';
 
-const iso = (d: Date | string | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
 
 /** Maps a stored endpoint to its API shape (never the secret). */
 export function toEndpoint(r: Record<string, any>): WebhookEndpoint {
