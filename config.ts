@@ -36,7 +36,11 @@ export interface AppConfig {
   publicBaseUrl: string;
 }
 
-function int(name: string, fallback: number): number {
+/**
+ * A non-negative number from environment variable `name`, or `fallback` when unset or empty.
+ * @throws when it is set to anything else (a typo must not silently become the default)
+ */
+export function envNumber(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
@@ -46,7 +50,7 @@ function int(name: string, fallback: number): number {
 
 /** Reads the environment; `overrides` win (used by tests and benchmarks). @throws on malformed numbers */
 export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
-  const port = overrides.port ?? int('PORT', 8080);
+  const port = overrides.port ?? envNumber('PORT', 8080);
   const host = overrides.host ?? process.env.HOST ?? '127.0.0.1';
   const cfg: AppConfig = {
     port,
@@ -54,14 +58,14 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     databaseUrl: process.env.DATABASE_URL || undefined,
     dataDir: path.resolve(process.env.DATA_DIR || '.data'),
     temporalAddress: process.env.TEMPORAL_ADDRESS || undefined,
-    temporalDevPort: int('TEMPORAL_DEV_PORT', 7233),
+    temporalDevPort: envNumber('TEMPORAL_DEV_PORT', 7233),
     temporalNamespace: process.env.TEMPORAL_NAMESPACE || 'default',
     keyBrandPrefix: process.env.KEY_BRAND_PREFIX || 'acp',
     logLevel: process.env.LOG_LEVEL || 'info',
-    rateLimitPoints: int('RATE_LIMIT_POINTS', 600),
-    rateLimitWindowSeconds: int('RATE_LIMIT_WINDOW_SECONDS', 60),
-    bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024),
-    cacheTtlSeconds: int('CACHE_TTL_SECONDS', 30),
+    rateLimitPoints: envNumber('RATE_LIMIT_POINTS', 600),
+    rateLimitWindowSeconds: envNumber('RATE_LIMIT_WINDOW_SECONDS', 60),
+    bodyLimitBytes: envNumber('BODY_LIMIT_BYTES', 1024 * 1024),
+    cacheTtlSeconds: envNumber('CACHE_TTL_SECONDS', 30),
     publicBaseUrl: process.env.PUBLIC_BASE_URL || `http://${host}:${port}`,
     ...overrides,
   };

@@ -14,7 +14,7 @@
  */
 import crypto from 'node:crypto';
 import type { Db } from '../../../db';
-import type { AppConfig } from '../../../config';
+import { envNumber, type AppConfig } from '../../../config';
 import { getSandboxObject, upsertSandboxObject } from '../../../db/repositories/smsSandbox';
 import {
   claimDueSandboxCallbacks,
@@ -49,12 +49,6 @@ export interface SandboxCallbackPayload {
 /** The callback URL of the sandbox provider for a configuration. */
 export function sandboxCallbackUrl(config: AppConfig, override?: string): string {
   return override || process.env.SANDBOX_CALLBACK_URL || `${config.publicBaseUrl.replace(/\/+$/, '')}/api/v1/sms/provider-callbacks/${SANDBOX_PROVIDER}`;
-}
-
-function delayFromEnv(): number {
-  const raw = process.env.SANDBOX_CARRIER_DELAY_MS;
-  const n = raw === undefined || raw === '' ? 2000 : Number(raw);
-  return Number.isFinite(n) && n >= 0 ? n : 2000;
 }
 
 /** TCR-like id: prefix + 6 characters derived from our reference, so a retried create finds the same object. */
@@ -185,7 +179,7 @@ export class SandboxCarrier implements CarrierAdapter {
 
   constructor(deps: { db: Db; config: AppConfig }, opts: CarrierOptions = {}) {
     this.db = deps.db;
-    this.delayMs = opts.delayMs ?? delayFromEnv();
+    this.delayMs = opts.delayMs ?? envNumber('SANDBOX_CARRIER_DELAY_MS', 2000);
     this.dispatcher = sandboxDispatcher(deps.db, sandboxCallbackUrl(deps.config, opts.callbackUrl));
   }
 

@@ -12,7 +12,7 @@
 import crypto from 'node:crypto';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Db } from '../../../db';
-import type { AppConfig } from '../../../config';
+import { envNumber, type AppConfig } from '../../../config';
 import type { AvailableNumber } from '../../../schemas/types/numbers';
 import { logProviderRequest, scheduleSandboxCallback } from '../../../db/repositories/smsProviderEvents';
 import { areaCodeInfo } from '../../../api/sms/nanp';
@@ -31,11 +31,6 @@ export function sandboxDialOutcome(to: string): { outcome: DialOutcome; duration
   const outcome = magic[last4] ?? 'answered';
   const durationSeconds = outcome === 'answered' ? 30 + (crypto.createHash('sha256').update(to).digest().readUInt16BE(0) % 90) : outcome === 'voicemail' ? 20 : 0;
   return { outcome, durationSeconds };
-}
-
-function dialLatencyFromEnv(): number {
-  const n = Number(process.env.SANDBOX_DIAL_LATENCY_MS ?? 0);
-  return Number.isFinite(n) && n >= 0 ? n : 0;
 }
 
 /** Numbers the sandbox offers per area code. */
@@ -70,12 +65,6 @@ export function sandboxInventory(areaCode: string): AvailableNumber[] {
   }));
 }
 
-function delayFromEnv(): number {
-  const raw = process.env.SANDBOX_TELEPHONY_DELAY_MS;
-  const n = raw === undefined || raw === '' ? 1000 : Number(raw);
-  return Number.isFinite(n) && n >= 0 ? n : 1000;
-}
-
 /** The sandbox telephony adapter. */
 export class SandboxTelephony implements TelephonyAdapter {
   readonly provider = SANDBOX_PROVIDER;
@@ -86,8 +75,8 @@ export class SandboxTelephony implements TelephonyAdapter {
 
   constructor(deps: { db: Db; config: AppConfig }, opts: TelephonyOptions = {}) {
     this.db = deps.db;
-    this.delayMs = opts.delayMs ?? delayFromEnv();
-    this.dialLatencyMs = opts.dialLatencyMs ?? dialLatencyFromEnv();
+    this.delayMs = opts.delayMs ?? envNumber('SANDBOX_TELEPHONY_DELAY_MS', 1000);
+    this.dialLatencyMs = opts.dialLatencyMs ?? envNumber('SANDBOX_DIAL_LATENCY_MS', 0);
     this.dispatcher = sandboxDispatcher(deps.db, sandboxCallbackUrl(deps.config, opts.callbackUrl));
   }
 
