@@ -5,7 +5,7 @@
 import type { Db } from './db';
 import { createOrganization, listOrganizations } from './db/repositories/organizations';
 import { createSecretKey } from './db/repositories/apiKeys';
-import { NON_RESERVED_SCOPES } from './api/scopes';
+import { NON_RESERVED_SCOPES } from './domain/scopes';
 
 /** @returns the new organization id and key, or undefined when organizations already exist */
 export async function bootstrapIfEmpty(db: Db, brand: string): Promise<{ orgId: string; key: string } | undefined> {

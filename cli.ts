@@ -12,7 +12,7 @@ import { loadConfig } from './config';
 import { createLogger, openDatabase } from './runtime';
 import { createOrganization, getOrganization, listOrganizations } from './db/repositories/organizations';
 import { createSecretKey, findKeyOwner, listKeys, revokeKey } from './db/repositories/apiKeys';
-import { parseScopes, NON_RESERVED_SCOPES } from './api/scopes';
+import { parseScopes, NON_RESERVED_SCOPES } from './domain/scopes';
 
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(`--${name}`);

@@ -3,7 +3,9 @@
  * workflow id formats, search attributes and default activity retry policy. Workflow ids are
  * deterministic so that a repeated request finds the workflow it started before.
  */
-import { defineSearchAttributeKey, SearchAttributeType, type RetryPolicy, type SearchAttributePair } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
+import type { Client, WorkflowHandleWithFirstExecutionRunId, WorkflowStartOptions } from '@temporalio/client';
+import type * as workflows from './workflows';
 
 /** Task queue every workflow and activity of the service runs on. */
 export const TASK_QUEUE = process.env.TEMPORAL_TASK_QUEUE || 'control-plane';
@@ -45,12 +47,51 @@ export function workflowSearchAttributes(orgId: string, resourceId?: string): Se
   return pairs;
 }
 
-/** Default retry policy of activities: exponential backoff from 1 s, capped at 1 min, unlimited attempts unless a workflow says otherwise. */
-export const DEFAULT_ACTIVITY_RETRY: RetryPolicy = {
-  initialInterval: '1s',
-  backoffCoefficient: 2,
-  maximumInterval: '1m',
-};
+/** The named activity retry policies (defined in workflows/retryPolicies.ts so the workflow bundle can load them). */
+export { RETRY } from './workflows/retryPolicies';
+
+/** Workflow functions by type name: the worker's workflowsPath exports (workflows/index.ts). */
+export type WorkflowTypes = typeof workflows;
+/** A workflow type name the worker registers. */
+export type WorkflowName = keyof WorkflowTypes & string;
+
+/** Options of {@link startWorkflow}. */
+export interface StartWorkflowOptions<K extends WorkflowName> {
+  /** Deterministic id from {@link workflowIds}. */
+  workflowId: string;
+  /** The workflow function's arguments, type-checked against it. */
+  args: Parameters<WorkflowTypes[K]>;
+  /** Organization that owns the work: search attribute `OrganizationId`. */
+  orgId: string;
+  /** Resource the workflow moves forward: search attribute `ResourceId`. */
+  resourceId?: string;
+  memo?: Record<string, unknown>;
+  /** What a start finds when a workflow with this id is running: `FAIL` (the default) or `USE_EXISTING`. */
+  workflowIdConflictPolicy?: 'FAIL' | 'USE_EXISTING';
+}
+
+/**
+ * The one way the service starts a workflow: the type name and its arguments checked against the
+ * workflow function, the id from {@link workflowIds}, and the search attributes every workflow carries.
+ * @param target Temporal client and the task queue the worker polls
+ * @returns the started (or, with `USE_EXISTING`, the running) workflow's handle
+ * @throws WorkflowExecutionAlreadyStartedError when the id is running and the policy is `FAIL`; any
+ *   connection error of the client
+ */
+export function startWorkflow<K extends WorkflowName>(
+  target: { client: Client; taskQueue: string },
+  type: K,
+  opts: StartWorkflowOptions<K>,
+): Promise<WorkflowHandleWithFirstExecutionRunId<WorkflowTypes[K]>> {
+  return target.client.workflow.start<WorkflowTypes[K]>(type, {
+    taskQueue: target.taskQueue,
+    workflowId: opts.workflowId,
+    args: opts.args,
+    memo: opts.memo,
+    workflowIdConflictPolicy: opts.workflowIdConflictPolicy,
+    typedSearchAttributes: workflowSearchAttributes(opts.orgId, opts.resourceId),
+  } as WorkflowStartOptions<WorkflowTypes[K]>);
+}
 
 /** Where the service finds Temporal: TEMPORAL_ADDRESS, else the embedded dev server started by `npm start`. */
 export interface TemporalSettings {

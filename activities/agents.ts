@@ -4,12 +4,14 @@
  * created instead of publishing twice.
  */
 import type { ActivityDeps } from './index';
-import { compileDraft, snapshotChecksum } from '../api/agents/compile';
+import { compileDraft, snapshotChecksum } from '../domain/agents/compile';
 import { emitEvent } from '../events/emit';
 import { publishDraft, type PublishInput, type PublishOutcome } from '../db/repositories/agentVersions';
 
 /** Input of the publish activity and workflow. */
 export type AgentPublishInput = PublishInput;
+/** What a publish ends in (db/repositories/agentVersions.ts). */
+export type { PublishOutcome };
 
 /** Builds the agent activities. */
 export function createAgentActivities(deps: Pick<ActivityDeps, 'db'>) {

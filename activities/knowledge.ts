@@ -10,8 +10,8 @@
  * transient ones (timeouts, 5xx, connection errors) are retryable.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { chunkText, type ChunkOptions } from '../api/knowledge/chunk';
-import { extractDocument, normalizeText, UnsupportedContentError, type ExtractedDocument } from '../api/knowledge/extract';
+import { chunkText, type ChunkOptions } from '../domain/knowledge/chunk';
+import { extractDocument, normalizeText, UnsupportedContentError, type ExtractedDocument } from '../domain/knowledge/extract';
 import { getExtraction, getSource, indexChunks, markFailed, markProcessing, saveExtraction, type OnSourceChange } from '../db/repositories/knowledge';
 import { getUploadContent } from '../db/repositories/uploads';
 import { emitEvent } from '../events/emit';

@@ -12,10 +12,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import type { ActivityDeps } from './index';
 import { createTelephony, type TelephonyAdapter, type TelephonyOptions } from './providers/telephony';
-import { CsvFormatError, readContactRows, type CsvContactRow } from '../api/outbound/csv';
-import { normalizeUsPhone, purposeNeedsConsent, scrubRow } from '../api/outbound/scrub';
-import { nextDialTime, zonesFor } from '../api/outbound/callingWindow';
-import { nextStatus } from '../api/outbound/stateMachine';
+import { CsvFormatError, readContactRows, type CsvContactRow } from '../domain/outbound/csv';
+import { normalizeUsPhone, purposeNeedsConsent, scrubRow } from '../domain/outbound/scrub';
+import { nextDialTime, zonesFor } from '../domain/outbound/callingWindow';
+import { nextStatus } from '../domain/outbound/stateMachine';
 import { failImport, finishImport, importSource, scrubFacts, storeContactRows, type ContactRowInsert } from '../db/repositories/contactLists';
 import {
   campaignCounters,

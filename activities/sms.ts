@@ -7,12 +7,12 @@
 import type { ActivityDeps } from './index';
 import { createCarrier, type CarrierAdapter, type CarrierOptions } from './providers/carrier';
 import { createTelephony, type TelephonyAdapter, type TelephonyOptions } from './providers/telephony';
-import type { CarrierEvent } from '../api/sms/carrierStatus';
+import type { CarrierEvent } from '../domain/sms/carrierStatus';
 import { getSubmissionRecord, getRegistration, setCarrierIds, transitionSubmission } from '../db/repositories/smsRegistrations';
 import { advanceMessage, getMessageRecord } from '../db/repositories/smsMessages';
 import { getContact } from '../db/repositories/smsContacts';
 import { getOwnedNumberByE164 } from '../db/repositories/numbers';
-import { messageChanged, registrationChanged } from '../api/sms/smsEvents';
+import { messageChanged, registrationChanged } from '../events/sms';
 
 /** Extra dependencies (tests and benchmarks pass their own adapters or sandbox options). */
 export interface SmsActivityOptions {

@@ -5,13 +5,13 @@
  * are idempotent per (delivery, run, attempt) and usable without Temporal (tests, benchmarks).
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { assertHostLiteralAllowed, SsrfRefusedError, type AllowList } from './providers/http/guard';
+import { assertHostLiteralAllowed, SsrfRefusedError, type AllowList } from '../domain/net/guard';
 import { guardedConnector } from './providers/http';
 import type { ActivityDeps } from './index';
 import { abandonDelivery, loadDeliveryContext, recordAttempt } from '../db/repositories/webhooks';
-import { openSecret, signatureHeaders } from '../events/signing';
-import { loadWebhookSettings, type WebhookSettings } from '../events/settings';
-import { webhookUrlProblem } from '../events/urlPolicy';
+import { openSecret, signatureHeaders } from '../domain/webhooks/signing';
+import { loadWebhookSettings, type WebhookSettings } from '../domain/webhooks/settings';
+import { webhookUrlProblem } from '../domain/webhooks/urlPolicy';
 import type { WebhookEventEnvelope, WebhookEventType } from '../schemas/types/events';
 
 /** Bytes of the response body kept on an attempt. */

@@ -7,7 +7,8 @@ import type { Db } from '../db';
 import type { ReadCache } from '../db/changeFeed';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
 import type { RouteDef } from './routes/table';
-import type { Scope } from './scopes';
+import type { IdempotencyClaim } from './middleware/idempotency';
+import type { Scope } from '../domain/scopes';
 
 /** The authenticated caller: the credential alone decides the organization (spec "Authentication"). */
 export interface AuthContext {
@@ -25,6 +26,8 @@ export interface AppState {
   log: Logger;
   route?: RouteDef;
   auth?: AuthContext;
+  /** The claimed Idempotency-Key, on routes that take one (api/middleware/idempotency.ts). */
+  idempotency?: IdempotencyClaim;
 }
 
 /** Services shared by the whole app. */

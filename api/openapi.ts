@@ -2,10 +2,10 @@
  * The OpenAPI 3.1 document, assembled from the route table and the generated JSON Schemas
  * (DESIGN.md "schemas/"). Served at GET /api/v1/openapi.json; /docs renders it for people.
  */
-import { ALL_SCOPES, RESERVED_SCOPES } from './scopes';
+import { ALL_SCOPES, RESERVED_SCOPES } from '../domain/scopes';
 import { HANDLERS, ROUTE_SCHEMAS } from './routes';
 import { ROUTES, type RouteDef } from './routes/table';
-import { listSchemaNames, loadSchema } from './validation';
+import { listSchemaNames, loadSchema } from '../domain/validation';
 
 function rewriteRefs(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(rewriteRefs);

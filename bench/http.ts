@@ -14,7 +14,7 @@ import { createDb, ensureDatabase, migrate } from '../db';
 import { startEmbeddedPostgres } from '../db/embedded';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
-import { NON_RESERVED_SCOPES } from '../api/scopes';
+import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { cpuSnapshot } from './harness';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);

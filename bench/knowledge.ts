@@ -18,7 +18,7 @@ import { createSource, indexChunks, markProcessing, searchChunks } from '../db/r
 import { createUpload } from '../db/repositories/uploads';
 import { createKnowledgeActivities } from '../activities/knowledge';
 import { startApi } from '../api/server';
-import { NON_RESERVED_SCOPES } from '../api/scopes';
+import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
 

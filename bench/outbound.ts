@@ -24,7 +24,7 @@ import { createSecretKey } from '../db/repositories/apiKeys';
 import { createAgent } from '../db/repositories/agents';
 import { newId } from '../db/ids';
 import { startApi } from '../api/server';
-import { NON_RESERVED_SCOPES } from '../api/scopes';
+import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
 import { startBenchStack } from './harness';

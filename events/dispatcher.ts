@@ -17,8 +17,8 @@ import type { Logger } from 'pino';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { Db } from '../db';
 import { deleteOutboxRows, lockOutboxBatch, OUTBOX_CHANNEL } from '../db/repositories/events';
-import { TASK_QUEUE, workflowIds, workflowSearchAttributes } from '../temporal.config';
-import { loadWebhookSettings } from './settings';
+import { startWorkflow, TASK_QUEUE, workflowIds } from '../temporal.config';
+import { loadWebhookSettings } from '../domain/webhooks/settings';
 import type { WebhookDeliveryInput } from '../workflows/webhookDelivery';
 
 /**
@@ -33,13 +33,7 @@ export function temporalDeliveryStarter(client: Client, taskQueue: string = TASK
   return async (job) => {
     const workflowId = workflowIds.webhookDelivery(job.deliveryId);
     try {
-      await client.workflow.start('webhookDelivery', {
-        workflowId,
-        taskQueue,
-        args: [job],
-        memo: { orgId: job.orgId, run: job.run },
-        typedSearchAttributes: workflowSearchAttributes(job.orgId, job.deliveryId),
-      });
+      await startWorkflow({ client, taskQueue }, 'webhookDelivery', { workflowId, args: [job], orgId: job.orgId, resourceId: job.deliveryId, memo: { orgId: job.orgId, run: job.run } });
       return 'started';
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;

@@ -10,8 +10,8 @@
 import type { Knex } from 'knex';
 import { recordEvent, type StoredEvent } from '../db/repositories/events';
 import type { WebhookEventDataMap, WebhookEventType } from '../schemas/types/events';
-import { schemaErrors } from '../api/validation';
-import { eventTypeInfo } from './catalog';
+import { schemaErrors } from '../domain/validation';
+import { eventTypeInfo } from '../domain/webhooks/catalog';
 
 /** The payload does not match the catalog's schema for its type (a programming error of the emitter). */
 export class InvalidEventError extends Error {

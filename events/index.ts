@@ -2,9 +2,9 @@
  * Events and webhooks (issue 6): the catalog, `emitEvent` (call it inside the transaction of the
  * change), the outbox dispatcher, Standard Webhooks signing and the URL policy.
  */
-export { EVENT_CATALOG, EVENT_TYPES, eventTypeInfo, type EventTypeInfo } from './catalog';
+export { EVENT_CATALOG, EVENT_TYPES, eventTypeInfo, type EventTypeInfo } from '../domain/webhooks/catalog';
 export { emitEvent, InvalidEventError } from './emit';
 export { startWebhookDispatcher, temporalDeliveryStarter, type DeliveryStarter, type DispatcherOptions, type WebhookDispatcher } from './dispatcher';
-export { generateSecret, sign, signatureHeaders } from './signing';
-export { loadWebhookSettings, type WebhookSettings } from './settings';
-export { webhookUrlProblem } from './urlPolicy';
+export { generateSecret, sign, signatureHeaders } from '../domain/webhooks/signing';
+export { loadWebhookSettings, type WebhookSettings } from '../domain/webhooks/settings';
+export { webhookUrlProblem } from '../domain/webhooks/urlPolicy';

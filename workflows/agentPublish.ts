@@ -5,13 +5,13 @@
  * closed, start a run whose activity replays the stored version).
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { AgentActivities, AgentPublishInput } from '../activities/agents';
-import type { PublishOutcome } from '../db/repositories/agentVersions';
+import type { AgentActivities, AgentPublishInput, PublishOutcome } from '../activities/agents';
+import { RETRY } from './retryPolicies';
 
 const { compileAndPublishAgent } = proxyActivities<AgentActivities>({
   startToCloseTimeout: '1 minute',
   // The HTTP handler awaits this workflow, so transient failures are retried briefly (about 15 s in all).
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '8s', maximumAttempts: 5 },
+  retry: RETRY.compile,
 });
 
 /** Result of the publish workflow (see PublishOutcome). */

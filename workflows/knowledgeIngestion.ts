@@ -7,14 +7,11 @@
  * with the reason. Transient failures are retried by the activity retry policy; the activities throw
  * non-retryable failures for what a retry cannot fix (4xx, SSRF refusals, unsupported content).
  */
-import { ActivityFailure, ApplicationFailure, defineQuery, proxyActivities, setHandler } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { KnowledgeActivities, KnowledgeSourceRef } from '../activities/knowledge';
+import { RETRY } from './retryPolicies';
+import { ingestionStageQuery, type IngestionStage } from './definitions';
 
-/** Where the ingestion is. */
-export type IngestionStage = 'starting' | 'extracting' | 'indexing' | 'ready' | 'failed';
-
-/** Query: the current stage (Temporal UI / CLI `workflow query`). */
-export const ingestionStageQuery = defineQuery<IngestionStage>('ingestionStage');
 
 /** Result of the workflow. */
 export interface KnowledgeIngestionResult {
@@ -27,24 +24,21 @@ export interface KnowledgeIngestionResult {
 const { startKnowledgeIngestion } = proxyActivities<KnowledgeActivities>({
   startToCloseTimeout: '30 seconds',
   // The API commits the source right after starting the workflow: a few quick retries cover that gap.
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 6 },
+  retry: RETRY.commitRace,
 });
 
 const { extractKnowledgeSource, indexKnowledgeSource } = proxyActivities<KnowledgeActivities>({
   // The HTTP helper caps a fetch at 60 s; PDF extraction of a 25 MB file takes a few seconds more.
   startToCloseTimeout: '3 minutes',
   retry: {
-    initialInterval: '2 seconds',
-    backoffCoefficient: 2,
-    maximumInterval: '1 minute',
-    maximumAttempts: 6,
+    ...RETRY.fetch,
     nonRetryableErrorTypes: ['ssrf_refused', 'unsupported_content', 'file_expired', 'bad_url', 'too_large', 'empty_content'],
   },
 });
 
 const { failKnowledgeSource } = proxyActivities<KnowledgeActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 20 },
+  retry: RETRY.standard,
 });
 
 /** Failure code and reason of an activity failure (the ApplicationFailure `type` is our code). */

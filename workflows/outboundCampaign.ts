@@ -13,28 +13,12 @@
  * `contact-import/{listId}` — the import of a list's CSV as one activity, failing the list on error.
  */
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
-import { condition, continueAsNew, defineQuery, defineSignal, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { OutboundActivities } from '../activities/outbound';
+import { RETRY } from './retryPolicies';
+import { campaignProgressQuery, cancelCampaignSignal, pauseCampaignSignal, resumeCampaignSignal } from './definitions';
 
-/** Stops claiming new attempts (dials in flight finish). */
-export const pauseCampaignSignal = defineSignal('pause');
-/** Claims again after a pause. */
-export const resumeCampaignSignal = defineSignal('resume');
-/** Ends the campaign: no new dials, undialed attempts cancelled. */
-export const cancelCampaignSignal = defineSignal('cancel');
 
-/** What the dialer is doing. */
-export interface CampaignDialerProgress {
-  paused: boolean;
-  cancelled: boolean;
-  inFlight: number;
-  /** Dials started by this run. */
-  dialsThisRun: number;
-  /** Runs so far (continue-as-new count + 1). */
-  run: number;
-}
-/** The dialer's progress. */
-export const campaignProgressQuery = defineQuery<CampaignDialerProgress>('progress');
 
 /** Input of `campaign/{campaignId}`. */
 export interface CampaignDialerInput {
@@ -58,14 +42,14 @@ const MAX_IDLE_MS = 6 * 60 * 60 * 1000;
 const { outboundClaimAttempts, outboundCompleteCampaign, outboundCancelCampaign, outboundCampaignStatus } = proxyActivities<OutboundActivities>({
   // Short: an attempt lost with a crashed worker is only retried once this runs out.
   startToCloseTimeout: '20 seconds',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
+  retry: RETRY.quick,
 });
 const { outboundDial } = proxyActivities<OutboundActivities>({
   // A dial waits for the call to end, heartbeating; a crashed worker's dial is retried after the
   // heartbeat timeout, and the provider key makes that retry safe.
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '20 seconds',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
+  retry: RETRY.untilDone,
 });
 
 /** The dialer of one campaign. @returns the campaign's final status (`completed` or `cancelled`), or `not_launched` when the launch never committed */
@@ -168,7 +152,7 @@ export interface ContactImportInput {
 
 const { outboundImportContacts, outboundFailImport } = proxyActivities<OutboundActivities>({
   startToCloseTimeout: '15 minutes',
-  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 5 },
+  retry: RETRY.fileImport,
 });
 
 /** Imports a list's CSV; on a final failure the list is marked failed with the reason. */

@@ -11,6 +11,7 @@
  */
 import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { SmsActivities } from '../activities/sms';
+import { RETRY } from './retryPolicies';
 
 /** Input of the workflow. */
 export interface SmsMessageInput {
@@ -22,7 +23,7 @@ export interface SmsMessageInput {
 
 const { smsHoldMessage, smsDeliverMessage } = proxyActivities<SmsActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 20 },
+  retry: RETRY.standard,
 });
 
 /** Sends one text, holding it to the quiet-hours window when asked. @returns the final local status */

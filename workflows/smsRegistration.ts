@@ -13,19 +13,14 @@
  * waits is kept in `latest` (signals are buffered in history). Resubmission starts a new run with a new
  * `submissionId`; the activities reuse the stored brandId/campaignId (the carrier updates them).
  */
-import { condition, defineQuery, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { SmsActivities } from '../activities/sms';
-import { carrierVerdict, supersedes, type CarrierEvent, type CarrierVerdict } from '../api/sms/carrierStatus';
+import { carrierVerdict, supersedes, type CarrierEvent, type CarrierVerdict } from '../domain/sms/carrierStatus';
 import type { SmsRegistrationProgress } from '../schemas/types/sms';
+import { RETRY } from './retryPolicies';
+import { carrierEventSignal, registrationProgressQuery } from './definitions';
 
-/** Workflow type name (the function below). */
-export const SMS_REGISTRATION_WORKFLOW = 'smsRegistration';
 
-/** A carrier status report for this organization's brand or campaign (from the callback endpoint). */
-export const carrierEventSignal = defineSignal<[CarrierEvent]>('carrierEvent');
-
-/** Progress of the registration: step, status, carrier ids and facts. */
-export const progressQuery = defineQuery<SmsRegistrationProgress>('progress');
 
 /** Input of the workflow. */
 export interface SmsRegistrationInput {
@@ -40,7 +35,7 @@ export interface SmsRegistrationInput {
 
 const { smsSubmitBrand, smsSubmitCampaign, smsPollCarrierStatus, smsMarkRegistration } = proxyActivities<SmsActivities>({
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 50 },
+  retry: RETRY.carrier,
 });
 
 const HOUR_MS = 60 * 60 * 1000;
@@ -58,7 +53,7 @@ export async function smsRegistration(input: SmsRegistrationInput): Promise<SmsR
     if (supersedes(latest.get(key), e)) latest.set(key, e);
   };
   setHandler(carrierEventSignal, accept);
-  setHandler(progressQuery, () => progress);
+  setHandler(registrationProgressQuery, () => progress);
 
   /** Waits until the latest report of (kind, id) at `revision` or later satisfies `done`; polls hourly. */
   const awaitVerdict = async (kind: 'brand' | 'campaign', id: string, revision: number, done: (v: CarrierVerdict) => boolean): Promise<CarrierEvent | null> => {

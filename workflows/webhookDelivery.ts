@@ -8,8 +8,10 @@
  * Temporal retries only cover infrastructure errors (database down), never a receiver's failure.
  * A workflow serves one `run` of a delivery; a manual retry starts a new run under the same id.
  */
-import { ActivityFailure, defineQuery, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import { ActivityFailure, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { WebhookActivities, WebhookAttemptResult } from '../activities/webhooks';
+import { RETRY } from './retryPolicies';
+import { webhookDeliveryProgressQuery } from './definitions';
 
 /** Input of the workflow. */
 export interface WebhookDeliveryInput {
@@ -37,13 +39,11 @@ export interface WebhookDeliveryProgress {
   waitingMs: number | null;
 }
 
-/** Query: the run's progress. */
-export const webhookDeliveryProgressQuery = defineQuery<WebhookDeliveryProgress>('webhookDeliveryProgress');
 
 const { attemptWebhookDelivery, abandonWebhookDelivery } = proxyActivities<WebhookActivities>({
   // 15 s HTTP timeout + database writes; a hung worker is detected and the attempt retried.
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
+  retry: RETRY.webhookAttempt,
 });
 
 /** Delivers one event to one endpoint on the retry schedule. */

@@ -1,41 +1,14 @@
 /**
- * HTTP helpers of the agents area: list paging parameters, `If-Match` parsing (RFC 9110 §13.1.1 with
+ * HTTP helpers of the agents area: `If-Match` parsing (RFC 9110 §13.1.1 with
  * the draft version as the entity tag), repository outcomes → problem details.
  */
 import type { AppContext } from '../context';
-import { ApiError, notFound, validationError } from '../errors';
-import { DEFAULT_PAGE_LIMIT, InvalidCursorError, MAX_PAGE_LIMIT } from '../../db/pagination';
+import { orgOf } from '../http';
+import { ApiError, notFound } from '../../domain/errors';
 import type { Knex } from 'knex';
 import { DuplicateNameError, editDraft, getAgent, type AgentRecord, type DraftHead } from '../../db/repositories/agents';
 import type { Db } from '../../db';
 import { toAgentView } from './present';
-
-/**
- * `?limit=` (default 50, 1..200) and `?cursor=`.
- * @throws ApiError 400 validation_error on a malformed limit
- */
-export function pageParams(ctx: AppContext): { limit: number; cursor?: string } {
-  const raw = ctx.query.limit;
-  let limit = DEFAULT_PAGE_LIMIT;
-  if (raw !== undefined) {
-    const n = Number(Array.isArray(raw) ? raw[0] : raw);
-    if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE_LIMIT) throw validationError([{ field: 'limit', message: `must be an integer from 1 to ${MAX_PAGE_LIMIT}` }]);
-    limit = n;
-  }
-  const c = ctx.query.cursor;
-  const cursor = typeof c === 'string' && c ? c : undefined;
-  return { limit, cursor };
-}
-
-/** Runs a paged query, mapping a foreign cursor to 400 `invalid_cursor`. */
-export async function paged<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    if (err instanceof InvalidCursorError) throw new ApiError(400, 'invalid_cursor', err.message, { errors: [{ field: 'cursor', message: 'is not a cursor of this list' }] });
-    throw err;
-  }
-}
 
 /**
  * The draft version named by `If-Match` (`"3"`, `3`, `W/"3"`; `*` means any version → null).
@@ -100,7 +73,7 @@ export async function runDraftEdit<T>(
   const expected = expectedVersion(ctx, false);
   let out;
   try {
-    out = await editDraft(db, ctx.state.auth!.orgId, agentId, edit, expected);
+    out = await editDraft(db, orgOf(ctx), agentId, edit, expected);
   } catch (err) {
     rethrowDuplicate(err);
   }

@@ -1,7 +1,7 @@
 /** Maps stored agent records to the API's `Agent` shape (schemas/types/agents.ts). */
 import type { AgentRecord } from '../../db/repositories/agents';
 import type { Agent } from '../../schemas/types/agents';
-import { activeGuardrails, effectiveCallerVerification, effectiveDtmf, effectiveGuardrails } from './compile';
+import { activeGuardrails, effectiveCallerVerification, effectiveDtmf, effectiveGuardrails } from '../../domain/agents/compile';
 
 /** The API view of an agent draft. */
 export function toAgentView(a: AgentRecord): Agent {

@@ -6,7 +6,7 @@
  * - 403 `insufficient_scope` naming the missing scope(s)
  */
 import { hashKey } from '../../db/repositories/apiKeys';
-import { ApiError } from '../errors';
+import { ApiError } from '../../domain/errors';
 import type { KeyCache } from '../keyCache';
 import type { AppContext } from '../context';
 import type { RouteDef } from '../routes/table';

@@ -6,8 +6,8 @@
  * `validation_error` on `(body)` (api/validation.ts jsonValueErrors).
  */
 import { koaBody } from 'koa-body';
-import { ApiError, validationError } from '../errors';
-import { jsonValueErrors } from '../validation';
+import { ApiError, validationError } from '../../domain/errors';
+import { jsonValueErrors } from '../../domain/validation';
 import type { AppContext } from '../context';
 
 const JSON_TYPE = /^application\/([a-z0-9.+-]+\+)?json$/i;

@@ -3,7 +3,7 @@
  * body `{type, title, status, detail, instance, code, errors?}` (spec "Problem details"). Unexpected
  * errors answer 500 `internal_error` without a stack; the stack goes to the log.
  */
-import { ApiError, statusTitle } from '../errors';
+import { ApiError, statusTitle } from '../../domain/errors';
 import type { AppContext } from '../context';
 
 /** Builds a problem body. `instance` is the request path (spec "Problem details"). */

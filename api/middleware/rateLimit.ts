@@ -6,7 +6,7 @@
  */
 import pg from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
-import { ApiError } from '../errors';
+import { ApiError } from '../../domain/errors';
 import type { AppContext } from '../context';
 
 /** Points this process reserves per Postgres round trip: 1 (exact) below 1,000 per window, else 1 % of the limit, at most 100. */

@@ -5,9 +5,9 @@
  */
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Handler, AppContext } from '../context';
-import { ApiError, notFound, validationError, type FieldError } from '../errors';
-import { mergeFieldErrors, schemaErrors, validateBody } from '../validation';
-import { workflowIds, workflowSearchAttributes } from '../../temporal.config';
+import { ApiError, notFound, validationError, type FieldError } from '../../domain/errors';
+import { mergeFieldErrors, schemaErrors, validateBody } from '../../domain/validation';
+import { startWorkflow, workflowIds } from '../../temporal.config';
 import { emitEvent } from '../../events/emit';
 import {
   createAgent as insertAgent,
@@ -19,20 +19,19 @@ import {
 } from '../../db/repositories/agents';
 import { getVersion, listVersions, publishedWithKey, rollbackTo, type PublishOutcome } from '../../db/repositories/agentVersions';
 import type { AgentCreate, AgentPatch, AgentVariable, PublishRequest, RollbackRequest } from '../../schemas/types/agents';
-import { compileDraft, publishRequestHash } from '../agents/compile';
-import { diffSnapshots } from '../agents/diff';
-import { etag, expectedVersion, pageParams, paged, rethrowDuplicate, versionConflict } from '../agents/http';
+import { compileDraft, publishRequestHash } from '../../domain/agents/compile';
+import { diffSnapshots } from '../../domain/agents/diff';
+import { etag, expectedVersion, rethrowDuplicate, versionConflict } from '../agents/http';
+import { orgOf, pageParams, paged, requireTemporal } from '../http';
 import { toAgentView } from '../agents/present';
-import { buildPrepublishReport } from '../agents/report';
-import { DEFAULT_LANGUAGE, findVoice, isSupportedLanguage, SPEECH_ENGINE_LANGUAGES } from '../agents/voices';
-import type { agentPublishWorkflow } from '../../workflows/agentPublish';
+import { buildPrepublishReport } from '../../domain/agents/report';
+import { DEFAULT_LANGUAGE, findVoice, isSupportedLanguage, SPEECH_ENGINE_LANGUAGES } from '../../domain/agents/voices';
 
 /** Path parameter of the current route. */
 export function param(ctx: AppContext, name: string): string {
   return String((ctx as unknown as { params: Record<string, string> }).params[name]);
 }
 
-const orgOf = (ctx: AppContext) => ctx.state.auth!.orgId;
 
 function duplicateVariables(vars: AgentVariable[] | undefined): FieldError[] {
   const seen = new Set<string>();
@@ -126,7 +125,6 @@ export const updateAgent: Handler = async (ctx, { db }) => {
   return { data: toAgentView(outcome.agent), headers: etag(outcome.agent.version) };
 };
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** Maps a publish outcome to the response (or a problem). */
 function publishResponse(outcome: PublishOutcome): { data: unknown; status: number; headers: Record<string, string> } {
@@ -145,41 +143,38 @@ function publishResponse(outcome: PublishOutcome): { data: unknown; status: numb
 }
 
 /**
- * POST /agents/{id}/publish: requires `Idempotency-Key` (400 `idempotency_key_required`), body
- * `{note?}`. Starts (or joins) workflow `agent-publish/{agentId}/{key}` and answers 201 with the
- * version once it has compiled; a replay answers the same version with `Idempotent-Replayed: true`.
+ * POST /agents/{id}/publish: requires `Idempotency-Key` (api/middleware/idempotency.ts: 400
+ * `idempotency_key_required`, replays, 422 `idempotency_key_reused`), body `{note?}`. Starts (or joins)
+ * workflow `agent-publish/{agentId}/{key}` and answers 201 with the version once it has compiled.
+ * The compile activity also records the key with the version, so a workflow retried after a crash
+ * finds the version it published instead of publishing twice.
  * 503 `temporal_unavailable` when the API runs without Temporal.
  */
-export const publishAgent: Handler = async (ctx, { db, temporal }) => {
+export const publishAgent: Handler = async (ctx, deps) => {
+  const { db } = deps;
   const orgId = orgOf(ctx);
   const agentId = param(ctx, 'id');
-  const key = ctx.get('idempotency-key');
-  if (!key) {
-    throw new ApiError(400, 'idempotency_key_required', 'Send an Idempotency-Key header (e.g. a UUID) so a retried publish does not publish twice', {
-      errors: [{ field: 'Idempotency-Key', message: 'is required' }],
-    });
-  }
-  if (!IDEMPOTENCY_KEY.test(key)) throw validationError([{ field: 'Idempotency-Key', message: 'must be 1-255 visible ASCII characters' }]);
+  const key = ctx.state.idempotency!.key;
   const body = validateBody<PublishRequest>('PublishRequest', ctx.request.body ?? {});
   const agent = await findAgent(db, orgId, agentId);
   if (!agent) throw notFound('Agent', 'agent_not_found');
   const input = { orgId, agentId, idempotencyKey: key, requestHash: publishRequestHash(body), note: body.note ?? null, publishedBy: ctx.state.auth!.keyId };
-  // A retry of a publish that already completed replays from the database without a workflow.
+  // The version records the key it was published with: a publish that completed but whose answer was
+  // lost (the response was never stored) is answered from it, without a workflow.
   const prior = await publishedWithKey(db, orgId, agentId, key);
   if (prior) {
     if (prior.requestHash !== input.requestHash) return publishResponse({ kind: 'idempotency_key_reused' });
-    const found = (await getVersion(db, orgId, agentId, prior.versionId))!;
-    return publishResponse({ kind: 'published', version: found.version, replayed: true });
+    return publishResponse({ kind: 'published', version: (await getVersion(db, orgId, agentId, prior.versionId))!.version, replayed: true });
   }
-  if (!temporal) throw new ApiError(503, 'temporal_unavailable', 'Publishing runs on Temporal, which this API process is not connected to');
+  const temporal = requireTemporal(deps);
   let outcome: PublishOutcome;
   try {
-    const handle = await temporal.client.workflow.start<typeof agentPublishWorkflow>('agentPublishWorkflow', {
+    const handle = await startWorkflow(temporal, 'agentPublishWorkflow', {
       workflowId: workflowIds.agentPublish(agentId, key),
-      taskQueue: temporal.taskQueue,
       args: [input],
+      orgId,
+      resourceId: agentId,
       workflowIdConflictPolicy: 'USE_EXISTING',
-      typedSearchAttributes: workflowSearchAttributes(orgId, agentId),
     });
     outcome = await handle.result();
   } catch (err) {
@@ -187,11 +182,6 @@ export const publishAgent: Handler = async (ctx, { db, temporal }) => {
       throw new ApiError(503, 'publish_failed', 'The publish could not complete; retry with the same Idempotency-Key');
     }
     throw err;
-  }
-  // A concurrent request with the same key but another body may have joined the running workflow.
-  if (outcome.kind === 'published') {
-    const stored = await publishedWithKey(db, orgId, agentId, key);
-    if (stored && stored.requestHash !== input.requestHash) outcome = { kind: 'idempotency_key_reused' };
   }
   return publishResponse(outcome);
 };

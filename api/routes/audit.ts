@@ -5,8 +5,8 @@
  * `operationId`.
  */
 import type { Handler } from '../context';
-import { validationError, type FieldError } from '../errors';
-import { pageParams, paged } from '../agents/http';
+import { validationError, type FieldError } from '../../domain/errors';
+import { orgOf, pageParams, paged } from '../http';
 import { listAuditLogs, type AuditLogFilter } from '../../db/repositories/auditLogs';
 
 const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
@@ -37,7 +37,7 @@ export const listAuditLogsHandler: Handler = async (ctx, { db }) => {
   }
   if (errors.length) throw validationError(errors);
   const page = pageParams(ctx);
-  return { data: await paged(() => listAuditLogs(db, ctx.state.auth!.orgId, filter, page)) };
+  return { data: await paged(() => listAuditLogs(db, orgOf(ctx), filter, page)) };
 };
 
 /** Handlers of this area by operationId (api/routes/index.ts). */

@@ -4,24 +4,25 @@
  * honours `If-Match` when sent).
  */
 import type { Handler } from '../context';
-import { validationError, type FieldError } from '../errors';
-import { validateBody } from '../validation';
+import { validationError, type FieldError } from '../../domain/errors';
+import { validateBody } from '../../domain/validation';
 import { setAgentFields } from '../../db/repositories/agents';
 import { skillsByName } from '../../db/repositories/agentSkills';
 import type { CallerVerification, Guardrails } from '../../schemas/types/agents';
-import { effectiveCallerVerification, effectiveGuardrails } from '../agents/compile';
+import { effectiveCallerVerification, effectiveGuardrails } from '../../domain/agents/compile';
 import { etag, requireAgent, runDraftEdit } from '../agents/http';
 import { param } from './agents';
+import { orgOf } from '../http';
 
 /** GET /agents/{agentId}/guardrails */
 export const getGuardrails: Handler = async (ctx, { db }) => {
-  const agent = await requireAgent(db, ctx.state.auth!.orgId, param(ctx, 'agentId'));
+  const agent = await requireAgent(db, orgOf(ctx), param(ctx, 'agentId'));
   return { data: effectiveGuardrails(agent.guardrails), headers: etag(agent.version) };
 };
 
 /** PUT /agents/{agentId}/guardrails: replaces the guardrails (400 naming fields). */
 export const putGuardrails: Handler = async (ctx, { db }) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const agentId = param(ctx, 'agentId');
   const body = validateBody<Guardrails>('Guardrails', ctx.request.body);
   const out = await runDraftEdit(ctx, db, agentId, (trx) => setAgentFields(trx, orgId, agentId, { guardrails: body }));
@@ -30,7 +31,7 @@ export const putGuardrails: Handler = async (ctx, { db }) => {
 
 /** GET /agents/{agentId}/caller-verification */
 export const getCallerVerification: Handler = async (ctx, { db }) => {
-  const agent = await requireAgent(db, ctx.state.auth!.orgId, param(ctx, 'agentId'));
+  const agent = await requireAgent(db, orgOf(ctx), param(ctx, 'agentId'));
   return { data: effectiveCallerVerification(agent.callerVerification), headers: etag(agent.version) };
 };
 
@@ -39,7 +40,7 @@ export const getCallerVerification: Handler = async (ctx, { db }) => {
  * name in `requiredForSkills` must be a skill of the agent (400 naming the field).
  */
 export const putCallerVerification: Handler = async (ctx, { db }) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const agentId = param(ctx, 'agentId');
   const body = validateBody<CallerVerification>('CallerVerification', ctx.request.body);
   const out = await runDraftEdit(ctx, db, agentId, async (trx) => {

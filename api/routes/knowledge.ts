@@ -7,27 +7,17 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { agentExists, createSource, FileExpiredError, listSources, searchChunks } from '../../db/repositories/knowledge';
 import type { KnowledgePreviewRequest, KnowledgeSourceCreate } from '../../schemas/types/knowledge';
-import { workflowIds, workflowSearchAttributes } from '../../temporal.config';
-import { pageParams, paged } from '../agents/http';
+import { startWorkflow, workflowIds } from '../../temporal.config';
+import { orgOf, pageParams, paged, requireTemporal, temporalUnavailable } from '../http';
 import type { AppDeps, Handler } from '../context';
-import { ApiError, notFound, validationError, type FieldError } from '../errors';
-import { mergeFieldErrors, schemaErrors, validateBody } from '../validation';
+import { ApiError, notFound, validationError, type FieldError } from '../../domain/errors';
+import { mergeFieldErrors, schemaErrors, validateBody } from '../../domain/validation';
 
-/** Workflow type name of the ingestion (workflows/knowledgeIngestion.ts). */
-export const KNOWLEDGE_INGESTION_WORKFLOW = 'knowledgeIngestionWorkflow';
 
 
 /** 404 unless the agent exists in the caller's organization (another organization's agent included). */
 async function requireAgent(deps: AppDeps, orgId: string, agentId: string): Promise<void> {
   if (!(await agentExists(deps.db, orgId, agentId))) throw notFound(`Agent ${agentId}`);
-}
-
-/** 503 `temporal_unavailable` when the API runs without Temporal. */
-function requireTemporal(deps: AppDeps): NonNullable<AppDeps['temporal']> {
-  if (!deps.temporal) {
-    throw new ApiError(503, 'temporal_unavailable', 'Knowledge ingestion runs on Temporal, which this API instance is not connected to; try again later');
-  }
-  return deps.temporal;
 }
 
 /** Checks beyond the schema: the field of the chosen kind is required, the others are refused. */
@@ -61,7 +51,7 @@ function kindErrors(body: KnowledgeSourceCreate): FieldError[] {
 
 /** GET /agents/{agentId}/knowledge/sources: the agent's sources, oldest first, cursor-paginated. */
 export const listKnowledgeSources: Handler = async (ctx, deps) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const { agentId } = ctx.params as { agentId: string };
   const page = pageParams(ctx);
   await requireAgent(deps, orgId, agentId);
@@ -75,7 +65,7 @@ export const listKnowledgeSources: Handler = async (ctx, deps) => {
  * ingestion workflow was started.
  */
 export const createKnowledgeSource: Handler = async (ctx, deps) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const { agentId } = ctx.params as { agentId: string };
   const raw = ctx.request.body as unknown;
   const shape = schemaErrors('KnowledgeSourceCreate', raw);
@@ -95,17 +85,12 @@ export const createKnowledgeSource: Handler = async (ctx, deps) => {
         const t = requireTemporal(deps);
         const workflowId = workflowIds.knowledgeSource(src.id);
         try {
-          await t.client.workflow.start(KNOWLEDGE_INGESTION_WORKFLOW, {
-            taskQueue: t.taskQueue,
-            workflowId,
-            args: [{ orgId, sourceId: src.id }],
-            typedSearchAttributes: workflowSearchAttributes(orgId, src.id),
-          });
+          await startWorkflow(t, 'knowledgeIngestionWorkflow', { workflowId, args: [{ orgId, sourceId: src.id }], orgId, resourceId: src.id });
         } catch (err) {
           // The id is new, so "already started" means a previous attempt of this very transaction got through.
           if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
             ctx.state.log.error({ err, sourceId: src.id }, 'could not start the knowledge ingestion workflow');
-            throw new ApiError(503, 'temporal_unavailable', 'The ingestion workflow could not be started; nothing was saved, try again later');
+            throw temporalUnavailable('The ingestion workflow could not be started; nothing was saved, try again later');
           }
         }
         return workflowId;
@@ -123,7 +108,7 @@ export const createKnowledgeSource: Handler = async (ctx, deps) => {
  * ready sources, with scores and sources (what a live call's knowledge lookup would see).
  */
 export const previewKnowledge: Handler = async (ctx, deps) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const { agentId } = ctx.params as { agentId: string };
   const body = validateBody<KnowledgePreviewRequest>('KnowledgePreviewRequest', ctx.request.body);
   if (!body.query.trim()) throw validationError([{ field: 'query', message: 'must contain some non-blank text' }]);

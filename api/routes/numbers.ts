@@ -4,20 +4,19 @@
  * API notes). The inventory is the telephony provider's (the sandbox by default: US numbers by area
  * code, deterministic). A purchase records one usage entry.
  */
-import type { AppContext, Handler } from '../context';
-import { ApiError, notFound, validationError } from '../errors';
-import { validateBody } from '../validation';
-import { decodeCursor, encodeCursor, InvalidCursorError } from '../../db/pagination';
+import type { Handler } from '../context';
+import { ApiError, notFound, validationError } from '../../domain/errors';
+import { validateBody } from '../../domain/validation';
+import { encodeCursor } from '../../db/pagination';
 import { assignNumber, heldNumbers, listOwnedNumbers, NumberUnavailableError, purchaseReserved, reserveNumber } from '../../db/repositories/numbers';
 import { FEES, recordUsage } from '../../db/repositories/usage';
 import { logProviderRequest } from '../../db/repositories/smsProviderEvents';
 import { createTelephony } from '../../activities/providers/telephony';
-import { areaCodeInfo, areaCodeOf } from '../sms/nanp';
-import { e164Param, pageParams, withCursor } from '../sms/http';
+import { areaCodeInfo, areaCodeOf } from '../../domain/sms/nanp';
+import { decodeCursorOr400, e164Param, orgOf, pageParams, paged } from '../http';
 import type { AvailableNumber, NumberAssignRequest, NumberPurchaseRequest, NumberReserveRequest, PhoneNumber } from '../../schemas/types/numbers';
 import type { AppDeps } from '../context';
 
-const orgOf = (ctx: AppContext) => ctx.state.auth!.orgId;
 
 /**
  * GET /numbers/search?areaCode=415 (searchNumbers, numbers:read): numbers available in a US area code,
@@ -30,15 +29,7 @@ export const searchNumbers: Handler = async (ctx, deps) => {
     throw validationError([{ field: 'areaCode', message: 'must be a US area code of three digits, e.g. 415' }]);
   }
   const { limit, cursor } = pageParams(ctx);
-  let after = '';
-  if (cursor) {
-    try {
-      after = String(decodeCursor('e164', cursor));
-    } catch (err) {
-      if (err instanceof InvalidCursorError) throw validationError([{ field: 'cursor', message: 'is not a cursor of this list' }]);
-      throw err;
-    }
-  }
+  const after = cursor ? String(decodeCursorOr400('e164', cursor)) : '';
   const offered = await createTelephony(deps).searchNumbers(orgOf(ctx), areaCode, limit);
   const held = await heldNumbers(deps.db, offered.map((n) => n.e164));
   const free = offered.filter((n) => !held.has(n.e164) && n.e164 > after);
@@ -105,7 +96,7 @@ export const assignNumberHandler: Handler = async (ctx, { db }) => {
 /** GET /numbers (listNumbers, numbers:read): the organization's purchased numbers. */
 export const listNumbers: Handler = async (ctx, { db }) => {
   const page = pageParams(ctx);
-  return { data: await withCursor(() => listOwnedNumbers(db, orgOf(ctx), page)) };
+  return { data: await paged(() => listOwnedNumbers(db, orgOf(ctx), page)) };
 };
 
 /** Handlers of this area by operationId (api/routes/index.ts). */

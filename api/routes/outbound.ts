@@ -11,14 +11,14 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { AppContext, AppDeps, Handler } from '../context';
-import { ApiError, notFound, validationError } from '../errors';
-import { validateBody } from '../validation';
-import { pageParams, requireTemporal, withCursor } from '../sms/http';
-import { isE164 } from '../sms/draftChecks';
-import { CsvFormatError, checkContactCsv } from '../outbound/csv';
-import { DEFAULT_WINDOW, formatClock, parseClock, windowProblems } from '../outbound/callingWindow';
-import { purposeIsDialable, purposeNeedsConsent } from '../outbound/scrub';
-import { transitionOr409, type CampaignAction } from '../outbound/stateMachine';
+import { ApiError, notFound, validationError } from '../../domain/errors';
+import { validateBody } from '../../domain/validation';
+import { orgOf, pageParams, paged, requireTemporal, temporalUnavailable } from '../http';
+import { isE164 } from '../../domain/sms/draftChecks';
+import { CsvFormatError, checkContactCsv } from '../../domain/outbound/csv';
+import { DEFAULT_WINDOW, formatClock, parseClock, windowProblems } from '../../domain/outbound/callingWindow';
+import { purposeIsDialable, purposeNeedsConsent } from '../../domain/outbound/scrub';
+import { transitionOr409, type CampaignAction } from '../../domain/outbound/stateMachine';
 import { addDoNotCall, beginImport, createContactList, getContactList, ImportStateError, listContactLists, listListContacts } from '../../db/repositories/contactLists';
 import {
   agentPublication,
@@ -36,33 +36,25 @@ import {
 import { getNumber } from '../../db/repositories/numbers';
 import { attachUpload, getUploadContent } from '../../db/repositories/uploads';
 import { emitEvent } from '../../events/emit';
-import { workflowIds, workflowSearchAttributes } from '../../temporal.config';
+import { startWorkflow, workflowIds, type WorkflowTypes } from '../../temporal.config';
 import type { CampaignCreate, ContactImportRequest, ContactListCreate, DoNotCallAdd } from '../../schemas/types/outbound';
 
 
-/** Workflow type names (workflows/outboundCampaign.ts). */
-export const CAMPAIGN_WORKFLOW = 'campaignDialer';
-export const CONTACT_IMPORT_WORKFLOW = 'contactImport';
 
 /** Defaults of a campaign (README "Outbound"). */
 export const CAMPAIGN_DEFAULTS = { maxConcurrentCalls: 10, maxAttempts: 3, retryDelayMinutes: 60 } as const;
 
-const orgOf = (ctx: AppContext) => ctx.state.auth!.orgId;
 const ATTEMPT_STATUSES = ['pending', 'dialing', 'answered', 'voicemail', 'busy', 'no_answer', 'failed', 'cancelled'];
 
-async function startWorkflow(ctx: AppContext, deps: AppDeps, type: string, workflowId: string, resourceId: string, args: unknown[]): Promise<void> {
+/** Starts a workflow of this area; one already running under the id counts as started. @throws 503 `temporal_unavailable` */
+async function start<K extends 'contactImport' | 'campaignDialer'>(ctx: AppContext, deps: AppDeps, type: K, workflowId: string, resourceId: string, args: Parameters<WorkflowTypes[K]>): Promise<void> {
   const t = requireTemporal(deps);
   try {
-    await t.client.workflow.start(type, {
-      taskQueue: t.taskQueue,
-      workflowId,
-      args,
-      typedSearchAttributes: workflowSearchAttributes(orgOf(ctx), resourceId),
-    });
+    await startWorkflow(t, type, { workflowId, args, orgId: orgOf(ctx), resourceId });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return;
     ctx.state.log.error({ err, workflowId }, 'could not start a workflow');
-    throw new ApiError(503, 'temporal_unavailable', 'The workflow could not be started; nothing was changed, try again later', { headers: { 'Retry-After': '30' } });
+    throw temporalUnavailable('The workflow could not be started; nothing was changed, try again later');
   }
 }
 
@@ -78,7 +70,7 @@ export const createContactListHandler: Handler = async (ctx, { db }) => {
 /** GET /contact-lists (listContactLists, outbound:read). */
 export const listContactListsHandler: Handler = async (ctx, { db }) => {
   const page = pageParams(ctx);
-  return { data: await withCursor(() => listContactLists(db, orgOf(ctx), page)) };
+  return { data: await paged(() => listContactLists(db, orgOf(ctx), page)) };
 };
 
 /** GET /contact-lists/{id} (getContactList, outbound:read): the list with its import progress and counts by outcome. */
@@ -125,7 +117,7 @@ export const importContacts: Handler = async (ctx, deps) => {
       throw err;
     }
     if (!l) throw notFound('Contact list', 'contact_list_not_found');
-    await startWorkflow(ctx, deps, CONTACT_IMPORT_WORKFLOW, workflowIds.contactImport(listId), listId, [{ orgId, listId }]);
+    await start(ctx, deps, 'contactImport', workflowIds.contactImport(listId), listId, [{ orgId, listId }]);
     return l;
   });
   return { data: list, status: 202 };
@@ -139,7 +131,7 @@ export const listContactListContacts: Handler = async (ctx, { db }) => {
   const status = Array.isArray(raw) ? raw[0] : raw;
   if (status !== undefined && status !== 'accepted' && status !== 'rejected') throw validationError([{ field: 'status', message: 'must be one of: accepted, rejected' }]);
   if (!(await getContactList(db, orgId, ctx.params.id))) throw notFound('Contact list', 'contact_list_not_found');
-  return { data: await withCursor(() => listListContacts(db, orgId, ctx.params.id, { ...page, status })) };
+  return { data: await paged(() => listListContacts(db, orgId, ctx.params.id, { ...page, status })) };
 };
 
 /** POST /do-not-call {numbers} (addDoNotCall, outbound:write): numbers never to call (scrubbed at import). */
@@ -195,7 +187,7 @@ export const createCampaignHandler: Handler = async (ctx, { db }) => {
 /** GET /campaigns (listCampaigns, outbound:read), with live counters. */
 export const listCampaignsHandler: Handler = async (ctx, { db }) => {
   const page = pageParams(ctx);
-  return { data: await withCursor(() => listCampaigns(db, orgOf(ctx), page)) };
+  return { data: await paged(() => listCampaigns(db, orgOf(ctx), page)) };
 };
 
 /** GET /campaigns/{id} (getCampaign, outbound:read), with live counters. */
@@ -213,7 +205,7 @@ export const listCampaignAttempts: Handler = async (ctx, { db }) => {
   const status = Array.isArray(raw) ? raw[0] : raw;
   if (status !== undefined && !ATTEMPT_STATUSES.includes(status)) throw validationError([{ field: 'status', message: `must be one of: ${ATTEMPT_STATUSES.join(', ')}` }]);
   if (!(await getCampaign(db, orgId, ctx.params.id))) throw notFound('Campaign', 'campaign_not_found');
-  return { data: await withCursor(() => listAttempts(db, orgId, ctx.params.id, { ...page, status })) };
+  return { data: await paged(() => listAttempts(db, orgId, ctx.params.id, { ...page, status })) };
 };
 
 /** Applies an action in one transaction with its `campaign.updated` event; `during` runs before the status write. */
@@ -249,7 +241,7 @@ export const launchCampaign: Handler = async (ctx, deps) => {
     if (!agent.publishedVersionId) throw new ApiError(409, 'no_published_version', 'The agent has no published version');
     await insertAttempts(trx, orgId, row.id, row.list_id);
     requireTemporal(deps);
-    await startWorkflow(ctx, deps, CAMPAIGN_WORKFLOW, workflowIds.campaign(row.id), row.id, [{ orgId, campaignId: row.id }]);
+    await start(ctx, deps, 'campaignDialer', workflowIds.campaign(row.id), row.id, [{ orgId, campaignId: row.id }]);
     started = true;
     return { agentVersionId: agent.publishedVersionId };
   });

@@ -6,14 +6,15 @@
  */
 import type { Knex } from 'knex';
 import type { Handler } from '../context';
-import { notFound, validationError } from '../errors';
-import { validateBody } from '../validation';
+import { notFound, validationError } from '../../domain/errors';
+import { validateBody } from '../../domain/validation';
 import type { DraftHead } from '../../db/repositories/agents';
 import { skillsByName } from '../../db/repositories/agentSkills';
 import { getPlaybook, insertPlaybook, listPlaybooks as pagePlaybooks, replacePlaybookGraph } from '../../db/repositories/agentPlaybooks';
 import type { PlaybookCreate, PlaybookGraph } from '../../schemas/types/agents';
-import { etag, pageParams, paged, requireAgent, runDraftEdit } from '../agents/http';
-import { defaultGraph, validatePlaybookGraph } from '../agents/playbookGraph';
+import { etag, requireAgent, runDraftEdit } from '../agents/http';
+import { orgOf, pageParams, paged } from '../http';
+import { defaultGraph, validatePlaybookGraph } from '../../domain/agents/playbookGraph';
 import { param } from './agents';
 
 /** Validates `graph` against the agent's skills and variables inside the edit transaction. @throws 400 */
@@ -25,7 +26,7 @@ async function checkGraph(trx: Knex.Transaction, orgId: string, head: DraftHead,
 
 /** GET /agents/{agentId}/playbooks */
 export const listPlaybooks: Handler = async (ctx, { db }) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const agentId = param(ctx, 'agentId');
   await requireAgent(db, orgId, agentId);
   return { data: await paged(() => pagePlaybooks(db, orgId, agentId, pageParams(ctx))) };
@@ -33,7 +34,7 @@ export const listPlaybooks: Handler = async (ctx, { db }) => {
 
 /** POST /agents/{agentId}/playbooks: creates a playbook (graph default start → end). */
 export const createPlaybook: Handler = async (ctx, { db }) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const agentId = param(ctx, 'agentId');
   const body = validateBody<PlaybookCreate>('PlaybookCreate', ctx.request.body);
   const graph = body.graph ?? defaultGraph();
@@ -46,7 +47,7 @@ export const createPlaybook: Handler = async (ctx, { db }) => {
 
 /** GET /agents/{agentId}/playbooks/{id}/graph */
 export const getPlaybookGraph: Handler = async (ctx, { db }) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const agent = await requireAgent(db, orgId, param(ctx, 'agentId'));
   const p = await getPlaybook(db, orgId, agent.id, param(ctx, 'id'));
   if (!p) throw notFound('Playbook', 'playbook_not_found');
@@ -55,7 +56,7 @@ export const getPlaybookGraph: Handler = async (ctx, { db }) => {
 
 /** PUT /agents/{agentId}/playbooks/{id}/graph: replaces the graph (400 naming node ids). */
 export const putPlaybookGraph: Handler = async (ctx, { db }) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const agentId = param(ctx, 'agentId');
   const playbookId = param(ctx, 'id');
   const graph = validateBody<PlaybookGraph>('PlaybookGraph', ctx.request.body);

@@ -5,19 +5,19 @@
  * renamed or deleted (409 `skill_in_use`), so the draft never points at a missing skill.
  */
 import type { Handler } from '../context';
-import { ApiError, notFound, validationError } from '../errors';
-import { mergeFieldErrors, schemaErrors } from '../validation';
+import { ApiError, notFound, validationError } from '../../domain/errors';
+import { mergeFieldErrors, schemaErrors } from '../../domain/validation';
 import { deleteSkillRow, getSkill, insertSkill, listSkills as pageSkills, updateSkillRow } from '../../db/repositories/agentSkills';
 import { playbooksUsingSkill } from '../../db/repositories/agentPlaybooks';
 import type { Knex } from 'knex';
 import type { DraftHead } from '../../db/repositories/agents';
 import type { SkillCreate, SkillPatch } from '../../schemas/types/agents';
-import { effectiveCallerVerification } from '../agents/compile';
-import { etag, pageParams, paged, requireAgent, runDraftEdit } from '../agents/http';
-import { SKILL_TYPES, skillConfigErrors } from '../agents/skillTypes';
+import { effectiveCallerVerification } from '../../domain/agents/compile';
+import { etag, requireAgent, runDraftEdit } from '../agents/http';
+import { orgOf, pageParams, paged } from '../http';
+import { SKILL_TYPES, skillConfigErrors } from '../../domain/agents/skillTypes';
 import { param } from './agents';
 
-const orgOf = (ctx: Parameters<Handler>[0]) => ctx.state.auth!.orgId;
 
 /** GET /skill-types: every type with the JSON Schema of its config. */
 export const listSkillTypes: Handler = async () => ({

@@ -4,7 +4,7 @@
  * document and the spec-coverage test all read it. Operations without a handler answer 501
  * `not_implemented` after auth and scope checks; `reserved` operations answer 403 (spec "Scope rules" 5).
  */
-import type { Scope } from '../scopes';
+import type { Scope } from '../../domain/scopes';
 
 /** HTTP methods used by the API. */
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -33,6 +33,11 @@ export interface RouteDef {
   responseSchema?: string;
   /** Status of a success (default 200). */
   successStatus?: number;
+  /**
+   * `Idempotency-Key` policy (api/middleware/idempotency.ts): `required`, `optional`, or `none`.
+   * Unset: optional on creating POSTs (201/202), none elsewhere.
+   */
+  idempotencyKey?: 'required' | 'optional' | 'none';
 }
 
 const r = (
@@ -52,7 +57,7 @@ export const ROUTES: RouteDef[] = [
   r('POST', '/agents', 'createAgent', 'Agents', ['agents:write'], 'Create an agent', { successStatus: 201 }),
   r('GET', '/agents/{id}', 'getAgent', 'Agents', ['agents:read'], 'Get an agent (its draft)'),
   r('PATCH', '/agents/{id}', 'updateAgent', 'Agents', ['agents:write'], 'Autosave the draft (If-Match version)'),
-  r('POST', '/agents/{id}/publish', 'publishAgent', 'Agents', ['agents:write'], 'Publish the draft as a new frozen version (Idempotency-Key)'),
+  r('POST', '/agents/{id}/publish', 'publishAgent', 'Agents', ['agents:write'], 'Publish the draft as a new frozen version (Idempotency-Key)', { idempotencyKey: 'required' }),
   r('POST', '/agents/{id}/rollback', 'rollbackAgent', 'Agents', ['agents:write'], 'Re-point the published version at an earlier one'),
   r('GET', '/agents/{id}/versions', 'listAgentVersions', 'Agents', ['agents:read'], 'List frozen versions'),
   r('GET', '/agents/{id}/versions/{versionId}/diff', 'diffAgentVersion', 'Agents', ['agents:read'], 'Diff a version against the current draft'),
@@ -65,7 +70,7 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/agents/{agentId}/knowledge/sources', 'listKnowledgeSources', 'Knowledge', ['knowledge:read'], 'List knowledge sources'),
   r('POST', '/agents/{agentId}/knowledge/sources', 'createKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Add a knowledge source (ingested asynchronously)', { successStatus: 202 }),
   r('POST', '/agents/{agentId}/knowledge/preview', 'previewKnowledge', 'Knowledge', ['knowledge:read'], 'Preview knowledge retrieval for a query'),
-  r('POST', '/uploads', 'createUpload', 'Uploads', [], 'Upload a file (25 MB limit): knowledge:write or outbound:write, or sms:send for purpose=sms', { successStatus: 201, scopesAnyOf: ['knowledge:write', 'outbound:write', 'sms:send'] }),
+  r('POST', '/uploads', 'createUpload', 'Uploads', [], 'Upload a file (25 MB limit): knowledge:write or outbound:write, or sms:send for purpose=sms', { successStatus: 201, scopesAnyOf: ['knowledge:write', 'outbound:write', 'sms:send'], idempotencyKey: 'none' }),
   // Skills
   r('GET', '/skill-types', 'listSkillTypes', 'Skills', ['skills:read'], 'Skill type catalogue'),
   r('GET', '/agents/{agentId}/skills', 'listSkills', 'Skills', ['skills:read'], 'List skills'),
@@ -146,7 +151,7 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/sms', 'getSMSRegistration', 'SMS', ['sms:read'], 'Get the 10DLC registration'),
   r('PUT', '/sms', 'saveSMSRegistration', 'SMS', ['sms:write'], 'Save the 10DLC registration draft'),
   r('POST', '/sms/review', 'reviewSMSRegistration', 'SMS', ['sms:write'], 'Free compliance review of the draft'),
-  r('POST', '/sms/submit', 'submitSMSRegistration', 'SMS', ['sms:write'], 'Submit the registration to the carrier (Idempotency-Key)'),
+  r('POST', '/sms/submit', 'submitSMSRegistration', 'SMS', ['sms:write'], 'Submit the registration to the carrier (Idempotency-Key)', { idempotencyKey: 'optional' }),
   r('POST', '/sms/messages', 'sendSMSMessage', 'SMS', ['sms:send'], "Send one text from the organization's own number", { successStatus: 202 }),
   r('PUT', '/sms/contacts/{e164}/consent', 'recordSMSConsent', 'SMS', ['sms:write'], 'Record express consent'),
   r('DELETE', '/sms/contacts/{e164}/consent', 'withdrawSMSConsent', 'SMS', ['sms:write'], 'Withdraw consent'),

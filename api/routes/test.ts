@@ -6,20 +6,21 @@
  */
 import crypto from 'node:crypto';
 import type { Handler } from '../context';
-import { ApiError } from '../errors';
-import { validateBody } from '../validation';
+import { ApiError } from '../../domain/errors';
+import { validateBody } from '../../domain/validation';
 import { talkTokenSecret } from '../../db/repositories/agentVersions';
 import type { TalkToken, TalkTokenRequest } from '../../schemas/types/agents';
 import { requireAgent } from '../agents/http';
 import { signTalkToken } from '../agents/talkToken';
 import { param } from './agents';
+import { orgOf } from '../http';
 
 /** Default talk-token lifetime in seconds. */
 export const DEFAULT_TALK_TOKEN_TTL_SECONDS = 300;
 
 /** POST /agents/{agentId}/talk-token `{draftMode?, ttlSeconds?, channel?}` → TalkToken (201). */
 export const createTalkToken: Handler = async (ctx, { db }) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const body = validateBody<TalkTokenRequest>('TalkTokenRequest', ctx.request.body ?? {});
   const agent = await requireAgent(db, orgId, param(ctx, 'agentId'));
   const draftMode = body.draftMode === true;

@@ -15,8 +15,9 @@ import { Writable } from 'node:stream';
 import { formidable, errors as formidableErrors, type File as FormidableFile } from 'formidable';
 import { collectExpiredUploads, createUpload as storeUpload } from '../../db/repositories/uploads';
 import type { Handler } from '../context';
-import { ApiError, validationError } from '../errors';
+import { ApiError, validationError } from '../../domain/errors';
 import { requireScope } from '../middleware/auth';
+import { orgOf } from '../http';
 
 /** Values of the optional multipart field `purpose` (db/repositories/uploads.ts UploadPurpose, minus `chat`). */
 const UPLOAD_PURPOSES = ['general', 'sms'];
@@ -57,7 +58,7 @@ function contentTypeOf(declared: string | null | undefined, filename: string): s
 
 /** POST /uploads → 201 with the stored upload. */
 export const createUpload: Handler = async (ctx, { db, logger }) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const type = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase();
   if (type !== 'multipart/form-data') {
     throw new ApiError(415, 'unsupported_media_type', `Send the file as multipart/form-data with a "file" part (got ${type || 'no Content-Type'})`);

@@ -3,27 +3,22 @@
  * and `PUT /agents/{id}/voice`, an edit of the draft (bumps its version; honours `If-Match` when sent).
  */
 import type { Handler } from '../context';
-import { ApiError, validationError } from '../errors';
-import { validateBody } from '../validation';
-import { encodeCursor, decodeCursor, InvalidCursorError } from '../../db/pagination';
+import { ApiError, validationError } from '../../domain/errors';
+import { validateBody } from '../../domain/validation';
+import { encodeCursor } from '../../db/pagination';
 import { getAgent, setAgentFields } from '../../db/repositories/agents';
 import type { AgentVoiceSet, Voice, VoiceSearch } from '../../schemas/types/agents';
-import { etag, pageParams, runDraftEdit } from '../agents/http';
+import { etag, runDraftEdit } from '../agents/http';
+import { decodeCursorOr400, orgOf, pageParams } from '../http';
 import { toAgentView } from '../agents/present';
-import { findVoice, searchVoices as search, VOICES } from '../agents/voices';
+import { findVoice, searchVoices as search, VOICES } from '../../domain/agents/voices';
 import { param } from './agents';
 
 /** One page of a static, id-ordered list. */
 function pageOf(list: readonly Voice[], limit: number, cursor?: string) {
   let start = 0;
   if (cursor) {
-    let after: string | number;
-    try {
-      after = decodeCursor('voice.id', cursor);
-    } catch (err) {
-      if (err instanceof InvalidCursorError) throw new ApiError(400, 'invalid_cursor', err.message, { errors: [{ field: 'cursor', message: 'is not a cursor of this list' }] });
-      throw err;
-    }
+    const after = decodeCursorOr400('voice.id', cursor);
     start = list.findIndex((v) => v.id > String(after));
     if (start < 0) start = list.length;
   }
@@ -51,7 +46,7 @@ export const searchVoices: Handler = async (ctx) => {
  * `voice_language_mismatch` when it does not speak the agent's language. Answers the agent.
  */
 export const setAgentVoice: Handler = async (ctx, { db }) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const id = param(ctx, 'id');
   const body = validateBody<AgentVoiceSet>('AgentVoiceSet', ctx.request.body);
   const voice = findVoice(body.voiceId);

@@ -6,10 +6,9 @@
  * a worker runs.
  */
 import type { Handler } from '../context';
-import type { RouteDef } from './table';
-import { ApiError, notFound, validationError } from '../errors';
-import { mergeFieldErrors, schemaErrors } from '../validation';
-import { pageParams, paged } from '../agents/http';
+import { ApiError, notFound, validationError } from '../../domain/errors';
+import { mergeFieldErrors, schemaErrors } from '../../domain/validation';
+import { orgOf, pageParams, paged } from '../http';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -23,9 +22,9 @@ import {
 } from '../../db/repositories/webhooks';
 import { emitEvent } from '../../events/emit';
 import { setAuditResource } from '../middleware/audit';
-import { generateSecret, sealSecret, secretDisplayPrefix } from '../../events/signing';
-import { loadWebhookSettings } from '../../events/settings';
-import { webhookUrlProblem } from '../../events/urlPolicy';
+import { generateSecret, sealSecret, secretDisplayPrefix } from '../../domain/webhooks/signing';
+import { loadWebhookSettings } from '../../domain/webhooks/settings';
+import { webhookUrlProblem } from '../../domain/webhooks/urlPolicy';
 import type {
   WebhookDeliveryStatus,
   WebhookEndpointCreate,
@@ -45,7 +44,7 @@ function urlErrors(url: unknown): Array<{ field: string; message: string }> {
 
 /** The endpoint named by the path, or 404 `webhook_not_found` (also for another organization's). */
 async function endpointOr404(ctx: Parameters<Handler>[0], deps: Parameters<Handler>[1]) {
-  const ep = await getEndpoint(deps.db, ctx.state.auth!.orgId, ctx.params.id);
+  const ep = await getEndpoint(deps.db, orgOf(ctx), ctx.params.id);
   if (!ep) throw notFound(`Webhook ${ctx.params.id}`, 'webhook_not_found');
   return ep;
 }
@@ -53,7 +52,7 @@ async function endpointOr404(ctx: Parameters<Handler>[0], deps: Parameters<Handl
 /** GET /webhooks: the organization's endpoints, oldest first, cursor-paginated. */
 export const listWebhooks: Handler = async (ctx, { db }) => {
   const page = pageParams(ctx);
-  return { data: await paged(() => listEndpoints(db, ctx.state.auth!.orgId, page)) };
+  return { data: await paged(() => listEndpoints(db, orgOf(ctx), page)) };
 };
 
 /** POST /webhooks: creates an endpoint; 201 with the secret, shown only in this answer. @throws 400 naming `url` when refused */
@@ -64,7 +63,7 @@ export const createWebhook: Handler = async (ctx, { db }) => {
   const body = raw as WebhookEndpointCreate;
   const settings = loadWebhookSettings();
   const secret = generateSecret();
-  const ep = await createEndpoint(db, ctx.state.auth!.orgId, {
+  const ep = await createEndpoint(db, orgOf(ctx), {
     url: body.url,
     description: body.description ?? null,
     eventTypes: body.eventTypes ?? [],
@@ -84,14 +83,14 @@ export const updateWebhook: Handler = async (ctx, { db }) => {
   const raw = ctx.request.body as unknown;
   const errors = mergeFieldErrors(schemaErrors('WebhookEndpointUpdate', raw), urlErrors((raw as { url?: unknown } | undefined)?.url));
   if (errors.length) throw validationError(errors);
-  const ep = await updateEndpoint(db, ctx.state.auth!.orgId, ctx.params.id, raw as WebhookEndpointUpdate);
+  const ep = await updateEndpoint(db, orgOf(ctx), ctx.params.id, raw as WebhookEndpointUpdate);
   if (!ep) throw notFound(`Webhook ${ctx.params.id}`, 'webhook_not_found');
   return { data: ep };
 };
 
 /** DELETE /webhooks/{id}: removes the endpoint; deliveries still queued for it are given up. */
 export const deleteWebhook: Handler = async (ctx, { db }) => {
-  const ok = await deleteEndpoint(db, ctx.state.auth!.orgId, ctx.params.id);
+  const ok = await deleteEndpoint(db, orgOf(ctx), ctx.params.id);
   if (!ok) throw notFound(`Webhook ${ctx.params.id}`, 'webhook_not_found');
   return { data: { id: ctx.params.id, deleted: true } };
 };
@@ -107,7 +106,7 @@ export const rotateWebhookSecret: Handler = async (ctx, { db }) => {
   const body = raw as WebhookSecretRotate;
   const settings = loadWebhookSettings();
   const secret = generateSecret();
-  const r = await rotateEndpointSecret(db, ctx.state.auth!.orgId, ctx.params.id, {
+  const r = await rotateEndpointSecret(db, orgOf(ctx), ctx.params.id, {
     secretSealed: sealSecret(secret, settings.secretKey),
     secretPrefix: secretDisplayPrefix(secret),
     previousTtlSeconds: body.previousSecretTtlSeconds ?? 86_400,
@@ -122,7 +121,7 @@ export const rotateWebhookSecret: Handler = async (ctx, { db }) => {
  * @throws 409 `webhook_disabled` when the endpoint is disabled (enable it first)
  */
 export const testWebhook: Handler = async (ctx, deps) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const ep = await endpointOr404(ctx, deps);
   if (!ep.enabled) throw new ApiError(409, 'webhook_disabled', `Webhook ${ep.id} is disabled (${ep.disabledReason}); enable it with PATCH before testing`);
   const { deliveryIds } = await deps.db.transaction((trx) =>
@@ -141,7 +140,7 @@ export const listWebhookDeliveries: Handler = async (ctx, deps) => {
   if (status !== undefined && !DELIVERY_STATUSES.includes(status as WebhookDeliveryStatus)) {
     throw validationError([{ field: 'status', message: `must be one of: ${DELIVERY_STATUSES.join(', ')}` }]);
   }
-  return { data: await paged(() => listDeliveries(deps.db, ctx.state.auth!.orgId, ep.id, { ...page, status: status as WebhookDeliveryStatus | undefined })) };
+  return { data: await paged(() => listDeliveries(deps.db, orgOf(ctx), ep.id, { ...page, status: status as WebhookDeliveryStatus | undefined })) };
 };
 
 /**
@@ -150,7 +149,7 @@ export const listWebhookDeliveries: Handler = async (ctx, deps) => {
  * @throws 409 `delivery_not_failed` unless the delivery failed; 409 `webhook_disabled` when the endpoint is disabled
  */
 export const retryWebhookDelivery: Handler = async (ctx, deps) => {
-  const orgId = ctx.state.auth!.orgId;
+  const orgId = orgOf(ctx);
   const ep = await endpointOr404(ctx, deps);
   if (!ep.enabled) throw new ApiError(409, 'webhook_disabled', `Webhook ${ep.id} is disabled (${ep.disabledReason}); enable it with PATCH before retrying`);
   setAuditResource(ctx, 'webhook_delivery', ctx.params.deliveryId);

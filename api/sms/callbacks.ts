@@ -15,23 +15,23 @@
 import crypto from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { AppDeps } from '../context';
-import { ApiError, validationError } from '../errors';
-import { callbackSecret, verifyCallbackSignature } from './callbackSignature';
+import { ApiError, validationError } from '../../domain/errors';
+import { callbackSecret, verifyCallbackSignature } from '../../domain/sms/callbackSignature';
 import { findOrgByCarrierId, findOrgByRegistrationId, getRegistration } from '../../db/repositories/smsRegistrations';
 import { deleteProviderEvent, storeProviderEvent } from '../../db/repositories/smsProviderEvents';
 import { advanceMessage, findMessageByProviderId, findOutboundMessageById, insertMessage } from '../../db/repositories/smsMessages';
 import { findOwnerOfNumber } from '../../db/repositories/numbers';
-import { storableJson } from '../../db/text';
+import { storableJson } from '../../domain/text';
 import { applyKeyword } from '../../db/repositories/smsContacts';
 import { storeInboundMedia } from '../../db/repositories/smsMedia';
 import { parseInboundMedia, type InboundMediaItem } from './media';
 import { newId } from '../../db/ids';
 import { workflowIds } from '../../temporal.config';
-import { carrierEventSignal } from '../../workflows/smsRegistration';
+import { carrierEventSignal } from '../../workflows/definitions';
 import { SANDBOX_PROVIDER, type SandboxCallbackPayload } from '../../activities/providers/carrier/sandbox';
 import { createTelephony, type TelephonyAdapter } from '../../activities/providers/telephony';
-import { optInConfirmation, optOutConfirmation, parseInboundKeyword } from './keywords';
-import { messageChanged, messageReceived } from './smsEvents';
+import { optInConfirmation, optOutConfirmation, parseInboundKeyword } from '../../domain/sms/keywords';
+import { messageChanged, messageReceived } from '../../events/sms';
 import type { SmsProviderCallbackResult } from '../../schemas/types/sms';
 
 /** Providers whose callbacks are accepted. */

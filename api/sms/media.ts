@@ -1,5 +1,6 @@
 /**
- * Text-message attachments (issue 4 point 7; spec "Scope rules" 2 and 3):
+ * Text-message attachments (spec "Scope rules" 2 and 3; README "Text attachments"); the handlers are in
+ * api/routes/sms/media.ts:
  * - `GET /sms/media/{id}` (getSMSMedia, sms:read): any attachment id of the organization, inbound or
  *   outbound, answers a short-lived signed link; sms:read grants no message text, only this.
  * - `GET /sms/media/{id}/content?expires=&signature=` (getSMSMediaContent, no API key): the bytes. The
@@ -13,10 +14,8 @@
  *   attachments, their ids listed in `sms.message.received`).
  */
 import crypto from 'node:crypto';
-import type { Handler } from '../context';
-import { ApiError, validationError, type FieldError } from '../errors';
-import { getMedia, getMediaContentById, lookupAttachments } from '../../db/repositories/smsMedia';
-import type { SmsMediaLink } from '../../schemas/types/sms';
+import { ApiError, validationError, type FieldError } from '../../domain/errors';
+import { lookupAttachments } from '../../db/repositories/smsMedia';
 
 /** Dev/test default of MEDIA_URL_SECRET; production sets its own. */
 export const DEV_MEDIA_URL_SECRET = 'dev-media-url-secret';
@@ -57,66 +56,6 @@ export function verifyMediaSignature(id: string, expires: string | undefined, si
   const expected = Buffer.from(mediaSignature(id, exp), 'utf8');
   return crypto.timingSafeEqual(Buffer.from(signature, 'utf8'), expected);
 }
-
-/** The API base path (api/app.ts BASE_PATH; not imported, to keep api/app.ts out of this module's imports). */
-const BASE_PATH = '/api/v1';
-
-const mediaNotFound = () => new ApiError(404, 'media_not_found', 'No text attachment with this id exists in this organization');
-
-/** GET /sms/media/{id} (getSMSMedia, sms:read): a signed link valid for MEDIA_URL_TTL_SECONDS. 404 `media_not_found` for another organization's id. */
-export const getSMSMedia: Handler = async (ctx, { db, config }) => {
-  const media = await getMedia(db, ctx.state.auth!.orgId, ctx.params.id);
-  if (!media) throw mediaNotFound();
-  // Rounded up to a whole second, so a link is always valid for at least the TTL.
-  const expires = Math.ceil(Date.now() / 1000) + mediaUrlTtlSeconds();
-  const query = new URLSearchParams({ expires: String(expires), signature: mediaSignature(media.id, expires) });
-  const data: SmsMediaLink = {
-    id: media.id,
-    url: `${config.publicBaseUrl}${BASE_PATH}/sms/media/${encodeURIComponent(media.id)}/content?${query}`,
-    expiresAt: new Date(expires * 1000).toISOString(),
-    contentType: media.contentType,
-    size: media.sizeBytes,
-    direction: media.direction,
-  };
-  return { data };
-};
-
-/** Types a browser may show inline from our origin; anything else is served as a download. */
-const INLINE_TYPES = /^(image\/(jpeg|png|gif|webp|bmp)|video\/(mp4|3gpp|quicktime)|audio\/(mpeg|mp4|amr|ogg|wav)|text\/plain)$/;
-
-/**
- * GET /sms/media/{id}/content (getSMSMediaContent, auth none: the signature is the credential): the
- * attachment's bytes with its media type. 403 `invalid_media_signature` for an expired, tampered or
- * missing signature; 404 `media_not_found` when the attachment is gone. Served with `nosniff`, a
- * sandboxing CSP and `private` caching until the link expires (customer-sent content on our origin).
- */
-export const getSMSMediaContent: Handler = async (ctx, { db }) => {
-  const id = ctx.params.id;
-  const q = (k: string) => {
-    const v = ctx.query[k];
-    return Array.isArray(v) ? v[0] : v;
-  };
-  const expires = q('expires');
-  if (!verifyMediaSignature(id, expires, q('signature'))) {
-    throw new ApiError(403, 'invalid_media_signature', 'The media link is expired or its signature is invalid; ask GET /sms/media/{id} for a new link');
-  }
-  const found = await getMediaContentById(db, id);
-  if (!found) throw mediaNotFound();
-  const type = found.media.contentType;
-  const maxAge = Math.max(0, Number(expires) - Math.floor(Date.now() / 1000));
-  // Koa's documented escape hatch (as the consent CSV export does): the bytes, not the JSON envelope.
-  ctx.respond = false;
-  ctx.res.statusCode = 200;
-  ctx.res.setHeader('Content-Type', type);
-  ctx.res.setHeader('Content-Length', found.data.length);
-  ctx.res.setHeader('X-Content-Type-Options', 'nosniff');
-  ctx.res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
-  ctx.res.setHeader('Cache-Control', `private, max-age=${maxAge}`);
-  ctx.res.setHeader('Content-Disposition', INLINE_TYPES.test(type) ? 'inline' : `attachment; filename="${id}"`);
-  ctx.res.setHeader('ETag', `"${found.media.sha256}"`);
-  ctx.res.end(found.data);
-  return { data: null };
-};
 
 /**
  * Checks the `mediaIds` of a send (spec rule 3) before anything is written.
@@ -202,11 +141,3 @@ export function parseInboundMedia(media: unknown, errors: FieldError[]): Inbound
   });
   return out;
 }
-
-/** Handlers of the attachment operations by operationId. */
-export const mediaHandlers = { getSMSMedia, getSMSMediaContent };
-
-/** Schemas of the attachment operations. */
-export const mediaRouteSchemas = {
-  getSMSMedia: { responseSchema: 'SmsMediaLink' },
-};

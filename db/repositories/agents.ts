@@ -8,33 +8,16 @@ import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
-import type { Agent, AgentVariable, CallerVerification, Guardrails, PlaybookGraph } from '../../schemas/types/agents';
+import type { AgentVariable, CallerVerification, Guardrails } from '../../schemas/types/agents';
 import { iso } from '../timestamps';
+import type { AgentProfile, AgentRecord, DraftBundle, KnowledgeSourceSummary } from '../../domain/agents/types';
+
+export type { AgentRecord, DraftBundle, KnowledgeSourceSummary } from '../../domain/agents/types';
 
 /** Knex handle or transaction. */
 export type Conn = Db | Knex.Transaction;
 
-/** The draft's own profile fields, as the API shows them (schemas/types/agents.ts Agent). */
-type AgentProfile = Pick<Agent, 'name' | 'description' | 'persona' | 'instructions' | 'greeting' | 'language' | 'voiceId' | 'dtmf' | 'variables'>;
 
-/** A stored agent draft, camelCase, with what is attached to it. */
-export interface AgentRecord extends AgentProfile {
-  id: string;
-  orgId: string;
-  /** Stored guardrails; `{}` until first PUT (defaults are applied by the API layer). */
-  guardrails: Partial<Guardrails>;
-  callerVerification: Partial<CallerVerification>;
-  version: number;
-  publishedVersionId: string | null;
-  publishedVersionNumber: number | null;
-  /** Draft version the published version was compiled from (null when never published). */
-  publishedDraftVersion: number | null;
-  skills: { id: string; name: string; type: string }[];
-  playbooks: { id: string; name: string }[];
-  knowledgeSourceCount: number;
-  createdAt: string;
-  updatedAt: string;
-}
 
 /** Columns an edit may set (API name → column). JSON columns are serialized on write. */
 const FIELD_COLUMNS = {
@@ -238,14 +221,6 @@ export async function setAgentFields(trx: Knex.Transaction, orgId: string, agent
   await trx('agents').where({ org_id: orgId, id: agentId }).update(columnsOf(fields));
 }
 
-/** A knowledge source as the compiler and the report see it. */
-export interface KnowledgeSourceSummary {
-  id: string;
-  kind: string | null;
-  title: string;
-  status: string;
-  chunkCount: number;
-}
 
 let knowledgeColumns: string[] | undefined;
 
@@ -283,13 +258,6 @@ export async function knowledgeSummary(conn: Conn, orgId: string, agentId: strin
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-/** Everything the compiler needs: the draft and its parts, read in one snapshot. */
-export interface DraftBundle {
-  agent: AgentRecord;
-  skills: { id: string; name: string; type: string; description: string | null; config: Record<string, any> }[];
-  playbooks: { id: string; name: string; description: string | null; graph: PlaybookGraph }[];
-  knowledge: KnowledgeSourceSummary[];
-}
 
 /** Loads the draft with its skills, playbooks and knowledge (inside a transaction for a consistent read). */
 export async function loadDraftBundle(conn: Conn, orgId: string, agentId: string): Promise<DraftBundle | undefined> {

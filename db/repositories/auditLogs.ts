@@ -5,7 +5,7 @@
  */
 import type { Db } from '../index';
 import { newId } from '../ids';
-import { storableText } from '../text';
+import { storableText } from '../../domain/text';
 import { keysetPage, type Page } from '../pagination';
 import type { AuditLogEntry } from '../../schemas/types/audit';
 

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { checkAddress, guardedLookup, parseAllowList } from '../../activities/providers/http/guard';
+import { checkAddress, guardedLookup, parseAllowList } from '../../domain/net/guard';
 import { createHttpClient, HttpFetchError, type HttpClient } from '../../activities/providers/http';
 
 /** A local server whose behaviour per path is given by `routes`; counts requests. */

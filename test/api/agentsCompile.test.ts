@@ -5,11 +5,11 @@
 import { expect } from 'chai';
 import type { AgentRecord, DraftBundle } from '../../db/repositories/agents';
 import type { PlaybookGraph } from '../../schemas/types/agents';
-import { canonicalJson, compileDraft, snapshotChecksum } from '../../api/agents/compile';
-import { diffSnapshots } from '../../api/agents/diff';
-import { validatePlaybookGraph } from '../../api/agents/playbookGraph';
-import { buildPrepublishReport } from '../../api/agents/report';
-import { skillConfigErrors } from '../../api/agents/skillTypes';
+import { canonicalJson, compileDraft, snapshotChecksum } from '../../domain/agents/compile';
+import { diffSnapshots } from '../../domain/agents/diff';
+import { validatePlaybookGraph } from '../../domain/agents/playbookGraph';
+import { buildPrepublishReport } from '../../domain/agents/report';
+import { skillConfigErrors } from '../../domain/agents/skillTypes';
 import { verifyTalkToken, signTalkToken } from '../../api/agents/talkToken';
 import { intakeGraph } from './agents-fixtures';
 

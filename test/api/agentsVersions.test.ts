@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { createAgentActivities } from '../../activities/agents';
-import { publishRequestHash } from '../../api/agents/compile';
+import { publishRequestHash } from '../../domain/agents/compile';
 import { verifyTalkToken } from '../../api/agents/talkToken';
 import { talkTokenSecret } from '../../db/repositories/agentVersions';
 

@@ -43,13 +43,14 @@ describe('Idempotency-Key on creating POSTs', () => {
     expect(good.status).to.equal(201);
   });
 
-  it('answers 400 naming the header for a malformed key, and covers every creating POST but the self-managed ones', async () => {
+  it('answers 400 naming the header for a malformed key, and covers every creating POST, publish and SMS submit (not multipart uploads)', async () => {
     const { key } = await t.org();
     const res = await t.call('POST', '/agents', { key, json: { name: 'X' }, headers: { 'idempotency-key': 'x'.repeat(300) } });
     expect(res.status).to.equal(400);
     expect(res.body.errors[0].field).to.equal('Idempotency-Key');
     const covered = ROUTES.filter(usesIdempotencyKeys).map((r) => r.operationId);
     expect(covered).to.include.members(['createAgent', 'createWebhook', 'createCampaign', 'createKnowledgeSource']);
-    expect(covered).to.not.include.members(['publishAgent', 'submitSMSRegistration', 'sendSMSMessage']);
+    expect(covered).to.include.members(['publishAgent', 'submitSMSRegistration', 'sendSMSMessage']);
+    expect(covered).to.not.include('createUpload');
   });
 });

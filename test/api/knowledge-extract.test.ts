@@ -3,8 +3,8 @@
  * with pdfkit — served by a local HTTP server and fetched through the guarded HTTP helper.
  */
 import { expect } from 'chai';
-import { chunkText } from '../../api/knowledge/chunk';
-import { detectFormat, extractDocument, UnsupportedContentError } from '../../api/knowledge/extract';
+import { chunkText } from '../../domain/knowledge/chunk';
+import { detectFormat, extractDocument, UnsupportedContentError } from '../../domain/knowledge/extract';
 import { createHttpClient, parseAllowList } from '../../activities/providers/http';
 import { makePdf, SAMPLE_HTML, serveDocuments } from './knowledge-fixtures';
 

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import pino from 'pino';
 import { startApi } from '../../api/server';
 import { bootstrapIfEmpty } from '../../bootstrap';
-import { NON_RESERVED_SCOPES } from '../../api/scopes';
+import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { startTestApi, type TestApi } from '../helpers/api';
 
 describe('request logs and first-start bootstrap', () => {

@@ -11,7 +11,7 @@ import { createSecretKey } from '../../db/repositories/apiKeys';
 import { createAgent } from '../../db/repositories/agents';
 import { newId } from '../../db/ids';
 import { startApi, type RunningApi } from '../../api/server';
-import { NON_RESERVED_SCOPES } from '../../api/scopes';
+import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { createLogger } from '../../runtime';
 import { createOutboundActivities } from '../../activities/outbound';
 import { createTestDatabase } from '../helpers/postgres';

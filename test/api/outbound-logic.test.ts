@@ -3,10 +3,10 @@
  * campaign state machine.
  */
 import { expect } from 'chai';
-import { nextDialTime, windowProblems, zonesFor, DEFAULT_WINDOW } from '../../api/outbound/callingWindow';
-import { normalizeUsPhone, scrubRow } from '../../api/outbound/scrub';
-import { checkContactCsv, CsvFormatError } from '../../api/outbound/csv';
-import { nextStatus } from '../../api/outbound/stateMachine';
+import { nextDialTime, windowProblems, zonesFor, DEFAULT_WINDOW } from '../../domain/outbound/callingWindow';
+import { normalizeUsPhone, scrubRow } from '../../domain/outbound/scrub';
+import { checkContactCsv, CsvFormatError } from '../../domain/outbound/csv';
+import { nextStatus } from '../../domain/outbound/stateMachine';
 
 const none = { suppressed: new Set<string>(), doNotCall: new Set<string>(), consented: new Set<string>() };
 

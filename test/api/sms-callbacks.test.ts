@@ -5,7 +5,7 @@
  * by real HTTP POSTs (also after a restart).
  */
 import { expect } from 'chai';
-import { signCallback, verifyCallbackSignature, DEV_CALLBACK_SECRET } from '../../api/sms/callbackSignature';
+import { signCallback, verifyCallbackSignature, DEV_CALLBACK_SECRET } from '../../domain/sms/callbackSignature';
 import { SandboxCarrier, SandboxCallbackDispatcher, stopSandboxDispatchers } from '../../activities/providers/carrier/sandbox';
 import type { CarrierBrandRequest } from '../../activities/providers/carrier';
 import { setCarrierIds } from '../../db/repositories/smsRegistrations';

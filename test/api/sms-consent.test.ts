@@ -3,8 +3,8 @@
  * proof-of-consent CSV export) and the inbound keyword parser.
  */
 import { expect } from 'chai';
-import { parseInboundKeyword } from '../../api/sms/keywords';
-import { csvField } from '../../api/sms/hubHandlers';
+import { parseInboundKeyword } from '../../domain/sms/keywords';
+import { csvField } from '../../domain/sms/consentCsv';
 import type { TestApi } from '../helpers/api';
 import { startSmsTestApi } from './sms-fixtures';
 

@@ -20,15 +20,15 @@ import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
 import { markSubmitted, transitionSubmission } from '../../db/repositories/smsRegistrations';
 import { advanceMessage, insertMessage } from '../../db/repositories/smsMessages';
 import { applyKeyword } from '../../db/repositories/smsContacts';
-import { messageChanged, registrationChanged } from '../../api/sms/smsEvents';
+import { messageChanged, registrationChanged } from '../../events/sms';
 import { startApi, type RunningApi } from '../../api/server';
 import { createDb, migrate, type Db } from '../../db';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../runtime';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
-import { NON_RESERVED_SCOPES } from '../../api/scopes';
-import { DEV_CALLBACK_SECRET, SIGNATURE_HEADER, signCallback } from '../../api/sms/callbackSignature';
+import { NON_RESERVED_SCOPES } from '../../domain/scopes';
+import { DEV_CALLBACK_SECRET, SIGNATURE_HEADER, signCallback } from '../../domain/sms/callbackSignature';
 import { COMPLETE_BRAND, postCallback } from './sms-fixtures';
 import { until } from '../helpers/wait';
 

@@ -1,7 +1,7 @@
 /**
  * Shared fixtures of the SMS hub tests: a complete brand draft, a test API, and signed provider callbacks.
  */
-import { DEV_CALLBACK_SECRET, SIGNATURE_HEADER, signCallback } from '../../api/sms/callbackSignature';
+import { DEV_CALLBACK_SECRET, SIGNATURE_HEADER, signCallback } from '../../domain/sms/callbackSignature';
 import { startTestApi, type TestApi } from '../helpers/api';
 import type { AppConfig } from '../../config';
 

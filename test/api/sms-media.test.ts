@@ -19,7 +19,7 @@ import { createLogger } from '../../runtime';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { createUpload, collectExpiredUploads } from '../../db/repositories/uploads';
-import { NON_RESERVED_SCOPES } from '../../api/scopes';
+import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { createSmsActivities } from '../../activities/sms';
 import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
 import { stopSandboxDispatchers } from '../../activities/providers/carrier/sandbox';

@@ -3,8 +3,8 @@
  * complete brand passing, and the endpoint storing the verdict without contacting a carrier or charging.
  */
 import { expect } from 'chai';
-import { reviewDraft } from '../../api/sms/review';
-import { generateCampaignText } from '../../api/sms/campaignText';
+import { reviewDraft } from '../../domain/sms/review';
+import { generateCampaignText } from '../../domain/sms/campaignText';
 import type { SmsRegistration, UseCase, OptInMethod, EntityType } from '../../schemas/types/sms';
 import type { TestApi } from '../helpers/api';
 import { COMPLETE_BRAND, startSmsTestApi } from './sms-fixtures';

@@ -14,10 +14,10 @@ import { createWebhookActivities, createWebhookSender } from '../../activities/w
 import { startWebhookDispatcher, type DeliveryStarter } from '../../events/dispatcher';
 import { emitEvent, InvalidEventError } from '../../events/emit';
 import { createEndpoint } from '../../db/repositories/webhooks';
-import { generateSecret, sealSecret, secretDisplayPrefix } from '../../events/signing';
+import { generateSecret, sealSecret, secretDisplayPrefix } from '../../domain/webhooks/signing';
 import { createLogger } from '../../runtime';
 import type { WebhookDeliveryInput } from '../../workflows/webhookDelivery';
-import { loadWebhookSettings } from '../../events/settings';
+import { loadWebhookSettings } from '../../domain/webhooks/settings';
 
 
 /** A local receiver that verifies every delivery with the standardwebhooks library. */

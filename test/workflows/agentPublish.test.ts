@@ -14,7 +14,7 @@ import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { startApi, type RunningApi } from '../../api/server';
 import { createLogger } from '../../runtime';
-import { NON_RESERVED_SCOPES } from '../../api/scopes';
+import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { createAgentActivities } from '../../activities/agents';
 import { createTestDatabase } from '../helpers/postgres';
 import { serviceWorkflowBundle } from '../helpers/temporal';

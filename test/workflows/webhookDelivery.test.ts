@@ -18,11 +18,11 @@ import { createEndpoint, getDelivery, retryDelivery } from '../../db/repositorie
 import { createWebhookActivities, createWebhookSender } from '../../activities/webhooks';
 import { emitEvent } from '../../events/emit';
 import { startWebhookDispatcher, temporalDeliveryStarter, type WebhookDispatcher } from '../../events/dispatcher';
-import { generateSecret, sealSecret, secretDisplayPrefix } from '../../events/signing';
+import { generateSecret, sealSecret, secretDisplayPrefix } from '../../domain/webhooks/signing';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../runtime';
 import { workflowIds } from '../../temporal.config';
-import { parseAllowList } from '../../activities/providers/http/guard';
+import { parseAllowList } from '../../domain/net/guard';
 import type { WebhookDeliveryResult } from '../../workflows/webhookDelivery';
 import { serviceWorkflowBundle } from '../helpers/temporal';
 

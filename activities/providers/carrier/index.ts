@@ -77,7 +77,7 @@ export interface CarrierAdapter {
   getCampaignStatus(orgId: string, campaignId: string): Promise<CarrierStatus>;
 }
 
-export { carrierVerdict, verdictRank, supersedes, type CarrierVerdict, type CarrierEvent } from '../../../api/sms/carrierStatus';
+export { carrierVerdict, verdictRank, supersedes, type CarrierVerdict, type CarrierEvent } from '../../../domain/sms/carrierStatus';
 
 /** Options of the sandbox adapter. */
 export interface CarrierOptions {

@@ -23,7 +23,7 @@ import {
   nextSandboxCallbackDelayMs,
   scheduleSandboxCallback,
 } from '../../../db/repositories/smsProviderEvents';
-import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../../../api/sms/callbackSignature';
+import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../../../domain/sms/callbackSignature';
 import type { CarrierAdapter, CarrierBrandRequest, CarrierCampaignRequest, CarrierOptions, CarrierStatus, CarrierSubmission } from './index';
 
 /** Provider name of every sandbox adapter (carrier and telephony share one callback endpoint). */

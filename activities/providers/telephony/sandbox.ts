@@ -15,7 +15,7 @@ import type { Db } from '../../../db';
 import { envNumber, type AppConfig } from '../../../config';
 import type { AvailableNumber } from '../../../schemas/types/numbers';
 import { logProviderRequest, scheduleSandboxCallback } from '../../../db/repositories/smsProviderEvents';
-import { areaCodeInfo } from '../../../api/sms/nanp';
+import { areaCodeInfo } from '../../../domain/sms/nanp';
 import { sandboxDialOnce } from '../../../db/repositories/campaigns';
 import { SANDBOX_PROVIDER, sandboxCallbackUrl, sandboxDispatcher, type SandboxCallbackDispatcher } from '../carrier/sandbox';
 import type { DialOutcome, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter, TelephonyOptions } from './index';

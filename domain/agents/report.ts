@@ -4,7 +4,7 @@
  * knowledge coverage (sources by status, chunk counts) and warnings. Built from the same compilation a
  * publish runs, so `blockingErrors` are exactly the errors a publish would answer.
  */
-import type { DraftBundle } from '../../db/repositories/agents';
+import type { DraftBundle } from './types';
 import type { DataFlow, PrepublishReport } from '../../schemas/types/agents';
 import { activeGuardrails, compileDraft } from './compile';
 import { gatheredVariables } from './playbookGraph';

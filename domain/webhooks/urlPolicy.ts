@@ -9,7 +9,7 @@
  *   refused unless listed in WEBHOOK_ALLOW_HTTP_HOSTS.
  */
 import net from 'node:net';
-import { checkAddress } from '../activities/providers/http/guard';
+import { checkAddress } from '../net/guard';
 import type { WebhookSettings } from './settings';
 
 /** Why a URL is refused, or null when it may be used. */

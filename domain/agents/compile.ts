@@ -7,7 +7,7 @@
  * - `canonicalJson`/`snapshotChecksum` give the snapshot one byte form.
  */
 import crypto from 'node:crypto';
-import type { DraftBundle, KnowledgeSourceSummary } from '../../db/repositories/agents';
+import type { DraftBundle, KnowledgeSourceSummary } from './types';
 import type {
   AgentVariable,
   CallerVerification,

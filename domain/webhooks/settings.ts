@@ -3,7 +3,7 @@
  * (README "Configuration"). Workflows never read the environment: the dispatcher passes the retry
  * schedule in the workflow input, and activities read the rest.
  */
-import { parseAllowList, type AllowList } from '../activities/providers/http/guard';
+import { parseAllowList, type AllowList } from '../net/guard';
 
 /** Everything that shapes a delivery. */
 export interface WebhookSettings {

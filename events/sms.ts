@@ -5,9 +5,9 @@
  * OnMessageChange parameters), only when the status actually moved, so a duplicate callback, a retried
  * activity or a refused (lower-ranked) status report emits nothing.
  */
-import { emitEvent } from '../../events/emit';
-import type { OnRegistrationChange } from '../../db/repositories/smsRegistrations';
-import type { MessageChange, OnMessageChange } from '../../db/repositories/smsMessages';
+import { emitEvent } from './emit';
+import type { OnRegistrationChange } from '../db/repositories/smsRegistrations';
+import type { MessageChange, OnMessageChange } from '../db/repositories/smsMessages';
 
 /** Emits `sms.registration.updated` for a registration status/providerStatus change of `orgId`. */
 export const registrationChanged =

@@ -2,7 +2,7 @@
  * The event catalog (spec "Events"): every event type, its payload schema (generated from
  * schemas/types/events.ts) and what it means. The README's event table is this list.
  */
-import type { WebhookEventType } from '../schemas/types/events';
+import type { WebhookEventType } from '../../schemas/types/events';
 
 /** One catalog entry. */
 export interface EventTypeInfo {

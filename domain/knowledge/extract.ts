@@ -4,7 +4,7 @@
  * the libraries' own parsing, so the ingestion activity and the unit tests share it.
  */
 import { convert } from 'html-to-text';
-import { storableText } from '../../db/text';
+import { storableText } from '../text';
 
 /** Formats the extractor understands. */
 export type KnowledgeFormat = 'html' | 'pdf' | 'markdown' | 'text';

@@ -7,7 +7,7 @@ import path from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { validationError, type FieldError } from './errors';
-import { isStorableText, storableText } from '../db/text';
+import { isStorableText, storableText } from './text';
 
 // schemas/ beside api/ when run from source (tsx); two levels up when run from the compiled dist/api/.
 const SCHEMA_DIR = [path.join(__dirname, '..', 'schemas'), path.join(__dirname, '..', '..', 'schemas')].find((d) =>

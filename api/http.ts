@@ -1,0 +1,96 @@
+/**
+ * Request helpers shared by every handler (DESIGN.md "Wire conventions"): the caller's organization,
+ * list paging (`?limit=`, `?cursor=`), the 503 a handler answers when Temporal is unreachable, and an
+ * E.164 path parameter. One implementation each, so every route answers the same input the same way.
+ */
+import { decodeCursor, DEFAULT_PAGE_LIMIT, InvalidCursorError, MAX_PAGE_LIMIT } from '../db/pagination';
+import { ApiError, validationError } from '../domain/errors';
+import { isE164 } from '../domain/sms/draftChecks';
+import type { AppContext, AppDeps } from './context';
+
+/**
+ * The organization of the authenticated caller: the credential alone decides it (spec "Authentication").
+ * Only for routes that authenticate (every route but provider callbacks and docs).
+ */
+export function orgOf(ctx: AppContext): string {
+  return ctx.state.auth!.orgId;
+}
+
+/**
+ * `?limit=` (an integer 1..200, default 50) and `?cursor=` of a list request (README "API notes": lists).
+ * @throws ApiError 400 validation_error naming `limit`
+ */
+export function pageParams(ctx: AppContext): { limit: number; cursor?: string } {
+  const rawLimit = ctx.query.limit;
+  let limit = DEFAULT_PAGE_LIMIT;
+  if (rawLimit !== undefined) {
+    const s = Array.isArray(rawLimit) ? rawLimit[0] : rawLimit;
+    if (!/^\d{1,4}$/.test(s) || Number(s) < 1 || Number(s) > MAX_PAGE_LIMIT) throw validationError([{ field: 'limit', message: `must be an integer from 1 to ${MAX_PAGE_LIMIT}` }]);
+    limit = Number(s);
+  }
+  const c = ctx.query.cursor;
+  const cursor = (Array.isArray(c) ? c[0] : c) || undefined;
+  return { limit, cursor };
+}
+
+/** 400 `invalid_cursor` naming `cursor`: what every list answers for a cursor it did not issue. */
+export function invalidCursor(detail = 'The cursor is not a cursor of this list'): ApiError {
+  return new ApiError(400, 'invalid_cursor', detail, { errors: [{ field: 'cursor', message: 'is not a cursor of this list' }] });
+}
+
+/**
+ * Runs a paged query, turning a cursor the list did not issue (db/pagination.ts InvalidCursorError)
+ * into 400 `invalid_cursor`.
+ */
+export async function paged<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof InvalidCursorError) throw invalidCursor(err.message);
+    throw err;
+  }
+}
+
+/**
+ * The key of a cursor of a list paged in memory (db/pagination.ts decodeCursor).
+ * @param tag the list's cursor tag, e.g. `voice.id`
+ * @throws ApiError 400 `invalid_cursor` for a cursor of another list or a forged one
+ */
+export function decodeCursorOr400(tag: string, cursor: string): string | number {
+  return pagedSync(() => decodeCursor(tag, cursor));
+}
+
+function pagedSync<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (err) {
+    if (err instanceof InvalidCursorError) throw invalidCursor(err.message);
+    throw err;
+  }
+}
+
+/**
+ * 503 `temporal_unavailable` with `Retry-After: 30`: the workflow service could not be reached, and
+ * nothing was changed (README "API notes").
+ * @param detail what could not be done, e.g. "The registration workflow could not be started; submit again"
+ */
+export function temporalUnavailable(detail = 'The workflow service is not reachable; nothing was changed, try again later'): ApiError {
+  return new ApiError(503, 'temporal_unavailable', detail, { headers: { 'Retry-After': '30' } });
+}
+
+/** The Temporal client and task queue, or 503 `temporal_unavailable` when this API process runs without one. */
+export function requireTemporal(deps: AppDeps): NonNullable<AppDeps['temporal']> {
+  if (!deps.temporal) throw temporalUnavailable();
+  return deps.temporal;
+}
+
+/**
+ * A `{e164}` path parameter (URL-decoded by the router; `+` may arrive as a space when not percent-encoded).
+ * @throws ApiError 400 validation_error naming the parameter
+ */
+export function e164Param(value: string | undefined, field = 'e164'): string {
+  const v = (value ?? '').trim().replace(/^ /, '+');
+  const normalized = /^\d/.test(v) ? `+${v}` : v;
+  if (!isE164(normalized)) throw validationError([{ field, message: 'must be a phone number in E.164, e.g. +14155550100' }]);
+  return normalized;
+}

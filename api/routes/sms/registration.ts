@@ -1,0 +1,195 @@
+/**
+ * The 10DLC registration (spec "SMS"; README "SMS registration draft" and "10DLC review, submission and
+ * carrier callbacks"): `GET /sms` and `PUT /sms` (the draft: upsert with generated campaign text, never
+ * contacts a carrier, never charges), `POST /sms/review` (the free compliance verdict) and
+ * `POST /sms/submit` (starts workflow `sms-registration/{orgId}`).
+ */
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { Handler } from '../../context';
+import { orgOf, requireTemporal, temporalUnavailable } from '../../http';
+import { ApiError, notFound, validationError } from '../../../domain/errors';
+import { mergeFieldErrors, schemaErrors, validateBody } from '../../../domain/validation';
+import { checkDraftFormats } from '../../../domain/sms/draftChecks';
+import { CAMPAIGN_TEXT_FIELDS, generateCampaignText } from '../../../domain/sms/campaignText';
+import { reviewDraft } from '../../../domain/sms/review';
+import { registrationChanged } from '../../../events/sms';
+import { newId } from '../../../db/ids';
+import type { Db } from '../../../db';
+import {
+  getRegistration,
+  getRegistrationRecord,
+  getSubmissionRecord,
+  lockRegistration,
+  markSubmitted,
+  saveDraftIfVersion,
+  saveDraftRecord,
+  storeReview,
+  transitionSubmission,
+} from '../../../db/repositories/smsRegistrations';
+import { FEES, recordUsage } from '../../../db/repositories/usage';
+import { startWorkflow, workflowIds } from '../../../temporal.config';
+import type { SmsRegistration, SmsRegistrationDraft, SmsReviewFinding, SmsReviewResult, SmsSubmitRequest } from '../../../schemas/types/sms';
+
+/** GET /sms: the registration, or 404 `sms_registration_not_found` before the first save. */
+export const getSMSRegistration: Handler = async (ctx, { db, caches }) => {
+  const orgId = orgOf(ctx);
+  const record = await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId));
+  if (!record) {
+    throw new ApiError(404, 'sms_registration_not_found', 'No SMS registration has been saved for this organization yet; save a draft with PUT /sms');
+  }
+  // A version never changes, so its envelope is serialized once.
+  record.envelopeJson ??= JSON.stringify({ success: true, data: record.registration });
+  return { rawJson: record.envelopeJson };
+};
+
+/**
+ * Merges a validated request into the stored registration and fills in campaign text.
+ * Missing text fields are generated; with `regenerate: true` all five are regenerated from the merged
+ * brand details and use case, except the ones given explicitly in this request.
+ * @returns the draft fields to store (API names)
+ */
+export function mergeDraft(body: SmsRegistrationDraft, current: SmsRegistration | undefined): Partial<SmsRegistrationDraft> {
+  const { regenerate, ...fields } = body;
+  const merged: Record<string, unknown> = { ...(current ?? {}) };
+  for (const [k, v] of Object.entries(fields)) if (v !== undefined) merged[k] = v;
+  const out: Record<string, unknown> = { ...fields };
+  const text = generateCampaignText(merged as SmsRegistrationDraft);
+  for (const f of CAMPAIGN_TEXT_FIELDS) {
+    const given = fields[f] !== undefined && fields[f] !== null && fields[f] !== '';
+    const missing = merged[f] === undefined || merged[f] === null || merged[f] === '';
+    if (!given && (regenerate === true || missing)) out[f] = text[f];
+  }
+  if (fields.quietHoursRepliesExempt === undefined && !current) out.quietHoursRepliesExempt = true;
+  return out as Partial<SmsRegistrationDraft>;
+}
+
+/**
+ * PUT /sms: validates, then saves. The common path merges against the cached registration and joins
+ * a batched update that writes only rows still at the cached version (group commit, one statement for
+ * all saves in flight); a stale or missing copy falls back to the locking upsert. Either way a refused request writes nothing.
+ */
+export const saveSMSRegistration: Handler = async (ctx, { db, caches }) => {
+  const orgId = orgOf(ctx);
+  const raw = ctx.request.body as unknown;
+  const shapeErrors = schemaErrors('SmsRegistrationDraft', raw);
+  if (shapeErrors.some((e) => e.field === '(body)')) throw validationError(shapeErrors);
+  const body = raw as SmsRegistrationDraft;
+  const compute = (current: SmsRegistration | undefined) => {
+    const country = typeof body.country === 'string' ? body.country : body.country === null ? null : current?.country;
+    const errors = mergeFieldErrors(shapeErrors, checkDraftFormats(body, country));
+    if (errors.length) throw validationError(errors);
+    return mergeDraft(body, current);
+  };
+  const cached = await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId));
+  let record = cached ? await saveDraftIfVersion(db, orgId, cached.version, compute(cached.registration), cached.registration) : undefined;
+  // Formats that depend on the stored country are re-checked under the row lock. A save that creates
+  // the registration or returns it to draft emits `sms.registration.updated` there.
+  record ??= await saveDraftRecord(db, orgId, compute, registrationChanged(orgId));
+  caches.smsRegistrations.set(orgId, record);
+  const saved = record.registration;
+  return { data: saved };
+};
+
+/** Search attribute carrying the organization on every SMS workflow (Temporal UI filter). */
+
+
+async function registrationOr404(db: Db, orgId: string): Promise<SmsRegistration> {
+  const reg = await getRegistration(db, orgId);
+  if (!reg) throw new ApiError(404, 'sms_registration_not_found', 'No SMS registration has been saved for this organization yet; save a draft with PUT /sms');
+  return reg;
+}
+
+/** The review of `reg`, plus the submit-time stock checks of a PUBLIC_PROFIT brand when `submit` is given. */
+function review(reg: SmsRegistration, submit?: SmsSubmitRequest): SmsReviewResult {
+  const r = reviewDraft(reg);
+  let findings: SmsReviewFinding[] = r.findings;
+  if (submit && reg.entityType === 'PUBLIC_PROFIT') {
+    findings = findings.filter((f) => f.code !== 'stock_details_at_submit');
+    if (!submit.stockSymbol) findings.push({ field: 'stockSymbol', code: 'required', severity: 'error', message: 'a PUBLIC_PROFIT brand must give its stock symbol with the submission' });
+    if (!submit.stockExchange || submit.stockExchange === 'NONE') findings.push({ field: 'stockExchange', code: 'required', severity: 'error', message: 'a PUBLIC_PROFIT brand must give its stock exchange with the submission' });
+  }
+  return { verdict: findings.some((f) => f.severity === 'error') ? 'fail' : 'pass', findings, reviewedAt: new Date().toISOString() };
+}
+
+/**
+ * POST /sms/review (reviewSMSRegistration, sms:write): the free compliance verdict on the stored draft,
+ * also stored as the last verdict. Never contacts a carrier, never charges, never changes the status.
+ */
+export const reviewSMSRegistration: Handler = async (ctx, { db }) => {
+  const orgId = orgOf(ctx);
+  const reg = await registrationOr404(db, orgId);
+  const result = review(reg);
+  await storeReview(db, orgId, result);
+  return { data: result };
+};
+
+function reviewFailed(result: SmsReviewResult): ApiError {
+  const errors = result.findings.filter((f) => f.severity === 'error');
+  return new ApiError(422, 'review_failed', `The draft fails the compliance review (${errors.length} error${errors.length === 1 ? '' : 's'}); fix them with PUT /sms and submit again`, {
+    errors: errors.map((f) => ({ field: f.field, message: `${f.code}: ${f.message}` })),
+    extra: { findings: result.findings, verdict: result.verdict },
+  });
+}
+
+/**
+ * POST /sms/submit (submitSMSRegistration, sms:write; Idempotency-Key honoured by
+ * api/middleware/idempotency.ts, the response stored in the submission's transaction): reviews the
+ * stored draft (422 `review_failed` with the findings), then marks it `submitted`, records the
+ * registration fees once each, and starts workflow `sms-registration/{orgId}`.
+ * Errors: 404 before the first save; 409 `registration_in_progress` when submitted/registered/active
+ * (save the draft again to change it); 503 `temporal_unavailable` (nothing changed).
+ */
+export const submitSMSRegistration: Handler = async (ctx, deps) => {
+  const { db } = deps;
+  const orgId = orgOf(ctx);
+  const body = validateBody<SmsSubmitRequest>('SmsSubmitRequest', ctx.request.body ?? {});
+  // Review outside the transaction so a failing verdict is stored as the last one.
+  const first = review(await registrationOr404(db, orgId), body);
+  await storeReview(db, orgId, first);
+  if (first.verdict === 'fail') throw reviewFailed(first);
+  const temporal = requireTemporal(deps);
+
+  const submissionId = newId('smssub');
+  const saved = await db.transaction(async (trx) => {
+    const reg = await lockRegistration(trx, orgId); // serializes submissions of the organization
+    if (!reg) throw notFound('SMS registration', 'sms_registration_not_found');
+    const again = review(reg, body); // the draft may have been saved since the first review
+    if (again.verdict === 'fail') throw reviewFailed(again);
+    if (reg.status === 'submitted' || reg.status === 'registered' || reg.status === 'active') {
+      throw new ApiError(409, 'registration_in_progress', `The registration is already ${reg.status}; save the draft (PUT /sms) to change it, then submit again`, { extra: { status: reg.status } });
+    }
+    const saved = await markSubmitted(trx, orgId, { submissionId, stockSymbol: body.stockSymbol ?? null, stockExchange: body.stockExchange ?? null }, registrationChanged(orgId));
+    const rec = await getSubmissionRecord(trx, orgId);
+    for (const fee of [FEES.brandRegistration, FEES.campaignVetting]) {
+      await recordUsage(trx, orgId, { kind: fee.kind, amountCents: fee.amountCents, dedupeKey: `${fee.kind}:${rec!.registrationId}`, details: { registrationId: rec!.registrationId, submissionId } });
+    }
+    await ctx.state.idempotency?.complete(trx, 200, saved);
+    return saved;
+  });
+
+  const workflowId = workflowIds.smsRegistration(orgId);
+  const start = () => startWorkflow(temporal, 'smsRegistration', { workflowId, args: [{ orgId, submissionId }], orgId });
+  try {
+    try {
+      await start();
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      // A run of an earlier submission is still waiting: this submission replaces it.
+      await temporal.client.workflow.getHandle(workflowId).terminate('resubmitted');
+      await start();
+    }
+  } catch (err) {
+    await transitionSubmission(db, orgId, submissionId, { status: 'failed', lastError: 'The registration workflow could not be started; submit again' }, registrationChanged(orgId));
+    ctx.state.log.error({ err, orgId }, 'starting sms-registration workflow failed');
+    throw temporalUnavailable('The registration workflow could not be started; submit again');
+  }
+  return { data: saved };
+};
+
+/** Schemas of these operations (merged into the route table). */
+export const routeSchemas = {
+  getSMSRegistration: { responseSchema: 'SmsRegistration' },
+  saveSMSRegistration: { requestSchema: 'SmsRegistrationDraft', responseSchema: 'SmsRegistration' },
+  reviewSMSRegistration: { responseSchema: 'SmsReviewResult' },
+  submitSMSRegistration: { requestSchema: 'SmsSubmitRequest', responseSchema: 'SmsRegistration' },
+};

@@ -1,0 +1,44 @@
+/**
+ * Shapes of an agent draft as the domain works on it (compile, report, present). The repositories in
+ * db/repositories/agents.ts load them; nothing here touches the database.
+ */
+import type { Agent, CallerVerification, Guardrails, PlaybookGraph } from '../../schemas/types/agents';
+
+/** The draft's own profile fields, as the API shows them (schemas/types/agents.ts Agent). */
+export type AgentProfile = Pick<Agent, 'name' | 'description' | 'persona' | 'instructions' | 'greeting' | 'language' | 'voiceId' | 'dtmf' | 'variables'>;
+
+/** A stored agent draft, camelCase, with what is attached to it. */
+export interface AgentRecord extends AgentProfile {
+  id: string;
+  orgId: string;
+  /** Stored guardrails; `{}` until first PUT (defaults are applied by the API layer). */
+  guardrails: Partial<Guardrails>;
+  callerVerification: Partial<CallerVerification>;
+  version: number;
+  publishedVersionId: string | null;
+  publishedVersionNumber: number | null;
+  /** Draft version the published version was compiled from (null when never published). */
+  publishedDraftVersion: number | null;
+  skills: { id: string; name: string; type: string }[];
+  playbooks: { id: string; name: string }[];
+  knowledgeSourceCount: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A knowledge source as the compiler and the report see it. */
+export interface KnowledgeSourceSummary {
+  id: string;
+  kind: string | null;
+  title: string;
+  status: string;
+  chunkCount: number;
+}
+
+/** Everything the compiler needs: the draft and its parts, read in one snapshot. */
+export interface DraftBundle {
+  agent: AgentRecord;
+  skills: { id: string; name: string; type: string; description: string | null; config: Record<string, any> }[];
+  playbooks: { id: string; name: string; description: string | null; graph: PlaybookGraph }[];
+  knowledge: KnowledgeSourceSummary[];
+}
