@@ -141,11 +141,15 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
         return { status: 'failed' as const, error };
       };
       const contact = await getContact(db, orgId, m.to);
-      if (contact?.optedOut) return refuse('recipient_opted_out');
+      // A keyword reply (the one STOP/START confirmation, the HELP answer) always answers the texter
+      // from the number they wrote to (CTIA): it goes to a number that has just opted out, from a number
+      // whose SMS toggle is off, before the registration is active. Nothing else does.
+      const keywordReply = m.trigger === 'keyword';
+      if (contact?.optedOut && !keywordReply) return refuse('recipient_opted_out');
       const number = await getOwnedNumberByE164(db, orgId, m.from);
-      if (!number?.smsEnabled) return refuse('number_not_sms_enabled');
+      if (!number || (!number.smsEnabled && !keywordReply)) return refuse('number_not_sms_enabled');
       const reg = await getRegistration(db, orgId);
-      if (reg?.status !== 'active' && m.trigger !== 'keyword') return refuse('registration_not_active');
+      if (reg?.status !== 'active' && !keywordReply) return refuse('registration_not_active');
       const res = await telephonyOf().sendMessage(orgId, { from: m.from, to: m.to, body: m.body, mediaIds: m.mediaIds, reference: m.id });
       await advanceMessage(db, orgId, messageId, { status: 'sent', providerMessageId: res.providerMessageId }, messageChanged(orgId));
       return { status: 'sent', error: null };

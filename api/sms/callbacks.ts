@@ -8,7 +8,7 @@
  *   `sms.message.updated` in the same transaction as the stored event and the move
  * - `message.inbound` → stored as a received text with `sms.message.received` (one transaction), its
  *   optional `media: [{ contentType, contentBase64 }]` stored as attachments (`med_…`) listed in the
- *   event's `attachmentIds`; STOP/START/HELP keywords are applied and answered
+ *   event's `attachmentIds`; STOP/START/HELP keywords are applied and answered through `sms-message/{id}`
  * Store-then-signal: an event is durable before the signal is attempted, and the workflow's hourly
  * poll finds the verdict even if the signal is lost (e.g. the workflow was not reachable).
  */
@@ -26,10 +26,9 @@ import { applyKeyword } from '../../db/repositories/smsContacts';
 import { storeInboundMedia } from '../../db/repositories/smsMedia';
 import { parseInboundMedia, type InboundMediaItem } from './media';
 import { newId } from '../../db/ids';
-import { workflowIds } from '../../temporal.config';
+import { startWorkflow, workflowIds } from '../../temporal.config';
 import { carrierEventSignal } from '../../workflows/definitions';
 import { SANDBOX_PROVIDER, type SandboxCallbackPayload } from '../../activities/providers/carrier/sandbox';
-import { createTelephony, type TelephonyAdapter } from '../../activities/providers/telephony';
 import { optInConfirmation, optOutConfirmation, parseInboundKeyword } from '../../domain/sms/keywords';
 import { messageChanged, messageReceived } from '../../events/sms';
 import type { SmsProviderCallbackResult } from '../../schemas/types/sms';
@@ -66,8 +65,8 @@ function parseBody(raw: string): { body: CallbackBody; media: InboundMediaItem[]
   return { body: b as CallbackBody, media };
 }
 
-/** What the callback processing needs (AppDeps plus an optional telephony adapter for keyword replies). */
-export type CallbackDeps = Pick<AppDeps, 'db' | 'config' | 'logger' | 'temporal'> & { telephony?: TelephonyAdapter };
+/** What the callback processing needs (keyword replies are started on Temporal when the API has it). */
+export type CallbackDeps = Pick<AppDeps, 'db' | 'config' | 'logger' | 'temporal'>;
 
 /**
  * Verifies, stores and applies one provider callback.
@@ -138,8 +137,11 @@ export async function processProviderCallback(deps: CallbackDeps, provider: stri
 }
 
 /**
- * Applies STOP/START/HELP from an inbound text and sends the one confirmation or the HELP answer.
- * Compliance replies go out at once (they answer the recipient, and CTIA expects them immediately).
+ * Applies STOP/START/HELP from an inbound text and queues the one confirmation or the HELP answer as
+ * an outgoing text on workflow `sms-message/{id}`, the path every send takes (delivery status, events).
+ * The reply is never held for quiet hours (CTIA: keyword responses answer the recipient at once), and
+ * the delivery activity lets exactly this confirmation through to a number that has just opted out.
+ * Without Temporal the reply is recorded as failed; the keyword itself is applied either way.
  * @returns the keyword handled, or null for ordinary text
  */
 export async function handleInboundKeyword(deps: CallbackDeps, orgId: string, msg: { from: string; to: string; text: string }): Promise<'STOP' | 'START' | 'HELP' | null> {
@@ -158,12 +160,11 @@ export async function handleInboundKeyword(deps: CallbackDeps, orgId: string, ms
     const id = newId('msg');
     await insertMessage(deps.db, orgId, { id, direction: 'outbound', trigger: 'keyword', from: msg.to, to: msg.from, body: reply, status: 'queued' }, messageChanged(orgId));
     try {
-      const telephony = deps.telephony ?? createTelephony(deps);
-      const res = await telephony.sendMessage(orgId, { from: msg.to, to: msg.from, body: reply, reference: id });
-      await advanceMessage(deps.db, orgId, id, { status: 'sent', providerMessageId: res.providerMessageId }, messageChanged(orgId));
+      if (!deps.temporal) throw new Error('this API process runs without Temporal');
+      await startWorkflow(deps.temporal, 'smsMessage', { workflowId: workflowIds.smsMessage(id), args: [{ orgId, messageId: id, holdUntil: null }], orgId, resourceId: id });
     } catch (err) {
-      await advanceMessage(deps.db, orgId, id, { status: 'failed', error: String(err) }, messageChanged(orgId));
-      deps.logger.warn({ err, orgId }, 'keyword reply failed');
+      await advanceMessage(deps.db, orgId, id, { status: 'failed', error: 'workflow_not_started' }, messageChanged(orgId));
+      deps.logger.warn({ err, orgId }, 'keyword reply could not be queued');
     }
   }
   return keyword;

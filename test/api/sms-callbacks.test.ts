@@ -14,6 +14,8 @@ import { scheduleSandboxCallback } from '../../db/repositories/smsProviderEvents
 import type { TestApi } from '../helpers/api';
 import { COMPLETE_BRAND, postCallback, startSmsTestApi } from './sms-fixtures';
 import { until } from '../helpers/wait';
+import { createSmsActivities } from '../../activities/sms';
+import { testTemporal } from '../helpers/temporal';
 
 
 describe('provider callback signatures (verifyCallbackSignature)', () => {
@@ -42,7 +44,10 @@ describe('provider callback signatures (verifyCallbackSignature)', () => {
 describe('POST /sms/provider-callbacks/{provider}', () => {
   let t: TestApi;
   before(async () => {
-    t = await startSmsTestApi('smscallbacks');
+    // Keyword replies go out through workflow sms-message/{id}, so this API has a worker.
+    t = await startSmsTestApi('smscallbacks', {}, {
+      worker: ({ db, config, logger, baseUrl }) => createSmsActivities({ db, config, logger }, { telephonyOptions: { delayMs: 0, callbackUrl: `${baseUrl}/sms/provider-callbacks/sandbox` } }),
+    });
     process.env.SANDBOX_CALLBACK_URL = `${t.api.baseUrl}/sms/provider-callbacks/sandbox`;
   });
   after(async () => {
@@ -148,6 +153,13 @@ describe('POST /sms/provider-callbacks/{provider}', () => {
       expect(replies[0].body).to.contain('unsubscribed');
       expect(replies[0].to_e164).to.equal(customer);
       expect(replies[0].from_e164).to.equal(ours);
+    });
+
+    it('sends the confirmation through workflow sms-message/{id}, like every other text', async () => {
+      const [reply] = await outbound();
+      const { client } = await testTemporal();
+      expect(await client.workflow.getHandle(`sms-message/${reply.id}`).result()).to.deep.equal({ status: 'sent', error: null });
+      expect((await t.db('sms_messages').where({ id: reply.id }).first()).status).to.be.oneOf(['sent', 'delivered']);
     });
 
     it('ignores a keyword that is not alone in the message', async () => {

@@ -98,9 +98,11 @@ describe('SMS webhook events (sms.registration.updated, sms.message.received, sm
 
   before(async () => {
     restoreEnv = setEnv();
-    t = await startTestApi('smsevents');
+    // Keyword replies go out through workflow sms-message/{id}: the worker runs these same activities.
+    t = await startTestApi('smsevents', {}, {
+      worker: ({ db, config }) => (acts = createSmsActivities({ db, config, logger: createLogger('silent') }, { carrier: silentCarrier, telephony })),
+    });
     process.env.SANDBOX_CALLBACK_URL = `${t.api.baseUrl}/sms/provider-callbacks/sandbox`;
-    acts = createSmsActivities({ db: t.db, config: t.config, logger: createLogger('silent') }, { carrier: silentCarrier, telephony });
   });
   after(async () => {
     stopSandboxDispatchers();
@@ -269,7 +271,8 @@ describe('SMS webhook events (sms.registration.updated, sms.message.received, sm
       await postCallback(t, { type: 'message.inbound', id: 'SMevtKw2', from: texter, to: ours, text: 'stop' });
       const received = (await eventsOf(t.db, org.orgId, 'sms.message.received')).filter((e) => e.data.from === texter);
       expect(received.map((e) => e.data.body)).to.deep.equal(['STOP', 'stop']);
-      // (the sandbox's delivery receipt may add sent → delivered later)
+      // (the sandbox's delivery receipt may add sent → delivered later; the reply is sent by its workflow)
+      await until(async () => (await updated()).some((e) => e.data.to === texter && e.data.status === 'sent'), 20_000, 'the keyword reply sent');
       const replies = (await updated()).filter((e) => e.data.to === texter && e.data.status !== 'delivered');
       expect(replies.map((e) => `${e.data.previousStatus}→${e.data.status}`)).to.deep.equal(['null→queued', 'queued→sent']);
       expect(replies[0].data.from).to.equal(ours);

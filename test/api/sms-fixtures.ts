@@ -27,8 +27,8 @@ export const COMPLETE_BRAND = {
 } as const;
 
 /** Starts a test API for the SMS hub suites. */
-export async function startSmsTestApi(label: string, overrides: Partial<AppConfig> = {}): Promise<TestApi> {
-  return startTestApi(label, overrides);
+export async function startSmsTestApi(label: string, overrides: Partial<AppConfig> = {}, opts: Parameters<typeof startTestApi>[2] = {}): Promise<TestApi> {
+  return startTestApi(label, overrides, opts);
 }
 
 /** POSTs a provider callback signed with the dev secret (or `opts.signature` as given). */

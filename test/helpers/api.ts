@@ -9,6 +9,9 @@ import { startApi, type RunningApi } from '../../api/server';
 import { createLogger } from '../../runtime';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { createTestDatabase } from './postgres';
+import { startTestWorker, testTemporal, uniqueTaskQueue } from './temporal';
+import type { Logger } from 'pino';
+import type { WorkerOptions } from '@temporalio/worker';
 
 /** A running test API and its database. */
 export interface TestApi {
@@ -31,13 +34,34 @@ export interface TestResponse {
   text: string;
 }
 
-/** Starts an API on a free port over a fresh database. */
-export async function startTestApi(label: string, overrides: Partial<AppConfig> = {}): Promise<TestApi> {
+/** What a test worker's activities are built from. */
+export interface TestWorkerDeps {
+  db: Db;
+  config: AppConfig;
+  logger: Logger;
+  /** The API's base URL (…/api/v1), for sandbox callbacks. */
+  baseUrl: string;
+}
+
+/**
+ * Starts an API on a free port over a fresh database. With `opts.worker`, the API gets the run's
+ * Temporal dev server and a worker of the service's workflows runs on a task queue of its own with the
+ * activities the function builds (stopped by `close`).
+ */
+export async function startTestApi(
+  label: string,
+  overrides: Partial<AppConfig> = {},
+  opts: { worker?: (deps: TestWorkerDeps) => WorkerOptions['activities'] } = {},
+): Promise<TestApi> {
   const databaseUrl = await createTestDatabase(label);
   const db = createDb(databaseUrl);
   await migrate(db);
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: process.env.TEST_LOG_LEVEL ?? 'silent', ...overrides });
-  const api = await startApi({ db, databaseUrl, config, logger: createLogger(config.logLevel) });
+  const logger = createLogger(config.logLevel);
+  const taskQueue = uniqueTaskQueue(label);
+  const temporal = opts.worker ? { client: (await testTemporal()).client, taskQueue } : undefined;
+  const api = await startApi({ db, databaseUrl, config, logger, temporal });
+  const worker = opts.worker ? await startTestWorker(taskQueue, opts.worker({ db, config, logger, baseUrl: api.baseUrl })) : undefined;
   return {
     api,
     db,
@@ -67,6 +91,7 @@ export async function startTestApi(label: string, overrides: Partial<AppConfig> 
       return { status: res.status, headers: res.headers, body: parsed, text };
     },
     async close() {
+      await worker?.stop();
       await api.close();
       await db.destroy();
     },
