@@ -1,5 +1,5 @@
 /**
- * Outbound voice activities (issue 7): the contact import of `contact-import/{listId}` and the claim,
+ * Outbound voice activities (README "Outbound voice campaigns"): the contact import of `contact-import/{listId}` and the claim,
  * dial and finish steps of the dialer `campaign/{campaignId}`. Every one is idempotent:
  * - the import stores rows per (list, row number) and recomputes its counters at the end;
  * - a claim with the same token answers the same attempts;

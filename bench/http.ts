@@ -1,5 +1,5 @@
 /**
- * HTTP benchmark (issue 2 §9): requests/s and p50/p99 latency of `GET /sms` and `PUT /sms` under 100
+ * HTTP benchmark (README "Benchmarks"): requests/s and p50/p99 latency of `GET /sms` and `PUT /sms` under 100
  * concurrent connections (autocannon), against a bare Koa route measured in the same run, with the
  * ratio; each connection uses its own organization's key. On Linux it also prints the CPU each request
  * costs in the server process, in Postgres and in the load generator, and what the targets need in

@@ -1,5 +1,5 @@
 /**
- * Events and webhooks (issue 6): the catalog, `emitEvent` (call it inside the transaction of the
+ * Events and webhooks (README "Webhooks and audit logs"): the catalog, `emitEvent` (call it inside the transaction of the
  * change), the outbox dispatcher, Standard Webhooks signing and the URL policy.
  */
 export { EVENT_CATALOG, EVENT_TYPES, eventTypeInfo, type EventTypeInfo } from '../domain/webhooks/catalog';

@@ -1,6 +1,6 @@
 /**
  * 10DLC registration submission of one organization, workflow id `sms-registration/{orgId}` (DESIGN.md
- * "Durable processes"; README "SMS registration state machine"). Reads like the process:
+ * "Durable processes"; README "10DLC review, submission and carrier callbacks"). Reads like the process:
  *
  *   submit brand → await brand verdict → submit campaign → await campaign verdict → registered
  *   → await carrier provisioning → active;   any rejection (or 30 days without an answer) → failed

@@ -1,5 +1,5 @@
 /**
- * Knowledge handlers (spec "Other endpoints": Knowledge; issue 5 "Knowledge"):
+ * Knowledge handlers (spec "Other endpoints": Knowledge):
  * `GET/POST /agents/{agentId}/knowledge/sources` and `POST /agents/{agentId}/knowledge/preview`.
  * Adding a source answers 202 with the source `pending` and starts workflow `knowledge-source/{id}`;
  * the workflow moves it to `processing` and then `ready` or `failed` (with the reason).

@@ -1,5 +1,5 @@
 /**
- * Outbound campaigns and their call attempts (issue 7). Launch writes exactly one attempt per accepted
+ * Outbound campaigns and their call attempts (README "Outbound voice campaigns"). Launch writes exactly one attempt per accepted
  * contact (unique per campaign and contact, one INSERT … SELECT); the dialer workflow claims due
  * attempts in batches (idempotent per claim token), and each dial records its outcome once (per dial
  * number), so a retried activity or a restarted worker never dials a contact twice nor skips one.

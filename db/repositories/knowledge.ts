@@ -1,5 +1,5 @@
 /**
- * Knowledge sources and their indexed chunks (issue 5 "Knowledge"). Status moves pending → processing
+ * Knowledge sources and their indexed chunks (spec "Other endpoints": Knowledge). Status moves pending → processing
  * → ready | failed; chunks are replaced and the source marked ready in one transaction, so a source is
  * searchable exactly when it is ready and re-running an ingestion step never duplicates chunks.
  * Retrieval is Postgres full-text search over `knowledge_chunks.tsv` (GIN index) ranked by `ts_rank`.

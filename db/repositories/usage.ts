@@ -5,7 +5,7 @@
 import type { Db } from '../index';
 import { newId } from '../ids';
 
-/** Registration and number fees in US cents (README "API notes → SMS fees"; sandbox prices). */
+/** Registration and number fees in US cents (README "10DLC review, submission and carrier callbacks"; sandbox prices). */
 export const FEES = {
   /** TCR brand registration, charged once per registration. */
   brandRegistration: { kind: '10dlc_brand_registration', amountCents: 400 },

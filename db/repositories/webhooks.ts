@@ -1,5 +1,5 @@
 /**
- * Webhook endpoints, deliveries and attempts (issue 6). Every function takes the organization id
+ * Webhook endpoints, deliveries and attempts (README "Webhooks and audit logs"). Every function takes the organization id
  * first; a row of another organization is invisible (undefined / false), exactly like a missing one.
  * Signing secrets leave this module only sealed (see events/signing.ts), and only through
  * `loadDeliveryContext`, which the delivery activity uses.

@@ -1,5 +1,5 @@
 /**
- * Playbook graph validation (issue 5; spec "What the service does": playbooks are multi-turn node graphs
+ * Playbook graph validation (README "Agents"; spec "What the service does": playbooks are multi-turn node graphs
  * that gather several inputs in order and then drive skills). Rules, each error naming the node:
  * - node ids are unique; exactly one `start` node; `ask` nodes name `prompt` and `gathers`, `say` nodes a
  *   `prompt`, `skill` nodes a `skill`, `branch` nodes the variable they branch `on`;

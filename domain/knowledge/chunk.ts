@@ -1,5 +1,5 @@
 /**
- * Chunking for knowledge retrieval (issue 5 "Knowledge"): splits extracted text into passages of about
+ * Chunking for knowledge retrieval (spec "Other endpoints": Knowledge): splits extracted text into passages of about
  * 800 characters that end on sentence boundaries (on a paragraph boundary when the chunk is already
  * well filled), with about 150 characters of overlap (whole trailing sentences of the previous chunk)
  * so a fact that straddles a boundary stays findable.

@@ -1,5 +1,5 @@
 /**
- * Text extraction for knowledge ingestion (issue 5 "Knowledge"): HTML (html-to-text), PDF (unpdf,
+ * Text extraction for knowledge ingestion (spec "Other endpoints": Knowledge): HTML (html-to-text), PDF (unpdf,
  * pdf.js), Markdown (marked → HTML → text) and plain text. Pure: bytes in, text out; no I/O besides
  * the libraries' own parsing, so the ingestion activity and the unit tests share it.
  */

@@ -1,5 +1,5 @@
 /**
- * HMAC signatures of provider callbacks (issue 4 "Carrier callbacks"; README "API notes → provider
+ * HMAC signatures of provider callbacks (README "10DLC review, submission and carrier callbacks"; README "API notes → provider
  * callbacks"). Header `X-Carrier-Signature: t=<unix seconds>,v1=<hex>` where
  * `v1 = HMAC-SHA256(secret, "<t>.<raw body>")`, the scheme Stripe uses: the timestamp is signed so a
  * captured callback cannot be replayed after the tolerance window. Several `v1=` entries are accepted

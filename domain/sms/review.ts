@@ -1,6 +1,6 @@
 /**
  * The free compliance review of a stored 10DLC registration draft (operation `reviewSMSRegistration`,
- * `POST /sms/review`; issue 4 "Review"). Pure and deterministic: it never contacts a carrier and never
+ * `POST /sms/review`; README "10DLC review, submission and carrier callbacks"). Pure and deterministic: it never contacts a carrier and never
  * charges. The rules follow The Campaign Registry's (TCR) brand and campaign vetting practice and the
  * CTIA Messaging Principles; each finding names the field, a stable `code` and a severity. Any `error`
  * makes the verdict `fail`; `warning`s are advice that carriers commonly flag but do not block submission.

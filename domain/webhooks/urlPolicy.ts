@@ -1,5 +1,5 @@
 /**
- * Which webhook URLs may be registered and delivered to (issue 6, SSRF). Checked when an endpoint is
+ * Which webhook URLs may be registered and delivered to (README "Webhooks and audit logs", SSRF). Checked when an endpoint is
  * created or updated (400 naming `url`) and again before every delivery; the SSRF guard of
  * activities/providers/http/guard.ts then judges the addresses DNS returns at connect time.
  *

@@ -130,7 +130,7 @@ export interface SmsRegistration {
 }
 
 
-/** One finding of the compliance review (issue 4 "Review"; rules in api/sms/review.ts). */
+/** One finding of the compliance review (README "10DLC review, submission and carrier callbacks"; rules in api/sms/review.ts). */
 export interface SmsReviewFinding {
   /** Draft field the finding is about (API name). */
   field: string;

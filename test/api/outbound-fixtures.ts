@@ -33,7 +33,7 @@ export interface OutboundEnv {
   call(key: string, method: string, path: string, json?: unknown): Promise<Res>;
   /** A new organization with a secret key (every non-reserved scope unless given). */
   org(name?: string, scopes?: string[]): Promise<{ orgId: string; key: string }>;
-  /** An agent with a published version (inserted directly: publishing is issue 2's business). */
+  /** An agent with a published version (inserted directly: publishing has its own tests). */
   publishedAgent(orgId: string, name?: string): Promise<string>;
   /** An agent that was never published. */
   draftAgent(orgId: string, name?: string): Promise<string>;

@@ -1,5 +1,5 @@
 /**
- * PUT /sms and GET /sms exactly per spec "Save the SMS registration draft" (issue 2 §6).
+ * PUT /sms and GET /sms exactly per spec "Save the SMS registration draft" (spec "Save the SMS registration draft").
  */
 import { expect } from 'chai';
 import { startApi } from '../../api/server';

@@ -1,5 +1,5 @@
 /**
- * Text-message attachments (issue 4 point 7; spec "Scope rules" 2 and 3): `mediaIds` of
+ * Text-message attachments (README "Text attachments"; spec "Scope rules" 2 and 3): `mediaIds` of
  * `POST /sms/messages` take SMS uploads (`file_…`, purpose sms) and any attachment of the organization
  * (`med_…`, including one a customer sent), never a web-chat upload; inbound media from the provider
  * callback is stored and its ids are carried by `sms.message.received`; `GET /sms/media/{id}` (sms:read)

@@ -18,7 +18,7 @@ export interface OutgoingText {
   reference: string;
 }
 
-/** An outbound call to place (issue 7). */
+/** An outbound call to place (README "Outbound voice campaigns"). */
 export interface OutgoingCall {
   /** Caller id: the organization's own number, E.164. */
   from: string;

@@ -4,7 +4,7 @@
  * texts whose delivery receipt arrives as a signed callback after SANDBOX_TELEPHONY_DELAY_MS (default
  * 1000 ms). Magic value: a text body containing "Fail Delivery" gets a `FAILED` receipt; otherwise `DELIVERED`.
  *
- * Outbound dials (issue 7) end by the callee's last four digits: 0001 answered, 0002 voicemail,
+ * Outbound dials (README "Outbound voice campaigns") end by the callee's last four digits: 0001 answered, 0002 voicemail,
  * 0003 busy, 0004 no_answer, 0005 failed, anything else answered (see sandboxDialOutcome for the
  * durations). A dial takes SANDBOX_DIAL_LATENCY_MS (default 0) and is stored once per idempotency key
  * in `sandbox_dials`: a repeated key answers the first result without dialing again.
