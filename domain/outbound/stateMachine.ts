@@ -1,5 +1,5 @@
 /**
- * Campaign state machine (README "Outbound voice campaigns", README "Outbound voice campaigns"):
+ * Campaign state machine (README "Outbound voice campaigns"):
  *
  *   draft ──launch──▶ running ──pause──▶ paused ──resume──▶ running
  *   running ──(every attempt final)──▶ completed

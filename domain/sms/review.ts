@@ -5,7 +5,7 @@
  * CTIA Messaging Principles; each finding names the field, a stable `code` and a severity. Any `error`
  * makes the verdict `fail`; `warning`s are advice that carriers commonly flag but do not block submission.
  *
- * Rules (README "API notes → SMS review"):
+ * Rules (README "10DLC review, submission and carrier callbacks"):
  * - required fields: entityType, country, street, city, state, postalCode, supportEmail, phone, useCase,
  *   optInMethod, description, sample1, sample2, messageFlow, helpMessage; legalName, ein, vertical and
  *   website unless SOLE_PROPRIETOR (which needs displayName or legalName instead)
