@@ -3,15 +3,15 @@
  * publish compilation, the diff and the pre-publish report (api/agents/*).
  */
 import { expect } from 'chai';
-import type { AgentRecord, DraftBundle } from '../../db/repositories/agents';
-import type { PlaybookGraph } from '../../schemas/types/agents';
-import { canonicalJson, compileDraft, snapshotChecksum } from '../../domain/agents/compile';
-import { diffSnapshots } from '../../domain/agents/diff';
-import { validatePlaybookGraph } from '../../domain/agents/playbookGraph';
-import { buildPrepublishReport } from '../../domain/agents/report';
-import { skillConfigErrors } from '../../domain/agents/skillTypes';
-import { verifyTalkToken, signTalkToken } from '../../api/agents/talkToken';
-import { intakeGraph } from './agents-fixtures';
+import type { AgentRecord, DraftBundle } from '../../../domain/agents/types';
+import type { PlaybookGraph } from '../../../schemas/types/agents';
+import { canonicalJson, compileDraft, snapshotChecksum } from '../../../domain/agents/compile';
+import { diffSnapshots } from '../../../domain/agents/diff';
+import { validatePlaybookGraph } from '../../../domain/agents/playbookGraph';
+import { buildPrepublishReport } from '../../../domain/agents/report';
+import { skillConfigErrors } from '../../../domain/agents/skillTypes';
+import { verifyTalkToken, signTalkToken } from '../../../api/agents/talkToken';
+import { intakeGraph } from '../../api/agents-fixtures';
 
 function agentRecord(over: Partial<AgentRecord> = {}): AgentRecord {
   return {

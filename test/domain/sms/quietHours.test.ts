@@ -3,8 +3,8 @@
  * recipient-local), with the zone from the NANP area code and the overlap where a code spans zones.
  */
 import { expect } from 'chai';
-import { insideWindow, quietHoursDecision, recipientZones } from '../../domain/sms/quietHours';
-import { areaCodeInfo, areaCodeOf, usAreaCodes } from '../../domain/sms/nanp';
+import { insideWindow, quietHoursDecision, recipientZones } from '../../../domain/sms/quietHours';
+import { areaCodeInfo, areaCodeOf, usAreaCodes } from '../../../domain/sms/nanp';
 
 const at = (iso: string) => new Date(iso);
 const decide = (to: string, iso: string) => {
