@@ -9,6 +9,7 @@
 import crypto from 'node:crypto';
 import type { DraftBundle, KnowledgeSourceSummary } from './types';
 import type {
+  Agent,
   AgentVariable,
   CallerVerification,
   DtmfSettings,
@@ -65,14 +66,8 @@ export function activeGuardrails(g: Guardrails): { name: string; description: st
 }
 
 /** The frozen, compiled configuration of an agent: what a version stores and live traffic runs. */
-export interface CompiledAgent {
+export interface CompiledAgent extends Pick<Agent, 'name' | 'description' | 'persona' | 'instructions' | 'greeting' | 'language'> {
   schemaVersion: 1;
-  name: string;
-  description: string | null;
-  persona: string | null;
-  instructions: string | null;
-  greeting: string | null;
-  language: string;
   /** Resolved voice (the language's default when the draft names none). */
   voice: { id: string; name: string; provider: string } | null;
   dtmf: Required<DtmfSettings>;

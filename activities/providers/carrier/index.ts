@@ -11,22 +11,14 @@
 import type { Db } from '../../../db';
 import type { AppConfig } from '../../../config';
 import { SandboxCarrier } from './sandbox';
+import type { SmsRegistration } from '../../../schemas/types/sms';
 
 /** Brand details sent to the carrier (TCR brand fields). */
-export interface CarrierBrandRequest {
+export interface CarrierBrandRequest
+  extends Pick<SmsRegistration, 'legalName' | 'displayName' | 'ein' | 'street' | 'city' | 'state' | 'postalCode' | 'website' | 'supportEmail' | 'phone'> {
   entityType: string;
-  legalName: string | null;
-  displayName: string | null;
-  ein: string | null;
   vertical: string | null;
   country: string;
-  street: string | null;
-  city: string | null;
-  state: string | null;
-  postalCode: string | null;
-  website: string | null;
-  supportEmail: string | null;
-  phone: string | null;
   stockSymbol: string | null;
   stockExchange: string | null;
   /** Our id of the registration (the CSP's reference id: a retried create finds the same brand). */
