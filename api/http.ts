@@ -6,6 +6,8 @@
 import { decodeCursor, DEFAULT_PAGE_LIMIT, InvalidCursorError, MAX_PAGE_LIMIT } from '../db/pagination';
 import { ApiError, validationError } from '../domain/errors';
 import { isE164 } from '../domain/sms/draftChecks';
+import { ownedIds, type OwnedKind } from '../db/repositories/ownership';
+import type { Db } from '../db';
 import type { AppContext, AppDeps } from './context';
 
 /**
@@ -93,4 +95,41 @@ export function e164Param(value: string | undefined, field = 'e164'): string {
   const normalized = /^\d/.test(v) ? `+${v}` : v;
   if (!isE164(normalized)) throw validationError([{ field, message: 'must be a phone number in E.164, e.g. +14155550100' }]);
   return normalized;
+}
+
+/** The 404 code and name of each kind of referenced resource (the codes the resource's own routes answer). */
+const NOT_FOUND: Record<OwnedKind, { code: string; what: string }> = {
+  agent: { code: 'agent_not_found', what: 'agent' },
+  agentVersion: { code: 'version_not_found', what: 'agent version' },
+  number: { code: 'number_not_found', what: 'number' },
+  contactList: { code: 'contact_list_not_found', what: 'contact list' },
+  campaign: { code: 'campaign_not_found', what: 'campaign' },
+  knowledgeSource: { code: 'knowledge_source_not_found', what: 'knowledge source' },
+  upload: { code: 'file_expired', what: 'file' },
+  webhook: { code: 'webhook_not_found', what: 'webhook endpoint' },
+};
+
+/** An id a request names in its body or query, and the field that names it (e.g. `agentId`, `mediaIds[2]`). */
+export interface IdReference {
+  field: string;
+  kind: OwnedKind;
+  /** null/undefined: the field was not given (nothing to check). */
+  id: string | null | undefined;
+}
+
+/**
+ * Checks that every id a request names in its body or query belongs to the caller's organization
+ * (spec "Authentication"; DESIGN.md "Tenancy"): another organization's id answers exactly like a
+ * missing one. Call it before anything is written.
+ * @throws ApiError 404 with the kind's code (e.g. `agent_not_found`) naming the first field whose id is not the organization's
+ */
+export async function requireOwned(db: Db, orgId: string, refs: IdReference[]): Promise<void> {
+  for (const ref of refs) {
+    if (ref.id === null || ref.id === undefined) continue;
+    const found = await ownedIds(db, orgId, ref.kind, [ref.id]);
+    if (!found.has(ref.id)) {
+      const nf = NOT_FOUND[ref.kind];
+      throw new ApiError(404, nf.code, `No ${nf.what} ${ref.id} exists in this organization`, { errors: [{ field: ref.field, message: `no ${nf.what} with this id` }] });
+    }
+  }
 }

@@ -98,7 +98,7 @@ export const createKnowledgeSource: Handler = async (ctx, deps) => {
     );
     return { data: source, status: 202 };
   } catch (err) {
-    if (err instanceof FileExpiredError) throw new ApiError(404, 'file_expired', err.message);
+    if (err instanceof FileExpiredError) throw new ApiError(404, 'file_expired', err.message, { errors: [{ field: 'fileId', message: 'no unexpired upload with this id' }] });
     throw err;
   }
 };

@@ -13,7 +13,7 @@ import { FEES, recordUsage } from '../../db/repositories/usage';
 import { logProviderRequest } from '../../db/repositories/smsProviderEvents';
 import { createTelephony } from '../../activities/providers/telephony';
 import { areaCodeInfo, areaCodeOf } from '../../domain/sms/nanp';
-import { decodeCursorOr400, e164Param, orgOf, pageParams, paged } from '../http';
+import { decodeCursorOr400, e164Param, orgOf, pageParams, paged, requireOwned } from '../http';
 import type { AvailableNumber, NumberAssignRequest, NumberPurchaseRequest, NumberReserveRequest, PhoneNumber } from '../../schemas/types/numbers';
 import type { AppDeps } from '../context';
 
@@ -84,10 +84,15 @@ export const purchaseNumber: Handler = async (ctx, deps) => {
   return { data: out.number };
 };
 
-/** POST /numbers/{id}/assign (assignNumber, numbers:write): points the number at an agent (`agentId`, or null to unassign). */
+/**
+ * POST /numbers/{id}/assign (assignNumber, numbers:write): points the number at an agent (`agentId`, or null to
+ * unassign). 404 `agent_not_found` naming `agentId` for an agent that is not the organization's; 404
+ * `number_not_found` for a number that is not.
+ */
 export const assignNumberHandler: Handler = async (ctx, { db }) => {
   const body = validateBody<NumberAssignRequest>('NumberAssignRequest', ctx.request.body);
   if (body.agentId !== null && !/^agt_[A-Za-z0-9]{8,40}$/.test(body.agentId)) throw validationError([{ field: 'agentId', message: 'must be an agent id (agt_…) or null' }]);
+  await requireOwned(db, orgOf(ctx), [{ field: 'agentId', kind: 'agent', id: body.agentId }]);
   const n = await assignNumber(db, orgOf(ctx), ctx.params.id, body.agentId);
   if (!n) throw notFound('Number', 'number_not_found');
   return { data: n };

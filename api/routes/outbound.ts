@@ -13,7 +13,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@te
 import type { AppContext, AppDeps, Handler } from '../context';
 import { ApiError, notFound, validationError } from '../../domain/errors';
 import { validateBody } from '../../domain/validation';
-import { orgOf, pageParams, paged, requireTemporal, temporalUnavailable } from '../http';
+import { orgOf, pageParams, paged, requireOwned, requireTemporal, temporalUnavailable } from '../http';
 import { isE164 } from '../../domain/sms/draftChecks';
 import { CsvFormatError, checkContactCsv } from '../../domain/outbound/csv';
 import { DEFAULT_WINDOW, formatClock, parseClock, windowProblems } from '../../domain/outbound/callingWindow';
@@ -94,7 +94,7 @@ export const importContacts: Handler = async (ctx, deps) => {
   if (!(await getContactList(deps.db, orgId, listId))) throw notFound('Contact list', 'contact_list_not_found');
   const list = await deps.db.transaction(async (trx) => {
     const upload = await attachUpload(trx, orgId, body.fileId);
-    if (!upload) throw new ApiError(404, 'file_expired', `File ${body.fileId} does not exist or has expired; upload it again with POST /uploads`);
+    if (!upload) throw new ApiError(404, 'file_expired', `File ${body.fileId} does not exist or has expired; upload it again with POST /uploads`, { errors: [{ field: 'fileId', message: 'no unexpired upload with this id' }] });
     const content = await getUploadContent(trx, orgId, body.fileId);
     try {
       await checkContactCsv(content!.data, body.columnMapping);
@@ -157,11 +157,16 @@ export const createCampaignHandler: Handler = async (ctx, { db }) => {
   const window = body.callingWindow ?? { start: formatClock(DEFAULT_WINDOW.startMinutes), end: formatClock(DEFAULT_WINDOW.endMinutes) };
   const wp = windowProblems(window);
   if (wp.length) throw validationError(wp);
+  await requireOwned(db, orgId, [
+    { field: 'agentId', kind: 'agent', id: body.agentId },
+    { field: 'callerIdNumberId', kind: 'number', id: body.callerIdNumberId },
+    { field: 'contactListId', kind: 'contactList', id: body.contactListId },
+  ]);
   const agent = await agentPublication(db, orgId, body.agentId);
   if (!agent.exists) throw notFound('Agent', 'agent_not_found');
   if (!agent.publishedVersionId) throw new ApiError(409, 'no_published_version', 'The agent has no published version; publish it before using it in a campaign');
   const number = await getNumber(db, orgId, body.callerIdNumberId);
-  if (!number || number.status !== 'purchased') throw notFound('Caller-id number', 'number_not_found');
+  if (!number || number.status !== 'purchased') throw new ApiError(404, 'number_not_found', 'The caller-id number is not a purchased number of this organization', { errors: [{ field: 'callerIdNumberId', message: 'no purchased number with this id' }] });
   const list = await getContactList(db, orgId, body.contactListId);
   if (!list) throw notFound('Contact list', 'contact_list_not_found');
   if (purposeNeedsConsent(body.purpose) && list.purpose !== body.purpose) {

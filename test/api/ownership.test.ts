@@ -1,0 +1,106 @@
+/**
+ * Ids named in request bodies resolve inside the caller's organization (spec "Authentication"; DESIGN.md
+ * "Tenancy"): the test reads every write operation's request schema from the OpenAPI document, finds each
+ * field that names a resource (`…Id`, `…Ids`), and sends organization B's request with organization A's id
+ * in that field. Each answers 404 exactly like a missing id, naming the field, and stores nothing.
+ */
+import { expect } from 'chai';
+import { startOutboundEnv, type OutboundEnv } from './outbound-fixtures';
+
+/** Fields naming something that is not an organization's resource (a catalogue shared by every organization). */
+const GLOBAL_FIELDS = new Set(['voiceId']);
+
+type Json = Record<string, any>;
+
+/** Finds the `…Id`/`…Ids` properties of a schema (through $ref, anyOf/oneOf/allOf, nested objects and arrays). */
+function idFields(schema: Json, components: Json, prefix = '', seen = new Set<string>()): string[] {
+  if (!schema || typeof schema !== 'object') return [];
+  if (typeof schema.$ref === 'string') {
+    const name = schema.$ref.split('/').pop()!;
+    if (seen.has(name)) return [];
+    return idFields(components[name], components, prefix, new Set([...seen, name]));
+  }
+  const out: string[] = [];
+  for (const k of ['anyOf', 'oneOf', 'allOf']) for (const s of schema[k] ?? []) out.push(...idFields(s, components, prefix, seen));
+  for (const [k, v] of Object.entries<Json>(schema.properties ?? {})) {
+    if (/Ids?$/.test(k)) out.push(prefix + k);
+    out.push(...idFields(v, components, `${prefix}${k}.`, seen));
+  }
+  if (schema.items) out.push(...idFields(schema.items, components, `${prefix}[].`, seen));
+  return [...new Set(out)];
+}
+
+describe('ids in request bodies belong to the caller (every write operation of the OpenAPI document)', function () {
+  this.timeout(120_000);
+  let env: OutboundEnv;
+  let a: { orgId: string; key: string };
+  let b: { orgId: string; key: string };
+  /** Organization A's resources, which B must never reach. */
+  const theirs: Record<string, string> = {};
+  /** Organization B's own resources, for valid requests. */
+  const ours: Record<string, string> = {};
+
+  before(async function () {
+    this.timeout(120_000);
+    env = await startOutboundEnv('ownership');
+    a = await env.org('Owner A');
+    b = await env.org('Caller B');
+    theirs.agent = await env.publishedAgent(a.orgId);
+    theirs.version = (await env.db('agent_versions').where({ agent_id: theirs.agent }).first()).id;
+    theirs.number = await env.ownNumber(a.key);
+    theirs.list = (await env.call(a.key, 'POST', '/contact-lists', { name: 'A list' })).body.data.id;
+    theirs.file = await env.upload(a.key, 'phone\n+14155550100\n');
+    ours.agent = await env.publishedAgent(b.orgId);
+    ours.number = await env.ownNumber(b.key);
+    ours.list = (await env.call(b.key, 'POST', '/contact-lists', { name: 'B list' })).body.data.id;
+  });
+  after(async () => env?.close());
+
+  /** B's request for each (operation, field) with A's id in that field, and the code it must answer. */
+  const cases = (): Record<string, { method: string; path: string; body: Json; code: string }> => {
+    const campaign = { name: 'C', agentId: ours.agent, callerIdNumberId: ours.number, contactListId: ours.list, purpose: 'informational' };
+    return {
+      'rollbackAgent versionId': { method: 'POST', path: `/agents/${ours.agent}/rollback`, body: { versionId: theirs.version }, code: 'version_not_found' },
+      'createKnowledgeSource fileId': { method: 'POST', path: `/agents/${ours.agent}/knowledge/sources`, body: { kind: 'file', fileId: theirs.file }, code: 'file_expired' },
+      'assignNumber agentId': { method: 'POST', path: `/numbers/${ours.number}/assign`, body: { agentId: theirs.agent }, code: 'agent_not_found' },
+      'importContacts fileId': { method: 'POST', path: `/contact-lists/${ours.list}/imports`, body: { fileId: theirs.file }, code: 'file_expired' },
+      'createCampaign agentId': { method: 'POST', path: '/campaigns', body: { ...campaign, agentId: theirs.agent }, code: 'agent_not_found' },
+      'createCampaign callerIdNumberId': { method: 'POST', path: '/campaigns', body: { ...campaign, callerIdNumberId: theirs.number }, code: 'number_not_found' },
+      'createCampaign contactListId': { method: 'POST', path: '/campaigns', body: { ...campaign, contactListId: theirs.list }, code: 'contact_list_not_found' },
+    };
+  };
+
+  it('every resource id field of every write operation is covered here', async () => {
+    const doc = (await (await fetch(`${env.api.baseUrl}/openapi.json`)).json()) as Json;
+    const components = doc.components?.schemas ?? {};
+    const found: string[] = [];
+    for (const item of Object.values<Json>(doc.paths)) {
+      for (const [method, op] of Object.entries<Json>(item)) {
+        if (!['post', 'put', 'patch', 'delete'].includes(method)) continue;
+        const schema = op.requestBody?.content?.['application/json']?.schema;
+        for (const f of idFields(schema, components)) if (!GLOBAL_FIELDS.has(f)) found.push(`${op.operationId} ${f}`);
+      }
+    }
+    expect(found.length).to.be.greaterThan(5);
+    // mediaIds of sendSMSMessage: test/api/sms-media.test.ts sends another organization's attachment ids.
+    expect(found.filter((f) => f !== 'sendSMSMessage mediaIds').sort()).to.deep.equal(Object.keys(cases()).sort());
+  });
+
+  it("answers 404 naming the field for another organization's id, and stores nothing", async () => {
+    for (const [name, c] of Object.entries(cases())) {
+      const res = await env.call(b.key, c.method, c.path, c.body);
+      expect(res.status, name).to.equal(404);
+      expect(res.body.code, name).to.equal(c.code);
+      expect(res.body.errors?.[0]?.field, name).to.equal(name.split(' ')[1]);
+    }
+    expect((await env.db('phone_numbers').where({ id: ours.number }).first()).agent_id).to.equal(null);
+    expect(await env.db('campaigns').where({ org_id: b.orgId })).to.have.length(0);
+    expect(await env.db('knowledge_sources').where({ org_id: b.orgId })).to.have.length(0);
+  });
+
+  it('accepts the same requests with its own ids (the refusals above are about ownership, not shape)', async () => {
+    expect((await env.call(b.key, 'POST', `/numbers/${ours.number}/assign`, { agentId: ours.agent })).status).to.equal(200);
+    const created = await env.call(b.key, 'POST', '/campaigns', { name: 'C', agentId: ours.agent, callerIdNumberId: ours.number, contactListId: ours.list, purpose: 'informational' });
+    expect(created.status).to.equal(201);
+  });
+});
