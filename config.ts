@@ -37,11 +37,12 @@ export interface AppConfig {
 }
 
 /**
- * A non-negative number from environment variable `name`, or `fallback` when unset or empty.
+ * A non-negative number from environment variable `name` (of `env`, default `process.env`), or `fallback` when
+ * unset or empty.
  * @throws when it is set to anything else (a typo must not silently become the default)
  */
-export function envNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
+export function envNumber(name: string, fallback: number, env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
   if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
