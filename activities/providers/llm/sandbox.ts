@@ -163,8 +163,9 @@ const ISO_DATE = /\b\d{4}-\d{2}-\d{2}\b/;
  * Arguments for a call of a tool with JSON Schema `parameters`, read from `message`. For each property of
  * `parameters.properties`:
  * - an explicit pair `key: value` or `key=value` (key case-insensitive; value up to the next `,` `;` newline or
- *   `other_key:`; quotes `"…"` or `'…'` keep commas), converted to the property's type (`integer`/`number` when
- *   numeric, `boolean` from true/false/yes/no, an `enum` value in the enum's spelling);
+ *   `other_key:`; quotes `"…"` or `'…'` keep commas), converted to the property's type: `integer`/`number` from
+ *   the number the value starts with, `boolean` from a leading true/false/yes/no, an `enum` value the value starts
+ *   with (case-insensitive, in the enum's spelling); a value that does not convert is passed on as text;
  * - otherwise, for a string property whose name or `format` suggests it, the first match in the message of: an
  *   email (`email` in the name, format `email`), an E.164 number (`phone`, `mobile`, `cell`, `tel`, `e164`; spaces,
  *   dots and dashes dropped), an ISO 8601 date-time (format `date-time`, or `time`/`when`/`start`/`end` with a
@@ -214,17 +215,23 @@ function explicitValue(message: string, key: string, keys: string[]): string | u
 function coerce(raw: string, schema: Record<string, unknown>): unknown {
   const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
   if (Array.isArray(schema.enum)) {
-    const hit = schema.enum.find((e) => String(e).toLowerCase() === raw.toLowerCase());
-    if (hit !== undefined) return hit;
+    // The longest enum value the text starts with (values may hold spaces), in the enum's spelling.
+    const lower = raw.toLowerCase();
+    const hits = schema.enum.filter((e) => {
+      const v = String(e).toLowerCase();
+      return lower === v || (lower.startsWith(v) && /^[^A-Za-z0-9_]/.test(raw.slice(v.length)));
+    });
+    if (hits.length) return hits.sort((a, b) => String(b).length - String(a).length)[0];
   }
   if (type === 'integer' || type === 'number') {
-    const n = Number(raw.replace(/[_,](?=\d{3}\b)/g, ''));
-    if (raw.trim() === '' || !Number.isFinite(n) || (type === 'integer' && !Number.isInteger(n))) return raw;
-    return n;
+    const m = /^[-+]?\d+(?:\.\d+)?/.exec(raw);
+    if (!m) return raw;
+    const n = Number(m[0]);
+    return type === 'integer' && !Number.isInteger(n) ? raw : n;
   }
   if (type === 'boolean') {
-    if (/^(true|yes|y)$/i.test(raw)) return true;
-    if (/^(false|no|n)$/i.test(raw)) return false;
+    if (/^(true|yes|y)\b/i.test(raw)) return true;
+    if (/^(false|no|n)\b/i.test(raw)) return false;
     return raw;
   }
   return raw;
