@@ -8,7 +8,8 @@
  *   `maxTokens` as `max_tokens` (the field every compatible server accepts) and the model defaults to LLM_MODEL.
  * - Streaming sends `stream: true, stream_options: {include_usage: true}`; text deltas are passed on as they come,
  *   tool-call deltas are accumulated by `index` (id and name arrive first, `arguments` in pieces) and emitted whole
- *   once the stream ends; the usage chunk (empty `choices`) gives `usage`.
+ *   once the stream ends; the usage chunk (empty `choices`) gives `usage`. A stream that ends before any
+ *   `finish_reason` was cut short: unavailable.
  * - Time: LLM_TIMEOUT_MS bounds each attempt until the answer starts (SDK `timeout`) and, for a stream, every wait
  *   between two chunks.
  * - Retries (SDK `maxRetries`, default 1): one retry for a failed connection, 408, 409 and 5xx, after the SDK's
@@ -142,7 +143,12 @@ export class OpenAiLlm implements LlmProvider {
         } catch (err) {
           throw fail(err);
         }
-        if (next.done) break;
+        if (next.done) {
+          // The SDK ends its iteration quietly when aborted: tell the caller why, and a cut stream from a whole one.
+          if (timedOut || req.signal?.aborted) throw fail(new Error('aborted'));
+          if (finish === undefined) throw new LlmProviderError('unavailable', "the LLM's stream ended before its finish_reason");
+          break;
+        }
         const chunk = next.value;
         if (chunk.model) model = chunk.model;
         if (chunk.usage) usage = fromWireUsage(chunk.usage);
