@@ -4,7 +4,7 @@
  * E.164 path parameter. One implementation each, so every route answers the same input the same way.
  */
 import { decodeCursor, DEFAULT_PAGE_LIMIT, InvalidCursorError, MAX_PAGE_LIMIT } from '../db/pagination';
-import { ApiError, validationError } from '../domain/errors';
+import { ApiError, temporalUnavailable, validationError } from '../domain/errors';
 import { isE164 } from '../domain/sms/draftChecks';
 import { ownedIds, type OwnedKind } from '../db/repositories/ownership';
 import type { Db } from '../db';
@@ -70,15 +70,7 @@ function pagedSync<T>(run: () => T): T {
     throw err;
   }
 }
-
-/**
- * 503 `temporal_unavailable` with `Retry-After: 30`: the workflow service could not be reached, and
- * nothing was changed (README "API notes").
- * @param detail what could not be done, e.g. "The registration workflow could not be started; submit again"
- */
-export function temporalUnavailable(detail = 'The workflow service is not reachable; nothing was changed, try again later'): ApiError {
-  return new ApiError(503, 'temporal_unavailable', detail, { headers: { 'Retry-After': '30' } });
-}
+export { temporalUnavailable } from '../domain/errors';
 
 /** The Temporal client and task queue, or 503 `temporal_unavailable` when this API process runs without one. */
 export function requireTemporal(deps: AppDeps): NonNullable<AppDeps['temporal']> {

@@ -70,3 +70,12 @@ export function validationError(errors: FieldError[], detail?: string): ApiError
 export function notFound(what: string, code = 'not_found'): ApiError {
   return new ApiError(404, code, `${what} was not found`);
 }
+
+/**
+ * 503 `temporal_unavailable` with `Retry-After: 30`: the workflow service could not be reached, and
+ * nothing was changed (README "API notes").
+ * @param detail what could not be done, e.g. "The registration workflow could not be started; submit again"
+ */
+export function temporalUnavailable(detail = 'The workflow service is not reachable; nothing was changed, try again later'): ApiError {
+  return new ApiError(503, 'temporal_unavailable', detail, { headers: { 'Retry-After': '30' } });
+}

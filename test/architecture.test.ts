@@ -9,7 +9,7 @@ import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '..');
 /** Folders whose code the rule governs (tests, benchmarks, scripts and the dev server are outside it). */
-const LAYERS = ['api', 'domain', 'db', 'events', 'activities', 'workflows', 'schemas'] as const;
+const LAYERS = ['api', 'domain', 'db', 'events', 'services', 'activities', 'workflows', 'schemas'] as const;
 type Layer = (typeof LAYERS)[number] | 'entry' | 'config' | 'temporal.config' | 'devserver' | 'other';
 
 /** What each layer may import: `value` for any import, `types` for type-only imports. */
@@ -18,9 +18,10 @@ const ALLOWED: Record<(typeof LAYERS)[number], { value: string[]; types: string[
   schemas: { value: ['schemas'], types: [] },
   db: { value: ['db', 'domain', 'schemas'], types: [] },
   workflows: { value: ['workflows', 'domain', 'schemas'], types: ['activities'] },
-  activities: { value: ['activities', 'domain', 'db', 'events', 'schemas', 'config', 'temporal.config'], types: ['workflows'] },
+  services: { value: ['services', 'domain', 'db', 'events', 'schemas', 'config', 'temporal.config', 'api→providers'], types: ['workflows'] },
+  activities: { value: ['activities', 'domain', 'db', 'events', 'services', 'schemas', 'config', 'temporal.config'], types: ['workflows'] },
   events: { value: ['events', 'domain', 'db', 'schemas', 'config', 'temporal.config'], types: ['workflows'] },
-  api: { value: ['api', 'domain', 'db', 'events', 'schemas', 'config', 'temporal.config', 'api→providers', 'workflows/definitions', 'runtime'], types: ['workflows', 'activities'] },
+  api: { value: ['api', 'domain', 'db', 'events', 'services', 'schemas', 'config', 'temporal.config', 'api→providers', 'workflows/definitions', 'runtime'], types: ['workflows', 'activities'] },
 };
 /** npm packages that must stay out of the pure domain. */
 const NOT_IN_DOMAIN = /^(koa|koa-body|@koa\/|knex|pg|@temporalio\/(client|worker|activity|workflow))(\/|$)/;
