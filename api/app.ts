@@ -24,7 +24,9 @@ import { docsPage, openApiDocument } from './openapi';
 import { jsonValueErrors } from '../domain/validation';
 import { HANDLERS } from './routes';
 import { ROUTES, toKoaPath } from './routes/table';
-import type { AppContext, AppDeps, AppState } from './context';
+import type { AppContext, AppDeps, AppProviders, AppState } from './context';
+import { createLlm } from '../activities/providers/llm';
+import { createSkillHttpClient } from '../activities/providers/http/request';
 
 /** The app plus what must be closed with it. */
 export interface BuiltApp {
@@ -41,7 +43,15 @@ export const BASE_PATH = '/api/v1';
  * Creates the application. Listening is the caller's job (api/server.ts, tests, benchmarks).
  * @param deps database, configuration and root logger; `databaseUrl` is the URL `db` was opened on
  */
-export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; databaseUrl: string; temporal?: AppDeps['temporal'] }): BuiltApp {
+export function createApp(deps: {
+  db: Db;
+  config: AppConfig;
+  logger: Logger;
+  databaseUrl: string;
+  temporal?: AppDeps['temporal'];
+  /** Providers to use instead of the configured ones (tests). */
+  providers?: Partial<AppProviders>;
+}): BuiltApp {
   const { db, config, logger, databaseUrl } = deps;
   const app = new Koa<AppState>({ proxy: false });
   app.silent = true; // errors are logged by the problem middleware, once
@@ -51,7 +61,9 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
     smsRegistrations: new ReadCache<RegistrationRecord>(feed, 'sms_registrations', config.cacheTtlSeconds, { versionOf: (r) => r.version }),
   };
   const limits = new RateLimits(databaseUrl, { points: config.rateLimitPoints, windowSeconds: config.rateLimitWindowSeconds });
-  const handlerDeps: AppDeps = { db, config, logger, caches, temporal: deps.temporal };
+  const ownHttp = !deps.providers?.skillHttp;
+  const providers: AppProviders = { llm: deps.providers?.llm ?? createLlm(), skillHttp: deps.providers?.skillHttp ?? createSkillHttpClient() };
+  const handlerDeps: AppDeps = { db, config, logger, caches, temporal: deps.temporal, providers };
 
   const router = new Router<AppState>({ prefix: BASE_PATH });
   router.get('/openapi.json', (ctx) => {
@@ -79,7 +91,10 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
         const out = await handler(ctx, handlerDeps);
         for (const [k, v] of Object.entries(out.headers ?? {})) ctx.set(k, v);
         ctx.status = out.status ?? route.successStatus ?? 200;
-        if (out.rawJson !== undefined) {
+        if (out.stream) {
+          ctx.type = out.stream.contentType;
+          ctx.body = out.stream.body;
+        } else if (out.rawJson !== undefined) {
           ctx.type = 'application/json; charset=utf-8';
           ctx.body = out.rawJson;
         } else {
@@ -120,6 +135,7 @@ export function createApp(deps: { db: Db; config: AppConfig; logger: Logger; dat
     close: async () => {
       await feed.close();
       await limits.close();
+      if (ownHttp) await providers.skillHttp.close();
     },
   };
 }

@@ -9,6 +9,8 @@ import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
 import type { RouteDef } from './routes/table';
 import type { IdempotencyClaim } from './middleware/idempotency';
 import type { Scope } from '../domain/scopes';
+import type { LlmProvider } from '../domain/conversations/llm';
+import type { SkillHttpClient } from '../activities/providers/http/request';
 
 /** The authenticated caller: the credential alone decides the organization (spec "Authentication"). */
 export interface AuthContext {
@@ -39,6 +41,14 @@ export interface AppDeps {
   caches: { smsRegistrations: ReadCache<RegistrationRecord> };
   /** Temporal client (starts and signals workflows); absent when the API runs without Temporal. */
   temporal?: { client: Client; taskQueue: string };
+  /** Providers of the conversation runtime (README "Conversations"): the chat model and the skills' HTTP client. */
+  providers: AppProviders;
+}
+
+/** Outside providers the API calls directly; each defaults to the one configured by environment. */
+export interface AppProviders {
+  llm: LlmProvider;
+  skillHttp: SkillHttpClient;
 }
 
 /** Koa context of this API. */
@@ -58,4 +68,6 @@ export type Handler = (
   headers?: Record<string, string>;
   /** A complete success envelope already serialized (hot read paths cache it); used instead of `data`. */
   rawJson?: string;
+  /** A streamed body (Server-Sent Events) with its content type; used instead of `data`. */
+  stream?: { body: NodeJS.ReadableStream; contentType: string };
 }>;

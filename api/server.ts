@@ -8,7 +8,7 @@ import type { Db } from '../db';
 import { createLogger, openDatabase } from '../runtime';
 import { createApp, BASE_PATH } from './app';
 import type { Logger } from 'pino';
-import type { AppDeps } from './context';
+import type { AppDeps, AppProviders } from './context';
 
 /** A listening API server. */
 export interface RunningApi {
@@ -22,7 +22,14 @@ export interface RunningApi {
  * Starts the API on `config.host:config.port` (port 0 = any free port).
  * @param deps.databaseUrl the URL `deps.db` was opened on (rate-limit pool and revocation listener use it)
  */
-export async function startApi(deps: { db: Db; databaseUrl: string; config: AppConfig; logger: Logger; temporal?: AppDeps['temporal'] }): Promise<RunningApi> {
+export async function startApi(deps: {
+  db: Db;
+  databaseUrl: string;
+  config: AppConfig;
+  logger: Logger;
+  temporal?: AppDeps['temporal'];
+  providers?: Partial<AppProviders>;
+}): Promise<RunningApi> {
   const built = createApp(deps);
   await built.ready;
   const server = http.createServer(built.app.callback());

@@ -3,6 +3,7 @@
  * sections. The dev server has its own script (`npm run bench:devserver`).
  */
 import { runAgentsBench } from './agents';
+import { runChatBench } from './chat';
 import { runHttpBench } from './http';
 import { runKnowledgeBench } from './knowledge';
 import { runOutboundBench } from './outbound';
@@ -16,6 +17,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   knowledge: runKnowledgeBench,
   sms: runSmsBench,
   outbound: runOutboundBench,
+  chat: runChatBench,
 };
 
 async function main(): Promise<void> {

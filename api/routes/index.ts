@@ -17,6 +17,7 @@ import * as audit from './audit';
 import * as knowledge from './knowledge';
 import * as uploads from './uploads';
 import * as outbound from './outbound';
+import * as chat from './chat';
 
 /** What an area module exports. */
 export interface AreaModule {
@@ -25,7 +26,7 @@ export interface AreaModule {
   routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema'>>>;
 }
 
-const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound];
+const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat];
 
 /** operationId → handler. */
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));

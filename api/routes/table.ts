@@ -102,8 +102,10 @@ export const ROUTES: RouteDef[] = [
   r('POST', '/agents/{agentId}/talk-token', 'createTalkToken', 'Test', ['agents:write'], 'Short-lived talk token (published version unless draftMode)'),
   r('POST', '/agents/{agentId}/simulate', 'simulateAgent', 'Test', ['agents:write'], 'Simulate a conversation'),
   // Chat
-  r('POST', '/chat/sessions', 'createChatSession', 'Chat', ['chat:write'], 'Start a chat session'),
-  r('POST', '/chat/sessions/{id}/messages', 'sendChatMessage', 'Chat', ['chat:write'], 'Send a chat message (SSE)'),
+  r('POST', '/chat/sessions', 'createChatSession', 'Chat', ['chat:write'], 'Start a chat session (published version, or the draft with draftMode)', { successStatus: 201 }),
+  r('GET', '/chat/sessions/{id}', 'getChatSession', 'Chat', ['chat:read'], 'Get a chat session and its messages'),
+  r('POST', '/chat/sessions/{id}/end', 'endChatSession', 'Chat', ['chat:write'], 'End a chat session'),
+  r('POST', '/chat/sessions/{id}/messages', 'sendChatMessage', 'Chat', ['chat:write'], 'Send a chat message (JSON, or SSE with Accept: text/event-stream)'),
   r('POST', '/chat/completions', 'createChatCompletion', 'Chat', ['chat:write'], 'OpenAI-compatible chat completions'),
   // Widget
   r('GET', '/agents/{agentId}/widget', 'getWidget', 'Widget', ['widgets:read'], 'Get widget settings'),

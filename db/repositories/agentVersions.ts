@@ -52,6 +52,12 @@ export async function getVersion(conn: Conn, orgId: string, agentId: string, ver
   return { version: toVersion(r, published ?? null), snapshot: r.snapshot };
 }
 
+/** The id of an agent's version by number, or undefined. */
+export async function versionIdByNumber(conn: Conn, orgId: string, agentId: string, num: number): Promise<string | undefined> {
+  const row = await conn('agent_versions').where({ org_id: orgId, agent_id: agentId, number: num }).first('id');
+  return row?.id;
+}
+
 /** What a publish asks for. */
 export interface PublishInput {
   orgId: string;

@@ -263,9 +263,11 @@ export const MAX_QUERY_TERMS = 32;
  * word (every corpus under 2,000 chunks) the ranking is exact; above it, chunks holding the rarer,
  * more telling words are always considered and a common word's share is an arbitrary subset.
  * @param limit 1..50
+ * @param sourceIds only chunks of these sources (a conversation's pinned version lists its sources); all when omitted
  * @returns best chunks first; none when the query has no searchable words
  */
-export async function searchChunks(db: Conn, orgId: string, agentId: string, query: string, limit: number): Promise<KnowledgePreviewHit[]> {
+export async function searchChunks(db: Conn, orgId: string, agentId: string, query: string, limit: number, sourceIds?: readonly string[]): Promise<KnowledgePreviewHit[]> {
+  if (sourceIds && sourceIds.length === 0) return [];
   // Chunks exist only for ready sources (indexChunks writes them and sets `ready` in one
   // transaction), so no status filter is needed. MATERIALIZED keeps the plan in this order: words →
   // bounded candidates → rank once each → join the sources of the top rows only.
@@ -281,7 +283,7 @@ export async function searchChunks(db: Conn, orgId: string, agentId: string, que
        SELECT DISTINCT m.id
          FROM lx CROSS JOIN LATERAL (
            SELECT c.id FROM knowledge_chunks c
-            WHERE c.tsv @@ lx.tq AND c.org_id = ? AND c.agent_id = ?
+            WHERE c.tsv @@ lx.tq AND c.org_id = ? AND c.agent_id = ?${sourceIds ? ' AND c.source_id = ANY(?)' : ''}
             LIMIT ${CANDIDATES_PER_TERM}
          ) m
      ),
@@ -295,7 +297,7 @@ export async function searchChunks(db: Conn, orgId: string, agentId: string, que
      SELECT top.id, top.ordinal, top.content, top.score, s.id AS source_id, s.kind, s.name, s.title, s.url
        FROM top JOIN knowledge_sources s ON s.id = top.source_id AND s.org_id = ?
       ORDER BY top.score DESC, top.id`,
-    [query, orgId, agentId, limit, orgId],
+    sourceIds ? [query, orgId, agentId, [...sourceIds], limit, orgId] : [query, orgId, agentId, limit, orgId],
   );
   return (res.rows as any[]).map((r) => ({
     chunkId: r.id,

@@ -112,6 +112,12 @@ export async function getOwnedNumberByE164(db: Db, orgId: string, e164: string):
   return row ? toPhoneNumber(row) : undefined;
 }
 
+/** The E.164 of the agent's purchased, SMS-enabled number (the oldest when it has several), or undefined. */
+export async function getAgentNumberForSms(db: Db, orgId: string, agentId: string): Promise<string | undefined> {
+  const row = await db('phone_numbers').where({ org_id: orgId, agent_id: agentId, status: 'purchased', sms_enabled: true }).orderBy('seq').first('e164');
+  return row?.e164;
+}
+
 /** Organization owning a purchased number (inbound texts carry only the number: necessarily a cross-organization lookup). */
 export async function findOwnerOfNumber(db: Db, e164: string): Promise<{ orgId: string; number: PhoneNumber } | undefined> {
   const row = await db('phone_numbers').where({ e164, status: 'purchased' }).first();

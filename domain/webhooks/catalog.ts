@@ -22,6 +22,9 @@ export const EVENT_CATALOG: readonly EventTypeInfo[] = [
   { type: 'knowledge.source.updated', schema: 'KnowledgeSourceUpdatedEventData', description: 'A knowledge source ingestion progressed, finished or failed' },
   { type: 'campaign.updated', schema: 'CampaignUpdatedEventData', description: 'An outbound campaign changed status' },
   { type: 'call.completed', schema: 'CallCompletedEventData', description: 'A call ended' },
+  { type: 'conversation.started', schema: 'ConversationStartedEventData', description: 'A conversation began (chat, widget, SMS, voice or a simulation)' },
+  { type: 'conversation.ended', schema: 'ConversationEndedEventData', description: 'A conversation ended, with why and its message and token counts' },
+  { type: 'message.created', schema: 'MessageCreatedEventData', description: 'A user or agent message of a conversation was stored (verbatim)' },
   { type: 'webhook.test', schema: 'WebhookTestEventData', description: 'Test event sent by POST /webhooks/{id}/test to one endpoint' },
 ];
 

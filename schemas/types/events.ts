@@ -15,6 +15,9 @@ export type WebhookEventType =
   | 'knowledge.source.updated'
   | 'campaign.updated'
   | 'call.completed'
+  | 'conversation.started'
+  | 'conversation.ended'
+  | 'message.created'
   | 'webhook.test';
 
 /** `sms.registration.updated`: the 10DLC registration changed status (e.g. submitted → brand_approved). */
@@ -126,6 +129,45 @@ export interface CallCompletedEventData {
   campaignId?: string | null;
 }
 
+/** `conversation.started`: a conversation began on some channel (README "Conversations"). */
+export interface ConversationStartedEventData {
+  conversationId: string;
+  agentId: string;
+  channel: 'chat' | 'web' | 'sms' | 'voice';
+  mode: 'published' | 'draft';
+  versionId: string | null;
+  simulation: boolean;
+  /** @format date-time */
+  startedAt: string;
+}
+
+/** `conversation.ended`: a conversation ended (by the user, the agent, a guardrail or the API). */
+export interface ConversationEndedEventData {
+  conversationId: string;
+  agentId: string;
+  channel: 'chat' | 'web' | 'sms' | 'voice';
+  endReason: string;
+  messageCount: number;
+  totalTokens: number;
+  /** @format date-time */
+  startedAt: string;
+  /** @format date-time */
+  endedAt: string;
+}
+
+/** `message.created`: a user or agent message was stored (verbatim; tool exchanges are in the receipt). */
+export interface MessageCreatedEventData {
+  conversationId: string;
+  messageId: string;
+  agentId: string;
+  channel: 'chat' | 'web' | 'sms' | 'voice';
+  role: 'user' | 'assistant';
+  content: string;
+  turn: number;
+  /** @format date-time */
+  createdAt: string;
+}
+
 /** `webhook.test`: sent by `POST /webhooks/{id}/test` to that endpoint only. */
 export interface WebhookTestEventData {
   webhookId: string;
@@ -142,6 +184,9 @@ export interface WebhookEventDataMap {
   'knowledge.source.updated': KnowledgeSourceUpdatedEventData;
   'campaign.updated': CampaignUpdatedEventData;
   'call.completed': CallCompletedEventData;
+  'conversation.started': ConversationStartedEventData;
+  'conversation.ended': ConversationEndedEventData;
+  'message.created': MessageCreatedEventData;
   'webhook.test': WebhookTestEventData;
 }
 

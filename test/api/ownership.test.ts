@@ -66,6 +66,7 @@ describe('ids in request bodies belong to the caller (every write operation of t
       'importContacts fileId': { method: 'POST', path: `/contact-lists/${ours.list}/imports`, body: { fileId: theirs.file }, code: 'file_expired' },
       'createCampaign agentId': { method: 'POST', path: '/campaigns', body: { ...campaign, agentId: theirs.agent }, code: 'agent_not_found' },
       'createCampaign callerIdNumberId': { method: 'POST', path: '/campaigns', body: { ...campaign, callerIdNumberId: theirs.number }, code: 'number_not_found' },
+      'createChatSession agentId': { method: 'POST', path: '/chat/sessions', body: { agentId: theirs.agent }, code: 'agent_not_found' },
       'createCampaign contactListId': { method: 'POST', path: '/campaigns', body: { ...campaign, contactListId: theirs.list }, code: 'contact_list_not_found' },
     };
   };

@@ -86,10 +86,11 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /**
  * undici connector that resolves through the SSRF guard and re-checks the socket's actual peer address
- * (also used by the webhook sender). @param timeoutMs connect timeout
+ * (also used by the webhook sender and the skill client). @param timeoutMs connect timeout
+ * @param tls.ca extra trusted certificate authorities (PEM), e.g. a private CA of internal endpoints
  */
-export function guardedConnector(allow: AllowList, timeoutMs: number): buildConnector.connector {
-  const base = buildConnector({ lookup: guardedLookup(allow) as never, timeout: timeoutMs });
+export function guardedConnector(allow: AllowList, timeoutMs: number, tls: { ca?: string | Buffer } = {}): buildConnector.connector {
+  const base = buildConnector({ lookup: guardedLookup(allow) as never, timeout: timeoutMs, ...(tls.ca ? { ca: tls.ca } : {}) });
   return (options, callback) => {
     base(options, (err, socket) => {
       if (err || !socket) return callback(err ?? new Error('connect failed'), null);

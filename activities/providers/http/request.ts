@@ -1,0 +1,108 @@
+/**
+ * Outbound requests made by skills (`http_request`, `book_appointment`; README "Conversations"): any
+ * method with a JSON body, through the same SSRF guard as every fetch (./index.ts `guardedConnector`: the
+ * name is resolved through the guard and the socket's peer address re-checked), no redirects followed, a
+ * per-request time cap and a response size cap.
+ */
+import { Agent, request, type Dispatcher } from 'undici';
+import { assertHostLiteralAllowed, parseAllowList, type AllowList } from '../../../domain/net/guard';
+import { ALLOW_PRIVATE_ENV, guardedConnector, HttpFetchError } from './index';
+
+/** One request. */
+export interface SkillRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  url: string;
+  headers?: Record<string, string>;
+  /** Sent as JSON (POST/PUT/PATCH/DELETE) or as query parameters (GET). */
+  json?: Record<string, unknown>;
+  /** Whole-request cap, ms (500..30,000). */
+  timeoutMs: number;
+}
+
+/** The answer: status and body (parsed JSON when it is JSON, else text), at most `maxBytes`. */
+export interface SkillResponse {
+  status: number;
+  body: unknown;
+}
+
+/** A client for skill requests; `close()` releases pooled connections. */
+export interface SkillHttpClient {
+  /** @throws HttpFetchError (`ssrf_refused`, `timeout`, `network`, `too_large`, `bad_url`) */
+  send(req: SkillRequest): Promise<SkillResponse>;
+  close(): Promise<void>;
+}
+
+/**
+ * Creates a client. Only `https:` URLs are requested, as skill configurations require.
+ * @param opts.allow non-public addresses permitted (default HTTP_ALLOW_PRIVATE_HOSTS)
+ * @param opts.ca extra trusted CA certificates (PEM)
+ * @param opts.maxBytes largest response read (default 1 MiB)
+ */
+export function createSkillHttpClient(opts: { allow?: AllowList; ca?: string | Buffer; maxBytes?: number } = {}): SkillHttpClient {
+  const allow = opts.allow ?? parseAllowList(process.env[ALLOW_PRIVATE_ENV]);
+  const maxBytes = opts.maxBytes ?? 1024 * 1024;
+  const agent: Dispatcher = new Agent({ connect: guardedConnector(allow, 10_000, { ca: opts.ca }), connections: 32 });
+
+  async function send(req: SkillRequest): Promise<SkillResponse> {
+    let url: URL;
+    try {
+      url = new URL(req.url);
+    } catch {
+      throw new HttpFetchError('bad_url', `"${req.url}" is not an absolute URL`, false);
+    }
+    if (url.protocol !== 'https:') throw new HttpFetchError('bad_url', 'Skills call https URLs only', false);
+    if (url.username || url.password) throw new HttpFetchError('bad_url', 'URLs with credentials are not requested', false);
+    assertHostLiteralAllowed(url.hostname, allow);
+    let body: string | undefined;
+    if (req.json && req.method === 'GET') for (const [k, v] of Object.entries(req.json)) url.searchParams.set(k, String(v));
+    else if (req.json) body = JSON.stringify(req.json);
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(url, {
+        dispatcher: agent,
+        method: req.method,
+        headers: { ...(req.headers ?? {}), 'user-agent': 'agent-control-plane/1.0 (+skill)', accept: 'application/json', ...(body ? { 'content-type': 'application/json' } : {}) },
+        body,
+        signal: AbortSignal.timeout(req.timeoutMs),
+      });
+    } catch (err) {
+      throw toError(err, url.toString());
+    }
+    const parts: Buffer[] = [];
+    let total = 0;
+    try {
+      for await (const chunk of res.body) {
+        total += (chunk as Buffer).length;
+        if (total > maxBytes) {
+          res.body.destroy();
+          throw new HttpFetchError('too_large', `${url} answered more than ${maxBytes} bytes`, false);
+        }
+        parts.push(chunk as Buffer);
+      }
+    } catch (err) {
+      throw toError(err, url.toString());
+    }
+    const text = Buffer.concat(parts).toString('utf8');
+    const type = String(res.headers['content-type'] ?? '');
+    let parsed: unknown = text;
+    if (type.includes('json')) {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = text;
+      }
+    }
+    return { status: res.statusCode, body: parsed };
+  }
+  return { send, close: () => agent.close() };
+}
+
+function toError(err: unknown, url: string): HttpFetchError {
+  if (err instanceof HttpFetchError) return err;
+  for (let e = err as { cause?: unknown; name?: string; message?: string } | undefined, i = 0; e && i < 5; e = e.cause as never, i++) {
+    if (e.name === 'SsrfRefusedError') return new HttpFetchError('ssrf_refused', e.message ?? 'refused', false);
+  }
+  const e = err as { name?: string; code?: string; message?: string };
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.code === 'UND_ERR_CONNECT_TIMEOUT') return new HttpFetchError('timeout', `${url} timed out`, true);
+  return new HttpFetchError('network', `${url} failed: ${e?.code ?? e?.message ?? String(err)}`, true);
+}

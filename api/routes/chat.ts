@@ -1,0 +1,127 @@
+/**
+ * Chat handlers (spec "Chat" row, "Agent lifecycle" rules 1–2, "Events"; README "Conversations"):
+ * sessions pinned to the published version (or the draft with `draftMode: true`), turns answered as JSON
+ * or as Server-Sent Events, and the OpenAI-compatible `POST /chat/completions`.
+ */
+import { PassThrough } from 'node:stream';
+import type { AppContext, AppDeps, Handler } from '../context';
+import { orgOf } from '../http';
+import { problemBody, toApiError } from '../middleware/problem';
+import { ApiError, validationError, type FieldError } from '../../domain/errors';
+import { validateBody } from '../../domain/validation';
+import type { TurnEvent } from '../../domain/conversations/runtime';
+import { allMessages, toChatSession } from '../../db/repositories/conversations';
+import { finishConversation, requireConversation, sendMessage, startConversation, type ConversationDeps, type StoredTurnOutcome } from '../../services/conversations/service';
+import type { ChatMessageCreate, ChatSessionCreate, ChatSessionStarted, ChatTurn } from '../../schemas/types/chat';
+import { chatCompletion } from './chatCompletions';
+
+/** Channels the chat routes reach (`chat` sessions and `web` widget sessions). */
+export const CHAT_CHANNELS = ['chat', 'web'] as const;
+
+const VARIABLE_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+
+/** The conversation service's dependencies from the app's. */
+export function conversationDeps(deps: AppDeps): ConversationDeps {
+  return { db: deps.db, llm: deps.providers.llm, http: deps.providers.skillHttp, temporal: deps.temporal };
+}
+
+/** Field errors of session variables: names as agent variables, values at most 1,000 characters. */
+export function variableErrors(vars: Record<string, string> | undefined, prefix = 'variables'): FieldError[] {
+  const errors: FieldError[] = [];
+  for (const [k, v] of Object.entries(vars ?? {})) {
+    if (!VARIABLE_NAME.test(k)) errors.push({ field: `${prefix}.${k}`, message: 'must be a variable name (lowercase letters, digits, _; starting with a letter)' });
+    else if (v.length > 1000) errors.push({ field: `${prefix}.${k}`, message: 'must be at most 1000 characters' });
+  }
+  return errors;
+}
+
+/**
+ * POST /chat/sessions (createChatSession, chat:write) `{agentId, draftMode?, variables?, metadata?}` → 201
+ * `{session, greeting}`. 404 `agent_not_found` naming `agentId`; 409 `no_published_version` for an agent
+ * never published unless `draftMode: true`.
+ */
+export const createChatSession: Handler = async (ctx, deps) => {
+  const body = validateBody<ChatSessionCreate>('ChatSessionCreate', ctx.request.body);
+  const errors = variableErrors(body.variables);
+  if (errors.length) throw validationError(errors);
+  const { conversation, greeting } = await startConversation(deps.db, orgOf(ctx), {
+    agentId: body.agentId,
+    channel: 'chat',
+    draftMode: body.draftMode === true,
+    variables: body.variables,
+    metadata: body.metadata,
+    keyId: ctx.state.auth?.keyId ?? null,
+  });
+  const data: ChatSessionStarted = { session: toChatSession(conversation), greeting };
+  return { data, status: 201 };
+};
+
+/** GET /chat/sessions/{id} (getChatSession, chat:read) → the session and every message, verbatim. 404 `conversation_not_found`. */
+export const getChatSession: Handler = async (ctx, { db }) => {
+  const c = await requireConversation(db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS);
+  return { data: { session: toChatSession(c), messages: await allMessages(db, c.orgId, c.id) } };
+};
+
+/** POST /chat/sessions/{id}/end (endChatSession, chat:write) → the ended session (ending twice is a no-op). */
+export const endChatSession: Handler = async (ctx, { db }) => {
+  const c = await requireConversation(db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS);
+  return { data: toChatSession(await finishConversation(db, c, 'ended_by_user')) };
+};
+
+/** True when the client asked for Server-Sent Events. */
+export function wantsEventStream(ctx: AppContext): boolean {
+  return /\btext\/event-stream\b/i.test(ctx.get('accept'));
+}
+
+/** One SSE frame (spec "Events": `event:<type>` / `data:<json>` / blank line). */
+export function sseFrame(type: string, data: unknown): string {
+  return `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+function turnData(out: StoredTurnOutcome): ChatTurn {
+  return { session: toChatSession(out.conversation), messages: out.messages, reply: out.reply, receipt: out.receipt };
+}
+
+/**
+ * POST /chat/sessions/{id}/messages (sendChatMessage, chat:write) `{content}`: runs one turn. JSON by
+ * default (`ChatTurn`); with `Accept: text/event-stream` the turn streams as Server-Sent Events —
+ * `message.delta` `{content}`, `tool.call`, `tool.result`, `guardrail`, then `message.completed` (the
+ * `ChatTurn`) or `error` (a problem) — and always ends with `event: done`. Refusals before the turn
+ * starts are problem+json: 404 `conversation_not_found`, 409 `conversation_ended`.
+ */
+export const sendChatMessage: Handler = async (ctx, deps) => {
+  const body = validateBody<ChatMessageCreate>('ChatMessageCreate', ctx.request.body);
+  const c = await requireConversation(deps.db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS);
+  if (c.status !== 'active') throw new ApiError(409, 'conversation_ended', `The conversation ended (${c.endReason ?? 'ended'}); start a new one`);
+  if (!wantsEventStream(ctx)) return { data: turnData(await sendMessage(conversationDeps(deps), c, body.content)) };
+
+  const stream = new PassThrough();
+  const write = (type: string, data: unknown) => {
+    if (!stream.destroyed) stream.write(sseFrame(type, data));
+  };
+  ctx.req.socket.setNoDelay(true);
+  sendMessage(conversationDeps(deps), c, body.content, (e: TurnEvent) => write(e.type, e.data))
+    .then((out) => write('message.completed', turnData(out)))
+    .catch((err: unknown) => {
+      const e = toApiError(err) ?? new ApiError(500, 'internal_error', 'The turn failed; nothing was stored');
+      if (e.status >= 500) ctx.state.log.error({ err }, 'chat turn failed');
+      write('error', problemBody(ctx, e));
+    })
+    .finally(() => {
+      write('done', {});
+      stream.end();
+    });
+  return { stream: { body: stream, contentType: 'text/event-stream; charset=utf-8' }, headers: { 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' } };
+};
+
+/** Handlers of this area by operationId. */
+export const handlers = { createChatSession, getChatSession, endChatSession, sendChatMessage, createChatCompletion: chatCompletion };
+
+/** Schemas of this area's operations. */
+export const routeSchemas = {
+  createChatSession: { requestSchema: 'ChatSessionCreate', responseSchema: 'ChatSessionStarted' },
+  getChatSession: { responseSchema: 'ChatSessionDetail' },
+  endChatSession: { responseSchema: 'ChatSession' },
+  sendChatMessage: { requestSchema: 'ChatMessageCreate', responseSchema: 'ChatTurn' },
+  createChatCompletion: { requestSchema: 'ChatCompletionCreate' },
+};

@@ -1,0 +1,121 @@
+/**
+ * Chat benchmark (README "Benchmarks"): turns per second at 100 concurrent chat sessions over HTTP with the
+ * sandbox LLM, and the runtime's own overhead per turn excluding the model (from each stored receipt:
+ * `turn` minus `llm_total`, i.e. guardrails, playbook, retrieval and tools), p50/p99. The agent has a
+ * knowledge source of 200 chunks, so every turn runs a full-text lookup, and stores its messages, receipt,
+ * usage entries and events in one transaction. The load generator runs in the API's process (its CPU is
+ * included in the process figure).
+ *
+ * Run: `BENCH_ONLY=chat npm run bench` or `npx tsx bench/chat.ts`. BENCH_CHAT_SESSIONS (100) and
+ * BENCH_CHAT_SECONDS (10) set the load. Targets on a 2-core machine: ≥ 500 turns/s, overhead p99 < 20 ms.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { createDb, ensureDatabase, migrate } from '../db';
+import { startEmbeddedPostgres } from '../db/embedded';
+import { createOrganization } from '../db/repositories/organizations';
+import { createSecretKey } from '../db/repositories/apiKeys';
+import { createSource, indexChunks, markProcessing } from '../db/repositories/knowledge';
+import { createAgentActivities } from '../activities/agents';
+import { publishRequestHash } from '../domain/agents/compile';
+import { NON_RESERVED_SCOPES } from '../domain/scopes';
+import { startApi } from '../api/server';
+import { loadConfig } from '../config';
+import { createLogger } from '../runtime';
+import { cpuSnapshot } from './harness';
+
+const SESSIONS = Number(process.env.BENCH_CHAT_SESSIONS ?? 100);
+const SECONDS = Number(process.env.BENCH_CHAT_SECONDS ?? 10);
+const QUESTIONS = ['When are you open on Saturday?', 'Do you accept Delta Dental?', 'How much is a cleaning?', 'Thanks, that helps a lot', 'Where can I park?'];
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : NaN;
+};
+
+/** Runs the chat section and prints its figures. */
+export async function runChatBench(): Promise<void> {
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-chat-pg-${process.pid}`), ephemeral: true });
+  const url = new URL(pg.url);
+  url.pathname = '/bench_chat';
+  await ensureDatabase(url.toString());
+  const db = createDb(url.toString(), { poolMax: 40 });
+  await migrate(db);
+  const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 10_000_000 });
+  const api = await startApi({ db, databaseUrl: url.toString(), config, logger: createLogger('silent') });
+  try {
+    const org = await createOrganization(db, 'Chat bench');
+    const { key, info } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES, rateLimitPoints: 10_000_000 });
+    const call = async (method: string, p: string, json?: unknown) => {
+      const res = await fetch(`${api.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: json === undefined ? undefined : JSON.stringify(json) });
+      const body = (await res.json()) as any;
+      if (res.status >= 300) throw new Error(`${method} ${p} → ${res.status} ${JSON.stringify(body)}`);
+      return body.data;
+    };
+    const agent = await call('POST', '/agents', { name: 'Front desk', voiceId: 'voice_ava', greeting: 'Hello, Sunrise Dental here.', instructions: 'Answer from the clinic handbook.' });
+    await call('PUT', `/agents/${agent.id}/guardrails`, { blockedTopics: ['politics'], forbiddenPhrases: ['guaranteed cure'], redactPii: true, profanityFilter: true, escalateOn: ['lawyer'], maxConversationMinutes: null });
+    const src = await createSource(db, org.id, { agentId: agent.id, kind: 'text', name: 'Clinic handbook', text: 'handbook' }, async () => undefined);
+    await markProcessing(db, org.id, src.id);
+    const topics = ['opening hours on Saturday are 9am to 1pm', 'we accept Delta Dental, MetLife and Cigna', 'a cleaning costs $90', 'parking is free behind the building', 'emergency visits the same day'];
+    const chunks = Array.from({ length: 200 }, (_, i) => ({ ordinal: i, content: `Section ${i}: ${topics[i % topics.length]}. Policy note ${i} about appointments and rescheduling.` }));
+    await indexChunks(db, org.id, src.id, chunks);
+    const pub = await createAgentActivities({ db }).compileAndPublishAgent({ orgId: org.id, agentId: agent.id, idempotencyKey: 'bench', requestHash: publishRequestHash({ note: null }), note: null, publishedBy: info.id });
+    if (pub.kind !== 'published') throw new Error(`publish failed: ${JSON.stringify(pub)}`);
+
+    const sessions: string[] = [];
+    for (let i = 0; i < SESSIONS; i++) sessions.push((await call('POST', '/chat/sessions', { agentId: agent.id })).session.id);
+
+    const latencies: number[] = [];
+    let turns = 0;
+    let errors = 0;
+    const cpu0 = cpuSnapshot({ process: process.pid });
+    const t0 = performance.now();
+    const deadline = t0 + SECONDS * 1000;
+    await Promise.all(
+      sessions.map(async (id, i) => {
+        for (let n = 0; performance.now() < deadline; n++) {
+          const s = performance.now();
+          try {
+            await call('POST', `/chat/sessions/${id}/messages`, { content: QUESTIONS[(i + n) % QUESTIONS.length] });
+            turns++;
+            latencies.push(performance.now() - s);
+          } catch {
+            errors++;
+          }
+        }
+      }),
+    );
+    const elapsed = (performance.now() - t0) / 1000;
+    const cpu1 = cpuSnapshot({ process: process.pid });
+    const rows = await db('conversation_turns').where({ org_id: org.id }).select('receipt');
+    const overhead: number[] = [];
+    for (const r of rows) {
+      const lat = (r.receipt as { latency: { stage: string; ms: number }[] }).latency;
+      const turn = lat.find((l) => l.stage === 'turn')?.ms ?? 0;
+      const llm = lat.filter((l) => l.stage === 'llm_total').reduce((a, l) => a + l.ms, 0);
+      overhead.push(turn - llm);
+    }
+    console.log(`chat: ${SESSIONS} concurrent sessions for ${SECONDS} s on ${os.cpus().length} cores, sandbox LLM, 200 knowledge chunks`);
+    console.log(`  turns/s            ${(turns / elapsed).toFixed(0)}   (${turns} turns, ${errors} errors)   target ≥ 500`);
+    console.log(`  HTTP turn latency  p50 ${pct(latencies, 50).toFixed(1)} ms   p99 ${pct(latencies, 99).toFixed(1)} ms`);
+    console.log(`  runtime overhead   p50 ${pct(overhead, 50).toFixed(2)} ms   p99 ${pct(overhead, 99).toFixed(2)} ms (turn minus LLM, per stored receipt)   target p99 < 20 ms`);
+    if (cpu0.process !== undefined) {
+      const perTurn = (k: string) => (((cpu1[k] ?? 0) - (cpu0[k] ?? 0)) * 1000) / Math.max(1, turns);
+      console.log(`  CPU per turn       API+load process ${perTurn('process').toFixed(0)} µs   postgres ${perTurn('postgres').toFixed(0)} µs`);
+    }
+  } finally {
+    await api.close();
+    await db.destroy();
+    await pg.stop();
+  }
+}
+
+if (require.main === module) {
+  runChatBench().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err instanceof Error ? err.message : err);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,284 @@
+/**
+ * Conversations, their messages and per-turn receipts (README "Conversations"; migration
+ * 20261123000100_conversations). Every function takes the organization id. A turn is stored in one
+ * transaction guarded by `turn_count` (optimistic lock): two turns racing on one conversation cannot both
+ * be stored, and a stored turn never loses its messages, receipt or counters.
+ */
+import type { Knex } from 'knex';
+import type { Db } from '../index';
+import { newId } from '../ids';
+import { iso } from '../timestamps';
+import type { Conn } from './agents';
+import type { ChatSession, ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
+import type { LlmMessage } from '../../domain/conversations/llm';
+import type { PlaybookState } from '../../domain/conversations/playbook';
+
+/** A conversation row in the shape the runtime and the API use. */
+export interface ConversationRecord {
+  id: string;
+  orgId: string;
+  agentId: string;
+  channel: ConversationChannel;
+  mode: 'published' | 'draft';
+  versionId: string | null;
+  draftVersion: number | null;
+  /** The compiled draft (draft mode only). */
+  draftSnapshot: unknown;
+  simulation: boolean;
+  status: 'active' | 'ended';
+  endReason: string | null;
+  variables: Record<string, string>;
+  playbook: PlaybookState | null;
+  metadata: Record<string, string | number | boolean | null>;
+  turnCount: number;
+  messageCount: number;
+  promptTokens: number;
+  completionTokens: number;
+  startedAt: string;
+  endedAt: string | null;
+}
+
+function toRecord(r: any): ConversationRecord {
+  return {
+    id: r.id,
+    orgId: r.org_id,
+    agentId: r.agent_id,
+    channel: r.channel,
+    mode: r.mode,
+    versionId: r.version_id ?? null,
+    draftVersion: r.draft_version ?? null,
+    draftSnapshot: r.draft_snapshot ?? null,
+    simulation: r.simulation,
+    status: r.status,
+    endReason: r.end_reason ?? null,
+    variables: r.variables ?? {},
+    playbook: r.playbook_state ?? null,
+    metadata: r.metadata ?? {},
+    turnCount: r.turn_count,
+    messageCount: r.message_count,
+    promptTokens: r.prompt_tokens,
+    completionTokens: r.completion_tokens,
+    startedAt: iso(r.started_at),
+    endedAt: iso(r.ended_at),
+  };
+}
+
+/** The API shape of a conversation as a chat session (spec "Chat"). */
+export function toChatSession(c: ConversationRecord): ChatSession {
+  return {
+    id: c.id,
+    agentId: c.agentId,
+    channel: c.channel,
+    mode: c.mode,
+    versionId: c.versionId,
+    draftVersion: c.draftVersion,
+    status: c.status,
+    endReason: c.endReason,
+    variables: c.variables,
+    metadata: c.metadata,
+    playbook: c.playbook ? { name: c.playbook.playbook, node: c.playbook.node } : null,
+    messageCount: c.messageCount,
+    usage: { promptTokens: c.promptTokens, completionTokens: c.completionTokens, totalTokens: c.promptTokens + c.completionTokens },
+    startedAt: c.startedAt,
+    endedAt: c.endedAt,
+  };
+}
+
+function toMessage(r: any): ConversationMessage {
+  const m: ConversationMessage = { id: r.id, role: r.role, content: r.content ?? null, turn: r.turn, createdAt: iso(r.created_at) };
+  if (r.tool_calls) m.toolCalls = r.tool_calls;
+  if (r.tool_call_id) m.toolCallId = r.tool_call_id;
+  if (r.name) m.name = r.name;
+  return m;
+}
+
+/** The stored form of a message as the model reads it. */
+export function toLlmMessage(m: ConversationMessage): LlmMessage {
+  const out: LlmMessage = { role: m.role, content: m.content };
+  if (m.toolCalls?.length) out.toolCalls = m.toolCalls;
+  if (m.toolCallId) out.toolCallId = m.toolCallId;
+  if (m.name) out.name = m.name;
+  return out;
+}
+
+/** What a new conversation starts with. */
+export interface NewConversation {
+  agentId: string;
+  channel: ConversationChannel;
+  mode: 'published' | 'draft';
+  versionId: string | null;
+  draftVersion: number | null;
+  draftSnapshot: unknown;
+  simulation?: boolean;
+  variables: Record<string, string>;
+  metadata: Record<string, string | number | boolean | null>;
+  keyId: string | null;
+  /** The greeting, stored as the last message of turn 0 (null: none). */
+  greeting: string | null;
+  /** Earlier messages stored first at turn 0 (a `/chat/completions` request's history). */
+  seed?: LlmMessage[];
+}
+
+/** Called inside the transaction that stores a change, with what was stored (events are emitted here). */
+export type OnConversationChange = (trx: Knex.Transaction, change: { conversation: ConversationRecord; messages: ConversationMessage[] }) => Promise<unknown>;
+
+/** Starts a conversation (and stores its greeting) in one transaction. */
+export async function createConversation(
+  db: Db,
+  orgId: string,
+  c: NewConversation,
+  onChange?: OnConversationChange,
+): Promise<{ conversation: ConversationRecord; greeting: ConversationMessage | null }> {
+  return db.transaction(async (trx) => {
+    const [row] = await trx('conversations')
+      .insert({
+        id: newId('cnv'),
+        org_id: orgId,
+        agent_id: c.agentId,
+        channel: c.channel,
+        mode: c.mode,
+        version_id: c.versionId,
+        draft_version: c.draftVersion,
+        draft_snapshot: c.draftSnapshot === null ? null : JSON.stringify(c.draftSnapshot),
+        simulation: c.simulation ?? false,
+        variables: JSON.stringify(c.variables),
+        metadata: JSON.stringify(c.metadata),
+        key_id: c.keyId,
+        message_count: (c.seed?.length ?? 0) + (c.greeting === null ? 0 : 1),
+      })
+      .returning('*');
+    const opening: LlmMessage[] = [...(c.seed ?? []), ...(c.greeting === null ? [] : [{ role: 'assistant' as const, content: c.greeting }])];
+    const stored = opening.length
+      ? (
+          await trx('conversation_messages')
+            .insert(opening.map((m, seq) => ({ id: newId('cmsg'), org_id: orgId, conversation_id: row.id, seq, turn: 0, role: m.role, content: m.content })))
+            .returning('*')
+        )
+          .sort((a: any, b: any) => a.seq - b.seq)
+          .map(toMessage)
+      : [];
+    const greeting = c.greeting === null ? null : stored[stored.length - 1];
+    const conversation = toRecord(row);
+    if (onChange) await onChange(trx, { conversation, messages: stored });
+    return { conversation, greeting };
+  });
+}
+
+/** One conversation of the organization, or undefined. */
+export async function getConversation(conn: Conn, orgId: string, id: string): Promise<ConversationRecord | undefined> {
+  const r = await conn('conversations').where({ org_id: orgId, id }).first();
+  return r ? toRecord(r) : undefined;
+}
+
+/** The last `limit` messages of a conversation, oldest first. */
+export async function recentMessages(conn: Conn, orgId: string, conversationId: string, limit: number): Promise<ConversationMessage[]> {
+  const rows = await conn('conversation_messages').where({ org_id: orgId, conversation_id: conversationId }).orderBy('seq', 'desc').limit(limit);
+  return rows.reverse().map(toMessage);
+}
+
+/** Every message of a conversation, oldest first (transcripts). */
+export async function allMessages(conn: Conn, orgId: string, conversationId: string): Promise<ConversationMessage[]> {
+  const rows = await conn('conversation_messages').where({ org_id: orgId, conversation_id: conversationId }).orderBy('seq');
+  return rows.map(toMessage);
+}
+
+/** Every turn receipt of a conversation, in turn order. */
+export async function turnReceipts(conn: Conn, orgId: string, conversationId: string): Promise<TurnReceipt[]> {
+  const rows = await conn('conversation_turns').where({ org_id: orgId, conversation_id: conversationId }).orderBy('turn');
+  return rows.map((r) => r.receipt as TurnReceipt);
+}
+
+/** What a turn stores. */
+export interface StoredTurn {
+  messages: LlmMessage[];
+  receipt: TurnReceipt;
+  promptTokens: number;
+  completionTokens: number;
+  model: string | null;
+  variables: Record<string, string>;
+  playbook: PlaybookState | null;
+  /** Ends the conversation with this reason. */
+  end: string | null;
+}
+
+/**
+ * Stores a turn: its messages (sequence numbers after the last), its receipt, and the conversation's new
+ * counters, variables and playbook state, in one transaction.
+ * @param expectedTurns the conversation's `turnCount` when the turn began
+ * @returns the stored messages and the updated conversation, or `conflict` when another turn was stored
+ *   meanwhile or the conversation ended (nothing is written then)
+ */
+export async function saveTurn(
+  db: Db,
+  orgId: string,
+  conversationId: string,
+  expectedTurns: number,
+  turn: StoredTurn,
+  onChange?: OnConversationChange,
+): Promise<{ conversation: ConversationRecord; messages: ConversationMessage[] } | 'conflict'> {
+  return db.transaction(async (trx) => {
+    const [row] = await trx('conversations')
+      .where({ org_id: orgId, id: conversationId, turn_count: expectedTurns, status: 'active' })
+      .update({
+        turn_count: expectedTurns + 1,
+        message_count: trx.raw('message_count + ?', [turn.messages.length]),
+        prompt_tokens: trx.raw('prompt_tokens + ?', [turn.promptTokens]),
+        completion_tokens: trx.raw('completion_tokens + ?', [turn.completionTokens]),
+        variables: JSON.stringify(turn.variables),
+        playbook_state: turn.playbook ? JSON.stringify(turn.playbook) : null,
+        last_activity_at: trx.fn.now(),
+        ...(turn.end ? { status: 'ended', end_reason: turn.end, ended_at: trx.fn.now() } : {}),
+      })
+      .returning('*');
+    if (!row) return 'conflict' as const;
+    const first = row.message_count - turn.messages.length;
+    const inserted = turn.messages.length
+      ? await trx('conversation_messages')
+          .insert(
+            turn.messages.map((m, i) => ({
+              id: newId('cmsg'),
+              org_id: orgId,
+              conversation_id: conversationId,
+              seq: first + i,
+              turn: expectedTurns + 1,
+              role: m.role,
+              content: m.content,
+              tool_calls: m.toolCalls?.length ? JSON.stringify(m.toolCalls) : null,
+              tool_call_id: m.toolCallId ?? null,
+              name: m.name ?? null,
+            })),
+          )
+          .returning('*')
+      : [];
+    await trx('conversation_turns').insert({
+      org_id: orgId,
+      conversation_id: conversationId,
+      turn: expectedTurns + 1,
+      receipt: JSON.stringify(turn.receipt),
+      prompt_tokens: turn.promptTokens,
+      completion_tokens: turn.completionTokens,
+      model: turn.model,
+    });
+    const conversation = toRecord(row);
+    const messages = inserted.sort((a: any, b: any) => a.seq - b.seq).map(toMessage);
+    if (onChange) await onChange(trx, { conversation, messages });
+    return { conversation, messages };
+  });
+}
+
+/**
+ * Ends an active conversation.
+ * @returns the ended conversation; the stored one unchanged when it had ended already; undefined when it does not exist
+ */
+export async function endConversation(db: Db, orgId: string, id: string, reason: string, onChange?: OnConversationChange): Promise<ConversationRecord | undefined> {
+  return db.transaction(async (trx) => {
+    const [row] = await trx('conversations')
+      .where({ org_id: orgId, id, status: 'active' })
+      .update({ status: 'ended', end_reason: reason, ended_at: trx.fn.now(), last_activity_at: trx.fn.now() })
+      .returning('*');
+    if (!row) return getConversation(trx, orgId, id);
+    const conversation = toRecord(row);
+    if (onChange) await onChange(trx, { conversation, messages: [] });
+    return conversation;
+  });
+}

@@ -1,0 +1,124 @@
+/**
+ * Guardrails executed on every turn (spec "What the service does": guardrails attach to the agent; README
+ * "Conversations"): input checks decide whether the agent answers at all, output checks rewrite what it
+ * says, and each decision is recorded in the turn's receipt. Pure functions.
+ */
+import type { Guardrails } from '../../schemas/types/agents';
+import type { TurnReceipt } from '../../schemas/types/chat';
+
+/** One guardrail decision for the receipt: which rule, what it did (`refused`, `escalated`, `replaced`, `redacted`, `ended`), what matched (≤ 200 characters) and on which side of the turn. */
+export type GuardrailDecision = TurnReceipt['guardrails'][number];
+
+/** The outcome of the input checks. */
+export interface InputVerdict {
+  /** Set when the agent must not answer normally: say this instead. */
+  refusal: string | null;
+  /** The user asked for something in `escalateOn`: the conversation is handed off. */
+  escalate: boolean;
+  decisions: GuardrailDecision[];
+}
+
+const words = (s: string): string[] => s.toLowerCase().normalize('NFKC').match(/[\p{L}\p{N}]+/gu) ?? [];
+
+/** True when every word of `phrase` occurs in `text` in order as whole words (case-insensitive). */
+export function mentions(text: string, phrase: string): boolean {
+  const t = ` ${words(text).join(' ')} `;
+  const p = words(phrase).join(' ');
+  return p.length > 0 && t.includes(` ${p} `);
+}
+
+/** Refusal said for a blocked topic. */
+export function topicRefusal(topic: string): string {
+  return `I'm sorry, I can't help with ${topic}. Is there anything else I can do for you?`;
+}
+
+/** What the agent says when a request is handed to a person (`escalateOn`). */
+export const ESCALATION_REPLY = "I'll connect you with a member of our team who can help with that.";
+
+/**
+ * Input checks: `blockedTopics` (refuse) then `escalateOn` (hand off), matched as whole-word phrases.
+ * @param text the user's message
+ */
+export function checkInput(text: string, g: Guardrails): InputVerdict {
+  const decisions: GuardrailDecision[] = [];
+  for (const topic of g.blockedTopics) {
+    if (mentions(text, topic)) {
+      decisions.push({ rule: 'blockedTopics', action: 'refused', excerpt: topic.slice(0, 200), stage: 'input' });
+      return { refusal: topicRefusal(topic), escalate: false, decisions };
+    }
+  }
+  for (const situation of g.escalateOn) {
+    if (mentions(text, situation)) {
+      decisions.push({ rule: 'escalateOn', action: 'escalated', excerpt: situation.slice(0, 200), stage: 'input' });
+      return { refusal: ESCALATION_REPLY, escalate: true, decisions };
+    }
+  }
+  return { refusal: null, escalate: false, decisions };
+}
+
+/** Words the profanity filter masks (a short list of common English profanity; the mask keeps the first letter). */
+const PROFANITY = ['fuck', 'fucking', 'shit', 'bitch', 'bastard', 'asshole', 'dick', 'crap', 'damn'];
+const PROFANITY_RE = new RegExp(`\\b(${PROFANITY.join('|')})\\b`, 'gi');
+
+/**
+ * Output checks on what the agent is about to say: `forbiddenPhrases` are removed (replaced by `[…]`)
+ * and profanity is masked when `profanityFilter` is on.
+ * @returns the text to say and the decisions taken
+ */
+export function checkOutput(text: string, g: Guardrails): { text: string; decisions: GuardrailDecision[] } {
+  const decisions: GuardrailDecision[] = [];
+  let out = text;
+  for (const phrase of g.forbiddenPhrases) {
+    if (!phrase.trim()) continue;
+    const re = new RegExp(phrase.trim().replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\s+/g, '\\s+'), 'gi');
+    if (re.test(out)) {
+      out = out.replace(re, '[…]');
+      decisions.push({ rule: 'forbiddenPhrases', action: 'replaced', excerpt: phrase.slice(0, 200), stage: 'output' });
+    }
+  }
+  if (g.profanityFilter) {
+    const found = out.match(PROFANITY_RE);
+    if (found) {
+      out = out.replace(PROFANITY_RE, (w) => w[0] + '*'.repeat(w.length - 1));
+      decisions.push({ rule: 'profanityFilter', action: 'replaced', excerpt: `${found.length} word(s)`, stage: 'output' });
+    }
+  }
+  return { text: out, decisions };
+}
+
+/** Luhn check (ISO/IEC 7812-1) of a digit string. */
+function luhn(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
+    if (i % 2 === 1) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return sum % 10 === 0;
+}
+
+const CARD_RE = /\b(?:\d[ -]?){12,18}\d\b/g;
+const SSN_RE = /\b\d{3}-\d{2}-\d{4}\b/g;
+
+/**
+ * PII redaction (`redactPii`): payment card numbers (13–19 digits passing the Luhn check) keep their last
+ * four digits, US Social Security numbers (ddd-dd-dddd) are masked whole. Applied to text before it is
+ * stored (transcripts) and to tool arguments before they leave the service.
+ */
+export function redactPii(text: string): { text: string; kinds: string[] } {
+  const kinds: string[] = [];
+  let out = text.replace(CARD_RE, (m) => {
+    const digits = m.replace(/\D/g, '');
+    if (digits.length < 13 || digits.length > 19 || !luhn(digits)) return m;
+    kinds.push('card_number');
+    return `[card ending ${digits.slice(-4)}]`;
+  });
+  out = out.replace(SSN_RE, () => {
+    kinds.push('ssn');
+    return '[ssn]';
+  });
+  return { text: out, kinds };
+}

@@ -1,0 +1,112 @@
+/**
+ * The chat-model port of the conversation runtime: OpenAI chat-completions semantics (messages, tools and
+ * tool calls, streamed deltas, token usage — OpenAI API reference "Chat Completions"), stated here so the
+ * pure runtime and every LLM adapter (activities/providers/llm) share one shape.
+ */
+
+/** Author of a message, as in the chat-completions API. */
+export type LlmRole = 'system' | 'user' | 'assistant' | 'tool';
+
+/** A function call the model asks for. `arguments` is JSON text (the model's, so possibly malformed). */
+export interface LlmToolCall {
+  /** The model's id of the call; the `tool` message answering it repeats it as `toolCallId`. */
+  id: string;
+  /** The tool's name, as in `LlmTool.name`. */
+  name: string;
+  /** JSON text of an object, e.g. `{"email":"a@b.co"}`. */
+  arguments: string;
+}
+
+/** One message of the conversation. */
+export interface LlmMessage {
+  role: LlmRole;
+  /** Text; null for an assistant message that only calls tools. */
+  content: string | null;
+  /** Calls an assistant message made. */
+  toolCalls?: LlmToolCall[];
+  /** For role `tool`: the id of the call this message answers. */
+  toolCallId?: string;
+  /** Optional author name (chat-completions `name`). */
+  name?: string;
+}
+
+/** A function the model may call (chat-completions `tools[].function`). */
+export interface LlmTool {
+  /** `^[a-zA-Z0-9_-]{1,64}$` upstream. */
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object (`{type: 'object', properties, required}`). */
+  parameters: Record<string, unknown>;
+}
+
+/** Tokens used by one request, as the upstream reports them (the sandbox counts with `gpt-tokenizer`). */
+export interface LlmUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+/**
+ * What the conversation runtime hands the sandbox so it can answer like a model following the agent's
+ * instructions (README "Sandbox LLM"); real adapters ignore it. Precedence: refusal, say, greeting (no user turn
+ * yet), tool result, tool call, ask, knowledge, generic.
+ */
+export interface SandboxHints {
+  /** Said verbatim when the conversation has no user message yet. */
+  greeting?: string;
+  /** Retrieved knowledge, best first; the sandbox quotes the first chunk with its source. `score` in 0..1. */
+  knowledge?: { text: string; source: string; score: number }[];
+  /** The question the current playbook node gathers next: said verbatim. */
+  ask?: string;
+  /** A guardrail blocked the turn: this refusal is said verbatim. */
+  refusal?: string;
+  /** A playbook `say` node: said verbatim. */
+  say?: string;
+}
+
+/** One chat-completions request. */
+export interface LlmRequest {
+  /** Model name; default LLM_MODEL (openai) or `sandbox`. */
+  model?: string;
+  messages: LlmMessage[];
+  tools?: LlmTool[];
+  /** 0..2 upstream. */
+  temperature?: number;
+  /** Upper bound of completion tokens. */
+  maxTokens?: number;
+  /** Only the sandbox reads these. */
+  hints?: SandboxHints;
+  /** Aborts the request; the promise or stream rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** One complete answer. */
+export interface LlmResponse {
+  /** Text; null when the model only called tools. */
+  content: string | null;
+  /** Calls the model asks for (empty when none). */
+  toolCalls: LlmToolCall[];
+  finishReason: 'stop' | 'tool_calls' | 'length' | 'content_filter';
+  usage: LlmUsage;
+  /** The model that answered. */
+  model: string;
+}
+
+/**
+ * What `stream` yields, in order: `delta` pieces of text (their concatenation is the final `content`), then one
+ * `tool_call` per complete call, then exactly one `done` with the whole response.
+ */
+export type LlmStreamEvent =
+  | { type: 'delta'; content: string }
+  | { type: 'tool_call'; call: LlmToolCall }
+  | { type: 'done'; response: LlmResponse };
+
+/** A chat-completions model. */
+export interface LlmProvider {
+  /** `sandbox` or `openai`. */
+  readonly name: string;
+  /** One answer. @throws LlmProviderError; the signal's reason when aborted */
+  complete(req: LlmRequest): Promise<LlmResponse>;
+  /** The same answer as events (`LlmStreamEvent`). @throws LlmProviderError; the signal's reason when aborted */
+  stream(req: LlmRequest): AsyncIterable<LlmStreamEvent>;
+}

@@ -1,0 +1,160 @@
+/**
+ * Wire types of the Chat and Test groups (spec "Chat" and "Test" rows; README "Conversations"): chat
+ * sessions, their messages and receipts, and the OpenAI-compatible `/chat/completions` (OpenAI API
+ * reference "Chat Completions").
+ */
+
+/** Channel of a conversation. */
+export type ConversationChannel = 'chat' | 'web' | 'sms' | 'voice';
+
+/**
+ * Request body of `POST /chat/sessions` (createChatSession).
+ * @additionalProperties false
+ */
+export interface ChatSessionCreate {
+  /** The agent to talk to (`agt_…`). @pattern ^agt_[A-Za-z0-9]{8,40}$ */
+  agentId: string;
+  /** Talk to the current draft (compiled now) instead of the published version. */
+  draftMode?: boolean;
+  /**
+   * Values of conversation variables (`{{name}}` in persona, instructions, greeting and playbooks); they
+   * override the agent's defaults. @maxProperties 50
+   */
+  variables?: { [name: string]: string };
+  /** Free-form labels kept with the conversation (at most 50 keys). @maxProperties 50 */
+  metadata?: { [key: string]: string | number | boolean | null };
+}
+
+/** One stored message of a conversation, verbatim. */
+export interface ConversationMessage {
+  /** `cmsg_…` */
+  id: string;
+  role: 'user' | 'assistant' | 'tool';
+  content: string | null;
+  /** Turn number (0 is the greeting). */
+  turn: number;
+  /** Tool calls the assistant made in this message. */
+  toolCalls?: { id: string; name: string; arguments: string }[];
+  /** For `tool` messages: the call answered and the skill's name. */
+  toolCallId?: string;
+  name?: string;
+  /** @format date-time */
+  createdAt: string;
+}
+
+/** A chat session (a conversation on the `chat` or `web` channel). */
+export interface ChatSession {
+  /** `cnv_…`: also the conversation id. */
+  id: string;
+  agentId: string;
+  channel: ConversationChannel;
+  /** `published` (pinned to `versionId`) or `draft` (the draft compiled at start). */
+  mode: 'published' | 'draft';
+  versionId: string | null;
+  draftVersion: number | null;
+  status: 'active' | 'ended';
+  /** Why it ended: `ended_by_user`, `end_call`, `transferred`, `escalated`, `max_duration`, `ended_by_api`. */
+  endReason: string | null;
+  variables: { [name: string]: string };
+  metadata: { [key: string]: string | number | boolean | null };
+  /** The running playbook and the node it waits on, if any. */
+  playbook: { name: string; node: string | null } | null;
+  messageCount: number;
+  usage: { promptTokens: number; completionTokens: number; totalTokens: number };
+  /** @format date-time */
+  startedAt: string;
+  /** @format date-time */
+  endedAt: string | null;
+}
+
+/** Response data of `POST /chat/sessions`: the session and its greeting (null when the agent has none). */
+export interface ChatSessionStarted {
+  session: ChatSession;
+  greeting: ConversationMessage | null;
+}
+
+/** Response data of `GET /chat/sessions/{id}`: the session and every message, verbatim, in order. */
+export interface ChatSessionDetail {
+  session: ChatSession;
+  messages: ConversationMessage[];
+}
+
+/**
+ * Request body of `POST /chat/sessions/{id}/messages` (sendChatMessage).
+ * @additionalProperties false
+ */
+export interface ChatMessageCreate {
+  /** What the user says. @minLength 1 @maxLength 10000 */
+  content: string;
+}
+
+/** A tool call of a turn's receipt. */
+export interface ReceiptToolCall {
+  id: string;
+  skill: string;
+  type: string;
+  /** `model` (a tool call of the model) or `playbook` (a skill node). */
+  source: 'model' | 'playbook';
+  inputs: { [name: string]: string };
+  output?: unknown;
+  error?: string;
+  durationMs: number;
+}
+
+/** One turn's receipt (spec "Observe": tool calls, knowledge lookups, guardrail decisions, latency samples). */
+export interface TurnReceipt {
+  turn: number;
+  toolCalls: ReceiptToolCall[];
+  knowledge: { query: string; results: { chunkId: string; score: number; sourceId: string; source: string }[]; durationMs: number }[];
+  guardrails: { rule: string; action: 'refused' | 'escalated' | 'replaced' | 'redacted' | 'ended'; excerpt: string; stage: 'input' | 'output' }[];
+  /** Latency samples in ms by stage: retrieval, llm_first_token, llm_total, tool, turn. */
+  latency: { stage: 'retrieval' | 'llm_first_token' | 'llm_total' | 'tool' | 'turn'; ms: number; detail?: string }[];
+  playbook: { name: string; nodes: string[] } | null;
+}
+
+/** Response data of `POST /chat/sessions/{id}/messages` (JSON form). */
+export interface ChatTurn {
+  session: ChatSession;
+  /** The messages this turn stored, in order: the user's, tool exchanges, the reply. */
+  messages: ConversationMessage[];
+  /** The reply as said (after output guardrails). */
+  reply: ConversationMessage | null;
+  receipt: TurnReceipt;
+}
+
+/**
+ * Request body of `POST /chat/completions` (createChatCompletion): the OpenAI request shape. `model` names
+ * the agent: `agt_…` (published version), `agt_…@draft` or `agt_…@v3` (a version number). Other OpenAI
+ * request fields are accepted and ignored, as OpenAI-compatible servers do.
+ * @additionalProperties true
+ */
+export interface ChatCompletionCreate {
+  /** @pattern ^agt_[A-Za-z0-9]{8,40}(@(draft|v[0-9]{1,9}))?$ */
+  model: string;
+  /** @minItems 1 @maxItems 200 */
+  messages: ChatCompletionMessage[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean } | null;
+  /** Accepted for compatibility; the agent's configuration decides. */
+  temperature?: number | null;
+  top_p?: number | null;
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  n?: number | null;
+  user?: string;
+  /** Conversation variables (an extension). @maxProperties 50 */
+  metadata?: { [key: string]: string };
+}
+
+/**
+ * One OpenAI chat message (content as text or text parts).
+ * @additionalProperties true
+ */
+export interface ChatCompletionMessage {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+  /** @maxLength 100000 */
+  content?: string | null | { type: 'text'; text: string }[];
+  name?: string;
+  tool_call_id?: string;
+  tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
+}

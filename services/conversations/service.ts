@@ -1,0 +1,315 @@
+/**
+ * Conversations as a service (README "Conversations"; spec "Agent lifecycle" rules 1–2, "Events"): starts
+ * a conversation pinned to the published version (or the draft compiled now), runs turns through the
+ * pure runtime (domain/conversations/runtime.ts) with Postgres retrieval, the LLM provider and the skills,
+ * and stores each turn — messages verbatim, receipt, token counts, usage entries and the events
+ * `conversation.started`, `message.created`, `conversation.ended` — in one transaction. Shared by the chat
+ * routes, `/chat/completions`, the widget and the simulation activity.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Knex } from 'knex';
+import type { Client } from '@temporalio/client';
+import type { Db } from '../../db';
+import { getAgent, loadDraftBundle } from '../../db/repositories/agents';
+import { getVersion, versionIdByNumber } from '../../db/repositories/agentVersions';
+import { searchChunks } from '../../db/repositories/knowledge';
+import { recordUsage } from '../../db/repositories/usage';
+import {
+  createConversation,
+  endConversation,
+  getConversation,
+  recentMessages,
+  saveTurn,
+  toLlmMessage,
+  type ConversationRecord,
+  type OnConversationChange,
+} from '../../db/repositories/conversations';
+import { compileDraft, type CompiledAgent } from '../../domain/agents/compile';
+import { ApiError, notFound } from '../../domain/errors';
+import type { LlmMessage, LlmProvider } from '../../domain/conversations/llm';
+import { conversationVariables } from '../../domain/conversations/prompt';
+import { greetingFor, runTurn, type EndReason, type TurnEvent, type TurnPorts, type TurnResult } from '../../domain/conversations/runtime';
+import { emitEvent } from '../../events/emit';
+import type { ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
+import type { SkillHttpClient } from '../../activities/providers/http/request';
+import { createSkillRunner } from './skills';
+
+/** Messages of history handed to each turn. */
+export const HISTORY_MESSAGES = 30;
+
+/** Usage entries a conversation writes (README "Billing"; sandbox prices, US cents). */
+export const CONVERSATION_FEES = {
+  /** One agent reply. */
+  message: { kind: 'conversation_message', amountCents: 1 },
+  /** LLM tokens of a turn (quantity = tokens); included in the message price on the sandbox plan. */
+  tokens: { kind: 'llm_tokens', amountCents: 0 },
+} as const;
+
+/** What the service needs. */
+export interface ConversationDeps {
+  db: Db;
+  llm: LlmProvider;
+  http: SkillHttpClient;
+  temporal?: { client: Client; taskQueue: string };
+}
+
+/** Compiled versions are immutable: cached by organization and version id. */
+const versionCache = new Map<string, CompiledAgent>();
+const VERSION_CACHE_MAX = 1000;
+
+/** The compiled configuration a conversation is pinned to. @throws ApiError 404 when its version vanished */
+export async function pinnedAgent(db: Db, c: ConversationRecord): Promise<CompiledAgent> {
+  if (c.mode === 'draft') return c.draftSnapshot as CompiledAgent;
+  const key = `${c.orgId}:${c.versionId}`;
+  const hit = versionCache.get(key);
+  if (hit) return hit;
+  const v = await getVersion(db, c.orgId, c.agentId, c.versionId!);
+  if (!v) throw notFound('Agent version', 'version_not_found');
+  if (versionCache.size >= VERSION_CACHE_MAX) versionCache.delete(versionCache.keys().next().value as string);
+  versionCache.set(key, v.snapshot as CompiledAgent);
+  return v.snapshot as CompiledAgent;
+}
+
+/** Emits `message.created` for user and agent messages, `conversation.ended` when the conversation ended. */
+const onChange: OnConversationChange = async (trx, { conversation: c, messages }) => {
+  for (const m of messages) {
+    if ((m.role === 'user' || m.role === 'assistant') && m.content) {
+      await emitEvent(trx, c.orgId, 'message.created', {
+        conversationId: c.id,
+        messageId: m.id,
+        agentId: c.agentId,
+        channel: c.channel,
+        role: m.role,
+        content: m.content,
+        turn: m.turn,
+        createdAt: m.createdAt,
+      });
+    }
+  }
+  if (c.status === 'ended' && c.endedAt) {
+    await emitEvent(trx, c.orgId, 'conversation.ended', {
+      conversationId: c.id,
+      agentId: c.agentId,
+      channel: c.channel,
+      endReason: c.endReason ?? 'ended_by_api',
+      messageCount: c.messageCount,
+      totalTokens: c.promptTokens + c.completionTokens,
+      startedAt: c.startedAt,
+      endedAt: c.endedAt,
+    });
+  }
+};
+
+/** How a conversation starts. */
+export interface StartRequest {
+  agentId: string;
+  channel: ConversationChannel;
+  draftMode?: boolean;
+  /** Pin a given published version instead of the current one (`/chat/completions` with `@vN`). */
+  versionNumber?: number;
+  variables?: Record<string, string>;
+  metadata?: Record<string, string | number | boolean | null>;
+  keyId: string | null;
+  simulation?: boolean;
+  /** Store no greeting, and these earlier messages instead (`/chat/completions`). */
+  seed?: LlmMessage[];
+}
+
+/**
+ * Starts a conversation and stores its greeting.
+ * @throws ApiError 404 `agent_not_found` (also another organization's agent), 409 `no_published_version`
+ *   (never published and not draft mode; spec "Agent lifecycle" rule 2), 404 `version_not_found`
+ */
+export async function startConversation(
+  db: Db,
+  orgId: string,
+  req: StartRequest,
+): Promise<{ conversation: ConversationRecord; greeting: ConversationMessage | null; agent: CompiledAgent }> {
+  const record = await getAgent(db, orgId, req.agentId);
+  if (!record) throw new ApiError(404, 'agent_not_found', 'Agent not found', { errors: [{ field: 'agentId', message: 'no agent with this id in this organization' }] });
+  let agent: CompiledAgent;
+  let versionId: string | null = null;
+  let draftVersion: number | null = null;
+  if (req.draftMode) {
+    const bundle = await loadDraftBundle(db, orgId, req.agentId);
+    if (!bundle) throw notFound('Agent', 'agent_not_found');
+    agent = compileDraft(bundle).snapshot;
+    draftVersion = bundle.agent.version;
+  } else if (req.versionNumber !== undefined) {
+    const id = await versionIdByNumber(db, orgId, req.agentId, req.versionNumber);
+    if (!id) throw new ApiError(404, 'version_not_found', `The agent has no version ${req.versionNumber}`, { errors: [{ field: 'model', message: 'names no version of this agent' }] });
+    versionId = id;
+  } else {
+    if (!record.publishedVersionId) {
+      throw new ApiError(409, 'no_published_version', 'The agent has never been published; publish it, or start a draft-mode session with draftMode: true');
+    }
+    versionId = record.publishedVersionId;
+  }
+  if (versionId) {
+    const v = await getVersion(db, orgId, req.agentId, versionId);
+    if (!v) throw notFound('Agent version', 'version_not_found');
+    agent = v.snapshot as CompiledAgent;
+  }
+  const vars = conversationVariables(agent!, req.variables ?? {});
+  const { conversation, greeting } = await createConversation(
+    db,
+    orgId,
+    {
+      agentId: req.agentId,
+      channel: req.channel,
+      mode: req.draftMode ? 'draft' : 'published',
+      versionId,
+      draftVersion,
+      draftSnapshot: req.draftMode ? agent! : null,
+      simulation: req.simulation,
+      variables: vars,
+      metadata: req.metadata ?? {},
+      keyId: req.keyId,
+      greeting: req.seed ? null : greetingFor(agent!, vars),
+      seed: req.seed,
+    },
+    async (trx, change) => {
+      const c = change.conversation;
+      await emitEvent(trx, orgId, 'conversation.started', {
+        conversationId: c.id,
+        agentId: c.agentId,
+        channel: c.channel,
+        mode: c.mode,
+        versionId: c.versionId,
+        simulation: c.simulation,
+        startedAt: c.startedAt,
+      });
+      await onChange(trx, change);
+    },
+  );
+  return { conversation, greeting, agent: agent! };
+}
+
+/**
+ * The conversation or 404 `conversation_not_found` (also another organization's).
+ * @param channels the channels the caller may reach (chat routes: `chat` and `web`)
+ */
+export async function requireConversation(db: Db, orgId: string, id: string, channels?: readonly ConversationChannel[]): Promise<ConversationRecord> {
+  const c = /^cnv_[A-Za-z0-9]{8,40}$/.test(id) ? await getConversation(db, orgId, id) : undefined;
+  if (!c || (channels && !channels.includes(c.channel))) throw notFound('Conversation', 'conversation_not_found');
+  return c;
+}
+
+/** Maps an LLM provider failure (activities/providers/llm/errors.ts) to the API's problem; anything else is rethrown. */
+export function llmProblem(err: unknown): ApiError | undefined {
+  const e = err as { name?: string; kind?: string; message?: string; retryAfterSeconds?: number };
+  if (e?.name !== 'LlmProviderError') return undefined;
+  if (e.kind === 'rate_limited') {
+    return new ApiError(503, 'llm_rate_limited', 'The language model is rate-limited; nothing was stored, send the message again', {
+      headers: { 'Retry-After': String(e.retryAfterSeconds ?? 30) },
+    });
+  }
+  if (e.kind === 'unavailable' || e.kind === 'timeout') return new ApiError(502, 'llm_unavailable', `The language model did not answer (${e.kind}); nothing was stored, send the message again`);
+  return new ApiError(502, 'llm_error', `The language model refused the request: ${e.message ?? 'error'}`);
+}
+
+/** The outcome of a stored turn. */
+export interface StoredTurnOutcome {
+  conversation: ConversationRecord;
+  messages: ConversationMessage[];
+  reply: ConversationMessage | null;
+  receipt: TurnReceipt;
+  result: TurnResult;
+}
+
+/** The ports of one conversation's turns. */
+export function turnPorts(deps: ConversationDeps, c: ConversationRecord, agent: CompiledAgent): TurnPorts {
+  const sourceIds = agent.knowledge.map((k) => k.id);
+  return {
+    llm: deps.llm,
+    searchKnowledge: async (query, limit) => (await searchChunks(deps.db, c.orgId, c.agentId, query, limit, sourceIds)).map((h) => ({ ...h, source: { ...h.source } })),
+    runSkill: createSkillRunner(deps),
+    now: () => performance.now(),
+    wallClock: () => Date.now(),
+  };
+}
+
+/**
+ * Runs and stores one user turn.
+ * @param emit receives the turn's streamed events (deltas, tool calls, guardrail decisions)
+ * @throws ApiError 409 `conversation_ended`; 409 `conversation_busy` (another turn of this conversation
+ *   was stored while this one ran: nothing of this turn is stored); 502/503 from the LLM (llmProblem)
+ */
+export async function sendMessage(deps: ConversationDeps, c: ConversationRecord, text: string, emit?: (e: TurnEvent) => void): Promise<StoredTurnOutcome> {
+  if (c.status !== 'active') throw new ApiError(409, 'conversation_ended', `The conversation ended (${c.endReason ?? 'ended'}); start a new one`);
+  const agent = await pinnedAgent(deps.db, c);
+  const history = (await recentMessages(deps.db, c.orgId, c.id, HISTORY_MESSAGES)).map(toLlmMessage);
+  let result: TurnResult;
+  try {
+    result = await runTurn(
+      {
+        id: c.id,
+        orgId: c.orgId,
+        agentId: c.agentId,
+        channel: c.channel,
+        agent,
+        variables: c.variables,
+        playbook: c.playbook,
+        turn: c.turnCount,
+        history,
+        startedAtMs: Date.parse(c.startedAt),
+      },
+      text,
+      turnPorts(deps, c, agent),
+      emit,
+    );
+  } catch (err) {
+    throw llmProblem(err) ?? err;
+  }
+  const stored = await saveTurn(
+    deps.db,
+    c.orgId,
+    c.id,
+    c.turnCount,
+    {
+      messages: result.messages,
+      receipt: result.receipt,
+      promptTokens: result.usage.promptTokens,
+      completionTokens: result.usage.completionTokens,
+      model: result.model,
+      variables: result.variables,
+      playbook: result.playbook,
+      end: result.end,
+    },
+    async (trx, change) => {
+      await chargeTurn(trx, change.conversation, result);
+      await onChange(trx, change);
+    },
+  );
+  if (stored === 'conflict') {
+    const now = await getConversation(deps.db, c.orgId, c.id);
+    if (now?.status === 'ended') throw new ApiError(409, 'conversation_ended', `The conversation ended (${now.endReason ?? 'ended'}); start a new one`);
+    throw new ApiError(409, 'conversation_busy', 'Another message of this conversation was answered meanwhile; send this one again');
+  }
+  const reply = [...stored.messages].reverse().find((m) => m.role === 'assistant' && m.content !== null && !m.toolCalls) ?? null;
+  return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result };
+}
+
+/** Usage entries of a stored turn: one message, and its tokens (deduplicated per conversation and turn). */
+async function chargeTurn(trx: Knex.Transaction, c: ConversationRecord, result: TurnResult): Promise<void> {
+  const turn = result.receipt.turn;
+  if (result.reply) {
+    await recordUsage(trx, c.orgId, { ...CONVERSATION_FEES.message, dedupeKey: `conversation:${c.id}:turn:${turn}:message`, details: { conversationId: c.id, agentId: c.agentId, channel: c.channel } });
+  }
+  if (result.usage.totalTokens > 0) {
+    await recordUsage(trx, c.orgId, {
+      ...CONVERSATION_FEES.tokens,
+      quantity: result.usage.totalTokens,
+      dedupeKey: `conversation:${c.id}:turn:${turn}:tokens`,
+      details: { conversationId: c.id, agentId: c.agentId, promptTokens: result.usage.promptTokens, completionTokens: result.usage.completionTokens, model: result.model },
+    });
+  }
+}
+
+/**
+ * Ends a conversation (idempotent: an ended one is returned unchanged).
+ * @param reason e.g. `ended_by_user`, `ended_by_api`
+ */
+export async function finishConversation(db: Db, c: ConversationRecord, reason: EndReason): Promise<ConversationRecord> {
+  return (await endConversation(db, c.orgId, c.id, reason, onChange)) ?? c;
+}

@@ -1,0 +1,72 @@
+/**
+ * Skills executed as tools by the conversation runtime (README "Conversations", "Skill types"):
+ * - `http_request`: the configured method and HTTPS URL with the inputs as a JSON body (query for GET),
+ *   through the SSRF-guarded skill client with the skill's `timeoutMs`; a non-2xx answer is a failure;
+ * - `send_sms`: the template filled from the conversation's variables, sent from the agent's SMS-enabled
+ *   number through `sms-message/{id}` with every SMS rule (services/sms/send.ts); `to: caller` is the
+ *   conversation's `caller_phone` variable (or `phone`);
+ * - `book_appointment`, `transfer_call`, `end_call`: the sandbox adapters — a booking confirmation with a
+ *   deterministic id, a transfer recorded and the conversation ended as `transferred`, the conversation
+ *   ended with the configured closing line.
+ */
+import crypto from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import type { Db } from '../../db';
+import { getAgentNumberForSms } from '../../db/repositories/numbers';
+import { renderTemplate } from '../../domain/conversations/playbook';
+import { SkillError, type SkillCall, type SkillOutcome } from '../../domain/conversations/runtime';
+import { ApiError } from '../../domain/errors';
+import type { SkillHttpClient } from '../../activities/providers/http/request';
+import { queueText } from '../sms/send';
+
+/** What skills need from the outside. */
+export interface SkillDeps {
+  db: Db;
+  temporal?: { client: Client; taskQueue: string };
+  http: SkillHttpClient;
+}
+
+/** Builds the runtime's `runSkill` port. */
+export function createSkillRunner(deps: SkillDeps): (call: SkillCall) => Promise<SkillOutcome> {
+  return async (call) => {
+    const config = call.skill.config as Record<string, any>;
+    switch (call.skill.type) {
+      case 'http_request': {
+        const res = await deps.http
+          .send({ method: config.method, url: config.url, headers: config.headers, json: call.args, timeoutMs: config.timeoutMs ?? 10_000 })
+          .catch((err: Error & { code?: string }) => {
+            throw new SkillError(err.message, err.code ?? 'http_failed');
+          });
+        if (res.status < 200 || res.status >= 300) throw new SkillError(`${new URL(config.url).host} answered HTTP ${res.status}`, 'http_status');
+        return { output: res.body };
+      }
+      case 'send_sms': {
+        const vars = { ...call.conversation.variables, ...call.args };
+        const to = config.to === 'caller' ? (vars.caller_phone ?? vars.phone) : config.to;
+        if (!to) throw new SkillError('No number to text: the conversation has no caller_phone variable', 'no_recipient');
+        const from = await getAgentNumberForSms(deps.db, call.conversation.orgId, call.conversation.agentId);
+        if (!from) throw new SkillError('The agent has no SMS-enabled number', 'number_not_found');
+        try {
+          const m = await queueText(deps.db, deps.temporal, call.conversation.orgId, { from, to, body: renderTemplate(config.template, vars), trigger: 'agent' });
+          return { output: { messageId: m.id, status: m.status, heldUntil: m.heldUntil } };
+        } catch (err) {
+          if (err instanceof ApiError) throw new SkillError(err.message, err.code);
+          throw err;
+        }
+      }
+      case 'book_appointment': {
+        if (!call.args.start_time || Number.isNaN(Date.parse(call.args.start_time))) throw new SkillError('start_time must be a date and time (ISO 8601)', 'invalid_input');
+        const bookingId = `bk_${crypto.createHash('sha256').update(`${call.conversation.id}:${call.callId}`).digest('hex').slice(0, 16)}`;
+        return {
+          output: { bookingId, status: 'confirmed', startTime: new Date(call.args.start_time).toISOString(), durationMinutes: config.durationMinutes, timeZone: config.timeZone },
+        };
+      }
+      case 'transfer_call':
+        return { output: { status: 'transferring', to: config.phoneNumber }, effect: 'transfer', say: 'Transferring you to a member of our team now.' };
+      case 'end_call':
+        return { output: { status: 'ended' }, effect: 'end', say: config.closingLine || 'Thank you, goodbye.' };
+      default:
+        throw new SkillError(`Skill type "${call.skill.type}" cannot run`, 'unknown_skill');
+    }
+  };
+}
