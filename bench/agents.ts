@@ -146,7 +146,7 @@ export async function runAgentsBench(): Promise<void> {
   let pg: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
   let serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
-    pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-agents-${process.pid}`), ephemeral: true });
+    pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-agents-${process.pid}`), ephemeral: true, durable: false });
     serverUrl = pg.url;
   }
   const url = new URL(serverUrl);

@@ -54,7 +54,7 @@ async function load(name: string, server: ChildProcess, opts: autocannon.Options
 
 /** Runs the HTTP section and prints its table. */
 export async function runHttpBench(): Promise<void> {
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`), ephemeral: true });
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`), ephemeral: true, durable: false });
   const children: ChildProcess[] = [];
   try {
     const url = new URL(pg.url);

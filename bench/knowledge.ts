@@ -226,7 +226,7 @@ export async function runKnowledgeBench(): Promise<void> {
   let pg: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
   let serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
-    pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-knowledge-${process.pid}`), ephemeral: true });
+    pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-knowledge-${process.pid}`), ephemeral: true, durable: false });
     serverUrl = pg.url;
   }
   const url = new URL(serverUrl);

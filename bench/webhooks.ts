@@ -121,7 +121,7 @@ const pct = (xs: number[], p: number) => {
 
 /** Runs the webhook section and prints its figures. */
 export async function runWebhooksBench(): Promise<void> {
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-wh-pg-${process.pid}`), ephemeral: true });
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-wh-pg-${process.pid}`), ephemeral: true, durable: false });
   let receiver: ChildProcess | undefined;
   try {
     const url = new URL(pg.url);
