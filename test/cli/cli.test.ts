@@ -19,7 +19,7 @@ describe('operator CLI (npm run cli)', () => {
 
   async function cli(...args: string[]): Promise<{ code: number; out: string[] }> {
     const out: string[] = [];
-    const code = await runCli(args, (l) => out.push(l));
+    const code = await runCli(args, (l) => out.push(l), (l) => out.push(l));
     return { code, out };
   }
 
