@@ -7,23 +7,28 @@
  *   keys list --org <id>                    list an organization's keys (never the secret)
  *   keys revoke <keyId>                     revoke a key at once
  *   secrets generate                        print fresh values of every service secret (README "Security")
+ *   secrets reseal-webhooks                 re-seal every stored webhook signing secret with WEBHOOK_SECRET_KEY
+ *                                           (opening with it or WEBHOOK_SECRET_KEY_PREVIOUS), after a key rotation
  * Uses DATABASE_URL, else the embedded Postgres under DATA_DIR: the cluster `npm start` is running when
  * there is one (found through its postmaster.pid), else one it starts and stops itself. Any failure
  * prints one `error: …` line and exits non-zero (1; 2 for a usage error).
  */
 import { loadConfig } from './config';
-import { createLogger, failureLine, openDatabase, runEntryPoint } from './runtime';
+import { createLogger, failureLine, loadServiceSecrets, openDatabase, runEntryPoint } from './runtime';
 import { generateSecretLines } from './secrets';
 import { createOrganization, getOrganization, listOrganizations } from './db/repositories/organizations';
 import { createSecretKey, findKeyOwner, listKeys, revokeKey } from './db/repositories/apiKeys';
 import { parseScopes, NON_RESERVED_SCOPES } from './domain/scopes';
+import { resealEndpointSecrets } from './db/repositories/webhooks';
+import { loadWebhookSettings } from './domain/webhooks/settings';
+import { openSecret, sealSecret } from './domain/webhooks/signing';
 
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-const USAGE = `usage: npm run cli -- orgs create <name> | orgs list | keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S] | keys list --org <id> | keys revoke <keyId> | secrets generate`;
+const USAGE = `usage: npm run cli -- orgs create <name> | orgs list | keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S] | keys list --org <id> | keys revoke <keyId> | secrets generate | secrets reseal-webhooks`;
 
 /**
  * Runs one CLI command.
@@ -45,6 +50,8 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
+    // The keys the service uses: the environment, else DATA_DIR/secrets (README "Security").
+    if (group === 'secrets') loadServiceSecrets(config);
     database = await openDatabase(config, createLogger(process.env.LOG_LEVEL ?? 'warn'), { attach: true });
   } catch (e) {
     err(`error: ${failureLine(e)}`);
@@ -90,6 +97,14 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
       for (const k of await listKeys(db, orgId)) {
         out(`${k.id}\t${k.displayPrefix}…\t${k.revokedAt ? 'revoked' : 'active'}\t${k.scopes.join(',')}\t${k.name}`);
       }
+      return 0;
+    }
+    if (group === 'secrets' && cmd === 'reseal-webhooks') {
+      const { secretKey, previousSecretKey } = loadWebhookSettings();
+      const reseal = (sealed: string) => sealSecret(openSecret(sealed, [secretKey, previousSecretKey]), secretKey);
+      let endpoints = 0;
+      for (const o of await listOrganizations(db)) endpoints += await resealEndpointSecrets(db, o.id, reseal);
+      out(`resealed the signing secrets of ${endpoints} webhook endpoint(s) with WEBHOOK_SECRET_KEY; WEBHOOK_SECRET_KEY_PREVIOUS may now be removed`);
       return 0;
     }
     if (group === 'keys' && cmd === 'revoke') {
