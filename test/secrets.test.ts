@@ -30,7 +30,7 @@ describe('service secrets (README "Security")', () => {
     ensureServiceSecrets({ dataDir, production: false, env: second });
     expect(second).to.deep.equal(first);
     const elsewhere: NodeJS.ProcessEnv = {};
-    ensureServiceSecrets({ dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'acp-secrets-')), production: false, env: elsewhere });
+    ensureServiceSecrets({ dataDir: path.join(dataDir, 'other'), production: false, env: elsewhere });
     expect(elsewhere.MEDIA_URL_SECRET).to.not.equal(first.MEDIA_URL_SECRET);
   });
 
