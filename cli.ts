@@ -1,35 +1,62 @@
 /**
- * Operator CLI (`npm run cli -- <command>`): organizations and secret keys (issue: credentials and tenancy).
+ * Operator CLI (`npm run cli -- <command>`; README "Operator CLI"): organizations, secret keys, secrets.
  *   orgs create <name>                      create an organization, print its id
  *   orgs list                               list organizations
  *   keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S]
  *                                           mint a secret key and print it once
  *   keys list --org <id>                    list an organization's keys (never the secret)
  *   keys revoke <keyId>                     revoke a key at once
- * Uses DATABASE_URL, else the embedded Postgres under DATA_DIR (the one `npm start` uses).
+ *   secrets generate                        print fresh values of every service secret (README "Security")
+ *   secrets reseal-webhooks                 re-seal every stored webhook signing secret with WEBHOOK_SECRET_KEY
+ *                                           (opening with it or WEBHOOK_SECRET_KEY_PREVIOUS), after a key rotation
+ * Uses DATABASE_URL, else the embedded Postgres under DATA_DIR: the cluster `npm start` is running when
+ * there is one (found through its postmaster.pid), else one it starts and stops itself. Any failure
+ * prints one `error: …` line and exits non-zero (1; 2 for a usage error).
  */
 import { loadConfig } from './config';
-import { createLogger, openDatabase } from './runtime';
+import { createLogger, failureLine, loadServiceSecrets, openDatabase, runEntryPoint } from './runtime';
+import { generateSecretLines } from './secrets';
 import { createOrganization, getOrganization, listOrganizations } from './db/repositories/organizations';
 import { createSecretKey, findKeyOwner, listKeys, revokeKey } from './db/repositories/apiKeys';
 import { parseScopes, NON_RESERVED_SCOPES } from './domain/scopes';
+import { resealEndpointSecrets } from './db/repositories/webhooks';
+import { loadWebhookSettings } from './domain/webhooks/settings';
+import { openSecret, sealSecret } from './domain/webhooks/signing';
 
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-const USAGE = `usage: npm run cli -- orgs create <name> | orgs list | keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S] | keys list --org <id> | keys revoke <keyId>`;
+const USAGE = `usage: npm run cli -- orgs create <name> | orgs list | keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S] | keys list --org <id> | keys revoke <keyId> | secrets generate | secrets reseal-webhooks`;
 
-/** Runs one CLI command. @returns process exit code */
-export async function runCli(argv: string[], out: (line: string) => void = console.log): Promise<number> {
+/**
+ * Runs one CLI command.
+ * @param out where results go (stdout); `err` where the usage and the one-line failure go (stderr)
+ * @returns process exit code: 0, 1 on failure, 2 on a usage error
+ */
+export async function runCli(argv: string[], out: (line: string) => void = console.log, err: (line: string) => void = console.error): Promise<number> {
   const [group, cmd, ...rest] = argv;
   if (!group || !cmd) {
-    out(USAGE);
+    err(USAGE);
     return 2;
   }
-  const config = loadConfig();
-  const database = await openDatabase(config, createLogger(process.env.LOG_LEVEL ?? 'warn'));
+  if (group === 'secrets' && cmd === 'generate') {
+    // For a production environment (NODE_ENV=production requires each); nothing is stored.
+    for (const line of generateSecretLines()) out(line);
+    return 0;
+  }
+  let database: Awaited<ReturnType<typeof openDatabase>>;
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+    // The keys the service uses: the environment, else DATA_DIR/secrets (README "Security").
+    if (group === 'secrets') loadServiceSecrets(config);
+    database = await openDatabase(config, createLogger(process.env.LOG_LEVEL ?? 'warn'), { attach: true });
+  } catch (e) {
+    err(`error: ${failureLine(e)}`);
+    return 1;
+  }
   const { db } = database;
   try {
     if (group === 'orgs' && cmd === 'create') {
@@ -72,6 +99,14 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
       }
       return 0;
     }
+    if (group === 'secrets' && cmd === 'reseal-webhooks') {
+      const { secretKey, previousSecretKey } = loadWebhookSettings();
+      const reseal = (sealed: string) => sealSecret(openSecret(sealed, [secretKey, previousSecretKey]), secretKey);
+      let endpoints = 0;
+      for (const o of await listOrganizations(db)) endpoints += await resealEndpointSecrets(db, o.id, reseal);
+      out(`resealed the signing secrets of ${endpoints} webhook endpoint(s) with WEBHOOK_SECRET_KEY; WEBHOOK_SECRET_KEY_PREVIOUS may now be removed`);
+      return 0;
+    }
     if (group === 'keys' && cmd === 'revoke') {
       const keyId = rest[0];
       const orgId = keyId ? await findKeyOwner(db, keyId) : undefined;
@@ -80,10 +115,10 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
       out(`revoked ${revoked.id}`);
       return 0;
     }
-    out(USAGE);
+    err(USAGE);
     return 2;
-  } catch (err) {
-    out(`error: ${(err as Error).message}`);
+  } catch (e) {
+    err(`error: ${failureLine(e)}`);
     return 1;
   } finally {
     await database.close();
@@ -91,5 +126,5 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
 }
 
 if (require.main === module) {
-  runCli(process.argv.slice(2)).then((code) => process.exit(code));
+  runEntryPoint('npm run cli', async () => process.exit(await runCli(process.argv.slice(2))));
 }

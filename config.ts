@@ -34,6 +34,11 @@ export interface AppConfig {
   cacheTtlSeconds: number;
   /** Public base URL used in links and OpenAPI `servers` (PUBLIC_BASE_URL, default http://HOST:PORT). */
   publicBaseUrl: string;
+  /**
+   * NODE_ENV=production: every secret must come from the environment; none is generated under
+   * DATA_DIR/secrets (README "Security").
+   */
+  production: boolean;
 }
 
 /**
@@ -68,6 +73,7 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     bodyLimitBytes: envNumber('BODY_LIMIT_BYTES', 1024 * 1024),
     cacheTtlSeconds: envNumber('CACHE_TTL_SECONDS', 30),
     publicBaseUrl: process.env.PUBLIC_BASE_URL || `http://${host}:${port}`,
+    production: process.env.NODE_ENV === 'production',
     ...overrides,
   };
   if (!/^[a-z][a-z0-9]{1,15}$/.test(cfg.keyBrandPrefix)) {

@@ -2,11 +2,13 @@
  * `npm start`: the whole service in one process on embedded defaults (DESIGN.md "One process for a
  * newcomer"): embedded Postgres unless DATABASE_URL, migrations, the embedded Temporal dev server
  * unless TEMPORAL_ADDRESS (persisting to the same Postgres, schema `temporal_dev`), the worker and the
- * API. Prints the API URL and, on first start, a bootstrap organization with a secret key.
+ * API. Prints the API URL and, on first start, a bootstrap organization with a secret key (once: the
+ * key appears on one line only). Secrets come from the environment or DATA_DIR/secrets (README
+ * "Security"); any start-up failure prints one line and exits 1.
  */
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from './config';
-import { createLogger, openDatabase } from './runtime';
+import { createLogger, loadServiceSecrets, openDatabase, runEntryPoint } from './runtime';
 import { startApi } from './api/server';
 import { bootstrapIfEmpty } from './bootstrap';
 import { startWorker } from './worker';
@@ -17,6 +19,7 @@ import { resumeSandboxCallbacks } from './activities/providers/carrier/sandbox';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  loadServiceSecrets(config);
   const logger = createLogger(config.logLevel);
   const database = await openDatabase(config, logger);
   const closers: (() => Promise<unknown>)[] = [() => database.close()];
@@ -64,7 +67,8 @@ async function main(): Promise<void> {
       lines.push(
         `Bootstrap organization:  ${boot.orgId}`,
         `Secret key (shown once): ${boot.key}`,
-        `Try: curl -H "Authorization: Bearer ${boot.key}" ${api.baseUrl}/sms`,
+        // The key is not repeated here: it would be printed (and land in terminal logs) twice.
+        `Try: curl -H "Authorization: Bearer <the secret key above>" ${api.baseUrl}/sms`,
       );
     } else {
       lines.push('Organizations exist already; mint a key with: npm run cli -- keys create --org <id> --scopes all');
@@ -87,7 +91,4 @@ async function main(): Promise<void> {
   process.once('SIGTERM', stop);
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+runEntryPoint('npm start', main);

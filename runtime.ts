@@ -2,11 +2,45 @@
  * Process start-up shared by `npm start`, `start:api`, `start:worker` and the CLI: the logger, the
  * database (DATABASE_URL, else the embedded Postgres under DATA_DIR) and migrations.
  */
+import crypto from 'node:crypto';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { AppConfig } from './config';
 import { createDb, ensureDatabase, migrate, type Db } from './db';
-import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './db/embedded';
+import { attachRunningPostgres, startEmbeddedPostgres, type EmbeddedPostgresHandle } from './db/embedded';
+import { EMBEDDED_POSTGRES_PASSWORD, ensureServiceSecrets, storedSecret } from './secrets';
+
+/**
+ * Resolves the signing and sealing secrets before anything reads them (README "Security"): env
+ * variables win, else DATA_DIR/secrets (generated on first start), except with NODE_ENV=production.
+ * @throws MissingSecretError in production when one is unset
+ */
+export function loadServiceSecrets(config: AppConfig): void {
+  ensureServiceSecrets({ dataDir: config.dataDir, production: config.production });
+}
+
+/** One line describing a failure: the message (or, for an AggregateError, its first inner one) without a stack. */
+export function failureLine(err: unknown): string {
+  const e = err as { message?: string; code?: string; errors?: unknown[] } | undefined;
+  let message = e?.message || (e?.errors?.length ? failureLine(e.errors[0]) : '') || e?.code || String(err);
+  if (e?.code && !message.includes(e.code)) message += ` (${e.code})`;
+  return message.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+/**
+ * Runs an entry point (`npm start`, `start:api`, `start:worker`, the CLI, benchmarks): any failure, an
+ * unhandled rejection or an uncaught exception included, prints `<name>: <one line>` on stderr and
+ * exits with status 1. `main` resolving does not exit (servers keep running).
+ */
+export function runEntryPoint(name: string, main: () => Promise<unknown>): void {
+  const fail = (err: unknown) => {
+    process.stderr.write(`${name}: ${failureLine(err)}\n`);
+    process.exit(1);
+  };
+  process.on('unhandledRejection', fail);
+  process.on('uncaughtException', fail);
+  main().catch(fail);
+}
 
 /** Structured JSON logger (pino) that never prints credentials. */
 export function createLogger(level: string): Logger {
@@ -26,18 +60,25 @@ export interface DatabaseHandle {
 }
 
 /**
- * Opens the app database and applies migrations. Without DATABASE_URL it starts (or reuses) the
- * embedded Postgres under `<dataDir>/pg` and uses its `acp` database.
+ * Opens the app database and applies migrations. Without DATABASE_URL it starts the embedded Postgres
+ * under `<dataDir>/pg` (durable; README "Durability") and uses its `acp` database; its password is
+ * `DATA_DIR/secrets/EMBEDDED_POSTGRES_PASSWORD`, generated on first start.
+ * @param opts.attach join the cluster another process (`npm start`) already runs under DATA_DIR
+ *   instead of starting one (the CLI; README "Operator CLI"); start it when none runs
+ * @throws when Postgres cannot be reached or started (the message says why, on one line)
  */
-export async function openDatabase(config: AppConfig, logger: Logger): Promise<DatabaseHandle> {
+export async function openDatabase(config: AppConfig, logger: Logger, opts: { attach?: boolean } = {}): Promise<DatabaseHandle> {
   let url = config.databaseUrl;
   let embedded: EmbeddedPostgresHandle | undefined;
   if (!url) {
-    embedded = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'pg'), log: (l) => logger.debug({ pg: l.trim() }, 'postgres') });
+    const dataDir = path.join(config.dataDir, 'pg');
+    const password = storedSecret(config.dataDir, EMBEDDED_POSTGRES_PASSWORD, () => crypto.randomBytes(24).toString('base64url'));
+    if (opts.attach) embedded = await attachRunningPostgres(dataDir, password);
+    embedded ??= await startEmbeddedPostgres({ dataDir, password, log: (l) => logger.debug({ pg: l.trim() }, 'postgres') });
     const u = new URL(embedded.url);
     u.pathname = '/acp';
     url = u.toString();
-    logger.info({ port: embedded.port, dataDir: path.join(config.dataDir, 'pg') }, 'embedded Postgres started');
+    logger.info({ port: embedded.port, dataDir }, embedded.attached ? 'joined the running embedded Postgres' : 'embedded Postgres started');
   }
   await ensureDatabase(url);
   const db = createDb(url);

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
 import { createActivities } from './activities';
-import { createLogger, openDatabase } from './runtime';
+import { createLogger, loadServiceSecrets, openDatabase, runEntryPoint } from './runtime';
 import { TASK_QUEUE } from './temporal.config';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
@@ -69,10 +69,11 @@ export async function startWorker(opts: {
 }
 
 if (require.main === module) {
-  (async () => {
+  runEntryPoint('start:worker', async () => {
     const config = loadConfig();
-    const logger = createLogger(config.logLevel);
     if (!config.temporalAddress) throw new Error('start:worker needs TEMPORAL_ADDRESS (npm start runs an embedded dev server instead)');
+    loadServiceSecrets(config);
+    const logger = createLogger(config.logLevel);
     const database = await openDatabase(config, logger);
     const running = await startWorker({ address: config.temporalAddress, namespace: config.temporalNamespace, db: database.db, config, logger });
     // The webhook outbox dispatcher runs beside the worker; several workers may run it (rows are locked).
@@ -92,8 +93,5 @@ if (require.main === module) {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
     await running.done;
-  })().catch((err) => {
-    console.error(err);
-    process.exit(1);
   });
 }

@@ -198,8 +198,9 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
       return { outcome: r.applied ? 'failed' : 'stale', statusCode: null, endpointDisabled: r.endpointDisabled === 'failing' ? 'failing' : null, error };
     }
 
-    const secrets = [openSecret(ctx.endpoint.secretSealed, settings.secretKey)];
-    if (ctx.endpoint.previousSecretSealed) secrets.push(openSecret(ctx.endpoint.previousSecretSealed, settings.secretKey));
+    const keys = [settings.secretKey, settings.previousSecretKey];
+    const secrets = [openSecret(ctx.endpoint.secretSealed, keys)];
+    if (ctx.endpoint.previousSecretSealed) secrets.push(openSecret(ctx.endpoint.previousSecretSealed, keys));
     const body = deliveryBody(orgId, ctx.event);
     const headers = signatureHeaders(secrets, ctx.event.id, Math.floor(Date.now() / 1000), body);
     const attemptedAt = new Date();

@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig, type AppConfig } from '../config';
 import type { Db } from '../db';
-import { createLogger, openDatabase } from '../runtime';
+import { createLogger, loadServiceSecrets, openDatabase, runEntryPoint } from '../runtime';
 import { createApp, BASE_PATH } from './app';
 import type { Logger } from 'pino';
 import type { AppDeps, AppProviders } from './context';
@@ -51,8 +51,9 @@ export async function startApi(deps: {
 }
 
 if (require.main === module) {
-  (async () => {
+  runEntryPoint('start:api', async () => {
     const config = loadConfig();
+    loadServiceSecrets(config);
     const logger = createLogger(config.logLevel);
     const database = await openDatabase(config, logger);
     const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger });
@@ -64,8 +65,5 @@ if (require.main === module) {
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
-  })().catch((err) => {
-    console.error(err);
-    process.exit(1);
   });
 }

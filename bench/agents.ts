@@ -34,6 +34,7 @@ import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
 import { startDevServer } from '../devserver';
 import type { PlaybookEdge, PlaybookGraph, PlaybookNode } from '../schemas/types/agents';
+import { runBench } from './entry';
 
 const COMPILE_RUNS = Number(process.env.BENCH_COMPILE_RUNS ?? 500);
 const ACTIVITY_RUNS = Number(process.env.BENCH_ACTIVITY_RUNS ?? 100);
@@ -146,7 +147,7 @@ export async function runAgentsBench(): Promise<void> {
   let pg: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
   let serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
-    pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-agents-${process.pid}`), ephemeral: true });
+    pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-agents-${process.pid}`), ephemeral: true, durable: false });
     serverUrl = pg.url;
   }
   const url = new URL(serverUrl);
@@ -337,12 +338,4 @@ export async function runAgentsBench(): Promise<void> {
   console.log(`(agents bench took ${((performance.now() - started) / 1000).toFixed(1)} s)`);
 }
 
-if (require.main === module) {
-  runAgentsBench().then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runBench('bench agents', runAgentsBench);

@@ -23,6 +23,7 @@ import { startApi } from '../api/server';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
 import { cpuSnapshot } from './harness';
+import { runBench } from './entry';
 
 const SESSIONS = Number(process.env.BENCH_CHAT_SESSIONS ?? 100);
 const SECONDS = Number(process.env.BENCH_CHAT_SECONDS ?? 10);
@@ -35,7 +36,7 @@ const pct = (xs: number[], p: number) => {
 
 /** Runs the chat section and prints its figures. */
 export async function runChatBench(): Promise<void> {
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-chat-pg-${process.pid}`), ephemeral: true });
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-chat-pg-${process.pid}`), ephemeral: true, durable: false });
   const url = new URL(pg.url);
   url.pathname = '/bench_chat';
   await ensureDatabase(url.toString());
@@ -110,12 +111,4 @@ export async function runChatBench(): Promise<void> {
   }
 }
 
-if (require.main === module) {
-  runChatBench().then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err instanceof Error ? err.message : err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runBench('bench chat', runChatBench);

@@ -17,6 +17,7 @@ import { freePort } from '../db/embedded';
 import { startDevServer } from '../devserver';
 import * as activities from '../test/devserver/workflows/activities';
 import { processCpu } from './harness';
+import { runBench } from './entry';
 
 const argDb = process.argv.indexOf('--db');
 const databaseUrl = argDb > 0 ? process.argv[argDb + 1] : process.env.DATABASE_URL;
@@ -248,7 +249,4 @@ async function main(): Promise<void> {
   process.stdout.write(`\ndev server benchmark (${databaseUrl ? 'Postgres write-through' : 'in-memory'}):\n${report.join('\n')}\n`);
 }
 
-main().catch((err) => {
-  process.stderr.write(`${err?.stack ?? err}\n`);
-  process.exit(1);
-});
+runBench('npm run bench:devserver', main);

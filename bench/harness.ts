@@ -27,7 +27,7 @@ export interface BenchStack {
  * @param opts.poolMax Knex pool size (default 60)
  */
 export async function startBenchStack(label: string, opts: { poolMax?: number } = {}): Promise<BenchStack> {
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-${label}-pg-${process.pid}`), ephemeral: true });
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-${label}-pg-${process.pid}`), ephemeral: true, durable: false });
   try {
     Runtime.install({ logger: new DefaultLogger('ERROR') });
   } catch {

@@ -16,6 +16,7 @@ import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { cpuSnapshot } from './harness';
+import { runBench } from './entry';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 100;
@@ -54,7 +55,7 @@ async function load(name: string, server: ChildProcess, opts: autocannon.Options
 
 /** Runs the HTTP section and prints its table. */
 export async function runHttpBench(): Promise<void> {
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`), ephemeral: true });
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`), ephemeral: true, durable: false });
   const children: ChildProcess[] = [];
   try {
     const url = new URL(pg.url);
@@ -127,8 +128,5 @@ export async function runHttpBench(): Promise<void> {
 }
 
 if (require.main === module) {
-  runHttpBench().then(() => process.exit(0), (err) => {
-    console.error(err);
-    process.exit(1);
-  });
+  runBench('bench http', runHttpBench);
 }

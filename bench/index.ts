@@ -9,6 +9,7 @@ import { runKnowledgeBench } from './knowledge';
 import { runOutboundBench } from './outbound';
 import { runSmsBench } from './sms';
 import { runWebhooksBench } from './webhooks';
+import { runBench } from './entry';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
   http: runHttpBench,
@@ -29,7 +30,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => process.exit(0), (err) => {
-  console.error(err);
-  process.exit(1);
-});
+runBench('npm run bench', main);

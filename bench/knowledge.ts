@@ -21,6 +21,7 @@ import { startApi } from '../api/server';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
+import { runBench } from './entry';
 
 const TOTAL_CHUNKS = Number(process.env.BENCH_CHUNKS ?? 100_000);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 1000);
@@ -226,7 +227,7 @@ export async function runKnowledgeBench(): Promise<void> {
   let pg: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
   let serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
-    pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-knowledge-${process.pid}`), ephemeral: true });
+    pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-knowledge-${process.pid}`), ephemeral: true, durable: false });
     serverUrl = pg.url;
   }
   const url = new URL(serverUrl);
@@ -255,12 +256,4 @@ export async function runKnowledgeBench(): Promise<void> {
   console.log(`(knowledge bench took ${((performance.now() - started) / 1000).toFixed(1)} s; ${os.cpus().length} CPUs)`);
 }
 
-if (require.main === module) {
-  runKnowledgeBench().then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runBench('bench knowledge', runKnowledgeBench);

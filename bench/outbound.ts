@@ -29,6 +29,7 @@ import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
 import { startBenchStack } from './harness';
 import { createOutboundActivities } from '../activities/outbound';
+import { runBench } from './entry';
 
 const ROWS = Number(process.env.BENCH_OUTBOUND_ROWS ?? 100_000);
 const CONCURRENCY = Number(process.env.BENCH_OUTBOUND_CONCURRENCY ?? 200);
@@ -140,12 +141,4 @@ export async function runOutboundBench(): Promise<void> {
   }
 }
 
-if (require.main === module) {
-  runOutboundBench().then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runBench('bench outbound', runOutboundBench);

@@ -10,6 +10,7 @@ import { loadConfig } from '../config';
 import { createDb } from '../db';
 import { startApi } from '../api/server';
 import { createLogger } from '../runtime';
+import { runBench } from './entry';
 
 async function main(): Promise<void> {
   const [kind, databaseUrl] = process.argv.slice(2);
@@ -31,7 +32,4 @@ async function main(): Promise<void> {
   console.log(`PORT ${new URL(api.baseUrl).port}`);
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+runBench('bench server', main, { exitWhenDone: false });

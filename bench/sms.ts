@@ -32,6 +32,7 @@ import { createSmsActivities } from '../activities/sms';
 import { stopSandboxDispatchers } from '../activities/providers/carrier/sandbox';
 import { sandboxInventory } from '../activities/providers/telephony/sandbox';
 import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
+import { runBench } from './entry';
 
 const ORGS = Number(process.env.BENCH_SMS_ORGS ?? 500);
 const SENDS = Number(process.env.BENCH_SMS_SENDS ?? 1000);
@@ -227,12 +228,4 @@ export async function runSmsBench(): Promise<void> {
   }
 }
 
-if (require.main === module) {
-  runSmsBench().then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runBench('bench sms', runSmsBench);

@@ -26,12 +26,14 @@ import { createWebhookActivities, createWebhookSender } from '../activities/webh
 import { parseAllowList } from '../domain/net/guard';
 import { emitEvent } from '../events/emit';
 import { generateSecret, sealSecret, secretDisplayPrefix } from '../domain/webhooks/signing';
+import { loadWebhookSettings } from '../domain/webhooks/settings';
 import { loadConfig } from '../config';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer } from '../devserver';
 import { startWebhookDispatcher, temporalDeliveryStarter } from '../events/dispatcher';
 import { createLogger } from '../runtime';
+import { runBench } from './entry';
 
 const CONCURRENCY = 100;
 const N = Number(process.env.BENCH_WEBHOOK_N ?? 5000);
@@ -121,7 +123,7 @@ const pct = (xs: number[], p: number) => {
 
 /** Runs the webhook section and prints its figures. */
 export async function runWebhooksBench(): Promise<void> {
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-wh-pg-${process.pid}`), ephemeral: true });
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-wh-pg-${process.pid}`), ephemeral: true, durable: false });
   let receiver: ChildProcess | undefined;
   try {
     const url = new URL(pg.url);
@@ -140,7 +142,7 @@ export async function runWebhooksBench(): Promise<void> {
       description: 'bench',
       eventTypes: [],
       enabled: true,
-      secretSealed: sealSecret(secret, null),
+      secretSealed: sealSecret(secret, loadWebhookSettings().secretKey),
       secretPrefix: secretDisplayPrefix(secret),
     });
     const settings = { allowHttpHosts: ['127.0.0.1'], allowPrivate: parseAllowList('127.0.0.1'), timeoutMs: 15_000 };
@@ -245,12 +247,6 @@ if (require.main === module) {
   if (process.argv[2] === 'receiver') {
     runReceiver(process.argv[3]);
   } else {
-    runWebhooksBench().then(
-      () => process.exit(0),
-      (err) => {
-        console.error(err);
-        process.exit(1);
-      },
-    );
+    runBench('bench webhooks', runWebhooksBench);
   }
 }

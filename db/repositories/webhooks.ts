@@ -161,6 +161,28 @@ export async function rotateEndpointSecret(
   return row ? { secretPrefix: row.secret_prefix, previousSecretExpiresAt: iso(row.previous_secret_expires_at) } : undefined;
 }
 
+/**
+ * Re-seals every stored signing secret of the organization, current and previous, deleted endpoints
+ * included, with `reseal` (README "Security": after a WEBHOOK_SECRET_KEY rotation, so the previous key
+ * can be dropped). One transaction; the rows are locked while they change.
+ * @param reseal maps a stored value to its new stored value; may throw (nothing is then written)
+ * @returns how many endpoints were rewritten
+ */
+export async function resealEndpointSecrets(db: Db, orgId: string, reseal: (sealed: string) => string): Promise<number> {
+  return db.transaction(async (trx) => {
+    const rows = await trx('webhook_endpoints').where({ org_id: orgId }).forUpdate().select('id', 'secret_sealed', 'previous_secret_sealed');
+    for (const r of rows) {
+      await trx('webhook_endpoints')
+        .where({ org_id: orgId, id: r.id })
+        .update({
+          secret_sealed: reseal(r.secret_sealed),
+          previous_secret_sealed: r.previous_secret_sealed ? reseal(r.previous_secret_sealed) : null,
+        });
+    }
+    return rows.length;
+  });
+}
+
 async function attemptsOf(db: Db, orgId: string, deliveryIds: string[]): Promise<Map<string, WebhookDeliveryAttempt[]>> {
   const out = new Map<string, WebhookDeliveryAttempt[]>();
   if (!deliveryIds.length) return out;

@@ -13,12 +13,16 @@ export const SIGNATURE_HEADER = 'x-carrier-signature';
 /** Seconds a signature stays valid around the receiver's clock. */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
 
-/** Dev/test default; production sets CARRIER_CALLBACK_SECRET. */
-export const DEV_CALLBACK_SECRET = 'dev-carrier-callback-secret';
-
-/** The callback secret of a provider: CARRIER_CALLBACK_SECRET_<PROVIDER>, else CARRIER_CALLBACK_SECRET, else the dev default. */
+/**
+ * The callback secret of a provider: CARRIER_CALLBACK_SECRET_<PROVIDER>, else CARRIER_CALLBACK_SECRET.
+ * There is no default value: the entry points fill CARRIER_CALLBACK_SECRET from DATA_DIR/secrets or
+ * require it (README "Security"). Read per call.
+ * @throws Error when neither is set
+ */
 export function callbackSecret(provider: string): string {
-  return process.env[`CARRIER_CALLBACK_SECRET_${provider.toUpperCase()}`] || process.env.CARRIER_CALLBACK_SECRET || DEV_CALLBACK_SECRET;
+  const secret = process.env[`CARRIER_CALLBACK_SECRET_${provider.toUpperCase()}`] || process.env.CARRIER_CALLBACK_SECRET;
+  if (!secret) throw new Error('CARRIER_CALLBACK_SECRET is not set');
+  return secret;
 }
 
 /**

@@ -27,10 +27,20 @@ export interface WebhookSettings {
   /** How often the dispatcher sweeps the outbox when no notification arrives, ms (WEBHOOK_DISPATCH_INTERVAL_MS, default 1000). */
   dispatchIntervalMs: number;
   /**
-   * 32-byte key (base64) sealing signing secrets at rest with AES-256-GCM (WEBHOOK_SECRET_KEY). Unset:
-   * secrets are stored unsealed (still never returned by the API); set it in production.
+   * 32-byte key (base64) sealing signing secrets at rest with AES-256-GCM (WEBHOOK_SECRET_KEY; README
+   * "Security"). Null only where no entry point resolved it: sealing then refuses.
    */
   secretKey: Buffer | null;
+  /** The key before a rotation (WEBHOOK_SECRET_KEY_PREVIOUS): still opens secrets, never seals. */
+  previousSecretKey: Buffer | null;
+}
+
+/** A 32-byte key from base64 `value` of variable `name`, or null when unset. @throws Error when not 32 bytes */
+function sealingKey(name: string, value: string | undefined): Buffer | null {
+  if (!value) return null;
+  const key = Buffer.from(value, 'base64');
+  if (key.length !== 32) throw new Error(`${name} must be 32 bytes, base64-encoded`);
+  return key;
 }
 
 /** The default retry schedule: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
@@ -58,8 +68,8 @@ export function parseRetrySchedule(text: string): number[] {
 
 /** Reads the settings from the environment; `overrides` win (tests, benchmarks). @throws Error on malformed values */
 export function loadWebhookSettings(overrides: Partial<WebhookSettings> = {}, env: NodeJS.ProcessEnv = process.env): WebhookSettings {
-  const key = env.WEBHOOK_SECRET_KEY ? Buffer.from(env.WEBHOOK_SECRET_KEY, 'base64') : null;
-  if (key && key.length !== 32) throw new Error('WEBHOOK_SECRET_KEY must be 32 bytes, base64-encoded');
+  const key = sealingKey('WEBHOOK_SECRET_KEY', env.WEBHOOK_SECRET_KEY);
+  const previousKey = sealingKey('WEBHOOK_SECRET_KEY_PREVIOUS', env.WEBHOOK_SECRET_KEY_PREVIOUS);
   return {
     retryScheduleMs: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE),
     disableAfterFailingMs: parseDuration(env.WEBHOOK_DISABLE_AFTER_FAILING || '5d'),
@@ -71,6 +81,7 @@ export function loadWebhookSettings(overrides: Partial<WebhookSettings> = {}, en
     allowPrivate: parseAllowList(env.HTTP_ALLOW_PRIVATE_HOSTS),
     dispatchIntervalMs: env.WEBHOOK_DISPATCH_INTERVAL_MS ? parseDuration(env.WEBHOOK_DISPATCH_INTERVAL_MS) : 1000,
     secretKey: key,
+    previousSecretKey: previousKey,
     ...overrides,
   };
 }

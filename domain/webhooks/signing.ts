@@ -47,27 +47,43 @@ export function signatureHeaders(secrets: string[], id: string, timestampSeconds
 }
 
 const SEALED_V1 = 'v1:';
+/** Legacy rows written before sealing was mandatory; read, never written (README "Security"). */
 const PLAIN = 'plain:';
 
 /**
- * Seals a secret for storage: AES-256-GCM `v1:<iv>:<tag>:<ciphertext>` (base64 parts) with `key`, or
- * `plain:<secret>` when no key is configured (WEBHOOK_SECRET_KEY unset; development).
+ * Seals a secret for storage: AES-256-GCM `v1:<iv>:<tag>:<ciphertext>` (base64 parts, 12-byte IV) with
+ * the 32-byte `key` (WEBHOOK_SECRET_KEY). There is no unsealed form for new writes.
+ * @throws Error when `key` is missing or not 32 bytes
  */
 export function sealSecret(secret: string, key: Buffer | null): string {
-  if (!key) return PLAIN + secret;
+  if (!key) throw new Error('WEBHOOK_SECRET_KEY is not set: webhook signing secrets are always sealed');
+  if (key.length !== 32) throw new Error('WEBHOOK_SECRET_KEY must be 32 bytes, base64-encoded');
   const iv = crypto.randomBytes(12);
   const cipher = crypto.createCipheriv('aes-256-gcm', key, iv);
   const ct = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
   return `${SEALED_V1}${iv.toString('base64')}:${cipher.getAuthTag().toString('base64')}:${ct.toString('base64')}`;
 }
 
-/** Opens a sealed secret. @throws Error when it was sealed with a key that is not configured, or is corrupt */
-export function openSecret(sealed: string, key: Buffer | null): string {
+/**
+ * Opens a sealed secret with the first of `keys` that authenticates it: the current key
+ * (WEBHOOK_SECRET_KEY), then the previous one (WEBHOOK_SECRET_KEY_PREVIOUS) during a key rotation.
+ * Legacy `plain:` rows are returned as they are.
+ * @throws Error when no configured key opens it, or it is corrupt
+ */
+export function openSecret(sealed: string, keys: readonly (Buffer | null | undefined)[]): string {
   if (sealed.startsWith(PLAIN)) return sealed.slice(PLAIN.length);
   if (!sealed.startsWith(SEALED_V1)) throw new Error('unknown sealed-secret format');
-  if (!key) throw new Error('webhook secret is sealed but WEBHOOK_SECRET_KEY is not set');
+  const usable = keys.filter((k): k is Buffer => !!k);
+  if (!usable.length) throw new Error('webhook secret is sealed but WEBHOOK_SECRET_KEY is not set');
   const [iv, tag, ct] = sealed.slice(SEALED_V1.length).split(':').map((p) => Buffer.from(p, 'base64'));
-  const decipher = crypto.createDecipheriv('aes-256-gcm', key, iv);
-  decipher.setAuthTag(tag);
-  return Buffer.concat([decipher.update(ct), decipher.final()]).toString('utf8');
+  for (const key of usable) {
+    try {
+      const decipher = crypto.createDecipheriv('aes-256-gcm', key, iv);
+      decipher.setAuthTag(tag);
+      return Buffer.concat([decipher.update(ct), decipher.final()]).toString('utf8');
+    } catch {
+      // not this key (GCM authentication failed): try the next one
+    }
+  }
+  throw new Error('webhook secret opens with neither WEBHOOK_SECRET_KEY nor WEBHOOK_SECRET_KEY_PREVIOUS');
 }

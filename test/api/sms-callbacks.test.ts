@@ -5,7 +5,7 @@
  * by real HTTP POSTs (also after a restart).
  */
 import { expect } from 'chai';
-import { signCallback, verifyCallbackSignature, DEV_CALLBACK_SECRET } from '../../domain/sms/callbackSignature';
+import { signCallback, verifyCallbackSignature, callbackSecret } from '../../domain/sms/callbackSignature';
 import { SandboxCarrier, SandboxCallbackDispatcher, stopSandboxDispatchers } from '../../activities/providers/carrier/sandbox';
 import type { CarrierBrandRequest } from '../../activities/providers/carrier';
 import { setCarrierIds } from '../../db/repositories/smsRegistrations';
@@ -72,10 +72,10 @@ describe('POST /sms/provider-callbacks/{provider}', () => {
     expect(forged.status).to.equal(401);
     expect(forged.body.code).to.equal('invalid_signature');
     expect((await postCallback(t, payload, { signature: null })).status).to.equal(401);
-    const stale = signCallback(DEV_CALLBACK_SECRET, JSON.stringify(payload), Math.floor(Date.now() / 1000) - 3600);
+    const stale = signCallback(callbackSecret('sandbox'), JSON.stringify(payload), Math.floor(Date.now() / 1000) - 3600);
     expect((await postCallback(t, payload, { signature: stale })).status).to.equal(401);
     // a signature over another body does not cover this one
-    const other = signCallback(DEV_CALLBACK_SECRET, JSON.stringify({ ...payload, status: 'UNVERIFIED' }));
+    const other = signCallback(callbackSecret('sandbox'), JSON.stringify({ ...payload, status: 'UNVERIFIED' }));
     expect((await postCallback(t, payload, { signature: other })).status).to.equal(401);
     expect(await events(orgId)).to.have.length(0);
   });

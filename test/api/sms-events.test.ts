@@ -28,7 +28,7 @@ import { createLogger } from '../../runtime';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
-import { DEV_CALLBACK_SECRET, SIGNATURE_HEADER, signCallback } from '../../domain/sms/callbackSignature';
+import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../../domain/sms/callbackSignature';
 import { COMPLETE_BRAND, postCallback } from './sms-fixtures';
 import { until } from '../helpers/wait';
 
@@ -350,7 +350,7 @@ describe('SMS webhook events end to end (dev server: submit → active, send →
     // A redelivered receipt from the carrier changes nothing.
     const providerId = (await db('sms_messages').where({ id }).first()).provider_message_id;
     const body = JSON.stringify({ type: 'message.status', id: providerId, status: 'DELIVERED' });
-    const again = await fetch(callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(DEV_CALLBACK_SECRET, body) }, body });
+    const again = await fetch(callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(callbackSecret('sandbox'), body) }, body });
     expect(((await again.json()) as any).data.duplicate).to.equal(true);
     const msg = (await eventsOf(db, org.id, 'sms.message.updated')).filter((e) => e.data.messageId === id);
     expect(msg.map((e) => `${e.data.previousStatus}→${e.data.status}`)).to.deep.equal(['null→queued', 'queued→sent', 'sent→delivered']);

@@ -1,7 +1,7 @@
 /**
  * Shared fixtures of the SMS hub tests: a complete brand draft, a test API, and signed provider callbacks.
  */
-import { DEV_CALLBACK_SECRET, SIGNATURE_HEADER, signCallback } from '../../domain/sms/callbackSignature';
+import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../../domain/sms/callbackSignature';
 import { startTestApi, type TestApi } from '../helpers/api';
 import type { AppConfig } from '../../config';
 
@@ -35,6 +35,6 @@ export async function startSmsTestApi(label: string, overrides: Partial<AppConfi
 export async function postCallback(t: TestApi, payload: unknown, opts: { signature?: string | null; provider?: string; secret?: string; raw?: string } = {}) {
   const body = opts.raw ?? JSON.stringify(payload);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (opts.signature !== null) headers[SIGNATURE_HEADER] = opts.signature ?? signCallback(opts.secret ?? DEV_CALLBACK_SECRET, body);
+  if (opts.signature !== null) headers[SIGNATURE_HEADER] = opts.signature ?? signCallback(opts.secret ?? callbackSecret('sandbox'), body);
   return t.call('POST', `/sms/provider-callbacks/${opts.provider ?? 'sandbox'}`, { raw: body, headers });
 }

@@ -360,7 +360,7 @@ describe('Webhooks (endpoints, signed delivery, retries, SSRF, tenancy)', functi
         description: null,
         eventTypes: [],
         enabled: true,
-        secretSealed: sealSecret(secret, null),
+        secretSealed: sealSecret(secret, loadWebhookSettings().secretKey),
         secretPrefix: secretDisplayPrefix(secret),
       });
       const { deliveryIds } = await t.db.transaction((trx) => emitEvent(trx, a.orgId, 'webhook.test', { webhookId: ep.id, message: 'ssrf' }, { onlyEndpointId: ep.id }));

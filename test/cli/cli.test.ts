@@ -2,6 +2,9 @@
 import { expect } from 'chai';
 import { runCli } from '../../cli';
 import { startTestApi, type TestApi } from '../helpers/api';
+import crypto from 'node:crypto';
+import { createEndpoint } from '../../db/repositories/webhooks';
+import { openSecret, sealSecret, secretDisplayPrefix, generateSecret } from '../../domain/webhooks/signing';
 
 describe('operator CLI (npm run cli)', () => {
   let t: TestApi;
@@ -19,7 +22,7 @@ describe('operator CLI (npm run cli)', () => {
 
   async function cli(...args: string[]): Promise<{ code: number; out: string[] }> {
     const out: string[] = [];
-    const code = await runCli(args, (l) => out.push(l));
+    const code = await runCli(args, (l) => out.push(l), (l) => out.push(l));
     return { code, out };
   }
 
@@ -56,5 +59,36 @@ describe('operator CLI (npm run cli)', () => {
     expect(bad.out.join()).to.include('sms:everything');
     expect((await cli('keys', 'create', '--org', 'org_missing', '--scopes', 'sms:read')).code).to.equal(1);
     expect((await cli('keys', 'revoke', 'key_missing')).code).to.equal(1);
+  });
+
+  it('re-seals every stored webhook signing secret with the new WEBHOOK_SECRET_KEY after a key rotation', async () => {
+    const org = JSON.parse((await cli('orgs', 'create', 'Reseal Org')).out[0]);
+    const oldKey = crypto.randomBytes(32);
+    const newKey = crypto.randomBytes(32);
+    const [s1, s2] = [generateSecret(), generateSecret()];
+    const sealed = await createEndpoint(t.db, org.id, { url: 'https://example.com/a', description: null, eventTypes: [], enabled: true, secretSealed: sealSecret(s1, oldKey), secretPrefix: secretDisplayPrefix(s1) });
+    // A row written before sealing was mandatory.
+    const legacy = await createEndpoint(t.db, org.id, { url: 'https://example.com/b', description: null, eventTypes: [], enabled: true, secretSealed: `plain:${s2}`, secretPrefix: secretDisplayPrefix(s2) });
+    const saved = { key: process.env.WEBHOOK_SECRET_KEY, previous: process.env.WEBHOOK_SECRET_KEY_PREVIOUS };
+    process.env.WEBHOOK_SECRET_KEY = newKey.toString('base64');
+    process.env.WEBHOOK_SECRET_KEY_PREVIOUS = oldKey.toString('base64');
+    try {
+      const r = await cli('secrets', 'reseal-webhooks');
+      expect(r.code, r.out.join()).to.equal(0);
+    } finally {
+      process.env.WEBHOOK_SECRET_KEY = saved.key;
+      if (saved.previous === undefined) delete process.env.WEBHOOK_SECRET_KEY_PREVIOUS;
+      else process.env.WEBHOOK_SECRET_KEY_PREVIOUS = saved.previous;
+    }
+    const rows = await t.db('webhook_endpoints').whereIn('id', [sealed.id, legacy.id]).orderBy('url');
+    expect(rows.map((row) => openSecret(row.secret_sealed, [newKey]))).to.deep.equal([s1, s2]);
+    for (const row of rows) expect(row.secret_sealed).to.match(/^v1:/);
+    expect(() => openSecret(rows[0].secret_sealed, [oldKey])).to.throw();
+  });
+
+  it('prints fresh secrets for a production environment without touching a database', async () => {
+    const r = await cli('secrets', 'generate');
+    expect(r.code).to.equal(0);
+    expect(r.out.map((l) => l.split('=')[0])).to.deep.equal(['MEDIA_URL_SECRET', 'CARRIER_CALLBACK_SECRET', 'WEBHOOK_SECRET_KEY']);
   });
 });

@@ -19,7 +19,7 @@ export async function startTestPostgres(): Promise<string> {
     serverUrl = process.env.DATABASE_URL;
   } else {
     const dataDir = path.join(os.tmpdir(), `acp-test-pg-${process.pid}-${crypto.randomBytes(3).toString('hex')}`);
-    embedded = await startEmbeddedPostgres({ dataDir, ephemeral: true });
+    embedded = await startEmbeddedPostgres({ dataDir, ephemeral: true, durable: false });
     serverUrl = embedded.url;
   }
   return serverUrl;

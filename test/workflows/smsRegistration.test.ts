@@ -16,7 +16,7 @@ import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { startApi, type RunningApi } from '../../api/server';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
-import { DEV_CALLBACK_SECRET, SIGNATURE_HEADER, signCallback } from '../../domain/sms/callbackSignature';
+import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../../domain/sms/callbackSignature';
 import { quietHoursDecision } from '../../domain/sms/quietHours';
 import { usAreaCodes } from '../../domain/sms/nanp';
 import { createLogger } from '../../runtime';
@@ -92,7 +92,7 @@ async function startEnv(label: string, opts: { timeSkipping: boolean }): Promise
     },
     async callback(payload: unknown) {
       const body = JSON.stringify(payload);
-      const res = await fetch(callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(DEV_CALLBACK_SECRET, body) }, body });
+      const res = await fetch(callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(callbackSecret('sandbox'), body) }, body });
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : undefined };
     },
@@ -336,7 +336,7 @@ describe('SMS registration across a restart of the worker and the dev server', f
     };
     const callback = async (payload: unknown) => {
       const body = JSON.stringify(payload);
-      const res = await fetch(callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(DEV_CALLBACK_SECRET, body) }, body });
+      const res = await fetch(callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(callbackSecret('sandbox'), body) }, body });
       return res.status;
     };
     const until = async (done: (r: any) => boolean) => {

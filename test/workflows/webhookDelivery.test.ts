@@ -19,6 +19,7 @@ import { createWebhookActivities, createWebhookSender } from '../../activities/w
 import { emitEvent } from '../../events/emit';
 import { startWebhookDispatcher, temporalDeliveryStarter, type WebhookDispatcher } from '../../events/dispatcher';
 import { generateSecret, sealSecret, secretDisplayPrefix } from '../../domain/webhooks/signing';
+import { loadWebhookSettings } from '../../domain/webhooks/settings';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../runtime';
 import { workflowIds } from '../../temporal.config';
@@ -114,7 +115,7 @@ describe('webhookDelivery workflow (dev server, time skipping)', function () {
       description: null,
       eventTypes: ['call.completed'],
       enabled: true,
-      secretSealed: sealSecret(secret, null),
+      secretSealed: sealSecret(secret, loadWebhookSettings().secretKey),
       secretPrefix: secretDisplayPrefix(secret),
     });
     return ep.id;

@@ -1,0 +1,219 @@
+/**
+ * `npm start` as a real child process (README "Durability", "Security", "Operator CLI"): acknowledged
+ * writes survive a SIGKILL of the whole process group (Postgres included), the embedded Postgres runs
+ * with fsync, synchronous_commit and full_page_writes on, secrets are generated once and kept
+ * owner-only, the bootstrap key is printed once, and the CLI works beside the running service.
+ * Rounds: CRASH_TEST_ROUNDS (default 2; 5 when CI is set).
+ */
+import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { freePort } from '../db/embedded';
+import { SERVICE_SECRETS } from '../secrets';
+import { COMPLETE_BRAND } from './api/sms-fixtures';
+
+const ROOT = path.resolve(__dirname, '..');
+const TSX = path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+const ROUNDS = Number(process.env.CRASH_TEST_ROUNDS || (process.env.CI ? 5 : 2));
+
+/** The environment of a child: this run's secrets, database and Temporal settings removed. */
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const k of Object.keys(env)) {
+    if (SERVICE_SECRETS.some((s) => k === s.name || k.startsWith(`${s.name}_`))) delete env[k];
+  }
+  for (const k of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'NODE_ENV', 'PUBLIC_BASE_URL', 'HOST', 'PORT']) delete env[k];
+  return { ...env, LOG_LEVEL: 'warn', TEMPORAL_DEV_PORT: '0', ...extra };
+}
+
+interface Service {
+  child: ChildProcess;
+  stdout: string;
+  baseUrl: string;
+  exited: Promise<unknown>;
+}
+
+/** Starts `tsx main.ts` in its own process group; resolves once it printed its banner. */
+async function startService(env: NodeJS.ProcessEnv): Promise<Service> {
+  const child = spawn(process.execPath, [TSX, 'main.ts'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  return new Promise<Service>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`service did not start in 120 s: ${stderr}`)), 120_000);
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.stdout!.on('data', (d) => {
+      stdout += d;
+      const m = /Agent Control-Plane API: (\S+)[\s\S]*\n\n/.exec(stdout);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, stdout, baseUrl: m[1], exited });
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`service exited (${String(code)}) before it started: ${stderr}`));
+    });
+  });
+}
+
+/** Runs `tsx <script> …args` to completion. */
+function runTsx(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [TSX, script, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+}
+
+/** True when something accepts TCP connections on 127.0.0.1:`port`. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+  });
+}
+
+/** The port of the embedded Postgres from its lock file (PostgreSQL's postmaster.pid, line 4). */
+function postgresPort(dataDir: string): number {
+  return Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[3]);
+}
+
+async function api(s: Service, method: string, p: string, key: string, json?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(s.baseUrl + p, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(json ? { 'content-type': 'application/json' } : {}) },
+    body: json ? JSON.stringify(json) : undefined,
+  });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}
+
+describe('npm start (main.ts) as a child process', function () {
+  this.timeout(600_000);
+  let dataDir: string;
+  let service: Service | undefined;
+
+  before(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'acp-main-'));
+  });
+  after(async () => {
+    if (service?.child.exitCode === null) {
+      process.kill(-service.child.pid!, 'SIGKILL');
+      await service.exited;
+    }
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it(`keeps every acknowledged write across ${ROUNDS} SIGKILLs of the whole process group, with the CLI working beside it`, async () => {
+    const env = childEnv({ DATA_DIR: dataDir, PORT: String(await freePort()) });
+    const agents: { id: string; name: string }[] = [];
+    const cliKeys: string[] = [];
+    let bootKey = '';
+    let mediaSecret = '';
+
+    for (let round = 0; round <= ROUNDS; round++) {
+      service = await startService(env);
+      if (round === 0) {
+        // The bootstrap key appears once in everything the first start printed.
+        const keys = service.stdout.match(/acp_sk_live_[A-Za-z0-9]+/g) ?? [];
+        expect(keys, service.stdout).to.have.length(1);
+        bootKey = keys[0] ?? '';
+        // Secrets were generated owner-only; the embedded Postgres is durable.
+        const dir = path.join(dataDir, 'secrets');
+        expect(fs.statSync(dir).mode & 0o777).to.equal(0o700);
+        for (const name of [...SERVICE_SECRETS.map((s) => s.name), 'EMBEDDED_POSTGRES_PASSWORD']) {
+          expect(fs.statSync(path.join(dir, name)).mode & 0o777, name).to.equal(0o600);
+        }
+        mediaSecret = fs.readFileSync(path.join(dir, 'MEDIA_URL_SECRET'), 'utf8');
+        const password = fs.readFileSync(path.join(dir, 'EMBEDDED_POSTGRES_PASSWORD'), 'utf8').trim();
+        expect(password).to.not.equal('postgres');
+        const client = new pg.Client({ host: '127.0.0.1', port: postgresPort(dataDir), user: 'postgres', password, database: 'acp' });
+        await client.connect();
+        try {
+          for (const setting of ['fsync', 'synchronous_commit', 'full_page_writes']) {
+            expect((await client.query(`SHOW ${setting}`)).rows[0][setting], setting).to.equal('on');
+          }
+        } finally {
+          await client.end();
+        }
+      } else {
+        expect(service.stdout).to.not.include('acp_sk_live_');
+        expect(fs.readFileSync(path.join(dataDir, 'secrets', 'MEDIA_URL_SECRET'), 'utf8')).to.equal(mediaSecret);
+        // Everything acknowledged before the previous SIGKILL is there.
+        for (const a of agents) {
+          const got = await api(service, 'GET', `/agents/${a.id}`, bootKey);
+          expect(got.status, a.id).to.equal(200);
+          expect(got.body.data.name).to.equal(a.name);
+        }
+        const sms = await api(service, 'GET', '/sms', bootKey);
+        expect(sms.status).to.equal(200);
+        expect(sms.body.data.street).to.equal(`${round} Main St`);
+        expect(sms.body.data.status).to.not.equal('draft');
+        for (const k of cliKeys) expect((await api(service, 'GET', '/agents', k)).status, k).to.equal(200);
+      }
+      if (round === ROUNDS) break;
+
+      // Acknowledged writes through the HTTP API…
+      const put = await api(service, 'PUT', '/sms', bootKey, { ...COMPLETE_BRAND, street: `${round + 1} Main St` });
+      expect(put.status, JSON.stringify(put.body)).to.equal(200);
+      // A save returns the registration to draft; the submission that follows is acknowledged too.
+      const submitted = await api(service, 'POST', '/sms/submit', bootKey);
+      expect(submitted.status, JSON.stringify(submitted.body)).to.equal(200);
+      expect(submitted.body.data.status).to.equal('submitted');
+      for (let i = 0; i < 3; i++) {
+        const name = `Crash ${round}-${i}`;
+        const created = await api(service, 'POST', '/agents', bootKey, { name });
+        expect(created.status, JSON.stringify(created.body)).to.equal(201);
+        agents.push({ id: created.body.data.id, name });
+      }
+      // …and through the CLI beside the running service (same DATA_DIR, no second cluster).
+      const org = await runTsx('cli.ts', ['orgs', 'create', `Beside ${round}`], env);
+      expect(org.code, org.stderr).to.equal(0);
+      const orgId = JSON.parse(org.stdout.trim().split('\n').pop()!).id as string;
+      const minted = await runTsx('cli.ts', ['keys', 'create', '--org', orgId, '--scopes', 'agents:read'], env);
+      expect(minted.code, minted.stderr).to.equal(0);
+      const key = /secret:\s+(\S+)/.exec(minted.stdout)![1];
+      expect((await api(service, 'GET', '/agents', key)).status).to.equal(200);
+      cliKeys.push(key);
+
+      // No graceful shutdown: the whole group, Postgres included, dies at once.
+      const pgPort = postgresPort(dataDir);
+      process.kill(-service.child.pid!, 'SIGKILL');
+      await service.exited;
+      for (let i = 0; i < 100 && (await listening(pgPort)); i++) await new Promise((r) => setTimeout(r, 100));
+    }
+
+    // Stopped gracefully, the CLI starts the cluster itself.
+    process.kill(-service!.child.pid!, 'SIGTERM');
+    await service!.exited;
+    const listed = await runTsx('cli.ts', ['orgs', 'list'], env);
+    expect(listed.code, listed.stderr).to.equal(0);
+    expect(listed.stdout.match(/Beside \d/g)).to.have.length(ROUNDS);
+  });
+
+  it('stops with one line naming the variable when NODE_ENV=production lacks a secret', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'acp-prod-'));
+    try {
+      const r = await runTsx('main.ts', [], childEnv({ DATA_DIR: dir, NODE_ENV: 'production', CARRIER_CALLBACK_SECRET: 'x', WEBHOOK_SECRET_KEY: Buffer.alloc(32, 1).toString('base64') }));
+      expect(r.code).to.equal(1);
+      expect(r.stderr.trim().split('\n')).to.have.length(1);
+      expect(r.stderr).to.match(/^npm start: MEDIA_URL_SECRET is not set/);
+      expect(fs.existsSync(path.join(dir, 'secrets'))).to.equal(false);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('prints one error line and exits 1 when the CLI cannot reach its database', async () => {
+    const r = await runTsx('cli.ts', ['orgs', 'list'], childEnv({ DATABASE_URL: `postgres://u:p@127.0.0.1:${await freePort()}/x` }));
+    expect(r.code).to.equal(1);
+    expect(r.stderr.trim().split('\n')).to.have.length(1);
+    expect(r.stderr).to.match(/^error: .*ECONNREFUSED/);
+  });
+});
