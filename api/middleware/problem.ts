@@ -4,6 +4,8 @@
  * errors answer 500 `internal_error` without a stack; the stack goes to the log.
  */
 import { ApiError, statusTitle } from '../../domain/errors';
+import { InvalidCursorError } from '../../db/pagination';
+import { invalidCursor } from '../http';
 import type { AppContext } from '../context';
 
 /** Builds a problem body. `instance` is the request path (spec "Problem details"). */
@@ -24,6 +26,8 @@ export function problemBody(ctx: AppContext, err: ApiError): Record<string, unkn
 /** Maps errors thrown by libraries (koa-body, JSON parsing, http-errors) to ApiError. */
 export function toApiError(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) return err;
+  // A list that forgot api/http.ts `paged` still answers 400, never 500 (README "API notes": cursors).
+  if (err instanceof InvalidCursorError) return invalidCursor(err.message);
   const e = err as { status?: number; statusCode?: number; type?: string; message?: string; expose?: boolean };
   const status = e?.status ?? e?.statusCode;
   if (status === 413 || e?.type === 'entity.too.large') {
