@@ -40,8 +40,10 @@ export function toApiError(err: unknown): ApiError | undefined {
   if (status === 400 && /encoding|charset/i.test(e?.message ?? '')) {
     return new ApiError(415, 'unsupported_media_type', e.message ?? 'Unsupported charset');
   }
-  if (status && status >= 400 && status < 500 && e.expose) {
-    return new ApiError(status, 'bad_request', e.message ?? statusTitle(status));
+  if (status === 400 && err instanceof SyntaxError) return new ApiError(400, 'malformed_json', 'The request body is not valid JSON');
+  if (status && status >= 400 && status < 500) {
+    // A client error a library raised: its status stands; its message only when the library exposes it.
+    return new ApiError(status, 'bad_request', e.expose && e.message ? e.message : statusTitle(status));
   }
   return undefined;
 }
