@@ -12,7 +12,7 @@ import { newId } from '../../db/ids';
 import { createActivities } from '../../activities';
 import { createLogger } from '../../runtime';
 import { startTestWorker } from '../helpers/temporal';
-import { fuzzSettings, hostileBodies } from '../helpers/hostile';
+import { fuzzSettings, hostileBodies, typeConfusedBodies } from '../helpers/hostile';
 import { startOutboundEnv, type OutboundEnv } from './outbound-fixtures';
 
 type Json = Record<string, any>;
@@ -86,31 +86,49 @@ describe('hostile request bodies never cause a 5xx (every write operation of the
     expect(ops.filter((o) => o.schema).length).to.be.at.least(30);
   });
 
+  /** Sends one body; asserts no 5xx and a problem+json body for every 4xx. @returns the status */
+  async function send(op: { operationId: string; method: string; path: string }, body: unknown): Promise<number> {
+    const res = await fetch(`${env.api.baseUrl}${fill(op.path)}`, {
+      method: op.method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': newId('idk'), 'if-match': '*' },
+      body: JSON.stringify(body),
+    });
+    const text = await res.text();
+    const what = `${op.operationId} ${JSON.stringify(body)?.slice(0, 300)} → ${res.status} ${text.slice(0, 300)}`;
+    expect(res.status, what).to.be.below(500);
+    if (res.status >= 400) {
+      expect(res.headers.get('content-type'), what).to.match(/^application\/problem\+json/);
+      const problem = JSON.parse(text);
+      expect(problem.status, what).to.equal(res.status);
+      expect(problem.title, what).to.be.a('string');
+      expect(problem.type, what).to.be.a('string');
+      expect(problem.code, what).to.be.a('string');
+    }
+    return res.status;
+  }
+
+  it('answers a wrong type at every depth of every request schema with a 4xx problem (systematic sweep)', async () => {
+    const components = doc.components.schemas as Json;
+    let sent = 0;
+    for (const op of writeOperations()) {
+      for (const body of typeConfusedBodies(op.schema, components)) {
+        const status = await send(op, body);
+        sent++;
+        expect(status, `${op.operationId} ${JSON.stringify(body).slice(0, 200)}`).to.be.at.least(400);
+      }
+    }
+    expect(sent).to.be.greaterThan(200);
+  });
+
   it('answers every hostile body with a non-5xx status, and every 4xx with problem+json', async () => {
     const { seed, numRuns } = fuzzSettings();
     const components = doc.components.schemas as Json;
     const seen = new Map<number, number>();
     for (const op of writeOperations()) {
-      const url = `${env.api.baseUrl}${fill(op.path)}`;
       await fc.assert(
         fc.asyncProperty(hostileBodies(op.schema, components), async (body) => {
-          const res = await fetch(url, {
-            method: op.method,
-            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': newId('idk'), 'if-match': '*' },
-            body: JSON.stringify(body),
-          });
-          const text = await res.text();
-          seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
-          const what = `${op.operationId} ${JSON.stringify(body)?.slice(0, 300)} → ${res.status} ${text.slice(0, 300)}`;
-          expect(res.status, what).to.be.below(500);
-          if (res.status >= 400) {
-            expect(res.headers.get('content-type'), what).to.match(/^application\/problem\+json/);
-            const problem = JSON.parse(text);
-            expect(problem.status, what).to.equal(res.status);
-            expect(problem.title, what).to.be.a('string');
-            expect(problem.type, what).to.be.a('string');
-            expect(problem.code, what).to.be.a('string');
-          }
+          const status = await send(op, body);
+          seen.set(status, (seen.get(status) ?? 0) + 1);
         }),
         { seed, numRuns, endOnFailure: true },
       );

@@ -119,21 +119,55 @@ export function plausible(schema: Json | undefined, components: Json, depth = 0)
   }
 }
 
-/** Every property path the schema describes (`[]` stands for "an array item"), to at most `maxDepth`. */
-export function schemaPaths(schema: Json | undefined, components: Json, maxDepth = 6, prefix: string[] = [], seen = new Set<Json>()): string[][] {
+/** A property path the schema describes (`[]` stands for "an array item") and the schema found there. */
+export interface SchemaPath {
+  path: string[];
+  schema: Json;
+}
+
+/** Every property path the schema describes, to at most `maxDepth`. */
+export function schemaPaths(schema: Json | undefined, components: Json, maxDepth = 6, prefix: string[] = [], seen = new Set<Json>()): SchemaPath[] {
   const s = deref(schema, components);
   if (prefix.length >= maxDepth || seen.has(s)) return [];
   const next = new Set(seen).add(s);
-  const out: string[][] = [];
+  const out: SchemaPath[] = [];
   for (const k of ['anyOf', 'oneOf', 'allOf'] as const) for (const x of s[k] ?? []) out.push(...schemaPaths(x, components, maxDepth, prefix, next));
   for (const [k, v] of Object.entries<Json>(s.properties ?? {})) {
-    out.push([...prefix, k]);
+    out.push({ path: [...prefix, k], schema: deref(v, components) });
     out.push(...schemaPaths(v, components, maxDepth, [...prefix, k], next));
   }
   if (s.items) {
-    out.push([...prefix, '[]']);
+    out.push({ path: [...prefix, '[]'], schema: deref(s.items, components) });
     out.push(...schemaPaths(s.items, components, maxDepth, [...prefix, '[]'], next));
   }
+  return out;
+}
+
+/** The JSON types a schema admits (through anyOf/oneOf), e.g. `['array']`; empty when it admits anything. */
+function typesOf(schema: Json, components: Json): string[] {
+  const s = deref(schema, components);
+  const own = Array.isArray(s.type) ? s.type : s.type ? [s.type] : [];
+  const alts = [...(s.anyOf ?? []), ...(s.oneOf ?? [])].flatMap((x: Json) => typesOf(x, components));
+  if (Array.isArray(s.enum)) own.push(...new Set(s.enum.map((v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v))));
+  return [...new Set([...own, ...alts])] as string[];
+}
+
+/**
+ * Values of every JSON type the schema does not admit (type confusion at that depth): an object where an
+ * array is expected, a string or an array where a number is, and so on; `null` when null is not allowed.
+ */
+export function wrongTypes(schema: Json, components: Json): unknown[] {
+  const types = typesOf(schema, components);
+  if (types.length === 0) return [];
+  const admits = (t: string) => types.includes(t) || (t === 'number' && types.includes('integer'));
+  const out: unknown[] = [];
+  if (!admits('object')) out.push({}, { name: 'x' });
+  if (!admits('array')) out.push([], ['x']);
+  if (!admits('string')) out.push('x');
+  if (!admits('number')) out.push(1);
+  if (types.includes('integer')) out.push(1.5);
+  if (!admits('boolean')) out.push(true);
+  if (!admits('null')) out.push(null);
   return out;
 }
 
@@ -160,12 +194,24 @@ export function hostileBodies(schema: Json | undefined, components: Json): fc.Ar
   const paths = schema ? schemaPaths(schema, components) : [];
   const options: fc.Arbitrary<unknown>[] = [hostileValue()];
   if (paths.length) {
-    const mutated = fc.tuple(fc.constantFrom(...paths), hostileValue()).map(([p, v]) => setPath(base, p, v));
-    options.push(mutated, mutated, mutated);
+    const mutated = fc.tuple(fc.constantFrom(...paths), hostileValue()).map(([p, v]) => setPath(base, p.path, v));
+    options.push(mutated, mutated);
+    const confused = paths.flatMap((p) => wrongTypes(p.schema, components).map((v) => setPath(base, p.path, v)));
+    if (confused.length) options.push(fc.constantFrom(...confused), fc.constantFrom(...confused));
     options.push(
-      fc.tuple(fc.constantFrom(...paths), fc.constantFrom('__proto__', 'constructor', 'prototype', 'unknownField')).map(([p, k]) => setPath(base, [...p.filter((x) => x !== '[]'), k], 1)),
+      fc.tuple(fc.constantFrom(...paths), fc.constantFrom('__proto__', 'constructor', 'prototype', 'unknownField')).map(([p, k]) => setPath(base, [...p.path.filter((x) => x !== '[]'), k], 1)),
     );
   }
   options.push(fc.constant(base));
   return fc.oneof(...options);
+}
+
+/**
+ * Every schema path of `schema` with every wrong-typed value (wrongTypes), as bodies: the systematic
+ * sweep beside the random ones, so type confusion at every depth is sent at least once.
+ */
+export function typeConfusedBodies(schema: Json | undefined, components: Json): unknown[] {
+  if (!schema) return [];
+  const base = plausible(schema, components);
+  return schemaPaths(schema, components).flatMap((p) => wrongTypes(p.schema, components).map((v) => setPath(base, p.path, v)));
 }
