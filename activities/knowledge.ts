@@ -5,9 +5,10 @@
  * Each status transition emits the webhook event `knowledge.source.updated` in its own transaction.
  *
  * Every activity is idempotent: a retry re-enters the same state. Failures that another attempt cannot
- * fix (4xx answers, SSRF refusals, unsupported or empty content, an expired upload) are thrown as
- * non-retryable ApplicationFailures whose `type` is the stable failure code stored on the source;
- * transient ones (timeouts, 5xx, connection errors) are retryable.
+ * fix (4xx answers, SSRF refusals, a host name DNS says does not exist, unsupported or empty content, an
+ * expired upload) are thrown as non-retryable ApplicationFailures whose `type` is the stable failure
+ * code stored on the source; transient ones (timeouts, 5xx, connection errors) are retryable, within
+ * the workflow's bounded RETRY.fetch policy.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { chunkText, type ChunkOptions } from '../domain/knowledge/chunk';

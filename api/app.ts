@@ -1,7 +1,7 @@
 /**
  * Builds the Koa application: one middleware per wire convention (request id, access log, problem
- * details), then one router generated from the route table (auth → rate limit → scopes → body → handler
- * → envelope). Unknown paths answer 404, known paths with another method 405 with `Allow`.
+ * details), then one router generated from the route table (auth → rate limit → scopes → body → schema
+ * validation → idempotency → handler → envelope). Unknown paths answer 404, known paths with another method 405 with `Allow`.
  */
 import Koa from 'koa';
 import Router from '@koa/router';
@@ -22,7 +22,8 @@ import { RateLimits } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
 import { docsPage, openApiDocument } from './openapi';
 import { jsonValueErrors } from '../domain/validation';
-import { HANDLERS } from './routes';
+import { HANDLERS, ROUTE_SCHEMAS } from './routes';
+import { validateRequestBody } from './middleware/validate';
 import { ROUTES, toKoaPath } from './routes/table';
 import type { AppContext, AppDeps, AppProviders, AppState } from './context';
 import { createLlm } from '../activities/providers/llm';
@@ -83,6 +84,7 @@ export function createApp(deps: {
       authorize(route),
       storableParams,
       route.auth === 'none' ? rawAndJsonBody : body,
+      ...(handler ? [validateRequestBody({ ...route, ...(ROUTE_SCHEMAS[route.operationId] ?? {}) })] : []),
       ...(usesIdempotencyKeys(route) ? [idempotency(route, db)] : []),
       async (ctx: AppContext) => {
         if (!handler) {

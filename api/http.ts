@@ -3,7 +3,7 @@
  * list paging (`?limit=`, `?cursor=`), the 503 a handler answers when Temporal is unreachable, and an
  * E.164 path parameter. One implementation each, so every route answers the same input the same way.
  */
-import { decodeCursor, DEFAULT_PAGE_LIMIT, InvalidCursorError, MAX_PAGE_LIMIT } from '../db/pagination';
+import { decodeCursor, DEFAULT_PAGE_LIMIT, InvalidCursorError, MAX_PAGE_LIMIT, type CursorKey, type CursorValue } from '../db/pagination';
 import { ApiError, temporalUnavailable, validationError } from '../domain/errors';
 import { isE164 } from '../domain/sms/draftChecks';
 import { ownedIds, type OwnedKind } from '../db/repositories/ownership';
@@ -56,10 +56,11 @@ export async function paged<T>(run: () => Promise<T>): Promise<T> {
 /**
  * The key of a cursor of a list paged in memory (db/pagination.ts decodeCursor).
  * @param tag the list's cursor tag, e.g. `voice.id`
- * @throws ApiError 400 `invalid_cursor` for a cursor of another list or a forged one
+ * @param type the key's type (db/pagination.ts CursorKey), e.g. `text`
+ * @throws ApiError 400 `invalid_cursor` for a cursor of another list, a forged one, or one whose key does not fit `type`
  */
-export function decodeCursorOr400(tag: string, cursor: string): string | number {
-  return pagedSync(() => decodeCursor(tag, cursor));
+export function decodeCursorOr400(tag: string, cursor: string, type: CursorKey): CursorValue {
+  return pagedSync(() => decodeCursor(tag, cursor, type));
 }
 
 function pagedSync<T>(run: () => T): T {

@@ -33,6 +33,28 @@ function components(): Record<string, unknown> {
   return schemas;
 }
 
+/**
+ * True when schema `name` is a page of a cursor-paginated list (`{items, nextCursor, hasMore}`, README
+ * "API notes": lists), whose operation then takes `?limit=` and `?cursor=`.
+ */
+function isPageSchema(name: string | undefined): boolean {
+  if (!name) return false;
+  const props = (loadSchema(name).properties ?? {}) as Record<string, unknown>;
+  return 'items' in props && 'nextCursor' in props && 'hasMore' in props;
+}
+
+/** The query parameters of every cursor-paginated list (README "API notes": lists). */
+const PAGE_PARAMETERS = [
+  { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 }, description: 'Page size' },
+  {
+    name: 'cursor',
+    in: 'query',
+    required: false,
+    schema: { type: 'string', maxLength: 2048 },
+    description: 'Opaque `nextCursor` of the previous page; a cursor this list did not issue answers 400 `invalid_cursor`',
+  },
+];
+
 const problemResponse = (description: string) => ({
   description,
   content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
@@ -41,7 +63,8 @@ const problemResponse = (description: string) => ({
 function operation(declared: RouteDef): Record<string, unknown> {
   const route: RouteDef = { ...declared, ...(ROUTE_SCHEMAS[declared.operationId] ?? {}) };
   const implemented = !!HANDLERS[route.operationId];
-  const params = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+  const params: Record<string, unknown>[] = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+  if (isPageSchema(route.responseSchema)) params.push(...PAGE_PARAMETERS);
   const success = String(route.successStatus ?? 200);
   const data = route.responseSchema ? { $ref: `#/components/schemas/${route.responseSchema}` } : {};
   const op: Record<string, unknown> = {

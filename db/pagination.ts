@@ -20,26 +20,73 @@ export interface Page<T> {
 
 /** A cursor that was not produced by this service (or by another list). */
 export class InvalidCursorError extends Error {
-  constructor() {
-    super('The cursor is not valid for this list');
+  constructor(detail = 'The cursor is not valid for this list') {
+    super(detail);
     this.name = 'InvalidCursorError';
   }
 }
 
+/**
+ * The type of a list's key, checked when a cursor is decoded so that a forged key never reaches a query
+ * (README "API notes": a cursor the list did not issue answers 400 `invalid_cursor`, never a 500):
+ * - `serial`: a `bigserial` sequence (`seq`), an integer 1..2^53−1 (node-postgres reads int8 as a JS
+ *   number, db/index.ts, so no issued key is larger);
+ * - `int`: an `integer` column (a version or row number), an integer 0..2^31−1;
+ * - `text`: a string of 1..512 characters Postgres can store (no U+0000, no unpaired surrogate);
+ * - `timestamp`: an ISO 8601 UTC timestamp (`2026-11-22T10:00:00.000Z`) naming a real instant;
+ * - a RegExp: `text` that also matches it (e.g. an E.164 number, a voice id);
+ * - an array of these: a tuple key of exactly that arity, each part checked.
+ */
+export type CursorKey = 'serial' | 'int' | 'text' | 'timestamp' | RegExp | readonly CursorKey[];
+
+/** A decoded key: what encodeCursor was given. */
+export type CursorValue = string | number | readonly CursorValue[];
+
+/** Longest cursor text accepted (issued cursors are far shorter). */
+const MAX_CURSOR_CHARS = 2048;
+const INT4_MAX = 2 ** 31 - 1;
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
+
+function keyFits(type: CursorKey, k: unknown): boolean {
+  if (type instanceof RegExp) return keyFits('text', k) && type.test(k as string);
+  if (Array.isArray(type)) return Array.isArray(k) && k.length === type.length && type.every((t, i) => keyFits(t, k[i]));
+  switch (type) {
+    case 'serial':
+      return typeof k === 'number' && Number.isSafeInteger(k) && k >= 1;
+    case 'int':
+      return typeof k === 'number' && Number.isInteger(k) && k >= 0 && k <= INT4_MAX;
+    case 'text':
+      return typeof k === 'string' && k.length >= 1 && k.length <= 512 && !k.includes('\u0000') && (k as string & { isWellFormed(): boolean }).isWellFormed();
+    case 'timestamp':
+      return typeof k === 'string' && ISO_UTC.test(k) && !Number.isNaN(Date.parse(k)) && new Date(k).toISOString().slice(0, 19) === k.slice(0, 19);
+    default:
+      return false;
+  }
+}
+
 /** Opaque cursor text for a key (base64url JSON, tagged with the list's column). */
-export function encodeCursor(column: string, key: string | number): string {
+export function encodeCursor(column: string, key: CursorValue): string {
   return Buffer.from(JSON.stringify({ c: column, k: key })).toString('base64url');
 }
 
-/** The key inside a cursor. @throws InvalidCursorError when it is garbage or belongs to another column */
-export function decodeCursor(column: string, cursor: string): string | number {
+/**
+ * The key inside a cursor, checked against the key's type (CursorKey) before any query sees it.
+ * @param column the list's tag (its key column, e.g. `seq`, `a.seq`, `voice.id`)
+ * @param cursor the `?cursor=` text
+ * @param type the key's type (default `serial`)
+ * @throws InvalidCursorError when the cursor is garbage, belongs to another list, or its key does not fit `type`
+ */
+export function decodeCursor(column: string, cursor: string, type: CursorKey = 'serial'): CursorValue {
+  if (cursor.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+={0,2}$/.test(cursor)) throw new InvalidCursorError();
+  let v: { c?: unknown; k?: unknown } | undefined;
   try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { c?: unknown; k?: unknown };
-    if (v && v.c === column && (typeof v.k === 'string' || typeof v.k === 'number')) return v.k;
+    v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { c?: unknown; k?: unknown };
   } catch {
-    // fall through
+    throw new InvalidCursorError();
   }
-  throw new InvalidCursorError();
+  if (!v || typeof v !== 'object' || v.c !== column) throw new InvalidCursorError();
+  if (!keyFits(type, v.k)) throw new InvalidCursorError('The cursor\'s position is not a position of this list');
+  return v.k as CursorValue;
 }
 
 /**
@@ -48,6 +95,8 @@ export function decodeCursor(column: string, cursor: string): string | number {
  * @param opts.limit page size (caller clamps it to 1..MAX_PAGE_LIMIT)
  * @param opts.cursor cursor from a previous page, if any
  * @param opts.column unique sortable column (qualified if the query joins)
+ * @param opts.key the column's type (default `serial`, the `seq` bigserial most lists use); a cursor whose
+ *   key does not fit it is refused before the query runs
  * @param opts.keyOf reads the key back from a row (default `row[column]`)
  * @throws InvalidCursorError
  */
@@ -57,6 +106,7 @@ export async function keysetPage<T>(
     limit: number;
     cursor?: string;
     column: string;
+    key?: 'serial' | 'int' | 'text' | 'timestamp';
     direction?: 'asc' | 'desc';
     map: (row: any) => T | Promise<T>;
     keyOf?: (row: any) => string | number;
@@ -65,7 +115,7 @@ export async function keysetPage<T>(
   const dir = opts.direction ?? 'asc';
   const q = query.clone();
   if (opts.cursor) {
-    const key = decodeCursor(opts.column, opts.cursor);
+    const key = decodeCursor(opts.column, opts.cursor, opts.key ?? 'serial') as string | number;
     q.where(opts.column, dir === 'asc' ? '>' : '<', key);
   }
   const rows: any[] = await q.orderBy(opts.column, dir).limit(opts.limit + 1);

@@ -136,6 +136,9 @@ export function mergeFieldErrors(...lists: FieldError[][]): FieldError[] {
 /** Deepest nesting of arrays and objects a request body may have (the spec's deepest shapes use under 10). */
 export const MAX_BODY_DEPTH = 64;
 
+/** Object keys no request may use (OWASP "Prototype Pollution Prevention"). */
+export const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
 const UNSTORABLE = 'must not contain U+0000 or unpaired surrogate characters';
 
 /**
@@ -146,7 +149,10 @@ const UNSTORABLE = 'must not contain U+0000 or unpaired surrogate characters';
  * - with `text` (default true), strings and keys Postgres cannot store: U+0000, which `text` and
  *   `jsonb` refuse, and unpaired surrogates, which are not Unicode text (RFC 8259 §8.2) and which
  *   `jsonb` refuses. One error per offending field, named by its dotted path (`members.0.name`), in
- *   document order; at most 20.
+ *   document order; at most 20;
+ * - keys named `__proto__`, `constructor` or `prototype` at any depth (PROTOTYPE_KEYS): one error per key,
+ *   named by its path, whatever `text` says, so no merge or spread downstream can reach an object's
+ *   prototype (OWASP "Prototype Pollution Prevention").
  */
 export function jsonValueErrors(value: unknown, opts: { text?: boolean } = {}): FieldError[] {
   const checkText = opts.text !== false;
@@ -164,7 +170,9 @@ export function jsonValueErrors(value: unknown, opts: { text?: boolean } = {}): 
     const entries: [string, unknown][] = Array.isArray(v) ? v.map((item, n) => [String(n), item]) : Object.entries(v);
     for (const [k, item] of entries) {
       const field = at ? `${at}.${k}` : k;
-      if (checkText && !isStorableText(k)) {
+      if (!Array.isArray(v) && PROTOTYPE_KEYS.has(k)) {
+        if (out.length < 20) out.push({ field: storableText(field), message: 'is a reserved name (__proto__, constructor and prototype are refused as keys)' });
+      } else if (checkText && !isStorableText(k)) {
         if (out.length < 20) out.push({ field: storableText(field), message: 'names a field with U+0000 or unpaired surrogate characters' });
       } else {
         queue.push({ v: item, at: field, depth: depth + 1 });

@@ -5,7 +5,8 @@
  * Reads like the process: mark the source processing → fetch and extract its text → chunk and index
  * it (the source becomes ready with its chunk count) — or, when a step fails for good, mark it failed
  * with the reason. Transient failures are retried by the activity retry policy; the activities throw
- * non-retryable failures for what a retry cannot fix (4xx, SSRF refusals, unsupported content).
+ * non-retryable failures for what a retry cannot fix (4xx, SSRF refusals, a host name that does not
+ * resolve, unsupported content); timeouts are retried, at most RETRY.fetch's 6 attempts.
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { KnowledgeActivities, KnowledgeSourceRef } from '../activities/knowledge';
@@ -32,7 +33,7 @@ const { extractKnowledgeSource, indexKnowledgeSource } = proxyActivities<Knowled
   startToCloseTimeout: '3 minutes',
   retry: {
     ...RETRY.fetch,
-    nonRetryableErrorTypes: ['ssrf_refused', 'unsupported_content', 'file_expired', 'bad_url', 'too_large', 'empty_content'],
+    nonRetryableErrorTypes: ['ssrf_refused', 'dns_unresolvable', 'unsupported_content', 'file_expired', 'bad_url', 'too_large', 'empty_content'],
   },
 });
 

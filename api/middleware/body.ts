@@ -3,7 +3,9 @@
  * 415 `unsupported_media_type`; over the limit 413 `payload_too_large`; malformed 400 `malformed_json`;
  * a string Postgres cannot store (U+0000, unpaired surrogates) 400 `validation_error` naming the field,
  * before any handler runs, so no write can fail on it later; nesting deeper than 64 levels 400
- * `validation_error` on `(body)` (api/validation.ts jsonValueErrors).
+ * `validation_error` on `(body)`; a `__proto__`, `constructor` or `prototype` key at any depth 400
+ * `validation_error` naming its path (domain/validation.ts jsonValueErrors). JSON is UTF-8 (RFC 8259 §8.1):
+ * another `charset` is 415, and so is a `Content-Encoding` other than `identity` (RFC 9110 §15.5.16).
  */
 import { koaBody } from 'koa-body';
 import { ApiError, validationError } from '../../domain/errors';
@@ -41,11 +43,19 @@ export function jsonBody(limitBytes: number, opts: { keepRaw?: boolean } = {}) {
     if (!JSON_TYPE.test(type)) {
       throw new ApiError(415, 'unsupported_media_type', `Send the body as application/json (got ${type || 'no Content-Type'})`);
     }
+    const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(ctx.get('content-type'))?.[1];
+    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+      throw new ApiError(415, 'unsupported_media_type', `JSON bodies are UTF-8 (RFC 8259); got charset=${charset}`);
+    }
+    const encoding = (ctx.get('content-encoding') || 'identity').trim();
+    if (!/^identity$/i.test(encoding)) {
+      throw new ApiError(415, 'unsupported_media_type', `Send the body without a content coding (got Content-Encoding: ${encoding})`);
+    }
     const length = ctx.request.length;
     if (length && length > limitBytes) {
       throw new ApiError(413, 'payload_too_large', `The request body is ${length} bytes; the limit is ${limitBytes} bytes`);
     }
-    return parse(ctx as never, async () => {
+    return parseRefusingPrototypeKeys(parse, ctx, async () => {
       // Routes that keep the raw bytes (provider callbacks) read those, not the parsed body, and keep
       // unstorable text as U+FFFD themselves (api/sms/callbacks.ts): only the nesting limit applies.
       const errors = jsonValueErrors((ctx.request as { body?: unknown }).body, { text: !opts.keepRaw });
@@ -53,4 +63,37 @@ export function jsonBody(limitBytes: number, opts: { keepRaw?: boolean } = {}) {
       return next();
     });
   };
+}
+
+/**
+ * Runs koa-body. Its JSON parser (co-body, with @hapi/bourne) refuses a `__proto__` key with a bare
+ * SyntaxError; that becomes 400 `validation_error` naming the path of every prototype key, found by
+ * parsing the same text again with JSON.parse (which only makes an own property of it).
+ * @throws ApiError 400 validation_error for prototype keys; other parser errors propagate (api/middleware/problem.ts maps them)
+ */
+async function parseRefusingPrototypeKeys(
+  parse: (ctx: never, next: () => Promise<unknown>) => Promise<unknown>,
+  ctx: AppContext,
+  next: () => Promise<unknown>,
+): Promise<unknown> {
+  let parsed = false;
+  try {
+    return await parse(ctx as never, async () => {
+      parsed = true;
+      return next();
+    });
+  } catch (err) {
+    const raw = (err as { body?: unknown }).body;
+    if (!parsed && err instanceof SyntaxError && /prototype/i.test(err.message) && typeof raw === 'string') {
+      let value: unknown;
+      try {
+        value = JSON.parse(raw);
+      } catch {
+        throw err;
+      }
+      const errors = jsonValueErrors(value, { text: false });
+      if (errors.length) throw validationError(errors);
+    }
+    throw err;
+  }
 }

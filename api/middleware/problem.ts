@@ -4,6 +4,8 @@
  * errors answer 500 `internal_error` without a stack; the stack goes to the log.
  */
 import { ApiError, statusTitle } from '../../domain/errors';
+import { InvalidCursorError } from '../../db/pagination';
+import { invalidCursor } from '../http';
 import type { AppContext } from '../context';
 
 /** Builds a problem body. `instance` is the request path (spec "Problem details"). */
@@ -24,6 +26,8 @@ export function problemBody(ctx: AppContext, err: ApiError): Record<string, unkn
 /** Maps errors thrown by libraries (koa-body, JSON parsing, http-errors) to ApiError. */
 export function toApiError(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) return err;
+  // A list that forgot api/http.ts `paged` still answers 400, never 500 (README "API notes": cursors).
+  if (err instanceof InvalidCursorError) return invalidCursor(err.message);
   const e = err as { status?: number; statusCode?: number; type?: string; message?: string; expose?: boolean };
   const status = e?.status ?? e?.statusCode;
   if (status === 413 || e?.type === 'entity.too.large') {
@@ -36,8 +40,10 @@ export function toApiError(err: unknown): ApiError | undefined {
   if (status === 400 && /encoding|charset/i.test(e?.message ?? '')) {
     return new ApiError(415, 'unsupported_media_type', e.message ?? 'Unsupported charset');
   }
-  if (status && status >= 400 && status < 500 && e.expose) {
-    return new ApiError(status, 'bad_request', e.message ?? statusTitle(status));
+  if (status === 400 && err instanceof SyntaxError) return new ApiError(400, 'malformed_json', 'The request body is not valid JSON');
+  if (status && status >= 400 && status < 500) {
+    // A client error a library raised: its status stands; its message only when the library exposes it.
+    return new ApiError(status, 'bad_request', e.expose && e.message ? e.message : statusTitle(status));
   }
   return undefined;
 }

@@ -32,11 +32,14 @@ export function param(ctx: AppContext, name: string): string {
   return String((ctx as unknown as { params: Record<string, string> }).params[name]);
 }
 
-
+/** `variables[<name>]` errors for repeated variable names (README "API notes": agent fields). */
 function duplicateVariables(vars: AgentVariable[] | undefined): FieldError[] {
   const seen = new Set<string>();
   const out: FieldError[] = [];
-  for (const v of vars ?? []) {
+  // Any value may arrive here when the schema refused the body: the schema's errors name it.
+  if (!Array.isArray(vars)) return out;
+  for (const v of vars) {
+    if (!v || typeof v !== 'object' || typeof v.name !== 'string') continue;
     if (seen.has(v.name)) out.push({ field: `variables[${v.name}]`, message: 'duplicate variable name' });
     seen.add(v.name);
   }
@@ -270,9 +273,9 @@ export const handlers = {
 /** Schemas of this area's operations (merged into the route table). */
 export const routeSchemas = {
   listAgents: { responseSchema: 'AgentPage' },
-  createAgent: { requestSchema: 'AgentCreate', responseSchema: 'Agent' },
+  createAgent: { requestSchema: 'AgentCreate', responseSchema: 'Agent', bodyChecks: (b: Record<string, any>) => duplicateVariables(b.variables) },
   getAgent: { responseSchema: 'Agent' },
-  updateAgent: { requestSchema: 'AgentPatch', responseSchema: 'Agent' },
+  updateAgent: { requestSchema: 'AgentPatch', responseSchema: 'Agent', bodyChecks: (b: Record<string, any>) => duplicateVariables(b.variables) },
   publishAgent: { requestSchema: 'PublishRequest', responseSchema: 'AgentVersion' },
   rollbackAgent: { requestSchema: 'RollbackRequest', responseSchema: 'Agent' },
   listAgentVersions: { responseSchema: 'AgentVersionPage' },

@@ -23,7 +23,7 @@ import * as chat from './chat';
 export interface AreaModule {
   handlers: Partial<Record<string, Handler>>;
   /** Request/response schema names (and other documentation fields) per operationId, merged into the route table. */
-  routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema'>>>;
+  routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema' | 'bodyChecks'>>>;
 }
 
 const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat];
@@ -32,7 +32,7 @@ const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));
 
 /** operationId → schema names declared by the areas. */
-export const ROUTE_SCHEMAS: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema'>>> = Object.assign(
+export const ROUTE_SCHEMAS: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema' | 'bodyChecks'>>> = Object.assign(
   {},
   ...AREAS.map((a) => a.routeSchemas ?? {}),
 );

@@ -29,7 +29,7 @@ export const searchNumbers: Handler = async (ctx, deps) => {
     throw validationError([{ field: 'areaCode', message: 'must be a US area code of three digits, e.g. 415' }]);
   }
   const { limit, cursor } = pageParams(ctx);
-  const after = cursor ? String(decodeCursorOr400('e164', cursor)) : '';
+  const after = cursor ? String(decodeCursorOr400('e164', cursor, /^\+[1-9]\d{1,14}$/)) : '';
   const offered = await createTelephony(deps).searchNumbers(orgOf(ctx), areaCode, limit);
   const held = await heldNumbers(deps.db, offered.map((n) => n.e164));
   const free = offered.filter((n) => !held.has(n.e164) && n.e164 > after);

@@ -5,6 +5,7 @@
  * `not_implemented` after auth and scope checks; `reserved` operations answer 403 (spec "Scope rules" 5).
  */
 import type { Scope } from '../../domain/scopes';
+import type { FieldError } from '../../domain/errors';
 
 /** HTTP methods used by the API. */
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -29,6 +30,12 @@ export interface RouteDef {
   reserved?: boolean;
   /** Name of the generated request-body schema (schemas/<name>.schema.json). */
   requestSchema?: string;
+  /**
+   * Field checks the schema cannot express that need nothing but the body (api/middleware/validate.ts):
+   * when the schema refuses a body, their errors join the schema's so every offending field is named at
+   * once. Given any JSON object (the schema may have refused it), so they must test types themselves.
+   */
+  bodyChecks?: (body: Record<string, any>) => FieldError[];
   /** Name of the generated schema of the envelope's `data`. */
   responseSchema?: string;
   /** Status of a success (default 200). */

@@ -18,7 +18,7 @@ import { param } from './agents';
 function pageOf(list: readonly Voice[], limit: number, cursor?: string) {
   let start = 0;
   if (cursor) {
-    const after = decodeCursorOr400('voice.id', cursor);
+    const after = decodeCursorOr400('voice.id', cursor, /^voice_[a-z0-9_]{1,64}$/);
     start = list.findIndex((v) => v.id > String(after));
     if (start < 0) start = list.length;
   }

@@ -175,9 +175,9 @@ export const handlers = {
 /** Schemas of this area's operations (merged into the route table). */
 export const routeSchemas = {
   listWebhooks: { responseSchema: 'WebhookEndpointList' },
-  createWebhook: { requestSchema: 'WebhookEndpointCreate', responseSchema: 'WebhookEndpointWithSecret' },
+  createWebhook: { requestSchema: 'WebhookEndpointCreate', responseSchema: 'WebhookEndpointWithSecret', bodyChecks: (b: Record<string, any>) => urlErrors(b.url) },
   getWebhook: { responseSchema: 'WebhookEndpoint' },
-  updateWebhook: { requestSchema: 'WebhookEndpointUpdate', responseSchema: 'WebhookEndpoint' },
+  updateWebhook: { requestSchema: 'WebhookEndpointUpdate', responseSchema: 'WebhookEndpoint', bodyChecks: (b: Record<string, any>) => urlErrors(b.url) },
   rotateWebhookSecret: { requestSchema: 'WebhookSecretRotate', responseSchema: 'WebhookSecretRotation' },
   testWebhook: { responseSchema: 'WebhookDelivery' },
   listWebhookDeliveries: { responseSchema: 'WebhookDeliveryList' },

@@ -40,7 +40,7 @@ export async function listVersions(db: Db, orgId: string, agentId: string, page:
   if (published === undefined) return undefined;
   return keysetPage(
     db('agent_versions').where({ org_id: orgId, agent_id: agentId }).select('id', 'agent_id', 'number', 'note', 'published_by', 'draft_version', 'checksum', 'created_at'),
-    { ...page, column: 'number', direction: 'desc', map: (r) => toVersion(r, published) },
+    { ...page, column: 'number', key: 'int', direction: 'desc', map: (r) => toVersion(r, published) },
   );
 }
 

@@ -193,7 +193,7 @@ export async function failImport(db: Db, orgId: string, listId: string, error: s
 export async function listListContacts(db: Db, orgId: string, listId: string, page: { limit: number; cursor?: string; status?: 'accepted' | 'rejected' }): Promise<Page<Contact>> {
   const q = db('contacts').where({ org_id: orgId, list_id: listId });
   if (page.status) q.where({ status: page.status });
-  return keysetPage(q, { limit: page.limit, cursor: page.cursor, column: 'row_number', map: toContact });
+  return keysetPage(q, { limit: page.limit, cursor: page.cursor, column: 'row_number', key: 'int', map: toContact });
 }
 
 /** Adds numbers to the organization's do-not-call list. @returns how many were new */

@@ -128,12 +128,34 @@ export function assertHostLiteralAllowed(hostname: string, allow: AllowList): vo
   }
 }
 
+/**
+ * DNS answered that a host name does not exist or has no address (`ENOTFOUND`, `ENODATA`; RFC 8020
+ * NXDOMAIN): asking again with the same name gets the same answer, so it is not retried. A resolver that
+ * could not answer (`EAI_AGAIN`, a timeout) is a different, transient error and keeps its own code.
+ */
+export class HostUnresolvableError extends Error {
+  /** The resolver's code (`ENOTFOUND`, `ENODATA`), kept so callers matching on it still do. */
+  readonly code: string;
+  constructor(
+    readonly host: string,
+    resolverCode: string,
+  ) {
+    super(`The host name ${host} does not resolve (DNS ${resolverCode})`);
+    this.name = 'HostUnresolvableError';
+    this.code = resolverCode;
+  }
+}
+
+/** Resolver codes that are a definitive "no such host" rather than a failure to ask. */
+const UNRESOLVABLE_CODES = new Set(['ENOTFOUND', 'ENODATA', 'EAI_NONAME', 'EAI_NODATA']);
+
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
 
 /**
  * A `net.connect` lookup function that resolves with the system resolver, refuses the host when any
  * of its addresses is not allowed (a name that points partly inside is treated as inside), and hands
- * net exactly the checked addresses, so the connection goes where the check looked.
+ * net exactly the checked addresses, so the connection goes where the check looked. A name DNS says
+ * does not exist fails with HostUnresolvableError (final), a refused address with SsrfRefusedError (final).
  * @param resolve injectable resolver (tests); default `dns.lookup(hostname, { all: true })`
  */
 export function guardedLookup(
@@ -144,7 +166,7 @@ export function guardedLookup(
     resolve(hostname).then(
       (addresses) => {
         if (addresses.length === 0) {
-          callback(Object.assign(new Error(`${hostname} has no addresses`), { code: 'ENOTFOUND' }), '', undefined);
+          callback(new HostUnresolvableError(hostname, 'ENODATA') as NodeJS.ErrnoException, '', undefined);
           return;
         }
         for (const a of addresses) {
@@ -160,7 +182,8 @@ export function guardedLookup(
         if (opts.all) callback(null, list);
         else callback(null, list[0].address, list[0].family);
       },
-      (err: NodeJS.ErrnoException) => callback(err, '', undefined),
+      (err: NodeJS.ErrnoException) =>
+        callback(UNRESOLVABLE_CODES.has(err?.code ?? '') ? (new HostUnresolvableError(hostname, err.code!) as NodeJS.ErrnoException) : err, '', undefined),
     );
   };
 }

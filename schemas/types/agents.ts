@@ -8,11 +8,11 @@
 export interface DtmfSettings {
   /** Whether callers may answer with the keypad. */
   enabled: boolean;
-  /** Milliseconds to wait for the next digit before the input is complete. @minimum 500 @maximum 10000 */
+  /** Milliseconds to wait for the next digit before the input is complete. @minimum 500 @maximum 10000 @asType integer */
   interDigitTimeoutMs?: number;
   /** Key that ends input early (`#` or `*`), or null for none. */
   terminator?: '#' | '*' | null;
-  /** Most digits accepted in one input. @minimum 1 @maximum 32 */
+  /** Most digits accepted in one input. @minimum 1 @maximum 32 @asType integer */
   maxDigits?: number;
 }
 
@@ -174,6 +174,9 @@ export interface Skill {
   updatedAt: string;
 }
 
+/** Whole minutes of a conversation limit (inlined into Guardrails). @asType integer @minimum 1 @maximum 240 */
+type ConversationMinutes = number;
+
 /**
  * Guardrails of the draft (`GET/PUT /agents/{agentId}/guardrails`); PUT replaces them.
  * @additionalProperties false
@@ -189,8 +192,8 @@ export interface Guardrails {
   profanityFilter: boolean;
   /** Situations that hand the conversation to a person. @maxItems 50 */
   escalateOn: string[];
-  /** Longest conversation in minutes; null for no limit. @minimum 1 @maximum 240 */
-  maxConversationMinutes: number | null;
+  /** Longest conversation in minutes; null for no limit. */
+  maxConversationMinutes: ConversationMinutes | null;
 }
 
 /** How a caller proves who they are before sensitive skills run. */
@@ -206,7 +209,7 @@ export interface CallerVerification {
   method: CallerVerificationMethod | null;
   /** Names of skills that run only for verified callers. @maxItems 100 */
   requiredForSkills: string[];
-  /** Failed attempts before the conversation is handed off. @minimum 1 @maximum 10 */
+  /** Failed attempts before the conversation is handed off. @minimum 1 @maximum 10 @asType integer */
   maxAttempts: number;
 }
 
@@ -438,7 +441,7 @@ export interface PrepublishReport {
 export interface TalkTokenRequest {
   /** Talk to the current draft instead of the published version. */
   draftMode?: boolean;
-  /** Lifetime in seconds (default 300). @minimum 30 @maximum 3600 */
+  /** Lifetime in seconds (default 300). @minimum 30 @maximum 3600 @asType integer */
   ttlSeconds?: number;
   /** Default `voice`. */
   channel?: 'voice' | 'chat';

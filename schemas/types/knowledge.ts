@@ -73,7 +73,7 @@ export interface KnowledgeSourcePage {
 export interface KnowledgePreviewRequest {
   /** A caller's question or keywords. @minLength 1 @maxLength 1000 */
   query: string;
-  /** Chunks to return (default 5). @minimum 1 @maximum 50 */
+  /** Chunks to return (default 5). @minimum 1 @maximum 50 @asType integer */
   limit?: number;
 }
 

@@ -152,18 +152,21 @@ export interface CampaignCreate {
    * Calls in flight at once; default 10.
    * @minimum 1
    * @maximum 500
+   * @asType integer
    */
   maxConcurrentCalls?: number;
   /**
    * Dials per contact including retries of busy and no-answer; default 3.
    * @minimum 1
    * @maximum 10
+   * @asType integer
    */
   maxAttempts?: number;
   /**
    * Wait before a busy or no-answer contact is dialed again, minutes; default 60.
    * @minimum 1
    * @maximum 10080
+   * @asType integer
    */
   retryDelayMinutes?: number;
 }

@@ -60,6 +60,7 @@ export interface WebhookSecretRotate {
    * `webhook-signature`), so receivers can roll over. Default 86400 (24 h); 0 revokes it at once.
    * @minimum 0
    * @maximum 604800
+   * @asType integer
    */
   previousSecretTtlSeconds?: number;
 }

@@ -74,6 +74,30 @@ describe('HTTP helper SSRF guard', () => {
     expect(err?.message).to.match(/10\.1\.1\.1 is a private/);
   });
 
+  it('reports a name DNS says does not exist as HostUnresolvableError, and a resolver failure as itself', async () => {
+    const refuse = (code: string) => guardedLookup(parseAllowList(''), async () => Promise.reject(Object.assign(new Error(`getaddrinfo ${code}`), { code })));
+    const nx = await new Promise<Error | null>((resolve) => refuse('ENOTFOUND')('gone.example', { all: true }, (e) => resolve(e)));
+    expect(nx?.name).to.equal('HostUnresolvableError');
+    expect(nx?.message).to.match(/gone\.example does not resolve/);
+    const empty = await new Promise<Error | null>((resolve) => guardedLookup(parseAllowList(''), async () => [])('empty.example', {}, (e) => resolve(e)));
+    expect(empty?.name).to.equal('HostUnresolvableError');
+    const again = await new Promise<Error | null>((resolve) => refuse('EAI_AGAIN')('flaky.example', { all: true }, (e) => resolve(e)));
+    expect(again?.name).to.not.equal('HostUnresolvableError');
+    expect((again as NodeJS.ErrnoException).code).to.equal('EAI_AGAIN');
+  });
+
+  it('fails a fetch of a host name that does not resolve at once, as a permanent failure', async () => {
+    const client = createHttpClient({ allow: parseAllowList('') });
+    const started = Date.now();
+    // RFC 6761: names under .invalid never resolve.
+    const err = await fetchError(client, 'http://no-such-host.invalid/page');
+    expect(err.code).to.equal('dns_unresolvable');
+    expect(err.retryable).to.equal(false);
+    expect(err.message).to.match(/no-such-host\.invalid does not resolve/);
+    expect(Date.now() - started).to.be.below(2000);
+    await client.close();
+  });
+
   describe('fetching', () => {
     let server: Awaited<ReturnType<typeof startServer>>;
     before(async () => {

@@ -132,6 +132,27 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
     expect(src.failureReason).to.match(/metadata/);
   });
 
+  it('fails a source whose host name does not resolve within a couple of seconds, with the reason stored, without retrying', async () => {
+    const started = Date.now();
+    // RFC 6761: names under .invalid never resolve.
+    const res = await call('POST', `/agents/${agentId}/knowledge/sources`, { kind: 'url', url: 'https://no-such-host.invalid/handbook' });
+    expect(res.status).to.equal(202);
+    const result = await resultOf(res.body.data.id);
+    expect(Date.now() - started).to.be.below(3000);
+    expect(result).to.include({ status: 'failed', failureCode: 'dns_unresolvable' });
+    const history = await client.workflow.getHandle(workflowIds.knowledgeSource(res.body.data.id)).fetchHistory();
+    const events = history.events ?? [];
+    const typeOf = new Map(events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => [String(e.eventId), e.activityTaskScheduledEventAttributes!.activityType!.name]));
+    const extractAttempts = events
+      .filter((e) => e.activityTaskStartedEventAttributes && typeOf.get(String(e.activityTaskStartedEventAttributes.scheduledEventId)) === 'extractKnowledgeSource')
+      .map((e) => e.activityTaskStartedEventAttributes!.attempt);
+    expect(extractAttempts).to.deep.equal([1]);
+    const list = await call('GET', `/agents/${agentId}/knowledge/sources`);
+    const src = list.body.data.items.find((s: any) => s.id === res.body.data.id);
+    expect(src).to.include({ status: 'failed', failureCode: 'dns_unresolvable' });
+    expect(src.failureReason).to.match(/no-such-host\.invalid does not resolve/);
+  });
+
   it('retries a transient 503 and then makes the source ready', async () => {
     const res = await call('POST', `/agents/${agentId}/knowledge/sources`, { kind: 'url', url: `${base}/flaky.txt` });
     // Real time: one 2 s retry backoff.

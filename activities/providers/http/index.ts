@@ -4,12 +4,12 @@
  * enforced while streaming and time caps on connect, headers, body and the whole fetch.
  *
  * Errors are HttpFetchError with a stable `code` and a `retryable` flag, so activities can turn them
- * into retryable failures (timeouts, 5xx, 429, connection errors) or non-retryable ones (4xx, SSRF
- * refusals, bad URLs, oversize bodies).
+ * into retryable failures (timeouts, 5xx, 429, connection errors, a resolver that could not answer) or
+ * non-retryable ones (4xx, SSRF refusals, a host name DNS says does not exist, bad URLs, oversize bodies).
  */
 import { Agent, buildConnector, request, type Dispatcher } from 'undici';
 import type { Socket } from 'node:net';
-import { assertHostLiteralAllowed, checkAddress, guardedLookup, parseAllowList, SsrfRefusedError, type AllowList } from '../../../domain/net/guard';
+import { assertHostLiteralAllowed, checkAddress, guardedLookup, HostUnresolvableError, parseAllowList, SsrfRefusedError, type AllowList } from '../../../domain/net/guard';
 
 export { parseAllowList, checkAddress, SsrfRefusedError, type AllowList } from '../../../domain/net/guard';
 
@@ -20,6 +20,7 @@ export const ALLOW_PRIVATE_ENV = 'HTTP_ALLOW_PRIVATE_HOSTS';
 export type HttpFetchErrorCode =
   | 'bad_url'
   | 'ssrf_refused'
+  | 'dns_unresolvable'
   | 'too_many_redirects'
   | 'http_status'
   | 'too_large'
@@ -111,9 +112,9 @@ function discard(body: Dispatcher.ResponseData['body']): void {
   body.destroy();
 }
 
-function findSsrf(err: unknown): SsrfRefusedError | undefined {
+function findInCauses<T>(err: unknown, type: new (...args: any[]) => T): T | undefined {
   for (let e = err as { cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as never, i++) {
-    if (e instanceof SsrfRefusedError) return e;
+    if (e instanceof type) return e;
   }
   return undefined;
 }
@@ -121,8 +122,10 @@ function findSsrf(err: unknown): SsrfRefusedError | undefined {
 /** Maps transport errors (undici, net, abort) to HttpFetchError. */
 function toFetchError(err: unknown, url: string): HttpFetchError {
   if (err instanceof HttpFetchError) return err;
-  const ssrf = findSsrf(err);
+  const ssrf = findInCauses(err, SsrfRefusedError);
   if (ssrf) return new HttpFetchError('ssrf_refused', ssrf.message, false);
+  const unresolvable = findInCauses(err, HostUnresolvableError);
+  if (unresolvable) return new HttpFetchError('dns_unresolvable', unresolvable.message, false);
   const e = err as { name?: string; code?: string; message?: string };
   const timeoutCodes = ['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'];
   if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || timeoutCodes.includes(e?.code ?? '')) {

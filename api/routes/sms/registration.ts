@@ -189,7 +189,16 @@ export const submitSMSRegistration: Handler = async (ctx, deps) => {
 /** Schemas of these operations (merged into the route table). */
 export const routeSchemas = {
   getSMSRegistration: { responseSchema: 'SmsRegistration' },
-  saveSMSRegistration: { requestSchema: 'SmsRegistrationDraft', responseSchema: 'SmsRegistration' },
+  // Without the stored country, state and postal code are only checked when the body names the country.
+  saveSMSRegistration: {
+    requestSchema: 'SmsRegistrationDraft',
+    responseSchema: 'SmsRegistration',
+    bodyChecks: (b: Record<string, any>) => {
+      const { state, postalCode, ...rest } = b;
+      const country = typeof b.country === 'string' ? b.country : undefined;
+      return checkDraftFormats((country ? b : rest) as SmsRegistrationDraft, country);
+    },
+  },
   reviewSMSRegistration: { responseSchema: 'SmsReviewResult' },
   submitSMSRegistration: { requestSchema: 'SmsSubmitRequest', responseSchema: 'SmsRegistration' },
 };
