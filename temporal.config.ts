@@ -24,6 +24,8 @@ export const workflowIds = {
   campaign: (campaignId: string) => `campaign/${campaignId}`,
   /** One outgoing text message. */
   smsMessage: (messageId: string) => `sms-message/${messageId}`,
+  /** One simulated conversation of an agent (`POST /agents/{agentId}/simulate`). */
+  agentSimulation: (simulationId: string) => `agent-simulation/${simulationId}`,
   /** One webhook delivery with its retries. */
   webhookDelivery: (deliveryId: string) => `webhook-delivery/${deliveryId}`,
 } as const;

@@ -11,6 +11,7 @@ import { createAgentActivities } from './agents';
 import { createWebhookActivities } from './webhooks';
 import { createSmsActivities } from './sms';
 import { createOutboundActivities } from './outbound';
+import { createSimulationActivities } from './simulations';
 
 /** What activities may use. */
 export interface ActivityDeps {
@@ -21,5 +22,5 @@ export interface ActivityDeps {
 
 /** Every activity function by name (the worker registers this object). */
 export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
-  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps) };
+  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps) };
 }

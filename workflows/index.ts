@@ -9,3 +9,4 @@ export { agentPublishWorkflow } from './agentPublish';
 export { smsRegistration } from './smsRegistration';
 export { smsMessage } from './smsMessage';
 export { campaignDialer, contactImport } from './outboundCampaign';
+export { agentSimulation } from './agentSimulation';

@@ -107,7 +107,8 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/numbers', 'listNumbers', 'Numbers', ['numbers:read'], "The organization's numbers"),
   // Test
   r('POST', '/agents/{agentId}/talk-token', 'createTalkToken', 'Test', ['agents:write'], 'Short-lived talk token (published version unless draftMode)'),
-  r('POST', '/agents/{agentId}/simulate', 'simulateAgent', 'Test', ['agents:write'], 'Simulate a conversation'),
+  r('POST', '/agents/{agentId}/simulate', 'simulateAgent', 'Test', ['agents:write'], 'Simulate a conversation (202; workflow agent-simulation/{id})', { successStatus: 202 }),
+  r('GET', '/agents/{agentId}/simulations/{id}', 'getSimulation', 'Test', ['agents:read'], 'Get a simulation: progress, transcript and the verdict on each expectation'),
   // Chat
   r('POST', '/chat/sessions', 'createChatSession', 'Chat', ['chat:write'], 'Start a chat session (published version, or the draft with draftMode)', { successStatus: 201 }),
   r('GET', '/chat/sessions/{id}', 'getChatSession', 'Chat', ['chat:read'], 'Get a chat session and its messages'),

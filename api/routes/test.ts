@@ -2,18 +2,25 @@
  * Test handlers (spec Test row, "Agent lifecycle" rules 1-2): `POST /agents/{agentId}/talk-token` issues
  * a short-lived signed token bound to the published version; for an agent never published it answers
  * 409 `no_published_version` unless `draftMode: true`, which binds the token to the current draft
- * version instead. `simulate` is not built yet (501 from the route table).
+ * version instead. `simulate` runs a test conversation as workflow `agent-simulation/{id}` and answers 202
+ * with the simulation to poll at `GET /agents/{agentId}/simulations/{id}`.
  */
 import crypto from 'node:crypto';
 import type { Handler } from '../context';
-import { ApiError } from '../../domain/errors';
+import { ApiError, notFound, temporalUnavailable, validationError } from '../../domain/errors';
 import { validateBody } from '../../domain/validation';
 import { talkTokenSecret } from '../../db/repositories/agentVersions';
 import type { TalkToken, TalkTokenRequest } from '../../schemas/types/agents';
 import { requireAgent } from '../agents/http';
 import { signTalkToken } from '../agents/talkToken';
 import { param } from './agents';
-import { orgOf } from '../http';
+import { orgOf, requireTemporal } from '../http';
+import { variableErrors } from './chat';
+import { allMessages } from '../../db/repositories/conversations';
+import { createSimulation, failSimulation, getSimulation, type SimulationRecord } from '../../db/repositories/simulations';
+import { simulationTurns } from '../../domain/conversations/expectations';
+import { startWorkflow, workflowIds } from '../../temporal.config';
+import type { Simulation, SimulationRequest } from '../../schemas/types/chat';
 
 /** Default talk-token lifetime in seconds. */
 export const DEFAULT_TALK_TOKEN_TTL_SECONDS = 300;
@@ -54,10 +61,63 @@ export const createTalkToken: Handler = async (ctx, { db }) => {
   return { data, status: 201, headers: { 'Cache-Control': 'no-store' } };
 };
 
+/**
+ * POST /agents/{agentId}/simulate (simulateAgent, agents:write) `SimulationRequest` → 202 `Simulation`
+ * (status `running`, `Location` of the result). Exactly one of `script` or `caller`; 404
+ * `agent_not_found`; 409 `no_published_version` unless `draftMode: true`; 503 without Temporal (nothing
+ * stored). The workflow `agent-simulation/{id}` runs one activity per caller turn.
+ */
+export const simulateAgent: Handler = async (ctx, deps) => {
+  const orgId = orgOf(ctx);
+  const body = validateBody<SimulationRequest>('SimulationRequest', ctx.request.body);
+  if (!body.script === !body.caller) throw validationError([{ field: body.script ? 'caller' : 'script', message: 'send exactly one of script (caller turns) or caller (a simulated caller)' }]);
+  body.script?.forEach((turn, i) => {
+    if (!turn.trim() || turn.length > 10_000) throw validationError([{ field: `script[${i}]`, message: 'must be 1 to 10000 characters of text' }]);
+  });
+  const verrors = variableErrors(body.variables);
+  if (verrors.length) throw validationError(verrors);
+  const agent = await requireAgent(deps.db, orgId, param(ctx, 'agentId'));
+  if (body.draftMode !== true && !agent.publishedVersionId) {
+    throw new ApiError(409, 'no_published_version', 'The agent has never been published; publish it, or simulate its draft with draftMode: true');
+  }
+  const temporal = requireTemporal(deps);
+  const sim = await createSimulation(deps.db, orgId, agent.id, body);
+  try {
+    await startWorkflow(temporal, 'agentSimulation', {
+      workflowId: workflowIds.agentSimulation(sim.id),
+      args: [{ orgId, simulationId: sim.id, turns: simulationTurns(body) }],
+      orgId,
+      resourceId: sim.id,
+    });
+  } catch (err) {
+    await failSimulation(deps.db, orgId, sim.id, 'workflow_not_started');
+    ctx.state.log.error({ err, orgId, simulationId: sim.id }, 'starting agent-simulation workflow failed');
+    throw temporalUnavailable('The simulation could not be started; send it again');
+  }
+  const data: Simulation = { ...withoutRequest(sim), transcript: [] };
+  return { data, status: 202, headers: { Location: `${ctx.path.replace(/\/simulate$/, '')}/simulations/${sim.id}` } };
+};
+
+function withoutRequest(s: SimulationRecord): Omit<Simulation, 'transcript'> {
+  const { request: _request, ...rest } = s;
+  return rest;
+}
+
+/** GET /agents/{agentId}/simulations/{id} (getSimulation, agents:read) → the simulation; its transcript once started. 404 `simulation_not_found`. */
+export const getSimulationHandler: Handler = async (ctx, { db }) => {
+  const orgId = orgOf(ctx);
+  const sim = await getSimulation(db, orgId, param(ctx, 'id'), param(ctx, 'agentId'));
+  if (!sim) throw notFound('Simulation', 'simulation_not_found');
+  const data: Simulation = { ...withoutRequest(sim), transcript: sim.conversationId ? await allMessages(db, orgId, sim.conversationId) : [] };
+  return { data };
+};
+
 /** Handlers of this area by operationId. */
-export const handlers = { createTalkToken };
+export const handlers = { createTalkToken, simulateAgent, getSimulation: getSimulationHandler };
 
 /** Schemas of this area's operations. */
 export const routeSchemas = {
   createTalkToken: { requestSchema: 'TalkTokenRequest', responseSchema: 'TalkToken' },
+  simulateAgent: { requestSchema: 'SimulationRequest', responseSchema: 'Simulation' },
+  getSimulation: { responseSchema: 'Simulation' },
 };

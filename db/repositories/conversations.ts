@@ -103,6 +103,8 @@ export function toLlmMessage(m: ConversationMessage): LlmMessage {
 
 /** What a new conversation starts with. */
 export interface NewConversation {
+  /** A chosen id (`cnv_…`; simulations derive theirs), else a new one. */
+  id?: string;
   agentId: string;
   channel: ConversationChannel;
   mode: 'published' | 'draft';
@@ -132,7 +134,7 @@ export async function createConversation(
   return db.transaction(async (trx) => {
     const [row] = await trx('conversations')
       .insert({
-        id: newId('cnv'),
+        id: c.id ?? newId('cnv'),
         org_id: orgId,
         agent_id: c.agentId,
         channel: c.channel,

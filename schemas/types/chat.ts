@@ -158,3 +158,68 @@ export interface ChatCompletionMessage {
   tool_call_id?: string;
   tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
 }
+
+/** One expectation of a simulation, evaluated on the whole conversation. */
+export type SimulationExpectation =
+  | { type: 'mentions'; /** @minLength 1 @maxLength 500 */ text: string }
+  | { type: 'doesNotMention'; /** @minLength 1 @maxLength 500 */ text: string }
+  | { type: 'callsSkill'; /** @pattern ^[a-z][a-z0-9_]{0,63}$ */ skill: string }
+  | { type: 'reachesPlaybookNode'; /** @maxLength 64 */ playbook?: string; /** @minLength 1 @maxLength 64 */ node: string };
+
+/**
+ * Request body of `POST /agents/{agentId}/simulate` (simulateAgent): a scripted list of caller turns, or a
+ * simulated caller (persona + goal, played by the LLM provider) for up to `maxTurns` turns.
+ * @additionalProperties false
+ */
+export interface SimulationRequest {
+  /** Simulate against the draft (compiled now) instead of the published version. */
+  draftMode?: boolean;
+  /** Caller messages, in order. @minItems 1 @maxItems 50 */
+  script?: string[];
+  /** A simulated caller instead of a script. */
+  caller?: {
+    /** Who the caller is. @minLength 1 @maxLength 2000 */
+    persona: string;
+    /** What the caller wants; also the caller's first message. @minLength 1 @maxLength 2000 */
+    goal: string;
+    /** Caller turns at most (default 6). @minimum 1 @maximum 20 */
+    maxTurns?: number;
+  };
+  /** Conversation variables. @maxProperties 50 */
+  variables?: { [name: string]: string };
+  /** @maxItems 50 */
+  expectations?: SimulationExpectation[];
+}
+
+/** The verdict on one expectation, with the evidence. */
+export interface ExpectationResult {
+  expectation: SimulationExpectation;
+  passed: boolean;
+  /** What decided it: the reply or tool call that matched, or why none did. */
+  evidence: string;
+  /** Turn of the evidence, when one turn decided it. */
+  turn: number | null;
+}
+
+/** A simulation (`sim_…`): the conversation it ran and, once completed, the verdicts. */
+export interface Simulation {
+  id: string;
+  agentId: string;
+  /** The simulated conversation (`cnv_…`, marked `simulation`); null until it started. */
+  conversationId: string | null;
+  mode: 'published' | 'draft';
+  status: 'running' | 'completed' | 'failed';
+  /** Caller turns run so far. */
+  turns: number;
+  /** Every expectation passed (null until completed; true when there are none). */
+  passed: boolean | null;
+  results: ExpectationResult[];
+  /** Why it failed (status `failed`). */
+  error: string | null;
+  /** The messages of the conversation, verbatim (on completion). */
+  transcript: ConversationMessage[];
+  /** @format date-time */
+  createdAt: string;
+  /** @format date-time */
+  completedAt: string | null;
+}

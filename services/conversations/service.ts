@@ -102,6 +102,8 @@ const onChange: OnConversationChange = async (trx, { conversation: c, messages }
 
 /** How a conversation starts. */
 export interface StartRequest {
+  /** A chosen conversation id (simulations). */
+  id?: string;
   agentId: string;
   channel: ConversationChannel;
   draftMode?: boolean;
@@ -155,6 +157,7 @@ export async function startConversation(
     db,
     orgId,
     {
+      id: req.id,
       agentId: req.agentId,
       channel: req.channel,
       mode: req.draftMode ? 'draft' : 'published',
