@@ -6,17 +6,45 @@
 import crypto from 'node:crypto';
 import { status as Code } from '@grpc/grpc-js';
 import { fromMs, toMs } from '../proto';
-import { ActivityState, EventType as ET, Execution, RetryState, ServiceError, Status, TimeoutType } from '../types';
+import {
+  ActivityCanceledRequest,
+  ActivityCompletedRequest,
+  ActivityFailedRequest,
+  ActivityHeartbeatRequest,
+  EventType,
+  Failure,
+  PollActivityTaskQueueResponse,
+  RecordActivityTaskHeartbeatResponse,
+  RetryState,
+  ScheduleActivityTaskAttrs,
+  TimeoutType,
+} from '../protoTypes';
+import { ActivityState, Execution, ServiceError, Status } from '../types';
 import { ActEntry, decodeToken, encodeToken, execKey, TQ_NORMAL } from './state';
 import { normalizeRetryPolicy, retryDecision, retryPolicyProto } from './retry';
 import { WorkflowTasks } from './workflowTasks';
+
+/** The fields of an activity request (by task token or by id) that identify the activity. */
+interface ActivityRequestRef {
+  taskToken?: Uint8Array | null;
+  namespace?: string | null;
+  workflowId?: string | null;
+  runId?: string | null;
+  activityId?: string | null;
+  identity?: string | null;
+}
 
 /** Engine layer for activities (see `index.ts`). */
 export abstract class Activities extends WorkflowTasks {
   /** Activities scheduled eagerly by the workflow task being completed (null outside a completion). */
   protected eagerActivities: number[] | null = null;
 
-  protected scheduleActivity(exec: Execution, a: any, completedId: number): void {
+  /**
+   * ScheduleActivityTask command: fills the timeouts and retry policy as the real server does,
+   * writes ActivityTaskScheduled and queues the task (or holds it for eager dispatch).
+   * @throws ServiceError INVALID_ARGUMENT when neither schedule-to-close nor start-to-close is set.
+   */
+  protected scheduleActivity(exec: Execution, a: ScheduleActivityTaskAttrs, completedId: number): void {
     const runTimeoutMs = exec.runDeadline !== null ? exec.runDeadline - exec.startTime : 0;
     let s2c = toMs(a.scheduleToCloseTimeout) ?? 0;
     let s2s = toMs(a.scheduleToStartTimeout) ?? 0;
@@ -35,7 +63,7 @@ export abstract class Activities extends WorkflowTasks {
     if (hb > stc && stc > 0) hb = stc;
     const rp = normalizeRetryPolicy(a.retryPolicy);
     const taskQueue = a.taskQueue?.name || exec.taskQueue;
-    const id = this.emit(exec, ET.ActivityTaskScheduled, {
+    const id = this.emit(exec, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, {
       activityId: a.activityId,
       activityType: a.activityType,
       taskQueue: { name: taskQueue, kind: TQ_NORMAL },
@@ -53,7 +81,7 @@ export abstract class Activities extends WorkflowTasks {
     const now = this.clock.now();
     const act: ActivityState = {
       scheduledEventId: id,
-      activityId: a.activityId,
+      activityId: a.activityId ?? '',
       activityType: a.activityType?.name ?? '',
       taskQueue,
       input: a.input,
@@ -78,6 +106,32 @@ export abstract class Activities extends WorkflowTasks {
     this.actList(exec.namespace, taskQueue).add({ exec, scheduledEventId: id, attempt: 1 });
   }
 
+  /**
+   * RequestCancelActivityTask command: ActivityTaskCancelRequested; a not-started activity is
+   * canceled at once (returns true: the workflow needs a new task), a started one is told through
+   * its heartbeat. An unknown scheduled event id is ignored.
+   */
+  protected requestCancelActivity(exec: Execution, scheduledEventId: number, completedId: number): boolean {
+    const act = exec.activities[scheduledEventId];
+    if (!act) return false;
+    const reqId = this.emit(exec, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED, {
+      scheduledEventId,
+      workflowTaskCompletedEventId: completedId,
+    });
+    if (act.state !== 'started') {
+      this.emit(exec, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED, {
+        scheduledEventId,
+        latestCancelRequestedEventId: reqId,
+        startedEventId: 0,
+      });
+      this.removeActivity(exec, act);
+      return true;
+    }
+    act.cancelRequested = true;
+    act.cancelRequestedEventId = reqId;
+    return false;
+  }
+
   /** (Re)arms an activity's timers from its state (also used after reload). */
   protected armActivity(exec: Execution, act: ActivityState): void {
     const k = `act:${act.scheduledEventId}`;
@@ -88,18 +142,18 @@ export abstract class Activities extends WorkflowTasks {
     const attempt = act.attempt;
     if (act.scheduleToCloseMs > 0 && !exec.rt.timers.has(`${k}:s2c`)) {
       this.setTimer(exec, `${k}:s2c`, act.scheduledTime + act.scheduleToCloseMs, () =>
-        this.activityTimedOut(exec, act.scheduledEventId, TimeoutType.ScheduleToClose, -1),
+        this.activityTimedOut(exec, act.scheduledEventId, TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, -1),
       );
     }
     if (act.state === 'scheduled' && act.scheduleToStartMs > 0 && act.scheduleToStartMs !== act.scheduleToCloseMs) {
       this.setTimer(exec, `${k}:s2s`, act.attemptScheduledTime + act.scheduleToStartMs, () =>
-        this.activityTimedOut(exec, act.scheduledEventId, TimeoutType.ScheduleToStart, attempt),
+        this.activityTimedOut(exec, act.scheduledEventId, TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START, attempt),
       );
     }
     if (act.state === 'started') {
       if (act.startToCloseMs > 0) {
         this.setTimer(exec, `${k}:stc`, act.startedTime! + act.startToCloseMs, () =>
-          this.activityTimedOut(exec, act.scheduledEventId, TimeoutType.StartToClose, attempt),
+          this.activityTimedOut(exec, act.scheduledEventId, TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE, attempt),
         );
       }
       this.armHeartbeat(exec, act);
@@ -121,7 +175,7 @@ export abstract class Activities extends WorkflowTasks {
     const attempt = act.attempt;
     const from = act.lastHeartbeatTime ?? act.startedTime!;
     this.setTimer(exec, `act:${act.scheduledEventId}:hb`, from + act.heartbeatMs, () =>
-      this.activityTimedOut(exec, act.scheduledEventId, TimeoutType.Heartbeat, attempt),
+      this.activityTimedOut(exec, act.scheduledEventId, TimeoutType.TIMEOUT_TYPE_HEARTBEAT, attempt),
     );
   }
 
@@ -137,12 +191,12 @@ export abstract class Activities extends WorkflowTasks {
     identity: string,
     onCancel: (fn: () => void) => void,
     isCancelled: () => boolean,
-  ): Promise<Record<string, unknown>> {
+  ): Promise<PollActivityTaskQueueResponse> {
     this.namespace(ns);
     return this.takeOrWait(this.actList(ns, queue), onCancel, isCancelled, (entry) => this.startActivityTask(entry, identity));
   }
 
-  protected startActivityTask(e: ActEntry, identity: string): Record<string, unknown> {
+  protected startActivityTask(e: ActEntry, identity: string): PollActivityTaskQueueResponse {
     const exec = e.exec;
     const act = exec.activities[e.scheduledEventId];
     act.state = 'started';
@@ -174,7 +228,7 @@ export abstract class Activities extends WorkflowTasks {
   }
 
   /** Resolves an activity from a task token, or from (workflowId, runId, activityId). */
-  protected findActivity(req: any, byId: boolean): { exec: Execution; act: ActivityState } {
+  protected findActivity(req: ActivityRequestRef, byId: boolean): { exec: Execution; act: ActivityState } {
     if (byId) {
       const exec = this.getExecution(req.namespace || 'default', req.workflowId, req.runId);
       const act = Object.values(exec.activities).find((a) => a.activityId === req.activityId);
@@ -183,7 +237,7 @@ export abstract class Activities extends WorkflowTasks {
         // Completion by id of a not-yet-started attempt: treat it as started now.
         act.state = 'started';
         act.startedTime = this.clock.now();
-        act.identity = req.identity;
+        act.identity = req.identity ?? undefined;
         act.requestId = crypto.randomUUID();
       }
       return { exec, act };
@@ -199,7 +253,7 @@ export abstract class Activities extends WorkflowTasks {
   }
 
   protected emitActivityStarted(exec: Execution, act: ActivityState): number {
-    return this.emit(exec, ET.ActivityTaskStarted, {
+    return this.emit(exec, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED, {
       scheduledEventId: act.scheduledEventId,
       identity: act.identity ?? '',
       requestId: act.requestId ?? '',
@@ -209,7 +263,7 @@ export abstract class Activities extends WorkflowTasks {
   }
 
   /** RecordActivityTaskHeartbeat(ById): stores details, resets the heartbeat timeout. */
-  heartbeatActivity(req: any, byId: boolean): Record<string, unknown> {
+  heartbeatActivity(req: ActivityHeartbeatRequest, byId: boolean): RecordActivityTaskHeartbeatResponse {
     const { exec, act } = this.findActivity(req, byId);
     act.heartbeatDetails = req.details;
     act.lastHeartbeatTime = this.clock.now();
@@ -219,10 +273,10 @@ export abstract class Activities extends WorkflowTasks {
   }
 
   /** RespondActivityTaskCompleted(ById). */
-  completeActivity(req: any, byId: boolean): void {
+  completeActivity(req: ActivityCompletedRequest, byId: boolean): void {
     const { exec, act } = this.findActivity(req, byId);
     const started = this.emitActivityStarted(exec, act);
-    this.emit(exec, ET.ActivityTaskCompleted, {
+    this.emit(exec, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, {
       result: req.result,
       scheduledEventId: act.scheduledEventId,
       startedEventId: started,
@@ -233,18 +287,18 @@ export abstract class Activities extends WorkflowTasks {
   }
 
   /** RespondActivityTaskFailed(ById): retried server-side per RetryPolicy without events. */
-  failActivity(req: any, byId: boolean): void {
+  failActivity(req: ActivityFailedRequest, byId: boolean): void {
     const { exec, act } = this.findActivity(req, byId);
-    let failure = req.failure;
+    const failure = req.failure;
     if (req.lastHeartbeatDetails) act.heartbeatDetails = req.lastHeartbeatDetails;
     this.attemptFailed(exec, act, failure);
   }
 
-  protected attemptFailed(exec: Execution, act: ActivityState, failure: any, timedOut = false): void {
+  protected attemptFailed(exec: Execution, act: ActivityState, failure: Failure | null | undefined, timedOut = false): void {
     const now = this.clock.now();
     const deadline = act.scheduleToCloseMs > 0 ? act.scheduledTime + act.scheduleToCloseMs : null;
     const d = act.cancelRequested
-      ? { retryState: RetryState.CancelRequested }
+      ? { retryState: RetryState.RETRY_STATE_CANCEL_REQUESTED }
       : retryDecision(act.retryPolicy, act.attempt, failure, now, deadline);
     if ('backoffMs' in d) {
       act.lastFailure = failure;
@@ -258,14 +312,14 @@ export abstract class Activities extends WorkflowTasks {
     }
     const started = this.emitActivityStarted(exec, act);
     if (timedOut) {
-      this.emit(exec, ET.ActivityTaskTimedOut, {
+      this.emit(exec, EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, {
         failure,
         scheduledEventId: act.scheduledEventId,
         startedEventId: started,
         retryState: d.retryState,
       });
     } else {
-      this.emit(exec, ET.ActivityTaskFailed, {
+      this.emit(exec, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED, {
         failure,
         scheduledEventId: act.scheduledEventId,
         startedEventId: started,
@@ -277,24 +331,29 @@ export abstract class Activities extends WorkflowTasks {
     this.scheduleWorkflowTask(exec);
   }
 
-  protected activityTimedOut(exec: Execution, scheduledEventId: number, type: number, attempt: number): void {
+  protected activityTimedOut(exec: Execution, scheduledEventId: number, type: TimeoutType, attempt: number): void {
     const act = exec.activities[scheduledEventId];
     if (!act || exec.status !== Status.Running) return;
     if (attempt !== -1 && act.attempt !== attempt) return;
-    const names: Record<number, string> = { 1: 'StartToClose', 2: 'ScheduleToStart', 3: 'ScheduleToClose', 4: 'Heartbeat' };
-    const failure: Record<string, unknown> = {
+    const names: Partial<Record<TimeoutType, string>> = {
+      [TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE]: 'StartToClose',
+      [TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START]: 'ScheduleToStart',
+      [TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE]: 'ScheduleToClose',
+      [TimeoutType.TIMEOUT_TYPE_HEARTBEAT]: 'Heartbeat',
+    };
+    const failure: Failure = {
       message: `activity ${names[type]} timeout`,
       source: 'Server',
       timeoutFailureInfo: { timeoutType: type, lastHeartbeatDetails: act.heartbeatDetails },
     };
-    if (type === TimeoutType.ScheduleToClose || type === TimeoutType.ScheduleToStart) {
+    if (type === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE || type === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START) {
       if (act.lastFailure) failure.cause = act.lastFailure;
       const startedId = act.state === 'started' ? this.emitActivityStarted(exec, act) : 0;
-      this.emit(exec, ET.ActivityTaskTimedOut, {
+      this.emit(exec, EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, {
         failure,
         scheduledEventId: act.scheduledEventId,
         startedEventId: startedId,
-        retryState: RetryState.Timeout,
+        retryState: RetryState.RETRY_STATE_TIMEOUT,
       });
       this.removeActivity(exec, act);
       this.scheduleWorkflowTask(exec);
@@ -305,10 +364,10 @@ export abstract class Activities extends WorkflowTasks {
   }
 
   /** RespondActivityTaskCanceled(ById). */
-  cancelActivity(req: any, byId: boolean): void {
+  cancelActivity(req: ActivityCanceledRequest, byId: boolean): void {
     const { exec, act } = this.findActivity(req, byId);
     const started = this.emitActivityStarted(exec, act);
-    this.emit(exec, ET.ActivityTaskCanceled, {
+    this.emit(exec, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED, {
       details: req.details,
       latestCancelRequestedEventId: act.cancelRequestedEventId ?? 0,
       scheduledEventId: act.scheduledEventId,

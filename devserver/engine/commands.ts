@@ -2,29 +2,74 @@
  * RespondWorkflowTaskCompleted: validates the commands, writes WorkflowTaskCompleted and one event
  * group per command (temporal.api.command.v1), then the events held during the task; eager
  * activity dispatch and the sticky fast path (devserver/README.md "Events during a workflow task").
+ * Each command's events are written by the layer of its concern (activities, timers, children,
+ * executions); this layer dispatches on temporal.api.enums.v1.CommandType.
  */
 import { status as Code } from '@grpc/grpc-js';
-import { fromMs, toMs } from '../proto';
-import { EventType as ET, Execution, ServiceError, Status } from '../types';
-import { decodeToken, DEFAULT_STICKY_SCHEDULE_TO_START_MS, DEFAULT_WORKFLOW_TASK_TIMEOUT_MS, TQ_NORMAL } from './state';
+import { toMs } from '../proto';
+import {
+  Command,
+  CommandType,
+  EventType,
+  Payload,
+  PollActivityTaskQueueResponse,
+  RespondWorkflowTaskCompletedRequest,
+  RespondWorkflowTaskCompletedResponse,
+  WorkflowTaskFailedCause,
+} from '../protoTypes';
+import { Execution, ServiceError, Status } from '../types';
+import { decodeToken, DEFAULT_STICKY_SCHEDULE_TO_START_MS } from './state';
 import { Children } from './children';
 
-const CLOSE_COMMANDS = new Set([4, 5, 7, 10]);
-const SUPPORTED_COMMANDS = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16]);
+/** Commands that close the workflow run. */
+const CLOSE_COMMANDS = new Set<CommandType | null | undefined>([
+  CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION,
+  CommandType.COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION,
+  CommandType.COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION,
+  CommandType.COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION,
+]);
 
-/** Rejects a completion before anything is written when a command cannot be applied. */
-function validateCommands(commands: any[]): void {
+/** Commands the dev server applies; protocol messages (updates) and Nexus are not among them. */
+const SUPPORTED_COMMANDS = new Set<CommandType | null | undefined>([
+  CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK,
+  CommandType.COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK,
+  CommandType.COMMAND_TYPE_START_TIMER,
+  CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION,
+  CommandType.COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION,
+  CommandType.COMMAND_TYPE_CANCEL_TIMER,
+  CommandType.COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION,
+  CommandType.COMMAND_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION,
+  CommandType.COMMAND_TYPE_RECORD_MARKER,
+  CommandType.COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION,
+  CommandType.COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION,
+  CommandType.COMMAND_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION,
+  CommandType.COMMAND_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+  CommandType.COMMAND_TYPE_MODIFY_WORKFLOW_PROPERTIES,
+]);
+
+/** UNIMPLEMENTED naming the command type number, for commands outside SUPPORTED_COMMANDS. */
+function unsupportedCommand(commandType: CommandType | null | undefined): ServiceError {
+  return new ServiceError(
+    Code.UNIMPLEMENTED,
+    `command type ${commandType} is not implemented by the dev server (updates, Nexus and protocol messages are not supported)`,
+  );
+}
+
+/**
+ * Rejects a completion before anything is written when a command cannot be applied.
+ * @throws ServiceError UNIMPLEMENTED for unsupported commands and cron schedules; INVALID_ARGUMENT
+ * for a ScheduleActivityTask without id, type, or schedule-to-close / start-to-close timeout.
+ */
+function validateCommands(commands: Command[]): void {
   for (const c of commands) {
-    if (!SUPPORTED_COMMANDS.has(c.commandType)) {
-      throw new ServiceError(
-        Code.UNIMPLEMENTED,
-        `command type ${c.commandType} is not implemented by the dev server (updates, Nexus and protocol messages are not supported)`,
-      );
-    }
-    if (c.commandType === 11 && c.startChildWorkflowExecutionCommandAttributes?.cronSchedule) {
+    if (!SUPPORTED_COMMANDS.has(c.commandType)) throw unsupportedCommand(c.commandType);
+    if (
+      c.commandType === CommandType.COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION &&
+      c.startChildWorkflowExecutionCommandAttributes?.cronSchedule
+    ) {
       throw new ServiceError(Code.UNIMPLEMENTED, 'cron schedules are not implemented by the dev server');
     }
-    if (c.commandType === 1) {
+    if (c.commandType === CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK) {
       const a = c.scheduleActivityTaskCommandAttributes ?? {};
       if (!a.activityId || !a.activityType?.name) throw new ServiceError(Code.INVALID_ARGUMENT, 'ActivityId or ActivityType is not set on command.');
       if (!toMs(a.scheduleToCloseTimeout) && !toMs(a.startToCloseTimeout)) {
@@ -35,7 +80,7 @@ function validateCommands(commands: any[]): void {
 }
 
 /** Merges upserted payloads; an empty / null / [] payload removes the key (as the real server). */
-function mergePayloadMap(target: Record<string, unknown>, fields: Record<string, any> | undefined): void {
+function mergePayloadMap(target: Record<string, Payload>, fields: Record<string, Payload> | null | undefined): void {
   for (const [k, p] of Object.entries(fields ?? {})) {
     const data = p?.data ? Buffer.from(p.data).toString('utf8') : '';
     if (!data || data === 'null' || data === '[]') delete target[k];
@@ -49,10 +94,10 @@ export abstract class Commands extends Children {
    * RespondWorkflowTaskCompleted: writes WorkflowTaskCompleted, one event group per command, then
    * the events held during the task; schedules the next task when new events arrived.
    */
-  completeWorkflowTask(req: any): Record<string, unknown> {
+  completeWorkflowTask(req: RespondWorkflowTaskCompletedRequest): RespondWorkflowTaskCompletedResponse {
     const exec = this.workflowTaskForToken(decodeToken(req.taskToken));
     const wt = exec.wt;
-    const commands: any[] = req.commands ?? [];
+    const commands: Command[] = req.commands ?? [];
     validateCommands(commands);
     const closes = commands.some((c) => CLOSE_COMMANDS.has(c.commandType));
     // A close command while new events are waiting is rejected, like the real server
@@ -63,11 +108,11 @@ export abstract class Commands extends Children {
       if (wt.transient) this.writeTransient(exec);
       this.emit(
         exec,
-        ET.WorkflowTaskFailed,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
         {
           scheduledEventId: wt.scheduledEventId,
           startedEventId: wt.startedEventId,
-          cause: 1,
+          cause: WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
           identity: req.identity ?? '',
         },
         { direct: true },
@@ -82,7 +127,7 @@ export abstract class Commands extends Children {
     wt.state = 'none';
     const held = exec.buffer;
     exec.buffer = [];
-    const completedId = this.emit(exec, ET.WorkflowTaskCompleted, {
+    const completedId = this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, {
       scheduledEventId: wt.scheduledEventId,
       startedEventId: wt.startedEventId,
       identity: req.identity ?? '',
@@ -126,13 +171,13 @@ export abstract class Commands extends Children {
     // Eager activity dispatch, as the real server does it: activities whose command asked for it
     // (the worker reserved a slot for each) and that run on the workflow's own task queue are
     // started now and returned in this response instead of going through the matching queue.
-    const activityTasks: Record<string, unknown>[] = [];
+    const activityTasks: PollActivityTaskQueueResponse[] = [];
     for (const id of eager) {
       const act = exec.activities[id];
       if (exec.status !== Status.Running || !act || act.state !== 'scheduled') continue;
       activityTasks.push(this.startActivityTask({ exec, scheduledEventId: id, attempt: act.attempt }, req.identity ?? ''));
     }
-    const resp: Record<string, unknown> = activityTasks.length ? { activityTasks } : {};
+    const resp: RespondWorkflowTaskCompletedResponse = activityTasks.length ? { activityTasks } : {};
     // Like the real server, hand a task created by this completion straight back to a sticky
     // worker that asked for it, instead of a round trip through its sticky queue.
     if (req.returnNewWorkflowTask && exec.sticky && exec.wt.state === 'scheduled' && exec.wt.sticky && exec.wt.backoffUntil === undefined) {
@@ -145,96 +190,40 @@ export abstract class Commands extends Children {
   }
 
   /** Applies one command; returns true when it produced an event needing a new workflow task. */
-  protected applyCommand(exec: Execution, cmd: any, completedId: number): boolean {
-    const ns = exec.namespace;
+  protected applyCommand(exec: Execution, cmd: Command, completedId: number): boolean {
     switch (cmd.commandType) {
-      case 1: {
-        const a = cmd.scheduleActivityTaskCommandAttributes ?? {};
-        this.scheduleActivity(exec, a, completedId);
+      case CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK:
+        this.scheduleActivity(exec, cmd.scheduleActivityTaskCommandAttributes ?? {}, completedId);
+        return false;
+      case CommandType.COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK:
+        return this.requestCancelActivity(exec, Number(cmd.requestCancelActivityTaskCommandAttributes?.scheduledEventId ?? 0), completedId);
+      case CommandType.COMMAND_TYPE_START_TIMER:
+        this.startUserTimer(exec, cmd.startTimerCommandAttributes ?? {}, completedId);
+        return false;
+      case CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION: {
+        const result = cmd.completeWorkflowExecutionCommandAttributes?.result;
+        this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, { result, workflowTaskCompletedEventId: completedId });
+        this.close(exec, Status.Completed, { result });
         return false;
       }
-      case 2: {
-        const sched = Number(cmd.requestCancelActivityTaskCommandAttributes?.scheduledEventId ?? 0);
-        const act = exec.activities[sched];
-        if (!act) return false;
-        const reqId = this.emit(exec, ET.ActivityTaskCancelRequested, {
-          scheduledEventId: sched,
-          workflowTaskCompletedEventId: completedId,
-        });
-        if (act.state !== 'started') {
-          this.emit(exec, ET.ActivityTaskCanceled, {
-            scheduledEventId: sched,
-            latestCancelRequestedEventId: reqId,
-            startedEventId: 0,
-          });
-          this.removeActivity(exec, act);
-          return true;
-        }
-        act.cancelRequested = true;
-        act.cancelRequestedEventId = reqId;
+      case CommandType.COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION:
+        this.failWorkflow(exec, cmd.failWorkflowExecutionCommandAttributes?.failure, completedId);
+        return false;
+      case CommandType.COMMAND_TYPE_CANCEL_TIMER:
+        this.cancelUserTimer(exec, cmd.cancelTimerCommandAttributes?.timerId ?? '', completedId);
+        return false;
+      case CommandType.COMMAND_TYPE_CANCEL_WORKFLOW_EXECUTION: {
+        const details = cmd.cancelWorkflowExecutionCommandAttributes?.details;
+        this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED, { workflowTaskCompletedEventId: completedId, details });
+        this.close(exec, Status.Canceled, { details });
         return false;
       }
-      case 3: {
-        const a = cmd.startTimerCommandAttributes ?? {};
-        const ms = toMs(a.startToFireTimeout) ?? 0;
-        const id = this.emit(exec, ET.TimerStarted, {
-          timerId: a.timerId,
-          startToFireTimeout: a.startToFireTimeout ?? fromMs(0),
-          workflowTaskCompletedEventId: completedId,
-        });
-        exec.timers[a.timerId] = { timerId: a.timerId, startedEventId: id, fireAt: this.clock.now() + ms };
-        this.armUserTimer(exec, a.timerId);
+      case CommandType.COMMAND_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION:
+        this.requestCancelExternalCommand(exec, cmd.requestCancelExternalWorkflowExecutionCommandAttributes ?? {}, completedId);
         return false;
-      }
-      case 4:
-        this.emit(exec, ET.WorkflowExecutionCompleted, {
-          result: cmd.completeWorkflowExecutionCommandAttributes?.result,
-          workflowTaskCompletedEventId: completedId,
-        });
-        this.close(exec, Status.Completed, { result: cmd.completeWorkflowExecutionCommandAttributes?.result });
-        return false;
-      case 5: {
-        const failure = cmd.failWorkflowExecutionCommandAttributes?.failure;
-        this.failWorkflow(exec, failure, completedId);
-        return false;
-      }
-      case 6: {
-        const timerId = cmd.cancelTimerCommandAttributes?.timerId;
-        const t = exec.timers[timerId];
-        if (!t) return false;
-        this.emit(exec, ET.TimerCanceled, {
-          timerId,
-          startedEventId: t.startedEventId,
-          workflowTaskCompletedEventId: completedId,
-        });
-        delete exec.timers[timerId];
-        this.clearTimer(exec, `timer:${timerId}`);
-        return false;
-      }
-      case 7:
-        this.emit(exec, ET.WorkflowExecutionCanceled, {
-          workflowTaskCompletedEventId: completedId,
-          details: cmd.cancelWorkflowExecutionCommandAttributes?.details,
-        });
-        this.close(exec, Status.Canceled, { details: cmd.cancelWorkflowExecutionCommandAttributes?.details });
-        return false;
-      case 8: {
-        const a = cmd.requestCancelExternalWorkflowExecutionCommandAttributes ?? {};
-        const targetNs = a.namespace || ns;
-        const initiated = this.emit(exec, ET.RequestCancelExternalWorkflowExecutionInitiated, {
-          workflowTaskCompletedEventId: completedId,
-          namespace: targetNs,
-          workflowExecution: { workflowId: a.workflowId, runId: a.runId },
-          control: a.control,
-          childWorkflowOnly: a.childWorkflowOnly,
-          reason: a.reason,
-        });
-        this.defer(() => this.deliverExternalCancel(exec, initiated, targetNs, a));
-        return false;
-      }
-      case 9: {
+      case CommandType.COMMAND_TYPE_RECORD_MARKER: {
         const a = cmd.recordMarkerCommandAttributes ?? {};
-        this.emit(exec, ET.MarkerRecorded, {
+        this.emit(exec, EventType.EVENT_TYPE_MARKER_RECORDED, {
           markerName: a.markerName,
           details: a.details,
           workflowTaskCompletedEventId: completedId,
@@ -243,78 +232,29 @@ export abstract class Commands extends Children {
         });
         return false;
       }
-      case 10:
+      case CommandType.COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION:
         this.continueAsNew(exec, cmd.continueAsNewWorkflowExecutionCommandAttributes ?? {}, completedId);
         return false;
-      case 11: {
-        const a = cmd.startChildWorkflowExecutionCommandAttributes ?? {};
-        const targetNs = a.namespace || ns;
-        const attrs = {
-          namespace: targetNs,
-          workflowId: a.workflowId,
-          workflowType: a.workflowType,
-          taskQueue: a.taskQueue?.name ? a.taskQueue : { name: exec.taskQueue, kind: TQ_NORMAL },
-          input: a.input,
-          workflowExecutionTimeout: a.workflowExecutionTimeout,
-          workflowRunTimeout: a.workflowRunTimeout,
-          workflowTaskTimeout: a.workflowTaskTimeout ?? fromMs(DEFAULT_WORKFLOW_TASK_TIMEOUT_MS),
-          parentClosePolicy: a.parentClosePolicy || 1,
-          control: a.control,
-          workflowTaskCompletedEventId: completedId,
-          workflowIdReusePolicy: a.workflowIdReusePolicy,
-          retryPolicy: a.retryPolicy,
-          cronSchedule: a.cronSchedule,
-          header: a.header,
-          memo: a.memo,
-          searchAttributes: a.searchAttributes,
-        };
-        const initiated = this.emit(exec, ET.StartChildWorkflowExecutionInitiated, attrs);
-        exec.children[initiated] = {
-          initiatedEventId: initiated,
-          namespace: targetNs,
-          workflowId: a.workflowId,
-          workflowType: a.workflowType?.name ?? '',
-          parentClosePolicy: attrs.parentClosePolicy,
-        };
-        this.defer(() => this.startChild(exec, initiated, attrs));
+      case CommandType.COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION:
+        this.startChildCommand(exec, cmd.startChildWorkflowExecutionCommandAttributes ?? {}, completedId);
         return false;
-      }
-      case 12: {
-        const a = cmd.signalExternalWorkflowExecutionCommandAttributes ?? {};
-        const targetNs = a.namespace || ns;
-        const initiated = this.emit(exec, ET.SignalExternalWorkflowExecutionInitiated, {
-          workflowTaskCompletedEventId: completedId,
-          namespace: targetNs,
-          workflowExecution: a.execution,
-          signalName: a.signalName,
-          input: a.input,
-          control: a.control,
-          childWorkflowOnly: a.childWorkflowOnly,
-          header: a.header,
-        });
-        this.defer(() => this.deliverExternalSignal(exec, initiated, targetNs, a));
+      case CommandType.COMMAND_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION:
+        this.signalExternalCommand(exec, cmd.signalExternalWorkflowExecutionCommandAttributes ?? {}, completedId);
         return false;
-      }
-      case 13: {
+      case CommandType.COMMAND_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES: {
         const sa = cmd.upsertWorkflowSearchAttributesCommandAttributes?.searchAttributes ?? {};
-        this.emit(exec, ET.UpsertWorkflowSearchAttributes, {
-          workflowTaskCompletedEventId: completedId,
-          searchAttributes: sa,
-        });
+        this.emit(exec, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES, { workflowTaskCompletedEventId: completedId, searchAttributes: sa });
         mergePayloadMap(exec.searchAttributes, sa.indexedFields);
         return false;
       }
-      case 16: {
+      case CommandType.COMMAND_TYPE_MODIFY_WORKFLOW_PROPERTIES: {
         const memo = cmd.modifyWorkflowPropertiesCommandAttributes?.upsertedMemo ?? {};
-        this.emit(exec, ET.WorkflowPropertiesModified, { workflowTaskCompletedEventId: completedId, upsertedMemo: memo });
+        this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED, { workflowTaskCompletedEventId: completedId, upsertedMemo: memo });
         mergePayloadMap(exec.memo, memo.fields);
         return false;
       }
       default:
-        throw new ServiceError(
-          Code.UNIMPLEMENTED,
-          `command type ${cmd.commandType} is not implemented by the dev server (updates, Nexus and protocol messages are not supported)`,
-        );
+        throw unsupportedCommand(cmd.commandType);
     }
   }
 }

@@ -59,7 +59,7 @@ export abstract class EngineCore {
   }
 
   /** Finds a run (or the current run when runId is empty); throws NOT_FOUND. */
-  getExecution(ns: string, workflowId: string, runId?: string | null): Execution {
+  getExecution(ns: string, workflowId: string | null | undefined, runId?: string | null): Execution {
     this.namespace(ns);
     const e = runId ? this.executions.get(execKey(ns, workflowId, runId)) : this.current.get(wfKey(ns, workflowId));
     if (!e) {
@@ -85,7 +85,7 @@ export abstract class EngineCore {
     return this.executions.values();
   }
 
-  protected tryGet(ns: string, workflowId: string, runId?: string): Execution | undefined {
+  protected tryGet(ns: string, workflowId: string | null | undefined, runId?: string | null): Execution | undefined {
     if (!workflowId) return undefined;
     return runId ? this.executions.get(execKey(ns, workflowId, runId)) : this.current.get(wfKey(ns, workflowId));
   }
@@ -184,31 +184,33 @@ export abstract class EngineCore {
   }
 
   /** Starts the next queued task at once, or waits for one as a long-poll (waitForTask). */
-  protected takeOrWait<E>(
+  protected takeOrWait<E, R extends object>(
     list: TaskList<E>,
     onCancel: (fn: () => void) => void,
     isCancelled: () => boolean,
-    start: (e: E) => Record<string, unknown>,
-  ): Promise<Record<string, unknown>> {
+    start: (e: E) => R,
+  ): Promise<R> {
     const e = list.take();
     if (e) return Promise.resolve(start(e));
     return this.waitForTask(list, onCancel, isCancelled, start);
   }
 
-  protected waitForTask<E>(
+  protected waitForTask<E, R extends object>(
     list: TaskList<E>,
     onCancel: (fn: () => void) => void,
     isCancelled: () => boolean,
-    start: (e: E) => Record<string, unknown>,
-  ): Promise<Record<string, unknown>> {
+    start: (e: E) => R,
+  ): Promise<R> {
     return new Promise((resolve) => {
       let done = false;
-      const finish = (v: Record<string, unknown>) => {
+      const finish = (v: R) => {
         done = true;
         clearTimeout(timer);
         resolve(v);
       };
-      const timer = setTimeout(() => !done && finish({}), POLL_TIMEOUT_MS);
+      // An empty poll response (every field of a poll response is optional): no task this time.
+      const empty = {} as R;
+      const timer = setTimeout(() => !done && finish(empty), POLL_TIMEOUT_MS);
       const poller: Poller<E> = {
         alive: () => !done && !isCancelled() && !this.stopped,
         deliver: (entry) => {
@@ -218,7 +220,7 @@ export abstract class EngineCore {
         },
       };
       list.pollers.push(poller);
-      onCancel(() => !done && finish({}));
+      onCancel(() => !done && finish(empty));
     });
   }
 }

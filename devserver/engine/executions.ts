@@ -6,7 +6,20 @@
 import crypto from 'node:crypto';
 import { status as Code } from '@grpc/grpc-js';
 import { fromMs, toMs } from '../proto';
-import { EventType as ET, Execution, ParentRef, RetryState, ServiceError, Status, TimeoutType } from '../types';
+import {
+  ContinueAsNewAttrs,
+  ContinueAsNewInitiator,
+  EventType,
+  Failure,
+  Payloads,
+  RetryState,
+  StartWorkflowExecutionRequest,
+  TimeoutType,
+  WorkflowExecutionStatus,
+  WorkflowIdConflictPolicy,
+  WorkflowIdReusePolicy,
+} from '../protoTypes';
+import { Execution, ParentRef, ServiceError, Status } from '../types';
 import { CloseOutcome, DEFAULT_WORKFLOW_TASK_TIMEOUT_MS, execKey, StartExtra, TQ_NORMAL, wfKey } from './state';
 import { normalizeRetryPolicy, retryDecision, retryPolicyProto } from './retry';
 import { UserTimers } from './timers';
@@ -24,13 +37,13 @@ export abstract class Executions extends UserTimers {
   /** Implemented by the children layer: parent close policies on a closing parent. */
   protected abstract applyParentClosePolicy(exec: Execution, children: Execution['children'][string][]): void;
   /** Implemented by the children layer: a closing child's result event on its parent. */
-  protected abstract reportToParent(child: Execution, p: ParentRef, status: number, outcome: CloseOutcome): void;
+  protected abstract reportToParent(child: Execution, p: ParentRef, status: WorkflowExecutionStatus, outcome: CloseOutcome): void;
 
   /**
    * StartWorkflowExecution (also used for children, retries and continue-as-new).
    * Applies id reuse and conflict policies; returns `{ exec, started }`.
    */
-  startWorkflow(req: any, extra: StartExtra = {}): { exec: Execution; started: boolean } {
+  startWorkflow(req: StartWorkflowExecutionRequest, extra: StartExtra = {}): { exec: Execution; started: boolean } {
     const ns = req.namespace || 'default';
     this.namespace(ns);
     if (!req.workflowId) throw new ServiceError(Code.INVALID_ARGUMENT, 'WorkflowId is not set on request.');
@@ -41,17 +54,20 @@ export abstract class Executions extends UserTimers {
     if (prev && !extra.continuedFrom) {
       if (prev.status === Status.Running) {
         if (req.requestId && prev.startRequestId === req.requestId) return { exec: prev, started: true };
-        const conflict = req.workflowIdConflictPolicy || 0;
-        if (conflict === 2) return { exec: prev, started: false };
-        if (conflict === 3 || req.workflowIdReusePolicy === 4) {
+        const conflict = req.workflowIdConflictPolicy || WorkflowIdConflictPolicy.WORKFLOW_ID_CONFLICT_POLICY_UNSPECIFIED;
+        if (conflict === WorkflowIdConflictPolicy.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING) return { exec: prev, started: false };
+        if (
+          conflict === WorkflowIdConflictPolicy.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING ||
+          req.workflowIdReusePolicy === WorkflowIdReusePolicy.WORKFLOW_ID_REUSE_POLICY_TERMINATE_IF_RUNNING
+        ) {
           this.terminate(prev, 'TerminateExisting', undefined, req.identity);
         } else {
           throw alreadyStarted(prev, req.workflowId);
         }
       } else {
-        const reuse = req.workflowIdReusePolicy || 1;
-        if (reuse === 3) throw alreadyStarted(prev, req.workflowId);
-        if (reuse === 2 && (prev.status === Status.Completed || prev.status === Status.ContinuedAsNew)) {
+        const reuse = req.workflowIdReusePolicy || WorkflowIdReusePolicy.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE;
+        if (reuse === WorkflowIdReusePolicy.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE) throw alreadyStarted(prev, req.workflowId);
+        if (reuse === WorkflowIdReusePolicy.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY && (prev.status === Status.Completed || prev.status === Status.ContinuedAsNew)) {
           throw alreadyStarted(prev, req.workflowId);
         }
       }
@@ -131,9 +147,9 @@ export abstract class Executions extends UserTimers {
     };
     this.executions.set(execKey(ns, exec.workflowId, runId), exec);
     this.current.set(wfKey(ns, exec.workflowId), exec);
-    this.emit(exec, ET.WorkflowExecutionStarted, exec.startAttrs);
+    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, exec.startAttrs);
     if (extra.signal) {
-      this.emit(exec, ET.WorkflowExecutionSignaled, extra.signal);
+      this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, extra.signal);
     }
     this.armExecution(exec);
     this.scheduleWorkflowTask(exec);
@@ -159,19 +175,19 @@ export abstract class Executions extends UserTimers {
     if (exec.status !== Status.Running) return;
     const rp = exec.startAttrs.retryPolicy ? normalizeRetryPolicy(exec.startAttrs.retryPolicy) : null;
     const now = this.clock.now();
-    const timedOutFailure = { message: 'workflow timed out', timeoutFailureInfo: { timeoutType: TimeoutType.StartToClose } };
+    const timedOutFailure = { message: 'workflow timed out', timeoutFailureInfo: { timeoutType: TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE } };
     const d =
       rp && (exec.executionDeadline === null || now < exec.executionDeadline)
         ? retryDecision(rp, exec.startAttrs.attempt ?? 1, timedOutFailure, now, exec.executionDeadline)
-        : { retryState: RetryState.Timeout };
+        : { retryState: RetryState.RETRY_STATE_TIMEOUT };
     this.discardWorkflowTask(exec);
     if ('backoffMs' in d) {
       const next = this.retryRun(exec, d.backoffMs, timedOutFailure);
-      this.emit(exec, ET.WorkflowExecutionTimedOut, { retryState: RetryState.InProgress, newExecutionRunId: next });
+      this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, { retryState: RetryState.RETRY_STATE_IN_PROGRESS, newExecutionRunId: next });
       this.close(exec, Status.TimedOut, { continued: true });
       return;
     }
-    this.emit(exec, ET.WorkflowExecutionTimedOut, { retryState: d.retryState });
+    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, { retryState: d.retryState });
     this.close(exec, Status.TimedOut, {});
   }
 
@@ -185,25 +201,25 @@ export abstract class Executions extends UserTimers {
     this.clearTimer(exec, 'wt');
   }
 
-  protected failWorkflow(exec: Execution, failure: any, completedId: number): void {
+  protected failWorkflow(exec: Execution, failure: Failure | null | undefined, completedId: number): void {
     const rp = exec.startAttrs.retryPolicy ? normalizeRetryPolicy(exec.startAttrs.retryPolicy) : null;
     const d = retryDecision(rp, exec.startAttrs.attempt ?? 1, failure, this.clock.now(), exec.executionDeadline);
     if ('backoffMs' in d) {
       const next = this.retryRun(exec, d.backoffMs, failure);
-      this.emit(exec, ET.WorkflowExecutionFailed, {
+      this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED, {
         failure,
-        retryState: RetryState.InProgress,
+        retryState: RetryState.RETRY_STATE_IN_PROGRESS,
         workflowTaskCompletedEventId: completedId,
         newExecutionRunId: next,
       });
       this.close(exec, Status.Failed, { continued: true });
       return;
     }
-    this.emit(exec, ET.WorkflowExecutionFailed, { failure, retryState: d.retryState, workflowTaskCompletedEventId: completedId });
+    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED, { failure, retryState: d.retryState, workflowTaskCompletedEventId: completedId });
     this.close(exec, Status.Failed, { failure, retryState: d.retryState });
   }
 
-  protected retryRun(exec: Execution, backoffMs: number, failure: any): string {
+  protected retryRun(exec: Execution, backoffMs: number, failure: Failure | null | undefined): string {
     const s = exec.startAttrs;
     const { exec: next } = this.startWorkflow(
       {
@@ -223,7 +239,7 @@ export abstract class Executions extends UserTimers {
       {
         continuedFrom: exec.runId,
         firstRunId: exec.firstRunId,
-        initiator: 2,
+        initiator: ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_RETRY,
         attempt: (s.attempt ?? 1) + 1,
         backoffMs,
         continuedFailure: failure,
@@ -236,7 +252,7 @@ export abstract class Executions extends UserTimers {
     return next.runId;
   }
 
-  protected continueAsNew(exec: Execution, a: any, completedId: number): void {
+  protected continueAsNew(exec: Execution, a: ContinueAsNewAttrs, completedId: number): void {
     const s = exec.startAttrs;
     const { exec: next } = this.startWorkflow(
       {
@@ -256,7 +272,7 @@ export abstract class Executions extends UserTimers {
       {
         continuedFrom: exec.runId,
         firstRunId: exec.firstRunId,
-        initiator: a.initiator || 1,
+        initiator: a.initiator || ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_WORKFLOW,
         backoffMs: toMs(a.backoffStartInterval) ?? 0,
         lastCompletionResult: a.lastCompletionResult,
         continuedFailure: a.failure,
@@ -266,7 +282,7 @@ export abstract class Executions extends UserTimers {
       },
     );
     exec.newRunId = next.runId;
-    this.emit(exec, ET.WorkflowExecutionContinuedAsNew, {
+    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, {
       newExecutionRunId: next.runId,
       workflowType: next.startAttrs.workflowType,
       taskQueue: next.startAttrs.taskQueue,
@@ -275,7 +291,7 @@ export abstract class Executions extends UserTimers {
       workflowTaskTimeout: next.startAttrs.workflowTaskTimeout,
       workflowTaskCompletedEventId: completedId,
       backoffStartInterval: a.backoffStartInterval,
-      initiator: a.initiator || 1,
+      initiator: a.initiator || ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_WORKFLOW,
       failure: a.failure,
       lastCompletionResult: a.lastCompletionResult,
       header: a.header,
@@ -289,7 +305,7 @@ export abstract class Executions extends UserTimers {
    * Closes a run: cancels its timers and tasks, applies parent close policies to children, and
    * reports the result to the parent (unless the run continued as a new run).
    */
-  protected close(exec: Execution, status: number, outcome: CloseOutcome): void {
+  protected close(exec: Execution, status: WorkflowExecutionStatus, outcome: CloseOutcome): void {
     exec.status = status;
     exec.closeTime = this.clock.now();
     exec.wt.state = 'none';
@@ -310,10 +326,10 @@ export abstract class Executions extends UserTimers {
   }
 
   /** TerminateWorkflowExecution. */
-  terminate(exec: Execution, reason: string, details: unknown, identity: string): void {
+  terminate(exec: Execution, reason: string, details: Payloads | null | undefined, identity: string | null | undefined): void {
     if (exec.status !== Status.Running) throw new ServiceError(Code.NOT_FOUND, 'workflow execution already completed');
     this.discardWorkflowTask(exec);
-    this.emit(exec, ET.WorkflowExecutionTerminated, { reason, details, identity });
+    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED, { reason, details, identity });
     this.close(exec, Status.Terminated, {});
   }
 }

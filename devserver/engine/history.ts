@@ -4,7 +4,8 @@
  * that follows the real server": History events, Events during a workflow task, History).
  */
 import { encodeHistoryEvent, fromMs } from '../proto';
-import { ATTR_FIELD, EventType as ET, Execution, HistoryEvent, Status } from '../types';
+import { EventAttrs, EventAttributesByType, EventType } from '../protoTypes';
+import { ATTR_FIELD, Execution, HistoryEvent, Status } from '../types';
 import { HISTORY_LONG_POLL_MS } from './state';
 import { EngineCore } from './core';
 
@@ -14,14 +15,19 @@ export abstract class HistoryEvents extends EngineCore {
    * Appends an event, or holds it (provisional negative id) while a workflow task is started.
    * Returns the (possibly provisional) event id.
    */
-  protected emit(exec: Execution, eventType: number, attrs: Record<string, unknown>, opts: { direct?: boolean } = {}): number {
-    const ev: HistoryEvent = {
+  protected emit<E extends keyof EventAttributesByType>(
+    exec: Execution,
+    eventType: E,
+    attrs: EventAttrs<E>,
+    opts: { direct?: boolean } = {},
+  ): number {
+    const ev = {
       eventId: 0,
       eventTime: fromMs(this.clock.now()),
       eventType,
       taskId: ++this.seq,
       [ATTR_FIELD[eventType]]: attrs,
-    };
+    } as HistoryEvent;
     if (!opts.direct && exec.wt.state === 'started') {
       ev.eventId = -(exec.buffer.length + 1);
       exec.buffer.push(ev);
@@ -36,9 +42,9 @@ export abstract class HistoryEvents extends EngineCore {
 
   protected onAppended(exec: Execution, ev: HistoryEvent): void {
     exec.historySizeBytes = (exec.historySizeBytes ?? 0) + encodeHistoryEvent(ev).length;
-    if (ev.eventType === ET.ChildWorkflowExecutionStarted) {
+    if (ev.eventType === EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED) {
       const a = ev.childWorkflowExecutionStartedEventAttributes;
-      const c = exec.children[a.initiatedEventId];
+      const c = a ? exec.children[a.initiatedEventId ?? 0] : undefined;
       if (c) c.startedEventId = ev.eventId;
     }
     this.dirty(exec);
@@ -55,7 +61,8 @@ export abstract class HistoryEvents extends EngineCore {
       const id = exec.nextEventId++;
       map.set(ev.eventId, id);
       ev.eventId = id;
-      const attrs = ev[ATTR_FIELD[ev.eventType]];
+      // The attributes oneof member of this event type, looked up by its field name.
+      const attrs = (ev as unknown as Record<string, { startedEventId?: number | null } | undefined>)[ATTR_FIELD[ev.eventType]];
       if (attrs && typeof attrs.startedEventId === 'number' && attrs.startedEventId < 0) {
         attrs.startedEventId = map.get(attrs.startedEventId) ?? 0;
       }

@@ -7,7 +7,14 @@ import crypto from 'node:crypto';
 import { status as Code } from '@grpc/grpc-js';
 import { fromMs } from '../proto';
 import { Execution, ServiceError, Status } from '../types';
-import { decodeToken, encodeToken, PendingQuery, QUERY_TIMEOUT_MS, TQ_NORMAL } from './state';
+import {
+  PollWorkflowTaskQueueResponse,
+  QueryResultType,
+  RespondQueryTaskCompletedRequest,
+  WorkflowQuery,
+  WorkflowQueryResult,
+} from '../protoTypes';
+import { decodeToken, encodeToken, PendingQuery, QUERY_TIMEOUT_MS, QueryAnswer, TQ_NORMAL } from './state';
 import { TimeSkipping } from './timeSkipping';
 
 /** Engine layer for queries (see `index.ts`). */
@@ -16,7 +23,7 @@ export abstract class Queries extends TimeSkipping {
    * QueryWorkflow: dispatched as a query task when no workflow task is in flight, attached to the
    * next workflow task when one is scheduled, or held until the in-flight task completes.
    */
-  query(exec: Execution, query: Record<string, any>): Promise<{ answer?: unknown; error?: string; failure?: unknown }> {
+  query(exec: Execution, query: WorkflowQuery): Promise<QueryAnswer> {
     return new Promise((resolve, reject) => {
       const id = crypto.randomUUID();
       const timer = setTimeout(() => {
@@ -49,7 +56,7 @@ export abstract class Queries extends TimeSkipping {
     }
   }
 
-  protected legacyQueryTask(exec: Execution, queryId: string): Record<string, unknown> {
+  protected legacyQueryTask(exec: Execution, queryId: string): PollWorkflowTaskQueueResponse {
     const q = this.queries.get(queryId)!;
     const sticky = !!exec.sticky && exec.status === Status.Running;
     const events = sticky ? exec.history.slice(exec.lastCompletedStartedEventId) : exec.history.slice();
@@ -69,16 +76,16 @@ export abstract class Queries extends TimeSkipping {
   }
 
   /** RespondQueryTaskCompleted (legacy query tasks). */
-  respondQuery(req: any): void {
+  respondQuery(req: RespondQueryTaskCompletedRequest): void {
     const t = decodeToken(req.taskToken);
     if (t.k !== 'q') throw new ServiceError(Code.INVALID_ARGUMENT, 'not a query task token');
     const q = this.queries.get(t.id);
     if (!q) throw new ServiceError(Code.NOT_FOUND, 'query not found (timed out?)');
-    if (req.completedType === 1) q.resolve({ answer: req.queryResult });
+    if (req.completedType === QueryResultType.QUERY_RESULT_TYPE_ANSWERED) q.resolve({ answer: req.queryResult });
     else q.resolve({ error: req.errorMessage || req.failure?.message || 'query failed', failure: req.failure });
   }
 
-  protected answerAttachedQueries(exec: Execution, results: Record<string, any> | undefined): void {
+  protected answerAttachedQueries(exec: Execution, results: Record<string, WorkflowQueryResult> | null | undefined): void {
     for (const q of [...this.queries.values()]) {
       if (q.exec !== exec || q.dispatched !== 'attached') continue;
       const r = results?.[q.id];
@@ -86,7 +93,7 @@ export abstract class Queries extends TimeSkipping {
         q.dispatched = 'no';
         continue;
       }
-      if (r.resultType === 1) q.resolve({ answer: r.answer });
+      if (r.resultType === QueryResultType.QUERY_RESULT_TYPE_ANSWERED) q.resolve({ answer: r.answer });
       else q.resolve({ error: r.errorMessage || r.failure?.message || 'query failed', failure: r.failure });
     }
   }

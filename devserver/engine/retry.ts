@@ -4,10 +4,11 @@
  * (devserver/README.md "Activities", "Workflows").
  */
 import { fromMs, toMs } from '../proto';
-import { RetryPolicyPlain, RetryState, TimeoutType } from '../types';
+import { Failure, RetryPolicy, RetryState, TimeoutType } from '../protoTypes';
+import { RetryPolicyPlain } from '../types';
 
 /** Maps a proto RetryPolicy (with server defaults applied) to ms-based form. */
-export function normalizeRetryPolicy(rp: any | undefined | null): RetryPolicyPlain {
+export function normalizeRetryPolicy(rp: RetryPolicy | undefined | null): RetryPolicyPlain {
   const initial = toMs(rp?.initialInterval) || 1000;
   return {
     initialIntervalMs: initial,
@@ -18,7 +19,7 @@ export function normalizeRetryPolicy(rp: any | undefined | null): RetryPolicyPla
   };
 }
 /** RetryPolicy (ms form) back to its proto plain-object form. */
-export function retryPolicyProto(rp: RetryPolicyPlain): Record<string, unknown> {
+export function retryPolicyProto(rp: RetryPolicyPlain): RetryPolicy {
   return {
     initialInterval: fromMs(rp.initialIntervalMs),
     backoffCoefficient: rp.backoffCoefficient,
@@ -36,21 +37,21 @@ export function retryPolicyProto(rp: RetryPolicyPlain): Record<string, unknown> 
 export function retryDecision(
   rp: RetryPolicyPlain | null,
   attempt: number,
-  failure: any,
+  failure: Failure | null | undefined,
   now: number,
   deadline: number | null,
 ): { backoffMs: number } | { retryState: number } {
-  if (!rp) return { retryState: RetryState.RetryPolicyNotSet };
+  if (!rp) return { retryState: RetryState.RETRY_STATE_RETRY_POLICY_NOT_SET };
   const app = failure?.applicationFailureInfo;
-  if (app?.nonRetryable) return { retryState: RetryState.NonRetryableFailure };
-  if (app?.type && rp.nonRetryableErrorTypes.includes(app.type)) return { retryState: RetryState.NonRetryableFailure };
+  if (app?.nonRetryable) return { retryState: RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE };
+  if (app?.type && rp.nonRetryableErrorTypes.includes(app.type)) return { retryState: RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE };
   const tt = failure?.timeoutFailureInfo?.timeoutType;
-  if (tt === TimeoutType.ScheduleToStart || tt === TimeoutType.ScheduleToClose) return { retryState: RetryState.Timeout };
-  if (rp.maximumAttempts > 0 && attempt >= rp.maximumAttempts) return { retryState: RetryState.MaximumAttemptsReached };
+  if (tt === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START || tt === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE) return { retryState: RetryState.RETRY_STATE_TIMEOUT };
+  if (rp.maximumAttempts > 0 && attempt >= rp.maximumAttempts) return { retryState: RetryState.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED };
   let backoff = rp.initialIntervalMs * Math.pow(rp.backoffCoefficient, attempt - 1);
   if (rp.maximumIntervalMs > 0) backoff = Math.min(backoff, rp.maximumIntervalMs);
   const explicit = toMs(app?.nextRetryDelay);
   if (explicit !== undefined && explicit > 0) backoff = explicit;
-  if (deadline !== null && now + backoff >= deadline) return { retryState: RetryState.Timeout };
+  if (deadline !== null && now + backoff >= deadline) return { retryState: RetryState.RETRY_STATE_TIMEOUT };
   return { backoffMs: Math.round(backoff) };
 }

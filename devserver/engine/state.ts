@@ -4,6 +4,17 @@
  */
 import { status as Code } from '@grpc/grpc-js';
 import type { Clock } from '../clock';
+import {
+  ContinueAsNewInitiator,
+  EventAttrs,
+  EventType,
+  Failure,
+  Payloads,
+  RetryState,
+  TaskQueueKind,
+  WorkflowExecutionRef,
+  WorkflowQuery,
+} from '../protoTypes';
 import { Execution, NamespaceState, ParentRef, ServiceError } from '../types';
 
 /** Log function shape shared with startDevServer. */
@@ -37,9 +48,9 @@ export const SUGGEST_CAN_EVENTS = 4 * 1024;
 /** History size (bytes) from which WorkflowTaskStarted suggests continue-as-new (server default). */
 export const SUGGEST_CAN_BYTES = 4 * 1024 * 1024;
 /** temporal.api.enums.v1.TaskQueueKind NORMAL. */
-export const TQ_NORMAL = 1;
+export const TQ_NORMAL = TaskQueueKind.TASK_QUEUE_KIND_NORMAL;
 /** temporal.api.enums.v1.TaskQueueKind STICKY. */
-export const TQ_STICKY = 2;
+export const TQ_STICKY = TaskQueueKind.TASK_QUEUE_KIND_STICKY;
 
 /** A workflow task list entry: a workflow task (valid while `seq` matches) or a legacy query task. */
 export type WfEntry = { kind: 'wt'; exec: Execution; seq: number } | { kind: 'query'; exec: Execution; queryId: string };
@@ -50,15 +61,22 @@ export type ActEntry = { exec: Execution; scheduledEventId: number; attempt: num
 export interface PendingQuery {
   id: string;
   exec: Execution;
-  query: Record<string, any>;
+  query: WorkflowQuery;
   dispatched: 'no' | 'legacy' | 'attached';
-  resolve: (r: { answer?: unknown; error?: string; failure?: unknown }) => void;
+  resolve: (r: QueryAnswer) => void;
+}
+
+/** The outcome of a query: the answer, or the error message and failure a worker reported. */
+export interface QueryAnswer {
+  answer?: Payloads | null;
+  error?: string;
+  failure?: Failure | null;
 }
 
 /** Map key of one run. */
-export const execKey = (ns: string, wf: string, run: string) => `${ns}\u0000${wf}\u0000${run}`;
+export const execKey = (ns: string, wf: string | null | undefined, run: string | null | undefined) => `${ns}\u0000${wf}\u0000${run}`;
 /** Map key of a workflow id (its current run) or of a task queue. */
-export const wfKey = (ns: string, wf: string) => `${ns}\u0000${wf}`;
+export const wfKey = (ns: string, wf: string | null | undefined) => `${ns}\u0000${wf}`;
 
 /** Task token payloads (JSON in the token bytes). */
 export type Token =
@@ -75,7 +93,7 @@ export function encodeToken(t: Token): Buffer {
  * Decodes a task token.
  * @throws ServiceError INVALID_ARGUMENT when the bytes are not a token this server issued.
  */
-export function decodeToken(b: Uint8Array | undefined): Token {
+export function decodeToken(b: Uint8Array | null | undefined): Token {
   try {
     return JSON.parse(Buffer.from(b ?? []).toString('utf8')) as Token;
   } catch {
@@ -85,24 +103,24 @@ export function decodeToken(b: Uint8Array | undefined): Token {
 
 /** How a run closed, for its parent's child event and the close bookkeeping. */
 export interface CloseOutcome {
-  result?: unknown;
-  failure?: unknown;
-  details?: unknown;
-  retryState?: number;
+  result?: Payloads | null;
+  failure?: Failure | null;
+  details?: Payloads | null;
+  retryState?: RetryState;
   continued?: boolean;
 }
 
 /** Extra inputs for internal starts (children, retries, continue-as-new, signal-with-start). */
 export interface StartExtra {
   parent?: ParentRef;
-  root?: unknown;
+  root?: WorkflowExecutionRef | null;
   continuedFrom?: string;
   firstRunId?: string;
-  initiator?: number;
+  initiator?: ContinueAsNewInitiator;
   attempt?: number;
   backoffMs?: number;
-  continuedFailure?: unknown;
-  lastCompletionResult?: unknown;
+  continuedFailure?: Failure | null;
+  lastCompletionResult?: Payloads | null;
   executionDeadline?: number | null;
-  signal?: Record<string, unknown>;
+  signal?: EventAttrs<typeof EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED>;
 }

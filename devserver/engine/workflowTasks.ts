@@ -6,9 +6,25 @@
 import crypto from 'node:crypto';
 import { status as Code } from '@grpc/grpc-js';
 import { fromMs } from '../proto';
-import { EventType as ET, Execution, HistoryEvent, ServiceError, Status, TimeoutType } from '../types';
+import {
+  EventAttrs,
+  EventType,
+  PollWorkflowTaskQueueResponse,
+  RespondWorkflowTaskFailedRequest,
+  SuggestContinueAsNewReason,
+  TaskQueue,
+  TimeoutType,
+  WorkflowQuery,
+} from '../protoTypes';
+import { Execution, HistoryEvent, ServiceError, Status } from '../types';
 import { decodeToken, encodeToken, execKey, SUGGEST_CAN_BYTES, SUGGEST_CAN_EVENTS, Token, TQ_NORMAL, TQ_STICKY, WfEntry } from './state';
 import { Queries } from './queries';
+
+/** History size fields of WorkflowTaskStarted (temporal.api.history.v1.WorkflowTaskStartedEventAttributes). */
+type HistoryLimits = Pick<
+  EventAttrs<typeof EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED>,
+  'historySizeBytes' | 'suggestContinueAsNew' | 'suggestContinueAsNewReasons'
+>;
 
 /** Engine layer for workflow tasks (see `index.ts`); completion with commands is in `commands.ts`. */
 export abstract class WorkflowTasks extends Queries {
@@ -25,7 +41,7 @@ export abstract class WorkflowTasks extends Queries {
     wt.sticky = !!exec.sticky;
     wt.queue = exec.sticky ? exec.sticky.queue : exec.taskQueue;
     wt.scheduledTime = this.clock.now();
-    wt.scheduledEventId = this.emit(exec, ET.WorkflowTaskScheduled, {
+    wt.scheduledEventId = this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, {
       taskQueue: this.wtQueueProto(exec),
       startToCloseTimeout: fromMs(exec.workflowTaskTimeoutMs),
       attempt: 1,
@@ -33,7 +49,7 @@ export abstract class WorkflowTasks extends Queries {
     this.enqueueWorkflowTask(exec);
   }
 
-  protected wtQueueProto(exec: Execution): Record<string, unknown> {
+  protected wtQueueProto(exec: Execution): TaskQueue {
     return exec.wt.sticky
       ? { name: exec.wt.queue, kind: TQ_STICKY, normalName: exec.taskQueue }
       : { name: exec.taskQueue, kind: TQ_NORMAL };
@@ -55,10 +71,10 @@ export abstract class WorkflowTasks extends Queries {
     if (exec.status !== Status.Running || wt.state !== 'scheduled' || wt.seq !== seq || !wt.sticky) return;
     exec.sticky = null;
     if (!wt.transient) {
-      this.emit(exec, ET.WorkflowTaskTimedOut, {
+      this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, {
         scheduledEventId: wt.scheduledEventId,
         startedEventId: 0,
-        timeoutType: TimeoutType.ScheduleToStart,
+        timeoutType: TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START,
       });
     }
     wt.state = 'none';
@@ -104,12 +120,12 @@ export abstract class WorkflowTasks extends Queries {
     identity: string,
     onCancel: (fn: () => void) => void,
     isCancelled: () => boolean,
-  ): Promise<Record<string, unknown>> {
+  ): Promise<PollWorkflowTaskQueueResponse> {
     this.namespace(ns);
     return this.takeOrWait(this.wfList(ns, queue), onCancel, isCancelled, (entry) => this.startWorkflowTask(entry, identity));
   }
 
-  protected startWorkflowTask(e: WfEntry, identity: string): Record<string, unknown> {
+  protected startWorkflowTask(e: WfEntry, identity: string): PollWorkflowTaskQueueResponse {
     if (e.kind === 'query') return this.legacyQueryTask(e.exec, e.queryId);
     const exec = e.exec;
     const wt = exec.wt;
@@ -126,7 +142,7 @@ export abstract class WorkflowTasks extends Queries {
     } else {
       wt.startedEventId = this.emit(
         exec,
-        ET.WorkflowTaskStarted,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
         { scheduledEventId: wt.scheduledEventId, identity, requestId: wt.requestId, ...this.historyLimits(exec) },
         { direct: true },
       );
@@ -135,7 +151,7 @@ export abstract class WorkflowTasks extends Queries {
     this.setTimer(exec, 'wt', wt.startedTime + exec.workflowTaskTimeoutMs, () => this.workflowTaskTimedOut(exec, seq));
     const fromId = wt.sticky ? exec.lastCompletedStartedEventId + 1 : 1;
     const events = exec.history.slice(fromId - 1).concat(transientEvents);
-    const resp: Record<string, unknown> = {
+    const resp: PollWorkflowTaskQueueResponse = {
       taskToken: encodeToken({ k: 'w', n: exec.namespace, w: exec.workflowId, r: exec.runId, q: seq }),
       workflowExecution: { workflowId: exec.workflowId, runId: exec.runId },
       workflowType: { name: exec.workflowType },
@@ -147,7 +163,7 @@ export abstract class WorkflowTasks extends Queries {
       scheduledTime: fromMs(wt.scheduledTime),
       startedTime: fromMs(wt.startedTime),
     };
-    const attached: Record<string, unknown> = {};
+    const attached: Record<string, WorkflowQuery> = {};
     for (const q of this.queries.values()) {
       if (q.exec === exec && q.dispatched === 'no') {
         q.dispatched = 'attached';
@@ -163,11 +179,11 @@ export abstract class WorkflowTasks extends Queries {
    * History size and the continue-as-new suggestion for WorkflowTaskStarted, with the real
    * server's default limits (4 Ki events, 4 MiB).
    */
-  protected historyLimits(exec: Execution): Record<string, unknown> {
-    const reasons: number[] = [];
+  protected historyLimits(exec: Execution): HistoryLimits {
+    const reasons: SuggestContinueAsNewReason[] = [];
     const size = exec.historySizeBytes ?? 0;
-    if (size >= SUGGEST_CAN_BYTES) reasons.push(1);
-    if (exec.nextEventId >= SUGGEST_CAN_EVENTS) reasons.push(2);
+    if (size >= SUGGEST_CAN_BYTES) reasons.push(SuggestContinueAsNewReason.SUGGEST_CONTINUE_AS_NEW_REASON_HISTORY_SIZE_TOO_LARGE);
+    if (exec.nextEventId >= SUGGEST_CAN_EVENTS) reasons.push(SuggestContinueAsNewReason.SUGGEST_CONTINUE_AS_NEW_REASON_TOO_MANY_HISTORY_EVENTS);
     return { historySizeBytes: size, suggestContinueAsNew: reasons.length > 0, suggestContinueAsNewReasons: reasons };
   }
 
@@ -177,7 +193,7 @@ export abstract class WorkflowTasks extends Queries {
       {
         eventId: wt.scheduledEventId,
         eventTime: fromMs(wt.scheduledTime),
-        eventType: ET.WorkflowTaskScheduled,
+        eventType: EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
         taskId: ++this.seq,
         workflowTaskScheduledEventAttributes: {
           taskQueue: this.wtQueueProto(exec),
@@ -188,7 +204,7 @@ export abstract class WorkflowTasks extends Queries {
       {
         eventId: wt.startedEventId,
         eventTime: fromMs(wt.startedTime),
-        eventType: ET.WorkflowTaskStarted,
+        eventType: EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
         taskId: ++this.seq,
         workflowTaskStartedEventAttributes: {
           scheduledEventId: wt.scheduledEventId,
@@ -228,8 +244,8 @@ export abstract class WorkflowTasks extends Queries {
     if (!wt.transient) {
       this.emit(
         exec,
-        ET.WorkflowTaskTimedOut,
-        { scheduledEventId: wt.scheduledEventId, startedEventId: wt.startedEventId, timeoutType: TimeoutType.StartToClose },
+        EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+        { scheduledEventId: wt.scheduledEventId, startedEventId: wt.startedEventId, timeoutType: TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE },
         { direct: true },
       );
     }
@@ -240,14 +256,14 @@ export abstract class WorkflowTasks extends Queries {
   }
 
   /** RespondWorkflowTaskFailed: WorkflowTaskFailed event on attempt 1 only, then retry. */
-  failWorkflowTask(req: any): void {
+  failWorkflowTask(req: RespondWorkflowTaskFailedRequest): void {
     const exec = this.workflowTaskForToken(decodeToken(req.taskToken));
     const wt = exec.wt;
     this.clearTimer(exec, 'wt');
     if (!wt.transient) {
       this.emit(
         exec,
-        ET.WorkflowTaskFailed,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
         {
           scheduledEventId: wt.scheduledEventId,
           startedEventId: wt.startedEventId,
