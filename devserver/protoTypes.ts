@@ -104,19 +104,30 @@ export type HistoryEventMessage = Plain<history.IHistoryEvent>;
 
 /** Command attributes (temporal.api.command.v1.*CommandAttributes). */
 export type ScheduleActivityTaskAttrs = Plain<command.IScheduleActivityTaskCommandAttributes>;
+/** temporal.api.command.v1.StartTimerCommandAttributes. */
 export type StartTimerAttrs = Plain<command.IStartTimerCommandAttributes>;
+/** temporal.api.command.v1.ContinueAsNewWorkflowExecutionCommandAttributes. */
 export type ContinueAsNewAttrs = Plain<command.IContinueAsNewWorkflowExecutionCommandAttributes>;
+/** temporal.api.command.v1.StartChildWorkflowExecutionCommandAttributes. */
 export type StartChildWorkflowAttrs = Plain<command.IStartChildWorkflowExecutionCommandAttributes>;
+/** temporal.api.command.v1.SignalExternalWorkflowExecutionCommandAttributes. */
 export type SignalExternalWorkflowAttrs = Plain<command.ISignalExternalWorkflowExecutionCommandAttributes>;
+/** temporal.api.command.v1.RequestCancelExternalWorkflowExecutionCommandAttributes. */
 export type RequestCancelExternalWorkflowAttrs = Plain<command.IRequestCancelExternalWorkflowExecutionCommandAttributes>;
 
 /** WorkflowService requests the engine takes (temporal.api.workflowservice.v1.*Request). */
 export type StartWorkflowExecutionRequest = Plain<workflowservice.IStartWorkflowExecutionRequest>;
+/** temporal.api.workflowservice.v1.SignalWithStartWorkflowExecutionRequest. */
 export type SignalWithStartWorkflowExecutionRequest = Plain<workflowservice.ISignalWithStartWorkflowExecutionRequest>;
+/** temporal.api.workflowservice.v1.RespondWorkflowTaskCompletedRequest. */
 export type RespondWorkflowTaskCompletedRequest = Plain<workflowservice.IRespondWorkflowTaskCompletedRequest>;
+/** temporal.api.workflowservice.v1.RespondWorkflowTaskFailedRequest. */
 export type RespondWorkflowTaskFailedRequest = Plain<workflowservice.IRespondWorkflowTaskFailedRequest>;
+/** temporal.api.workflowservice.v1.RespondQueryTaskCompletedRequest. */
 export type RespondQueryTaskCompletedRequest = Plain<workflowservice.IRespondQueryTaskCompletedRequest>;
+/** temporal.api.query.v1.WorkflowQuery. */
 export type WorkflowQuery = Plain<temporal.api.query.v1.IWorkflowQuery>;
+/** temporal.api.query.v1.WorkflowQueryResult. */
 export type WorkflowQueryResult = Plain<temporal.api.query.v1.IWorkflowQueryResult>;
 
 /**
@@ -126,17 +137,23 @@ export type WorkflowQueryResult = Plain<temporal.api.query.v1.IWorkflowQueryResu
  */
 export type ActivityHeartbeatRequest = Plain<workflowservice.IRecordActivityTaskHeartbeatRequest> &
   Plain<workflowservice.IRecordActivityTaskHeartbeatByIdRequest>;
+/** temporal.api.workflowservice.v1.RespondActivityTaskCompletedRequest / temporal.api.workflowservice.v1.RespondActivityTaskCompletedByIdRequest. */
 export type ActivityCompletedRequest = Plain<workflowservice.IRespondActivityTaskCompletedRequest> &
   Plain<workflowservice.IRespondActivityTaskCompletedByIdRequest>;
+/** temporal.api.workflowservice.v1.RespondActivityTaskFailedRequest / temporal.api.workflowservice.v1.RespondActivityTaskFailedByIdRequest. */
 export type ActivityFailedRequest = Plain<workflowservice.IRespondActivityTaskFailedRequest> &
   Plain<workflowservice.IRespondActivityTaskFailedByIdRequest>;
+/** temporal.api.workflowservice.v1.RespondActivityTaskCanceledRequest / temporal.api.workflowservice.v1.RespondActivityTaskCanceledByIdRequest. */
 export type ActivityCanceledRequest = Plain<workflowservice.IRespondActivityTaskCanceledRequest> &
   Plain<workflowservice.IRespondActivityTaskCanceledByIdRequest>;
 
 /** WorkflowService responses the engine builds. */
 export type PollWorkflowTaskQueueResponse = Plain<workflowservice.IPollWorkflowTaskQueueResponse>;
+/** temporal.api.workflowservice.v1.PollActivityTaskQueueResponse. */
 export type PollActivityTaskQueueResponse = Plain<workflowservice.IPollActivityTaskQueueResponse>;
+/** temporal.api.workflowservice.v1.RespondWorkflowTaskCompletedResponse. */
 export type RespondWorkflowTaskCompletedResponse = Plain<workflowservice.IRespondWorkflowTaskCompletedResponse>;
+/** temporal.api.workflowservice.v1.RecordActivityTaskHeartbeatResponse. */
 export type RecordActivityTaskHeartbeatResponse = Plain<workflowservice.IRecordActivityTaskHeartbeatResponse>;
 
 /**
