@@ -11,7 +11,7 @@ import type * as grpc from '@grpc/grpc-js';
 export interface PbType {
   encode(msg: unknown): { finish(): Uint8Array };
   decode(buf: Uint8Array): unknown;
-  toObject(msg: unknown, opts: Record<string, unknown>): any;
+  toObject(msg: unknown, opts: Record<string, unknown>): unknown;
   fromObject(obj: unknown): unknown;
 }
 interface PbMethod {
@@ -50,7 +50,7 @@ export function pbType(name: string): PbType {
 }
 
 /** Decodes bytes into a plain object (int64 → number, enums → number, bytes → Buffer). */
-export function decodePlain(type: PbType, buf: Uint8Array): any {
+export function decodePlain(type: PbType, buf: Uint8Array): unknown {
   return type.toObject(type.decode(buf), TO_OBJECT);
 }
 
@@ -60,8 +60,13 @@ export function encodePlain(type: PbType, obj: unknown): Buffer {
   return Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 }
 
-/** Handler signature used by the service table: plain request in, plain response out. */
-export type UnaryHandler = (req: any, call: grpc.ServerUnaryCall<any, any>) => Promise<any>;
+/**
+ * Handler signature used by the service table: plain request in, plain response out. Which
+ * message a request is depends on the method and is known only from the descriptor at runtime,
+ * so the table takes it as `any` (the proto boundary); each handler declares its own request type
+ * (temporal.api.workflowservice.v1.*Request as `Plain<…>`).
+ */
+export type UnaryHandler = (req: any, call: grpc.ServerUnaryCall<unknown, unknown>) => Promise<object>;
 
 /**
  * Builds a grpc-js service definition for a service in the shipped descriptors, e.g.

@@ -4,81 +4,45 @@
  * timers, children, the current workflow task). Everything except `rt` is persisted as JSON.
  */
 import type { TimerHandle } from './clock';
+import {
+  EventType,
+  EventAttrs,
+  Failure,
+  HistoryEventMessage,
+  Header,
+  ParentClosePolicy,
+  Payload,
+  Payloads,
+  WorkflowExecutionStatus,
+} from './protoTypes';
 
-/** A plain-object temporal.api.history.v1.HistoryEvent (int64 as number, enums as number). */
-export type HistoryEvent = Record<string, any> & { eventId: number; eventType: number };
+/**
+ * A temporal.api.history.v1.HistoryEvent as held in memory (int64 as number, enums as number);
+ * `eventId` is provisional (negative) while the event is held during a workflow task.
+ */
+export type HistoryEvent = HistoryEventMessage & { eventId: number; eventType: EventType };
 
-/** Proto enum values used by the engine (numbers from temporal.api.enums.v1). */
-export const EventType = {
-  WorkflowExecutionStarted: 1,
-  WorkflowExecutionCompleted: 2,
-  WorkflowExecutionFailed: 3,
-  WorkflowExecutionTimedOut: 4,
-  WorkflowTaskScheduled: 5,
-  WorkflowTaskStarted: 6,
-  WorkflowTaskCompleted: 7,
-  WorkflowTaskTimedOut: 8,
-  WorkflowTaskFailed: 9,
-  ActivityTaskScheduled: 10,
-  ActivityTaskStarted: 11,
-  ActivityTaskCompleted: 12,
-  ActivityTaskFailed: 13,
-  ActivityTaskTimedOut: 14,
-  ActivityTaskCancelRequested: 15,
-  ActivityTaskCanceled: 16,
-  TimerStarted: 17,
-  TimerFired: 18,
-  TimerCanceled: 19,
-  WorkflowExecutionCancelRequested: 20,
-  WorkflowExecutionCanceled: 21,
-  RequestCancelExternalWorkflowExecutionInitiated: 22,
-  RequestCancelExternalWorkflowExecutionFailed: 23,
-  ExternalWorkflowExecutionCancelRequested: 24,
-  MarkerRecorded: 25,
-  WorkflowExecutionSignaled: 26,
-  WorkflowExecutionTerminated: 27,
-  WorkflowExecutionContinuedAsNew: 28,
-  StartChildWorkflowExecutionInitiated: 29,
-  StartChildWorkflowExecutionFailed: 30,
-  ChildWorkflowExecutionStarted: 31,
-  ChildWorkflowExecutionCompleted: 32,
-  ChildWorkflowExecutionFailed: 33,
-  ChildWorkflowExecutionCanceled: 34,
-  ChildWorkflowExecutionTimedOut: 35,
-  ChildWorkflowExecutionTerminated: 36,
-  SignalExternalWorkflowExecutionInitiated: 37,
-  SignalExternalWorkflowExecutionFailed: 38,
-  ExternalWorkflowExecutionSignaled: 39,
-  UpsertWorkflowSearchAttributes: 40,
-  WorkflowPropertiesModified: 46,
-} as const;
-
-/** HistoryEvent attribute field name per event type (the oneof member). */
+/** HistoryEvent attribute field name per event type (the `attributes` oneof member). */
 export const ATTR_FIELD: Record<number, string> = {};
 for (const [name, num] of Object.entries(EventType)) {
-  ATTR_FIELD[num] = name[0].toLowerCase() + name.slice(1) + 'EventAttributes';
+  if (typeof num !== 'number' || num === EventType.EVENT_TYPE_UNSPECIFIED) continue;
+  // EVENT_TYPE_WORKFLOW_EXECUTION_STARTED -> workflowExecutionStartedEventAttributes
+  ATTR_FIELD[num] = name.replace(/^EVENT_TYPE_/, '').toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()) + 'EventAttributes';
 }
 
+/**
+ * temporal.api.enums.v1.WorkflowExecutionStatus under short names: the engine compares a run's
+ * status in nearly every method.
+ */
 export const Status = {
-  Running: 1,
-  Completed: 2,
-  Failed: 3,
-  Canceled: 4,
-  Terminated: 5,
-  ContinuedAsNew: 6,
-  TimedOut: 7,
+  Running: WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING,
+  Completed: WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED,
+  Failed: WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_FAILED,
+  Canceled: WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_CANCELED,
+  Terminated: WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+  ContinuedAsNew: WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW,
+  TimedOut: WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_TIMED_OUT,
 } as const;
-
-export const RetryState = {
-  InProgress: 1,
-  NonRetryableFailure: 2,
-  Timeout: 3,
-  MaximumAttemptsReached: 4,
-  RetryPolicyNotSet: 5,
-  CancelRequested: 7,
-} as const;
-
-export const TimeoutType = { StartToClose: 1, ScheduleToStart: 2, ScheduleToClose: 3, Heartbeat: 4 } as const;
 
 /** State of the one workflow task an execution can have at a time. */
 export interface WorkflowTaskState {
@@ -106,8 +70,8 @@ export interface ActivityState {
   activityId: string;
   activityType: string;
   taskQueue: string;
-  input?: unknown;
-  header?: unknown;
+  input?: Payloads | null;
+  header?: Header | null;
   scheduleToCloseMs: number;
   scheduleToStartMs: number;
   startToCloseMs: number;
@@ -118,8 +82,8 @@ export interface ActivityState {
   scheduledTime: number;
   attemptScheduledTime: number;
   startedTime?: number;
-  lastFailure?: unknown;
-  heartbeatDetails?: unknown;
+  lastFailure?: Failure | null;
+  heartbeatDetails?: Payloads | null;
   lastHeartbeatTime?: number;
   cancelRequested: boolean;
   cancelRequestedEventId?: number;
@@ -149,7 +113,7 @@ export interface ChildState {
   workflowType: string;
   runId?: string;
   startedEventId?: number;
-  parentClosePolicy: number;
+  parentClosePolicy: ParentClosePolicy;
 }
 
 /** Parent reference carried by a child run. */
@@ -175,17 +139,17 @@ export interface Execution {
   seq: number;
   workflowType: string;
   taskQueue: string;
-  status: number;
+  status: WorkflowExecutionStatus;
   startTime: number;
   executionTime: number;
   closeTime: number | null;
   /** WorkflowExecutionStarted attributes (timeouts, retry policy, attempt, parent, ...). */
-  startAttrs: Record<string, any>;
+  startAttrs: EventAttrs<typeof EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED>;
   workflowTaskTimeoutMs: number;
   runDeadline: number | null;
   executionDeadline: number | null;
-  memo: Record<string, unknown>;
-  searchAttributes: Record<string, any>;
+  memo: Record<string, Payload>;
+  searchAttributes: Record<string, Payload>;
   nextEventId: number;
   /** Number of history events already written to Postgres. */
   persistedEvents: number;

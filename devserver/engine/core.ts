@@ -1,0 +1,226 @@
+/**
+ * Shared state of the history engine and the plumbing every concern uses: namespaces, run lookup,
+ * the dirty mark for persistence, per-execution timers on the virtual clock, deferred
+ * cross-execution work, and the workflow/activity task lists with their long-polls
+ * (devserver/README.md "How it maps to the real server": history service and matching service).
+ */
+import crypto from 'node:crypto';
+import { status as Code } from '@grpc/grpc-js';
+import { Clock } from '../clock';
+import { Poller, TaskList } from '../queues';
+import { Execution, NamespaceState, ServiceError, Status } from '../types';
+import { ActEntry, EngineOptions, execKey, LogFn, PendingQuery, PersistenceSink, POLL_TIMEOUT_MS, WfEntry, wfKey } from './state';
+
+/** Base layer of the engine (see `index.ts` for how the layers compose). */
+export abstract class EngineCore {
+  readonly clock: Clock;
+  readonly namespaces = new Map<string, NamespaceState>();
+  readonly executions = new Map<string, Execution>();
+  protected readonly current = new Map<string, Execution>();
+  protected readonly wfLists = new Map<string, TaskList<WfEntry>>();
+  protected readonly actLists = new Map<string, TaskList<ActEntry>>();
+  protected readonly queries = new Map<string, PendingQuery>();
+  protected readonly later: Array<() => void> = [];
+  protected laterScheduled = false;
+  protected seq = 0;
+  sink: PersistenceSink | null = null;
+  protected readonly log: LogFn;
+  /** Time skipping: locked while > 0 (LockTimeSkipping increments, UnlockTimeSkipping decrements). */
+  timeSkippingLocks = 0;
+  readonly timeSkipping: boolean;
+  protected idleCheckScheduled = false;
+  protected stopped = false;
+
+  constructor(opts: EngineOptions) {
+    this.clock = opts.clock;
+    this.log = opts.log;
+    this.timeSkipping = opts.timeSkipping;
+  }
+
+  /** Implemented by the time-skipping layer; every state change asks for an idle check. */
+  abstract scheduleIdleCheck(): void;
+
+  /** Creates a namespace if it does not exist (returns it either way). */
+  ensureNamespace(name: string, description = ''): NamespaceState {
+    let ns = this.namespaces.get(name);
+    if (!ns) {
+      ns = { name, id: crypto.randomUUID(), description, ownerEmail: '', retentionMs: 86_400_000, data: {} };
+      this.namespaces.set(name, ns);
+      this.sink?.markNamespaceDirty(ns);
+    }
+    return ns;
+  }
+
+  /** Returns the namespace or throws NOT_FOUND (like the real frontend). */
+  namespace(name: string | undefined): NamespaceState {
+    const ns = this.namespaces.get(name || 'default');
+    if (!ns) throw new ServiceError(Code.NOT_FOUND, `Namespace ${name} is not found.`);
+    return ns;
+  }
+
+  /** Finds a run (or the current run when runId is empty); throws NOT_FOUND. */
+  getExecution(ns: string, workflowId: string | null | undefined, runId?: string | null): Execution {
+    this.namespace(ns);
+    const e = runId ? this.executions.get(execKey(ns, workflowId, runId)) : this.current.get(wfKey(ns, workflowId));
+    if (!e) {
+      throw new ServiceError(
+        Code.NOT_FOUND,
+        `workflow execution not found for workflow ID "${workflowId}" and run ID "${runId ?? ''}"`,
+        {
+          typeName: 'temporal.api.errordetails.v1.NotFoundFailure',
+          value: { currentCluster: 'active', activeCluster: 'active' },
+        },
+      );
+    }
+    return e;
+  }
+
+  /** Current run of a workflow id, if any. */
+  currentRun(ns: string, workflowId: string): Execution | undefined {
+    return this.current.get(wfKey(ns, workflowId));
+  }
+
+  /** All executions (for visibility and persistence reload). */
+  allExecutions(): IterableIterator<Execution> {
+    return this.executions.values();
+  }
+
+  protected tryGet(ns: string, workflowId: string | null | undefined, runId?: string | null): Execution | undefined {
+    if (!workflowId) return undefined;
+    return runId ? this.executions.get(execKey(ns, workflowId, runId)) : this.current.get(wfKey(ns, workflowId));
+  }
+
+  protected dirty(exec: Execution): void {
+    this.sink?.markDirty(exec);
+    this.scheduleIdleCheck();
+  }
+
+  protected setTimer(exec: Execution, key: string, at: number, fn: () => void): void {
+    exec.rt.timers.get(key)?.cancel();
+    exec.rt.timers.set(
+      key,
+      this.clock.schedule(at, () => {
+        exec.rt.timers.delete(key);
+        if (this.stopped) return;
+        try {
+          fn();
+        } catch (err) {
+          this.log('error', 'timer handler failed', { key, err: String((err as Error).stack ?? err) });
+        }
+        this.runLater();
+      }),
+    );
+  }
+
+  protected clearTimer(exec: Execution, key: string): void {
+    exec.rt.timers.get(key)?.cancel();
+    exec.rt.timers.delete(key);
+  }
+
+  protected clearAllTimers(exec: Execution): void {
+    for (const t of exec.rt.timers.values()) t.cancel();
+    exec.rt.timers.clear();
+  }
+
+  /** Defers cross-execution work until the current operation finished. */
+  protected defer(fn: () => void): void {
+    this.later.push(fn);
+    if (!this.laterScheduled) {
+      this.laterScheduled = true;
+      setImmediate(() => this.runLater());
+    }
+  }
+
+  protected runLater(): void {
+    this.laterScheduled = false;
+    while (this.later.length) {
+      const fn = this.later.shift()!;
+      try {
+        fn();
+      } catch (err) {
+        this.log('error', 'deferred action failed', { err: String((err as Error).stack ?? err) });
+      }
+    }
+  }
+
+  protected wfList(ns: string, name: string): TaskList<WfEntry> {
+    const k = wfKey(ns, name);
+    let l = this.wfLists.get(k);
+    if (!l) {
+      l = new TaskList<WfEntry>((e) => this.wfEntryValid(e, name));
+      this.wfLists.set(k, l);
+    }
+    return l;
+  }
+
+  protected actList(ns: string, name: string): TaskList<ActEntry> {
+    const k = wfKey(ns, name);
+    let l = this.actLists.get(k);
+    if (!l) {
+      l = new TaskList<ActEntry>((e) => this.actEntryValid(e));
+      this.actLists.set(k, l);
+    }
+    return l;
+  }
+
+  protected wfEntryValid(e: WfEntry, queue: string): boolean {
+    if (e.kind === 'query') {
+      const q = this.queries.get(e.queryId);
+      return !!q && q.dispatched === 'legacy';
+    }
+    const wt = e.exec.wt;
+    return (
+      e.exec.status === Status.Running &&
+      wt.state === 'scheduled' &&
+      wt.seq === e.seq &&
+      wt.queue === queue &&
+      wt.backoffUntil === undefined
+    );
+  }
+
+  protected actEntryValid(e: ActEntry): boolean {
+    const a = e.exec.activities[e.scheduledEventId];
+    return e.exec.status === Status.Running && !!a && a.state === 'scheduled' && a.attempt === e.attempt;
+  }
+
+  /** Starts the next queued task at once, or waits for one as a long-poll (waitForTask). */
+  protected takeOrWait<E, R extends object>(
+    list: TaskList<E>,
+    onCancel: (fn: () => void) => void,
+    isCancelled: () => boolean,
+    start: (e: E) => R,
+  ): Promise<R> {
+    const e = list.take();
+    if (e) return Promise.resolve(start(e));
+    return this.waitForTask(list, onCancel, isCancelled, start);
+  }
+
+  protected waitForTask<E, R extends object>(
+    list: TaskList<E>,
+    onCancel: (fn: () => void) => void,
+    isCancelled: () => boolean,
+    start: (e: E) => R,
+  ): Promise<R> {
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (v: R) => {
+        done = true;
+        clearTimeout(timer);
+        resolve(v);
+      };
+      // An empty poll response (every field of a poll response is optional): no task this time.
+      const empty = {} as R;
+      const timer = setTimeout(() => !done && finish(empty), POLL_TIMEOUT_MS);
+      const poller: Poller<E> = {
+        alive: () => !done && !isCancelled() && !this.stopped,
+        deliver: (entry) => {
+          if (done || isCancelled()) return false;
+          finish(start(entry));
+          return true;
+        },
+      };
+      list.pollers.push(poller);
+      onCancel(() => !done && finish(empty));
+    });
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * The dev server's history engine: workflow executions, workflow/activity task dispatch, timers,
+ * timeouts, retries, children and cross-workflow signals/cancels. Events are built the way the
+ * real Temporal server builds them (temporal.api.history.v1), so the official SDK can replay them.
+ *
+ * All state is in memory (one `Execution` per run); `PersistenceSink` writes it through to
+ * Postgres. Every time goes through the virtual `Clock` so time skipping applies everywhere.
+ *
+ * One class split by concern into layers, each a module that extends the one before it and calls
+ * the layers below it (the three calls that go upwards are abstract methods):
+ * core → history → timeSkipping → queries → workflowTasks → activities → timers → executions →
+ * signals → children → commands → Engine (reload and stop).
+ */
+import { Execution, Status } from '../types';
+import { Commands } from './commands';
+import { execKey, wfKey } from './state';
+
+export type { EngineOptions, LogFn, PersistenceSink, StartExtra } from './state';
+export { normalizeRetryPolicy, retryDecision } from './retry';
+
+/** The history engine. Public methods are called by the gRPC service layer. */
+export class Engine extends Commands {
+  /** Re-arms timers and re-queues tasks after loading state from Postgres. */
+  restore(exec: Execution): void {
+    this.executions.set(execKey(exec.namespace, exec.workflowId, exec.runId), exec);
+    const cur = this.current.get(wfKey(exec.namespace, exec.workflowId));
+    if (!cur || cur.seq < exec.seq) this.current.set(wfKey(exec.namespace, exec.workflowId), exec);
+    this.seq = Math.max(this.seq, exec.seq, ...exec.history.slice(-1).map((e) => e.taskId ?? 0));
+    if (exec.status !== Status.Running) return;
+    exec.sticky = null;
+    this.armExecution(exec);
+    for (const t of Object.keys(exec.timers)) this.armUserTimer(exec, t);
+    for (const a of Object.values(exec.activities)) {
+      this.armActivity(exec, a);
+      if (a.state === 'scheduled') this.actList(exec.namespace, a.taskQueue).add({ exec, scheduledEventId: a.scheduledEventId, attempt: a.attempt });
+    }
+    const wt = exec.wt;
+    if (wt.state === 'started') {
+      // The worker that held it is gone: time the task out now, as the real server would later.
+      this.workflowTaskTimedOut(exec, wt.seq);
+    } else if (wt.state === 'scheduled') {
+      if (wt.sticky) {
+        this.stickyTimeout(exec, wt.seq);
+      } else if (wt.backoffUntil !== undefined) {
+        const seq = wt.seq;
+        this.setTimer(exec, 'wt', wt.backoffUntil, () => {
+          if (exec.wt.seq !== seq || exec.wt.state !== 'scheduled') return;
+          exec.wt.backoffUntil = undefined;
+          this.enqueueWorkflowTask(exec);
+        });
+      } else {
+        this.enqueueWorkflowTask(exec);
+      }
+    } else if (exec.buffer.length) {
+      this.flushBuffer(exec);
+      this.scheduleWorkflowTask(exec);
+    }
+  }
+
+  /** Stops timers and wakes waiting long-polls. */
+  stop(): void {
+    this.stopped = true;
+    this.clock.stop();
+    for (const e of this.executions.values()) {
+      for (const t of e.rt.timers.values()) t.cancel();
+      for (const w of e.rt.waiters) w();
+    }
+    for (const q of this.queries.values()) q.resolve({ error: 'server stopping' });
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * Types, limits and helpers shared by the engine's layers: task-list entries, pending queries,
+ * task tokens, map keys and the persistence hook.
+ */
+import { status as Code } from '@grpc/grpc-js';
+import type { Clock } from '../clock';
+import {
+  ContinueAsNewInitiator,
+  EventAttrs,
+  EventType,
+  Failure,
+  Payloads,
+  RetryState,
+  TaskQueueKind,
+  WorkflowExecutionRef,
+  WorkflowQuery,
+} from '../protoTypes';
+import { Execution, NamespaceState, ParentRef, ServiceError } from '../types';
+
+/** Log function shape shared with startDevServer. */
+export type LogFn = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+
+/** Options for the engine (subset of startDevServer's). */
+export interface EngineOptions {
+  clock: Clock;
+  log: LogFn;
+  timeSkipping: boolean;
+}
+
+/** Persistence hook: the engine only marks things dirty; the store decides when to write. */
+export interface PersistenceSink {
+  markDirty(exec: Execution): void;
+  markNamespaceDirty(ns: NamespaceState): void;
+}
+
+/** Workflow task timeout when the start request sets none (ms), as the real server. */
+export const DEFAULT_WORKFLOW_TASK_TIMEOUT_MS = 10_000;
+/** Sticky schedule-to-start timeout when the worker sets none (ms). */
+export const DEFAULT_STICKY_SCHEDULE_TO_START_MS = 5_000;
+/** Long-poll window of PollWorkflowTaskQueue / PollActivityTaskQueue (ms); an empty response after it. */
+export const POLL_TIMEOUT_MS = 60_000;
+/** Long-poll window of GetWorkflowExecutionHistory with waitNewEvent (ms). */
+export const HISTORY_LONG_POLL_MS = 20_000;
+/** How long QueryWorkflow waits for a worker's answer (ms) before DEADLINE_EXCEEDED. */
+export const QUERY_TIMEOUT_MS = 30_000;
+/** History length (events) from which WorkflowTaskStarted suggests continue-as-new (server default). */
+export const SUGGEST_CAN_EVENTS = 4 * 1024;
+/** History size (bytes) from which WorkflowTaskStarted suggests continue-as-new (server default). */
+export const SUGGEST_CAN_BYTES = 4 * 1024 * 1024;
+/** temporal.api.enums.v1.TaskQueueKind NORMAL. */
+export const TQ_NORMAL = TaskQueueKind.TASK_QUEUE_KIND_NORMAL;
+/** temporal.api.enums.v1.TaskQueueKind STICKY. */
+export const TQ_STICKY = TaskQueueKind.TASK_QUEUE_KIND_STICKY;
+
+/** A workflow task list entry: a workflow task (valid while `seq` matches) or a legacy query task. */
+export type WfEntry = { kind: 'wt'; exec: Execution; seq: number } | { kind: 'query'; exec: Execution; queryId: string };
+/** An activity task list entry (valid while the activity is scheduled at this attempt). */
+export type ActEntry = { exec: Execution; scheduledEventId: number; attempt: number };
+
+/** A QueryWorkflow call waiting for its answer; `dispatched` says how it reached a worker. */
+export interface PendingQuery {
+  id: string;
+  exec: Execution;
+  query: WorkflowQuery;
+  dispatched: 'no' | 'legacy' | 'attached';
+  resolve: (r: QueryAnswer) => void;
+}
+
+/** The outcome of a query: the answer, or the error message and failure a worker reported. */
+export interface QueryAnswer {
+  answer?: Payloads | null;
+  error?: string;
+  failure?: Failure | null;
+}
+
+/** Map key of one run. */
+export const execKey = (ns: string, wf: string | null | undefined, run: string | null | undefined) => `${ns}\u0000${wf}\u0000${run}`;
+/** Map key of a workflow id (its current run) or of a task queue. */
+export const wfKey = (ns: string, wf: string | null | undefined) => `${ns}\u0000${wf}`;
+
+/** Task token payloads (JSON in the token bytes). */
+export type Token =
+  | { k: 'w'; n: string; w: string; r: string; q: number }
+  | { k: 'a'; n: string; w: string; r: string; s: number; a: number }
+  | { k: 'q'; id: string };
+
+/** Encodes a task token as JSON bytes. */
+export function encodeToken(t: Token): Buffer {
+  return Buffer.from(JSON.stringify(t));
+}
+
+/**
+ * Decodes a task token.
+ * @throws ServiceError INVALID_ARGUMENT when the bytes are not a token this server issued.
+ */
+export function decodeToken(b: Uint8Array | null | undefined): Token {
+  try {
+    return JSON.parse(Buffer.from(b ?? []).toString('utf8')) as Token;
+  } catch {
+    throw new ServiceError(Code.INVALID_ARGUMENT, 'malformed task token');
+  }
+}
+
+/** How a run closed, for its parent's child event and the close bookkeeping. */
+export interface CloseOutcome {
+  result?: Payloads | null;
+  failure?: Failure | null;
+  details?: Payloads | null;
+  retryState?: RetryState;
+  continued?: boolean;
+}
+
+/** Extra inputs for internal starts (children, retries, continue-as-new, signal-with-start). */
+export interface StartExtra {
+  parent?: ParentRef;
+  root?: WorkflowExecutionRef | null;
+  continuedFrom?: string;
+  firstRunId?: string;
+  initiator?: ContinueAsNewInitiator;
+  attempt?: number;
+  backoffMs?: number;
+  continuedFailure?: Failure | null;
+  lastCompletionResult?: Payloads | null;
+  executionDeadline?: number | null;
+  signal?: EventAttrs<typeof EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED>;
+}

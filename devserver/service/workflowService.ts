@@ -1,0 +1,320 @@
+/**
+ * temporal.api.workflowservice.v1.WorkflowService handlers: the subset the SDK client and worker
+ * call, each a thin mapping of the request onto the engine (devserver/README.md "How it maps to
+ * the real server": frontend).
+ */
+import type * as grpc from '@grpc/grpc-js';
+import { status as Code } from '@grpc/grpc-js';
+import { temporal } from '@temporalio/proto';
+import type { Engine } from '../engine';
+import { fromMs, toMs } from '../proto';
+import {
+  ArchivalState,
+  HistoryEventFilterType,
+  IndexedValueType,
+  NamespaceStateEnum,
+  PendingActivityState,
+  PendingWorkflowTaskState,
+  Plain,
+  QueryRejectCondition,
+  TaskQueueKind,
+} from '../protoTypes';
+import { ServiceError, Status } from '../types';
+import { Handlers, onCancelOf, pageToken } from './common';
+import { executionInfo, listExecutions } from './visibility';
+
+import ws = temporal.api.workflowservice.v1;
+
+/** temporal.api.enums.v1.IndexedValueType by the `type` metadata name of a search attribute payload. */
+const INDEXED_VALUE_TYPES: Record<string, number> = {
+  Text: IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
+  Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  Int: IndexedValueType.INDEXED_VALUE_TYPE_INT,
+  Double: IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
+  Bool: IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
+  Datetime: IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+  KeywordList: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+};
+
+/** Server version reported by GetSystemInfo. */
+export const SERVER_VERSION = '1.27.0-acp-devserver';
+
+function namespaceDescription(engine: Engine, name: string): Record<string, unknown> {
+  const ns = engine.namespace(name);
+  return {
+    namespaceInfo: {
+      name: ns.name,
+      state: NamespaceStateEnum.NAMESPACE_STATE_REGISTERED,
+      description: ns.description,
+      ownerEmail: ns.ownerEmail,
+      data: ns.data,
+      id: ns.id,
+      capabilities: {
+        eagerWorkflowStart: false,
+        syncUpdate: false,
+        asyncUpdate: false,
+        workerHeartbeats: false,
+        reportedProblemsSearchAttribute: false,
+        workflowPause: false,
+        standaloneActivities: false,
+        workerPollCompleteOnShutdown: false,
+        pollerAutoscaling: false,
+      },
+      supportsSchedules: false,
+    },
+    config: { workflowExecutionRetentionTtl: fromMs(ns.retentionMs), historyArchivalState: ArchivalState.ARCHIVAL_STATE_DISABLED, visibilityArchivalState: ArchivalState.ARCHIVAL_STATE_DISABLED },
+    isGlobalNamespace: false,
+  };
+}
+
+/** WorkflowService handlers bound to an engine. */
+export function workflowServiceHandlers(engine: Engine): Handlers {
+  const nsOf = (req: { namespace?: string | null }) => req.namespace || 'default';
+  return {
+    async GetSystemInfo() {
+      return {
+        serverVersion: SERVER_VERSION,
+        capabilities: {
+          signalAndQueryHeader: true,
+          internalErrorDifferentiation: true,
+          activityFailureIncludeHeartbeat: true,
+          supportsSchedules: false,
+          encodedFailureAttributes: true,
+          buildIdBasedVersioning: false,
+          upsertMemo: true,
+          eagerWorkflowStart: false,
+          sdkMetadata: true,
+          countGroupByExecutionStatus: false,
+          nexus: false,
+        },
+      };
+    },
+    async GetClusterInfo() {
+      return { clusterName: 'active', serverVersion: SERVER_VERSION, historyShardCount: 1, persistenceStore: 'acp-devserver', visibilityStore: 'acp-devserver' };
+    },
+    async DescribeNamespace(req: Plain<ws.IDescribeNamespaceRequest>) {
+      return namespaceDescription(engine, req.namespace || (req.id ? [...engine.namespaces.values()].find((n) => n.id === req.id)?.name : '') || '');
+    },
+    async RegisterNamespace(req: Plain<ws.IRegisterNamespaceRequest>) {
+      if (!req.namespace) throw new ServiceError(Code.INVALID_ARGUMENT, 'Namespace is not set on request.');
+      if (engine.namespaces.has(req.namespace)) throw new ServiceError(Code.ALREADY_EXISTS, 'Namespace already exists.');
+      const ns = engine.ensureNamespace(req.namespace, req.description ?? '');
+      ns.ownerEmail = req.ownerEmail ?? '';
+      ns.data = req.data ?? {};
+      ns.retentionMs = toMs(req.workflowExecutionRetentionPeriod) || ns.retentionMs;
+      return {};
+    },
+    async ListNamespaces(req: Plain<ws.IListNamespacesRequest>) {
+      const names = [...engine.namespaces.keys()].sort();
+      const start = pageToken.decode<number>(req.nextPageToken) ?? 0;
+      const size = req.pageSize || 100;
+      const page = names.slice(start, start + size);
+      return {
+        namespaces: page.map((n) => namespaceDescription(engine, n)),
+        nextPageToken: start + size < names.length ? pageToken.encode(start + size) : undefined,
+      };
+    },
+    async GetSearchAttributes() {
+      const keys: Record<string, number> = {};
+      for (const e of engine.allExecutions()) {
+        for (const [k, p] of Object.entries(e.searchAttributes)) {
+          const t = p?.metadata?.type ? Buffer.from(p.metadata.type).toString('utf8') : 'Keyword';
+          keys[k] = INDEXED_VALUE_TYPES[t] ?? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+        }
+      }
+      return { keys };
+    },
+    async StartWorkflowExecution(req: Plain<ws.IStartWorkflowExecutionRequest>) {
+      const { exec, started } = engine.startWorkflow(req);
+      return { runId: exec.runId, started, status: exec.status };
+    },
+    async SignalWithStartWorkflowExecution(req: Plain<ws.ISignalWithStartWorkflowExecutionRequest>) {
+      const { exec, started } = engine.signalWithStart(req);
+      return { runId: exec.runId, started };
+    },
+    async SignalWorkflowExecution(req: Plain<ws.ISignalWorkflowExecutionRequest>) {
+      const exec = engine.getExecution(nsOf(req), req.workflowExecution?.workflowId, req.workflowExecution?.runId);
+      engine.signal(exec, req);
+      return {};
+    },
+    async RequestCancelWorkflowExecution(req: Plain<ws.IRequestCancelWorkflowExecutionRequest>) {
+      const exec = engine.getExecution(nsOf(req), req.workflowExecution?.workflowId, req.workflowExecution?.runId);
+      engine.requestCancel(exec, req.reason ?? '', req.identity ?? '');
+      return {};
+    },
+    async TerminateWorkflowExecution(req: Plain<ws.ITerminateWorkflowExecutionRequest>) {
+      const exec = engine.getExecution(nsOf(req), req.workflowExecution?.workflowId, req.workflowExecution?.runId);
+      engine.terminate(exec, req.reason ?? '', req.details, req.identity ?? '');
+      return {};
+    },
+    async QueryWorkflow(req: Plain<ws.IQueryWorkflowRequest>) {
+      const exec = engine.getExecution(nsOf(req), req.execution?.workflowId, req.execution?.runId);
+      if (req.queryRejectCondition && exec.status !== Status.Running) {
+        // QUERY_REJECT_CONDITION_NONE never rejects.
+        const reject =
+          req.queryRejectCondition === QueryRejectCondition.QUERY_REJECT_CONDITION_NOT_OPEN ||
+          (req.queryRejectCondition === QueryRejectCondition.QUERY_REJECT_CONDITION_NOT_COMPLETED_CLEANLY && exec.status !== Status.Completed);
+        if (reject) return { queryRejected: { status: exec.status } };
+      }
+      const r = await engine.query(exec, req.query ?? {});
+      if (r.error !== undefined) {
+        throw new ServiceError(Code.INVALID_ARGUMENT, r.error, {
+          typeName: 'temporal.api.errordetails.v1.QueryFailedFailure',
+          value: { failure: r.failure },
+        });
+      }
+      return { queryResult: r.answer };
+    },
+    async DescribeWorkflowExecution(req: Plain<ws.IDescribeWorkflowExecutionRequest>) {
+      const e = engine.getExecution(nsOf(req), req.execution?.workflowId, req.execution?.runId);
+      return {
+        executionConfig: {
+          taskQueue: { name: e.taskQueue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+          workflowExecutionTimeout: e.startAttrs.workflowExecutionTimeout,
+          workflowRunTimeout: e.startAttrs.workflowRunTimeout,
+          defaultWorkflowTaskTimeout: fromMs(e.workflowTaskTimeoutMs),
+        },
+        workflowExecutionInfo: executionInfo(e),
+        pendingActivities: Object.values(e.activities).map((a) => ({
+          activityId: a.activityId,
+          activityType: { name: a.activityType },
+          state: a.cancelRequested
+            ? PendingActivityState.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED
+            : a.state === 'started'
+              ? PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+              : PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
+          heartbeatDetails: a.heartbeatDetails,
+          lastHeartbeatTime: a.lastHeartbeatTime ? fromMs(a.lastHeartbeatTime) : undefined,
+          lastStartedTime: a.startedTime ? fromMs(a.startedTime) : undefined,
+          attempt: a.attempt,
+          maximumAttempts: a.retryPolicy.maximumAttempts,
+          scheduledTime: fromMs(a.attemptScheduledTime),
+          expirationTime: a.scheduleToCloseMs > 0 ? fromMs(a.scheduledTime + a.scheduleToCloseMs) : undefined,
+          lastFailure: a.lastFailure,
+          lastWorkerIdentity: a.identity,
+          nextAttemptScheduleTime: a.state === 'backoff' ? fromMs(a.attemptScheduledTime) : undefined,
+        })),
+        pendingChildren: Object.values(e.children).map((c) => ({
+          workflowId: c.workflowId,
+          runId: c.runId,
+          workflowTypeName: c.workflowType,
+          initiatedId: c.initiatedEventId,
+          parentClosePolicy: c.parentClosePolicy,
+        })),
+        pendingWorkflowTask:
+          e.wt.state === 'none' || e.status !== Status.Running
+            ? undefined
+            : {
+                state:
+                  e.wt.state === 'started'
+                    ? PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_STARTED
+                    : PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_SCHEDULED,
+                scheduledTime: fromMs(e.wt.scheduledTime),
+                originalScheduledTime: fromMs(e.wt.scheduledTime),
+                startedTime: e.wt.state === 'started' ? fromMs(e.wt.startedTime) : undefined,
+                attempt: e.wt.attempt,
+              },
+      };
+    },
+    async GetWorkflowExecutionHistory(req: Plain<ws.IGetWorkflowExecutionHistoryRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
+      const ns = nsOf(req);
+      const tok = pageToken.decode<{ r: string; n: number }>(req.nextPageToken);
+      const exec = engine.getExecution(ns, req.execution?.workflowId, tok?.r ?? req.execution?.runId);
+      const closeOnly = req.historyEventFilterType === HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT;
+      const from = tok?.n ?? 1;
+      const { onCancel } = onCancelOf(call);
+      if (closeOnly) {
+        if (req.waitNewEvent) await engine.waitForEvents(exec, from, true, onCancel);
+        if (exec.status === Status.Running) return { history: { events: [] }, nextPageToken: pageToken.encode({ r: exec.runId, n: from }) };
+        return { history: { events: [exec.history[exec.history.length - 1]] } };
+      }
+      if (req.waitNewEvent && exec.nextEventId <= from && exec.status === Status.Running) {
+        await engine.waitForEvents(exec, from, false, onCancel);
+      }
+      const size = req.maximumPageSize && req.maximumPageSize > 0 ? req.maximumPageSize : 1000;
+      const events = exec.history.slice(from - 1, from - 1 + size);
+      const next = from + events.length;
+      const more = next < exec.nextEventId || (req.waitNewEvent && exec.status === Status.Running);
+      return { history: { events }, nextPageToken: more ? pageToken.encode({ r: exec.runId, n: next }) : undefined };
+    },
+    async GetWorkflowExecutionHistoryReverse(req: Plain<ws.IGetWorkflowExecutionHistoryReverseRequest>) {
+      const exec = engine.getExecution(nsOf(req), req.execution?.workflowId, req.execution?.runId);
+      const tok = pageToken.decode<{ n: number }>(req.nextPageToken);
+      const end = tok?.n ?? exec.history.length;
+      const size = req.maximumPageSize && req.maximumPageSize > 0 ? req.maximumPageSize : 1000;
+      const start = Math.max(0, end - size);
+      const events = exec.history.slice(start, end).reverse();
+      return { history: { events }, nextPageToken: start > 0 ? pageToken.encode({ n: start }) : undefined };
+    },
+    async PollWorkflowTaskQueue(req: Plain<ws.IPollWorkflowTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
+      const { onCancel, isCancelled } = onCancelOf(call);
+      return engine.pollWorkflowTask(nsOf(req), req.taskQueue?.name ?? '', req.identity ?? '', onCancel, isCancelled);
+    },
+    async RespondWorkflowTaskCompleted(req: Plain<ws.IRespondWorkflowTaskCompletedRequest>) {
+      return engine.completeWorkflowTask(req);
+    },
+    async RespondWorkflowTaskFailed(req: Plain<ws.IRespondWorkflowTaskFailedRequest>) {
+      engine.failWorkflowTask(req);
+      return {};
+    },
+    async PollActivityTaskQueue(req: Plain<ws.IPollActivityTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
+      const { onCancel, isCancelled } = onCancelOf(call);
+      return engine.pollActivityTask(nsOf(req), req.taskQueue?.name ?? '', req.identity ?? '', onCancel, isCancelled);
+    },
+    async RecordActivityTaskHeartbeat(req: Plain<ws.IRecordActivityTaskHeartbeatRequest>) {
+      return engine.heartbeatActivity(req, false);
+    },
+    async RecordActivityTaskHeartbeatById(req: Plain<ws.IRecordActivityTaskHeartbeatByIdRequest>) {
+      return engine.heartbeatActivity(req, true);
+    },
+    async RespondActivityTaskCompleted(req: Plain<ws.IRespondActivityTaskCompletedRequest>) {
+      engine.completeActivity(req, false);
+      return {};
+    },
+    async RespondActivityTaskCompletedById(req: Plain<ws.IRespondActivityTaskCompletedByIdRequest>) {
+      engine.completeActivity(req, true);
+      return {};
+    },
+    async RespondActivityTaskFailed(req: Plain<ws.IRespondActivityTaskFailedRequest>) {
+      engine.failActivity(req, false);
+      return {};
+    },
+    async RespondActivityTaskFailedById(req: Plain<ws.IRespondActivityTaskFailedByIdRequest>) {
+      engine.failActivity(req, true);
+      return {};
+    },
+    async RespondActivityTaskCanceled(req: Plain<ws.IRespondActivityTaskCanceledRequest>) {
+      engine.cancelActivity(req, false);
+      return {};
+    },
+    async RespondActivityTaskCanceledById(req: Plain<ws.IRespondActivityTaskCanceledByIdRequest>) {
+      engine.cancelActivity(req, true);
+      return {};
+    },
+    async RespondQueryTaskCompleted(req: Plain<ws.IRespondQueryTaskCompletedRequest>) {
+      engine.respondQuery(req);
+      return {};
+    },
+    async ResetStickyTaskQueue(req: Plain<ws.IResetStickyTaskQueueRequest>) {
+      const exec = engine.getExecution(nsOf(req), req.execution?.workflowId, req.execution?.runId);
+      engine.clearSticky(exec.namespace, undefined, exec);
+      return {};
+    },
+    async ShutdownWorker(req: Plain<ws.IShutdownWorkerRequest>) {
+      if (req.stickyTaskQueue) engine.clearSticky(nsOf(req), req.stickyTaskQueue);
+      return {};
+    },
+    async ListWorkflowExecutions(req: Plain<ws.IListWorkflowExecutionsRequest>) {
+      return listExecutions(engine, req, false);
+    },
+    async ScanWorkflowExecutions(req: Plain<ws.IScanWorkflowExecutionsRequest>) {
+      return listExecutions(engine, req, false);
+    },
+    async CountWorkflowExecutions(req: Plain<ws.ICountWorkflowExecutionsRequest>) {
+      return { count: (listExecutions(engine, { ...req, pageSize: Number.MAX_SAFE_INTEGER }, true).executions as unknown[]).length };
+    },
+    async DescribeTaskQueue() {
+      return { pollers: [] };
+    },
+  };
+}
