@@ -92,8 +92,11 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) {
-  main().catch((err) => {
-    process.stderr.write(`devserver failed to start: ${err?.stack ?? err}\n`);
+  const fail = (err: unknown) => {
+    // One line, like the service's entry points (README "Operator CLI"): the message, never a stack.
+    process.stderr.write(`devserver: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);
-  });
+  };
+  process.on('unhandledRejection', fail);
+  main().catch(fail);
 }
