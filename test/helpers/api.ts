@@ -52,7 +52,7 @@ export interface TestWorkerDeps {
 export async function startTestApi(
   label: string,
   overrides: Partial<AppConfig> = {},
-  opts: { worker?: (deps: TestWorkerDeps) => WorkerOptions['activities']; providers?: Partial<AppProviders>; temporal?: boolean } = {},
+  opts: { worker?: (deps: TestWorkerDeps) => WorkerOptions['activities']; providers?: Partial<AppProviders> } = {},
 ): Promise<TestApi> {
   const databaseUrl = await createTestDatabase(label);
   const db = createDb(databaseUrl);
@@ -60,7 +60,7 @@ export async function startTestApi(
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: process.env.TEST_LOG_LEVEL ?? 'silent', ...overrides });
   const logger = createLogger(config.logLevel);
   const taskQueue = uniqueTaskQueue(label);
-  const temporal = opts.worker || opts.temporal ? { client: (await testTemporal()).client, taskQueue } : undefined;
+  const temporal = opts.worker ? { client: (await testTemporal()).client, taskQueue } : undefined;
   const api = await startApi({ db, databaseUrl, config, logger, temporal, providers: opts.providers });
   const worker = opts.worker ? await startTestWorker(taskQueue, opts.worker({ db, config, logger, baseUrl: api.baseUrl })) : undefined;
   return {
