@@ -175,6 +175,7 @@ export async function startEmbeddedPostgres(opts: {
     if (binaries) ensureTraversable(path.join(binaries, 'native', 'bin'));
   }
   if (!initialised) await cluster.initialise();
+  else removeStaleLock(dataDir);
   try {
     await cluster.start();
   } catch (err) {
@@ -191,6 +192,31 @@ export async function startEmbeddedPostgres(opts: {
       await cluster.stop();
     },
   };
+}
+
+/**
+ * Removes `postmaster.pid` when the postmaster it names has died but not been reaped (a zombie: its
+ * parent was killed and the container's PID 1 does not reap orphans). PostgreSQL takes any live PID for a
+ * running server and refuses to start; a zombie can never answer, so its lock is stale. A lock naming a
+ * running process is left alone.
+ */
+function removeStaleLock(dataDir: string): void {
+  const lock = path.join(dataDir, 'postmaster.pid');
+  let pid: number;
+  try {
+    pid = Number(fs.readFileSync(lock, 'utf8').split('\n')[0]);
+  } catch {
+    return;
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  let state: string | undefined;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  } catch {
+    return; // no such process (PostgreSQL removes that lock itself) or no /proc
+  }
+  if (state === 'Z' || state === 'X') fs.rmSync(lock, { force: true });
 }
 
 /**

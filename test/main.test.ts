@@ -104,7 +104,11 @@ describe('npm start (main.ts) as a child process', function () {
   });
   after(async () => {
     if (service?.child.exitCode === null) {
-      process.kill(-service.child.pid!, 'SIGKILL');
+      try {
+        process.kill(-service.child.pid!, 'SIGKILL');
+      } catch {
+        // the group is gone already
+      }
       await service.exited;
     }
     fs.rmSync(dataDir, { recursive: true, force: true });
@@ -184,9 +188,20 @@ describe('npm start (main.ts) as a child process', function () {
 
       // No graceful shutdown: the whole group, Postgres included, dies at once.
       const pgPort = postgresPort(dataDir);
+      const postmaster = Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
       process.kill(-service.child.pid!, 'SIGKILL');
       await service.exited;
       for (let i = 0; i < 100 && (await listening(pgPort)); i++) await new Promise((r) => setTimeout(r, 100));
+      // The postmaster is gone, or a zombie nobody reaps yet (db/embedded.ts treats its lock as stale).
+      const alive = () => {
+        try {
+          const stat = fs.readFileSync(`/proc/${postmaster}/stat`, 'utf8');
+          return !/^[ZX]$/.test(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0]);
+        } catch {
+          return false;
+        }
+      };
+      for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
     }
 
     // Stopped gracefully, the CLI starts the cluster itself.
