@@ -30,6 +30,7 @@ import {
   type ClaimResult,
 } from '../db/repositories/campaigns';
 import { getUploadContent } from '../db/repositories/uploads';
+import { recordCallConversation } from '../db/repositories/conversations';
 import { emitEvent } from '../events/emit';
 
 /** Rows scrubbed and stored per round trip of the import. */
@@ -197,6 +198,16 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
       return db.transaction(async (trx) => {
         const r = await recordDialOutcome(trx, orgId, attemptId, dialNumber, { outcome: res.outcome, durationSeconds: res.durationSeconds, at, maxAttempts: a.maxAttempts, retryDelayMinutes: a.retryDelayMinutes });
         if (r.recorded) {
+          await recordCallConversation(trx, orgId, {
+            dialKey: `${attemptId}:${dialNumber}`,
+            agentId: a.agentId,
+            campaignId: a.campaignId,
+            counterpart: a.e164,
+            outcome: res.outcome,
+            durationSeconds: res.durationSeconds,
+            startedAt: at,
+            providerCallId: res.providerCallId,
+          });
           await emitEvent(trx, orgId, 'call.completed', {
             callId: res.providerCallId,
             agentId: a.agentId,

@@ -122,8 +122,8 @@ export const ROUTES: RouteDef[] = [
   // Observe
   r('GET', '/agents/{agentId}/analytics', 'getAgentAnalytics', 'Observe', ['analytics:read'], 'Agent analytics'),
   r('GET', '/analytics/overview', 'getAnalyticsOverview', 'Observe', ['analytics:read'], 'Analytics overview'),
-  r('GET', '/conversations', 'listConversations', 'Observe', ['analytics:read'], 'List conversations'),
-  r('GET', '/conversations/{id}/transcript', 'getTranscript', 'Observe', ['calls:read'], 'Verbatim transcript'),
+  r('GET', '/conversations', 'listConversations', 'Observe', ['analytics:read'], 'List conversations of every channel'),
+  r('GET', '/conversations/{id}/transcript', 'getTranscript', 'Observe', [], 'Verbatim transcript (calls:read; with only analytics:read it is empty)', { scopesAnyOf: ['calls:read', 'analytics:read'] }),
   r('GET', '/conversations/{id}/receipt', 'getReceipt', 'Observe', ['calls:read'], 'Conversation receipt'),
   // Billing
   r('GET', '/billing/wallet', 'getWallet', 'Billing', ['billing:read'], 'Wallet balance'),

@@ -4,6 +4,7 @@
  * transaction guarded by `turn_count` (optimistic lock): two turns racing on one conversation cannot both
  * be stored, and a stored turn never loses its messages, receipt or counters.
  */
+import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
@@ -283,4 +284,37 @@ export async function endConversation(db: Db, orgId: string, id: string, reason:
     if (onChange) await onChange(trx, { conversation, messages: [] });
     return conversation;
   });
+}
+
+/**
+ * Records one campaign dial as a `voice` conversation (mode `none`) with its outcome and duration, in the
+ * caller's transaction; the id derives from the dial's key, so recording twice stores one row.
+ * @param dialKey the provider idempotency key of the dial (`{attemptId}:{dialNumber}`)
+ */
+export async function recordCallConversation(
+  trx: Knex.Transaction,
+  orgId: string,
+  call: { dialKey: string; agentId: string; campaignId: string; counterpart: string; outcome: string; durationSeconds: number; startedAt: Date; providerCallId: string },
+): Promise<void> {
+  const id = `cnv_${crypto.createHash('sha256').update(`${orgId}:${call.dialKey}`).digest('base64url').replace(/[-_]/g, '').slice(0, 24)}`;
+  await trx('conversations')
+    .insert({
+      id,
+      org_id: orgId,
+      agent_id: call.agentId,
+      channel: 'voice',
+      mode: 'none',
+      status: 'ended',
+      end_reason: call.outcome,
+      campaign_id: call.campaignId,
+      counterpart: call.counterpart,
+      outcome: call.outcome,
+      duration_seconds: call.durationSeconds,
+      metadata: JSON.stringify({ providerCallId: call.providerCallId, dialKey: call.dialKey }),
+      started_at: call.startedAt,
+      ended_at: new Date(call.startedAt.getTime() + call.durationSeconds * 1000),
+      last_activity_at: new Date(call.startedAt.getTime() + call.durationSeconds * 1000),
+    })
+    .onConflict('id')
+    .ignore();
 }

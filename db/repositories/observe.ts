@@ -1,0 +1,246 @@
+/**
+ * What people see afterwards (spec "Observe"; README "Observe"): every conversation of an organization on
+ * every channel, read as one list — runtime conversations (chat, widget, simulations) and calls recorded as
+ * rows of `conversations`, and SMS threads (the texts exchanged between one of our numbers and one
+ * counterpart) grouped from `sms_messages` at read time — with transcripts and receipts. Every query takes
+ * the organization id.
+ *
+ * An SMS thread's id is `smt_` + base64url of `<our number>:<counterpart>`, so it names its thread without
+ * a table of its own.
+ */
+import type { Db } from '../index';
+import { decodeCursor, encodeCursor, type Page } from '../pagination';
+import { iso } from '../timestamps';
+import type { Analytics, AnalyticsFigures, ConversationSummary, TranscriptMessage } from '../../schemas/types/observe';
+import type { TurnReceipt } from '../../schemas/types/chat';
+
+/** The SMS thread id of a pair of numbers. */
+export function smsThreadId(ours: string, counterpart: string): string {
+  return `smt_${Buffer.from(`${ours}:${counterpart}`).toString('base64url')}`;
+}
+
+/** The numbers of an SMS thread id, or undefined for anything else. */
+export function parseSmsThreadId(id: string): { ours: string; counterpart: string } | undefined {
+  if (!id.startsWith('smt_')) return undefined;
+  const m = /^(\+[1-9]\d{6,14}):(\+[1-9]\d{6,14})$/.exec(Buffer.from(id.slice(4), 'base64url').toString('utf8'));
+  return m ? { ours: m[1], counterpart: m[2] } : undefined;
+}
+
+/** Filters of `GET /conversations`. */
+export interface ConversationFilters {
+  agentId?: string;
+  channel?: 'chat' | 'web' | 'sms' | 'voice';
+  status?: 'active' | 'ended';
+  campaignId?: string;
+  /** Started at or after (ISO 8601). */
+  from?: string;
+  /** Started before (ISO 8601). */
+  to?: string;
+  simulation?: boolean;
+}
+
+const OURS = `CASE WHEN m.direction = 'outbound' THEN m.from_e164 ELSE m.to_e164 END`;
+const THEIRS = `CASE WHEN m.direction = 'outbound' THEN m.to_e164 ELSE m.from_e164 END`;
+
+/** Cursor key of the list: started_at and id, newest first. */
+const CURSOR = ['timestamp', 'text'] as const;
+
+/**
+ * One page of conversations, newest first, over runtime conversations, calls and SMS threads.
+ * @throws InvalidCursorError
+ */
+export async function listConversations(db: Db, orgId: string, f: ConversationFilters, page: { limit: number; cursor?: string }): Promise<Page<ConversationSummary>> {
+  const binds: any[] = [];
+  const where: string[] = [];
+  const add = (sql: string, ...v: any[]) => (where.push(sql), binds.push(...v));
+  // Runtime conversations and calls.
+  const conv = `SELECT c.id, c.channel, c.agent_id, c.status, c.simulation, c.started_at, c.ended_at, c.message_count, c.campaign_id,
+                       c.counterpart, c.outcome, c.duration_seconds, c.end_reason, c.version_id, c.prompt_tokens + c.completion_tokens AS tokens
+                  FROM conversations c WHERE c.org_id = ?`;
+  // SMS threads: one row per (our number, counterpart); the agent is the number's.
+  const sms = `SELECT 'smt_' || translate(rtrim(replace(encode(convert_to(t.ours || ':' || t.theirs, 'UTF8'), 'base64'), E'\\n', ''), '='), '+/', '-_') AS id,
+                      'sms' AS channel, n.agent_id, 'active' AS status, false AS simulation, t.started_at, t.last_at AS ended_at,
+                      t.message_count, NULL AS campaign_id, t.theirs AS counterpart, NULL AS outcome, NULL::int AS duration_seconds,
+                      NULL AS end_reason, NULL AS version_id, 0 AS tokens
+                 FROM (SELECT ${OURS} AS ours, ${THEIRS} AS theirs, min(m.created_at) AS started_at, max(m.created_at) AS last_at, count(*)::int AS message_count
+                         FROM sms_messages m WHERE m.org_id = ? GROUP BY 1, 2) t
+                 LEFT JOIN phone_numbers n ON n.org_id = ? AND n.e164 = t.ours AND n.status = 'purchased'`;
+  const wantSms = !f.channel || f.channel === 'sms';
+  const wantConv = f.channel !== 'sms';
+  const parts: string[] = [];
+  const partBinds: any[] = [];
+  if (wantConv) (parts.push(conv), partBinds.push(orgId));
+  if (wantSms && !f.campaignId && f.simulation !== true) (parts.push(sms), partBinds.push(orgId, orgId));
+  if (!parts.length) return { items: [], nextCursor: null, hasMore: false };
+  if (f.agentId) add('u.agent_id = ?', f.agentId);
+  if (f.channel) add('u.channel = ?', f.channel);
+  if (f.status) add('u.status = ?', f.status);
+  if (f.campaignId) add('u.campaign_id = ?', f.campaignId);
+  if (f.from) add('u.started_at >= ?', f.from);
+  if (f.to) add('u.started_at < ?', f.to);
+  if (f.simulation !== undefined) add('u.simulation = ?', f.simulation);
+  if (page.cursor) {
+    const [at, id] = decodeCursor('conversations', page.cursor, CURSOR) as [string, string];
+    add('(u.started_at, u.id) < (?::timestamptz, ?)', at, id);
+  }
+  const sql = `SELECT * FROM (${parts.join(' UNION ALL ')}) u ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+               ORDER BY u.started_at DESC, u.id DESC LIMIT ?`;
+  const res = await db.raw(sql, [...partBinds, ...binds, page.limit + 1]);
+  const rows: any[] = res.rows;
+  const hasMore = rows.length > page.limit;
+  const items = rows.slice(0, page.limit).map(toSummary);
+  const last = items[items.length - 1];
+  return { items, hasMore, nextCursor: hasMore && last ? encodeCursor('conversations', [last.startedAt, last.id]) : null };
+}
+
+function toSummary(r: any): ConversationSummary {
+  const started = iso(r.started_at);
+  const ended = iso(r.ended_at);
+  const duration = r.duration_seconds ?? (ended && r.channel !== 'sms' ? Math.round((Date.parse(ended) - Date.parse(started)) / 1000) : null);
+  return {
+    id: r.id,
+    channel: r.channel,
+    agentId: r.agent_id ?? null,
+    status: r.status,
+    simulation: r.simulation,
+    startedAt: started,
+    endedAt: ended,
+    durationSeconds: duration,
+    messageCount: r.message_count,
+    campaignId: r.campaign_id ?? null,
+    counterpart: r.counterpart ?? null,
+    outcome: r.outcome ?? null,
+    endReason: r.end_reason ?? null,
+    versionId: r.version_id ?? null,
+    totalTokens: Number(r.tokens ?? 0),
+  };
+}
+
+/** One conversation (any channel) of the organization, or undefined. */
+export async function getConversationSummary(db: Db, orgId: string, id: string): Promise<ConversationSummary | undefined> {
+  const thread = parseSmsThreadId(id);
+  if (thread) {
+    const res = await db.raw(
+      `SELECT min(m.created_at) AS started_at, max(m.created_at) AS last_at, count(*)::int AS message_count, (SELECT agent_id FROM phone_numbers WHERE org_id = ? AND e164 = ? AND status = 'purchased' LIMIT 1) AS agent_id
+         FROM sms_messages m WHERE m.org_id = ? AND ${OURS} = ? AND ${THEIRS} = ?`,
+      [orgId, thread.ours, orgId, thread.ours, thread.counterpart],
+    );
+    const r = res.rows[0];
+    if (!r || !r.message_count) return undefined;
+    return toSummary({ id, channel: 'sms', agent_id: r.agent_id, status: 'active', simulation: false, started_at: r.started_at, ended_at: r.last_at, message_count: r.message_count, counterpart: thread.counterpart, tokens: 0 });
+  }
+  const r = await db('conversations')
+    .where({ org_id: orgId, id })
+    .first('id', 'channel', 'agent_id', 'status', 'simulation', 'started_at', 'ended_at', 'message_count', 'campaign_id', 'counterpart', 'outcome', 'duration_seconds', 'end_reason', 'version_id', db.raw('prompt_tokens + completion_tokens AS tokens'));
+  return r ? toSummary(r) : undefined;
+}
+
+/** The transcript of a conversation: every user and agent message (or text) in order, verbatim. */
+export async function transcriptMessages(db: Db, orgId: string, c: ConversationSummary): Promise<TranscriptMessage[]> {
+  const thread = parseSmsThreadId(c.id);
+  if (thread) {
+    const rows = await db.raw(
+      `SELECT m.id, m.direction, m.body, m.media_ids, m.created_at FROM sms_messages m
+        WHERE m.org_id = ? AND ${OURS} = ? AND ${THEIRS} = ? ORDER BY m.created_at, m.id`,
+      [orgId, thread.ours, thread.counterpart],
+    );
+    return rows.rows.map((m: any) => ({
+      id: m.id,
+      speaker: m.direction === 'inbound' ? 'contact' : 'agent',
+      text: m.body,
+      at: iso(m.created_at),
+      channel: 'sms',
+      attachmentIds: m.media_ids ?? [],
+    }));
+  }
+  const rows = await db('conversation_messages').where({ org_id: orgId, conversation_id: c.id }).whereIn('role', ['user', 'assistant']).whereNotNull('content').orderBy('seq');
+  return rows.map((m: any) => ({ id: m.id, speaker: m.role === 'user' ? 'user' : 'agent', text: m.content, at: iso(m.created_at), channel: c.channel, attachmentIds: [] }));
+}
+
+/** The receipts of a runtime conversation, one per turn (none for SMS threads and calls). */
+export async function conversationReceipts(db: Db, orgId: string, c: ConversationSummary): Promise<TurnReceipt[]> {
+  if (c.id.startsWith('smt_')) return [];
+  const rows = await db('conversation_turns').where({ org_id: orgId, conversation_id: c.id }).orderBy('turn').select('receipt');
+  return rows.map((r: any) => r.receipt as TurnReceipt);
+}
+
+/** Figures of one bucket (or of the whole range) as the analytics query returns them. */
+type FigureRow = Record<string, unknown>;
+
+function toFigures(r: FigureRow | undefined): AnalyticsFigures {
+  const n = (k: string) => Number(r?.[k] ?? 0);
+  const ratio = (a: string, b: string) => (n(b) > 0 ? Math.round((n(a) / n(b)) * 10_000) / 10_000 : null);
+  return {
+    conversations: n('conversations'),
+    messages: n('messages'),
+    averageDurationSeconds: r?.avg_duration == null ? null : Math.round(Number(r.avg_duration) * 10) / 10,
+    p95DurationSeconds: r?.p95_duration == null ? null : Math.round(Number(r.p95_duration) * 10) / 10,
+    containmentRate: ratio('contained', 'ended'),
+    toolCalls: n('tool_calls'),
+    toolCallSuccessRate: ratio('tool_ok', 'tool_calls'),
+    guardrailTriggers: n('guardrails'),
+    knowledgeHitRate: ratio('hits', 'lookups'),
+    llmTokens: n('tokens'),
+    costCents: n('cost_cents'),
+  };
+}
+
+/**
+ * Analytics over `[from, to)` in SQL (README "Observe"): runtime conversations and calls (simulations left
+ * out), their turn receipts and their usage entries, bucketed by day — or by hour for ranges up to 48 hours —
+ * in `timeZone`.
+ * @param agentId one agent, or every agent of the organization
+ */
+export async function analytics(db: Db, orgId: string, q: { agentId?: string; from: string; to: string; timeZone: string }): Promise<Analytics> {
+  const bucket: 'day' | 'hour' = Date.parse(q.to) - Date.parse(q.from) <= 48 * 3600_000 ? 'hour' : 'day';
+  const agentFilter = q.agentId ? 'AND c.agent_id = ?' : '';
+  const agentBind = q.agentId ? [q.agentId] : [];
+  const res = await db.raw(
+    `WITH c AS MATERIALIZED (
+       SELECT c.id, date_trunc(?, c.started_at AT TIME ZONE ?) AS b, c.status, c.end_reason, c.message_count,
+              c.prompt_tokens + c.completion_tokens AS tokens,
+              CASE WHEN c.ended_at IS NOT NULL THEN coalesce(c.duration_seconds, EXTRACT(EPOCH FROM (c.ended_at - c.started_at))) END AS dur
+         FROM conversations c
+        WHERE c.org_id = ? AND c.started_at >= ? AND c.started_at < ? AND c.simulation = false ${agentFilter}
+     ),
+     conv AS (
+       SELECT b, count(*) AS conversations, sum(message_count) AS messages, avg(dur) AS avg_duration,
+              percentile_cont(0.95) WITHIN GROUP (ORDER BY dur) AS p95_duration,
+              count(*) FILTER (WHERE status = 'ended') AS ended,
+              count(*) FILTER (WHERE status = 'ended' AND coalesce(end_reason, '') NOT IN ('transferred', 'escalated')) AS contained,
+              sum(tokens) AS tokens
+         FROM c GROUP BY ROLLUP (b)
+     ),
+     turns AS (
+       SELECT c.b,
+              sum(jsonb_array_length(t.receipt->'toolCalls')) AS tool_calls,
+              sum((SELECT count(*) FROM jsonb_array_elements(t.receipt->'toolCalls') x WHERE NOT (x \\? 'error'))) AS tool_ok,
+              sum(jsonb_array_length(t.receipt->'guardrails')) AS guardrails,
+              sum(jsonb_array_length(t.receipt->'knowledge')) AS lookups,
+              sum((SELECT count(*) FROM jsonb_array_elements(t.receipt->'knowledge') k WHERE jsonb_array_length(k->'results') > 0)) AS hits
+         FROM conversation_turns t JOIN c ON c.id = t.conversation_id
+        WHERE t.org_id = ?
+        GROUP BY ROLLUP (c.b)
+     ),
+     cost AS (
+       SELECT date_trunc(?, u.created_at AT TIME ZONE ?) AS b, sum(u.amount_cents) AS cost_cents
+         FROM usage_entries u
+        WHERE u.org_id = ? AND u.created_at >= ? AND u.created_at < ? AND u.kind IN ('conversation_message', 'llm_tokens')
+              ${q.agentId ? `AND u.details->>'agentId' = ?` : ''}
+        GROUP BY ROLLUP (1)
+     )
+     SELECT conv.b, to_char(conv.b, ?) AS start, conv.conversations, conv.messages, conv.avg_duration, conv.p95_duration, conv.ended, conv.contained, conv.tokens,
+            turns.tool_calls, turns.tool_ok, turns.guardrails, turns.lookups, turns.hits, cost.cost_cents
+       FROM conv
+       LEFT JOIN turns ON turns.b IS NOT DISTINCT FROM conv.b
+       LEFT JOIN cost ON cost.b IS NOT DISTINCT FROM conv.b
+      ORDER BY conv.b NULLS FIRST`,
+    [bucket, q.timeZone, orgId, q.from, q.to, ...agentBind, orgId, bucket, q.timeZone, orgId, q.from, q.to, ...agentBind, bucket === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM-DD"T"HH24:00'],
+  );
+  const rows: FigureRow[] = res.rows;
+  const total = rows.find((r) => r.b === null);
+  const series = rows
+    .filter((r) => r.b !== null)
+    .map((r) => ({ start: String(r.start), ...toFigures(r) }));
+  return { agentId: q.agentId ?? null, from: q.from, to: q.to, timeZone: q.timeZone, bucket, totals: toFigures(total), series };
+}
