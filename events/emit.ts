@@ -8,7 +8,7 @@
  * crash between commit and start only delays the delivery until the next sweep.
  */
 import type { Knex } from 'knex';
-import { recordEvent, type StoredEvent } from '../db/repositories/events';
+import { recordEvent, recordEvents, type StoredEvent } from '../db/repositories/events';
 import type { WebhookEventDataMap, WebhookEventType } from '../schemas/types/events';
 import { schemaErrors } from '../domain/validation';
 import { eventTypeInfo } from '../domain/webhooks/catalog';
@@ -46,4 +46,22 @@ export async function emitEvent<T extends WebhookEventType>(
   const problems = schemaErrors(info.schema, data);
   if (problems.length) throw new InvalidEventError(type, problems);
   return recordEvent(trx, orgId, { type, data: data as unknown as Record<string, unknown>, onlyEndpointId: opts.onlyEndpointId });
+}
+
+/** One event of a batch: its catalog type and payload. */
+export type EventOf<T extends WebhookEventType = WebhookEventType> = { [K in T]: { type: K; data: WebhookEventDataMap[K] } }[T];
+
+/**
+ * Records several events of one organization in the caller's transaction in one round trip (hot paths:
+ * a conversation turn). Same checks and guarantees as {@link emitEvent}.
+ * @throws InvalidEventError for an unknown type or a payload that does not match its schema
+ */
+export async function emitEvents(trx: Knex | Knex.Transaction, orgId: string, events: readonly EventOf[]): Promise<{ event: StoredEvent; deliveryIds: string[] }[]> {
+  for (const e of events) {
+    const info = eventTypeInfo(e.type);
+    if (!info) throw new InvalidEventError(e.type, [{ field: 'type', message: 'is not in the event catalog' }]);
+    const problems = schemaErrors(info.schema, e.data);
+    if (problems.length) throw new InvalidEventError(e.type, problems);
+  }
+  return recordEvents(trx, orgId, events.map((e) => ({ type: e.type, data: e.data as unknown as Record<string, unknown> })));
 }

@@ -173,6 +173,20 @@ export async function getConversation(conn: Conn, orgId: string, id: string): Pr
   return r ? toRecord(r) : undefined;
 }
 
+/**
+ * A conversation with its last `historyLimit` messages (oldest first), in one round trip (a turn's read).
+ */
+export async function getConversationWithHistory(conn: Conn, orgId: string, id: string, historyLimit: number): Promise<(ConversationRecord & { recent: ConversationMessage[] }) | undefined> {
+  const res = await conn.raw(
+    `SELECT c.*, (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
+                    FROM (SELECT * FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id ORDER BY m.seq DESC LIMIT ?) x) AS recent
+       FROM conversations c WHERE c.org_id = ? AND c.id = ?`,
+    [historyLimit, orgId, id],
+  );
+  const r = res.rows[0];
+  return r ? { ...toRecord(r), recent: (r.recent as any[]).map(toMessage) } : undefined;
+}
+
 /** The last `limit` messages of a conversation, oldest first. */
 export async function recentMessages(conn: Conn, orgId: string, conversationId: string, limit: number): Promise<ConversationMessage[]> {
   const rows = await conn('conversation_messages').where({ org_id: orgId, conversation_id: conversationId }).orderBy('seq', 'desc').limit(limit);
@@ -219,51 +233,63 @@ export async function saveTurn(
   turn: StoredTurn,
   onChange?: OnConversationChange,
 ): Promise<{ conversation: ConversationRecord; messages: ConversationMessage[] } | 'conflict'> {
+  // One statement (one round trip): the guarded counter update, the messages numbered after the last,
+  // and the receipt; nothing is written when the guard fails.
+  const msgs = turn.messages.map((m, ord) => ({
+    id: newId('cmsg'),
+    ord,
+    role: m.role,
+    content: m.content,
+    tool_calls: m.toolCalls?.length ? m.toolCalls : null,
+    tool_call_id: m.toolCallId ?? null,
+    name: m.name ?? null,
+  }));
   return db.transaction(async (trx) => {
-    const [row] = await trx('conversations')
-      .where({ org_id: orgId, id: conversationId, turn_count: expectedTurns, status: 'active' })
-      .update({
-        turn_count: expectedTurns + 1,
-        message_count: trx.raw('message_count + ?', [turn.messages.length]),
-        prompt_tokens: trx.raw('prompt_tokens + ?', [turn.promptTokens]),
-        completion_tokens: trx.raw('completion_tokens + ?', [turn.completionTokens]),
-        variables: JSON.stringify(turn.variables),
-        playbook_state: turn.playbook ? JSON.stringify(turn.playbook) : null,
-        last_activity_at: trx.fn.now(),
-        ...(turn.end ? { status: 'ended', end_reason: turn.end, ended_at: trx.fn.now() } : {}),
-      })
-      .returning('*');
-    if (!row) return 'conflict' as const;
-    const first = row.message_count - turn.messages.length;
-    const inserted = turn.messages.length
-      ? await trx('conversation_messages')
-          .insert(
-            turn.messages.map((m, i) => ({
-              id: newId('cmsg'),
-              org_id: orgId,
-              conversation_id: conversationId,
-              seq: first + i,
-              turn: expectedTurns + 1,
-              role: m.role,
-              content: m.content,
-              tool_calls: m.toolCalls?.length ? JSON.stringify(m.toolCalls) : null,
-              tool_call_id: m.toolCallId ?? null,
-              name: m.name ?? null,
-            })),
-          )
-          .returning('*')
-      : [];
-    await trx('conversation_turns').insert({
-      org_id: orgId,
-      conversation_id: conversationId,
-      turn: expectedTurns + 1,
-      receipt: JSON.stringify(turn.receipt),
-      prompt_tokens: turn.promptTokens,
-      completion_tokens: turn.completionTokens,
-      model: turn.model,
-    });
-    const conversation = toRecord(row);
-    const messages = inserted.sort((a: any, b: any) => a.seq - b.seq).map(toMessage);
+    const res = await trx.raw(
+      `WITH u AS (
+         UPDATE conversations
+            SET turn_count = turn_count + 1, message_count = message_count + ?, prompt_tokens = prompt_tokens + ?,
+                completion_tokens = completion_tokens + ?, variables = ?::jsonb, playbook_state = ?::jsonb, last_activity_at = now()
+                ${turn.end ? ", status = 'ended', end_reason = ?, ended_at = now()" : ''}
+          WHERE org_id = ? AND id = ? AND turn_count = ? AND status = 'active'
+         RETURNING *
+       ),
+       m AS (
+         INSERT INTO conversation_messages (id, org_id, conversation_id, seq, turn, role, content, tool_calls, tool_call_id, name)
+         SELECT x.id, u.org_id, u.id, u.message_count - ? + x.ord, u.turn_count, x.role, x.content, x.tool_calls, x.tool_call_id, x.name
+           FROM u, jsonb_to_recordset(?::jsonb) AS x(id text, ord int, role text, content text, tool_calls jsonb, tool_call_id text, name text)
+         RETURNING *
+       ),
+       t AS (
+         INSERT INTO conversation_turns (org_id, conversation_id, turn, receipt, prompt_tokens, completion_tokens, model)
+         SELECT u.org_id, u.id, u.turn_count, ?::jsonb, ?, ?, ? FROM u
+         RETURNING turn
+       )
+       SELECT (SELECT row_to_json(u) FROM u) AS conv,
+              (SELECT coalesce(json_agg(m ORDER BY m.seq), '[]'::json) FROM m) AS messages,
+              (SELECT count(*) FROM t) AS turns`,
+      [
+        turn.messages.length,
+        turn.promptTokens,
+        turn.completionTokens,
+        JSON.stringify(turn.variables),
+        turn.playbook ? JSON.stringify(turn.playbook) : null,
+        ...(turn.end ? [turn.end] : []),
+        orgId,
+        conversationId,
+        expectedTurns,
+        turn.messages.length,
+        JSON.stringify(msgs),
+        JSON.stringify(turn.receipt),
+        turn.promptTokens,
+        turn.completionTokens,
+        turn.model,
+      ],
+    );
+    const row = res.rows[0];
+    if (!row?.conv) return 'conflict' as const;
+    const conversation = toRecord(row.conv);
+    const messages = (row.messages as any[]).map(toMessage);
     if (onChange) await onChange(trx, { conversation, messages });
     return { conversation, messages };
   });

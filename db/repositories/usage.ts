@@ -51,6 +51,34 @@ export async function recordUsage(
   return rows.length > 0;
 }
 
+/**
+ * Records several usage entries in one statement, each once per `(orgId, dedupeKey)` (hot paths: a
+ * conversation turn). @returns how many were inserted
+ */
+export async function recordUsages(
+  db: Db,
+  orgId: string,
+  entries: readonly { kind: string; amountCents: number; dedupeKey: string; quantity?: number; details?: Record<string, unknown> }[],
+): Promise<number> {
+  if (!entries.length) return 0;
+  const rows = await db('usage_entries')
+    .insert(
+      entries.map((e) => ({
+        id: newId('use'),
+        org_id: orgId,
+        kind: e.kind,
+        quantity: e.quantity ?? 1,
+        amount_cents: e.amountCents,
+        dedupe_key: e.dedupeKey,
+        details: JSON.stringify(e.details ?? {}),
+      })),
+    )
+    .onConflict(['org_id', 'dedupe_key'])
+    .ignore()
+    .returning('id');
+  return rows.length;
+}
+
 /** Usage entries of an organization, oldest first (tests, billing). */
 export async function listUsage(db: Db, orgId: string): Promise<UsageEntry[]> {
   const rows = await db('usage_entries').where({ org_id: orgId }).orderBy('created_at').orderBy('id');

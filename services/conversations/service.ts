@@ -13,11 +13,12 @@ import type { Db } from '../../db';
 import { getAgent, loadDraftBundle } from '../../db/repositories/agents';
 import { getVersion, versionIdByNumber } from '../../db/repositories/agentVersions';
 import { searchChunks } from '../../db/repositories/knowledge';
-import { recordUsage } from '../../db/repositories/usage';
+import { recordUsages } from '../../db/repositories/usage';
 import {
   createConversation,
   endConversation,
   getConversation,
+  getConversationWithHistory,
   recentMessages,
   saveTurn,
   toLlmMessage,
@@ -29,7 +30,7 @@ import { ApiError, notFound } from '../../domain/errors';
 import type { LlmMessage, LlmProvider } from '../../domain/conversations/llm';
 import { conversationVariables } from '../../domain/conversations/prompt';
 import { greetingFor, runTurn, type EndReason, type TurnEvent, type TurnPorts, type TurnResult } from '../../domain/conversations/runtime';
-import { emitEvent } from '../../events/emit';
+import { emitEvents, type EventOf } from '../../events/emit';
 import type { ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
 import type { SkillHttpClient } from '../../activities/providers/http/request';
 import { createSkillRunner } from './skills';
@@ -70,34 +71,38 @@ export async function pinnedAgent(db: Db, c: ConversationRecord): Promise<Compil
   return v.snapshot as CompiledAgent;
 }
 
-/** Emits `message.created` for user and agent messages, `conversation.ended` when the conversation ended. */
-const onChange: OnConversationChange = async (trx, { conversation: c, messages }) => {
+/** The events of a stored change: `message.created` per user and agent message, `conversation.ended` when it ended. */
+function changeEvents(c: ConversationRecord, messages: readonly ConversationMessage[]): EventOf[] {
+  const events: EventOf[] = [];
   for (const m of messages) {
     if ((m.role === 'user' || m.role === 'assistant') && m.content) {
-      await emitEvent(trx, c.orgId, 'message.created', {
-        conversationId: c.id,
-        messageId: m.id,
-        agentId: c.agentId,
-        channel: c.channel,
-        role: m.role,
-        content: m.content,
-        turn: m.turn,
-        createdAt: m.createdAt,
+      events.push({
+        type: 'message.created',
+        data: { conversationId: c.id, messageId: m.id, agentId: c.agentId, channel: c.channel, role: m.role, content: m.content, turn: m.turn, createdAt: m.createdAt },
       });
     }
   }
   if (c.status === 'ended' && c.endedAt) {
-    await emitEvent(trx, c.orgId, 'conversation.ended', {
-      conversationId: c.id,
-      agentId: c.agentId,
-      channel: c.channel,
-      endReason: c.endReason ?? 'ended_by_api',
-      messageCount: c.messageCount,
-      totalTokens: c.promptTokens + c.completionTokens,
-      startedAt: c.startedAt,
-      endedAt: c.endedAt,
+    events.push({
+      type: 'conversation.ended',
+      data: {
+        conversationId: c.id,
+        agentId: c.agentId,
+        channel: c.channel,
+        endReason: c.endReason ?? 'ended_by_api',
+        messageCount: c.messageCount,
+        totalTokens: c.promptTokens + c.completionTokens,
+        startedAt: c.startedAt,
+        endedAt: c.endedAt,
+      },
     });
   }
+  return events;
+}
+
+/** Emits a stored change's events in its transaction (one round trip). */
+const onChange: OnConversationChange = async (trx, { conversation, messages }) => {
+  await emitEvents(trx, conversation.orgId, changeEvents(conversation, messages));
 };
 
 /** How a conversation starts. */
@@ -173,16 +178,13 @@ export async function startConversation(
     },
     async (trx, change) => {
       const c = change.conversation;
-      await emitEvent(trx, orgId, 'conversation.started', {
-        conversationId: c.id,
-        agentId: c.agentId,
-        channel: c.channel,
-        mode: c.mode,
-        versionId: c.versionId,
-        simulation: c.simulation,
-        startedAt: c.startedAt,
-      });
-      await onChange(trx, change);
+      await emitEvents(trx, orgId, [
+        {
+          type: 'conversation.started',
+          data: { conversationId: c.id, agentId: c.agentId, channel: c.channel, mode: c.mode as 'published' | 'draft', versionId: c.versionId, simulation: c.simulation, startedAt: c.startedAt },
+        },
+        ...changeEvents(c, change.messages),
+      ]);
     },
   );
   return { conversation, greeting, agent: agent! };
@@ -192,8 +194,8 @@ export async function startConversation(
  * The conversation or 404 `conversation_not_found` (also another organization's).
  * @param channels the channels the caller may reach (chat routes: `chat` and `web`)
  */
-export async function requireConversation(db: Db, orgId: string, id: string, channels?: readonly ConversationChannel[]): Promise<ConversationRecord> {
-  const c = /^cnv_[A-Za-z0-9]{8,40}$/.test(id) ? await getConversation(db, orgId, id) : undefined;
+export async function requireConversation(db: Db, orgId: string, id: string, channels?: readonly ConversationChannel[]): Promise<ConversationRecord & { recent?: ConversationMessage[] }> {
+  const c = /^cnv_[A-Za-z0-9]{8,40}$/.test(id) ? await getConversationWithHistory(db, orgId, id, HISTORY_MESSAGES) : undefined;
   if (!c || (channels && !channels.includes(c.channel))) throw notFound('Conversation', 'conversation_not_found');
   return c;
 }
@@ -238,10 +240,15 @@ export function turnPorts(deps: ConversationDeps, c: ConversationRecord, agent: 
  * @throws ApiError 409 `conversation_ended`; 409 `conversation_busy` (another turn of this conversation
  *   was stored while this one ran: nothing of this turn is stored); 502/503 from the LLM (llmProblem)
  */
-export async function sendMessage(deps: ConversationDeps, c: ConversationRecord, text: string, emit?: (e: TurnEvent) => void): Promise<StoredTurnOutcome> {
+export async function sendMessage(
+  deps: ConversationDeps,
+  c: ConversationRecord & { recent?: ConversationMessage[] },
+  text: string,
+  emit?: (e: TurnEvent) => void,
+): Promise<StoredTurnOutcome> {
   if (c.status !== 'active') throw new ApiError(409, 'conversation_ended', `The conversation ended (${c.endReason ?? 'ended'}); start a new one`);
   const agent = await pinnedAgent(deps.db, c);
-  const history = (await recentMessages(deps.db, c.orgId, c.id, HISTORY_MESSAGES)).map(toLlmMessage);
+  const history = (c.recent ?? (await recentMessages(deps.db, c.orgId, c.id, HISTORY_MESSAGES))).map(toLlmMessage);
   let result: TurnResult;
   try {
     result = await runTurn(
@@ -293,20 +300,22 @@ export async function sendMessage(deps: ConversationDeps, c: ConversationRecord,
   return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result };
 }
 
-/** Usage entries of a stored turn: one message, and its tokens (deduplicated per conversation and turn). */
+/** Usage entries of a stored turn: one message, and its tokens (deduplicated per conversation and turn), in one statement. */
 async function chargeTurn(trx: Knex.Transaction, c: ConversationRecord, result: TurnResult): Promise<void> {
   const turn = result.receipt.turn;
+  const entries: Parameters<typeof recordUsages>[2][number][] = [];
   if (result.reply) {
-    await recordUsage(trx, c.orgId, { ...CONVERSATION_FEES.message, dedupeKey: `conversation:${c.id}:turn:${turn}:message`, details: { conversationId: c.id, agentId: c.agentId, channel: c.channel } });
+    entries.push({ ...CONVERSATION_FEES.message, dedupeKey: `conversation:${c.id}:turn:${turn}:message`, details: { conversationId: c.id, agentId: c.agentId, channel: c.channel } });
   }
   if (result.usage.totalTokens > 0) {
-    await recordUsage(trx, c.orgId, {
+    entries.push({
       ...CONVERSATION_FEES.tokens,
       quantity: result.usage.totalTokens,
       dedupeKey: `conversation:${c.id}:turn:${turn}:tokens`,
       details: { conversationId: c.id, agentId: c.agentId, promptTokens: result.usage.promptTokens, completionTokens: result.usage.completionTokens, model: result.model },
     });
   }
+  await recordUsages(trx, c.orgId, entries);
 }
 
 /**
