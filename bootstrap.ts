@@ -1,6 +1,6 @@
 /**
  * First-start bootstrap: when the database has no organization yet, create one with a secret key
- * holding every non-reserved scope, so a newcomer can call the API at once (issue: two commands).
+ * holding every non-reserved scope, so a newcomer can call the API at once (README "Quick start": two commands).
  */
 import type { Db } from './db';
 import { createOrganization, listOrganizations } from './db/repositories/organizations';
