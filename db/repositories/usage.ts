@@ -35,20 +35,7 @@ export async function recordUsage(
   orgId: string,
   entry: { kind: string; amountCents: number; dedupeKey: string; quantity?: number; details?: Record<string, unknown> },
 ): Promise<boolean> {
-  const rows = await db('usage_entries')
-    .insert({
-      id: newId('use'),
-      org_id: orgId,
-      kind: entry.kind,
-      quantity: entry.quantity ?? 1,
-      amount_cents: entry.amountCents,
-      dedupe_key: entry.dedupeKey,
-      details: JSON.stringify(entry.details ?? {}),
-    })
-    .onConflict(['org_id', 'dedupe_key'])
-    .ignore()
-    .returning('id');
-  return rows.length > 0;
+  return (await recordUsages(db, orgId, [entry])) > 0;
 }
 
 /**

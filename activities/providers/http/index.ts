@@ -119,8 +119,30 @@ function findInCauses<T>(err: unknown, type: new (...args: any[]) => T): T | und
   return undefined;
 }
 
-/** Maps transport errors (undici, net, abort) to HttpFetchError. */
-function toFetchError(err: unknown, url: string): HttpFetchError {
+/**
+ * Reads a response body up to `maxBytes` (abandoning the connection beyond it).
+ * @throws HttpFetchError `too_large`, or the transport error mapped by toFetchError
+ */
+export async function readCappedBody(body: Dispatcher.ResponseData['body'], maxBytes: number, url: string): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of body) {
+      total += (chunk as Buffer).length;
+      if (total > maxBytes) {
+        discard(body);
+        throw new HttpFetchError('too_large', `${url} is larger than the ${maxBytes}-byte limit`, false);
+      }
+      parts.push(chunk as Buffer);
+    }
+  } catch (err) {
+    throw toFetchError(err, url);
+  }
+  return Buffer.concat(parts, total);
+}
+
+/** Maps transport errors (undici, net, abort, SSRF refusals) to HttpFetchError. */
+export function toFetchError(err: unknown, url: string): HttpFetchError {
   if (err instanceof HttpFetchError) return err;
   const ssrf = findInCauses(err, SsrfRefusedError);
   if (ssrf) return new HttpFetchError('ssrf_refused', ssrf.message, false);
@@ -208,26 +230,13 @@ export function createHttpClient(opts: HttpClientOptions = {}): HttpClient {
         discard(res.body);
         throw new HttpFetchError('too_large', `${current} is ${declared} bytes; the limit is ${maxBytes}`, false);
       }
-      const parts: Buffer[] = [];
-      let total = 0;
-      try {
-        for await (const chunk of res.body) {
-          total += (chunk as Buffer).length;
-          if (total > maxBytes) {
-            discard(res.body);
-            throw new HttpFetchError('too_large', `${current} is larger than the ${maxBytes}-byte limit`, false);
-          }
-          parts.push(chunk as Buffer);
-        }
-      } catch (err) {
-        throw toFetchError(err, current.toString());
-      }
+      const bodyBytes = await readCappedBody(res.body, maxBytes, current.toString());
       return {
         url: current.toString(),
         status,
         contentType: contentTypeHeader ? contentTypeHeader.split(';')[0].trim().toLowerCase() || null : null,
         contentTypeHeader,
-        body: Buffer.concat(parts, total),
+        body: bodyBytes,
       };
     }
   }

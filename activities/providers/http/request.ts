@@ -6,7 +6,7 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import { assertHostLiteralAllowed, parseAllowList, type AllowList } from '../../../domain/net/guard';
-import { ALLOW_PRIVATE_ENV, guardedConnector, HttpFetchError } from './index';
+import { ALLOW_PRIVATE_ENV, guardedConnector, HttpFetchError, readCappedBody, toFetchError } from './index';
 
 /** One request. */
 export interface SkillRequest {
@@ -66,23 +66,9 @@ export function createSkillHttpClient(opts: { allow?: AllowList; ca?: string | B
         signal: AbortSignal.timeout(req.timeoutMs),
       });
     } catch (err) {
-      throw toError(err, url.toString());
+      throw toFetchError(err, url.toString());
     }
-    const parts: Buffer[] = [];
-    let total = 0;
-    try {
-      for await (const chunk of res.body) {
-        total += (chunk as Buffer).length;
-        if (total > maxBytes) {
-          res.body.destroy();
-          throw new HttpFetchError('too_large', `${url} answered more than ${maxBytes} bytes`, false);
-        }
-        parts.push(chunk as Buffer);
-      }
-    } catch (err) {
-      throw toError(err, url.toString());
-    }
-    const text = Buffer.concat(parts).toString('utf8');
+    const text = (await readCappedBody(res.body, maxBytes, url.toString())).toString('utf8');
     const type = String(res.headers['content-type'] ?? '');
     let parsed: unknown = text;
     if (type.includes('json')) {
@@ -95,14 +81,4 @@ export function createSkillHttpClient(opts: { allow?: AllowList; ca?: string | B
     return { status: res.statusCode, body: parsed };
   }
   return { send, close: () => agent.close() };
-}
-
-function toError(err: unknown, url: string): HttpFetchError {
-  if (err instanceof HttpFetchError) return err;
-  for (let e = err as { cause?: unknown; name?: string; message?: string } | undefined, i = 0; e && i < 5; e = e.cause as never, i++) {
-    if (e.name === 'SsrfRefusedError') return new HttpFetchError('ssrf_refused', e.message ?? 'refused', false);
-  }
-  const e = err as { name?: string; code?: string; message?: string };
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.code === 'UND_ERR_CONNECT_TIMEOUT') return new HttpFetchError('timeout', `${url} timed out`, true);
-  return new HttpFetchError('network', `${url} failed: ${e?.code ?? e?.message ?? String(err)}`, true);
 }
