@@ -21,6 +21,7 @@ import { problem } from './middleware/problem';
 import { RateLimits } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
 import { docsPage, openApiDocument } from './openapi';
+import { serveWidget } from './widgetAsset';
 import { jsonValueErrors } from '../domain/validation';
 import { HANDLERS, ROUTE_SCHEMAS } from './routes';
 import { validateRequestBody } from './middleware/validate';
@@ -111,6 +112,7 @@ export function createApp(deps: {
   app.use(auditLog(db)); // outside problem(), so it records the final status of every write
   app.use(problem());
   app.use(async (ctx: AppContext, next) => {
+    if (ctx.path.startsWith('/widget') && (await serveWidget(ctx))) return;
     if (ctx.path === '/docs' || ctx.path === '/docs/') {
       ctx.type = 'text/html; charset=utf-8';
       ctx.body = docsPage(openApiDocument(`${config.publicBaseUrl}${BASE_PATH}`));

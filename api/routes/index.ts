@@ -19,6 +19,7 @@ import * as uploads from './uploads';
 import * as outbound from './outbound';
 import * as chat from './chat';
 import * as observe from './observe';
+import * as widget from './widget';
 
 /** What an area module exports. */
 export interface AreaModule {
@@ -27,7 +28,7 @@ export interface AreaModule {
   routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema' | 'bodyChecks'>>>;
 }
 
-const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe];
+const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget];
 
 /** operationId → handler. */
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));

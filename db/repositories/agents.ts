@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
-import type { AgentVariable, CallerVerification, Guardrails } from '../../schemas/types/agents';
+import type { AgentVariable, CallerVerification, Guardrails, WidgetSettings } from '../../schemas/types/agents';
 import { iso } from '../timestamps';
 import type { AgentProfile, AgentRecord, DraftBundle, KnowledgeSourceSummary } from '../../domain/agents/types';
 
@@ -32,11 +32,12 @@ const FIELD_COLUMNS = {
   variables: 'variables',
   guardrails: 'guardrails',
   callerVerification: 'caller_verification',
+  widget: 'widget',
 } as const;
-const JSON_FIELDS = new Set(['dtmf', 'variables', 'guardrails', 'callerVerification']);
+const JSON_FIELDS = new Set(['dtmf', 'variables', 'guardrails', 'callerVerification', 'widget']);
 
 /** Editable agent fields. */
-export type AgentFields = Partial<AgentProfile & { guardrails: Guardrails; callerVerification: CallerVerification }>;
+export type AgentFields = Partial<AgentProfile & { guardrails: Guardrails; callerVerification: CallerVerification; widget: WidgetSettings }>;
 
 /** The name is taken by another agent of the organization (maps to 409 `duplicate_name`). */
 export class DuplicateNameError extends Error {
@@ -102,6 +103,7 @@ async function attach(conn: Conn, orgId: string, rows: any[]): Promise<AgentReco
     variables: r.variables,
     guardrails: r.guardrails,
     callerVerification: r.caller_verification,
+    widget: r.widget ?? {},
     version: r.version,
     publishedVersionId: r.published_version_id ?? null,
     publishedVersionNumber: r.published_number ?? null,

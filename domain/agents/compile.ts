@@ -16,6 +16,7 @@ import type {
   Guardrails,
   PlaybookGraph,
   ReportWarning,
+  WidgetSettings,
 } from '../../schemas/types/agents';
 import type { FieldError } from '../errors';
 import { validatePlaybookGraph } from './playbookGraph';
@@ -37,6 +38,22 @@ export const DEFAULT_GUARDRAILS: Guardrails = {
 
 /** Caller verification before the first PUT: off. */
 export const DEFAULT_CALLER_VERIFICATION: CallerVerification = { enabled: false, method: null, requiredForSkills: [], maxAttempts: 3 };
+
+/** Widget settings before the first PUT (README "Widget"). */
+export const DEFAULT_WIDGET: WidgetSettings = {
+  enabled: true,
+  title: 'Chat with us',
+  greeting: null,
+  primaryColor: '#1f4fd1',
+  textColor: '#ffffff',
+  position: 'bottom-right',
+  launcherText: 'Chat',
+};
+
+/** Stored widget settings with defaults for missing members. */
+export function effectiveWidget(stored: Partial<WidgetSettings> | null | undefined): WidgetSettings {
+  return { ...DEFAULT_WIDGET, ...(stored ?? {}) };
+}
 
 /** Stored guardrails with defaults for missing members. */
 export function effectiveGuardrails(stored: Partial<Guardrails> | null | undefined): Guardrails {
@@ -78,6 +95,8 @@ export interface CompiledAgent extends Pick<Agent, 'name' | 'description' | 'per
   callerVerification: CallerVerification;
   /** Knowledge sources that are ready (indexed) at compile time. */
   knowledge: { id: string; title: string; kind: string | null; chunkCount: number }[];
+  /** Widget settings (absent in versions published before widgets existed: the defaults apply). */
+  widget?: WidgetSettings;
 }
 
 /** Result of compiling a draft. `errors` non-empty means the draft cannot be published. */
@@ -181,6 +200,7 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
     playbooks: playbooks.map((p) => ({ name: p.name, description: p.description, graph: p.graph })),
     guardrails,
     callerVerification,
+    widget: effectiveWidget(agent.widget),
     knowledge: bundle.knowledge
       .filter((k: KnowledgeSourceSummary) => k.status === 'ready')
       .map((k) => ({ id: k.id, title: k.title, kind: k.kind, chunkCount: k.chunkCount })),

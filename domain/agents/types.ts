@@ -2,6 +2,7 @@
  * Shapes of an agent draft as the domain works on it (compile, report, present). The repositories in
  * db/repositories/agents.ts load them; nothing here touches the database.
  */
+import type { WidgetSettings } from '../../schemas/types/agents';
 import type { Agent, CallerVerification, Guardrails, PlaybookGraph } from '../../schemas/types/agents';
 
 /** The draft's own profile fields, as the API shows them (schemas/types/agents.ts Agent). */
@@ -14,6 +15,8 @@ export interface AgentRecord extends AgentProfile {
   /** Stored guardrails; `{}` until first PUT (defaults are applied by the API layer). */
   guardrails: Partial<Guardrails>;
   callerVerification: Partial<CallerVerification>;
+  /** Stored widget settings; `{}` until first PUT. */
+  widget: Partial<WidgetSettings>;
   version: number;
   publishedVersionId: string | null;
   publishedVersionNumber: number | null;

@@ -486,3 +486,24 @@ export interface PlaybookPage {
 export interface SkillTypeList {
   items: SkillType[];
 }
+
+/**
+ * Widget settings of the draft (`GET/PUT /agents/{agentId}/widget`; README "Widget"): how the embeddable
+ * chat widget looks. PUT replaces them as an edit of the draft; publishing freezes them with the version.
+ * @additionalProperties false
+ */
+export interface WidgetSettings {
+  /** A disabled widget refuses new sessions (403 `widget_disabled`). */
+  enabled: boolean;
+  /** Panel title. @minLength 1 @maxLength 60 */
+  title: string;
+  /** Said instead of the agent's greeting in the widget; null keeps the agent's. @maxLength 1000 */
+  greeting: string | null;
+  /** Launcher and header colour, `#rrggbb`. @pattern ^#[0-9a-fA-F]{6}$ */
+  primaryColor: string;
+  /** Text colour on the primary colour, `#rrggbb`. @pattern ^#[0-9a-fA-F]{6}$ */
+  textColor: string;
+  position: 'bottom-right' | 'bottom-left';
+  /** Label of the launcher button. @minLength 1 @maxLength 40 */
+  launcherText: string;
+}

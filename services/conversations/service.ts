@@ -173,7 +173,8 @@ export async function startConversation(
       variables: vars,
       metadata: req.metadata ?? {},
       keyId: req.keyId,
-      greeting: req.seed ? null : greetingFor(agent!, vars),
+      // The widget's greeting override applies on the `web` channel (README "Widget").
+      greeting: req.seed ? null : greetingFor(req.channel === 'web' && agent!.widget?.greeting ? { ...agent!, greeting: agent!.widget.greeting } : agent!, vars),
       seed: req.seed,
     },
     async (trx, change) => {

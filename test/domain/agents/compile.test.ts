@@ -28,6 +28,7 @@ function agentRecord(over: Partial<AgentRecord> = {}): AgentRecord {
     variables: [],
     guardrails: {},
     callerVerification: {},
+    widget: {},
     version: 3,
     publishedVersionId: null,
     publishedVersionNumber: null,

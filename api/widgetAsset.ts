@@ -1,0 +1,55 @@
+/**
+ * The embeddable widget's script (README "Widget"): `widget/src/widget.ts` bundled with esbuild (minified,
+ * one IIFE, ES2020) once per process, the first time it is asked for, and served at the origin root:
+ * `GET /widget.js` (revalidated hourly: `ETag` is the content hash) and `GET /widget.<hash>.js`
+ * (immutable, cached for a year).
+ */
+import crypto from 'node:crypto';
+import path from 'node:path';
+import type { AppContext } from './context';
+
+/** A built bundle and its content hash (hex, 16 characters). */
+export interface WidgetBundle {
+  code: string;
+  hash: string;
+}
+
+let bundle: Promise<WidgetBundle> | undefined;
+
+/** Builds (once) and returns the widget bundle. @throws when esbuild fails (a build error in widget/src) */
+export function widgetBundle(): Promise<WidgetBundle> {
+  bundle ??= (async () => {
+    const esbuild = await import('esbuild');
+    const out = await esbuild.build({
+      entryPoints: [path.join(__dirname, '..', 'widget', 'src', 'widget.ts')],
+      bundle: true,
+      minify: true,
+      write: false,
+      format: 'iife',
+      target: 'es2020',
+      legalComments: 'none',
+    });
+    const code = out.outputFiles[0].text;
+    return { code, hash: crypto.createHash('sha256').update(code).digest('hex').slice(0, 16) };
+  })();
+  bundle.catch(() => (bundle = undefined));
+  return bundle;
+}
+
+/** Serves `/widget.js` and `/widget.<hash>.js`; returns false for any other path. */
+export async function serveWidget(ctx: AppContext): Promise<boolean> {
+  const m = /^\/widget(?:\.([0-9a-f]{16}))?\.js$/.exec(ctx.path);
+  if (!m || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return false;
+  const b = await widgetBundle();
+  if (m[1] && m[1] !== b.hash) return false;
+  ctx.set('Content-Type', 'text/javascript; charset=utf-8');
+  ctx.set('Access-Control-Allow-Origin', '*');
+  ctx.set('ETag', `"${b.hash}"`);
+  ctx.set('Cache-Control', m[1] ? 'public, max-age=31536000, immutable' : 'public, max-age=3600, stale-while-revalidate=86400');
+  if (ctx.get('if-none-match') === `"${b.hash}"`) {
+    ctx.status = 304;
+    return true;
+  }
+  ctx.body = b.code;
+  return true;
+}
