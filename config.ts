@@ -32,6 +32,8 @@ export interface AppConfig {
   bodyLimitBytes: number;
   /** Seconds a resolved key or registration is cached in-process; changes are pushed to every process at once through Postgres NOTIFY, so this only bounds a missed notification (CACHE_TTL_SECONDS, default 30; 0 disables). */
   cacheTtlSeconds: number;
+  /** Milliseconds between two batched writes of keys' `lastUsedAt` (api/keyUsage.ts; KEY_LAST_USED_FLUSH_MS, default 5000). */
+  keyLastUsedFlushMs: number;
   /** Public base URL used in links and OpenAPI `servers` (PUBLIC_BASE_URL, default http://HOST:PORT). */
   publicBaseUrl: string;
   /**
@@ -72,6 +74,7 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     rateLimitWindowSeconds: envNumber('RATE_LIMIT_WINDOW_SECONDS', 60),
     bodyLimitBytes: envNumber('BODY_LIMIT_BYTES', 1024 * 1024),
     cacheTtlSeconds: envNumber('CACHE_TTL_SECONDS', 30),
+    keyLastUsedFlushMs: envNumber('KEY_LAST_USED_FLUSH_MS', 5000),
     publicBaseUrl: process.env.PUBLIC_BASE_URL || `http://${host}:${port}`,
     production: process.env.NODE_ENV === 'production',
     ...overrides,
