@@ -82,5 +82,9 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   if (!/^[a-z][a-z0-9]{1,15}$/.test(cfg.keyBrandPrefix)) {
     throw new Error('KEY_BRAND_PREFIX must be 2-16 lowercase letters or digits, starting with a letter');
   }
+  if (!(cfg.keyLastUsedFlushMs >= 10)) {
+    // 0 would make the flush timer spin (api/keyUsage.ts).
+    throw new Error('KEY_LAST_USED_FLUSH_MS must be at least 10');
+  }
   return cfg;
 }
