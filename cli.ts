@@ -18,7 +18,7 @@ import { createLogger, failureLine, loadServiceSecrets, openDatabase, runEntryPo
 import { generateSecretLines } from './secrets';
 import { createOrganization, getOrganization, listOrganizations } from './db/repositories/organizations';
 import { createSecretKey, findKeyOwner, listKeys, revokeKey } from './db/repositories/apiKeys';
-import { parseScopes, NON_RESERVED_SCOPES } from './domain/scopes';
+import { parseScopes, NON_RESERVED_SCOPES, RESERVED_SCOPES } from './domain/scopes';
 import { resealEndpointSecrets } from './db/repositories/webhooks';
 import { loadWebhookSettings } from './domain/webhooks/settings';
 import { openSecret, sealSecret } from './domain/webhooks/signing';
@@ -76,6 +76,9 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
       const scopesArg = flag(rest, 'scopes');
       if (!scopesArg) throw new Error(`keys create needs --scopes (comma-separated; "all" for every non-reserved scope)`);
       const scopes = scopesArg === 'all' ? NON_RESERVED_SCOPES : parseScopes(scopesArg);
+      // Reserved scopes are never granted, by the CLI or the API (spec "Scope rules" 5; domain/keys.ts).
+      const reserved = scopes.filter((s) => RESERVED_SCOPES.has(s));
+      if (reserved.length) throw new Error(`reserved scopes cannot be granted: ${reserved.join(', ')}`);
       const rl = flag(rest, 'rate-limit');
       const rw = flag(rest, 'rate-window');
       const { key, info } = await createSecretKey(db, orgId, {
@@ -95,7 +98,8 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
       const orgId = flag(rest, 'org');
       if (!orgId) throw new Error('keys list needs --org <id>');
       for (const k of await listKeys(db, orgId)) {
-        out(`${k.id}\t${k.displayPrefix}…\t${k.revokedAt ? 'revoked' : 'active'}\t${k.scopes.join(',')}\t${k.name}`);
+        const state = k.revokedAt ? 'revoked' : k.expiresAt && k.expiresAt.getTime() <= Date.now() ? 'expired' : 'active';
+        out(`${k.id}\t${k.kind}\t${k.displayPrefix}…\t${state}\t${k.scopes.join(',')}\t${k.name}`);
       }
       return 0;
     }

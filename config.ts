@@ -32,6 +32,8 @@ export interface AppConfig {
   bodyLimitBytes: number;
   /** Seconds a resolved key or registration is cached in-process; changes are pushed to every process at once through Postgres NOTIFY, so this only bounds a missed notification (CACHE_TTL_SECONDS, default 30; 0 disables). */
   cacheTtlSeconds: number;
+  /** Milliseconds between two batched writes of keys' `lastUsedAt` (api/keyUsage.ts; KEY_LAST_USED_FLUSH_MS, default 5000). */
+  keyLastUsedFlushMs: number;
   /** Public base URL used in links and OpenAPI `servers` (PUBLIC_BASE_URL, default http://HOST:PORT). */
   publicBaseUrl: string;
   /**
@@ -72,12 +74,17 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     rateLimitWindowSeconds: envNumber('RATE_LIMIT_WINDOW_SECONDS', 60),
     bodyLimitBytes: envNumber('BODY_LIMIT_BYTES', 1024 * 1024),
     cacheTtlSeconds: envNumber('CACHE_TTL_SECONDS', 30),
+    keyLastUsedFlushMs: envNumber('KEY_LAST_USED_FLUSH_MS', 5000),
     publicBaseUrl: process.env.PUBLIC_BASE_URL || `http://${host}:${port}`,
     production: process.env.NODE_ENV === 'production',
     ...overrides,
   };
   if (!/^[a-z][a-z0-9]{1,15}$/.test(cfg.keyBrandPrefix)) {
     throw new Error('KEY_BRAND_PREFIX must be 2-16 lowercase letters or digits, starting with a letter');
+  }
+  if (!(cfg.keyLastUsedFlushMs >= 10)) {
+    // 0 would make the flush timer spin (api/keyUsage.ts).
+    throw new Error('KEY_LAST_USED_FLUSH_MS must be at least 10');
   }
   return cfg;
 }

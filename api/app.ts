@@ -10,6 +10,7 @@ import type { Db } from '../db';
 import type { Logger } from 'pino';
 import { ApiError, validationError } from '../domain/errors';
 import { KeyCache } from './keyCache';
+import { KeyUsageTracker } from './keyUsage';
 import { ChangeFeed, ReadCache } from '../db/changeFeed';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
 import { accessLog } from './middleware/accessLog';
@@ -35,6 +36,8 @@ export interface BuiltApp {
   app: Koa<AppState>;
   /** Resolves once background listeners (key revocation) are up. */
   ready: Promise<void>;
+  /** Writes the keys' pending `lastUsedAt` now instead of at the next interval (tests, shutdown). */
+  flushKeyUsage(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -59,6 +62,7 @@ export function createApp(deps: {
   app.silent = true; // errors are logged by the problem middleware, once
   const feed = new ChangeFeed();
   const keys = new KeyCache(db, feed, config.cacheTtlSeconds);
+  const keyUsage = new KeyUsageTracker(db, logger, config.keyLastUsedFlushMs);
   const caches: AppDeps['caches'] = {
     smsRegistrations: new ReadCache<RegistrationRecord>(feed, 'sms_registrations', config.cacheTtlSeconds, { versionOf: (r) => r.version }),
   };
@@ -80,7 +84,7 @@ export function createApp(deps: {
         ctx.state.route = route;
         return next();
       },
-      authenticate(route, keys),
+      authenticate(route, keys, keyUsage),
       limits.middleware(),
       authorize(route),
       storableParams,
@@ -136,7 +140,9 @@ export function createApp(deps: {
   return {
     app,
     ready,
+    flushKeyUsage: () => keyUsage.flush(),
     close: async () => {
+      await keyUsage.close();
       await feed.close();
       await limits.close();
       if (ownHttp) await providers.skillHttp.close();

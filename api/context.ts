@@ -20,6 +20,13 @@ export interface AuthContext {
   scopes: ReadonlySet<Scope | string>;
   rateLimitPoints: number | null;
   rateLimitWindowSeconds: number | null;
+  /** When the key stops authenticating (null: never); a rotated key's grace period ends here. */
+  expiresAt: Date | null;
+  /**
+   * Publishable keys only (spec "Authentication" 3): the agent the key is pinned to and the browser
+   * origins it serves, normalized (domain/keys.ts; check a request's `Origin` with `originAllowed`).
+   */
+  publishable?: { agentId: string; allowedOrigins: readonly string[] };
 }
 
 /** What middleware puts on `ctx.state`. */

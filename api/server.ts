@@ -15,6 +15,8 @@ export interface RunningApi {
   server: http.Server;
   /** e.g. http://127.0.0.1:8080/api/v1 */
   baseUrl: string;
+  /** Writes the keys' pending `lastUsedAt` now (api/keyUsage.ts). */
+  flushKeyUsage(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -42,6 +44,7 @@ export async function startApi(deps: {
   return {
     server,
     baseUrl: `http://${deps.config.host}:${port}${BASE_PATH}`,
+    flushKeyUsage: () => built.flushKeyUsage(),
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

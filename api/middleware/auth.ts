@@ -1,13 +1,16 @@
 /**
  * Authentication and authorization for one route (spec "Authentication", "Scopes", "Scope rules";
  * RFC 6750 for the WWW-Authenticate challenges).
- * - 401 `unauthorized` with `WWW-Authenticate: Bearer realm="api"` (plus `error="invalid_token"` when a key was sent)
+ * - 401 `unauthorized` with `WWW-Authenticate: Bearer realm="api"` (plus `error="invalid_token"` when a key was sent;
+ *   an expired key, e.g. a rotated one past its grace period, answers the same)
+ * - 403 `publishable_key_not_allowed` for a valid publishable key on a route that is not a publishable-key route
  * - 403 `reserved_endpoint` for reserved-scope endpoints, even for correctly scoped calls (rule 5)
  * - 403 `insufficient_scope` naming the missing scope(s)
  */
 import { hashKey } from '../../db/repositories/apiKeys';
 import { ApiError } from '../../domain/errors';
 import type { KeyCache } from '../keyCache';
+import type { KeyUsageTracker } from '../keyUsage';
 import type { AppContext } from '../context';
 import type { RouteDef } from '../routes/table';
 
@@ -23,8 +26,12 @@ function challenge(error?: string, description?: string): Record<string, string>
   return { 'WWW-Authenticate': v };
 }
 
-/** Resolves the credential of `route.auth` kind and puts it on `ctx.state.auth`; then checks reserved and scopes. */
-export function authenticate(route: RouteDef, keys: KeyCache) {
+/**
+ * Resolves the credential of `route.auth` kind and puts it on `ctx.state.auth` (scopes are checked later,
+ * by `authorize`), noting the key's use for its batched `lastUsedAt` (api/keyUsage.ts).
+ * @throws ApiError 401 unauthorized / invalid_token; 403 publishable_key_not_allowed
+ */
+export function authenticate(route: RouteDef, keys: KeyCache, usage?: KeyUsageTracker) {
   const kind = route.auth ?? 'secret';
   return async (ctx: AppContext, next: () => Promise<unknown>) => {
     if (kind === 'none') return next();
@@ -34,8 +41,14 @@ export function authenticate(route: RouteDef, keys: KeyCache) {
     }
     const m = /^Bearer +(\S+)\s*$/i.exec(header);
     const token = m?.[1];
-    const shapeOk = !!token && KEY_SHAPE[kind].test(token);
-    const info = shapeOk ? await keys.resolve(hashKey(token!)) : undefined;
+    // A publishable key sent to a secret-key route is resolved too, so it can be told apart from garbage.
+    const shapeOk = !!token && (KEY_SHAPE[kind].test(token) || (kind === 'secret' && KEY_SHAPE.publishable.test(token)));
+    const found = shapeOk ? await keys.resolve(hashKey(token!)) : undefined;
+    // Cached entries can outlive an expiry (a rotation's grace period): check it on every request.
+    const info = found && (!found.expiresAt || found.expiresAt.getTime() > Date.now()) ? found : undefined;
+    if (info && kind === 'secret' && info.kind === 'publishable') {
+      throw new ApiError(403, 'publishable_key_not_allowed', `A publishable key cannot call ${route.operationId}: it serves only the public chat widget; use a secret key`);
+    }
     if (!info || (kind === 'secret' ? info.kind === 'publishable' : info.kind !== 'publishable')) {
       throw new ApiError(401, 'invalid_token', 'The key is missing, malformed, unknown or revoked', {
         headers: challenge('invalid_token'),
@@ -48,7 +61,12 @@ export function authenticate(route: RouteDef, keys: KeyCache) {
       scopes: new Set(info.scopes),
       rateLimitPoints: info.rateLimitPoints,
       rateLimitWindowSeconds: info.rateLimitWindowSeconds,
+      expiresAt: info.expiresAt,
+      ...(info.kind === 'publishable' && info.agentId
+        ? { publishable: { agentId: info.agentId, allowedOrigins: info.allowedOrigins ?? [] } }
+        : {}),
     };
+    usage?.touch(info.id, info.orgId);
     return next();
   };
 }

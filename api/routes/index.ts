@@ -20,6 +20,8 @@ import * as outbound from './outbound';
 import * as chat from './chat';
 import * as observe from './observe';
 import * as widget from './widget';
+import * as apiKeys from './apiKeys';
+import * as publishableKeys from './publishableKeys';
 
 /** What an area module exports. */
 export interface AreaModule {
@@ -28,7 +30,7 @@ export interface AreaModule {
   routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema' | 'bodyChecks'>>>;
 }
 
-const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget];
+const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys];
 
 /** operationId → handler. */
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));

@@ -130,6 +130,16 @@ export const ROUTES: RouteDef[] = [
   r('POST', '/billing/wallet/topup', 'topUpWallet', 'Billing', ['billing:write'], 'Top up the wallet'),
   r('GET', '/billing/usage', 'listUsage', 'Billing', ['billing:read'], 'Usage entries'),
   r('GET', '/billing/invoices', 'listInvoices', 'Billing', ['billing:read'], 'Invoices'),
+  // ApiKeys (paths not shown in the spec; README "API notes" → "Credentials and tenancy"). Creating and
+  // rotating take no Idempotency-Key: a replay would have to store the secret the answer shows once.
+  r('GET', '/api-keys', 'listApiKeys', 'ApiKeys', ['keys:write'], 'List secret keys that still authenticate (never the secret)'),
+  r('POST', '/api-keys', 'createApiKey', 'ApiKeys', ['keys:write'], 'Create a secret key (shown once) with scopes the caller holds', { successStatus: 201, idempotencyKey: 'none' }),
+  r('POST', '/api-keys/{id}/rotate', 'rotateApiKey', 'ApiKeys', ['keys:write'], 'Rotate a secret key: a new secret (shown once); the old one works for a grace period', { idempotencyKey: 'none' }),
+  r('DELETE', '/api-keys/{id}', 'revokeApiKey', 'ApiKeys', ['keys:write'], 'Revoke a secret key (at once, in every API process)'),
+  // PublishableKeys (spec "Authentication" 3; paths not shown)
+  r('GET', '/publishable-keys', 'listPublishableKeys', 'PublishableKeys', ['pubkeys:read'], 'List publishable keys'),
+  r('POST', '/publishable-keys', 'createPublishableKey', 'PublishableKeys', ['pubkeys:write'], 'Create a publishable key pinned to one agent, with allowed origins (shown once)', { successStatus: 201, idempotencyKey: 'none' }),
+  r('DELETE', '/publishable-keys/{id}', 'revokePublishableKey', 'PublishableKeys', ['pubkeys:write'], 'Revoke a publishable key (at once)'),
   // Webhooks
   r('GET', '/webhooks', 'listWebhooks', 'Webhooks', ['webhooks:write'], 'List webhook endpoints'),
   r('POST', '/webhooks', 'createWebhook', 'Webhooks', ['webhooks:write'], 'Create a webhook endpoint', { successStatus: 201 }),

@@ -1,12 +1,13 @@
 /**
- * Credentials (spec "Authentication"): secret keys `<brand>_sk_live_<random>`, stored only as a
- * SHA-256 hash. The random part is 24 bytes (192 bits), so a fast hash is safe: there is nothing to
- * brute-force. Every function takes the organization id except `findKeyByHash`, whose whole purpose
- * is to resolve the organization from the key.
+ * Credentials (spec "Authentication" 1 and 3): secret keys `<brand>_sk_live_<random>` and publishable
+ * keys `<brand>_pk_live_<random>`, stored only as a SHA-256 hash. The random part is 24 bytes (192 bits),
+ * so a fast hash is safe: there is nothing to brute-force. Every function takes the organization id
+ * except `findKeyByHash`, whose whole purpose is to resolve the organization from the key.
  */
 import crypto from 'node:crypto';
 import type { Db } from '../index';
 import { newId, randomBase62 } from '../ids';
+import { keysetPage, type Page } from '../pagination';
 
 /** A credential as listed (never the secret). */
 export interface ApiKeyInfo {
@@ -20,7 +21,20 @@ export interface ApiKeyInfo {
   rateLimitWindowSeconds: number | null;
   createdAt: Date;
   revokedAt: Date | null;
+  /** The key stops authenticating at this instant (null: never); a rotation sets it to the end of the grace period. */
+  expiresAt: Date | null;
+  /** Last request it authenticated, to within the batching interval of api/keyUsage.ts (null: never used). */
+  lastUsedAt: Date | null;
+  /** Publishable keys: the agent the key is pinned to (null for other kinds). */
+  agentId: string | null;
+  /** Publishable keys: the browser origins it serves, normalized (domain/keys.ts); null for other kinds. */
+  allowedOrigins: string[] | null;
+  /** The key a rotation replaced with this one (null otherwise). */
+  rotatedFrom: string | null;
 }
+
+/** Kinds of credential the API manages: `secret` at /api-keys, `publishable` at /publishable-keys. */
+export type ManagedKeyKind = 'secret' | 'publishable';
 
 /** SHA-256 hex of a whole key. */
 export function hashKey(key: string): string {
@@ -39,7 +53,17 @@ function toInfo(r: Record<string, any>): ApiKeyInfo {
     rateLimitWindowSeconds: r.rate_limit_window_seconds,
     createdAt: r.created_at,
     revokedAt: r.revoked_at,
+    expiresAt: r.expires_at ?? null,
+    lastUsedAt: r.last_used_at ?? null,
+    agentId: r.agent_id ?? null,
+    allowedOrigins: r.allowed_origins ?? null,
+    rotatedFrom: r.rotated_from ?? null,
   };
+}
+
+/** Length of the display prefix: `<brand>_sk_live_` or `<brand>_pk_live_` plus 4 random characters. */
+function displayPrefix(key: string, brand: string): string {
+  return key.slice(0, brand.length + 13);
 }
 
 /**
@@ -50,7 +74,16 @@ function toInfo(r: Record<string, any>): ApiKeyInfo {
 export async function createSecretKey(
   db: Db,
   orgId: string,
-  opts: { brand: string; scopes: string[]; name?: string; rateLimitPoints?: number; rateLimitWindowSeconds?: number },
+  opts: {
+    brand: string;
+    scopes: string[];
+    name?: string;
+    rateLimitPoints?: number | null;
+    rateLimitWindowSeconds?: number | null;
+    /** When the key stops authenticating (default: never). */
+    expiresAt?: Date | null;
+    rotatedFrom?: string | null;
+  },
 ): Promise<{ key: string; info: ApiKeyInfo }> {
   const key = `${opts.brand}_sk_live_${randomBase62(24)}`;
   const [row] = await db('api_keys')
@@ -59,14 +92,128 @@ export async function createSecretKey(
       org_id: orgId,
       kind: 'secret',
       name: opts.name ?? '',
-      display_prefix: key.slice(0, opts.brand.length + 13),
+      display_prefix: displayPrefix(key, opts.brand),
       key_hash: hashKey(key),
       scopes: opts.scopes,
       rate_limit_points: opts.rateLimitPoints ?? null,
       rate_limit_window_seconds: opts.rateLimitWindowSeconds ?? null,
+      expires_at: opts.expiresAt ?? null,
+      rotated_from: opts.rotatedFrom ?? null,
     })
     .returning('*');
   return { key, info: toInfo(row) };
+}
+
+/**
+ * Mints a publishable key `<brand>_pk_live_…` pinned to one agent (spec "Authentication" 3). It holds no
+ * scope: it authenticates only routes whose auth kind is `publishable` (api/middleware/auth.ts). The
+ * caller checks that the agent belongs to the organization; the foreign key only guarantees it exists.
+ * @param opts.allowedOrigins normalized origins (domain/keys.ts `parseAllowedOrigins`)
+ */
+export async function createPublishableKey(
+  db: Db,
+  orgId: string,
+  opts: { brand: string; agentId: string; allowedOrigins: string[]; name?: string },
+): Promise<{ key: string; info: ApiKeyInfo }> {
+  const key = `${opts.brand}_pk_live_${randomBase62(24)}`;
+  const [row] = await db('api_keys')
+    .insert({
+      id: newId('pk'),
+      org_id: orgId,
+      kind: 'publishable',
+      name: opts.name ?? '',
+      display_prefix: displayPrefix(key, opts.brand),
+      key_hash: hashKey(key),
+      scopes: [],
+      agent_id: opts.agentId,
+      allowed_origins: opts.allowedOrigins,
+    })
+    .returning('*');
+  return { key, info: toInfo(row) };
+}
+
+/** Rows of one organization and kind that still authenticate: not revoked, not expired. */
+function activeKeys(db: Db, orgId: string, kind: ManagedKeyKind) {
+  return db('api_keys')
+    .where({ org_id: orgId, kind })
+    .whereNull('revoked_at')
+    .where((q) => q.whereNull('expires_at').orWhere('expires_at', '>', db.fn.now()));
+}
+
+/**
+ * One page of the organization's keys of one kind that still authenticate (a rotated key in its grace
+ * period included, with its `expiresAt`), oldest first.
+ * @throws InvalidCursorError for a cursor this list did not issue
+ */
+export async function listActiveKeys(
+  db: Db,
+  orgId: string,
+  kind: ManagedKeyKind,
+  page: { limit: number; cursor?: string },
+): Promise<Page<ApiKeyInfo>> {
+  return keysetPage(activeKeys(db, orgId, kind).select('*'), { ...page, column: 'seq', direction: 'asc', map: toInfo });
+}
+
+/** One key of the organization and kind that still authenticates, or undefined (also for another organization's). */
+export async function getActiveKey(db: Db, orgId: string, kind: ManagedKeyKind, keyId: string): Promise<ApiKeyInfo | undefined> {
+  const row = await activeKeys(db, orgId, kind).where({ id: keyId }).first();
+  return row ? toInfo(row) : undefined;
+}
+
+/**
+ * Rotates a secret key: mints a new key with the same name, scopes, rate limit and expiry, and makes the
+ * old one stop at `now + graceSeconds` (or at its own expiry when sooner), in one transaction. The old
+ * row is locked so two concurrent rotations cannot both extend it.
+ * @param opts.graceSeconds seconds the old key keeps working (0: it stops at once)
+ * @param opts.check called with the old key before anything is written (the caller's scope check); may throw
+ * @returns the new key (shown once) and the old key as it is now, or undefined when no active secret key
+ *   of that organization has that id
+ */
+export async function rotateSecretKey(
+  db: Db,
+  orgId: string,
+  keyId: string,
+  opts: { brand: string; graceSeconds: number; check?: (old: ApiKeyInfo) => void },
+): Promise<{ key: string; info: ApiKeyInfo; previous: ApiKeyInfo } | undefined> {
+  return db.transaction(async (trx) => {
+    const row = await activeKeys(trx as unknown as Db, orgId, 'secret').where({ id: keyId }).forUpdate().first();
+    if (!row) return undefined;
+    const old = toInfo(row);
+    opts.check?.(old);
+    const created = await createSecretKey(trx as unknown as Db, orgId, {
+      brand: opts.brand,
+      scopes: old.scopes,
+      name: old.name,
+      rateLimitPoints: old.rateLimitPoints,
+      rateLimitWindowSeconds: old.rateLimitWindowSeconds,
+      expiresAt: old.expiresAt,
+      rotatedFrom: old.id,
+    });
+    const [prev] = await trx('api_keys')
+      .where({ org_id: orgId, id: keyId })
+      .update({
+        expires_at: trx.raw(`least(coalesce(expires_at, 'infinity'::timestamptz), now() + make_interval(secs => ?))`, [opts.graceSeconds]),
+      })
+      .returning('*');
+    return { key: created.key, info: created.info, previous: toInfo(prev) };
+  });
+}
+
+/**
+ * Records when keys were last used: one statement for a whole batch (api/keyUsage.ts), each row
+ * matched by organization and id, never moving `last_used_at` backwards.
+ * @param uses key id, its organization and the instant of its latest request
+ */
+export async function recordKeyUses(db: Db, uses: Array<{ keyId: string; orgId: string; at: Date }>): Promise<void> {
+  if (!uses.length) return;
+  const values = uses.map(() => '(?, ?, ?::timestamptz)').join(', ');
+  const bindings = uses.flatMap((u) => [u.keyId, u.orgId, u.at.toISOString()]);
+  await db.raw(
+    `UPDATE api_keys k SET last_used_at = greatest(coalesce(k.last_used_at, '-infinity'::timestamptz), v.at)
+       FROM (VALUES ${values}) AS v(id, org_id, at)
+      WHERE k.id = v.id AND k.org_id = v.org_id`,
+    bindings,
+  );
 }
 
 /** Keys of one organization, newest first, revoked ones included. */
@@ -76,20 +223,28 @@ export async function listKeys(db: Db, orgId: string): Promise<ApiKeyInfo[]> {
 }
 
 /**
- * Revokes a key of the organization.
+ * Revokes a key of the organization (idempotent: a revoked key keeps its first `revokedAt`).
+ * @param kind only a key of this kind (the API revokes secret and publishable keys on separate paths)
  * @returns the revoked key, or undefined when no key of that organization has that id
  */
-export async function revokeKey(db: Db, orgId: string, keyId: string): Promise<ApiKeyInfo | undefined> {
+export async function revokeKey(db: Db, orgId: string, keyId: string, kind?: ManagedKeyKind): Promise<ApiKeyInfo | undefined> {
   const [row] = await db('api_keys')
-    .where({ org_id: orgId, id: keyId })
+    .where({ org_id: orgId, id: keyId, ...(kind ? { kind } : {}) })
     .update({ revoked_at: db.raw('coalesce(revoked_at, now())') })
     .returning('*');
   return row ? toInfo(row) : undefined;
 }
 
-/** Resolves an active (not revoked) key by the hash of the presented key. */
+/**
+ * Resolves an active key (not revoked, not expired) by the hash of the presented key. A cached result can
+ * outlive its expiry, so callers check `expiresAt` again (api/middleware/auth.ts).
+ */
 export async function findKeyByHash(db: Db, keyHash: string): Promise<ApiKeyInfo | undefined> {
-  const row = await db('api_keys').where({ key_hash: keyHash }).whereNull('revoked_at').first();
+  const row = await db('api_keys')
+    .where({ key_hash: keyHash })
+    .whereNull('revoked_at')
+    .where((q) => q.whereNull('expires_at').orWhere('expires_at', '>', db.fn.now()))
+    .first();
   return row ? toInfo(row) : undefined;
 }
 

@@ -85,6 +85,10 @@ describe('cursors are validated before the query on every cursor-paginated list'
     for (const e164 of ['+14155550111', '+14155550112']) {
       expect((await env.call(key, 'DELETE', `/sms/contacts/${encodeURIComponent(e164)}/consent`)).status).to.equal(200);
     }
+    expect((await env.call(key, 'POST', '/api-keys', { name: 'second', scopes: ['agents:read'] })).status).to.equal(201);
+    for (const name of ['pk1', 'pk2']) {
+      expect((await env.call(key, 'POST', '/publishable-keys', { name, agentId, allowedOrigins: ['https://a.example'] })).status).to.equal(201);
+    }
     const ids: Record<string, string> = { agentId, id: agentId };
     const specific: Record<string, Record<string, string>> = {
       listContactListContacts: { id: list.id },

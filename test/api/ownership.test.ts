@@ -67,6 +67,7 @@ describe('ids in request bodies belong to the caller (every write operation of t
       'createCampaign agentId': { method: 'POST', path: '/campaigns', body: { ...campaign, agentId: theirs.agent }, code: 'agent_not_found' },
       'createCampaign callerIdNumberId': { method: 'POST', path: '/campaigns', body: { ...campaign, callerIdNumberId: theirs.number }, code: 'number_not_found' },
       'createChatSession agentId': { method: 'POST', path: '/chat/sessions', body: { agentId: theirs.agent }, code: 'agent_not_found' },
+      'createPublishableKey agentId': { method: 'POST', path: '/publishable-keys', body: { name: 'w', agentId: theirs.agent, allowedOrigins: ['https://a.example'] }, code: 'agent_not_found' },
       'createCampaign contactListId': { method: 'POST', path: '/campaigns', body: { ...campaign, contactListId: theirs.list }, code: 'contact_list_not_found' },
     };
   };
@@ -97,6 +98,7 @@ describe('ids in request bodies belong to the caller (every write operation of t
     expect((await env.db('phone_numbers').where({ id: ours.number }).first()).agent_id).to.equal(null);
     expect(await env.db('campaigns').where({ org_id: b.orgId })).to.have.length(0);
     expect(await env.db('knowledge_sources').where({ org_id: b.orgId })).to.have.length(0);
+    expect(await env.db('api_keys').where({ org_id: b.orgId, kind: 'publishable' })).to.have.length(0);
   });
 
   it('accepts the same requests with its own ids (the refusals above are about ownership, not shape)', async () => {

@@ -59,6 +59,9 @@ describe('operator CLI (npm run cli)', () => {
     expect(bad.out.join()).to.include('sms:everything');
     expect((await cli('keys', 'create', '--org', 'org_missing', '--scopes', 'sms:read')).code).to.equal(1);
     expect((await cli('keys', 'revoke', 'key_missing')).code).to.equal(1);
+    const reserved = await cli('keys', 'create', '--org', org.id, '--scopes', 'sms:read,escalations:claim');
+    expect(reserved.code).to.equal(1);
+    expect(reserved.out.join()).to.include('reserved scopes cannot be granted: escalations:claim');
   });
 
   it('re-seals every stored webhook signing secret with the new WEBHOOK_SECRET_KEY after a key rotation', async () => {

@@ -1,0 +1,49 @@
+/**
+ * `lastUsedAt` of keys without a write per request (README "API notes" → "Credentials and tenancy"):
+ * each authenticated request only notes its key in an in-process map; the map is written in one
+ * statement every `flushIntervalMs` (db/repositories/apiKeys.ts `recordKeyUses`). A key's
+ * `lastUsedAt` therefore lags by at most the interval (5 s by default), and by the last interval's
+ * requests should the process die.
+ */
+import type { Logger } from 'pino';
+import type { Db } from '../db';
+import { recordKeyUses } from '../db/repositories/apiKeys';
+
+/** Batches key uses in memory and flushes them periodically. */
+export class KeyUsageTracker {
+  private pending = new Map<string, { orgId: string; at: Date }>();
+  private readonly timer: NodeJS.Timeout;
+  private flushing: Promise<void> = Promise.resolve();
+
+  /** @param flushIntervalMs milliseconds between two writes of the batch */
+  constructor(private readonly db: Db, private readonly logger: Logger, flushIntervalMs: number) {
+    this.timer = setInterval(() => void this.flush(), flushIntervalMs);
+    this.timer.unref();
+  }
+
+  /** Notes that a key authenticated a request now (no I/O). */
+  touch(keyId: string, orgId: string): void {
+    this.pending.set(keyId, { orgId, at: new Date() });
+  }
+
+  /** Writes every noted use now (also called on close); a failed write is logged and its uses dropped. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      if (!this.pending.size) return;
+      const batch = this.pending;
+      this.pending = new Map();
+      try {
+        await recordKeyUses(this.db, [...batch].map(([keyId, u]) => ({ keyId, orgId: u.orgId, at: u.at })));
+      } catch (err) {
+        this.logger.warn({ err }, 'could not record key uses');
+      }
+    });
+    return this.flushing;
+  }
+
+  /** Stops the timer and writes what is pending. */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+}
