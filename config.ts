@@ -28,6 +28,8 @@ export interface AppConfig {
   rateLimitPoints: number;
   /** Rate-limit window in seconds (RATE_LIMIT_WINDOW_SECONDS, default 60). */
   rateLimitWindowSeconds: number;
+  /** Widget requests per client IP per rate-limit window (WIDGET_IP_RATE_LIMIT_POINTS, default 120; README "Widget"). */
+  widgetIpRateLimitPoints: number;
   /** Largest accepted JSON body in bytes (BODY_LIMIT_BYTES, default 1 MiB). */
   bodyLimitBytes: number;
   /** Seconds a resolved key or registration is cached in-process; changes are pushed to every process at once through Postgres NOTIFY, so this only bounds a missed notification (CACHE_TTL_SECONDS, default 30; 0 disables). */
@@ -72,6 +74,7 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     logLevel: process.env.LOG_LEVEL || 'info',
     rateLimitPoints: envNumber('RATE_LIMIT_POINTS', 600),
     rateLimitWindowSeconds: envNumber('RATE_LIMIT_WINDOW_SECONDS', 60),
+    widgetIpRateLimitPoints: envNumber('WIDGET_IP_RATE_LIMIT_POINTS', 120),
     bodyLimitBytes: envNumber('BODY_LIMIT_BYTES', 1024 * 1024),
     cacheTtlSeconds: envNumber('CACHE_TTL_SECONDS', 30),
     keyLastUsedFlushMs: envNumber('KEY_LAST_USED_FLUSH_MS', 5000),

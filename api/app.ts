@@ -23,6 +23,8 @@ import { RateLimits } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
 import { docsPage, openApiDocument } from './openapi';
 import { serveWidget } from './widgetAsset';
+import { verifyWidgetSession } from './widgetSession';
+import { widgetCors } from './middleware/cors';
 import { jsonValueErrors } from '../domain/validation';
 import { HANDLERS, ROUTE_SCHEMAS } from './routes';
 import { validateRequestBody } from './middleware/validate';
@@ -84,8 +86,8 @@ export function createApp(deps: {
         ctx.state.route = route;
         return next();
       },
-      authenticate(route, keys, keyUsage),
-      limits.middleware(),
+      authenticate(route, keys, keyUsage, (token) => verifyWidgetSession(db, token)),
+      limits.middleware(config.widgetIpRateLimitPoints),
       authorize(route),
       storableParams,
       route.auth === 'none' ? rawAndJsonBody : body,
@@ -115,6 +117,7 @@ export function createApp(deps: {
   app.use(accessLog(logger));
   app.use(auditLog(db)); // outside problem(), so it records the final status of every write
   app.use(problem());
+  app.use(widgetCors(db));
   app.use(async (ctx: AppContext, next) => {
     if (ctx.path.startsWith('/widget') && (await serveWidget(ctx))) return;
     if (ctx.path === '/docs' || ctx.path === '/docs/') {

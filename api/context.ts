@@ -16,7 +16,7 @@ import type { SkillHttpClient } from '../activities/providers/http/request';
 export interface AuthContext {
   orgId: string;
   keyId: string;
-  kind: 'secret' | 'publishable' | 'oauth';
+  kind: 'secret' | 'publishable' | 'oauth' | 'session';
   scopes: ReadonlySet<Scope | string>;
   rateLimitPoints: number | null;
   rateLimitWindowSeconds: number | null;
@@ -27,6 +27,11 @@ export interface AuthContext {
    * origins it serves, normalized (domain/keys.ts; check a request's `Origin` with `originAllowed`).
    */
   publishable?: { agentId: string; allowedOrigins: readonly string[] };
+  /**
+   * Widget session tokens only (README "Widget"): the one conversation the token continues and the page
+   * origin it was issued to; `keyId` is the publishable key that started it.
+   */
+  session?: { conversationId: string; origin: string };
 }
 
 /** What middleware puts on `ctx.state`. */

@@ -13,6 +13,7 @@ import type { KeyCache } from '../keyCache';
 import type { KeyUsageTracker } from '../keyUsage';
 import type { AppContext } from '../context';
 import type { RouteDef } from '../routes/table';
+import { isWidgetSessionToken, type WidgetSessionClaims } from '../widgetSession';
 
 const KEY_SHAPE = {
   secret: /^[a-z][a-z0-9]{1,15}_(sk_live|oat)_[A-Za-z0-9]{16,64}$/,
@@ -31,7 +32,7 @@ function challenge(error?: string, description?: string): Record<string, string>
  * by `authorize`), noting the key's use for its batched `lastUsedAt` (api/keyUsage.ts).
  * @throws ApiError 401 unauthorized / invalid_token; 403 publishable_key_not_allowed
  */
-export function authenticate(route: RouteDef, keys: KeyCache, usage?: KeyUsageTracker) {
+export function authenticate(route: RouteDef, keys: KeyCache, usage?: KeyUsageTracker, sessions?: (token: string) => Promise<WidgetSessionClaims | undefined>) {
   const kind = route.auth ?? 'secret';
   return async (ctx: AppContext, next: () => Promise<unknown>) => {
     if (kind === 'none') return next();
@@ -41,6 +42,23 @@ export function authenticate(route: RouteDef, keys: KeyCache, usage?: KeyUsageTr
     }
     const m = /^Bearer +(\S+)\s*$/i.exec(header);
     const token = m?.[1];
+    if (token && route.sessionToken && sessions && isWidgetSessionToken(token)) {
+      // A widget session token continues its one session, from the page origin it was issued to.
+      const claims = await sessions(token);
+      if (!claims) throw new ApiError(401, 'invalid_token', 'The session token is malformed, forged or expired; start a new widget session', { headers: challenge('invalid_token') });
+      if (ctx.get('origin') !== claims.ori) throw new ApiError(403, 'origin_not_allowed', 'This session token was issued to another origin');
+      ctx.state.auth = {
+        orgId: claims.org,
+        keyId: claims.kid,
+        kind: 'session',
+        scopes: new Set(['chat:read', 'chat:write']),
+        rateLimitPoints: null,
+        rateLimitWindowSeconds: null,
+        expiresAt: new Date(claims.exp * 1000),
+        session: { conversationId: claims.cnv, origin: claims.ori },
+      };
+      return next();
+    }
     // A publishable key sent to a secret-key route is resolved too, so it can be told apart from garbage.
     const shapeOk = !!token && (KEY_SHAPE[kind].test(token) || (kind === 'secret' && KEY_SHAPE.publishable.test(token)));
     const found = shapeOk ? await keys.resolve(hashKey(token!)) : undefined;

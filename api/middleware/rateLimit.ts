@@ -101,11 +101,21 @@ export class RateLimits {
     return { ok: true, remaining: res.remainingPoints + granted - 1, msBeforeNext };
   }
 
-  /** Middleware consuming one point per authenticated request. */
-  middleware() {
+  /**
+   * Middleware consuming one point per authenticated request; widget requests (publishable key or widget
+   * session token) also take one from the client IP's budget of `ipPoints` per window (README "Widget").
+   */
+  middleware(ipPoints?: number) {
     return async (ctx: AppContext, next: () => Promise<unknown>) => {
       const auth = ctx.state.auth;
       if (!auth) return next();
+      if (ipPoints && (auth.kind === 'publishable' || auth.kind === 'session')) {
+        const byIp = await this.take(`ip:${ctx.ip}`, ipPoints, this.defaults.windowSeconds);
+        if (!byIp.ok) {
+          const reset = Math.max(1, Math.ceil(byIp.msBeforeNext / 1000));
+          throw new ApiError(429, 'rate_limited', `Too many widget requests from this address; retry after ${reset} s`, { headers: { 'Retry-After': String(reset) } });
+        }
+      }
       const points = auth.rateLimitPoints ?? this.defaults.points;
       const windowSeconds = auth.rateLimitWindowSeconds ?? this.defaults.windowSeconds;
       ctx.set('RateLimit-Policy', `"default";q=${points};w=${windowSeconds}`);

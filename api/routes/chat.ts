@@ -56,8 +56,18 @@ export const createChatSession: Handler = async (ctx, deps) => {
   return { data, status: 201 };
 };
 
-/** GET /chat/sessions/{id} (getChatSession, chat:read) → the session and every message, verbatim. 404 `conversation_not_found`. */
+/**
+ * A widget session token reaches only its own session (README "Widget"): another id answers 403
+ * `session_token_mismatch`.
+ */
+function checkSessionToken(ctx: AppContext): void {
+  const s = ctx.state.auth?.session;
+  if (s && s.conversationId !== ctx.params.id) throw new ApiError(403, 'session_token_mismatch', 'This session token belongs to another chat session');
+}
+
+/** GET /chat/sessions/{id} (getChatSession, chat:read or the session's widget token) → the session and every message, verbatim. 404 `conversation_not_found`. */
 export const getChatSession: Handler = async (ctx, { db }) => {
+  checkSessionToken(ctx);
   const c = await requireConversation(db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS);
   return { data: { session: toChatSession(c), messages: await allMessages(db, c.orgId, c.id) } };
 };
@@ -91,6 +101,7 @@ function turnData(out: StoredTurnOutcome): ChatTurn {
  */
 export const sendChatMessage: Handler = async (ctx, deps) => {
   const body = validateBody<ChatMessageCreate>('ChatMessageCreate', ctx.request.body);
+  checkSessionToken(ctx);
   const c = await requireConversation(deps.db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS);
   if (c.status !== 'active') throw new ApiError(409, 'conversation_ended', `The conversation ended (${c.endReason ?? 'ended'}); start a new one`);
   if (!wantsEventStream(ctx)) return { data: turnData(await sendMessage(conversationDeps(deps), c, body.content)) };

@@ -45,6 +45,8 @@ export interface RouteDef {
    * Unset: optional on creating POSTs (201/202), none elsewhere.
    */
   idempotencyKey?: 'required' | 'optional' | 'none';
+  /** Also accepts a widget session token (README "Widget"), for the one session it names. */
+  sessionToken?: boolean;
 }
 
 const r = (
@@ -111,14 +113,14 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/agents/{agentId}/simulations/{id}', 'getSimulation', 'Test', ['agents:read'], 'Get a simulation: progress, transcript and the verdict on each expectation'),
   // Chat
   r('POST', '/chat/sessions', 'createChatSession', 'Chat', ['chat:write'], 'Start a chat session (published version, or the draft with draftMode)', { successStatus: 201 }),
-  r('GET', '/chat/sessions/{id}', 'getChatSession', 'Chat', ['chat:read'], 'Get a chat session and its messages'),
+  r('GET', '/chat/sessions/{id}', 'getChatSession', 'Chat', ['chat:read'], 'Get a chat session and its messages', { sessionToken: true }),
   r('POST', '/chat/sessions/{id}/end', 'endChatSession', 'Chat', ['chat:write'], 'End a chat session'),
-  r('POST', '/chat/sessions/{id}/messages', 'sendChatMessage', 'Chat', ['chat:write'], 'Send a chat message (JSON, or SSE with Accept: text/event-stream)'),
+  r('POST', '/chat/sessions/{id}/messages', 'sendChatMessage', 'Chat', ['chat:write'], 'Send a chat message (JSON, or SSE with Accept: text/event-stream)', { sessionToken: true }),
   r('POST', '/chat/completions', 'createChatCompletion', 'Chat', ['chat:write'], 'OpenAI-compatible chat completions'),
   // Widget
   r('GET', '/agents/{agentId}/widget', 'getWidget', 'Widget', ['widgets:read'], 'Get widget settings'),
   r('PUT', '/agents/{agentId}/widget', 'putWidget', 'Widget', ['widgets:write'], 'Replace widget settings'),
-  r('POST', '/chat/widget/sessions', 'createWidgetSession', 'Widget', [], 'Start a widget chat session (publishable key)', { auth: 'publishable' }),
+  r('POST', '/chat/widget/sessions', 'createWidgetSession', 'Widget', [], 'Start a widget chat session (publishable key; the page Origin must be allowed)', { auth: 'publishable', successStatus: 201, idempotencyKey: 'none' }),
   // Observe
   r('GET', '/agents/{agentId}/analytics', 'getAgentAnalytics', 'Observe', ['analytics:read'], 'Agent analytics'),
   r('GET', '/analytics/overview', 'getAnalyticsOverview', 'Observe', ['analytics:read'], 'Analytics overview'),

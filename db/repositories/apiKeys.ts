@@ -253,3 +253,22 @@ export async function findKeyOwner(db: Db, keyId: string): Promise<string | unde
   const row = await db('api_keys').where({ id: keyId }).first('org_id');
   return row?.org_id;
 }
+
+/**
+ * True when some live publishable key (any organization) lists `origin` (normalized), or lists
+ * `http://localhost:*` and `origin` is a localhost origin. Answers CORS preflights, which carry no key
+ * (README "Widget"); the request that follows is checked against its own key or session token.
+ */
+export async function originAllowedByAnyKey(db: Db, origin: string): Promise<boolean> {
+  const localhost = /^http:\/\/localhost(:\d+)?$/.test(origin);
+  const row = await db('api_keys')
+    .where({ kind: 'publishable' })
+    .whereNull('revoked_at')
+    .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', db.fn.now()))
+    .andWhere((q) => {
+      q.whereRaw('? = ANY(allowed_origins)', [origin]);
+      if (localhost) q.orWhereRaw("'http://localhost:*' = ANY(allowed_origins)");
+    })
+    .first('id');
+  return !!row;
+}

@@ -73,6 +73,26 @@ export interface ChatSessionStarted {
   greeting: ConversationMessage | null;
 }
 
+/** Response data of `POST /chat/widget/sessions` (README "Widget"). */
+export interface WidgetSessionStarted {
+  session: ChatSession;
+  greeting: ConversationMessage | null;
+  /** Bearer token for this session's `messages` and `GET` calls only, from the same origin. */
+  sessionToken: string;
+  /** @format date-time */
+  expiresAt: string;
+  /** The widget settings of the published version. */
+  widget: {
+    enabled: boolean;
+    title: string;
+    greeting: string | null;
+    primaryColor: string;
+    textColor: string;
+    position: 'bottom-right' | 'bottom-left';
+    launcherText: string;
+  };
+}
+
 /** Response data of `GET /chat/sessions/{id}`: the session and every message, verbatim, in order. */
 export interface ChatSessionDetail {
   session: ChatSession;
