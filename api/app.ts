@@ -119,7 +119,7 @@ export function createApp(deps: {
   app.use(problem());
   app.use(widgetCors(db));
   app.use(async (ctx: AppContext, next) => {
-    if (ctx.path.startsWith('/widget') && (await serveWidget(ctx))) return;
+    if (ctx.path.startsWith('/widget') && (await serveWidget(ctx, keys))) return;
     if (ctx.path === '/docs' || ctx.path === '/docs/') {
       ctx.type = 'text/html; charset=utf-8';
       ctx.body = docsPage(openApiDocument(`${config.publicBaseUrl}${BASE_PATH}`));

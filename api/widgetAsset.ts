@@ -7,6 +7,9 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type { AppContext } from './context';
+import type { KeyCache } from './keyCache';
+import { hashKey } from '../db/repositories/apiKeys';
+import { originAllowed } from '../domain/keys';
 
 /** A built bundle and its content hash (hex, 16 characters). */
 export interface WidgetBundle {
@@ -36,8 +39,28 @@ export function widgetBundle(): Promise<WidgetBundle> {
   return bundle;
 }
 
-/** Serves `/widget.js` and `/widget.<hash>.js`; returns false for any other path. */
-export async function serveWidget(ctx: AppContext): Promise<boolean> {
+/**
+ * `GET /widget/status?key=<publishable key>`: whether the page's `Origin` may use that key
+ * (`{"originAllowed": boolean}`, readable from any origin). The widget asks when the browser blocked its
+ * session request — a refused origin's CORS preflight answers 403 without CORS headers, so the page cannot
+ * read that refusal — to tell "this site is not allowed" from "the service is unreachable".
+ */
+async function serveStatus(ctx: AppContext, keys: KeyCache): Promise<void> {
+  const key = typeof ctx.query.key === 'string' ? ctx.query.key : '';
+  const info = /^[a-z][a-z0-9]{1,15}_pk_[A-Za-z0-9_]{16,64}$/.test(key) ? await keys.resolve(hashKey(key)) : undefined;
+  const live = info && info.kind === 'publishable' && (!info.expiresAt || info.expiresAt.getTime() > Date.now());
+  ctx.set('Access-Control-Allow-Origin', '*');
+  ctx.set('Cache-Control', 'no-store');
+  ctx.type = 'application/json';
+  ctx.body = { originAllowed: !!live && originAllowed(ctx.get('origin') || undefined, info.allowedOrigins ?? []) };
+}
+
+/** Serves `/widget.js`, `/widget.<hash>.js` and `/widget/status`; returns false for any other path. */
+export async function serveWidget(ctx: AppContext, keys: KeyCache): Promise<boolean> {
+  if (ctx.path === '/widget/status' && ctx.method === 'GET') {
+    await serveStatus(ctx, keys);
+    return true;
+  }
   const m = /^\/widget(?:\.([0-9a-f]{16}))?\.js$/.exec(ctx.path);
   if (!m || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return false;
   const b = await widgetBundle();

@@ -147,7 +147,13 @@ function mount(key: string): void {
   const start = () =>
     (starting ??= (async () => {
       const res = await fetch(`${apiBase()}/chat/widget/sessions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{}' }).catch(() => null);
-      if (!res) return refuse({});
+      if (!res) {
+        // The browser blocked the request: a refused origin fails its CORS preflight. Ask why.
+        const status = await fetch(`${new URL(apiBase()).origin}/widget/status?key=${encodeURIComponent(key)}`)
+          .then((r) => r.json() as Promise<{ originAllowed?: boolean }>)
+          .catch(() => null);
+        return refuse(status && status.originAllowed === false ? { code: 'origin_not_allowed' } : {});
+      }
       const body = await res.json().catch(() => ({}));
       if (!res.ok) return refuse(body as Problem);
       session = (body as { data: SessionStart }).data;
