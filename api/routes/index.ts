@@ -18,6 +18,7 @@ import * as knowledge from './knowledge';
 import * as uploads from './uploads';
 import * as outbound from './outbound';
 import * as chat from './chat';
+import * as billing from './billing';
 
 /** What an area module exports. */
 export interface AreaModule {
@@ -26,7 +27,7 @@ export interface AreaModule {
   routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema' | 'bodyChecks'>>>;
 }
 
-const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat];
+const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, billing];
 
 /** operationId → handler. */
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));

@@ -13,7 +13,8 @@ import type { Db } from '../../db';
 import { getAgent, loadDraftBundle } from '../../db/repositories/agents';
 import { getVersion, versionIdByNumber } from '../../db/repositories/agentVersions';
 import { searchChunks } from '../../db/repositories/knowledge';
-import { recordUsage } from '../../db/repositories/usage';
+import { recordUsage } from '../billing/usage';
+import { amountFor, PRICES } from '../../domain/billing/prices';
 import {
   createConversation,
   endConversation,
@@ -37,12 +38,12 @@ import { createSkillRunner } from './skills';
 /** Messages of history handed to each turn. */
 export const HISTORY_MESSAGES = 30;
 
-/** Usage entries a conversation writes (README "Billing"; sandbox prices, US cents). */
+/** Usage entries a conversation writes (README "Billing": prices; domain/billing/prices.ts, US cents). */
 export const CONVERSATION_FEES = {
   /** One agent reply. */
-  message: { kind: 'conversation_message', amountCents: 1 },
+  message: { kind: PRICES.conversationMessage.kind, amountCents: PRICES.conversationMessage.unitPriceCents },
   /** LLM tokens of a turn (quantity = tokens); included in the message price on the sandbox plan. */
-  tokens: { kind: 'llm_tokens', amountCents: 0 },
+  tokens: { kind: PRICES.llmTokens.kind, amountCents: PRICES.llmTokens.unitPriceCents },
 } as const;
 
 /** What the service needs. */
@@ -302,6 +303,7 @@ async function chargeTurn(trx: Knex.Transaction, c: ConversationRecord, result: 
   if (result.usage.totalTokens > 0) {
     await recordUsage(trx, c.orgId, {
       ...CONVERSATION_FEES.tokens,
+      amountCents: amountFor(PRICES.llmTokens.unitPriceCents, result.usage.totalTokens),
       quantity: result.usage.totalTokens,
       dedupeKey: `conversation:${c.id}:turn:${turn}:tokens`,
       details: { conversationId: c.id, agentId: c.agentId, promptTokens: result.usage.promptTokens, completionTokens: result.usage.completionTokens, model: result.model },
