@@ -8,10 +8,11 @@ import { ApiError, validationError } from '../../domain/errors';
 import { validateBody } from '../../domain/validation';
 import { topUpAmountProblem, WALLET_CURRENCY } from '../../domain/billing/wallet';
 import { periodOf, previousPeriod } from '../../domain/billing/periods';
-import { creditPayment, getClosedInvoice, getWallet, openInvoice, pageClosedInvoices, type LedgerEntry, type WalletRecord } from '../../db/repositories/billing';
+import { closedInvoicesBefore, creditPayment, getClosedInvoice, getWallet, openInvoice, type LedgerEntry, type WalletRecord } from '../../db/repositories/billing';
 import { pageUsage, usageByDay, type UsageEntry, type UsageFilter } from '../../db/repositories/usage';
 import { createPayments, PaymentError } from '../../activities/providers/payments';
-import { orgOf, pageParams, paged } from '../http';
+import { encodeCursor } from '../../db/pagination';
+import { decodeCursorOr400, orgOf, pageParams, paged } from '../http';
 import type { Invoice, LedgerEntryView, UsageEntryView, Wallet, WalletTopUpRequest, WalletTopUpResult } from '../../schemas/types/billing';
 
 /** Longest range of `GET /billing/usage?groupBy=day`, days. */
@@ -114,26 +115,28 @@ export const listUsageHandler: Handler = async (ctx, { db }) => {
 };
 
 /**
- * GET /billing/invoices (listInvoices, billing:read): one invoice per UTC month, newest first. The first
- * page starts with the open ones, computed from usage: the current month, and the previous month
- * until the `billing-month` workflow closes it. Closed invoices follow, cursor-paginated.
+ * GET /billing/invoices (listInvoices, billing:read): one invoice per UTC month, newest first, keyset on
+ * the period. The open ones, computed from usage, come first: the current month, and the previous month
+ * (when it had usage) until the `billing-month` workflow closes it. Closed invoices follow.
  * @throws ApiError 400 `invalid_cursor`, 400 naming `limit`
  */
 export const listInvoices: Handler = async (ctx, { db }) => {
   const orgId = orgOf(ctx);
-  const page = pageParams(ctx);
-  const closed = await paged(() => pageClosedInvoices(db, orgId, page));
+  const { limit, cursor } = pageParams(ctx);
+  const before = cursor ? (decodeCursorOr400('invoice.period', cursor, /^\d{4}-\d{2}$/) as string) : undefined;
+  const current = periodOf(Date.now());
+  const previous = previousPeriod(current);
   const open: Invoice[] = [];
-  if (!page.cursor) {
-    const current = periodOf(Date.now());
-    const previous = previousPeriod(current);
-    open.push(await openInvoice(db, orgId, current));
-    if (!(await getClosedInvoice(db, orgId, previous))) {
-      const prev = await openInvoice(db, orgId, previous);
-      if (prev.lines.length) open.push(prev);
-    }
+  for (const period of [current, previous]) {
+    if ((before && period >= before) || (await getClosedInvoice(db, orgId, period))) continue; // a closed invoice wins
+    const inv = await openInvoice(db, orgId, period);
+    if (period === current || inv.lines.length) open.push(inv);
   }
-  return { data: { ...closed, items: [...open, ...closed.items] } };
+  const closed = await closedInvoicesBefore(db, orgId, before, limit + 1);
+  const all = [...open, ...closed].sort((a, b) => (a.period < b.period ? 1 : -1));
+  const items = all.slice(0, limit);
+  const hasMore = all.length > limit;
+  return { data: { items, hasMore, nextCursor: hasMore ? encodeCursor('invoice.period', items[items.length - 1].period) : null } };
 };
 
 /** Handlers of this area by operationId (api/routes/index.ts). */

@@ -9,7 +9,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
-import { decodeCursor, encodeCursor, type Page } from '../pagination';
 import { DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, WALLET_CURRENCY, type LedgerKind } from '../../domain/billing/wallet';
 import { periodRange, type Period } from '../../domain/billing/periods';
 
@@ -211,17 +210,11 @@ export async function openInvoice(db: Db, orgId: string, period: Period): Promis
   };
 }
 
-/**
- * A page of closed invoices, newest period first (keyset on the period).
- * @throws InvalidCursorError for a cursor of another list
- */
-export async function pageClosedInvoices(db: Db, orgId: string, page: { limit: number; cursor?: string }): Promise<Page<InvoiceRecord>> {
+/** Up to `limit` closed invoices with a period before `beforePeriod` (all when undefined), newest first. */
+export async function closedInvoicesBefore(db: Db, orgId: string, beforePeriod: Period | undefined, limit: number): Promise<InvoiceRecord[]> {
   const q = db('invoices').where({ org_id: orgId });
-  if (page.cursor) q.andWhere('period', '<', decodeCursor('invoice.period', page.cursor, /^\d{4}-\d{2}$/) as string);
-  const rows = await q.orderBy('period', 'desc').limit(page.limit + 1);
-  const hasMore = rows.length > page.limit;
-  const items = rows.slice(0, page.limit).map(toInvoice);
-  return { items, hasMore, nextCursor: hasMore ? encodeCursor('invoice.period', items[items.length - 1].period) : null };
+  if (beforePeriod) q.andWhere('period', '<', beforePeriod);
+  return (await q.orderBy('period', 'desc').limit(limit)).map(toInvoice);
 }
 
 /**
