@@ -103,6 +103,7 @@ describe('Billing: wallet, top-ups, usage and open invoices', () => {
 
   it('balances parallel top-ups and usage charges to the cent (append-only ledger, running balance)', async () => {
     const { key, orgId } = await t.org();
+    const bystander = await t.org('Bystander');
     const topUps = Array.from({ length: 20 }, (_, i) => 517 + i * 100); // ends in 17: no sandbox magic amount
     const charges = Array.from({ length: 60 }, (_, i) => 1 + ((i * 53) % 400));
     const results = await Promise.all([...topUps.map((a) => topUp(key, a)), ...charges.map((a) => charge(orgId, a).then(() => ({ status: 201 })))]);
@@ -110,6 +111,7 @@ describe('Billing: wallet, top-ups, usage and open invoices', () => {
     const expected = topUps.reduce((s, a) => s + a, 0) - charges.reduce((s, a) => s + a, 0);
     expect((await t.call('GET', '/billing/wallet', { key })).body.data.balanceCents).to.equal(expected);
     expect(await ledgerSum(t.db, orgId)).to.equal(expected);
+    expect((await t.call('GET', '/billing/wallet', { key: bystander.key })).body.data.balanceCents).to.equal(0);
     const ledger = await listLedger(t.db, orgId);
     expect(ledger).to.have.length(80);
     let running = 0;
