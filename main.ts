@@ -16,6 +16,7 @@ import { TASK_QUEUE } from './temporal.config';
 import { startDevServer } from './devserver';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { resumeSandboxCallbacks } from './activities/providers/carrier/sandbox';
+import { ensureBillingCalendar } from './activities/billing';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -51,6 +52,8 @@ async function main(): Promise<void> {
     const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
     closers.push(() => dispatcher.stop());
     await resumeSandboxCallbacks({ db: database.db, config });
+    // The month-closing workflow `billing-month` runs once per cluster (README "Billing").
+    await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
 
     const boot = await bootstrapIfEmpty(database.db, config.keyBrandPrefix);
     const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger, temporal: { client, taskQueue: TASK_QUEUE } });

@@ -26,6 +26,8 @@ export const workflowIds = {
   smsMessage: (messageId: string) => `sms-message/${messageId}`,
   /** One simulated conversation of an agent (`POST /agents/{agentId}/simulate`). */
   agentSimulation: (simulationId: string) => `agent-simulation/${simulationId}`,
+  /** Closing of the months' invoices for every organization (README "Billing"); continues as new each month. */
+  billingMonth: () => 'billing-month',
   /** One webhook delivery with its retries. */
   webhookDelivery: (deliveryId: string) => `webhook-delivery/${deliveryId}`,
 } as const;
@@ -43,8 +45,8 @@ const RESOURCE_KEY = defineSearchAttributeKey(SEARCH_ATTRIBUTES.resource, Search
  * The typed search attributes every workflow start carries, so the Temporal UI can list one
  * organization's (or one resource's) workflows: `OrganizationId` and, when given, `ResourceId`.
  */
-export function workflowSearchAttributes(orgId: string, resourceId?: string): SearchAttributePair[] {
-  const pairs: SearchAttributePair[] = [{ key: ORGANIZATION_KEY, value: orgId }];
+export function workflowSearchAttributes(orgId: string | null, resourceId?: string): SearchAttributePair[] {
+  const pairs: SearchAttributePair[] = orgId === null ? [] : [{ key: ORGANIZATION_KEY, value: orgId }];
   if (resourceId) pairs.push({ key: RESOURCE_KEY, value: resourceId });
   return pairs;
 }
@@ -63,8 +65,8 @@ export interface StartWorkflowOptions<K extends WorkflowName> {
   workflowId: string;
   /** The workflow function's arguments, type-checked against it. */
   args: Parameters<WorkflowTypes[K]>;
-  /** Organization that owns the work: search attribute `OrganizationId`. */
-  orgId: string;
+  /** Organization that owns the work: search attribute `OrganizationId`; null only for work of every organization (`billing-month`). */
+  orgId: string | null;
   /** Resource the workflow moves forward: search attribute `ResourceId`. */
   resourceId?: string;
   memo?: Record<string, unknown>;

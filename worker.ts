@@ -14,6 +14,7 @@ import { TASK_QUEUE } from './temporal.config';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { resumeSandboxCallbacks } from './activities/providers/carrier/sandbox';
+import { ensureBillingCalendar } from './activities/billing';
 
 /**
  * Installs the Temporal SDK runtime once per process with a quiet logger (the SDK otherwise prints the
@@ -82,6 +83,8 @@ if (require.main === module) {
     const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
     // Sandbox carrier callbacks still owed from before a restart are delivered again.
     await resumeSandboxCallbacks({ db: database.db, config });
+    // The month-closing workflow `billing-month` runs once per cluster; USE_EXISTING makes every worker's start a no-op but the first (README "Billing").
+    await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
     logger.info({ address: config.temporalAddress, taskQueue: TASK_QUEUE }, 'worker running');
     const stop = async () => {
       await dispatcher.stop();

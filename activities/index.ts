@@ -12,6 +12,7 @@ import { createWebhookActivities } from './webhooks';
 import { createSmsActivities } from './sms';
 import { createOutboundActivities } from './outbound';
 import { createSimulationActivities } from './simulations';
+import { createBillingActivities } from './billing';
 
 /** What activities may use. */
 export interface ActivityDeps {
@@ -22,5 +23,5 @@ export interface ActivityDeps {
 
 /** Every activity function by name (the worker registers this object). */
 export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
-  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps) };
+  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createBillingActivities(deps) };
 }

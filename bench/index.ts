@@ -3,6 +3,7 @@
  * sections. The dev server has its own script (`npm run bench:devserver`).
  */
 import { runAgentsBench } from './agents';
+import { runBillingBench } from './billing';
 import { runChatBench } from './chat';
 import { runHttpBench } from './http';
 import { runKnowledgeBench } from './knowledge';
@@ -19,6 +20,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   sms: runSmsBench,
   outbound: runOutboundBench,
   chat: runChatBench,
+  billing: runBillingBench,
 };
 
 async function main(): Promise<void> {

@@ -10,3 +10,4 @@ export { smsRegistration } from './smsRegistration';
 export { smsMessage } from './smsMessage';
 export { campaignDialer, contactImport } from './outboundCampaign';
 export { agentSimulation } from './agentSimulation';
+export { billingMonth } from './billingMonth';

@@ -22,6 +22,7 @@ import * as observe from './observe';
 import * as widget from './widget';
 import * as apiKeys from './apiKeys';
 import * as publishableKeys from './publishableKeys';
+import * as billing from './billing';
 
 /** What an area module exports. */
 export interface AreaModule {
@@ -30,7 +31,7 @@ export interface AreaModule {
   routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema' | 'bodyChecks'>>>;
 }
 
-const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys];
+const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys, billing];
 
 /** operationId → handler. */
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));

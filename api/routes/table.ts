@@ -129,7 +129,7 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/conversations/{id}/receipt', 'getReceipt', 'Observe', ['calls:read'], 'Conversation receipt'),
   // Billing
   r('GET', '/billing/wallet', 'getWallet', 'Billing', ['billing:read'], 'Wallet balance'),
-  r('POST', '/billing/wallet/topup', 'topUpWallet', 'Billing', ['billing:write'], 'Top up the wallet'),
+  r('POST', '/billing/wallet/topup', 'topUpWallet', 'Billing', ['billing:write'], 'Top up the wallet (Idempotency-Key)', { successStatus: 201, idempotencyKey: 'required' }),
   r('GET', '/billing/usage', 'listUsage', 'Billing', ['billing:read'], 'Usage entries'),
   r('GET', '/billing/invoices', 'listInvoices', 'Billing', ['billing:read'], 'Invoices'),
   // ApiKeys (paths not shown in the spec; README "API notes" → "Credentials and tenancy"). Creating and

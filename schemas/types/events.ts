@@ -18,6 +18,8 @@ export type WebhookEventType =
   | 'conversation.started'
   | 'conversation.ended'
   | 'message.created'
+  | 'billing.wallet.low'
+  | 'invoice.finalized'
   | 'webhook.test';
 
 /** `sms.registration.updated`: the 10DLC registration changed status (e.g. submitted → brand_approved). */
@@ -168,6 +170,48 @@ export interface MessageCreatedEventData {
   createdAt: string;
 }
 
+/**
+ * `billing.wallet.low`: a usage charge moved the wallet balance from at or above its low-balance
+ * threshold to below it (README "Billing"; once per crossing, not on every charge below it).
+ */
+export interface BillingWalletLowEventData {
+  /** Balance after the charge, US cents (may be negative). */
+  balanceCents: number;
+  /** Balance before the charge, US cents. */
+  previousBalanceCents: number;
+  lowBalanceThresholdCents: number;
+  /** `USD`. */
+  currency: string;
+  /** The ledger entry of the charge (`led_…`). */
+  ledgerEntryId: string;
+  /** The usage entry charged (`use_…`). */
+  usageEntryId: string | null;
+}
+
+/** One line of a finalized invoice: the usage of one kind in the month. */
+export interface InvoiceFinalizedLine {
+  kind: string;
+  quantity: number;
+  unitPriceCents: number | null;
+  amountCents: number;
+  entries: number;
+}
+
+/** `invoice.finalized`: the `billing-month` workflow closed the organization's invoice of a month (once). */
+export interface InvoiceFinalizedEventData {
+  /** `inv_…` */
+  invoiceId: string;
+  /** `yyyy-mm` (UTC month). */
+  period: string;
+  /** @format date-time */
+  periodStart: string;
+  /** @format date-time */
+  periodEnd: string;
+  currency: string;
+  totalCents: number;
+  lines: InvoiceFinalizedLine[];
+}
+
 /** `webhook.test`: sent by `POST /webhooks/{id}/test` to that endpoint only. */
 export interface WebhookTestEventData {
   webhookId: string;
@@ -187,6 +231,8 @@ export interface WebhookEventDataMap {
   'conversation.started': ConversationStartedEventData;
   'conversation.ended': ConversationEndedEventData;
   'message.created': MessageCreatedEventData;
+  'billing.wallet.low': BillingWalletLowEventData;
+  'invoice.finalized': InvoiceFinalizedEventData;
   'webhook.test': WebhookTestEventData;
 }
 

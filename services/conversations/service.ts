@@ -13,7 +13,8 @@ import type { Db } from '../../db';
 import { getAgent, loadDraftBundle } from '../../db/repositories/agents';
 import { getVersion, versionIdByNumber } from '../../db/repositories/agentVersions';
 import { searchChunks } from '../../db/repositories/knowledge';
-import { recordUsages } from '../../db/repositories/usage';
+import { recordUsage } from '../billing/usage';
+import { amountFor, PRICES } from '../../domain/billing/prices';
 import {
   createConversation,
   endConversation,
@@ -38,12 +39,12 @@ import { createSkillRunner } from './skills';
 /** Messages of history handed to each turn. */
 export const HISTORY_MESSAGES = 30;
 
-/** Usage entries a conversation writes (README "Billing"; sandbox prices, US cents). */
+/** Usage entries a conversation writes (README "Billing": prices; domain/billing/prices.ts, US cents). */
 export const CONVERSATION_FEES = {
   /** One agent reply. */
-  message: { kind: 'conversation_message', amountCents: 1 },
+  message: { kind: PRICES.conversationMessage.kind, amountCents: PRICES.conversationMessage.unitPriceCents },
   /** LLM tokens of a turn (quantity = tokens); included in the message price on the sandbox plan. */
-  tokens: { kind: 'llm_tokens', amountCents: 0 },
+  tokens: { kind: PRICES.llmTokens.kind, amountCents: PRICES.llmTokens.unitPriceCents },
 } as const;
 
 /** What the service needs. */
@@ -301,22 +302,23 @@ export async function sendMessage(
   return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result };
 }
 
-/** Usage entries of a stored turn: one message, and its tokens (deduplicated per conversation and turn), in one statement. */
+/** Usage entries of a stored turn, charged to the wallet: one message, and its tokens (deduplicated per conversation and turn). */
 async function chargeTurn(trx: Knex.Transaction, c: ConversationRecord, result: TurnResult): Promise<void> {
   const turn = result.receipt.turn;
-  const entries: Parameters<typeof recordUsages>[2][number][] = [];
+  const entries: Parameters<typeof recordUsage>[2][] = [];
   if (result.reply) {
     entries.push({ ...CONVERSATION_FEES.message, dedupeKey: `conversation:${c.id}:turn:${turn}:message`, details: { conversationId: c.id, agentId: c.agentId, channel: c.channel } });
   }
   if (result.usage.totalTokens > 0) {
     entries.push({
       ...CONVERSATION_FEES.tokens,
+      amountCents: amountFor(PRICES.llmTokens.unitPriceCents, result.usage.totalTokens),
       quantity: result.usage.totalTokens,
       dedupeKey: `conversation:${c.id}:turn:${turn}:tokens`,
       details: { conversationId: c.id, agentId: c.agentId, promptTokens: result.usage.promptTokens, completionTokens: result.usage.completionTokens, model: result.model },
     });
   }
-  await recordUsages(trx, c.orgId, entries);
+  for (const e of entries) await recordUsage(trx, c.orgId, e);
 }
 
 /**

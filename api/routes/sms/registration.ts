@@ -26,7 +26,8 @@ import {
   storeReview,
   transitionSubmission,
 } from '../../../db/repositories/smsRegistrations';
-import { FEES, recordUsage } from '../../../db/repositories/usage';
+import { FEES } from '../../../db/repositories/usage';
+import { recordUsage } from '../../../services/billing/usage';
 import { startWorkflow, workflowIds } from '../../../temporal.config';
 import type { SmsRegistration, SmsRegistrationDraft, SmsReviewFinding, SmsReviewResult, SmsSubmitRequest } from '../../../schemas/types/sms';
 

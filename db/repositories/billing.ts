@@ -1,0 +1,265 @@
+/**
+ * The wallet, its append-only ledger and monthly invoices (README "Billing"). Every function takes
+ * the organization id except the month close, which works through all organizations in id order.
+ *
+ * Concurrency: every ledger write first locks the organization's `wallets` row (`FOR UPDATE`), so the
+ * running balance each row carries (`balance_after_cents`) is computed from the previous row and no
+ * cent is lost between parallel top-ups and charges; the balance is also always `SUM(amount_cents)`.
+ */
+import type { Knex } from 'knex';
+import type { Db } from '../index';
+import { newId } from '../ids';
+import { DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, WALLET_CURRENCY, type LedgerKind } from '../../domain/billing/wallet';
+import { periodRange, type Period } from '../../domain/billing/periods';
+
+/** The wallet as `GET /billing/wallet` shows it. */
+export interface WalletRecord {
+  /** Sum of the ledger, US cents (negative when usage exceeded the credit). */
+  balanceCents: number;
+  currency: string;
+  lowBalanceThresholdCents: number;
+  /** Time of the last ledger entry (ISO 8601), null for an empty ledger. */
+  updatedAt: string | null;
+}
+
+/** One ledger entry. */
+export interface LedgerEntry {
+  id: string;
+  kind: LedgerKind;
+  /** Signed US cents: credits > 0, charges < 0. */
+  amountCents: number;
+  balanceAfterCents: number;
+  usageEntryId: string | null;
+  paymentId: string | null;
+  description: string | null;
+  createdAt: string;
+}
+
+/** A ledger write and the balance around it (for `billing.wallet.low`). */
+export interface WalletChange {
+  entry: LedgerEntry;
+  balanceBeforeCents: number;
+  balanceAfterCents: number;
+  thresholdCents: number;
+}
+
+function toLedger(r: Record<string, any>): LedgerEntry {
+  return {
+    id: r.id,
+    kind: r.kind,
+    amountCents: Number(r.amount_cents),
+    balanceAfterCents: Number(r.balance_after_cents),
+    usageEntryId: r.usage_entry_id ?? null,
+    paymentId: r.payment_id ?? null,
+    description: r.description ?? null,
+    createdAt: new Date(r.created_at).toISOString(),
+  };
+}
+
+/** Locks the organization's wallet row (creating it) and reads its balance. Inside a transaction only. */
+async function lockWallet(trx: Knex.Transaction, orgId: string): Promise<{ balance: number; threshold: number }> {
+  await trx('wallets').insert({ org_id: orgId, currency: WALLET_CURRENCY, low_balance_threshold_cents: DEFAULT_LOW_BALANCE_THRESHOLD_CENTS }).onConflict('org_id').ignore();
+  const w = await trx('wallets').where({ org_id: orgId }).forUpdate().first('low_balance_threshold_cents');
+  const last = await trx('wallet_ledger').where({ org_id: orgId }).orderBy('seq', 'desc').first('balance_after_cents');
+  return { balance: last ? Number(last.balance_after_cents) : 0, threshold: Number(w.low_balance_threshold_cents) };
+}
+
+async function append(
+  trx: Knex.Transaction,
+  orgId: string,
+  e: { kind: LedgerKind; amountCents: number; usageEntryId?: string; paymentId?: string; description?: string },
+): Promise<WalletChange> {
+  const { balance, threshold } = await lockWallet(trx, orgId);
+  const after = balance + e.amountCents;
+  const [row] = await trx('wallet_ledger')
+    .insert({
+      id: newId('led'),
+      org_id: orgId,
+      kind: e.kind,
+      amount_cents: e.amountCents,
+      balance_after_cents: after,
+      usage_entry_id: e.usageEntryId ?? null,
+      payment_id: e.paymentId ?? null,
+      description: e.description ?? null,
+    })
+    .returning('*');
+  return { entry: toLedger(row), balanceBeforeCents: balance, balanceAfterCents: after, thresholdCents: threshold };
+}
+
+/**
+ * Charges a usage entry to the wallet (ledger kind `usage`, amount −`amountCents`), in the usage's
+ * transaction (db/repositories/usage.ts recordUsageCharged). The ledger's unique `usage_entry_id`
+ * makes a second charge of the same entry impossible.
+ * @param amountCents positive whole cents
+ */
+export async function chargeUsage(trx: Knex.Transaction, orgId: string, c: { usageEntryId: string; amountCents: number; description?: string }): Promise<WalletChange> {
+  return append(trx, orgId, { kind: 'usage', amountCents: -c.amountCents, usageEntryId: c.usageEntryId, description: c.description });
+}
+
+/**
+ * Credits a settled payment (ledger kind `topup` or `refund`) once per `(orgId, paymentId)`.
+ * @param amountCents positive whole cents
+ * @returns the change, or the existing entry (and `duplicate: true`) when this payment was credited before
+ */
+export async function creditPayment(
+  trx: Knex.Transaction,
+  orgId: string,
+  p: { kind: 'topup' | 'refund'; amountCents: number; paymentId: string; description?: string },
+): Promise<WalletChange & { duplicate: boolean }> {
+  const { balance, threshold } = await lockWallet(trx, orgId);
+  const existing = await trx('wallet_ledger').where({ org_id: orgId, payment_id: p.paymentId }).first();
+  if (existing) return { entry: toLedger(existing), balanceBeforeCents: balance, balanceAfterCents: balance, thresholdCents: threshold, duplicate: true };
+  return { ...(await append(trx, orgId, p)), duplicate: false };
+}
+
+/** The wallet of an organization (balance 0 and the default threshold before its first ledger entry). */
+export async function getWallet(db: Db | Knex.Transaction, orgId: string): Promise<WalletRecord> {
+  const w = await db('wallets').where({ org_id: orgId }).first('low_balance_threshold_cents', 'currency');
+  const last = await db('wallet_ledger').where({ org_id: orgId }).orderBy('seq', 'desc').first('balance_after_cents', 'created_at');
+  return {
+    balanceCents: last ? Number(last.balance_after_cents) : 0,
+    currency: w?.currency ?? WALLET_CURRENCY,
+    lowBalanceThresholdCents: w ? Number(w.low_balance_threshold_cents) : DEFAULT_LOW_BALANCE_THRESHOLD_CENTS,
+    updatedAt: last ? new Date(last.created_at).toISOString() : null,
+  };
+}
+
+/** Sum of every ledger amount of the organization, cents (equals the wallet balance; tests and audits). */
+export async function ledgerSum(db: Db, orgId: string): Promise<number> {
+  const r = await db('wallet_ledger').where({ org_id: orgId }).sum({ s: 'amount_cents' }).first();
+  return Number(r?.s ?? 0);
+}
+
+/** Ledger entries of the organization, oldest first. */
+export async function listLedger(db: Db, orgId: string): Promise<LedgerEntry[]> {
+  return (await db('wallet_ledger').where({ org_id: orgId }).orderBy('seq')).map(toLedger);
+}
+
+/** One line of an invoice: the usage of one kind in the period. */
+export interface InvoiceLineRecord {
+  kind: string;
+  quantity: number;
+  /** The unit price when every entry had the same one, else null. */
+  unitPriceCents: number | null;
+  amountCents: number;
+  entries: number;
+}
+
+/** An invoice: a closed (stored, immutable) one or the running open one. */
+export interface InvoiceRecord {
+  /** `inv_…` once closed; null while open. */
+  id: string | null;
+  period: Period;
+  status: 'open' | 'closed';
+  periodStart: string;
+  periodEnd: string;
+  currency: string;
+  lines: InvoiceLineRecord[];
+  totalCents: number;
+  closedAt: string | null;
+}
+
+const LINE_COLUMNS = `kind, sum(quantity) AS quantity, sum(amount_cents) AS amount, count(*) AS entries,
+  CASE WHEN min(unit_price_cents) = max(unit_price_cents) THEN min(unit_price_cents) END AS unit_price`;
+
+function toLine(r: Record<string, any>): InvoiceLineRecord {
+  return { kind: r.kind, quantity: Number(r.quantity), unitPriceCents: r.unit_price === null ? null : Number(r.unit_price), amountCents: Number(r.amount), entries: Number(r.entries) };
+}
+
+function toInvoice(r: Record<string, any>): InvoiceRecord {
+  return {
+    id: r.id,
+    period: r.period,
+    status: 'closed',
+    periodStart: new Date(r.period_start).toISOString(),
+    periodEnd: new Date(r.period_end).toISOString(),
+    currency: r.currency,
+    lines: r.lines,
+    totalCents: Number(r.total_cents),
+    closedAt: new Date(r.closed_at).toISOString(),
+  };
+}
+
+/** The closed invoice of a period, or undefined while it is open. */
+export async function getClosedInvoice(db: Db | Knex.Transaction, orgId: string, period: Period): Promise<InvoiceRecord | undefined> {
+  const r = await db('invoices').where({ org_id: orgId, period }).first();
+  return r ? toInvoice(r) : undefined;
+}
+
+/** The running (open) invoice of a period, computed from its usage entries. */
+export async function openInvoice(db: Db, orgId: string, period: Period): Promise<InvoiceRecord> {
+  const { start, end } = periodRange(period);
+  const rows = await db('usage_entries')
+    .select(db.raw(LINE_COLUMNS))
+    .where({ org_id: orgId })
+    .andWhere('created_at', '>=', start)
+    .andWhere('created_at', '<', end)
+    .groupBy('kind')
+    .orderBy('kind');
+  const lines = rows.map(toLine);
+  return {
+    id: null,
+    period,
+    status: 'open',
+    periodStart: start.toISOString(),
+    periodEnd: end.toISOString(),
+    currency: WALLET_CURRENCY,
+    lines,
+    totalCents: lines.reduce((s, l) => s + l.amountCents, 0),
+    closedAt: null,
+  };
+}
+
+/** Up to `limit` closed invoices with a period before `beforePeriod` (all when undefined), newest first. */
+export async function closedInvoicesBefore(db: Db, orgId: string, beforePeriod: Period | undefined, limit: number): Promise<InvoiceRecord[]> {
+  const q = db('invoices').where({ org_id: orgId });
+  if (beforePeriod) q.andWhere('period', '<', beforePeriod);
+  return (await q.orderBy('period', 'desc').limit(limit)).map(toInvoice);
+}
+
+/**
+ * Closes `period` for the next `limit` organizations after `afterOrgId` (id order) that existed before
+ * the period ended: one invoice each (zero-total ones included) with a line per usage kind. The unique
+ * `(org_id, period)` makes a second close of the same organization and period a no-op, so the
+ * `billing-month` workflow's activity may run twice.
+ * @returns the invoices this call inserted (not those closed before), and the last organization seen
+ *   (null when there was none: the period is closed for everyone)
+ */
+export async function closePeriodBatch(
+  trx: Knex.Transaction,
+  period: Period,
+  afterOrgId: string,
+  limit: number,
+): Promise<{ closed: Array<InvoiceRecord & { orgId: string }>; lastOrgId: string | null }> {
+  const { start, end } = periodRange(period);
+  const orgIds: string[] = (await trx('organizations').where('id', '>', afterOrgId).andWhere('created_at', '<', end).orderBy('id').limit(limit).select('id')).map((r: { id: string }) => r.id);
+  if (!orgIds.length) return { closed: [], lastOrgId: null };
+  const lineRows = await trx('usage_entries')
+    .select('org_id', trx.raw(LINE_COLUMNS))
+    .whereIn('org_id', orgIds)
+    .andWhere('created_at', '>=', start)
+    .andWhere('created_at', '<', end)
+    .groupBy('org_id', 'kind')
+    .orderBy(['org_id', 'kind']);
+  const byOrg = new Map<string, InvoiceLineRecord[]>();
+  for (const r of lineRows) {
+    const list = byOrg.get(r.org_id) ?? [];
+    list.push(toLine(r));
+    byOrg.set(r.org_id, list);
+  }
+  const rows = orgIds.map((orgId) => {
+    const lines = byOrg.get(orgId) ?? [];
+    return {
+      id: newId('inv'),
+      org_id: orgId,
+      period,
+      period_start: start,
+      period_end: end,
+      currency: WALLET_CURRENCY,
+      lines: JSON.stringify(lines),
+      total_cents: lines.reduce((s, l) => s + l.amountCents, 0),
+    };
+  });
+  const inserted = await trx('invoices').insert(rows).onConflict(['org_id', 'period']).ignore().returning('*');
+  return { closed: inserted.map((r: Record<string, any>) => ({ ...toInvoice(r), orgId: r.org_id })), lastOrgId: orgIds[orgIds.length - 1] };
+}

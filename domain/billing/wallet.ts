@@ -1,0 +1,37 @@
+/**
+ * Wallet rules (README "Billing": wallet and ledger). The balance is the sum of an append-only ledger
+ * of signed amounts in US cents: top-ups and refunds credit, usage charges debit.
+ */
+
+/** Currency of every wallet (spec "Billing"; only USD so far). */
+export const WALLET_CURRENCY = 'USD';
+
+/** Smallest and largest top-up, in cents ($5.00 .. $10,000.00). */
+export const TOPUP_MIN_CENTS = 500;
+export const TOPUP_MAX_CENTS = 1_000_000;
+
+/** Low-balance threshold of a new wallet, in cents ($10.00). */
+export const DEFAULT_LOW_BALANCE_THRESHOLD_CENTS = 1000;
+
+/** Kinds of ledger entries: `topup` and `refund` credit (amount > 0), `usage` debits (amount < 0). */
+export type LedgerKind = 'topup' | 'usage' | 'refund';
+
+/**
+ * True when a change moved the balance from at or above the threshold to below it: the moment
+ * `billing.wallet.low` is emitted, so it fires once per crossing (not on every charge below it).
+ * @param before balance before the change, cents
+ * @param after balance after it, cents
+ */
+export function crossedBelow(before: number, after: number, thresholdCents: number): boolean {
+  return before >= thresholdCents && after < thresholdCents;
+}
+
+/**
+ * Field problems of a top-up amount (cents, an integer in TOPUP_MIN_CENTS..TOPUP_MAX_CENTS).
+ * @returns a message for field `amountCents`, or null when valid
+ */
+export function topUpAmountProblem(amountCents: unknown): string | null {
+  if (typeof amountCents !== 'number' || !Number.isInteger(amountCents)) return 'must be an integer number of cents';
+  if (amountCents < TOPUP_MIN_CENTS || amountCents > TOPUP_MAX_CENTS) return `must be from ${TOPUP_MIN_CENTS} to ${TOPUP_MAX_CENTS} cents`;
+  return null;
+}
