@@ -5,6 +5,7 @@
 import { runAgentsBench } from './agents';
 import { runBillingBench } from './billing';
 import { runChatBench } from './chat';
+import { runObserveBench } from './observe';
 import { runHttpBench } from './http';
 import { runKnowledgeBench } from './knowledge';
 import { runOutboundBench } from './outbound';
@@ -20,6 +21,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   sms: runSmsBench,
   outbound: runOutboundBench,
   chat: runChatBench,
+  observe: runObserveBench,
   billing: runBillingBench,
 };
 

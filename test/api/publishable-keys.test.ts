@@ -78,18 +78,19 @@ describe('publishable keys (/publishable-keys)', () => {
       expect(res.status, `${method} ${path}`).to.equal(403);
       expect(res.body.code).to.equal('publishable_key_not_allowed');
     }
-    // The widget route authenticates it (the route itself is not built yet: 501 after authentication).
+    // The widget route authenticates it: past authentication, a request with no page Origin is refused.
     const widget = ROUTES.find((r) => r.operationId === 'createWidgetSession')!;
     expect(widget.auth).to.equal('publishable');
     const res = await t.call('POST', '/chat/widget/sessions', { key: pk, json: {} });
-    expect(res.status).to.equal(501);
+    expect(res.status).to.equal(403);
+    expect(res.body.code).to.equal('origin_not_allowed');
     // And a secret key cannot stand in for it there.
     expect((await t.call('POST', '/chat/widget/sessions', { key, json: {} })).status).to.equal(401);
   });
 
   it('revokes at once; 404 for a secret key id or another organization’s key; needs pubkeys scopes', async () => {
     const k = (await create({ name: 'gone', agentId, allowedOrigins: ['https://a.example'] })).body.data;
-    expect((await t.call('POST', '/chat/widget/sessions', { key: k.key, json: {} })).status).to.equal(501);
+    expect((await t.call('POST', '/chat/widget/sessions', { key: k.key, json: {} })).body.code, 'authenticated before the revocation').to.equal('origin_not_allowed');
     const other = await t.org('Other 2');
     expect((await t.call('DELETE', `/publishable-keys/${k.id}`, { key: other.key })).status).to.equal(404);
     expect((await t.call('DELETE', `/publishable-keys/${other.keyId}`, { key: other.key })).body.code).to.equal('publishable_key_not_found');

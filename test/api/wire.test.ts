@@ -71,8 +71,8 @@ describe('wire conventions', () => {
   });
 
   it('answers 501 not_implemented for declared operations not built yet, after auth', async () => {
-    expectProblem(await t.call('GET', '/conversations'), 401, 'unauthorized');
-    expectProblem(await t.call('GET', '/conversations', { key }), 501, 'not_implemented');
+    expectProblem(await t.call('GET', '/integrations'), 401, 'unauthorized');
+    expectProblem(await t.call('GET', '/integrations', { key }), 501, 'not_implemented');
   });
 
   it('answers 404 route_not_found for unknown paths', async () => {

@@ -1,0 +1,109 @@
+/**
+ * Observe benchmark (README "Benchmarks"): `GET /analytics/overview` over 100,000 conversations and
+ * 1,000,000 messages of one organization (30 days; 5 turns of receipts per conversation, usage entries
+ * per reply), p50/p99 over repeated requests through HTTP, and `GET /conversations` first pages. Rows are
+ * generated in SQL (generate_series), not through the runtime.
+ *
+ * Run: `BENCH_ONLY=observe npm run bench` or `npx tsx bench/observe.ts`. BENCH_OBSERVE_CONVERSATIONS
+ * (100,000) and BENCH_OBSERVE_RUNS (50) set the size. Target: overview p99 < 100 ms.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { createDb, ensureDatabase, migrate } from '../db';
+import { startEmbeddedPostgres } from '../db/embedded';
+import { createOrganization } from '../db/repositories/organizations';
+import { createSecretKey } from '../db/repositories/apiKeys';
+import { NON_RESERVED_SCOPES } from '../domain/scopes';
+import { startApi } from '../api/server';
+import { loadConfig } from '../config';
+import { createLogger } from '../runtime';
+import { runBench } from './entry';
+
+const CONVERSATIONS = Number(process.env.BENCH_OBSERVE_CONVERSATIONS ?? 100_000);
+const RUNS = Number(process.env.BENCH_OBSERVE_RUNS ?? 50);
+const MESSAGES_PER_CONVERSATION = 10;
+const TURNS_PER_CONVERSATION = 5;
+
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+
+/** Runs the observe section and prints its figures. */
+export async function runObserveBench(): Promise<void> {
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-observe-pg-${process.pid}`), ephemeral: true, durable: false });
+  const url = new URL(pg.url);
+  url.pathname = '/bench_observe';
+  await ensureDatabase(url.toString());
+  const db = createDb(url.toString(), { poolMax: 20 });
+  await migrate(db);
+  const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 10_000_000 });
+  const api = await startApi({ db, databaseUrl: url.toString(), config, logger: createLogger('silent') });
+  try {
+    const org = await createOrganization(db, 'Observe bench');
+    const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES, rateLimitPoints: 10_000_000 });
+    const agentId = 'agt_benchobserve01';
+    await db('agents').insert({ id: agentId, org_id: org.id, name: 'Bench agent' });
+    const t0 = performance.now();
+    // Conversations spread over the last 30 days, 1 in 10 escalated, 1 in 20 a call.
+    await db.raw(
+      `INSERT INTO conversations (id, org_id, agent_id, channel, mode, version_id, status, end_reason, message_count, prompt_tokens, completion_tokens, started_at, ended_at)
+       SELECT 'cnv_bench' || lpad(g::text, 9, '0'), ?, ?, CASE WHEN g % 20 = 0 THEN 'voice' ELSE 'chat' END, 'published', 'ver_bench', 'ended',
+              CASE WHEN g % 10 = 0 THEN 'escalated' ELSE 'ended_by_user' END, ?, 400, 120,
+              now() - (g::float / ? * interval '30 days'), now() - (g::float / ? * interval '30 days') + ((g % 600) * interval '1 second')
+         FROM generate_series(1, ?) g`,
+      [org.id, agentId, MESSAGES_PER_CONVERSATION, CONVERSATIONS, CONVERSATIONS, CONVERSATIONS],
+    );
+    await db.raw(
+      `INSERT INTO conversation_messages (id, org_id, conversation_id, seq, turn, role, content)
+       SELECT 'cmsg_b' || lpad(g::text, 9, '0') || lpad(s::text, 2, '0'), ?, 'cnv_bench' || lpad(g::text, 9, '0'), s, s / 2,
+              CASE WHEN s % 2 = 0 THEN 'assistant' ELSE 'user' END, 'A message of the benchmark conversation number ' || g
+         FROM generate_series(1, ?) g, generate_series(0, ? - 1) s`,
+      [org.id, CONVERSATIONS, MESSAGES_PER_CONVERSATION],
+    );
+    await db.raw(
+      `INSERT INTO conversation_turns (org_id, conversation_id, turn, receipt, prompt_tokens, completion_tokens, model)
+       SELECT ?, 'cnv_bench' || lpad(g::text, 9, '0'), t,
+              jsonb_build_object('turn', t,
+                'toolCalls', CASE WHEN t = 3 THEN jsonb_build_array(jsonb_build_object('id', 'c', 'skill', 'book', 'type', 'book_appointment', 'source', 'model', 'inputs', '{}'::jsonb, 'durationMs', 12)) ELSE '[]'::jsonb END,
+                'knowledge', jsonb_build_array(jsonb_build_object('query', 'q', 'results', CASE WHEN t % 2 = 0 THEN '[]'::jsonb ELSE jsonb_build_array(jsonb_build_object('chunkId', 'chk', 'score', 0.4, 'sourceId', 'ks', 'source', 'FAQ')) END, 'durationMs', 3)),
+                'guardrails', CASE WHEN g % 10 = 0 AND t = 5 THEN jsonb_build_array(jsonb_build_object('rule', 'escalateOn', 'action', 'escalated', 'excerpt', 'lawyer', 'stage', 'input')) ELSE '[]'::jsonb END,
+                'latency', '[]'::jsonb, 'playbook', null),
+              80, 24, 'sandbox'
+         FROM generate_series(1, ?) g, generate_series(1, ?) t`,
+      [org.id, CONVERSATIONS, TURNS_PER_CONVERSATION],
+    );
+    await db.raw(
+      `INSERT INTO usage_entries (id, org_id, kind, quantity, amount_cents, dedupe_key, details, created_at)
+       SELECT 'use_b' || lpad(g::text, 9, '0'), ?, 'conversation_message', 5, 5, 'bench:' || g, jsonb_build_object('conversationId', 'cnv_bench' || lpad(g::text, 9, '0'), 'agentId', ?),
+              now() - (g::float / ? * interval '30 days')
+         FROM generate_series(1, ?) g`,
+      [org.id, agentId, CONVERSATIONS, CONVERSATIONS],
+    );
+    await db.raw('ANALYZE');
+    const loadSeconds = (performance.now() - t0) / 1000;
+    const get = async (p: string) => {
+      const s = performance.now();
+      const res = await fetch(`${api.baseUrl}${p}`, { headers: { authorization: `Bearer ${key}` } });
+      if (res.status !== 200) throw new Error(`${p} → ${res.status} ${await res.text()}`);
+      await res.arrayBuffer();
+      return performance.now() - s;
+    };
+    const overview: number[] = [];
+    const byAgent: number[] = [];
+    const lists: number[] = [];
+    await get('/analytics/overview');
+    for (let i = 0; i < RUNS; i++) {
+      overview.push(await get('/analytics/overview'));
+      byAgent.push(await get(`/agents/${agentId}/analytics?timeZone=America/Chicago`));
+      lists.push(await get('/conversations?limit=50&channel=chat'));
+    }
+    console.log(`observe: ${CONVERSATIONS.toLocaleString('en-US')} conversations, ${(CONVERSATIONS * MESSAGES_PER_CONVERSATION).toLocaleString('en-US')} messages, ${(CONVERSATIONS * TURNS_PER_CONVERSATION).toLocaleString('en-US')} turn receipts over 30 days (loaded in ${loadSeconds.toFixed(1)} s), ${os.cpus().length} cores`);
+    console.log(`  GET /analytics/overview (30 days, per day)         p50 ${pct(overview, 50).toFixed(1)} ms   p99 ${pct(overview, 99).toFixed(1)} ms   target p99 < 100 ms`);
+    console.log(`  GET /agents/{id}/analytics (America/Chicago)       p50 ${pct(byAgent, 50).toFixed(1)} ms   p99 ${pct(byAgent, 99).toFixed(1)} ms`);
+    console.log(`  GET /conversations?limit=50&channel=chat           p50 ${pct(lists, 50).toFixed(1)} ms   p99 ${pct(lists, 99).toFixed(1)} ms`);
+  } finally {
+    await api.close();
+    await db.destroy();
+    await pg.stop();
+  }
+}
+
+if (require.main === module) runBench('bench observe', runObserveBench);
