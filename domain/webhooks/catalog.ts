@@ -25,6 +25,7 @@ export const EVENT_CATALOG: readonly EventTypeInfo[] = [
   { type: 'conversation.started', schema: 'ConversationStartedEventData', description: 'A conversation began (chat, widget, SMS, voice or a simulation)' },
   { type: 'conversation.ended', schema: 'ConversationEndedEventData', description: 'A conversation ended, with why and its message and token counts' },
   { type: 'message.created', schema: 'MessageCreatedEventData', description: 'A user or agent message of a conversation was stored (verbatim)' },
+  { type: 'provider.intent.unknown', schema: 'ProviderIntentUnknownEventData', description: 'A write at a provider (dial, brand or campaign create, number purchase, text) may have happened and the provider cannot tell: an operator settles it' },
   { type: 'webhook.test', schema: 'WebhookTestEventData', description: 'Test event sent by POST /webhooks/{id}/test to one endpoint' },
 ];
 
