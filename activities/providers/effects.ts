@@ -49,8 +49,8 @@ export interface EffectSpec<R> {
   request: unknown;
   /** The write itself. */
   perform: () => Promise<R>;
-  /** The provider's look-up by reference (or by to/from/time for calls). */
-  lookup: () => Promise<Lookup<R>>;
+  /** The provider's look-up by reference (or by to/from/time for calls; the intent gives the time). */
+  lookup: (intent: ProviderIntent) => Promise<Lookup<R>>;
   fault?: FaultHook;
 }
 
@@ -68,7 +68,7 @@ export async function performOnce<R>(db: Db, orgId: string, spec: EffectSpec<R>)
   if (intent.status === 'unknown') return { state: 'unknown', intent, reason: intent.note ?? 'the provider could not tell' };
   if (!created) {
     // An earlier attempt recorded the intent and died before recording an answer: ask, do not write.
-    const seen = await spec.lookup();
+    const seen = await spec.lookup(intent);
     if ('found' in seen) return { state: 'known', result: seen.found, performedNow: false, intent };
     if ('cannotTell' in seen) {
       await db.transaction(async (trx) => {
