@@ -44,7 +44,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('provider_requests', (t) => {
     t.jsonb('response');
   });
-  await knex.raw(`CREATE INDEX provider_requests_reference ON provider_requests (org_id, operation, (request->>'reference')) WHERE request ? 'reference'`);
+  await knex.raw(`CREATE INDEX provider_requests_reference ON provider_requests (org_id, operation, (request->>'reference')) WHERE (request->>'reference') IS NOT NULL`);
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -72,7 +72,7 @@ export async function logProviderExchange(db: Conn, orgId: string, provider: str
 export async function providerResponseByReference(db: Conn, orgId: string, provider: string, operation: string, reference: string): Promise<Record<string, any> | undefined> {
   const row = await db('provider_requests')
     .where({ org_id: orgId, provider, operation })
-    .whereRaw(`request ? 'reference' AND request->>'reference' = ?`, [reference])
+    .whereRaw(`request->>'reference' = ?`, [reference])
     .whereNotNull('response')
     .orderBy('id')
     .first('response');

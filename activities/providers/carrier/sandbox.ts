@@ -57,11 +57,11 @@ export function sandboxCallbackUrl(config: AppConfig, override?: string): string
 }
 
 /**
- * TCR-like id: prefix + 7 random base-36 characters. A repeated create is a new (billable) object, as at
+ * TCR-like id: prefix + 6 random base-36 characters. A repeated create is a new (billable) object, as at
  * a real CSP (README "Provider calls happen once"); callers find earlier ones by reference.
  */
 function newCarrierId(prefix: 'B' | 'C'): string {
-  return prefix + (BigInt('0x' + crypto.randomBytes(8).toString('hex')) % 36n ** 7n).toString(36).toUpperCase().padStart(7, '0');
+  return prefix + (BigInt('0x' + crypto.randomBytes(8).toString('hex')) % 36n ** 6n).toString(36).toUpperCase().padStart(6, '0');
 }
 
 /**
