@@ -9,7 +9,7 @@ import type { Handler } from '../context';
 import { ApiError, notFound, validationError } from '../../domain/errors';
 import { validateBody } from '../../domain/validation';
 import { encodeCursor } from '../../db/pagination';
-import { assignNumber, getNumber, heldNumbers, listOwnedNumbers, NumberUnavailableError, purchaseReserved, reserveNumber } from '../../db/repositories/numbers';
+import { assignNumber, heldNumbers, listOwnedNumbers, NumberUnavailableError, purchaseReserved, reserveNumber } from '../../db/repositories/numbers';
 import { FEES, recordUsage } from '../../db/repositories/usage';
 import { logProviderRequest } from '../../db/repositories/smsProviderEvents';
 import { createTelephony, type TelephonyAdapter } from '../../activities/providers/telephony';
@@ -79,29 +79,28 @@ export async function purchaseNumberOnce(
   numberId: string,
   opts: { telephony?: TelephonyAdapter; faults?: FaultHook } = {},
 ): Promise<{ number: PhoneNumber; purchasedNow: boolean } | undefined> {
-  const n = await getNumber(deps.db, orgId, numberId);
-  if (!n) return undefined;
-  if (n.status === 'purchased') return { number: n, purchasedNow: false };
   const telephony = opts.telephony ?? createTelephony(deps);
-  const effect = await performOnce(deps.db, orgId, {
-    kind: 'number_purchase',
-    reference: n.id,
-    subjectId: n.id,
-    provider: telephony.provider,
-    request: { e164: n.e164 },
-    perform: () => telephony.purchaseNumber(orgId, n.e164, n.id),
-    lookup: () => telephony.findNumberOrder(orgId, n.id),
-    fault: opts.faults,
-  });
-  if (effect.state === 'unknown') {
-    throw new ApiError(409, 'provider_outcome_unknown', `The provider cannot tell whether ${n.e164} was bought (intent ${effect.intent.id}); an operator settles it before it can be purchased again`);
-  }
-  const out = await purchaseReserved(deps.db, orgId, n.id, async (trx, bought) => {
+  // The reservation's row stays locked while the provider is asked, so two purchases of one number never
+  // race; the intent is written on another connection of the pool and committed before the order.
+  const out = await purchaseReserved(deps.db, orgId, numberId, async (trx, n) => {
+    const effect = await performOnce(deps.db, orgId, {
+      kind: 'number_purchase',
+      reference: n.id,
+      subjectId: n.id,
+      provider: telephony.provider,
+      request: { e164: n.e164 },
+      perform: () => telephony.purchaseNumber(orgId, n.e164, n.id),
+      lookup: () => telephony.findNumberOrder(orgId, n.id),
+      fault: opts.faults,
+    });
+    if (effect.state === 'unknown') {
+      throw new ApiError(409, 'provider_outcome_unknown', `The provider cannot tell whether ${n.e164} was bought (intent ${effect.intent.id}); an operator settles it before it can be purchased again`);
+    }
     await resolveIntent(trx, orgId, effect.intent.id, effect.result);
-    await logProviderRequest(trx, orgId, telephony.provider, 'purchaseNumber.result', { numberId: bought.id, providerNumberId: effect.result.providerNumberId });
-    await recordUsage(trx, orgId, { kind: FEES.numberPurchase.kind, amountCents: FEES.numberPurchase.amountCents, dedupeKey: `${FEES.numberPurchase.kind}:${bought.id}`, details: { numberId: bought.id, e164: bought.e164 } });
+    await logProviderRequest(trx, orgId, telephony.provider, 'purchaseNumber.result', { numberId: n.id, providerNumberId: effect.result.providerNumberId });
+    await recordUsage(trx, orgId, { kind: FEES.numberPurchase.kind, amountCents: FEES.numberPurchase.amountCents, dedupeKey: `${FEES.numberPurchase.kind}:${n.id}`, details: { numberId: n.id, e164: n.e164 } });
   });
-  await opts.faults?.('after_record', 'number_purchase', n.id);
+  if (out?.purchasedNow) await opts.faults?.('after_record', 'number_purchase', numberId);
   return out;
 }
 
