@@ -3,8 +3,10 @@
  * dial and finish steps of the dialer `campaign/{campaignId}`. Every one is idempotent:
  * - the import stores rows per (list, row number) and recomputes its counters at the end;
  * - a claim with the same token answers the same attempts;
- * - a dial uses the key `{attemptId}:{dial number}` at the telephony provider (the sandbox never dials a
- *   key twice) and records its outcome once per dial number, with `call.completed` in that transaction;
+ * - a dial records its intent with the reference `{attemptId}:{dial number}` before the provider is asked
+ *   (README "Provider calls happen once": voice APIs take no idempotency key); a retry finds the call by
+ *   that reference (or from/to/time) instead of dialing again, and records its outcome once per dial
+ *   number, with the voice conversation, `call.completed` and the resolved intent in one transaction;
  * - finishing moves the campaign only along the state machine, with `campaign.updated` in that transaction.
  * Times come from the workflow (`now` arguments), so time-skipping tests and real runs agree.
  */
@@ -32,6 +34,8 @@ import {
 import { getUploadContent } from '../db/repositories/uploads';
 import { recordCallConversation } from '../db/repositories/conversations';
 import { emitEvent } from '../events/emit';
+import { performOnce, type FaultHook } from './providers/effects';
+import { resolveIntent } from '../db/repositories/providerIntents';
 
 /** Rows scrubbed and stored per round trip of the import. */
 export const IMPORT_CHUNK_ROWS = 2000;
@@ -40,6 +44,8 @@ export const IMPORT_CHUNK_ROWS = 2000;
 export interface OutboundActivityOptions {
   telephony?: TelephonyAdapter;
   telephonyOptions?: TelephonyOptions;
+  /** Tests only: crash points of the dial's provider write (activities/providers/effects.ts). */
+  faults?: FaultHook;
 }
 
 /** Input of a claim. */
@@ -174,8 +180,11 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
 
     /**
      * Places one dial of a claimed attempt and records its outcome (busy/no-answer go back to pending
-     * for a retry while dials remain) with `call.completed`, in one transaction. Safe to retry: the same
-     * dial number reuses the same provider key and records once.
+     * for a retry while dials remain) with its voice conversation and `call.completed`, in one
+     * transaction. Safe to retry (README "Provider calls happen once"): the dial's intent is recorded
+     * before the provider is asked, and a retry that finds it looks the call up instead of dialing
+     * again. When the provider cannot tell, the attempt ends `failed` with `lastOutcome` `unknown` and
+     * `provider.intent.unknown` is emitted: nobody is called twice.
      * @returns the attempt's status after the dial (`skipped` when it was no longer claimed)
      */
     async outboundDial(input: DialInput): Promise<{ status: string; outcome: string | null }> {
@@ -187,19 +196,37 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
         return { status: 'cancelled', outcome: null };
       }
       const dialNumber = a.dials + 1;
+      const reference = `${attemptId}:${dialNumber}`;
+      const at = new Date(input.now);
+      const call = { from: a.callerId, to: a.e164, idempotencyKey: reference, agentId: a.agentId };
       const beat = heartbeater();
-      let res: Awaited<ReturnType<TelephonyAdapter['dial']>>;
+      let effect: Awaited<ReturnType<typeof performOnce<Awaited<ReturnType<TelephonyAdapter['dial']>>>>>;
       try {
-        res = await telephonyOf().dial(orgId, { from: a.callerId, to: a.e164, idempotencyKey: `${attemptId}:${dialNumber}`, agentId: a.agentId });
+        effect = await performOnce(db, orgId, {
+          kind: 'dial',
+          reference,
+          subjectId: attemptId,
+          provider: telephonyOf().provider,
+          request: { from: call.from, to: call.to, campaignId: a.campaignId },
+          perform: () => telephonyOf().dial(orgId, call),
+          // A call starts after its intent: look from a minute before, for clock skew between hosts.
+          lookup: (intent) => telephonyOf().findCall(orgId, { reference, from: call.from, to: call.to, sinceMs: Date.parse(intent.createdAt) - 60_000 }),
+          fault: opts.faults,
+        });
       } finally {
         beat.stop();
       }
-      const at = new Date(input.now);
-      return db.transaction(async (trx) => {
+      const out = await db.transaction(async (trx) => {
+        if (effect.state === 'unknown') {
+          const r = await recordDialOutcome(trx, orgId, attemptId, dialNumber, { outcome: 'unknown', status: 'failed', durationSeconds: 0, at, maxAttempts: a.maxAttempts, retryDelayMinutes: a.retryDelayMinutes });
+          return { status: r.status, outcome: 'unknown' };
+        }
+        const res = effect.result;
         const r = await recordDialOutcome(trx, orgId, attemptId, dialNumber, { outcome: res.outcome, durationSeconds: res.durationSeconds, at, maxAttempts: a.maxAttempts, retryDelayMinutes: a.retryDelayMinutes });
         if (r.recorded) {
+          await resolveIntent(trx, orgId, effect.intent.id, res);
           await recordCallConversation(trx, orgId, {
-            dialKey: `${attemptId}:${dialNumber}`,
+            dialKey: reference,
             agentId: a.agentId,
             campaignId: a.campaignId,
             counterpart: a.e164,
@@ -223,6 +250,8 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
         }
         return { status: r.status, outcome: res.outcome };
       });
+      await opts.faults?.('after_record', 'dial', reference);
+      return out;
     },
 
     /** Completes a running campaign whose attempts are all final. @returns the status after the call */

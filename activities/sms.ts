@@ -1,8 +1,10 @@
 /**
  * SMS hub activities (DESIGN.md "activities/"): carrier submissions and polls for the registration
  * workflow, status writes guarded by the submission id, and the send of one text for `sms-message/{id}`.
- * All are idempotent: the sandbox derives carrier and message ids from our ids, status writes are
- * guarded and monotonic, so Temporal's retries never duplicate an effect.
+ * Status writes are guarded and monotonic. The carrier's brand and campaign creates and the provider's
+ * text send are not idempotent (README "Provider calls happen once"): each goes through `performOnce`,
+ * which records the intent before the request and, on a retry, lists by the reference instead of
+ * creating or sending again, so Temporal's retries never duplicate an effect.
  */
 import type { ActivityDeps } from './index';
 import { createCarrier, type CarrierAdapter, type CarrierOptions } from './providers/carrier';
@@ -13,6 +15,9 @@ import { advanceMessage, getMessageRecord } from '../db/repositories/smsMessages
 import { getContact } from '../db/repositories/smsContacts';
 import { getOwnedNumberByE164 } from '../db/repositories/numbers';
 import { messageChanged, registrationChanged } from '../events/sms';
+import { performOnce, type EffectOutcome, type FaultHook } from './providers/effects';
+import { resolveIntent } from '../db/repositories/providerIntents';
+import type { CarrierSubmission } from './providers/carrier';
 
 /** Extra dependencies (tests and benchmarks pass their own adapters or sandbox options). */
 export interface SmsActivityOptions {
@@ -20,6 +25,8 @@ export interface SmsActivityOptions {
   telephony?: TelephonyAdapter;
   carrierOptions?: CarrierOptions;
   telephonyOptions?: TelephonyOptions;
+  /** Tests only: crash points of the provider writes (activities/providers/effects.ts). */
+  faults?: FaultHook;
 }
 
 /** A carrier submission as the workflow sees it. */
@@ -43,18 +50,54 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
     return rec;
   };
 
+  /** Stores the brand id and moves the submission to BRAND_PENDING (idempotent). */
+  const recordBrand = async (orgId: string, submissionId: string, res: CarrierSubmission, intentId?: string): Promise<SubmittedObject> => {
+    await db.transaction(async (trx) => {
+      await setCarrierIds(trx, orgId, { brandId: res.id });
+      if (intentId) await resolveIntent(trx, orgId, intentId, res);
+    });
+    await transitionSubmission(db, orgId, submissionId, { status: 'submitted', providerStatus: 'BRAND_PENDING' }, registrationChanged(orgId));
+    return { id: res.id, revision: res.revision };
+  };
+
+  /** Stores the campaign id and moves the submission to CAMPAIGN_PENDING (idempotent). */
+  const recordCampaign = async (orgId: string, submissionId: string, res: CarrierSubmission, intentId?: string): Promise<SubmittedObject> => {
+    await db.transaction(async (trx) => {
+      await setCarrierIds(trx, orgId, { campaignId: res.id });
+      if (intentId) await resolveIntent(trx, orgId, intentId, res);
+    });
+    await transitionSubmission(db, orgId, submissionId, { status: 'submitted', providerStatus: 'CAMPAIGN_PENDING' }, registrationChanged(orgId));
+    return { id: res.id, revision: res.revision };
+  };
+
+  /**
+   * Records a create's outcome: the carrier's id, or, when the carrier cannot tell whether the create
+   * happened, the registration `failed` with providerStatus `BRAND_UNKNOWN`/`CAMPAIGN_UNKNOWN` for an
+   * operator (README "Provider calls happen once"). @returns null for `unknown` (the workflow stops)
+   */
+  const settle = async (orgId: string, submissionId: string, kind: 'brand' | 'campaign', effect: EffectOutcome<CarrierSubmission>): Promise<SubmittedObject | null> => {
+    const ref = kind === 'brand' ? 'brand_create' : 'campaign_create';
+    if (effect.state === 'unknown') {
+      const lastError = `The carrier could not tell whether the ${kind} was created (intent ${effect.intent.id}: ${effect.reason}); an operator must check at the carrier before resubmitting`;
+      await transitionSubmission(db, orgId, submissionId, { status: 'failed', providerStatus: `${kind.toUpperCase()}_UNKNOWN`, lastError }, registrationChanged(orgId));
+      return null;
+    }
+    const out = kind === 'brand' ? await recordBrand(orgId, submissionId, effect.result, effect.intent.id) : await recordCampaign(orgId, submissionId, effect.result, effect.intent.id);
+    await opts.faults?.('after_record', ref, effect.intent.reference);
+    return out;
+  };
+
   return {
     /**
-     * Creates or updates the brand at the carrier and stores its id.
+     * Creates or updates the brand at the carrier and stores its id. A create is done once per
+     * registration (its intent, then a list by reference on a retry); `unknown` fails the registration.
      * @returns the brand id and revision, or null when the submission is stale
      */
     async smsSubmitBrand(orgId: string, submissionId: string): Promise<SubmittedObject | null> {
       const rec = await current(orgId, submissionId);
       if (!rec) return null;
       const r = rec.registration;
-      const res = await carrierOf().createOrUpdateBrand(
-        orgId,
-        {
+      const brand = {
           entityType: r.entityType!,
           legalName: r.legalName,
           displayName: r.displayName,
@@ -71,25 +114,32 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
           stockSymbol: rec.stockSymbol,
           stockExchange: rec.stockExchange,
           reference: rec.registrationId,
-        },
-        r.brandId,
-      );
-      await setCarrierIds(db, orgId, { brandId: res.id });
-      await transitionSubmission(db, orgId, submissionId, { status: 'submitted', providerStatus: 'BRAND_PENDING' }, registrationChanged(orgId));
-      return { id: res.id, revision: res.revision };
+      };
+      // An update of the brand we hold is safe to repeat (it bumps the revision); a create is not.
+      if (r.brandId) return recordBrand(orgId, submissionId, await carrierOf().createOrUpdateBrand(orgId, brand, r.brandId));
+      const effect = await performOnce(db, orgId, {
+        kind: 'brand_create',
+        reference: rec.registrationId,
+        subjectId: rec.registrationId,
+        provider: carrierOf().provider,
+        request: { legalName: brand.legalName, entityType: brand.entityType },
+        perform: () => carrierOf().createOrUpdateBrand(orgId, brand),
+        lookup: () => carrierOf().findBrand(orgId, rec.registrationId),
+        fault: opts.faults,
+      });
+      return settle(orgId, submissionId, 'brand', effect);
     },
 
     /**
-     * Creates or updates the campaign under `brandId` and stores its id.
+     * Creates or updates the campaign under `brandId` and stores its id, a create once per registration
+     * as for the brand.
      * @returns the campaign id and revision, or null when the submission is stale
      */
     async smsSubmitCampaign(orgId: string, submissionId: string, brandId: string): Promise<SubmittedObject | null> {
       const rec = await current(orgId, submissionId);
       if (!rec) return null;
       const r = rec.registration;
-      const res = await carrierOf().createOrUpdateCampaign(
-        orgId,
-        {
+      const campaign = {
           brandId,
           useCase: r.useCase!,
           description: r.description ?? '',
@@ -100,12 +150,19 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
           sendsLinks: r.sendsLinks === true,
           optInMethod: r.optInMethod,
           reference: rec.registrationId,
-        },
-        r.campaignId,
-      );
-      await setCarrierIds(db, orgId, { campaignId: res.id });
-      await transitionSubmission(db, orgId, submissionId, { status: 'submitted', providerStatus: 'CAMPAIGN_PENDING' }, registrationChanged(orgId));
-      return { id: res.id, revision: res.revision };
+      };
+      if (r.campaignId) return recordCampaign(orgId, submissionId, await carrierOf().createOrUpdateCampaign(orgId, campaign, r.campaignId));
+      const effect = await performOnce(db, orgId, {
+        kind: 'campaign_create',
+        reference: rec.registrationId,
+        subjectId: rec.registrationId,
+        provider: carrierOf().provider,
+        request: { brandId, useCase: campaign.useCase },
+        perform: () => carrierOf().createOrUpdateCampaign(orgId, campaign),
+        lookup: () => carrierOf().findCampaign(orgId, rec.registrationId),
+        fault: opts.faults,
+      });
+      return settle(orgId, submissionId, 'campaign', effect);
     },
 
     /** Polls the carrier (fallback when no callback arrived). */
@@ -128,7 +185,9 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
 
     /**
      * Re-checks a send right before it goes out (the recipient may have opted out, the number may have
-     * been disabled while the text was held) and hands it to the telephony provider.
+     * been disabled while the text was held) and hands it to the telephony provider once: the intent is
+     * recorded first, and a retry looks the text up by our message id instead of sending it again. When
+     * the provider cannot tell, the message is `failed` with error `provider_outcome_unknown`.
      * @returns the final local status: `sent`, or `failed` with the reason
      */
     async smsDeliverMessage(orgId: string, messageId: string): Promise<{ status: 'sent' | 'failed'; error: string | null }> {
@@ -150,8 +209,23 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
       if (!number || (!number.smsEnabled && !keywordReply)) return refuse('number_not_sms_enabled');
       const reg = await getRegistration(db, orgId);
       if (reg?.status !== 'active' && !keywordReply) return refuse('registration_not_active');
-      const res = await telephonyOf().sendMessage(orgId, { from: m.from, to: m.to, body: m.body, mediaIds: m.mediaIds, reference: m.id });
-      await advanceMessage(db, orgId, messageId, { status: 'sent', providerMessageId: res.providerMessageId }, messageChanged(orgId));
+      const text = { from: m.from, to: m.to, body: m.body, mediaIds: m.mediaIds, reference: m.id };
+      const effect = await performOnce(db, orgId, {
+        kind: 'sms_send',
+        reference: m.id,
+        subjectId: m.id,
+        provider: telephonyOf().provider,
+        request: { from: m.from, to: m.to, length: m.body.length },
+        perform: () => telephonyOf().sendMessage(orgId, text),
+        lookup: () => telephonyOf().findMessage(orgId, m.id),
+        fault: opts.faults,
+      });
+      if (effect.state === 'unknown') return refuse('provider_outcome_unknown');
+      await db.transaction(async (trx) => {
+        await resolveIntent(trx, orgId, effect.intent.id, effect.result);
+        await advanceMessage(trx, orgId, messageId, { status: 'sent', providerMessageId: effect.result.providerMessageId }, messageChanged(orgId));
+      });
+      await opts.faults?.('after_record', 'sms_send', m.id);
       return { status: 'sent', error: null };
     },
 

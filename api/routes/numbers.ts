@@ -2,7 +2,8 @@
  * Numbers handlers (spec "Numbers": `GET /numbers/search`, `POST /numbers/reserve`,
  * `POST /numbers/purchase`, `POST /numbers/{id}/assign`; payloads "not shown", decided in the README's
  * API notes). The inventory is the telephony provider's (the sandbox by default: US numbers by area
- * code, deterministic). A purchase records one usage entry.
+ * code, deterministic). A purchase records one usage entry, and reaches the provider once (README
+ * "Provider calls happen once": its intent is recorded before the order, a retry looks the order up).
  */
 import type { Handler } from '../context';
 import { ApiError, notFound, validationError } from '../../domain/errors';
@@ -12,7 +13,9 @@ import { assignNumber, heldNumbers, listOwnedNumbers, NumberUnavailableError, pu
 import { FEES } from '../../db/repositories/usage';
 import { recordUsage } from '../../services/billing/usage';
 import { logProviderRequest } from '../../db/repositories/smsProviderEvents';
-import { createTelephony } from '../../activities/providers/telephony';
+import { createTelephony, type TelephonyAdapter } from '../../activities/providers/telephony';
+import { performOnce, type FaultHook } from '../../activities/providers/effects';
+import { resolveIntent } from '../../db/repositories/providerIntents';
 import { areaCodeInfo, areaCodeOf } from '../../domain/sms/nanp';
 import { decodeCursorOr400, e164Param, orgOf, pageParams, paged, requireOwned } from '../http';
 import type { AvailableNumber, NumberAssignRequest, NumberPurchaseRequest, NumberReserveRequest, PhoneNumber } from '../../schemas/types/numbers';
@@ -64,9 +67,49 @@ export const reserveNumberHandler: Handler = async (ctx, deps) => {
 };
 
 /**
+ * Buys a reserved number once (README "Provider calls happen once"): records the order's intent with our
+ * number id as its client reference, orders, then marks the number purchased with its usage entry and
+ * the resolved intent in one transaction. A repeated call (the client retrying after a crash) finds the
+ * intent and looks the order up instead of buying again. `faults` are test-only crash points.
+ * @returns the number and whether it was bought now, or undefined when the reservation is not the organization's
+ * @throws ApiError 409 `provider_outcome_unknown` when the provider cannot tell whether an earlier order went through
+ */
+export async function purchaseNumberOnce(
+  deps: AppDeps,
+  orgId: string,
+  numberId: string,
+  opts: { telephony?: TelephonyAdapter; faults?: FaultHook } = {},
+): Promise<{ number: PhoneNumber; purchasedNow: boolean } | undefined> {
+  const telephony = opts.telephony ?? createTelephony(deps);
+  // The reservation's row stays locked while the provider is asked, so two purchases of one number never
+  // race; the intent is written on another connection of the pool and committed before the order.
+  const out = await purchaseReserved(deps.db, orgId, numberId, async (trx, n) => {
+    const effect = await performOnce(deps.db, orgId, {
+      kind: 'number_purchase',
+      reference: n.id,
+      subjectId: n.id,
+      provider: telephony.provider,
+      request: { e164: n.e164 },
+      perform: () => telephony.purchaseNumber(orgId, n.e164, n.id),
+      lookup: () => telephony.findNumberOrder(orgId, n.id),
+      fault: opts.faults,
+    });
+    if (effect.state === 'unknown') {
+      throw new ApiError(409, 'provider_outcome_unknown', `The provider cannot tell whether ${n.e164} was bought (intent ${effect.intent.id}); an operator settles it before it can be purchased again`);
+    }
+    await resolveIntent(trx, orgId, effect.intent.id, effect.result);
+    await logProviderRequest(trx, orgId, telephony.provider, 'purchaseNumber.result', { numberId: n.id, providerNumberId: effect.result.providerNumberId });
+    await recordUsage(trx, orgId, { kind: FEES.numberPurchase.kind, amountCents: FEES.numberPurchase.amountCents, dedupeKey: `${FEES.numberPurchase.kind}:${n.id}`, details: { numberId: n.id, e164: n.e164 } });
+  });
+  if (out?.purchasedNow) await opts.faults?.('after_record', 'number_purchase', numberId);
+  return out;
+}
+
+/**
  * POST /numbers/purchase (purchaseNumber, numbers:write): buys a reserved number (`id`) or a number
  * straight from the search (`e164`). Records usage `phone_number_purchase` once per number; purchasing
- * an owned number again answers it unchanged.
+ * an owned number again answers it unchanged. 409 `provider_outcome_unknown` when an earlier attempt's
+ * order cannot be confirmed or ruled out by the provider.
  */
 export const purchaseNumber: Handler = async (ctx, deps) => {
   const orgId = orgOf(ctx);
@@ -75,12 +118,7 @@ export const purchaseNumber: Handler = async (ctx, deps) => {
     throw validationError([{ field: body.id === undefined ? 'id' : 'e164', message: 'give exactly one of id (a reservation) or e164' }]);
   }
   const id = body.id ?? (await reserve(deps, orgId, e164Param(body.e164))).id;
-  const telephony = createTelephony(deps);
-  const out = await purchaseReserved(deps.db, orgId, id, async (trx, n) => {
-    const res = await telephony.purchaseNumber(orgId, n.e164);
-    await logProviderRequest(trx, orgId, telephony.provider, 'purchaseNumber.result', { numberId: n.id, providerNumberId: res.providerNumberId });
-    await recordUsage(trx, orgId, { kind: FEES.numberPurchase.kind, amountCents: FEES.numberPurchase.amountCents, dedupeKey: `${FEES.numberPurchase.kind}:${n.id}`, details: { numberId: n.id, e164: n.e164 } });
-  });
+  const out = await purchaseNumberOnce(deps, orgId, id);
   if (!out) throw notFound('Number reservation', 'number_not_found');
   return { data: out.number };
 };

@@ -292,7 +292,8 @@ export async function dialContext(db: Conn, orgId: string, attemptId: string): P
 /**
  * Records the outcome of dial number `dialNumber` of an attempt, once: a second call for the same dial
  * number (a retried activity) changes nothing and answers `recorded: false`. Busy and no-answer go back
- * to `pending` with `not_before = at + retryDelay` while dials remain.
+ * to `pending` with `not_before = at + retryDelay` while dials remain. `status` forces the final status
+ * (an `unknown` outcome, README "Provider calls happen once", ends the attempt `failed`).
  * @returns the attempt's status after the call
  */
 export async function recordDialOutcome(
@@ -300,10 +301,10 @@ export async function recordDialOutcome(
   orgId: string,
   attemptId: string,
   dialNumber: number,
-  r: { outcome: string; durationSeconds: number; at: Date; maxAttempts: number; retryDelayMinutes: number },
+  r: { outcome: string; durationSeconds: number; at: Date; maxAttempts: number; retryDelayMinutes: number; status?: 'failed' },
 ): Promise<{ recorded: boolean; status: string }> {
-  const retry = (r.outcome === 'busy' || r.outcome === 'no_answer') && dialNumber < r.maxAttempts;
-  const status = retry ? 'pending' : r.outcome;
+  const retry = !r.status && (r.outcome === 'busy' || r.outcome === 'no_answer') && dialNumber < r.maxAttempts;
+  const status = r.status ?? (retry ? 'pending' : r.outcome);
   // One conditional update: only the first record of this dial number changes the row.
   const updated = await trx('call_attempts')
     .where({ org_id: orgId, id: attemptId, status: 'dialing' })
@@ -349,31 +350,6 @@ export async function listAttempts(db: Db, orgId: string, campaignId: string, pa
   const q = db('call_attempts').where({ org_id: orgId, campaign_id: campaignId });
   if (page.status) q.where({ status: page.status });
   return keysetPage(q, { limit: page.limit, cursor: page.cursor, column: 'seq', map: toAttempt });
-}
-
-/** A dial of the sandbox telephony as stored. */
-export interface SandboxDialRecord {
-  idempotencyKey: string;
-  from: string;
-  to: string;
-  providerCallId: string;
-  outcome: string;
-  durationSeconds: number;
-}
-
-/**
- * Stores a sandbox dial once per idempotency key.
- * @returns the stored dial (the first one when the key was seen before) and whether it is new
- */
-export async function sandboxDialOnce(db: Conn, orgId: string, d: SandboxDialRecord): Promise<{ dial: SandboxDialRecord; created: boolean }> {
-  const inserted = await db('sandbox_dials')
-    .insert({ idempotency_key: d.idempotencyKey, org_id: orgId, from: d.from, to: d.to, provider_call_id: d.providerCallId, outcome: d.outcome, duration_seconds: d.durationSeconds })
-    .onConflict('idempotency_key')
-    .ignore()
-    .returning('idempotency_key');
-  if (inserted.length) return { dial: d, created: true };
-  const r = await db('sandbox_dials').where({ idempotency_key: d.idempotencyKey }).first();
-  return { dial: { idempotencyKey: r.idempotency_key, from: r.from, to: r.to, providerCallId: r.provider_call_id, outcome: r.outcome, durationSeconds: r.duration_seconds }, created: false };
 }
 
 /** Sandbox dials placed to numbers of the organization (tests and the benchmark). */

@@ -30,18 +30,19 @@ const toObject = (r: any): SandboxCarrierObject => ({
 });
 
 /**
- * Creates the object or updates it with a new revision (verdict again after `delayMs`).
+ * Creates the object or updates it with a new revision (verdict again after `delayMs`). `reference` is
+ * the client reference it was created with (look-ups by reference).
  * @param provisionDelayMs campaigns: provisioning completes this long after creation (null: never, e.g. rejected)
  */
 export async function upsertSandboxObject(
   db: Db,
   orgId: string,
-  o: { id: string; kind: 'brand' | 'campaign'; outcome: string; reason: string | null; delayMs: number; provisionDelayMs: number | null; request: unknown },
+  o: { id: string; kind: 'brand' | 'campaign'; reference?: string; outcome: string; reason: string | null; delayMs: number; provisionDelayMs: number | null; request: unknown },
 ): Promise<SandboxCarrierObject> {
   const decided = db.raw(`now() + make_interval(secs => ?)`, [o.delayMs / 1000]);
   const provisioned = o.provisionDelayMs === null ? null : db.raw(`now() + make_interval(secs => ?)`, [o.provisionDelayMs / 1000]);
   const [row] = await db('sandbox_carrier_objects')
-    .insert({ id: o.id, org_id: orgId, kind: o.kind, revision: 1, outcome: o.outcome, reason: o.reason, decided_at: decided, provisioned_at: provisioned, request: JSON.stringify(o.request) })
+    .insert({ id: o.id, org_id: orgId, kind: o.kind, reference: o.reference ?? null, revision: 1, outcome: o.outcome, reason: o.reason, decided_at: decided, provisioned_at: provisioned, request: JSON.stringify(o.request) })
     .onConflict('id')
     .merge({
       revision: db.raw('sandbox_carrier_objects.revision + 1'),

@@ -27,6 +27,7 @@ export const EVENT_CATALOG: readonly EventTypeInfo[] = [
   { type: 'message.created', schema: 'MessageCreatedEventData', description: 'A user or agent message of a conversation was stored (verbatim)' },
   { type: 'billing.wallet.low', schema: 'BillingWalletLowEventData', description: 'A usage charge took the wallet balance below its low-balance threshold (once per crossing)' },
   { type: 'invoice.finalized', schema: 'InvoiceFinalizedEventData', description: "A month's invoice was closed (once per organization and month)" },
+  { type: 'provider.intent.unknown', schema: 'ProviderIntentUnknownEventData', description: 'A write at a provider (dial, brand or campaign create, number purchase, text) may have happened and the provider cannot tell: an operator settles it' },
   { type: 'webhook.test', schema: 'WebhookTestEventData', description: 'Test event sent by POST /webhooks/{id}/test to one endpoint' },
 ];
 

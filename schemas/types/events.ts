@@ -20,6 +20,7 @@ export type WebhookEventType =
   | 'message.created'
   | 'billing.wallet.low'
   | 'invoice.finalized'
+  | 'provider.intent.unknown'
   | 'webhook.test';
 
 /** `sms.registration.updated`: the 10DLC registration changed status (e.g. submitted → brand_approved). */
@@ -212,6 +213,24 @@ export interface InvoiceFinalizedEventData {
   lines: InvoiceFinalizedLine[];
 }
 
+/**
+ * `provider.intent.unknown`: a write at an outside provider (a dial, a 10DLC brand or campaign create, a
+ * number purchase, a text) may or may not have happened and the provider's look-ups cannot tell
+ * (README "Provider calls happen once"): an operator checks at the provider and settles it.
+ */
+export interface ProviderIntentUnknownEventData {
+  /** `pin_…` */
+  intentId: string;
+  kind: 'dial' | 'brand_create' | 'campaign_create' | 'number_purchase' | 'sms_send';
+  /** The client reference the request carried (dial key, registration, number or message id). */
+  reference: string;
+  /** Our resource the write was for (attempt, registration, number or message id). */
+  subjectId: string;
+  provider: string;
+  /** What the provider's look-up answered. */
+  reason: string;
+}
+
 /** `webhook.test`: sent by `POST /webhooks/{id}/test` to that endpoint only. */
 export interface WebhookTestEventData {
   webhookId: string;
@@ -233,6 +252,7 @@ export interface WebhookEventDataMap {
   'message.created': MessageCreatedEventData;
   'billing.wallet.low': BillingWalletLowEventData;
   'invoice.finalized': InvoiceFinalizedEventData;
+  'provider.intent.unknown': ProviderIntentUnknownEventData;
   'webhook.test': WebhookTestEventData;
 }
 

@@ -12,6 +12,7 @@ import type { Db } from '../../../db';
 import type { AppConfig } from '../../../config';
 import { SandboxCarrier } from './sandbox';
 import type { SmsRegistration } from '../../../schemas/types/sms';
+import type { Lookup } from '../effects';
 
 /** Brand details sent to the carrier (TCR brand fields). */
 export interface CarrierBrandRequest
@@ -21,7 +22,7 @@ export interface CarrierBrandRequest
   country: string;
   stockSymbol: string | null;
   stockExchange: string | null;
-  /** Our id of the registration (the CSP's reference id: a retried create finds the same brand). */
+  /** Our id of the registration (the CSP's reference id: `findBrand` lists the brands created with it). */
   reference: string;
 }
 
@@ -55,7 +56,11 @@ export interface CarrierStatus {
   reason: string | null;
 }
 
-/** A CSP adapter. Every call appends a row to `provider_requests`. */
+/**
+ * A CSP adapter. Every call appends a row to `provider_requests`. Creates are billable and NOT
+ * idempotent (a repeated create is a second brand or campaign): callers go through `performOnce`
+ * (activities/providers/effects.ts) and list by reference on a retry.
+ */
 export interface CarrierAdapter {
   /** Provider name, also the `{provider}` segment of its callback path. */
   readonly provider: string;
@@ -63,6 +68,10 @@ export interface CarrierAdapter {
   createOrUpdateBrand(orgId: string, brand: CarrierBrandRequest, existingBrandId?: string | null): Promise<CarrierSubmission>;
   /** Creates the campaign under `campaign.brandId`, or updates `existingCampaignId`. */
   createOrUpdateCampaign(orgId: string, campaign: CarrierCampaignRequest, existingCampaignId?: string | null): Promise<CarrierSubmission>;
+  /** The first brand created with this reference (TCR lists brands by reference id). */
+  findBrand(orgId: string, reference: string): Promise<Lookup<CarrierSubmission>>;
+  /** The first campaign created with this reference. */
+  findCampaign(orgId: string, reference: string): Promise<Lookup<CarrierSubmission>>;
   /** Current brand status. @throws when the id is unknown */
   getBrandStatus(orgId: string, brandId: string): Promise<CarrierStatus>;
   /** Current campaign status. @throws when the id is unknown */
@@ -77,6 +86,8 @@ export interface CarrierOptions {
   delayMs?: number;
   /** Where sandbox callbacks are POSTed (SANDBOX_CALLBACK_URL, default PUBLIC_BASE_URL/api/v1/sms/provider-callbacks/sandbox). */
   callbackUrl?: string;
+  /** Tests: the look-ups answer "cannot tell", like a CSP without a list by reference (default false). */
+  lookupsUnavailable?: boolean;
 }
 
 /**

@@ -11,6 +11,9 @@
  * - legalName containing "No Callback": no callback is ever sent; verdicts are visible only by polling
  *   `getBrandStatus`/`getCampaignStatus` (exercises the workflow's hourly polling fallback)
  * Otherwise the brand is `VERIFIED`, the campaign `APPROVED` after one delay and `PROVISIONED` after two.
+ *
+ * Creates are not idempotent, as at a real CSP: each create makes (and bills) a new brand or campaign
+ * with a new id; `findBrands`/`findCampaigns` list them by the reference they were created with.
  */
 import crypto from 'node:crypto';
 import type { Db } from '../../../db';
@@ -24,6 +27,8 @@ import {
   scheduleSandboxCallback,
 } from '../../../db/repositories/smsProviderEvents';
 import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../../../domain/sms/callbackSignature';
+import { sandboxCarrierObjectsByReference } from '../../../db/repositories/sandboxProviders';
+import type { Lookup } from '../effects';
 import type { CarrierAdapter, CarrierBrandRequest, CarrierCampaignRequest, CarrierOptions, CarrierStatus, CarrierSubmission } from './index';
 
 /** Provider name of every sandbox adapter (carrier and telephony share one callback endpoint). */
@@ -51,10 +56,12 @@ export function sandboxCallbackUrl(config: AppConfig, override?: string): string
   return override || process.env.SANDBOX_CALLBACK_URL || `${config.publicBaseUrl.replace(/\/+$/, '')}/api/v1/sms/provider-callbacks/${SANDBOX_PROVIDER}`;
 }
 
-/** TCR-like id: prefix + 6 characters derived from our reference, so a retried create finds the same object. */
-function derivedId(prefix: 'B' | 'C', reference: string): string {
-  const h = BigInt('0x' + crypto.createHash('sha256').update(`${prefix}:${reference}`).digest('hex').slice(0, 15));
-  return prefix + h.toString(36).toUpperCase().padStart(6, '0').slice(-6);
+/**
+ * TCR-like id: prefix + 6 random base-36 characters. A repeated create is a new (billable) object, as at
+ * a real CSP (README "Provider calls happen once"); callers find earlier ones by reference.
+ */
+function newCarrierId(prefix: 'B' | 'C'): string {
+  return prefix + (BigInt('0x' + crypto.randomBytes(8).toString('hex')) % 36n ** 6n).toString(36).toUpperCase().padStart(6, '0');
 }
 
 /**
@@ -176,9 +183,11 @@ export class SandboxCarrier implements CarrierAdapter {
   private readonly db: Db;
   private readonly delayMs: number;
   private readonly dispatcher: SandboxCallbackDispatcher;
+  private readonly lookupsUnavailable: boolean;
 
   constructor(deps: { db: Db; config: AppConfig }, opts: CarrierOptions = {}) {
     this.db = deps.db;
+    this.lookupsUnavailable = opts.lookupsUnavailable ?? false;
     this.delayMs = opts.delayMs ?? envNumber('SANDBOX_CARRIER_DELAY_MS', 2000);
     this.dispatcher = sandboxDispatcher(deps.db, sandboxCallbackUrl(deps.config, opts.callbackUrl));
   }
@@ -193,10 +202,11 @@ export class SandboxCarrier implements CarrierAdapter {
     await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, existingBrandId ? 'updateBrand' : 'createBrand', { ...brand, brandId: existingBrandId ?? null });
     const names = `${brand.legalName ?? ''} ${brand.displayName ?? ''}`;
     const rejected = /reject brand/i.test(names);
-    const id = existingBrandId || derivedId('B', brand.reference);
+    const id = existingBrandId || newCarrierId('B');
     const obj = await upsertSandboxObject(this.db, orgId, {
       id,
       kind: 'brand',
+      reference: brand.reference,
       outcome: rejected ? 'UNVERIFIED' : 'VERIFIED',
       reason: rejected ? 'Sandbox: the brand identity could not be verified (magic value "Reject Brand")' : null,
       delayMs: this.delayMs,
@@ -214,10 +224,11 @@ export class SandboxCarrier implements CarrierAdapter {
     const brand = await getSandboxObject(this.db, orgId, campaign.brandId);
     if (!brand) throw new Error(`sandbox carrier: unknown brand ${campaign.brandId}`);
     const rejected = /reject campaign/i.test(campaign.description);
-    const id = existingCampaignId || derivedId('C', campaign.reference);
+    const id = existingCampaignId || newCarrierId('C');
     const obj = await upsertSandboxObject(this.db, orgId, {
       id,
       kind: 'campaign',
+      reference: campaign.reference,
       outcome: rejected ? 'REJECTED' : 'APPROVED',
       reason: rejected ? 'Sandbox: the campaign was rejected in vetting (magic value "Reject Campaign")' : null,
       delayMs: this.delayMs,
@@ -240,6 +251,21 @@ export class SandboxCarrier implements CarrierAdapter {
     let status = now >= obj.decidedAt.getTime() ? obj.outcome : 'PENDING';
     if (status === 'APPROVED' && obj.provisionedAt && now >= obj.provisionedAt.getTime()) status = 'PROVISIONED';
     return { id, revision: obj.revision, status, reason: status === obj.outcome ? obj.reason : null };
+  }
+
+  private async find(orgId: string, kind: 'brand' | 'campaign', reference: string): Promise<Lookup<CarrierSubmission>> {
+    if (this.lookupsUnavailable) return { cannotTell: `sandbox: ${kind} look-ups are unavailable` };
+    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, kind === 'brand' ? 'listBrands' : 'listCampaigns', { reference });
+    const [first] = await sandboxCarrierObjectsByReference(this.db, orgId, kind, reference);
+    return first ? { found: { id: first.id, revision: first.revision, status: 'PENDING' } } : { absent: true };
+  }
+
+  findBrand(orgId: string, reference: string): Promise<Lookup<CarrierSubmission>> {
+    return this.find(orgId, 'brand', reference);
+  }
+
+  findCampaign(orgId: string, reference: string): Promise<Lookup<CarrierSubmission>> {
+    return this.find(orgId, 'campaign', reference);
   }
 
   getBrandStatus(orgId: string, brandId: string): Promise<CarrierStatus> {

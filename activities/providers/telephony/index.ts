@@ -7,6 +7,7 @@ import type { Db } from '../../../db';
 import type { AppConfig } from '../../../config';
 import type { AvailableNumber } from '../../../schemas/types/numbers';
 import { SandboxTelephony } from './sandbox';
+import type { Lookup } from '../effects';
 
 /** A text to send. */
 export interface OutgoingText {
@@ -23,7 +24,11 @@ export interface OutgoingCall {
   /** Caller id: the organization's own number, E.164. */
   from: string;
   to: string;
-  /** One key per dial (`{attemptId}:{dial number}`): the same key never dials twice and answers the first result. */
+  /**
+   * Client reference of the dial (`{attemptId}:{dial number}`), echoed by the provider (as a status
+   * callback parameter, the way voice APIs without idempotency keys carry one). The provider does not
+   * deduplicate on it: a second request is a second call (README "Provider calls happen once").
+   */
   idempotencyKey: string;
   /** Agent that handles the call once answered. */
   agentId: string;
@@ -38,21 +43,40 @@ export interface DialResult {
   outcome: DialOutcome;
   /** Seconds connected (0 unless answered or voicemail). */
   durationSeconds: number;
-  /** False when the key was dialed before and this is the stored result. */
+  /** False when this answer is a call placed earlier (a look-up, or the sandbox's optional key deduplication). */
   dialedNow: boolean;
 }
 
-/** A telephony adapter. Every call appends a row to `provider_requests` (dials: their own ledger). */
+/** A call to find (the look-ups voice APIs offer: by the client reference, or by to/from/start time). */
+export interface CallQuery {
+  reference: string;
+  from: string;
+  to: string;
+  /** Earliest start of the call, ms since the epoch. */
+  sinceMs: number;
+}
+
+/**
+ * A telephony adapter. Every request appends a row to `provider_requests` (dials: their own ledger,
+ * `sandbox_dials`). Purchases, texts and dials are NOT idempotent at the provider: callers go through
+ * `performOnce` (activities/providers/effects.ts) and use the look-ups on a retry.
+ */
 export interface TelephonyAdapter {
   readonly provider: string;
   /** Numbers available in a US area code, in a stable order. @param limit 1..200 */
   searchNumbers(orgId: string, areaCode: string, limit: number): Promise<AvailableNumber[]>;
-  /** Buys a number. @returns the provider's id of the number */
-  purchaseNumber(orgId: string, e164: string): Promise<{ providerNumberId: string }>;
+  /** Buys a number; `reference` (our number id) is the order's client reference. @returns the provider's id of the number */
+  purchaseNumber(orgId: string, e164: string, reference?: string): Promise<{ providerNumberId: string }>;
   /** Hands a text to the network. @returns the provider's message id; delivery is reported later by callback */
   sendMessage(orgId: string, text: OutgoingText): Promise<{ providerMessageId: string; status: 'SENT' }>;
-  /** Places an outbound call and waits for its end. Idempotent on `call.idempotencyKey`. */
+  /** Places an outbound call and waits for its end. Every request is a call (no deduplication). */
   dial(orgId: string, call: OutgoingCall): Promise<DialResult>;
+  /** The number order placed with this client reference. */
+  findNumberOrder(orgId: string, reference: string): Promise<Lookup<{ providerNumberId: string }>>;
+  /** The text sent with this client reference (our message id). */
+  findMessage(orgId: string, reference: string): Promise<Lookup<{ providerMessageId: string; status: 'SENT' }>>;
+  /** The call placed with this reference, else from `from` to `to` since `sinceMs`, with its outcome. */
+  findCall(orgId: string, query: CallQuery): Promise<Lookup<DialResult>>;
 }
 
 /** Options of the sandbox telephony adapter. */
@@ -62,6 +86,10 @@ export interface TelephonyOptions {
   callbackUrl?: string;
   /** Latency of a sandbox dial, ms (SANDBOX_DIAL_LATENCY_MS, default 0). */
   dialLatencyMs?: number;
+  /** Deduplicate dials by key, as providers that take keys do (SANDBOX_DEDUPLICATE_KEYS, default false). */
+  deduplicateKeys?: boolean;
+  /** Tests: the look-ups answer "cannot tell", like a provider that offers none (default false). */
+  lookupsUnavailable?: boolean;
 }
 
 /** The configured telephony provider (TELEPHONY_PROVIDER, default `sandbox`). @throws for an unknown name */

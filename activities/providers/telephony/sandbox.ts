@@ -6,8 +6,14 @@
  *
  * Outbound dials (README "Outbound voice campaigns") end by the callee's last four digits: 0001 answered, 0002 voicemail,
  * 0003 busy, 0004 no_answer, 0005 failed, anything else answered (see sandboxDialOutcome for the
- * durations). A dial takes SANDBOX_DIAL_LATENCY_MS (default 0) and is stored once per idempotency key
- * in `sandbox_dials`: a repeated key answers the first result without dialing again.
+ * durations). A dial takes SANDBOX_DIAL_LATENCY_MS (default 0).
+ *
+ * Like the real providers (README "Provider calls happen once"), the sandbox does not deduplicate: every
+ * dial request is a new call, a row of `sandbox_dials`; every purchase buys (and bills) again; every
+ * send is a new message with a new id; all are logged in `provider_requests`. SANDBOX_DEDUPLICATE_KEYS=true
+ * turns on deduplication of dials by key, as providers that take idempotency keys do. It offers the
+ * look-ups real providers offer: calls by client reference or by from/to/start time, messages and
+ * number orders by client reference.
  */
 import crypto from 'node:crypto';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
@@ -16,9 +22,10 @@ import { envNumber, type AppConfig } from '../../../config';
 import type { AvailableNumber } from '../../../schemas/types/numbers';
 import { logProviderRequest, scheduleSandboxCallback } from '../../../db/repositories/smsProviderEvents';
 import { areaCodeInfo } from '../../../domain/sms/nanp';
-import { sandboxDialOnce } from '../../../db/repositories/campaigns';
+import { logProviderExchange, providerResponseByReference, sandboxFindDial, sandboxRecordDial } from '../../../db/repositories/sandboxProviders';
+import type { Lookup } from '../effects';
 import { SANDBOX_PROVIDER, sandboxCallbackUrl, sandboxDispatcher, type SandboxCallbackDispatcher } from '../carrier/sandbox';
-import type { DialOutcome, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter, TelephonyOptions } from './index';
+import type { CallQuery, DialOutcome, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter, TelephonyOptions } from './index';
 
 /**
  * The sandbox's magic numbers for dials, by the callee's last four digits: 0001 answered, 0002 voicemail,
@@ -72,11 +79,15 @@ export class SandboxTelephony implements TelephonyAdapter {
   private readonly delayMs: number;
   private readonly dispatcher: SandboxCallbackDispatcher;
   private readonly dialLatencyMs: number;
+  private readonly deduplicateKeys: boolean;
+  private readonly lookupsUnavailable: boolean;
 
   constructor(deps: { db: Db; config: AppConfig }, opts: TelephonyOptions = {}) {
     this.db = deps.db;
     this.delayMs = opts.delayMs ?? envNumber('SANDBOX_TELEPHONY_DELAY_MS', 1000);
     this.dialLatencyMs = opts.dialLatencyMs ?? envNumber('SANDBOX_DIAL_LATENCY_MS', 0);
+    this.deduplicateKeys = opts.deduplicateKeys ?? process.env.SANDBOX_DEDUPLICATE_KEYS === 'true';
+    this.lookupsUnavailable = opts.lookupsUnavailable ?? false;
     this.dispatcher = sandboxDispatcher(deps.db, sandboxCallbackUrl(deps.config, opts.callbackUrl));
   }
 
@@ -85,15 +96,46 @@ export class SandboxTelephony implements TelephonyAdapter {
     return sandboxInventory(areaCode);
   }
 
-  async purchaseNumber(orgId: string, e164: string): Promise<{ providerNumberId: string }> {
-    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, 'purchaseNumber', { e164 });
-    return { providerNumberId: `PN${crypto.createHash('sha256').update(e164).digest('hex').slice(0, 16).toUpperCase()}` };
+  async purchaseNumber(orgId: string, e164: string, reference?: string): Promise<{ providerNumberId: string }> {
+    // A new order every time, as a real provider bills every purchase it accepts.
+    const providerNumberId = `PN${crypto.randomBytes(8).toString('hex').toUpperCase()}`;
+    await logProviderExchange(this.db, orgId, SANDBOX_PROVIDER, 'purchaseNumber', { e164, ...(reference ? { reference } : {}) }, { providerNumberId });
+    return { providerNumberId };
+  }
+
+  async findNumberOrder(orgId: string, reference: string): Promise<Lookup<{ providerNumberId: string }>> {
+    if (this.lookupsUnavailable) return { cannotTell: 'sandbox: number order look-ups are unavailable' };
+    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, 'findNumberOrder', { reference });
+    const r = await providerResponseByReference(this.db, orgId, SANDBOX_PROVIDER, 'purchaseNumber', reference);
+    return r ? { found: { providerNumberId: String(r.providerNumberId) } } : { absent: true };
+  }
+
+  async findMessage(orgId: string, reference: string): Promise<Lookup<{ providerMessageId: string; status: 'SENT' }>> {
+    if (this.lookupsUnavailable) return { cannotTell: 'sandbox: message look-ups are unavailable' };
+    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, 'findMessage', { reference });
+    const r = await providerResponseByReference(this.db, orgId, SANDBOX_PROVIDER, 'sendMessage', reference);
+    return r ? { found: { providerMessageId: String(r.providerMessageId), status: 'SENT' } } : { absent: true };
+  }
+
+  async findCall(orgId: string, q: CallQuery): Promise<Lookup<DialResult>> {
+    if (this.lookupsUnavailable) return { cannotTell: 'sandbox: call look-ups are unavailable' };
+    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, 'findCall', { ...q });
+    const d = await sandboxFindDial(this.db, orgId, { reference: q.reference, from: q.from, to: q.to, since: new Date(q.sinceMs) });
+    if (!d) return { absent: true };
+    return { found: { providerCallId: d.providerCallId, outcome: d.outcome as DialOutcome, durationSeconds: d.durationSeconds, dialedNow: false } };
   }
 
   async sendMessage(orgId: string, text: OutgoingText): Promise<{ providerMessageId: string; status: 'SENT' }> {
-    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, 'sendMessage', { from: text.from, to: text.to, reference: text.reference, mediaIds: text.mediaIds ?? [], length: text.body.length });
-    // Derived from our message id, so a retried send is the same provider message.
-    const providerMessageId = `SM${crypto.createHash('sha256').update(text.reference).digest('hex').slice(0, 24)}`;
+    // A new message every time: a repeated send reaches the handset twice, as with a real provider.
+    const providerMessageId = `SM${crypto.randomBytes(12).toString('hex')}`;
+    await logProviderExchange(
+      this.db,
+      orgId,
+      SANDBOX_PROVIDER,
+      'sendMessage',
+      { from: text.from, to: text.to, reference: text.reference, mediaIds: text.mediaIds ?? [], length: text.body.length },
+      { providerMessageId },
+    );
     const failed = /fail delivery/i.test(text.body);
     await scheduleSandboxCallback(
       this.db,
@@ -116,8 +158,9 @@ export class SandboxTelephony implements TelephonyAdapter {
 
   async dial(orgId: string, call: OutgoingCall): Promise<DialResult> {
     const { outcome, durationSeconds } = sandboxDialOutcome(call.to);
-    const providerCallId = `CA${crypto.createHash('sha256').update(call.idempotencyKey).digest('hex').slice(0, 24)}`;
-    const { dial, created } = await sandboxDialOnce(this.db, orgId, { idempotencyKey: call.idempotencyKey, from: call.from, to: call.to, providerCallId, outcome, durationSeconds });
+    const providerCallId = `CA${crypto.randomBytes(12).toString('hex')}`;
+    const rec = { reference: call.idempotencyKey, from: call.from, to: call.to, providerCallId, outcome, durationSeconds };
+    const { dial, created } = await sandboxRecordDial(this.db, orgId, rec, this.deduplicateKeys);
     if (created && this.dialLatencyMs > 0) await new Promise((r) => setTimeout(r, this.dialLatencyMs));
     return { providerCallId: dial.providerCallId, outcome: dial.outcome as DialOutcome, durationSeconds: dial.durationSeconds, dialedNow: created };
   }
