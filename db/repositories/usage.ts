@@ -8,17 +8,17 @@ import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
-import { PRICES, priceOf } from '../../domain/billing/prices';
+import { feeOf, PRICES, priceOf } from '../../domain/billing/prices';
 import { chargeUsage, type WalletChange } from './billing';
 
 /** Registration and number fees in US cents (README "Billing": prices; domain/billing/prices.ts). */
 export const FEES = {
   /** TCR brand registration, charged once per registration. */
-  brandRegistration: { kind: PRICES.brandRegistration.kind, amountCents: PRICES.brandRegistration.unitPriceCents },
+  brandRegistration: feeOf(PRICES.brandRegistration),
   /** Campaign vetting, charged once per registration. */
-  campaignVetting: { kind: PRICES.campaignVetting.kind, amountCents: PRICES.campaignVetting.unitPriceCents },
+  campaignVetting: feeOf(PRICES.campaignVetting),
   /** A long-code number purchase (first month). */
-  numberPurchase: { kind: PRICES.numberPurchase.kind, amountCents: PRICES.numberPurchase.unitPriceCents },
+  numberPurchase: feeOf(PRICES.numberPurchase),
 } as const;
 
 /** One usage entry as read back. */

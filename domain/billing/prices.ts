@@ -38,3 +38,8 @@ export function priceOf(kind: string): Price | undefined {
 export function amountFor(unitPriceCents: number, quantity: number): number {
   return Math.round(unitPriceCents * quantity);
 }
+
+/** A usage entry's kind and amount for one unit of `price` (the fee constants of recordUsage callers). */
+export function feeOf(price: Price): { kind: string; amountCents: number } {
+  return { kind: price.kind, amountCents: price.unitPriceCents };
+}

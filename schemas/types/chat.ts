@@ -3,6 +3,7 @@
  * sessions, their messages and receipts, and the OpenAI-compatible `/chat/completions` (OpenAI API
  * reference "Chat Completions").
  */
+import type { WidgetSettings } from './agents';
 
 /** Channel of a conversation. */
 export type ConversationChannel = 'chat' | 'web' | 'sms' | 'voice';
@@ -82,15 +83,7 @@ export interface WidgetSessionStarted {
   /** @format date-time */
   expiresAt: string;
   /** The widget settings of the published version. */
-  widget: {
-    enabled: boolean;
-    title: string;
-    greeting: string | null;
-    primaryColor: string;
-    textColor: string;
-    position: 'bottom-right' | 'bottom-left';
-    launcherText: string;
-  };
+  widget: WidgetSettings;
 }
 
 /** Response data of `GET /chat/sessions/{id}`: the session and every message, verbatim, in order. */

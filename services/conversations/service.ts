@@ -14,7 +14,7 @@ import { getAgent, loadDraftBundle } from '../../db/repositories/agents';
 import { getVersion, versionIdByNumber } from '../../db/repositories/agentVersions';
 import { searchChunks } from '../../db/repositories/knowledge';
 import { recordUsage } from '../billing/usage';
-import { amountFor, PRICES } from '../../domain/billing/prices';
+import { amountFor, feeOf, PRICES } from '../../domain/billing/prices';
 import {
   createConversation,
   endConversation,
@@ -42,9 +42,9 @@ export const HISTORY_MESSAGES = 30;
 /** Usage entries a conversation writes (README "Billing": prices; domain/billing/prices.ts, US cents). */
 export const CONVERSATION_FEES = {
   /** One agent reply. */
-  message: { kind: PRICES.conversationMessage.kind, amountCents: PRICES.conversationMessage.unitPriceCents },
+  message: feeOf(PRICES.conversationMessage),
   /** LLM tokens of a turn (quantity = tokens); included in the message price on the sandbox plan. */
-  tokens: { kind: PRICES.llmTokens.kind, amountCents: PRICES.llmTokens.unitPriceCents },
+  tokens: feeOf(PRICES.llmTokens),
 } as const;
 
 /** What the service needs. */
