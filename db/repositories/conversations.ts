@@ -216,6 +216,8 @@ export interface StoredTurn {
   playbook: PlaybookState | null;
   /** Ends the conversation with this reason. */
   end: string | null;
+  /** Counters added to the conversation for analytics (migration 20261123000500_conversation_stats). */
+  stats: { toolCalls: number; toolCallsOk: number; guardrailTriggers: number; knowledgeLookups: number; knowledgeHits: number; costCents: number };
 }
 
 /**
@@ -249,7 +251,9 @@ export async function saveTurn(
       `WITH u AS (
          UPDATE conversations
             SET turn_count = turn_count + 1, message_count = message_count + ?, prompt_tokens = prompt_tokens + ?,
-                completion_tokens = completion_tokens + ?, variables = ?::jsonb, playbook_state = ?::jsonb, last_activity_at = now()
+                completion_tokens = completion_tokens + ?, variables = ?::jsonb, playbook_state = ?::jsonb, last_activity_at = now(),
+                tool_calls = tool_calls + ?, tool_calls_ok = tool_calls_ok + ?, guardrail_triggers = guardrail_triggers + ?,
+                knowledge_lookups = knowledge_lookups + ?, knowledge_hits = knowledge_hits + ?, cost_cents = cost_cents + ?
                 ${turn.end ? ", status = 'ended', end_reason = ?, ended_at = now()" : ''}
           WHERE org_id = ? AND id = ? AND turn_count = ? AND status = 'active'
          RETURNING *
@@ -274,6 +278,12 @@ export async function saveTurn(
         turn.completionTokens,
         JSON.stringify(turn.variables),
         turn.playbook ? JSON.stringify(turn.playbook) : null,
+        turn.stats.toolCalls,
+        turn.stats.toolCallsOk,
+        turn.stats.guardrailTriggers,
+        turn.stats.knowledgeLookups,
+        turn.stats.knowledgeHits,
+        turn.stats.costCents,
         ...(turn.end ? [turn.end] : []),
         orgId,
         conversationId,

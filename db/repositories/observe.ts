@@ -186,61 +186,35 @@ function toFigures(r: FigureRow | undefined): AnalyticsFigures {
 }
 
 /**
- * Analytics over `[from, to)` in SQL (README "Observe"): runtime conversations and calls (simulations left
- * out), their turn receipts and their usage entries, bucketed by day — or by hour for ranges up to 48 hours —
- * in `timeZone`.
+ * Analytics over `[from, to)` in SQL (README "Observe"): one pass over the organization's conversations in
+ * the range (simulations left out) — runtime conversations and calls — reading the counters each stored
+ * turn adds to its conversation (tool calls, guardrail decisions, knowledge lookups, charged cents;
+ * migration 20261123000500_conversation_stats), bucketed by day — or by hour for ranges up to 48 hours —
+ * in `timeZone`, with the totals as the ROLLUP row.
  * @param agentId one agent, or every agent of the organization
  */
 export async function analytics(db: Db, orgId: string, q: { agentId?: string; from: string; to: string; timeZone: string }): Promise<Analytics> {
   const bucket: 'day' | 'hour' = Date.parse(q.to) - Date.parse(q.from) <= 48 * 3600_000 ? 'hour' : 'day';
-  const agentFilter = q.agentId ? 'AND c.agent_id = ?' : '';
-  const agentBind = q.agentId ? [q.agentId] : [];
   const res = await db.raw(
-    `WITH c AS MATERIALIZED (
-       SELECT c.id, date_trunc(?, c.started_at AT TIME ZONE ?) AS b, c.status, c.end_reason, c.message_count,
-              c.prompt_tokens + c.completion_tokens AS tokens,
-              CASE WHEN c.ended_at IS NOT NULL THEN coalesce(c.duration_seconds, EXTRACT(EPOCH FROM (c.ended_at - c.started_at))) END AS dur
-         FROM conversations c
-        WHERE c.org_id = ? AND c.started_at >= ? AND c.started_at < ? AND c.simulation = false ${agentFilter}
-     ),
-     conv AS (
-       SELECT b, count(*) AS conversations, sum(message_count) AS messages, avg(dur) AS avg_duration,
-              percentile_cont(0.95) WITHIN GROUP (ORDER BY dur) AS p95_duration,
-              count(*) FILTER (WHERE status = 'ended') AS ended,
-              count(*) FILTER (WHERE status = 'ended' AND coalesce(end_reason, '') NOT IN ('transferred', 'escalated')) AS contained,
-              sum(tokens) AS tokens
-         FROM c GROUP BY ROLLUP (b)
-     ),
-     turns AS (
-       SELECT c.b,
-              sum(jsonb_array_length(t.receipt->'toolCalls')) AS tool_calls,
-              sum((SELECT count(*) FROM jsonb_array_elements(t.receipt->'toolCalls') x WHERE NOT (x \\? 'error'))) AS tool_ok,
-              sum(jsonb_array_length(t.receipt->'guardrails')) AS guardrails,
-              sum(jsonb_array_length(t.receipt->'knowledge')) AS lookups,
-              sum((SELECT count(*) FROM jsonb_array_elements(t.receipt->'knowledge') k WHERE jsonb_array_length(k->'results') > 0)) AS hits
-         FROM conversation_turns t JOIN c ON c.id = t.conversation_id
-        WHERE t.org_id = ?
-        GROUP BY ROLLUP (c.b)
-     ),
-     cost AS (
-       SELECT date_trunc(?, u.created_at AT TIME ZONE ?) AS b, sum(u.amount_cents) AS cost_cents
-         FROM usage_entries u
-        WHERE u.org_id = ? AND u.created_at >= ? AND u.created_at < ? AND u.kind IN ('conversation_message', 'llm_tokens')
-              ${q.agentId ? `AND u.details->>'agentId' = ?` : ''}
-        GROUP BY ROLLUP (1)
-     )
-     SELECT conv.b, to_char(conv.b, ?) AS start, conv.conversations, conv.messages, conv.avg_duration, conv.p95_duration, conv.ended, conv.contained, conv.tokens,
-            turns.tool_calls, turns.tool_ok, turns.guardrails, turns.lookups, turns.hits, cost.cost_cents
-       FROM conv
-       LEFT JOIN turns ON turns.b IS NOT DISTINCT FROM conv.b
-       LEFT JOIN cost ON cost.b IS NOT DISTINCT FROM conv.b
-      ORDER BY conv.b NULLS FIRST`,
-    [bucket, q.timeZone, orgId, q.from, q.to, ...agentBind, orgId, bucket, q.timeZone, orgId, q.from, q.to, ...agentBind, bucket === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM-DD"T"HH24:00'],
+    `SELECT to_char(b, ?) AS start, b IS NULL AS total,
+            count(*) AS conversations, sum(message_count) AS messages, avg(dur) AS avg_duration,
+            percentile_cont(0.95) WITHIN GROUP (ORDER BY dur) AS p95_duration,
+            count(*) FILTER (WHERE status = 'ended') AS ended,
+            count(*) FILTER (WHERE status = 'ended' AND coalesce(end_reason, '') NOT IN ('transferred', 'escalated')) AS contained,
+            sum(tokens) AS tokens, sum(tool_calls) AS tool_calls, sum(tool_calls_ok) AS tool_ok, sum(guardrail_triggers) AS guardrails,
+            sum(knowledge_lookups) AS lookups, sum(knowledge_hits) AS hits, sum(cost_cents) AS cost_cents
+       FROM (SELECT date_trunc(?, c.started_at AT TIME ZONE ?) AS b, c.status, c.end_reason, c.message_count,
+                    c.prompt_tokens + c.completion_tokens AS tokens, c.tool_calls, c.tool_calls_ok, c.guardrail_triggers,
+                    c.knowledge_lookups, c.knowledge_hits, c.cost_cents,
+                    CASE WHEN c.ended_at IS NOT NULL THEN coalesce(c.duration_seconds, EXTRACT(EPOCH FROM (c.ended_at - c.started_at))) END AS dur
+               FROM conversations c
+              WHERE c.org_id = ? AND c.started_at >= ? AND c.started_at < ? AND c.simulation = false ${q.agentId ? 'AND c.agent_id = ?' : ''}) x
+      GROUP BY ROLLUP (b)
+      ORDER BY b NULLS FIRST`,
+    [bucket === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM-DD"T"HH24:00', bucket, q.timeZone, orgId, q.from, q.to, ...(q.agentId ? [q.agentId] : [])],
   );
   const rows: FigureRow[] = res.rows;
-  const total = rows.find((r) => r.b === null);
-  const series = rows
-    .filter((r) => r.b !== null)
-    .map((r) => ({ start: String(r.start), ...toFigures(r) }));
+  const total = rows.find((r) => r.total === true);
+  const series = rows.filter((r) => r.total !== true).map((r) => ({ start: String(r.start), ...toFigures(r) }));
   return { agentId: q.agentId ?? null, from: q.from, to: q.to, timeZone: q.timeZone, bucket, totals: toFigures(total), series };
 }

@@ -287,6 +287,14 @@ export async function sendMessage(
       variables: result.variables,
       playbook: result.playbook,
       end: result.end,
+      stats: {
+        toolCalls: result.receipt.toolCalls.length,
+        toolCallsOk: result.receipt.toolCalls.filter((t) => !t.error).length,
+        guardrailTriggers: result.receipt.guardrails.length,
+        knowledgeLookups: result.receipt.knowledge.length,
+        knowledgeHits: result.receipt.knowledge.filter((k) => k.results.length > 0).length,
+        costCents: turnCharges(c, result).reduce((sum, e) => sum + e.amountCents, 0),
+      },
     },
     async (trx, change) => {
       await chargeTurn(trx, change.conversation, result);
@@ -302,8 +310,8 @@ export async function sendMessage(
   return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result };
 }
 
-/** Usage entries of a stored turn, charged to the wallet: one message, and its tokens (deduplicated per conversation and turn). */
-async function chargeTurn(trx: Knex.Transaction, c: ConversationRecord, result: TurnResult): Promise<void> {
+/** Usage entries of a turn: one agent reply, and its tokens (deduplicated per conversation and turn). */
+function turnCharges(c: ConversationRecord, result: TurnResult): Parameters<typeof recordUsage>[2][] {
   const turn = result.receipt.turn;
   const entries: Parameters<typeof recordUsage>[2][] = [];
   if (result.reply) {
@@ -318,7 +326,12 @@ async function chargeTurn(trx: Knex.Transaction, c: ConversationRecord, result: 
       details: { conversationId: c.id, agentId: c.agentId, promptTokens: result.usage.promptTokens, completionTokens: result.usage.completionTokens, model: result.model },
     });
   }
-  for (const e of entries) await recordUsage(trx, c.orgId, e);
+  return entries;
+}
+
+/** Records a stored turn's usage entries, each charged to the wallet, in the turn's transaction. */
+async function chargeTurn(trx: Knex.Transaction, c: ConversationRecord, result: TurnResult): Promise<void> {
+  for (const e of turnCharges(c, result)) await recordUsage(trx, c.orgId, e);
 }
 
 /**
