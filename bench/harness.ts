@@ -85,3 +85,22 @@ export function cpuSnapshot(pids: Record<string, number>): Record<string, number
   }
   return out;
 }
+
+/** `pid` and every process descended from it (children, grandchildren …), from /proc; `[pid]` elsewhere. */
+export function processTree(pid: number): number[] {
+  if (!fs.existsSync('/proc/self/stat')) return [pid];
+  const parent = new Map<number, number>();
+  for (const p of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+      // ppid is field 4 of proc(5) stat, the second after the command name.
+      parent.set(Number(p), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) for (const [child, ppid] of parent) if (ppid === out[i]) out.push(child);
+  return out;
+}
