@@ -66,15 +66,27 @@ export function createApp(deps: {
   const providers: AppProviders = { llm: deps.providers?.llm ?? createLlm(), skillHttp: deps.providers?.skillHttp ?? createSkillHttpClient() };
   const handlerDeps: AppDeps = { db, config, logger, caches, temporal: deps.temporal, providers };
 
+  // One router per first path segment (`/sms…`, `/agents…`), picked by a Map lookup: @koa/router tries
+  // every route's pattern in turn, so one router for the ~100 operations cost more CPU per request than
+  // the rest of a GET (README "Benchmarks"). `router` keeps every route, for paths no segment names.
   const router = new Router<AppState>({ prefix: BASE_PATH });
-  router.get('/openapi.json', (ctx) => {
-    ctx.body = openApiDocument(`${config.publicBaseUrl}${BASE_PATH}`);
-  });
+  const bySegment = new Map<string, Router<AppState>>();
+  const routersOf = (path: string): Router<AppState>[] => {
+    const segment = path.split('/')[1].toLowerCase();
+    let sub = bySegment.get(segment);
+    if (!sub) bySegment.set(segment, (sub = new Router<AppState>({ prefix: BASE_PATH })));
+    return [router, sub];
+  };
+  for (const r of routersOf('/openapi.json')) {
+    r.get('/openapi.json', (ctx) => {
+      ctx.body = openApiDocument(`${config.publicBaseUrl}${BASE_PATH}`);
+    });
+  }
   const body = jsonBody(config.bodyLimitBytes);
   const rawAndJsonBody = jsonBody(config.bodyLimitBytes, { keepRaw: true });
   for (const route of ROUTES) {
     const handler = HANDLERS[route.operationId];
-    router.register(toKoaPath(route.path), [route.method], [
+    const stack = [
       async (ctx: AppContext, next: () => Promise<unknown>) => {
         ctx.state.route = route;
         return next();
@@ -103,7 +115,8 @@ export function createApp(deps: {
           ctx.body = { success: true, ...(out.message ? { message: out.message } : {}), data: out.data ?? null };
         }
       },
-    ] as never);
+    ];
+    for (const r of routersOf(route.path)) r.register(toKoaPath(route.path), [route.method], [...stack] as never);
   }
 
   app.use(requestId(logger));
@@ -127,8 +140,23 @@ export function createApp(deps: {
       throw new ApiError(404, 'route_not_found', `No route ${ctx.method} ${ctx.path}`);
     }
   });
-  app.use(router.routes());
-  app.use(router.allowedMethods());
+  const dispatch = (r: Router<AppState>) => {
+    const routes = r.routes();
+    const allowed = r.allowedMethods();
+    return (ctx: AppContext, next: () => Promise<unknown>) => routes(ctx as never, () => allowed(ctx as never, next)) as Promise<unknown>;
+  };
+  const everyRoute = dispatch(router);
+  const segmentRoutes = new Map([...bySegment].map(([segment, r]) => [segment, dispatch(r)]));
+  app.use((ctx: AppContext, next) => {
+    // Router prefixes match case-insensitively (path-to-regexp's default), so the lookup does too.
+    const path = ctx.path;
+    const end = path.indexOf('/', BASE_PATH.length + 1);
+    const lookup =
+      path.length > BASE_PATH.length + 1 && path[BASE_PATH.length] === '/' && path.slice(0, BASE_PATH.length).toLowerCase() === BASE_PATH
+        ? segmentRoutes.get(path.slice(BASE_PATH.length + 1, end < 0 ? undefined : end).toLowerCase())
+        : undefined;
+    return (lookup ?? everyRoute)(ctx, next);
+  });
 
   const ready = feed.start(databaseUrl).catch((err) => logger.warn({ err }, 'change feed unavailable; read caches stay off'));
   return {

@@ -9,10 +9,12 @@
  * p99 < 25 ms; throughput × ≥ 1.7 per doubling of processes up to 8 on a machine with the cores for it.
  *
  * BENCH_SECONDS: each run's duration (default 10). BENCH_PROCESSES: the process counts (default 1,2,4,8).
- * BENCH_LOADGENS: load generator processes (default ⌈cores / 4⌉). BENCH_PROFILE=1: one API process started
- * with `node --cpu-prof` per case (GET, PUT), then the top self-time functions and packages of each.
+ * BENCH_LOADGENS: load generator processes (default ⌈cores / 4⌉). BENCH_PROFILE=1: one API process, the V8
+ * CPU profiler on during each measured run (bench/servers.ts), then the top self-time functions and
+ * packages of each case. It profiles the compiled JavaScript under BENCH_DIST (default: `npm run build`'s
+ * dist/, built first when missing) so each frame names its line.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,17 +39,38 @@ const PUT_BODY = JSON.stringify({ displayName: 'Bench Brand', city: 'Austin', us
 interface Server {
   child: ChildProcess;
   port: number;
+  /** With a profile directory: starts the profiler, or stops it and resolves once the profile is written. */
+  toggleProfile(): Promise<void>;
   stop(): Promise<void>;
 }
 
 function startServer(args: string[], profileDir?: string): Promise<Server> {
-  const flags = ['--import', 'tsx', ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [])];
+  const dist = process.env.BENCH_DIST ?? path.join(__dirname, '..', 'dist');
+  const entry = profileDir ? [path.join(dist, 'bench', 'servers.js')] : ['--import', 'tsx', path.join(__dirname, 'servers.ts')];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...flags, path.join(__dirname, 'servers.ts'), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const env = { ...process.env, ...(profileDir ? { BENCH_PROFILE_DIR: profileDir } : {}) };
+    const child = spawn(process.execPath, [...entry, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env });
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    let profiled: () => void = () => undefined;
+    let profiling = false;
     child.stdout!.on('data', (buf: Buffer) => {
-      const m = /PORT (\d+)/.exec(buf.toString());
-      if (m) resolve({ child, port: Number(m[1]), stop: async () => (child.kill('SIGTERM'), await exited) });
+      const text = buf.toString();
+      if (text.includes('PROFILED')) profiled();
+      const m = /PORT (\d+)/.exec(text);
+      if (m) {
+        resolve({
+          child,
+          port: Number(m[1]),
+          toggleProfile: async () => {
+            if (!profileDir) return;
+            profiling = !profiling;
+            const done = profiling ? Promise.resolve() : new Promise<void>((r) => (profiled = r));
+            child.kill('SIGUSR2');
+            await done;
+          },
+          stop: async () => (child.kill('SIGTERM'), await exited),
+        });
+      }
     });
     child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
   });
@@ -89,7 +112,7 @@ function startLoadGen(job: LoadJob): Promise<{ child: ChildProcess; go(): Promis
 }
 
 /** One measured run: LOADGENS generators share the connections and the keys. */
-async function load(name: string, processes: number, server: Server, job: Omit<LoadJob, 'connections' | 'keys'>, keys: string[]): Promise<Figures> {
+async function load(name: string, processes: number, server: Pick<Server, 'child' | 'toggleProfile'>, job: Omit<LoadJob, 'connections' | 'keys'>, keys: string[]): Promise<Figures> {
   const gens = await Promise.all(
     Array.from({ length: LOADGENS }, (_, g) => {
       const connections = Math.floor(CONNECTIONS / LOADGENS) + (g < CONNECTIONS % LOADGENS ? 1 : 0);
@@ -99,11 +122,13 @@ async function load(name: string, processes: number, server: Server, job: Omit<L
   );
   const tree = processTree(server.child.pid!);
   const apiCpu = () => tree.reduce((sum, pid) => sum + (processCpu(pid)?.ms ?? 0), 0);
+  await server.toggleProfile();
   const apiBefore = apiCpu();
   const before = cpuSnapshot({});
   const results = await Promise.all(gens.map((g) => g.go()));
   const apiAfter = apiCpu();
   const after = cpuSnapshot({});
+  await server.toggleProfile();
   const requests = results.reduce((s, r) => s + r.requests, 0);
   const per = (ms: number) => Math.max(0, (ms * 1000) / Math.max(1, requests));
   const cpu = 'postgres' in after ? { api: per(apiAfter - apiBefore), postgres: per(after.postgres - before.postgres), loadGen: per(results.reduce((s, r) => s + r.cpuMs, 0)) } : undefined;
@@ -135,7 +160,7 @@ function printProfile(label: string, dir: string): void {
       const { functionName, url, lineNumber } = n.callFrame;
       if (functionName === '(idle)' || functionName === '(program)') return;
       total += us;
-      const file = url.replace(/^file:\/\//, '');
+      const file = url.replace(/^file:\/\//, '').replace(path.resolve(process.env.BENCH_DIST ?? path.join(__dirname, '..', 'dist')), path.join(__dirname, '..'));
       const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ?? (file.startsWith('node:') || !file ? file || functionName : path.relative(path.join(__dirname, '..'), file).split('/')[0]);
       const where = /node_modules\/(.*)/.exec(file)?.[1] ?? path.relative(path.join(__dirname, '..'), file);
       const key = `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`;
@@ -152,6 +177,10 @@ function printProfile(label: string, dir: string): void {
 
 /** Runs the HTTP section and prints its table. */
 export async function runHttpBench(): Promise<void> {
+  if (PROFILE && !process.env.BENCH_DIST && !fs.existsSync(path.join(__dirname, '..', 'dist', 'bench', 'servers.js'))) {
+    console.log('building dist/ for the profile (npm run build)…');
+    execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(__dirname, '..', 'tsconfig.json')], { stdio: 'inherit' });
+  }
   const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`), ephemeral: true, durable: false });
   const servers: Server[] = [];
   try {
@@ -196,7 +225,7 @@ export async function runHttpBench(): Promise<void> {
           registered = true;
         }
         // Warm-up so JIT, pools and caches are hot in every process before measuring.
-        for (const c of group) await load('warm-up', processes, api, { url: `${base}/sms`, seconds: 2, ...c.job }, keys);
+        for (const c of group) await load('warm-up', processes, { child: api.child, toggleProfile: async () => undefined }, { url: `${base}/sms`, seconds: 2, ...c.job }, keys);
         for (const c of group) results.push(await load(c.name, processes, api, { url: `${base}/sms`, seconds: SECONDS, ...c.job }, keys));
         await api.stop();
         if (profileDir) printProfile(`${group[0].name} (1 process)`, profileDir);

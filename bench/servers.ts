@@ -2,9 +2,15 @@
  * Servers measured by bench/http.ts, each in its own process tree so the load generators do not share
  * their event loops: `bare` (a bare Koa route) and `api <databaseUrl> [processes]` (the real API; with
  * processes > 1, that many children on one port through node:cluster, as `npm run start:api` runs them
- * with API_PROCESSES — README "Scaling out"). Prints `PORT <n>` once every process listens.
+ * with API_PROCESSES — README "Scaling out"). Prints `PORT <n>` once every process listens. With
+ * BENCH_PROFILE_DIR set, SIGUSR2 starts the V8 CPU profiler (node:inspector, 100 µs sampling) and the next
+ * SIGUSR2 writes `<pid>-<time>.cpuprofile` there and prints `PROFILED`, so a profile holds the measured
+ * load only (not start-up or warm-up).
  */
+import fs from 'node:fs';
 import http from 'node:http';
+import inspector from 'node:inspector';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { loadConfig } from '../config';
@@ -21,7 +27,26 @@ async function startOne(databaseUrl: string, port: number): Promise<number> {
   return Number(new URL(api.baseUrl).port);
 }
 
+function profileOnSignal(dir: string): void {
+  const session = new inspector.Session();
+  session.connect();
+  let running = false;
+  process.on('SIGUSR2', () => {
+    if (!running) {
+      running = true;
+      session.post('Profiler.enable', () => session.post('Profiler.setSamplingInterval', { interval: 100 }, () => session.post('Profiler.start')));
+      return;
+    }
+    running = false;
+    session.post('Profiler.stop', (err, res) => {
+      if (!err) fs.writeFileSync(path.join(dir, `${process.pid}-${Date.now()}.cpuprofile`), JSON.stringify(res.profile));
+      console.log('PROFILED');
+    });
+  });
+}
+
 async function main(): Promise<void> {
+  if (process.env.BENCH_PROFILE_DIR) profileOnSignal(process.env.BENCH_PROFILE_DIR);
   const [kind, databaseUrl, processes = '1'] = process.argv.slice(2);
   // Exit normally on a signal so `node --cpu-prof` can write its profile.
   process.once('SIGINT', () => process.exit(0));
