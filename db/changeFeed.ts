@@ -113,6 +113,12 @@ export class ReadCache<V> {
     this.entries.set(key, { value, expiresAt: Date.now() + this.ttlSeconds * 1000 });
   }
 
+  /** The cached value when one is held and fresh, without waiting (hot paths stay synchronous); else undefined. */
+  peek(key: string): V | undefined {
+    const hit = this.entries.get(key);
+    return hit && hit.expiresAt > Date.now() ? hit.value : undefined;
+  }
+
   /** The cached value, or `load()`'s result (cached when defined). */
   async get(key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
     const hit = this.entries.get(key);

@@ -8,6 +8,7 @@
 import { hashKey } from '../../db/repositories/apiKeys';
 import { ApiError } from '../../domain/errors';
 import type { KeyCache } from '../keyCache';
+import type { ApiKeyInfo } from '../../db/repositories/apiKeys';
 import type { AppContext } from '../context';
 import type { RouteDef } from '../routes/table';
 
@@ -23,32 +24,60 @@ function challenge(error?: string, description?: string): Record<string, string>
   return { 'WWW-Authenticate': v };
 }
 
-/** Resolves the credential of `route.auth` kind and puts it on `ctx.state.auth`; then checks reserved and scopes. */
-export function authenticate(route: RouteDef, keys: KeyCache) {
+/**
+ * A step of a route's pipeline that needs no `next` (api/app.ts runs them in order): returns nothing when
+ * it finished synchronously, a promise when it had to wait; throws ApiError to refuse the request.
+ */
+export type Guard = (ctx: AppContext) => void | Promise<void>;
+
+/** Scope sets of resolved keys: one `Set` per cached key object instead of one per request. */
+const scopeSets = new WeakMap<ApiKeyInfo, Set<string>>();
+
+/**
+ * Resolves the credential of `route.auth` kind and puts it on `ctx.state.auth` (spec "Authentication").
+ * Synchronous when the key is in the in-process cache (api/keyCache.ts).
+ * @throws ApiError 401 unauthorized (no Authorization header) or invalid_token (malformed, unknown, revoked, wrong kind)
+ */
+export function authenticateGuard(route: RouteDef, keys: KeyCache): Guard {
   const kind = route.auth ?? 'secret';
-  return async (ctx: AppContext, next: () => Promise<unknown>) => {
-    if (kind === 'none') return next();
+  const accept = (ctx: AppContext, info: ApiKeyInfo | undefined): void => {
+    if (!info || (kind === 'secret' ? info.kind === 'publishable' : info.kind !== 'publishable')) {
+      throw new ApiError(401, 'invalid_token', 'The key is missing, malformed, unknown or revoked', {
+        headers: challenge('invalid_token'),
+      });
+    }
+    let scopes = scopeSets.get(info);
+    if (!scopes) scopeSets.set(info, (scopes = new Set(info.scopes)));
+    ctx.state.auth = {
+      orgId: info.orgId,
+      keyId: info.id,
+      kind: info.kind,
+      scopes,
+      rateLimitPoints: info.rateLimitPoints,
+      rateLimitWindowSeconds: info.rateLimitWindowSeconds,
+    };
+  };
+  return (ctx) => {
+    if (kind === 'none') return;
     const header = ctx.get('authorization');
     if (!header) {
       throw new ApiError(401, 'unauthorized', 'Send a key as "Authorization: Bearer <key>"', { headers: challenge() });
     }
     const m = /^Bearer +(\S+)\s*$/i.exec(header);
     const token = m?.[1];
-    const shapeOk = !!token && KEY_SHAPE[kind].test(token);
-    const info = shapeOk ? await keys.resolve(hashKey(token!)) : undefined;
-    if (!info || (kind === 'secret' ? info.kind === 'publishable' : info.kind !== 'publishable')) {
-      throw new ApiError(401, 'invalid_token', 'The key is missing, malformed, unknown or revoked', {
-        headers: challenge('invalid_token'),
-      });
-    }
-    ctx.state.auth = {
-      orgId: info.orgId,
-      keyId: info.id,
-      kind: info.kind,
-      scopes: new Set(info.scopes),
-      rateLimitPoints: info.rateLimitPoints,
-      rateLimitWindowSeconds: info.rateLimitWindowSeconds,
-    };
+    if (!token || !KEY_SHAPE[kind].test(token)) return accept(ctx, undefined);
+    const hash = hashKey(token);
+    const hit = keys.peek(hash);
+    if (hit) return accept(ctx, hit);
+    return keys.resolve(hash).then((info) => accept(ctx, info));
+  };
+}
+
+/** {@link authenticateGuard} as Koa middleware. */
+export function authenticate(route: RouteDef, keys: KeyCache) {
+  const guard = authenticateGuard(route, keys);
+  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+    await guard(ctx);
     return next();
   };
 }
@@ -65,9 +94,12 @@ export function requireScope(ctx: AppContext, ...anyOf: string[]): void {
   });
 }
 
-/** Reserved endpoints and scope checks; runs after rate limiting so refused calls still count. */
-export function authorize(route: RouteDef) {
-  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+/**
+ * Reserved endpoints and scope checks (spec "Scope rules"); runs after rate limiting so refused calls still count.
+ * @throws ApiError 403 reserved_endpoint or insufficient_scope
+ */
+export function authorizeGuard(route: RouteDef): Guard {
+  return (ctx: AppContext) => {
     if (route.reserved) {
       throw new ApiError(403, 'reserved_endpoint', `${route.operationId} is reserved and not available to API callers`);
     }
@@ -87,6 +119,14 @@ export function authorize(route: RouteDef) {
         });
       }
     }
+  };
+}
+
+/** {@link authorizeGuard} as Koa middleware. */
+export function authorize(route: RouteDef) {
+  const guard = authorizeGuard(route);
+  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+    guard(ctx);
     return next();
   };
 }

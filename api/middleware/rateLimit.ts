@@ -8,6 +8,7 @@ import pg from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../../domain/errors';
 import type { AppContext } from '../context';
+import type { Guard } from './auth';
 
 /** Points this process reserves per Postgres round trip: 1 (exact) below 1,000 per window, else 1 % of the limit, at most 100. */
 export function leaseSize(points: number): number {
@@ -61,6 +62,17 @@ export class RateLimits {
     return l;
   }
 
+  /** One point from the open local lease of `id`, without waiting; undefined when none is open or a refill is in flight. */
+  private takeLocal(id: string): Take | undefined {
+    const now = Date.now();
+    const lease = this.leases.get(id);
+    if (lease && lease.available > 0 && lease.resetAt > now && !this.pending.has(id)) {
+      lease.available -= 1;
+      return { ok: true, remaining: lease.remainingAfter + lease.available, msBeforeNext: lease.resetAt - now };
+    }
+    return undefined;
+  }
+
   /** Takes one point of `keyId`'s budget, from a local lease when one is open. */
   async take(keyId: string, points: number, windowSeconds: number): Promise<Take> {
     const id = `${keyId}/${points}/${windowSeconds}`;
@@ -101,15 +113,13 @@ export class RateLimits {
     return { ok: true, remaining: res.remainingPoints + granted - 1, msBeforeNext };
   }
 
-  /** Middleware consuming one point per authenticated request. */
-  middleware() {
-    return async (ctx: AppContext, next: () => Promise<unknown>) => {
-      const auth = ctx.state.auth;
-      if (!auth) return next();
-      const points = auth.rateLimitPoints ?? this.defaults.points;
-      const windowSeconds = auth.rateLimitWindowSeconds ?? this.defaults.windowSeconds;
-      ctx.set('RateLimit-Policy', `"default";q=${points};w=${windowSeconds}`);
-      const res = await this.take(auth.keyId, points, windowSeconds);
+  /**
+   * Guard (api/middleware/auth.ts `Guard`) consuming one point per authenticated request and setting the
+   * RateLimit-Policy and RateLimit headers; synchronous while a local lease lasts.
+   * @throws ApiError 429 rate_limited with Retry-After
+   */
+  guard(): Guard {
+    const apply = (ctx: AppContext, points: number, windowSeconds: number, res: Take): void => {
       const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
       if (!res.ok) {
         ctx.set('RateLimit', `"default";r=0;t=${reset}`);
@@ -118,6 +128,24 @@ export class RateLimits {
         });
       }
       ctx.set('RateLimit', `"default";r=${res.remaining};t=${Math.max(0, Math.ceil(res.msBeforeNext / 1000))}`);
+    };
+    return (ctx: AppContext) => {
+      const auth = ctx.state.auth;
+      if (!auth) return;
+      const points = auth.rateLimitPoints ?? this.defaults.points;
+      const windowSeconds = auth.rateLimitWindowSeconds ?? this.defaults.windowSeconds;
+      ctx.set('RateLimit-Policy', `"default";q=${points};w=${windowSeconds}`);
+      const local = this.takeLocal(`${auth.keyId}/${points}/${windowSeconds}`);
+      if (local) return apply(ctx, points, windowSeconds, local);
+      return this.take(auth.keyId, points, windowSeconds).then((res) => apply(ctx, points, windowSeconds, res));
+    };
+  }
+
+  /** {@link guard} as Koa middleware. */
+  middleware() {
+    const guard = this.guard();
+    return async (ctx: AppContext, next: () => Promise<unknown>) => {
+      await guard(ctx);
       return next();
     };
   }
