@@ -11,13 +11,16 @@
  * BENCH_SECONDS: each run's duration (default 10). BENCH_PROCESSES: the process counts (default 1,2,4,8).
  * BENCH_LOADGENS: load generator processes (default ⌈cores / 4⌉). BENCH_PROFILE=1: one API process, the V8
  * CPU profiler on during each measured run (bench/servers.ts), then the top self-time functions and
- * packages of each case. It profiles the compiled JavaScript under BENCH_DIST (default: `npm run build`'s
+ * packages of each case. BENCH_DIAGNOSE=notify: each PUT run again with the change feed's trigger on
+ * `sms_registrations` disabled (no NOTIFY per write; a diagnostic only, other processes' caches go stale),
+ * which tells what the change feed's fan-out to every API process costs. It profiles the compiled JavaScript under BENCH_DIST (default: `npm run build`'s
  * dist/, built first when missing) so each frame names its line.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { createDb, ensureDatabase, migrate } from '../db';
 import { startEmbeddedPostgres } from '../db/embedded';
 import { createOrganization } from '../db/repositories/organizations';
@@ -34,6 +37,7 @@ const CORES = coreCount();
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const STEPS = (process.env.BENCH_PROCESSES ?? (PROFILE ? '1' : '1,2,4,8')).split(',').map(Number);
 const LOADGENS = Number(process.env.BENCH_LOADGENS ?? Math.max(1, Math.ceil(CORES / 4)));
+const DIAGNOSE_NOTIFY = (process.env.BENCH_DIAGNOSE ?? '').split(',').includes('notify');
 const PUT_BODY = JSON.stringify({ displayName: 'Bench Brand', city: 'Austin', useCase: 'MIXED', quietHoursRepliesExempt: true });
 
 interface Server {
@@ -85,6 +89,8 @@ interface Cpu {
 
 interface Figures {
   name: string;
+  /** Postgres transactions committed per request (pg_stat_database.xact_commit): shows how much the group commit batches. */
+  commits?: number;
   processes: number;
   rps: number;
   p50: number;
@@ -112,7 +118,16 @@ function startLoadGen(job: LoadJob): Promise<{ child: ChildProcess; go(): Promis
 }
 
 /** One measured run: LOADGENS generators share the connections and the keys. */
-async function load(name: string, processes: number, server: Pick<Server, 'child' | 'toggleProfile'>, job: Omit<LoadJob, 'connections' | 'keys'>, keys: string[]): Promise<Figures> {
+async function load(
+  name: string,
+  processes: number,
+  server: Pick<Server, 'child' | 'toggleProfile'>,
+  job: Omit<LoadJob, 'connections' | 'keys'>,
+  keys: string[],
+  stats?: pg.Client,
+): Promise<Figures> {
+  // pg_stat_database is updated when a backend reports (at most every second or so): wait it out.
+  const commits = async () => (stats ? (await new Promise((r) => setTimeout(r, 1200)), Number((await stats.query('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()')).rows[0].xact_commit)) : 0);
   const gens = await Promise.all(
     Array.from({ length: LOADGENS }, (_, g) => {
       const connections = Math.floor(CONNECTIONS / LOADGENS) + (g < CONNECTIONS % LOADGENS ? 1 : 0);
@@ -122,6 +137,7 @@ async function load(name: string, processes: number, server: Pick<Server, 'child
   );
   const tree = processTree(server.child.pid!);
   const apiCpu = () => tree.reduce((sum, pid) => sum + (processCpu(pid)?.ms ?? 0), 0);
+  const commitsBefore = await commits();
   await server.toggleProfile();
   const apiBefore = apiCpu();
   const before = cpuSnapshot({});
@@ -130,11 +146,14 @@ async function load(name: string, processes: number, server: Pick<Server, 'child
   const after = cpuSnapshot({});
   await server.toggleProfile();
   const requests = results.reduce((s, r) => s + r.requests, 0);
+  // The stats query itself commits once (the wait's own commit is excluded by subtracting 1).
+  const committed = stats ? (await commits()) - commitsBefore - 1 : undefined;
   const per = (ms: number) => Math.max(0, (ms * 1000) / Math.max(1, requests));
   const cpu = 'postgres' in after ? { api: per(apiAfter - apiBefore), postgres: per(after.postgres - before.postgres), loadGen: per(results.reduce((s, r) => s + r.cpuMs, 0)) } : undefined;
   return {
     name,
     processes,
+    commits: committed === undefined ? undefined : committed / Math.max(1, requests),
     rps: results.reduce((s, r) => s + r.rps, 0),
     p50: Math.max(...results.map((r) => r.p50)),
     p99: Math.max(...results.map((r) => r.p99)),
@@ -181,10 +200,11 @@ export async function runHttpBench(): Promise<void> {
     console.log('building dist/ for the profile (npm run build)…');
     execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(__dirname, '..', 'tsconfig.json')], { stdio: 'inherit' });
   }
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`), ephemeral: true, durable: false });
+  const pgServer = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`), ephemeral: true, durable: false });
   const servers: Server[] = [];
+  const closers: (() => Promise<void>)[] = [];
   try {
-    const url = new URL(pg.url);
+    const url = new URL(pgServer.url);
     url.pathname = '/bench';
     const databaseUrl = url.toString();
     await ensureDatabase(databaseUrl);
@@ -197,6 +217,9 @@ export async function runHttpBench(): Promise<void> {
       keys.push((await createSecretKey(db, org.id, { brand: 'acp', scopes: NON_RESERVED_SCOPES })).key);
     }
     await db.destroy();
+    const stats = new pg.Client({ connectionString: databaseUrl });
+    await stats.connect();
+    closers.push(() => stats.end());
 
     const results: Figures[] = [];
     const bare = await startServer(['bare']);
@@ -226,7 +249,14 @@ export async function runHttpBench(): Promise<void> {
         }
         // Warm-up so JIT, pools and caches are hot in every process before measuring.
         for (const c of group) await load('warm-up', processes, { child: api.child, toggleProfile: async () => undefined }, { url: `${base}/sms`, seconds: 2, ...c.job }, keys);
-        for (const c of group) results.push(await load(c.name, processes, api, { url: `${base}/sms`, seconds: SECONDS, ...c.job }, keys));
+        for (const c of group) {
+          results.push(await load(c.name, processes, api, { url: `${base}/sms`, seconds: SECONDS, ...c.job }, keys, stats));
+          if (DIAGNOSE_NOTIFY && c.job.method === 'PUT') {
+            await stats.query('ALTER TABLE sms_registrations DISABLE TRIGGER sms_registrations_updates');
+            results.push(await load('PUT (no NOTIFY)', processes, api, { url: `${base}/sms`, seconds: SECONDS, ...c.job }, keys, stats));
+            await stats.query('ALTER TABLE sms_registrations ENABLE TRIGGER sms_registrations_updates');
+          }
+        }
         await api.stop();
         if (profileDir) printProfile(`${group[0].name} (1 process)`, profileDir);
       }
@@ -234,7 +264,7 @@ export async function runHttpBench(): Promise<void> {
 
     const bareFig = results[0];
     console.log(`\nHTTP (${CONNECTIONS} connections, ${SECONDS} s each, ${CORES} cores, Node ${process.version}, ${LOADGENS} load generator process${LOADGENS > 1 ? 'es' : ''})`);
-    console.log('case             procs    req/s  ×prev   p50 ms  p99 ms  errors  non-2xx   CPU µs/request: API  postgres  load gen  API/bare');
+    console.log('case             procs    req/s  ×prev   p50 ms  p99 ms  errors  non-2xx  commits/req   CPU µs/request: API  postgres  load gen  API/bare');
     const prev = new Map<string, number>();
     for (const r of results) {
       const factor = prev.has(r.name) ? `×${(r.rps / prev.get(r.name)!).toFixed(2)}` : '';
@@ -243,7 +273,7 @@ export async function runHttpBench(): Promise<void> {
         ? `${r.cpu.api.toFixed(0).padStart(23)} ${r.cpu.postgres.toFixed(0).padStart(9)} ${r.cpu.loadGen.toFixed(0).padStart(9)} ${bareFig.cpu ? (r.cpu.api / bareFig.cpu.api).toFixed(2).padStart(8) + '×' : ''}`
         : '';
       console.log(
-        `${r.name.padEnd(16)} ${String(r.processes).padStart(5)} ${r.rps.toFixed(0).padStart(8)} ${factor.padStart(6)}  ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}  ${String(r.non2xx).padStart(7)}${cpu}`,
+        `${r.name.padEnd(16)} ${String(r.processes).padStart(5)} ${r.rps.toFixed(0).padStart(8)} ${factor.padStart(6)}  ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}  ${String(r.non2xx).padStart(7)}  ${(r.commits ?? 0).toFixed(3).padStart(11)}${cpu}`,
       );
     }
     // N cores give N × 1,000,000 CPU µs per second to every party together: the sum of the parties'
@@ -257,7 +287,8 @@ export async function runHttpBench(): Promise<void> {
     console.log('targets: API CPU per request GET ≤ 2× and PUT ≤ 4× the bare Koa route, p99 < 25 ms; × ≥ 1.7 per doubling of processes up to 8 (needs cores for every party)');
   } finally {
     for (const s of servers) if (s.child.exitCode === null) await s.stop();
-    await pg.stop();
+    for (const close of closers) await close().catch(() => undefined);
+    await pgServer.stop();
   }
 }
 
