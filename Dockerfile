@@ -1,5 +1,6 @@
-# Image of the API and the worker (docker-compose.yml runs it twice with different commands).
-FROM node:20-bookworm-slim
+# Image of the API and the worker (docker-compose.yml runs it twice with different commands), on the
+# current Node LTS line (package.json engines: 20, 22 and 24; the suite runs on 24 in .ci/run).
+FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./

@@ -10,6 +10,10 @@ import { createDb, ensureDatabase, migrate, type Db } from './db';
 import { attachRunningPostgres, startEmbeddedPostgres, type EmbeddedPostgresHandle } from './db/embedded';
 import { EMBEDDED_POSTGRES_PASSWORD, ensureServiceSecrets, storedSecret } from './secrets';
 
+// Several processes of one entry point (README "Scaling out"); re-exported so api/server.ts reaches it
+// through the one root module its layer may import.
+export { announceReady, coreCount, isClusterChild, processCount, processIndex, runProcesses } from './cluster';
+
 /**
  * Resolves the signing and sealing secrets before anything reads them (README "Security"): env
  * variables win, else DATA_DIR/secrets (generated on first start), except with NODE_ENV=production.
@@ -46,7 +50,8 @@ export function runEntryPoint(name: string, main: () => Promise<unknown>): void 
 export function createLogger(level: string): Logger {
   return pino({
     level,
-    base: { service: 'agent-control-plane' },
+    // pid: with several processes (README "Scaling out") a line must say which one wrote it.
+    base: { service: 'agent-control-plane', pid: process.pid },
     redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'key', 'secret', '*.key', '*.secret'], censor: '[redacted]' },
   });
 }

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
 import { createActivities } from './activities';
-import { createLogger, loadServiceSecrets, openDatabase, runEntryPoint } from './runtime';
+import { announceReady, createLogger, isClusterChild, loadServiceSecrets, openDatabase, processCount, processIndex, runEntryPoint, runProcesses } from './runtime';
 import { TASK_QUEUE } from './temporal.config';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
@@ -69,32 +69,54 @@ export async function startWorker(opts: {
   };
 }
 
-if (require.main === module) {
-  runEntryPoint('start:worker', async () => {
-    const config = loadConfig();
-    if (!config.temporalAddress) throw new Error('start:worker needs TEMPORAL_ADDRESS (npm start runs an embedded dev server instead)');
-    loadServiceSecrets(config);
-    const logger = createLogger(config.logLevel);
-    const database = await openDatabase(config, logger);
-    const running = await startWorker({ address: config.temporalAddress, namespace: config.temporalNamespace, db: database.db, config, logger });
-    // The webhook outbox dispatcher runs beside the worker; several workers may run it (rows are locked).
-    const connection = await Connection.connect({ address: config.temporalAddress });
-    const client = new Client({ connection, namespace: config.temporalNamespace });
-    const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
-    // Sandbox carrier callbacks still owed from before a restart are delivered again.
-    await resumeSandboxCallbacks({ db: database.db, config });
-    // The month-closing workflow `billing-month` runs once per cluster; USE_EXISTING makes every worker's start a no-op but the first (README "Billing").
-    await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
-    logger.info({ address: config.temporalAddress, taskQueue: TASK_QUEUE }, 'worker running');
+/**
+ * `npm run start:worker`: `WORKER_PROCESSES` worker processes (default 1; README "Scaling out"), each
+ * polling the task queue and running the webhook outbox dispatcher (rows are locked, so several may).
+ * The primary opens the database once (migrations) and hands its URL to the children; with one process
+ * the primary works itself. Sandbox carrier callbacks owed from before a restart are resumed by one
+ * process only (index 0), so each is delivered once.
+ */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  if (!config.temporalAddress) throw new Error('start:worker needs TEMPORAL_ADDRESS (npm start runs an embedded dev server instead)');
+  loadServiceSecrets(config);
+  const logger = createLogger(config.logLevel);
+  const processes = isClusterChild() ? 1 : processCount('WORKER_PROCESSES', 1);
+  const database = await openDatabase(config, logger);
+  if (processes > 1) {
+    const children = runProcesses({ count: processes, env: { DATABASE_URL: database.url }, log: (msg, fields) => logger.warn(fields, msg) });
     const stop = async () => {
-      await dispatcher.stop();
-      await connection.close();
-      await running.stop();
+      await children.stop();
       await database.close();
       process.exit(0);
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
-    await running.done;
-  });
+    await children.ready;
+    logger.info({ address: config.temporalAddress, taskQueue: TASK_QUEUE, processes, pids: children.pids() }, 'worker running');
+    return;
+  }
+  const running = await startWorker({ address: config.temporalAddress, namespace: config.temporalNamespace, db: database.db, config, logger });
+  // The webhook outbox dispatcher runs beside the worker; several workers may run it (rows are locked).
+  const connection = await Connection.connect({ address: config.temporalAddress });
+  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
+  // Sandbox carrier callbacks still owed from before a restart are delivered again (by one process).
+  if (processIndex() === 0) await resumeSandboxCallbacks({ db: database.db, config });
+  // The month-closing workflow `billing-month` runs once per cluster; USE_EXISTING makes every worker's start a no-op but the first (README "Billing").
+  await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
+  const stop = async () => {
+    await dispatcher.stop();
+    await connection.close();
+    await running.stop();
+    await database.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  if (isClusterChild()) announceReady({ pid: process.pid });
+  else logger.info({ address: config.temporalAddress, taskQueue: TASK_QUEUE, processes: 1 }, 'worker running');
+  await running.done;
 }
+
+if (require.main === module) runEntryPoint('start:worker', main);

@@ -15,7 +15,7 @@ import { ChangeFeed, ReadCache } from '../db/changeFeed';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
 import { accessLog } from './middleware/accessLog';
 import { auditLog } from './middleware/audit';
-import { authenticate, authorize } from './middleware/auth';
+import { authenticateGuard, authorizeGuard, type Guard } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { idempotency, usesIdempotencyKeys } from './middleware/idempotency';
 import { problem } from './middleware/problem';
@@ -73,25 +73,42 @@ export function createApp(deps: {
   const providers: AppProviders = { llm: deps.providers?.llm ?? createLlm(), skillHttp: deps.providers?.skillHttp ?? createSkillHttpClient() };
   const handlerDeps: AppDeps = { db, config, logger, caches, temporal: deps.temporal, providers };
 
+  // One router per first path segment (`/sms…`, `/agents…`), picked by a Map lookup: @koa/router tries
+  // every route's pattern in turn, so one router for the ~100 operations cost more CPU per request than
+  // the rest of a GET (README "Benchmarks"). `router` keeps every route, for paths no segment names.
   const router = new Router<AppState>({ prefix: BASE_PATH });
-  router.get('/openapi.json', (ctx) => {
-    ctx.body = openApiDocument(`${config.publicBaseUrl}${BASE_PATH}`);
-  });
+  const bySegment = new Map<string, Router<AppState>>();
+  const routersOf = (path: string): Router<AppState>[] => {
+    const segment = path.split('/')[1].toLowerCase();
+    let sub = bySegment.get(segment);
+    if (!sub) bySegment.set(segment, (sub = new Router<AppState>({ prefix: BASE_PATH })));
+    return [router, sub];
+  };
+  for (const r of routersOf('/openapi.json')) {
+    r.get('/openapi.json', (ctx) => {
+      ctx.body = openApiDocument(`${config.publicBaseUrl}${BASE_PATH}`);
+    });
+  }
   const body = jsonBody(config.bodyLimitBytes);
   const rawAndJsonBody = jsonBody(config.bodyLimitBytes, { keepRaw: true });
   for (const route of ROUTES) {
     const handler = HANDLERS[route.operationId];
-    router.register(toKoaPath(route.path), [route.method], [
-      async (ctx: AppContext, next: () => Promise<unknown>) => {
+    const withSchemas = { ...route, ...(ROUTE_SCHEMAS[route.operationId] ?? {}) };
+    // The checks before the body, in order, as one middleware: each returns synchronously unless it has
+    // to wait (a key or rate-limit lease not held in this process), saving an async frame apiece.
+    const guards: Guard[] = [
+      (ctx) => {
         ctx.state.route = route;
-        return next();
       },
-      authenticate(route, keys, keyUsage, (token) => verifyWidgetSession(db, token)),
-      limits.middleware(config.widgetIpRateLimitPoints),
-      authorize(route),
+      authenticateGuard(route, keys, keyUsage, (token) => verifyWidgetSession(db, token)),
+      limits.guard(config.widgetIpRateLimitPoints),
+      authorizeGuard(route),
       storableParams,
+    ];
+    const stack = [
+      (ctx: AppContext, next: () => Promise<unknown>) => runGuards(guards, 0, ctx, next),
       route.auth === 'none' ? rawAndJsonBody : body,
-      ...(handler ? [validateRequestBody({ ...route, ...(ROUTE_SCHEMAS[route.operationId] ?? {}) })] : []),
+      ...(handler && withSchemas.requestSchema ? [validateRequestBody(withSchemas)] : []),
       ...(usesIdempotencyKeys(route) ? [idempotency(route, db)] : []),
       async (ctx: AppContext) => {
         if (!handler) {
@@ -110,7 +127,8 @@ export function createApp(deps: {
           ctx.body = { success: true, ...(out.message ? { message: out.message } : {}), data: out.data ?? null };
         }
       },
-    ] as never);
+    ];
+    for (const r of routersOf(route.path)) r.register(toKoaPath(route.path), [route.method], [...stack] as never);
   }
 
   app.use(requestId(logger));
@@ -136,8 +154,23 @@ export function createApp(deps: {
       throw new ApiError(404, 'route_not_found', `No route ${ctx.method} ${ctx.path}`);
     }
   });
-  app.use(router.routes());
-  app.use(router.allowedMethods());
+  const dispatch = (r: Router<AppState>) => {
+    const routes = r.routes();
+    const allowed = r.allowedMethods();
+    return (ctx: AppContext, next: () => Promise<unknown>) => routes(ctx as never, () => allowed(ctx as never, next)) as Promise<unknown>;
+  };
+  const everyRoute = dispatch(router);
+  const segmentRoutes = new Map([...bySegment].map(([segment, r]) => [segment, dispatch(r)]));
+  app.use((ctx: AppContext, next) => {
+    // Router prefixes match case-insensitively (path-to-regexp's default), so the lookup does too.
+    const path = ctx.path;
+    const end = path.indexOf('/', BASE_PATH.length + 1);
+    const lookup =
+      path.length > BASE_PATH.length + 1 && path[BASE_PATH.length] === '/' && path.slice(0, BASE_PATH.length).toLowerCase() === BASE_PATH
+        ? segmentRoutes.get(path.slice(BASE_PATH.length + 1, end < 0 ? undefined : end).toLowerCase())
+        : undefined;
+    return (lookup ?? everyRoute)(ctx, next);
+  });
 
   const ready = feed.start(databaseUrl).catch((err) => logger.warn({ err }, 'change feed unavailable; read caches stay off'));
   return {
@@ -154,13 +187,33 @@ export function createApp(deps: {
 }
 
 /**
+ * Runs `guards[i…]` in order, then `next`; waits only for a guard that returned a promise.
+ * @throws (rejects with) the first guard's ApiError
+ */
+function runGuards(guards: Guard[], i: number, ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> {
+  try {
+    for (; i < guards.length; i++) {
+      const pending = guards[i](ctx);
+      if (pending) {
+        const from = i + 1;
+        return pending.then(() => runGuards(guards, from, ctx, next));
+      }
+    }
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  return next();
+}
+
+/**
  * 400 `validation_error` naming each path or query parameter Postgres cannot store (a decoded `%00`,
  * say): no id or filter value can contain one, and the queries below would otherwise fail with a 500.
  * Bodies get the same check in api/middleware/body.ts.
  */
-async function storableParams(ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> {
-  const params = (ctx as unknown as { params?: Record<string, string> }).params ?? {};
-  const errors = jsonValueErrors({ ...params, ...ctx.query });
+function storableParams(ctx: AppContext): void {
+  const params = (ctx as unknown as { params?: Record<string, string> }).params;
+  const query = ctx.querystring ? ctx.query : undefined;
+  if (!params && !query) return;
+  const errors = jsonValueErrors({ ...params, ...query });
   if (errors.length) throw validationError(errors);
-  return next();
 }

@@ -16,6 +16,11 @@ export class KeyCache {
     this.cache = new ReadCache<ApiKeyInfo>(feed, 'api_keys', ttlSeconds);
   }
 
+  /** The cached active key of this hash, or undefined when it must be looked up with {@link resolve}. */
+  peek(keyHash: string): ApiKeyInfo | undefined {
+    return this.cache.peek(keyHash);
+  }
+
   /** Resolves an active (not revoked) key by hash, from cache or Postgres. */
   resolve(keyHash: string): Promise<ApiKeyInfo | undefined> {
     return this.cache.get(keyHash, () => findKeyByHash(this.db, keyHash));

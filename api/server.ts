@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig, type AppConfig } from '../config';
 import type { Db } from '../db';
-import { createLogger, loadServiceSecrets, openDatabase, runEntryPoint } from '../runtime';
+import { announceReady, coreCount, createLogger, isClusterChild, loadServiceSecrets, openDatabase, processCount, runEntryPoint, runProcesses } from '../runtime';
 import { createApp, BASE_PATH } from './app';
 import type { Logger } from 'pino';
 import type { AppDeps, AppProviders } from './context';
@@ -53,20 +53,41 @@ export async function startApi(deps: {
   };
 }
 
-if (require.main === module) {
-  runEntryPoint('start:api', async () => {
-    const config = loadConfig();
-    loadServiceSecrets(config);
-    const logger = createLogger(config.logLevel);
-    const database = await openDatabase(config, logger);
-    const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger });
-    logger.info({ url: api.baseUrl }, 'API listening');
+/**
+ * `npm run start:api`: `API_PROCESSES` processes (default: the number of cores; README "Scaling out")
+ * sharing one listening socket through node:cluster. The primary opens the database once (the embedded
+ * Postgres when DATABASE_URL is unset, migrations) and hands its URL to the children; with one process
+ * the primary serves itself.
+ */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  loadServiceSecrets(config);
+  const logger = createLogger(config.logLevel);
+  const processes = isClusterChild() ? 1 : processCount('API_PROCESSES', coreCount());
+  const database = await openDatabase(config, logger);
+  if (processes > 1) {
+    const children = runProcesses({ count: processes, env: { DATABASE_URL: database.url }, log: (msg, fields) => logger.warn(fields, msg) });
     const stop = async () => {
-      await api.close();
+      await children.stop();
       await database.close();
       process.exit(0);
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
-  });
+    const infos = await children.ready;
+    logger.info({ url: infos[0]?.url, processes, pids: children.pids() }, 'API listening');
+    return;
+  }
+  const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger });
+  const stop = async () => {
+    await api.close();
+    await database.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  if (isClusterChild()) announceReady({ url: api.baseUrl, pid: process.pid });
+  else logger.info({ url: api.baseUrl, processes: 1 }, 'API listening');
 }
+
+if (require.main === module) runEntryPoint('start:api', main);

@@ -57,13 +57,16 @@ export async function startBenchStack(label: string, opts: { poolMax?: number } 
   };
 }
 
-/** A process' command name and CPU time (ms) used so far, from /proc (Linux); undefined elsewhere. */
-export function processCpu(pid: number | string): { comm: string; ms: number } | undefined {
+/**
+ * A process' command name and CPU time (ms) used so far, from /proc (Linux); undefined elsewhere.
+ * `reapedMs` is the CPU of its children that exited and were waited for (cutime + cstime).
+ */
+export function processCpu(pid: number | string): { comm: string; ms: number; reapedMs: number } | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // utime and stime are fields 14 and 15 of proc(5) stat, in USER_HZ ticks (10 ms on Linux).
+    // utime, stime, cutime and cstime are fields 14 to 17 of proc(5) stat, in USER_HZ ticks (10 ms on Linux).
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(f[11]) + Number(f[12])) * 10 };
+    return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(f[11]) + Number(f[12])) * 10, reapedMs: (Number(f[13]) + Number(f[14])) * 10 };
   } catch {
     return undefined;
   }
@@ -81,7 +84,28 @@ export function cpuSnapshot(pids: Record<string, number>): Record<string, number
   for (const pid of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const t = processCpu(pid);
-    if (t?.comm === 'postgres') out.postgres += t.ms;
+    // Backends and autovacuum workers come and go: the postmaster's reaped-children time keeps the CPU
+    // of those that exited during the run, so the sum only grows.
+    if (t?.comm === 'postgres') out.postgres += t.ms + t.reapedMs;
   }
+  return out;
+}
+
+/** `pid` and every process descended from it (children, grandchildren …), from /proc; `[pid]` elsewhere. */
+export function processTree(pid: number): number[] {
+  if (!fs.existsSync('/proc/self/stat')) return [pid];
+  const parent = new Map<number, number>();
+  for (const p of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+      // ppid is field 4 of proc(5) stat, the second after the command name.
+      parent.set(Number(p), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) for (const [child, ppid] of parent) if (ppid === out[i]) out.push(child);
   return out;
 }

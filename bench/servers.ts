@@ -1,20 +1,54 @@
 /**
- * Servers measured by bench/http.ts, each in its own process so the load generator does not share
- * their event loop: `bare` (a bare Koa route) and `api <databaseUrl>` (the real API).
- * Prints `PORT <n>` once listening.
+ * Servers measured by bench/http.ts, each in its own process tree so the load generators do not share
+ * their event loops: `bare` (a bare Koa route) and `api <databaseUrl> [processes]` (the real API; with
+ * processes > 1, that many children on one port through node:cluster, as `npm run start:api` runs them
+ * with API_PROCESSES — README "Scaling out"). Prints `PORT <n>` once every process listens. With
+ * BENCH_PROFILE_DIR set, SIGUSR2 starts the V8 CPU profiler (node:inspector, 100 µs sampling) and the next
+ * SIGUSR2 writes `<pid>-<time>.cpuprofile` there and prints `PROFILED`, so a profile holds the measured
+ * load only (not start-up or warm-up).
  */
+import fs from 'node:fs';
 import http from 'node:http';
+import inspector from 'node:inspector';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { loadConfig } from '../config';
 import { createDb } from '../db';
+import { freePort } from '../db/embedded';
 import { startApi } from '../api/server';
-import { createLogger } from '../runtime';
+import { announceReady, createLogger, isClusterChild, runProcesses } from '../runtime';
 import { runBench } from './entry';
 
+async function startOne(databaseUrl: string, port: number): Promise<number> {
+  const config = loadConfig({ port, logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
+  const db = createDb(databaseUrl, { poolMax: 20 });
+  const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
+  return Number(new URL(api.baseUrl).port);
+}
+
+function profileOnSignal(dir: string): void {
+  const session = new inspector.Session();
+  session.connect();
+  let running = false;
+  process.on('SIGUSR2', () => {
+    if (!running) {
+      running = true;
+      session.post('Profiler.enable', () => session.post('Profiler.setSamplingInterval', { interval: 100 }, () => session.post('Profiler.start')));
+      return;
+    }
+    running = false;
+    session.post('Profiler.stop', (err, res) => {
+      if (!err) fs.writeFileSync(path.join(dir, `${process.pid}-${Date.now()}.cpuprofile`), JSON.stringify(res.profile));
+      console.log('PROFILED');
+    });
+  });
+}
+
 async function main(): Promise<void> {
-  const [kind, databaseUrl] = process.argv.slice(2);
-  // Exit normally on a signal so `node --cpu-prof` can write its profile.
+  if (process.env.BENCH_PROFILE_DIR) profileOnSignal(process.env.BENCH_PROFILE_DIR);
+  const [kind, databaseUrl, processes = '1'] = process.argv.slice(2);
+  // Exit at once on a signal: the benchmark stops each server between cases.
   process.once('SIGINT', () => process.exit(0));
   process.once('SIGTERM', () => process.exit(0));
   if (kind === 'bare') {
@@ -26,10 +60,21 @@ async function main(): Promise<void> {
     server.listen(0, '127.0.0.1', () => console.log(`PORT ${(server.address() as AddressInfo).port}`));
     return;
   }
-  const config = loadConfig({ port: 0, logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
-  const db = createDb(databaseUrl, { poolMax: 20 });
-  const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
-  console.log(`PORT ${new URL(api.baseUrl).port}`);
+  if (isClusterChild()) {
+    announceReady({ port: await startOne(databaseUrl, Number(process.env.BENCH_PORT)) });
+    return;
+  }
+  const count = Number(processes);
+  if (count <= 1) {
+    console.log(`PORT ${await startOne(databaseUrl, 0)}`);
+    return;
+  }
+  const port = await freePort();
+  const children = runProcesses({ count, env: { BENCH_PORT: String(port) }, log: (msg, fields) => console.error(msg, fields) });
+  process.removeAllListeners('SIGTERM');
+  process.once('SIGTERM', () => void children.stop().then(() => process.exit(0)));
+  await children.ready;
+  console.log(`PORT ${port}`);
 }
 
 runBench('bench server', main, { exitWhenDone: false });

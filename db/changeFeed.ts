@@ -1,6 +1,8 @@
 /**
- * One LISTEN connection per process on channel `acp_changes` (written by the triggers of migration
- * 20261122000050), fanned out to subscribers by table name. Used to evict in-process read caches.
+ * One LISTEN connection per process on channel `acp_changes` (written by the triggers of migrations
+ * 20261122000050 and 20261123000300), fanned out to subscribers by table name. Used to evict in-process
+ * read caches. A payload is `<table>:<entry>[,<entry>…]`, each entry `<key>[:<version>]`: one per row of
+ * the statement that changed them (up to 200 a notification).
  */
 import pg from 'pg';
 
@@ -28,8 +30,13 @@ export class ChangeFeed {
     client.on('end', () => this.lost());
     client.on('notification', (msg) => {
       if (msg.channel !== 'acp_changes' || !msg.payload) return;
-      const [table, key, version] = msg.payload.split(':');
-      for (const fn of this.listeners.get(table) ?? []) fn(key, version === undefined ? undefined : Number(version));
+      const colon = msg.payload.indexOf(':');
+      const fns = this.listeners.get(msg.payload.slice(0, colon));
+      if (colon < 0 || !fns) return;
+      for (const entry of msg.payload.slice(colon + 1).split(',')) {
+        const [key, version] = entry.split(':');
+        for (const fn of fns) fn(key, version === undefined ? undefined : Number(version));
+      }
     });
     await client.connect();
     await client.query('LISTEN acp_changes');
@@ -111,6 +118,12 @@ export class ReadCache<V> {
     if (!this.feed.live || this.ttlSeconds === 0) return;
     if (this.entries.size >= this.maxEntries) this.entries.clear();
     this.entries.set(key, { value, expiresAt: Date.now() + this.ttlSeconds * 1000 });
+  }
+
+  /** The cached value when one is held and fresh, without waiting (hot paths stay synchronous); else undefined. */
+  peek(key: string): V | undefined {
+    const hit = this.entries.get(key);
+    return hit && hit.expiresAt > Date.now() ? hit.value : undefined;
   }
 
   /** The cached value, or `load()`'s result (cached when defined). */

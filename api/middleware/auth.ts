@@ -11,6 +11,7 @@ import { hashKey } from '../../db/repositories/apiKeys';
 import { ApiError } from '../../domain/errors';
 import type { KeyCache } from '../keyCache';
 import type { KeyUsageTracker } from '../keyUsage';
+import type { ApiKeyInfo } from '../../db/repositories/apiKeys';
 import type { AppContext } from '../context';
 import type { RouteDef } from '../routes/table';
 import { isWidgetSessionToken, type WidgetSessionClaims } from '../widgetSession';
@@ -28,40 +29,31 @@ function challenge(error?: string, description?: string): Record<string, string>
 }
 
 /**
- * Resolves the credential of `route.auth` kind and puts it on `ctx.state.auth` (scopes are checked later,
- * by `authorize`), noting the key's use for its batched `lastUsedAt` (api/keyUsage.ts).
- * @throws ApiError 401 unauthorized / invalid_token; 403 publishable_key_not_allowed
+ * A step of a route's pipeline that needs no `next` (api/app.ts runs them in order): returns nothing when
+ * it finished synchronously, a promise when it had to wait; throws ApiError to refuse the request.
  */
-export function authenticate(route: RouteDef, keys: KeyCache, usage?: KeyUsageTracker, sessions?: (token: string) => Promise<WidgetSessionClaims | undefined>) {
+export type Guard = (ctx: AppContext) => void | Promise<void>;
+
+/** Scope sets of resolved keys: one `Set` per cached key object instead of one per request. */
+const scopeSets = new WeakMap<ApiKeyInfo, Set<string>>();
+
+/**
+ * Resolves the credential of `route.auth` kind and puts it on `ctx.state.auth` (spec "Authentication";
+ * scopes are checked later, by `authorize`), noting the key's use for its batched `lastUsedAt`
+ * (api/keyUsage.ts). Synchronous when the key is in the in-process cache (api/keyCache.ts). Routes marked
+ * `sessionToken` also take a widget session token (api/widgetSession.ts) for the one session it names.
+ * @throws ApiError 401 unauthorized (no Authorization header) or invalid_token (malformed, unknown, revoked,
+ *   expired, wrong kind); 403 publishable_key_not_allowed; 403 origin_not_allowed (a session token from
+ *   another origin)
+ */
+export function authenticateGuard(
+  route: RouteDef,
+  keys: KeyCache,
+  usage?: KeyUsageTracker,
+  sessions?: (token: string) => Promise<WidgetSessionClaims | undefined>,
+): Guard {
   const kind = route.auth ?? 'secret';
-  return async (ctx: AppContext, next: () => Promise<unknown>) => {
-    if (kind === 'none') return next();
-    const header = ctx.get('authorization');
-    if (!header) {
-      throw new ApiError(401, 'unauthorized', 'Send a key as "Authorization: Bearer <key>"', { headers: challenge() });
-    }
-    const m = /^Bearer +(\S+)\s*$/i.exec(header);
-    const token = m?.[1];
-    if (token && route.sessionToken && sessions && isWidgetSessionToken(token)) {
-      // A widget session token continues its one session, from the page origin it was issued to.
-      const claims = await sessions(token);
-      if (!claims) throw new ApiError(401, 'invalid_token', 'The session token is malformed, forged or expired; start a new widget session', { headers: challenge('invalid_token') });
-      if (ctx.get('origin') !== claims.ori) throw new ApiError(403, 'origin_not_allowed', 'This session token was issued to another origin');
-      ctx.state.auth = {
-        orgId: claims.org,
-        keyId: claims.kid,
-        kind: 'session',
-        scopes: new Set(['chat:read', 'chat:write']),
-        rateLimitPoints: null,
-        rateLimitWindowSeconds: null,
-        expiresAt: new Date(claims.exp * 1000),
-        session: { conversationId: claims.cnv, origin: claims.ori },
-      };
-      return next();
-    }
-    // A publishable key sent to a secret-key route is resolved too, so it can be told apart from garbage.
-    const shapeOk = !!token && (KEY_SHAPE[kind].test(token) || (kind === 'secret' && KEY_SHAPE.publishable.test(token)));
-    const found = shapeOk ? await keys.resolve(hashKey(token!)) : undefined;
+  const accept = (ctx: AppContext, found: ApiKeyInfo | undefined): void => {
     // Cached entries can outlive an expiry (a rotation's grace period): check it on every request.
     const info = found && (!found.expiresAt || found.expiresAt.getTime() > Date.now()) ? found : undefined;
     if (info && kind === 'secret' && info.kind === 'publishable') {
@@ -72,19 +64,58 @@ export function authenticate(route: RouteDef, keys: KeyCache, usage?: KeyUsageTr
         headers: challenge('invalid_token'),
       });
     }
+    let scopes = scopeSets.get(info);
+    if (!scopes) scopeSets.set(info, (scopes = new Set(info.scopes)));
     ctx.state.auth = {
       orgId: info.orgId,
       keyId: info.id,
       kind: info.kind,
-      scopes: new Set(info.scopes),
+      scopes,
       rateLimitPoints: info.rateLimitPoints,
       rateLimitWindowSeconds: info.rateLimitWindowSeconds,
       expiresAt: info.expiresAt,
-      ...(info.kind === 'publishable' && info.agentId
-        ? { publishable: { agentId: info.agentId, allowedOrigins: info.allowedOrigins ?? [] } }
-        : {}),
+      ...(info.kind === 'publishable' && info.agentId ? { publishable: { agentId: info.agentId, allowedOrigins: info.allowedOrigins ?? [] } } : {}),
     };
     usage?.touch(info.id, info.orgId);
+  };
+  const acceptSession = (ctx: AppContext, claims: WidgetSessionClaims | undefined): void => {
+    if (!claims) throw new ApiError(401, 'invalid_token', 'The session token is malformed, forged or expired; start a new widget session', { headers: challenge('invalid_token') });
+    if (ctx.get('origin') !== claims.ori) throw new ApiError(403, 'origin_not_allowed', 'This session token was issued to another origin');
+    ctx.state.auth = {
+      orgId: claims.org,
+      keyId: claims.kid,
+      kind: 'session',
+      scopes: new Set(['chat:read', 'chat:write']),
+      rateLimitPoints: null,
+      rateLimitWindowSeconds: null,
+      expiresAt: new Date(claims.exp * 1000),
+      session: { conversationId: claims.cnv, origin: claims.ori },
+    };
+  };
+  return (ctx) => {
+    if (kind === 'none') return;
+    const header = ctx.get('authorization');
+    if (!header) {
+      throw new ApiError(401, 'unauthorized', 'Send a key as "Authorization: Bearer <key>"', { headers: challenge() });
+    }
+    const m = /^Bearer +(\S+)\s*$/i.exec(header);
+    const token = m?.[1];
+    if (token && route.sessionToken && sessions && isWidgetSessionToken(token)) return sessions(token).then((claims) => acceptSession(ctx, claims));
+    // A publishable key sent to a secret-key route is resolved too, so it can be told apart from garbage.
+    const shapeOk = !!token && (KEY_SHAPE[kind].test(token) || (kind === 'secret' && KEY_SHAPE.publishable.test(token)));
+    if (!shapeOk) return accept(ctx, undefined);
+    const hash = hashKey(token!);
+    const hit = keys.peek(hash);
+    if (hit) return accept(ctx, hit);
+    return keys.resolve(hash).then((info) => accept(ctx, info));
+  };
+}
+
+/** {@link authenticateGuard} as Koa middleware. */
+export function authenticate(route: RouteDef, keys: KeyCache, usage?: KeyUsageTracker, sessions?: (token: string) => Promise<WidgetSessionClaims | undefined>) {
+  const guard = authenticateGuard(route, keys, usage, sessions);
+  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+    await guard(ctx);
     return next();
   };
 }
@@ -101,9 +132,12 @@ export function requireScope(ctx: AppContext, ...anyOf: string[]): void {
   });
 }
 
-/** Reserved endpoints and scope checks; runs after rate limiting so refused calls still count. */
-export function authorize(route: RouteDef) {
-  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+/**
+ * Reserved endpoints and scope checks (spec "Scope rules"); runs after rate limiting so refused calls still count.
+ * @throws ApiError 403 reserved_endpoint or insufficient_scope
+ */
+export function authorizeGuard(route: RouteDef): Guard {
+  return (ctx: AppContext) => {
     if (route.reserved) {
       throw new ApiError(403, 'reserved_endpoint', `${route.operationId} is reserved and not available to API callers`);
     }
@@ -123,6 +157,14 @@ export function authorize(route: RouteDef) {
         });
       }
     }
+  };
+}
+
+/** {@link authorizeGuard} as Koa middleware. */
+export function authorize(route: RouteDef) {
+  const guard = authorizeGuard(route);
+  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+    guard(ctx);
     return next();
   };
 }

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../../domain/errors';
 import type { AppContext } from '../context';
+import type { Guard } from './auth';
 
 /** Points this process reserves per Postgres round trip: 1 (exact) below 1,000 per window, else 1 % of the limit, at most 100. */
 export function leaseSize(points: number): number {
@@ -61,6 +62,17 @@ export class RateLimits {
     return l;
   }
 
+  /** One point from the open local lease of `id`, without waiting; undefined when none is open or a refill is in flight. */
+  private takeLocal(id: string): Take | undefined {
+    const now = Date.now();
+    const lease = this.leases.get(id);
+    if (lease && lease.available > 0 && lease.resetAt > now && !this.pending.has(id)) {
+      lease.available -= 1;
+      return { ok: true, remaining: lease.remainingAfter + lease.available, msBeforeNext: lease.resetAt - now };
+    }
+    return undefined;
+  }
+
   /** Takes one point of `keyId`'s budget, from a local lease when one is open. */
   async take(keyId: string, points: number, windowSeconds: number): Promise<Take> {
     const id = `${keyId}/${points}/${windowSeconds}`;
@@ -102,24 +114,14 @@ export class RateLimits {
   }
 
   /**
-   * Middleware consuming one point per authenticated request; widget requests (publishable key or widget
-   * session token) also take one from the client IP's budget of `ipPoints` per window (README "Widget").
+   * Guard (api/middleware/auth.ts `Guard`) consuming one point per authenticated request and setting the
+   * RateLimit-Policy and RateLimit headers; synchronous while a local lease lasts. Widget requests
+   * (publishable key or widget session token) also take one point from the client IP's budget of
+   * `ipPoints` per window (README "Widget").
+   * @throws ApiError 429 rate_limited with Retry-After
    */
-  middleware(ipPoints?: number) {
-    return async (ctx: AppContext, next: () => Promise<unknown>) => {
-      const auth = ctx.state.auth;
-      if (!auth) return next();
-      if (ipPoints && (auth.kind === 'publishable' || auth.kind === 'session')) {
-        const byIp = await this.take(`ip:${ctx.ip}`, ipPoints, this.defaults.windowSeconds);
-        if (!byIp.ok) {
-          const reset = Math.max(1, Math.ceil(byIp.msBeforeNext / 1000));
-          throw new ApiError(429, 'rate_limited', `Too many widget requests from this address; retry after ${reset} s`, { headers: { 'Retry-After': String(reset) } });
-        }
-      }
-      const points = auth.rateLimitPoints ?? this.defaults.points;
-      const windowSeconds = auth.rateLimitWindowSeconds ?? this.defaults.windowSeconds;
-      ctx.set('RateLimit-Policy', `"default";q=${points};w=${windowSeconds}`);
-      const res = await this.take(auth.keyId, points, windowSeconds);
+  guard(ipPoints?: number): Guard {
+    const apply = (ctx: AppContext, points: number, windowSeconds: number, res: Take): void => {
       const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
       if (!res.ok) {
         ctx.set('RateLimit', `"default";r=0;t=${reset}`);
@@ -128,6 +130,37 @@ export class RateLimits {
         });
       }
       ctx.set('RateLimit', `"default";r=${res.remaining};t=${Math.max(0, Math.ceil(res.msBeforeNext / 1000))}`);
+    };
+    const byKey = (ctx: AppContext): void | Promise<void> => {
+      const auth = ctx.state.auth!;
+      const points = auth.rateLimitPoints ?? this.defaults.points;
+      const windowSeconds = auth.rateLimitWindowSeconds ?? this.defaults.windowSeconds;
+      ctx.set('RateLimit-Policy', `"default";q=${points};w=${windowSeconds}`);
+      const local = this.takeLocal(`${auth.keyId}/${points}/${windowSeconds}`);
+      if (local) return apply(ctx, points, windowSeconds, local);
+      return this.take(auth.keyId, points, windowSeconds).then((res) => apply(ctx, points, windowSeconds, res));
+    };
+    return (ctx: AppContext) => {
+      const auth = ctx.state.auth;
+      if (!auth) return;
+      if (ipPoints && (auth.kind === 'publishable' || auth.kind === 'session')) {
+        return this.take(`ip:${ctx.ip}`, ipPoints, this.defaults.windowSeconds).then((byIp) => {
+          if (!byIp.ok) {
+            const reset = Math.max(1, Math.ceil(byIp.msBeforeNext / 1000));
+            throw new ApiError(429, 'rate_limited', `Too many widget requests from this address; retry after ${reset} s`, { headers: { 'Retry-After': String(reset) } });
+          }
+          return byKey(ctx);
+        });
+      }
+      return byKey(ctx);
+    };
+  }
+
+  /** {@link guard} as Koa middleware. */
+  middleware(ipPoints?: number) {
+    const guard = this.guard(ipPoints);
+    return async (ctx: AppContext, next: () => Promise<unknown>) => {
+      await guard(ctx);
       return next();
     };
   }

@@ -61,6 +61,15 @@ describe('body parser errors on every route that takes a body', function () {
     }
   });
 
+  it('reads a body that starts with a UTF-8 byte order mark, and names a prototype key and unstorable text together', async () => {
+    const bom = await t.call('PUT', '/sms', { key, raw: '\uFEFF{"displayName":"Bom Brand","useCase":"MIXED"}', headers: { 'content-type': 'application/json' } });
+    expect(bom.status, bom.text).to.equal(200);
+    expect(bom.body.data.displayName).to.equal('Bom Brand');
+    const both = await t.call('PUT', '/sms', { key, raw: '{"__proto__":{"x":1},"displayName":"a\\u0000b"}', headers: { 'content-type': 'application/json' } });
+    expectProblem(both, 400, 'validation_error', 'prototype key and NUL');
+    expect(both.body.errors.map((e: { field: string }) => e.field).sort()).to.deep.equal(['__proto__', 'displayName']);
+  });
+
   it('answers 415 for another media type or an unsupported charset or encoding', async () => {
     for (const headers of <Record<string, string>[]>[
       { 'content-type': 'text/plain' },

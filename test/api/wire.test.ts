@@ -88,6 +88,18 @@ describe('wire conventions', () => {
     expect(res.headers.get('allow')).to.include('GET').and.include('PUT');
   });
 
+  it('routes by path whatever the case of the prefix and first segment, as the route patterns match', async () => {
+    const lower = await t.call('GET', '/sms', { key });
+    const base = t.api.baseUrl.replace('/api/v1', '/API/V1');
+    const upper = await fetch(`${base}/SMS`, { headers: { authorization: `Bearer ${key}` } });
+    expect(upper.status).to.equal(lower.status);
+    expect(lower.body?.code).to.not.equal('route_not_found');
+    expectProblem(await t.call('GET', '/sms/no-such-thing', { key }), 404, 'route_not_found');
+    expectProblem(await t.call('GET', '/', { key }), 404, 'route_not_found');
+    const doc = await fetch(`${t.api.baseUrl}/openapi.json`);
+    expect(doc.status).to.equal(200);
+  });
+
   it('answers 400 malformed_json for a broken JSON body', async () => {
     const res = await t.call('PUT', '/sms', { key, raw: '{"displayName": ', headers: { 'content-type': 'application/json' } });
     expectProblem(res, 400, 'malformed_json');
