@@ -297,8 +297,10 @@ export async function sendMessage(
       },
     },
     async (trx, change) => {
-      await chargeTurn(trx, change.conversation, result);
+      // Events first, the wallet charge last: the charge locks the organization's wallet row until commit
+      // (db/repositories/billing.ts), so the turns of one organization queue only for the charge itself.
       await onChange(trx, change);
+      await chargeTurn(trx, change.conversation, result);
     },
   );
   if (stored === 'conflict') {
