@@ -103,18 +103,11 @@ export function toLlmMessage(m: ConversationMessage): LlmMessage {
 }
 
 /** What a new conversation starts with. */
-export interface NewConversation {
+export interface NewConversation
+  extends Pick<ConversationRecord, 'agentId' | 'channel' | 'mode' | 'versionId' | 'draftVersion' | 'draftSnapshot' | 'variables' | 'metadata'> {
   /** A chosen id (`cnv_…`; simulations derive theirs), else a new one. */
   id?: string;
-  agentId: string;
-  channel: ConversationChannel;
-  mode: 'published' | 'draft';
-  versionId: string | null;
-  draftVersion: number | null;
-  draftSnapshot: unknown;
   simulation?: boolean;
-  variables: Record<string, string>;
-  metadata: Record<string, string | number | boolean | null>;
   keyId: string | null;
   /** The greeting, stored as the last message of turn 0 (null: none). */
   greeting: string | null;
