@@ -4,6 +4,7 @@
  * Every tenant table carries `org_id`; list orders use a `seq` bigserial so cursors are stable.
  */
 import type { Knex } from 'knex';
+import { appendOnlyTriggers } from '../migrationSql';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('webhook_endpoints', (t) => {
@@ -113,9 +114,7 @@ export async function up(knex: Knex): Promise<void> {
       END IF;
       RAISE EXCEPTION 'audit_logs is append-only: % is not allowed', TG_OP USING ERRCODE = 'insufficient_privilege';
     END $$;
-    CREATE TRIGGER audit_logs_no_update BEFORE UPDATE ON audit_logs FOR EACH ROW EXECUTE FUNCTION audit_logs_append_only();
-    CREATE TRIGGER audit_logs_no_delete BEFORE DELETE ON audit_logs FOR EACH ROW EXECUTE FUNCTION audit_logs_append_only();
-    CREATE TRIGGER audit_logs_no_truncate BEFORE TRUNCATE ON audit_logs FOR EACH STATEMENT EXECUTE FUNCTION audit_logs_append_only();
+    ${appendOnlyTriggers('audit_logs', 'audit_logs_append_only')}
   `);
 }
 

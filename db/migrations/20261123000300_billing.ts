@@ -4,6 +4,7 @@
  * amounts; each row also carries the running balance after it); closed monthly invoices, immutable.
  */
 import type { Knex } from 'knex';
+import { appendOnlyTriggers } from '../migrationSql';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
@@ -50,9 +51,7 @@ export async function up(knex: Knex): Promise<void> {
       END IF;
       RAISE EXCEPTION '% is append-only: % is not allowed', TG_TABLE_NAME, TG_OP USING ERRCODE = 'insufficient_privilege';
     END $$;
-    CREATE TRIGGER wallet_ledger_no_update BEFORE UPDATE ON wallet_ledger FOR EACH ROW EXECUTE FUNCTION billing_append_only();
-    CREATE TRIGGER wallet_ledger_no_delete BEFORE DELETE ON wallet_ledger FOR EACH ROW EXECUTE FUNCTION billing_append_only();
-    CREATE TRIGGER wallet_ledger_no_truncate BEFORE TRUNCATE ON wallet_ledger FOR EACH STATEMENT EXECUTE FUNCTION billing_append_only();
+    ${appendOnlyTriggers('wallet_ledger', 'billing_append_only')}
   `);
 
   // Only closed invoices are stored (the open month is computed from usage): every row is immutable.
@@ -69,9 +68,7 @@ export async function up(knex: Knex): Promise<void> {
     t.unique(['org_id', 'period']); // one invoice per organization and month, closed once
   });
   await knex.raw(`
-    CREATE TRIGGER invoices_no_update BEFORE UPDATE ON invoices FOR EACH ROW EXECUTE FUNCTION billing_append_only();
-    CREATE TRIGGER invoices_no_delete BEFORE DELETE ON invoices FOR EACH ROW EXECUTE FUNCTION billing_append_only();
-    CREATE TRIGGER invoices_no_truncate BEFORE TRUNCATE ON invoices FOR EACH STATEMENT EXECUTE FUNCTION billing_append_only();
+    ${appendOnlyTriggers('invoices', 'billing_append_only')}
   `);
 }
 
