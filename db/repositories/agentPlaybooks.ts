@@ -6,19 +6,16 @@ import type { Knex } from 'knex';
 import type { Playbook, PlaybookGraph } from '../../schemas/types/agents';
 import type { Conn } from './agents';
 import { draftPartRepository } from './draftParts';
-import { iso } from '../timestamps';
+import { fromColumns, fromTimestampColumns } from '../rows';
 
 
 /** Maps a stored row to the API shape. */
 export function toPlaybook(r: any): Playbook {
   return {
-    id: r.id,
-    agentId: r.agent_id,
-    name: r.name,
+    ...fromColumns(r, ['id', 'agentId', 'name']),
     description: r.description ?? null,
     graph: r.graph,
-    createdAt: iso(r.created_at),
-    updatedAt: iso(r.updated_at),
+    ...fromTimestampColumns(r, ['createdAt', 'updatedAt']),
   };
 }
 

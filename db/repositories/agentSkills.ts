@@ -6,20 +6,16 @@ import type { Knex } from 'knex';
 import type { Skill } from '../../schemas/types/agents';
 import { DuplicateNameError, isUniqueViolation, type Conn } from './agents';
 import { draftPartRepository } from './draftParts';
-import { iso } from '../timestamps';
+import { fromColumns, fromTimestampColumns } from '../rows';
 
 
 /** Maps a stored row to the API shape. */
 export function toSkill(r: any): Skill {
   return {
-    id: r.id,
-    agentId: r.agent_id,
-    name: r.name,
-    type: r.type,
+    ...fromColumns(r, ['id', 'agentId', 'name', 'type']),
     description: r.description ?? null,
     config: r.config,
-    createdAt: iso(r.created_at),
-    updatedAt: iso(r.updated_at),
+    ...fromTimestampColumns(r, ['createdAt', 'updatedAt']),
   };
 }
 

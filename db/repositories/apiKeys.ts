@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import type { Db } from '../index';
 import { newId, randomBase62 } from '../ids';
 import { keysetPage, type Page } from '../pagination';
+import { fromColumns, fromNullableColumns } from '../rows';
 
 /** A credential as listed (never the secret). */
 export interface ApiKeyInfo {
@@ -43,21 +44,8 @@ export function hashKey(key: string): string {
 
 function toInfo(r: Record<string, any>): ApiKeyInfo {
   return {
-    id: r.id,
-    orgId: r.org_id,
-    kind: r.kind,
-    name: r.name,
-    displayPrefix: r.display_prefix,
-    scopes: r.scopes,
-    rateLimitPoints: r.rate_limit_points,
-    rateLimitWindowSeconds: r.rate_limit_window_seconds,
-    createdAt: r.created_at,
-    revokedAt: r.revoked_at,
-    expiresAt: r.expires_at ?? null,
-    lastUsedAt: r.last_used_at ?? null,
-    agentId: r.agent_id ?? null,
-    allowedOrigins: r.allowed_origins ?? null,
-    rotatedFrom: r.rotated_from ?? null,
+    ...fromColumns(r, ['id', 'orgId', 'kind', 'name', 'displayPrefix', 'scopes', 'rateLimitPoints', 'rateLimitWindowSeconds', 'createdAt', 'revokedAt']),
+    ...fromNullableColumns(r, ['expiresAt', 'lastUsedAt', 'agentId', 'allowedOrigins', 'rotatedFrom']),
   };
 }
 

@@ -12,6 +12,7 @@ import { newId } from '../ids';
 import { DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, WALLET_CURRENCY, type LedgerKind } from '../../domain/billing/wallet';
 import { periodRange, type Period } from '../../domain/billing/periods';
 import type { LedgerEntryView, Wallet } from '../../schemas/types/billing';
+import { fromNullableColumns, fromNumericColumns } from '../rows';
 
 /** The wallet as `GET /billing/wallet` shows it, but for `low`, which the route derives (schemas/types/billing.ts `Wallet`). */
 export type WalletRecord = Omit<Wallet, 'low'>;
@@ -33,11 +34,8 @@ function toLedger(r: Record<string, any>): LedgerEntry {
   return {
     id: r.id,
     kind: r.kind,
-    amountCents: Number(r.amount_cents),
-    balanceAfterCents: Number(r.balance_after_cents),
-    usageEntryId: r.usage_entry_id ?? null,
-    paymentId: r.payment_id ?? null,
-    description: r.description ?? null,
+    ...fromNumericColumns(r, ['amountCents', 'balanceAfterCents']),
+    ...fromNullableColumns(r, ['usageEntryId', 'paymentId', 'description']),
     createdAt: new Date(r.created_at).toISOString(),
   };
 }

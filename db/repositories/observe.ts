@@ -13,6 +13,7 @@ import { decodeCursor, encodeCursor, type Page } from '../pagination';
 import { iso } from '../timestamps';
 import type { Analytics, AnalyticsFigures, ConversationSummary, TranscriptMessage } from '../../schemas/types/observe';
 import type { TurnReceipt } from '../../schemas/types/chat';
+import { fromNullableColumns } from '../rows';
 
 /** The SMS thread id of a pair of numbers. */
 export function smsThreadId(ours: string, counterpart: string): string {
@@ -107,11 +108,7 @@ function toSummary(r: any): ConversationSummary {
     endedAt: ended,
     durationSeconds: duration,
     messageCount: r.message_count,
-    campaignId: r.campaign_id ?? null,
-    counterpart: r.counterpart ?? null,
-    outcome: r.outcome ?? null,
-    endReason: r.end_reason ?? null,
-    versionId: r.version_id ?? null,
+    ...fromNullableColumns(r, ['campaignId', 'counterpart', 'outcome', 'endReason', 'versionId']),
     totalTokens: Number(r.tokens ?? 0),
   };
 }

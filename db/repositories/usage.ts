@@ -11,6 +11,7 @@ import { keysetPage, type Page } from '../pagination';
 import { feeOf, PRICES, priceOf } from '../../domain/billing/prices';
 import { chargeUsage, type WalletChange } from './billing';
 import type { UsageEntryView } from '../../schemas/types/billing';
+import { fromNumericColumns } from '../rows';
 
 /** Registration and number fees in US cents (README "Billing": prices; domain/billing/prices.ts). */
 export const FEES = {
@@ -102,9 +103,7 @@ function toEntry(r: Record<string, any>): UsageEntry {
   return {
     id: r.id,
     kind: r.kind,
-    quantity: Number(r.quantity),
-    unitPriceCents: Number(r.unit_price_cents),
-    amountCents: Number(r.amount_cents),
+    ...fromNumericColumns(r, ['quantity', 'unitPriceCents', 'amountCents']),
     resourceId: r.resource_id ?? null,
     dedupeKey: r.dedupe_key,
     details: r.details,
