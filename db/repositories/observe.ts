@@ -13,7 +13,7 @@ import { decodeCursor, encodeCursor, type Page } from '../pagination';
 import { iso } from '../timestamps';
 import type { Analytics, AnalyticsFigures, ConversationSummary, TranscriptMessage } from '../../schemas/types/observe';
 import type { TurnReceipt } from '../../schemas/types/chat';
-import { fromNullableColumns } from '../rows';
+import { fromColumns, fromNullableColumns } from '../rows';
 
 /** The SMS thread id of a pair of numbers. */
 export function smsThreadId(ours: string, counterpart: string): string {
@@ -99,11 +99,9 @@ function toSummary(r: any): ConversationSummary {
   const ended = iso(r.ended_at);
   const duration = r.duration_seconds ?? (ended && r.channel !== 'sms' ? Math.round((Date.parse(ended) - Date.parse(started)) / 1000) : null);
   return {
-    id: r.id,
-    channel: r.channel,
+    ...fromColumns(r, ['id', 'channel']),
     agentId: r.agent_id ?? null,
-    status: r.status,
-    simulation: r.simulation,
+    ...fromColumns(r, ['status', 'simulation']),
     startedAt: started,
     endedAt: ended,
     durationSeconds: duration,
