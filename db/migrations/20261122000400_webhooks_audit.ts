@@ -4,12 +4,11 @@
  * Every tenant table carries `org_id`; list orders use a `seq` bigserial so cursors are stable.
  */
 import type { Knex } from 'knex';
-import { appendOnlyTriggers } from '../migrationSql';
+import { appendOnlyTriggers, tenantKeys, timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('webhook_endpoints', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.specificType('seq', 'bigserial').notNullable().unique();
     t.text('url').notNullable();
     t.text('description');
@@ -23,24 +22,21 @@ export async function up(knex: Knex): Promise<void> {
     t.text('secret_prefix').notNullable();
     t.text('previous_secret_sealed');
     t.timestamp('previous_secret_expires_at', { useTz: true });
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.timestamp('deleted_at', { useTz: true }); // soft delete keeps the delivery history readable in the database
     t.index(['org_id', 'seq']);
   });
 
   await knex.schema.createTable('events', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.text('type').notNullable();
     t.jsonb('data').notNullable();
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.index(['org_id', 'created_at']);
   });
 
   await knex.schema.createTable('webhook_deliveries', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.specificType('seq', 'bigserial').notNullable().unique();
     t.text('endpoint_id').notNullable().references('webhook_endpoints.id').onDelete('CASCADE');
     t.text('event_id').notNullable().references('events.id').onDelete('CASCADE');
@@ -50,8 +46,7 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('attempt_count').notNullable().defaultTo(0);
     t.integer('last_status_code');
     t.text('last_error');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.timestamp('succeeded_at', { useTz: true });
     t.unique(['endpoint_id', 'event_id']);
     t.index(['org_id', 'endpoint_id', 'seq']);
@@ -80,13 +75,12 @@ export async function up(knex: Knex): Promise<void> {
     t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
     t.text('delivery_id').notNullable().references('webhook_deliveries.id').onDelete('CASCADE');
     t.integer('run').notNullable();
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.unique(['delivery_id', 'run']);
   });
 
   await knex.schema.createTable('audit_logs', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.specificType('seq', 'bigserial').notNullable().unique();
     t.text('actor_id').notNullable();
     t.text('actor_kind').notNullable();

@@ -4,7 +4,7 @@
  * amounts; each row also carries the running balance after it); closed monthly invoices, immutable.
  */
 import type { Knex } from 'knex';
-import { appendOnlyTriggers } from '../migrationSql';
+import { appendOnlyTriggers, timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
@@ -23,7 +23,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('org_id').primary().references('organizations.id').onDelete('CASCADE');
     t.text('currency').notNullable().defaultTo('USD');
     t.bigInteger('low_balance_threshold_cents').notNullable().defaultTo(1000);
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
   });
 
   await knex.schema.createTable('wallet_ledger', (t) => {
@@ -36,7 +36,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('usage_entry_id').unique(); // each usage entry is charged at most once
     t.text('payment_id'); // the payment provider's id of a top-up or refund
     t.text('description');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.unique(['org_id', 'payment_id']);
     t.index(['org_id', 'seq']);
   });

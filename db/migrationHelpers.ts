@@ -1,8 +1,23 @@
 /**
- * SQL that several migrations write the same way. Only migrations use it; a migration's statements must stay
+ * Columns and SQL that several migrations write the same way. Only migrations use it; a migration's statements must stay
  * what they were when it was first applied, so a change here must not change the SQL an applied migration runs
  * (white space aside).
  */
+import type { Knex } from 'knex';
+
+/**
+ * The first columns of a tenant table (DESIGN.md: every query is scoped by organization): `id text` primary key
+ * and `org_id text not null` referencing `organizations(id)` ON DELETE CASCADE.
+ */
+export function tenantKeys(t: Knex.CreateTableBuilder): void {
+  t.text('id').primary();
+  t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+}
+
+/** Each named column as `timestamptz not null default now()` (e.g. `created_at`, `updated_at`). */
+export function timestampsNow(t: Knex.CreateTableBuilder, knex: Knex, ...columns: string[]): void {
+  for (const c of columns) t.timestamp(c, { useTz: true }).notNullable().defaultTo(knex.fn.now());
+}
 
 /**
  * The three triggers that make `table` append-only (README "API notes": the audit log and the billing ledger; UPDATE, DELETE and
