@@ -4,17 +4,17 @@
  * Every tenant table carries `org_id` (DESIGN.md "Tenancy").
  */
 import type { Knex } from 'knex';
+import { tenantKeys, timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('organizations', (t) => {
     t.text('id').primary();
     t.text('name').notNullable();
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
   });
 
   await knex.schema.createTable('api_keys', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.text('kind').notNullable(); // secret | publishable | oauth
     t.text('name').notNullable().defaultTo('');
     t.text('display_prefix').notNullable(); // first characters, for listings; never the secret part
@@ -22,7 +22,7 @@ export async function up(knex: Knex): Promise<void> {
     t.specificType('scopes', 'text[]').notNullable();
     t.integer('rate_limit_points'); // null: deployment default
     t.integer('rate_limit_window_seconds');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.timestamp('revoked_at', { useTz: true });
     t.index(['org_id', 'created_at']);
   });
@@ -46,19 +46,17 @@ export async function up(knex: Knex): Promise<void> {
     t.text('brand_id');
     t.text('campaign_id');
     t.timestamp('submitted_at', { useTz: true });
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
   });
 
   await knex.schema.createTable('usage_entries', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.text('kind').notNullable(); // e.g. 10dlc_brand_registration
     t.integer('quantity').notNullable().defaultTo(1);
     t.integer('amount_cents').notNullable();
     t.text('dedupe_key').notNullable(); // one charge per business event
     t.jsonb('details').notNullable().defaultTo('{}');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.unique(['org_id', 'dedupe_key']);
   });
 
@@ -69,7 +67,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('provider').notNullable();
     t.text('operation').notNullable();
     t.jsonb('request').notNullable().defaultTo('{}');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.index(['org_id', 'created_at']);
   });
 

@@ -5,6 +5,7 @@
  * consent and opt-out, and text messages. Every tenant table carries `org_id`.
  */
 import type { Knex } from 'knex';
+import { tenantKeys, timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('sms_registrations', (t) => {
@@ -43,7 +44,7 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('attempts').notNullable().defaultTo(0);
     t.text('last_error');
     t.timestamp('delivered_at', { useTz: true });
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
   });
   await knex.raw('CREATE INDEX sandbox_callbacks_due ON sandbox_callbacks (due_at) WHERE delivered_at IS NULL');
 
@@ -70,13 +71,12 @@ export async function up(knex: Knex): Promise<void> {
     t.text('request_hash').notNullable();
     t.integer('status').notNullable();
     t.jsonb('response');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.primary(['org_id', 'operation', 'idempotency_key']);
   });
 
   await knex.schema.createTable('phone_numbers', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.text('e164').notNullable();
     t.text('status').notNullable(); // reserved | purchased | released
     t.timestamp('reserved_until', { useTz: true });
@@ -84,16 +84,14 @@ export async function up(knex: Knex): Promise<void> {
     t.text('agent_id');
     t.boolean('sms_enabled').notNullable().defaultTo(false);
     t.bigIncrements('seq', { primaryKey: false });
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.unique(['e164']); // one holder per number across organizations
     t.unique(['seq']);
     t.index(['org_id', 'seq']);
   });
 
   await knex.schema.createTable('sms_contacts', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.text('e164').notNullable();
     t.text('consent_status').notNullable().defaultTo('none'); // none | granted | withdrawn
     t.text('consent_source');
@@ -105,8 +103,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('opt_out_source'); // keyword | api
     t.text('opt_out_keyword');
     t.bigIncrements('seq', { primaryKey: false });
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.unique(['org_id', 'e164']);
     t.unique(['seq']);
   });
@@ -120,13 +117,12 @@ export async function up(knex: Knex): Promise<void> {
     t.text('source');
     t.text('proof_text');
     t.timestamp('occurred_at', { useTz: true }).notNullable();
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.index(['org_id', 'id']);
   });
 
   await knex.schema.createTable('sms_messages', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.text('direction').notNullable(); // outbound | inbound
     t.text('trigger'); // agent | reply | keyword (outbound only)
     t.text('from_e164').notNullable();
@@ -137,8 +133,7 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('held_until', { useTz: true });
     t.text('provider_message_id');
     t.text('error');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.index(['provider_message_id']);
     t.index(['org_id', 'created_at']);
   });

@@ -4,11 +4,11 @@
  * secret that signs talk tokens. Spec "Agent versions", "Agent lifecycle", "Versioning".
  */
 import type { Knex } from 'knex';
+import { tenantKeys, timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('agents', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.specificType('seq', 'bigserial'); // list order and pagination key
     t.text('name').notNullable();
     t.text('description');
@@ -23,45 +23,39 @@ export async function up(knex: Knex): Promise<void> {
     t.jsonb('caller_verification').notNullable().defaultTo('{}');
     t.integer('version').notNullable().defaultTo(1); // draft version: +1 per edit (optimistic concurrency)
     t.text('published_version_id'); // FK added below (versions reference agents)
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.index(['org_id', 'seq']);
   });
   // Name unique per organization, case-insensitively (409 duplicate_name).
   await knex.raw('CREATE UNIQUE INDEX agents_org_name_unique ON agents (org_id, lower(name))');
 
   await knex.schema.createTable('agent_skills', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.text('agent_id').notNullable().references('agents.id').onDelete('CASCADE');
     t.specificType('seq', 'bigserial');
     t.text('name').notNullable();
     t.text('type').notNullable();
     t.text('description');
     t.jsonb('config').notNullable().defaultTo('{}');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.unique(['agent_id', 'name']);
     t.index(['agent_id', 'seq']);
   });
 
   await knex.schema.createTable('agent_playbooks', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.text('agent_id').notNullable().references('agents.id').onDelete('CASCADE');
     t.specificType('seq', 'bigserial');
     t.text('name').notNullable();
     t.text('description');
     t.jsonb('graph').notNullable();
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.unique(['agent_id', 'name']);
     t.index(['agent_id', 'seq']);
   });
 
   await knex.schema.createTable('agent_versions', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.text('agent_id').notNullable().references('agents.id').onDelete('CASCADE');
     t.integer('number').notNullable();
     t.jsonb('snapshot').notNullable();
@@ -71,7 +65,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('note');
     t.text('idempotency_key').notNullable();
     t.text('request_hash').notNullable();
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.unique(['agent_id', 'number']); // never a duplicate number, even under racing publishes
     t.unique(['agent_id', 'idempotency_key']);
     t.check('?? > 0', ['number'], 'agent_versions_number_positive');
@@ -92,7 +86,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('agent_token_secrets', (t) => {
     t.text('org_id').primary().references('organizations.id').onDelete('CASCADE');
     t.text('secret').notNullable(); // HMAC-SHA256 key of talk tokens, base64url
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
   });
 }
 

@@ -7,6 +7,7 @@
  * deleted through the API; the handlers check the agent exists in the caller's organization.
  */
 import type { Knex } from 'knex';
+import { timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('uploads', (t) => {
@@ -17,7 +18,7 @@ export async function up(knex: Knex): Promise<void> {
     t.bigInteger('size_bytes').notNullable();
     t.text('sha256').notNullable();
     t.binary('data').notNullable(); // bytea
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     // Unattached uploads are garbage-collected after this instant (file_expired afterwards).
     t.timestamp('expires_at', { useTz: true }).notNullable();
     // Set when a knowledge source takes the file; attached files are never collected.
@@ -46,8 +47,7 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('char_count');
     t.integer('chunk_count').notNullable().defaultTo(0);
     t.text('workflow_id');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.timestamp('processing_started_at', { useTz: true });
     t.timestamp('ready_at', { useTz: true });
     t.index(['org_id', 'agent_id', 'seq']);
@@ -62,7 +62,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('source_id').notNullable().references('knowledge_sources.id').onDelete('CASCADE');
     t.integer('ordinal').notNullable();
     t.text('content').notNullable();
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.unique(['source_id', 'ordinal']);
     t.index(['org_id', 'agent_id']);
   });

@@ -4,11 +4,11 @@
  * Every tenant table carries `org_id`; list orders use a `seq` bigserial so cursors are stable.
  */
 import type { Knex } from 'knex';
+import { appendOnlyTriggers, tenantKeys, timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('webhook_endpoints', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.specificType('seq', 'bigserial').notNullable().unique();
     t.text('url').notNullable();
     t.text('description');
@@ -22,24 +22,21 @@ export async function up(knex: Knex): Promise<void> {
     t.text('secret_prefix').notNullable();
     t.text('previous_secret_sealed');
     t.timestamp('previous_secret_expires_at', { useTz: true });
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.timestamp('deleted_at', { useTz: true }); // soft delete keeps the delivery history readable in the database
     t.index(['org_id', 'seq']);
   });
 
   await knex.schema.createTable('events', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.text('type').notNullable();
     t.jsonb('data').notNullable();
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.index(['org_id', 'created_at']);
   });
 
   await knex.schema.createTable('webhook_deliveries', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.specificType('seq', 'bigserial').notNullable().unique();
     t.text('endpoint_id').notNullable().references('webhook_endpoints.id').onDelete('CASCADE');
     t.text('event_id').notNullable().references('events.id').onDelete('CASCADE');
@@ -49,8 +46,7 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('attempt_count').notNullable().defaultTo(0);
     t.integer('last_status_code');
     t.text('last_error');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.timestamp('succeeded_at', { useTz: true });
     t.unique(['endpoint_id', 'event_id']);
     t.index(['org_id', 'endpoint_id', 'seq']);
@@ -79,13 +75,12 @@ export async function up(knex: Knex): Promise<void> {
     t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
     t.text('delivery_id').notNullable().references('webhook_deliveries.id').onDelete('CASCADE');
     t.integer('run').notNullable();
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.unique(['delivery_id', 'run']);
   });
 
   await knex.schema.createTable('audit_logs', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.specificType('seq', 'bigserial').notNullable().unique();
     t.text('actor_id').notNullable();
     t.text('actor_kind').notNullable();
@@ -113,9 +108,7 @@ export async function up(knex: Knex): Promise<void> {
       END IF;
       RAISE EXCEPTION 'audit_logs is append-only: % is not allowed', TG_OP USING ERRCODE = 'insufficient_privilege';
     END $$;
-    CREATE TRIGGER audit_logs_no_update BEFORE UPDATE ON audit_logs FOR EACH ROW EXECUTE FUNCTION audit_logs_append_only();
-    CREATE TRIGGER audit_logs_no_delete BEFORE DELETE ON audit_logs FOR EACH ROW EXECUTE FUNCTION audit_logs_append_only();
-    CREATE TRIGGER audit_logs_no_truncate BEFORE TRUNCATE ON audit_logs FOR EACH STATEMENT EXECUTE FUNCTION audit_logs_append_only();
+    ${appendOnlyTriggers('audit_logs', 'audit_logs_append_only')}
   `);
 }
 

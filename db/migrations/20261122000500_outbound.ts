@@ -5,11 +5,11 @@
  * Every tenant table carries `org_id`; list orders use a `seq` bigserial so cursors are stable.
  */
 import type { Knex } from 'knex';
+import { tenantKeys, timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('contact_lists', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.specificType('seq', 'bigserial').notNullable().unique();
     t.text('name').notNullable();
     t.text('purpose').notNullable(); // informational | marketing | collections: the consent rule of the scrub
@@ -23,14 +23,12 @@ export async function up(knex: Knex): Promise<void> {
     t.text('error');
     t.timestamp('import_started_at', { useTz: true });
     t.timestamp('import_finished_at', { useTz: true });
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.index(['org_id', 'seq']);
   });
 
   await knex.schema.createTable('contacts', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.text('list_id').notNullable().references('contact_lists.id').onDelete('CASCADE');
     t.specificType('seq', 'bigserial').notNullable().unique();
     t.integer('row_number').notNullable(); // data row of the file, 1-based (the header is row 0)
@@ -52,13 +50,12 @@ export async function up(knex: Knex): Promise<void> {
     t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
     t.text('e164').notNullable();
     t.text('source').notNullable().defaultTo('api');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.primary(['org_id', 'e164']);
   });
 
   await knex.schema.createTable('campaigns', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.specificType('seq', 'bigserial').notNullable().unique();
     t.text('name').notNullable();
     t.text('agent_id').notNullable().references('agents.id');
@@ -76,14 +73,12 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('retry_delay_minutes').notNullable();
     t.timestamp('launched_at', { useTz: true });
     t.timestamp('finished_at', { useTz: true });
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.index(['org_id', 'seq']);
   });
 
   await knex.schema.createTable('call_attempts', (t) => {
-    t.text('id').primary();
-    t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
+    tenantKeys(t);
     t.text('campaign_id').notNullable().references('campaigns.id').onDelete('CASCADE');
     t.text('contact_id').notNullable().references('contacts.id').onDelete('CASCADE');
     t.specificType('seq', 'bigserial').notNullable().unique();
@@ -112,7 +107,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('provider_call_id').notNullable();
     t.text('outcome').notNullable();
     t.integer('duration_seconds').notNullable();
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
   });
 }
 

@@ -9,6 +9,7 @@
  * default), `sms` (attachable to texts) or `chat` (uploaded in a web chat: never reachable from SMS).
  */
 import type { Knex } from 'knex';
+import { timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('uploads', (t) => {
@@ -26,7 +27,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('sha256').notNullable();
     t.binary('data'); // bytea: inbound media
     t.text('upload_id').references('uploads.id'); // outbound media: the upload (kept: attached_at set)
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.index(['org_id', 'message_id']);
     t.unique(['org_id', 'upload_id']); // one attachment per upload, reused by every send naming the file
   });

@@ -9,6 +9,7 @@
  * turn is stored only if no other turn was stored since it began.
  */
 import type { Knex } from 'knex';
+import { timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('conversations', (t) => {
@@ -54,7 +55,7 @@ export async function up(knex: Knex): Promise<void> {
     t.jsonb('tool_calls');
     t.text('tool_call_id');
     t.text('name');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.unique(['conversation_id', 'seq']);
   });
   await knex.raw(`ALTER TABLE conversation_messages ADD CONSTRAINT conversation_messages_role_check CHECK (role IN ('user', 'assistant', 'tool'))`);
@@ -67,7 +68,7 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('prompt_tokens').notNullable().defaultTo(0);
     t.integer('completion_tokens').notNullable().defaultTo(0);
     t.text('model');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.primary(['conversation_id', 'turn']);
   });
 }

@@ -4,6 +4,7 @@
  * completes, the verdict on each expectation.
  */
 import type { Knex } from 'knex';
+import { timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('agent_simulations', (t) => {
@@ -17,7 +18,7 @@ export async function up(knex: Knex): Promise<void> {
     t.jsonb('results');
     t.boolean('passed');
     t.text('error');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.timestamp('completed_at', { useTz: true });
     t.index(['org_id', 'agent_id', 'created_at']);
   });

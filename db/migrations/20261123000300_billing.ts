@@ -4,6 +4,7 @@
  * amounts; each row also carries the running balance after it); closed monthly invoices, immutable.
  */
 import type { Knex } from 'knex';
+import { appendOnlyTriggers, timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
@@ -22,7 +23,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('org_id').primary().references('organizations.id').onDelete('CASCADE');
     t.text('currency').notNullable().defaultTo('USD');
     t.bigInteger('low_balance_threshold_cents').notNullable().defaultTo(1000);
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
   });
 
   await knex.schema.createTable('wallet_ledger', (t) => {
@@ -35,7 +36,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('usage_entry_id').unique(); // each usage entry is charged at most once
     t.text('payment_id'); // the payment provider's id of a top-up or refund
     t.text('description');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at');
     t.unique(['org_id', 'payment_id']);
     t.index(['org_id', 'seq']);
   });
@@ -50,9 +51,7 @@ export async function up(knex: Knex): Promise<void> {
       END IF;
       RAISE EXCEPTION '% is append-only: % is not allowed', TG_TABLE_NAME, TG_OP USING ERRCODE = 'insufficient_privilege';
     END $$;
-    CREATE TRIGGER wallet_ledger_no_update BEFORE UPDATE ON wallet_ledger FOR EACH ROW EXECUTE FUNCTION billing_append_only();
-    CREATE TRIGGER wallet_ledger_no_delete BEFORE DELETE ON wallet_ledger FOR EACH ROW EXECUTE FUNCTION billing_append_only();
-    CREATE TRIGGER wallet_ledger_no_truncate BEFORE TRUNCATE ON wallet_ledger FOR EACH STATEMENT EXECUTE FUNCTION billing_append_only();
+    ${appendOnlyTriggers('wallet_ledger', 'billing_append_only')}
   `);
 
   // Only closed invoices are stored (the open month is computed from usage): every row is immutable.
@@ -69,9 +68,7 @@ export async function up(knex: Knex): Promise<void> {
     t.unique(['org_id', 'period']); // one invoice per organization and month, closed once
   });
   await knex.raw(`
-    CREATE TRIGGER invoices_no_update BEFORE UPDATE ON invoices FOR EACH ROW EXECUTE FUNCTION billing_append_only();
-    CREATE TRIGGER invoices_no_delete BEFORE DELETE ON invoices FOR EACH ROW EXECUTE FUNCTION billing_append_only();
-    CREATE TRIGGER invoices_no_truncate BEFORE TRUNCATE ON invoices FOR EACH STATEMENT EXECUTE FUNCTION billing_append_only();
+    ${appendOnlyTriggers('invoices', 'billing_append_only')}
   `);
 }
 

@@ -10,6 +10,7 @@
  * the sandbox answered, so orders and messages can be looked up by reference.
  */
 import type { Knex } from 'knex';
+import { timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('provider_intents', (t) => {
@@ -24,8 +25,7 @@ export async function up(knex: Knex): Promise<void> {
     t.jsonb('result');
     t.integer('tries').notNullable().defaultTo(1);
     t.text('note');
-    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    timestampsNow(t, knex, 'created_at', 'updated_at');
     t.unique(['org_id', 'kind', 'reference']);
   });
   await knex.raw(`ALTER TABLE provider_intents ADD CONSTRAINT provider_intents_status_check CHECK (status IN ('pending', 'done', 'unknown'))`);

@@ -3,55 +3,34 @@
  * run inside `editDraft` transactions so each one bumps the agent's draft version.
  */
 import type { Knex } from 'knex';
-import type { Db } from '../index';
-import { newId } from '../ids';
-import { keysetPage, type Page } from '../pagination';
 import type { Playbook, PlaybookGraph } from '../../schemas/types/agents';
-import { DuplicateNameError, isUniqueViolation, type Conn } from './agents';
-import { iso } from '../timestamps';
+import type { Conn } from './agents';
+import { draftPartRepository } from './draftParts';
+import { fromColumns, fromTimestampColumns } from '../rows';
 
 
 /** Maps a stored row to the API shape. */
 export function toPlaybook(r: any): Playbook {
   return {
-    id: r.id,
-    agentId: r.agent_id,
-    name: r.name,
+    ...fromColumns(r, ['id', 'agentId', 'name']),
     description: r.description ?? null,
     graph: r.graph,
-    createdAt: iso(r.created_at),
-    updatedAt: iso(r.updated_at),
+    ...fromTimestampColumns(r, ['createdAt', 'updatedAt']),
   };
 }
 
-/** Playbooks of an agent in creation order. @throws InvalidCursorError */
-export async function listPlaybooks(db: Db, orgId: string, agentId: string, page: { limit: number; cursor?: string }): Promise<Page<Playbook>> {
-  return keysetPage(db('agent_playbooks').where({ org_id: orgId, agent_id: agentId }), { ...page, column: 'seq', map: toPlaybook });
-}
-
-/** One playbook of an agent, or undefined. */
-export async function getPlaybook(conn: Conn, orgId: string, agentId: string, playbookId: string): Promise<Playbook | undefined> {
-  const r = await conn('agent_playbooks').where({ org_id: orgId, agent_id: agentId, id: playbookId }).first();
-  return r ? toPlaybook(r) : undefined;
-}
-
-/** Inserts a playbook. @throws DuplicateNameError */
-export async function insertPlaybook(
-  trx: Knex.Transaction,
-  orgId: string,
-  agentId: string,
-  p: { name: string; description?: string | null; graph: PlaybookGraph },
-): Promise<Playbook> {
-  try {
-    const [row] = await trx('agent_playbooks')
-      .insert({ id: newId('pbk'), org_id: orgId, agent_id: agentId, name: p.name, description: p.description ?? null, graph: JSON.stringify(p.graph) })
-      .returning('*');
-    return toPlaybook(row);
-  } catch (err) {
-    if (isUniqueViolation(err)) throw new DuplicateNameError('playbook', p.name);
-    throw err;
-  }
-}
+/**
+ * Playbooks of an agent: `listPlaybooks` pages them in creation order (@throws InvalidCursorError), `getPlaybook`
+ * reads one (undefined when missing), `insertPlaybook` adds one (@throws DuplicateNameError when the agent
+ * already has a playbook of that name). db/repositories/draftParts.ts.
+ */
+export const { list: listPlaybooks, get: getPlaybook, insert: insertPlaybook } = draftPartRepository(
+  'agent_playbooks',
+  'playbook',
+  'pbk',
+  toPlaybook,
+  (p: { name: string; description?: string | null; graph: PlaybookGraph }) => ({ name: p.name, description: p.description ?? null, graph: JSON.stringify(p.graph) }),
+);
 
 /** Replaces a playbook's graph. @returns the playbook, or undefined when missing */
 export async function replacePlaybookGraph(trx: Knex.Transaction, orgId: string, agentId: string, playbookId: string, graph: PlaybookGraph): Promise<Playbook | undefined> {

@@ -3,56 +3,42 @@
  * (db/repositories/agents.ts) so each one bumps the agent's draft version.
  */
 import type { Knex } from 'knex';
-import type { Db } from '../index';
-import { newId } from '../ids';
-import { keysetPage, type Page } from '../pagination';
 import type { Skill } from '../../schemas/types/agents';
 import { DuplicateNameError, isUniqueViolation, type Conn } from './agents';
-import { iso } from '../timestamps';
+import { draftPartRepository } from './draftParts';
+import { fromColumns, fromTimestampColumns } from '../rows';
 
 
 /** Maps a stored row to the API shape. */
 export function toSkill(r: any): Skill {
   return {
-    id: r.id,
-    agentId: r.agent_id,
-    name: r.name,
-    type: r.type,
+    ...fromColumns(r, ['id', 'agentId', 'name', 'type']),
     description: r.description ?? null,
     config: r.config,
-    createdAt: iso(r.created_at),
-    updatedAt: iso(r.updated_at),
+    ...fromTimestampColumns(r, ['createdAt', 'updatedAt']),
   };
 }
 
-/** Skills of an agent in creation order. @throws InvalidCursorError */
-export async function listSkills(db: Db, orgId: string, agentId: string, page: { limit: number; cursor?: string }): Promise<Page<Skill>> {
-  return keysetPage(db('agent_skills').where({ org_id: orgId, agent_id: agentId }), { ...page, column: 'seq', map: toSkill });
+/** What a new skill is given (spec Skills rows: `SkillCreate`). */
+export interface NewSkill {
+  name: string;
+  type: string;
+  description?: string | null;
+  config: Record<string, unknown>;
 }
 
-/** One skill of an agent, or undefined. */
-export async function getSkill(conn: Conn, orgId: string, agentId: string, skillId: string): Promise<Skill | undefined> {
-  const r = await conn('agent_skills').where({ org_id: orgId, agent_id: agentId, id: skillId }).first();
-  return r ? toSkill(r) : undefined;
-}
-
-/** Inserts a skill. @throws DuplicateNameError when the agent already has a skill of that name */
-export async function insertSkill(
-  trx: Knex.Transaction,
-  orgId: string,
-  agentId: string,
-  s: { name: string; type: string; description?: string | null; config: Record<string, unknown> },
-): Promise<Skill> {
-  try {
-    const [row] = await trx('agent_skills')
-      .insert({ id: newId('skl'), org_id: orgId, agent_id: agentId, name: s.name, type: s.type, description: s.description ?? null, config: JSON.stringify(s.config) })
-      .returning('*');
-    return toSkill(row);
-  } catch (err) {
-    if (isUniqueViolation(err)) throw new DuplicateNameError('skill', s.name);
-    throw err;
-  }
-}
+/**
+ * Skills of an agent: `listSkills` pages them in creation order (@throws InvalidCursorError), `getSkill` reads one
+ * (undefined when missing), `insertSkill` adds one (@throws DuplicateNameError when the agent already has a
+ * skill of that name). db/repositories/draftParts.ts.
+ */
+export const { list: listSkills, get: getSkill, insert: insertSkill } = draftPartRepository(
+  'agent_skills',
+  'skill',
+  'skl',
+  toSkill,
+  (s: NewSkill) => ({ name: s.name, type: s.type, description: s.description ?? null, config: JSON.stringify(s.config) }),
+);
 
 /** Updates a skill (fields given only). @returns the skill, or undefined when missing. @throws DuplicateNameError */
 export async function updateSkillRow(

@@ -12,17 +12,15 @@ import { keysetPage, type Page } from '../pagination';
 import type { AgentVersion } from '../../schemas/types/agents';
 import { isUniqueViolation, loadDraftBundle, type Conn, type DraftBundle } from './agents';
 import { iso } from '../timestamps';
+import { fromColumns } from '../rows';
 
 
 /** Maps a stored row to the API shape. */
 export function toVersion(r: any, publishedVersionId: string | null): AgentVersion {
   return {
-    id: r.id,
-    agentId: r.agent_id,
-    number: r.number,
+    ...fromColumns(r, ['id', 'agentId', 'number']),
     note: r.note ?? null,
-    publishedBy: r.published_by,
-    draftVersion: r.draft_version,
+    ...fromColumns(r, ['publishedBy', 'draftVersion']),
     isPublished: r.id === publishedVersionId,
     checksum: r.checksum,
     createdAt: iso(r.created_at),

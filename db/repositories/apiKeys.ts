@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import type { Db } from '../index';
 import { newId, randomBase62 } from '../ids';
 import { keysetPage, type Page } from '../pagination';
+import { fromColumns, fromNullableColumns } from '../rows';
 
 /** A credential as listed (never the secret). */
 export interface ApiKeyInfo {
@@ -43,27 +44,38 @@ export function hashKey(key: string): string {
 
 function toInfo(r: Record<string, any>): ApiKeyInfo {
   return {
-    id: r.id,
-    orgId: r.org_id,
-    kind: r.kind,
-    name: r.name,
-    displayPrefix: r.display_prefix,
-    scopes: r.scopes,
-    rateLimitPoints: r.rate_limit_points,
-    rateLimitWindowSeconds: r.rate_limit_window_seconds,
-    createdAt: r.created_at,
-    revokedAt: r.revoked_at,
-    expiresAt: r.expires_at ?? null,
-    lastUsedAt: r.last_used_at ?? null,
-    agentId: r.agent_id ?? null,
-    allowedOrigins: r.allowed_origins ?? null,
-    rotatedFrom: r.rotated_from ?? null,
+    ...fromColumns(r, ['id', 'orgId', 'kind', 'name', 'displayPrefix', 'scopes', 'rateLimitPoints', 'rateLimitWindowSeconds', 'createdAt', 'revokedAt']),
+    ...fromNullableColumns(r, ['expiresAt', 'lastUsedAt', 'agentId', 'allowedOrigins', 'rotatedFrom']),
   };
 }
 
 /** Length of the display prefix: `<brand>_sk_live_` or `<brand>_pk_live_` plus 4 random characters. */
 function displayPrefix(key: string, brand: string): string {
   return key.slice(0, brand.length + 13);
+}
+
+/** What each kind of key is called: id prefix (`key_…`, `pk_…`) and the kind part of the key (`<brand>_sk_live_…`). */
+const KEY_FORMS = { secret: { idPrefix: 'key', infix: 'sk' }, publishable: { idPrefix: 'pk', infix: 'pk' } } as const;
+
+/**
+ * Mints a key of `kind` and stores its row: hash and display prefix only, never the key.
+ * @param columns the kind's own columns (`scopes`, limits, agent, origins …)
+ * @returns the key (shown once) and its stored info
+ */
+async function insertKey(
+  db: Db,
+  orgId: string,
+  kind: keyof typeof KEY_FORMS,
+  brand: string,
+  name: string | undefined,
+  columns: Record<string, unknown>,
+): Promise<{ key: string; info: ApiKeyInfo }> {
+  const form = KEY_FORMS[kind];
+  const key = `${brand}_${form.infix}_live_${randomBase62(24)}`;
+  const [row] = await db('api_keys')
+    .insert({ id: newId(form.idPrefix), org_id: orgId, kind, name: name ?? '', display_prefix: displayPrefix(key, brand), key_hash: hashKey(key), ...columns })
+    .returning('*');
+  return { key, info: toInfo(row) };
 }
 
 /**
@@ -85,23 +97,13 @@ export async function createSecretKey(
     rotatedFrom?: string | null;
   },
 ): Promise<{ key: string; info: ApiKeyInfo }> {
-  const key = `${opts.brand}_sk_live_${randomBase62(24)}`;
-  const [row] = await db('api_keys')
-    .insert({
-      id: newId('key'),
-      org_id: orgId,
-      kind: 'secret',
-      name: opts.name ?? '',
-      display_prefix: displayPrefix(key, opts.brand),
-      key_hash: hashKey(key),
-      scopes: opts.scopes,
-      rate_limit_points: opts.rateLimitPoints ?? null,
-      rate_limit_window_seconds: opts.rateLimitWindowSeconds ?? null,
-      expires_at: opts.expiresAt ?? null,
-      rotated_from: opts.rotatedFrom ?? null,
-    })
-    .returning('*');
-  return { key, info: toInfo(row) };
+  return insertKey(db, orgId, 'secret', opts.brand, opts.name, {
+    scopes: opts.scopes,
+    rate_limit_points: opts.rateLimitPoints ?? null,
+    rate_limit_window_seconds: opts.rateLimitWindowSeconds ?? null,
+    expires_at: opts.expiresAt ?? null,
+    rotated_from: opts.rotatedFrom ?? null,
+  });
 }
 
 /**
@@ -115,21 +117,7 @@ export async function createPublishableKey(
   orgId: string,
   opts: { brand: string; agentId: string; allowedOrigins: string[]; name?: string },
 ): Promise<{ key: string; info: ApiKeyInfo }> {
-  const key = `${opts.brand}_pk_live_${randomBase62(24)}`;
-  const [row] = await db('api_keys')
-    .insert({
-      id: newId('pk'),
-      org_id: orgId,
-      kind: 'publishable',
-      name: opts.name ?? '',
-      display_prefix: displayPrefix(key, opts.brand),
-      key_hash: hashKey(key),
-      scopes: [],
-      agent_id: opts.agentId,
-      allowed_origins: opts.allowedOrigins,
-    })
-    .returning('*');
-  return { key, info: toInfo(row) };
+  return insertKey(db, orgId, 'publishable', opts.brand, opts.name, { scopes: [], agent_id: opts.agentId, allowed_origins: opts.allowedOrigins });
 }
 
 /** Rows of one organization and kind that still authenticate: not revoked, not expired. */

@@ -8,6 +8,7 @@ import { newId } from '../ids';
 import { storableText } from '../../domain/text';
 import { keysetPage, type Page } from '../pagination';
 import type { AuditLogEntry } from '../../schemas/types/audit';
+import { fromColumns } from '../rows';
 
 /** What the audit middleware records for one write. */
 export interface AuditRecord {
@@ -28,9 +29,7 @@ function toEntry(r: Record<string, any>): AuditLogEntry {
     id: r.id,
     occurredAt: new Date(r.occurred_at).toISOString(),
     actor: { id: r.actor_id, kind: r.actor_kind },
-    operationId: r.operation_id,
-    method: r.method,
-    path: r.path,
+    ...fromColumns(r, ['operationId', 'method', 'path']),
     resource: { type: r.resource_type, id: r.resource_id ?? null },
     requestId: r.request_id,
     sourceIp: r.source_ip ?? null,

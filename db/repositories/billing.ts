@@ -11,28 +11,15 @@ import type { Db } from '../index';
 import { newId } from '../ids';
 import { DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, WALLET_CURRENCY, type LedgerKind } from '../../domain/billing/wallet';
 import { periodRange, type Period } from '../../domain/billing/periods';
+import type { LedgerEntryView, Wallet } from '../../schemas/types/billing';
+import { fromNullableColumns, fromNumericColumns } from '../rows';
 
-/** The wallet as `GET /billing/wallet` shows it. */
-export interface WalletRecord {
-  /** Sum of the ledger, US cents (negative when usage exceeded the credit). */
-  balanceCents: number;
-  currency: string;
-  lowBalanceThresholdCents: number;
-  /** Time of the last ledger entry (ISO 8601), null for an empty ledger. */
-  updatedAt: string | null;
-}
+/** The wallet as `GET /billing/wallet` shows it, but for `low`, which the route derives (schemas/types/billing.ts `Wallet`). */
+export type WalletRecord = Omit<Wallet, 'low'>;
 
-/** One ledger entry. */
-export interface LedgerEntry {
-  id: string;
+/** One ledger entry (schemas/types/billing.ts `LedgerEntryView`): signed US cents, credits > 0, charges < 0. */
+export interface LedgerEntry extends LedgerEntryView {
   kind: LedgerKind;
-  /** Signed US cents: credits > 0, charges < 0. */
-  amountCents: number;
-  balanceAfterCents: number;
-  usageEntryId: string | null;
-  paymentId: string | null;
-  description: string | null;
-  createdAt: string;
 }
 
 /** A ledger write and the balance around it (for `billing.wallet.low`). */
@@ -47,11 +34,8 @@ function toLedger(r: Record<string, any>): LedgerEntry {
   return {
     id: r.id,
     kind: r.kind,
-    amountCents: Number(r.amount_cents),
-    balanceAfterCents: Number(r.balance_after_cents),
-    usageEntryId: r.usage_entry_id ?? null,
-    paymentId: r.payment_id ?? null,
-    description: r.description ?? null,
+    ...fromNumericColumns(r, ['amountCents', 'balanceAfterCents']),
+    ...fromNullableColumns(r, ['usageEntryId', 'paymentId', 'description']),
     createdAt: new Date(r.created_at).toISOString(),
   };
 }

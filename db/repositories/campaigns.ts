@@ -11,6 +11,7 @@ import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import type { CallAttempt, Campaign, CampaignCounters, CampaignPurpose, DayOfWeek } from '../../schemas/types/outbound';
 import { iso } from '../timestamps';
+import { fromColumns, fromNullableColumns, fromTimestampColumns } from '../rows';
 
 type Conn = Db | Knex.Transaction;
 const clock = (m: number) => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
@@ -333,15 +334,9 @@ export async function cancelClaimedAttempt(db: Conn, orgId: string, attemptId: s
 
 function toAttempt(r: any): CallAttempt {
   return {
-    id: r.id,
-    contactId: r.contact_id,
-    e164: r.e164,
-    status: r.status,
-    dials: r.dials,
-    lastOutcome: r.last_outcome ?? null,
-    lastDurationSeconds: r.last_duration_seconds ?? null,
-    lastDialedAt: iso(r.last_dialed_at),
-    notBefore: iso(r.not_before)!,
+    ...fromColumns(r, ['id', 'contactId', 'e164', 'status', 'dials']),
+    ...fromNullableColumns(r, ['lastOutcome', 'lastDurationSeconds']),
+    ...fromTimestampColumns(r, ['lastDialedAt', 'notBefore']),
   };
 }
 

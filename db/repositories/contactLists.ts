@@ -9,6 +9,7 @@ import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import type { CampaignPurpose, Contact, ContactColumnMapping, ContactList } from '../../schemas/types/outbound';
 import { iso } from '../timestamps';
+import { fromNullableColumns } from '../rows';
 
 type Conn = Db | Knex.Transaction;
 
@@ -38,11 +39,7 @@ function toContact(r: any): Contact {
   return {
     id: r.id,
     row: r.row_number,
-    rawPhone: r.raw_phone ?? null,
-    e164: r.e164 ?? null,
-    firstName: r.first_name ?? null,
-    lastName: r.last_name ?? null,
-    timeZone: r.time_zone ?? null,
+    ...fromNullableColumns(r, ['rawPhone', 'e164', 'firstName', 'lastName', 'timeZone']),
     zones: r.zones ?? [],
     variables: r.variables ?? {},
     status: r.status,

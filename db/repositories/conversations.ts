@@ -13,6 +13,7 @@ import type { Conn } from './agents';
 import type { ChatSession, ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
 import type { LlmMessage } from '../../domain/conversations/llm';
 import type { PlaybookState } from '../../domain/conversations/playbook';
+import { fromColumns, fromNullableColumns, fromTimestampColumns } from '../rows';
 
 /** A conversation row in the shape the runtime and the API use. */
 export interface ConversationRecord {
@@ -41,26 +42,15 @@ export interface ConversationRecord {
 
 function toRecord(r: any): ConversationRecord {
   return {
-    id: r.id,
-    orgId: r.org_id,
-    agentId: r.agent_id,
-    channel: r.channel,
-    mode: r.mode,
-    versionId: r.version_id ?? null,
-    draftVersion: r.draft_version ?? null,
-    draftSnapshot: r.draft_snapshot ?? null,
-    simulation: r.simulation,
-    status: r.status,
+    ...fromColumns(r, ['id', 'orgId', 'agentId', 'channel', 'mode']),
+    ...fromNullableColumns(r, ['versionId', 'draftVersion', 'draftSnapshot']),
+    ...fromColumns(r, ['simulation', 'status']),
     endReason: r.end_reason ?? null,
     variables: r.variables ?? {},
     playbook: r.playbook_state ?? null,
     metadata: r.metadata ?? {},
-    turnCount: r.turn_count,
-    messageCount: r.message_count,
-    promptTokens: r.prompt_tokens,
-    completionTokens: r.completion_tokens,
-    startedAt: iso(r.started_at),
-    endedAt: iso(r.ended_at),
+    ...fromColumns(r, ['turnCount', 'messageCount', 'promptTokens', 'completionTokens']),
+    ...fromTimestampColumns(r, ['startedAt', 'endedAt']),
   };
 }
 
@@ -103,18 +93,11 @@ export function toLlmMessage(m: ConversationMessage): LlmMessage {
 }
 
 /** What a new conversation starts with. */
-export interface NewConversation {
+export interface NewConversation
+  extends Pick<ConversationRecord, 'agentId' | 'channel' | 'mode' | 'versionId' | 'draftVersion' | 'draftSnapshot' | 'variables' | 'metadata'> {
   /** A chosen id (`cnv_…`; simulations derive theirs), else a new one. */
   id?: string;
-  agentId: string;
-  channel: ConversationChannel;
-  mode: 'published' | 'draft';
-  versionId: string | null;
-  draftVersion: number | null;
-  draftSnapshot: unknown;
   simulation?: boolean;
-  variables: Record<string, string>;
-  metadata: Record<string, string | number | boolean | null>;
   keyId: string | null;
   /** The greeting, stored as the last message of turn 0 (null: none). */
   greeting: string | null;

@@ -10,7 +10,7 @@ import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import { attachUpload } from './uploads';
 import type { KnowledgePreviewHit, KnowledgeSource, KnowledgeSourceKind, KnowledgeSourceStatus } from '../../schemas/types/knowledge';
-import { iso } from '../timestamps';
+import { fromColumns, fromNullableColumns, fromTimestampColumns } from '../rows';
 
 type Conn = Db | Knex.Transaction;
 
@@ -18,22 +18,12 @@ type Conn = Db | Knex.Transaction;
 /** Maps a stored row to the API shape. */
 export function toKnowledgeSource(r: Record<string, any>): KnowledgeSource {
   return {
-    id: r.id,
-    agentId: r.agent_id,
-    kind: r.kind,
-    name: r.name ?? null,
-    url: r.url ?? null,
-    fileId: r.file_id ?? null,
+    ...fromColumns(r, ['id', 'agentId', 'kind']),
+    ...fromNullableColumns(r, ['name', 'url', 'fileId']),
     status: r.status,
-    failureCode: r.failure_code ?? null,
-    failureReason: r.failure_reason ?? null,
-    format: r.format ?? null,
-    title: r.title ?? null,
-    charCount: r.char_count ?? null,
+    ...fromNullableColumns(r, ['failureCode', 'failureReason', 'format', 'title', 'charCount']),
     chunkCount: r.chunk_count ?? 0,
-    createdAt: iso(r.created_at)!,
-    updatedAt: iso(r.updated_at)!,
-    readyAt: iso(r.ready_at),
+    ...fromTimestampColumns(r, ['createdAt', 'updatedAt', 'readyAt']),
   };
 }
 

@@ -13,6 +13,7 @@ import { decodeCursor, encodeCursor, type Page } from '../pagination';
 import { iso } from '../timestamps';
 import type { Analytics, AnalyticsFigures, ConversationSummary, TranscriptMessage } from '../../schemas/types/observe';
 import type { TurnReceipt } from '../../schemas/types/chat';
+import { fromColumns, fromNullableColumns } from '../rows';
 
 /** The SMS thread id of a pair of numbers. */
 export function smsThreadId(ours: string, counterpart: string): string {
@@ -98,20 +99,14 @@ function toSummary(r: any): ConversationSummary {
   const ended = iso(r.ended_at);
   const duration = r.duration_seconds ?? (ended && r.channel !== 'sms' ? Math.round((Date.parse(ended) - Date.parse(started)) / 1000) : null);
   return {
-    id: r.id,
-    channel: r.channel,
+    ...fromColumns(r, ['id', 'channel']),
     agentId: r.agent_id ?? null,
-    status: r.status,
-    simulation: r.simulation,
+    ...fromColumns(r, ['status', 'simulation']),
     startedAt: started,
     endedAt: ended,
     durationSeconds: duration,
     messageCount: r.message_count,
-    campaignId: r.campaign_id ?? null,
-    counterpart: r.counterpart ?? null,
-    outcome: r.outcome ?? null,
-    endReason: r.end_reason ?? null,
-    versionId: r.version_id ?? null,
+    ...fromNullableColumns(r, ['campaignId', 'counterpart', 'outcome', 'endReason', 'versionId']),
     totalTokens: Number(r.tokens ?? 0),
   };
 }

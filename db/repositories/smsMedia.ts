@@ -9,6 +9,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
+import { fromColumns } from '../rows';
 
 type Conn = Db | Knex.Transaction;
 
@@ -29,11 +30,7 @@ export interface SmsMediaRecord {
 
 function toRecord(r: Record<string, any>): SmsMediaRecord {
   return {
-    id: r.id,
-    orgId: r.org_id,
-    messageId: r.message_id,
-    direction: r.direction,
-    contentType: r.content_type,
+    ...fromColumns(r, ['id', 'orgId', 'messageId', 'direction', 'contentType']),
     sizeBytes: Number(r.size_bytes),
     sha256: r.sha256,
     uploadId: r.upload_id ?? null,

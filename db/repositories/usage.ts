@@ -10,6 +10,8 @@ import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import { feeOf, PRICES, priceOf } from '../../domain/billing/prices';
 import { chargeUsage, type WalletChange } from './billing';
+import type { UsageEntryView } from '../../schemas/types/billing';
+import { fromNumericColumns } from '../rows';
 
 /** Registration and number fees in US cents (README "Billing": prices; domain/billing/prices.ts). */
 export const FEES = {
@@ -21,21 +23,10 @@ export const FEES = {
   numberPurchase: feeOf(PRICES.numberPurchase),
 } as const;
 
-/** One usage entry as read back. */
-export interface UsageEntry {
-  id: string;
-  kind: string;
-  quantity: number;
-  /** Price of one unit, US cents (may be fractional, e.g. per token). */
-  unitPriceCents: number;
-  /** quantity × unit price, whole US cents. */
-  amountCents: number;
-  /** The resource the entry is about (conversation, number, 10DLC registration), when there is one. */
-  resourceId: string | null;
+/** One usage entry as read back: the API's `UsageEntryView` (schemas/types/billing.ts; US cents) plus its dedupe key and details. */
+export interface UsageEntry extends UsageEntryView {
   dedupeKey: string;
   details: Record<string, unknown>;
-  /** ISO 8601. */
-  createdAt: string;
 }
 
 /** What a caller records. */
@@ -112,9 +103,7 @@ function toEntry(r: Record<string, any>): UsageEntry {
   return {
     id: r.id,
     kind: r.kind,
-    quantity: Number(r.quantity),
-    unitPriceCents: Number(r.unit_price_cents),
-    amountCents: Number(r.amount_cents),
+    ...fromNumericColumns(r, ['quantity', 'unitPriceCents', 'amountCents']),
     resourceId: r.resource_id ?? null,
     dedupeKey: r.dedupe_key,
     details: r.details,

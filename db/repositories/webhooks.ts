@@ -18,6 +18,7 @@ import type {
 } from '../../schemas/types/webhooks';
 import type { WebhookEventType } from '../../schemas/types/events';
 import { iso } from '../timestamps';
+import { fromColumns, fromNullableColumns, fromTimestampColumns } from '../rows';
 
 
 /** Maps a stored endpoint to its API shape (never the secret). */
@@ -54,16 +55,9 @@ function toDelivery(r: Record<string, any>, attempts: WebhookDeliveryAttempt[]):
   return {
     id: r.id,
     webhookId: r.endpoint_id,
-    eventId: r.event_id,
-    eventType: r.event_type,
-    status: r.status,
-    attemptCount: r.attempt_count,
-    run: r.run,
-    lastStatusCode: r.last_status_code ?? null,
-    lastError: r.last_error ?? null,
-    createdAt: iso(r.created_at)!,
-    updatedAt: iso(r.updated_at)!,
-    succeededAt: iso(r.succeeded_at),
+    ...fromColumns(r, ['eventId', 'eventType', 'status', 'attemptCount', 'run']),
+    ...fromNullableColumns(r, ['lastStatusCode', 'lastError']),
+    ...fromTimestampColumns(r, ['createdAt', 'updatedAt', 'succeededAt']),
     attempts,
   };
 }

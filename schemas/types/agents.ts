@@ -58,25 +58,7 @@ export interface AgentCreate {
  * Requires `If-Match: "<version>"`.
  * @additionalProperties false
  */
-export interface AgentPatch {
-  /** @minLength 1 @maxLength 100 */
-  name?: string;
-  /** @maxLength 500 */
-  description?: string | null;
-  /** @maxLength 4000 */
-  persona?: string | null;
-  /** @maxLength 20000 */
-  instructions?: string | null;
-  /** @maxLength 1000 */
-  greeting?: string | null;
-  /** @pattern ^[a-z]{2,3}(-[A-Z][a-z]{3})?(-([A-Z]{2}|[0-9]{3}))?$ */
-  language?: string;
-  /** @maxLength 64 */
-  voiceId?: string | null;
-  dtmf?: DtmfSettings;
-  /** @maxItems 100 */
-  variables?: AgentVariable[];
-}
+export type AgentPatch = Partial<AgentCreate>;
 
 /** What is attached to the agent's draft. */
 export interface AgentAttachments {
