@@ -14,6 +14,7 @@ import { startApi, type RunningApi } from '../../api/server';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { createLogger } from '../../runtime';
 import { createOutboundActivities } from '../../activities/outbound';
+import { callWithKey } from '../helpers/api';
 import { createTestDatabase } from '../helpers/postgres';
 import { startTestWorker, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 
@@ -69,15 +70,7 @@ export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: nu
   let worker: { stop(): Promise<void> } | undefined;
   let n = 0;
 
-  const call = async (key: string, method: string, path: string, json?: unknown): Promise<Res> => {
-    const res = await fetch(`${api.baseUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: json !== undefined ? JSON.stringify(json) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
+  const call = (key: string, method: string, path: string, json?: unknown): Promise<Res> => callWithKey(api.baseUrl, key, method, path, json);
   const env: OutboundEnv = {
     db,
     api,

@@ -132,3 +132,25 @@ export function useTestApi(label: string, overrides: Partial<AppConfig> = {}, op
     close: () => started().close(),
   };
 }
+
+/**
+ * fetch of `${baseUrl}${path}` with `authorization: Bearer {key}` and, when `json` is given, a JSON body
+ * (DESIGN.md "Wire conventions"). @returns the status, the headers and the body parsed as JSON
+ * (undefined when empty). Throws a SyntaxError when the body is not JSON.
+ */
+export async function callWithKey(
+  baseUrl: string,
+  key: string,
+  method: string,
+  path: string,
+  json?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const res = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    body: json !== undefined ? JSON.stringify(json) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}

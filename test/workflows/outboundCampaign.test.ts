@@ -20,6 +20,7 @@ import { createOutboundActivities } from '../../activities/outbound';
 import { insertAttempts, lockCampaign, setCampaignStatus } from '../../db/repositories/campaigns';
 import { localParts } from '../../domain/sms/quietHours';
 import { workflowIds } from '../../temporal.config';
+import { callWithKey } from '../helpers/api';
 import { createTestDatabase } from '../helpers/postgres';
 import { serverNow, skipTime, startWorkerAt, withTimeSkipping } from '../helpers/temporal';
 import { phone, startOutboundEnv, until, type OutboundEnv } from '../api/outbound-fixtures';
@@ -200,10 +201,7 @@ describe('campaign dialer across a restart of the worker and a durable dev serve
     const startWorker = (address: string) => startWorkerAt(address, taskQueue, createOutboundActivities({ db, config, logger }, { telephonyOptions: { dialLatencyMs: 60 } }));
     const org = await createOrganization(db, 'Restart Org');
     const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES });
-    const call = async (method: string, p: string, json?: unknown) => {
-      const res = await fetch(`${api.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, ...(json ? { 'content-type': 'application/json' } : {}) }, body: json ? JSON.stringify(json) : undefined });
-      return (await res.json()) as any;
-    };
+    const call = async (method: string, p: string, json?: unknown) => (await callWithKey(api.baseUrl, key, method, p, json)).body;
     let worker = await startWorker(server.address);
     try {
       const agentId = (await createAgent(db, org.id, { name: 'Restart agent' })).id;

@@ -25,6 +25,7 @@ import { stopSandboxDispatchers } from '../../activities/providers/carrier/sandb
 import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
 import { workflowIds } from '../../temporal.config';
 import { registrationProgressQuery } from '../../workflows/definitions';
+import { callWithKey } from '../helpers/api';
 import { createTestDatabase } from '../helpers/postgres';
 import { COMPLETE_BRAND } from '../api/sms-fixtures';
 import { serviceWorkflowBundle, startWorkerAt } from '../helpers/temporal';
@@ -69,15 +70,7 @@ async function startEnv(label: string, opts: { timeSkipping: boolean }): Promise
     activities: createSmsActivities({ db, config, logger }, { carrierOptions: { delayMs: 0, callbackUrl }, telephonyOptions: { delayMs: 0, callbackUrl } }),
   });
   const running = worker.run();
-  const call = async (key: string, method: string, p: string, json?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${api.baseUrl}${p}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-      body: json !== undefined ? JSON.stringify(json) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
-  };
+  const call = (key: string, method: string, p: string, json?: unknown, headers: Record<string, string> = {}) => callWithKey(api.baseUrl, key, method, p, json, headers);
   return {
     server,
     client,
@@ -330,10 +323,7 @@ describe('SMS registration across a restart of the worker and the dev server', f
     const startWorker = (address: string) => startWorkerAt(address, taskQueue, createSmsActivities({ db, config, logger }, { carrierOptions: { delayMs: 0, callbackUrl } }));
     const org = await createOrganization(db, 'Restart Org');
     const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES });
-    const call = async (method: string, p: string, json?: unknown) => {
-      const res = await fetch(`${api.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, ...(json ? { 'content-type': 'application/json' } : {}) }, body: json ? JSON.stringify(json) : undefined });
-      return (await res.json()) as any;
-    };
+    const call = async (method: string, p: string, json?: unknown) => (await callWithKey(api.baseUrl, key, method, p, json)).body;
     const callback = async (payload: unknown) => {
       const body = JSON.stringify(payload);
       const res = await fetch(callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(callbackSecret('sandbox'), body) }, body });
