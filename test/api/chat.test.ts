@@ -11,6 +11,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { startTestApi, type TestApi } from '../helpers/api';
+import { chain } from './agents-fixtures';
 import { createAgentActivities } from '../../activities/agents';
 import { createKnowledgeActivities } from '../../activities/knowledge';
 import { createSkillHttpClient } from '../../activities/providers/http/request';
@@ -191,13 +192,7 @@ describe('chat sessions (sandbox LLM)', () => {
             { id: 'done', type: 'say', prompt: "You're booked, {{name}}." },
             { id: 'end', type: 'end' },
           ],
-          edges: [
-            { from: 'start', to: 'ask_name' },
-            { from: 'ask_name', to: 'ask_time' },
-            { from: 'ask_time', to: 'do_book' },
-            { from: 'do_book', to: 'done' },
-            { from: 'done', to: 'end' },
-          ],
+          edges: chain('start', 'ask_name', 'ask_time', 'do_book', 'done', 'end'),
         },
       },
     });
