@@ -15,6 +15,7 @@ import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { createLogger } from '../../runtime';
 import { createOutboundActivities } from '../../activities/outbound';
 import { callWithKey } from '../helpers/api';
+import { useResource } from '../helpers/mocha';
 import { createTestDatabase } from '../helpers/postgres';
 import { startTestWorker, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 
@@ -140,4 +141,29 @@ export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: nu
 /** Valid US numbers in a zone's area code ending in `last4` (sandbox magic: 0001 answered … 0005 failed). */
 export function phone(areaCode: string, i: number, last4?: string): string {
   return `+1${areaCode}${String(300 + (i % 600)).padStart(3, '0')}${last4 ?? String(1000 + (i % 9000)).padStart(4, '0')}`;
+}
+
+/** An organization ready to run campaigns: its secret key, a published agent and an owned caller-id number. */
+export interface Dialer {
+  key: string;
+  orgId: string;
+  agentId: string;
+  numberId: string;
+}
+
+/**
+ * An outbound environment on a fresh database for the enclosing mocha `describe` (started in a
+ * `before` hook with a 120 s timeout, closed in an `after` hook) and a "Dialer Co" organization in it
+ * ({@link Dialer}, filled in by a second `before` hook).
+ */
+export function useDialerEnv(label: string): { env: OutboundEnv; dialer: Dialer } {
+  const env = useResource(`outbound env ${label}`, () => startOutboundEnv(label), (e) => e.close(), { timeoutMs: 120_000 });
+  const dialer = {} as Dialer;
+  before(async function () {
+    this.timeout(120_000);
+    const { key, orgId } = await env.org('Dialer Co');
+    const agentId = await env.publishedAgent(orgId);
+    Object.assign(dialer, { key, orgId, agentId, numberId: await env.ownNumber(key) });
+  });
+  return { env, dialer };
 }

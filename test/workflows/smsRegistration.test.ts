@@ -26,6 +26,7 @@ import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
 import { workflowIds } from '../../temporal.config';
 import { registrationProgressQuery } from '../../workflows/definitions';
 import { callWithKey } from '../helpers/api';
+import { useResource } from '../helpers/mocha';
 import { createTestDatabase } from '../helpers/postgres';
 import { COMPLETE_BRAND } from '../api/sms-fixtures';
 import { serviceWorkflowBundle, startWorkerAt } from '../helpers/temporal';
@@ -113,16 +114,17 @@ async function waitFor(env: Env, key: string, done: (r: any) => boolean, ms = 20
 }
 const settled = (r: any) => r.status === 'active' || r.status === 'failed';
 
+/** An environment started for the enclosing `describe` and closed after it, with the sandbox carrier's dispatchers stopped. */
+function useEnv(label: string, opts: { timeSkipping: boolean }): Env {
+  return useResource(`SMS env ${label}`, () => startEnv(label, opts), async (env) => {
+    stopSandboxDispatchers();
+    await env.close();
+  });
+}
+
 describe('SMS registration workflow (dev server, real SDK, sandbox carrier over HTTP)', function () {
   this.timeout(120_000);
-  let env: Env;
-  before(async () => {
-    env = await startEnv('sms_wf', { timeSkipping: false });
-  });
-  after(async () => {
-    stopSandboxDispatchers();
-    await env?.close();
-  });
+  const env = useEnv('sms_wf', { timeSkipping: false });
 
   it('takes a draft through review and submit to active by real HTTP callbacks, charging the fees once', async () => {
     const { orgId, key } = await env.org();
@@ -252,14 +254,7 @@ describe('SMS registration workflow (dev server, real SDK, sandbox carrier over 
 
 describe('SMS workflows with time skipping (polling fallback, quiet hours)', function () {
   this.timeout(120_000);
-  let env: Env;
-  before(async () => {
-    env = await startEnv('sms_wf_skip', { timeSkipping: true });
-  });
-  after(async () => {
-    stopSandboxDispatchers();
-    await env?.close();
-  });
+  const env = useEnv('sms_wf_skip', { timeSkipping: true });
 
   it('reaches active by hourly polling when the carrier never calls back', async () => {
     const { orgId, key } = await env.org();
