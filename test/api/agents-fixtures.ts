@@ -1,5 +1,8 @@
 /** Shared fixtures of the agent suites. */
 import type { PlaybookGraph } from '../../schemas/types/agents';
+import type { Db } from '../../db';
+import { createAgentActivities } from '../../activities/agents';
+import { publishRequestHash } from '../../domain/agents/compile';
 
 /**
  * The edges of a path through a playbook graph (schemas/types/agents.ts `PlaybookGraph`):
@@ -22,4 +25,13 @@ export function intakeGraph(): PlaybookGraph {
     ],
     edges: chain('start', 'ask_name', 'ask_phone', 'ask_time', 'book', 'end'),
   };
+}
+
+/**
+ * Publishes the agent's draft through the real `compileAndPublishAgent` activity (the work behind
+ * `POST /agents/{id}/publish`, spec operation publishAgent), with no note, as `org.keyId`.
+ * @returns the activity's result (the new version).
+ */
+export function publishDraft(db: Db, org: { orgId: string; keyId: string }, agentId: string, idempotencyKey: string) {
+  return createAgentActivities({ db }).compileAndPublishAgent({ orgId: org.orgId, agentId, idempotencyKey, requestHash: publishRequestHash({ note: null }), note: null, publishedBy: org.keyId });
 }
