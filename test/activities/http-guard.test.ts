@@ -8,8 +8,11 @@ import { expect } from 'chai';
 import { checkAddress, guardedLookup, parseAllowList } from '../../domain/net/guard';
 import { createHttpClient, HttpFetchError, type HttpClient } from '../../activities/providers/http';
 
+/** How a test server answers one path. */
+type Route = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
 /** A local server whose behaviour per path is given by `routes`; counts requests. */
-async function startServer(routes: Record<string, (req: http.IncomingMessage, res: http.ServerResponse) => void>) {
+async function startServer(routes: Record<string, Route>) {
   const hits: string[] = [];
   const server = http.createServer((req, res) => {
     hits.push(req.url ?? '');
@@ -27,6 +30,23 @@ async function startServer(routes: Record<string, (req: http.IncomingMessage, re
     port,
     hits,
     close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+  };
+}
+
+/** A route that answers `statusCode` (3xx) with `location: {location}` and no body (RFC 9110 §15.4). */
+function redirect(statusCode: number, location: string): Route {
+  return (_req, res) => {
+    res.statusCode = statusCode;
+    res.setHeader('location', location);
+    res.end();
+  };
+}
+
+/** A route that answers `statusCode` with no body. */
+function status(statusCode: number): Route {
+  return (_req, res) => {
+    res.statusCode = statusCode;
+    res.end();
   };
 }
 
@@ -106,31 +126,12 @@ describe('HTTP helper SSRF guard', () => {
           res.setHeader('content-type', 'text/html; charset=utf-8');
           res.end('<html><body>hello</body></html>');
         },
-        '/to-private': (_req, res) => {
-          res.statusCode = 302;
-          res.setHeader('location', 'http://10.0.0.1/internal');
-          res.end();
-        },
-        '/to-metadata': (_req, res) => {
-          res.statusCode = 301;
-          res.setHeader('location', 'http://169.254.169.254/latest/meta-data/');
-          res.end();
-        },
-        '/to-other-loopback': (_req, res) => {
-          res.statusCode = 307;
-          res.setHeader('location', `http://127.0.0.2:${server.port}/page`);
-          res.end();
-        },
-        '/to-page': (_req, res) => {
-          res.statusCode = 302;
-          res.setHeader('location', '/page');
-          res.end();
-        },
-        '/loop': (_req, res) => {
-          res.statusCode = 302;
-          res.setHeader('location', '/loop');
-          res.end();
-        },
+        '/to-private': redirect(302, 'http://10.0.0.1/internal'),
+        '/to-metadata': redirect(301, 'http://169.254.169.254/latest/meta-data/'),
+        // The port is known only once the server listens, so the location is made per request.
+        '/to-other-loopback': (req, res) => redirect(307, `http://127.0.0.2:${server.port}/page`)(req, res),
+        '/to-page': redirect(302, '/page'),
+        '/loop': redirect(302, '/loop'),
         '/big': (_req, res) => {
           res.setHeader('content-length', '4096');
           res.end(Buffer.alloc(4096, 97));
@@ -143,14 +144,8 @@ describe('HTTP helper SSRF guard', () => {
         '/slow': () => {
           /* never answers */
         },
-        '/gone': (_req, res) => {
-          res.statusCode = 410;
-          res.end();
-        },
-        '/busy': (_req, res) => {
-          res.statusCode = 503;
-          res.end();
-        },
+        '/gone': status(410),
+        '/busy': status(503),
       });
     });
     after(() => server.close());

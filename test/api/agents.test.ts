@@ -3,17 +3,15 @@
  * concurrency, duplicate names, unsupported languages, tenancy and scopes.
  */
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { useTestApi } from '../helpers/api';
 
 describe('agents API', () => {
-  let t: TestApi;
+  const t = useTestApi('agents');
   let key: string;
 
   before(async () => {
-    t = await startTestApi('agents');
     ({ key } = await t.org('Acme'));
   });
-  after(async () => t?.close());
 
   const create = (json: unknown, k = key) => t.call('POST', '/agents', { key: k, json });
 

@@ -5,7 +5,7 @@
  * grace period is reached by moving `expires_at` in the database, not by sleeping.
  */
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { useTestApi } from '../helpers/api';
 import { startApi } from '../../api/server';
 import { createLogger } from '../../runtime';
 import { hashKey } from '../../db/repositories/apiKeys';
@@ -21,14 +21,12 @@ async function eventually<T>(fn: () => Promise<T>, want: T): Promise<T> {
 }
 
 describe('API keys (/api-keys)', () => {
-  let t: TestApi;
+  const t = useTestApi('api_keys', { keyLastUsedFlushMs: 60_000 });
   let key: string;
 
   before(async () => {
-    t = await startTestApi('api_keys', { keyLastUsedFlushMs: 60_000 });
     ({ key } = await t.org('Keys Org'));
   });
-  after(async () => t?.close());
 
   const create = (json: unknown, k = key) => t.call('POST', '/api-keys', { key: k, json });
 

@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto';
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { useTestApi } from '../helpers/api';
 import { recordUsage } from '../../services/billing/usage';
 import { ledgerSum, listLedger } from '../../db/repositories/billing';
 import { FEES } from '../../db/repositories/usage';
@@ -16,11 +16,7 @@ import { createSecretKey } from '../../db/repositories/apiKeys';
 import { periodOf } from '../../domain/billing/periods';
 
 describe('Billing: wallet, top-ups, usage and open invoices', () => {
-  let t: TestApi;
-  before(async () => {
-    t = await startTestApi('billing');
-  });
-  after(async () => t?.close());
+  const t = useTestApi('billing');
 
   const topUp = (key: string, amountCents: unknown, idem: string | null = crypto.randomUUID()) =>
     t.call('POST', '/billing/wallet/topup', { key, json: { amountCents }, headers: idem ? { 'idempotency-key': idem } : {} });

@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import { ROUTES } from '../../api/routes/table';
-import { startTestApi, type TestApi, type TestResponse } from '../helpers/api';
+import { useTestApi, type TestResponse } from '../helpers/api';
 
 /** Routes that take a body from an API key (provider callbacks verify a signature first; uploads are multipart). */
 const BODY_ROUTES = ROUTES.filter((r) => r.method !== 'GET' && !r.reserved && r.auth !== 'none' && r.auth !== 'publishable');
@@ -24,13 +24,11 @@ function expectProblem(res: TestResponse, status: number, code: string, what: st
 
 describe('body parser errors on every route that takes a body', function () {
   this.timeout(120_000);
-  let t: TestApi;
+  const t = useTestApi('body-errors', { bodyLimitBytes: 4096, rateLimitPoints: 1_000_000 });
   let key: string;
   before(async () => {
-    t = await startTestApi('body-errors', { bodyLimitBytes: 4096, rateLimitPoints: 1_000_000 });
     key = (await t.org('Body Org')).key;
   });
-  after(async () => t?.close());
 
   it('covers the write routes', () => {
     expect(BODY_ROUTES.length).to.be.greaterThan(30);

@@ -4,10 +4,9 @@
  * as errors with their status, and the conversation each request records.
  */
 import { expect } from 'chai';
+import { publishDraft } from './agents-fixtures';
 import OpenAI from 'openai';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { createAgentActivities } from '../../activities/agents';
-import { publishRequestHash } from '../../domain/agents/compile';
 import { countTokens } from '../../activities/providers/llm';
 
 describe('POST /chat/completions with the official openai client', () => {
@@ -17,7 +16,7 @@ describe('POST /chat/completions with the official openai client', () => {
   let agentId: string;
 
   const publish = (id: string, k: string) =>
-    createAgentActivities({ db: t.db }).compileAndPublishAgent({ orgId: org.orgId, agentId: id, idempotencyKey: k, requestHash: publishRequestHash({ note: null }), note: null, publishedBy: org.keyId });
+    publishDraft(t.db, org, id, k);
 
   before(async () => {
     t = await startTestApi('chatcompletions');

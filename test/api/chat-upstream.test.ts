@@ -5,11 +5,10 @@
  * nothing of the turn stored.
  */
 import { expect } from 'chai';
+import { publishDraft } from './agents-fixtures';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { answerWith, sendError, startOpenAiStub, type OpenAiStub, type StubHandler } from '../helpers/llm';
 import { OpenAiLlm } from '../../activities/providers/llm/openai';
-import { createAgentActivities } from '../../activities/agents';
-import { publishRequestHash } from '../../domain/agents/compile';
 
 describe('chat sessions on the OpenAI-compatible adapter', () => {
   let t: TestApi;
@@ -24,7 +23,7 @@ describe('chat sessions on the OpenAI-compatible adapter', () => {
     org = await t.org('Upstream');
     agentId = (await t.call('POST', '/agents', { key: org.key, json: { name: 'Concierge', voiceId: 'voice_ava', persona: 'A calm concierge for {{hotel}}.', instructions: 'Keep answers short.', variables: [{ name: 'hotel', defaultValue: 'Hotel Nord' }] } })).body.data.id;
     await t.call('POST', `/agents/${agentId}/skills`, { key: org.key, json: { name: 'hang_up', type: 'end_call', description: 'Ends the conversation', config: { closingLine: 'Bye now.' } } });
-    const out = await createAgentActivities({ db: t.db }).compileAndPublishAgent({ orgId: org.orgId, agentId, idempotencyKey: 'u1', requestHash: publishRequestHash({ note: null }), note: null, publishedBy: org.keyId });
+    const out = await publishDraft(t.db, org, agentId, 'u1');
     expect(out.kind).to.equal('published');
   });
   after(async () => {

@@ -11,11 +11,10 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { createAgentActivities } from '../../activities/agents';
+import { chain, publishDraft } from './agents-fixtures';
 import { createKnowledgeActivities } from '../../activities/knowledge';
 import { createSkillHttpClient } from '../../activities/providers/http/request';
 import { parseAllowList } from '../../domain/net/guard';
-import { publishRequestHash } from '../../domain/agents/compile';
 import { topicRefusal } from '../../domain/conversations/guardrails';
 import { createLogger } from '../../runtime';
 import { listUsage } from '../../db/repositories/usage';
@@ -32,7 +31,7 @@ describe('chat sessions (sandbox LLM)', () => {
   const received: { method: string; url: string; body: unknown }[] = [];
 
   const publish = (agentId: string, k: string) =>
-    createAgentActivities({ db: t.db }).compileAndPublishAgent({ orgId: org.orgId, agentId, idempotencyKey: k, requestHash: publishRequestHash({ note: null }), note: null, publishedBy: org.keyId });
+    publishDraft(t.db, org, agentId, k);
   const newAgent = async (json: Record<string, unknown>) => {
     const res = await t.call('POST', '/agents', { key: org.key, json: { voiceId: 'voice_ava', ...json } });
     expect(res.status, res.text).to.equal(201);
@@ -191,13 +190,7 @@ describe('chat sessions (sandbox LLM)', () => {
             { id: 'done', type: 'say', prompt: "You're booked, {{name}}." },
             { id: 'end', type: 'end' },
           ],
-          edges: [
-            { from: 'start', to: 'ask_name' },
-            { from: 'ask_name', to: 'ask_time' },
-            { from: 'ask_time', to: 'do_book' },
-            { from: 'do_book', to: 'done' },
-            { from: 'done', to: 'end' },
-          ],
+          edges: chain('start', 'ask_name', 'ask_time', 'do_book', 'done', 'end'),
         },
       },
     });

@@ -2,14 +2,10 @@
 import { expect } from 'chai';
 import { usesIdempotencyKeys } from '../../api/middleware/idempotency';
 import { ROUTES } from '../../api/routes/table';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { useTestApi } from '../helpers/api';
 
 describe('Idempotency-Key on creating POSTs', () => {
-  let t: TestApi;
-  before(async () => {
-    t = await startTestApi('idempotency');
-  });
-  after(async () => t.close());
+  const t = useTestApi('idempotency');
 
   it('replays the first response for the same key and body, creating one resource', async () => {
     const { key, orgId } = await t.org();

@@ -5,14 +5,10 @@ import pino from 'pino';
 import { startApi } from '../../api/server';
 import { bootstrapIfEmpty } from '../../bootstrap';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { useTestApi } from '../helpers/api';
 
 describe('request logs and first-start bootstrap', () => {
-  let t: TestApi;
-  before(async () => {
-    t = await startTestApi('logging');
-  });
-  after(async () => t.close());
+  const t = useTestApi('logging');
 
   it('logs one JSON line per request with request id, organization and status, and never the key', async () => {
     const lines: string[] = [];

@@ -6,15 +6,10 @@
 import { expect } from 'chai';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
-import type { TestApi } from '../helpers/api';
-import { startSmsTestApi } from './sms-fixtures';
+import { useTestApi } from '../helpers/api';
 
 describe('Numbers: search, reserve, purchase, assign and SMS enablement', () => {
-  let t: TestApi;
-  before(async () => {
-    t = await startSmsTestApi('numbers');
-  });
-  after(async () => t.close());
+  const t = useTestApi('numbers');
 
   it('offers the same valid US numbers of the requested area code on every search', () => {
     const a = sandboxInventory('415');

@@ -4,9 +4,8 @@
  * transcripts with only analytics:read, tenancy, and analytics computed in SQL.
  */
 import { expect } from 'chai';
+import { publishDraft } from './agents-fixtures';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { createAgentActivities } from '../../activities/agents';
-import { publishRequestHash } from '../../domain/agents/compile';
 import { insertMessage } from '../../db/repositories/smsMessages';
 import { recordCallConversation } from '../../db/repositories/conversations';
 import { smsThreadId } from '../../db/repositories/observe';
@@ -38,7 +37,7 @@ describe('Observe: conversations, transcripts, receipts and analytics', () => {
     chatOnly = await scoped(['chat:read']);
     agentId = (await t.call('POST', '/agents', { key: org.key, json: { name: 'Desk', voiceId: 'voice_ava', greeting: 'Hello!' } })).body.data.id;
     await t.call('PUT', `/agents/${agentId}/guardrails`, { key: org.key, json: { blockedTopics: ['politics'], forbiddenPhrases: [], redactPii: true, profanityFilter: true, escalateOn: ['lawyer'], maxConversationMinutes: null } });
-    await createAgentActivities({ db: t.db }).compileAndPublishAgent({ orgId: org.orgId, agentId, idempotencyKey: 'o1', requestHash: publishRequestHash({ note: null }), note: null, publishedBy: org.keyId });
+    await publishDraft(t.db, org, agentId, 'o1');
     // A chat session with two turns, the second escalated (not contained).
     chatId = (await t.call('POST', '/chat/sessions', { key: org.key, json: { agentId } })).body.data.session.id;
     await t.call('POST', `/chat/sessions/${chatId}/messages`, { key: org.key, json: { content: 'What about politics?' } });

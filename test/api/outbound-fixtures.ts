@@ -14,6 +14,8 @@ import { startApi, type RunningApi } from '../../api/server';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { createLogger } from '../../runtime';
 import { createOutboundActivities } from '../../activities/outbound';
+import { callWithKey } from '../helpers/api';
+import { useResource } from '../helpers/mocha';
 import { createTestDatabase } from '../helpers/postgres';
 import { startTestWorker, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 
@@ -69,15 +71,7 @@ export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: nu
   let worker: { stop(): Promise<void> } | undefined;
   let n = 0;
 
-  const call = async (key: string, method: string, path: string, json?: unknown): Promise<Res> => {
-    const res = await fetch(`${api.baseUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: json !== undefined ? JSON.stringify(json) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
+  const call = (key: string, method: string, path: string, json?: unknown): Promise<Res> => callWithKey(api.baseUrl, key, method, path, json);
   const env: OutboundEnv = {
     db,
     api,
@@ -147,4 +141,29 @@ export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: nu
 /** Valid US numbers in a zone's area code ending in `last4` (sandbox magic: 0001 answered … 0005 failed). */
 export function phone(areaCode: string, i: number, last4?: string): string {
   return `+1${areaCode}${String(300 + (i % 600)).padStart(3, '0')}${last4 ?? String(1000 + (i % 9000)).padStart(4, '0')}`;
+}
+
+/** An organization ready to run campaigns: its secret key, a published agent and an owned caller-id number. */
+export interface Dialer {
+  key: string;
+  orgId: string;
+  agentId: string;
+  numberId: string;
+}
+
+/**
+ * An outbound environment on a fresh database for the enclosing mocha `describe` (started in a
+ * `before` hook with a 120 s timeout, closed in an `after` hook) and a "Dialer Co" organization in it
+ * ({@link Dialer}, filled in by a second `before` hook).
+ */
+export function useDialerEnv(label: string): { env: OutboundEnv; dialer: Dialer } {
+  const env = useResource(`outbound env ${label}`, () => startOutboundEnv(label), (e) => e.close(), { timeoutMs: 120_000 });
+  const dialer = {} as Dialer;
+  before(async function () {
+    this.timeout(120_000);
+    const { key, orgId } = await env.org('Dialer Co');
+    const agentId = await env.publishedAgent(orgId);
+    Object.assign(dialer, { key, orgId, agentId, numberId: await env.ownNumber(key) });
+  });
+  return { env, dialer };
 }

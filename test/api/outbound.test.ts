@@ -5,35 +5,20 @@
  */
 import { expect } from 'chai';
 import { workflowIds } from '../../temporal.config';
-import { startOutboundEnv, phone, type OutboundEnv } from './outbound-fixtures';
+import { phone, useDialerEnv } from './outbound-fixtures';
 
 describe('outbound API: contact lists and campaigns', function () {
   this.timeout(60_000);
-  let env: OutboundEnv;
-  let key: string;
-  let orgId: string;
-  let agentId: string;
-  let numberId: string;
+  const { env, dialer } = useDialerEnv('outbound_api');
 
-  before(async function () {
-    this.timeout(120_000);
-    env = await startOutboundEnv('outbound_api');
-    ({ key, orgId } = await env.org('Dialer Co'));
-    agentId = await env.publishedAgent(orgId);
-    numberId = await env.ownNumber(key);
-  });
-  after(async () => {
-    await env?.close();
-  });
-
-  const campaignBody = (listId: string, extra: Record<string, unknown> = {}) => ({ name: 'Reminders', agentId, callerIdNumberId: numberId, contactListId: listId, purpose: 'informational', ...extra });
+  const campaignBody = (listId: string, extra: Record<string, unknown> = {}) => ({ name: 'Reminders', agentId: dialer.agentId, callerIdNumberId: dialer.numberId, contactListId: listId, purpose: 'informational', ...extra });
 
   it('imports a CSV asynchronously, keeps each rejected row with its reason and counts rows by outcome', async () => {
     const suppressed = phone('212', 7);
     const dnc = phone('212', 8);
-    expect((await env.call(key, 'PUT', `/sms/contacts/${encodeURIComponent(suppressed)}/consent`, { source: 'web_form', consentedAt: '2026-01-01T00:00:00Z', proofText: 'checked the box' })).status).to.equal(200);
-    expect((await env.call(key, 'DELETE', `/sms/contacts/${encodeURIComponent(suppressed)}/consent`)).status).to.equal(200);
-    expect((await env.call(key, 'POST', '/do-not-call', { numbers: [dnc] })).body.data).to.deep.equal({ added: 1 });
+    expect((await env.call(dialer.key, 'PUT', `/sms/contacts/${encodeURIComponent(suppressed)}/consent`, { source: 'web_form', consentedAt: '2026-01-01T00:00:00Z', proofText: 'checked the box' })).status).to.equal(200);
+    expect((await env.call(dialer.key, 'DELETE', `/sms/contacts/${encodeURIComponent(suppressed)}/consent`)).status).to.equal(200);
+    expect((await env.call(dialer.key, 'POST', '/do-not-call', { numbers: [dnc] })).body.data).to.deep.equal({ added: 1 });
     const csv = [
       'Phone,First Name,Last Name,Time Zone,Account',
       `${phone('212', 1)},Ada,Lovelace,,A-1`,
@@ -46,14 +31,14 @@ describe('outbound API: contact lists and campaigns', function () {
       `${phone('415', 9)},Zone,Bad,Mars/Olympus,A-8`,
       `${phone('415', 10)},Zone,Good,America/New_York,A-9`,
     ].join('\n');
-    const list = await env.importList(key, csv);
+    const list = await env.importList(dialer.key, csv);
     expect(list.import).to.include({ status: 'ready', rowsRead: 9, accepted: 3, rejected: 6 });
     expect(list.import.counts).to.deep.equal({ accepted: 3, invalid_phone: 1, not_us: 1, duplicate: 1, suppressed: 1, do_not_call: 1, invalid_time_zone: 1 });
 
-    const page1 = (await env.call(key, 'GET', `/contact-lists/${list.id}/contacts?limit=4`)).body.data;
+    const page1 = (await env.call(dialer.key, 'GET', `/contact-lists/${list.id}/contacts?limit=4`)).body.data;
     expect(page1.items.map((c: any) => c.reason)).to.deep.equal(['accepted', 'accepted', 'invalid_phone', 'not_us']);
     expect(page1.hasMore).to.equal(true);
-    const page2 = (await env.call(key, 'GET', `/contact-lists/${list.id}/contacts?limit=10&cursor=${page1.nextCursor}`)).body.data;
+    const page2 = (await env.call(dialer.key, 'GET', `/contact-lists/${list.id}/contacts?limit=10&cursor=${page1.nextCursor}`)).body.data;
     expect(page2.items.map((c: any) => c.row)).to.deep.equal([5, 6, 7, 8, 9]);
     expect(page2.hasMore).to.equal(false);
     const [ada, grace] = page1.items;
@@ -62,120 +47,120 @@ describe('outbound API: contact lists and campaigns', function () {
     expect(grace.zones).to.deep.equal(['America/Chicago']);
     const explicit = page2.items.find((c: any) => c.row === 9);
     expect(explicit).to.deep.include({ timeZone: 'America/New_York', zones: ['America/New_York'], status: 'accepted' });
-    const rejected = (await env.call(key, 'GET', `/contact-lists/${list.id}/contacts?status=rejected`)).body.data.items;
+    const rejected = (await env.call(dialer.key, 'GET', `/contact-lists/${list.id}/contacts?status=rejected`)).body.data.items;
     expect(rejected.map((c: any) => [c.row, c.reason])).to.deep.equal([[3, 'invalid_phone'], [4, 'not_us'], [5, 'duplicate'], [6, 'suppressed'], [7, 'do_not_call'], [8, 'invalid_time_zone']]);
   });
 
   it('answers 400 naming the row and column of a malformed CSV and imports nothing', async () => {
-    const list = (await env.call(key, 'POST', '/contact-lists', { name: 'Broken' })).body.data;
-    const fileId = await env.upload(key, `phone,first_name\n${phone('212', 1)},Ada\n${phone('212', 2)},Bob,extra\n`);
-    const r = await env.call(key, 'POST', `/contact-lists/${list.id}/imports`, { fileId });
+    const list = (await env.call(dialer.key, 'POST', '/contact-lists', { name: 'Broken' })).body.data;
+    const fileId = await env.upload(dialer.key, `phone,first_name\n${phone('212', 1)},Ada\n${phone('212', 2)},Bob,extra\n`);
+    const r = await env.call(dialer.key, 'POST', `/contact-lists/${list.id}/imports`, { fileId });
     expect(r.status).to.equal(400);
     expect(r.body.code).to.equal('validation_error');
     expect(r.body.errors[0].field).to.equal('fileId');
     expect(r.body.errors[0].message).to.match(/row 2, column 3.*line 3/);
     expect(r.body).to.include({ row: 2, column: 3, line: 3 });
-    expect((await env.call(key, 'GET', `/contact-lists/${list.id}`)).body.data.import.status).to.equal('empty');
+    expect((await env.call(dialer.key, 'GET', `/contact-lists/${list.id}`)).body.data.import.status).to.equal('empty');
   });
 
   it('answers 400 when the file has no phone column, and follows an explicit column mapping', async () => {
-    const list = (await env.call(key, 'POST', '/contact-lists', { name: 'Mapped' })).body.data;
-    const fileId = await env.upload(key, `Digits,Given\n${phone('212', 3)},Ada\n`);
-    const r = await env.call(key, 'POST', `/contact-lists/${list.id}/imports`, { fileId });
+    const list = (await env.call(dialer.key, 'POST', '/contact-lists', { name: 'Mapped' })).body.data;
+    const fileId = await env.upload(dialer.key, `Digits,Given\n${phone('212', 3)},Ada\n`);
+    const r = await env.call(dialer.key, 'POST', `/contact-lists/${list.id}/imports`, { fileId });
     expect(r.status).to.equal(400);
     expect(r.body.errors[0].message).to.match(/no phone column/);
-    const mapped = await env.importList(key, `Mobile Number,Given\n${phone('212', 3)},Ada\n`, { columnMapping: { phone: 'Mobile Number', firstName: 'Given' } });
+    const mapped = await env.importList(dialer.key, `Mobile Number,Given\n${phone('212', 3)},Ada\n`, { columnMapping: { phone: 'Mobile Number', firstName: 'Given' } });
     expect(mapped.import).to.include({ status: 'ready', accepted: 1 });
   });
 
   it('rejects rows without consent on record for a marketing list', async () => {
     const consented = phone('212', 20);
-    await env.call(key, 'PUT', `/sms/contacts/${encodeURIComponent(consented)}/consent`, { source: 'web_form', consentedAt: '2026-01-01T00:00:00Z', proofText: 'signed' });
-    const list = await env.importList(key, `phone\n${consented}\n${phone('212', 21)}\n`, { purpose: 'marketing' });
+    await env.call(dialer.key, 'PUT', `/sms/contacts/${encodeURIComponent(consented)}/consent`, { source: 'web_form', consentedAt: '2026-01-01T00:00:00Z', proofText: 'signed' });
+    const list = await env.importList(dialer.key, `phone\n${consented}\n${phone('212', 21)}\n`, { purpose: 'marketing' });
     expect(list.import.error).to.equal(null);
     expect(list.import.counts).to.deep.equal({ accepted: 1, no_consent: 1 });
   });
 
   it('creates a draft campaign with the documented defaults and refuses a window wider than 08:00–21:00', async () => {
-    const list = await env.importList(key, `phone\n${phone('212', 30)}\n`);
-    const r = await env.call(key, 'POST', '/campaigns', campaignBody(list.id));
+    const list = await env.importList(dialer.key, `phone\n${phone('212', 30)}\n`);
+    const r = await env.call(dialer.key, 'POST', '/campaigns', campaignBody(list.id));
     expect(r.status).to.equal(201);
     expect(r.body.data).to.deep.include({ status: 'draft', callingWindow: { start: '08:00', end: '21:00' }, maxConcurrentCalls: 10, maxAttempts: 3, retryDelayMinutes: 60 });
     expect(r.body.data.id).to.match(/^cmp_/);
     expect(r.body.data.daysOfWeek).to.have.length(7);
-    const wide = await env.call(key, 'POST', '/campaigns', campaignBody(list.id, { callingWindow: { start: '07:30', end: '21:30' } }));
+    const wide = await env.call(dialer.key, 'POST', '/campaigns', campaignBody(list.id, { callingWindow: { start: '07:30', end: '21:30' } }));
     expect(wide.status).to.equal(400);
     expect(wide.body.errors.map((e: any) => e.field).sort()).to.deep.equal(['callingWindow.end', 'callingWindow.start']);
-    const narrow = await env.call(key, 'POST', '/campaigns', campaignBody(list.id, { callingWindow: { start: '10:00', end: '17:30' }, daysOfWeek: ['mon', 'tue'] }));
+    const narrow = await env.call(dialer.key, 'POST', '/campaigns', campaignBody(list.id, { callingWindow: { start: '10:00', end: '17:30' }, daysOfWeek: ['mon', 'tue'] }));
     expect(narrow.status).to.equal(201);
     expect(narrow.body.data.callingWindow).to.deep.equal({ start: '10:00', end: '17:30' });
   });
 
   it('answers 409 no_published_version for an agent never published and 404 for a number the organization does not own', async () => {
-    const list = await env.importList(key, `phone\n${phone('212', 31)}\n`);
-    const draft = await env.draftAgent(orgId);
-    const r = await env.call(key, 'POST', '/campaigns', campaignBody(list.id, { agentId: draft }));
+    const list = await env.importList(dialer.key, `phone\n${phone('212', 31)}\n`);
+    const draft = await env.draftAgent(dialer.orgId);
+    const r = await env.call(dialer.key, 'POST', '/campaigns', campaignBody(list.id, { agentId: draft }));
     expect(r.status).to.equal(409);
     expect(r.body.code).to.equal('no_published_version');
     const other = await env.org('Number owner');
     const foreignNumber = await env.ownNumber(other.key);
-    const n = await env.call(key, 'POST', '/campaigns', campaignBody(list.id, { callerIdNumberId: foreignNumber }));
+    const n = await env.call(dialer.key, 'POST', '/campaigns', campaignBody(list.id, { callerIdNumberId: foreignNumber }));
     expect(n.status).to.equal(404);
     expect(n.body.code).to.equal('number_not_found');
   });
 
   it('refuses to launch a non-informational campaign with 422 purpose_not_dialable and keeps it draft', async () => {
-    const list = await env.importList(key, `phone\n${phone('212', 32)}\n`);
-    const c = (await env.call(key, 'POST', '/campaigns', campaignBody(list.id, { purpose: 'collections' }))).body.data;
-    const r = await env.call(key, 'POST', `/campaigns/${c.id}/launch`);
+    const list = await env.importList(dialer.key, `phone\n${phone('212', 32)}\n`);
+    const c = (await env.call(dialer.key, 'POST', '/campaigns', campaignBody(list.id, { purpose: 'collections' }))).body.data;
+    const r = await env.call(dialer.key, 'POST', `/campaigns/${c.id}/launch`);
     expect(r.status).to.equal(422);
     expect(r.body.code).to.equal('purpose_not_dialable');
-    const after = (await env.call(key, 'GET', `/campaigns/${c.id}`)).body.data;
+    const after = (await env.call(dialer.key, 'GET', `/campaigns/${c.id}`)).body.data;
     expect(after.status).to.equal('draft');
     expect(after.counters.total).to.equal(0);
   });
 
   it('answers 409 invalid_transition for actions the state machine does not allow', async () => {
-    const list = await env.importList(key, `phone\n${phone('212', 33)}\n`);
-    const c = (await env.call(key, 'POST', '/campaigns', campaignBody(list.id))).body.data;
+    const list = await env.importList(dialer.key, `phone\n${phone('212', 33)}\n`);
+    const c = (await env.call(dialer.key, 'POST', '/campaigns', campaignBody(list.id))).body.data;
     for (const action of ['pause', 'resume']) {
-      const r = await env.call(key, 'POST', `/campaigns/${c.id}/${action}`);
+      const r = await env.call(dialer.key, 'POST', `/campaigns/${c.id}/${action}`);
       expect(r.status, action).to.equal(409);
       expect(r.body.code).to.equal('invalid_transition');
       expect(r.body.allowedActions).to.deep.equal(['launch', 'cancel']);
     }
-    expect((await env.call(key, 'POST', `/campaigns/${c.id}/cancel`)).body.data.status).to.equal('cancelled');
-    const relaunch = await env.call(key, 'POST', `/campaigns/${c.id}/launch`);
+    expect((await env.call(dialer.key, 'POST', `/campaigns/${c.id}/cancel`)).body.data.status).to.equal('cancelled');
+    const relaunch = await env.call(dialer.key, 'POST', `/campaigns/${c.id}/launch`);
     expect(relaunch.status).to.equal(409);
     expect(relaunch.body.allowedActions).to.deep.equal([]);
   });
 
   it('launches with exactly one attempt per accepted contact and starts campaign/{id}', async () => {
-    const list = await env.importList(key, `phone\n${phone('212', 40)}\n${phone('312', 41)}\n${phone('212', 40)}\nbad\n${phone('415', 42)}\n`);
+    const list = await env.importList(dialer.key, `phone\n${phone('212', 40)}\n${phone('312', 41)}\n${phone('212', 40)}\nbad\n${phone('415', 42)}\n`);
     expect(list.import.accepted).to.equal(3);
     await env.stopWorker(); // nothing is dialed while we look
     try {
-      const c = (await env.call(key, 'POST', '/campaigns', campaignBody(list.id))).body.data;
-      const r = await env.call(key, 'POST', `/campaigns/${c.id}/launch`);
+      const c = (await env.call(dialer.key, 'POST', '/campaigns', campaignBody(list.id))).body.data;
+      const r = await env.call(dialer.key, 'POST', `/campaigns/${c.id}/launch`);
       expect(r.status).to.equal(200);
       expect(r.body.data.status).to.equal('running');
       expect(r.body.data.counters).to.include({ total: 3, pending: 3 });
       expect(r.body.data.agentVersionId).to.match(/^ver_/);
-      const again = await env.call(key, 'POST', `/campaigns/${c.id}/launch`);
+      const again = await env.call(dialer.key, 'POST', `/campaigns/${c.id}/launch`);
       expect(again.status).to.equal(409);
-      const attempts = (await env.call(key, 'GET', `/campaigns/${c.id}/attempts`)).body.data.items;
+      const attempts = (await env.call(dialer.key, 'GET', `/campaigns/${c.id}/attempts`)).body.data.items;
       expect(attempts.map((a: any) => a.e164).sort()).to.deep.equal([phone('212', 40), phone('312', 41), phone('415', 42)].sort());
       const wf = await env.client.workflow.getHandle(workflowIds.campaign(c.id)).describe();
       expect(wf.status.name).to.equal('RUNNING');
-      expect((await env.call(key, 'POST', `/campaigns/${c.id}/cancel`)).body.data.counters).to.include({ cancelled: 3, pending: 0 });
+      expect((await env.call(dialer.key, 'POST', `/campaigns/${c.id}/cancel`)).body.data.counters).to.include({ cancelled: 3, pending: 0 });
     } finally {
       await env.startWorker();
     }
   });
 
   it("answers 404 for another organization's lists and campaigns, exactly like missing ones", async () => {
-    const list = await env.importList(key, `phone\n${phone('212', 50)}\n`);
-    const c = (await env.call(key, 'POST', '/campaigns', campaignBody(list.id))).body.data;
+    const list = await env.importList(dialer.key, `phone\n${phone('212', 50)}\n`);
+    const c = (await env.call(dialer.key, 'POST', '/campaigns', campaignBody(list.id))).body.data;
     const other = await env.org('Stranger');
     for (const [method, path] of [
       ['GET', `/contact-lists/${list.id}`],
@@ -195,7 +180,7 @@ describe('outbound API: contact lists and campaigns', function () {
     const r = await env.call(other.key, 'POST', '/campaigns', { name: 'x', agentId: agentOther, callerIdNumberId: numberOther, contactListId: list.id, purpose: 'informational' });
     expect(r.status).to.equal(404);
     expect(r.body.code).to.equal('contact_list_not_found');
-    expect((await env.call(key, 'GET', `/campaigns/${c.id}`)).body.data.status).to.equal('draft');
+    expect((await env.call(dialer.key, 'GET', `/campaigns/${c.id}`)).body.data.status).to.equal('draft');
   });
 
   it('requires outbound scopes', async () => {

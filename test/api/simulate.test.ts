@@ -4,10 +4,9 @@
  * the transcript and the verdict on each expectation with its evidence (README "Conversations").
  */
 import { expect } from 'chai';
+import { publishDraft } from './agents-fixtures';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { createAgentActivities } from '../../activities/agents';
 import { createSimulationActivities } from '../../activities/simulations';
-import { publishRequestHash } from '../../domain/agents/compile';
 
 describe('agent simulations (workflow agent-simulation/{id})', () => {
   let t: TestApi;
@@ -44,7 +43,7 @@ describe('agent simulations (workflow agent-simulation/{id})', () => {
   });
 
   it('runs a scripted conversation against the published version and judges each expectation with evidence', async () => {
-    const out = await createAgentActivities({ db: t.db }).compileAndPublishAgent({ orgId: org.orgId, agentId, idempotencyKey: 's1', requestHash: publishRequestHash({ note: null }), note: null, publishedBy: org.keyId });
+    const out = await publishDraft(t.db, org, agentId, 's1');
     expect(out.kind).to.equal('published');
     const res = await t.call('POST', `/agents/${agentId}/simulate`, {
       key: org.key,

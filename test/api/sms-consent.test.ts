@@ -5,8 +5,7 @@
 import { expect } from 'chai';
 import { parseInboundKeyword } from '../../domain/sms/keywords';
 import { csvField } from '../../domain/sms/consentCsv';
-import type { TestApi } from '../helpers/api';
-import { startSmsTestApi } from './sms-fixtures';
+import { useTestApi } from '../helpers/api';
 
 describe('inbound keyword parsing (parseInboundKeyword)', () => {
   it('opts out on every STOP word, alone in the message, in any case and spacing', () => {
@@ -28,11 +27,7 @@ describe('inbound keyword parsing (parseInboundKeyword)', () => {
 });
 
 describe('SMS consent, roster, opt-out list and export', () => {
-  let t: TestApi;
-  before(async () => {
-    t = await startSmsTestApi('smsconsent');
-  });
-  after(async () => t.close());
+  const t = useTestApi('smsconsent');
 
   const consent = { source: 'web_form', consentedAt: '2026-11-01T15:04:05.000Z', proofText: 'I agree to receive account texts from Acme Dental. Msg & data rates may apply. Reply STOP to opt out.' };
 

@@ -4,8 +4,8 @@
 import { expect } from 'chai';
 import { startApi } from '../../api/server';
 import { createLogger } from '../../runtime';
-import { startTestApi, type TestApi } from '../helpers/api';
-import { COMPLETE_BRAND } from './sms-fixtures';
+import { useTestApi } from '../helpers/api';
+import { COMPLETE_BRAND, expectNoRegistration } from './sms-fixtures';
 
 const FULL = COMPLETE_BRAND;
 
@@ -17,18 +17,9 @@ const RESPONSE_FIELDS = [
 ];
 
 describe('PUT /sms and GET /sms (saveSMSRegistration)', () => {
-  let t: TestApi;
-  before(async () => {
-    t = await startTestApi('smsdraft');
-  });
-  after(async () => t.close());
+  const t = useTestApi('smsdraft');
 
-  it('answers GET /sms before any save with 404 sms_registration_not_found', async () => {
-    const { key } = await t.org();
-    const res = await t.call('GET', '/sms', { key });
-    expect(res.status).to.equal(404);
-    expect(res.body.code).to.equal('sms_registration_not_found');
-  });
+  it('answers GET /sms before any save with 404 sms_registration_not_found', () => expectNoRegistration(t, 'GET', '/sms'));
 
   it('saves a full draft and answers 200 with every response field, status draft, ISO timestamps and nulls when unset', async () => {
     const { key } = await t.org();
@@ -230,11 +221,7 @@ describe('PUT /sms and GET /sms (saveSMSRegistration)', () => {
 });
 
 describe('SMS registration read cache across API processes', () => {
-  let t: TestApi;
-  before(async () => {
-    t = await startTestApi('smscache');
-  });
-  after(async () => t.close());
+  const t = useTestApi('smscache');
 
   it('never loses a write made through another process, and shows it there promptly', async () => {
     const other = await startApi({ db: t.db, databaseUrl: t.databaseUrl, config: { ...t.config, port: 0 }, logger: createLogger('silent') });

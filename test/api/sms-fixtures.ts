@@ -1,6 +1,7 @@
 /**
  * Shared fixtures of the SMS hub tests: a complete brand draft, a test API, and signed provider callbacks.
  */
+import { expect } from 'chai';
 import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../../domain/sms/callbackSignature';
 import { startTestApi, type TestApi } from '../helpers/api';
 import type { AppConfig } from '../../config';
@@ -37,4 +38,15 @@ export async function postCallback(t: TestApi, payload: unknown, opts: { signatu
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (opts.signature !== null) headers[SIGNATURE_HEADER] = opts.signature ?? signCallback(opts.secret ?? callbackSecret('sandbox'), body);
   return t.call('POST', `/sms/provider-callbacks/${opts.provider ?? 'sandbox'}`, { raw: body, headers });
+}
+
+/**
+ * Asserts that `method path` answers a new organization (no registration saved yet) with
+ * 404 `sms_registration_not_found` (spec "Save the SMS registration draft", "Errors").
+ */
+export async function expectNoRegistration(t: TestApi, method: string, path: string): Promise<void> {
+  const { key } = await t.org();
+  const res = await t.call(method, path, { key });
+  expect(res.status).to.equal(404);
+  expect(res.body.code).to.equal('sms_registration_not_found');
 }

@@ -6,8 +6,8 @@ import { expect } from 'chai';
 import { reviewDraft } from '../../domain/sms/review';
 import { generateCampaignText } from '../../domain/sms/campaignText';
 import type { SmsRegistration, UseCase, OptInMethod, EntityType } from '../../schemas/types/sms';
-import type { TestApi } from '../helpers/api';
-import { COMPLETE_BRAND, startSmsTestApi } from './sms-fixtures';
+import { useTestApi } from '../helpers/api';
+import { COMPLETE_BRAND, expectNoRegistration } from './sms-fixtures';
 
 const USE_CASES: UseCase[] = ['2FA', 'ACCOUNT_NOTIFICATION', 'CUSTOMER_CARE', 'DELIVERY_NOTIFICATION', 'FRAUD_ALERT', 'HIGHER_EDUCATION', 'LOW_VOLUME', 'MARKETING', 'MIXED', 'POLLING_VOTING', 'PUBLIC_SERVICE_ANNOUNCEMENT', 'SECURITY_ALERT', 'SOLE_PROPRIETOR', 'AGENTS_FRANCHISES', 'CHARITY', 'EMERGENCY', 'K12_EDUCATION', 'POLITICAL', 'SOCIAL', 'SWEEPSTAKE'];
 const OPT_INS: OptInMethod[] = ['WEB_FORM', 'TEXT_KEYWORD', 'VERBAL', 'PAPER_FORM', 'MOBILE_APP', 'POINT_OF_SALE', 'QR_CODE'];
@@ -154,18 +154,9 @@ describe('SMS compliance review rules (reviewDraft)', () => {
 });
 
 describe('POST /sms/review (reviewSMSRegistration)', () => {
-  let t: TestApi;
-  before(async () => {
-    t = await startSmsTestApi('smsreview');
-  });
-  after(async () => t.close());
+  const t = useTestApi('smsreview');
 
-  it('answers 404 sms_registration_not_found before the first save', async () => {
-    const { key } = await t.org();
-    const res = await t.call('POST', '/sms/review', { key });
-    expect(res.status).to.equal(404);
-    expect(res.body.code).to.equal('sms_registration_not_found');
-  });
+  it('answers 404 sms_registration_not_found before the first save', () => expectNoRegistration(t, 'POST', '/sms/review'));
 
   it('passes a complete brand with generated text, stores the verdict, and neither contacts a carrier nor charges', async () => {
     const { key, orgId } = await t.org();

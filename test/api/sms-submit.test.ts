@@ -4,22 +4,13 @@
  * The submission itself (workflow, callbacks, fees) is tested in test/workflows/smsRegistration.test.ts.
  */
 import { expect } from 'chai';
-import type { TestApi } from '../helpers/api';
-import { COMPLETE_BRAND, startSmsTestApi } from './sms-fixtures';
+import { useTestApi } from '../helpers/api';
+import { COMPLETE_BRAND, expectNoRegistration } from './sms-fixtures';
 
 describe('POST /sms/submit (submitSMSRegistration) gates', () => {
-  let t: TestApi;
-  before(async () => {
-    t = await startSmsTestApi('smssubmit');
-  });
-  after(async () => t.close());
+  const t = useTestApi('smssubmit');
 
-  it('answers 404 sms_registration_not_found before the first save', async () => {
-    const { key } = await t.org();
-    const res = await t.call('POST', '/sms/submit', { key });
-    expect(res.status).to.equal(404);
-    expect(res.body.code).to.equal('sms_registration_not_found');
-  });
+  it('answers 404 sms_registration_not_found before the first save', () => expectNoRegistration(t, 'POST', '/sms/submit'));
 
   it('refuses a draft that fails the review with 422 review_failed and the findings, stores the verdict, and changes nothing else', async () => {
     const { key, orgId } = await t.org();

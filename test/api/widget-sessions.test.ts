@@ -4,9 +4,8 @@
  * the published-version rule, and the conversation recorded on the `web` channel.
  */
 import { expect } from 'chai';
+import { publishDraft } from './agents-fixtures';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { createAgentActivities } from '../../activities/agents';
-import { publishRequestHash } from '../../domain/agents/compile';
 
 const SITE = 'https://shop.example.com';
 
@@ -17,7 +16,7 @@ describe('widget sessions (publishable key, session token, CORS)', () => {
   let pk: string;
 
   const publish = (id: string, k: string) =>
-    createAgentActivities({ db: t.db }).compileAndPublishAgent({ orgId: org.orgId, agentId: id, idempotencyKey: k, requestHash: publishRequestHash({ note: null }), note: null, publishedBy: org.keyId });
+    publishDraft(t.db, org, id, k);
   const raw = (method: string, path: string, headers: Record<string, string>, body?: unknown) =>
     fetch(`${t.api.baseUrl}${path}`, { method, headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...headers }, body: body ? JSON.stringify(body) : undefined });
   const startSession = (origin: string | null, key = pk) => raw('POST', '/chat/widget/sessions', { authorization: `Bearer ${key}`, ...(origin ? { origin } : {}) }, {});

@@ -3,9 +3,8 @@
  * the origin root with its content hash (README "Widget").
  */
 import { expect } from 'chai';
+import { publishDraft } from './agents-fixtures';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { createAgentActivities } from '../../activities/agents';
-import { publishRequestHash } from '../../domain/agents/compile';
 import { getVersion } from '../../db/repositories/agentVersions';
 
 describe('widget settings and widget.js', () => {
@@ -31,7 +30,7 @@ describe('widget settings and widget.js', () => {
     expect(bad.status).to.equal(400);
     expect(bad.body.errors.map((e: { field: string }) => e.field).sort()).to.deep.equal(['position', 'primaryColor']);
     expect((await t.call('GET', `/agents/${agentId}/widget`, { key: org.key })).body.data).to.deep.equal(settings);
-    const out = await createAgentActivities({ db: t.db }).compileAndPublishAgent({ orgId: org.orgId, agentId, idempotencyKey: 'w1', requestHash: publishRequestHash({ note: null }), note: null, publishedBy: org.keyId });
+    const out = await publishDraft(t.db, org, agentId, 'w1');
     expect(out.kind).to.equal('published');
     if (out.kind !== 'published') return;
     const v = await getVersion(t.db, org.orgId, agentId, out.version.id);

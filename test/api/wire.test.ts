@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { startApi } from '../../api/server';
 import { revokeKey } from '../../db/repositories/apiKeys';
 import { createLogger } from '../../runtime';
-import { startTestApi, type TestApi, type TestResponse } from '../helpers/api';
+import { useTestApi, type TestResponse } from '../helpers/api';
 
 function expectProblem(res: TestResponse, status: number, code: string): void {
   expect(res.status, res.text).to.equal(status);
@@ -18,13 +18,11 @@ function expectProblem(res: TestResponse, status: number, code: string): void {
 }
 
 describe('wire conventions', () => {
-  let t: TestApi;
+  const t = useTestApi('wire', { bodyLimitBytes: 4096 });
   let key: string;
   before(async () => {
-    t = await startTestApi('wire', { bodyLimitBytes: 4096 });
     ({ key } = await t.org('Wire Org'));
   });
-  after(async () => t.close());
 
   it('echoes a sane X-Request-Id and mints one otherwise', async () => {
     const given = await t.call('GET', '/sms', { key, headers: { 'x-request-id': 'abc-123' } });
@@ -204,11 +202,7 @@ describe('wire conventions', () => {
 });
 
 describe('tenancy', () => {
-  let t: TestApi;
-  before(async () => {
-    t = await startTestApi('tenancy');
-  });
-  after(async () => t.close());
+  const t = useTestApi('tenancy');
 
   it("never shows or changes another organization's registration", async () => {
     const a = await t.org('Org A');

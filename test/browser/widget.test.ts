@@ -7,16 +7,15 @@
  * except under CI, where a missing browser fails it.
  */
 import { expect } from 'chai';
+import { publishDraft } from '../api/agents-fixtures';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { createAgentActivities } from '../../activities/agents';
 import { createKnowledgeActivities } from '../../activities/knowledge';
 import { createSource } from '../../db/repositories/knowledge';
-import { publishRequestHash } from '../../domain/agents/compile';
 import { createLogger } from '../../runtime';
 
 const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts');
@@ -50,7 +49,7 @@ describe('the widget in headless Chromium', function () {
     await acts.startKnowledgeIngestion(ref);
     await acts.extractKnowledgeSource(ref);
     await acts.indexKnowledgeSource(ref);
-    const out = await createAgentActivities({ db: t.db }).compileAndPublishAgent({ orgId: org.orgId, agentId, idempotencyKey: 'b1', requestHash: publishRequestHash({ note: null }), note: null, publishedBy: org.keyId });
+    const out = await publishDraft(t.db, org, agentId, 'b1');
     expect(out.kind).to.equal('published');
     const apiOrigin = t.api.baseUrl.replace(/\/api\/v1$/, '');
     const html = `<!doctype html><html lang="en"><head><title>Clinic</title></head><body><h1>Sunrise Clinic</h1>

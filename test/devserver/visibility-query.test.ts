@@ -27,6 +27,12 @@ function m(query: string, r: VisibilityRecord = rec()): boolean {
   return matchesVisibilityQuery(parseVisibilityQuery(query), r);
 }
 
+/** Asserts that `r` matches every query in `yes` and none in `no`, naming the query that fails. */
+function expectMatches(r: VisibilityRecord, cases: { yes: string[]; no: string[] }): void {
+  for (const q of cases.yes) expect(m(q, r), q).to.equal(true);
+  for (const q of cases.no) expect(m(q, r), q).to.equal(false);
+}
+
 function parseError(query: string): VisibilityQueryError {
   try {
     parseVisibilityQuery(query);
@@ -57,51 +63,41 @@ describe('devserver visibility list filter', () => {
 
   describe('comparison operators', () => {
     it('= and != on Keyword system attributes', () => {
-      expect(m("WorkflowId = 'order-1234'")).to.equal(true);
-      expect(m("WorkflowId = 'order-9'")).to.equal(false);
-      expect(m("WorkflowId != 'order-9'")).to.equal(true);
-      expect(m("WorkflowId != 'order-1234'")).to.equal(false);
-      expect(m("WorkflowId <> 'order-1234'")).to.equal(false);
-      expect(m("WorkflowType = 'main.OrderWorkflow'")).to.equal(true);
-      expect(m("RunId = 'run-a'")).to.equal(true);
-      expect(m("TaskQueue = 'orders'")).to.equal(true);
-      expect(m("TaskQueue = 'other'")).to.equal(false);
+      expectMatches(rec(), {
+        yes: ["WorkflowId = 'order-1234'", "WorkflowId != 'order-9'", "WorkflowType = 'main.OrderWorkflow'", "RunId = 'run-a'", "TaskQueue = 'orders'"],
+        no: ["WorkflowId = 'order-9'", "WorkflowId != 'order-1234'", "WorkflowId <> 'order-1234'", "TaskQueue = 'other'"],
+      });
     });
 
     it('>, >=, <, <= on strings compare lexicographically', () => {
-      expect(m("WorkflowId > 'order-1'")).to.equal(true);
-      expect(m("WorkflowId >= 'order-1234'")).to.equal(true);
-      expect(m("WorkflowId < 'order-1234'")).to.equal(false);
-      expect(m("WorkflowId <= 'order-1234'")).to.equal(true);
-      expect(m("WorkflowId < 'p'")).to.equal(true);
+      expectMatches(rec(), {
+        yes: ["WorkflowId > 'order-1'", "WorkflowId >= 'order-1234'", "WorkflowId <= 'order-1234'", "WorkflowId < 'p'"],
+        no: ["WorkflowId < 'order-1234'"],
+      });
     });
 
     it('numbers (Int / Double) compare numerically', () => {
       const r = rec({ searchAttributes: { Priority: 5, Score: 2.5 } });
-      expect(m('Priority = 5', r)).to.equal(true);
-      expect(m('Priority != 5', r)).to.equal(false);
-      expect(m('Priority > 4', r)).to.equal(true);
-      expect(m('Priority >= 5', r)).to.equal(true);
-      expect(m('Priority < 5', r)).to.equal(false);
-      expect(m('Priority <= 10', r)).to.equal(true);
-      expect(m('Priority > -1', r)).to.equal(true);
-      expect(m('Score > 2.25 AND Score < 2.75', r)).to.equal(true);
-      expect(m('Score = 2.5e0', r)).to.equal(true);
+      expectMatches(r, {
+        yes: ['Priority = 5', 'Priority > 4', 'Priority >= 5', 'Priority <= 10', 'Priority > -1', 'Score > 2.25 AND Score < 2.75', 'Score = 2.5e0'],
+        no: ['Priority != 5', 'Priority < 5'],
+      });
     });
 
     it('booleans', () => {
       const r = rec({ searchAttributes: { IsVip: true } });
-      expect(m('IsVip = true', r)).to.equal(true);
-      expect(m('IsVip = TRUE', r)).to.equal(true);
-      expect(m('IsVip = false', r)).to.equal(false);
-      expect(m('IsVip != false', r)).to.equal(true);
+      expectMatches(r, {
+        yes: ['IsVip = true', 'IsVip = TRUE', 'IsVip != false'],
+        no: ['IsVip = false'],
+      });
     });
 
     it('mismatched types never match', () => {
       const r = rec({ searchAttributes: { Priority: 5, Name: 'x' } });
-      expect(m('Priority = true', r)).to.equal(false);
-      expect(m('Priority != true', r)).to.equal(false);
-      expect(m('Name = 5', r)).to.equal(false);
+      expectMatches(r, {
+        yes: [],
+        no: ['Priority = true', 'Priority != true', 'Name = 5'],
+      });
     });
   });
 
@@ -132,10 +128,10 @@ describe('devserver visibility list filter', () => {
 
   describe('IN / NOT IN', () => {
     it('matches any listed value', () => {
-      expect(m("WorkflowId IN ('a', 'order-1234', 'b')")).to.equal(true);
-      expect(m("WorkflowId IN ('a')")).to.equal(false);
-      expect(m("WorkflowId NOT IN ('a', 'b')")).to.equal(true);
-      expect(m("WorkflowId not in ('order-1234')")).to.equal(false);
+      expectMatches(rec(), {
+        yes: ["WorkflowId IN ('a', 'order-1234', 'b')", "WorkflowId NOT IN ('a', 'b')"],
+        no: ["WorkflowId IN ('a')", "WorkflowId not in ('order-1234')"],
+      });
       expect(m('Priority IN (1, 2, 3)', rec({ searchAttributes: { Priority: 2 } }))).to.equal(true);
     });
   });
@@ -143,10 +139,10 @@ describe('devserver visibility list filter', () => {
   describe('BETWEEN', () => {
     it('is inclusive on both ends', () => {
       const r = rec({ searchAttributes: { Priority: 5 } });
-      expect(m('Priority BETWEEN 5 AND 10', r)).to.equal(true);
-      expect(m('Priority BETWEEN 1 AND 5', r)).to.equal(true);
-      expect(m('Priority BETWEEN 6 AND 10', r)).to.equal(false);
-      expect(m('Priority NOT BETWEEN 6 AND 10', r)).to.equal(true);
+      expectMatches(r, {
+        yes: ['Priority BETWEEN 5 AND 10', 'Priority BETWEEN 1 AND 5', 'Priority NOT BETWEEN 6 AND 10'],
+        no: ['Priority BETWEEN 6 AND 10'],
+      });
     });
 
     it('supports the documented suffix idiom on Keyword attributes', () => {
@@ -166,11 +162,10 @@ describe('devserver visibility list filter', () => {
 
   describe('STARTS_WITH', () => {
     it('matches prefixes', () => {
-      expect(m('WorkflowId STARTS_WITH "order-"')).to.equal(true);
-      expect(m("WorkflowId starts_with 'invoice-'")).to.equal(false);
-      expect(m("WorkflowType STARTS_WITH 'main.'")).to.equal(true);
-      expect(m("WorkflowId NOT STARTS_WITH 'invoice-'")).to.equal(true);
-      expect(m("WorkflowId STARTS_WITH ''")).to.equal(true);
+      expectMatches(rec(), {
+        yes: ['WorkflowId STARTS_WITH "order-"', "WorkflowType STARTS_WITH 'main.'", "WorkflowId NOT STARTS_WITH 'invoice-'", "WorkflowId STARTS_WITH ''"],
+        no: ["WorkflowId starts_with 'invoice-'"],
+      });
     });
 
     it('requires a string prefix and a non-datetime attribute', () => {
@@ -205,9 +200,10 @@ describe('devserver visibility list filter', () => {
     });
 
     it('treats CloseTime of an open workflow as NULL', () => {
-      expect(m('CloseTime IS NULL')).to.equal(true);
-      expect(m("CloseTime > '2000-01-01T00:00:00Z'")).to.equal(false);
-      expect(m("CloseTime < '2100-01-01T00:00:00Z'")).to.equal(false);
+      expectMatches(rec(), {
+        yes: ['CloseTime IS NULL'],
+        no: ["CloseTime > '2000-01-01T00:00:00Z'", "CloseTime < '2100-01-01T00:00:00Z'"],
+      });
       const closed = rec({ status: 'Completed', closeTime: new Date('2024-01-10T11:00:00Z') });
       expect(m('CloseTime IS NOT NULL', closed)).to.equal(true);
       expect(m("CloseTime > '2024-01-10T10:30:00Z'", closed)).to.equal(true);
@@ -217,13 +213,10 @@ describe('devserver visibility list filter', () => {
   describe('datetimes', () => {
     it('compares system datetimes as instants across offsets', () => {
       // 2024-01-10T10:00:00Z == 2024-01-10T02:00:00-08:00
-      expect(m("StartTime = '2024-01-10T02:00:00-08:00'")).to.equal(true);
-      expect(m("StartTime > '2024-01-10T02:00:00.001-08:00'")).to.equal(false);
-      expect(m("StartTime >= '2024-01-10T12:00:00+02:00'")).to.equal(true);
-      expect(m("StartTime < '2024-01-10T10:00:00.000000001Z'")).to.equal(false);
-      expect(m("StartTime < '2024-01-10T10:00:01Z'")).to.equal(true);
-      expect(m("ExecutionTime BETWEEN '2024-01-10T00:00:00Z' AND '2024-01-11T00:00:00Z'")).to.equal(true);
-      expect(m("ExecutionTime between '2024-01-11T00:00:00Z' and '2024-01-12T00:00:00Z'")).to.equal(false);
+      expectMatches(rec(), {
+        yes: ["StartTime = '2024-01-10T02:00:00-08:00'", "StartTime >= '2024-01-10T12:00:00+02:00'", "StartTime < '2024-01-10T10:00:01Z'", "ExecutionTime BETWEEN '2024-01-10T00:00:00Z' AND '2024-01-11T00:00:00Z'"],
+        no: ["StartTime > '2024-01-10T02:00:00.001-08:00'", "StartTime < '2024-01-10T10:00:00.000000001Z'", "ExecutionTime between '2024-01-11T00:00:00Z' and '2024-01-12T00:00:00Z'"],
+      });
     });
 
     it('runs the documented example', () => {
@@ -244,10 +237,10 @@ describe('devserver visibility list filter', () => {
       const asDate = rec({ searchAttributes: { DueAt: new Date('2024-03-01T12:00:00Z') } });
       const asString = rec({ searchAttributes: { DueAt: '2024-03-01T12:00:00.000Z' } });
       for (const r of [asDate, asString]) {
-        expect(m("DueAt = '2024-03-01T13:00:00+01:00'", r)).to.equal(true);
-        expect(m("DueAt > '2024-03-01T11:59:59Z'", r)).to.equal(true);
-        expect(m("DueAt < '2024-03-01T11:59:59Z'", r)).to.equal(false);
-        expect(m("DueAt BETWEEN '2024-03-01T00:00:00Z' AND '2024-03-02T00:00:00Z'", r)).to.equal(true);
+        expectMatches(r, {
+          yes: ["DueAt = '2024-03-01T13:00:00+01:00'", "DueAt > '2024-03-01T11:59:59Z'", "DueAt BETWEEN '2024-03-01T00:00:00Z' AND '2024-03-02T00:00:00Z'"],
+          no: ["DueAt < '2024-03-01T11:59:59Z'"],
+        });
       }
     });
 
@@ -263,17 +256,16 @@ describe('devserver visibility list filter', () => {
   describe('KeywordList', () => {
     const r = rec({ searchAttributes: { Tags: ['blue', 'green'] } });
     it('= / != test membership', () => {
-      expect(m("Tags = 'blue'", r)).to.equal(true);
-      expect(m("Tags = 'red'", r)).to.equal(false);
-      expect(m("Tags != 'red'", r)).to.equal(true);
-      expect(m("Tags != 'green'", r)).to.equal(false);
+      expectMatches(r, {
+        yes: ["Tags = 'blue'", "Tags != 'red'"],
+        no: ["Tags = 'red'", "Tags != 'green'"],
+      });
     });
     it('IN / NOT IN / STARTS_WITH use any element', () => {
-      expect(m("Tags IN ('red', 'green')", r)).to.equal(true);
-      expect(m("Tags NOT IN ('red', 'green')", r)).to.equal(false);
-      expect(m("Tags NOT IN ('red', 'yellow')", r)).to.equal(true);
-      expect(m("Tags STARTS_WITH 'gr'", r)).to.equal(true);
-      expect(m("Tags STARTS_WITH 're'", r)).to.equal(false);
+      expectMatches(r, {
+        yes: ["Tags IN ('red', 'green')", "Tags NOT IN ('red', 'yellow')", "Tags STARTS_WITH 'gr'"],
+        no: ["Tags NOT IN ('red', 'green')", "Tags STARTS_WITH 're'"],
+      });
     });
     it('an empty list is NULL', () => {
       const empty = rec({ searchAttributes: { Tags: [] } });
@@ -293,10 +285,10 @@ describe('devserver visibility list filter', () => {
     });
 
     it('lets parentheses override precedence', () => {
-      expect(m("(RunId = 'run-a' OR WorkflowId = 'x') AND TaskQueue = 'x'")).to.equal(false);
-      expect(m("(RunId = 'run-a' OR WorkflowId = 'x') AND TaskQueue = 'orders'")).to.equal(true);
-      expect(m("((WorkflowId = 'order-1234'))")).to.equal(true);
-      expect(m("WorkflowId = 'nope' OR (TaskQueue = 'orders' AND (RunId = 'run-a' OR RunId = 'run-b'))")).to.equal(true);
+      expectMatches(rec(), {
+        yes: ["(RunId = 'run-a' OR WorkflowId = 'x') AND TaskQueue = 'orders'", "((WorkflowId = 'order-1234'))", "WorkflowId = 'nope' OR (TaskQueue = 'orders' AND (RunId = 'run-a' OR RunId = 'run-b'))"],
+        no: ["(RunId = 'run-a' OR WorkflowId = 'x') AND TaskQueue = 'x'"],
+      });
     });
 
     it('accepts keywords in any case', () => {
@@ -317,9 +309,10 @@ describe('devserver visibility list filter', () => {
 
     it('accepts backtick-quoted attribute names', () => {
       const r = rec({ searchAttributes: { 'customer-id': 'c1', Order: 3 } });
-      expect(m("`customer-id` = 'c1'", r)).to.equal(true);
-      expect(m("`WorkflowId` = 'order-1234'", r)).to.equal(true);
-      expect(m('`Order` = 3', r)).to.equal(true);
+      expectMatches(r, {
+        yes: ["`customer-id` = 'c1'", "`WorkflowId` = 'order-1234'", '`Order` = 3'],
+        no: [],
+      });
       expect(parseVisibilityQuery('ORDER BY `Order` DESC').orderBy).to.deep.equal([{ attribute: 'Order', direction: 'DESC' }]);
     });
   });

@@ -98,3 +98,59 @@ export async function startTestApi(
     },
   };
 }
+
+/**
+ * Starts a test API for the enclosing mocha `describe` (a `before` hook at this point, `close` in an
+ * `after` hook) and returns a handle whose members reach that API once the hook has run. Same
+ * arguments as {@link startTestApi}. Throws when a member is used before the `before` hook ran.
+ */
+export function useTestApi(label: string, overrides: Partial<AppConfig> = {}, opts: Parameters<typeof startTestApi>[2] = {}): TestApi {
+  let t: TestApi | undefined;
+  before(async () => {
+    t = await startTestApi(label, overrides, opts);
+  });
+  after(async () => t?.close());
+  const started = (): TestApi => {
+    if (!t) throw new Error(`useTestApi('${label}') used before its before() hook ran`);
+    return t;
+  };
+  return {
+    get api() {
+      return started().api;
+    },
+    get db() {
+      return started().db;
+    },
+    get databaseUrl() {
+      return started().databaseUrl;
+    },
+    get config() {
+      return started().config;
+    },
+    org: (...args) => started().org(...args),
+    call: (...args) => started().call(...args),
+    close: () => started().close(),
+  };
+}
+
+/**
+ * fetch of `${baseUrl}${path}` with `authorization: Bearer {key}` and, when `json` is given, a JSON body
+ * (DESIGN.md "Wire conventions"). @returns the status, the headers and the body parsed as JSON
+ * (undefined when empty). Throws a SyntaxError when the body is not JSON.
+ */
+export async function callWithKey(
+  baseUrl: string,
+  key: string,
+  method: string,
+  path: string,
+  json?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const res = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    body: json !== undefined ? JSON.stringify(json) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}

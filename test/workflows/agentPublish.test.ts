@@ -16,6 +16,7 @@ import { startApi, type RunningApi } from '../../api/server';
 import { createLogger } from '../../runtime';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { createAgentActivities } from '../../activities/agents';
+import { callWithKey } from '../helpers/api';
 import { createTestDatabase } from '../helpers/postgres';
 import { serviceWorkflowBundle } from '../helpers/temporal';
 
@@ -39,15 +40,7 @@ describe('agent publish workflow (dev server, real SDK)', function () {
   let key: string;
   const taskQueue = `agent-publish-${crypto.randomBytes(4).toString('hex')}`;
 
-  const call = async (method: string, p: string, json?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${api.baseUrl}${p}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-      body: json !== undefined ? JSON.stringify(json) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
-  };
+  const call = (method: string, p: string, json?: unknown, headers: Record<string, string> = {}) => callWithKey(api.baseUrl, key, method, p, json, headers);
   const newAgent = async (name: string) => {
     const id = (await call('POST', '/agents', { name })).body.data.id as string;
     await call('POST', `/agents/${id}/skills`, BOOK);

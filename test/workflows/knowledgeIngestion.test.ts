@@ -19,6 +19,7 @@ import { createHttpClient, parseAllowList } from '../../activities/providers/htt
 import { workflowIds } from '../../temporal.config';
 import type { KnowledgeIngestionResult } from '../../workflows/knowledgeIngestion';
 import { ingestionStageQuery } from '../../workflows/definitions';
+import { callWithKey } from '../helpers/api';
 import { createTestDatabase } from '../helpers/postgres';
 import { startTestWorker, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { makePdf, SAMPLE_HTML, serveDocuments } from '../api/knowledge-fixtures';
@@ -38,14 +39,7 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
   let base: string;
   const taskQueue = uniqueTaskQueue('knowledge');
 
-  async function call(method: string, p: string, json?: unknown) {
-    const res = await fetch(`${api.baseUrl}${p}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(json ? { 'content-type': 'application/json' } : {}) },
-      body: json ? JSON.stringify(json) : undefined,
-    });
-    return { status: res.status, body: (await res.json()) as any };
-  }
+  const call = (method: string, p: string, json?: unknown) => callWithKey(api.baseUrl, key, method, p, json);
 
   before(async () => {
     ({ client } = await testTemporal());
@@ -85,6 +79,22 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
     return client.workflow.getHandle(workflowIds.knowledgeSource(sourceId)).result();
   }
 
+  /** The attempt numbers of the `extractKnowledgeSource` activity in the history of knowledge-source/{sourceId}, in order. */
+  async function extractAttempts(sourceId: string): Promise<number[]> {
+    const history = await client.workflow.getHandle(workflowIds.knowledgeSource(sourceId)).fetchHistory();
+    const events = history.events ?? [];
+    const typeOf = new Map(events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => [String(e.eventId), e.activityTaskScheduledEventAttributes!.activityType!.name]));
+    return events
+      .filter((e) => e.activityTaskStartedEventAttributes && typeOf.get(String(e.activityTaskStartedEventAttributes.scheduledEventId)) === 'extractKnowledgeSource')
+      .map((e) => e.activityTaskStartedEventAttributes!.attempt!);
+  }
+
+  /** The source as GET /agents/{agentId}/knowledge/sources lists it (undefined when not listed). */
+  async function listedSource(sourceId: string): Promise<any> {
+    const list = await call('GET', `/agents/${agentId}/knowledge/sources`);
+    return list.body.data.items.find((s: any) => s.id === sourceId);
+  }
+
   it('answers 202 pending for a URL source and workflow knowledge-source/{id} makes it ready with searchable chunks', async () => {
     const res = await call('POST', `/agents/${agentId}/knowledge/sources`, { kind: 'url', url: `${base}/hours.html` });
     expect(res.status).to.equal(202);
@@ -96,8 +106,7 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
     expect(await handle.query(ingestionStageQuery)).to.equal('ready');
     const described = await handle.describe();
     expect(described.searchAttributes).to.deep.include({ OrganizationId: [orgId], ResourceId: [res.body.data.id] });
-    const list = await call('GET', `/agents/${agentId}/knowledge/sources`);
-    const src = list.body.data.items.find((s: any) => s.id === res.body.data.id);
+    const src = await listedSource(res.body.data.id);
     expect(src).to.include({ status: 'ready', format: 'html', chunkCount: result.chunkCount });
     const preview = await call('POST', `/agents/${agentId}/knowledge/preview`, { query: 'Saturday opening hours' });
     expect(preview.body.data.results[0].source.id).to.equal(res.body.data.id);
@@ -119,15 +128,8 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
     const result = await resultOf(res.body.data.id);
     expect(result).to.include({ status: 'failed', failureCode: 'ssrf_refused' });
     // The extract activity ran once: an SSRF refusal is not retried.
-    const history = await client.workflow.getHandle(workflowIds.knowledgeSource(res.body.data.id)).fetchHistory();
-    const events = history.events ?? [];
-    const typeOf = new Map(events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => [String(e.eventId), e.activityTaskScheduledEventAttributes!.activityType!.name]));
-    const extractAttempts = events
-      .filter((e) => e.activityTaskStartedEventAttributes && typeOf.get(String(e.activityTaskStartedEventAttributes.scheduledEventId)) === 'extractKnowledgeSource')
-      .map((e) => e.activityTaskStartedEventAttributes!.attempt);
-    expect(extractAttempts).to.deep.equal([1]);
-    const list = await call('GET', `/agents/${agentId}/knowledge/sources`);
-    const src = list.body.data.items.find((s: any) => s.id === res.body.data.id);
+    expect(await extractAttempts(res.body.data.id)).to.deep.equal([1]);
+    const src = await listedSource(res.body.data.id);
     expect(src).to.include({ status: 'failed', failureCode: 'ssrf_refused' });
     expect(src.failureReason).to.match(/metadata/);
   });
@@ -140,15 +142,8 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
     const result = await resultOf(res.body.data.id);
     expect(Date.now() - started).to.be.below(3000);
     expect(result).to.include({ status: 'failed', failureCode: 'dns_unresolvable' });
-    const history = await client.workflow.getHandle(workflowIds.knowledgeSource(res.body.data.id)).fetchHistory();
-    const events = history.events ?? [];
-    const typeOf = new Map(events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => [String(e.eventId), e.activityTaskScheduledEventAttributes!.activityType!.name]));
-    const extractAttempts = events
-      .filter((e) => e.activityTaskStartedEventAttributes && typeOf.get(String(e.activityTaskStartedEventAttributes.scheduledEventId)) === 'extractKnowledgeSource')
-      .map((e) => e.activityTaskStartedEventAttributes!.attempt);
-    expect(extractAttempts).to.deep.equal([1]);
-    const list = await call('GET', `/agents/${agentId}/knowledge/sources`);
-    const src = list.body.data.items.find((s: any) => s.id === res.body.data.id);
+    expect(await extractAttempts(res.body.data.id)).to.deep.equal([1]);
+    const src = await listedSource(res.body.data.id);
     expect(src).to.include({ status: 'failed', failureCode: 'dns_unresolvable' });
     expect(src.failureReason).to.match(/no-such-host\.invalid does not resolve/);
   });

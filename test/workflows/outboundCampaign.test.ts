@@ -20,9 +20,10 @@ import { createOutboundActivities } from '../../activities/outbound';
 import { insertAttempts, lockCampaign, setCampaignStatus } from '../../db/repositories/campaigns';
 import { localParts } from '../../domain/sms/quietHours';
 import { workflowIds } from '../../temporal.config';
+import { callWithKey } from '../helpers/api';
 import { createTestDatabase } from '../helpers/postgres';
 import { serverNow, skipTime, startWorkerAt, withTimeSkipping } from '../helpers/temporal';
-import { phone, startOutboundEnv, until, type OutboundEnv } from '../api/outbound-fixtures';
+import { phone, until, useDialerEnv } from '../api/outbound-fixtures';
 
 /** Milliseconds from `now` to the next instant that is hh:mm in `zone` (at least one minute ahead). */
 function untilLocal(zone: string, hour: number, minute: number, now: Date): number {
@@ -34,32 +35,17 @@ function untilLocal(zone: string, hour: number, minute: number, now: Date): numb
 
 describe('campaign dialer workflow (dev server, real SDK)', function () {
   this.timeout(60_000);
-  let env: OutboundEnv;
-  let key: string;
-  let orgId: string;
-  let agentId: string;
-  let numberId: string;
-
-  before(async function () {
-    this.timeout(120_000);
-    env = await startOutboundEnv('outbound_wf');
-    ({ key, orgId } = await env.org('Dialer Co'));
-    agentId = await env.publishedAgent(orgId);
-    numberId = await env.ownNumber(key);
-  });
-  after(async () => {
-    await env?.close();
-  });
+  const { env, dialer } = useDialerEnv('outbound_wf');
 
   const campaign = async (csv: string, extra: Record<string, unknown> = {}) => {
-    const list = await env.importList(key, csv);
-    const r = await env.call(key, 'POST', '/campaigns', { name: 'Reminders', agentId, callerIdNumberId: numberId, contactListId: list.id, purpose: 'informational', ...extra });
+    const list = await env.importList(dialer.key, csv);
+    const r = await env.call(dialer.key, 'POST', '/campaigns', { name: 'Reminders', agentId: dialer.agentId, callerIdNumberId: dialer.numberId, contactListId: list.id, purpose: 'informational', ...extra });
     expect(r.status).to.equal(201);
     return r.body.data.id as string;
   };
-  const get = async (id: string) => (await env.call(key, 'GET', `/campaigns/${id}`)).body.data;
-  const attempts = async (id: string) => (await env.call(key, 'GET', `/campaigns/${id}/attempts?limit=200`)).body.data.items as any[];
-  const dialsTo = async (numbers: string[]) => env.db('sandbox_dials').where({ org_id: orgId }).whereIn('to', numbers).select('to', 'idempotency_key');
+  const get = async (id: string) => (await env.call(dialer.key, 'GET', `/campaigns/${id}`)).body.data;
+  const attempts = async (id: string) => (await env.call(dialer.key, 'GET', `/campaigns/${id}/attempts?limit=200`)).body.data.items as any[];
+  const dialsTo = async (numbers: string[]) => env.db('sandbox_dials').where({ org_id: dialer.orgId }).whereIn('to', numbers).select('to', 'idempotency_key');
   const finished = (id: string, timeoutMs = 30_000) => until(async () => ((c) => (c.status === 'completed' || c.status === 'cancelled' ? c : undefined))(await get(id)), timeoutMs, `campaign ${id} to finish`);
   /** Moves the shared server's clock to the next hh:mm in `zone`. */
   const moveClockTo = async (zone: string, hour: number, minute: number) => skipTime(untilLocal(zone, hour, minute, await serverNow()));
@@ -73,7 +59,7 @@ describe('campaign dialer workflow (dev server, real SDK)', function () {
     const id = await campaign(csv);
     await moveClockTo('America/New_York', 7, 30);
     const launchedAt = await serverNow();
-    expect((await env.call(key, 'POST', `/campaigns/${id}/launch`)).status).to.equal(200);
+    expect((await env.call(dialer.key, 'POST', `/campaigns/${id}/launch`)).status).to.equal(200);
     const done = await withTimeSkipping(() => finished(id));
     expect(done.status).to.equal('completed');
     expect(done.counters).to.include({ total: 7, answered: 7, dials: 7 });
@@ -98,9 +84,9 @@ describe('campaign dialer workflow (dev server, real SDK)', function () {
     try {
       const numbers = Array.from({ length: 10 }, (_, i) => phone('212', 100 + i));
       const id = await campaign(['phone', ...numbers].join('\n'), { maxConcurrentCalls: 1 });
-      await env.call(key, 'POST', `/campaigns/${id}/launch`);
+      await env.call(dialer.key, 'POST', `/campaigns/${id}/launch`);
       await until(async () => (await get(id)).counters.dials >= 2, 20_000, 'two dials');
-      const paused = await env.call(key, 'POST', `/campaigns/${id}/pause`);
+      const paused = await env.call(dialer.key, 'POST', `/campaigns/${id}/pause`);
       expect(paused.body.data.status).to.equal('paused');
       await new Promise((r) => setTimeout(r, 400)); // the dial in flight ends
       const atPause = (await get(id)).counters.dials;
@@ -109,7 +95,7 @@ describe('campaign dialer workflow (dev server, real SDK)', function () {
       expect(still.counters.dials).to.equal(atPause);
       expect(still.counters.pending).to.equal(10 - atPause);
       expect(atPause).to.be.below(10);
-      expect((await env.call(key, 'POST', `/campaigns/${id}/resume`)).body.data.status).to.equal('running');
+      expect((await env.call(dialer.key, 'POST', `/campaigns/${id}/resume`)).body.data.status).to.equal('running');
       const done = await finished(id);
       expect(done.status).to.equal('completed');
       expect(done.counters).to.include({ answered: 10, dials: 10 });
@@ -125,9 +111,9 @@ describe('campaign dialer workflow (dev server, real SDK)', function () {
     try {
       const numbers = Array.from({ length: 10 }, (_, i) => phone('312', 200 + i));
       const id = await campaign(['phone', ...numbers].join('\n'), { maxConcurrentCalls: 1 });
-      await env.call(key, 'POST', `/campaigns/${id}/launch`);
+      await env.call(dialer.key, 'POST', `/campaigns/${id}/launch`);
       await until(async () => (await get(id)).counters.dials >= 2, 20_000, 'two dials');
-      expect((await env.call(key, 'POST', `/campaigns/${id}/cancel`)).body.data.status).to.equal('cancelled');
+      expect((await env.call(dialer.key, 'POST', `/campaigns/${id}/cancel`)).body.data.status).to.equal('cancelled');
       const result = await env.client.workflow.getHandle(workflowIds.campaign(id)).result();
       expect(result).to.equal('cancelled');
       const c = await get(id);
@@ -137,7 +123,7 @@ describe('campaign dialer workflow (dev server, real SDK)', function () {
       expect(c.counters.answered + c.counters.cancelled).to.equal(10);
       expect(c.counters.cancelled).to.be.at.least(6);
       expect((await dialsTo(numbers)).length).to.equal(c.counters.answered);
-      expect((await env.call(key, 'POST', `/campaigns/${id}/resume`)).body.code).to.equal('invalid_transition');
+      expect((await env.call(dialer.key, 'POST', `/campaigns/${id}/resume`)).body.code).to.equal('invalid_transition');
     } finally {
       await env.startWorker(0);
     }
@@ -151,7 +137,7 @@ describe('campaign dialer workflow (dev server, real SDK)', function () {
     const failed = phone('212', 303, '0005');
     const id = await campaign(['phone', busy, noAnswer, voicemail, failed].join('\n'), { maxAttempts: 3, retryDelayMinutes: 30 });
     const start = await serverNow();
-    await env.call(key, 'POST', `/campaigns/${id}/launch`);
+    await env.call(dialer.key, 'POST', `/campaigns/${id}/launch`);
     const done = await withTimeSkipping(() => finished(id));
     expect(done.counters).to.include({ busy: 1, noAnswer: 1, voicemail: 1, failed: 1, dials: 8 });
     const dials = await dialsTo([busy, noAnswer, voicemail, failed]);
@@ -167,11 +153,11 @@ describe('campaign dialer workflow (dev server, real SDK)', function () {
     const id = await campaign(['phone', ...numbers].join('\n'), { maxConcurrentCalls: 2 });
     // Launch by hand to choose a small run length (the API starts with the default of 500).
     await env.db.transaction(async (trx) => {
-      const row = await lockCampaign(trx, orgId, id);
-      await insertAttempts(trx, orgId, id, row.list_id);
-      await setCampaignStatus(trx, orgId, id, 'running');
+      const row = await lockCampaign(trx, dialer.orgId, id);
+      await insertAttempts(trx, dialer.orgId, id, row.list_id);
+      await setCampaignStatus(trx, dialer.orgId, id, 'running');
     });
-    const handle = await env.client.workflow.start('campaignDialer', { taskQueue: env.taskQueue, workflowId: workflowIds.campaign(id), args: [{ orgId, campaignId: id, dialsPerRun: 3 }] });
+    const handle = await env.client.workflow.start('campaignDialer', { taskQueue: env.taskQueue, workflowId: workflowIds.campaign(id), args: [{ orgId: dialer.orgId, campaignId: id, dialsPerRun: 3 }] });
     expect(await env.client.workflow.getHandle(workflowIds.campaign(id)).result()).to.equal('completed');
     const first = await env.client.workflow.getHandle(workflowIds.campaign(id), handle.firstExecutionRunId).describe();
     expect(first.status.name).to.equal('CONTINUED_AS_NEW');
@@ -200,10 +186,7 @@ describe('campaign dialer across a restart of the worker and a durable dev serve
     const startWorker = (address: string) => startWorkerAt(address, taskQueue, createOutboundActivities({ db, config, logger }, { telephonyOptions: { dialLatencyMs: 60 } }));
     const org = await createOrganization(db, 'Restart Org');
     const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES });
-    const call = async (method: string, p: string, json?: unknown) => {
-      const res = await fetch(`${api.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, ...(json ? { 'content-type': 'application/json' } : {}) }, body: json ? JSON.stringify(json) : undefined });
-      return (await res.json()) as any;
-    };
+    const call = async (method: string, p: string, json?: unknown) => (await callWithKey(api.baseUrl, key, method, p, json)).body;
     let worker = await startWorker(server.address);
     try {
       const agentId = (await createAgent(db, org.id, { name: 'Restart agent' })).id;

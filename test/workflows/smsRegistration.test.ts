@@ -25,6 +25,8 @@ import { stopSandboxDispatchers } from '../../activities/providers/carrier/sandb
 import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
 import { workflowIds } from '../../temporal.config';
 import { registrationProgressQuery } from '../../workflows/definitions';
+import { callWithKey } from '../helpers/api';
+import { useResource } from '../helpers/mocha';
 import { createTestDatabase } from '../helpers/postgres';
 import { COMPLETE_BRAND } from '../api/sms-fixtures';
 import { serviceWorkflowBundle, startWorkerAt } from '../helpers/temporal';
@@ -69,15 +71,7 @@ async function startEnv(label: string, opts: { timeSkipping: boolean }): Promise
     activities: createSmsActivities({ db, config, logger }, { carrierOptions: { delayMs: 0, callbackUrl }, telephonyOptions: { delayMs: 0, callbackUrl } }),
   });
   const running = worker.run();
-  const call = async (key: string, method: string, p: string, json?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${api.baseUrl}${p}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-      body: json !== undefined ? JSON.stringify(json) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
-  };
+  const call = (key: string, method: string, p: string, json?: unknown, headers: Record<string, string> = {}) => callWithKey(api.baseUrl, key, method, p, json, headers);
   return {
     server,
     client,
@@ -120,16 +114,17 @@ async function waitFor(env: Env, key: string, done: (r: any) => boolean, ms = 20
 }
 const settled = (r: any) => r.status === 'active' || r.status === 'failed';
 
+/** An environment started for the enclosing `describe` and closed after it, with the sandbox carrier's dispatchers stopped. */
+function useEnv(label: string, opts: { timeSkipping: boolean }): Env {
+  return useResource(`SMS env ${label}`, () => startEnv(label, opts), async (env) => {
+    stopSandboxDispatchers();
+    await env.close();
+  });
+}
+
 describe('SMS registration workflow (dev server, real SDK, sandbox carrier over HTTP)', function () {
   this.timeout(120_000);
-  let env: Env;
-  before(async () => {
-    env = await startEnv('sms_wf', { timeSkipping: false });
-  });
-  after(async () => {
-    stopSandboxDispatchers();
-    await env?.close();
-  });
+  const env = useEnv('sms_wf', { timeSkipping: false });
 
   it('takes a draft through review and submit to active by real HTTP callbacks, charging the fees once', async () => {
     const { orgId, key } = await env.org();
@@ -259,14 +254,7 @@ describe('SMS registration workflow (dev server, real SDK, sandbox carrier over 
 
 describe('SMS workflows with time skipping (polling fallback, quiet hours)', function () {
   this.timeout(120_000);
-  let env: Env;
-  before(async () => {
-    env = await startEnv('sms_wf_skip', { timeSkipping: true });
-  });
-  after(async () => {
-    stopSandboxDispatchers();
-    await env?.close();
-  });
+  const env = useEnv('sms_wf_skip', { timeSkipping: true });
 
   it('reaches active by hourly polling when the carrier never calls back', async () => {
     const { orgId, key } = await env.org();
@@ -330,10 +318,7 @@ describe('SMS registration across a restart of the worker and the dev server', f
     const startWorker = (address: string) => startWorkerAt(address, taskQueue, createSmsActivities({ db, config, logger }, { carrierOptions: { delayMs: 0, callbackUrl } }));
     const org = await createOrganization(db, 'Restart Org');
     const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES });
-    const call = async (method: string, p: string, json?: unknown) => {
-      const res = await fetch(`${api.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, ...(json ? { 'content-type': 'application/json' } : {}) }, body: json ? JSON.stringify(json) : undefined });
-      return (await res.json()) as any;
-    };
+    const call = async (method: string, p: string, json?: unknown) => (await callWithKey(api.baseUrl, key, method, p, json)).body;
     const callback = async (payload: unknown) => {
       const body = JSON.stringify(payload);
       const res = await fetch(callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(callbackSecret('sandbox'), body) }, body });

@@ -11,7 +11,7 @@ import { validatePlaybookGraph } from '../../../domain/agents/playbookGraph';
 import { buildPrepublishReport } from '../../../domain/agents/report';
 import { skillConfigErrors } from '../../../domain/agents/skillTypes';
 import { verifyTalkToken, signTalkToken } from '../../../api/agents/talkToken';
-import { intakeGraph } from '../../api/agents-fixtures';
+import { intakeGraph, chain } from '../../api/agents-fixtures';
 
 function agentRecord(over: Partial<AgentRecord> = {}): AgentRecord {
   return {
@@ -80,27 +80,10 @@ describe('agents domain: playbook graph validation', () => {
   });
 
   it('refuses a required input gathered on only one branch before use', () => {
+    // The intake nodes, with a branch after ask_time that reaches book either through ask_phone or past it.
     const g: PlaybookGraph = {
-      nodes: [
-        { id: 'start', type: 'start' },
-        { id: 'ask_name', type: 'ask', prompt: 'Name?', gathers: 'name' },
-        { id: 'ask_phone', type: 'ask', prompt: 'Phone?', gathers: 'phone' },
-        { id: 'ask_time', type: 'ask', prompt: 'When?', gathers: 'start_time' },
-        { id: 'skip', type: 'say', prompt: 'We have your number' },
-        { id: 'branch', type: 'branch', on: 'name' },
-        { id: 'book', type: 'skill', skill: 'book_appointment' },
-        { id: 'end', type: 'end' },
-      ],
-      edges: [
-        { from: 'start', to: 'ask_name' },
-        { from: 'ask_name', to: 'ask_time' },
-        { from: 'ask_time', to: 'branch' },
-        { from: 'branch', to: 'ask_phone', when: 'new' },
-        { from: 'branch', to: 'skip' },
-        { from: 'ask_phone', to: 'book' },
-        { from: 'skip', to: 'book' },
-        { from: 'book', to: 'end' },
-      ],
+      nodes: [...intakeGraph().nodes, { id: 'skip', type: 'say', prompt: 'We have your number' }, { id: 'branch', type: 'branch', on: 'name' }],
+      edges: [...chain('start', 'ask_name', 'ask_time', 'branch'), { from: 'branch', to: 'ask_phone', when: 'new' }, ...chain('branch', 'skip'), ...chain('ask_phone', 'book'), ...chain('skip', 'book', 'end')],
     };
     const errors = validatePlaybookGraph(g, ctxWith());
     expect(errors.map((e) => e.field)).to.deep.equal(['graph.nodes[book].inputs.phone']);

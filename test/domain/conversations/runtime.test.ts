@@ -9,6 +9,7 @@ import { runTurn, type TurnContext, type TurnEvent, type TurnPorts } from '../..
 import { DEFAULT_GUARDRAILS, type CompiledAgent } from '../../../domain/agents/compile';
 import type { LlmProvider, LlmStreamEvent } from '../../../domain/conversations/llm';
 import type { PlaybookGraph } from '../../../schemas/types/agents';
+import { chain } from '../../api/agents-fixtures';
 import { createLlm } from '../../../activities/providers/llm';
 
 const agent = (over: Partial<CompiledAgent> = {}): CompiledAgent => ({
@@ -94,14 +95,7 @@ describe('conversation runtime (pure)', () => {
         { id: 'back', type: 'say', prompt: 'Welcome back, {{kind}} patient.' },
         { id: 'end', type: 'end' },
       ],
-      edges: [
-        { from: 'start', to: 'ask_kind' },
-        { from: 'ask_kind', to: 'route' },
-        { from: 'route', to: 'welcome', when: 'new' },
-        { from: 'route', to: 'back' },
-        { from: 'welcome', to: 'end' },
-        { from: 'back', to: 'end' },
-      ],
+      edges: [...chain('start', 'ask_kind', 'route'), { from: 'route', to: 'welcome', when: 'new' }, ...chain('route', 'back'), ...chain('welcome', 'end'), ...chain('back', 'end')],
     };
     expect(playbookFor('I need patient intake', [{ name: 'patient_intake', graph }])).to.equal('patient_intake');
     const s = startPlaybook(graph, 'patient_intake', {});

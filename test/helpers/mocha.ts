@@ -1,0 +1,29 @@
+/**
+ * Mocha fixtures shared by the suites: a resource started for one `describe` block.
+ */
+
+/**
+ * Starts a resource in a mocha `before` hook of the enclosing `describe` (registered where this is
+ * called) and stops it in an `after` hook. `opts.timeoutMs` is the `before` hook's timeout in ms
+ * (default: the suite's).
+ * @returns a stand-in whose property reads reach the started resource;
+ * reading one before the `before` hook ran throws an Error naming `what`.
+ */
+export function useResource<T extends object>(what: string, start: () => Promise<T>, stop: (resource: T) => Promise<void> | void, opts: { timeoutMs?: number } = {}): T {
+  let resource: T | undefined;
+  before(async function () {
+    if (opts.timeoutMs !== undefined) this.timeout(opts.timeoutMs);
+    resource = await start();
+  });
+  after(async () => {
+    if (resource) await stop(resource);
+  });
+  return new Proxy({} as T, {
+    get(_target, prop) {
+      if (!resource) throw new Error(`${what} used before its before() hook ran`);
+      // Not bound: a method called through the stand-in reads `this.x` through it, and a function-valued
+      // property (a Knex instance) keeps its own properties.
+      return Reflect.get(resource, prop, resource);
+    },
+  });
+}
