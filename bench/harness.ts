@@ -21,13 +21,50 @@ export interface BenchStack {
   close(): Promise<void>;
 }
 
+/** A fresh, migrated benchmark database and how to close it. */
+export interface BenchDatabase {
+  db: Db;
+  databaseUrl: string;
+  /** True when an embedded Postgres was started for it (no `serverUrl`). */
+  embedded: boolean;
+  /** Closes the pool, then stops the embedded Postgres when one was started. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a fresh database `bench_<label>_<pid>` and migrates it: on `opts.serverUrl` (e.g. DATABASE_URL)
+ * when given, else on an embedded Postgres in a temp directory (fsync off).
+ * @param opts.poolMax Knex pool size (default: createDb's)
+ * @throws when Postgres cannot be started or reached
+ */
+export async function openBenchDatabase(label: string, opts: { poolMax?: number; serverUrl?: string } = {}): Promise<BenchDatabase> {
+  const pg = opts.serverUrl
+    ? undefined
+    : await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-${label}-pg-${process.pid}`), ephemeral: true, durable: false });
+  const url = new URL(opts.serverUrl ?? pg!.url);
+  url.pathname = `/bench_${label}_${process.pid}`;
+  const databaseUrl = url.toString();
+  await ensureDatabase(databaseUrl);
+  const db = createDb(databaseUrl, { poolMax: opts.poolMax });
+  await migrate(db);
+  return {
+    db,
+    databaseUrl,
+    embedded: pg !== undefined,
+    close: async () => {
+      await db.destroy();
+      if (pg) await pg.stop();
+    },
+  };
+}
+
 /**
  * Starts the stack; the database is migrated.
  * @param label names the database and temp directory, e.g. `sms`
  * @param opts.poolMax Knex pool size (default 60)
  */
 export async function startBenchStack(label: string, opts: { poolMax?: number } = {}): Promise<BenchStack> {
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-${label}-pg-${process.pid}`), ephemeral: true, durable: false });
+  const database = await openBenchDatabase(label, { poolMax: opts.poolMax ?? 60 });
   try {
     Runtime.install({ logger: new DefaultLogger('ERROR') });
   } catch {
@@ -36,24 +73,36 @@ export async function startBenchStack(label: string, opts: { poolMax?: number } 
   const server = await startDevServer({ log: () => undefined });
   const connection = await Connection.connect({ address: server.address });
   const native = await NativeConnection.connect({ address: server.address });
-  const url = new URL(pg.url);
-  url.pathname = `/bench_${label}`;
-  const databaseUrl = url.toString();
-  await ensureDatabase(databaseUrl);
-  const db = createDb(databaseUrl, { poolMax: opts.poolMax ?? 60 });
-  await migrate(db);
   return {
-    db,
-    databaseUrl,
+    db: database.db,
+    databaseUrl: database.databaseUrl,
     client: new Client({ connection }),
     native,
     close: async () => {
-      await db.destroy();
       await connection.close();
       await native.close();
       await server.stop();
-      await pg.stop();
+      await database.close();
     },
+  };
+}
+
+/** A JSON call to the API as `key`: status, headers and the parsed body (undefined when empty). */
+export type BenchCall = (method: string, p: string, json?: unknown, headers?: Record<string, string>) => Promise<{ status: number; headers: Headers; body: any }>;
+
+/**
+ * Calls the API at `baseUrl` (e.g. `http://127.0.0.1:8080/api/v1`) with `Authorization: Bearer <key>`;
+ * a JSON body is sent with its content type. Never throws on a status; network errors reject.
+ */
+export function benchCaller(baseUrl: string, key: string): BenchCall {
+  return async (method, p, json, headers = {}) => {
+    const res = await fetch(`${baseUrl}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: json !== undefined ? JSON.stringify(json) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
   };
 }
 
