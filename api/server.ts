@@ -3,12 +3,9 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { loadConfig, type AppConfig } from '../config';
-import type { Db } from '../db';
+import { loadConfig } from '../config';
 import { announceReady, coreCount, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, runEntryPoint, runPrimary } from '../runtime';
-import { createApp, BASE_PATH } from './app';
-import type { Logger } from 'pino';
-import type { AppDeps, AppProviders } from './context';
+import { createApp, BASE_PATH, type AppOptions } from './app';
 
 /** A listening API server. */
 export interface RunningApi {
@@ -24,14 +21,7 @@ export interface RunningApi {
  * Starts the API on `config.host:config.port` (port 0 = any free port).
  * @param deps.databaseUrl the URL `deps.db` was opened on (rate-limit pool and revocation listener use it)
  */
-export async function startApi(deps: {
-  db: Db;
-  databaseUrl: string;
-  config: AppConfig;
-  logger: Logger;
-  temporal?: AppDeps['temporal'];
-  providers?: Partial<AppProviders>;
-}): Promise<RunningApi> {
+export async function startApi(deps: AppOptions): Promise<RunningApi> {
   const built = createApp(deps);
   await built.ready;
   const server = http.createServer(built.app.callback());
