@@ -2,11 +2,16 @@
  * The stack a workflow benchmark needs, in one process: an embedded Postgres in a temp directory with a
  * fresh database, the embedded Temporal dev server (in memory) and client/worker connections to it.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import { startApi, type RunningApi } from '../api/server';
+import { loadConfig, type AppConfig } from '../config';
+import { createLogger } from '../runtime';
 import { createDb, ensureDatabase, migrate, type Db } from '../db';
 import { startEmbeddedPostgres } from '../db/embedded';
 import { startDevServer } from '../devserver';
@@ -85,6 +90,34 @@ export async function startBenchStack(label: string, opts: { poolMax?: number } 
       await database.close();
     },
   };
+}
+
+/** The API of a workflow benchmark, its configuration, logger and task queue. */
+export interface BenchApi {
+  api: RunningApi;
+  config: AppConfig;
+  logger: Logger;
+  taskQueue: string;
+}
+
+/**
+ * Starts the API on the stack (any free loopback port, silent logs, a rate limit no run reaches) with a
+ * fresh task queue `bench-<label>-<8 hex>`; the caller closes `api`.
+ */
+export async function startBenchApi(stack: BenchStack, label: string): Promise<BenchApi> {
+  const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
+  const logger = createLogger('silent');
+  const taskQueue = `bench-${label}-${crypto.randomBytes(4).toString('hex')}`;
+  const api = await startApi({ db: stack.db, databaseUrl: stack.databaseUrl, config, logger, temporal: { client: stack.client, taskQueue } });
+  return { api, config, logger, taskQueue };
+}
+
+/** The workflow bundle of workflows/index.ts, built once per benchmark with webpack's output silenced. */
+export function bundleBenchWorkflows(): ReturnType<typeof bundleWorkflowCode> {
+  return bundleWorkflowCode({
+    workflowsPath: path.join(__dirname, '..', 'workflows', 'index.ts'),
+    logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never,
+  });
 }
 
 /** A JSON call to the API as `key`: status, headers and the parsed body (undefined when empty). */
