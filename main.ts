@@ -8,7 +8,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from './config';
-import { createLogger, loadServiceSecrets, openDatabase, runEntryPoint } from './runtime';
+import { createLogger, exitOnSignal, loadServiceSecrets, openDatabase, runEntryPoint } from './runtime';
 import { startApi } from './api/server';
 import { bootstrapIfEmpty } from './bootstrap';
 import { startWorker } from './worker';
@@ -82,16 +82,10 @@ async function main(): Promise<void> {
     throw err;
   }
 
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
+  exitOnSignal(async () => {
     logger.info('shutting down');
     await close();
-    process.exit(0);
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  });
 }
 
 runEntryPoint('npm start', main);

@@ -9,6 +9,7 @@ import type { AppConfig } from './config';
 import { createDb, ensureDatabase, migrate, type Db } from './db';
 import { attachRunningPostgres, startEmbeddedPostgres, type EmbeddedPostgresHandle } from './db/embedded';
 import { EMBEDDED_POSTGRES_PASSWORD, ensureServiceSecrets, storedSecret } from './secrets';
+import { runProcesses } from './cluster';
 
 // Several processes of one entry point (README "Scaling out"); re-exported so api/server.ts reaches it
 // through the one root module its layer may import.
@@ -98,4 +99,37 @@ export async function openDatabase(config: AppConfig, logger: Logger, opts: { at
       if (embedded) await embedded.stop();
     },
   };
+}
+
+/**
+ * Graceful shutdown of an entry point: on the first SIGINT or SIGTERM runs `close` once, then exits
+ * with status 0 (README "Scaling out": the primary stops its children, then the database).
+ */
+export function exitOnSignal(close: () => Promise<void>): void {
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await close();
+    process.exit(0);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+/**
+ * The primary of a multi-process entry point (`start:api`, `start:worker`; README "Scaling out"): forks
+ * `count` children that open `database.url` (passed as DATABASE_URL), stops them and then the database
+ * on SIGINT/SIGTERM, and resolves once every child has announced itself ready.
+ * @returns what each child passed to `announceReady` (index order) and the children's pids
+ * @throws when a child exits while starting
+ */
+export async function runPrimary(count: number, database: DatabaseHandle, logger: Logger): Promise<{ infos: Record<string, unknown>[]; pids: number[] }> {
+  const children = runProcesses({ count, env: { DATABASE_URL: database.url }, log: (msg, fields) => logger.warn(fields, msg) });
+  exitOnSignal(async () => {
+    await children.stop();
+    await database.close();
+  });
+  const infos = await children.ready;
+  return { infos, pids: children.pids() };
 }

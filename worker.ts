@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
 import { createActivities } from './activities';
-import { announceReady, createLogger, isClusterChild, loadServiceSecrets, openDatabase, processCount, processIndex, runEntryPoint, runProcesses } from './runtime';
+import { announceReady, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, processIndex, runEntryPoint, runPrimary } from './runtime';
 import { TASK_QUEUE } from './temporal.config';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
@@ -84,16 +84,8 @@ async function main(): Promise<void> {
   const processes = isClusterChild() ? 1 : processCount('WORKER_PROCESSES', 1);
   const database = await openDatabase(config, logger);
   if (processes > 1) {
-    const children = runProcesses({ count: processes, env: { DATABASE_URL: database.url }, log: (msg, fields) => logger.warn(fields, msg) });
-    const stop = async () => {
-      await children.stop();
-      await database.close();
-      process.exit(0);
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    await children.ready;
-    logger.info({ address: config.temporalAddress, taskQueue: TASK_QUEUE, processes, pids: children.pids() }, 'worker running');
+    const { pids } = await runPrimary(processes, database, logger);
+    logger.info({ address: config.temporalAddress, taskQueue: TASK_QUEUE, processes, pids }, 'worker running');
     return;
   }
   const running = await startWorker({ address: config.temporalAddress, namespace: config.temporalNamespace, db: database.db, config, logger });
@@ -105,15 +97,12 @@ async function main(): Promise<void> {
   if (processIndex() === 0) await resumeSandboxCallbacks({ db: database.db, config });
   // The month-closing workflow `billing-month` runs once per cluster; USE_EXISTING makes every worker's start a no-op but the first (README "Billing").
   await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
-  const stop = async () => {
+  exitOnSignal(async () => {
     await dispatcher.stop();
     await connection.close();
     await running.stop();
     await database.close();
-    process.exit(0);
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  });
   if (isClusterChild()) announceReady({ pid: process.pid });
   else logger.info({ address: config.temporalAddress, taskQueue: TASK_QUEUE, processes: 1 }, 'worker running');
   await running.done;

@@ -15,7 +15,7 @@ import { advanceMessage, getMessageRecord } from '../db/repositories/smsMessages
 import { getContact } from '../db/repositories/smsContacts';
 import { getOwnedNumberByE164 } from '../db/repositories/numbers';
 import { messageChanged, registrationChanged } from '../events/sms';
-import { performOnce, type EffectOutcome, type FaultHook } from './providers/effects';
+import { performOnce, type EffectOutcome, type EffectSpec, type FaultHook } from './providers/effects';
 import { resolveIntent } from '../db/repositories/providerIntents';
 import type { CarrierSubmission } from './providers/carrier';
 
@@ -50,39 +50,48 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
     return rec;
   };
 
-  /** Stores the brand id and moves the submission to BRAND_PENDING (idempotent). */
-  const recordBrand = async (orgId: string, submissionId: string, res: CarrierSubmission, intentId?: string): Promise<SubmittedObject> => {
+  /**
+   * Stores the brand's or campaign's id and moves the submission to BRAND_PENDING / CAMPAIGN_PENDING
+   * (idempotent); resolves the create's intent in the same transaction when there was one.
+   */
+  const record = async (orgId: string, submissionId: string, kind: 'brand' | 'campaign', res: CarrierSubmission, intentId?: string): Promise<SubmittedObject> => {
     await db.transaction(async (trx) => {
-      await setCarrierIds(trx, orgId, { brandId: res.id });
+      await setCarrierIds(trx, orgId, kind === 'brand' ? { brandId: res.id } : { campaignId: res.id });
       if (intentId) await resolveIntent(trx, orgId, intentId, res);
     });
-    await transitionSubmission(db, orgId, submissionId, { status: 'submitted', providerStatus: 'BRAND_PENDING' }, registrationChanged(orgId));
-    return { id: res.id, revision: res.revision };
-  };
-
-  /** Stores the campaign id and moves the submission to CAMPAIGN_PENDING (idempotent). */
-  const recordCampaign = async (orgId: string, submissionId: string, res: CarrierSubmission, intentId?: string): Promise<SubmittedObject> => {
-    await db.transaction(async (trx) => {
-      await setCarrierIds(trx, orgId, { campaignId: res.id });
-      if (intentId) await resolveIntent(trx, orgId, intentId, res);
-    });
-    await transitionSubmission(db, orgId, submissionId, { status: 'submitted', providerStatus: 'CAMPAIGN_PENDING' }, registrationChanged(orgId));
+    await transitionSubmission(db, orgId, submissionId, { status: 'submitted', providerStatus: `${kind.toUpperCase() as 'BRAND' | 'CAMPAIGN'}_PENDING` }, registrationChanged(orgId));
     return { id: res.id, revision: res.revision };
   };
 
   /**
-   * Records a create's outcome: the carrier's id, or, when the carrier cannot tell whether the create
+   * Creates the brand or campaign once per registration (README "Provider calls happen once"): the intent
+   * `brand_create`/`campaign_create` keyed by the registration id, then a list by that reference on a
+   * retry. Records the outcome: the carrier's id, or, when the carrier cannot tell whether the create
    * happened, the registration `failed` with providerStatus `BRAND_UNKNOWN`/`CAMPAIGN_UNKNOWN` for an
-   * operator (README "Provider calls happen once"). @returns null for `unknown` (the workflow stops)
+   * operator. @returns null for `unknown` (the workflow stops)
    */
-  const settle = async (orgId: string, submissionId: string, kind: 'brand' | 'campaign', effect: EffectOutcome<CarrierSubmission>): Promise<SubmittedObject | null> => {
+  const createOnce = async (
+    orgId: string,
+    submissionId: string,
+    registrationId: string,
+    kind: 'brand' | 'campaign',
+    call: Pick<EffectSpec<CarrierSubmission>, 'request' | 'perform' | 'lookup'>,
+  ): Promise<SubmittedObject | null> => {
     const ref = kind === 'brand' ? 'brand_create' : 'campaign_create';
+    const effect: EffectOutcome<CarrierSubmission> = await performOnce(db, orgId, {
+      kind: ref,
+      reference: registrationId,
+      subjectId: registrationId,
+      provider: carrierOf().provider,
+      ...call,
+      fault: opts.faults,
+    });
     if (effect.state === 'unknown') {
       const lastError = `The carrier could not tell whether the ${kind} was created (intent ${effect.intent.id}: ${effect.reason}); an operator must check at the carrier before resubmitting`;
       await transitionSubmission(db, orgId, submissionId, { status: 'failed', providerStatus: `${kind.toUpperCase()}_UNKNOWN`, lastError }, registrationChanged(orgId));
       return null;
     }
-    const out = kind === 'brand' ? await recordBrand(orgId, submissionId, effect.result, effect.intent.id) : await recordCampaign(orgId, submissionId, effect.result, effect.intent.id);
+    const out = await record(orgId, submissionId, kind, effect.result, effect.intent.id);
     await opts.faults?.('after_record', ref, effect.intent.reference);
     return out;
   };
@@ -116,18 +125,12 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
           reference: rec.registrationId,
       };
       // An update of the brand we hold is safe to repeat (it bumps the revision); a create is not.
-      if (r.brandId) return recordBrand(orgId, submissionId, await carrierOf().createOrUpdateBrand(orgId, brand, r.brandId));
-      const effect = await performOnce(db, orgId, {
-        kind: 'brand_create',
-        reference: rec.registrationId,
-        subjectId: rec.registrationId,
-        provider: carrierOf().provider,
+      if (r.brandId) return record(orgId, submissionId, 'brand', await carrierOf().createOrUpdateBrand(orgId, brand, r.brandId));
+      return createOnce(orgId, submissionId, rec.registrationId, 'brand', {
         request: { legalName: brand.legalName, entityType: brand.entityType },
         perform: () => carrierOf().createOrUpdateBrand(orgId, brand),
         lookup: () => carrierOf().findBrand(orgId, rec.registrationId),
-        fault: opts.faults,
       });
-      return settle(orgId, submissionId, 'brand', effect);
     },
 
     /**
@@ -151,18 +154,12 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
           optInMethod: r.optInMethod,
           reference: rec.registrationId,
       };
-      if (r.campaignId) return recordCampaign(orgId, submissionId, await carrierOf().createOrUpdateCampaign(orgId, campaign, r.campaignId));
-      const effect = await performOnce(db, orgId, {
-        kind: 'campaign_create',
-        reference: rec.registrationId,
-        subjectId: rec.registrationId,
-        provider: carrierOf().provider,
+      if (r.campaignId) return record(orgId, submissionId, 'campaign', await carrierOf().createOrUpdateCampaign(orgId, campaign, r.campaignId));
+      return createOnce(orgId, submissionId, rec.registrationId, 'campaign', {
         request: { brandId, useCase: campaign.useCase },
         perform: () => carrierOf().createOrUpdateCampaign(orgId, campaign),
         lookup: () => carrierOf().findCampaign(orgId, rec.registrationId),
-        fault: opts.faults,
       });
-      return settle(orgId, submissionId, 'campaign', effect);
     },
 
     /** Polls the carrier (fallback when no callback arrived). */

@@ -46,19 +46,23 @@ export interface BuiltApp {
 /** API base path (spec: versioned by URI path). */
 export const BASE_PATH = '/api/v1';
 
-/**
- * Creates the application. Listening is the caller's job (api/server.ts, tests, benchmarks).
- * @param deps database, configuration and root logger; `databaseUrl` is the URL `db` was opened on
- */
-export function createApp(deps: {
+/** What the application is built from (createApp, startApi). */
+export interface AppOptions {
   db: Db;
   config: AppConfig;
   logger: Logger;
+  /** The URL `db` was opened on (the rate-limit pool and the revocation listener use it). */
   databaseUrl: string;
   temporal?: AppDeps['temporal'];
   /** Providers to use instead of the configured ones (tests). */
   providers?: Partial<AppProviders>;
-}): BuiltApp {
+}
+
+/**
+ * Creates the application. Listening is the caller's job (api/server.ts, tests, benchmarks).
+ * @param deps database, configuration and root logger; `databaseUrl` is the URL `db` was opened on
+ */
+export function createApp(deps: AppOptions): BuiltApp {
   const { db, config, logger, databaseUrl } = deps;
   const app = new Koa<AppState>({ proxy: false });
   app.silent = true; // errors are logged by the problem middleware, once

@@ -3,12 +3,12 @@
  * list paging (`?limit=`, `?cursor=`), the 503 a handler answers when Temporal is unreachable, and an
  * E.164 path parameter. One implementation each, so every route answers the same input the same way.
  */
-import { decodeCursor, DEFAULT_PAGE_LIMIT, InvalidCursorError, MAX_PAGE_LIMIT, type CursorKey, type CursorValue } from '../db/pagination';
+import { decodeCursor, DEFAULT_PAGE_LIMIT, InvalidCursorError, MAX_PAGE_LIMIT, type CursorKey, type CursorValue, type Page } from '../db/pagination';
 import { ApiError, temporalUnavailable, validationError } from '../domain/errors';
 import { isE164 } from '../domain/sms/draftChecks';
 import { ownedIds, type OwnedKind } from '../db/repositories/ownership';
 import type { Db } from '../db';
-import type { AppContext, AppDeps } from './context';
+import type { AppContext, AppDeps, Handler } from './context';
 
 /**
  * The organization of the authenticated caller: the credential alone decides it (spec "Authentication").
@@ -51,6 +51,23 @@ export async function paged<T>(run: () => Promise<T>): Promise<T> {
     if (err instanceof InvalidCursorError) throw invalidCursor(err.message);
     throw err;
   }
+}
+
+/**
+ * A handler answering one page of an organization-wide list (DESIGN.md "Wire conventions": `items`,
+ * `nextCursor`, `hasMore`; `?limit=` 1..200, default 50, and `?cursor=`), each row through `view` when given.
+ * @param list the repository's page query, scoped by the caller's organization
+ * @throws (from the handler) 400 validation_error naming `limit`; 400 `invalid_cursor`
+ */
+export function listHandler<R, V = R>(
+  list: (db: Db, orgId: string, page: { limit: number; cursor?: string }) => Promise<Page<R>>,
+  view?: (row: R) => V,
+): Handler {
+  return async (ctx, { db }) => {
+    const page = pageParams(ctx);
+    const out = await paged(() => list(db, orgOf(ctx), page));
+    return { data: view ? { ...out, items: out.items.map(view) } : out };
+  };
 }
 
 /**

@@ -3,12 +3,9 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { loadConfig, type AppConfig } from '../config';
-import type { Db } from '../db';
-import { announceReady, coreCount, createLogger, isClusterChild, loadServiceSecrets, openDatabase, processCount, runEntryPoint, runProcesses } from '../runtime';
-import { createApp, BASE_PATH } from './app';
-import type { Logger } from 'pino';
-import type { AppDeps, AppProviders } from './context';
+import { loadConfig } from '../config';
+import { announceReady, coreCount, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, runEntryPoint, runPrimary } from '../runtime';
+import { createApp, BASE_PATH, type AppOptions } from './app';
 
 /** A listening API server. */
 export interface RunningApi {
@@ -24,14 +21,7 @@ export interface RunningApi {
  * Starts the API on `config.host:config.port` (port 0 = any free port).
  * @param deps.databaseUrl the URL `deps.db` was opened on (rate-limit pool and revocation listener use it)
  */
-export async function startApi(deps: {
-  db: Db;
-  databaseUrl: string;
-  config: AppConfig;
-  logger: Logger;
-  temporal?: AppDeps['temporal'];
-  providers?: Partial<AppProviders>;
-}): Promise<RunningApi> {
+export async function startApi(deps: AppOptions): Promise<RunningApi> {
   const built = createApp(deps);
   await built.ready;
   const server = http.createServer(built.app.callback());
@@ -66,26 +56,15 @@ async function main(): Promise<void> {
   const processes = isClusterChild() ? 1 : processCount('API_PROCESSES', coreCount());
   const database = await openDatabase(config, logger);
   if (processes > 1) {
-    const children = runProcesses({ count: processes, env: { DATABASE_URL: database.url }, log: (msg, fields) => logger.warn(fields, msg) });
-    const stop = async () => {
-      await children.stop();
-      await database.close();
-      process.exit(0);
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    const infos = await children.ready;
-    logger.info({ url: infos[0]?.url, processes, pids: children.pids() }, 'API listening');
+    const { infos, pids } = await runPrimary(processes, database, logger);
+    logger.info({ url: infos[0]?.url, processes, pids }, 'API listening');
     return;
   }
   const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger });
-  const stop = async () => {
+  exitOnSignal(async () => {
     await api.close();
     await database.close();
-    process.exit(0);
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  });
   if (isClusterChild()) announceReady({ url: api.baseUrl, pid: process.pid });
   else logger.info({ url: api.baseUrl, processes: 1 }, 'API listening');
 }

@@ -20,8 +20,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { createDb, ensureDatabase, migrate, type Db } from '../db';
-import { startEmbeddedPostgres } from '../db/embedded';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { loadDraftBundle } from '../db/repositories/agents';
@@ -35,6 +33,7 @@ import { createLogger } from '../runtime';
 import { startDevServer } from '../devserver';
 import type { PlaybookEdge, PlaybookGraph, PlaybookNode } from '../schemas/types/agents';
 import { runBench } from './entry';
+import { benchCaller, openBenchDatabase } from './harness';
 
 const COMPILE_RUNS = Number(process.env.BENCH_COMPILE_RUNS ?? 500);
 const ACTIVITY_RUNS = Number(process.env.BENCH_ACTIVITY_RUNS ?? 100);
@@ -144,21 +143,10 @@ export async function runAgentsBench(): Promise<void> {
   } catch {
     // already installed (another section in this process)
   }
-  let pg: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
-  let serverUrl = process.env.DATABASE_URL;
-  if (!serverUrl) {
-    pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-agents-${process.pid}`), ephemeral: true, durable: false });
-    serverUrl = pg.url;
-  }
-  const url = new URL(serverUrl);
-  url.pathname = `/acp_bench_agents_${process.pid}`;
-  const databaseUrl = url.toString();
-  await ensureDatabase(databaseUrl);
-  const db: Db = createDb(databaseUrl);
+  const { db, databaseUrl, embedded, close: closeDatabase } = await openBenchDatabase('agents', { serverUrl: process.env.DATABASE_URL });
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
   const cleanups: (() => Promise<unknown>)[] = [];
   try {
-    await migrate(db);
     const orgId = (await createOrganization(db, 'Bench Org')).id;
     const { key, info } = await createSecretKey(db, orgId, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES });
 
@@ -172,16 +160,7 @@ export async function runAgentsBench(): Promise<void> {
     const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent'), temporal: { client: new Client({ connection }), taskQueue } });
     cleanups.push(() => api.close());
 
-    const call = async (method: string, p: string, json?: unknown, headers: Record<string, string> = {}) => {
-      const res = await fetch(`${api.baseUrl}${p}`, {
-        method,
-        headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-        body: json !== undefined ? JSON.stringify(json) : undefined,
-      });
-      const text = await res.text();
-      const body = text ? JSON.parse(text) : undefined;
-      return { status: res.status, body };
-    };
+    const call = benchCaller(api.baseUrl, key);
     const must = async (expected: number, method: string, p: string, json?: unknown, headers?: Record<string, string>) => {
       const r = await call(method, p, json, headers);
       if (r.status !== expected) throw new Error(`${method} ${p} answered ${r.status}: ${JSON.stringify(r.body)}`);
@@ -319,7 +298,7 @@ export async function runAgentsBench(): Promise<void> {
     );
     console.log(
       `setup: ${skills.length + PLAYBOOKS + 3} API calls in ${(apiSetupMs / 1000).toFixed(2)} s; ${chunks} chunks indexed in ${(knowledgeMs / 1000).toFixed(2)} s; ` +
-        `workflow bundle built in ${(bundleMs / 1000).toFixed(2)} s; Postgres: ${pg ? 'embedded (fsync off)' : 'DATABASE_URL'}; Temporal: in-process dev server (memory)`,
+        `workflow bundle built in ${(bundleMs / 1000).toFixed(2)} s; Postgres: ${embedded ? 'embedded (fsync off)' : 'DATABASE_URL'}; Temporal: in-process dev server (memory)`,
     );
     console.log('measurement                                      runs    p50 ms    p99 ms    min ms    max ms   mean ms');
     for (const r of rows) {
@@ -332,8 +311,7 @@ export async function runAgentsBench(): Promise<void> {
     console.log(`(sequential, one at a time, after warm-up; ${versions.n} versions published in all; p99 = nearest-rank)`);
   } finally {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
-    await db.destroy();
-    if (pg) await pg.stop();
+    await closeDatabase();
   }
   console.log(`(agents bench took ${((performance.now() - started) / 1000).toFixed(1)} s)`);
 }

@@ -13,9 +13,6 @@
  * BENCH_CHAT_SECONDS (10) set the load. Targets on a 2-core machine: ≥ 500 turns/s, overhead p99 < 20 ms.
  */
 import os from 'node:os';
-import path from 'node:path';
-import { createDb, ensureDatabase, migrate } from '../db';
-import { startEmbeddedPostgres } from '../db/embedded';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { createSource, indexChunks, markProcessing } from '../db/repositories/knowledge';
@@ -24,7 +21,7 @@ import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { startApi } from '../api/server';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
-import { cpuSnapshot } from './harness';
+import { cpuSnapshot, openBenchDatabase } from './harness';
 import { compileDraft, publishRequestHash } from '../domain/agents/compile';
 import { runTurn, type TurnPorts } from '../domain/conversations/runtime';
 import type { LlmProvider } from '../domain/conversations/llm';
@@ -76,14 +73,9 @@ async function pureRuntimeOverhead(turns: number): Promise<number[]> {
 /** Runs the chat section and prints its figures. */
 export async function runChatBench(): Promise<void> {
   const pure = await pureRuntimeOverhead(Number(process.env.BENCH_CHAT_PURE_TURNS ?? 20_000));
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-chat-pg-${process.pid}`), ephemeral: true, durable: false });
-  const url = new URL(pg.url);
-  url.pathname = '/bench_chat';
-  await ensureDatabase(url.toString());
-  const db = createDb(url.toString(), { poolMax: 40 });
-  await migrate(db);
+  const { db, databaseUrl, close: closeDatabase } = await openBenchDatabase('chat', { poolMax: 40 });
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 10_000_000 });
-  const api = await startApi({ db, databaseUrl: url.toString(), config, logger: createLogger('silent') });
+  const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
   try {
     const org = await createOrganization(db, 'Chat bench');
     const { key, info } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES, rateLimitPoints: 10_000_000 });
@@ -147,8 +139,7 @@ export async function runChatBench(): Promise<void> {
     }
   } finally {
     await api.close();
-    await db.destroy();
-    await pg.stop();
+    await closeDatabase();
   }
 }
 

@@ -2,11 +2,16 @@
  * The stack a workflow benchmark needs, in one process: an embedded Postgres in a temp directory with a
  * fresh database, the embedded Temporal dev server (in memory) and client/worker connections to it.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import { startApi, type RunningApi } from '../api/server';
+import { loadConfig, type AppConfig } from '../config';
+import { createLogger } from '../runtime';
 import { createDb, ensureDatabase, migrate, type Db } from '../db';
 import { startEmbeddedPostgres } from '../db/embedded';
 import { startDevServer } from '../devserver';
@@ -21,13 +26,50 @@ export interface BenchStack {
   close(): Promise<void>;
 }
 
+/** A fresh, migrated benchmark database and how to close it. */
+export interface BenchDatabase {
+  db: Db;
+  databaseUrl: string;
+  /** True when an embedded Postgres was started for it (no `serverUrl`). */
+  embedded: boolean;
+  /** Closes the pool, then stops the embedded Postgres when one was started. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a fresh database `bench_<label>_<pid>` and migrates it: on `opts.serverUrl` (e.g. DATABASE_URL)
+ * when given, else on an embedded Postgres in a temp directory (fsync off).
+ * @param opts.poolMax Knex pool size (default: createDb's)
+ * @throws when Postgres cannot be started or reached
+ */
+export async function openBenchDatabase(label: string, opts: { poolMax?: number; serverUrl?: string } = {}): Promise<BenchDatabase> {
+  const pg = opts.serverUrl
+    ? undefined
+    : await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-${label}-pg-${process.pid}`), ephemeral: true, durable: false });
+  const url = new URL(opts.serverUrl ?? pg!.url);
+  url.pathname = `/bench_${label}_${process.pid}`;
+  const databaseUrl = url.toString();
+  await ensureDatabase(databaseUrl);
+  const db = createDb(databaseUrl, { poolMax: opts.poolMax });
+  await migrate(db);
+  return {
+    db,
+    databaseUrl,
+    embedded: pg !== undefined,
+    close: async () => {
+      await db.destroy();
+      if (pg) await pg.stop();
+    },
+  };
+}
+
 /**
  * Starts the stack; the database is migrated.
  * @param label names the database and temp directory, e.g. `sms`
  * @param opts.poolMax Knex pool size (default 60)
  */
 export async function startBenchStack(label: string, opts: { poolMax?: number } = {}): Promise<BenchStack> {
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-${label}-pg-${process.pid}`), ephemeral: true, durable: false });
+  const database = await openBenchDatabase(label, { poolMax: opts.poolMax ?? 60 });
   try {
     Runtime.install({ logger: new DefaultLogger('ERROR') });
   } catch {
@@ -36,24 +78,64 @@ export async function startBenchStack(label: string, opts: { poolMax?: number } 
   const server = await startDevServer({ log: () => undefined });
   const connection = await Connection.connect({ address: server.address });
   const native = await NativeConnection.connect({ address: server.address });
-  const url = new URL(pg.url);
-  url.pathname = `/bench_${label}`;
-  const databaseUrl = url.toString();
-  await ensureDatabase(databaseUrl);
-  const db = createDb(databaseUrl, { poolMax: opts.poolMax ?? 60 });
-  await migrate(db);
   return {
-    db,
-    databaseUrl,
+    db: database.db,
+    databaseUrl: database.databaseUrl,
     client: new Client({ connection }),
     native,
     close: async () => {
-      await db.destroy();
       await connection.close();
       await native.close();
       await server.stop();
-      await pg.stop();
+      await database.close();
     },
+  };
+}
+
+/** The API of a workflow benchmark, its configuration, logger and task queue. */
+export interface BenchApi {
+  api: RunningApi;
+  config: AppConfig;
+  logger: Logger;
+  taskQueue: string;
+}
+
+/**
+ * Starts the API on the stack (any free loopback port, silent logs, a rate limit no run reaches) with a
+ * fresh task queue `bench-<label>-<8 hex>`; the caller closes `api`.
+ */
+export async function startBenchApi(stack: BenchStack, label: string): Promise<BenchApi> {
+  const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
+  const logger = createLogger('silent');
+  const taskQueue = `bench-${label}-${crypto.randomBytes(4).toString('hex')}`;
+  const api = await startApi({ db: stack.db, databaseUrl: stack.databaseUrl, config, logger, temporal: { client: stack.client, taskQueue } });
+  return { api, config, logger, taskQueue };
+}
+
+/** The workflow bundle of workflows/index.ts, built once per benchmark with webpack's output silenced. */
+export function bundleBenchWorkflows(): ReturnType<typeof bundleWorkflowCode> {
+  return bundleWorkflowCode({
+    workflowsPath: path.join(__dirname, '..', 'workflows', 'index.ts'),
+    logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never,
+  });
+}
+
+/** A JSON call to the API as `key`: status, headers and the parsed body (undefined when empty). */
+export type BenchCall = (method: string, p: string, json?: unknown, headers?: Record<string, string>) => Promise<{ status: number; headers: Headers; body: any }>;
+
+/**
+ * Calls the API at `baseUrl` (e.g. `http://127.0.0.1:8080/api/v1`) with `Authorization: Bearer <key>`;
+ * a JSON body is sent with its content type. Never throws on a status; network errors reject.
+ */
+export function benchCaller(baseUrl: string, key: string): BenchCall {
+  return async (method, p, json, headers = {}) => {
+    const res = await fetch(`${baseUrl}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: json !== undefined ? JSON.stringify(json) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
   };
 }
 

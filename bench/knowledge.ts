@@ -7,10 +7,8 @@
  * BENCH_CHUNKS (default 100000) and BENCH_QUERIES (default 1000) scale it down or up.
  */
 import os from 'node:os';
-import path from 'node:path';
 import PDFDocument from 'pdfkit';
-import { createDb, ensureDatabase, migrate, type Db } from '../db';
-import { startEmbeddedPostgres } from '../db/embedded';
+import type { Db } from '../db';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { createAgent } from '../db/repositories/agents';
@@ -22,6 +20,7 @@ import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
 import { runBench } from './entry';
+import { openBenchDatabase } from './harness';
 
 const TOTAL_CHUNKS = Number(process.env.BENCH_CHUNKS ?? 100_000);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 1000);
@@ -224,20 +223,9 @@ async function previewSection(db: Db, orgId: string, agentId: string, key: strin
 /** Runs both sections and prints their figures. */
 export async function runKnowledgeBench(): Promise<void> {
   const started = performance.now();
-  let pg: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
-  let serverUrl = process.env.DATABASE_URL;
-  if (!serverUrl) {
-    pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-knowledge-${process.pid}`), ephemeral: true, durable: false });
-    serverUrl = pg.url;
-  }
-  const url = new URL(serverUrl);
-  url.pathname = `/acp_bench_knowledge_${process.pid}`;
-  const databaseUrl = url.toString();
-  await ensureDatabase(databaseUrl);
-  const db = createDb(databaseUrl);
+  const { db, databaseUrl, close: closeDatabase } = await openBenchDatabase('knowledge', { serverUrl: process.env.DATABASE_URL });
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
   try {
-    await migrate(db);
     const orgId = (await createOrganization(db, 'Bench Org')).id;
     const key = (await createSecretKey(db, orgId, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES })).key;
     const ingestAgent = (await createAgent(db, orgId, { name: 'Ingestion bench' })).id;
@@ -250,8 +238,7 @@ export async function runKnowledgeBench(): Promise<void> {
       await api.close();
     }
   } finally {
-    await db.destroy();
-    if (pg) await pg.stop();
+    await closeDatabase();
   }
   console.log(`(knowledge bench took ${((performance.now() - started) / 1000).toFixed(1)} s; ${os.cpus().length} CPUs)`);
 }

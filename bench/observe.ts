@@ -9,9 +9,6 @@
  * (100,000) and BENCH_OBSERVE_RUNS (50) set the size. Target: overview p99 < 100 ms.
  */
 import os from 'node:os';
-import path from 'node:path';
-import { createDb, ensureDatabase, migrate } from '../db';
-import { startEmbeddedPostgres } from '../db/embedded';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
@@ -19,6 +16,7 @@ import { startApi } from '../api/server';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
 import { runBench } from './entry';
+import { openBenchDatabase } from './harness';
 
 const CONVERSATIONS = Number(process.env.BENCH_OBSERVE_CONVERSATIONS ?? 100_000);
 const RUNS = Number(process.env.BENCH_OBSERVE_RUNS ?? 50);
@@ -29,14 +27,9 @@ const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(
 
 /** Runs the observe section and prints its figures. */
 export async function runObserveBench(): Promise<void> {
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-observe-pg-${process.pid}`), ephemeral: true, durable: false });
-  const url = new URL(pg.url);
-  url.pathname = '/bench_observe';
-  await ensureDatabase(url.toString());
-  const db = createDb(url.toString(), { poolMax: 20 });
-  await migrate(db);
+  const { db, databaseUrl, close: closeDatabase } = await openBenchDatabase('observe', { poolMax: 20 });
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 10_000_000 });
-  const api = await startApi({ db, databaseUrl: url.toString(), config, logger: createLogger('silent') });
+  const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
   try {
     const org = await createOrganization(db, 'Observe bench');
     const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES, rateLimitPoints: 10_000_000 });
@@ -104,8 +97,7 @@ export async function runObserveBench(): Promise<void> {
     console.log(`  GET /conversations?limit=50&channel=chat           p50 ${pct(lists, 50).toFixed(1)} ms   p99 ${pct(lists, 99).toFixed(1)} ms`);
   } finally {
     await api.close();
-    await db.destroy();
-    await pg.stop();
+    await closeDatabase();
   }
 }
 

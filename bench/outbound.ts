@@ -16,18 +16,13 @@
  * Run: `npx tsx bench/outbound.ts` (or `runOutboundBench()` from bench/index.ts with BENCH_ONLY=outbound
  * once the lead adds the section). Setup (organization, agent, number, CSV generation, upload) is not timed.
  */
-import crypto from 'node:crypto';
-import path from 'node:path';
-import { Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { createAgent } from '../db/repositories/agents';
 import { newId } from '../db/ids';
-import { startApi } from '../api/server';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
-import { loadConfig } from '../config';
-import { createLogger } from '../runtime';
-import { startBenchStack } from './harness';
+import { benchCaller, bundleBenchWorkflows, startBenchApi, startBenchStack } from './harness';
 import { createOutboundActivities } from '../activities/outbound';
 import { runBench } from './entry';
 
@@ -54,20 +49,17 @@ function generateCsv(rows: number, zone: string): string {
 /** Runs the outbound section and prints its figures. */
 export async function runOutboundBench(): Promise<void> {
   const stack = await startBenchStack('outbound');
-  const { db, databaseUrl, client, native } = stack;
+  const { db, client, native } = stack;
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
   let closeApi: (() => Promise<void>) | undefined;
   try {
-    const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
-    const logger = createLogger('silent');
-    const taskQueue = `bench-outbound-${crypto.randomBytes(4).toString('hex')}`;
-    const api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue } });
+    const { api, config, logger, taskQueue } = await startBenchApi(stack, 'outbound');
     closeApi = () => api.close();
     worker = await Worker.create({
       connection: native,
       taskQueue,
-      workflowBundle: await bundleWorkflowCode({ workflowsPath: path.join(__dirname, '..', 'workflows', 'index.ts'), logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never }),
+      workflowBundle: await bundleBenchWorkflows(),
       activities: createOutboundActivities({ db, config, logger }, { telephonyOptions: { dialLatencyMs: 0 } }),
       maxConcurrentActivityTaskExecutions: Math.max(CONCURRENCY * 2, 100),
     });
@@ -75,10 +67,7 @@ export async function runOutboundBench(): Promise<void> {
 
     const org = await createOrganization(db, 'Bench Outbound');
     const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES });
-    const call = async (method: string, p: string, json?: unknown) => {
-      const res = await fetch(`${api.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}) }, body: json !== undefined ? JSON.stringify(json) : undefined });
-      return { status: res.status, body: (await res.json()) as any };
-    };
+    const call = benchCaller(api.baseUrl, key);
     const agentId = (await createAgent(db, org.id, { name: 'Bench agent' })).id;
     const versionId = newId('ver');
     await db('agent_versions').insert({ id: versionId, org_id: org.id, agent_id: agentId, number: 1, snapshot: '{}', checksum: 'x', draft_version: 1, published_by: 'bench', idempotency_key: 'k', request_hash: 'h' });

@@ -16,18 +16,13 @@
  * Run: `npx tsx bench/sms.ts` (or `runSmsBench()` from bench/index.ts). Setup (organizations, drafts,
  * numbers, consent) is not timed.
  */
-import crypto from 'node:crypto';
-import path from 'node:path';
-import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import type { Db } from '../db';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
-import { startApi } from '../api/server';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { usAreaCodes } from '../domain/sms/nanp';
-import { loadConfig } from '../config';
-import { createLogger } from '../runtime';
-import { startBenchStack } from './harness';
+import { bundleBenchWorkflows, startBenchApi, startBenchStack } from './harness';
 import { createSmsActivities } from '../activities/sms';
 import { stopSandboxDispatchers } from '../activities/providers/carrier/sandbox';
 import { sandboxInventory } from '../activities/providers/telephony/sandbox';
@@ -133,20 +128,14 @@ export async function runSmsBench(): Promise<void> {
   process.env.SANDBOX_TELEPHONY_DELAY_MS ??= '0';
   const started = performance.now();
   const stack = await startBenchStack('sms');
-  const { db, databaseUrl, client, native } = stack;
+  const { db, native } = stack;
   let stopWorker: (() => Promise<void>) | undefined;
   let closeApi: (() => Promise<void>) | undefined;
   try {
-    const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
-    const logger = createLogger('silent');
-    const taskQueue = `bench-sms-${crypto.randomBytes(4).toString('hex')}`;
-    const api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue } });
+    const { api, config, logger, taskQueue } = await startBenchApi(stack, 'sms');
     closeApi = () => api.close();
     const callbackUrl = `${api.baseUrl}/sms/provider-callbacks/sandbox`;
-    const workflowBundle = await bundleWorkflowCode({
-      workflowsPath: path.resolve(__dirname, '../workflows/index.ts'),
-      logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never,
-    });
+    const workflowBundle = await bundleBenchWorkflows();
     const worker = await Worker.create({
       connection: native,
       taskQueue,

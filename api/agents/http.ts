@@ -2,8 +2,9 @@
  * HTTP helpers of the agents area: `If-Match` parsing (RFC 9110 §13.1.1 with
  * the draft version as the entity tag), repository outcomes → problem details.
  */
-import type { AppContext } from '../context';
-import { orgOf } from '../http';
+import type { AppContext, Handler } from '../context';
+import { orgOf, pageParams, paged } from '../http';
+import type { Page } from '../../db/pagination';
 import { ApiError, notFound } from '../../domain/errors';
 import type { Knex } from 'knex';
 import { DuplicateNameError, editDraft, getAgent, type AgentRecord, type DraftHead } from '../../db/repositories/agents';
@@ -80,4 +81,18 @@ export async function runDraftEdit<T>(
   if (out.kind === 'not_found') throw notFound('Agent', 'agent_not_found');
   if (out.kind === 'version_conflict') throw versionConflict(out.agent, expected);
   return out;
+}
+
+/**
+ * A handler answering one page of a list under `/agents/{agentId}` (skills, playbooks): 404
+ * `agent_not_found` for an agent of no or another organization, then the page (`?limit=`, `?cursor=`;
+ * 400 naming `limit`, 400 `invalid_cursor`).
+ */
+export function agentListHandler<R>(list: (db: Db, orgId: string, agentId: string, page: { limit: number; cursor?: string }) => Promise<Page<R>>): Handler {
+  return async (ctx, { db }) => {
+    const orgId = orgOf(ctx);
+    const agentId = String(ctx.params.agentId);
+    await requireAgent(db, orgId, agentId);
+    return { data: await paged(() => list(db, orgId, agentId, pageParams(ctx))) };
+  };
 }

@@ -7,7 +7,7 @@
  */
 import type { Handler } from '../context';
 import { ApiError, notFound, validationError } from '../../domain/errors';
-import { orgOf, pageParams, paged } from '../http';
+import { listHandler, orgOf } from '../http';
 import { setAuditResource } from '../middleware/audit';
 import { createSecretKey, listActiveKeys, revokeKey, rotateSecretKey, type ApiKeyInfo } from '../../db/repositories/apiKeys';
 import { DEFAULT_ROTATION_GRACE_SECONDS, scopeGrantErrors, scopesBeyond } from '../../domain/keys';
@@ -41,11 +41,7 @@ function refuseEscalation(ctx: AppContext, requested: readonly string[]): void {
 }
 
 /** GET /api-keys: the organization's secret keys that still authenticate, oldest first, cursor-paginated. */
-export const listApiKeys: Handler = async (ctx, { db }) => {
-  const page = pageParams(ctx);
-  const out = await paged(() => listActiveKeys(db, orgOf(ctx), 'secret', page));
-  return { data: { ...out, items: out.items.map(toApiKeyView) } };
-};
+export const listApiKeys: Handler = listHandler((db, orgId, page) => listActiveKeys(db, orgId, 'secret', page), toApiKeyView);
 
 /**
  * POST /api-keys: 201 with the new key and its secret (shown only here).

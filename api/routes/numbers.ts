@@ -17,7 +17,7 @@ import { createTelephony, type TelephonyAdapter } from '../../activities/provide
 import { performOnce, type FaultHook } from '../../activities/providers/effects';
 import { resolveIntent } from '../../db/repositories/providerIntents';
 import { areaCodeInfo, areaCodeOf } from '../../domain/sms/nanp';
-import { decodeCursorOr400, e164Param, orgOf, pageParams, paged, requireOwned } from '../http';
+import { decodeCursorOr400, e164Param, listHandler, orgOf, pageParams, requireOwned } from '../http';
 import type { AvailableNumber, NumberAssignRequest, NumberPurchaseRequest, NumberReserveRequest, PhoneNumber } from '../../schemas/types/numbers';
 import type { AppDeps } from '../context';
 
@@ -138,10 +138,7 @@ export const assignNumberHandler: Handler = async (ctx, { db }) => {
 };
 
 /** GET /numbers (listNumbers, numbers:read): the organization's purchased numbers. */
-export const listNumbers: Handler = async (ctx, { db }) => {
-  const page = pageParams(ctx);
-  return { data: await paged(() => listOwnedNumbers(db, orgOf(ctx), page)) };
-};
+export const listNumbers: Handler = listHandler(listOwnedNumbers);
 
 /** Handlers of this area by operationId (api/routes/index.ts). */
 export const handlers = {

@@ -13,7 +13,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@te
 import type { AppContext, AppDeps, Handler } from '../context';
 import { ApiError, notFound, validationError } from '../../domain/errors';
 import { validateBody } from '../../domain/validation';
-import { orgOf, pageParams, paged, requireOwned, requireTemporal, temporalUnavailable } from '../http';
+import { listHandler, orgOf, pageParams, paged, requireOwned, requireTemporal, temporalUnavailable } from '../http';
 import { isE164 } from '../../domain/sms/draftChecks';
 import { CsvFormatError, checkContactCsv } from '../../domain/outbound/csv';
 import { DEFAULT_WINDOW, formatClock, parseClock, windowProblems } from '../../domain/outbound/callingWindow';
@@ -68,10 +68,7 @@ export const createContactListHandler: Handler = async (ctx, { db }) => {
 };
 
 /** GET /contact-lists (listContactLists, outbound:read). */
-export const listContactListsHandler: Handler = async (ctx, { db }) => {
-  const page = pageParams(ctx);
-  return { data: await paged(() => listContactLists(db, orgOf(ctx), page)) };
-};
+export const listContactListsHandler: Handler = listHandler(listContactLists);
 
 /** GET /contact-lists/{id} (getContactList, outbound:read): the list with its import progress and counts by outcome. */
 export const getContactListHandler: Handler = async (ctx, { db }) => {
@@ -190,10 +187,7 @@ export const createCampaignHandler: Handler = async (ctx, { db }) => {
 };
 
 /** GET /campaigns (listCampaigns, outbound:read), with live counters. */
-export const listCampaignsHandler: Handler = async (ctx, { db }) => {
-  const page = pageParams(ctx);
-  return { data: await paged(() => listCampaigns(db, orgOf(ctx), page)) };
-};
+export const listCampaignsHandler: Handler = listHandler(listCampaigns);
 
 /** GET /campaigns/{id} (getCampaign, outbound:read), with live counters. */
 export const getCampaignHandler: Handler = async (ctx, { db }) => {

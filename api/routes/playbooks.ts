@@ -12,8 +12,8 @@ import type { DraftHead } from '../../db/repositories/agents';
 import { skillsByName } from '../../db/repositories/agentSkills';
 import { getPlaybook, insertPlaybook, listPlaybooks as pagePlaybooks, replacePlaybookGraph } from '../../db/repositories/agentPlaybooks';
 import type { PlaybookCreate, PlaybookGraph } from '../../schemas/types/agents';
-import { etag, requireAgent, runDraftEdit } from '../agents/http';
-import { orgOf, pageParams, paged } from '../http';
+import { agentListHandler, etag, requireAgent, runDraftEdit } from '../agents/http';
+import { orgOf } from '../http';
 import { defaultGraph, validatePlaybookGraph } from '../../domain/agents/playbookGraph';
 import { param } from './agents';
 
@@ -25,12 +25,7 @@ async function checkGraph(trx: Knex.Transaction, orgId: string, head: DraftHead,
 }
 
 /** GET /agents/{agentId}/playbooks */
-export const listPlaybooks: Handler = async (ctx, { db }) => {
-  const orgId = orgOf(ctx);
-  const agentId = param(ctx, 'agentId');
-  await requireAgent(db, orgId, agentId);
-  return { data: await paged(() => pagePlaybooks(db, orgId, agentId, pageParams(ctx))) };
-};
+export const listPlaybooks: Handler = agentListHandler(pagePlaybooks);
 
 /** POST /agents/{agentId}/playbooks: creates a playbook (graph default start → end). */
 export const createPlaybook: Handler = async (ctx, { db }) => {

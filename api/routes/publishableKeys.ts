@@ -7,7 +7,7 @@
  */
 import type { Handler } from '../context';
 import { ApiError, notFound, validationError } from '../../domain/errors';
-import { orgOf, pageParams, paged } from '../http';
+import { listHandler, orgOf } from '../http';
 import { setAuditResource } from '../middleware/audit';
 import { createPublishableKey as insertPublishableKey, listActiveKeys, revokeKey, type ApiKeyInfo } from '../../db/repositories/apiKeys';
 import { getAgent } from '../../db/repositories/agents';
@@ -34,11 +34,7 @@ function originChecks(b: Record<string, any>) {
 }
 
 /** GET /publishable-keys: the organization's publishable keys that are not revoked, oldest first, cursor-paginated. */
-export const listPublishableKeys: Handler = async (ctx, { db }) => {
-  const page = pageParams(ctx);
-  const out = await paged(() => listActiveKeys(db, orgOf(ctx), 'publishable', page));
-  return { data: { ...out, items: out.items.map(toPublishableKeyView) } };
-};
+export const listPublishableKeys: Handler = listHandler((db, orgId, page) => listActiveKeys(db, orgId, 'publishable', page), toPublishableKeyView);
 
 /**
  * POST /publishable-keys: 201 with the key (shown only here).

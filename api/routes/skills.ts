@@ -13,8 +13,8 @@ import type { Knex } from 'knex';
 import type { DraftHead } from '../../db/repositories/agents';
 import type { SkillCreate, SkillPatch } from '../../schemas/types/agents';
 import { effectiveCallerVerification } from '../../domain/agents/compile';
-import { etag, requireAgent, runDraftEdit } from '../agents/http';
-import { orgOf, pageParams, paged } from '../http';
+import { agentListHandler, etag, requireAgent, runDraftEdit } from '../agents/http';
+import { orgOf } from '../http';
 import { SKILL_TYPES, skillConfigErrors } from '../../domain/agents/skillTypes';
 import { param } from './agents';
 
@@ -25,12 +25,7 @@ export const listSkillTypes: Handler = async () => ({
 });
 
 /** GET /agents/{agentId}/skills: skills of the draft, oldest first. */
-export const listSkills: Handler = async (ctx, { db }) => {
-  const orgId = orgOf(ctx);
-  const agentId = param(ctx, 'agentId');
-  await requireAgent(db, orgId, agentId);
-  return { data: await paged(() => pageSkills(db, orgId, agentId, pageParams(ctx))) };
-};
+export const listSkills: Handler = agentListHandler(pageSkills);
 
 /** POST /agents/{agentId}/skills: creates a skill (400 naming config fields, 409 duplicate_name). */
 export const createSkill: Handler = async (ctx, { db }) => {

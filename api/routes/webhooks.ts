@@ -8,7 +8,7 @@
 import type { Handler } from '../context';
 import { ApiError, notFound, validationError } from '../../domain/errors';
 import { mergeFieldErrors, schemaErrors } from '../../domain/validation';
-import { orgOf, pageParams, paged } from '../http';
+import { listHandler, orgOf, pageParams, paged } from '../http';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -50,10 +50,7 @@ async function endpointOr404(ctx: Parameters<Handler>[0], deps: Parameters<Handl
 }
 
 /** GET /webhooks: the organization's endpoints, oldest first, cursor-paginated. */
-export const listWebhooks: Handler = async (ctx, { db }) => {
-  const page = pageParams(ctx);
-  return { data: await paged(() => listEndpoints(db, orgOf(ctx), page)) };
-};
+export const listWebhooks: Handler = listHandler(listEndpoints);
 
 /** POST /webhooks: creates an endpoint; 201 with the secret, shown only in this answer. @throws 400 naming `url` when refused */
 export const createWebhook: Handler = async (ctx, { db }) => {

@@ -4,8 +4,6 @@
  * `If-Match`; publishing freezes the settings with the version).
  */
 import type { Handler } from '../context';
-import { validateBody } from '../../domain/validation';
-import { setAgentFields } from '../../db/repositories/agents';
 import { effectiveWidget, type CompiledAgent } from '../../domain/agents/compile';
 import { ApiError } from '../../domain/errors';
 import { originAllowed } from '../../domain/keys';
@@ -14,25 +12,16 @@ import { toChatSession } from '../../db/repositories/conversations';
 import { startConversation } from '../../services/conversations/service';
 import { signWidgetSession, WIDGET_SESSION_TTL_SECONDS } from '../widgetSession';
 import type { WidgetSessionStarted } from '../../schemas/types/chat';
-import type { WidgetSettings } from '../../schemas/types/agents';
-import { etag, requireAgent, runDraftEdit } from '../agents/http';
-import { param } from './agents';
-import { orgOf } from '../http';
+import { requireAgent } from '../agents/http';
+import { draftPartHandlers } from './guardrails';
+
+const widget = draftPartHandlers('widget', 'WidgetSettings', effectiveWidget);
 
 /** GET /agents/{agentId}/widget (widgets:read): the draft's widget settings (defaults before the first PUT). */
-export const getWidget: Handler = async (ctx, { db }) => {
-  const agent = await requireAgent(db, orgOf(ctx), param(ctx, 'agentId'));
-  return { data: effectiveWidget(agent.widget), headers: etag(agent.version) };
-};
+export const getWidget: Handler = widget.get;
 
 /** PUT /agents/{agentId}/widget (widgets:write): replaces the widget settings (400 naming fields). */
-export const putWidget: Handler = async (ctx, { db }) => {
-  const orgId = orgOf(ctx);
-  const agentId = param(ctx, 'agentId');
-  const body = validateBody<WidgetSettings>('WidgetSettings', ctx.request.body);
-  const out = await runDraftEdit(ctx, db, agentId, (trx) => setAgentFields(trx, orgId, agentId, { widget: body }));
-  return { data: body, headers: etag(out.version) };
-};
+export const putWidget: Handler = widget.put;
 
 /**
  * POST /chat/widget/sessions (createWidgetSession; `Authorization: Bearer <publishable key>`): starts a

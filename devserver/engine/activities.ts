@@ -20,7 +20,7 @@ import {
   TimeoutType,
 } from '../protoTypes';
 import { ActivityState, Execution, ServiceError, Status } from '../types';
-import { ActEntry, decodeToken, encodeToken, execKey, TQ_NORMAL } from './state';
+import { ActEntry, decodeToken, encodeToken, execKey, TaskPoll, TQ_NORMAL } from './state';
 import { normalizeRetryPolicy, retryDecision, retryPolicyProto } from './retry';
 import { WorkflowTasks } from './workflowTasks';
 
@@ -185,15 +185,9 @@ export abstract class Activities extends WorkflowTasks {
   }
 
   /** PollActivityTaskQueue: returns a task or `{}` (no task). */
-  pollActivityTask(
-    ns: string,
-    queue: string,
-    identity: string,
-    onCancel: (fn: () => void) => void,
-    isCancelled: () => boolean,
-  ): Promise<PollActivityTaskQueueResponse> {
-    this.namespace(ns);
-    return this.takeOrWait(this.actList(ns, queue), onCancel, isCancelled, (entry) => this.startActivityTask(entry, identity));
+  pollActivityTask(poll: TaskPoll): Promise<PollActivityTaskQueueResponse> {
+    this.namespace(poll.ns);
+    return this.takeOrWait(this.actList(poll.ns, poll.queue), poll, (entry) => this.startActivityTask(entry, poll.identity));
   }
 
   protected startActivityTask(e: ActEntry, identity: string): PollActivityTaskQueueResponse {

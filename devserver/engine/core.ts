@@ -9,7 +9,7 @@ import { status as Code } from '@grpc/grpc-js';
 import { Clock } from '../clock';
 import { Poller, TaskList } from '../queues';
 import { Execution, NamespaceState, ServiceError, Status } from '../types';
-import { ActEntry, EngineOptions, execKey, LogFn, PendingQuery, PersistenceSink, POLL_TIMEOUT_MS, WfEntry, wfKey } from './state';
+import { ActEntry, EngineOptions, execKey, LogFn, PendingQuery, PersistenceSink, POLL_TIMEOUT_MS, TaskPoll, WfEntry, wfKey } from './state';
 
 /** Base layer of the engine (see `index.ts` for how the layers compose). */
 export abstract class EngineCore {
@@ -183,24 +183,13 @@ export abstract class EngineCore {
     return e.exec.status === Status.Running && !!a && a.state === 'scheduled' && a.attempt === e.attempt;
   }
 
-  /** Starts the next queued task at once, or waits for one as a long-poll (waitForTask). */
-  protected takeOrWait<E, R extends object>(
-    list: TaskList<E>,
-    onCancel: (fn: () => void) => void,
-    isCancelled: () => boolean,
-    start: (e: E) => R,
-  ): Promise<R> {
+  /**
+   * Starts the next queued task at once, or waits for one as a long-poll: an empty response after
+   * POLL_TIMEOUT_MS, on cancellation or when the poll is cancelled.
+   */
+  protected takeOrWait<E, R extends object>(list: TaskList<E>, { onCancel, isCancelled }: Pick<TaskPoll, 'onCancel' | 'isCancelled'>, start: (e: E) => R): Promise<R> {
     const e = list.take();
     if (e) return Promise.resolve(start(e));
-    return this.waitForTask(list, onCancel, isCancelled, start);
-  }
-
-  protected waitForTask<E, R extends object>(
-    list: TaskList<E>,
-    onCancel: (fn: () => void) => void,
-    isCancelled: () => boolean,
-    start: (e: E) => R,
-  ): Promise<R> {
     return new Promise((resolve) => {
       let done = false;
       const finish = (v: R) => {

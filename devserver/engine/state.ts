@@ -57,6 +57,18 @@ export type WfEntry = { kind: 'wt'; exec: Execution; seq: number } | { kind: 'qu
 /** An activity task list entry (valid while the activity is scheduled at this attempt). */
 export type ActEntry = { exec: Execution; scheduledEventId: number; attempt: number };
 
+/**
+ * One long-poll of a task queue (PollWorkflowTaskQueue, PollActivityTaskQueue): namespace, queue name,
+ * the poller's identity, and how to learn that the caller went away (the poll is then dropped).
+ */
+export interface TaskPoll {
+  ns: string;
+  queue: string;
+  identity: string;
+  onCancel: (fn: () => void) => void;
+  isCancelled: () => boolean;
+}
+
 /** A QueryWorkflow call waiting for its answer; `dispatched` says how it reached a worker. */
 export interface PendingQuery {
   id: string;

@@ -17,7 +17,7 @@ import {
   WorkflowQuery,
 } from '../protoTypes';
 import { Execution, HistoryEvent, ServiceError, Status } from '../types';
-import { decodeToken, encodeToken, execKey, SUGGEST_CAN_BYTES, SUGGEST_CAN_EVENTS, Token, TQ_NORMAL, TQ_STICKY, WfEntry } from './state';
+import { decodeToken, encodeToken, execKey, SUGGEST_CAN_BYTES, SUGGEST_CAN_EVENTS, TaskPoll, Token, TQ_NORMAL, TQ_STICKY, WfEntry } from './state';
 import { Queries } from './queries';
 
 /** History size fields of WorkflowTaskStarted (temporal.api.history.v1.WorkflowTaskStartedEventAttributes). */
@@ -114,15 +114,9 @@ export abstract class WorkflowTasks extends Queries {
    * PollWorkflowTaskQueue: returns a task response, or `{}` when the poll times out / is cancelled.
    * `onCancel` registers a callback for the caller going away (the poll must then be dropped).
    */
-  pollWorkflowTask(
-    ns: string,
-    queue: string,
-    identity: string,
-    onCancel: (fn: () => void) => void,
-    isCancelled: () => boolean,
-  ): Promise<PollWorkflowTaskQueueResponse> {
-    this.namespace(ns);
-    return this.takeOrWait(this.wfList(ns, queue), onCancel, isCancelled, (entry) => this.startWorkflowTask(entry, identity));
+  pollWorkflowTask(poll: TaskPoll): Promise<PollWorkflowTaskQueueResponse> {
+    this.namespace(poll.ns);
+    return this.takeOrWait(this.wfList(poll.ns, poll.queue), poll, (entry) => this.startWorkflowTask(entry, poll.identity));
   }
 
   protected startWorkflowTask(e: WfEntry, identity: string): PollWorkflowTaskQueueResponse {

@@ -39,6 +39,14 @@ const INDEXED_VALUE_TYPES: Record<string, number> = {
 /** Server version reported by GetSystemInfo. */
 export const SERVER_VERSION = '1.27.0-acp-devserver';
 
+/** A unary method that runs `fn` and answers the empty response (the Respond… calls return nothing). */
+const ack =
+  <Q>(fn: (req: Q) => void) =>
+  async (req: Q): Promise<Record<string, never>> => {
+    fn(req);
+    return {};
+  };
+
 function namespaceDescription(engine: Engine, name: string): Record<string, unknown> {
   const ns = engine.namespace(name);
   return {
@@ -247,8 +255,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return { history: { events }, nextPageToken: start > 0 ? pageToken.encode({ n: start }) : undefined };
     },
     async PollWorkflowTaskQueue(req: Plain<ws.IPollWorkflowTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
-      const { onCancel, isCancelled } = onCancelOf(call);
-      return engine.pollWorkflowTask(nsOf(req), req.taskQueue?.name ?? '', req.identity ?? '', onCancel, isCancelled);
+      return engine.pollWorkflowTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', ...onCancelOf(call) });
     },
     async RespondWorkflowTaskCompleted(req: Plain<ws.IRespondWorkflowTaskCompletedRequest>) {
       return engine.completeWorkflowTask(req);
@@ -258,8 +265,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return {};
     },
     async PollActivityTaskQueue(req: Plain<ws.IPollActivityTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
-      const { onCancel, isCancelled } = onCancelOf(call);
-      return engine.pollActivityTask(nsOf(req), req.taskQueue?.name ?? '', req.identity ?? '', onCancel, isCancelled);
+      return engine.pollActivityTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', ...onCancelOf(call) });
     },
     async RecordActivityTaskHeartbeat(req: Plain<ws.IRecordActivityTaskHeartbeatRequest>) {
       return engine.heartbeatActivity(req, false);
@@ -267,30 +273,12 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
     async RecordActivityTaskHeartbeatById(req: Plain<ws.IRecordActivityTaskHeartbeatByIdRequest>) {
       return engine.heartbeatActivity(req, true);
     },
-    async RespondActivityTaskCompleted(req: Plain<ws.IRespondActivityTaskCompletedRequest>) {
-      engine.completeActivity(req, false);
-      return {};
-    },
-    async RespondActivityTaskCompletedById(req: Plain<ws.IRespondActivityTaskCompletedByIdRequest>) {
-      engine.completeActivity(req, true);
-      return {};
-    },
-    async RespondActivityTaskFailed(req: Plain<ws.IRespondActivityTaskFailedRequest>) {
-      engine.failActivity(req, false);
-      return {};
-    },
-    async RespondActivityTaskFailedById(req: Plain<ws.IRespondActivityTaskFailedByIdRequest>) {
-      engine.failActivity(req, true);
-      return {};
-    },
-    async RespondActivityTaskCanceled(req: Plain<ws.IRespondActivityTaskCanceledRequest>) {
-      engine.cancelActivity(req, false);
-      return {};
-    },
-    async RespondActivityTaskCanceledById(req: Plain<ws.IRespondActivityTaskCanceledByIdRequest>) {
-      engine.cancelActivity(req, true);
-      return {};
-    },
+    RespondActivityTaskCompleted: ack((req: Plain<ws.IRespondActivityTaskCompletedRequest>) => engine.completeActivity(req, false)),
+    RespondActivityTaskCompletedById: ack((req: Plain<ws.IRespondActivityTaskCompletedByIdRequest>) => engine.completeActivity(req, true)),
+    RespondActivityTaskFailed: ack((req: Plain<ws.IRespondActivityTaskFailedRequest>) => engine.failActivity(req, false)),
+    RespondActivityTaskFailedById: ack((req: Plain<ws.IRespondActivityTaskFailedByIdRequest>) => engine.failActivity(req, true)),
+    RespondActivityTaskCanceled: ack((req: Plain<ws.IRespondActivityTaskCanceledRequest>) => engine.cancelActivity(req, false)),
+    RespondActivityTaskCanceledById: ack((req: Plain<ws.IRespondActivityTaskCanceledByIdRequest>) => engine.cancelActivity(req, true)),
     async RespondQueryTaskCompleted(req: Plain<ws.IRespondQueryTaskCompletedRequest>) {
       engine.respondQuery(req);
       return {};

@@ -101,19 +101,20 @@ class Parser {
   }
 
   private parseOr(): VisibilityExpr {
-    let left = this.parseAnd();
-    while (this.acceptKeyword('OR')) {
-      const right = this.parseAnd();
-      left = { kind: 'or', left, right };
-    }
-    return left;
+    return this.parseChain('OR', () => this.parseAnd());
   }
 
   private parseAnd(): VisibilityExpr {
-    let left = this.parsePrimary();
-    while (this.acceptKeyword('AND')) {
-      const right = this.parsePrimary();
-      left = { kind: 'and', left, right };
+    return this.parseChain('AND', () => this.parsePrimary());
+  }
+
+  /** A left-associative chain `operand (keyword operand)*` (AND binds tighter than OR: parseOr chains parseAnd). */
+  private parseChain(keyword: 'OR' | 'AND', operand: () => VisibilityExpr): VisibilityExpr {
+    const kind = keyword === 'OR' ? 'or' : 'and';
+    let left = operand();
+    while (this.acceptKeyword(keyword)) {
+      const right = operand();
+      left = { kind, left, right };
     }
     return left;
   }

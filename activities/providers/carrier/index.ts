@@ -10,7 +10,7 @@
  */
 import type { Db } from '../../../db';
 import type { AppConfig } from '../../../config';
-import { SandboxCarrier } from './sandbox';
+import { SandboxCarrier, type SandboxOptions } from './sandbox';
 import type { SmsRegistration } from '../../../schemas/types/sms';
 import type { Lookup } from '../effects';
 
@@ -80,15 +80,11 @@ export interface CarrierAdapter {
 
 export { carrierVerdict, verdictRank, supersedes, type CarrierVerdict, type CarrierEvent } from '../../../domain/sms/carrierStatus';
 
-/** Options of the sandbox adapter. */
-export interface CarrierOptions {
-  /** Delay before each sandbox verdict callback, ms (SANDBOX_CARRIER_DELAY_MS, default 2000; 0 in benchmarks). */
-  delayMs?: number;
-  /** Where sandbox callbacks are POSTed (SANDBOX_CALLBACK_URL, default PUBLIC_BASE_URL/api/v1/sms/provider-callbacks/sandbox). */
-  callbackUrl?: string;
-  /** Tests: the look-ups answer "cannot tell", like a CSP without a list by reference (default false). */
-  lookupsUnavailable?: boolean;
-}
+/**
+ * Options of the sandbox adapter: `delayMs` is the delay before each verdict callback, ms
+ * (SANDBOX_CARRIER_DELAY_MS, default 2000; 0 in benchmarks).
+ */
+export type CarrierOptions = SandboxOptions;
 
 /**
  * The configured carrier (CARRIER_PROVIDER, default `sandbox`; no real adapter ships yet).

@@ -177,41 +177,73 @@ export function stopSandboxDispatchers(): void {
   dispatchers.clear();
 }
 
-/** The sandbox CSP. See the module comment for its magic values. */
-export class SandboxCarrier implements CarrierAdapter {
-  readonly provider = SANDBOX_PROVIDER;
-  private readonly db: Db;
-  private readonly delayMs: number;
-  private readonly dispatcher: SandboxCallbackDispatcher;
-  private readonly lookupsUnavailable: boolean;
+/** Options every sandbox adapter takes (carrier, telephony). */
+export interface SandboxOptions {
+  /** Delay of the adapter's callbacks, ms (each adapter's env variable and default). */
+  delayMs?: number;
+  /** Where sandbox callbacks are POSTed (SANDBOX_CALLBACK_URL, default PUBLIC_BASE_URL/api/v1/sms/provider-callbacks/sandbox). */
+  callbackUrl?: string;
+  /** Tests: the look-ups answer "cannot tell", like a provider without a list by reference (default false). */
+  lookupsUnavailable?: boolean;
+}
 
-  constructor(deps: { db: Db; config: AppConfig }, opts: CarrierOptions = {}) {
+/**
+ * What the sandbox carrier and telephony adapters share: the database, the callback delay (ms) and the
+ * dispatcher that POSTs their signed callbacks to our own callback endpoint (DESIGN.md "Providers").
+ */
+export abstract class SandboxAdapter {
+  readonly provider = SANDBOX_PROVIDER;
+  protected readonly db: Db;
+  protected readonly delayMs: number;
+  protected readonly dispatcher: SandboxCallbackDispatcher;
+  protected readonly lookupsUnavailable: boolean;
+
+  /** @param defaultDelay the env variable and default (ms) of `delayMs` when `opts.delayMs` is unset */
+  constructor(deps: { db: Db; config: AppConfig }, opts: SandboxOptions, defaultDelay: { env: string; ms: number }) {
     this.db = deps.db;
     this.lookupsUnavailable = opts.lookupsUnavailable ?? false;
-    this.delayMs = opts.delayMs ?? envNumber('SANDBOX_CARRIER_DELAY_MS', 2000);
+    this.delayMs = opts.delayMs ?? envNumber(defaultDelay.env, defaultDelay.ms);
     this.dispatcher = sandboxDispatcher(deps.db, sandboxCallbackUrl(deps.config, opts.callbackUrl));
   }
 
-  private async callback(orgId: string, payload: Omit<SandboxCallbackPayload, 'eventId' | 'occurredAt'>, delayMs: number): Promise<void> {
+  /** Schedules a callback `delayMs` from now (durably, in Postgres) with a fresh event id and its time. */
+  protected async callback(orgId: string, payload: Omit<SandboxCallbackPayload, 'eventId' | 'occurredAt'>, delayMs: number): Promise<void> {
     const full: SandboxCallbackPayload = { eventId: `evt_${crypto.randomBytes(8).toString('hex')}`, ...payload, occurredAt: new Date(Date.now() + delayMs).toISOString() };
     await scheduleSandboxCallback(this.db, orgId, SANDBOX_PROVIDER, full as unknown as Record<string, unknown>, delayMs);
     this.dispatcher.kick(delayMs);
+  }
+}
+
+/** The sandbox CSP. See the module comment for its magic values. */
+export class SandboxCarrier extends SandboxAdapter implements CarrierAdapter {
+  constructor(deps: { db: Db; config: AppConfig }, opts: CarrierOptions = {}) {
+    super(deps, opts, { env: 'SANDBOX_CARRIER_DELAY_MS', ms: 2000 });
+  }
+
+  /**
+   * Stores a brand or campaign under its existing id (an update bumps the revision) or a new `B…`/`C…`
+   * id, with the verdict it will get after `delayMs` (and, approved, provisioning after `provisionDelayMs`).
+   */
+  private async store(
+    orgId: string,
+    kind: 'brand' | 'campaign',
+    request: CarrierBrandRequest | CarrierCampaignRequest,
+    existingId: string | null | undefined,
+    verdict: { outcome: string; reason: string | null; provisionDelayMs: number | null },
+  ) {
+    const id = existingId || newCarrierId(kind === 'brand' ? 'B' : 'C');
+    const obj = await upsertSandboxObject(this.db, orgId, { id, kind, reference: request.reference, delayMs: this.delayMs, request, ...verdict });
+    return { id, obj };
   }
 
   async createOrUpdateBrand(orgId: string, brand: CarrierBrandRequest, existingBrandId?: string | null): Promise<CarrierSubmission> {
     await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, existingBrandId ? 'updateBrand' : 'createBrand', { ...brand, brandId: existingBrandId ?? null });
     const names = `${brand.legalName ?? ''} ${brand.displayName ?? ''}`;
     const rejected = /reject brand/i.test(names);
-    const id = existingBrandId || newCarrierId('B');
-    const obj = await upsertSandboxObject(this.db, orgId, {
-      id,
-      kind: 'brand',
-      reference: brand.reference,
+    const { id, obj } = await this.store(orgId, 'brand', brand, existingBrandId, {
       outcome: rejected ? 'UNVERIFIED' : 'VERIFIED',
       reason: rejected ? 'Sandbox: the brand identity could not be verified (magic value "Reject Brand")' : null,
-      delayMs: this.delayMs,
       provisionDelayMs: null,
-      request: brand,
     });
     if (!/no callback/i.test(brand.legalName ?? '')) {
       await this.callback(orgId, { type: 'brand.status', id, revision: obj.revision, status: obj.outcome, reason: obj.reason, reference: brand.reference }, this.delayMs);
@@ -224,16 +256,10 @@ export class SandboxCarrier implements CarrierAdapter {
     const brand = await getSandboxObject(this.db, orgId, campaign.brandId);
     if (!brand) throw new Error(`sandbox carrier: unknown brand ${campaign.brandId}`);
     const rejected = /reject campaign/i.test(campaign.description);
-    const id = existingCampaignId || newCarrierId('C');
-    const obj = await upsertSandboxObject(this.db, orgId, {
-      id,
-      kind: 'campaign',
-      reference: campaign.reference,
+    const { id, obj } = await this.store(orgId, 'campaign', campaign, existingCampaignId, {
       outcome: rejected ? 'REJECTED' : 'APPROVED',
       reason: rejected ? 'Sandbox: the campaign was rejected in vetting (magic value "Reject Campaign")' : null,
-      delayMs: this.delayMs,
       provisionDelayMs: rejected ? null : 2 * this.delayMs,
-      request: campaign,
     });
     if (!/no callback/i.test(String(brand.request.legalName ?? ''))) {
       const base = { type: 'campaign.status' as const, id, revision: obj.revision, reference: campaign.reference };

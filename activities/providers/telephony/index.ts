@@ -8,6 +8,7 @@ import type { AppConfig } from '../../../config';
 import type { AvailableNumber } from '../../../schemas/types/numbers';
 import { SandboxTelephony } from './sandbox';
 import type { Lookup } from '../effects';
+import type { SandboxOptions } from '../carrier/sandbox';
 
 /** A text to send. */
 export interface OutgoingText {
@@ -79,17 +80,15 @@ export interface TelephonyAdapter {
   findCall(orgId: string, query: CallQuery): Promise<Lookup<DialResult>>;
 }
 
-/** Options of the sandbox telephony adapter. */
-export interface TelephonyOptions {
-  /** Delay of delivery callbacks, ms (SANDBOX_TELEPHONY_DELAY_MS, default 1000). */
-  delayMs?: number;
-  callbackUrl?: string;
+/**
+ * Options of the sandbox telephony adapter: `delayMs` is the delay of delivery callbacks, ms
+ * (SANDBOX_TELEPHONY_DELAY_MS, default 1000).
+ */
+export interface TelephonyOptions extends SandboxOptions {
   /** Latency of a sandbox dial, ms (SANDBOX_DIAL_LATENCY_MS, default 0). */
   dialLatencyMs?: number;
   /** Deduplicate dials by key, as providers that take keys do (SANDBOX_DEDUPLICATE_KEYS, default false). */
   deduplicateKeys?: boolean;
-  /** Tests: the look-ups answer "cannot tell", like a provider that offers none (default false). */
-  lookupsUnavailable?: boolean;
 }
 
 /** The configured telephony provider (TELEPHONY_PROVIDER, default `sandbox`). @throws for an unknown name */

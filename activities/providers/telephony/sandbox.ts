@@ -20,11 +20,11 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Db } from '../../../db';
 import { envNumber, type AppConfig } from '../../../config';
 import type { AvailableNumber } from '../../../schemas/types/numbers';
-import { logProviderRequest, scheduleSandboxCallback } from '../../../db/repositories/smsProviderEvents';
+import { logProviderRequest } from '../../../db/repositories/smsProviderEvents';
 import { areaCodeInfo } from '../../../domain/sms/nanp';
 import { logProviderExchange, providerResponseByReference, sandboxFindDial, sandboxRecordDial } from '../../../db/repositories/sandboxProviders';
 import type { Lookup } from '../effects';
-import { SANDBOX_PROVIDER, sandboxCallbackUrl, sandboxDispatcher, type SandboxCallbackDispatcher } from '../carrier/sandbox';
+import { SANDBOX_PROVIDER, SandboxAdapter } from '../carrier/sandbox';
 import type { CallQuery, DialOutcome, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter, TelephonyOptions } from './index';
 
 /**
@@ -73,22 +73,14 @@ export function sandboxInventory(areaCode: string): AvailableNumber[] {
 }
 
 /** The sandbox telephony adapter. */
-export class SandboxTelephony implements TelephonyAdapter {
-  readonly provider = SANDBOX_PROVIDER;
-  private readonly db: Db;
-  private readonly delayMs: number;
-  private readonly dispatcher: SandboxCallbackDispatcher;
+export class SandboxTelephony extends SandboxAdapter implements TelephonyAdapter {
   private readonly dialLatencyMs: number;
   private readonly deduplicateKeys: boolean;
-  private readonly lookupsUnavailable: boolean;
 
   constructor(deps: { db: Db; config: AppConfig }, opts: TelephonyOptions = {}) {
-    this.db = deps.db;
-    this.delayMs = opts.delayMs ?? envNumber('SANDBOX_TELEPHONY_DELAY_MS', 1000);
+    super(deps, opts, { env: 'SANDBOX_TELEPHONY_DELAY_MS', ms: 1000 });
     this.dialLatencyMs = opts.dialLatencyMs ?? envNumber('SANDBOX_DIAL_LATENCY_MS', 0);
     this.deduplicateKeys = opts.deduplicateKeys ?? process.env.SANDBOX_DEDUPLICATE_KEYS === 'true';
-    this.lookupsUnavailable = opts.lookupsUnavailable ?? false;
-    this.dispatcher = sandboxDispatcher(deps.db, sandboxCallbackUrl(deps.config, opts.callbackUrl));
   }
 
   async searchNumbers(orgId: string, areaCode: string, limit: number): Promise<AvailableNumber[]> {
@@ -137,22 +129,17 @@ export class SandboxTelephony implements TelephonyAdapter {
       { providerMessageId },
     );
     const failed = /fail delivery/i.test(text.body);
-    await scheduleSandboxCallback(
-      this.db,
+    await this.callback(
       orgId,
-      SANDBOX_PROVIDER,
       {
-        eventId: `evt_${crypto.randomBytes(8).toString('hex')}`,
         type: 'message.status',
         id: providerMessageId,
         status: failed ? 'FAILED' : 'DELIVERED',
         reason: failed ? 'Sandbox: delivery failed (magic value "Fail Delivery")' : null,
         reference: text.reference,
-        occurredAt: new Date(Date.now() + this.delayMs).toISOString(),
       },
       this.delayMs,
     );
-    this.dispatcher.kick(this.delayMs);
     return { providerMessageId, status: 'SENT' };
   }
 

@@ -4,7 +4,7 @@
  * proof-of-consent CSV export.
  */
 import type { Handler } from '../../context';
-import { e164Param, orgOf, pageParams, paged } from '../../http';
+import { e164Param, listHandler, orgOf } from '../../http';
 import { notFound, validationError } from '../../../domain/errors';
 import { validateBody } from '../../../domain/validation';
 import { consentCsv } from '../../../domain/sms/consentCsv';
@@ -31,16 +31,10 @@ export const withdrawSMSConsent: Handler = async (ctx, { db }) => {
 };
 
 /** GET /sms/contacts (listSMSContacts, sms:read): the contact roster with consent and opt-out state. */
-export const listSMSContacts: Handler = async (ctx, { db }) => {
-  const page = pageParams(ctx);
-  return { data: await paged(() => listContacts(db, orgOf(ctx), page)) };
-};
+export const listSMSContacts: Handler = listHandler(listContacts);
 
 /** GET /sms/opt-outs (listSMSOptOuts, sms:read): the suppression list (opted out by keyword or withdrawn consent). */
-export const listSMSOptOuts: Handler = async (ctx, { db }) => {
-  const page = pageParams(ctx);
-  return { data: await paged(() => listContacts(db, orgOf(ctx), { ...page, optedOutOnly: true })) };
-};
+export const listSMSOptOuts: Handler = listHandler((db, orgId, page) => listContacts(db, orgId, { ...page, optedOutOnly: true }));
 
 /**
  * GET /sms/consent-export (exportSMSConsent, sms:read): the proof-of-consent history as CSV
