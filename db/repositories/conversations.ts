@@ -9,6 +9,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
 import { iso } from '../timestamps';
+import { ADD, COLUMNS, rollupSelect } from '../analyticsRollup';
 import type { Conn } from './agents';
 import type { ChatSession, ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
 import type { LlmMessage } from '../../domain/conversations/llm';
@@ -52,6 +53,14 @@ function toRecord(r: any): ConversationRecord {
     ...fromColumns(r, ['turnCount', 'messageCount', 'promptTokens', 'completionTokens']),
     ...fromTimestampColumns(r, ['startedAt', 'endedAt']),
   };
+}
+
+/**
+ * Adds an ended conversation's final counters to the hourly analytics rollup (db/analyticsRollup.ts), in
+ * the transaction that ended it; simulations are left out. Call once per conversation, when it ends.
+ */
+async function rollUp(trx: Knex.Transaction, orgId: string, id: string): Promise<void> {
+  await trx.raw(`INSERT INTO conversation_stats_hourly AS s (${COLUMNS}) ${rollupSelect('c.org_id = ? AND c.id = ?')} ON CONFLICT (org_id, agent_id, hour) DO UPDATE SET ${ADD}`, [orgId, id]);
 }
 
 /** The API shape of a conversation as a chat session (spec "Chat"). */
@@ -282,6 +291,7 @@ export async function saveTurn(
     const row = res.rows[0];
     if (!row?.conv) return 'conflict' as const;
     const conversation = toRecord(row.conv);
+    if (turn.end) await rollUp(trx, orgId, conversationId);
     const messages = (row.messages as any[]).map(toMessage);
     if (onChange) await onChange(trx, { conversation, messages });
     return { conversation, messages };
@@ -300,6 +310,7 @@ export async function endConversation(db: Db, orgId: string, id: string, reason:
       .returning('*');
     if (!row) return getConversation(trx, orgId, id);
     const conversation = toRecord(row);
+    await rollUp(trx, orgId, id);
     if (onChange) await onChange(trx, { conversation, messages: [] });
     return conversation;
   });
@@ -316,7 +327,7 @@ export async function recordCallConversation(
   call: { dialKey: string; agentId: string; campaignId: string; counterpart: string; outcome: string; durationSeconds: number; startedAt: Date; providerCallId: string },
 ): Promise<void> {
   const id = `cnv_${crypto.createHash('sha256').update(`${orgId}:${call.dialKey}`).digest('base64url').replace(/[-_]/g, '').slice(0, 24)}`;
-  await trx('conversations')
+  const inserted = await trx('conversations')
     .insert({
       id,
       org_id: orgId,
@@ -335,5 +346,7 @@ export async function recordCallConversation(
       last_activity_at: new Date(call.startedAt.getTime() + call.durationSeconds * 1000),
     })
     .onConflict('id')
-    .ignore();
+    .ignore()
+    .returning('id');
+  if (inserted.length) await rollUp(trx, orgId, id);
 }

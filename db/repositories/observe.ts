@@ -11,6 +11,7 @@
 import type { Db } from '../index';
 import { decodeCursor, encodeCursor, type Page } from '../pagination';
 import { iso } from '../timestamps';
+import { DURATION_BOUNDS } from '../analyticsRollup';
 import type { Analytics, AnalyticsFigures, ConversationSummary, TranscriptMessage } from '../../schemas/types/observe';
 import type { TurnReceipt } from '../../schemas/types/chat';
 import { fromColumns, fromNullableColumns } from '../rows';
@@ -180,36 +181,70 @@ function toFigures(r: FigureRow | undefined): AnalyticsFigures {
   };
 }
 
+/** p95 of durations from a histogram over DURATION_BOUNDS (linear within the bucket; the open last bucket reports its lower bound). */
+function p95FromHistogram(h: number[]): number | null {
+  const total = h.reduce((a, b) => a + b, 0);
+  if (!total) return null;
+  const target = 0.95 * total;
+  let seen = 0;
+  for (let i = 0; i < h.length; i++) {
+    if (seen + h[i] >= target) {
+      const lo = i === 0 ? 0 : DURATION_BOUNDS[i - 1];
+      if (i >= DURATION_BOUNDS.length) return lo;
+      return lo + ((target - seen) / h[i]) * (DURATION_BOUNDS[i] - lo);
+    }
+    seen += h[i];
+  }
+  return DURATION_BOUNDS[DURATION_BOUNDS.length - 1];
+}
+
 /**
- * Analytics over `[from, to)` in SQL (README "Observe"): one pass over the organization's conversations in
- * the range (simulations left out) — runtime conversations and calls — reading the counters each stored
- * turn adds to its conversation (tool calls, guardrail decisions, knowledge lookups, charged cents;
- * migration 20261123000500_conversation_stats), bucketed by day — or by hour for ranges up to 48 hours —
- * in `timeZone`, with the totals as the ROLLUP row.
+ * Analytics over `[from, to)` (README "Observe"): the hourly rollup of ended conversations
+ * (db/analyticsRollup.ts; simulations left out) plus the conversations still active, read live, bucketed
+ * by day — or by hour for ranges up to 48 hours — in `timeZone`, with the totals as the ROLLUP row. The
+ * range is applied to whole UTC hours of the conversations' start; p95 duration is interpolated from the
+ * rollup's histogram.
  * @param agentId one agent, or every agent of the organization
  */
 export async function analytics(db: Db, orgId: string, q: { agentId?: string; from: string; to: string; timeZone: string }): Promise<Analytics> {
   const bucket: 'day' | 'hour' = Date.parse(q.to) - Date.parse(q.from) <= 48 * 3600_000 ? 'hour' : 'day';
+  const agent = q.agentId ? 'AND agent_id = ?' : '';
+  const agentBind = q.agentId ? [q.agentId] : [];
+  const sums = ['conversations', 'ended', 'contained', 'messages', 'duration_count', 'duration_sum', 'tokens', 'tool_calls', 'tool_calls_ok', 'guardrail_triggers', 'knowledge_lookups', 'knowledge_hits', 'cost_cents', ...Array.from({ length: 10 }, (_, i) => `h${i}`)];
   const res = await db.raw(
-    `SELECT to_char(b, ?) AS start, b IS NULL AS total,
-            count(*) AS conversations, sum(message_count) AS messages, avg(dur) AS avg_duration,
-            percentile_cont(0.95) WITHIN GROUP (ORDER BY dur) AS p95_duration,
-            count(*) FILTER (WHERE status = 'ended') AS ended,
-            count(*) FILTER (WHERE status = 'ended' AND coalesce(end_reason, '') NOT IN ('transferred', 'escalated')) AS contained,
-            sum(tokens) AS tokens, sum(tool_calls) AS tool_calls, sum(tool_calls_ok) AS tool_ok, sum(guardrail_triggers) AS guardrails,
-            sum(knowledge_lookups) AS lookups, sum(knowledge_hits) AS hits, sum(cost_cents) AS cost_cents
-       FROM (SELECT date_trunc(?, c.started_at AT TIME ZONE ?) AS b, c.status, c.end_reason, c.message_count,
-                    c.prompt_tokens + c.completion_tokens AS tokens, c.tool_calls, c.tool_calls_ok, c.guardrail_triggers,
-                    c.knowledge_lookups, c.knowledge_hits, c.cost_cents,
-                    CASE WHEN c.ended_at IS NOT NULL THEN coalesce(c.duration_seconds, EXTRACT(EPOCH FROM (c.ended_at - c.started_at))) END AS dur
-               FROM conversations c
-              WHERE c.org_id = ? AND c.started_at >= ? AND c.started_at < ? AND c.simulation = false ${q.agentId ? 'AND c.agent_id = ?' : ''}) x
+    `WITH r AS (
+       SELECT hour, ${sums.join(', ')}
+         FROM conversation_stats_hourly
+        WHERE org_id = ? ${agent} AND hour >= date_trunc('hour', ?::timestamptz) AND hour < ?::timestamptz
+       UNION ALL
+       SELECT date_trunc('hour', started_at), 1, 0, 0, message_count, 0, 0, prompt_tokens + completion_tokens, tool_calls, tool_calls_ok,
+              guardrail_triggers, knowledge_lookups, knowledge_hits, cost_cents, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+         FROM conversations
+        WHERE org_id = ? ${agent} AND status = 'active' AND simulation = false
+          AND started_at >= date_trunc('hour', ?::timestamptz) AND started_at < ?::timestamptz
+     )
+     SELECT to_char(b, ?) AS start, b IS NULL AS total, ${sums.map((c) => `sum(${c}) AS ${c}`).join(', ')}
+       FROM (SELECT date_trunc(?, hour AT TIME ZONE ?) AS b, * FROM r) x
       GROUP BY ROLLUP (b)
       ORDER BY b NULLS FIRST`,
-    [bucket === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM-DD"T"HH24:00', bucket, q.timeZone, orgId, q.from, q.to, ...(q.agentId ? [q.agentId] : [])],
+    [orgId, ...agentBind, q.from, q.to, orgId, ...agentBind, q.from, q.to, bucket === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM-DD"T"HH24:00', bucket, q.timeZone],
   );
+  const figures = (r: FigureRow | undefined): AnalyticsFigures => {
+    const n = (k: string) => Number(r?.[k] ?? 0);
+    const p95 = p95FromHistogram(Array.from({ length: 10 }, (_, i) => n(`h${i}`)));
+    return toFigures({
+      ...r,
+      avg_duration: n('duration_count') ? n('duration_sum') / n('duration_count') : null,
+      p95_duration: p95,
+      tool_ok: r?.tool_calls_ok,
+      guardrails: r?.guardrail_triggers,
+      lookups: r?.knowledge_lookups,
+      hits: r?.knowledge_hits,
+    });
+  };
   const rows: FigureRow[] = res.rows;
+  // Without any conversation, ROLLUP still yields the totals row (zeros).
   const total = rows.find((r) => r.total === true);
-  const series = rows.filter((r) => r.total !== true).map((r) => ({ start: String(r.start), ...toFigures(r) }));
-  return { agentId: q.agentId ?? null, from: q.from, to: q.to, timeZone: q.timeZone, bucket, totals: toFigures(total), series };
+  const series = rows.filter((r) => r.total !== true).map((r) => ({ start: String(r.start), ...figures(r) }));
+  return { agentId: q.agentId ?? null, from: q.from, to: q.to, timeZone: q.timeZone, bucket, totals: figures(total), series };
 }
