@@ -8,7 +8,7 @@
  * crash between commit and start only delays the delivery until the next sweep.
  */
 import type { Knex } from 'knex';
-import { recordEvent, recordEvents, type StoredEvent } from '../db/repositories/events';
+import { recordEvents, type StoredEvent } from '../db/repositories/events';
 import type { WebhookEventDataMap, WebhookEventType } from '../schemas/types/events';
 import { schemaErrors } from '../domain/validation';
 import { eventTypeInfo } from '../domain/webhooks/catalog';
@@ -41,11 +41,8 @@ export async function emitEvent<T extends WebhookEventType>(
   data: WebhookEventDataMap[T],
   opts: { onlyEndpointId?: string } = {},
 ): Promise<{ event: StoredEvent; deliveryIds: string[] }> {
-  const info = eventTypeInfo(type);
-  if (!info) throw new InvalidEventError(type, [{ field: 'type', message: 'is not in the event catalog' }]);
-  const problems = schemaErrors(info.schema, data);
-  if (problems.length) throw new InvalidEventError(type, problems);
-  return recordEvent(trx, orgId, { type, data: data as unknown as Record<string, unknown>, onlyEndpointId: opts.onlyEndpointId });
+  const [one] = await emitEvents(trx, orgId, [{ type, data } as EventOf], opts);
+  return one;
 }
 
 /** One event of a batch: its catalog type and payload. */
@@ -56,12 +53,17 @@ export type EventOf<T extends WebhookEventType = WebhookEventType> = { [K in T]:
  * a conversation turn). Same checks and guarantees as {@link emitEvent}.
  * @throws InvalidEventError for an unknown type or a payload that does not match its schema
  */
-export async function emitEvents(trx: Knex | Knex.Transaction, orgId: string, events: readonly EventOf[]): Promise<{ event: StoredEvent; deliveryIds: string[] }[]> {
+export async function emitEvents(
+  trx: Knex | Knex.Transaction,
+  orgId: string,
+  events: readonly EventOf[],
+  opts: { onlyEndpointId?: string } = {},
+): Promise<{ event: StoredEvent; deliveryIds: string[] }[]> {
   for (const e of events) {
     const info = eventTypeInfo(e.type);
     if (!info) throw new InvalidEventError(e.type, [{ field: 'type', message: 'is not in the event catalog' }]);
     const problems = schemaErrors(info.schema, e.data);
     if (problems.length) throw new InvalidEventError(e.type, problems);
   }
-  return recordEvents(trx, orgId, events.map((e) => ({ type: e.type, data: e.data as unknown as Record<string, unknown> })));
+  return recordEvents(trx, orgId, events.map((e) => ({ type: e.type, data: e.data as unknown as Record<string, unknown> })), opts.onlyEndpointId);
 }

@@ -39,7 +39,7 @@ const scopeSets = new WeakMap<ApiKeyInfo, Set<string>>();
 
 /**
  * Resolves the credential of `route.auth` kind and puts it on `ctx.state.auth` (spec "Authentication";
- * scopes are checked later, by `authorize`), noting the key's use for its batched `lastUsedAt`
+ * scopes are checked later, by `authorizeGuard`), noting the key's use for its batched `lastUsedAt`
  * (api/keyUsage.ts). Synchronous when the key is in the in-process cache (api/keyCache.ts). Routes marked
  * `sessionToken` also take a widget session token (api/widgetSession.ts) for the one session it names.
  * @throws ApiError 401 unauthorized (no Authorization header) or invalid_token (malformed, unknown, revoked,
@@ -111,14 +111,6 @@ export function authenticateGuard(
   };
 }
 
-/** {@link authenticateGuard} as Koa middleware. */
-export function authenticate(route: RouteDef, keys: KeyCache, usage?: KeyUsageTracker, sessions?: (token: string) => Promise<WidgetSessionClaims | undefined>) {
-  const guard = authenticateGuard(route, keys, usage, sessions);
-  return async (ctx: AppContext, next: () => Promise<unknown>) => {
-    await guard(ctx);
-    return next();
-  };
-}
 
 /**
  * Requires one of `anyOf` inside a handler, for operations whose needed scope depends on the request
@@ -160,11 +152,3 @@ export function authorizeGuard(route: RouteDef): Guard {
   };
 }
 
-/** {@link authorizeGuard} as Koa middleware. */
-export function authorize(route: RouteDef) {
-  const guard = authorizeGuard(route);
-  return async (ctx: AppContext, next: () => Promise<unknown>) => {
-    guard(ctx);
-    return next();
-  };
-}

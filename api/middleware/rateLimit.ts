@@ -156,14 +156,7 @@ export class RateLimits {
     };
   }
 
-  /** {@link guard} as Koa middleware. */
-  middleware(ipPoints?: number) {
-    const guard = this.guard(ipPoints);
-    return async (ctx: AppContext, next: () => Promise<unknown>) => {
-      await guard(ctx);
-      return next();
-    };
-  }
+
 
   /** Closes the counter pool. */
   async close(): Promise<void> {

@@ -102,7 +102,7 @@ function turnData(out: StoredTurnOutcome): ChatTurn {
 export const sendChatMessage: Handler = async (ctx, deps) => {
   const body = validateBody<ChatMessageCreate>('ChatMessageCreate', ctx.request.body);
   checkSessionToken(ctx);
-  const c = await requireConversation(deps.db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS);
+  const c = await requireConversation(deps.db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS, { withHistory: true });
   if (c.status !== 'active') throw new ApiError(409, 'conversation_ended', `The conversation ended (${c.endReason ?? 'ended'}); start a new one`);
   if (!wantsEventStream(ctx)) return { data: turnData(await sendMessage(conversationDeps(deps), c, body.content)) };
 

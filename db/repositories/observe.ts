@@ -12,6 +12,7 @@ import type { Db } from '../index';
 import { decodeCursor, encodeCursor, type Page } from '../pagination';
 import { iso } from '../timestamps';
 import { DURATION_BOUNDS } from '../analyticsRollup';
+import { turnReceipts } from './conversations';
 import type { Analytics, AnalyticsFigures, ConversationSummary, TranscriptMessage } from '../../schemas/types/observe';
 import type { TurnReceipt } from '../../schemas/types/chat';
 import { fromColumns, fromNullableColumns } from '../rows';
@@ -155,9 +156,7 @@ export async function transcriptMessages(db: Db, orgId: string, c: ConversationS
 
 /** The receipts of a runtime conversation, one per turn (none for SMS threads and calls). */
 export async function conversationReceipts(db: Db, orgId: string, c: ConversationSummary): Promise<TurnReceipt[]> {
-  if (c.id.startsWith('smt_')) return [];
-  const rows = await db('conversation_turns').where({ org_id: orgId, conversation_id: c.id }).orderBy('turn').select('receipt');
-  return rows.map((r: any) => r.receipt as TurnReceipt);
+  return c.id.startsWith('smt_') ? [] : turnReceipts(db, orgId, c.id);
 }
 
 /** Figures of one bucket (or of the whole range) as the analytics query returns them. */
@@ -180,6 +179,9 @@ function toFigures(r: FigureRow | undefined): AnalyticsFigures {
     costCents: n('cost_cents'),
   };
 }
+
+/** Rollup columns summed under the names toFigures reads. */
+const ALIAS: Record<string, string> = { tool_calls_ok: 'tool_ok', guardrail_triggers: 'guardrails', knowledge_lookups: 'lookups', knowledge_hits: 'hits' };
 
 /** p95 of durations from a histogram over DURATION_BOUNDS (linear within the bucket; the open last bucket reports its lower bound). */
 function p95FromHistogram(h: number[]): number | null {
@@ -223,7 +225,7 @@ export async function analytics(db: Db, orgId: string, q: { agentId?: string; fr
         WHERE org_id = ? ${agent} AND status = 'active' AND simulation = false
           AND started_at >= date_trunc('hour', ?::timestamptz) AND started_at < ?::timestamptz
      )
-     SELECT to_char(b, ?) AS start, b IS NULL AS total, ${sums.map((c) => `sum(${c}) AS ${c}`).join(', ')}
+     SELECT to_char(b, ?) AS start, b IS NULL AS total, ${sums.map((c) => `sum(${c}) AS ${ALIAS[c] ?? c}`).join(', ')}
        FROM (SELECT date_trunc(?, hour AT TIME ZONE ?) AS b, * FROM r) x
       GROUP BY ROLLUP (b)
       ORDER BY b NULLS FIRST`,
@@ -232,15 +234,7 @@ export async function analytics(db: Db, orgId: string, q: { agentId?: string; fr
   const figures = (r: FigureRow | undefined): AnalyticsFigures => {
     const n = (k: string) => Number(r?.[k] ?? 0);
     const p95 = p95FromHistogram(Array.from({ length: 10 }, (_, i) => n(`h${i}`)));
-    return toFigures({
-      ...r,
-      avg_duration: n('duration_count') ? n('duration_sum') / n('duration_count') : null,
-      p95_duration: p95,
-      tool_ok: r?.tool_calls_ok,
-      guardrails: r?.guardrail_triggers,
-      lookups: r?.knowledge_lookups,
-      hits: r?.knowledge_hits,
-    });
+    return toFigures({ ...r, avg_duration: n('duration_count') ? n('duration_sum') / n('duration_count') : null, p95_duration: p95 });
   };
   const rows: FigureRow[] = res.rows;
   // Without any conversation, ROLLUP still yields the totals row (zeros).

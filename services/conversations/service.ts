@@ -195,9 +195,17 @@ export async function startConversation(
 /**
  * The conversation or 404 `conversation_not_found` (also another organization's).
  * @param channels the channels the caller may reach (chat routes: `chat` and `web`)
+ * @param opts.withHistory also read the recent messages a turn needs, in the same query (sendMessage uses them)
  */
-export async function requireConversation(db: Db, orgId: string, id: string, channels?: readonly ConversationChannel[]): Promise<ConversationRecord & { recent?: ConversationMessage[] }> {
-  const c = /^cnv_[A-Za-z0-9]{8,40}$/.test(id) ? await getConversationWithHistory(db, orgId, id, HISTORY_MESSAGES) : undefined;
+export async function requireConversation(
+  db: Db,
+  orgId: string,
+  id: string,
+  channels?: readonly ConversationChannel[],
+  opts: { withHistory?: boolean } = {},
+): Promise<ConversationRecord & { recent?: ConversationMessage[] }> {
+  const valid = /^cnv_[A-Za-z0-9]{8,40}$/.test(id);
+  const c = !valid ? undefined : opts.withHistory ? await getConversationWithHistory(db, orgId, id, HISTORY_MESSAGES) : await getConversation(db, orgId, id);
   if (!c || (channels && !channels.includes(c.channel))) throw notFound('Conversation', 'conversation_not_found');
   return c;
 }

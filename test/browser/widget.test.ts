@@ -87,7 +87,7 @@ describe('the widget in headless Chromium', function () {
     await launcher.focus();
     await tab.keyboard.press('Enter');
     const panel = tab.locator('[data-acp-widget] .panel');
-    await expect(await panel.getAttribute('role')).to.equal('dialog');
+    expect(await panel.getAttribute('role')).to.equal('dialog');
     await tab.locator('[data-acp-widget] .msg.agent', { hasText: 'Ask me anything' }).waitFor();
     expect(await tab.locator('[data-acp-widget] label[for="acp-input"]').textContent()).to.equal('Your message');
     expect(await tab.locator('[data-acp-widget] .log').getAttribute('aria-live')).to.equal('polite');
