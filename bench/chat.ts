@@ -73,7 +73,7 @@ async function pureRuntimeOverhead(turns: number): Promise<number[]> {
 /** Runs the chat section and prints its figures. */
 export async function runChatBench(): Promise<void> {
   const pure = await pureRuntimeOverhead(Number(process.env.BENCH_CHAT_PURE_TURNS ?? 20_000));
-  const { db, databaseUrl, close: closeDatabase } = await openBenchDatabase('chat', { poolMax: 40 });
+  const { db, databaseUrl, close: closeDatabase } = await openBenchDatabase('chat', { poolMax: 40, serverUrl: process.env.DATABASE_URL });
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 10_000_000 });
   const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
   try {

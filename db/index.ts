@@ -1,6 +1,7 @@
 /**
  * Knex setup and migrations (DESIGN.md "db/"). Nothing outside db/ writes SQL.
  */
+import crypto from 'node:crypto';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
@@ -9,6 +10,31 @@ import pg from 'pg';
 pg.types.setTypeParser(20, (v) => Number(v));
 
 export type Db = Knex;
+
+/** SQL with its `?` bindings in order: a part of one statement that repositories compose (e.g. a turn's). */
+export interface SqlPart {
+  sql: string;
+  bindings: Knex.RawBinding[];
+}
+
+const statementNames = new Map<string, string>();
+
+/**
+ * Query options (Knex `.options(...)`) that run `sql` as a named prepared statement of `pg`: each pooled
+ * connection parses and plans it once (PostgreSQL "PREPARE"; after five executions the server may keep a
+ * generic plan) instead of on every call. For the statements of the hot paths (a chat turn), whose
+ * parse and plan cost more than their execution. The name derives from the text, so one text is one
+ * statement on every connection.
+ * @param sql the statement exactly as passed to `raw` (its `?` placeholders become `$n` consistently)
+ */
+export function prepared(sql: string): { name: string } {
+  let name = statementNames.get(sql);
+  if (!name) {
+    name = `acp_${crypto.createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
+    statementNames.set(sql, name);
+  }
+  return { name };
+}
 
 /**
  * Opens a Knex pool on `databaseUrl`.

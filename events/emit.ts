@@ -59,11 +59,20 @@ export async function emitEvents(
   events: readonly EventOf[],
   opts: { onlyEndpointId?: string } = {},
 ): Promise<{ event: StoredEvent; deliveryIds: string[] }[]> {
+  return recordEvents(trx, orgId, checkedEvents(events), opts.onlyEndpointId);
+}
+
+/**
+ * Events checked against the catalog and their data schemas (spec "Events"), as the rows a repository
+ * stores (e.g. with a chat turn, db/repositories/conversations.ts `saveTurn`).
+ * @throws InvalidEventError naming the type and the fields that do not match
+ */
+export function checkedEvents(events: readonly EventOf[]): { type: string; data: Record<string, unknown> }[] {
   for (const e of events) {
     const info = eventTypeInfo(e.type);
     if (!info) throw new InvalidEventError(e.type, [{ field: 'type', message: 'is not in the event catalog' }]);
     const problems = schemaErrors(info.schema, e.data);
     if (problems.length) throw new InvalidEventError(e.type, problems);
   }
-  return recordEvents(trx, orgId, events.map((e) => ({ type: e.type, data: e.data as unknown as Record<string, unknown> })), opts.onlyEndpointId);
+  return events.map((e) => ({ type: e.type, data: e.data as unknown as Record<string, unknown> }));
 }

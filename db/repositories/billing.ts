@@ -2,9 +2,10 @@
  * The wallet, its append-only ledger and monthly invoices (README "Billing"). Every function takes
  * the organization id except the month close, which works through all organizations in id order.
  *
- * Concurrency: every ledger write first locks the organization's `wallets` row (`FOR UPDATE`), so the
- * running balance each row carries (`balance_after_cents`) is computed from the previous row and no
- * cent is lost between parallel top-ups and charges; the balance is also always `SUM(amount_cents)`.
+ * Concurrency: the `wallets` row carries the balance, and every ledger write changes it under the row's
+ * lock (an upsert, or the `UPDATE` of a charge), so the running balance each ledger row carries
+ * (`balance_after_cents`) follows the previous one and no cent is lost between parallel top-ups and
+ * charges; the balance is always `SUM(amount_cents)` of the ledger.
  */
 import type { Knex } from 'knex';
 import type { Db } from '../index';
@@ -30,7 +31,8 @@ export interface WalletChange {
   thresholdCents: number;
 }
 
-function toLedger(r: Record<string, any>): LedgerEntry {
+/** A ledger row (snake_case columns) as a {@link LedgerEntry}. */
+export function ledgerEntry(r: Record<string, any>): LedgerEntry {
   return {
     id: r.id,
     kind: r.kind,
@@ -40,21 +42,29 @@ function toLedger(r: Record<string, any>): LedgerEntry {
   };
 }
 
-/** Locks the organization's wallet row (creating it) and reads its balance. Inside a transaction only. */
+/**
+ * Locks the organization's wallet row, creating it, and reads its balance: one statement (an upsert that
+ * locks the row it returns). Inside a transaction only.
+ */
 async function lockWallet(trx: Knex.Transaction, orgId: string): Promise<{ balance: number; threshold: number }> {
-  await trx('wallets').insert({ org_id: orgId, currency: WALLET_CURRENCY, low_balance_threshold_cents: DEFAULT_LOW_BALANCE_THRESHOLD_CENTS }).onConflict('org_id').ignore();
-  const w = await trx('wallets').where({ org_id: orgId }).forUpdate().first('low_balance_threshold_cents');
-  const last = await trx('wallet_ledger').where({ org_id: orgId }).orderBy('seq', 'desc').first('balance_after_cents');
-  return { balance: last ? Number(last.balance_after_cents) : 0, threshold: Number(w.low_balance_threshold_cents) };
+  const res = await trx.raw(
+    `INSERT INTO wallets (org_id, currency, low_balance_threshold_cents) VALUES (?, ?, ?)
+     ON CONFLICT (org_id) DO UPDATE SET currency = wallets.currency
+     RETURNING balance_cents, low_balance_threshold_cents`,
+    [orgId, WALLET_CURRENCY, DEFAULT_LOW_BALANCE_THRESHOLD_CENTS],
+  );
+  const w = res.rows[0];
+  return { balance: Number(w.balance_cents), threshold: Number(w.low_balance_threshold_cents) };
 }
 
-async function append(
+/** Appends a ledger row after a balance read by {@link lockWallet} in the same transaction, and moves the wallet's balance. */
+async function appendLocked(
   trx: Knex.Transaction,
   orgId: string,
+  wallet: { balance: number; threshold: number },
   e: { kind: LedgerKind; amountCents: number; usageEntryId?: string; paymentId?: string; description?: string },
 ): Promise<WalletChange> {
-  const { balance, threshold } = await lockWallet(trx, orgId);
-  const after = balance + e.amountCents;
+  const after = wallet.balance + e.amountCents;
   const [row] = await trx('wallet_ledger')
     .insert({
       id: newId('led'),
@@ -67,17 +77,8 @@ async function append(
       description: e.description ?? null,
     })
     .returning('*');
-  return { entry: toLedger(row), balanceBeforeCents: balance, balanceAfterCents: after, thresholdCents: threshold };
-}
-
-/**
- * Charges a usage entry to the wallet (ledger kind `usage`, amount −`amountCents`), in the usage's
- * transaction (db/repositories/usage.ts recordUsageCharged). The ledger's unique `usage_entry_id`
- * makes a second charge of the same entry impossible.
- * @param amountCents positive whole cents
- */
-export async function chargeUsage(trx: Knex.Transaction, orgId: string, c: { usageEntryId: string; amountCents: number; description?: string }): Promise<WalletChange> {
-  return append(trx, orgId, { kind: 'usage', amountCents: -c.amountCents, usageEntryId: c.usageEntryId, description: c.description });
+  await trx('wallets').where({ org_id: orgId }).update({ balance_cents: after });
+  return { entry: ledgerEntry(row), balanceBeforeCents: wallet.balance, balanceAfterCents: after, thresholdCents: wallet.threshold };
 }
 
 /**
@@ -90,18 +91,18 @@ export async function creditPayment(
   orgId: string,
   p: { kind: 'topup' | 'refund'; amountCents: number; paymentId: string; description?: string },
 ): Promise<WalletChange & { duplicate: boolean }> {
-  const { balance, threshold } = await lockWallet(trx, orgId);
+  const wallet = await lockWallet(trx, orgId);
   const existing = await trx('wallet_ledger').where({ org_id: orgId, payment_id: p.paymentId }).first();
-  if (existing) return { entry: toLedger(existing), balanceBeforeCents: balance, balanceAfterCents: balance, thresholdCents: threshold, duplicate: true };
-  return { ...(await append(trx, orgId, p)), duplicate: false };
+  if (existing) return { entry: ledgerEntry(existing), balanceBeforeCents: wallet.balance, balanceAfterCents: wallet.balance, thresholdCents: wallet.threshold, duplicate: true };
+  return { ...(await appendLocked(trx, orgId, wallet, p)), duplicate: false };
 }
 
 /** The wallet of an organization (balance 0 and the default threshold before its first ledger entry). */
 export async function getWallet(db: Db | Knex.Transaction, orgId: string): Promise<WalletRecord> {
-  const w = await db('wallets').where({ org_id: orgId }).first('low_balance_threshold_cents', 'currency');
-  const last = await db('wallet_ledger').where({ org_id: orgId }).orderBy('seq', 'desc').first('balance_after_cents', 'created_at');
+  const w = await db('wallets').where({ org_id: orgId }).first('low_balance_threshold_cents', 'currency', 'balance_cents');
+  const last = await db('wallet_ledger').where({ org_id: orgId }).orderBy('seq', 'desc').first('created_at');
   return {
-    balanceCents: last ? Number(last.balance_after_cents) : 0,
+    balanceCents: w ? Number(w.balance_cents) : 0,
     currency: w?.currency ?? WALLET_CURRENCY,
     lowBalanceThresholdCents: w ? Number(w.low_balance_threshold_cents) : DEFAULT_LOW_BALANCE_THRESHOLD_CENTS,
     updatedAt: last ? new Date(last.created_at).toISOString() : null,
@@ -116,7 +117,7 @@ export async function ledgerSum(db: Db, orgId: string): Promise<number> {
 
 /** Ledger entries of the organization, oldest first. */
 export async function listLedger(db: Db, orgId: string): Promise<LedgerEntry[]> {
-  return (await db('wallet_ledger').where({ org_id: orgId }).orderBy('seq')).map(toLedger);
+  return (await db('wallet_ledger').where({ org_id: orgId }).orderBy('seq')).map(ledgerEntry);
 }
 
 /** One line of an invoice: the usage of one kind in the period. */

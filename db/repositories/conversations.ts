@@ -6,7 +6,10 @@
  */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import type { Db } from '../index';
+import { prepared, type Db } from '../index';
+import { usageChargeCtes, usageOutcome, usageOutcomeSelect, usageRows, walletLowEventRow, type UsageInput } from './usage';
+import { eventCtes, EVENTS_SELECT } from './events';
+import type { WalletChange } from './billing';
 import { newId } from '../ids';
 import { iso } from '../timestamps';
 import { ADD, COLUMNS, rollupSelect } from '../analyticsRollup';
@@ -165,16 +168,16 @@ export async function getConversation(conn: Conn, orgId: string, id: string): Pr
   return r ? toRecord(r) : undefined;
 }
 
+const WITH_HISTORY_SQL = `SELECT c.*, (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
+                    FROM (SELECT * FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id ORDER BY m.seq DESC LIMIT ?) x) AS recent
+       FROM conversations c WHERE c.org_id = ? AND c.id = ?`;
+
 /**
- * A conversation with its last `historyLimit` messages (oldest first), in one round trip (a turn's read).
+ * A conversation with its last `historyLimit` messages (oldest first), in one round trip (a turn's read;
+ * a prepared statement).
  */
 export async function getConversationWithHistory(conn: Conn, orgId: string, id: string, historyLimit: number): Promise<(ConversationRecord & { recent: ConversationMessage[] }) | undefined> {
-  const res = await conn.raw(
-    `SELECT c.*, (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
-                    FROM (SELECT * FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id ORDER BY m.seq DESC LIMIT ?) x) AS recent
-       FROM conversations c WHERE c.org_id = ? AND c.id = ?`,
-    [historyLimit, orgId, id],
-  );
+  const res = await conn.raw(WITH_HISTORY_SQL, [historyLimit, orgId, id]).options(prepared(WITH_HISTORY_SQL));
   const r = res.rows[0];
   return r ? { ...toRecord(r), recent: (r.recent as any[]).map(toMessage) } : undefined;
 }
@@ -212,90 +215,120 @@ export interface StoredTurn {
   stats: { toolCalls: number; toolCallsOk: number; guardrailTriggers: number; knowledgeLookups: number; knowledgeHits: number; costCents: number };
 }
 
+/** What else a stored turn writes in its statement (services/conversations/service.ts). */
+export interface TurnEffects {
+  /** The change's events (validated), given the conversation and messages exactly as they will be stored. */
+  events: (change: { conversation: ConversationRecord; messages: ConversationMessage[] }) => { type: string; data: Record<string, unknown> }[];
+  /** Usage entries, each charged to the wallet; `billing.wallet.low` joins the events on a crossing. */
+  usage: UsageInput[];
+}
+
 /**
- * Stores a turn: its messages (sequence numbers after the last), its receipt, and the conversation's new
- * counters, variables and playbook state, in one transaction.
- * @param expectedTurns the conversation's `turnCount` when the turn began
+ * Stores a turn in one statement (one round trip; with the analytics rollup in a transaction when the
+ * turn ends the conversation): the conversation's new counters, variables and playbook state guarded by
+ * its turn and message counts (optimistic lock), the messages numbered after the last, the receipt, and
+ * the turn's events and charged usage ({@link TurnEffects}). The wallet's row is locked only inside the
+ * statement, so the turns of one organization do not queue behind each other's round trips.
+ * @param c the conversation as read when the turn began
  * @returns the stored messages and the updated conversation, or `conflict` when another turn was stored
  *   meanwhile or the conversation ended (nothing is written then)
  */
 export async function saveTurn(
   db: Db,
-  orgId: string,
-  conversationId: string,
-  expectedTurns: number,
+  c: ConversationRecord,
   turn: StoredTurn,
-  onChange?: OnConversationChange,
-): Promise<{ conversation: ConversationRecord; messages: ConversationMessage[] } | 'conflict'> {
-  // One statement (one round trip): the guarded counter update, the messages numbered after the last,
-  // and the receipt; nothing is written when the guard fails.
-  const msgs = turn.messages.map((m, ord) => ({
-    id: newId('cmsg'),
-    ord,
-    role: m.role,
-    content: m.content,
-    tool_calls: m.toolCalls?.length ? m.toolCalls : null,
-    tool_call_id: m.toolCallId ?? null,
-    name: m.name ?? null,
-  }));
-  return db.transaction(async (trx) => {
-    const res = await trx.raw(
-      `WITH u AS (
-         UPDATE conversations
-            SET turn_count = turn_count + 1, message_count = message_count + ?, prompt_tokens = prompt_tokens + ?,
-                completion_tokens = completion_tokens + ?, variables = ?::jsonb, playbook_state = ?::jsonb, last_activity_at = now(),
-                tool_calls = tool_calls + ?, tool_calls_ok = tool_calls_ok + ?, guardrail_triggers = guardrail_triggers + ?,
-                knowledge_lookups = knowledge_lookups + ?, knowledge_hits = knowledge_hits + ?, cost_cents = cost_cents + ?
-                ${turn.end ? ", status = 'ended', end_reason = ?, ended_at = now()" : ''}
-          WHERE org_id = ? AND id = ? AND turn_count = ? AND status = 'active'
-         RETURNING *
-       ),
-       m AS (
-         INSERT INTO conversation_messages (id, org_id, conversation_id, seq, turn, role, content, tool_calls, tool_call_id, name)
-         SELECT x.id, u.org_id, u.id, u.message_count - ? + x.ord, u.turn_count, x.role, x.content, x.tool_calls, x.tool_call_id, x.name
-           FROM u, jsonb_to_recordset(?::jsonb) AS x(id text, ord int, role text, content text, tool_calls jsonb, tool_call_id text, name text)
-         RETURNING *
-       ),
-       t AS (
-         INSERT INTO conversation_turns (org_id, conversation_id, turn, receipt, prompt_tokens, completion_tokens, model)
-         SELECT u.org_id, u.id, u.turn_count, ?::jsonb, ?, ?, ? FROM u
-         RETURNING turn
-       )
-       SELECT (SELECT row_to_json(u) FROM u) AS conv,
-              (SELECT coalesce(json_agg(m ORDER BY m.seq), '[]'::json) FROM m) AS messages,
-              (SELECT count(*) FROM t) AS turns`,
-      [
-        turn.messages.length,
-        turn.promptTokens,
-        turn.completionTokens,
-        JSON.stringify(turn.variables),
-        turn.playbook ? JSON.stringify(turn.playbook) : null,
-        turn.stats.toolCalls,
-        turn.stats.toolCallsOk,
-        turn.stats.guardrailTriggers,
-        turn.stats.knowledgeLookups,
-        turn.stats.knowledgeHits,
-        turn.stats.costCents,
-        ...(turn.end ? [turn.end] : []),
-        orgId,
-        conversationId,
-        expectedTurns,
-        turn.messages.length,
-        JSON.stringify(msgs),
-        JSON.stringify(turn.receipt),
-        turn.promptTokens,
-        turn.completionTokens,
-        turn.model,
-      ],
-    );
-    const row = res.rows[0];
-    if (!row?.conv) return 'conflict' as const;
-    const conversation = toRecord(row.conv);
-    if (turn.end) await rollUp(trx, orgId, conversationId);
-    const messages = (row.messages as any[]).map(toMessage);
-    if (onChange) await onChange(trx, { conversation, messages });
-    return { conversation, messages };
+  effects: TurnEffects = { events: () => [], usage: [] },
+): Promise<{ conversation: ConversationRecord; messages: ConversationMessage[]; charge: WalletChange | null } | 'conflict'> {
+  const now = new Date().toISOString();
+  const messages: ConversationMessage[] = turn.messages.map((m) => {
+    const out: ConversationMessage = { id: newId('cmsg'), role: m.role as ConversationMessage['role'], content: m.content, turn: c.turnCount + 1, createdAt: now };
+    if (m.toolCalls?.length) out.toolCalls = m.toolCalls;
+    if (m.toolCallId) out.toolCallId = m.toolCallId;
+    if (m.name) out.name = m.name;
+    return out;
   });
+  const expected: ConversationRecord = {
+    ...c,
+    turnCount: c.turnCount + 1,
+    messageCount: c.messageCount + messages.length,
+    promptTokens: c.promptTokens + turn.promptTokens,
+    completionTokens: c.completionTokens + turn.completionTokens,
+    variables: turn.variables,
+    playbook: turn.playbook,
+    ...(turn.end ? { status: 'ended' as const, endReason: turn.end, endedAt: now } : {}),
+  };
+  const gate = 'EXISTS (SELECT 1 FROM u)';
+  const usage = effects.usage.length ? usageChargeCtes(c.orgId, usageRows(effects.usage), gate) : null;
+  const changeEvents = effects.events({ conversation: expected, messages });
+  const events = eventCtes(c.orgId, changeEvents, { gate, extraRows: usage ? walletLowEventRow(changeEvents.length) : undefined });
+  const sql = `WITH u AS (
+       UPDATE conversations
+          SET turn_count = turn_count + 1, message_count = message_count + ?, prompt_tokens = prompt_tokens + ?,
+              completion_tokens = completion_tokens + ?, variables = ?::jsonb, playbook_state = ?::jsonb, last_activity_at = now(),
+              tool_calls = tool_calls + ?, tool_calls_ok = tool_calls_ok + ?, guardrail_triggers = guardrail_triggers + ?,
+              knowledge_lookups = knowledge_lookups + ?, knowledge_hits = knowledge_hits + ?, cost_cents = cost_cents + ?
+              ${turn.end ? ", status = 'ended', end_reason = ?, ended_at = ?::timestamptz" : ''}
+        WHERE org_id = ? AND id = ? AND turn_count = ? AND message_count = ? AND status = 'active'
+       RETURNING *
+     ),
+     m AS (
+       INSERT INTO conversation_messages (id, org_id, conversation_id, seq, turn, role, content, tool_calls, tool_call_id, name, created_at)
+       SELECT x.id, u.org_id, u.id, u.message_count - ? + x.ord, u.turn_count, x.role, x.content, x.tool_calls, x.tool_call_id, x.name, ?::timestamptz
+         FROM u, jsonb_to_recordset(?::jsonb) AS x(id text, ord int, role text, content text, tool_calls jsonb, tool_call_id text, name text)
+       RETURNING *
+     ),
+     t AS (
+       INSERT INTO conversation_turns (org_id, conversation_id, turn, receipt, prompt_tokens, completion_tokens, model)
+       SELECT u.org_id, u.id, u.turn_count, ?::jsonb, ?, ?, ? FROM u
+       RETURNING turn
+     ),
+     ${usage ? `${usage.sql},` : ''}
+     ${events.sql}
+     SELECT (SELECT row_to_json(u) FROM u) AS conv,
+            (SELECT coalesce(json_agg(m ORDER BY m.seq), '[]'::json) FROM m) AS messages,
+            (SELECT count(*) FROM t) AS turns,
+            ${usage ? usageOutcomeSelect : 'NULL AS usage'},
+            ${EVENTS_SELECT}`;
+  const bindings: Knex.RawBinding[] = [
+    messages.length,
+    turn.promptTokens,
+    turn.completionTokens,
+    JSON.stringify(turn.variables),
+    turn.playbook ? JSON.stringify(turn.playbook) : null,
+    turn.stats.toolCalls,
+    turn.stats.toolCallsOk,
+    turn.stats.guardrailTriggers,
+    turn.stats.knowledgeLookups,
+    turn.stats.knowledgeHits,
+    turn.stats.costCents,
+    ...(turn.end ? [turn.end, now] : []),
+    c.orgId,
+    c.id,
+    c.turnCount,
+    c.messageCount,
+    messages.length,
+    now,
+    JSON.stringify(
+      messages.map((m, ord) => ({ id: m.id, ord, role: m.role, content: m.content, tool_calls: m.toolCalls ?? null, tool_call_id: m.toolCallId ?? null, name: m.name ?? null })),
+    ),
+    JSON.stringify(turn.receipt),
+    turn.promptTokens,
+    turn.completionTokens,
+    turn.model,
+    ...(usage?.bindings ?? []),
+    ...events.bindings,
+  ];
+  const run = async (conn: Db | Knex.Transaction) => {
+    const row = (await conn.raw(sql, bindings).options(prepared(sql))).rows[0];
+    if (!row?.conv) return 'conflict' as const;
+    if (turn.end) await rollUp(conn as Knex.Transaction, c.orgId, c.id);
+    return {
+      conversation: toRecord(row.conv),
+      messages: (row.messages as any[]).map(toMessage),
+      charge: row.usage ? usageOutcome(row.usage).charge : null,
+    };
+  };
+  return turn.end ? db.transaction(run) : run(db);
 }
 
 /**

@@ -4,7 +4,7 @@
  * with the change that caused them. The dispatcher (events/dispatcher.ts) drains the outbox.
  */
 import type { Knex } from 'knex';
-import type { Db } from '../index';
+import { prepared, type Db, type SqlPart } from '../index';
 import { newId } from '../ids';
 
 /** Postgres NOTIFY channel raised (on commit) whenever outbox rows are written. */
@@ -27,7 +27,7 @@ export interface OutboxRow {
   run: number;
 }
 
-const toEvent = (r: Record<string, any>): StoredEvent => ({ id: r.id, orgId: r.org_id, type: r.type, data: r.data, createdAt: r.created_at });
+const toEvent = (r: Record<string, any>): StoredEvent => ({ id: r.id, orgId: r.org_id, type: r.type, data: r.data, createdAt: new Date(r.created_at) });
 
 /**
  * Writes an event, its deliveries (one per enabled endpoint of the organization subscribed to the
@@ -45,6 +45,59 @@ export async function recordEvent(
 }
 
 /**
+ * Common table expressions (`ev_x`, `ev_e`, `ev_d`, `ev_o`, `ev_n`) that store events, a delivery per
+ * subscribed endpoint with its outbox row, and NOTIFY the dispatcher when there are deliveries, in the
+ * statement they join (e.g. a chat turn's). Read the stored events with {@link EVENTS_SELECT}.
+ * @param opts.gate a SQL condition the inserts are subject to (default `TRUE`)
+ * @param opts.onlyEndpointId deliver to this endpoint only (test events)
+ * @param opts.extraRows a SELECT of further rows `(id, ord, type, data)` computed by the statement itself
+ */
+export function eventCtes(
+  orgId: string,
+  events: readonly { type: string; data: Record<string, unknown> }[],
+  opts: { gate?: string; onlyEndpointId?: string; extraRows?: SqlPart } = {},
+): SqlPart {
+  const rows = events.map((e, ord) => ({ id: newId('evt'), ord, type: e.type, data: e.data }));
+  return {
+    sql: `ev_x AS (
+       SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(id text, ord int, type text, data jsonb)${opts.extraRows ? ` UNION ALL ${opts.extraRows.sql}` : ''}
+     ),
+     ev_e AS (INSERT INTO events (id, org_id, type, data) SELECT ev_x.id, ?, ev_x.type, ev_x.data FROM ev_x WHERE ${opts.gate ?? 'TRUE'} ORDER BY ev_x.ord RETURNING *),
+     ev_d AS (
+       INSERT INTO webhook_deliveries (id, org_id, endpoint_id, event_id, event_type)
+       SELECT 'whd_' || replace(gen_random_uuid()::text, '-', ''), ?, ep.id, ev_e.id, ev_e.type
+         FROM ev_e JOIN webhook_endpoints ep
+           ON ep.org_id = ? AND ep.enabled AND ep.deleted_at IS NULL
+          AND ${opts.onlyEndpointId ? 'ep.id = ?' : "(ep.event_types = '{}' OR ev_e.type = ANY(ep.event_types))"}
+       RETURNING id, event_id
+     ),
+     ev_o AS (INSERT INTO webhook_outbox (org_id, delivery_id, run) SELECT ?, ev_d.id, 1 FROM ev_d RETURNING delivery_id),
+     ev_n AS (SELECT pg_notify(?, '') AS sent WHERE EXISTS (SELECT 1 FROM ev_o))`,
+    bindings: [
+      JSON.stringify(rows),
+      ...(opts.extraRows?.bindings ?? []),
+      orgId,
+      orgId,
+      orgId,
+      ...(opts.onlyEndpointId ? [opts.onlyEndpointId] : []),
+      orgId,
+      OUTBOX_CHANNEL,
+    ],
+  };
+}
+
+/** The select-list expression (a json array named `events`: stored events in order, each with `delivery_ids`) after {@link eventCtes}. */
+export const EVENTS_SELECT = `(SELECT coalesce(json_agg(r ORDER BY r.ord), '[]'::json) FROM (
+       SELECT ev_e.*, ev_x.ord, coalesce((SELECT array_agg(ev_d.id) FROM ev_d WHERE ev_d.event_id = ev_e.id), '{}') AS delivery_ids,
+              (SELECT count(*) FROM ev_n) AS notified
+         FROM ev_e JOIN ev_x ON ev_x.id = ev_e.id) r) AS events`;
+
+/** Stored events (with their deliveries) from the `events` column of {@link EVENTS_SELECT}. */
+export function storedEvents(rows: Record<string, any>[]): { event: StoredEvent; deliveryIds: string[] }[] {
+  return rows.map((r) => ({ event: toEvent(r), deliveryIds: r.delivery_ids ?? [] }));
+}
+
+/**
  * Writes several events of one organization with their deliveries and outbox rows, and the NOTIFY when
  * there is a delivery, in one statement (one round trip to Postgres, however many events and endpoints).
  * @param onlyEndpointId deliver to this endpoint only (`webhook.test`)
@@ -57,25 +110,10 @@ export async function recordEvents(
   onlyEndpointId?: string,
 ): Promise<{ event: StoredEvent; deliveryIds: string[] }[]> {
   if (!events.length) return [];
-  const rows = events.map((e, ord) => ({ id: newId('evt'), ord, type: e.type, data: e.data }));
-  const res = await trx.raw(
-    `WITH x AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(id text, ord int, type text, data jsonb)),
-     e AS (INSERT INTO events (id, org_id, type, data) SELECT x.id, ?, x.type, x.data FROM x ORDER BY x.ord RETURNING *),
-     d AS (
-       INSERT INTO webhook_deliveries (id, org_id, endpoint_id, event_id, event_type)
-       SELECT 'whd_' || replace(gen_random_uuid()::text, '-', ''), ?, ep.id, e.id, e.type
-         FROM e JOIN webhook_endpoints ep
-           ON ep.org_id = ? AND ep.enabled AND ep.deleted_at IS NULL
-          AND ${onlyEndpointId ? 'ep.id = ?' : "(ep.event_types = '{}' OR e.type = ANY(ep.event_types))"}
-       RETURNING id, event_id
-     ),
-     o AS (INSERT INTO webhook_outbox (org_id, delivery_id, run) SELECT ?, d.id, 1 FROM d RETURNING delivery_id),
-     n AS (SELECT pg_notify(?, '') AS sent WHERE EXISTS (SELECT 1 FROM o))
-     SELECT e.*, x.ord, coalesce((SELECT array_agg(d.id) FROM d WHERE d.event_id = e.id), '{}') AS delivery_ids, (SELECT count(*) FROM n) AS notified
-       FROM e JOIN x ON x.id = e.id ORDER BY x.ord`,
-    [JSON.stringify(rows), orgId, orgId, orgId, ...(onlyEndpointId ? [onlyEndpointId] : []), orgId, OUTBOX_CHANNEL],
-  );
-  return (res.rows as Record<string, any>[]).map((r) => ({ event: toEvent(r), deliveryIds: r.delivery_ids ?? [] }));
+  const part = eventCtes(orgId, events, { onlyEndpointId });
+  const sql = `WITH ${part.sql} SELECT ${EVENTS_SELECT}`;
+  const res = await trx.raw(sql, part.bindings).options(prepared(sql));
+  return storedEvents(res.rows[0].events);
 }
 
 /** One event of the organization, or undefined. */

@@ -5,7 +5,7 @@
  * Retrieval is Postgres full-text search over `knowledge_chunks.tsv` (GIN index) ranked by `ts_rank`.
  */
 import type { Knex } from 'knex';
-import type { Db } from '../index';
+import { prepared, type Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import { attachUpload } from './uploads';
@@ -261,8 +261,7 @@ export async function searchChunks(db: Conn, orgId: string, agentId: string, que
   // Chunks exist only for ready sources (indexChunks writes them and sets `ready` in one
   // transaction), so no status filter is needed. MATERIALIZED keeps the plan in this order: words →
   // bounded candidates → rank once each → join the sources of the top rows only.
-  const res = await db.raw(
-    `WITH lx AS MATERIALIZED (
+  const sql = `WITH lx AS MATERIALIZED (
        SELECT quoted, to_tsquery('simple', quoted) AS tq
          FROM (SELECT DISTINCT '''' || replace(replace(lex, '\\', '\\\\'), '''', '''''') || '''' AS quoted
                  FROM unnest(tsvector_to_array(to_tsvector('english', ?))) AS lex) words
@@ -286,9 +285,8 @@ export async function searchChunks(db: Conn, orgId: string, agentId: string, que
      )
      SELECT top.id, top.ordinal, top.content, top.score, s.id AS source_id, s.kind, s.name, s.title, s.url
        FROM top JOIN knowledge_sources s ON s.id = top.source_id AND s.org_id = ?
-      ORDER BY top.score DESC, top.id`,
-    sourceIds ? [query, orgId, agentId, [...sourceIds], limit, orgId] : [query, orgId, agentId, limit, orgId],
-  );
+      ORDER BY top.score DESC, top.id`;
+  const res = await db.raw(sql, sourceIds ? [query, orgId, agentId, [...sourceIds], limit, orgId] : [query, orgId, agentId, limit, orgId]).options(prepared(sql));
   return (res.rows as any[]).map((r) => ({
     chunkId: r.id,
     ordinal: r.ordinal,

@@ -1,15 +1,16 @@
 /**
  * Billable usage entries (table `usage_entries`, unique per organization and dedupe key): one entry per
  * business event, never two, however often an activity or request is retried. Every entry with an
- * amount is charged to the organization's wallet in the same transaction (README "Billing": the ledger
+ * amount is charged to the organization's wallet in the same statement (README "Billing": the ledger
  * references each usage entry once), so usage and balance never disagree.
  */
 import type { Knex } from 'knex';
-import type { Db } from '../index';
+import { prepared, type Db, type SqlPart } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import { feeOf, PRICES, priceOf } from '../../domain/billing/prices';
-import { chargeUsage, type WalletChange } from './billing';
+import { ledgerEntry, type WalletChange } from './billing';
+import { DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, WALLET_CURRENCY } from '../../domain/billing/wallet';
 import type { UsageEntryView } from '../../schemas/types/billing';
 import { fromNumericColumns } from '../rows';
 
@@ -53,41 +54,138 @@ export interface RecordedUsage {
   charge: WalletChange | null;
 }
 
-function inTransaction<T>(db: Db | Knex.Transaction, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  return (db as Knex.Transaction).isTransaction ? fn(db as Knex.Transaction) : (db as Db).transaction(fn);
+/** A usage entry ready to store: its row and the id of the ledger charge it gets when it is new. */
+export interface UsageRow {
+  id: string;
+  ledger_id: string;
+  ord: number;
+  kind: string;
+  quantity: number;
+  unit_price_cents: number;
+  amount_cents: number;
+  resource_id: string | null;
+  dedupe_key: string;
+  details: Record<string, unknown>;
+}
+
+/** The stored form of usage inputs (unit price from the price table, resource id from the details, new ids). */
+export function usageRows(entries: readonly UsageInput[]): UsageRow[] {
+  return entries.map((entry, ord) => {
+    const quantity = entry.quantity ?? 1;
+    const details = entry.details ?? {};
+    return {
+      id: newId('use'),
+      ledger_id: newId('led'),
+      ord,
+      kind: entry.kind,
+      quantity,
+      unit_price_cents: entry.unitPriceCents ?? priceOf(entry.kind)?.unitPriceCents ?? (quantity > 0 ? entry.amountCents / quantity : entry.amountCents),
+      amount_cents: entry.amountCents,
+      resource_id: entry.resourceId ?? ([details.conversationId, details.numberId, details.registrationId].find((v) => typeof v === 'string') as string | undefined) ?? null,
+      dedupe_key: entry.dedupeKey,
+      details,
+    };
+  });
+}
+
+/**
+ * Common table expressions (`us_x`, `us_i`, `us_c`, `us_w`, `us_l`) that record usage rows once per
+ * `(orgId, dedupeKey)` and charge the new ones with an amount to the wallet, in the statement they join:
+ * the wallet's balance moves in one `INSERT … ON CONFLICT DO UPDATE` of its row (locked only from there to
+ * the statement's commit) and each charge gets its ledger row (kind `usage`, −amount, running balance).
+ * Entries of 0 cents do not touch the ledger; the wallet may go negative (usage is never refused).
+ * Read the outcome with {@link usageOutcomeSelect}.
+ * @param gate a SQL condition every insert is subject to (e.g. `EXISTS (SELECT 1 FROM u)`), or `TRUE`
+ */
+export function usageChargeCtes(orgId: string, rows: readonly UsageRow[], gate = 'TRUE'): SqlPart {
+  return {
+    sql: `us_x AS (
+       SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(id text, ledger_id text, ord int, kind text, quantity int, unit_price_cents numeric,
+                                                     amount_cents int, resource_id text, dedupe_key text, details jsonb)
+     ),
+     us_i AS (
+       INSERT INTO usage_entries (id, org_id, kind, quantity, unit_price_cents, amount_cents, resource_id, dedupe_key, details)
+       SELECT us_x.id, ?, us_x.kind, us_x.quantity, us_x.unit_price_cents, us_x.amount_cents, us_x.resource_id, us_x.dedupe_key, us_x.details
+         FROM us_x WHERE ${gate} ORDER BY us_x.ord
+       ON CONFLICT (org_id, dedupe_key) DO NOTHING
+       RETURNING id, amount_cents, kind
+     ),
+     us_c AS (
+       SELECT us_i.id, us_i.amount_cents, us_i.kind, us_x.ledger_id, us_x.ord,
+              sum(us_i.amount_cents) OVER (ORDER BY us_x.ord) AS cum, sum(us_i.amount_cents) OVER () AS total
+         FROM us_i JOIN us_x ON us_x.id = us_i.id
+        WHERE us_i.amount_cents > 0
+     ),
+     us_w AS (
+       INSERT INTO wallets AS w (org_id, currency, low_balance_threshold_cents, balance_cents)
+       SELECT ?, ?, ?, -t.total FROM (SELECT max(us_c.total) AS total FROM us_c) t WHERE t.total IS NOT NULL
+       ON CONFLICT (org_id) DO UPDATE SET balance_cents = w.balance_cents + EXCLUDED.balance_cents
+       RETURNING w.balance_cents AS after_cents, w.low_balance_threshold_cents AS threshold_cents, w.currency,
+                 (SELECT max(us_c.total) FROM us_c) AS total_cents
+     ),
+     us_l AS (
+       INSERT INTO wallet_ledger (id, org_id, kind, amount_cents, balance_after_cents, usage_entry_id, description)
+       SELECT us_c.ledger_id, ?, 'usage', -us_c.amount_cents, us_w.after_cents + us_c.total - us_c.cum, us_c.id, us_c.kind
+         FROM us_c CROSS JOIN us_w ORDER BY us_c.ord
+       RETURNING *
+     )`,
+    bindings: [JSON.stringify(rows), orgId, orgId, WALLET_CURRENCY, DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, orgId],
+  };
+}
+
+/** The select-list expression (a json value named `usage`) that {@link usageOutcome} reads, after {@link usageChargeCtes}. */
+export const usageOutcomeSelect = `json_build_object(
+       'inserted', (SELECT coalesce(json_agg(us_i.id), '[]'::json) FROM us_i),
+       'wallet', (SELECT row_to_json(us_w) FROM us_w),
+       'last', (SELECT row_to_json(l) FROM (SELECT * FROM us_l ORDER BY us_l.seq DESC LIMIT 1) l)
+     ) AS usage`;
+
+/**
+ * A row (`id, ord, type, data`) of the `billing.wallet.low` event when the charge of {@link usageChargeCtes}
+ * moved the balance from at least the threshold to below it (domain/billing/wallet.ts `crossedBelow`), for
+ * the events the same statement records (db/repositories/events.ts `eventCtes`); no row otherwise.
+ */
+export function walletLowEventRow(ord: number): SqlPart {
+  return {
+    sql: `SELECT ?::text AS id, ?::int AS ord, 'billing.wallet.low'::text AS type,
+                 jsonb_build_object('balanceCents', us_w.after_cents, 'previousBalanceCents', us_w.after_cents + us_w.total_cents,
+                                    'lowBalanceThresholdCents', us_w.threshold_cents, 'currency', us_w.currency,
+                                    'ledgerEntryId', l.id, 'usageEntryId', l.usage_entry_id) AS data
+            FROM us_w CROSS JOIN (SELECT us_l.id, us_l.usage_entry_id FROM us_l ORDER BY us_l.seq DESC LIMIT 1) l
+           WHERE us_w.after_cents + us_w.total_cents >= us_w.threshold_cents AND us_w.after_cents < us_w.threshold_cents`,
+    bindings: [newId('evt'), ord],
+  };
+}
+
+/** What a statement with {@link usageChargeCtes} did, from its `usage` column. */
+export function usageOutcome(usage: { inserted: string[]; wallet: Record<string, any> | null; last: Record<string, any> | null }): {
+  insertedIds: string[];
+  charge: WalletChange | null;
+} {
+  if (!usage.wallet || !usage.last) return { insertedIds: usage.inserted, charge: null };
+  const after = Number(usage.wallet.after_cents);
+  return {
+    insertedIds: usage.inserted,
+    charge: {
+      entry: ledgerEntry(usage.last),
+      balanceBeforeCents: after + Number(usage.wallet.total_cents),
+      balanceAfterCents: after,
+      thresholdCents: Number(usage.wallet.threshold_cents),
+    },
+  };
 }
 
 /**
  * Records a usage entry once per `(orgId, dedupeKey)` and, when it is new and has an amount, charges it
- * to the wallet in the same transaction (one `usage` ledger entry referencing it). Entries of 0 cents
- * do not touch the ledger. The wallet may go negative: usage is never refused for lack of funds.
- * @param db a transaction (the change the usage is for) or the pool (a transaction of its own)
+ * to the wallet, in one statement ({@link usageChargeCtes}) on the caller's transaction or the pool.
+ * @param db a transaction (the change the usage is for) or the pool
  */
 export async function recordUsageCharged(db: Db | Knex.Transaction, orgId: string, entry: UsageInput): Promise<RecordedUsage> {
-  const quantity = entry.quantity ?? 1;
-  const details = entry.details ?? {};
-  const unitPrice = entry.unitPriceCents ?? priceOf(entry.kind)?.unitPriceCents ?? (quantity > 0 ? entry.amountCents / quantity : entry.amountCents);
-  const resourceId = entry.resourceId ?? ([details.conversationId, details.numberId, details.registrationId].find((v) => typeof v === 'string') as string | undefined) ?? null;
-  return inTransaction(db, async (trx) => {
-    const rows = await trx('usage_entries')
-      .insert({
-        id: newId('use'),
-        org_id: orgId,
-        kind: entry.kind,
-        quantity,
-        unit_price_cents: unitPrice,
-        amount_cents: entry.amountCents,
-        resource_id: resourceId,
-        dedupe_key: entry.dedupeKey,
-        details: JSON.stringify(details),
-      })
-      .onConflict(['org_id', 'dedupe_key'])
-      .ignore()
-      .returning('id');
-    if (!rows.length) return { inserted: false, charge: null };
-    const charge = entry.amountCents > 0 ? await chargeUsage(trx, orgId, { usageEntryId: rows[0].id, amountCents: entry.amountCents, description: entry.kind }) : null;
-    return { inserted: true, charge };
-  });
+  const part = usageChargeCtes(orgId, usageRows([entry]));
+  const sql = `WITH ${part.sql} SELECT ${usageOutcomeSelect}`;
+  const res = await db.raw(sql, part.bindings).options(prepared(sql));
+  const out = usageOutcome(res.rows[0].usage);
+  return { inserted: out.insertedIds.length > 0, charge: out.charge };
 }
 
 /**

@@ -7,13 +7,12 @@
  * routes, `/chat/completions`, the widget and the simulation activity.
  */
 import { performance } from 'node:perf_hooks';
-import type { Knex } from 'knex';
 import type { Client } from '@temporalio/client';
 import type { Db } from '../../db';
 import { getAgent, loadDraftBundle } from '../../db/repositories/agents';
 import { getVersion, versionIdByNumber } from '../../db/repositories/agentVersions';
 import { searchChunks } from '../../db/repositories/knowledge';
-import { recordUsage } from '../billing/usage';
+import type { UsageInput } from '../../db/repositories/usage';
 import { amountFor, feeOf, PRICES } from '../../domain/billing/prices';
 import {
   createConversation,
@@ -31,7 +30,7 @@ import { ApiError, notFound } from '../../domain/errors';
 import type { LlmMessage, LlmProvider } from '../../domain/conversations/llm';
 import { conversationVariables } from '../../domain/conversations/prompt';
 import { greetingFor, runTurn, type EndReason, type TurnEvent, type TurnPorts, type TurnResult } from '../../domain/conversations/runtime';
-import { emitEvents, type EventOf } from '../../events/emit';
+import { checkedEvents, emitEvents, type EventOf } from '../../events/emit';
 import type { ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
 import type { SkillHttpClient } from '../../activities/providers/http/request';
 import { createSkillRunner } from './skills';
@@ -281,11 +280,10 @@ export async function sendMessage(
   } catch (err) {
     throw llmProblem(err) ?? err;
   }
+  const charges = turnCharges(c, result);
   const stored = await saveTurn(
     deps.db,
-    c.orgId,
-    c.id,
-    c.turnCount,
+    c,
     {
       messages: result.messages,
       receipt: result.receipt,
@@ -301,15 +299,11 @@ export async function sendMessage(
         guardrailTriggers: result.receipt.guardrails.length,
         knowledgeLookups: result.receipt.knowledge.length,
         knowledgeHits: result.receipt.knowledge.filter((k) => k.results.length > 0).length,
-        costCents: turnCharges(c, result).reduce((sum, e) => sum + e.amountCents, 0),
+        costCents: charges.reduce((sum, e) => sum + e.amountCents, 0),
       },
     },
-    async (trx, change) => {
-      // Events first, the wallet charge last: the charge locks the organization's wallet row until commit
-      // (db/repositories/billing.ts), so the turns of one organization queue only for the charge itself.
-      await onChange(trx, change);
-      await chargeTurn(trx, change.conversation, result);
-    },
+    // The events and the charged usage join the turn's one statement (db/repositories/conversations.ts saveTurn).
+    { events: (change) => checkedEvents(changeEvents(change.conversation, change.messages)), usage: charges },
   );
   if (stored === 'conflict') {
     const now = await getConversation(deps.db, c.orgId, c.id);
@@ -321,9 +315,9 @@ export async function sendMessage(
 }
 
 /** Usage entries of a turn: one agent reply, and its tokens (deduplicated per conversation and turn). */
-function turnCharges(c: ConversationRecord, result: TurnResult): Parameters<typeof recordUsage>[2][] {
+function turnCharges(c: ConversationRecord, result: TurnResult): UsageInput[] {
   const turn = result.receipt.turn;
-  const entries: Parameters<typeof recordUsage>[2][] = [];
+  const entries: UsageInput[] = [];
   if (result.reply) {
     entries.push({ ...CONVERSATION_FEES.message, dedupeKey: `conversation:${c.id}:turn:${turn}:message`, details: { conversationId: c.id, agentId: c.agentId, channel: c.channel } });
   }
@@ -337,11 +331,6 @@ function turnCharges(c: ConversationRecord, result: TurnResult): Parameters<type
     });
   }
   return entries;
-}
-
-/** Records a stored turn's usage entries, each charged to the wallet, in the turn's transaction. */
-async function chargeTurn(trx: Knex.Transaction, c: ConversationRecord, result: TurnResult): Promise<void> {
-  for (const e of turnCharges(c, result)) await recordUsage(trx, c.orgId, e);
 }
 
 /**

@@ -18,6 +18,7 @@ import { parseAllowList } from '../../domain/net/guard';
 import { topicRefusal } from '../../domain/conversations/guardrails';
 import { createLogger } from '../../runtime';
 import { listUsage } from '../../db/repositories/usage';
+import { ledgerSum, listLedger } from '../../db/repositories/billing';
 import { createSource } from '../../db/repositories/knowledge';
 
 const TLS_DIR = path.join(__dirname, '..', 'fixtures', 'tls');
@@ -258,6 +259,33 @@ describe('chat sessions (sandbox LLM)', () => {
     expect(usage.find((u) => u.kind === 'llm_tokens')!.quantity).to.equal(res.body.data.session.usage.totalTokens);
     const events = await t.db('events').where({ org_id: org.orgId }).whereRaw(`data->>'conversationId' = ?`, [s.id]).orderBy('created_at').select('type');
     expect(events.map((e) => e.type)).to.deep.equal(['conversation.started', 'message.created', 'message.created', 'conversation.ended']);
+  });
+
+  it('charges each turn to the wallet with the turn (a ledger row per usage entry, running balance) and emits billing.wallet.low once on a crossing', async () => {
+    const payer = await t.org('Payer');
+    const agent = (await t.call('POST', '/agents', { key: payer.key, json: { name: 'Payer', voiceId: 'voice_ava', greeting: 'Hi' } })).body.data;
+    await publishDraft(t.db, payer, agent.id, 'p1');
+    expect((await t.call('POST', '/billing/wallet/topup', { key: payer.key, json: { amountCents: 1000 }, headers: { 'idempotency-key': 'top1' } })).status).to.equal(201);
+    const s = (await start({ agentId: agent.id }, payer.key)).body.data.session;
+    for (const text of ['first question', 'second question']) expect((await say(s.id, text, payer.key)).status).to.equal(200);
+    const usage = (await listUsage(t.db, payer.orgId)).filter((u) => (u.details as { conversationId?: string }).conversationId === s.id);
+    const charged = usage.filter((u) => u.amountCents > 0);
+    expect(charged.length).to.be.greaterThan(1);
+    const ledger = await listLedger(t.db, payer.orgId);
+    expect(ledger.filter((l) => l.kind === 'usage').map((l) => l.usageEntryId).sort()).to.deep.equal(charged.map((u) => u.id).sort());
+    let running = 0;
+    for (const l of ledger) {
+      running += l.amountCents;
+      expect(l.balanceAfterCents, l.id).to.equal(running);
+    }
+    const wallet = (await t.call('GET', '/billing/wallet', { key: payer.key })).body.data;
+    expect(wallet.balanceCents).to.equal(1000 - charged.reduce((sum, u) => sum + u.amountCents, 0));
+    expect(await ledgerSum(t.db, payer.orgId)).to.equal(wallet.balanceCents);
+    const low = await t.db('events').where({ org_id: payer.orgId, type: 'billing.wallet.low' }).select('data');
+    expect(low).to.have.length(1);
+    expect(low[0].data).to.include({ previousBalanceCents: 1000, lowBalanceThresholdCents: 1000, currency: 'USD' });
+    expect(low[0].data.balanceCents).to.be.lessThan(1000);
+    expect(ledger.map((l) => l.id)).to.include(low[0].data.ledgerEntryId);
   });
 
   it("answers 404 for another organization's session and agent, and checks chat scopes", async () => {
