@@ -25,9 +25,23 @@ export function encodeTokens(text: string): number[] {
   return encode(text, PLAIN);
 }
 
-/** Number of tokens of `text`; 0 for the empty string. */
+/** Counts of recent texts: a conversation's prompt repeats its system prompt and history every turn. */
+const counted = new Map<string, number>();
+const COUNTED_MAX = 10_000;
+/** Texts longer than this are counted without being remembered (UTF-16 code units). */
+const COUNTED_TEXT_MAX = 16_384;
+
+/** Number of tokens of `text`; 0 for the empty string. Remembers recent texts (a bounded cache, oldest out first). */
 export function countTokens(text: string): number {
-  return text === '' ? 0 : encode(text, PLAIN).length;
+  if (text === '') return 0;
+  const hit = counted.get(text);
+  if (hit !== undefined) return hit;
+  const n = encode(text, PLAIN).length;
+  if (text.length <= COUNTED_TEXT_MAX) {
+    if (counted.size >= COUNTED_MAX) counted.delete(counted.keys().next().value as string);
+    counted.set(text, n);
+  }
+  return n;
 }
 
 /**
