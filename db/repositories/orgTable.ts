@@ -8,7 +8,6 @@ import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
-import { isUniqueViolation } from './agents';
 
 /** Thrown by insert/update when a unique constraint of the table (e.g. the name) is violated. */
 export class DuplicateRowError extends Error {
@@ -24,7 +23,8 @@ async function uniqueGuard<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
-    if (isUniqueViolation(err)) throw new DuplicateRowError((err as { constraint?: string }).constraint);
+    const e = err as { code?: string; constraint?: string };
+    if (e?.code === '23505') throw new DuplicateRowError(e.constraint);
     throw err;
   }
 }
