@@ -67,3 +67,10 @@ export async function upsertPresence(db: Conn, orgId: string, teammate: string, 
 export function listPresence(db: Conn, orgId: string, page: { limit: number; cursor?: string }): Promise<Page<Presence>> {
   return keysetPage(db('teammate_presence').where({ org_id: orgId }).select('*'), { ...page, column: 'seq', direction: 'asc', map: toPresence });
 }
+
+/** What targets a destination: `agent <id> skill <name>` of drafts, `number <id>` of after-hours settings. */
+export async function destinationUsers(conn: Conn, orgId: string, id: string): Promise<string[]> {
+  const skills = await conn('agent_skills').where({ org_id: orgId, type: 'transfer_call' }).whereRaw("config->>'destinationId' = ?", [id]).select('agent_id', 'name');
+  const numbers = await conn('number_settings').where({ org_id: orgId }).whereRaw("settings#>>'{businessHours,escalationDestinationId}' = ?", [id]).pluck('number_id');
+  return [...skills.map((s) => `agent ${s.agent_id} skill ${s.name}`), ...numbers.map((n: string) => `number ${n}`)];
+}

@@ -52,3 +52,22 @@ export async function sealedSecrets(conn: Conn, orgId: string, names: string[]):
 export function revisionBump(db: Conn): Knex.Raw {
   return db.raw('revision + 1');
 }
+
+/**
+ * Agents whose draft (persona, instructions, greeting, skills, playbooks) or published version refers to
+ * `{{vars.<name>}}`, sorted.
+ */
+export async function variableUsers(conn: Conn, orgId: string, name: string): Promise<string[]> {
+  // Names are [a-z0-9_] (schemas/types/settings.ts VariableName), so they are safe inside the pattern.
+  const pattern = `\\{\\{\\s*vars\\.${name}\\s*\\}\\}`;
+  const res = await conn.raw(
+    `SELECT id FROM agents WHERE org_id = :org AND concat_ws(' ', persona, instructions, greeting) ~ :p
+     UNION SELECT agent_id FROM agent_skills WHERE org_id = :org AND config::text ~ :p
+     UNION SELECT agent_id FROM agent_playbooks WHERE org_id = :org AND graph::text ~ :p
+     UNION SELECT a.id FROM agents a JOIN agent_versions v ON v.id = a.published_version_id
+            WHERE a.org_id = :org AND v.snapshot->'orgVariables' @> jsonb_build_array(jsonb_build_object('name', :name::text))
+     ORDER BY 1`,
+    { org: orgId, p: pattern, name },
+  );
+  return res.rows.map((r: { id: string }) => r.id);
+}

@@ -267,17 +267,18 @@ export interface Meta {
   serverTime: string;
 }
 
-/** What a dashboard widget shows: one figure series of the analytics queries. */
+/** What a dashboard widget shows: one figure of the analytics queries (schemas/types/observe.ts AnalyticsFigures). */
 export type DashboardMetric =
   | 'conversations'
-  | 'containmentRate'
-  | 'avgDurationSeconds'
-  | 'p95DurationSeconds'
   | 'messages'
-  | 'tokens'
+  | 'averageDurationSeconds'
+  | 'p95DurationSeconds'
+  | 'containmentRate'
+  | 'toolCalls'
   | 'toolCallSuccessRate'
   | 'guardrailTriggers'
   | 'knowledgeHitRate'
+  | 'llmTokens'
   | 'costCents';
 
 /** One widget of a dashboard. */
