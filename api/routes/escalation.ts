@@ -19,7 +19,10 @@ import type { EscalationDestination, EscalationDestinationCreate, EscalationDest
 
 const urlProblem = (url: string) => webhookUrlProblem(url, loadWebhookSettings());
 
-/** Checks beyond the schema: address against kind, time zone, hours. Only when the fields are strings. */
+/**
+ * Checks beyond the schema: address against kind, time zone, hours (the route's `bodyChecks` when the schema
+ * refuses the body, and the handlers' own check when it accepts it). Only fields of the right type are checked.
+ */
 function destinationChecks(b: Record<string, any>): FieldError[] {
   const errors: FieldError[] = [];
   if (typeof b.kind === 'string' && typeof b.address === 'string' && ['phone', 'sip', 'email', 'webhook'].includes(b.kind)) errors.push(...addressErrors(b.kind as EscalationDestinationKind, b.address, urlProblem));
@@ -63,6 +66,8 @@ export const listEscalationDestinations: Handler = async (ctx, deps) => {
 /** POST /escalation-destinations: 201. @throws 400 naming `address`, `timeZone`, `hours[i].close`; 409 `destination_name_taken` */
 export const createEscalationDestination: Handler = async (ctx, { db }) => {
   const body = ctx.request.body as unknown as EscalationDestinationCreate;
+  const errors = destinationChecks(body);
+  if (errors.length) throw validationError(errors);
   const d = await orDuplicate(() => destinations.insert(db, orgOf(ctx), columns({ hours: null, teammate: null, ...body })));
   setAuditResource(ctx, 'escalation_destination', d.id);
   return { data: (await withPresence(db, orgOf(ctx), [d]))[0], status: 201 };
@@ -81,7 +86,7 @@ export const updateEscalationDestination: Handler = async (ctx, { db }) => {
   const body = ctx.request.body as unknown as EscalationDestinationUpdate;
   const current = await destinations.get(db, orgId, ctx.params.id);
   if (!current) throw missing(ctx.params.id);
-  const errors = destinationChecks({ kind: body.kind ?? current.kind, address: body.address ?? current.address });
+  const errors = destinationChecks({ ...body, kind: body.kind ?? current.kind, address: body.address ?? current.address });
   if (errors.length) throw validationError(errors);
   const d = await orDuplicate(() => destinations.update(db, orgId, current.id, columns(body)));
   if (!d) throw missing(ctx.params.id);

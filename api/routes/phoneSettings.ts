@@ -63,6 +63,8 @@ export const getPhoneSettingsHandler: Handler = async (ctx, { db }) => {
 export const putPhoneSettings: Handler = async (ctx, { db }) => {
   const orgId = orgOf(ctx);
   const body = ctx.request.body as unknown as PhoneSettingsPut;
+  const errors = settingsChecks(body as unknown as Record<string, any>);
+  if (errors.length) throw validationError(errors);
   const n = await ownedNumber(db, orgId, ctx.params.id);
   const dest = body.businessHours.escalationDestinationId;
   if (dest && !(await existingDestinationIds(db, orgId, [dest])).has(dest)) {
