@@ -71,3 +71,16 @@ export async function variableUsers(conn: Conn, orgId: string, name: string): Pr
   );
   return res.rows.map((r: { id: string }) => r.id);
 }
+
+/**
+ * Re-seals every secret variable of the organization (`npm run cli -- secrets reseal-webhooks` after a
+ * WEBHOOK_SECRET_KEY rotation; README "Security"), in one transaction.
+ * @returns how many were re-sealed
+ */
+export async function resealVariableSecrets(db: Db, orgId: string, reseal: (sealed: string) => string): Promise<number> {
+  return db.transaction(async (trx) => {
+    const rows = await trx('org_variables').where({ org_id: orgId, secret: true }).forUpdate().select('id', 'value_sealed');
+    for (const r of rows) await trx('org_variables').where({ org_id: orgId, id: r.id }).update({ value_sealed: reseal(r.value_sealed) });
+    return rows.length;
+  });
+}

@@ -11,9 +11,6 @@ const E164 = /^\+[1-9][0-9]{6,14}$/;
 const SIP = /^sips?:[A-Za-z0-9\-_.!~*'()&=+$,;?/%]+@[A-Za-z0-9.-]+(:\d{1,5})?(;[A-Za-z0-9\-_.=;]*)?$/;
 const EMAIL = /^[^\s@]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/;
 
-/** `esc_…` ids (db/ids.ts). */
-export const DESTINATION_ID = /^esc_[A-Za-z0-9]{10,40}$/;
-
 /**
  * The problem with `address` for `kind`, or null when it fits.
  * @param urlProblem the webhook URL policy (domain/webhooks/urlPolicy.ts) for `webhook` addresses
