@@ -5,7 +5,7 @@
  * `GET /dashboards/{id}/data` runs them; it needs analytics:read as well, as the analytics do.
  */
 import type { Handler } from '../context';
-import { notFound, validationError, type FieldError } from '../../domain/errors';
+import { ApiError, notFound, validationError, type FieldError } from '../../domain/errors';
 import { listHandler, orgOf } from '../http';
 import { isTimeZone } from '../../domain/settings/hours';
 import { dashboards } from '../../db/repositories/dashboards';
@@ -16,30 +16,33 @@ import type { DashboardCreate, DashboardData, DashboardUpdate, DashboardWidget }
 
 const missing = (id: string) => notFound(`Dashboard ${id}`, 'dashboard_not_found');
 
-/** Time zones of the widgets (schema-independent part), and agents that are not the organization's. */
-async function widgetErrors(db: Db, orgId: string, widgets: DashboardWidget[] | undefined): Promise<FieldError[]> {
-  if (!widgets) return [];
+/**
+ * Checks the widgets beyond the schema.
+ * @throws 400 `validation_error` naming each `widgets[i].timeZone` that is not an IANA zone; then 404
+ *   `agent_not_found` naming the first `widgets[i].agentId` that is not an agent of the organization
+ */
+async function checkWidgets(db: Db, orgId: string, widgets: DashboardWidget[] | undefined): Promise<void> {
+  if (!widgets) return;
   const errors: FieldError[] = [];
   widgets.forEach((w, i) => {
     if (w.timeZone !== undefined && !isTimeZone(w.timeZone)) errors.push({ field: `widgets[${i}].timeZone`, message: 'must be an IANA time zone, e.g. America/Chicago' });
   });
-  const agentIds = [...new Set(widgets.map((w) => w.agentId).filter((a): a is string => !!a))];
-  const owned = await ownedIds(db, orgId, 'agent', agentIds);
-  widgets.forEach((w, i) => {
-    if (w.agentId && !owned.has(w.agentId)) errors.push({ field: `widgets[${i}].agentId`, message: 'is not an agent of this organization' });
-  });
-  return errors;
+  if (errors.length) throw validationError(errors);
+  const owned = await ownedIds(db, orgId, 'agent', widgets.map((w) => w.agentId).filter((a): a is string => !!a));
+  const i = widgets.findIndex((w) => w.agentId && !owned.has(w.agentId));
+  if (i >= 0) {
+    throw new ApiError(404, 'agent_not_found', `Agent ${widgets[i].agentId} was not found`, { errors: [{ field: `widgets[${i}].agentId`, message: 'is not an agent of this organization' }] });
+  }
 }
 
 /** GET /dashboards: oldest first. */
 export const listDashboards: Handler = listHandler(dashboards.list);
 
-/** POST /dashboards: 201. @throws 400 naming `widgets[i].agentId` / `widgets[i].timeZone` */
+/** POST /dashboards: 201. @throws 400 naming `widgets[i].timeZone`; 404 `agent_not_found` naming `widgets[i].agentId` */
 export const createDashboard: Handler = async (ctx, { db }) => {
   const orgId = orgOf(ctx);
   const body = ctx.request.body as unknown as DashboardCreate;
-  const errors = await widgetErrors(db, orgId, body.widgets);
-  if (errors.length) throw validationError(errors);
+  await checkWidgets(db, orgId, body.widgets);
   const d = await dashboards.insert(db, orgId, { name: body.name, description: body.description ?? null, widgets: JSON.stringify(body.widgets) });
   return { data: d, status: 201 };
 };
@@ -55,8 +58,7 @@ export const getDashboard: Handler = async (ctx, { db }) => {
 export const updateDashboard: Handler = async (ctx, { db }) => {
   const orgId = orgOf(ctx);
   const body = ctx.request.body as unknown as DashboardUpdate;
-  const errors = await widgetErrors(db, orgId, body.widgets);
-  if (errors.length) throw validationError(errors);
+  await checkWidgets(db, orgId, body.widgets);
   const set: Record<string, unknown> = {};
   if (body.name !== undefined) set.name = body.name;
   if (body.description !== undefined) set.description = body.description;

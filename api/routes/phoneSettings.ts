@@ -12,6 +12,7 @@ import { hoursErrors, isOpen } from '../../domain/settings/hours';
 import { getNumber } from '../../db/repositories/numbers';
 import { getPhoneSettings, putPhoneSettings as storePhoneSettings } from '../../db/repositories/phoneSettings';
 import { existingDestinationIds } from '../../db/repositories/escalationDestinations';
+import { destinationNotFound } from '../../services/settings/references';
 import type { Db } from '../../db';
 import type { NumberPhoneSettings, PhoneSettings, PhoneSettingsPut } from '../../schemas/types/settings';
 
@@ -57,8 +58,9 @@ export const getPhoneSettingsHandler: Handler = async (ctx, { db }) => {
 
 /**
  * PUT /numbers/{id}/settings (phone:write): replaces the settings.
- * @throws 400 naming `businessHours.timeZone`, `businessHours.hours[i].close` or
- *   `businessHours.escalationDestinationId` (missing, or not a destination of the organization)
+ * @throws 400 naming `businessHours.timeZone`, `businessHours.hours[i].close` or a missing
+ *   `businessHours.escalationDestinationId`; 404 `escalation_destination_not_found` naming it when it is
+ *   not a destination of the organization
  */
 export const putPhoneSettings: Handler = async (ctx, { db }) => {
   const orgId = orgOf(ctx);
@@ -67,9 +69,7 @@ export const putPhoneSettings: Handler = async (ctx, { db }) => {
   if (errors.length) throw validationError(errors);
   const n = await ownedNumber(db, orgId, ctx.params.id);
   const dest = body.businessHours.escalationDestinationId;
-  if (dest && !(await existingDestinationIds(db, orgId, [dest])).has(dest)) {
-    throw validationError([{ field: 'businessHours.escalationDestinationId', message: 'is not an escalation destination of this organization' }]);
-  }
+  if (dest && !(await existingDestinationIds(db, orgId, [dest])).has(dest)) throw destinationNotFound('businessHours.escalationDestinationId', dest);
   const settings: PhoneSettings = {
     voicemail: body.voicemail,
     recordingConsent: { mode: body.recordingConsent.mode, announcement: body.recordingConsent.mode === 'none' ? null : (body.recordingConsent.announcement ?? DEFAULT_RECORDING_ANNOUNCEMENT) },

@@ -16,7 +16,7 @@ import { effectiveCallerVerification } from '../../domain/agents/compile';
 import { agentListHandler, etag, requireAgent, runDraftEdit } from '../agents/http';
 import { orgOf } from '../http';
 import { SKILL_TYPES, skillConfigErrors } from '../../domain/agents/skillTypes';
-import { skillReferenceErrors } from '../../services/settings/references';
+import { assertSkillReferences } from '../../services/settings/references';
 import { param } from './agents';
 
 
@@ -36,8 +36,7 @@ export const createSkill: Handler = async (ctx, { db }) => {
   if (errors.length) throw validationError(errors);
   const body = raw as SkillCreate;
   const out = await runDraftEdit(ctx, db, param(ctx, 'agentId'), async (trx) => {
-    const refs = await skillReferenceErrors(trx, orgOf(ctx), body.type, body.config);
-    if (refs.length) throw validationError(refs);
+    await assertSkillReferences(trx, orgOf(ctx), body.type, body.config);
     return insertSkill(trx, orgOf(ctx), param(ctx, 'agentId'), body);
   });
   return { data: out.result, status: 201, headers: etag(out.version) };
@@ -68,8 +67,8 @@ export const updateSkill: Handler = async (ctx, { db }) => {
     if (!current) throw notFound('Skill', 'skill_not_found');
     if (body.config !== undefined) {
       const errors = skillConfigErrors(current.type, body.config);
-      if (!errors.length) errors.push(...(await skillReferenceErrors(trx, orgId, current.type, body.config)));
       if (errors.length) throw validationError(errors);
+      await assertSkillReferences(trx, orgId, current.type, body.config);
     }
     if (body.name !== undefined && body.name !== current.name) await assertNotInUse(trx, orgId, head, current.name);
     return (await updateSkillRow(trx, orgId, agentId, skillId, body))!;

@@ -65,7 +65,7 @@ export async function variableUsers(conn: Conn, orgId: string, name: string): Pr
      UNION SELECT agent_id FROM agent_skills WHERE org_id = :org AND config::text ~ :p
      UNION SELECT agent_id FROM agent_playbooks WHERE org_id = :org AND graph::text ~ :p
      UNION SELECT a.id FROM agents a JOIN agent_versions v ON v.id = a.published_version_id
-            WHERE a.org_id = :org AND v.snapshot->'orgVariables' @> jsonb_build_array(jsonb_build_object('name', :name::text))
+            WHERE a.org_id = :org AND v.snapshot->'orgVariables' @> jsonb_build_array(jsonb_build_object('name', CAST(:name AS text)))
      ORDER BY 1`,
     { org: orgId, p: pattern, name },
   );

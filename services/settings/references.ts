@@ -6,7 +6,7 @@
  */
 import type { Knex } from 'knex';
 import type { Db } from '../../db';
-import type { FieldError } from '../../domain/errors';
+import { ApiError, validationError, type FieldError } from '../../domain/errors';
 import { fillSecrets, namesIn, resolveReferences } from '../../domain/settings/variables';
 import { openSecret } from '../../domain/webhooks/signing';
 import { loadWebhookSettings } from '../../domain/webhooks/settings';
@@ -17,21 +17,29 @@ import type { EscalationDestination } from '../../schemas/types/settings';
 type Conn = Db | Knex.Transaction;
 
 /**
- * Field errors of a skill config's outside references: a `{{vars.x}}` that names no variable of the
- * organization, a `destinationId` that names no escalation destination of it.
- * @param prefix field prefix of the config (`config`)
+ * 404 `escalation_destination_not_found` naming `field`: what an id of another organization's (or no)
+ * escalation destination in a request body answers, like every id of a resource (README "API notes").
  */
-export async function skillReferenceErrors(conn: Conn, orgId: string, type: string, config: unknown, prefix = 'config'): Promise<FieldError[]> {
-  const errors: FieldError[] = [];
+export function destinationNotFound(field: string, id: string): ApiError {
+  return new ApiError(404, 'escalation_destination_not_found', `Escalation destination ${id} was not found`, {
+    errors: [{ field, message: 'is not an escalation destination of this organization (POST /escalation-destinations)' }],
+  });
+}
+
+/**
+ * Checks a skill config's outside references before it is saved.
+ * @param prefix field prefix of the config (`config`)
+ * @throws ApiError 400 `validation_error` naming each string that references no variable of the
+ *   organization; 404 `escalation_destination_not_found` naming `config.destinationId`
+ */
+export async function assertSkillReferences(conn: Conn, orgId: string, type: string, config: unknown, prefix = 'config'): Promise<void> {
   if (namesIn(config).length) {
     const vars = new Map((await variableRefs(conn, orgId)).map((v) => [v.name, v]));
-    errors.push(...resolveReferences(config, vars, prefix, true).errors);
+    const errors: FieldError[] = resolveReferences(config, vars, prefix, true).errors;
+    if (errors.length) throw validationError(errors);
   }
   const dest = type === 'transfer_call' && config && typeof config === 'object' ? (config as Record<string, unknown>).destinationId : undefined;
-  if (typeof dest === 'string' && !(await existingDestinationIds(conn, orgId, [dest])).has(dest)) {
-    errors.push({ field: `${prefix}.destinationId`, message: `"${dest}" is not an escalation destination of this organization (POST /escalation-destinations)` });
-  }
-  return errors;
+  if (typeof dest === 'string' && !(await existingDestinationIds(conn, orgId, [dest])).has(dest)) throw destinationNotFound(`${prefix}.destinationId`, dest);
 }
 
 /**

@@ -9,6 +9,7 @@ import { publishDraft } from './agents-fixtures';
 import { createActivities } from '../../activities';
 import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
 import { until } from '../helpers/wait';
+import { testTemporal } from '../helpers/temporal';
 
 describe('dashboards and reports', function () {
   this.timeout(120_000);
@@ -52,9 +53,14 @@ describe('dashboards and reports', function () {
 
     it("refuses another organization's agent or a bad time zone naming the widget field, hides other organizations' dashboards, checks scopes", async () => {
       const theirAgent = (await t.call('POST', '/agents', { key: other.key, json: { name: 'Theirs' } })).body.data.id;
-      const bad = await t.call('POST', '/dashboards', { key: org.key, json: { name: 'x', widgets: [{ title: 'a', metric: 'conversations', rangeDays: 1, agentId: theirAgent }, { title: 'b', metric: 'costCents', rangeDays: 1, timeZone: 'No/Where' }] } });
+      const theirs = { title: 'a', metric: 'conversations', rangeDays: 1, agentId: theirAgent };
+      const bad = await t.call('POST', '/dashboards', { key: org.key, json: { name: 'x', widgets: [theirs, { title: 'b', metric: 'costCents', rangeDays: 1, timeZone: 'No/Where' }] } });
       expect(bad.status).to.equal(400);
-      expect(bad.body.errors.map((e: { field: string }) => e.field)).to.deep.equal(['widgets[1].timeZone', 'widgets[0].agentId']);
+      expect(bad.body.errors.map((e: { field: string }) => e.field)).to.deep.equal(['widgets[1].timeZone']);
+      const foreign = await t.call('POST', '/dashboards', { key: org.key, json: { name: 'x', widgets: [widgets()[0], theirs] } });
+      expect(foreign.status).to.equal(404);
+      expect(foreign.body.code).to.equal('agent_not_found');
+      expect(foreign.body.errors[0].field).to.equal('widgets[1].agentId');
       expect((await t.call('POST', '/dashboards', { key: org.key, json: { name: 'x', widgets: [{ title: 'a', metric: 'vibes', rangeDays: 1 }] } })).status).to.equal(400);
       const mine = (await t.call('POST', '/dashboards', { key: org.key, json: { name: 'Mine', widgets: widgets() } })).body.data.id;
       expect((await t.call('GET', `/dashboards/${mine}`, { key: other.key })).status).to.equal(404);
@@ -70,6 +76,12 @@ describe('dashboards and reports', function () {
   });
 
   describe('reports', () => {
+    /** Waits for the report's workflow to close, so nothing of it is left for a worker that stops with the suite. */
+    const closed = async (id: string) => {
+      const { client } = await testTemporal();
+      await client.workflow.getHandle(`report-export/${id}`).result().catch(() => undefined);
+      expect((await client.workflow.getHandle(`report-export/${id}`).describe()).status.name).to.not.equal('RUNNING');
+    };
     const waitReady = (id: string) =>
       until(async () => {
         const r = (await t.call('GET', `/reports/${id}`, { key: org.key })).body.data;
@@ -100,6 +112,7 @@ describe('dashboards and reports', function () {
         expect(dl.headers.get('content-type')).to.match(/^text\/csv/);
         for (const s of expected[kind]) expect(dl.text, kind).to.include(s);
         expect((await t.call('GET', file.downloadUrl.replace('/api/v1', ''), { key: other.key })).status).to.equal(404);
+        await closed(c.body.data.id);
       }
       expect((await t.call('GET', '/reports', { key: org.key })).body.data.items).to.have.length(3);
       expect((await t.call('GET', '/reports', { key: other.key })).body.data.items).to.have.length(0);
@@ -121,6 +134,8 @@ describe('dashboards and reports', function () {
       expect(cancelled.status).to.equal(200);
       expect(cancelled.body.data.status).to.equal('cancelled');
       expect((await t.call('POST', `/reports/${id}/cancel`, { key: org.key })).body.code).to.equal('report_finished');
+      await closed(id);
+      expect((await t.call('GET', `/reports/${id}`, { key: org.key })).body.data).to.include({ status: 'cancelled' });
       expect((await t.call('GET', `/reports/${id}`, { key: org.key })).body.data.files).to.have.length(1);
     });
 

@@ -72,6 +72,10 @@ describe('escalation destinations, presence and phone settings', () => {
       expect(r.body.errors.map((e: { field: string }) => e.field), JSON.stringify(patch)).to.include(field);
     }
     expect((await create(FRONT_DESK)).body.code).to.equal('destination_name_taken');
+    const moved = await t.call('PATCH', `/escalation-destinations/${destId}`, { key: org.key, json: { kind: 'sip', address: 'sips:desk@pbx.acme.test:5061', hours: null } });
+    expect(moved.status).to.equal(200);
+    expect(moved.body.data).to.include({ kind: 'sip', address: 'sips:desk@pbx.acme.test:5061', hours: null, openNow: true, name: 'Front desk' });
+    await t.call('PATCH', `/escalation-destinations/${destId}`, { key: org.key, json: { kind: 'phone', address: FRONT_DESK.address } });
     const kindOnly = await t.call('PATCH', `/escalation-destinations/${destId}`, { key: org.key, json: { kind: 'email' } });
     expect(kindOnly.status).to.equal(400);
     expect(kindOnly.body.errors[0].field).to.equal('address');
@@ -103,7 +107,8 @@ describe('escalation destinations, presence and phone settings', () => {
     const skill = (destinationId: string) => ({ name: 'to_desk', type: 'transfer_call', config: { destinationId, announceSummary: true } });
     const foreign = (await create({ ...FRONT_DESK, name: 'Theirs' }, other.key)).body.data.id;
     const refused = await t.call('POST', `/agents/${agentId}/skills`, { key: org.key, json: skill(foreign) });
-    expect(refused.status).to.equal(400);
+    expect(refused.status).to.equal(404);
+    expect(refused.body.code).to.equal('escalation_destination_not_found');
     expect(refused.body.errors[0].field).to.equal('config.destinationId');
     const both = await t.call('POST', `/agents/${agentId}/skills`, { key: org.key, json: { name: 'both', type: 'transfer_call', config: { destinationId: destId, phoneNumber: '+14155550100' } } });
     expect(both.status).to.equal(400);
@@ -165,7 +170,8 @@ describe('escalation destinations, presence and phone settings', () => {
       expect(noDest.body.errors[0].field).to.equal('businessHours.escalationDestinationId');
       const foreign = (await create({ ...FRONT_DESK, name: 'Theirs 2' }, other.key)).body.data.id;
       const theirs = await t.call('PUT', `/numbers/${numberId}/settings`, { key: org.key, json: { ...s, businessHours: { ...s.businessHours, escalationDestinationId: foreign } } });
-      expect(theirs.status).to.equal(400);
+      expect(theirs.status).to.equal(404);
+      expect(theirs.body.code).to.equal('escalation_destination_not_found');
       expect(theirs.body.errors[0].field).to.equal('businessHours.escalationDestinationId');
       const tz = await t.call('PUT', `/numbers/${numberId}/settings`, { key: org.key, json: { ...s, businessHours: { ...s.businessHours, timeZone: 'Nowhere/Else' } } });
       expect(tz.body.errors[0].field).to.equal('businessHours.timeZone');

@@ -140,6 +140,15 @@ describe('organization variables (/variables)', () => {
       expect(inUse.status).to.equal(409);
       expect(inUse.body.code).to.equal('variable_in_use');
       expect(inUse.body.agentIds).to.deep.equal([agentId]);
+      // Referenced only by the published version (the draft no longer mentions it): still in use.
+      const live = (await create({ name: 'opening_line', value: 'Welcome!' })).body.data.id;
+      const agent2 = (await t.call('POST', '/agents', { key: org.key, json: { name: 'Live', voiceId: 'voice_ava', greeting: '{{vars.opening_line}}' } })).body.data;
+      expect((await publishDraft(t.db, org, agent2.id, 'vars-live')).kind).to.equal('published');
+      const v2 = (await t.call('GET', `/agents/${agent2.id}`, { key: org.key })).body.data.version;
+      expect((await t.call('PATCH', `/agents/${agent2.id}`, { key: org.key, json: { greeting: 'Hello' }, headers: { 'if-match': `"${v2}"` } })).status).to.equal(200);
+      const liveOnly = await t.call('DELETE', `/variables/${live}`, { key: org.key });
+      expect(liveOnly.status).to.equal(409);
+      expect(liveOnly.body.agentIds).to.deep.equal([agent2.id]);
       const unused = (await create({ name: 'unused_one', value: 'x' })).body.data.id;
       expect((await t.call('DELETE', `/variables/${unused}`, { key: org.key })).status).to.equal(200);
       expect((await t.call('GET', `/variables/${unused}`, { key: org.key })).status).to.equal(404);
