@@ -30,6 +30,8 @@ export const workflowIds = {
   billingMonth: () => 'billing-month',
   /** One webhook delivery with its retries. */
   webhookDelivery: (deliveryId: string) => `webhook-delivery/${deliveryId}`,
+  /** One report export, on demand or on its schedule (`POST /reports`). */
+  reportExport: (reportId: string) => `report-export/${reportId}`,
 } as const;
 
 /**

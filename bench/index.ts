@@ -10,6 +10,7 @@ import { runHttpBench } from './http';
 import { runKnowledgeBench } from './knowledge';
 import { runOutboundBench } from './outbound';
 import { runSmsBench } from './sms';
+import { runSettingsBench } from './settings';
 import { runWebhooksBench } from './webhooks';
 import { runBench } from './entry';
 
@@ -23,6 +24,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   chat: runChatBench,
   observe: runObserveBench,
   billing: runBillingBench,
+  settings: runSettingsBench,
 };
 
 async function main(): Promise<void> {

@@ -23,6 +23,13 @@ import * as widget from './widget';
 import * as apiKeys from './apiKeys';
 import * as publishableKeys from './publishableKeys';
 import * as billing from './billing';
+import * as variables from './variables';
+import * as escalation from './escalation';
+import * as onboarding from './onboarding';
+import * as meta from './meta';
+import * as dashboards from './dashboards';
+import * as reports from './reports';
+import * as phoneSettings from './phoneSettings';
 
 /** What an area module exports. */
 export interface AreaModule {
@@ -31,7 +38,7 @@ export interface AreaModule {
   routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema' | 'bodyChecks'>>>;
 }
 
-const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys, billing];
+const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys, billing, variables, escalation, onboarding, meta, dashboards, reports, phoneSettings];
 
 /** operationId → handler. */
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));

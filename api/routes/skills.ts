@@ -16,6 +16,7 @@ import { effectiveCallerVerification } from '../../domain/agents/compile';
 import { agentListHandler, etag, requireAgent, runDraftEdit } from '../agents/http';
 import { orgOf } from '../http';
 import { SKILL_TYPES, skillConfigErrors } from '../../domain/agents/skillTypes';
+import { assertSkillReferences } from '../../services/settings/references';
 import { param } from './agents';
 
 
@@ -34,7 +35,10 @@ export const createSkill: Handler = async (ctx, { db }) => {
   const errors = mergeFieldErrors(shape, shape.some((e) => e.field === 'type' || e.field === '(body)') || !raw ? [] : skillConfigErrors(raw.type, raw.config));
   if (errors.length) throw validationError(errors);
   const body = raw as SkillCreate;
-  const out = await runDraftEdit(ctx, db, param(ctx, 'agentId'), (trx) => insertSkill(trx, orgOf(ctx), param(ctx, 'agentId'), body));
+  const out = await runDraftEdit(ctx, db, param(ctx, 'agentId'), async (trx) => {
+    await assertSkillReferences(trx, orgOf(ctx), body.type, body.config);
+    return insertSkill(trx, orgOf(ctx), param(ctx, 'agentId'), body);
+  });
   return { data: out.result, status: 201, headers: etag(out.version) };
 };
 
@@ -64,6 +68,7 @@ export const updateSkill: Handler = async (ctx, { db }) => {
     if (body.config !== undefined) {
       const errors = skillConfigErrors(current.type, body.config);
       if (errors.length) throw validationError(errors);
+      await assertSkillReferences(trx, orgId, current.type, body.config);
     }
     if (body.name !== undefined && body.name !== current.name) await assertNotInUse(trx, orgId, head, current.name);
     return (await updateSkillRow(trx, orgId, agentId, skillId, body))!;

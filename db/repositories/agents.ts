@@ -11,6 +11,7 @@ import { keysetPage, type Page } from '../pagination';
 import type { AgentVariable, CallerVerification, Guardrails, WidgetSettings } from '../../schemas/types/agents';
 import { iso } from '../timestamps';
 import type { AgentProfile, AgentRecord, DraftBundle, KnowledgeSourceSummary } from '../../domain/agents/types';
+import { variableRefs } from './variables';
 
 export type { AgentRecord, DraftBundle, KnowledgeSourceSummary } from '../../domain/agents/types';
 
@@ -268,10 +269,14 @@ export async function loadDraftBundle(conn: Conn, orgId: string, agentId: string
   const skills = await conn('agent_skills').where({ org_id: orgId, agent_id: agentId }).orderBy('seq');
   const playbooks = await conn('agent_playbooks').where({ org_id: orgId, agent_id: agentId }).orderBy('seq');
   const knowledge = await knowledgeSummary(conn, orgId, agentId);
+  const orgVariables = await variableRefs(conn, orgId);
+  const escalationDestinationIds = new Set<string>(await conn('escalation_destinations').where({ org_id: orgId }).pluck('id'));
   return {
     agent,
     skills: skills.map((s: any) => ({ id: s.id, name: s.name, type: s.type, description: s.description ?? null, config: s.config })),
     playbooks: playbooks.map((p: any) => ({ id: p.id, name: p.name, description: p.description ?? null, graph: p.graph })),
     knowledge,
+    orgVariables,
+    escalationDestinationIds,
   };
 }

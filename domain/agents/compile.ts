@@ -22,6 +22,7 @@ import type { FieldError } from '../errors';
 import { validatePlaybookGraph } from './playbookGraph';
 import { skillConfigErrors, skillType } from './skillTypes';
 import { defaultVoiceFor, findVoice, isSupportedLanguage } from './voices';
+import { resolveReferences, type CompiledVariableRef, type OrgVariableRef } from '../settings/variables';
 
 /** DTMF settings when the agent names none. */
 export const DEFAULT_DTMF: Required<DtmfSettings> = { enabled: false, interDigitTimeoutMs: 3000, terminator: '#', maxDigits: 16 };
@@ -97,6 +98,12 @@ export interface CompiledAgent extends Pick<Agent, 'name' | 'description' | 'per
   knowledge: { id: string; title: string; kind: string | null; chunkCount: number }[];
   /** Widget settings (absent in versions published before widgets existed: the defaults apply). */
   widget?: WidgetSettings;
+  /**
+   * Organization variables the version refers to (absent when none): a non-secret one with the value
+   * published (already put in place of its references), a secret one by id only — its value is never
+   * copied into a version; the skill executor fills it in when the skill runs.
+   */
+  orgVariables?: CompiledVariableRef[];
 }
 
 /** Result of compiling a draft. `errors` non-empty means the draft cannot be published. */
@@ -147,14 +154,31 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
     seenVars.add(variable.name);
   }
 
-  const skills = [...bundle.skills].sort(byName);
+  // Organization variables (README "Variables, escalation, onboarding, meta and settings").
+  const orgVars = new Map((bundle.orgVariables ?? []).map((v) => [v.name, v]));
+  const usedVars = new Map<string, OrgVariableRef>();
+  const resolve = <T>(value: T, field: string, allowSecrets: boolean): T => {
+    const r = resolveReferences(value, orgVars, field, allowSecrets);
+    errors.push(...r.errors);
+    for (const [k, v] of r.used) usedVars.set(k, v);
+    return r.value;
+  };
+  const persona = resolve(agent.persona, 'persona', false);
+  const instructions = resolve(agent.instructions, 'instructions', false);
+  const greeting = resolve(agent.greeting, 'greeting', false);
+
+  const skills = [...bundle.skills].sort(byName).map((s) => ({ ...s, config: resolve(s.config, `skills[${s.name}].config`, true) }));
   for (const s of skills) {
     if (!skillType(s.type)) errors.push({ field: `skills[${s.name}].type`, message: `"${s.type}" is not a skill type` });
     else errors.push(...skillConfigErrors(s.type, s.config, `skills[${s.name}].config`));
+    const dest = s.type === 'transfer_call' ? s.config.destinationId : undefined;
+    if (typeof dest === 'string' && bundle.escalationDestinationIds && !bundle.escalationDestinationIds.has(dest)) {
+      errors.push({ field: `skills[${s.name}].config.destinationId`, message: `"${dest}" is not an escalation destination of this organization` });
+    }
   }
   const skillMap = new Map(skills.map((s) => [s.name, { type: s.type, config: s.config }]));
 
-  const playbooks = [...bundle.playbooks].sort(byName);
+  const playbooks = [...bundle.playbooks].sort(byName).map((p) => ({ ...p, graph: resolve(p.graph, `playbooks[${p.name}].graph`, false) }));
   for (const p of playbooks) {
     errors.push(...validatePlaybookGraph(p.graph, { skills: skillMap, initialVariables: seenVars }, `playbooks[${p.name}].graph`));
   }
@@ -189,9 +213,9 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
     schemaVersion: 1,
     name: agent.name,
     description: agent.description,
-    persona: agent.persona,
-    instructions: agent.instructions,
-    greeting: agent.greeting,
+    persona,
+    instructions,
+    greeting,
     language: agent.language,
     voice,
     dtmf: effectiveDtmf(agent.dtmf),
@@ -205,6 +229,11 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
       .filter((k: KnowledgeSourceSummary) => k.status === 'ready')
       .map((k) => ({ id: k.id, title: k.title, kind: k.kind, chunkCount: k.chunkCount })),
   };
+  if (usedVars.size) {
+    snapshot.orgVariables = [...usedVars.values()]
+      .sort(byName)
+      .map((v) => (v.secret ? { name: v.name, id: v.id, secret: true } : { name: v.name, id: v.id, secret: false, value: v.value ?? '' }));
+  }
   return { snapshot, errors, warnings };
 }
 

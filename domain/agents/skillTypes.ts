@@ -33,6 +33,8 @@ export interface SkillTypeDef {
   inputs(config: Record<string, any>): SkillInput[];
   /** Outbound data flow, given a valid config. */
   dataFlow(config: Record<string, any>): SkillDataFlow;
+  /** Checks the schema cannot express, given a config the schema accepted (fields relative to the config). */
+  check?(config: Record<string, any>): FieldError[];
 }
 
 const INPUT_NAME = '^[a-z][a-z0-9_]{0,63}$';
@@ -139,19 +141,24 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
   {
     type: 'transfer_call',
     name: 'Transfer call',
-    description: 'Transfers the live call to a phone number, optionally announcing a summary to the person answering.',
+    description:
+      'Transfers the live call to an escalation destination (`destinationId`, README "Variables, escalation, onboarding, meta and settings") or a phone number, optionally announcing a summary to the person answering.',
     sendsData: true,
     configSchema: {
       type: 'object',
       additionalProperties: false,
-      required: ['phoneNumber'],
       properties: {
-        phoneNumber: { type: 'string', pattern: E164, description: 'E.164 destination.' },
+        destinationId: { type: 'string', pattern: '^esc_[A-Za-z0-9]{10,40}$', description: 'Escalation destination (`esc_…`) of the organization.' },
+        phoneNumber: { type: 'string', pattern: E164, description: 'E.164 destination (when no destinationId is given).' },
         announceSummary: { type: 'boolean', default: false },
       },
     },
+    check: (c) =>
+      (c.destinationId === undefined) === (c.phoneNumber === undefined)
+        ? [{ field: 'destinationId', message: 'exactly one of destinationId and phoneNumber is required' }]
+        : [],
     inputs: () => [],
-    dataFlow: (c) => ({ destination: String(c.phoneNumber), fields: ['call_audio', ...(c.announceSummary ? ['conversation_summary'] : [])] }),
+    dataFlow: (c) => ({ destination: String(c.destinationId ?? c.phoneNumber), fields: ['call_audio', ...(c.announceSummary ? ['conversation_summary'] : [])] }),
   },
   {
     type: 'end_call',
@@ -191,7 +198,7 @@ export function skillConfigErrors(type: string, config: unknown, prefix = 'confi
     v = ajv.compile(def.configSchema);
     validators.set(type, v);
   }
-  if (v(config)) return [];
+  if (v(config)) return (def.check?.(config as Record<string, any>) ?? []).map((e) => ({ field: `${prefix}.${e.field}`, message: e.message }));
   return toFieldErrors(v.errors ?? []).map((e) => ({ field: e.field === '(body)' ? prefix : `${prefix}.${e.field}`, message: e.message }));
 }
 

@@ -4,6 +4,7 @@
  */
 import type { WidgetSettings } from '../../schemas/types/agents';
 import type { Agent, CallerVerification, Guardrails, PlaybookGraph } from '../../schemas/types/agents';
+import type { OrgVariableRef } from '../settings/variables';
 
 /** The draft's own profile fields, as the API shows them (schemas/types/agents.ts Agent). */
 export type AgentProfile = Pick<Agent, 'name' | 'description' | 'persona' | 'instructions' | 'greeting' | 'language' | 'voiceId' | 'dtmf' | 'variables'>;
@@ -44,4 +45,11 @@ export interface DraftBundle {
   skills: { id: string; name: string; type: string; description: string | null; config: Record<string, any> }[];
   playbooks: { id: string; name: string; description: string | null; graph: PlaybookGraph }[];
   knowledge: KnowledgeSourceSummary[];
+  /**
+   * The organization's variables (secrets without their values) that `{{vars.<name>}}` references resolve
+   * against; absent = none (README "Variables, escalation, onboarding, meta and settings").
+   */
+  orgVariables?: OrgVariableRef[];
+  /** Ids of the organization's escalation destinations (`transfer_call` targets); absent = not checked. */
+  escalationDestinationIds?: ReadonlySet<string>;
 }

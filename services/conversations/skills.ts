@@ -18,6 +18,7 @@ import { SkillError, type SkillCall, type SkillOutcome } from '../../domain/conv
 import { ApiError } from '../../domain/errors';
 import type { SkillHttpClient } from '../../activities/providers/http/request';
 import { queueText } from '../sms/send';
+import { transferDestination, withSecretValues } from '../settings/references';
 
 /** What skills need from the outside. */
 export interface SkillDeps {
@@ -29,7 +30,12 @@ export interface SkillDeps {
 /** Builds the runtime's `runSkill` port. */
 export function createSkillRunner(deps: SkillDeps): (call: SkillCall) => Promise<SkillOutcome> {
   return async (call) => {
-    const config = call.skill.config as Record<string, any>;
+    let config: Record<string, any>;
+    try {
+      config = await withSecretValues(deps.db, call.conversation.orgId, call.skill.config as Record<string, any>);
+    } catch (err) {
+      throw new SkillError((err as Error).message, 'variable_unavailable');
+    }
     switch (call.skill.type) {
       case 'http_request': {
         const res = await deps.http
@@ -61,8 +67,12 @@ export function createSkillRunner(deps: SkillDeps): (call: SkillCall) => Promise
           output: { bookingId, status: 'confirmed', startTime: new Date(call.args.start_time).toISOString(), durationMinutes: config.durationMinutes, timeZone: config.timeZone },
         };
       }
-      case 'transfer_call':
-        return { output: { status: 'transferring', to: config.phoneNumber }, effect: 'transfer', say: 'Transferring you to a member of our team now.' };
+      case 'transfer_call': {
+        const dest = await transferDestination(deps.db, call.conversation.orgId, config);
+        if (config.destinationId && !dest) throw new SkillError(`Escalation destination ${config.destinationId} no longer exists`, 'destination_not_found');
+        const to = dest ? { to: dest.address, destinationId: dest.id, kind: dest.kind, openNow: dest.openNow } : { to: config.phoneNumber };
+        return { output: { status: 'transferring', ...to }, effect: 'transfer', say: 'Transferring you to a member of our team now.' };
+      }
       case 'end_call':
         return { output: { status: 'ended' }, effect: 'end', say: config.closingLine || 'Thank you, goodbye.' };
       default:

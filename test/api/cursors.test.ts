@@ -92,6 +92,15 @@ describe('cursors are validated before the query on every cursor-paginated list'
     for (const period of ['2025-01', '2025-02']) {
       await db('invoices').insert({ id: newId('inv'), org_id: orgId, period, period_start: `${period}-01T00:00:00Z`, period_end: `${period}-28T00:00:00Z`, lines: '[]', total_cents: 0 });
     }
+    // Variables, escalation destinations, presence, dashboards and reports (README "Variables, escalation,
+    // onboarding, meta and settings"); the reports as rows, so no workflow starts.
+    for (const n of ['one', 'two']) {
+      expect((await env.call(key, 'POST', '/variables', { name: `var_${n}`, value: n })).status).to.equal(201);
+      expect((await env.call(key, 'POST', '/escalation-destinations', { name: `desk ${n}`, kind: 'email', address: `${n}@acme.test`, timeZone: 'UTC' })).status).to.equal(201);
+      expect((await env.call(key, 'PUT', `/presence/${n}@acme.test`, { status: 'available' })).status).to.equal(200);
+      expect((await env.call(key, 'POST', '/dashboards', { name: n, widgets: [{ title: n, metric: 'conversations', rangeDays: 1 }] })).status).to.equal(201);
+      await db('reports').insert({ id: newId('rpt'), org_id: orgId, kind: 'usage', format: 'csv', time_zone: 'UTC', status: 'ready' });
+    }
     const ids: Record<string, string> = { agentId, id: agentId };
     const specific: Record<string, Record<string, string>> = {
       listContactListContacts: { id: list.id },

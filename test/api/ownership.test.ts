@@ -53,12 +53,15 @@ describe('ids in request bodies belong to the caller (every write operation of t
     ours.agent = await env.publishedAgent(b.orgId);
     ours.number = await env.ownNumber(b.key);
     ours.list = (await env.call(b.key, 'POST', '/contact-lists', { name: 'B list' })).body.data.id;
+    theirs.destination = (await env.call(a.key, 'POST', '/escalation-destinations', { name: 'A desk', kind: 'email', address: 'desk@a.test', timeZone: 'UTC' })).body.data.id;
+    ours.dashboard = (await env.call(b.key, 'POST', '/dashboards', { name: 'B', widgets: [{ title: 't', metric: 'conversations', rangeDays: 1 }] })).body.data.id;
   });
   after(async () => env?.close());
 
   /** B's request for each (operation, field) with A's id in that field, and the code it must answer. */
   const cases = (): Record<string, { method: string; path: string; body: Json; code: string }> => {
     const campaign = { name: 'C', agentId: ours.agent, callerIdNumberId: ours.number, contactListId: ours.list, purpose: 'informational' };
+    const widget = { title: 'w', metric: 'conversations', rangeDays: 1, agentId: theirs.agent };
     return {
       'rollbackAgent versionId': { method: 'POST', path: `/agents/${ours.agent}/rollback`, body: { versionId: theirs.version }, code: 'version_not_found' },
       'createKnowledgeSource fileId': { method: 'POST', path: `/agents/${ours.agent}/knowledge/sources`, body: { kind: 'file', fileId: theirs.file }, code: 'file_expired' },
@@ -69,6 +72,18 @@ describe('ids in request bodies belong to the caller (every write operation of t
       'createChatSession agentId': { method: 'POST', path: '/chat/sessions', body: { agentId: theirs.agent }, code: 'agent_not_found' },
       'createPublishableKey agentId': { method: 'POST', path: '/publishable-keys', body: { name: 'w', agentId: theirs.agent, allowedOrigins: ['https://a.example'] }, code: 'agent_not_found' },
       'createCampaign contactListId': { method: 'POST', path: '/campaigns', body: { ...campaign, contactListId: theirs.list }, code: 'contact_list_not_found' },
+      'createDashboard widgets.[].agentId': { method: 'POST', path: '/dashboards', body: { name: 'D', widgets: [widget] }, code: 'agent_not_found' },
+      'updateDashboard widgets.[].agentId': { method: 'PATCH', path: `/dashboards/${ours.dashboard}`, body: { widgets: [widget] }, code: 'agent_not_found' },
+      'putPhoneSettings businessHours.escalationDestinationId': {
+        method: 'PUT',
+        path: `/numbers/${ours.number}/settings`,
+        body: {
+          voicemail: { enabled: false, greeting: null, transcribe: false, maxSeconds: 60 },
+          recordingConsent: { mode: 'none', announcement: null },
+          businessHours: { timeZone: 'UTC', hours: null, afterHours: 'escalation', escalationDestinationId: theirs.destination },
+        },
+        code: 'escalation_destination_not_found',
+      },
     };
   };
 
@@ -93,12 +108,15 @@ describe('ids in request bodies belong to the caller (every write operation of t
       const res = await env.call(b.key, c.method, c.path, c.body);
       expect(res.status, name).to.equal(404);
       expect(res.body.code, name).to.equal(c.code);
-      expect(res.body.errors?.[0]?.field, name).to.equal(name.split(' ')[1]);
+      // An array index in the field (`widgets[0].agentId`) reads as the schema path's `[]`.
+      expect(res.body.errors?.[0]?.field?.replace(/\[\d+\]/g, '.[]'), name).to.equal(name.split(' ')[1]);
     }
     expect((await env.db('phone_numbers').where({ id: ours.number }).first()).agent_id).to.equal(null);
     expect(await env.db('campaigns').where({ org_id: b.orgId })).to.have.length(0);
     expect(await env.db('knowledge_sources').where({ org_id: b.orgId })).to.have.length(0);
     expect(await env.db('api_keys').where({ org_id: b.orgId, kind: 'publishable' })).to.have.length(0);
+    expect(await env.db('dashboards').where({ org_id: b.orgId })).to.have.length(1);
+    expect(await env.db('number_settings').where({ org_id: b.orgId })).to.have.length(0);
   });
 
   it('accepts the same requests with its own ids (the refusals above are about ownership, not shape)', async () => {
