@@ -32,7 +32,7 @@ import { ACCESS_TOKEN_TTL_SECONDS, CODE_TTL_SECONDS, describeScope, grantableSco
 import { approvableScopes } from '../../domain/team';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import type { Member } from '../../db/repositories/team';
-import { checkCsrf, esc, field, fields, hidden, page, readForm, sameSecret } from './forms';
+import { basicCredentials, checkCsrf, esc, field, fields, hidden, page, readForm, sameSecret } from './forms';
 import { currentSession } from './session';
 
 /** Paths of the endpoints (origin root). */
@@ -176,7 +176,7 @@ export interface AuthorizationServer {
  */
 function issuerOf(ctx: AppContext, deps: AppDeps): string {
   const configured = new URL(deps.config.publicBaseUrl);
-  return configured.port === '0' ? ctx.origin : configured.origin;
+  return configured.port === '0' ? `${ctx.protocol}://${ctx.host}` : configured.origin;
 }
 
 /** Builds the handlers over the app's dependencies. */
@@ -322,7 +322,11 @@ ${rows}
     },
 
     async token(ctx) {
-      const request = new OAuthRequest({ method: ctx.method, headers: ctx.headers as Record<string, string>, query: {}, body: ctx.is('application/x-www-form-urlencoded') ? await readForm(ctx) : {} });
+      const headers = { ...(ctx.headers as Record<string, string>) };
+      const basic = basicCredentials(ctx.get('authorization'));
+      // The library reads Basic credentials verbatim; RFC 6749 §2.3.1 form-encodes them first (oauth4webapi does).
+      if (basic) headers.authorization = `Basic ${Buffer.from(`${basic.clientId}:${basic.secret}`).toString('base64')}`;
+      const request = new OAuthRequest({ method: ctx.method, headers, query: {}, body: ctx.is('application/x-www-form-urlencoded') ? await readForm(ctx) : {} });
       const response = new OAuthResponse();
       try {
         await tokenServer.token(request, response);
@@ -343,14 +347,9 @@ ${rows}
     async revoke(ctx) {
       const form = await readForm(ctx);
       // Client authentication as at the token endpoint (RFC 7009 §2.1): Basic or the body, or client_id alone for a public client.
-      let clientId = field(form, 'client_id');
-      let secret: string | undefined = field(form, 'client_secret') || undefined;
-      const basic = /^Basic\s+(\S+)$/i.exec(ctx.get('authorization'));
-      if (basic) {
-        const [id, ...rest] = Buffer.from(basic[1], 'base64').toString('utf8').split(':');
-        clientId = decodeURIComponent(id);
-        secret = decodeURIComponent(rest.join(':'));
-      }
+      const basic = basicCredentials(ctx.get('authorization'));
+      const clientId = basic?.clientId ?? field(form, 'client_id');
+      const secret = basic?.secret ?? (field(form, 'client_secret') || undefined);
       const client = /^oac_[A-Za-z0-9]{10,40}$/.test(clientId) ? await findClient(deps.db, clientId) : undefined;
       const authenticated = client && (client.confidential ? secretMatches(client, secret) : !secret);
       ctx.set('Cache-Control', 'no-store');

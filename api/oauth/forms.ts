@@ -120,3 +120,23 @@ export function page(ctx: AppContext, status: number, title: string, body: strin
 <style>body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#222}label{display:block;margin:.6rem 0}input[type=email],input[type=password],input[type=text]{width:100%;padding:.4rem}button{padding:.5rem 1rem;margin-right:.5rem}.error{color:#a00}.muted{color:#777}</style></head>
 <body><h1>${esc(title)}</h1>${body}</body></html>`;
 }
+
+/**
+ * Client credentials of an `Authorization: Basic` header (RFC 6749 §2.3.1: each part form-urlencoded,
+ * then RFC 7617), or undefined when the header is absent or not Basic.
+ */
+export function basicCredentials(header: string): { clientId: string; secret: string } | undefined {
+  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!m) return undefined;
+  const decoded = Buffer.from(m[1], 'base64').toString('utf8');
+  const i = decoded.indexOf(':');
+  if (i < 0) return undefined;
+  const formDecode = (s: string) => {
+    try {
+      return decodeURIComponent(s.replace(/\+/g, ' '));
+    } catch {
+      return s;
+    }
+  };
+  return { clientId: formDecode(decoded.slice(0, i)), secret: formDecode(decoded.slice(i + 1)) };
+}

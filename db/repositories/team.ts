@@ -88,7 +88,7 @@ export async function createMember(
   m: { email: string; name?: string; role: Role; passwordHash: string | null },
 ): Promise<Member> {
   const [row] = await db('members')
-    .insert({ id: newId('mem'), org_id: orgId, email: m.email, name: m.name ?? '', role: m.role, password_hash: m.passwordHash })
+    .insert({ id: newId('mem'), org_id: orgId, email: m.email.toLowerCase(), name: m.name ?? '', role: m.role, password_hash: m.passwordHash })
     .onConflict('email')
     .ignore()
     .returning('*');
