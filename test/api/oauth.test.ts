@@ -6,7 +6,7 @@
  * rotation and reuse detection, revocation (RFC 7009), and the refusals. Real HTTP, real Postgres.
  */
 import { expect } from 'chai';
-import type * as OAuth from 'oauth4webapi';
+import type * as OAuth from 'oauth4webapi' with { 'resolution-mode': 'import' };
 import { useTestApi } from '../helpers/api';
 import { Browser, checkboxes, hiddenFields } from '../helpers/browser';
 import { SandboxMailer } from '../../activities/providers/mailer/sandbox';
@@ -158,11 +158,11 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     expect((await t.call('GET', '/agents', { key: refreshed.access_token })).status).to.equal(200);
     const reused = await oauth.refreshTokenGrantRequest(as, { client_id: client.id }, oauth.ClientSecretBasic(client.clientSecret!), tokens.refresh_token!, insecure);
     expect(reused.status).to.equal(400);
-    expect((await reused.json()).error).to.equal('invalid_grant');
+    expect((await errorOf(reused))).to.equal('invalid_grant');
     // Reuse revokes the whole family: the tokens of the rotation stop too.
     expect(await statusOnceRevoked(refreshed.access_token)).to.equal(401);
     const again = await oauth.refreshTokenGrantRequest(as, { client_id: client.id }, oauth.ClientSecretBasic(client.clientSecret!), refreshed.refresh_token!, insecure);
-    expect((await again.json()).error).to.equal('invalid_grant');
+    expect((await errorOf(again))).to.equal('invalid_grant');
   });
 
   it('revokes an access token (RFC 7009): refused by /api/v1 at once; revoking a refresh token ends the grant', async () => {
@@ -193,16 +193,16 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     const first = await consent(browser, await authorizationUrl(client.id, { verifier }), emails.dev, 'as shown');
     const wrong = await exchange(client, first.location, oauth.generateRandomCodeVerifier());
     expect(wrong.status).to.equal(400);
-    expect((await wrong.json()).error).to.equal('invalid_grant');
+    expect((await errorOf(wrong))).to.equal('invalid_grant');
     // The failed attempt consumed the code.
-    expect((await (await exchange(client, first.location, verifier)).json()).error).to.equal('invalid_grant');
+    expect((await errorOf(await exchange(client, first.location, verifier)))).to.equal('invalid_grant');
 
     const second = await consent(browser, await authorizationUrl(client.id, { verifier }), emails.dev, 'as shown');
     const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.id }, await exchange(client, second.location, verifier));
     expect((await t.call('GET', '/agents', { key: tokens.access_token })).status).to.equal(200);
     const replay = await exchange(client, second.location, verifier);
     expect(replay.status).to.equal(400);
-    expect((await replay.json()).error).to.equal('invalid_grant');
+    expect((await errorOf(replay))).to.equal('invalid_grant');
     expect(await statusOnceRevoked(tokens.access_token)).to.equal(401);
   });
 
@@ -220,7 +220,7 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     const { location } = await consent(browser, await authorizationUrl(client.id, { verifier }), emails.dev, 'as shown');
     const res = await exchange(client, location, verifier, 'http://127.0.0.1:9/other');
     expect(res.status).to.equal(400);
-    expect((await res.json()).error).to.equal('invalid_request');
+    expect((await errorOf(res))).to.equal('invalid_request');
   });
 
   it('requires PKCE of public clients, which then need no secret', async () => {
@@ -246,7 +246,7 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     const params = oauth.validateAuthResponse(as, { client_id: client.id }, location, 'st-123');
     const noSecret = await oauth.authorizationCodeGrantRequest(as, { client_id: client.id }, oauth.None(), params, REDIRECT, oauth.nopkce, insecure);
     expect(noSecret.status).to.be.oneOf([400, 401]);
-    expect((await noSecret.json()).error).to.be.oneOf(['invalid_client', 'invalid_request']);
+    expect((await errorOf(noSecret))).to.be.oneOf(['invalid_client', 'invalid_request']);
     const again = await consent(browser, await authorizationUrl(client.id, { verifier: null }), emails.dev, 'as shown');
     const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.id }, await exchange(client, again.location, oauth.nopkce));
     expect(tokens.access_token).to.match(/^acp_oat_/);
@@ -314,7 +314,7 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     expect((await t.call('DELETE', `/team/members/${gone.id}`, { key: orgA.key })).status).to.equal(200);
     expect(await statusOnceRevoked(leaverTokens.access_token)).to.equal(401);
     const refresh = await oauth.refreshTokenGrantRequest(as, { client_id: client.id }, oauth.ClientSecretBasic(client.clientSecret!), leaverTokens.refresh_token!, insecure);
-    expect((await refresh.json()).error).to.equal('invalid_grant');
+    expect((await errorOf(refresh))).to.equal('invalid_grant');
   });
 
   it('registers, lists and deletes clients with keys:write; deleting one stops its tokens', async () => {
@@ -337,3 +337,8 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     expect(await statusOnceRevoked(tokens.access_token)).to.equal(401);
   });
 });
+
+/** The `error` code of an OAuth error response (RFC 6749 §5.2). */
+async function errorOf(res: Response): Promise<string> {
+  return ((await res.json()) as { error: string }).error;
+}
