@@ -22,7 +22,7 @@ import {
   type Invitation,
   type Member,
 } from '../../db/repositories/team';
-import { listGrants, revokeGrant, type OAuthGrant } from '../../db/repositories/oauth';
+import { getGrant, listGrants, revokeGrant, type OAuthGrant } from '../../db/repositories/oauth';
 import { INVITATION_TTL_SECONDS, normalizeEmail, roleChangeRefusal, type Role } from '../../domain/team';
 import { randomBase62 } from '../../db/ids';
 import type { OAuthGrantView, TeamInvitation, TeamInvitationCreate, TeamMember, TeamMemberUpdate, TeamRemoval } from '../../schemas/types/team';
@@ -167,9 +167,10 @@ export const listTeamGrants: Handler = async (ctx, { db }) => {
 export const revokeTeamGrant: Handler = async (ctx, { db }) => {
   const actor = await actorOf(ctx, db);
   const orgId = orgOf(ctx);
-  if (actor.role !== 'owner' && actor.role !== 'admin') {
-    const own = (await listGrants(db, orgId, { limit: 200 }, actor.memberId ?? undefined)).items.some((g) => g.id === ctx.params.id);
-    if (!own) throw forbidden("only an owner or an admin can revoke another member's grant");
+  const existing = await getGrant(db, orgId, ctx.params.id);
+  if (!existing) throw notFound(`Grant ${ctx.params.id}`, 'grant_not_found');
+  if (actor.role !== 'owner' && actor.role !== 'admin' && existing.memberId !== actor.memberId) {
+    throw forbidden("only an owner or an admin can revoke another member's grant");
   }
   const g = await revokeGrant(db, orgId, ctx.params.id);
   if (!g) throw notFound(`Grant ${ctx.params.id}`, 'grant_not_found');

@@ -137,6 +137,12 @@ export function listGrants(db: Db, orgId: string, page: { limit: number; cursor?
   return keysetPage(q, { ...page, column: 'seq', map: toGrant });
 }
 
+/** One live grant of the organization, or undefined (also another organization's, or a revoked one). */
+export async function getGrant(db: Db, orgId: string, grantId: string): Promise<OAuthGrant | undefined> {
+  const row = await db('oauth_grants').where({ org_id: orgId, id: grantId }).whereNull('revoked_at').first();
+  return row ? toGrant(row) : undefined;
+}
+
 /** Revokes the matching live grants and every access token they issued (the change feed evicts the tokens everywhere). */
 async function revokeGrantsWhere(t: Db, orgId: string, where: Record<string, string>): Promise<OAuthGrant[]> {
   const rows = await t('oauth_grants').where({ org_id: orgId, ...where }).whereNull('revoked_at').update({ revoked_at: t.fn.now() }).returning('*');

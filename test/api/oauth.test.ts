@@ -8,6 +8,8 @@
 import { expect } from 'chai';
 import type * as OAuth from 'oauth4webapi' with { 'resolution-mode': 'import' };
 import { useTestApi } from '../helpers/api';
+import { startApi } from '../../api/server';
+import { createLogger } from '../../runtime';
 import { Browser, checkboxes, hiddenFields } from '../helpers/browser';
 import { SandboxMailer } from '../../activities/providers/mailer/sandbox';
 import { createMember } from '../../db/repositories/team';
@@ -309,13 +311,50 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     expect((await t.call('DELETE', `/team/grants/${mine[0].id}`, { key: orgA.key })).status).to.equal(200);
     expect(await statusOnceRevoked(tokens.access_token)).to.equal(401);
 
-    const leaverTokens = await issue(gone.email);
-    expect((await t.call('GET', '/agents', { key: leaverTokens.access_token })).status).to.equal(200);
-    expect((await t.call('DELETE', `/team/members/${gone.id}`, { key: orgA.key })).status).to.equal(200);
-    expect(await statusOnceRevoked(leaverTokens.access_token)).to.equal(401);
-    const refresh = await oauth.refreshTokenGrantRequest(as, { client_id: client.id }, oauth.ClientSecretBasic(client.clientSecret!), leaverTokens.refresh_token!, insecure);
-    expect((await errorOf(refresh))).to.equal('invalid_grant');
+    // A second API process holds the leaver's token in its key cache; the removal reaches it too.
+    const second = await startApi({ db: t.db, databaseUrl: t.databaseUrl, config: t.config, logger: createLogger('silent') });
+    try {
+      const leaverTokens = await issue(gone.email);
+      const viaSecond = () => fetch(`${second.baseUrl}/agents`, { headers: { authorization: `Bearer ${leaverTokens.access_token}` } }).then((r) => r.status);
+      expect(await viaSecond()).to.equal(200);
+      expect((await t.call('DELETE', `/team/members/${gone.id}`, { key: orgA.key })).status).to.equal(200);
+      expect(await statusOnceRevoked(leaverTokens.access_token)).to.equal(401);
+      const deadline = Date.now() + 1000;
+      while ((await viaSecond()) !== 401 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(await viaSecond()).to.equal(401);
+      const refresh = await oauth.refreshTokenGrantRequest(as, { client_id: client.id }, oauth.ClientSecretBasic(client.clientSecret!), leaverTokens.refresh_token!, insecure);
+      expect(await errorOf(refresh)).to.equal('invalid_grant');
+    } finally {
+      await second.close();
+    }
   });
+
+  it('acts on the Team with the role of the member who approved the token', async () => {
+    const client = await registerClient(orgA.key, { scopes: ['team:read', 'team:write'] });
+    const admin = await member(orgA.orgId, 'admin', 'admin');
+    const owner = await member(orgA.orgId, 'owner', 'owner');
+    const verifier = oauth.generateRandomCodeVerifier();
+    const { location } = await consent(new Browser(origin), await authorizationUrl(client.id, { verifier, scope: 'team:read team:write' }), admin.email, 'as shown');
+    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.id }, await exchange(client, location, verifier));
+    expect(tokens.scope).to.equal('team:read team:write');
+    const demoteOwner = await t.call('PATCH', `/team/members/${owner.id}`, { key: tokens.access_token, json: { role: 'viewer' } });
+    expect(demoteOwner.status).to.equal(403);
+    expect(demoteOwner.body.code).to.equal('role_not_allowed');
+    const viewer = await member(orgA.orgId, 'viewer', 'promoted');
+    expect((await t.call('PATCH', `/team/members/${viewer.id}`, { key: tokens.access_token, json: { role: 'developer' } })).body.data.role).to.equal('developer');
+    // A developer cannot approve team:write at all.
+    const devPage = await consentPageFor(client.id, emails.dev, 'team:read team:write');
+    expect(checkboxes(devPage)).to.deep.equal([
+      { value: 'team:read', checked: true, disabled: false },
+      { value: 'team:write', checked: false, disabled: true },
+    ]);
+  });
+
+  async function consentPageFor(clientId: string, email: string, scope: string): Promise<string> {
+    const b = new Browser(origin);
+    await b.signIn(email, PASSWORD);
+    return (await b.get(await authorizationUrl(clientId, { verifier: 'v'.repeat(43), scope }))).html;
+  }
 
   it('registers, lists and deletes clients with keys:write; deleting one stops its tokens', async () => {
     const client = await registerClient(orgA.key, {});
