@@ -70,6 +70,7 @@ async function main(): Promise<void> {
       lines.push(
         `Bootstrap organization:  ${boot.orgId}`,
         `Secret key (shown once): ${boot.key}`,
+        `Owner sign-in (shown once): ${boot.owner.email} / ${boot.owner.password}  at ${origin}/login`,
         // The key is not repeated here: it would be printed (and land in terminal logs) twice.
         `Try: curl -H "Authorization: Bearer <the secret key above>" ${api.baseUrl}/sms`,
       );

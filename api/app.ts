@@ -32,6 +32,8 @@ import { ROUTES, toKoaPath } from './routes/table';
 import type { AppContext, AppDeps, AppProviders, AppState } from './context';
 import { createLlm } from '../activities/providers/llm';
 import { createSkillHttpClient } from '../activities/providers/http/request';
+import { createMailer } from '../activities/providers/mailer';
+import { oauthRoutes } from './oauth';
 
 /** The app plus what must be closed with it. */
 export interface BuiltApp {
@@ -74,7 +76,12 @@ export function createApp(deps: AppOptions): BuiltApp {
   };
   const limits = new RateLimits(databaseUrl, { points: config.rateLimitPoints, windowSeconds: config.rateLimitWindowSeconds });
   const ownHttp = !deps.providers?.skillHttp;
-  const providers: AppProviders = { llm: deps.providers?.llm ?? createLlm(), skillHttp: deps.providers?.skillHttp ?? createSkillHttpClient() };
+  const ownMailer = !deps.providers?.mailer;
+  const providers: AppProviders = {
+    llm: deps.providers?.llm ?? createLlm(),
+    skillHttp: deps.providers?.skillHttp ?? createSkillHttpClient(),
+    mailer: deps.providers?.mailer ?? createMailer(),
+  };
   const handlerDeps: AppDeps = { db, config, logger, caches, temporal: deps.temporal, providers };
 
   // One router per first path segment (`/sms…`, `/agents…`), picked by a Map lookup: @koa/router tries
@@ -140,6 +147,7 @@ export function createApp(deps: AppOptions): BuiltApp {
   app.use(auditLog(db)); // outside problem(), so it records the final status of every write
   app.use(problem());
   app.use(widgetCors(db));
+  app.use(oauthRoutes(handlerDeps)); // sign-in, consent and the OAuth endpoints at the origin root (README "Connect an app with OAuth")
   app.use(async (ctx: AppContext, next) => {
     if (ctx.path.startsWith('/widget') && (await serveWidget(ctx, keys))) return;
     if (ctx.path === '/docs' || ctx.path === '/docs/') {
@@ -186,6 +194,7 @@ export function createApp(deps: AppOptions): BuiltApp {
       await feed.close();
       await limits.close();
       if (ownHttp) await providers.skillHttp.close();
+      if (ownMailer) await providers.mailer.close();
     },
   };
 }

@@ -11,6 +11,7 @@ import type { IdempotencyClaim } from './middleware/idempotency';
 import type { Scope } from '../domain/scopes';
 import type { LlmProvider } from '../domain/conversations/llm';
 import type { SkillHttpClient } from '../activities/providers/http/request';
+import type { Mailer } from '../activities/providers/mailer';
 
 /** The authenticated caller: the credential alone decides the organization (spec "Authentication"). */
 export interface AuthContext {
@@ -61,6 +62,8 @@ export interface AppDeps {
 export interface AppProviders {
   llm: LlmProvider;
   skillHttp: SkillHttpClient;
+  /** Sends team invitations (README "Team"). */
+  mailer: Mailer;
 }
 
 /** Koa context of this API. */

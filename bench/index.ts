@@ -12,6 +12,7 @@ import { runOutboundBench } from './outbound';
 import { runSmsBench } from './sms';
 import { runSettingsBench } from './settings';
 import { runWebhooksBench } from './webhooks';
+import { runOAuthBench } from './oauth';
 import { runBench } from './entry';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
@@ -25,6 +26,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   observe: runObserveBench,
   billing: runBillingBench,
   settings: runSettingsBench,
+  oauth: runOAuthBench,
 };
 
 async function main(): Promise<void> {

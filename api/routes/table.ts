@@ -142,6 +142,20 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/publishable-keys', 'listPublishableKeys', 'PublishableKeys', ['pubkeys:read'], 'List publishable keys'),
   r('POST', '/publishable-keys', 'createPublishableKey', 'PublishableKeys', ['pubkeys:write'], 'Create a publishable key pinned to one agent, with allowed origins (shown once)', { successStatus: 201, idempotencyKey: 'none' }),
   r('DELETE', '/publishable-keys/{id}', 'revokePublishableKey', 'PublishableKeys', ['pubkeys:write'], 'Revoke a publishable key (at once)'),
+  // Team (paths not shown in the spec; README "Team")
+  r('GET', '/team/members', 'listTeamMembers', 'Team', ['team:read'], 'List members and their roles'),
+  r('PATCH', '/team/members/{id}', 'updateTeamMember', 'Team', ['team:write'], "Change a member's role (the last owner stays an owner)"),
+  r('DELETE', '/team/members/{id}', 'removeTeamMember', 'Team', ['team:write'], 'Remove a member (their app approvals and tokens stop at once)'),
+  r('GET', '/team/invitations', 'listTeamInvitations', 'Team', ['team:read'], 'List pending invitations'),
+  r('POST', '/team/invitations', 'createTeamInvitation', 'Team', ['team:write'], 'Invite a person by email (single-use link, 7 days)', { successStatus: 201 }),
+  r('DELETE', '/team/invitations/{id}', 'revokeTeamInvitation', 'Team', ['team:write'], 'Revoke a pending invitation'),
+  r('GET', '/team/grants', 'listTeamGrants', 'Team', ['team:read'], 'List OAuth app approvals (grants) of members'),
+  r('DELETE', '/team/grants/{id}', 'revokeTeamGrant', 'Team', ['team:write'], "Revoke an app's approval: its tokens stop at once"),
+  // OAuth2 clients (spec "Authentication" 4; paths not shown; README "Connect an app with OAuth"). Creating
+  // takes no Idempotency-Key: a replay would have to store the secret the answer shows once.
+  r('GET', '/oauth-clients', 'listOAuthClients', 'OAuth2', ['keys:write'], 'List OAuth clients'),
+  r('POST', '/oauth-clients', 'createOAuthClient', 'OAuth2', ['keys:write'], 'Register an OAuth client (a confidential client secret is shown once)', { successStatus: 201, idempotencyKey: 'none' }),
+  r('DELETE', '/oauth-clients/{id}', 'deleteOAuthClient', 'OAuth2', ['keys:write'], 'Delete an OAuth client (its grants and tokens stop at once)'),
   // Webhooks
   r('GET', '/webhooks', 'listWebhooks', 'Webhooks', ['webhooks:write'], 'List webhook endpoints'),
   r('POST', '/webhooks', 'createWebhook', 'Webhooks', ['webhooks:write'], 'Create a webhook endpoint', { successStatus: 201 }),

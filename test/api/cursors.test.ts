@@ -101,6 +101,18 @@ describe('cursors are validated before the query on every cursor-paginated list'
       expect((await env.call(key, 'POST', '/dashboards', { name: n, widgets: [{ title: n, metric: 'conversations', rangeDays: 1 }] })).status).to.equal(201);
       await db('reports').insert({ id: newId('rpt'), org_id: orgId, kind: 'usage', format: 'csv', time_zone: 'UTC', status: 'ready' });
     }
+    const clientIds: string[] = [];
+    for (const name of ['app1', 'app2']) {
+      const res = await env.call(key, 'POST', '/oauth-clients', { name, redirectUris: ['https://app.example/cb'], scopes: ['agents:read'] });
+      expect(res.status).to.equal(201);
+      clientIds.push(res.body.data.id);
+    }
+    for (const n of [1, 2]) {
+      const memberId = newId('mem');
+      await db('members').insert({ id: memberId, org_id: orgId, email: `m${n}@cursor.example`, role: 'viewer' });
+      await db('invitations').insert({ id: newId('inv'), org_id: orgId, email: `i${n}@cursor.example`, role: 'viewer', token_hash: `cursor-invitation-${n}`, expires_at: db.raw("now() + interval '1 day'") });
+      await db('oauth_grants').insert({ id: newId('ogr'), org_id: orgId, client_id: clientIds[n - 1], member_id: memberId, scopes: ['agents:read'] });
+    }
     const ids: Record<string, string> = { agentId, id: agentId };
     const specific: Record<string, Record<string, string>> = {
       listContactListContacts: { id: list.id },

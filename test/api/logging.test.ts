@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import pino from 'pino';
 import { startApi } from '../../api/server';
 import { bootstrapIfEmpty } from '../../bootstrap';
+import { verifyPassword } from '../../services/team/passwords';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { useTestApi } from '../helpers/api';
 
@@ -41,6 +42,11 @@ describe('request logs and first-start bootstrap', () => {
     expect(res.status).to.equal(200);
     const stored = await t.db('api_keys').where({ org_id: first!.orgId }).first();
     expect([...stored.scopes].sort()).to.deep.equal([...NON_RESERVED_SCOPES].sort());
+    // The owner who signs in at /login to approve OAuth apps; the password is printed once, only its hash is kept.
+    const owner = await t.db('members').where({ org_id: first!.orgId }).first();
+    expect(owner).to.include({ email: first!.owner.email, role: 'owner' });
+    expect(owner.password_hash).to.match(/^\$argon2id\$/).and.not.include(first!.owner.password);
+    expect(await verifyPassword(owner.password_hash, first!.owner.password)).to.equal(true);
     expect(await bootstrapIfEmpty(t.db, 'acp')).to.equal(undefined);
     expect(await t.db('organizations').count('* as n').first()).to.deep.equal({ n: 1 });
   });
