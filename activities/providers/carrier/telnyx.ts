@@ -6,7 +6,7 @@
  * `brand.status`/`campaign.status` by api/sms/providerWebhooks.ts).
  *
  * Telnyx statuses are normalized to the carrier interface's (activities/providers/carrier/index.ts):
- * brand `REGISTRATION_FAILED` or identity `UNVERIFIED` → `UNVERIFIED`, `OK` with a verified or
+ * brand `REGISTRATION_FAILED`, or `OK` with identity `UNVERIFIED`, → `UNVERIFIED`, `OK` with a verified or
  * self-declared identity → `VERIFIED`; campaign `MNO_PROVISIONED` → `PROVISIONED`, accepted states →
  * `APPROVED`, failed/rejected/suspended/expired → `REJECTED`. The revision is the object's `updatedAt`
  * in Unix seconds for a brand, `createDate` for a campaign (Telnyx has no revision counter).
@@ -26,7 +26,7 @@ import type { CarrierAdapter, CarrierBrandRequest, CarrierCampaignRequest, Carri
 
 /** Normalized brand status of a Telnyx brand (`status`, `identityStatus`). */
 export function telnyxBrandStatus(status: string | undefined, identityStatus: string | undefined): string {
-  if (status === 'REGISTRATION_FAILED' || identityStatus === 'UNVERIFIED') return 'UNVERIFIED';
+  if (status === 'REGISTRATION_FAILED' || (status === 'OK' && identityStatus === 'UNVERIFIED')) return 'UNVERIFIED';
   if (status === 'OK' && (identityStatus === 'VERIFIED' || identityStatus === 'VETTED_VERIFIED' || identityStatus === 'SELF_DECLARED')) return 'VERIFIED';
   return 'PENDING';
 }
