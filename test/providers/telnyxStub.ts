@@ -236,12 +236,12 @@ export class TelnyxStub extends StubServer {
       const common = { ...ids, connection_id: b.connection_id, client_state: b.client_state, from: b.from, to: b.to };
       const start = new Date();
       const end = new Date(start.getTime() + 42_000);
-      const ev = (type: string, shape: string, payload: Record<string, unknown>) => this.webhook(b.webhook_url, shape, { data: { event_type: type, id: uuid(), occurred_at: now(), record_type: 'event', payload: { ...common, ...payload } } });
+      const ev = (type: string, shape: string, payload: Record<string, unknown>, at = now()) => this.webhook(b.webhook_url, shape, { data: { event_type: type, id: uuid(), occurred_at: at, record_type: 'event', payload: { ...common, ...payload } } });
       if (b.webhook_url) {
         ev('call.initiated', 'CallInitiatedWebhookEvent', { direction: 'outgoing', state: 'bridging' });
         ev('call.answered', 'CallAnsweredWebhookEvent', { start_time: start.toISOString() });
         ev('call.machine.detection.ended', 'CallMachineDetectionEndedWebhookEvent', { result: 'human' });
-        ev('call.hangup', 'CallHangupWebhookEvent', { hangup_cause: 'normal_clearing', hangup_source: 'callee', start_time: start.toISOString(), end_time: end.toISOString() });
+        ev('call.hangup', 'CallHangupWebhookEvent', { hangup_cause: 'normal_clearing', hangup_source: 'callee', start_time: start.toISOString(), state: 'hangup' }, end.toISOString());
       }
       return this.answer(req, 'CallDialResponse', 200, { data: { ...ids, is_alive: false, record_type: 'call' } });
     }

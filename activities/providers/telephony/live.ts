@@ -110,7 +110,7 @@ export function endedCallOutcome(status: string, answeredBy: string | null): Dia
   const s = status.toLowerCase();
   if (s === 'busy' || s === 'user_busy') return 'busy';
   if (s === 'no-answer' || s === 'no_answer' || s === 'timeout' || s === 'originator_cancel' || s === 'canceled') return 'no_answer';
-  if (s === 'failed' || s === 'call_rejected' || s === 'unallocated_number' || s === 'normal_temporary_failure') return 'failed';
+  if (s === 'failed' || s === 'call_rejected' || s === 'not_found' || s === 'unallocated_number' || s === 'normal_temporary_failure') return 'failed';
   if (answeredBy && /^machine|^fax|^machine_/.test(answeredBy.toLowerCase())) return 'voicemail';
   return 'answered';
 }
