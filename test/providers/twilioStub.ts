@@ -149,7 +149,10 @@ export class TwilioStub extends StubServer {
       }
       if (p.AsyncAmdStatusCallback) this.webhook(p.AsyncAmdStatusCallback, { AccountSid: this.accountSid, CallSid: call.sid, AnsweredBy: 'human', MachineDetectionDuration: '1200' });
       if (p.StatusCallback) this.webhook(p.StatusCallback, { ...base, CallStatus: 'completed', CallDuration: '42' });
-      return this.answer(req, t, 201, call);
+      const answer = this.answer(req, t, 201, call);
+      // What a later list shows: the call as it ended.
+      Object.assign(this.calls[this.calls.length - 1], { status: 'completed', duration: '42', answered_by: 'human', start_time: rfc2822(), end_time: rfc2822() });
+      return answer;
     }
     if (route === 'GET /Calls.json') {
       const from = req.query.get('From');

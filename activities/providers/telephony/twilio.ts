@@ -15,14 +15,16 @@ import type { AvailableNumber } from '../../../schemas/types/numbers';
 import { ApiError } from '../../../domain/errors';
 import { logProviderRequest } from '../../../db/repositories/smsProviderEvents';
 import { getMessageRecord } from '../../../db/repositories/smsMessages';
-import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall } from '../../../db/repositories/providerWebhooks';
+import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall, updateProviderCall } from '../../../db/repositories/providerWebhooks';
 import type { Lookup } from '../effects';
 import type { CallQuery, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter } from './index';
-import { providerCallbackUrl, voiceWebhookUrl, waitForCallEnd, withRateLimit } from './live';
+import { endedCallOutcome, providerCallbackUrl, voiceWebhookUrl, waitForCallEnd, withRateLimit } from './live';
 import { TWILIO_PROVIDER, twilioClient, twilioErrorCode, twilioRateLimit } from './twilioClient';
 
 /** Twilio's code for "the phone number requested is not available". */
 export const TWILIO_NUMBER_UNAVAILABLE = 21422;
+/** Twilio call statuses after which nothing changes. */
+const TWILIO_ENDED = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
 /** Monthly price of a Twilio US local number, cents (Twilio's price list; search answers carry none). */
 export const TWILIO_LOCAL_MONTHLY_CENTS = 115;
 
@@ -144,6 +146,14 @@ export class TwilioTelephony implements TelephonyAdapter {
       const [listed] = await this.call(() => this.client.calls.list({ from: q.from, to: q.to, startTimeAfter: new Date(q.sinceMs), limit: 1 }));
       if (!listed) return { absent: true };
       await recordProviderCall(this.db, orgId, { provider: TWILIO_PROVIDER, providerCallId: listed.sid, reference: q.reference, from: q.from, to: q.to });
+      if (TWILIO_ENDED.has(listed.status)) {
+        // Ended before we looked: its webhooks are spent, the listed call says how it went.
+        const seconds = Number(listed.duration ?? 0);
+        const outcome = endedCallOutcome(listed.status === 'completed' && seconds === 0 ? 'no-answer' : listed.status, listed.answeredBy ?? null);
+        const durationSeconds = outcome === 'answered' || outcome === 'voicemail' ? seconds : 0;
+        await updateProviderCall(this.db, TWILIO_PROVIDER, listed.sid, { status: 'ended', outcome, durationSeconds });
+        return { found: { providerCallId: listed.sid, outcome, durationSeconds, dialedNow: false } };
+      }
       c = await findProviderCallByReference(this.db, orgId, TWILIO_PROVIDER, q.reference);
     }
     const ended = await waitForCallEnd(this.db, orgId, TWILIO_PROVIDER, c!.providerCallId);
