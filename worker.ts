@@ -14,6 +14,7 @@ import { TASK_QUEUE } from './temporal.config';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { resumeSandboxCallbacks } from './activities/providers/carrier/sandbox';
+import { checkProviderCredentials } from './activities/providers/credentials';
 import { ensureBillingCalendar } from './activities/billing';
 
 /**
@@ -50,6 +51,8 @@ export async function startWorker(opts: {
   workflowBundle?: WorkerOptions['workflowBundle'];
 }): Promise<RunningWorker> {
   installTemporalRuntime();
+  // Bad carrier credentials stop the worker here, with one line (README "Going live").
+  await checkProviderCredentials();
   const connection = await NativeConnection.connect({ address: opts.address });
   const worker = await Worker.create({
     connection,

@@ -1,6 +1,6 @@
 /**
  * JSON body parsing with koa-body for methods that carry a body: a body of another media type is
- * 415 `unsupported_media_type`; over the limit 413 `payload_too_large`; malformed 400 `malformed_json`;
+ * 415 `unsupported_media_type` (except form-encoded provider webhooks on routes that keep the raw body); over the limit 413 `payload_too_large`; malformed 400 `malformed_json`;
  * a string Postgres cannot store (U+0000, unpaired surrogates) 400 `validation_error` naming the field,
  * before any handler runs, so no write can fail on it later; nesting deeper than 64 levels 400
  * `validation_error` on `(body)`; a `__proto__`, `constructor` or `prototype` key at any depth 400
@@ -40,6 +40,13 @@ export function jsonBody(limitBytes: number, opts: { keepRaw?: boolean } = {}) {
     const type = (ctx.get('content-type') || '').split(';')[0].trim();
     // POST /uploads parses its multipart stream itself (api/routes/uploads.ts), with its own 25 MB limit.
     if (ctx.state.route?.operationId === 'createUpload' && /^multipart\/form-data$/i.test(type)) return next();
+    // Provider webhooks that are form-encoded (Twilio's) keep their exact text; the handler verifies it.
+    if (opts.keepRaw && /^application\/x-www-form-urlencoded$/i.test(type)) {
+      const text = await readText(ctx, limitBytes);
+      (ctx.request as { rawBody?: string; body?: unknown }).rawBody = text;
+      (ctx.request as { body?: unknown }).body = Object.fromEntries(new URLSearchParams(text));
+      return next();
+    }
     if (!JSON_TYPE.test(type)) {
       throw new ApiError(415, 'unsupported_media_type', `Send the body as application/json (got ${type || 'no Content-Type'})`);
     }

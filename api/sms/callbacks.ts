@@ -41,7 +41,7 @@ export const CALLBACK_PROVIDERS = new Set([SANDBOX_PROVIDER]);
  * time this endpoint does not need, plus inbound attachments (`[{ contentType, contentBase64 }]`,
  * api/sms/media.ts parseInboundMedia).
  */
-type CallbackBody = Omit<SandboxCallbackPayload, 'eventId' | 'occurredAt'> & { media?: unknown };
+export type CallbackBody = Omit<SandboxCallbackPayload, 'eventId' | 'occurredAt'> & { media?: unknown };
 
 function parseBody(raw: string): { body: CallbackBody; media: InboundMediaItem[] } {
   let b: any;
@@ -81,6 +81,15 @@ export async function processProviderCallback(deps: CallbackDeps, provider: stri
     throw new ApiError(401, 'invalid_signature', `The callback signature is ${problem === 'missing' ? 'missing (X-Carrier-Signature)' : problem === 'expired' ? 'outside the accepted time window' : problem === 'malformed' ? 'malformed' : 'wrong'}`);
   }
   const { body, media } = parseBody(rawBody);
+  return applyProviderCallback(deps, provider, body, media);
+}
+
+/**
+ * Applies one verified callback in the sandbox's format (what the real providers' webhooks are mapped
+ * to, api/sms/providerWebhooks.ts): store once, then signal or update (see the module comment).
+ * @throws ApiError 404 `unknown_external_id` when no organization knows the id
+ */
+export async function applyProviderCallback(deps: CallbackDeps, provider: string, body: CallbackBody, media: InboundMediaItem[] = []): Promise<SmsProviderCallbackResult> {
   const { db } = deps;
 
   if (body.type === 'brand.status' || body.type === 'campaign.status') {

@@ -11,6 +11,7 @@
 import type { Db } from '../../../db';
 import type { AppConfig } from '../../../config';
 import { SandboxCarrier, type SandboxOptions } from './sandbox';
+import { TelnyxCarrier } from './telnyx';
 import type { SmsRegistration } from '../../../schemas/types/sms';
 import type { Lookup } from '../effects';
 
@@ -87,11 +88,12 @@ export { carrierVerdict, verdictRank, supersedes, type CarrierVerdict, type Carr
 export type CarrierOptions = SandboxOptions;
 
 /**
- * The configured carrier (CARRIER_PROVIDER, default `sandbox`; no real adapter ships yet).
- * @throws for an unknown provider name
+ * The configured carrier (CARRIER_PROVIDER: `sandbox`, the default, or `telnyx`; README "Going live").
+ * @throws for an unknown provider name, or a real provider whose settings are missing
  */
 export function createCarrier(deps: { db: Db; config: AppConfig }, opts: CarrierOptions = {}): CarrierAdapter {
   const name = process.env.CARRIER_PROVIDER || 'sandbox';
-  if (name !== 'sandbox') throw new Error(`CARRIER_PROVIDER=${name} is not supported; only "sandbox" is built in`);
+  if (name === 'telnyx') return new TelnyxCarrier(deps);
+  if (name !== 'sandbox') throw new Error(`CARRIER_PROVIDER=${name} is not supported; use "sandbox" or "telnyx"`);
   return new SandboxCarrier(deps, opts);
 }

@@ -7,6 +7,8 @@ import type { Db } from '../../../db';
 import type { AppConfig } from '../../../config';
 import type { AvailableNumber } from '../../../schemas/types/numbers';
 import { SandboxTelephony } from './sandbox';
+import { TelnyxTelephony } from './telnyx';
+import { TwilioTelephony } from './twilio';
 import type { Lookup } from '../effects';
 import type { SandboxOptions } from '../carrier/sandbox';
 
@@ -78,6 +80,8 @@ export interface TelephonyAdapter {
   findMessage(orgId: string, reference: string): Promise<Lookup<{ providerMessageId: string; status: 'SENT' }>>;
   /** The call placed with this reference, else from `from` to `to` since `sinceMs`, with its outcome. */
   findCall(orgId: string, query: CallQuery): Promise<Lookup<DialResult>>;
+  /** Releases a number the organization holds (real providers; the sandbox keeps no inventory to return it to). */
+  releaseNumber?(orgId: string, providerNumberId: string): Promise<void>;
 }
 
 /**
@@ -91,9 +95,14 @@ export interface TelephonyOptions extends SandboxOptions {
   deduplicateKeys?: boolean;
 }
 
-/** The configured telephony provider (TELEPHONY_PROVIDER, default `sandbox`). @throws for an unknown name */
+/**
+ * The configured telephony provider (TELEPHONY_PROVIDER: `sandbox`, the default, `telnyx` or `twilio`;
+ * README "Going live"). @throws for an unknown name, or a real provider whose settings are missing
+ */
 export function createTelephony(deps: { db: Db; config: AppConfig }, opts: TelephonyOptions = {}): TelephonyAdapter {
   const name = process.env.TELEPHONY_PROVIDER || 'sandbox';
-  if (name !== 'sandbox') throw new Error(`TELEPHONY_PROVIDER=${name} is not supported; only "sandbox" is built in`);
+  if (name === 'telnyx') return new TelnyxTelephony(deps);
+  if (name === 'twilio') return new TwilioTelephony(deps);
+  if (name !== 'sandbox') throw new Error(`TELEPHONY_PROVIDER=${name} is not supported; use "sandbox", "telnyx" or "twilio"`);
   return new SandboxTelephony(deps, opts);
 }

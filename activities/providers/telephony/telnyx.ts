@@ -1,0 +1,169 @@
+/**
+ * The Telnyx telephony adapter (TELEPHONY_PROVIDER=telnyx; README "Going live → Telnyx") on the official
+ * `telnyx` SDK: number search (`GET /available_phone_numbers`), order (`POST /number_orders`, our number
+ * id as `customer_reference`) and release (`DELETE /phone_numbers/{id}`); texts (`POST /messages` on
+ * `TELNYX_MESSAGING_PROFILE_ID`, delivery receipts to our webhook with `org` and `ref` in its query);
+ * outbound calls (`POST /calls` on the Call Control connection `TELNYX_CONNECTION_ID`, answering-machine
+ * detection `detect`, our organization and reference in `client_state`), waited for until their
+ * `call.hangup` webhook. Look-ups for performOnce: number orders by `customer_reference`; texts by the
+ * receipts already stored for our message id (Telnyx lists no messages: otherwise it cannot tell);
+ * calls by the reference their webhooks echoed.
+ */
+import type Telnyx from 'telnyx';
+import { APIError } from 'telnyx';
+import type { Db } from '../../../db';
+import type { AppConfig } from '../../../config';
+import type { AvailableNumber } from '../../../schemas/types/numbers';
+import { ApiError } from '../../../domain/errors';
+import { areaCodeInfo } from '../../../domain/sms/nanp';
+import { logProviderRequest } from '../../../db/repositories/smsProviderEvents';
+import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall } from '../../../db/repositories/providerWebhooks';
+import type { Lookup } from '../effects';
+import type { CallQuery, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter } from './index';
+import { providerCallbackUrl, requiredEnv, waitForCallEnd, withRateLimit } from './live';
+import { TELNYX_PROVIDER, telnyxClient, telnyxErrorText, telnyxRateLimit } from './telnyxClient';
+
+/** `client_state` of a call: base64 of `{"org":…,"ref":…}` (Telnyx echoes it on every call webhook). */
+export function telnyxClientState(orgId: string, reference: string): string {
+  return Buffer.from(JSON.stringify({ org: orgId, ref: reference })).toString('base64');
+}
+
+/** The organization and reference of a `client_state`, or undefined when it is not ours. */
+export function parseTelnyxClientState(state: string | null | undefined): { org: string; ref: string } | undefined {
+  if (!state) return undefined;
+  try {
+    const v = JSON.parse(Buffer.from(state, 'base64').toString('utf8'));
+    return typeof v?.org === 'string' && typeof v?.ref === 'string' ? { org: v.org, ref: v.ref } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** US cents of a Telnyx decimal amount in dollars ("1.00" → 100). */
+function cents(amount: string | number | undefined): number {
+  const n = Number(amount ?? 0);
+  return Number.isFinite(n) ? Math.round(n * 100) : 0;
+}
+
+/** The Telnyx telephony adapter. */
+export class TelnyxTelephony implements TelephonyAdapter {
+  readonly provider = TELNYX_PROVIDER;
+  private readonly db: Db;
+  private readonly config: AppConfig;
+  private readonly client: Telnyx;
+
+  constructor(deps: { db: Db; config: AppConfig }, client: Telnyx = telnyxClient()) {
+    this.db = deps.db;
+    this.config = deps.config;
+    this.client = client;
+  }
+
+  private call<T>(fn: () => Promise<T>): Promise<T> {
+    return withRateLimit(telnyxRateLimit, fn);
+  }
+
+  async searchNumbers(orgId: string, areaCode: string, limit: number): Promise<AvailableNumber[]> {
+    await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'searchNumbers', { areaCode, limit });
+    const r = await this.call(() =>
+      this.client.availablePhoneNumbers.list({ filter: { country_code: 'US', national_destination_code: areaCode, features: ['sms', 'voice'], limit } }),
+    );
+    const region = areaCodeInfo(areaCode)?.state ?? null;
+    return (r.data ?? [])
+      .filter((n) => !!n.phone_number)
+      .map((n) => {
+        const features = new Set((n.features ?? []).map((f) => f.name));
+        return {
+          e164: n.phone_number!,
+          areaCode,
+          region: n.region_information?.find((x) => x.region_type === 'state')?.region_name ?? region,
+          capabilities: { sms: features.has('sms'), voice: features.has('voice'), mms: features.has('mms') },
+          monthlyPriceCents: cents(n.cost_information?.monthly_cost),
+        } as AvailableNumber;
+      })
+      .sort((a, b) => (a.e164 < b.e164 ? -1 : 1));
+  }
+
+  /** @throws ApiError 409 `number_unavailable` when Telnyx no longer offers the number */
+  async purchaseNumber(orgId: string, e164: string, reference?: string): Promise<{ providerNumberId: string }> {
+    await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'purchaseNumber', { e164, reference });
+    try {
+      const r = await this.call(() =>
+        this.client.numberOrders.create({
+          phone_numbers: [{ phone_number: e164 }],
+          customer_reference: reference,
+          messaging_profile_id: process.env.TELNYX_MESSAGING_PROFILE_ID || undefined,
+          connection_id: process.env.TELNYX_CONNECTION_ID || undefined,
+        }),
+      );
+      const n = r.data?.phone_numbers?.[0];
+      if (!n?.id) throw new Error('Telnyx answered the number order without a phone number id');
+      return { providerNumberId: n.id };
+    } catch (err) {
+      if (err instanceof APIError && (err.status === 409 || err.status === 422)) {
+        throw new ApiError(409, 'number_unavailable', `${e164} is no longer available at Telnyx (${telnyxErrorText(err)})`);
+      }
+      throw err;
+    }
+  }
+
+  /** Releases a number (`DELETE /phone_numbers/{id}`). */
+  async releaseNumber(orgId: string, providerNumberId: string): Promise<void> {
+    await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'releaseNumber', { providerNumberId });
+    await this.call(() => this.client.phoneNumbers.delete(providerNumberId));
+  }
+
+  async findNumberOrder(orgId: string, reference: string): Promise<Lookup<{ providerNumberId: string }>> {
+    await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'findNumberOrder', { reference });
+    const page = await this.call(() => this.client.numberOrders.list({ filter: { customer_reference: reference } }));
+    const id = page.data?.[0]?.phone_numbers?.[0]?.id;
+    return id ? { found: { providerNumberId: id } } : { absent: true };
+  }
+
+  async sendMessage(orgId: string, text: OutgoingText): Promise<{ providerMessageId: string; status: 'SENT' }> {
+    const profile = requiredEnv('TELNYX_MESSAGING_PROFILE_ID', 'texts through Telnyx');
+    await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'sendMessage', { from: text.from, to: text.to, reference: text.reference, length: text.body.length });
+    const r = await this.call(() =>
+      this.client.messages.send({
+        from: text.from,
+        to: text.to,
+        text: text.body,
+        messaging_profile_id: profile,
+        webhook_url: providerCallbackUrl(this.config, TELNYX_PROVIDER, { org: orgId, ref: text.reference }),
+      }),
+    );
+    if (!r.data?.id) throw new Error('Telnyx answered the message without an id');
+    return { providerMessageId: r.data.id, status: 'SENT' };
+  }
+
+  async findMessage(orgId: string, reference: string): Promise<Lookup<{ providerMessageId: string; status: 'SENT' }>> {
+    const id = await providerMessageIdByReference(this.db, orgId, TELNYX_PROVIDER, reference);
+    return id ? { found: { providerMessageId: id, status: 'SENT' } } : { cannotTell: 'Telnyx lists no messages by client reference and no receipt of this text has arrived' };
+  }
+
+  async dial(orgId: string, call: OutgoingCall): Promise<DialResult> {
+    const connection = requiredEnv('TELNYX_CONNECTION_ID', 'calls through Telnyx');
+    await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'dial', { from: call.from, to: call.to, reference: call.idempotencyKey });
+    const r = await this.call(() =>
+      this.client.calls.dial({
+        connection_id: connection,
+        from: call.from,
+        to: call.to,
+        answering_machine_detection: 'detect',
+        client_state: telnyxClientState(orgId, call.idempotencyKey),
+        webhook_url: providerCallbackUrl(this.config, TELNYX_PROVIDER),
+        timeout_secs: 30,
+      }),
+    );
+    const id = r.data?.call_control_id;
+    if (!id) throw new Error('Telnyx answered the dial without a call_control_id');
+    await recordProviderCall(this.db, orgId, { provider: TELNYX_PROVIDER, providerCallId: id, reference: call.idempotencyKey, from: call.from, to: call.to });
+    return waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, id);
+  }
+
+  async findCall(orgId: string, q: CallQuery): Promise<Lookup<DialResult>> {
+    const c = await findProviderCallByReference(this.db, orgId, TELNYX_PROVIDER, q.reference);
+    if (!c) return { cannotTell: 'Telnyx lists no ended calls by client_state and no webhook of this call has arrived' };
+    const ended = await waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, c.providerCallId);
+    return { found: { ...ended, dialedNow: false } };
+  }
+}

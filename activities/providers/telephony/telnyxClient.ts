@@ -1,0 +1,47 @@
+/**
+ * The official `telnyx` SDK client as the Telnyx adapters use it (README "Going live → Telnyx"):
+ * `TELNYX_API_KEY` (Bearer), `TELNYX_BASE_URL` (default `https://api.telnyx.com/v2`; tests point it at a
+ * loopback stub), no SDK retries (a retried write could be a second number, text or call: 429s are waited
+ * out by `withRateLimit`, anything else goes through performOnce's look-up).
+ */
+import Telnyx, { APIError } from 'telnyx';
+import { requiredEnv, type RateLimitProbe } from './live';
+
+/** Provider name of the Telnyx adapters (also the `{provider}` segment of their webhook path). */
+export const TELNYX_PROVIDER = 'telnyx';
+
+/** A Telnyx SDK client from the environment. @throws Error naming TELNYX_API_KEY when unset */
+export function telnyxClient(): Telnyx {
+  return new Telnyx({
+    apiKey: requiredEnv('TELNYX_API_KEY', 'the Telnyx adapters'),
+    baseURL: process.env.TELNYX_BASE_URL || 'https://api.telnyx.com/v2',
+    maxRetries: 0,
+    timeout: 30_000,
+  });
+}
+
+/** 429 and its `Retry-After` from a Telnyx SDK error. */
+export const telnyxRateLimit: RateLimitProbe = (err) =>
+  err instanceof APIError && err.status === 429 ? { rateLimited: true, retryAfter: err.headers?.get('retry-after') ?? null } : { rateLimited: false, retryAfter: null };
+
+/** The first error detail Telnyx gave (`errors[0].detail` or `.title`), else the SDK's message. */
+export function telnyxErrorText(err: unknown): string {
+  if (err instanceof APIError) {
+    const first = (err.error as { errors?: { detail?: string; title?: string; code?: string }[] } | undefined)?.errors?.[0];
+    return `Telnyx ${err.status ?? ''}: ${first?.detail || first?.title || err.message}`.trim();
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Checks the credentials once (worker start-up): a cheap authenticated read. @throws Error with one
+ * line naming the variable when Telnyx refuses the key
+ */
+export async function checkTelnyxCredentials(client: Telnyx = telnyxClient()): Promise<void> {
+  try {
+    await client.balance.retrieve();
+  } catch (err) {
+    if (err instanceof APIError && (err.status === 401 || err.status === 403)) throw new Error(`TELNYX_API_KEY is refused by Telnyx (${err.status}); set a valid API v2 key`);
+    throw new Error(`Telnyx credentials could not be checked: ${telnyxErrorText(err)}`);
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * A loopback Twilio (API 2010-04-01) for the adapter's tests: the paths the `twilio` SDK calls, HTTP
+ * Basic auth (account SID and auth token) checked on every request, form bodies validated against
+ * Twilio's OpenAPI `requestBody` schemas and responses built from the documented examples and validated
+ * against the documented response schemas (../shared/providers/twilio-oai/). Webhooks are form POSTs
+ * signed as Twilio signs them (`X-Twilio-Signature`, the SDK's getExpectedTwilioSignature over the URL
+ * and parameters) with an `I-Twilio-Idempotency-Token`.
+ *
+ * Behaviour: texts are `sent` then `delivered`; calls are initiated, ring, are answered by a human
+ * (async AMD callback) and complete after 42 s; a number in `taken` is refused with 21422.
+ */
+import crypto from 'node:crypto';
+import twilio from 'twilio';
+import { StubServer, type StubAnswer, type StubRequest } from './stubServer';
+import { twilioExample, twilioRequestErrors, twilioResponseErrors } from './wire';
+
+const ACCOUNT = '/2010-04-01/Accounts/{AccountSid}';
+const rfc2822 = () => new Date().toUTCString().replace('GMT', '+0000');
+const sid = (prefix: string) => `${prefix}${crypto.randomBytes(16).toString('hex')}`;
+
+/** The loopback Twilio. */
+export class TwilioStub extends StubServer {
+  readonly taken = new Set<string>();
+  readonly numbers: any[] = [];
+  readonly messages: any[] = [];
+  readonly calls: any[] = [];
+
+  constructor(readonly accountSid: string, readonly authToken: string) {
+    super();
+  }
+
+  /** POSTs a signed form webhook to `url`, as Twilio does. */
+  webhook(url: string, params: Record<string, string>): void {
+    const body = new URLSearchParams(params).toString();
+    this.deliver(url, body, () => ({
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-twilio-signature': twilio.getExpectedTwilioSignature(this.authToken, url, params),
+      'i-twilio-idempotency-token': crypto.randomUUID(),
+    }));
+  }
+
+  /** An inbound text to our number `to`, POSTed to the number's SmsUrl. */
+  inbound(from: string, to: string, text: string): void {
+    const n = this.numbers.find((x) => x.phone_number === to);
+    if (!n?.sms_url) throw new Error(`no SmsUrl for ${to}`);
+    const m = sid('SM');
+    this.webhook(n.sms_url, { ToCountry: 'US', SmsMessageSid: m, NumMedia: '0', SmsSid: m, SmsStatus: 'received', Body: text, To: to, MessageSid: m, AccountSid: this.accountSid, From: from, ApiVersion: '2010-04-01' });
+  }
+
+  private form(req: StubRequest, template: string): Record<string, string> {
+    if (!/^application\/x-www-form-urlencoded/.test(String(req.headers['content-type']))) this.problem(req, `content-type ${req.headers['content-type']}`);
+    const params: Record<string, string> = {};
+    const multi: Record<string, string | string[]> = {};
+    for (const [k, v] of new URLSearchParams(req.raw)) {
+      params[k] = v;
+      multi[k] = k in multi ? ([] as string[]).concat(multi[k], v) : v;
+    }
+    this.problem(req, twilioRequestErrors(template, req.method, multi));
+    return params;
+  }
+
+  private answer(req: StubRequest, template: string, status: number, body: unknown): StubAnswer {
+    this.problem(`${req.method} ${req.path} response`, twilioResponseErrors(template, req.method, status, body));
+    return { status, body };
+  }
+
+  private list(req: StubRequest, template: string, key: string, items: unknown[]): StubAnswer {
+    const uri = req.path;
+    return this.answer(req, template, 200, { [key]: items, page: 0, page_size: 50, start: 0, end: Math.max(items.length - 1, 0), uri, first_page_uri: uri, next_page_uri: null, previous_page_uri: null });
+  }
+
+  protected async handle(req: StubRequest): Promise<StubAnswer> {
+    const expected = `Basic ${Buffer.from(`${this.accountSid}:${this.authToken}`).toString('base64')}`;
+    if (req.headers.authorization !== expected) {
+      return { status: 401, body: { code: 20003, message: 'Authenticate', more_info: 'https://www.twilio.com/docs/errors/20003', status: 401 } };
+    }
+    const prefix = `/2010-04-01/Accounts/${this.accountSid}`;
+    if (!req.path.startsWith(prefix)) {
+      this.problem(req, 'not under the account');
+      return { status: 404, body: { code: 20404, message: 'Not found', status: 404 } };
+    }
+    const rest = req.path.slice(prefix.length);
+    const route = `${req.method} ${rest}`;
+    let m: RegExpMatchArray | null;
+
+    if (route === 'GET .json') {
+      const body = { ...twilioExample('/2010-04-01/Accounts/{Sid}.json', 'GET', 200), sid: this.accountSid, status: 'active' };
+      return this.answer(req, '/2010-04-01/Accounts/{Sid}.json', 200, body);
+    }
+    if (route === 'GET /AvailablePhoneNumbers/US/Local.json') {
+      const t = `${ACCOUNT}/AvailablePhoneNumbers/{CountryCode}/Local.json`;
+      const area = req.query.get('AreaCode');
+      const example = twilioExample(t, 'GET', 200);
+      const template = example.available_phone_numbers[0];
+      const items = Array.from({ length: Math.min(Number(req.query.get('PageSize') ?? 5), 5) }, (_, i) => `+1${area}2${String(230000 + i)}`)
+        .filter((e) => !this.taken.has(e))
+        .map((e) => ({ ...template, phone_number: e, friendly_name: e, region: 'IL', capabilities: { voice: true, sms: true, mms: true, fax: false } }));
+      return this.answer(req, t, 200, { ...example, available_phone_numbers: items, uri: req.path });
+    }
+    if (route === 'POST /IncomingPhoneNumbers.json') {
+      const t = `${ACCOUNT}/IncomingPhoneNumbers.json`;
+      const p = this.form(req, t);
+      if (this.taken.has(p.PhoneNumber)) return { status: 400, body: { code: 21422, message: 'PhoneNumber requested is not available', more_info: 'https://www.twilio.com/docs/errors/21422', status: 400 } };
+      this.taken.add(p.PhoneNumber);
+      const n = { ...twilioExample(t, 'POST', 201), sid: sid('PN'), account_sid: this.accountSid, phone_number: p.PhoneNumber, friendly_name: p.FriendlyName ?? p.PhoneNumber, sms_url: p.SmsUrl ?? '', sms_method: p.SmsMethod ?? 'POST', voice_url: p.VoiceUrl ?? null, date_created: rfc2822(), date_updated: rfc2822() };
+      this.numbers.push(n);
+      return this.answer(req, t, 201, n);
+    }
+    if (route === 'GET /IncomingPhoneNumbers.json') {
+      const name = req.query.get('FriendlyName');
+      return this.list(req, `${ACCOUNT}/IncomingPhoneNumbers.json`, 'incoming_phone_numbers', this.numbers.filter((n) => !name || n.friendly_name === name));
+    }
+    if ((m = /^DELETE \/IncomingPhoneNumbers\/(PN[0-9a-f]{32})\.json$/.exec(route))) {
+      const i = this.numbers.findIndex((n) => n.sid === m![1]);
+      if (i < 0) return { status: 404, body: { code: 20404, message: 'Not found', status: 404 } };
+      this.taken.delete(this.numbers[i].phone_number);
+      this.numbers.splice(i, 1);
+      return { status: 204 };
+    }
+    if (route === 'POST /Messages.json') {
+      const t = `${ACCOUNT}/Messages.json`;
+      const p = this.form(req, t);
+      const msg = { ...twilioExample(t, 'POST', 201), sid: sid('SM'), account_sid: this.accountSid, from: p.From, to: p.To, body: p.Body, status: 'queued', messaging_service_sid: null, date_created: rfc2822(), date_sent: rfc2822(), date_updated: rfc2822() };
+      this.messages.push(msg);
+      if (p.StatusCallback) {
+        const base = { AccountSid: this.accountSid, From: p.From, To: p.To, MessageSid: msg.sid, SmsSid: msg.sid, ApiVersion: '2010-04-01' };
+        this.webhook(p.StatusCallback, { ...base, MessageStatus: 'sent', SmsStatus: 'sent' });
+        const failed = /fail delivery/i.test(p.Body ?? '');
+        this.webhook(p.StatusCallback, { ...base, MessageStatus: failed ? 'undelivered' : 'delivered', SmsStatus: failed ? 'undelivered' : 'delivered', ...(failed ? { ErrorCode: '30003' } : {}) });
+      }
+      return this.answer(req, t, 201, msg);
+    }
+    if (route === 'GET /Messages.json') {
+      const from = req.query.get('From');
+      const to = req.query.get('To');
+      return this.list(req, `${ACCOUNT}/Messages.json`, 'messages', this.messages.filter((x) => (!from || x.from === from) && (!to || x.to === to)));
+    }
+    if (route === 'POST /Calls.json') {
+      const t = `${ACCOUNT}/Calls.json`;
+      const p = this.form(req, t);
+      if (!p.Url) this.problem(req, 'a call without Url (the voice webhook)');
+      const call = { ...twilioExample(t, 'POST', 201), sid: sid('CA'), account_sid: this.accountSid, from: p.From, to: p.To, status: 'queued', date_created: rfc2822(), date_updated: rfc2822() };
+      this.calls.push({ ...call, params: p });
+      const base = { AccountSid: this.accountSid, CallSid: call.sid, From: p.From, To: p.To, Direction: 'outbound-api', ApiVersion: '2010-04-01' };
+      if (p.StatusCallback) {
+        this.webhook(p.StatusCallback, { ...base, CallStatus: 'initiated' });
+        this.webhook(p.StatusCallback, { ...base, CallStatus: 'ringing' });
+        this.webhook(p.StatusCallback, { ...base, CallStatus: 'in-progress' });
+      }
+      if (p.AsyncAmdStatusCallback) this.webhook(p.AsyncAmdStatusCallback, { AccountSid: this.accountSid, CallSid: call.sid, AnsweredBy: 'human', MachineDetectionDuration: '1200' });
+      if (p.StatusCallback) this.webhook(p.StatusCallback, { ...base, CallStatus: 'completed', CallDuration: '42' });
+      const answer = this.answer(req, t, 201, call);
+      // What a later list shows: the call as it ended.
+      Object.assign(this.calls[this.calls.length - 1], { status: 'completed', duration: '42', answered_by: 'human', start_time: rfc2822(), end_time: rfc2822() });
+      return answer;
+    }
+    if (route === 'GET /Calls.json') {
+      const from = req.query.get('From');
+      const to = req.query.get('To');
+      return this.list(req, `${ACCOUNT}/Calls.json`, 'calls', this.calls.filter((x) => (!from || x.from === from) && (!to || x.to === to)).map(({ params: _p, ...c }) => c));
+    }
+    this.problem(req, 'no such Twilio operation in the stub');
+    return { status: 404, body: { code: 20404, message: 'Not found', status: 404 } };
+  }
+}
