@@ -7,7 +7,7 @@
  *   keys list --org <id>                    list an organization's keys (never the secret)
  *   keys revoke <keyId>                     revoke a key at once
  *   secrets generate                        print fresh values of every service secret (README "Security")
- *   secrets reseal-webhooks                 re-seal every stored webhook signing secret with WEBHOOK_SECRET_KEY
+ *   secrets reseal-webhooks                 re-seal every stored webhook signing secret and integration credential with WEBHOOK_SECRET_KEY
  *                                           (opening with it or WEBHOOK_SECRET_KEY_PREVIOUS), after a key rotation
  * Uses DATABASE_URL, else the embedded Postgres under DATA_DIR: the cluster `npm start` is running when
  * there is one (found through its postmaster.pid), else one it starts and stops itself. Any failure
@@ -20,6 +20,7 @@ import { createOrganization, getOrganization, listOrganizations } from './db/rep
 import { createSecretKey, findKeyOwner, listKeys, revokeKey } from './db/repositories/apiKeys';
 import { parseScopes, NON_RESERVED_SCOPES, RESERVED_SCOPES } from './domain/scopes';
 import { resealEndpointSecrets } from './db/repositories/webhooks';
+import { resealConnectionCredentials } from './db/repositories/integrations';
 import { loadWebhookSettings } from './domain/webhooks/settings';
 import { openSecret, sealSecret } from './domain/webhooks/signing';
 
@@ -107,8 +108,12 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
       const { secretKey, previousSecretKey } = loadWebhookSettings();
       const reseal = (sealed: string) => sealSecret(openSecret(sealed, [secretKey, previousSecretKey]), secretKey);
       let endpoints = 0;
-      for (const o of await listOrganizations(db)) endpoints += await resealEndpointSecrets(db, o.id, reseal);
-      out(`resealed the signing secrets of ${endpoints} webhook endpoint(s) with WEBHOOK_SECRET_KEY; WEBHOOK_SECRET_KEY_PREVIOUS may now be removed`);
+      let connections = 0;
+      for (const o of await listOrganizations(db)) {
+        endpoints += await resealEndpointSecrets(db, o.id, reseal);
+        connections += await resealConnectionCredentials(db, o.id, reseal);
+      }
+      out(`resealed the signing secrets of ${endpoints} webhook endpoint(s) and the credentials of ${connections} integration connection(s) with WEBHOOK_SECRET_KEY; WEBHOOK_SECRET_KEY_PREVIOUS may now be removed`);
       return 0;
     }
     if (group === 'keys' && cmd === 'revoke') {

@@ -163,3 +163,20 @@ export async function consumeOAuthState(
     .returning(['org_id', 'code_verifier_sealed', 'redirect_uri']);
   return row ? { orgId: row.org_id, codeVerifierSealed: row.code_verifier_sealed ?? null, redirectUri: row.redirect_uri } : undefined;
 }
+
+/**
+ * Re-seals every stored credential of the organization's connections, and the PKCE verifiers of pending
+ * authorizations, with `reseal` (README "Security": after a WEBHOOK_SECRET_KEY rotation). One
+ * transaction; the rows are locked while they change.
+ * @param reseal maps a stored value to its new stored value; may throw (nothing is then written)
+ * @returns how many connections were rewritten
+ */
+export async function resealConnectionCredentials(db: Db, orgId: string, reseal: (sealed: string) => string): Promise<number> {
+  return db.transaction(async (trx) => {
+    const rows = await trx('integration_connections').where({ org_id: orgId }).forUpdate().select('id', 'credentials_sealed');
+    for (const r of rows) await trx('integration_connections').where({ org_id: orgId, id: r.id }).update({ credentials_sealed: reseal(r.credentials_sealed) });
+    const states = await trx('integration_oauth_states').where({ org_id: orgId }).whereNull('used_at').whereNotNull('code_verifier_sealed').forUpdate().select('state_hash', 'code_verifier_sealed');
+    for (const s of states) await trx('integration_oauth_states').where({ org_id: orgId, state_hash: s.state_hash }).update({ code_verifier_sealed: reseal(s.code_verifier_sealed) });
+    return rows.length;
+  });
+}
