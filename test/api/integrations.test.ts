@@ -118,6 +118,8 @@ describe('integrations', () => {
     const row = await t.db('integration_connections').where({ org_id: org.orgId, kind: 'google_calendar' }).first();
     expect(row.credentials_sealed).to.match(/^v1:/);
     expect(row.credentials_sealed).to.not.include('ya29');
+    // The state named the organization that began it: the other one stays unconnected.
+    expect((await t.call('GET', '/integrations', { key: other.key })).body.data.items.find((i: any) => i.kind === 'google_calendar').connected).to.equal(false);
     // The state is single use.
     const again = await t.call('GET', path);
     expect(again.status).to.equal(400);
@@ -205,6 +207,30 @@ describe('integrations', () => {
     const cross = await t.call('POST', `/agents/${agentId}/integrations/google_calendar/provision`, { key: other.key, json: {} });
     expect(cross.status).to.equal(404);
     expect(cross.body.code).to.equal('agent_not_found');
+  });
+
+  it('syncs the provisioned sheet into Records, and fails the sync with the reason when there is no sheet to read', async () => {
+    const syncDone = async (key: string) => {
+      const r = await t.call('POST', '/integrations/google_sheets/sync', { key });
+      expect(r.status, r.text).to.equal(202);
+      return until(async () => {
+        const s = (await t.call('GET', '/integrations', { key })).body.data.items.find((i: any) => i.kind === 'google_sheets').sync;
+        return s && s.status !== 'running' && s.startedAt >= new Date(Date.now() - 60_000).toISOString() ? s : undefined;
+      });
+    };
+    // org provisioned `shared-rows-3-sheet` in the test above.
+    const s = await syncDone(org.key);
+    expect(s).to.include({ status: 'succeeded', processed: 3, total: 3 });
+    const rows = await t.call('GET', '/records?source=google_sheets', { key: org.key });
+    expect(rows.body.data.items.map((r: any) => r.externalId)).to.deep.equal(['row-1', 'row-2', 'row-3']);
+    // A connection with no sheet provisioned has nothing to read: the run fails and says why.
+    expect((await connectOAuth('google_sheets', other.key)).status).to.equal(200);
+    const failed = await syncDone(other.key);
+    expect(failed.status).to.equal('failed');
+    expect(failed.error).to.match(/^not_found: No spreadsheet/);
+    const status = (await t.call('GET', '/integrations', { key: other.key })).body.data.items.find((i: any) => i.kind === 'google_sheets');
+    expect(status.lastError).to.equal(failed.error);
+    await t.call('DELETE', '/integrations/google_sheets', { key: other.key });
   });
 
   it('disconnects: the connection and its sealed credentials are gone; a second disconnect is 404', async () => {
