@@ -5,15 +5,28 @@
  * `integration_not_connected` and `sheet_not_accessible`, the records sync workflow, tenancy and scopes.
  */
 import { expect } from 'chai';
+import fs from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { createSkillHttpClient } from '../../activities/providers/http/request';
+import { parseAllowList } from '../../domain/net/guard';
+import { chain } from './agents-fixtures';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { createIntegrationActivities } from '../../activities/integrations';
 import { sandboxConsent } from '../../activities/providers/integrations/sandbox';
 import { until } from '../helpers/wait';
 
+const TLS_DIR = path.join(__dirname, '..', 'fixtures', 'tls');
+const TLS = { key: fs.readFileSync(path.join(TLS_DIR, 'localhost.key')), cert: fs.readFileSync(path.join(TLS_DIR, 'localhost.crt')) };
+
 describe('integrations', () => {
   let t: TestApi;
   let org: { orgId: string; key: string };
   let other: { orgId: string; key: string };
+  let server: https.Server;
+  let apiBase: string;
+  const received: { url: string; authorization: string | undefined }[] = [];
 
   const newAgent = async (key = org.key) => {
     const res = await t.call('POST', '/agents', { key, json: { name: `Agent ${Math.random().toString(36).slice(2, 8)}`, voiceId: 'voice_ava' } });
@@ -29,7 +42,18 @@ describe('integrations', () => {
   };
 
   before(async () => {
-    t = await startTestApi('integrations', {}, { worker: ({ db }) => createIntegrationActivities({ db }) as any });
+    // A loopback HTTPS API for the generic HTTP kind: records what it receives.
+    server = https.createServer(TLS, (req, res) => {
+      received.push({ url: req.url ?? '', authorization: req.headers.authorization });
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ orders: 2 }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    apiBase = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    t = await startTestApi('integrations', {}, {
+      worker: ({ db }) => createIntegrationActivities({ db }) as any,
+      providers: { skillHttp: createSkillHttpClient({ allow: parseAllowList('127.0.0.1'), ca: TLS.cert }) },
+    });
     org = await t.org('Integrations');
     other = await t.org('Other');
   });
@@ -231,6 +255,27 @@ describe('integrations', () => {
     const status = (await t.call('GET', '/integrations', { key: other.key })).body.data.items.find((i: any) => i.kind === 'google_sheets');
     expect(status.lastError).to.equal(failed.error);
     await t.call('DELETE', '/integrations/google_sheets', { key: other.key });
+  });
+
+  it('provisions an http_request skill on the HTTP kind that sends the sealed Authorization header when it runs', async () => {
+    const c = await t.call('POST', '/integrations/http/connect', { key: org.key, json: { credentials: { baseUrl: `${apiBase}/v1/`, authorization: 'Bearer s3cret-token' } } });
+    expect(c.status, c.text).to.equal(200);
+    expect(c.text).to.not.include('s3cret');
+    const agentId = await newAgent();
+    const p = await t.call('POST', `/agents/${agentId}/integrations/http/provision`, { key: org.key, json: { path: '/orders', method: 'POST' } });
+    expect(p.status, p.text).to.equal(201);
+    expect(p.body.data.skills[0]).to.deep.include({ name: 'call_api', type: 'http_request', config: { integration: 'http', url: `${apiBase}/v1/orders`, method: 'POST' } });
+    expect(JSON.stringify(await t.db('agent_skills').where({ agent_id: agentId }))).to.not.include('s3cret');
+    const pb = await t.call('POST', `/agents/${agentId}/playbooks`, {
+      key: org.key,
+      json: { name: 'orders', graph: { nodes: [{ id: 'start', type: 'start' }, { id: 'call', type: 'skill', skill: 'call_api' }, { id: 'done', type: 'say', prompt: 'Done.' }, { id: 'end', type: 'end' }], edges: chain('start', 'call', 'done', 'end') } },
+    });
+    expect(pb.status, pb.text).to.equal(201);
+    const s = await t.call('POST', '/chat/sessions', { key: org.key, json: { agentId, draftMode: true } });
+    const m = await t.call('POST', `/chat/sessions/${s.body.data.session.id}/messages`, { key: org.key, json: { content: 'How are my orders?' } });
+    expect(m.status, m.text).to.equal(200);
+    expect(m.body.data.receipt.toolCalls[0].output).to.deep.equal({ orders: 2 });
+    expect(received.at(-1)).to.deep.equal({ url: '/v1/orders', authorization: 'Bearer s3cret-token' });
   });
 
   it('disconnects: the connection and its sealed credentials are gone; a second disconnect is 404', async () => {
