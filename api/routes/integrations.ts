@@ -32,8 +32,6 @@ import type { IntegrationCatalog, IntegrationConnectRequest, IntegrationConnectR
 export const listIntegrationCatalog: Handler = async () => {
   const data: IntegrationCatalog = {
     items: INTEGRATION_KINDS.map((k) => ({ ...k, oauthScopes: [...k.oauthScopes], credentialFields: [...k.credentialFields], provisions: [...k.provisions], available: k.connectMethod === 'credentials' || kindAvailable(k.kind) })),
-    nextCursor: null,
-    hasMore: false,
   };
   return { data };
 };
@@ -41,7 +39,7 @@ export const listIntegrationCatalog: Handler = async () => {
 /** GET /integrations: the status of every kind for the caller's organization (status only, never tokens). */
 export const listIntegrations: Handler = async (ctx, { db }) => {
   const byKind = new Map((await listConnections(db, orgOf(ctx))).map((c) => [c.kind, c]));
-  const data: IntegrationStatusList = { items: INTEGRATION_KINDS.map((k) => toStatus(k.kind, byKind.get(k.kind))), nextCursor: null, hasMore: false };
+  const data: IntegrationStatusList = { items: INTEGRATION_KINDS.map((k) => toStatus(k.kind, byKind.get(k.kind))) };
   return { data };
 };
 

@@ -26,11 +26,9 @@ export interface IntegrationCatalogEntry {
   available: boolean;
 }
 
-/** `GET /integrations/catalog`. */
+/** `GET /integrations/catalog`: the whole catalogue, not paginated (like `GET /skill-types`). */
 export interface IntegrationCatalog {
   items: IntegrationCatalogEntry[];
-  nextCursor: string | null;
-  hasMore: boolean;
 }
 
 /** Progress of the last `records-sync/{connectionId}` run. */
@@ -66,11 +64,9 @@ export interface IntegrationStatus {
   connectedAt: string | null;
 }
 
-/** `GET /integrations`: one entry per catalogue kind. */
+/** `GET /integrations`: one entry per catalogue kind, not paginated. */
 export interface IntegrationStatusList {
   items: IntegrationStatus[];
-  nextCursor: string | null;
-  hasMore: boolean;
 }
 
 /**

@@ -92,6 +92,7 @@ describe('cursors are validated before the query on every cursor-paginated list'
     for (const period of ['2025-01', '2025-02']) {
       await db('invoices').insert({ id: newId('inv'), org_id: orgId, period, period_start: `${period}-01T00:00:00Z`, period_end: `${period}-28T00:00:00Z`, lines: '[]', total_cents: 0 });
     }
+    for (const name of ['Rec One', 'Rec Two']) expect((await env.call(key, 'POST', '/records', { name })).status).to.equal(201);
     const ids: Record<string, string> = { agentId, id: agentId };
     const specific: Record<string, Record<string, string>> = {
       listContactListContacts: { id: list.id },
