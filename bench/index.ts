@@ -4,6 +4,7 @@
  */
 import { runAgentsBench } from './agents';
 import { runBillingBench } from './billing';
+import { runRecordsBench } from './records';
 import { runChatBench } from './chat';
 import { runObserveBench } from './observe';
 import { runHttpBench } from './http';
@@ -23,6 +24,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   chat: runChatBench,
   observe: runObserveBench,
   billing: runBillingBench,
+  records: runRecordsBench,
 };
 
 async function main(): Promise<void> {

@@ -6,7 +6,8 @@
  * - `integration_oauth_states`: pending OAuth authorizations; the state is stored hashed (SHA-256),
  *   bound to the organization and kind, single use, with the PKCE verifier sealed.
  * - `records`: the organization's customer records (PII: name, phone, email, fields); `source` +
- *   `external_id` identify a synced or imported row so a re-sync updates instead of duplicating.
+ *   `external_id` identify a synced or imported row so a re-sync updates instead of duplicating;
+ *   indexes for the searches: phone, lower(email), and a trigram index on name.
  */
 import type { Knex } from 'knex';
 
@@ -57,6 +58,10 @@ export async function up(knex: Knex): Promise<void> {
     t.index(['org_id', 'phone']);
   });
   await knex.raw('CREATE INDEX records_org_email ON records (org_id, lower(email))');
+  // Name search is a case-insensitive substring (ILIKE '%…%'): a trigram index serves it (pg_trgm ships
+  // with PostgreSQL's contrib modules and is a trusted extension since PostgreSQL 13).
+  await knex.raw('CREATE EXTENSION IF NOT EXISTS pg_trgm');
+  await knex.raw('CREATE INDEX records_name_trgm ON records USING gin (name gin_trgm_ops)');
 }
 
 export async function down(knex: Knex): Promise<void> {
