@@ -58,7 +58,7 @@ async function startSync(ctx: AppContext, deps: AppDeps, c: ConnectionRecord): P
 
 /**
  * POST /integrations/{kind}/connect (integrations:connect). Credentials kinds: `credentials` validated at
- * the provider, stored sealed, 200 `connected` (a CRM's records sync starts when a worker is reachable).
+ * the provider, stored sealed, 200 `connected` (a CRM's records sync starts when this process has a Temporal client).
  * OAuth kinds: 200 `authorization_required` with the provider's `authorizationUrl` (state bound to the
  * organization, PKCE S256), completed by the callback within 10 minutes.
  * @throws 404 `integration_kind_not_found`; 400 `integration_unavailable` (no OAuth app here); 400
