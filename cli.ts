@@ -7,7 +7,7 @@
  *   keys list --org <id>                    list an organization's keys (never the secret)
  *   keys revoke <keyId>                     revoke a key at once
  *   secrets generate                        print fresh values of every service secret (README "Security")
- *   secrets reseal-webhooks                 re-seal every stored webhook signing secret and secret variable with WEBHOOK_SECRET_KEY
+ *   secrets reseal-webhooks                 re-seal every stored webhook signing secret secret variable and integration credential with WEBHOOK_SECRET_KEY
  *                                           (opening with it or WEBHOOK_SECRET_KEY_PREVIOUS), after a key rotation
  * Uses DATABASE_URL, else the embedded Postgres under DATA_DIR: the cluster `npm start` is running when
  * there is one (found through its postmaster.pid), else one it starts and stops itself. Any failure
@@ -21,6 +21,7 @@ import { createSecretKey, findKeyOwner, listKeys, revokeKey } from './db/reposit
 import { parseScopes, NON_RESERVED_SCOPES, RESERVED_SCOPES } from './domain/scopes';
 import { resealEndpointSecrets } from './db/repositories/webhooks';
 import { resealVariableSecrets } from './db/repositories/variables';
+import { resealConnectionCredentials } from './db/repositories/integrations';
 import { loadWebhookSettings } from './domain/webhooks/settings';
 import { openSecret, sealSecret } from './domain/webhooks/signing';
 
@@ -109,11 +110,13 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
       const reseal = (sealed: string) => sealSecret(openSecret(sealed, [secretKey, previousSecretKey]), secretKey);
       let endpoints = 0;
       let variables = 0;
+      let connections = 0;
       for (const o of await listOrganizations(db)) {
         endpoints += await resealEndpointSecrets(db, o.id, reseal);
         variables += await resealVariableSecrets(db, o.id, reseal);
+        connections += await resealConnectionCredentials(db, o.id, reseal);
       }
-      out(`resealed the signing secrets of ${endpoints} webhook endpoint(s) and ${variables} secret variable(s) with WEBHOOK_SECRET_KEY; WEBHOOK_SECRET_KEY_PREVIOUS may now be removed`);
+      out(`resealed the signing secrets of ${endpoints} webhook endpoint(s), ${variables} secret variable(s) and the credentials of ${connections} integration connection(s) with WEBHOOK_SECRET_KEY; WEBHOOK_SECRET_KEY_PREVIOUS may now be removed`);
       return 0;
     }
     if (group === 'keys' && cmd === 'revoke') {

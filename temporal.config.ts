@@ -28,6 +28,8 @@ export const workflowIds = {
   agentSimulation: (simulationId: string) => `agent-simulation/${simulationId}`,
   /** Closing of the months' invoices for every organization (README "Billing"); continues as new each month. */
   billingMonth: () => 'billing-month',
+  /** Records sync of one integration connection (README "Integrations and records"). */
+  recordsSync: (connectionId: string) => `records-sync/${connectionId}`,
   /** One webhook delivery with its retries. */
   webhookDelivery: (deliveryId: string) => `webhook-delivery/${deliveryId}`,
   /** One report export, on demand or on its schedule (`POST /reports`). */

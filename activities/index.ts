@@ -14,6 +14,7 @@ import { createOutboundActivities } from './outbound';
 import { createSimulationActivities } from './simulations';
 import { createBillingActivities } from './billing';
 import { createReportActivities } from './reports';
+import { createIntegrationActivities } from './integrations';
 
 /** What activities may use. */
 export interface ActivityDeps {
@@ -24,5 +25,5 @@ export interface ActivityDeps {
 
 /** Every activity function by name (the worker registers this object). */
 export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
-  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createBillingActivities(deps), ...createReportActivities(deps) };
+  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createBillingActivities(deps), ...createReportActivities(deps), ...createIntegrationActivities(deps) };
 }

@@ -4,6 +4,7 @@
  */
 import { runAgentsBench } from './agents';
 import { runBillingBench } from './billing';
+import { runRecordsBench } from './records';
 import { runChatBench } from './chat';
 import { runObserveBench } from './observe';
 import { runHttpBench } from './http';
@@ -27,6 +28,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   billing: runBillingBench,
   settings: runSettingsBench,
   oauth: runOAuthBench,
+  records: runRecordsBench,
 };
 
 async function main(): Promise<void> {

@@ -12,3 +12,4 @@ export { campaignDialer, contactImport } from './outboundCampaign';
 export { agentSimulation } from './agentSimulation';
 export { billingMonth } from './billingMonth';
 export { reportExport } from './reportExport';
+export { recordsSync } from './recordsSync';

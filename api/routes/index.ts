@@ -32,6 +32,8 @@ import * as reports from './reports';
 import * as phoneSettings from './phoneSettings';
 import * as team from './team';
 import * as oauthClients from './oauthClients';
+import * as integrations from './integrations';
+import * as records from './records';
 
 /** What an area module exports. */
 export interface AreaModule {
@@ -40,7 +42,7 @@ export interface AreaModule {
   routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema' | 'bodyChecks'>>>;
 }
 
-const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys, billing, variables, escalation, onboarding, meta, dashboards, reports, phoneSettings, team, oauthClients];
+const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys, billing, variables, escalation, onboarding, meta, dashboards, reports, phoneSettings, team, oauthClients, integrations, records];
 
 /** operationId → handler. */
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));

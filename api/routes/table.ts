@@ -90,7 +90,17 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/integrations', 'listIntegrations', 'Integrations', ['integrations:read'], 'Integration status (never tokens)'),
   r('GET', '/integrations/catalog', 'listIntegrationCatalog', 'Integrations', ['integrations:read'], 'Integration catalogue'),
   r('POST', '/integrations/{kind}/connect', 'connectIntegration', 'Integrations', ['integrations:connect'], 'Submit credentials or begin OAuth'),
-  r('POST', '/agents/{agentId}/integrations/{kind}/provision', 'provisionIntegration', 'Integrations', ['integrations:write', 'skills:write'], 'Provision integration skills on an agent'),
+  r('POST', '/agents/{agentId}/integrations/{kind}/provision', 'provisionIntegration', 'Integrations', ['integrations:write', 'skills:write'], "Create or update the kind's skills in the agent's draft (201 when created)", { idempotencyKey: 'none' }),
+  // Integrations and Records beyond the spec's rows (paths not shown; README "Integrations and records")
+  r('GET', '/integrations/{kind}/oauth/callback', 'completeIntegrationOAuth', 'Integrations', [], "The provider's OAuth redirect (code, state); no API key: the state names the organization", { auth: 'none' }),
+  r('DELETE', '/integrations/{kind}', 'disconnectIntegration', 'Integrations', ['integrations:connect'], 'Disconnect: forget the connection and its sealed credentials'),
+  r('POST', '/integrations/{kind}/sync', 'syncIntegrationRecords', 'Integrations', ['integrations:write', 'records:write'], 'Sync records from a connected spreadsheet or CRM (workflow records-sync/{connectionId})', { successStatus: 202, idempotencyKey: 'none' }),
+  r('GET', '/records', 'listRecords', 'Records', ['records:read'], 'List and search customer records (phone, email, name); audited'),
+  r('POST', '/records', 'createRecord', 'Records', ['records:write'], 'Create a customer record', { successStatus: 201 }),
+  r('GET', '/records/{id}', 'getRecord', 'Records', ['records:read'], 'Get a customer record; audited'),
+  r('PATCH', '/records/{id}', 'updateRecord', 'Records', ['records:write'], 'Update a customer record'),
+  r('DELETE', '/records/{id}', 'deleteRecord', 'Records', ['records:write'], 'Delete a customer record'),
+  r('POST', '/records/imports', 'importRecords', 'Records', ['records:write'], 'Import records from an uploaded CSV (upsert by phone)', { idempotencyKey: 'none' }),
   // Guardrails
   r('GET', '/agents/{agentId}/guardrails', 'getGuardrails', 'Guardrails', ['guardrails:read'], 'Get guardrails'),
   r('PUT', '/agents/{agentId}/guardrails', 'putGuardrails', 'Guardrails', ['guardrails:write'], 'Replace guardrails'),

@@ -92,6 +92,7 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
         },
         inputs: inputsSchema,
         timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000 },
+        integration: { const: 'http', description: "Set by provisioning: the connection's sealed Authorization header is added at run time (README \"Integrations and records\")." },
       },
     },
     inputs: declaredInputs,
@@ -105,9 +106,12 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     configSchema: {
       type: 'object',
       additionalProperties: false,
-      required: ['url', 'durationMinutes', 'timeZone'],
+      required: ['durationMinutes', 'timeZone'],
+      oneOf: [{ required: ['url'] }, { required: ['integration'] }],
       properties: {
-        url: { type: 'string', format: 'uri', pattern: '^https://', maxLength: 2000, description: 'Booking endpoint (HTTPS).' },
+        url: { type: 'string', format: 'uri', pattern: '^https://', maxLength: 2000, description: 'Booking endpoint (HTTPS); or `integration` instead.' },
+        integration: { const: 'google_calendar', description: 'Books on the connected calendar instead of `url` (set by provisioning).' },
+        calendarId: { type: 'string', minLength: 1, maxLength: 200, description: 'Calendar of the connected account (default `primary`).' },
         durationMinutes: { type: 'integer', minimum: 5, maximum: 480 },
         timeZone: { type: 'string', minLength: 1, maxLength: 64, description: 'IANA time zone of the calendar, e.g. America/Chicago.' },
         collectNotes: { type: 'boolean', default: false, description: 'Also send free-text notes from the caller.' },
@@ -119,7 +123,24 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
       { name: 'start_time', required: true },
       ...(c.collectNotes ? [{ name: 'notes', required: false }] : []),
     ],
-    dataFlow: (c) => ({ destination: hostOf(c.url), fields: ['name', 'phone', 'start_time', ...(c.collectNotes ? ['notes'] : [])] }),
+    dataFlow: (c) => ({ destination: c.integration ? 'www.googleapis.com' : hostOf(c.url), fields: ['name', 'phone', 'start_time', ...(c.collectNotes ? ['notes'] : [])] }),
+  },
+  {
+    type: 'lookup_record',
+    name: 'Look up customer record',
+    description: "Finds the caller's record among the organization's Records (synced from a spreadsheet or CRM, imported or created) by phone, email or name.",
+    sendsData: false,
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        integration: { enum: ['google_sheets', 'hubspot'], description: 'Only records synced from this integration (set by provisioning); absent: every record.' },
+        matchOn: { type: 'array', minItems: 1, uniqueItems: true, items: { enum: ['phone', 'email', 'name'] }, default: ['phone', 'email', 'name'] },
+        maxResults: { type: 'integer', minimum: 1, maximum: 10, default: 3 },
+      },
+    },
+    inputs: (c) => (Array.isArray(c.matchOn) ? c.matchOn : ['phone', 'email', 'name']).map((name: string) => ({ name, required: false })),
+    dataFlow: () => ({ destination: null, fields: [] }),
   },
   {
     type: 'send_sms',

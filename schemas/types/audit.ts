@@ -11,9 +11,9 @@ export interface AuditLogEntry {
   occurredAt: string;
   /** The credential that made the request. */
   actor: {
-    /** Credential id (`key_…`). */
+    /** Credential id (`key_…`), or the conversation (`conv_…`) whose skill read a record (`agent`). */
     id: string;
-    kind: 'secret' | 'publishable' | 'oauth';
+    kind: 'secret' | 'publishable' | 'oauth' | 'agent';
   };
   /** Operation of the route table, e.g. `createWebhook`. */
   operationId: string;

@@ -7,7 +7,10 @@
  *   conversation's `caller_phone` variable (or `phone`);
  * - `book_appointment`, `transfer_call`, `end_call`: the sandbox adapters — a booking confirmation with a
  *   deterministic id, a transfer recorded and the conversation ended as `transferred`, the conversation
- *   ended with the configured closing line.
+ *   ended with the configured closing line;
+ * - provisioned skills (README "Integrations and records"): `book_appointment` with `integration` books on
+ *   the connected calendar, `http_request` with `integration: http` adds the connection's sealed
+ *   Authorization header, `lookup_record` searches the organization's Records (every read audited).
  */
 import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
@@ -19,6 +22,7 @@ import { ApiError } from '../../domain/errors';
 import type { SkillHttpClient } from '../../activities/providers/http/request';
 import { queueText } from '../sms/send';
 import { transferDestination, withSecretValues } from '../settings/references';
+import { integrationHeaders, runIntegrationSkill } from '../integrations/skills';
 
 /** What skills need from the outside. */
 export interface SkillDeps {
@@ -36,10 +40,12 @@ export function createSkillRunner(deps: SkillDeps): (call: SkillCall) => Promise
     } catch (err) {
       throw new SkillError((err as Error).message, 'variable_unavailable');
     }
+    if (call.skill.type === 'lookup_record' || (call.skill.type === 'book_appointment' && config.integration)) return runIntegrationSkill(deps.db, call);
     switch (call.skill.type) {
       case 'http_request': {
+        const headers = config.integration ? { ...config.headers, ...(await integrationHeaders(deps.db, call.conversation.orgId)) } : config.headers;
         const res = await deps.http
-          .send({ method: config.method, url: config.url, headers: config.headers, json: call.args, timeoutMs: config.timeoutMs ?? 10_000 })
+          .send({ method: config.method, url: config.url, headers, json: call.args, timeoutMs: config.timeoutMs ?? 10_000 })
           .catch((err: Error & { code?: string }) => {
             throw new SkillError(err.message, err.code ?? 'http_failed');
           });

@@ -113,6 +113,7 @@ describe('cursors are validated before the query on every cursor-paginated list'
       await db('invitations').insert({ id: newId('inv'), org_id: orgId, email: `i${n}@cursor.example`, role: 'viewer', token_hash: `cursor-invitation-${n}`, expires_at: db.raw("now() + interval '1 day'") });
       await db('oauth_grants').insert({ id: newId('ogr'), org_id: orgId, client_id: clientIds[n - 1], member_id: memberId, scopes: ['agents:read'] });
     }
+    for (const name of ['Rec One', 'Rec Two']) expect((await env.call(key, 'POST', '/records', { name })).status).to.equal(201);
     const ids: Record<string, string> = { agentId, id: agentId };
     const specific: Record<string, Record<string, string>> = {
       listContactListContacts: { id: list.id },

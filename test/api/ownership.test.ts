@@ -8,7 +8,11 @@ import { expect } from 'chai';
 import { startOutboundEnv, type OutboundEnv } from './outbound-fixtures';
 
 /** Fields naming something that is not an organization's resource (a catalogue shared by every organization). */
-const GLOBAL_FIELDS = new Set(['voiceId']);
+const GLOBAL_FIELDS = new Set([
+  'voiceId',
+  // The calendar's id at the connected provider (README "Integrations and records"), not a resource of this service.
+  'calendarId',
+]);
 
 type Json = Record<string, any>;
 
@@ -67,6 +71,7 @@ describe('ids in request bodies belong to the caller (every write operation of t
       'createKnowledgeSource fileId': { method: 'POST', path: `/agents/${ours.agent}/knowledge/sources`, body: { kind: 'file', fileId: theirs.file }, code: 'file_expired' },
       'assignNumber agentId': { method: 'POST', path: `/numbers/${ours.number}/assign`, body: { agentId: theirs.agent }, code: 'agent_not_found' },
       'importContacts fileId': { method: 'POST', path: `/contact-lists/${ours.list}/imports`, body: { fileId: theirs.file }, code: 'file_expired' },
+      'importRecords fileId': { method: 'POST', path: '/records/imports', body: { fileId: theirs.file }, code: 'file_expired' },
       'createCampaign agentId': { method: 'POST', path: '/campaigns', body: { ...campaign, agentId: theirs.agent }, code: 'agent_not_found' },
       'createCampaign callerIdNumberId': { method: 'POST', path: '/campaigns', body: { ...campaign, callerIdNumberId: theirs.number }, code: 'number_not_found' },
       'createChatSession agentId': { method: 'POST', path: '/chat/sessions', body: { agentId: theirs.agent }, code: 'agent_not_found' },
@@ -117,6 +122,7 @@ describe('ids in request bodies belong to the caller (every write operation of t
     expect(await env.db('api_keys').where({ org_id: b.orgId, kind: 'publishable' })).to.have.length(0);
     expect(await env.db('dashboards').where({ org_id: b.orgId })).to.have.length(1);
     expect(await env.db('number_settings').where({ org_id: b.orgId })).to.have.length(0);
+    expect(await env.db('records').where({ org_id: b.orgId })).to.have.length(0);
   });
 
   it('accepts the same requests with its own ids (the refusals above are about ownership, not shape)', async () => {

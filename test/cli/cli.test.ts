@@ -4,6 +4,7 @@ import { runCli } from '../../cli';
 import { startTestApi, type TestApi } from '../helpers/api';
 import crypto from 'node:crypto';
 import { createEndpoint } from '../../db/repositories/webhooks';
+import { upsertConnection } from '../../db/repositories/integrations';
 import { openSecret, sealSecret, secretDisplayPrefix, generateSecret } from '../../domain/webhooks/signing';
 
 describe('operator CLI (npm run cli)', () => {
@@ -64,7 +65,7 @@ describe('operator CLI (npm run cli)', () => {
     expect(reserved.out.join()).to.include('reserved scopes cannot be granted: escalations:claim');
   });
 
-  it('re-seals every stored webhook signing secret and secret variable with the new WEBHOOK_SECRET_KEY after a key rotation', async () => {
+  it('re-seals every stored webhook signing secret secret variable and integration credential with the new WEBHOOK_SECRET_KEY after a key rotation', async () => {
     const org = JSON.parse((await cli('orgs', 'create', 'Reseal Org')).out[0]);
     const oldKey = crypto.randomBytes(32);
     const newKey = crypto.randomBytes(32);
@@ -74,6 +75,8 @@ describe('operator CLI (npm run cli)', () => {
     const legacy = await createEndpoint(t.db, org.id, { url: 'https://example.com/b', description: null, eventTypes: [], enabled: true, secretSealed: `plain:${s2}`, secretPrefix: secretDisplayPrefix(s2) });
     // A secret organization variable is sealed with the same key (README "Variables, escalation, onboarding, meta and settings").
     await t.db('org_variables').insert({ id: 'var_reseal0000000001', org_id: org.id, name: 'api_token', secret: true, value_sealed: sealSecret('tok-1', oldKey) });
+    // An integration connection's credentials are sealed the same way and re-sealed with them.
+    await upsertConnection(t.db, org.id, { kind: 'hubspot', accountLabel: 'portal', scopes: [], credentialsSealed: sealSecret('{"accessToken":"pat-1"}', oldKey) });
     const saved = { key: process.env.WEBHOOK_SECRET_KEY, previous: process.env.WEBHOOK_SECRET_KEY_PREVIOUS };
     process.env.WEBHOOK_SECRET_KEY = newKey.toString('base64');
     process.env.WEBHOOK_SECRET_KEY_PREVIOUS = oldKey.toString('base64');
@@ -91,6 +94,8 @@ describe('operator CLI (npm run cli)', () => {
     expect(() => openSecret(rows[0].secret_sealed, [oldKey])).to.throw();
     const variable = await t.db('org_variables').where({ id: 'var_reseal0000000001' }).first();
     expect(openSecret(variable.value_sealed, [newKey])).to.equal('tok-1');
+    const conn = await t.db('integration_connections').where({ org_id: org.id }).first();
+    expect(openSecret(conn.credentials_sealed, [newKey])).to.equal('{"accessToken":"pat-1"}');
   });
 
   it('prints fresh secrets for a production environment without touching a database', async () => {

@@ -1,0 +1,29 @@
+/**
+ * Integration settings of the deployment (README "Configuration", "Integrations and records").
+ * Read from the environment on each call, like domain/webhooks/settings.ts.
+ */
+import { INTEGRATION_KINDS, type IntegrationKind } from './catalog';
+
+/** What shapes the integrations of this deployment. */
+export interface IntegrationSettings {
+  /** `sandbox` (default; the only adapter so far): INTEGRATIONS_PROVIDER. */
+  provider: 'sandbox';
+  /**
+   * OAuth kinds whose OAuth app is not configured here (INTEGRATIONS_UNAVAILABLE, comma-separated kinds):
+   * connecting one answers 400 `integration_unavailable` and the catalogue shows `available: false`.
+   */
+  unavailable: ReadonlySet<IntegrationKind>;
+}
+
+/** Reads the settings. @throws Error naming an unknown kind or provider */
+export function loadIntegrationSettings(env: NodeJS.ProcessEnv = process.env): IntegrationSettings {
+  const provider = env.INTEGRATIONS_PROVIDER || 'sandbox';
+  if (provider !== 'sandbox') throw new Error(`INTEGRATIONS_PROVIDER must be sandbox (the only integration adapter so far), not "${provider}"`);
+  const known = new Set<string>(INTEGRATION_KINDS.map((k) => k.kind));
+  const unavailable = new Set<IntegrationKind>();
+  for (const k of (env.INTEGRATIONS_UNAVAILABLE ?? '').split(/[\s,]+/).filter(Boolean)) {
+    if (!known.has(k)) throw new Error(`INTEGRATIONS_UNAVAILABLE names "${k}", which is not an integration kind (${[...known].join(', ')})`);
+    unavailable.add(k as IntegrationKind);
+  }
+  return { provider, unavailable };
+}

@@ -1,0 +1,91 @@
+/**
+ * Provisioned skills at run time (README "Integrations and records"), called by the conversation
+ * runtime's skill runner (services/conversations/skills.ts):
+ * - `lookup_record`: up to `maxResults` Records matching the conversation's phone, email or name (the
+ *   call's arguments, else the conversation's `caller_phone` / `phone` / `email` / `name` variables);
+ *   each lookup is an audit entry (actor kind `agent`, actor id the conversation);
+ * - `book_appointment` with `integration: google_calendar`: an event on the connected calendar; the
+ *   request id is the conversation and tool call, so a retried booking finds the same event;
+ * - `http_request` with `integration: http`: the connection's Authorization header ({@link integrationHeaders}).
+ * A missing connection or a provider refusal is a SkillError the model sees (`integration_not_connected`, …).
+ */
+import type { Db } from '../../db';
+import { getConnection, setConnectionError } from '../../db/repositories/integrations';
+import { findRecords, type RecordFilter } from '../../db/repositories/records';
+import { insertAuditLogs } from '../../db/repositories/auditLogs';
+import { SkillError, type SkillCall, type SkillOutcome } from '../../domain/conversations/runtime';
+import type { IntegrationKind } from '../../domain/integrations/catalog';
+import { integrationsAdapter, IntegrationProviderError } from '../../activities/providers/integrations';
+import { openCredentials } from './connections';
+
+async function connectionOf(db: Db, orgId: string, kind: IntegrationKind) {
+  const c = await getConnection(db, orgId, kind);
+  if (!c) throw new SkillError(`The ${kind} integration is not connected`, 'integration_not_connected');
+  return c;
+}
+
+/** The `Authorization` header of the organization's `http` connection (none when it has none). @throws SkillError `integration_not_connected` */
+export async function integrationHeaders(db: Db, orgId: string): Promise<Record<string, string>> {
+  const c = await connectionOf(db, orgId, 'http');
+  const secrets = openCredentials(c.credentialsSealed);
+  return secrets.authorization ? { authorization: secrets.authorization } : {};
+}
+
+const first = (...values: (string | undefined)[]) => values.find((v) => typeof v === 'string' && v.trim() !== '')?.trim();
+
+/** Runs a `lookup_record` or an integration-backed `book_appointment`. @throws SkillError */
+export async function runIntegrationSkill(db: Db, call: SkillCall): Promise<SkillOutcome> {
+  const config = call.skill.config as Record<string, any>;
+  const { orgId } = call.conversation;
+  const vars = { ...call.conversation.variables, ...call.args };
+  if (call.skill.type === 'lookup_record') {
+    const on: string[] = Array.isArray(config.matchOn) ? config.matchOn : ['phone', 'email', 'name'];
+    const filter: RecordFilter = {};
+    if (on.includes('phone')) filter.phone = first(call.args.phone, vars.caller_phone, vars.phone);
+    if (on.includes('email')) filter.email = first(call.args.email, vars.email);
+    if (on.includes('name')) filter.name = first(call.args.name, vars.name);
+    // Match on the most specific key given: phone, then email, then name.
+    const key = (['phone', 'email', 'name'] as const).find((k) => filter[k]);
+    if (!key) throw new SkillError('Give a phone number, email or name to look up', 'invalid_input');
+    if (config.integration) await connectionOf(db, orgId, config.integration);
+    const found = await findRecords(db, orgId, { [key]: filter[key], source: config.integration }, config.maxResults ?? 3);
+    await insertAuditLogs(db, [
+      {
+        orgId,
+        rec: {
+          actorId: call.conversation.id,
+          actorKind: 'agent',
+          operationId: 'lookupRecordSkill',
+          method: 'SKILL',
+          path: `/conversations/${call.conversation.id}/skills/${call.skill.name}`,
+          resourceType: 'record',
+          resourceId: found[0]?.id ?? null,
+          requestId: call.callId,
+          sourceIp: null,
+          statusCode: found.length ? 200 : 404,
+        },
+      },
+    ]);
+    return { output: { matches: found.map((r) => ({ id: r.id, name: r.name, phone: r.phone, email: r.email, fields: r.fields })), matchedOn: key } };
+  }
+  // book_appointment on the connected calendar
+  const start = call.args.start_time;
+  if (!start || Number.isNaN(Date.parse(start))) throw new SkillError('start_time must be a date and time (ISO 8601)', 'invalid_input');
+  const c = await connectionOf(db, orgId, config.integration);
+  try {
+    const ev = await integrationsAdapter().createCalendarEvent(openCredentials(c.credentialsSealed), {
+      calendarId: config.calendarId ?? 'primary',
+      start,
+      durationMinutes: config.durationMinutes,
+      timeZone: config.timeZone,
+      summary: `Appointment: ${vars.name ?? 'caller'}`,
+      attendee: { name: vars.name ?? null, phone: vars.phone ?? vars.caller_phone ?? null },
+      requestId: `${call.conversation.id}:${call.callId}`,
+    });
+    return { output: { bookingId: ev.eventId, status: 'confirmed', startTime: ev.start, endTime: ev.end, timeZone: config.timeZone } };
+  } catch (err) {
+    if (!(err instanceof IntegrationProviderError)) throw err;
+    await setConnectionError(db, orgId, c.id, err.message);
+    throw new SkillError(err.message, `integration_${err.code}`);
+  }
+}
