@@ -39,6 +39,18 @@ const INDEXED_VALUE_TYPES: Record<string, number> = {
 /** Server version reported by GetSystemInfo. */
 export const SERVER_VERSION = '1.27.0-acp-devserver';
 
+/** Custom search attributes some execution carries, typed by their payload's `type` metadata (Keyword when absent). */
+export function searchAttributeKeys(engine: Engine): Record<string, number> {
+  const keys: Record<string, number> = {};
+  for (const e of engine.allExecutions()) {
+    for (const [k, p] of Object.entries(e.searchAttributes)) {
+      const t = p?.metadata?.type ? Buffer.from(p.metadata.type).toString('utf8') : 'Keyword';
+      keys[k] = INDEXED_VALUE_TYPES[t] ?? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+    }
+  }
+  return keys;
+}
+
 /** A unary method that runs `fn` and answers the empty response (the Respond… calls return nothing). */
 const ack =
   <Q>(fn: (req: Q) => void) =>
@@ -123,14 +135,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       };
     },
     async GetSearchAttributes() {
-      const keys: Record<string, number> = {};
-      for (const e of engine.allExecutions()) {
-        for (const [k, p] of Object.entries(e.searchAttributes)) {
-          const t = p?.metadata?.type ? Buffer.from(p.metadata.type).toString('utf8') : 'Keyword';
-          keys[k] = INDEXED_VALUE_TYPES[t] ?? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
-        }
-      }
-      return { keys };
+      return { keys: searchAttributeKeys(engine) };
     },
     async StartWorkflowExecution(req: Plain<ws.IStartWorkflowExecutionRequest>) {
       const { exec, started } = engine.startWorkflow(req);
