@@ -120,9 +120,10 @@ async function requestJson(req: http.IncomingMessage, route: HttpRoute, vars: Ar
 }
 
 /** Runs one method implementation the way grpc-js would, with a call object cancelled when the HTTP client goes away. */
-function invoke(impl: grpc.UntypedServiceImplementation, method: string, request: unknown, req: http.IncomingMessage): Promise<unknown> {
+function invoke(impl: grpc.UntypedServiceImplementation, method: string, request: unknown, req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> {
   const call = Object.assign(new EventEmitter(), { request, metadata: new grpc.Metadata(), cancelled: false, getPeer: () => req.socket.remoteAddress ?? '' });
-  req.socket.once('close', () => {
+  res.once('close', () => {
+    if (res.writableFinished) return;
     call.cancelled = true;
     call.emit('cancelled');
   });
@@ -158,7 +159,7 @@ export function httpApiHandler(services: GatewayService[]): HttpApiHandler {
       return send(res, HTTP_STATUS[code] ?? 500, { code, message: e.message, details: [] }, pretty);
     }
     try {
-      const out = await invoke(impls.get(route.service)!, route.method, request, req);
+      const out = await invoke(impls.get(route.service)!, route.method, request, req, res);
       send(res, 200, toHttpJson(route.responseType, out ?? {}, { payloadShorthand: shorthand }), pretty);
     } catch (err) {
       const e = err as RpcError;
