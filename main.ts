@@ -14,8 +14,7 @@ import { bootstrapIfEmpty } from './bootstrap';
 import { startWorker } from './worker';
 import { TASK_QUEUE } from './temporal.config';
 import { startDevServer } from './devserver';
-import { serveWebUi } from './devserver/http/ui';
-import { SERVER_VERSION } from './devserver/service';
+import { serveWebUi, webUiVersion } from './devserver/http/ui';
 import { ensureUiBuilt, UI_BUILD_DIR } from './scripts/build-ui';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { resumeSandboxCallbacks } from './activities/providers/carrier/sandbox';
@@ -56,7 +55,7 @@ async function main(): Promise<void> {
         host: config.host,
         port: config.temporalUiPort,
         defaultNamespace: config.temporalNamespace,
-        version: SERVER_VERSION,
+        version: webUiVersion(),
       });
       closers.push(() => ui.close());
       uiUrl = ui.url;

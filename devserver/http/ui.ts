@@ -5,7 +5,7 @@
  * `/api/v1/…` request handed to the HTTP API with full payloads (the UI decodes payloads itself,
  * as from the real UI server).
  */
-import { createReadStream, promises as fs } from 'node:fs';
+import { createReadStream, existsSync, promises as fs, readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
@@ -22,7 +22,10 @@ export interface WebUiOptions {
   port: number;
   /** Namespace the UI opens first (the service's TEMPORAL_NAMESPACE). */
   defaultNamespace: string;
-  /** Version string shown by the UI. */
+  /**
+   * Version the settings report; the UI reads it as the UI server's version (from 2.23.0 on it
+   * encodes path parameters once), so it is the `@temporalio/ui` package's version.
+   */
   version: string;
 }
 
@@ -96,6 +99,16 @@ async function serveFile(buildDir: string, urlPath: string, res: http.ServerResp
     'cache-control': immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
   });
   createReadStream(target).pipe(res);
+}
+
+/** The version of the installed `@temporalio/ui` package (what the UI build was made from). */
+export function webUiVersion(): string {
+  // The package's `exports` do not list package.json: look it up along the module paths.
+  for (const dir of require.resolve.paths('@temporalio/ui') ?? []) {
+    const file = path.join(dir, '@temporalio', 'ui', 'package.json');
+    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+  }
+  return '2.38.0';
 }
 
 /** Serves the Web UI. Rejects when the port cannot be bound or the build directory has no index.html. */

@@ -21,6 +21,7 @@ import {
 } from '../protoTypes';
 import { ServiceError, Status } from '../types';
 import { Handlers, onCancelOf, pageToken } from './common';
+import { countExecutions } from './count';
 import { executionInfo, listExecutions } from './visibility';
 
 import ws = temporal.api.workflowservice.v1;
@@ -304,7 +305,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return listExecutions(engine, req, false);
     },
     async CountWorkflowExecutions(req: Plain<ws.ICountWorkflowExecutionsRequest>) {
-      return { count: (listExecutions(engine, { ...req, pageSize: Number.MAX_SAFE_INTEGER }, true).executions as unknown[]).length };
+      return countExecutions(engine, req);
     },
     async DescribeTaskQueue() {
       return { pollers: [] };
