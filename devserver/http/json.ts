@@ -5,7 +5,8 @@
  * their default value left out. Payloads use Temporal's shorthand unless turned off (the real
  * server's `?noPayloadShorthand`, temporalio/proposals api/http-api.md "Payload Formatting"): a
  * `json/plain` payload is its JSON value, a `binary/null` payload is `null`, anything else keeps
- * the `{ metadata, data }` form with base64 bytes.
+ * the `{ metadata, data }` form with base64 bytes; a `Payloads` message is the array of its
+ * payloads. Input takes either form.
  */
 
 /** The protobufjs reflection surface the mapping walks. */
@@ -40,6 +41,7 @@ export interface JsonMappingOptions {
 }
 
 const PAYLOAD = '.temporal.api.common.v1.Payload';
+const PAYLOADS = '.temporal.api.common.v1.Payloads';
 const WRAPPERS = new Set(['DoubleValue', 'FloatValue', 'Int64Value', 'UInt64Value', 'Int32Value', 'UInt32Value', 'BoolValue', 'StringValue', 'BytesValue'].map((n) => `.google.protobuf.${n}`));
 
 function isMessage(t: PbField['resolvedType']): t is PbReflType {
@@ -153,6 +155,8 @@ function messageOut(t: PbReflType, x: Record<string, unknown>, opts: JsonMapping
   if (name === '.google.protobuf.FieldMask') return ((x.paths as string[] | undefined) ?? []).join(',');
   if (WRAPPERS.has(name)) return x.value;
   if (name === PAYLOAD) return payloadToJson(x as { metadata?: Record<string, string>; data?: string }, opts);
+  // Shorthand Payloads are the JSON array of their payloads.
+  if (name === PAYLOADS && opts.payloadShorthand) return ((x.payloads as Array<{ metadata?: Record<string, string>; data?: string }> | undefined) ?? []).map((p) => payloadToJson(p, opts));
   return walkOut(t, x, opts);
 }
 
@@ -190,6 +194,7 @@ function messageIn(t: PbReflType, x: unknown, path: string): unknown {
   if (name === '.google.protobuf.FieldMask') return { paths: String(x).split(',').filter(Boolean) };
   if (WRAPPERS.has(name)) return { value: x };
   if (name === PAYLOAD) return payloadFromJson(x);
+  if (name === PAYLOADS && Array.isArray(x)) return { payloads: x.map(payloadFromJson) };
   if (x === null || typeof x !== 'object' || Array.isArray(x)) throw new TypeError(`field "${path.slice(0, -1)}" must be an object`);
   return walkIn(t, x as Record<string, unknown>, path);
 }
