@@ -22,6 +22,7 @@ import {
 import { ServiceError, Status } from '../types';
 import { Handlers, onCancelOf, pageToken } from './common';
 import { countExecutions } from './count';
+import { PollerRegistry } from './pollers';
 import { executionInfo, listExecutions } from './visibility';
 
 import ws = temporal.api.workflowservice.v1;
@@ -91,6 +92,7 @@ function namespaceDescription(engine: Engine, name: string): Record<string, unkn
 /** WorkflowService handlers bound to an engine. */
 export function workflowServiceHandlers(engine: Engine): Handlers {
   const nsOf = (req: { namespace?: string | null }) => req.namespace || 'default';
+  const pollers = new PollerRegistry();
   return {
     async GetSystemInfo() {
       return {
@@ -261,6 +263,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return { history: { events }, nextPageToken: start > 0 ? pageToken.encode({ n: start }) : undefined };
     },
     async PollWorkflowTaskQueue(req: Plain<ws.IPollWorkflowTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
+      pollers.record(nsOf(req), req.taskQueue?.name ?? '', 1, req.identity ?? '');
       return engine.pollWorkflowTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', ...onCancelOf(call) });
     },
     async RespondWorkflowTaskCompleted(req: Plain<ws.IRespondWorkflowTaskCompletedRequest>) {
@@ -271,6 +274,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return {};
     },
     async PollActivityTaskQueue(req: Plain<ws.IPollActivityTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
+      pollers.record(nsOf(req), req.taskQueue?.name ?? '', 2, req.identity ?? '');
       return engine.pollActivityTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', ...onCancelOf(call) });
     },
     async RecordActivityTaskHeartbeat(req: Plain<ws.IRecordActivityTaskHeartbeatRequest>) {
@@ -307,8 +311,9 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
     async CountWorkflowExecutions(req: Plain<ws.ICountWorkflowExecutionsRequest>) {
       return countExecutions(engine, req);
     },
-    async DescribeTaskQueue() {
-      return { pollers: [] };
+    async DescribeTaskQueue(req: Plain<ws.IDescribeTaskQueueRequest>) {
+      const kind = req.taskQueueType === 2 ? 2 : 1;
+      return { pollers: pollers.list(nsOf(req), req.taskQueue?.name ?? '', kind) };
     },
   };
 }

@@ -4,7 +4,8 @@
  * the sandbox carrier holding its verdict back), then headless Chromium (same discovery as the
  * widget's test) opens the UI served from `ui/build`, filters the workflow list by the
  * `OrganizationId` search attribute, opens the workflow and sees its history (the start event,
- * the brand submission activity, the polling timer it waits on) with no failing API request. Screenshots land in `test-artifacts/`. The UI is built
+ * the brand submission activity, the polling timer it waits on), its call stack (where it waits for
+ * the carrier's verdict), its progress query, and its other tabs, with no failing API request. Screenshots land in `test-artifacts/`. The UI is built
  * once per change of its inputs (scripts/build-ui.ts); without a browser the test is skipped with a
  * message, except under CI.
  */
@@ -77,7 +78,7 @@ describe('the Temporal Web UI in headless Chromium', function () {
     return page;
   }
 
-  it('lists the registration filtered by OrganizationId, opens it and shows its history (timeline and event list)', async () => {
+  it('lists the registration filtered by OrganizationId, opens it and shows its history, call stack and progress query', async () => {
     const workflowId = `sms-registration/${orgId}`;
     // The workflow is running and has reached its wait before the browser looks.
     await until(async () => {
@@ -101,6 +102,20 @@ describe('the Temporal Web UI in headless Chromium', function () {
     await page.getByText('Timer Started').first().waitFor({ timeout: 30_000 });
     expect(await page.getByText(workflowId).count()).to.be.greaterThan(0);
     await page.screenshot({ path: path.join(ARTIFACTS, 'temporal-ui-history.png'), fullPage: true });
+    const runUrl = page.url().replace(/\/history.*$/, '');
+    // Where it waits: the call stack (the SDK's __stack_trace query) names the verdict wait.
+    await page.goto(`${runUrl}/call-stack`);
+    await page.getByText(/awaitVerdict/).first().waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'temporal-ui-call-stack.png'), fullPage: true });
+    // The registration's progress query, run from the Queries tab.
+    await page.goto(`${runUrl}/query`);
+    await page.getByRole('button', { name: 'Run Query' }).click();
+    await page.getByText(/"step"/).first().waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'temporal-ui-query.png'), fullPage: true });
+    for (const tab of ['pending-activities', 'workers', 'metadata']) {
+      await page.goto(`${runUrl}/${tab}`);
+      await page.getByText(workflowId).first().waitFor({ timeout: 30_000 });
+    }
     expect(failedRequests, failedRequests.join('\n')).to.deep.equal([]);
     await page.context().close();
   });
