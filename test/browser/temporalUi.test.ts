@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { testDevServer } from '../helpers/temporal';
+import { testDevServer, testTemporal } from '../helpers/temporal';
 import { until } from '../helpers/wait';
 import { createSmsActivities } from '../../activities/sms';
 import { stopSandboxDispatchers } from '../../activities/providers/carrier/sandbox';
@@ -65,6 +65,8 @@ describe('the Temporal Web UI in headless Chromium', function () {
     await browser?.close();
     await ui?.close();
     stopSandboxDispatchers();
+    // The registration waits on a timer of the shared dev server: it must not outlive its worker.
+    if (orgId) await (await testTemporal()).client.workflow.getHandle(`sms-registration/${orgId}`).terminate('test over').catch(() => undefined);
     await t?.close();
   });
 
