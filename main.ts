@@ -47,18 +47,23 @@ async function main(): Promise<void> {
       address = dev.address;
       logger.info({ address }, 'embedded Temporal dev server started');
       // The Web UI beside the dev server, as `temporal server start-dev` (README "Inspecting workflows").
-      const built = await ensureUiBuilt((line) => logger.info(line));
-      if (built.built) logger.info({ ms: built.ms }, 'Temporal Web UI built');
-      const ui = await serveWebUi({
-        buildDir: UI_BUILD_DIR,
-        httpApi: dev.httpApi,
-        host: config.host,
-        port: config.temporalUiPort,
-        defaultNamespace: config.temporalNamespace,
-        version: webUiVersion(),
-      });
-      closers.push(() => ui.close());
-      uiUrl = ui.url;
+      // Without it the service still runs: a failed build or a taken port is one warning.
+      try {
+        const built = await ensureUiBuilt((line) => logger.info(line));
+        if (built.built) logger.info({ ms: built.ms }, 'Temporal Web UI built');
+        const ui = await serveWebUi({
+          buildDir: UI_BUILD_DIR,
+          httpApi: dev.httpApi,
+          host: config.host,
+          port: config.temporalUiPort,
+          defaultNamespace: config.temporalNamespace,
+          version: webUiVersion(),
+        });
+        closers.push(() => ui.close());
+        uiUrl = ui.url;
+      } catch (err) {
+        logger.warn({ err: err instanceof Error ? err.message.split('\n')[0] : String(err) }, 'Temporal Web UI not served');
+      }
     }
     const worker = await startWorker({ address, namespace: config.temporalNamespace, db: database.db, config, logger });
     closers.push(() => worker.stop());
