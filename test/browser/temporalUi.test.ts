@@ -118,6 +118,10 @@ describe('the Temporal Web UI in headless Chromium', function () {
       await page.goto(`${runUrl}/${tab}`);
       await page.getByText(workflowId).first().waitFor({ timeout: 30_000 });
     }
+    // The README's link pattern: a workflow id alone opens its latest run's history.
+    await page.goto(`${ui.url}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
+    await page.waitForURL(/\/history$/, { timeout: 30_000 });
+    expect(page.url()).to.equal(`${runUrl}/history`);
     expect(failedRequests, failedRequests.join('\n')).to.deep.equal([]);
     await page.context().close();
   });

@@ -1,11 +1,12 @@
-// `/namespaces/{ns}/workflows/{workflowId}` opens the latest run (as the official app does), so
-// links need only the workflow id (README "Inspecting workflows").
+// `/namespaces/{ns}/workflows/{workflowId}` opens the latest run's history (as the official app
+// does), so links need only the workflow id (README "Inspecting workflows").
 import { redirect } from '@sveltejs/kit';
-import { fetchWorkflow } from '@temporalio/ui/services/workflow-service';
 
-export async function load({ params }) {
-  const { workflow } = await fetchWorkflow({ namespace: params.namespace, workflowId: params.workflow });
-  const runId = workflow?.runId;
-  if (!runId) throw redirect(302, `/namespaces/${encodeURIComponent(params.namespace)}/workflows`);
-  throw redirect(302, `/namespaces/${encodeURIComponent(params.namespace)}/workflows/${encodeURIComponent(params.workflow)}/${runId}/history`);
+export async function load({ params, fetch }) {
+  const ns = encodeURIComponent(params.namespace);
+  const id = encodeURIComponent(params.workflow);
+  const res = await fetch(`/api/v1/namespaces/${ns}/workflows/${id}`);
+  const runId = res.ok ? (await res.json())?.workflowExecutionInfo?.execution?.runId : undefined;
+  if (!runId) throw redirect(302, `/namespaces/${ns}/workflows`);
+  throw redirect(302, `/namespaces/${ns}/workflows/${id}/${encodeURIComponent(runId)}/history`);
 }
