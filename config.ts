@@ -18,6 +18,8 @@ export interface AppConfig {
   temporalAddress?: string;
   /** Port of the embedded Temporal dev server started by `npm start` (TEMPORAL_DEV_PORT, default 7233; 0 = any free port). */
   temporalDevPort: number;
+  /** Port of the Temporal Web UI served beside the embedded dev server by `npm start` (TEMPORAL_UI_PORT, default 8233; 0 = any free port). */
+  temporalUiPort: number;
   /** Temporal namespace (TEMPORAL_NAMESPACE, default `default`). */
   temporalNamespace: string;
   /** Brand prefix of credentials, as in `<brand>_sk_live_…` (KEY_BRAND_PREFIX, default `acp`). */
@@ -69,6 +71,7 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     dataDir: path.resolve(process.env.DATA_DIR || '.data'),
     temporalAddress: process.env.TEMPORAL_ADDRESS || undefined,
     temporalDevPort: envNumber('TEMPORAL_DEV_PORT', 7233),
+    temporalUiPort: envNumber('TEMPORAL_UI_PORT', 8233),
     temporalNamespace: process.env.TEMPORAL_NAMESPACE || 'default',
     keyBrandPrefix: process.env.KEY_BRAND_PREFIX || 'acp',
     logLevel: process.env.LOG_LEVEL || 'info',

@@ -14,6 +14,8 @@ import { bootstrapIfEmpty } from './bootstrap';
 import { startWorker } from './worker';
 import { TASK_QUEUE } from './temporal.config';
 import { startDevServer } from './devserver';
+import { serveWebUi, webUiVersion } from './devserver/http/ui';
+import { ensureUiBuilt, UI_BUILD_DIR } from './scripts/build-ui';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { resumeSandboxCallbacks } from './activities/providers/carrier/sandbox';
 import { ensureBillingCalendar } from './activities/billing';
@@ -29,6 +31,7 @@ async function main(): Promise<void> {
   };
   try {
     let address: string;
+    let uiUrl: string | undefined;
     if (config.temporalAddress) {
       address = config.temporalAddress;
     } else {
@@ -43,6 +46,24 @@ async function main(): Promise<void> {
       closers.push(() => dev.stop());
       address = dev.address;
       logger.info({ address }, 'embedded Temporal dev server started');
+      // The Web UI beside the dev server, as `temporal server start-dev` (README "Inspecting workflows").
+      // Without it the service still runs: a failed build or a taken port is one warning.
+      try {
+        const built = await ensureUiBuilt((line) => logger.info(line));
+        if (built.built) logger.info({ ms: built.ms }, 'Temporal Web UI built');
+        const ui = await serveWebUi({
+          buildDir: UI_BUILD_DIR,
+          httpApi: dev.httpApi,
+          host: config.host,
+          port: config.temporalUiPort,
+          defaultNamespace: config.temporalNamespace,
+          version: webUiVersion(),
+        });
+        closers.push(() => ui.close());
+        uiUrl = ui.url;
+      } catch (err) {
+        logger.warn({ err: err instanceof Error ? err.message.split('\n')[0] : String(err) }, 'Temporal Web UI not served');
+      }
     }
     const worker = await startWorker({ address, namespace: config.temporalNamespace, db: database.db, config, logger });
     closers.push(() => worker.stop());
@@ -66,6 +87,7 @@ async function main(): Promise<void> {
       `API docs:                ${origin}/docs  (OpenAPI: ${api.baseUrl}/openapi.json)`,
       `Temporal:                ${address}${config.temporalAddress ? '' : ' (embedded dev server)'}, task queue ${TASK_QUEUE}`,
     ];
+    if (uiUrl) lines.push(`Temporal Web UI:         ${uiUrl}/namespaces/${encodeURIComponent(config.temporalNamespace)}/workflows`);
     if (boot) {
       lines.push(
         `Bootstrap organization:  ${boot.orgId}`,

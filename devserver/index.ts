@@ -5,7 +5,9 @@
 import * as grpc from '@grpc/grpc-js';
 import { Clock } from './clock';
 import { Engine, LogFn } from './engine';
-import { buildImplementation, NO_COMMIT_WAIT, testServiceHandlers, workflowServiceHandlers } from './service';
+import { HttpApiHandler, httpApiHandler } from './http/gateway';
+import { serveHttpApi } from './http/server';
+import { buildImplementation, NO_COMMIT_WAIT, operatorServiceHandlers, testServiceHandlers, workflowServiceHandlers } from './service';
 import { PgStore } from './store';
 
 export type { LogFn } from './engine';
@@ -29,6 +31,8 @@ export interface DevServerOptions {
   timeSkippingInitiallyLocked?: boolean;
   /** Log sink; default prints warnings and errors to stderr. */
   log?: LogFn;
+  /** Port of Temporal's HTTP API (devserver/README.md "HTTP API"); 0 = a free port; omitted = no HTTP listener. */
+  httpPort?: number;
 }
 
 /** A running dev server. */
@@ -36,6 +40,10 @@ export interface DevServer {
   /** `host:port`, for Connection.connect / NativeConnection.connect. */
   address: string;
   port: number;
+  /** Temporal's HTTP API as a request handler (devserver/http/), for mounting beside the Web UI. */
+  httpApi: HttpApiHandler;
+  /** `http://host:port` of the HTTP API listener when `httpPort` was given. */
+  httpUrl?: string;
   /** Stops accepting calls, flushes pending writes to Postgres and closes the pool. */
   stop(): Promise<void>;
 }
@@ -84,6 +92,13 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   server.addService(wf.definition, wf.implementation);
   const ts = buildImplementation('temporal.api.testservice.v1.TestService', testServiceHandlers(engine), afterEach, logErr);
   server.addService(ts.definition, ts.implementation);
+  const op = buildImplementation('temporal.api.operatorservice.v1.OperatorService', operatorServiceHandlers(engine), afterEach, logErr);
+  server.addService(op.definition, op.implementation);
+  const httpApi = httpApiHandler([
+    { name: 'temporal.api.workflowservice.v1.WorkflowService', implementation: wf.implementation },
+    { name: 'temporal.api.operatorservice.v1.OperatorService', implementation: op.implementation },
+  ]);
+  const httpServer = opts.httpPort === undefined ? undefined : await serveHttpApi(httpApi, host, opts.httpPort);
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${host}:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
@@ -92,10 +107,13 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   return {
     address: `${host}:${port}`,
     port,
+    httpApi,
+    httpUrl: httpServer?.url,
     async stop() {
       if (stopped) return;
       stopped = true;
       engine.stop();
+      await httpServer?.close();
       await new Promise<void>((resolve) => {
         const t = setTimeout(() => {
           server.forceShutdown();

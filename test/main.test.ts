@@ -27,7 +27,7 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
     if (SERVICE_SECRETS.some((s) => k === s.name || k.startsWith(`${s.name}_`))) delete env[k];
   }
   for (const k of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'NODE_ENV', 'PUBLIC_BASE_URL', 'HOST', 'PORT']) delete env[k];
-  return { ...env, LOG_LEVEL: 'warn', TEMPORAL_DEV_PORT: '0', ...extra };
+  return { ...env, LOG_LEVEL: 'warn', TEMPORAL_DEV_PORT: '0', TEMPORAL_UI_PORT: '0', ...extra };
 }
 
 interface Service {

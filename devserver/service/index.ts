@@ -16,6 +16,7 @@ import { Handlers } from './common';
 export { decodeSearchAttribute } from './visibility';
 export { SERVER_VERSION, workflowServiceHandlers } from './workflowService';
 export { testServiceHandlers } from './testService';
+export { operatorServiceHandlers } from './operatorService';
 
 /**
  * Methods whose reply does not wait for the Postgres commit: polls and heartbeats (a lost
@@ -38,6 +39,7 @@ export const NO_COMMIT_WAIT = new Set([
   'GetSystemInfo',
   'GetClusterInfo',
   'GetSearchAttributes',
+  'ListSearchAttributes',
   'DescribeTaskQueue',
   'GetCurrentTime',
 ]);

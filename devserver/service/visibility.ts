@@ -30,7 +30,7 @@ interface ListRequest {
 }
 
 /** List-filter names of temporal.api.enums.v1.WorkflowExecutionStatus. */
-const STATUS_NAMES: Record<number, VisibilityStatus> = {
+export const STATUS_NAMES: Record<number, VisibilityStatus> = {
   [WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING]: 'Running',
   [WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED]: 'Completed',
   [WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_FAILED]: 'Failed',

@@ -21,6 +21,8 @@ import {
 } from '../protoTypes';
 import { ServiceError, Status } from '../types';
 import { Handlers, onCancelOf, pageToken } from './common';
+import { countExecutions } from './count';
+import { PollerRegistry } from './pollers';
 import { executionInfo, listExecutions } from './visibility';
 
 import ws = temporal.api.workflowservice.v1;
@@ -38,6 +40,18 @@ const INDEXED_VALUE_TYPES: Record<string, number> = {
 
 /** Server version reported by GetSystemInfo. */
 export const SERVER_VERSION = '1.27.0-acp-devserver';
+
+/** Custom search attributes some execution carries, typed by their payload's `type` metadata (Keyword when absent). */
+export function searchAttributeKeys(engine: Engine): Record<string, number> {
+  const keys: Record<string, number> = {};
+  for (const e of engine.allExecutions()) {
+    for (const [k, p] of Object.entries(e.searchAttributes)) {
+      const t = p?.metadata?.type ? Buffer.from(p.metadata.type).toString('utf8') : 'Keyword';
+      keys[k] = INDEXED_VALUE_TYPES[t] ?? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+    }
+  }
+  return keys;
+}
 
 /** A unary method that runs `fn` and answers the empty response (the Respond… calls return nothing). */
 const ack =
@@ -78,6 +92,7 @@ function namespaceDescription(engine: Engine, name: string): Record<string, unkn
 /** WorkflowService handlers bound to an engine. */
 export function workflowServiceHandlers(engine: Engine): Handlers {
   const nsOf = (req: { namespace?: string | null }) => req.namespace || 'default';
+  const pollers = new PollerRegistry();
   return {
     async GetSystemInfo() {
       return {
@@ -123,14 +138,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       };
     },
     async GetSearchAttributes() {
-      const keys: Record<string, number> = {};
-      for (const e of engine.allExecutions()) {
-        for (const [k, p] of Object.entries(e.searchAttributes)) {
-          const t = p?.metadata?.type ? Buffer.from(p.metadata.type).toString('utf8') : 'Keyword';
-          keys[k] = INDEXED_VALUE_TYPES[t] ?? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
-        }
-      }
-      return { keys };
+      return { keys: searchAttributeKeys(engine) };
     },
     async StartWorkflowExecution(req: Plain<ws.IStartWorkflowExecutionRequest>) {
       const { exec, started } = engine.startWorkflow(req);
@@ -255,6 +263,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return { history: { events }, nextPageToken: start > 0 ? pageToken.encode({ n: start }) : undefined };
     },
     async PollWorkflowTaskQueue(req: Plain<ws.IPollWorkflowTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
+      pollers.record(nsOf(req), req.taskQueue?.name ?? '', 1, req.identity ?? '');
       return engine.pollWorkflowTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', ...onCancelOf(call) });
     },
     async RespondWorkflowTaskCompleted(req: Plain<ws.IRespondWorkflowTaskCompletedRequest>) {
@@ -265,6 +274,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return {};
     },
     async PollActivityTaskQueue(req: Plain<ws.IPollActivityTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
+      pollers.record(nsOf(req), req.taskQueue?.name ?? '', 2, req.identity ?? '');
       return engine.pollActivityTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', ...onCancelOf(call) });
     },
     async RecordActivityTaskHeartbeat(req: Plain<ws.IRecordActivityTaskHeartbeatRequest>) {
@@ -299,10 +309,11 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return listExecutions(engine, req, false);
     },
     async CountWorkflowExecutions(req: Plain<ws.ICountWorkflowExecutionsRequest>) {
-      return { count: (listExecutions(engine, { ...req, pageSize: Number.MAX_SAFE_INTEGER }, true).executions as unknown[]).length };
+      return countExecutions(engine, req);
     },
-    async DescribeTaskQueue() {
-      return { pollers: [] };
+    async DescribeTaskQueue(req: Plain<ws.IDescribeTaskQueueRequest>) {
+      const kind = req.taskQueueType === 2 ? 2 : 1;
+      return { pollers: pollers.list(nsOf(req), req.taskQueue?.name ?? '', kind) };
     },
   };
 }

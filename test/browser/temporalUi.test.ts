@@ -1,0 +1,128 @@
+/**
+ * The official Temporal Web UI against the embedded dev server (README "Inspecting workflows"):
+ * a 10DLC submission starts `sms-registration/{orgId}` (the real workflow, the real SMS activities,
+ * the sandbox carrier holding its verdict back), then headless Chromium (same discovery as the
+ * widget's test) opens the UI served from `ui/build`, filters the workflow list by the
+ * `OrganizationId` search attribute, opens the workflow and sees its history (the start event,
+ * the brand submission activity, the polling timer it waits on), its call stack (where it waits for
+ * the carrier's verdict), its progress query, and its other tabs, with no failing API request. Screenshots land in `test-artifacts/`. The UI is built
+ * once per change of its inputs (scripts/build-ui.ts); without a browser the test is skipped with a
+ * message, except under CI.
+ */
+import { expect } from 'chai';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { startTestApi, type TestApi } from '../helpers/api';
+import { testDevServer, testTemporal } from '../helpers/temporal';
+import { until } from '../helpers/wait';
+import { createSmsActivities } from '../../activities/sms';
+import { stopSandboxDispatchers } from '../../activities/providers/carrier/sandbox';
+import { serveWebUi, webUiVersion, type WebUiServer } from '../../devserver/http/ui';
+import { ensureUiBuilt, UI_BUILD_DIR } from '../../scripts/build-ui';
+import { COMPLETE_BRAND } from '../api/sms-fixtures';
+
+const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts');
+
+function findChromium(): string | undefined {
+  const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
+  return candidates.find((p): p is string => !!p && fs.existsSync(p));
+}
+
+describe('the Temporal Web UI in headless Chromium', function () {
+  this.timeout(300_000);
+  let browser: Browser | undefined;
+  let t: TestApi;
+  let ui: WebUiServer;
+  let orgId = '';
+  const failedRequests: string[] = [];
+
+  before(async function () {
+    const executablePath = findChromium();
+    if (!executablePath) {
+      if (process.env.CI) throw new Error('No Chromium found: .ci/run installs Debian\'s chromium; set CHROMIUM_PATH otherwise');
+      console.warn('    (skipped: no Chromium found; install Debian\'s chromium or set CHROMIUM_PATH)');
+      this.skip();
+    }
+    await ensureUiBuilt();
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    // The sandbox carrier answers in an hour: the registration waits for its callback signal.
+    t = await startTestApi('temporalui', {}, {
+      worker: (deps) => createSmsActivities(deps, { carrierOptions: { delayMs: 3_600_000, callbackUrl: `${deps.baseUrl}/sms/provider-callbacks/sandbox` } }),
+    });
+    const org = await t.org('UI Dental');
+    orgId = org.orgId;
+    const put = await t.call('PUT', '/sms', { key: org.key, json: COMPLETE_BRAND });
+    expect(put.status, put.text).to.equal(200);
+    expect((await t.call('POST', '/sms/review', { key: org.key })).body.data.verdict).to.equal('pass');
+    const sub = await t.call('POST', '/sms/submit', { key: org.key });
+    expect(sub.status, sub.text).to.equal(200);
+    const server = await testDevServer();
+    ui = await serveWebUi({ buildDir: UI_BUILD_DIR, httpApi: server.httpApi, host: '127.0.0.1', port: 0, defaultNamespace: 'default', version: webUiVersion() });
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+  });
+  after(async () => {
+    await browser?.close();
+    await ui?.close();
+    stopSandboxDispatchers();
+    // The registration waits on a timer of the shared dev server: it must not outlive its worker.
+    if (orgId) await (await testTemporal()).client.workflow.getHandle(`sms-registration/${orgId}`).terminate('test over').catch(() => undefined);
+    await t?.close();
+  });
+
+  async function open(url: string): Promise<Page> {
+    const context = await browser!.newContext({ viewport: { width: 1440, height: 1000 } });
+    const page = await context.newPage();
+    page.on('response', (r) => {
+      if (r.url().includes('/api/v1/') && r.status() >= 400) failedRequests.push(`${r.status()} ${r.url()}`);
+    });
+    await page.goto(url);
+    return page;
+  }
+
+  it('lists the registration filtered by OrganizationId, opens it and shows its history, call stack and progress query', async () => {
+    const workflowId = `sms-registration/${orgId}`;
+    // The workflow is running and has reached its wait before the browser looks.
+    await until(async () => {
+      const r = await fetch(`${ui.url}/api/v1/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
+      const body = (await r.json()) as { workflowExecutionInfo?: { historyLength?: string } };
+      return r.ok && Number(body.workflowExecutionInfo?.historyLength)  > 5 ? true : undefined;
+    }, 60_000, 'the registration reaches its wait');
+    const query = `OrganizationId="${orgId}"`;
+    const page = await open(`${ui.url}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
+    const row = page.getByRole('link', { name: workflowId });
+    await row.first().waitFor({ timeout: 30_000 });
+    expect(await page.getByText('Running').count()).to.be.greaterThan(0);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'temporal-ui-workflows.png'), fullPage: true });
+
+    await row.first().click();
+    await page.waitForURL(/\/history/, { timeout: 30_000 });
+
+    // The event list shows the start event, the brand submission activity and the polling timer it waits on.
+    await page.getByText('Workflow Execution Started').first().waitFor({ timeout: 30_000 });
+    await page.getByText('Activity Task Scheduled').first().waitFor({ timeout: 30_000 });
+    await page.getByText('Timer Started').first().waitFor({ timeout: 30_000 });
+    expect(await page.getByText(workflowId).count()).to.be.greaterThan(0);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'temporal-ui-history.png'), fullPage: true });
+    const runUrl = page.url().replace(/\/history.*$/, '');
+    // Where it waits: the call stack (the SDK's __stack_trace query) names the verdict wait.
+    await page.goto(`${runUrl}/call-stack`);
+    await page.getByText(/awaitVerdict/).first().waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'temporal-ui-call-stack.png'), fullPage: true });
+    // The registration's progress query, run from the Queries tab.
+    await page.goto(`${runUrl}/query`);
+    await page.getByRole('button', { name: 'Run Query' }).click();
+    await page.getByText(/"step"/).first().waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'temporal-ui-query.png'), fullPage: true });
+    for (const tab of ['pending-activities', 'workers', 'metadata']) {
+      await page.goto(`${runUrl}/${tab}`);
+      await page.getByText(workflowId).first().waitFor({ timeout: 30_000 });
+    }
+    // The README's link pattern: a workflow id alone opens its latest run's history.
+    await page.goto(`${ui.url}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
+    await page.waitForURL(/\/history$/, { timeout: 30_000 });
+    expect(page.url()).to.equal(`${runUrl}/history`);
+    expect(failedRequests, failedRequests.join('\n')).to.deep.equal([]);
+    await page.context().close();
+  });
+});
