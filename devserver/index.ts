@@ -7,6 +7,7 @@ import { Clock } from './clock';
 import { Engine, LogFn } from './engine';
 import { buildImplementation, NO_COMMIT_WAIT, testServiceHandlers, workflowServiceHandlers } from './service';
 import { PgStore } from './store';
+import { schedulerOf } from './schedules';
 
 export type { LogFn } from './engine';
 
@@ -67,6 +68,9 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   engine.ensureNamespace('default');
   if (opts.namespace) engine.ensureNamespace(opts.namespace);
   for (const e of loaded?.executions ?? []) engine.restore(e);
+  const scheduler = schedulerOf(engine);
+  scheduler.sink = store;
+  for (const s of loaded?.schedules ?? []) scheduler.restore(s);
 
   const afterEach = async (method?: string) => {
     if (!store) return;

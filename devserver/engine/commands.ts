@@ -29,7 +29,7 @@ const CLOSE_COMMANDS = new Set<CommandType | null | undefined>([
   CommandType.COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION,
 ]);
 
-/** Commands the dev server applies; protocol messages (updates) and Nexus are not among them. */
+/** Commands the dev server applies (protocol messages: engine/updates.ts); Nexus is not among them. */
 const SUPPORTED_COMMANDS = new Set<CommandType | null | undefined>([
   CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK,
   CommandType.COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK,
@@ -45,13 +45,14 @@ const SUPPORTED_COMMANDS = new Set<CommandType | null | undefined>([
   CommandType.COMMAND_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION,
   CommandType.COMMAND_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
   CommandType.COMMAND_TYPE_MODIFY_WORKFLOW_PROPERTIES,
+  CommandType.COMMAND_TYPE_PROTOCOL_MESSAGE,
 ]);
 
 /** UNIMPLEMENTED naming the command type number, for commands outside SUPPORTED_COMMANDS. */
 function unsupportedCommand(commandType: CommandType | null | undefined): ServiceError {
   return new ServiceError(
     Code.UNIMPLEMENTED,
-    `command type ${commandType} is not implemented by the dev server (updates, Nexus and protocol messages are not supported)`,
+    `command type ${commandType} is not implemented by the dev server (Nexus is not supported)`,
   );
 }
 
@@ -202,8 +203,9 @@ export abstract class Commands extends Children {
         return false;
       case CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION: {
         const result = cmd.completeWorkflowExecutionCommandAttributes?.result;
-        this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, { result, workflowTaskCompletedEventId: completedId });
-        this.close(exec, Status.Completed, { result });
+        const cronRun = this.cronContinue(exec, { result });
+        this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, { result, workflowTaskCompletedEventId: completedId, newExecutionRunId: cronRun });
+        this.close(exec, Status.Completed, cronRun ? { continued: true } : { result });
         return false;
       }
       case CommandType.COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION:

@@ -65,6 +65,8 @@ export interface TaskPoll {
   ns: string;
   queue: string;
   identity: string;
+  /** PollXxxTaskQueueRequest.workerInstanceKey: ShutdownWorker with the same key completes the poll. */
+  workerInstanceKey?: string;
   onCancel: (fn: () => void) => void;
   isCancelled: () => boolean;
 }

@@ -40,6 +40,10 @@ export const NO_COMMIT_WAIT = new Set([
   'GetSearchAttributes',
   'DescribeTaskQueue',
   'GetCurrentTime',
+  'PollWorkflowExecutionUpdate',
+  'DescribeSchedule',
+  'ListSchedules',
+  'ListScheduleMatchingTimes',
 ]);
 
 /** Converts an engine error into a grpc-js status (with google.rpc.Status details when given). */

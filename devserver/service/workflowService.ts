@@ -22,6 +22,8 @@ import {
 import { ServiceError, Status } from '../types';
 import { Handlers, onCancelOf, pageToken } from './common';
 import { executionInfo, listExecutions } from './visibility';
+import { updateHandlers } from './updates';
+import { scheduleHandlers } from './schedules';
 
 import ws = temporal.api.workflowservice.v1;
 
@@ -59,16 +61,16 @@ function namespaceDescription(engine: Engine, name: string): Record<string, unkn
       id: ns.id,
       capabilities: {
         eagerWorkflowStart: false,
-        syncUpdate: false,
-        asyncUpdate: false,
+        syncUpdate: true,
+        asyncUpdate: true,
         workerHeartbeats: false,
         reportedProblemsSearchAttribute: false,
         workflowPause: false,
         standaloneActivities: false,
-        workerPollCompleteOnShutdown: false,
+        workerPollCompleteOnShutdown: true,
         pollerAutoscaling: false,
       },
-      supportsSchedules: false,
+      supportsSchedules: true,
     },
     config: { workflowExecutionRetentionTtl: fromMs(ns.retentionMs), historyArchivalState: ArchivalState.ARCHIVAL_STATE_DISABLED, visibilityArchivalState: ArchivalState.ARCHIVAL_STATE_DISABLED },
     isGlobalNamespace: false,
@@ -79,6 +81,8 @@ function namespaceDescription(engine: Engine, name: string): Record<string, unkn
 export function workflowServiceHandlers(engine: Engine): Handlers {
   const nsOf = (req: { namespace?: string | null }) => req.namespace || 'default';
   return {
+    ...updateHandlers(engine),
+    ...scheduleHandlers(engine),
     async GetSystemInfo() {
       return {
         serverVersion: SERVER_VERSION,
@@ -86,7 +90,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
           signalAndQueryHeader: true,
           internalErrorDifferentiation: true,
           activityFailureIncludeHeartbeat: true,
-          supportsSchedules: false,
+          supportsSchedules: true,
           encodedFailureAttributes: true,
           buildIdBasedVersioning: false,
           upsertMemo: true,
@@ -255,7 +259,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return { history: { events }, nextPageToken: start > 0 ? pageToken.encode({ n: start }) : undefined };
     },
     async PollWorkflowTaskQueue(req: Plain<ws.IPollWorkflowTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
-      return engine.pollWorkflowTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', ...onCancelOf(call) });
+      return engine.pollWorkflowTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', workerInstanceKey: req.workerInstanceKey ?? undefined, ...onCancelOf(call) });
     },
     async RespondWorkflowTaskCompleted(req: Plain<ws.IRespondWorkflowTaskCompletedRequest>) {
       return engine.completeWorkflowTask(req);
@@ -265,7 +269,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return {};
     },
     async PollActivityTaskQueue(req: Plain<ws.IPollActivityTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
-      return engine.pollActivityTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', ...onCancelOf(call) });
+      return engine.pollActivityTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', workerInstanceKey: req.workerInstanceKey ?? undefined, ...onCancelOf(call) });
     },
     async RecordActivityTaskHeartbeat(req: Plain<ws.IRecordActivityTaskHeartbeatRequest>) {
       return engine.heartbeatActivity(req, false);
@@ -289,6 +293,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return {};
     },
     async ShutdownWorker(req: Plain<ws.IShutdownWorkerRequest>) {
+      if (req.workerInstanceKey) engine.completeWorkerPolls(req.workerInstanceKey);
       if (req.stickyTaskQueue) engine.clearSticky(nsOf(req), req.stickyTaskQueue);
       return {};
     },
