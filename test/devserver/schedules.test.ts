@@ -28,7 +28,7 @@ function testServiceOf(connection: Connection): Promise<Connection> {
 
 /** Skips `ms` of virtual time (the server is locked outside this call). */
 async function skip(connection: Connection, ms: number): Promise<void> {
-  await (await testServiceOf(connection)).testService!.unlockTimeSkippingWithSleep({ duration: { seconds: Math.floor(ms / 1000) } });
+  await (await testServiceOf(connection)).testService!.unlockTimeSkippingWithSleep({ duration: { seconds: Math.floor(ms / 1000) } as never });
 }
 
 async function now(connection: Connection): Promise<number> {
