@@ -62,6 +62,8 @@ export interface WorkflowTaskState {
   backoffUntil?: number;
   identity?: string;
   requestId?: string;
+  /** workerInstanceKey of the poll that started the task (ShutdownWorker shortens its timeout). */
+  workerKey?: string;
 }
 
 /** A pending activity (ActivityInfo in the real server's mutable state). */

@@ -183,6 +183,7 @@ export abstract class Commands extends Children {
     // worker that asked for it, instead of a round trip through its sticky queue.
     if (req.returnNewWorkflowTask && exec.sticky && exec.wt.state === 'scheduled' && exec.wt.sticky && exec.wt.backoffUntil === undefined) {
       resp.workflowTask = this.startWorkflowTask({ kind: 'wt', exec, seq: exec.wt.seq }, req.identity ?? '');
+      exec.wt.workerKey = req.workerInstanceKey ?? undefined;
       return resp;
     }
     this.dispatchWaitingQueries(exec);

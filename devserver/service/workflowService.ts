@@ -293,7 +293,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return {};
     },
     async ShutdownWorker(req: Plain<ws.IShutdownWorkerRequest>) {
-      if (req.workerInstanceKey) engine.completeWorkerPolls(req.workerInstanceKey);
+      if (req.workerInstanceKey) engine.shutdownWorker(req.workerInstanceKey);
       if (req.stickyTaskQueue) engine.clearSticky(nsOf(req), req.stickyTaskQueue);
       return {};
     },
