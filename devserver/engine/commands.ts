@@ -20,6 +20,7 @@ import {
 import { Execution, ServiceError, Status } from '../types';
 import { decodeToken, DEFAULT_STICKY_SCHEDULE_TO_START_MS } from './state';
 import { Children } from './children';
+import { validateCronSchedule } from '../cron';
 
 /** Commands that close the workflow run. */
 const CLOSE_COMMANDS = new Set<CommandType | null | undefined>([
@@ -58,17 +59,19 @@ function unsupportedCommand(commandType: CommandType | null | undefined): Servic
 
 /**
  * Rejects a completion before anything is written when a command cannot be applied.
- * @throws ServiceError UNIMPLEMENTED for unsupported commands and cron schedules; INVALID_ARGUMENT
- * for a ScheduleActivityTask without id, type, or schedule-to-close / start-to-close timeout.
+ * @throws ServiceError UNIMPLEMENTED for unsupported commands; INVALID_ARGUMENT for an invalid child
+ * cron schedule, for a ScheduleActivityTask without id, type, or schedule-to-close / start-to-close timeout.
  */
 function validateCommands(commands: Command[]): void {
   for (const c of commands) {
     if (!SUPPORTED_COMMANDS.has(c.commandType)) throw unsupportedCommand(c.commandType);
-    if (
-      c.commandType === CommandType.COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION &&
-      c.startChildWorkflowExecutionCommandAttributes?.cronSchedule
-    ) {
-      throw new ServiceError(Code.UNIMPLEMENTED, 'cron schedules are not implemented by the dev server');
+    const childCron = c.commandType === CommandType.COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION ? c.startChildWorkflowExecutionCommandAttributes?.cronSchedule : null;
+    if (childCron) {
+      try {
+        validateCronSchedule(childCron);
+      } catch (err) {
+        throw new ServiceError(Code.INVALID_ARGUMENT, `BadStartChildExecutionAttributes: ${(err as Error).message}`);
+      }
     }
     if (c.commandType === CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK) {
       const a = c.scheduleActivityTaskCommandAttributes ?? {};

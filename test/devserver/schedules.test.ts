@@ -170,6 +170,19 @@ describe('devserver schedules and cron workflows', function () {
           (e) => e,
         );
         expect(String(bad?.cause?.message ?? bad?.message)).to.match(/invalid cron schedule/);
+        // A child workflow with a cron schedule: its runs follow the same cron, each naming the parent.
+        const childId = uniqueQueue('cron-child');
+        const parentId = uniqueQueue('cron-parent');
+        expect(await c.client.workflow.execute('cronParent', { taskQueue, workflowId: parentId, args: [childId] })).to.equal(childId);
+        await skip(c.connection, 2 * HOUR);
+        const childRuns: string[] = [];
+        for await (const r of c.client.workflow.list({ query: `WorkflowId = '${childId}'` })) childRuns.push(r.runId);
+        expect(childRuns.length).to.equal(3);
+        for (const runId of childRuns) {
+          const ev = (await c.client.workflowService.getWorkflowExecutionHistory({ namespace: 'default', execution: { workflowId: childId, runId } })).history!.events![0];
+          expect(ev.workflowExecutionStartedEventAttributes?.parentWorkflowExecution?.workflowId).to.equal(parentId);
+        }
+        await c.client.workflow.getHandle(childId).terminate('test done');
         await c.client.workflow.getHandle(workflowId).terminate('test done');
       });
     } finally {

@@ -2,7 +2,7 @@
  * Workflows for the dev server's updates, cron and schedule tests, and the timeout-type fidelity
  * check (an activity that no worker polls, with only a schedule-to-close timeout).
  */
-import { condition, continueAsNew, defineSignal, defineUpdate, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, defineSignal, defineUpdate, ParentClosePolicy, proxyActivities, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
 import type * as activities from './activities';
 
 export const addUpdate = defineUpdate<number, [number]>('add');
@@ -66,6 +66,12 @@ export async function updatableChain(runs: number): Promise<number> {
 export async function cronCounter(): Promise<number> {
   const last = workflowInfo().lastResult as number | undefined;
   return (last ?? 0) + 1;
+}
+
+/** Starts `cronCounter` as an hourly cron child (abandoned when this parent completes); returns the child's id. */
+export async function cronParent(childId: string): Promise<string> {
+  const child = await startChild(cronCounter, { workflowId: childId, cronSchedule: '0 * * * *', parentClosePolicy: ParentClosePolicy.ABANDON });
+  return child.workflowId;
 }
 
 /** An activity on a queue nobody polls with only a schedule-to-close timeout: the timeout type. */
