@@ -11,7 +11,7 @@
 import { status as Code } from '@grpc/grpc-js';
 import { temporal } from '@temporalio/proto';
 import type { TimerHandle } from './clock';
-import { CompiledSpec, CronError, parseScheduleCron, specNext, StructuredCalendar } from './cron';
+import { CompiledSpec, parseScheduleCron, specNext, StructuredCalendar } from './cron';
 import type { Engine } from './engine';
 import { fromMs, toMs } from './proto';
 import { Payload, Plain } from './protoTypes';
@@ -378,10 +378,9 @@ export class Scheduler {
             this.save(s);
             continue;
           }
+          // Resolves when the run closes, or after the long-poll window (the loop then looks again).
           const exec = this.engine.getExecution(s.namespace, running[0].workflowId);
-          let cancel: (() => void) | undefined;
-          await this.engine.waitForEvents(exec, exec.nextEventId, true, (fn) => (cancel = fn));
-          void cancel;
+          await this.engine.waitForEvents(exec, exec.nextEventId, true, () => undefined);
           if (this.engine.isStopped()) return;
         }
       } catch (err) {
@@ -454,4 +453,3 @@ export function scheduleInfo(sch: Scheduler, s: ScheduleState): Record<string, u
   };
 }
 
-export { CronError };

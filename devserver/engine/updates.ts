@@ -175,7 +175,7 @@ export abstract class Updates extends Commands {
     let resp: RespondWorkflowTaskCompletedResponse;
     try {
       resp = super.completeWorkflowTask(req);
-      for (const m of this.completionMessages.values()) this.applyUpdateMessage(exec, m, 0);
+      for (const m of this.completionMessages.values()) this.applyUpdateMessage(exec, m);
     } finally {
       this.completionMessages = null;
     }
@@ -191,12 +191,12 @@ export abstract class Updates extends Commands {
     const msg = this.completionMessages?.get(id);
     if (!msg) throw new ServiceError(Code.INVALID_ARGUMENT, `ProtocolMessageCommand references unknown message ${id}`);
     this.completionMessages!.delete(id);
-    this.applyUpdateMessage(exec, msg, completedId);
+    this.applyUpdateMessage(exec, msg);
     return false;
   }
 
   /** Applies one Acceptance / Rejection / Response message from a worker. */
-  private applyUpdateMessage(exec: Execution, msg: ProtocolMessage, completedId: number): void {
+  private applyUpdateMessage(exec: Execution, msg: ProtocolMessage): void {
     const typeName = (msg.body?.type_url ?? '').replace(TYPE_PREFIX, '');
     if (!typeName.startsWith('temporal.api.update.v1.')) throw new ServiceError(Code.INVALID_ARGUMENT, `unsupported protocol message ${typeName}`);
     const body = decodePlain(pbType(typeName), msg.body?.value ?? Buffer.alloc(0)) as Record<string, any>;
@@ -226,7 +226,6 @@ export abstract class Updates extends Commands {
     } else {
       throw new ServiceError(Code.INVALID_ARGUMENT, `unsupported protocol message ${typeName}`);
     }
-    void completedId;
     this.dirty(exec);
     this.notifyUpdate(exec, u.updateId);
   }
