@@ -191,7 +191,7 @@ describe('devserver schedules and cron workflows', function () {
     }
   });
 
-  it('keeps a schedule across a restart and fires it on the new life', async () => {
+  it('keeps a schedule and a waiting cron workflow across a restart and fires both on the new life', async () => {
     const databaseUrl = await createTestDatabase('devserver_schedules');
     const taskQueue = uniqueQueue('sched-durable');
     const scheduleId = uniqueQueue('durable-schedule');
@@ -199,6 +199,9 @@ describe('devserver schedules and cron workflows', function () {
     const c1 = await connect(s1.address);
     await c1.client.schedule.create({ scheduleId, spec: { intervals: [{ every: '1h' }] }, action: { type: 'startWorkflow', workflowType: 'echo', args: ['x'], taskQueue } });
     await c1.client.schedule.getHandle(scheduleId).pause('before restart');
+    // A cron workflow waiting for its first tick is kept too.
+    const cronId = uniqueQueue('durable-cron');
+    await c1.client.workflow.start('cronCounter', { taskQueue, workflowId: cronId, cronSchedule: '0 * * * *' });
     await c1.close();
     await s1.stop();
     const s2 = await startDevServer({ databaseUrl, timeSkipping: true, timeSkippingInitiallyLocked: true });
@@ -213,6 +216,10 @@ describe('devserver schedules and cron workflows', function () {
         await skip(c2.connection, 2 * HOUR);
         expect((await h.describe()).info.numActionsTaken).to.equal(2);
         await h.delete();
+        const cronRuns: string[] = [];
+        for await (const r of c2.client.workflow.list({ query: `WorkflowId = '${cronId}'` })) cronRuns.push(r.status.name);
+        expect(cronRuns.sort()).to.deep.equal(['COMPLETED', 'COMPLETED', 'RUNNING']);
+        await c2.client.workflow.getHandle(cronId).terminate('test done');
       });
     } finally {
       await c2.close();
