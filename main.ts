@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
     closers.push(() => dispatcher.stop());
     await resumeSandboxCallbacks({ db: database.db, config });
-    // The month-closing workflow `billing-month` runs once per cluster (README "Billing").
+    // The billing calendar (schedule `billing-month`) exists once per cluster (README "Billing").
     await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
 
     const boot = await bootstrapIfEmpty(database.db, config.keyBrandPrefix);

@@ -4,7 +4,8 @@
  * deterministic so that a repeated request finds the workflow it started before.
  */
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
-import type { Client, WorkflowHandleWithFirstExecutionRunId, WorkflowStartOptions } from '@temporalio/client';
+import { ScheduleAlreadyRunning } from '@temporalio/client';
+import type { Client, ScheduleOptions, ScheduleSpec, WorkflowHandleWithFirstExecutionRunId, WorkflowStartOptions } from '@temporalio/client';
 import type * as workflows from './workflows';
 
 /** Task queue every workflow and activity of the service runs on. */
@@ -99,6 +100,51 @@ export function startWorkflow<K extends WorkflowName>(
     workflowIdConflictPolicy: opts.workflowIdConflictPolicy,
     typedSearchAttributes: workflowSearchAttributes(opts.orgId, opts.resourceId),
   } as WorkflowStartOptions<WorkflowTypes[K]>);
+}
+
+/** Options of {@link ensureSchedule}. */
+export interface EnsureScheduleOptions<K extends WorkflowName> {
+  /** Schedule id (also the base of the started workflows' ids: the server appends the nominal time). */
+  scheduleId: string;
+  /** When the workflow starts (Temporal ScheduleSpec: calendars, intervals, time zone). */
+  spec: ScheduleSpec;
+  /** The workflow function's arguments, type-checked against it (the same for every start). */
+  args: Parameters<WorkflowTypes[K]>;
+  /** Organization that owns the work (search attribute `OrganizationId`); null for work of every organization. */
+  orgId: string | null;
+  resourceId?: string;
+  /** Overlap policy, catch-up window (Temporal SchedulePolicies). */
+  policies?: ScheduleOptions['policies'];
+}
+
+/**
+ * The one way the service puts a workflow on a calendar: a Temporal schedule that starts `type`
+ * with checked arguments and the search attributes every workflow carries. Creating it again is a
+ * no-op (the existing schedule is kept as it is).
+ * @param target Temporal client and the task queue the worker polls
+ * @returns true when this call created the schedule, false when it existed
+ * @throws any connection error of the client
+ */
+export async function ensureSchedule<K extends WorkflowName>(target: { client: Client; taskQueue: string }, type: K, opts: EnsureScheduleOptions<K>): Promise<boolean> {
+  try {
+    await target.client.schedule.create({
+      scheduleId: opts.scheduleId,
+      spec: opts.spec,
+      policies: opts.policies,
+      action: {
+        type: 'startWorkflow',
+        workflowType: type,
+        workflowId: opts.scheduleId,
+        args: opts.args as unknown[],
+        taskQueue: target.taskQueue,
+        typedSearchAttributes: workflowSearchAttributes(opts.orgId, opts.resourceId),
+      },
+    });
+    return true;
+  } catch (err) {
+    if (err instanceof ScheduleAlreadyRunning) return false;
+    throw err;
+  }
 }
 
 /** Where the service finds Temporal: TEMPORAL_ADDRESS, else the embedded dev server started by `npm start`. */

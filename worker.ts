@@ -98,7 +98,7 @@ async function main(): Promise<void> {
   const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
   // Sandbox carrier callbacks still owed from before a restart are delivered again (by one process).
   if (processIndex() === 0) await resumeSandboxCallbacks({ db: database.db, config });
-  // The month-closing workflow `billing-month` runs once per cluster; USE_EXISTING makes every worker's start a no-op but the first (README "Billing").
+  // The billing calendar (schedule `billing-month`) exists once per cluster; creating it again is a no-op (README "Billing").
   await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
   exitOnSignal(async () => {
     await dispatcher.stop();

@@ -5,12 +5,12 @@
  * no-op that emits nothing. Also `ensureBillingCalendar`, which the worker's entry points call at start.
  */
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { ScheduleOverlapPolicy } from '@temporalio/client';
 import type { ActivityDeps } from './index';
 import { closePeriodBatch } from '../db/repositories/billing';
 import { emitEvent } from '../events/emit';
-import { isPeriod, periodOf, type Period } from '../domain/billing/periods';
-import { startWorkflow, workflowIds } from '../temporal.config';
+import { CLOSE_GRACE_MS, isPeriod, type Period } from '../domain/billing/periods';
+import { ensureSchedule, workflowIds } from '../temporal.config';
 
 /** Organizations closed per activity (one transaction each). */
 export const CLOSE_BATCH_SIZE = 1000;
@@ -69,24 +69,24 @@ export function createBillingActivities(deps: Pick<ActivityDeps, 'db'>): Billing
   };
 }
 
+/** Days a missed month close may still start late (server down at the month boundary), ms. */
+const BILLING_CATCHUP_MS = 365 * 86_400_000;
+
 /**
- * Makes sure the month-closing workflow runs (README "Billing": who closes months): starts
- * `billing-month` for the month of `now` unless it is running (`USE_EXISTING`); the running one
- * continues as new from month to month. Called by `npm start` and `start:worker` at start-up.
- * @param now the current time (default the clock)
- * @returns the run id of the running workflow
+ * Makes sure the billing calendar exists (README "Billing": who closes months): the Temporal
+ * schedule `billing-month` that starts `billingMonth` at 00:01 UTC on the 1st of every month (the
+ * month's end plus CLOSE_GRACE_MS); a close missed while the cluster was down starts when it is back
+ * (catch-up window one year, buffered, never two at once). A no-op when the schedule exists. Called
+ * by `npm start` and `start:worker` at start-up.
+ * @param target client and task queue; `scheduleId` only for tests (default `billing-month`)
+ * @returns true when this call created the schedule
  */
-export async function ensureBillingCalendar(target: { client: Client; taskQueue: string }, now: Date = new Date()): Promise<string> {
-  try {
-    const handle = await startWorkflow(target, 'billingMonth', {
-      workflowId: workflowIds.billingMonth(),
-      args: [{ period: periodOf(now) }],
-      orgId: null,
-      workflowIdConflictPolicy: 'USE_EXISTING',
-    });
-    return handle.firstExecutionRunId;
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return '';
-    throw err;
-  }
+export async function ensureBillingCalendar(target: { client: Client; taskQueue: string; scheduleId?: string }): Promise<boolean> {
+  return ensureSchedule(target, 'billingMonth', {
+    scheduleId: target.scheduleId ?? workflowIds.billingMonth(),
+    spec: { calendars: [{ dayOfMonth: 1, hour: 0, minute: CLOSE_GRACE_MS / 60_000, comment: 'month end + close grace' }] },
+    args: [{}],
+    orgId: null,
+    policies: { overlap: ScheduleOverlapPolicy.BUFFER_ALL, catchupWindow: BILLING_CATCHUP_MS },
+  });
 }

@@ -9,6 +9,7 @@ import { HttpApiHandler, httpApiHandler } from './http/gateway';
 import { serveHttpApi } from './http/server';
 import { buildImplementation, NO_COMMIT_WAIT, operatorServiceHandlers, testServiceHandlers, workflowServiceHandlers } from './service';
 import { PgStore } from './store';
+import { schedulerOf } from './schedules';
 
 export type { LogFn } from './engine';
 
@@ -75,6 +76,9 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   engine.ensureNamespace('default');
   if (opts.namespace) engine.ensureNamespace(opts.namespace);
   for (const e of loaded?.executions ?? []) engine.restore(e);
+  const scheduler = schedulerOf(engine);
+  scheduler.sink = store;
+  for (const s of loaded?.schedules ?? []) scheduler.restore(s);
 
   const afterEach = async (method?: string) => {
     if (!store) return;

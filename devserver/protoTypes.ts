@@ -202,6 +202,8 @@ export interface EventAttributesByType {
   [EventType.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED]: history.IExternalWorkflowExecutionSignaledEventAttributes;
   [EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES]: history.IUpsertWorkflowSearchAttributesEventAttributes;
   [EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED]: history.IWorkflowPropertiesModifiedEventAttributes;
+  [EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED]: history.IWorkflowExecutionUpdateAcceptedEventAttributes;
+  [EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED]: history.IWorkflowExecutionUpdateCompletedEventAttributes;
 }
 
 /** Attributes of event type `E`, as held in memory. */

@@ -6,6 +6,7 @@
  *  - executions(namespace, workflow_id, run_id PK, state jsonb): everything but the history
  *  - history_events(namespace, workflow_id, run_id, event_id PK, data bytea): encoded HistoryEvent
  *  - meta(key PK, value jsonb): the skipped clock offset
+ *  - schedules(namespace, schedule_id PK, data jsonb): schedule state (`schedules.ts`)
  *
  * Changes are group-committed: `commit()` resolves once a transaction containing every change
  * made before the call is durable. Reload reads everything back (`load()`).
@@ -14,6 +15,7 @@ import pg from 'pg';
 import { decodePlain, encodeHistoryEvent, pbType } from './proto';
 import { Execution, HistoryEvent, NamespaceState } from './types';
 import type { PersistenceSink } from './engine';
+import type { ScheduleSink, ScheduleState } from './schedules';
 
 const HistoryEventType = () => pbType('temporal.api.history.v1.HistoryEvent');
 
@@ -36,8 +38,10 @@ export function serializeExecution(e: Execution): string {
 }
 
 /** Postgres-backed persistence sink with group commit. */
-export class PgStore implements PersistenceSink {
+export class PgStore implements PersistenceSink, ScheduleSink {
   private readonly pool: pg.Pool;
+  /** Schedule rows to write (null = delete), by namespace and id. */
+  private readonly dirtySchedules = new Map<string, { ns: string; id: string; data: ScheduleState | null }>();
   private readonly dirtyExecs = new Set<Execution>();
   private readonly dirtyNs = new Set<NamespaceState>();
   private inFlight: Promise<void> | null = null;
@@ -68,12 +72,15 @@ export class PgStore implements PersistenceSink {
         namespace text NOT NULL, workflow_id text NOT NULL, run_id text NOT NULL, event_id bigint NOT NULL, data bytea NOT NULL,
         PRIMARY KEY (namespace, workflow_id, run_id, event_id));
       CREATE TABLE IF NOT EXISTS ${s}.meta (key text PRIMARY KEY, value jsonb NOT NULL);
+      CREATE TABLE IF NOT EXISTS ${s}.schedules (
+        namespace text NOT NULL, schedule_id text NOT NULL, data jsonb NOT NULL, PRIMARY KEY (namespace, schedule_id));
     `);
   }
 
   /** Loads namespaces, executions with their histories, and the clock offset. */
-  async load(): Promise<{ namespaces: NamespaceState[]; executions: Execution[]; clockOffsetMs: number }> {
+  async load(): Promise<{ namespaces: NamespaceState[]; executions: Execution[]; clockOffsetMs: number; schedules: ScheduleState[] }> {
     const s = this.schema;
+    const schedRows = await this.pool.query(`SELECT data::text AS data FROM ${s}.schedules`);
     const nsRows = await this.pool.query(`SELECT data FROM ${s}.namespaces`);
     const meta = await this.pool.query(`SELECT value FROM ${s}.meta WHERE key = 'clock_offset_ms'`);
     const execRows = await this.pool.query(`SELECT state::text AS state FROM ${s}.executions`);
@@ -104,7 +111,12 @@ export class PgStore implements PersistenceSink {
       e.nextEventId = e.history.length + 1;
     }
     this.clockOffsetMs = meta.rows[0]?.value ?? 0;
-    return { namespaces: nsRows.rows.map((r) => r.data as NamespaceState), executions: [...byKey.values()], clockOffsetMs: this.clockOffsetMs };
+    return {
+      namespaces: nsRows.rows.map((r) => r.data as NamespaceState),
+      executions: [...byKey.values()],
+      clockOffsetMs: this.clockOffsetMs,
+      schedules: schedRows.rows.map((r) => JSON.parse(r.data, reviver) as ScheduleState),
+    };
   }
 
   markDirty(exec: Execution): void {
@@ -113,6 +125,11 @@ export class PgStore implements PersistenceSink {
 
   markNamespaceDirty(ns: NamespaceState): void {
     this.dirtyNs.add(ns);
+  }
+
+  /** Marks a schedule for writing (`null` deletes its row) with the next commit. */
+  saveSchedule(namespace: string, scheduleId: string, data: ScheduleState | null): void {
+    this.dirtySchedules.set(`${namespace}\u0000${scheduleId}`, { ns: namespace, id: scheduleId, data });
   }
 
   /** Records the virtual clock's skipped offset (persisted with the next commit). */
@@ -125,7 +142,7 @@ export class PgStore implements PersistenceSink {
 
   /** Resolves when every change made before this call is committed. */
   commit(): Promise<void> {
-    if (!this.dirtyExecs.size && !this.dirtyNs.size && !this.clockDirty) return this.inFlight ?? Promise.resolve();
+    if (!this.dirtyExecs.size && !this.dirtyNs.size && !this.clockDirty && !this.dirtySchedules.size) return this.inFlight ?? Promise.resolve();
     if (this.queued) return this.queued;
     const prev = this.inFlight ?? Promise.resolve();
     this.queued = prev.then(() => {
@@ -175,6 +192,10 @@ export class PgStore implements PersistenceSink {
     const nsNames = nss.map((n) => n.name);
 
     const nsData = nss.map((n) => JSON.stringify(n));
+    const scheds = [...this.dirtySchedules.values()];
+    this.dirtySchedules.clear();
+    const live = scheds.filter((x) => x.data);
+    const gone = scheds.filter((x) => !x.data);
     await this.pool.query(
       `WITH h AS (
          INSERT INTO ${s}.history_events (namespace, workflow_id, run_id, event_id, data)
@@ -191,9 +212,20 @@ export class PgStore implements PersistenceSink {
        m AS (
          INSERT INTO ${s}.meta (key, value)
          SELECT 'clock_offset_ms', to_jsonb($12::bigint) WHERE $12::bigint IS NOT NULL
-         ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING 1)
-       SELECT (SELECT count(*) FROM h) + (SELECT count(*) FROM e) + (SELECT count(*) FROM n) + (SELECT count(*) FROM m) AS n`,
-      [hns, hwf, hrun, hid, hdata, ens, ewf, erun, estate, nsNames, nsData, clock],
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING 1),
+       sc AS (
+         INSERT INTO ${s}.schedules (namespace, schedule_id, data)
+         SELECT * FROM unnest($13::text[], $14::text[], $15::jsonb[])
+         ON CONFLICT (namespace, schedule_id) DO UPDATE SET data = excluded.data RETURNING 1),
+       sd AS (
+         DELETE FROM ${s}.schedules WHERE (namespace, schedule_id) IN (SELECT * FROM unnest($16::text[], $17::text[])) RETURNING 1)
+       SELECT (SELECT count(*) FROM h) + (SELECT count(*) FROM e) + (SELECT count(*) FROM n) + (SELECT count(*) FROM m)
+         + (SELECT count(*) FROM sc) + (SELECT count(*) FROM sd) AS n`,
+      [
+        hns, hwf, hrun, hid, hdata, ens, ewf, erun, estate, nsNames, nsData, clock,
+        live.map((x) => x.ns), live.map((x) => x.id), live.map((x) => JSON.stringify(x.data, replacer)),
+        gone.map((x) => x.ns), gone.map((x) => x.id),
+      ],
     );
 
   }

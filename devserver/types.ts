@@ -62,6 +62,8 @@ export interface WorkflowTaskState {
   backoffUntil?: number;
   identity?: string;
   requestId?: string;
+  /** workerInstanceKey of the poll that started the task (ShutdownWorker shortens its timeout). */
+  workerKey?: string;
 }
 
 /** A pending activity (ActivityInfo in the real server's mutable state). */
@@ -171,8 +173,27 @@ export interface Execution {
   /** First workflow task held back until this time (start delay / retry backoff), epoch ms. */
   firstTaskAt: number | null;
   newRunId?: string;
+  /** Workflow updates of this run by update id (engine/updates.ts). */
+  updates?: Record<string, UpdateState>;
   history: HistoryEvent[];
   rt: ExecutionRuntime;
+}
+
+/**
+ * One workflow update (temporal.api.update.v1): admitted (waiting for a workflow task), sent (in a
+ * started task's messages), accepted (WorkflowExecutionUpdateAccepted written), completed (outcome
+ * known: WorkflowExecutionUpdateCompleted written, or rejected by a validator without events).
+ */
+export interface UpdateState {
+  updateId: string;
+  /** temporal.api.update.v1.Request as a plain object. */
+  request: Record<string, unknown>;
+  stage: 'admitted' | 'sent' | 'accepted' | 'completed';
+  acceptedEventId?: number;
+  /** temporal.api.update.v1.Outcome as a plain object. */
+  outcome?: Record<string, unknown>;
+  /** Set when the run closed before accepting the update: the error waiters get. */
+  abortMessage?: string;
 }
 
 export interface NamespaceState {

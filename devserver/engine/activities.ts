@@ -329,6 +329,12 @@ export abstract class Activities extends WorkflowTasks {
     const act = exec.activities[scheduledEventId];
     if (!act || exec.status !== Status.Running) return;
     if (attempt !== -1 && act.attempt !== attempt) return;
+    // An attempt that no worker ever picked up by the time the schedule-to-close deadline passes
+    // reports SCHEDULE_TO_START, as the real server does when schedule-to-start defaulted to
+    // schedule-to-close (both deadlines fall together and the schedule-to-start timer wins).
+    if (type === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE && act.state === 'scheduled' && act.scheduleToStartMs > 0 && act.attemptScheduledTime + act.scheduleToStartMs <= this.clock.now()) {
+      type = TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START;
+    }
     const names: Partial<Record<TimeoutType, string>> = {
       [TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE]: 'StartToClose',
       [TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START]: 'ScheduleToStart',

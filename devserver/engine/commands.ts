@@ -20,6 +20,7 @@ import {
 import { Execution, ServiceError, Status } from '../types';
 import { decodeToken, DEFAULT_STICKY_SCHEDULE_TO_START_MS } from './state';
 import { Children } from './children';
+import { validateCronSchedule } from '../cron';
 
 /** Commands that close the workflow run. */
 const CLOSE_COMMANDS = new Set<CommandType | null | undefined>([
@@ -29,7 +30,7 @@ const CLOSE_COMMANDS = new Set<CommandType | null | undefined>([
   CommandType.COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION,
 ]);
 
-/** Commands the dev server applies; protocol messages (updates) and Nexus are not among them. */
+/** Commands the dev server applies (protocol messages: engine/updates.ts); Nexus is not among them. */
 const SUPPORTED_COMMANDS = new Set<CommandType | null | undefined>([
   CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK,
   CommandType.COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK,
@@ -45,29 +46,32 @@ const SUPPORTED_COMMANDS = new Set<CommandType | null | undefined>([
   CommandType.COMMAND_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION,
   CommandType.COMMAND_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
   CommandType.COMMAND_TYPE_MODIFY_WORKFLOW_PROPERTIES,
+  CommandType.COMMAND_TYPE_PROTOCOL_MESSAGE,
 ]);
 
 /** UNIMPLEMENTED naming the command type number, for commands outside SUPPORTED_COMMANDS. */
 function unsupportedCommand(commandType: CommandType | null | undefined): ServiceError {
   return new ServiceError(
     Code.UNIMPLEMENTED,
-    `command type ${commandType} is not implemented by the dev server (updates, Nexus and protocol messages are not supported)`,
+    `command type ${commandType} is not implemented by the dev server (Nexus is not supported)`,
   );
 }
 
 /**
  * Rejects a completion before anything is written when a command cannot be applied.
- * @throws ServiceError UNIMPLEMENTED for unsupported commands and cron schedules; INVALID_ARGUMENT
- * for a ScheduleActivityTask without id, type, or schedule-to-close / start-to-close timeout.
+ * @throws ServiceError UNIMPLEMENTED for unsupported commands; INVALID_ARGUMENT for an invalid child
+ * cron schedule, for a ScheduleActivityTask without id, type, or schedule-to-close / start-to-close timeout.
  */
 function validateCommands(commands: Command[]): void {
   for (const c of commands) {
     if (!SUPPORTED_COMMANDS.has(c.commandType)) throw unsupportedCommand(c.commandType);
-    if (
-      c.commandType === CommandType.COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION &&
-      c.startChildWorkflowExecutionCommandAttributes?.cronSchedule
-    ) {
-      throw new ServiceError(Code.UNIMPLEMENTED, 'cron schedules are not implemented by the dev server');
+    const childCron = c.commandType === CommandType.COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION ? c.startChildWorkflowExecutionCommandAttributes?.cronSchedule : null;
+    if (childCron) {
+      try {
+        validateCronSchedule(childCron);
+      } catch (err) {
+        throw new ServiceError(Code.INVALID_ARGUMENT, `BadStartChildExecutionAttributes: ${(err as Error).message}`);
+      }
     }
     if (c.commandType === CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK) {
       const a = c.scheduleActivityTaskCommandAttributes ?? {};
@@ -182,6 +186,7 @@ export abstract class Commands extends Children {
     // worker that asked for it, instead of a round trip through its sticky queue.
     if (req.returnNewWorkflowTask && exec.sticky && exec.wt.state === 'scheduled' && exec.wt.sticky && exec.wt.backoffUntil === undefined) {
       resp.workflowTask = this.startWorkflowTask({ kind: 'wt', exec, seq: exec.wt.seq }, req.identity ?? '');
+      exec.wt.workerKey = req.workerInstanceKey ?? undefined;
       return resp;
     }
     this.dispatchWaitingQueries(exec);
@@ -202,8 +207,9 @@ export abstract class Commands extends Children {
         return false;
       case CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION: {
         const result = cmd.completeWorkflowExecutionCommandAttributes?.result;
-        this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, { result, workflowTaskCompletedEventId: completedId });
-        this.close(exec, Status.Completed, { result });
+        const cronRun = this.cronContinue(exec, { result });
+        this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, { result, workflowTaskCompletedEventId: completedId, newExecutionRunId: cronRun });
+        this.close(exec, Status.Completed, cronRun ? { continued: true } : { result });
         return false;
       }
       case CommandType.COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION:

@@ -24,6 +24,10 @@ export abstract class EngineCore {
   protected laterScheduled = false;
   protected seq = 0;
   sink: PersistenceSink | null = null;
+  /** Outstanding long-polls by worker instance key (ShutdownWorker completes them). */
+  protected readonly workerPolls = new Map<string, Set<() => void>>();
+  /** Worker instance keys that called ShutdownWorker (runtime only). */
+  protected readonly shutDownWorkers = new Set<string>();
   protected readonly log: LogFn;
   /** Time skipping: locked while > 0 (LockTimeSkipping increments, UnlockTimeSkipping decrements). */
   timeSkippingLocks = 0;
@@ -143,6 +147,27 @@ export abstract class EngineCore {
     }
   }
 
+  private pollsOfWorker(key: string): Set<() => void> {
+    let s = this.workerPolls.get(key);
+    if (!s) {
+      s = new Set();
+      this.workerPolls.set(key, s);
+    }
+    return s;
+  }
+
+  /**
+   * ShutdownWorker with a worker instance key: its outstanding polls complete at once with an
+   * empty response and later polls of it get none (DescribeNamespace advertises
+   * `workerPollCompleteOnShutdown`, the real server's behaviour since 1.29).
+   */
+  completeWorkerPolls(workerInstanceKey: string): void {
+    this.shutDownWorkers.add(workerInstanceKey);
+    const polls = this.workerPolls.get(workerInstanceKey);
+    this.workerPolls.delete(workerInstanceKey);
+    for (const cancel of polls ?? []) cancel();
+  }
+
   protected wfList(ns: string, name: string): TaskList<WfEntry> {
     const k = wfKey(ns, name);
     let l = this.wfLists.get(k);
@@ -187,18 +212,28 @@ export abstract class EngineCore {
    * Starts the next queued task at once, or waits for one as a long-poll: an empty response after
    * POLL_TIMEOUT_MS, on cancellation or when the poll is cancelled.
    */
-  protected takeOrWait<E, R extends object>(list: TaskList<E>, { onCancel, isCancelled }: Pick<TaskPoll, 'onCancel' | 'isCancelled'>, start: (e: E) => R): Promise<R> {
+  protected takeOrWait<E, R extends object>(
+    list: TaskList<E>,
+    { onCancel, isCancelled, workerInstanceKey }: Pick<TaskPoll, 'onCancel' | 'isCancelled' | 'workerInstanceKey'>,
+    start: (e: E) => R,
+  ): Promise<R> {
+    // An empty poll response (every field of a poll response is optional): no task this time.
+    const empty = {} as R;
+    // A worker that called ShutdownWorker gets no more tasks (workerPollCompleteOnShutdown).
+    if (workerInstanceKey && this.shutDownWorkers.has(workerInstanceKey)) return Promise.resolve(empty);
     const e = list.take();
     if (e) return Promise.resolve(start(e));
     return new Promise((resolve) => {
       let done = false;
+      const polls = workerInstanceKey ? this.pollsOfWorker(workerInstanceKey) : undefined;
       const finish = (v: R) => {
         done = true;
         clearTimeout(timer);
+        polls?.delete(cancelPoll);
         resolve(v);
       };
-      // An empty poll response (every field of a poll response is optional): no task this time.
-      const empty = {} as R;
+      const cancelPoll = () => !done && finish(empty);
+      polls?.add(cancelPoll);
       const timer = setTimeout(() => !done && finish(empty), POLL_TIMEOUT_MS);
       const poller: Poller<E> = {
         alive: () => !done && !isCancelled() && !this.stopped,

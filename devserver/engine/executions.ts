@@ -23,6 +23,7 @@ import { Execution, ParentRef, ServiceError, Status } from '../types';
 import { CloseOutcome, DEFAULT_WORKFLOW_TASK_TIMEOUT_MS, execKey, StartExtra, TQ_NORMAL, wfKey } from './state';
 import { normalizeRetryPolicy, retryDecision, retryPolicyProto } from './retry';
 import { UserTimers } from './timers';
+import { cronBackoffMs, validateCronSchedule } from '../cron';
 
 /** ALREADY_EXISTS with WorkflowExecutionAlreadyStartedFailure details, as the real frontend answers. */
 function alreadyStarted(prev: Execution, workflowId: string): ServiceError {
@@ -49,7 +50,13 @@ export abstract class Executions extends UserTimers {
     if (!req.workflowId) throw new ServiceError(Code.INVALID_ARGUMENT, 'WorkflowId is not set on request.');
     if (!req.workflowType?.name) throw new ServiceError(Code.INVALID_ARGUMENT, 'WorkflowType is not set on request.');
     if (!req.taskQueue?.name) throw new ServiceError(Code.INVALID_ARGUMENT, 'TaskQueue is not set on request.');
-    if (req.cronSchedule) throw new ServiceError(Code.UNIMPLEMENTED, 'cron schedules are not implemented by the dev server');
+    if (req.cronSchedule) {
+      try {
+        validateCronSchedule(req.cronSchedule);
+      } catch (err) {
+        throw new ServiceError(Code.INVALID_ARGUMENT, (err as Error).message);
+      }
+    }
     const prev = this.current.get(wfKey(ns, req.workflowId));
     if (prev && !extra.continuedFrom) {
       if (prev.status === Status.Running) {
@@ -78,7 +85,8 @@ export abstract class Executions extends UserTimers {
     const execTimeoutMs = toMs(req.workflowExecutionTimeout) ?? 0;
     const wtTimeoutMs = Math.min(toMs(req.workflowTaskTimeout) || DEFAULT_WORKFLOW_TASK_TIMEOUT_MS, 120_000);
     const executionDeadline = extra.executionDeadline ?? (execTimeoutMs > 0 ? now + execTimeoutMs : null);
-    const delayMs = extra.backoffMs ?? toMs(req.workflowStartDelay) ?? 0;
+    // A cron workflow's first run waits for the first cron time (the real server's cron semantics).
+    const delayMs = extra.backoffMs ?? (req.cronSchedule ? cronBackoffMs(req.cronSchedule, now, now) : (toMs(req.workflowStartDelay) ?? 0));
     let runDeadline = runTimeoutMs > 0 ? now + delayMs + runTimeoutMs : null;
     if (executionDeadline !== null && (runDeadline === null || runDeadline > executionDeadline)) runDeadline = executionDeadline;
     const exec: Execution = {
@@ -187,8 +195,9 @@ export abstract class Executions extends UserTimers {
       this.close(exec, Status.TimedOut, { continued: true });
       return;
     }
-    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, { retryState: d.retryState });
-    this.close(exec, Status.TimedOut, {});
+    const cronRun = this.cronContinue(exec, { failure: timedOutFailure });
+    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, { retryState: d.retryState, newExecutionRunId: cronRun });
+    this.close(exec, Status.TimedOut, cronRun ? { continued: true } : {});
   }
 
   /** Drops an in-flight workflow task (terminate/timeout): held events are written first. */
@@ -215,8 +224,9 @@ export abstract class Executions extends UserTimers {
       this.close(exec, Status.Failed, { continued: true });
       return;
     }
-    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED, { failure, retryState: d.retryState, workflowTaskCompletedEventId: completedId });
-    this.close(exec, Status.Failed, { failure, retryState: d.retryState });
+    const cronRun = this.cronContinue(exec, { failure });
+    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED, { failure, retryState: d.retryState, workflowTaskCompletedEventId: completedId, newExecutionRunId: cronRun });
+    this.close(exec, Status.Failed, cronRun ? { continued: true } : { failure, retryState: d.retryState });
   }
 
   protected retryRun(exec: Execution, backoffMs: number, failure: Failure | null | undefined): string {
@@ -235,6 +245,7 @@ export abstract class Executions extends UserTimers {
         searchAttributes: { indexedFields: exec.searchAttributes },
         header: s.header,
         identity: s.identity,
+        cronSchedule: s.cronSchedule,
       },
       {
         continuedFrom: exec.runId,
@@ -243,6 +254,49 @@ export abstract class Executions extends UserTimers {
         attempt: (s.attempt ?? 1) + 1,
         backoffMs,
         continuedFailure: failure,
+        executionDeadline: exec.executionDeadline,
+        parent: exec.parent ?? undefined,
+        root: s.rootWorkflowExecution,
+      },
+    );
+    exec.newRunId = next.runId;
+    return next.runId;
+  }
+
+  /**
+   * Cron workflows (StartWorkflowExecution.cronSchedule): when a run closes (completed, failed
+   * without retry, timed out) the next run starts now and waits for the next cron time
+   * (initiator CRON_SCHEDULE, attempt 1, last completion result carried over). Returns the new
+   * run id for the close event's `newExecutionRunId`, or undefined for a run without cron schedule.
+   */
+  protected cronContinue(exec: Execution, outcome: { result?: Payloads | null; failure?: Failure | null }): string | undefined {
+    const s = exec.startAttrs;
+    if (!s.cronSchedule) return undefined;
+    const now = this.clock.now();
+    if (exec.executionDeadline !== null && now >= exec.executionDeadline) return undefined;
+    const { exec: next } = this.startWorkflow(
+      {
+        namespace: exec.namespace,
+        workflowId: exec.workflowId,
+        workflowType: s.workflowType,
+        taskQueue: s.taskQueue,
+        input: s.input,
+        workflowRunTimeout: s.workflowRunTimeout,
+        workflowTaskTimeout: s.workflowTaskTimeout,
+        retryPolicy: s.retryPolicy,
+        memo: { fields: exec.memo },
+        searchAttributes: { indexedFields: exec.searchAttributes },
+        header: s.header,
+        identity: s.identity,
+        cronSchedule: s.cronSchedule,
+      },
+      {
+        continuedFrom: exec.runId,
+        firstRunId: exec.firstRunId,
+        initiator: ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_CRON_SCHEDULE,
+        backoffMs: cronBackoffMs(s.cronSchedule, exec.startTime, now),
+        lastCompletionResult: outcome.failure ? s.lastCompletionResult : outcome.result,
+        continuedFailure: outcome.failure,
         executionDeadline: exec.executionDeadline,
         parent: exec.parent ?? undefined,
         root: s.rootWorkflowExecution,
@@ -268,6 +322,7 @@ export abstract class Executions extends UserTimers {
         searchAttributes: a.searchAttributes ?? { indexedFields: exec.searchAttributes },
         header: a.header,
         identity: s.identity,
+        cronSchedule: a.cronSchedule || s.cronSchedule,
       },
       {
         continuedFrom: exec.runId,

@@ -39,6 +39,11 @@ export const DEFAULT_WORKFLOW_TASK_TIMEOUT_MS = 10_000;
 export const DEFAULT_STICKY_SCHEDULE_TO_START_MS = 5_000;
 /** Long-poll window of PollWorkflowTaskQueue / PollActivityTaskQueue (ms); an empty response after it. */
 export const POLL_TIMEOUT_MS = 60_000;
+/**
+ * How long a workflow task started by a worker that called ShutdownWorker may still be answered
+ * before it times out (ms); the dev server's own choice (devserver/README.md "Worker shutdown").
+ */
+export const SHUTDOWN_GRACE_MS = 1_000;
 /** Long-poll window of GetWorkflowExecutionHistory with waitNewEvent (ms). */
 export const HISTORY_LONG_POLL_MS = 20_000;
 /** How long QueryWorkflow waits for a worker's answer (ms) before DEADLINE_EXCEEDED. */
@@ -65,6 +70,8 @@ export interface TaskPoll {
   ns: string;
   queue: string;
   identity: string;
+  /** PollXxxTaskQueueRequest.workerInstanceKey: ShutdownWorker with the same key completes the poll. */
+  workerInstanceKey?: string;
   onCancel: (fn: () => void) => void;
   isCancelled: () => boolean;
 }

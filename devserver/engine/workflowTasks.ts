@@ -17,7 +17,7 @@ import {
   WorkflowQuery,
 } from '../protoTypes';
 import { Execution, HistoryEvent, ServiceError, Status } from '../types';
-import { decodeToken, encodeToken, execKey, SUGGEST_CAN_BYTES, SUGGEST_CAN_EVENTS, TaskPoll, Token, TQ_NORMAL, TQ_STICKY, WfEntry } from './state';
+import { decodeToken, encodeToken, execKey, SHUTDOWN_GRACE_MS, SUGGEST_CAN_BYTES, SUGGEST_CAN_EVENTS, TaskPoll, Token, TQ_NORMAL, TQ_STICKY, WfEntry } from './state';
 import { Queries } from './queries';
 
 /** History size fields of WorkflowTaskStarted (temporal.api.history.v1.WorkflowTaskStartedEventAttributes). */
@@ -116,7 +116,30 @@ export abstract class WorkflowTasks extends Queries {
    */
   pollWorkflowTask(poll: TaskPoll): Promise<PollWorkflowTaskQueueResponse> {
     this.namespace(poll.ns);
-    return this.takeOrWait(this.wfList(poll.ns, poll.queue), poll, (entry) => this.startWorkflowTask(entry, poll.identity));
+    return this.takeOrWait(this.wfList(poll.ns, poll.queue), poll, (entry) => {
+      const resp = this.startWorkflowTask(entry, poll.identity);
+      if (entry.kind === 'wt') entry.exec.wt.workerKey = poll.workerInstanceKey;
+      return resp;
+    });
+  }
+
+  /**
+   * ShutdownWorker of a worker instance: its polls complete empty (core.ts), and workflow tasks it
+   * started and has not answered time out (START_TO_CLOSE) at most SHUTDOWN_GRACE_MS later instead
+   * of after the full task timeout, so a task handed over just before the shutdown always ends the
+   * same way: answered by the departing worker within the grace, or timed out and retried on the
+   * normal queue.
+   */
+  shutdownWorker(workerInstanceKey: string): void {
+    this.completeWorkerPolls(workerInstanceKey);
+    const at = this.clock.now() + SHUTDOWN_GRACE_MS;
+    for (const exec of this.executions.values()) {
+      const wt = exec.wt;
+      if (exec.status !== Status.Running || wt.state !== 'started' || wt.workerKey !== workerInstanceKey) continue;
+      if (wt.startedTime + exec.workflowTaskTimeoutMs <= at) continue;
+      const seq = wt.seq;
+      this.setTimer(exec, 'wt', at, () => this.workflowTaskTimedOut(exec, seq));
+    }
   }
 
   protected startWorkflowTask(e: WfEntry, identity: string): PollWorkflowTaskQueueResponse {
@@ -127,6 +150,7 @@ export abstract class WorkflowTasks extends Queries {
     wt.state = 'started';
     wt.startedTime = this.clock.now();
     wt.identity = identity;
+    wt.workerKey = undefined;
     wt.requestId = crypto.randomUUID();
     let transientEvents: HistoryEvent[] = [];
     if (wt.transient) {

@@ -42,6 +42,10 @@ export const NO_COMMIT_WAIT = new Set([
   'ListSearchAttributes',
   'DescribeTaskQueue',
   'GetCurrentTime',
+  'PollWorkflowExecutionUpdate',
+  'DescribeSchedule',
+  'ListSchedules',
+  'ListScheduleMatchingTimes',
 ]);
 
 /** Converts an engine error into a grpc-js status (with google.rpc.Status details when given). */

@@ -24,6 +24,8 @@ import { Handlers, onCancelOf, pageToken } from './common';
 import { countExecutions } from './count';
 import { PollerRegistry } from './pollers';
 import { executionInfo, listExecutions } from './visibility';
+import { updateHandlers } from './updates';
+import { scheduleHandlers } from './schedules';
 
 import ws = temporal.api.workflowservice.v1;
 
@@ -73,16 +75,16 @@ function namespaceDescription(engine: Engine, name: string): Record<string, unkn
       id: ns.id,
       capabilities: {
         eagerWorkflowStart: false,
-        syncUpdate: false,
-        asyncUpdate: false,
+        syncUpdate: true,
+        asyncUpdate: true,
         workerHeartbeats: false,
         reportedProblemsSearchAttribute: false,
         workflowPause: false,
         standaloneActivities: false,
-        workerPollCompleteOnShutdown: false,
+        workerPollCompleteOnShutdown: true,
         pollerAutoscaling: false,
       },
-      supportsSchedules: false,
+      supportsSchedules: true,
     },
     config: { workflowExecutionRetentionTtl: fromMs(ns.retentionMs), historyArchivalState: ArchivalState.ARCHIVAL_STATE_DISABLED, visibilityArchivalState: ArchivalState.ARCHIVAL_STATE_DISABLED },
     isGlobalNamespace: false,
@@ -94,6 +96,8 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
   const nsOf = (req: { namespace?: string | null }) => req.namespace || 'default';
   const pollers = new PollerRegistry();
   return {
+    ...updateHandlers(engine),
+    ...scheduleHandlers(engine),
     async GetSystemInfo() {
       return {
         serverVersion: SERVER_VERSION,
@@ -101,7 +105,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
           signalAndQueryHeader: true,
           internalErrorDifferentiation: true,
           activityFailureIncludeHeartbeat: true,
-          supportsSchedules: false,
+          supportsSchedules: true,
           encodedFailureAttributes: true,
           buildIdBasedVersioning: false,
           upsertMemo: true,
@@ -264,7 +268,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
     },
     async PollWorkflowTaskQueue(req: Plain<ws.IPollWorkflowTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
       pollers.record(nsOf(req), req.taskQueue?.name ?? '', 1, req.identity ?? '');
-      return engine.pollWorkflowTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', ...onCancelOf(call) });
+      return engine.pollWorkflowTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', workerInstanceKey: req.workerInstanceKey ?? undefined, ...onCancelOf(call) });
     },
     async RespondWorkflowTaskCompleted(req: Plain<ws.IRespondWorkflowTaskCompletedRequest>) {
       return engine.completeWorkflowTask(req);
@@ -275,7 +279,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
     },
     async PollActivityTaskQueue(req: Plain<ws.IPollActivityTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
       pollers.record(nsOf(req), req.taskQueue?.name ?? '', 2, req.identity ?? '');
-      return engine.pollActivityTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', ...onCancelOf(call) });
+      return engine.pollActivityTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', workerInstanceKey: req.workerInstanceKey ?? undefined, ...onCancelOf(call) });
     },
     async RecordActivityTaskHeartbeat(req: Plain<ws.IRecordActivityTaskHeartbeatRequest>) {
       return engine.heartbeatActivity(req, false);
@@ -299,6 +303,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return {};
     },
     async ShutdownWorker(req: Plain<ws.IShutdownWorkerRequest>) {
+      if (req.workerInstanceKey) engine.shutdownWorker(req.workerInstanceKey);
       if (req.stickyTaskQueue) engine.clearSticky(nsOf(req), req.stickyTaskQueue);
       return {};
     },

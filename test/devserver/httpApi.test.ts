@@ -107,10 +107,13 @@ describe('dev server HTTP API', function () {
     expect(missing.status).to.equal(404);
     expect(missing.body.code).to.equal(5);
     expect(missing.body.details[0]['@type']).to.equal('type.googleapis.com/temporal.api.errordetails.v1.NotFoundFailure');
-    const unimplemented = await get(`/api/v1/namespaces/${ns}/schedules`);
+    const unimplemented = await get(`/api/v1/namespaces/${ns}/batch-operations`);
     expect(unimplemented.status).to.equal(501);
     expect(unimplemented.body).to.include({ code: 12 });
-    expect(unimplemented.body.message).to.contain('ListSchedules');
+    expect(unimplemented.body.message).to.contain('ListBatchOperations');
+    // Schedules are implemented (devserver/schedules.ts), so the HTTP API reaches them like any other RPC.
+    const schedules = await get(`/api/v1/namespaces/${ns}/schedules`);
+    expect(schedules.status).to.equal(200);
     const badJson = await post(`/api/v1/namespaces/${ns}/workflows/x/terminate`, '{');
     expect(badJson.status).to.equal(400);
     expect(badJson.body.code).to.equal(3);

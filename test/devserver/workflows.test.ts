@@ -70,7 +70,7 @@ describe('devserver with the real SDK', function () {
       expect(info.serverVersion).to.match(/devserver/);
       expect(info.capabilities?.signalAndQueryHeader).to.equal(true);
       expect(info.capabilities?.sdkMetadata).to.equal(true);
-      expect(info.capabilities?.supportsSchedules).to.not.equal(true);
+      expect(info.capabilities?.supportsSchedules).to.equal(true);
       expect(info.capabilities?.eagerWorkflowStart).to.not.equal(true);
     });
 
@@ -88,9 +88,9 @@ describe('devserver with the real SDK', function () {
     });
 
     it('answers UNIMPLEMENTED naming the method for unsupported calls', async () => {
-      const err = await client.workflowService.listSchedules({ namespace: 'default' }).catch((e) => e);
+      const err = await client.workflowService.resetWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId: 'x' } }).catch((e) => e);
       expect(err.code).to.equal(GrpcStatus.UNIMPLEMENTED);
-      expect(err.details ?? err.message).to.contain('ListSchedules');
+      expect(err.details ?? err.message).to.contain('ResetWorkflowExecution');
     });
   });
 

@@ -8,10 +8,10 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { serverNow, startTestWorker, testTemporal, uniqueTaskQueue, withTimeSkipping } from '../helpers/temporal';
-import { createBillingActivities } from '../../activities/billing';
+import { serverNow, skipTime, startTestWorker, testTemporal, uniqueTaskQueue, withTimeSkipping } from '../helpers/temporal';
+import { createBillingActivities, ensureBillingCalendar } from '../../activities/billing';
 import { recordUsage } from '../../services/billing/usage';
-import { nextPeriod, periodOf, periodRange, previousPeriod } from '../../domain/billing/periods';
+import { CLOSE_GRACE_MS, nextPeriod, periodOf, periodRange, previousPeriod } from '../../domain/billing/periods';
 import { startWorkflow } from '../../temporal.config';
 
 describe('billing-month workflow (dev server, real SDK)', function () {
@@ -96,6 +96,42 @@ describe('billing-month workflow (dev server, real SDK)', function () {
     expect(closed).to.include({ id: byOrg.get(a.orgId).id, totalCents: 150 });
     const theirs = await t.call('GET', '/billing/invoices', { key: b.key });
     expect(theirs.body.data.items.filter((i: any) => i.status === 'closed').map((i: any) => i.totalCents)).to.deep.equal([42]);
+  });
+
+  it('is on a schedule: created once, it starts a close of the month that ended at 00:01 UTC on the 1st', async () => {
+    await startBillingWorker();
+    const { client } = await testTemporal();
+    const scheduleId = `billing-month-test-${crypto.randomBytes(4).toString('hex')}`;
+    expect(await ensureBillingCalendar({ client, taskQueue, scheduleId })).to.equal(true);
+    expect(await ensureBillingCalendar({ client, taskQueue, scheduleId })).to.equal(false); // every worker's start after the first
+    const schedule = client.schedule.getHandle(scheduleId);
+    try {
+      const now = await serverNow();
+      const period = periodOf(now);
+      const { start, end } = periodRange(period);
+      const org = await t.org('Scheduled');
+      await t.db('organizations').where({ id: org.orgId }).update({ created_at: start });
+      await usageAt(org.orgId, 77, new Date(Math.max(start.getTime(), now.getTime() - 1000)));
+      const d = await schedule.describe();
+      expect(d.info.nextActionTimes[0].getTime()).to.equal(end.getTime() + CLOSE_GRACE_MS);
+      // Skip to the month boundary: the schedule starts billingMonth, which closes the month that ended.
+      await skipTime(end.getTime() + CLOSE_GRACE_MS - now.getTime() + 1000);
+      let invoice: any;
+      for (let i = 0; i < 200 && !invoice; i++) {
+        invoice = await t.db('invoices').where({ org_id: org.orgId, period }).first();
+        if (!invoice) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(Number(invoice?.total_cents)).to.equal(77);
+      const action = (await schedule.describe()).info.recentActions[0];
+      expect(action.scheduledAt.getTime()).to.equal(end.getTime() + CLOSE_GRACE_MS);
+      // The run is done (time stays locked: unlocking it would fire next month's close as well).
+      const run = client.workflow.getHandle(action.action.workflow.workflowId, action.action.workflow.firstExecutionRunId);
+      expect((await run.result()) as unknown).to.deep.include({ period });
+    } finally {
+      // Nothing the schedule started may stay queued on this suite's task queue once its worker stops.
+      for (const r of (await schedule.describe()).info.runningActions) await client.workflow.getHandle(r.workflow.workflowId).terminate('test done');
+      await schedule.delete();
+    }
   });
 
   it('continues as new with the next month after closing one', async () => {

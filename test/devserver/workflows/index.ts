@@ -294,3 +294,4 @@ export async function manyEvents(n: number): Promise<number> {
   await condition(() => count >= n);
   return count;
 }
+export * from './features';
