@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../config';
 import { announceReady, coreCount, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, runEntryPoint, runPrimary } from '../runtime';
 import { createApp, BASE_PATH, type AppOptions } from './app';
+import { attachVoiceRelay } from './voice/relay';
+import { voiceCallHooks } from './voice/webhooks';
 
 /** A listening API server. */
 export interface RunningApi {
@@ -26,6 +28,8 @@ export async function startApi(deps: AppOptions): Promise<RunningApi> {
   await built.ready;
   const server = http.createServer(built.app.callback());
   server.keepAliveTimeout = 65_000;
+  const { providers, temporal } = built.deps;
+  const relay = attachVoiceRelay(server, { db: deps.db, llm: providers.llm, http: providers.skillHttp, temporal }, deps.logger, voiceCallHooks(built.deps));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(deps.config.port, deps.config.host, () => resolve());
@@ -36,6 +40,7 @@ export async function startApi(deps: AppOptions): Promise<RunningApi> {
     baseUrl: `http://${deps.config.host}:${port}${BASE_PATH}`,
     flushKeyUsage: () => built.flushKeyUsage(),
     close: async () => {
+      await relay.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await built.close();

@@ -1,0 +1,95 @@
+/**
+ * Answering calls (README "Voice calls"): what a voice webhook says to the carrier. A number assigned to
+ * an agent with a published version is answered with markup connecting the call to the relay
+ * (domain/voice/markup.ts) — the agent's greeting, language, keypad and barge-in settings, and a relay
+ * reference pinned to the published version and the stored call. Anything else is a spoken refusal and a
+ * hang-up, the call stored `failed` with the reason when the number belongs to an organization.
+ */
+import type { Db } from '../../db';
+import { getAgent } from '../../db/repositories/agents';
+import { getVersion } from '../../db/repositories/agentVersions';
+import { findOwnerOfNumber } from '../../db/repositories/numbers';
+import { createVoiceCall, type VoiceCallRecord } from '../../db/repositories/voiceCalls';
+import type { CompiledAgent } from '../../domain/agents/compile';
+import { conversationVariables } from '../../domain/conversations/prompt';
+import { greetingFor } from '../../domain/conversations/runtime';
+import { connectRelayMarkup, refusalMarkup } from '../../domain/voice/markup';
+
+/** The call a webhook reports (Twilio/TeXML parameters `CallSid`, `From`, `To`). */
+export interface IncomingCall {
+  provider: string;
+  providerCallId: string;
+  from: string;
+  to: string;
+}
+
+/** The answer: markup for the carrier, and the call stored (absent for a number of no organization). */
+export interface CallAnswer {
+  markup: string;
+  call?: VoiceCallRecord;
+  /** Why the call was refused, else null. */
+  refused: 'number_not_in_service' | 'number_unassigned' | 'agent_not_published' | null;
+}
+
+/** Refusal sentences, spoken before the hang-up. */
+export const REFUSALS = {
+  number_not_in_service: 'The number you have called is not in service. Goodbye.',
+  number_unassigned: 'Sorry, nobody is available to take your call at this number. Goodbye.',
+  agent_not_published: 'Sorry, this line is not ready to take calls yet. Please try again later. Goodbye.',
+} as const;
+
+/**
+ * Decides how to answer an inbound call and stores it.
+ * @param relayUrl builds the relay WebSocket URL carrying a signed reference for the stored call
+ * @param actionUrl the `<Connect action>` URL for the stored call (transfers are dialed from it)
+ */
+export async function answerInboundCall(
+  db: Db,
+  incoming: IncomingCall,
+  relayUrl: (call: VoiceCallRecord, agent: CompiledAgent) => Promise<string>,
+  actionUrl: (call: VoiceCallRecord) => string,
+): Promise<CallAnswer> {
+  const owner = await findOwnerOfNumber(db, incoming.to);
+  if (!owner) return { markup: refusalMarkup(REFUSALS.number_not_in_service), refused: 'number_not_in_service' };
+  const orgId = owner.orgId;
+  const base = { provider: incoming.provider, providerCallId: incoming.providerCallId, direction: 'inbound' as const, from: incoming.from, to: incoming.to };
+  const agentRecord = owner.number.agentId ? await getAgent(db, orgId, owner.number.agentId) : undefined;
+  const refuse = async (reason: 'number_unassigned' | 'agent_not_published'): Promise<CallAnswer> => {
+    const call = await createVoiceCall(db, orgId, { ...base, agentId: agentRecord?.id ?? null, versionId: null, status: 'failed', failureReason: reason });
+    return { markup: refusalMarkup(REFUSALS[reason], agentRecord?.language), call, refused: reason };
+  };
+  if (!agentRecord) return refuse('number_unassigned');
+  if (!agentRecord.publishedVersionId) return refuse('agent_not_published');
+  const version = await getVersion(db, orgId, agentRecord.id, agentRecord.publishedVersionId);
+  if (!version) return refuse('agent_not_published');
+  const agent = version.snapshot as CompiledAgent;
+  const call = await createVoiceCall(db, orgId, { ...base, agentId: agentRecord.id, versionId: agentRecord.publishedVersionId, status: 'ringing' });
+  const markup = connectRelayMarkup({
+    url: await relayUrl(call, agent),
+    welcomeGreeting: greetingFor(agent, conversationVariables(agent, {})),
+    language: agent.language,
+    dtmfDetection: agent.dtmf.enabled,
+    interruptible: true,
+    action: actionUrl(call),
+    parameters: { callId: call.id },
+  });
+  return { markup, call, refused: null };
+}
+
+/**
+ * The markup answering the end of a relay session (the `<Connect action>` callback): a transfer's
+ * `HandoffData` (JSON with `destination`, written by the relay's `end` frame) is dialed; anything else
+ * hangs up.
+ */
+export function relayEndedMarkup(handoffData: string | undefined): string {
+  let destination: string | null = null;
+  try {
+    const d = handoffData ? (JSON.parse(handoffData) as { destination?: unknown }) : null;
+    if (d && typeof d.destination === 'string' && /^\+?[0-9*#]{3,20}$|^sips?:[^<>"\s]{3,200}$/.test(d.destination)) destination = d.destination;
+  } catch {
+    destination = null;
+  }
+  if (!destination) return '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
+  const target = destination.startsWith('sip') ? `<Sip>${destination.replace(/&/g, '&amp;')}</Sip>` : `<Number>${destination}</Number>`;
+  return `<?xml version="1.0" encoding="UTF-8"?><Response><Dial>${target}</Dial></Response>`;
+}
