@@ -21,6 +21,7 @@ import { twilioSignature } from '../../domain/voice/signatures';
 import { signRelayReference } from '../../api/voice/reference';
 import { REFUSALS } from '../../services/voice/calls';
 import { until } from '../helpers/wait';
+import { runCli } from '../../cli';
 
 const TWILIO_TOKEN = 'twilio-test-auth-token';
 const TELNYX_KEYS = crypto.generateKeyPairSync('ed25519');
@@ -247,6 +248,22 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
     ]);
     const nobody = await placeSandboxCall({ baseUrl: t.api.baseUrl, from: callerNumber, to: '+19995550000', script: [] });
     expect(nobody.refusal).to.equal(REFUSALS.number_not_in_service);
+  });
+
+  it('places a sandbox call from the CLI (`calls place`) and prints the conversation', async () => {
+    const agentId = await newAgent({ name: 'Demo', greeting: 'Demo line, hello!' });
+    await publishDraft(t.db, org, agentId, 'v1');
+    const to = await numberFor(agentId);
+    const out: string[] = [];
+    const code = await runCli(['calls', 'place', '--to', to, '--url', t.api.baseUrl, 'Hello there'], (l) => out.push(l), (l) => out.push(l));
+    expect(code, out.join('\n')).to.equal(0);
+    expect(out[0]).to.equal('agent : Demo line, hello!');
+    expect(out[1]).to.equal('caller: Hello there');
+    expect(out[2]).to.match(/^agent : ./);
+    expect(out[3]).to.match(/^call CAsandbox\w+ ended \(caller hung up\)$/);
+    const refused: string[] = [];
+    expect(await runCli(['calls', 'place', '--to', '+19995550003', '--url', t.api.baseUrl], (l) => refused.push(l))).to.equal(1);
+    expect(refused[0]).to.equal(`refused (200): ${REFUSALS.number_not_in_service}`);
   });
 
   describe('webhook signatures', () => {
