@@ -28,6 +28,8 @@ export const workflowIds = {
   agentSimulation: (simulationId: string) => `agent-simulation/${simulationId}`,
   /** Closing of the months' invoices for every organization (README "Billing"); continues as new each month. */
   billingMonth: () => 'billing-month',
+  /** The lifecycle of one phone call (README "Voice calls"). */
+  voiceCall: (callId: string) => `voice-call/${callId}`,
   /** One webhook delivery with its retries. */
   webhookDelivery: (deliveryId: string) => `webhook-delivery/${deliveryId}`,
 } as const;

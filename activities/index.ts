@@ -13,6 +13,7 @@ import { createSmsActivities } from './sms';
 import { createOutboundActivities } from './outbound';
 import { createSimulationActivities } from './simulations';
 import { createBillingActivities } from './billing';
+import { createVoiceActivities } from './voice';
 
 /** What activities may use. */
 export interface ActivityDeps {
@@ -23,5 +24,5 @@ export interface ActivityDeps {
 
 /** Every activity function by name (the worker registers this object). */
 export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
-  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createBillingActivities(deps) };
+  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createBillingActivities(deps), ...createVoiceActivities(deps) };
 }

@@ -11,3 +11,4 @@ export { smsMessage } from './smsMessage';
 export { campaignDialer, contactImport } from './outboundCampaign';
 export { agentSimulation } from './agentSimulation';
 export { billingMonth } from './billingMonth';
+export { voiceCall } from './voiceCall';

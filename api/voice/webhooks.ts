@@ -21,7 +21,10 @@ import { ApiError } from '../../domain/errors';
 import { callbackSecret } from '../../domain/sms/callbackSignature';
 import { telnyxPublicKey, telnyxSignatureProblem, verifyTwilioSignature } from '../../domain/voice/signatures';
 import { advanceVoiceCall, findVoiceCallByProviderId } from '../../db/repositories/voiceCalls';
-import { answerInboundCall, relayEndedMarkup } from '../../services/voice/calls';
+import { answerInboundCall, completeCall, relayEndedMarkup } from '../../services/voice/calls';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { startWorkflow, workflowIds } from '../../temporal.config';
+import { callStatusSignal, type CallStatusUpdate } from '../../workflows/definitions';
 import type { RelayHooks } from '../../services/voice/relaySession';
 import { signRelayReference } from './reference';
 import { BASE_PATH } from '../app';
@@ -112,16 +115,13 @@ export function voiceWebhooks(deps: AppDeps) {
           () => `${origin}${BASE_PATH}/voice/${provider}/relay-ended`,
         );
         if (answer.refused) ctx.state.log.info({ provider, callSid, reason: answer.refused, callId: answer.call?.id }, 'voice: call refused');
+        else if (answer.call && deps.temporal) await startCallWorkflow(ctx, deps, answer.call.orgId, answer.call.id);
         return xml(ctx, answer.markup);
       }
       case 'status': {
         const call = await findVoiceCallByProviderId(deps.db, provider, callSid);
-        if (call) {
-          const status = String(params.CallStatus ?? '').toLowerCase();
-          if (status === 'in-progress' || status === 'answered') await advanceVoiceCall(deps.db, call.orgId, call.id, { status: 'answered' });
-          else if (status === 'completed') await advanceVoiceCall(deps.db, call.orgId, call.id, { status: 'completed', durationSeconds: seconds(params.CallDuration) });
-          else if (['busy', 'failed', 'no-answer', 'canceled'].includes(status)) await advanceVoiceCall(deps.db, call.orgId, call.id, { status: 'failed', reason: status });
-        }
+        const update = statusUpdate(params);
+        if (call && update) await reportStatus(ctx, deps, call.orgId, call.id, update);
         ctx.status = 204;
         return;
       }
@@ -129,6 +129,43 @@ export function voiceWebhooks(deps: AppDeps) {
         return xml(ctx, relayEndedMarkup(params.HandoffData));
     }
   };
+}
+
+/** The signal a status callback carries (Twilio/TeXML `CallStatus`, `CallDuration`), or null for a status the workflow ignores. */
+export function statusUpdate(params: Record<string, string>): CallStatusUpdate | null {
+  const status = String(params.CallStatus ?? '').toLowerCase();
+  if (status === 'ringing') return { status: 'ringing' };
+  if (status === 'in-progress' || status === 'answered') return { status: 'answered' };
+  if (status === 'completed') return { status: 'completed', durationSeconds: seconds(params.CallDuration) };
+  if (['busy', 'failed', 'no-answer', 'canceled'].includes(status)) return { status: 'failed', reason: status };
+  return null;
+}
+
+/** Starts `voice-call/{callId}` (a running one is kept: a carrier retrying its webhook). A failure is logged; the call is answered anyway and its status callbacks complete it inline. */
+async function startCallWorkflow(ctx: AppContext, deps: AppDeps, orgId: string, callId: string): Promise<void> {
+  try {
+    await startWorkflow(deps.temporal!, 'voiceCall', { workflowId: workflowIds.voiceCall(callId), args: [{ orgId, callId }], orgId, resourceId: callId, workflowIdConflictPolicy: 'USE_EXISTING' });
+  } catch (err) {
+    ctx.state.log.warn({ err, orgId, callId }, 'voice: starting the call workflow failed');
+  }
+}
+
+/**
+ * Hands a status to the call's workflow; without Temporal, or when the workflow cannot be reached, the
+ * same steps run inline (services/voice/calls.ts), so a call is still completed and charged once.
+ */
+async function reportStatus(ctx: AppContext, deps: AppDeps, orgId: string, callId: string, update: CallStatusUpdate): Promise<void> {
+  if (deps.temporal) {
+    try {
+      await deps.temporal.client.workflow.getHandle(workflowIds.voiceCall(callId)).signal(callStatusSignal, update);
+      return;
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) ctx.state.log.warn({ err, orgId, callId }, 'voice: signalling the call workflow failed; completing inline');
+    }
+  }
+  if (update.status === 'answered') await advanceVoiceCall(deps.db, orgId, callId, { status: 'answered' });
+  else if (update.status === 'failed') await advanceVoiceCall(deps.db, orgId, callId, { status: 'failed', reason: update.reason });
+  else if (update.status === 'completed') await completeCall(deps.db, orgId, callId, update.durationSeconds);
 }
 
 /** The relay's lifecycle listeners. */

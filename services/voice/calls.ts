@@ -9,7 +9,11 @@ import type { Db } from '../../db';
 import { getAgent } from '../../db/repositories/agents';
 import { getVersion } from '../../db/repositories/agentVersions';
 import { findOwnerOfNumber } from '../../db/repositories/numbers';
-import { createVoiceCall, type VoiceCallRecord } from '../../db/repositories/voiceCalls';
+import { advanceVoiceCall, createVoiceCall, type VoiceCallRecord } from '../../db/repositories/voiceCalls';
+import { getConversation } from '../../db/repositories/conversations';
+import { amountFor, feeOf, PRICES } from '../../domain/billing/prices';
+import { recordUsage } from '../billing/usage';
+import { finishConversation } from '../conversations/service';
 import type { CompiledAgent } from '../../domain/agents/compile';
 import { conversationVariables } from '../../domain/conversations/prompt';
 import { greetingFor } from '../../domain/conversations/runtime';
@@ -92,4 +96,36 @@ export function relayEndedMarkup(handoffData: string | undefined): string {
   if (!destination) return '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
   const target = destination.startsWith('sip') ? `<Sip>${destination.replace(/&/g, '&amp;')}</Sip>` : `<Number>${destination}</Number>`;
   return `<?xml version="1.0" encoding="UTF-8"?><Response><Dial>${target}</Dial></Response>`;
+}
+
+/** Usage entry kind and price of call minutes (domain/billing/prices.ts). */
+export const CALL_MINUTES_FEE = feeOf(PRICES.voiceMinutes);
+
+/**
+ * A call ended (the carrier's `completed` status with its duration): the call is stored `completed`,
+ * its minutes are charged once (usage `voice_minutes`, deduplicated per call, rounded up to whole
+ * minutes), and its conversation is closed if the relay did not close it (a socket that died without a
+ * goodbye). Idempotent: a second run charges nothing and changes nothing.
+ * @returns the minutes charged by this run (0 when charged before, or none connected), or null when the call does not exist
+ */
+export async function completeCall(db: Db, orgId: string, callId: string, durationSeconds: number): Promise<{ minutes: number; chargedNow: boolean } | null> {
+  const call = await advanceVoiceCall(db, orgId, callId, { status: 'completed', durationSeconds });
+  if (!call) return null;
+  const seconds = call.durationSeconds ?? durationSeconds;
+  const minutes = Math.ceil(Math.max(0, seconds) / 60);
+  let chargedNow = false;
+  if (minutes > 0) {
+    chargedNow = await recordUsage(db, orgId, {
+      ...CALL_MINUTES_FEE,
+      amountCents: amountFor(PRICES.voiceMinutes.unitPriceCents, minutes),
+      quantity: minutes,
+      dedupeKey: `voice-call:${callId}:minutes`,
+      details: { callId, conversationId: call.conversationId, agentId: call.agentId, durationSeconds: seconds },
+    });
+  }
+  if (call.conversationId) {
+    const c = await getConversation(db, orgId, call.conversationId);
+    if (c && c.status === 'active') await finishConversation(db, c, 'ended_by_user');
+  }
+  return { minutes, chargedNow };
 }

@@ -97,7 +97,10 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
     expect(lines[1]).to.equal('user: When are you open on Monday?');
     expect(lines[2]).to.contain('(source: Opening hours)');
     const call = (await getVoiceCall(t.db, org.orgId, callId))!;
-    expect(call).to.include({ agentId, provider: 'sandbox', providerCallId: rec.callSid, direction: 'inbound', from: callerNumber, to, status: 'ringing', conversationId: conversation.id });
+    // The sandbox carrier's status callbacks (in-progress, completed) completed the call inline (no Temporal here).
+    expect(call).to.include({ agentId, provider: 'sandbox', providerCallId: rec.callSid, direction: 'inbound', from: callerNumber, to, status: 'completed', conversationId: conversation.id });
+    const minutes = await t.db('usage_entries').where({ org_id: org.orgId, kind: 'voice_minutes' }).whereRaw(`details->>'callId' = ?`, [callId]);
+    expect(minutes.map((e) => [e.quantity, e.amount_cents])).to.deep.equal([[1, 2]]);
   });
 
   it('gathers a 4-digit PIN by keypad through a playbook (terminator #), and the inter-digit timeout completes an input too', async () => {

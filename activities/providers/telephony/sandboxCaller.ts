@@ -57,6 +57,12 @@ export interface SandboxCall {
   replyTimeoutMs?: number;
   /** Carrier call id to use (default a fresh `CAsandbox…`). */
   callSid?: string;
+  /**
+   * The status callbacks to send as the carrier does (`in-progress` once connected, `completed` with
+   * this `CallDuration` after the hang-up); default: the call's real length rounded up to seconds;
+   * null sends none.
+   */
+  durationSeconds?: number | null;
 }
 
 const decode = (s: string) => s.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
@@ -91,6 +97,9 @@ export async function placeSandboxCall(call: SandboxCall): Promise<CallRecording
   }
   const greeting = attr(relayTag, 'welcomeGreeting');
   if (greeting) rec.lines.push({ who: 'agent', text: greeting });
+  const startedAt = Date.now();
+  const status = (params: Record<string, string>) => postSandboxWebhook(`${call.baseUrl}/voice/sandbox/status`, { CallSid: callSid, From: call.from, To: call.to, ...params });
+  if (call.durationSeconds !== null) await status({ CallStatus: 'in-progress' });
   const client = await RelayClient.open(attr(relayTag, 'url')!, call.replyTimeoutMs ?? 10_000);
   client.send({ type: 'setup', sessionId: `VX${callSid}`, callSid, from: call.from, to: call.to, direction: 'inbound', callStatus: 'in-progress', customParameters: {} });
   for (const step of call.script) {
@@ -121,6 +130,9 @@ export async function placeSandboxCall(call: SandboxCall): Promise<CallRecording
   }
   if (!client.closed) client.hangUp();
   rec.close = await client.closedWith();
+  if (call.durationSeconds !== null) {
+    await status({ CallStatus: 'completed', CallDuration: String(call.durationSeconds ?? Math.max(1, Math.ceil((Date.now() - startedAt) / 1000))) });
+  }
   rec.endedByAgent = client.end !== null;
   rec.handoff = client.end?.handoffData ? (JSON.parse(client.end.handoffData) as Record<string, unknown>) : null;
   return rec;
