@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import type { ConversationDeps } from '../../services/conversations/service';
 import { RelaySession, CLOSE, type RelayGrant, type RelayHooks } from '../../services/voice/relaySession';
 import { MAX_FRAME_BYTES } from '../../domain/voice/frames';
-import { verifyRelayReference } from './reference';
+import { verifyRelayReference } from '../../services/voice/reference';
 import { resolveTalkToken } from '../agents/talkToken';
 import { BASE_PATH } from '../app';
 
@@ -36,13 +36,13 @@ export async function relayGrant(deps: Pick<ConversationDeps, 'db'>, url: URL): 
   const ref = url.searchParams.get('ref');
   if (ref) {
     const c = await verifyRelayReference(deps.db, ref);
-    return c && { orgId: c.org, agentId: c.agt, versionId: c.ver, callId: c.call, speakGreeting: c.grt === 1, keyId: null };
+    return c && { orgId: c.org, agentId: c.agt, versionId: c.ver, callId: c.call, speakGreeting: c.grt === 1, keyId: null, campaignId: c.cmp ?? null };
   }
   const token = url.searchParams.get('token');
   if (token) {
     const c = await resolveTalkToken(deps.db, token);
     if (!c || c.ch !== 'voice') return undefined;
-    return { orgId: c.org, agentId: c.agt, versionId: c.ver, callId: null, speakGreeting: true, keyId: c.jti };
+    return { orgId: c.org, agentId: c.agt, versionId: c.ver, callId: null, speakGreeting: true, keyId: c.jti, campaignId: null };
   }
   return undefined;
 }

@@ -26,7 +26,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { callStatusSignal, type CallStatusUpdate } from '../../workflows/definitions';
 import type { RelayHooks } from '../../services/voice/relaySession';
-import { signRelayReference } from './reference';
+import { signRelayReference } from '../../services/voice/reference';
 import { BASE_PATH } from '../app';
 
 /** Voice providers whose webhooks are accepted. */

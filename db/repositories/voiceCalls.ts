@@ -148,3 +148,15 @@ export async function findVoiceCallByProviderId(conn: Conn, provider: string, pr
   const r = await conn('voice_calls').where({ provider, provider_call_id: providerCallId }).first();
   return r ? toRecord(r) : undefined;
 }
+
+/**
+ * Links a campaign dial's record (the `voice` conversation of mode `none` that
+ * db/repositories/conversations.ts recordCallConversation keeps per dial) to the conversation the
+ * answered call held: its metadata gains `conversationId`.
+ */
+export async function linkDialConversation(conn: Conn, orgId: string, dialKey: string, conversationId: string): Promise<void> {
+  await conn('conversations')
+    .where({ org_id: orgId, mode: 'none' })
+    .whereRaw(`metadata->>'dialKey' = ?`, [dialKey])
+    .update({ metadata: conn.raw(`metadata || jsonb_build_object('conversationId', ?::text)`, [conversationId]) });
+}

@@ -14,6 +14,7 @@ import { getConversation } from '../../db/repositories/conversations';
 import { amountFor, feeOf, PRICES } from '../../domain/billing/prices';
 import { recordUsage } from '../billing/usage';
 import { finishConversation } from '../conversations/service';
+import { signRelayReference } from './reference';
 import type { CompiledAgent } from '../../domain/agents/compile';
 import { conversationVariables } from '../../domain/conversations/prompt';
 import { greetingFor } from '../../domain/conversations/runtime';
@@ -128,4 +129,35 @@ export async function completeCall(db: Db, orgId: string, callId: string, durati
     if (c && c.status === 'active') await finishConversation(db, c, 'ended_by_user');
   }
   return { minutes, chargedNow };
+}
+
+/** An answered campaign dial to connect to the relay. */
+export interface CampaignCallDial {
+  orgId: string;
+  agentId: string;
+  campaignId: string;
+  /** The provider's id of the dial (its voice_calls row is unique on it). */
+  providerCallId: string;
+  provider: string;
+  /** Our caller id and the contact, E.164. */
+  from: string;
+  to: string;
+}
+
+/**
+ * Stores an answered campaign dial as an outbound call pinned to the agent's published version and
+ * returns the relay URL (under `apiBaseUrl`, `…/api/v1`) whose reference has the relay speak the
+ * greeting first — what the carrier's call instructions connect the answered call to.
+ * @returns null when the agent is no longer published (the call is then stored failed)
+ */
+export async function prepareCampaignCall(db: Db, apiBaseUrl: string, dial: CampaignCallDial): Promise<{ call: VoiceCallRecord; relayUrl: string } | null> {
+  const agent = await getAgent(db, dial.orgId, dial.agentId);
+  const base = { provider: dial.provider, providerCallId: dial.providerCallId, direction: 'outbound' as const, from: dial.from, to: dial.to, campaignId: dial.campaignId };
+  if (!agent?.publishedVersionId) {
+    await createVoiceCall(db, dial.orgId, { ...base, agentId: dial.agentId, versionId: null, status: 'failed', failureReason: 'agent_not_published' });
+    return null;
+  }
+  const call = await createVoiceCall(db, dial.orgId, { ...base, agentId: agent.id, versionId: agent.publishedVersionId, status: 'answered' });
+  const ref = await signRelayReference(db, { org: dial.orgId, agt: agent.id, ver: agent.publishedVersionId, call: call.id, grt: 1, cmp: dial.campaignId });
+  return { call, relayUrl: `${apiBaseUrl.replace(/^http/, 'ws')}/voice/relay?ref=${ref}` };
 }

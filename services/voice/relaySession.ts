@@ -38,6 +38,8 @@ export interface RelayGrant {
   speakGreeting: boolean;
   /** The talk token's id, recorded as the conversation's credential. */
   keyId: string | null;
+  /** The campaign of an outbound campaign call. */
+  campaignId: string | null;
 }
 
 /** The socket as the session sees it. */
@@ -161,7 +163,7 @@ export class RelaySession {
         channel: 'voice',
         ...(g.versionId ? { versionId: g.versionId } : { draftMode: true }),
         keyId: g.keyId,
-        metadata: { callId: g.callId, callSid: frame.callSid, sessionId: frame.sessionId, from: frame.from, to: frame.to, direction: frame.direction ?? null },
+        metadata: { callId: g.callId, campaignId: g.campaignId, callSid: frame.callSid, sessionId: frame.sessionId, from: frame.from, to: frame.to, direction: frame.direction ?? null },
       });
     } catch (err) {
       // The agent or its version is gone (or never was this organization's): the reason is its problem code.

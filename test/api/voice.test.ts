@@ -18,7 +18,7 @@ import { getVoiceCall } from '../../db/repositories/voiceCalls';
 import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
 import { placeSandboxCall, postSandboxWebhook, RelayClient } from '../../activities/providers/telephony/sandboxCaller';
 import { twilioSignature } from '../../domain/voice/signatures';
-import { signRelayReference } from '../../api/voice/reference';
+import { signRelayReference } from '../../services/voice/reference';
 import { REFUSALS } from '../../services/voice/calls';
 import { until } from '../helpers/wait';
 import { runCli } from '../../cli';

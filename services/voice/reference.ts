@@ -23,6 +23,8 @@ export interface RelayReferenceClaims {
   call: string;
   /** 1 when the relay speaks the greeting itself (campaign calls); 0 when the markup's welcomeGreeting does. */
   grt: 0 | 1;
+  /** The campaign of an outbound campaign call, else absent. */
+  cmp?: string;
   /** Expiry, Unix seconds. */
   exp: number;
 }
