@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../config';
 import { announceReady, coreCount, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, runEntryPoint, runPrimary } from '../runtime';
 import { createApp, BASE_PATH, type AppOptions } from './app';
-import { attachVoiceRelay } from './voice/relay';
+import { attachVoiceRelay, type VoiceRelay } from './voice/relay';
 import { voiceCallHooks } from './voice/webhooks';
 
 /** A listening API server. */
@@ -14,6 +14,8 @@ export interface RunningApi {
   server: http.Server;
   /** e.g. http://127.0.0.1:8080/api/v1 */
   baseUrl: string;
+  /** The ConversationRelay endpoint (api/voice/relay.ts): its open sessions. */
+  relay: VoiceRelay;
   /** Writes the keys' pending `lastUsedAt` now (api/keyUsage.ts). */
   flushKeyUsage(): Promise<void>;
   close(): Promise<void>;
@@ -38,6 +40,7 @@ export async function startApi(deps: AppOptions): Promise<RunningApi> {
   return {
     server,
     baseUrl: `http://${deps.config.host}:${port}${BASE_PATH}`,
+    relay,
     flushKeyUsage: () => built.flushKeyUsage(),
     close: async () => {
       await relay.close();

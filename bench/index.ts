@@ -11,6 +11,7 @@ import { runKnowledgeBench } from './knowledge';
 import { runOutboundBench } from './outbound';
 import { runSmsBench } from './sms';
 import { runWebhooksBench } from './webhooks';
+import { runVoiceBench } from './voice';
 import { runBench } from './entry';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
@@ -23,6 +24,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   chat: runChatBench,
   observe: runObserveBench,
   billing: runBillingBench,
+  voice: runVoiceBench,
 };
 
 async function main(): Promise<void> {
