@@ -269,6 +269,25 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
     expect(refused[0]).to.equal(`refused (200): ${REFUSALS.number_not_in_service}`);
   });
 
+  it('a voice talk token opens the relay as a browser test session: draft or published as the token says', async () => {
+    const agentId = await newAgent({ name: 'Tester', greeting: 'Draft hello.' });
+    const ws = t.api.baseUrl.replace(/^http/, 'ws') + '/voice/relay';
+    const draft = await t.call('POST', `/agents/${agentId}/talk-token`, { key: org.key, json: { draftMode: true, channel: 'voice' } });
+    expect(draft.status, draft.text).to.equal(201);
+    const c = await RelayClient.open(`${ws}?token=${draft.body.data.token}`);
+    c.send({ type: 'setup', sessionId: 'VXweb', callSid: 'web', from: '', to: '' });
+    expect((await c.reply()).text).to.equal('Draft hello.');
+    c.send({ type: 'prompt', voicePrompt: 'Hello?', last: true });
+    expect((await c.reply()).text).to.have.length.greaterThan(0);
+    c.hangUp();
+    await c.closedWith();
+    const stored = await until(async () => (await t.db('conversations').where({ org_id: org.orgId, agent_id: agentId }).first()) ?? null, 5000, 'the session');
+    expect(stored).to.include({ channel: 'voice', mode: 'draft' });
+    const chat = await t.call('POST', `/agents/${agentId}/talk-token`, { key: org.key, json: { draftMode: true, channel: 'chat' } });
+    const refused = await RelayClient.open(`${ws}?token=${chat.body.data.token}`).then(() => null, (e: { status?: number }) => e);
+    expect(refused?.status, 'a chat token does not open the voice relay').to.equal(401);
+  });
+
   describe('webhook signatures', () => {
     const form = (p: Record<string, string>) => new URLSearchParams(p).toString();
     const inbound = (provider: string) => `${t.api.baseUrl}/voice/${provider}/inbound`;
