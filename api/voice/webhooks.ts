@@ -28,6 +28,7 @@ import { callStatusSignal, type CallStatusUpdate } from '../../workflows/definit
 import type { RelayHooks } from '../../services/voice/relaySession';
 import { signRelayReference } from '../../services/voice/reference';
 import { BASE_PATH } from '../app';
+import { TALK_PAGE_HTML } from './talkPage';
 
 /** Voice providers whose webhooks are accepted. */
 export const VOICE_PROVIDERS = ['twilio', 'telnyx', 'sandbox'] as const;
@@ -91,6 +92,13 @@ export function voiceWebhooks(deps: AppDeps) {
   // Built here, not at module load: api/app.ts (BASE_PATH) imports this module.
   const PATH = new RegExp(`^${BASE_PATH}/voice/(twilio|telnyx|sandbox)/(inbound|status|relay-ended)$`);
   return async (ctx: AppContext, next: Next): Promise<unknown> => {
+    if (ctx.path === `${BASE_PATH}/voice/talk` && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.set('Cache-Control', 'no-store');
+      ctx.set('Referrer-Policy', 'no-referrer'); // the page's URL carries the talk token
+      ctx.body = TALK_PAGE_HTML;
+      return;
+    }
     const m = PATH.exec(ctx.path);
     if (!m) return next();
     if (ctx.method !== 'POST') {
