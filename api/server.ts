@@ -7,7 +7,6 @@ import { loadConfig } from '../config';
 import { announceReady, coreCount, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, runEntryPoint, runPrimary } from '../runtime';
 import { createApp, BASE_PATH, type AppOptions } from './app';
 import { attachVoiceRelay, type VoiceRelay } from './voice/relay';
-import { voiceCallHooks } from './voice/webhooks';
 
 /** A listening API server. */
 export interface RunningApi {
@@ -31,7 +30,7 @@ export async function startApi(deps: AppOptions): Promise<RunningApi> {
   const server = http.createServer(built.app.callback());
   server.keepAliveTimeout = 65_000;
   const { providers, temporal } = built.deps;
-  const relay = attachVoiceRelay(server, { db: deps.db, llm: providers.llm, http: providers.skillHttp, temporal }, deps.logger, voiceCallHooks(built.deps));
+  const relay = attachVoiceRelay(server, { db: deps.db, llm: providers.llm, http: providers.skillHttp, temporal }, deps.logger);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(deps.config.port, deps.config.host, () => resolve());

@@ -25,7 +25,6 @@ import { answerInboundCall, completeCall, relayEndedMarkup } from '../../service
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { callStatusSignal, type CallStatusUpdate } from '../../workflows/definitions';
-import type { RelayHooks } from '../../services/voice/relaySession';
 import { signRelayReference } from '../../services/voice/reference';
 import { BASE_PATH } from '../app';
 import { TALK_PAGE_HTML } from './talkPage';
@@ -174,9 +173,4 @@ async function reportStatus(ctx: AppContext, deps: AppDeps, orgId: string, callI
   if (update.status === 'answered') await advanceVoiceCall(deps.db, orgId, callId, { status: 'answered' });
   else if (update.status === 'failed') await advanceVoiceCall(deps.db, orgId, callId, { status: 'failed', reason: update.reason });
   else if (update.status === 'completed') await completeCall(deps.db, orgId, callId, update.durationSeconds);
-}
-
-/** The relay's lifecycle listeners. */
-export function voiceCallHooks(_deps: AppDeps): RelayHooks {
-  return {};
 }
