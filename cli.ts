@@ -7,7 +7,11 @@
  *   keys list --org <id>                    list an organization's keys (never the secret)
  *   keys revoke <keyId>                     revoke a key at once
  *   secrets generate                        print fresh values of every service secret (README "Security")
- *   secrets reseal-webhooks                 re-seal every stored webhook signing secret secret variable and integration credential with WEBHOOK_SECRET_KEY
+ *   calls place --to <E164> [--from <E164>] [--url <api base>] <line|keys:digits>...
+ *                                           place a sandbox phone call through the running API (README
+ *                                           "Voice calls"): each argument is a spoken line, `keys:1234#`
+ *                                           presses keys; prints the conversation as heard
+ *   secrets reseal-webhooks                 re-seal every stored webhook signing secret, secret variable and integration credential with WEBHOOK_SECRET_KEY
  *                                           (opening with it or WEBHOOK_SECRET_KEY_PREVIOUS), after a key rotation
  * Uses DATABASE_URL, else the embedded Postgres under DATA_DIR: the cluster `npm start` is running when
  * there is one (found through its postmaster.pid), else one it starts and stops itself. Any failure
@@ -24,13 +28,14 @@ import { resealVariableSecrets } from './db/repositories/variables';
 import { resealConnectionCredentials } from './db/repositories/integrations';
 import { loadWebhookSettings } from './domain/webhooks/settings';
 import { openSecret, sealSecret } from './domain/webhooks/signing';
+import { placeSandboxCall, type CallStep } from './activities/providers/telephony/sandboxCaller';
 
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-const USAGE = `usage: npm run cli -- orgs create <name> | orgs list | keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S] | keys list --org <id> | keys revoke <keyId> | secrets generate | secrets reseal-webhooks`;
+const USAGE = `usage: npm run cli -- orgs create <name> | orgs list | keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S] | keys list --org <id> | keys revoke <keyId> | secrets generate | secrets reseal-webhooks | calls place --to <E164> [--from <E164>] [--url <api base>] <line|keys:digits>...`;
 
 /**
  * Runs one CLI command.
@@ -48,6 +53,7 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
     for (const line of generateSecretLines()) out(line);
     return 0;
   }
+  if (group === 'calls' && cmd === 'place') return placeCall(rest, out, err);
   let database: Awaited<ReturnType<typeof openDatabase>>;
   let config: ReturnType<typeof loadConfig>;
   try {
@@ -139,4 +145,34 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
 
 if (require.main === module) {
   runEntryPoint('npm run cli', async () => process.exit(await runCli(process.argv.slice(2))));
+}
+
+/**
+ * `calls place`: rings the running API's sandbox voice webhook for `--to` and plays the script over the
+ * relay WebSocket (activities/providers/telephony/sandboxCaller.ts), printing each line heard.
+ * Signs with the service's CARRIER_CALLBACK_SECRET (environment, else DATA_DIR/secrets).
+ */
+async function placeCall(args: string[], out: (line: string) => void, err: (line: string) => void): Promise<number> {
+  try {
+    const config = loadConfig();
+    loadServiceSecrets(config);
+    const to = flag(args, 'to');
+    if (!to || !/^\+[1-9]\d{6,14}$/.test(to)) throw new Error('calls place needs --to <E.164 number assigned to an agent>');
+    const from = flag(args, 'from') ?? '+12065550100';
+    const baseUrl = flag(args, 'url') ?? `${config.publicBaseUrl.replace(/\/$/, '')}/api/v1`;
+    const valued = new Set(['--to', '--from', '--url']);
+    const script: CallStep[] = args.filter((a, i) => !valued.has(a) && !valued.has(args[i - 1])).map((a) => (a.startsWith('keys:') ? { digits: a.slice(5) } : { say: a }));
+    const rec = await placeSandboxCall({ baseUrl, from, to, script });
+    if (rec.refusal !== null || rec.webhookStatus !== 200) {
+      out(`refused (${rec.webhookStatus}): ${rec.refusal ?? rec.markup.slice(0, 200)}`);
+      return 1;
+    }
+    for (const l of rec.lines) out(`${l.who === 'agent' ? 'agent ' : 'caller'}: ${l.text}`);
+    if (rec.handoff) out(`transferred: ${JSON.stringify(rec.handoff)}`);
+    out(`call ${rec.callSid} ended (${rec.endedByAgent ? 'by the agent' : 'caller hung up'})`);
+    return 0;
+  } catch (e) {
+    err(`error: ${failureLine(e)}`);
+    return 1;
+  }
 }

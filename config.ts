@@ -40,6 +40,10 @@ export interface AppConfig {
   keyLastUsedFlushMs: number;
   /** Public base URL used in links and OpenAPI `servers` (PUBLIC_BASE_URL, default http://HOST:PORT). */
   publicBaseUrl: string;
+  /** Twilio account auth token: the HMAC-SHA1 key of `X-Twilio-Signature` on voice webhooks (TWILIO_AUTH_TOKEN; unset: Twilio voice webhooks are refused). */
+  twilioAuthToken?: string;
+  /** Telnyx account public key, base64 Ed25519, checking `telnyx-signature-ed25519` on voice webhooks (TELNYX_PUBLIC_KEY; unset: Telnyx voice webhooks are refused). */
+  telnyxPublicKey?: string;
   /**
    * NODE_ENV=production: every secret must come from the environment; none is generated under
    * DATA_DIR/secrets (README "Security").
@@ -82,6 +86,8 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     cacheTtlSeconds: envNumber('CACHE_TTL_SECONDS', 30),
     keyLastUsedFlushMs: envNumber('KEY_LAST_USED_FLUSH_MS', 5000),
     publicBaseUrl: process.env.PUBLIC_BASE_URL || `http://${host}:${port}`,
+    twilioAuthToken: process.env.TWILIO_AUTH_TOKEN || undefined,
+    telnyxPublicKey: process.env.TELNYX_PUBLIC_KEY || undefined,
     production: process.env.NODE_ENV === 'production',
     ...overrides,
   };

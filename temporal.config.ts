@@ -31,6 +31,8 @@ export const workflowIds = {
   billingMonth: () => 'billing-month',
   /** Records sync of one integration connection (README "Integrations and records"). */
   recordsSync: (connectionId: string) => `records-sync/${connectionId}`,
+  /** The lifecycle of one phone call (README "Voice calls"). */
+  voiceCall: (callId: string) => `voice-call/${callId}`,
   /** One webhook delivery with its retries. */
   webhookDelivery: (deliveryId: string) => `webhook-delivery/${deliveryId}`,
   /** One report export, on demand or on its schedule (`POST /reports`). */

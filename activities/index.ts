@@ -15,6 +15,7 @@ import { createSimulationActivities } from './simulations';
 import { createBillingActivities } from './billing';
 import { createReportActivities } from './reports';
 import { createIntegrationActivities } from './integrations';
+import { createVoiceActivities } from './voice';
 
 /** What activities may use. */
 export interface ActivityDeps {
@@ -25,5 +26,5 @@ export interface ActivityDeps {
 
 /** Every activity function by name (the worker registers this object). */
 export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
-  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createBillingActivities(deps), ...createReportActivities(deps), ...createIntegrationActivities(deps) };
+  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createBillingActivities(deps), ...createReportActivities(deps), ...createIntegrationActivities(deps), ...createVoiceActivities(deps) };
 }

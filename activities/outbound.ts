@@ -33,6 +33,8 @@ import {
 } from '../db/repositories/campaigns';
 import { getUploadContent } from '../db/repositories/uploads';
 import { recordCallConversation } from '../db/repositories/conversations';
+import { linkDialConversation } from '../db/repositories/voiceCalls';
+import { converseSandboxCampaignCall } from './voice';
 import { emitEvent } from '../events/emit';
 import { performOnce, type FaultHook } from './providers/effects';
 import { resolveIntent } from '../db/repositories/providerIntents';
@@ -46,6 +48,12 @@ export interface OutboundActivityOptions {
   telephonyOptions?: TelephonyOptions;
   /** Tests only: crash points of the dial's provider write (activities/providers/effects.ts). */
   faults?: FaultHook;
+  /**
+   * Where the sandbox carrier connects answered dials (the API's base URL, `…/api/v1`): each answered
+   * dial then converses with the campaign's agent over the relay (activities/voice.ts). Unset: dials
+   * are outcomes only.
+   */
+  campaignRelay?: { apiBaseUrl: string };
 }
 
 /** Input of a claim. */
@@ -219,7 +227,7 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
       const out = await db.transaction(async (trx) => {
         if (effect.state === 'unknown') {
           const r = await recordDialOutcome(trx, orgId, attemptId, dialNumber, { outcome: 'unknown', status: 'failed', durationSeconds: 0, at, maxAttempts: a.maxAttempts, retryDelayMinutes: a.retryDelayMinutes });
-          return { status: r.status, outcome: 'unknown' };
+          return { status: r.status, outcome: 'unknown', answeredNow: null };
         }
         const res = effect.result;
         const r = await recordDialOutcome(trx, orgId, attemptId, dialNumber, { outcome: res.outcome, durationSeconds: res.durationSeconds, at, maxAttempts: a.maxAttempts, retryDelayMinutes: a.retryDelayMinutes });
@@ -248,10 +256,15 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
             campaignId: a.campaignId,
           });
         }
-        return { status: r.status, outcome: res.outcome };
+        return { status: r.status, outcome: res.outcome, answeredNow: r.recorded && res.outcome === 'answered' ? res : null };
       });
       await opts.faults?.('after_record', 'dial', reference);
-      return out;
+      if (out.answeredNow && opts.campaignRelay && telephonyOf().provider === 'sandbox') {
+        const dial = { orgId, agentId: a.agentId, campaignId: a.campaignId, providerCallId: out.answeredNow.providerCallId, provider: 'sandbox', from: a.callerId, to: a.e164 };
+        const conversationId = await converseSandboxCampaignCall(db, opts.campaignRelay.apiBaseUrl, dial, out.answeredNow.durationSeconds);
+        if (conversationId) await linkDialConversation(db, orgId, reference, conversationId);
+      }
+      return { status: out.status, outcome: out.outcome };
     },
 
     /** Completes a running campaign whose attempts are all final. @returns the status after the call */

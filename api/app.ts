@@ -23,6 +23,7 @@ import { RateLimits } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
 import { docsPage, openApiDocument } from './openapi';
 import { serveWidget } from './widgetAsset';
+import { voiceWebhooks } from './voice/webhooks';
 import { verifyWidgetSession } from './widgetSession';
 import { widgetCors } from './middleware/cors';
 import { jsonValueErrors } from '../domain/validation';
@@ -42,6 +43,8 @@ export interface BuiltApp {
   ready: Promise<void>;
   /** Writes the keys' pending `lastUsedAt` now instead of at the next interval (tests, shutdown). */
   flushKeyUsage(): Promise<void>;
+  /** What the handlers were built with (the voice relay shares them). */
+  deps: AppDeps;
   close(): Promise<void>;
 }
 
@@ -148,6 +151,7 @@ export function createApp(deps: AppOptions): BuiltApp {
   app.use(problem());
   app.use(widgetCors(db));
   app.use(oauthRoutes(handlerDeps)); // sign-in, consent and the OAuth endpoints at the origin root (README "Connect an app with OAuth")
+  app.use(voiceWebhooks(handlerDeps));
   app.use(async (ctx: AppContext, next) => {
     if (ctx.path.startsWith('/widget') && (await serveWidget(ctx, keys))) return;
     if (ctx.path === '/docs' || ctx.path === '/docs/') {
@@ -189,6 +193,7 @@ export function createApp(deps: AppOptions): BuiltApp {
     app,
     ready,
     flushKeyUsage: () => keyUsage.flush(),
+    deps: handlerDeps,
     close: async () => {
       await keyUsage.close();
       await feed.close();

@@ -6,12 +6,15 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../config';
 import { announceReady, coreCount, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, runEntryPoint, runPrimary } from '../runtime';
 import { createApp, BASE_PATH, type AppOptions } from './app';
+import { attachVoiceRelay, type VoiceRelay } from './voice/relay';
 
 /** A listening API server. */
 export interface RunningApi {
   server: http.Server;
   /** e.g. http://127.0.0.1:8080/api/v1 */
   baseUrl: string;
+  /** The ConversationRelay endpoint (api/voice/relay.ts): its open sessions. */
+  relay: VoiceRelay;
   /** Writes the keys' pending `lastUsedAt` now (api/keyUsage.ts). */
   flushKeyUsage(): Promise<void>;
   close(): Promise<void>;
@@ -26,6 +29,8 @@ export async function startApi(deps: AppOptions): Promise<RunningApi> {
   await built.ready;
   const server = http.createServer(built.app.callback());
   server.keepAliveTimeout = 65_000;
+  const { providers, temporal } = built.deps;
+  const relay = attachVoiceRelay(server, { db: deps.db, llm: providers.llm, http: providers.skillHttp, temporal }, deps.logger);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(deps.config.port, deps.config.host, () => resolve());
@@ -34,8 +39,10 @@ export async function startApi(deps: AppOptions): Promise<RunningApi> {
   return {
     server,
     baseUrl: `http://${deps.config.host}:${port}${BASE_PATH}`,
+    relay,
     flushKeyUsage: () => built.flushKeyUsage(),
     close: async () => {
+      await relay.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await built.close();

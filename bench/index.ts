@@ -14,6 +14,7 @@ import { runSmsBench } from './sms';
 import { runSettingsBench } from './settings';
 import { runWebhooksBench } from './webhooks';
 import { runOAuthBench } from './oauth';
+import { runVoiceBench } from './voice';
 import { runBench } from './entry';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
@@ -29,6 +30,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   settings: runSettingsBench,
   oauth: runOAuthBench,
   records: runRecordsBench,
+  voice: runVoiceBench,
 };
 
 async function main(): Promise<void> {

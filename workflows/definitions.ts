@@ -52,3 +52,11 @@ export const ingestionStageQuery = defineQuery<IngestionStage>('ingestionStage')
 
 /** Query: the run's progress. */
 export const webhookDeliveryProgressQuery = defineQuery<WebhookDeliveryProgress>('webhookDeliveryProgress');
+
+// Phone call `voice-call/{callId}`
+
+/** A carrier status callback of the call (README "Voice calls"). */
+export type CallStatusUpdate = { status: 'ringing' | 'answered' } | { status: 'completed'; durationSeconds: number } | { status: 'failed'; reason: string };
+
+/** The carrier reported the call's progress. */
+export const callStatusSignal = defineSignal<[CallStatusUpdate]>('callStatus');

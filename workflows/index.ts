@@ -13,3 +13,4 @@ export { agentSimulation } from './agentSimulation';
 export { billingMonth } from './billingMonth';
 export { reportExport } from './reportExport';
 export { recordsSync } from './recordsSync';
+export { voiceCall } from './voiceCall';

@@ -114,6 +114,8 @@ export interface StartRequest {
   draftMode?: boolean;
   /** Pin a given published version instead of the current one (`/chat/completions` with `@vN`). */
   versionNumber?: number;
+  /** Pin this published version id (a call's relay reference names the version its webhook answered with). */
+  versionId?: string;
   variables?: Record<string, string>;
   metadata?: Record<string, string | number | boolean | null>;
   keyId: string | null;
@@ -146,6 +148,8 @@ export async function startConversation(
     const id = await versionIdByNumber(db, orgId, req.agentId, req.versionNumber);
     if (!id) throw new ApiError(404, 'version_not_found', `The agent has no version ${req.versionNumber}`, { errors: [{ field: 'model', message: 'names no version of this agent' }] });
     versionId = id;
+  } else if (req.versionId !== undefined) {
+    versionId = req.versionId;
   } else {
     if (!record.publishedVersionId) {
       throw new ApiError(409, 'no_published_version', 'The agent has never been published; publish it, or start a draft-mode session with draftMode: true');

@@ -198,7 +198,7 @@ for (const flavor of flavors) {
       expect(result.durationSeconds).to.be.greaterThan(0);
       expect(result.dialedNow).to.equal(true);
       if (flavor.name !== 'sandbox') expect(result.durationSeconds).to.equal(42);
-      if (flavor.name === 'twilio') expect(twilioStub!.calls[0].params).to.include({ MachineDetection: 'Enable', Url: `${t.config.publicBaseUrl}/voice/twilio/inbound` });
+      if (flavor.name === 'twilio') expect(twilioStub!.calls[0].params).to.include({ MachineDetection: 'Enable', Url: `${t.config.publicBaseUrl}/api/v1/voice/twilio/inbound` });
       if (flavor.name === 'telnyx') expect(telnyx!.calls[0]).to.include({ answering_machine_detection: 'detect' });
     });
 

@@ -27,11 +27,11 @@ export function providerCallbackUrl(config: AppConfig, provider: string, query: 
 
 /**
  * Where an answered outbound call is pointed for the agent's conversation: `VOICE_WEBHOOK_URL` with
- * `{provider}` replaced, default `PUBLIC_BASE_URL/voice/{provider}/inbound` (the voice webhook that
+ * `{provider}` replaced, default `PUBLIC_BASE_URL/api/v1/voice/{provider}/inbound` (the voice webhook that
  * answers with the ConversationRelay instructions).
  */
 export function voiceWebhookUrl(config: AppConfig, provider: string): string {
-  const template = process.env.VOICE_WEBHOOK_URL || `${config.publicBaseUrl.replace(/\/+$/, '')}/voice/{provider}/inbound`;
+  const template = process.env.VOICE_WEBHOOK_URL || `${config.publicBaseUrl.replace(/\/+$/, '')}/api/v1/voice/{provider}/inbound`;
   return template.replace('{provider}', provider);
 }
 

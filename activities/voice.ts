@@ -1,0 +1,64 @@
+/**
+ * Activities of the `voice-call/{callId}` workflow (README "Voice calls"). Idempotent: Temporal retries
+ * them, and a call's minutes are charged under one dedupe key.
+ */
+import type { Db } from '../db';
+import { advanceVoiceCall, getVoiceCall } from '../db/repositories/voiceCalls';
+import { completeCall, prepareCampaignCall, type CampaignCallDial } from '../services/voice/calls';
+import { RelayClient } from './providers/telephony/sandboxCaller';
+
+/** What the sandbox callee of a campaign call says, line by line, before hanging up. */
+export const SANDBOX_CALLEE_SCRIPT = ['Hello, who is this?', 'Thanks for letting me know. Goodbye.'];
+
+/**
+ * The sandbox carrier's answered campaign call (README "Voice calls"): the call is stored and connected
+ * to the relay as a carrier would connect it, the agent greets first, the sandbox callee answers with
+ * {@link SANDBOX_CALLEE_SCRIPT} and hangs up; the call is then completed with `durationSeconds` (minutes
+ * charged once, conversation closed). A real carrier reaches the same relay through the markup
+ * `prepareCampaignCall` serves.
+ * @returns the conversation the call held, or null when the agent was no longer published
+ */
+export async function converseSandboxCampaignCall(db: Db, apiBaseUrl: string, dial: CampaignCallDial, durationSeconds: number, script = SANDBOX_CALLEE_SCRIPT): Promise<string | null> {
+  const prepared = await prepareCampaignCall(db, apiBaseUrl, dial);
+  if (!prepared) return null;
+  const client = await RelayClient.open(prepared.relayUrl);
+  client.send({ type: 'setup', sessionId: `VX${dial.providerCallId}`, callSid: dial.providerCallId, from: dial.from, to: dial.to, direction: 'outbound-api', callStatus: 'in-progress', customParameters: {} });
+  await client.reply(); // the greeting
+  for (const line of script) {
+    if (client.closed || client.end) break;
+    client.send({ type: 'prompt', voicePrompt: line, lang: 'en-US', last: true });
+    await client.reply();
+  }
+  client.hangUp();
+  await client.closedWith();
+  await completeCall(db, dial.orgId, prepared.call.id, durationSeconds);
+  return (await getVoiceCall(db, dial.orgId, prepared.call.id))?.conversationId ?? null;
+}
+
+/** A call of an organization. */
+export interface CallRef {
+  orgId: string;
+  callId: string;
+}
+
+/** The voice activities. */
+export function createVoiceActivities(deps: { db: Db }) {
+  return {
+    /** Stores the call answered (from `ringing` only). */
+    async markCallAnswered(ref: CallRef): Promise<void> {
+      await advanceVoiceCall(deps.db, ref.orgId, ref.callId, { status: 'answered' });
+    },
+    /** Stores the call failed with the carrier's reason (busy, no-answer, …), closing nothing else. */
+    async markCallFailed(ref: CallRef & { reason: string }): Promise<void> {
+      await advanceVoiceCall(deps.db, ref.orgId, ref.callId, { status: 'failed', reason: ref.reason });
+    },
+    /** The call ended: stored completed, minutes charged once, its conversation closed (services/voice/calls.ts completeCall). */
+    async completeVoiceCall(ref: CallRef & { durationSeconds: number }): Promise<{ minutes: number }> {
+      const out = await completeCall(deps.db, ref.orgId, ref.callId, ref.durationSeconds);
+      return { minutes: out?.minutes ?? 0 };
+    },
+  };
+}
+
+/** The voice activities' type (workflows import it as a type). */
+export type VoiceActivities = ReturnType<typeof createVoiceActivities>;

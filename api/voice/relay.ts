@@ -1,0 +1,112 @@
+/**
+ * The ConversationRelay WebSocket endpoint (README "Voice calls"): `GET /api/v1/voice/relay` upgraded
+ * to a WebSocket (the `ws` library, on the API's own HTTP server), opened by a carrier with
+ * `?ref=vrf_…` (the relay reference of a voice webhook's markup) or by the talk page with
+ * `?token=tt_…` (a voice talk token). The credential is checked before the upgrade: anything else is
+ * answered 401 and the socket destroyed. Each socket runs one {@link RelaySession}; one session's failure
+ * closes that socket only.
+ */
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Logger } from 'pino';
+import type { ConversationDeps } from '../../services/conversations/service';
+import { RelaySession, CLOSE, type RelayGrant, type RelayHooks } from '../../services/voice/relaySession';
+import { MAX_FRAME_BYTES } from '../../domain/voice/frames';
+import { verifyRelayReference } from '../../services/voice/reference';
+import { resolveTalkToken } from '../agents/talkToken';
+import { BASE_PATH } from '../app';
+
+/** Path of the relay endpoint. */
+export const RELAY_PATH = `${BASE_PATH}/voice/relay`;
+
+/** The attached endpoint. */
+export interface VoiceRelay {
+  /** Open sessions. */
+  readonly sessions: ReadonlySet<RelaySession>;
+  /** Closes every socket (1001 going away) and stops accepting upgrades. */
+  close(): Promise<void>;
+}
+
+/**
+ * The grant a relay URL's credential carries, or undefined when it is missing, forged or expired.
+ * A voice talk token of a published agent pins the token's version; a draft-mode token compiles the draft.
+ */
+export async function relayGrant(deps: Pick<ConversationDeps, 'db'>, url: URL): Promise<RelayGrant | undefined> {
+  const ref = url.searchParams.get('ref');
+  if (ref) {
+    const c = await verifyRelayReference(deps.db, ref);
+    return c && { orgId: c.org, agentId: c.agt, versionId: c.ver, callId: c.call, speakGreeting: c.grt === 1, keyId: null, campaignId: c.cmp ?? null };
+  }
+  const token = url.searchParams.get('token');
+  if (token) {
+    const c = await resolveTalkToken(deps.db, token);
+    if (!c || c.ch !== 'voice') return undefined;
+    return { orgId: c.org, agentId: c.agt, versionId: c.ver, callId: null, speakGreeting: true, keyId: c.jti, campaignId: null };
+  }
+  return undefined;
+}
+
+function refuse(socket: Duplex, status: number, text: string): void {
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+}
+
+/**
+ * Serves the relay on `server`'s upgrade requests.
+ * @param hooks the call lifecycle's listeners (the voice-call workflow's signals)
+ */
+export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, logger: Logger, hooks: RelayHooks = {}): VoiceRelay {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false });
+  const sessions = new Set<RelaySession>();
+  const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    const url = new URL(req.url ?? '/', 'http://relay');
+    if (url.pathname !== RELAY_PATH) return refuse(socket, 404, 'Not Found');
+    relayGrant(deps, url).then(
+      (grant) => {
+        if (!grant) return refuse(socket, 401, 'Unauthorized');
+        wss.handleUpgrade(req, socket, head, (ws) => open(ws, grant));
+      },
+      (err) => {
+        logger.error({ err }, 'relay: checking the credential failed');
+        refuse(socket, 503, 'Service Unavailable');
+      },
+    );
+  };
+  const open = (ws: WebSocket, grant: RelayGrant) => {
+    const session = new RelaySession(
+      deps,
+      grant,
+      {
+        send: (frame) => {
+          if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
+        },
+        close: (code, reason) => ws.close(code, reason),
+      },
+      logger,
+      hooks,
+    );
+    sessions.add(session);
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) return session.receive('binary');
+      session.receive(data.toString());
+    });
+    ws.on('error', (err) => logger.warn({ err }, 'relay: socket error'));
+    ws.on('close', () => {
+      session.socketClosed();
+      void session.idle().finally(() => sessions.delete(session));
+    });
+  };
+  server.on('upgrade', onUpgrade);
+  return {
+    sessions,
+    close: async () => {
+      server.off('upgrade', onUpgrade);
+      for (const ws of wss.clients) ws.close(1001, 'server shutting down');
+      await Promise.all([...sessions].map((s) => s.idle()));
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}
+
+export { CLOSE };

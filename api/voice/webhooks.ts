@@ -1,0 +1,176 @@
+/**
+ * The carriers' voice webhooks (README "Voice calls"; not in the spec's tables — keyless, signed):
+ *
+ * - `POST /api/v1/voice/{provider}/inbound` — a call rang a number: answered with TwiML/TeXML
+ *   connecting it to the relay (services/voice/calls.ts), or a spoken refusal; never a 5xx for a
+ *   number or agent that cannot take calls.
+ * - `POST /api/v1/voice/{provider}/status` — the carrier's status callback (`CallStatus`,
+ *   `CallDuration`): moves the call forward (the `voice-call/{callId}` workflow when Temporal is there).
+ * - `POST /api/v1/voice/{provider}/relay-ended` — the `<Connect action>` callback after the relay ends:
+ *   a transfer's `HandoffData` is dialed, else the call hangs up.
+ *
+ * `{provider}` is `twilio` (X-Twilio-Signature, HMAC-SHA1 with TWILIO_AUTH_TOKEN), `telnyx`
+ * (telnyx-signature-ed25519 over `timestamp|body` with TELNYX_PUBLIC_KEY) or `sandbox` (the sandbox
+ * caller: Twilio's scheme keyed with CARRIER_CALLBACK_SECRET). Bodies are
+ * `application/x-www-form-urlencoded` as both carriers post them. A forged or stale signature is 403
+ * `invalid_signature` and nothing is recorded.
+ */
+import type { Next } from 'koa';
+import type { AppContext, AppDeps } from '../context';
+import { ApiError } from '../../domain/errors';
+import { callbackSecret } from '../../domain/sms/callbackSignature';
+import { telnyxPublicKey, telnyxSignatureProblem, verifyTwilioSignature } from '../../domain/voice/signatures';
+import { advanceVoiceCall, findVoiceCallByProviderId } from '../../db/repositories/voiceCalls';
+import { answerInboundCall, completeCall, relayEndedMarkup } from '../../services/voice/calls';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { startWorkflow, workflowIds } from '../../temporal.config';
+import { callStatusSignal, type CallStatusUpdate } from '../../workflows/definitions';
+import { signRelayReference } from '../../services/voice/reference';
+import { BASE_PATH } from '../app';
+import { TALK_PAGE_HTML } from './talkPage';
+
+/** Voice providers whose webhooks are accepted. */
+export const VOICE_PROVIDERS = ['twilio', 'telnyx', 'sandbox'] as const;
+/** A voice provider. */
+export type VoiceProvider = (typeof VOICE_PROVIDERS)[number];
+
+/** Largest webhook body, bytes (carriers post a few hundred). */
+const MAX_BODY_BYTES = 64 * 1024;
+
+async function readRaw(ctx: AppContext): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new ApiError(413, 'payload_too_large', `The webhook body exceeds ${MAX_BODY_BYTES} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The public base URL (scheme and host) the carrier reached: PUBLIC_BASE_URL, else the request's own. */
+export function publicOrigin(ctx: AppContext, publicBaseUrl: string): string {
+  return /:0$/.test(publicBaseUrl) ? `${ctx.protocol}://${ctx.host}` : publicBaseUrl.replace(/\/$/, '');
+}
+
+function verify(ctx: AppContext, deps: AppDeps, provider: VoiceProvider, raw: Buffer, params: Record<string, string>): void {
+  let ok: boolean;
+  if (provider === 'telnyx') {
+    let key;
+    try {
+      key = deps.config.telnyxPublicKey ? telnyxPublicKey(deps.config.telnyxPublicKey) : undefined;
+    } catch {
+      key = undefined;
+    }
+    const problem = telnyxSignatureProblem(key, raw, ctx.get('telnyx-signature-ed25519') || undefined, ctx.get('telnyx-timestamp') || undefined);
+    ok = problem === null;
+    if (problem === 'stale') throw new ApiError(403, 'invalid_signature', 'The telnyx-timestamp is more than 5 minutes from now');
+  } else {
+    const token = provider === 'twilio' ? deps.config.twilioAuthToken : callbackSecret('sandbox');
+    const signature = ctx.get('x-twilio-signature') || undefined;
+    // Twilio signs the URL it requested: the configured public URL, or this request's own host.
+    const urls = new Set([`${publicOrigin(ctx, deps.config.publicBaseUrl)}${ctx.originalUrl}`, `${ctx.protocol}://${ctx.host}${ctx.originalUrl}`]);
+    ok = !!token && [...urls].some((u) => verifyTwilioSignature(token, u, params, signature));
+  }
+  if (!ok) throw new ApiError(403, 'invalid_signature', `The ${provider} signature of this webhook does not verify`);
+}
+
+function xml(ctx: AppContext, body: string): void {
+  ctx.status = 200;
+  ctx.type = 'text/xml; charset=utf-8';
+  ctx.body = body;
+}
+
+/** Seconds from a carrier's `CallDuration` (0 when absent or malformed). */
+function seconds(v: string | undefined): number {
+  return v && /^\d{1,7}$/.test(v) ? Number(v) : 0;
+}
+
+/** The Koa middleware serving the three voice webhook paths; every other request passes through. */
+export function voiceWebhooks(deps: AppDeps) {
+  // Built here, not at module load: api/app.ts (BASE_PATH) imports this module.
+  const PATH = new RegExp(`^${BASE_PATH}/voice/(twilio|telnyx|sandbox)/(inbound|status|relay-ended)$`);
+  return async (ctx: AppContext, next: Next): Promise<unknown> => {
+    if (ctx.path === `${BASE_PATH}/voice/talk` && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.set('Cache-Control', 'no-store');
+      ctx.set('Referrer-Policy', 'no-referrer'); // the page's URL carries the talk token
+      ctx.body = TALK_PAGE_HTML;
+      return;
+    }
+    const m = PATH.exec(ctx.path);
+    if (!m) return next();
+    if (ctx.method !== 'POST') {
+      ctx.set('Allow', 'POST');
+      throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: POST`);
+    }
+    const provider = m[1] as VoiceProvider;
+    const type = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase();
+    if (type !== 'application/x-www-form-urlencoded') throw new ApiError(415, 'unsupported_media_type', 'Voice webhooks are application/x-www-form-urlencoded');
+    const raw = await readRaw(ctx);
+    const params = Object.fromEntries(new URLSearchParams(raw.toString('utf8')));
+    verify(ctx, deps, provider, raw, params);
+    const callSid = params.CallSid ?? '';
+    if (!/^[A-Za-z0-9:_.-]{1,128}$/.test(callSid)) throw new ApiError(400, 'validation_error', 'CallSid is missing or malformed', { errors: [{ field: 'CallSid', message: 'must be the carrier call id' }] });
+    const origin = publicOrigin(ctx, deps.config.publicBaseUrl);
+    switch (m[2]) {
+      case 'inbound': {
+        const answer = await answerInboundCall(
+          deps.db,
+          { provider, providerCallId: callSid, from: String(params.From ?? '').slice(0, 40), to: String(params.To ?? '').slice(0, 40) },
+          async (call) => `${origin.replace(/^http/, 'ws')}${BASE_PATH}/voice/relay?ref=${await signRelayReference(deps.db, { org: call.orgId, agt: call.agentId!, ver: call.versionId!, call: call.id, grt: 0 })}`,
+          () => `${origin}${BASE_PATH}/voice/${provider}/relay-ended`,
+        );
+        if (answer.refused) ctx.state.log.info({ provider, callSid, reason: answer.refused, callId: answer.call?.id }, 'voice: call refused');
+        else if (answer.call && deps.temporal) await startCallWorkflow(ctx, deps, answer.call.orgId, answer.call.id);
+        return xml(ctx, answer.markup);
+      }
+      case 'status': {
+        const call = await findVoiceCallByProviderId(deps.db, provider, callSid);
+        const update = statusUpdate(params);
+        if (call && update) await reportStatus(ctx, deps, call.orgId, call.id, update);
+        ctx.status = 204;
+        return;
+      }
+      default:
+        return xml(ctx, relayEndedMarkup(params.HandoffData));
+    }
+  };
+}
+
+/** The signal a status callback carries (Twilio/TeXML `CallStatus`, `CallDuration`), or null for a status the workflow ignores. */
+export function statusUpdate(params: Record<string, string>): CallStatusUpdate | null {
+  const status = String(params.CallStatus ?? '').toLowerCase();
+  if (status === 'ringing') return { status: 'ringing' };
+  if (status === 'in-progress' || status === 'answered') return { status: 'answered' };
+  if (status === 'completed') return { status: 'completed', durationSeconds: seconds(params.CallDuration) };
+  if (['busy', 'failed', 'no-answer', 'canceled'].includes(status)) return { status: 'failed', reason: status };
+  return null;
+}
+
+/** Starts `voice-call/{callId}` (a running one is kept: a carrier retrying its webhook). A failure is logged; the call is answered anyway and its status callbacks complete it inline. */
+async function startCallWorkflow(ctx: AppContext, deps: AppDeps, orgId: string, callId: string): Promise<void> {
+  try {
+    await startWorkflow(deps.temporal!, 'voiceCall', { workflowId: workflowIds.voiceCall(callId), args: [{ orgId, callId }], orgId, resourceId: callId, workflowIdConflictPolicy: 'USE_EXISTING' });
+  } catch (err) {
+    ctx.state.log.warn({ err, orgId, callId }, 'voice: starting the call workflow failed');
+  }
+}
+
+/**
+ * Hands a status to the call's workflow; without Temporal, or when the workflow cannot be reached, the
+ * same steps run inline (services/voice/calls.ts), so a call is still completed and charged once.
+ */
+async function reportStatus(ctx: AppContext, deps: AppDeps, orgId: string, callId: string, update: CallStatusUpdate): Promise<void> {
+  if (deps.temporal) {
+    try {
+      await deps.temporal.client.workflow.getHandle(workflowIds.voiceCall(callId)).signal(callStatusSignal, update);
+      return;
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) ctx.state.log.warn({ err, orgId, callId }, 'voice: signalling the call workflow failed; completing inline');
+    }
+  }
+  if (update.status === 'answered') await advanceVoiceCall(deps.db, orgId, callId, { status: 'answered' });
+  else if (update.status === 'failed') await advanceVoiceCall(deps.db, orgId, callId, { status: 'failed', reason: update.reason });
+  else if (update.status === 'completed') await completeCall(deps.db, orgId, callId, update.durationSeconds);
+}

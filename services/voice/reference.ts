@@ -1,0 +1,65 @@
+/**
+ * Relay references (README "Voice calls"): the short-lived signed value a voice webhook's markup puts in
+ * the ConversationRelay URL, naming the organization, agent, pinned published version and call the
+ * socket may open. Form `vrf_<base64url(JSON claims)>.<base64url(HMAC-SHA256)>`, signed with the
+ * organization's talk-token secret (db agent_token_secrets) under its own label, so a reference is never
+ * accepted as a talk token or widget session token and any API process verifies it.
+ */
+import crypto from 'node:crypto';
+import type { Db } from '../../db';
+import { existingTalkTokenSecret, talkTokenSecret } from '../../db/repositories/agentVersions';
+
+/** Lifetime of a reference, seconds: the carrier opens the socket right after reading the markup. */
+export const RELAY_REFERENCE_TTL_SECONDS = 120;
+
+/** Claims of a relay reference. */
+export interface RelayReferenceClaims {
+  v: 1;
+  org: string;
+  agt: string;
+  /** The published version the call is pinned to. */
+  ver: string;
+  /** The call (`call_…`). */
+  call: string;
+  /** 1 when the relay speaks the greeting itself (campaign calls); 0 when the markup's welcomeGreeting does. */
+  grt: 0 | 1;
+  /** The campaign of an outbound campaign call, else absent. */
+  cmp?: string;
+  /** Expiry, Unix seconds. */
+  exp: number;
+}
+
+const LABEL = 'voice-relay-reference.';
+
+function mac(secret: Buffer, body: string): Buffer {
+  return crypto.createHmac('sha256', secret).update(LABEL + body).digest();
+}
+
+/** Signs a reference for the claims' organization (creating its secret on first use). */
+export async function signRelayReference(db: Db, claims: Omit<RelayReferenceClaims, 'v' | 'exp'>, ttlSeconds = RELAY_REFERENCE_TTL_SECONDS): Promise<string> {
+  const full: RelayReferenceClaims = { v: 1, ...claims, exp: Math.floor(Date.now() / 1000) + ttlSeconds };
+  const body = Buffer.from(JSON.stringify(full)).toString('base64url');
+  return `vrf_${body}.${mac(await talkTokenSecret(db, claims.org), body).toString('base64url')}`;
+}
+
+/**
+ * Verifies a reference: shape, the claimed organization's signature, expiry.
+ * @returns the claims, or undefined when malformed, forged (also: signed by another organization) or expired
+ */
+export async function verifyRelayReference(db: Db, ref: string, nowSeconds = Math.floor(Date.now() / 1000)): Promise<RelayReferenceClaims | undefined> {
+  const m = /^vrf_([A-Za-z0-9_-]{10,2000})\.([A-Za-z0-9_-]{43})$/.exec(ref);
+  if (!m) return undefined;
+  let claims: RelayReferenceClaims;
+  try {
+    claims = JSON.parse(Buffer.from(m[1], 'base64url').toString('utf8')) as RelayReferenceClaims;
+  } catch {
+    return undefined;
+  }
+  if (claims?.v !== 1 || typeof claims.org !== 'string' || !/^org_[A-Za-z0-9]{8,40}$/.test(claims.org)) return undefined;
+  const secret = await existingTalkTokenSecret(db, claims.org);
+  if (!secret) return undefined;
+  const given = Buffer.from(m[2], 'base64url');
+  const expected = mac(secret, m[1]);
+  if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected)) return undefined;
+  return typeof claims.exp === 'number' && claims.exp > nowSeconds ? claims : undefined;
+}

@@ -1,0 +1,263 @@
+/**
+ * One ConversationRelay session (README "Voice calls"; Twilio "ConversationRelay WebSocket messages",
+ * Telnyx "ConversationRelay WebSocket channel"): the voice channel runs the conversation runtime turn by
+ * turn, exactly as chat does, with the carrier doing speech recognition and synthesis.
+ *
+ * - `setup` opens a conversation (channel `voice`) on the version the relay reference pins (or the talk
+ *   token's draft), linked to its call; when the markup did not speak the greeting, the relay sends it.
+ * - a final `prompt` runs one turn (turns of one call run one after another) and streams the reply as
+ *   `text` tokens, ending with `last: true`.
+ * - `interrupt` stops the rest of the reply and rewrites the stored agent line to what the caller heard.
+ * - `dtmf` digits are gathered per the agent's keypad settings (domain/voice/dtmf.ts) into one input,
+ *   answered like a spoken message (a playbook gathers a PIN or a menu choice with it).
+ * - a turn ending the conversation sends `end` — with `handoffData` naming the destination on a
+ *   transfer — and closes the socket.
+ * - the socket closing without an end closes the conversation (`ended_by_user`).
+ *
+ * Transport-agnostic: the API wires it to a `ws` socket (api/voice/relay.ts).
+ */
+import type { Logger } from 'pino';
+import type { ConversationRecord } from '../../db/repositories/conversations';
+import { linkCallConversation, truncateLastAgentLine } from '../../db/repositories/voiceCalls';
+import type { CompiledAgent } from '../../domain/agents/compile';
+import { DigitGatherer } from '../../domain/voice/dtmf';
+import { heardPart, parseCarrierFrame, type RelayFrame, type SetupFrame } from '../../domain/voice/frames';
+import { finishConversation, sendMessage, startConversation, type ConversationDeps } from '../conversations/service';
+import type { TurnResult } from '../../domain/conversations/runtime';
+import { ApiError } from '../../domain/errors';
+
+/** What a relay socket was opened for (a verified relay reference or voice talk token). */
+export interface RelayGrant {
+  orgId: string;
+  agentId: string;
+  /** Published version to pin, or null for a draft-mode session (talk token). */
+  versionId: string | null;
+  /** The call (`call_…`), or null for a browser test session. */
+  callId: string | null;
+  /** Whether the relay sends the greeting itself. */
+  speakGreeting: boolean;
+  /** The talk token's id, recorded as the conversation's credential. */
+  keyId: string | null;
+  /** The campaign of an outbound campaign call. */
+  campaignId: string | null;
+}
+
+/** The socket as the session sees it. */
+export interface RelayTransport {
+  send(frame: RelayFrame): void;
+  /** Closes with a WebSocket close code and reason (RFC 6455 §7.4). */
+  close(code: number, reason: string): void;
+}
+
+/** Called when the session's conversation ends or the socket closes (the call workflow listens). */
+export interface RelayHooks {
+  onConversation?(grant: RelayGrant, conversationId: string): void;
+  onClosed?(grant: RelayGrant, conversationId: string | null): void;
+}
+
+/** WebSocket close codes the relay uses (RFC 6455 §7.4.1). */
+export const CLOSE = { normal: 1000, invalid: 1007, policy: 1008, internal: 1011 } as const;
+
+interface Line {
+  said: string;
+  /** What the carrier reported heard when interrupted, else null. */
+  cut: string | null;
+}
+
+/** One relay socket's conversation. */
+export class RelaySession {
+  private conversation: ConversationRecord | null = null;
+  private agent: CompiledAgent | null = null;
+  private queue: Promise<void> = Promise.resolve();
+  private line: Line | null = null;
+  /** The last agent line sent whole (for an interrupt arriving after it was sent). */
+  private lastSaid = '';
+  private digits: DigitGatherer | null = null;
+  private digitTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+  private ended = false;
+
+  constructor(
+    private readonly deps: ConversationDeps,
+    private readonly grant: RelayGrant,
+    private readonly transport: RelayTransport,
+    private readonly log: Logger,
+    private readonly hooks: RelayHooks = {},
+  ) {}
+
+  /** The conversation id once `setup` opened it. */
+  get conversationId(): string | null {
+    return this.conversation?.id ?? null;
+  }
+
+  /** Handles one text frame; a malformed frame closes the socket with the reason. */
+  receive(text: string): void {
+    if (this.closed || this.ended) return;
+    const frame = parseCarrierFrame(text);
+    if ('error' in frame) return this.fail(CLOSE.invalid, frame.error);
+    if (frame.type !== 'setup' && !this.conversation && frame.type !== 'error') {
+      // A frame before setup is a protocol error, unless setup is still being handled (queued below).
+      if (!this.setupSeen) return this.fail(CLOSE.policy, `${frame.type} before setup`);
+    }
+    switch (frame.type) {
+      case 'setup':
+        if (this.setupSeen) return this.fail(CLOSE.policy, 'setup sent twice');
+        this.setupSeen = true;
+        return this.enqueue(() => this.setup(frame));
+      case 'prompt':
+        if (frame.last && frame.voicePrompt.trim()) this.enqueue(() => this.turn(frame.voicePrompt.trim()));
+        return;
+      case 'dtmf':
+        return this.digit(frame.digit);
+      case 'interrupt':
+        return this.interrupt(frame.utteranceUntilInterrupt);
+      case 'error':
+        this.log.warn({ conversationId: this.conversationId, description: frame.description }, 'relay: carrier reported an error');
+        return;
+    }
+  }
+
+  private setupSeen = false;
+
+  /** The socket closed (either side): the conversation ends once the running turn is stored. */
+  socketClosed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.digitTimer) clearTimeout(this.digitTimer);
+    this.queue = this.queue.then(async () => {
+      if (this.conversation && this.conversation.status === 'active') {
+        this.conversation = await finishConversation(this.deps.db, this.conversation, 'ended_by_user');
+      }
+      this.hooks.onClosed?.(this.grant, this.conversationId);
+    }).catch((err) => this.log.error({ err, conversationId: this.conversationId }, 'relay: closing the conversation failed'));
+  }
+
+  /** Resolves when every queued step is done (tests, shutdown). */
+  idle(): Promise<void> {
+    return this.queue;
+  }
+
+  private enqueue(step: () => Promise<void>): void {
+    this.queue = this.queue.then(step).catch((err) => {
+      this.log.error({ err, conversationId: this.conversationId }, 'relay: session step failed');
+      this.fail(CLOSE.internal, 'internal error');
+    });
+  }
+
+  private send(frame: RelayFrame): void {
+    if (!this.closed) this.transport.send(frame);
+  }
+
+  private fail(code: number, reason: string): void {
+    if (this.closed) return;
+    this.transport.close(code, reason.slice(0, 120));
+    this.socketClosed();
+  }
+
+  private async setup(frame: SetupFrame): Promise<void> {
+    const g = this.grant;
+    let started: Awaited<ReturnType<typeof startConversation>>;
+    try {
+      started = await startConversation(this.deps.db, g.orgId, {
+        agentId: g.agentId,
+        channel: 'voice',
+        ...(g.versionId ? { versionId: g.versionId } : { draftMode: true }),
+        keyId: g.keyId,
+        metadata: { callId: g.callId, campaignId: g.campaignId, callSid: frame.callSid, sessionId: frame.sessionId, from: frame.from, to: frame.to, direction: frame.direction ?? null },
+      });
+    } catch (err) {
+      // The agent or its version is gone (or never was this organization's): the reason is its problem code.
+      if (err instanceof ApiError) return this.fail(CLOSE.policy, err.code);
+      throw err;
+    }
+    const { conversation, greeting, agent } = started;
+    this.conversation = conversation;
+    this.agent = agent;
+    this.digits = new DigitGatherer(agent.dtmf);
+    if (g.callId) await linkCallConversation(this.deps.db, g.orgId, g.callId, conversation.id);
+    this.hooks.onConversation?.(g, conversation.id);
+    if (greeting?.content) {
+      this.lastSaid = greeting.content;
+      if (g.speakGreeting) this.send({ type: 'text', token: greeting.content, last: true });
+    }
+  }
+
+  private async turn(text: string): Promise<void> {
+    if (!this.conversation || this.conversation.status !== 'active' || this.ended) return;
+    const line: Line = { said: '', cut: null };
+    this.line = line;
+    let result: TurnResult;
+    try {
+      const out = await sendMessage(this.deps, this.conversation, text, (e) => {
+        if (e.type !== 'message.delta' || line.cut !== null) return;
+        line.said += e.data.content;
+        this.send({ type: 'text', token: e.data.content, last: false });
+      });
+      this.conversation = out.conversation;
+      result = out.result;
+    } catch (err) {
+      this.line = null;
+      this.log.warn({ err, conversationId: this.conversationId }, 'relay: turn failed');
+      const sorry = 'Sorry, I could not answer that just now. Could you say it again?';
+      this.send({ type: 'text', token: sorry, last: true });
+      return;
+    } finally {
+      this.line = null;
+    }
+    // Every turn's tokens end with `last: true`, an interrupted one too (with no more words after the cut).
+    this.send({ type: 'text', token: '', last: true });
+    if (line.cut !== null) {
+      await truncateLastAgentLine(this.deps.db, this.grant.orgId, this.conversation.id, heardPart(result.reply, line.cut));
+      this.lastSaid = '';
+    } else this.lastSaid = result.reply;
+    if (result.end) this.end(result);
+  }
+
+  /** Sends `end` (with `handoffData` on a transfer) and closes the socket. */
+  private end(result: TurnResult): void {
+    this.ended = true;
+    const frame: RelayFrame = { type: 'end' };
+    if (result.end === 'transferred' || result.end === 'escalated') {
+      const transfer = result.receipt.toolCalls.find((t) => t.type === 'transfer_call' && !t.error);
+      const destination = (transfer?.output as { to?: string } | undefined)?.to ?? null;
+      frame.handoffData = JSON.stringify({ reason: result.end, destination, conversationId: this.conversationId, callId: this.grant.callId });
+    }
+    this.send(frame);
+    this.transport.close(CLOSE.normal, result.end ?? 'ended');
+    this.socketClosed();
+  }
+
+  private interrupt(utterance: string): void {
+    if (this.line) {
+      this.line.cut = utterance;
+      return;
+    }
+    const said = this.lastSaid;
+    this.lastSaid = '';
+    if (!said) return;
+    this.enqueue(async () => {
+      if (this.conversation) await truncateLastAgentLine(this.deps.db, this.grant.orgId, this.conversation.id, heardPart(said, utterance));
+    });
+  }
+
+  private digit(d: string): void {
+    if (!this.digits) {
+      // Keypad input before setup finished: wait for it.
+      this.enqueue(async () => this.digit(d));
+      return;
+    }
+    if (this.digitTimer) clearTimeout(this.digitTimer);
+    this.digitTimer = null;
+    const outcome = this.digits.push(d);
+    if ('complete' in outcome) {
+      if (outcome.complete) this.enqueue(() => this.turn(outcome.complete));
+    } else if ('waitMs' in outcome) {
+      this.digitTimer = setTimeout(() => {
+        this.digitTimer = null;
+        const input = this.digits?.timeout();
+        if (input) this.enqueue(() => this.turn(input));
+      }, outcome.waitMs);
+      this.digitTimer.unref();
+    }
+  }
+}
