@@ -199,6 +199,9 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
       message: `Method ${callerVerification.method} is not run by this deployment (README "Caller verification"): callers stay unverified`,
     });
   }
+  if (callerVerification.enabled && callerVerification.method === 'pin' && !effectiveDtmf(agent.dtmf).enabled) {
+    warnings.push({ code: 'pin_without_keypad', field: 'dtmf.enabled', message: 'Caller verification asks for a PIN but keypad input is off: callers can only say the digits' });
+  }
   if (!agent.greeting) warnings.push({ code: 'no_greeting', field: 'greeting', message: 'No greeting: the agent waits for the caller to speak first' });
   if (!agent.instructions && !agent.persona) {
     warnings.push({ code: 'no_instructions', field: 'instructions', message: 'Neither persona nor instructions are set; the agent has only its defaults to go on' });
