@@ -192,6 +192,16 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
     if (!skillMap.has(name)) errors.push({ field: `callerVerification.requiredForSkills[${name}]`, message: `names no skill of this agent: "${name}"` });
   }
 
+  if (callerVerification.enabled && (callerVerification.method === 'dob_and_zip' || callerVerification.method === 'sms_otp')) {
+    warnings.push({
+      code: 'caller_verification_unsupported',
+      field: 'callerVerification.method',
+      message: `Method ${callerVerification.method} is not run by this deployment (README "Caller verification"): callers stay unverified`,
+    });
+  }
+  if (callerVerification.enabled && callerVerification.method === 'pin' && !effectiveDtmf(agent.dtmf).enabled) {
+    warnings.push({ code: 'pin_without_keypad', field: 'dtmf.enabled', message: 'Caller verification asks for a PIN but keypad input is off: callers can only say the digits' });
+  }
   if (!agent.greeting) warnings.push({ code: 'no_greeting', field: 'greeting', message: 'No greeting: the agent waits for the caller to speak first' });
   if (!agent.instructions && !agent.persona) {
     warnings.push({ code: 'no_instructions', field: 'instructions', message: 'Neither persona nor instructions are set; the agent has only its defaults to go on' });

@@ -33,6 +33,9 @@ export function buildPrepublishReport(bundle: DraftBundle): PrepublishReport {
     willSay.push(`Offers ${s.name} (${def?.name ?? s.type})${s.description ? `: ${s.description}` : ''}`);
   }
   if (snapshot.dtmf.enabled) willSay.push('Accepts keypad (DTMF) input on calls');
+  if (cv.enabled && (cv.method === 'caller_id' || cv.method === 'pin')) {
+    willSay.push(`Looks callers up in Records by their number or email${cv.method === 'pin' ? ` and asks for their PIN (field "${cv.pinField ?? 'pin'}", ${cv.maxAttempts} attempts)` : ''}`);
+  }
 
   const g = snapshot.guardrails;
   const willNotSay: string[] = [];

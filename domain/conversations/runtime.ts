@@ -19,6 +19,7 @@ import { checkInput, checkOutput, redactPii, type GuardrailDecision } from './gu
 import type { LlmMessage, LlmProvider, LlmToolCall, LlmUsage, SandboxHints } from './llm';
 import { answerPlaybook, continueAfterSkill, MAX_STEPS_PER_TURN, playbookFor, renderTemplate, startPlaybook, type PlaybookAdvance, type PlaybookState } from './playbook';
 import { skillTools, sourceLabel, systemPrompt, type KnowledgeHit } from './prompt';
+import { pinDigits, pinPrompt, pinStep, skillAllowed, type VerificationRecord } from './callerVerification';
 
 
 /** Why a conversation ended. */
@@ -87,6 +88,11 @@ export interface TurnPorts {
   now(): number;
   /** Wall clock in ms since the epoch. */
   wallClock(): number;
+  /**
+   * Caller verification method `pin`: the caller's record when `pin` matches its PIN field, else null
+   * (services/conversations/callerVerification.ts). Absent: PIN answers are not checked.
+   */
+  checkPin?(pin: string): Promise<VerificationRecord | null>;
 }
 
 /** Streamed while a turn runs (spec "Events": `event:<type>`); `message.completed` is sent by the caller after the turn is stored. */
@@ -243,6 +249,17 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
     return finish(sayScripted('We have reached the time limit for this conversation. Thank you, goodbye.'), ZERO_USAGE, null, null);
   }
 
+  // Caller verification by PIN (README "Caller verification"): while a PIN is due, every answer is a PIN attempt.
+  if (agent.callerVerification?.enabled && vars.caller_verification === 'pin_required' && ports.checkPin) {
+    const pin = pinDigits(userText);
+    if (!pin) return finish(sayScripted(pinPrompt(ctx.channel)), ZERO_USAGE, null, ctx.playbook);
+    messages[0] = { role: 'user', content: '[PIN entered]' };
+    const step = pinStep(agent.callerVerification, ctx.channel, vars, await ports.checkPin(pin));
+    vars = { ...vars, ...step.variables };
+    if (step.escalate) end = 'escalated';
+    return finish(sayScripted(step.reply), ZERO_USAGE, null, ctx.playbook);
+  }
+
   const verdict = checkInput(userText, g);
   verdict.decisions.forEach(decide);
   if (verdict.refusal) {
@@ -373,6 +390,9 @@ async function callSkill(
   let outcome: SkillOutcome | null = null;
   try {
     if (!skill || !skillType(skill.type)) throw new SkillError(`The agent has no skill "${name}"`, 'unknown_skill');
+    if (!skillAllowed(ctx.agent.callerVerification, name, vars)) {
+      throw new SkillError(`Skill "${name}" runs only for a verified caller; the caller is not verified`, 'caller_not_verified');
+    }
     if (ctx.agent.guardrails.redactPii) {
       for (const [k, v] of Object.entries(inputs)) inputs[k] = redactPii(v).text;
     }

@@ -193,6 +193,11 @@ export interface CallerVerification {
   requiredForSkills: string[];
   /** Failed attempts before the conversation is handed off. @minimum 1 @maximum 10 @asType integer */
   maxAttempts: number;
+  /**
+   * Method `pin`: the member of the caller's record `fields` holding the PIN (default `pin`).
+   * @pattern ^[A-Za-z][A-Za-z0-9_ -]{0,63}$
+   */
+  pinField?: string;
 }
 
 /** Kind of a playbook node. */

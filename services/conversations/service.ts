@@ -34,6 +34,9 @@ import { checkedEvents, emitEvents, type EventOf } from '../../events/emit';
 import type { ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
 import type { SkillHttpClient } from '../../activities/providers/http/request';
 import { createSkillRunner } from './skills';
+import { pinChecker, verifyCallerAtStart } from './callerVerification';
+import { callerIdentity, pinPrompt } from '../../domain/conversations/callerVerification';
+import { newId } from '../../db/ids';
 
 /** Messages of history handed to each turn. */
 export const HISTORY_MESSAGES = 30;
@@ -122,6 +125,11 @@ export interface StartRequest {
   simulation?: boolean;
   /** Store no greeting, and these earlier messages instead (`/chat/completions`). */
   seed?: LlmMessage[];
+  /**
+   * The other party's number on `voice` and `sms` (a call's caller, an outbound call's callee, E.164):
+   * the caller identity of caller verification, stored as `caller_phone` (README "Caller verification").
+   */
+  counterpart?: string;
 }
 
 /**
@@ -133,7 +141,7 @@ export async function startConversation(
   db: Db,
   orgId: string,
   req: StartRequest,
-): Promise<{ conversation: ConversationRecord; greeting: ConversationMessage | null; agent: CompiledAgent }> {
+): Promise<{ conversation: ConversationRecord; greeting: ConversationMessage | null; agent: CompiledAgent; pinPrompt: string | null }> {
   const record = await getAgent(db, orgId, req.agentId);
   if (!record) throw new ApiError(404, 'agent_not_found', 'Agent not found', { errors: [{ field: 'agentId', message: 'no agent with this id in this organization' }] });
   let agent: CompiledAgent;
@@ -161,12 +169,20 @@ export async function startConversation(
     if (!v) throw notFound('Agent version', 'version_not_found');
     agent = v.snapshot as CompiledAgent;
   }
-  const vars = conversationVariables(agent!, req.variables ?? {});
+  const conversationId = req.id ?? newId('cnv');
+  const identity = callerIdentity(req.channel, req.counterpart, req.variables ?? {});
+  const vars = await verifyCallerAtStart(db, orgId, conversationId, agent!, identity, {
+    ...conversationVariables(agent!, req.variables ?? {}),
+    ...(identity.phone && req.counterpart ? { caller_phone: identity.phone } : {}),
+  });
+  // Method `pin`: the opening asks for the PIN after the greeting (README "Caller verification").
+  const askPin = vars.caller_verification === 'pin_required' && !req.seed ? pinPrompt(req.channel) : null;
+  const opening = greetingFor(req.channel === 'web' && agent!.widget?.greeting ? { ...agent!, greeting: agent!.widget.greeting } : agent!, vars);
   const { conversation, greeting } = await createConversation(
     db,
     orgId,
     {
-      id: req.id,
+      id: conversationId,
       agentId: req.agentId,
       channel: req.channel,
       mode: req.draftMode ? 'draft' : 'published',
@@ -178,7 +194,7 @@ export async function startConversation(
       metadata: req.metadata ?? {},
       keyId: req.keyId,
       // The widget's greeting override applies on the `web` channel (README "Widget").
-      greeting: req.seed ? null : greetingFor(req.channel === 'web' && agent!.widget?.greeting ? { ...agent!, greeting: agent!.widget.greeting } : agent!, vars),
+      greeting: req.seed ? null : [opening, askPin].filter(Boolean).join(' ') || null,
       seed: req.seed,
     },
     async (trx, change) => {
@@ -192,7 +208,7 @@ export async function startConversation(
       ]);
     },
   );
-  return { conversation, greeting, agent: agent! };
+  return { conversation, greeting, agent: agent!, pinPrompt: askPin };
 }
 
 /**
@@ -244,6 +260,7 @@ export function turnPorts(deps: ConversationDeps, c: ConversationRecord, agent: 
     runSkill: createSkillRunner(deps),
     now: () => performance.now(),
     wallClock: () => Date.now(),
+    checkPin: pinChecker(deps.db, c.orgId, c.id, agent, c.variables),
   };
 }
 

@@ -4,7 +4,9 @@
  * turn, exactly as chat does, with the carrier doing speech recognition and synthesis.
  *
  * - `setup` opens a conversation (channel `voice`) on the version the relay reference pins (or the talk
- *   token's draft), linked to its call; when the markup did not speak the greeting, the relay sends it.
+ *   token's draft), linked to its call, with the caller's number as the identity caller verification
+ *   looks up in Records; when the markup did not speak the greeting, the relay sends it, and a PIN
+ *   request of caller verification follows the greeting either way.
  * - a final `prompt` runs one turn (turns of one call run one after another) and streams the reply as
  *   `text` tokens, ending with `last: true`.
  * - `interrupt` stops the rest of the reply and rewrites the stored agent line to what the caller heard.
@@ -163,6 +165,8 @@ export class RelaySession {
         channel: 'voice',
         ...(g.versionId ? { versionId: g.versionId } : { draftMode: true }),
         keyId: g.keyId,
+        // The caller identity of caller verification: the caller, or the callee of an outbound call.
+        counterpart: frame.direction?.startsWith('outbound') ? frame.to : frame.from,
         metadata: { callId: g.callId, campaignId: g.campaignId, callSid: frame.callSid, sessionId: frame.sessionId, from: frame.from, to: frame.to, direction: frame.direction ?? null },
       });
     } catch (err) {
@@ -170,7 +174,7 @@ export class RelaySession {
       if (err instanceof ApiError) return this.fail(CLOSE.policy, err.code);
       throw err;
     }
-    const { conversation, greeting, agent } = started;
+    const { conversation, greeting, agent, pinPrompt } = started;
     this.conversation = conversation;
     this.agent = agent;
     this.digits = new DigitGatherer(agent.dtmf);
@@ -179,6 +183,8 @@ export class RelaySession {
     if (greeting?.content) {
       this.lastSaid = greeting.content;
       if (g.speakGreeting) this.send({ type: 'text', token: greeting.content, last: true });
+      // The markup spoke only the agent's greeting: the PIN request of caller verification follows it.
+      else if (pinPrompt) this.send({ type: 'text', token: pinPrompt, last: true });
     }
   }
 

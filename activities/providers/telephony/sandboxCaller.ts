@@ -17,6 +17,8 @@ export type CallStep =
   | { say: string }
   /** Presses keys (one `dtmf` frame each) and waits for the agent's reply to the completed input. */
   | { digits: string }
+  /** Says nothing and waits for a line the agent speaks on its own (e.g. a caller verification PIN request after the greeting). */
+  | { listen: true }
   /** Says a sentence, then barges in once `afterChars` characters of the reply arrived. */
   | { say: string; bargeInAfterChars: number }
   /** Says a sentence and hangs up before the reply is complete. */
@@ -104,6 +106,11 @@ export async function placeSandboxCall(call: SandboxCall): Promise<CallRecording
   client.send({ type: 'setup', sessionId: `VX${callSid}`, callSid, from: call.from, to: call.to, direction: 'inbound', callStatus: 'in-progress', customParameters: {} });
   for (const step of call.script) {
     if (client.closed || client.end) break;
+    if ('listen' in step) {
+      const line = await client.reply();
+      if (line.text) rec.lines.push({ who: 'agent', text: line.text });
+      continue;
+    }
     if ('digits' in step) {
       rec.lines.push({ who: 'caller', text: `[keys ${step.digits}]` });
       for (const digit of step.digits) client.send({ type: 'dtmf', digit });

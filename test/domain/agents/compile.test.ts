@@ -203,9 +203,19 @@ describe('agents domain: pre-publish report', () => {
     ]);
     expect(r.willNotSay).to.include('Will not discuss: medical advice');
     expect(r.willSay[0]).to.equal('Greets callers with: "Hello!"');
+    expect(r.willSay).to.include('Looks callers up in Records by their number or email and asks for their PIN (field "pin", 3 attempts)');
     expect(r.activeGuardrails.map((g) => g.name)).to.include.members(['blockedTopics', 'redactPii']);
     expect(r.knowledgeCoverage).to.deep.equal({ sourcesByStatus: { pending: 1, processing: 0, ready: 1, failed: 0 }, totalSources: 2, chunkCount: 12 });
     expect(r.blockingErrors).to.deep.equal([]);
+  });
+
+  it('warns about caller verification the runtime cannot carry out as configured', () => {
+    const codes = (cv: Record<string, unknown>, dtmf = { enabled: false }) =>
+      compileDraft(bundle({ agent: agentRecord({ callerVerification: cv, dtmf }) })).warnings.map((w) => w.code);
+    expect(codes({ enabled: true, method: 'sms_otp' })).to.include('caller_verification_unsupported');
+    expect(codes({ enabled: true, method: 'pin' })).to.include('pin_without_keypad');
+    expect(codes({ enabled: true, method: 'pin' }, { enabled: true })).to.not.include.members(['pin_without_keypad', 'caller_verification_unsupported']);
+    expect(codes({ enabled: true, method: 'caller_id' })).to.not.include.members(['pin_without_keypad', 'caller_verification_unsupported']);
   });
 
   it('carries the errors a publish would answer', () => {
