@@ -226,12 +226,15 @@ export class RelayClient {
     await this.wait(() => this.buffer.length > 0 || this.lastDone || this.closed, 'first token');
   }
 
-  /** Waits until `chars` characters of the reply arrived (or it ended) and returns exactly those heard. */
+  /**
+   * Waits until `chars` characters of the reply arrived (or it ended) and returns exactly those heard. The
+   * rest of the buffer is dropped; whether the reply's `last: true` already arrived is kept, so a reply the
+   * agent finished before the caller's interrupt reached it is not waited for again ({@link reply}).
+   */
   async until(chars: number): Promise<string> {
     await this.wait(() => this.buffer.length >= chars || this.lastDone || this.closed, `${chars} characters`);
     const heard = this.buffer.slice(0, chars);
     this.buffer = '';
-    this.lastDone = false;
     return heard;
   }
 
