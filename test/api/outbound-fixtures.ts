@@ -52,6 +52,7 @@ export interface OutboundEnv {
 }
 
 import { until } from '../helpers/wait';
+import { localParts } from '../../domain/sms/quietHours';
 
 export { until };
 
@@ -136,6 +137,14 @@ export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: nu
   };
   await env.startWorker();
   return env;
+}
+
+/** Milliseconds from `now` to the next instant that is hh:mm in `zone` (at least one minute ahead). */
+export function untilLocal(zone: string, hour: number, minute: number, now: Date): number {
+  for (let t = Math.ceil((now.getTime() + 60_000) / 60_000) * 60_000; ; t += 60_000) {
+    const p = localParts(zone, new Date(t));
+    if (p.hour === hour && p.minute === minute) return t - now.getTime();
+  }
 }
 
 /** Valid US numbers in a zone's area code ending in `last4` (sandbox magic: 0001 answered … 0005 failed). */
