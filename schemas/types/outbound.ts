@@ -207,6 +207,11 @@ export interface Campaign {
   retryDelayMinutes: number;
   counters: CampaignCounters;
   launchedAt: string | null;
+  /**
+   * `GET /campaigns/{id}` only: the Temporal Web UI page of workflow `campaign/{id}` (README "Inspecting
+   * workflows"); null before the launch or when this API process serves no UI.
+   */
+  temporalUiUrl?: string | null;
   finishedAt: string | null;
   createdAt: string;
   updatedAt: string;

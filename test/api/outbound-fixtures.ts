@@ -58,9 +58,10 @@ export { until };
 
 /**
  * Starts an environment on a fresh database.
- * @param opts.client a Temporal client of another server (default: the run's shared dev server)
+ * @param opts.dialLatencyMs the sandbox's dial latency of the first worker
+ * @param opts.temporalUiUrl the Temporal Web UI's base URL the API links to (default: none, the links are null)
  */
-export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: number } = {}): Promise<OutboundEnv> {
+export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: number; temporalUiUrl?: string } = {}): Promise<OutboundEnv> {
   const databaseUrl = await createTestDatabase(label);
   const db = createDb(databaseUrl);
   await migrate(db);
@@ -68,7 +69,7 @@ export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: nu
   const logger = createLogger('silent');
   const { client } = await testTemporal();
   const taskQueue = uniqueTaskQueue(label);
-  const api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue } });
+  const api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue }, temporalUiUrl: opts.temporalUiUrl });
   let worker: { stop(): Promise<void> } | undefined;
   let n = 0;
 
@@ -164,9 +165,10 @@ export interface Dialer {
  * An outbound environment on a fresh database for the enclosing mocha `describe` (started in a
  * `before` hook with a 120 s timeout, closed in an `after` hook) and a "Dialer Co" organization in it
  * ({@link Dialer}, filled in by a second `before` hook).
+ * @param opts the environment's options, read when the `before` hook runs (after the enclosing suites' hooks)
  */
-export function useDialerEnv(label: string): { env: OutboundEnv; dialer: Dialer } {
-  const env = useResource(`outbound env ${label}`, () => startOutboundEnv(label), (e) => e.close(), { timeoutMs: 120_000 });
+export function useDialerEnv(label: string, opts: () => Parameters<typeof startOutboundEnv>[1] = () => ({})): { env: OutboundEnv; dialer: Dialer } {
+  const env = useResource(`outbound env ${label}`, () => startOutboundEnv(label, opts()), (e) => e.close(), { timeoutMs: 120_000 });
   const dialer = {} as Dialer;
   before(async function () {
     this.timeout(120_000);

@@ -7,7 +7,7 @@
  * the brand submission activity, the polling timer it waits on), its call stack (where it waits for
  * the carrier's verdict), its progress query, and its other tabs, with no failing API request. A launched
  * outbound campaign `campaign/{id}` (the real dialer workflow and outbound activities, sandbox dials held
- * for minutes by the sandbox's dial latency) opens at the README's link pattern, answers its `progress`
+ * for minutes by the sandbox's dial latency) opens at the `temporalUiUrl` of `GET /campaigns/{id}`, answers its `progress`
  * query from the Queries tab, and lists its dials in flight on the Pending Activities tab. Screenshots land in `test-artifacts/`. The UI is built
  * once per change of its inputs (scripts/build-ui.ts); without a browser the test is skipped with a
  * message, except under CI.
@@ -71,15 +71,19 @@ describe('the Temporal Web UI in headless Chromium', function () {
   describe('a 10DLC registration', () => {
     let t: TestApi;
     let orgId = '';
+    let key = '';
     before(async () => {
       // The sandbox carrier answers in an hour: the registration waits for its callback signal.
       t = await startTestApi('temporalui', {}, {
+        temporalUiUrl: ui.url,
         worker: (deps) => createSmsActivities(deps, { carrierOptions: { delayMs: 3_600_000, callbackUrl: `${deps.baseUrl}/sms/provider-callbacks/sandbox` } }),
       });
       const org = await t.org('UI Dental');
       orgId = org.orgId;
+      key = org.key;
       const put = await t.call('PUT', '/sms', { key: org.key, json: COMPLETE_BRAND });
       expect(put.status, put.text).to.equal(200);
+      expect(put.body.data.temporalUiUrl ?? null).to.equal(null); // no workflow before the submission
       expect((await t.call('POST', '/sms/review', { key: org.key })).body.data.verdict).to.equal('pass');
       const sub = await t.call('POST', '/sms/submit', { key: org.key });
       expect(sub.status, sub.text).to.equal(200);
@@ -129,8 +133,10 @@ describe('the Temporal Web UI in headless Chromium', function () {
         await page.goto(`${runUrl}/${tab}`);
         await page.getByText(workflowId).first().waitFor({ timeout: 30_000 });
       }
-      // The README's link pattern: a workflow id alone opens its latest run's history.
-      await page.goto(`${ui.url}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
+      // The API's link, the README's pattern: a workflow id alone opens its latest run's history.
+      const link = (await t.call('GET', '/sms', { key })).body.data.temporalUiUrl;
+      expect(link).to.equal(`${ui.url}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
+      await page.goto(link);
       await page.waitForURL(/\/history$/, { timeout: 30_000 });
       expect(page.url()).to.equal(`${runUrl}/history`);
       expect(failedRequests, failedRequests.join('\n')).to.deep.equal([]);
@@ -139,7 +145,7 @@ describe('the Temporal Web UI in headless Chromium', function () {
   });
 
   describe('an outbound campaign', () => {
-    const { env, dialer } = useDialerEnv('temporalui_campaign');
+    const { env, dialer } = useDialerEnv('temporalui_campaign', () => ({ temporalUiUrl: ui.url }));
     let workflowId = '';
     after(async () => {
       // The dials wait minutes of real time: terminating the run cancels them (on their next heartbeat,
@@ -156,6 +162,7 @@ describe('the Temporal Web UI in headless Chromium', function () {
       const created = await env.call(dialer.key, 'POST', '/campaigns', { name: 'UI reminders', agentId: dialer.agentId, callerIdNumberId: dialer.numberId, contactListId: list.id, purpose: 'informational', maxConcurrentCalls: 3 });
       expect(created.status).to.equal(201);
       const id = created.body.data.id as string;
+      expect((await env.call(dialer.key, 'GET', `/campaigns/${id}`)).body.data.temporalUiUrl).to.equal(null); // no workflow before the launch
       expect((await env.call(dialer.key, 'POST', `/campaigns/${id}/launch`)).status).to.equal(200);
       workflowId = workflowIds.campaign(id);
       // All three dials are in flight before the browser looks.
@@ -165,8 +172,10 @@ describe('the Temporal Web UI in headless Chromium', function () {
         return r.ok && (body.pendingActivities?.length ?? 0) === 3 ? true : undefined;
       }, 60_000, 'three dials in flight');
 
-      // The README's link pattern: the workflow id alone opens the latest run's history.
-      const page = await open(`${ui.url}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
+      // The API's link (the README's pattern: the workflow id alone opens the latest run's history).
+      const link = (await env.call(dialer.key, 'GET', `/campaigns/${id}`)).body.data.temporalUiUrl;
+      expect(link).to.equal(`${ui.url}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
+      const page = await open(link);
       await page.waitForURL(/\/history$/, { timeout: 30_000 });
       await page.getByText('Activity Task Started').first().waitFor({ timeout: 30_000 });
       expect(await page.getByText(workflowId).count()).to.be.greaterThan(0);
