@@ -92,10 +92,10 @@ export { temporalUnavailable } from '../domain/errors';
 
 /**
  * The Temporal Web UI page of a workflow's latest run (README "Inspecting workflows": the id alone opens
- * its history), in the configured namespace; null when this API process serves no UI.
+ * its history), in the configured namespace; undefined when this API process serves no UI.
  */
-export function workflowUiUrl(deps: AppDeps, workflowId: string): string | null {
-  if (!deps.temporalUiUrl) return null;
+export function workflowUiUrl(deps: AppDeps, workflowId: string): string | undefined {
+  if (!deps.temporalUiUrl) return undefined;
   return `${deps.temporalUiUrl}/namespaces/${encodeURIComponent(deps.config.temporalNamespace)}/workflows/${encodeURIComponent(workflowId)}`;
 }
 

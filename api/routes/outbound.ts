@@ -193,7 +193,8 @@ export const listCampaignsHandler: Handler = listHandler(listCampaigns);
 export const getCampaignHandler: Handler = async (ctx, deps) => {
   const c = await getCampaign(deps.db, orgOf(ctx), ctx.params.id);
   if (!c) throw notFound('Campaign', 'campaign_not_found');
-  return { data: { ...c, temporalUiUrl: c.launchedAt ? workflowUiUrl(deps, workflowIds.campaign(c.id)) : null } };
+  const temporalUiUrl = c.launchedAt ? workflowUiUrl(deps, workflowIds.campaign(c.id)) : undefined;
+  return { data: temporalUiUrl ? { ...c, temporalUiUrl } : c };
 };
 
 /** GET /campaigns/{id}/attempts?status= (listCampaignAttempts, outbound:read): one attempt per contact, in launch order. */

@@ -209,9 +209,9 @@ export interface Campaign {
   launchedAt: string | null;
   /**
    * `GET /campaigns/{id}` only: the Temporal Web UI page of workflow `campaign/{id}` (README "Inspecting
-   * workflows"); null before the launch or when this API process serves no UI.
+   * workflows"); absent before the launch and when this API process serves no UI.
    */
-  temporalUiUrl?: string | null;
+  temporalUiUrl?: string;
   finishedAt: string | null;
   createdAt: string;
   updatedAt: string;

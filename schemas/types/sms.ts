@@ -129,9 +129,9 @@ export interface SmsRegistration {
   updatedAt: string;
   /**
    * `GET /sms` only: the Temporal Web UI page of workflow `sms-registration/{orgId}` (README "Inspecting
-   * workflows"); null before the first submission or when this API process serves no UI.
+   * workflows"); absent before the first submission and when this API process serves no UI.
    */
-  temporalUiUrl?: string | null;
+  temporalUiUrl?: string;
 }
 
 

@@ -40,9 +40,10 @@ export const getSMSRegistration: Handler = async (ctx, deps) => {
     throw new ApiError(404, 'sms_registration_not_found', 'No SMS registration has been saved for this organization yet; save a draft with PUT /sms');
   }
   // A version never changes, and neither does the UI's address while the process runs, so its envelope is serialized once.
-  const { registration } = record;
-  const temporalUiUrl = registration.submittedAt ? workflowUiUrl(deps, workflowIds.smsRegistration(orgId)) : null;
-  record.envelopeJson ??= JSON.stringify({ success: true, data: { ...registration, temporalUiUrl } });
+  record.envelopeJson ??= JSON.stringify({
+    success: true,
+    data: { ...record.registration, temporalUiUrl: record.registration.submittedAt ? workflowUiUrl(deps, workflowIds.smsRegistration(orgId)) : undefined },
+  });
   return { rawJson: record.envelopeJson };
 };
 
