@@ -177,7 +177,11 @@ describe('the Temporal Web UI in headless Chromium', function () {
       expect(link).to.equal(`${ui.url}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
       const page = await open(link);
       await page.waitForURL(/\/history$/, { timeout: 30_000 });
-      await page.getByText('Activity Task Started').first().waitFor({ timeout: 30_000 });
+      // The event list ends with the three dials in flight: scheduled, and pending (a started activity's
+      // event is written only when it ends, as on the real server).
+      const pendingRows = page.getByText('Pending Activity', { exact: true });
+      await pendingRows.first().waitFor({ timeout: 30_000 });
+      expect(await pendingRows.count()).to.equal(3);
       expect(await page.getByText(workflowId).count()).to.be.greaterThan(0);
       await page.screenshot({ path: path.join(ARTIFACTS, 'temporal-ui-campaign-history.png'), fullPage: true });
       const runUrl = page.url().replace(/\/history$/, '');
