@@ -77,7 +77,7 @@ async function main(): Promise<void> {
     await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
 
     const boot = await bootstrapIfEmpty(database.db, config.keyBrandPrefix);
-    const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger, temporal: { client, taskQueue: TASK_QUEUE } });
+    const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger, temporal: { client, taskQueue: TASK_QUEUE }, temporalUiUrl: uiUrl });
     closers.push(() => api.close());
 
     const origin = new URL(api.baseUrl).origin;

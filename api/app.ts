@@ -59,6 +59,8 @@ export interface AppOptions {
   /** The URL `db` was opened on (the rate-limit pool and the revocation listener use it). */
   databaseUrl: string;
   temporal?: AppDeps['temporal'];
+  /** Base URL of the Temporal Web UI, when this process serves one (README "Inspecting workflows"). */
+  temporalUiUrl?: string;
   /** Providers to use instead of the configured ones (tests). */
   providers?: Partial<AppProviders>;
 }
@@ -85,7 +87,7 @@ export function createApp(deps: AppOptions): BuiltApp {
     skillHttp: deps.providers?.skillHttp ?? createSkillHttpClient(),
     mailer: deps.providers?.mailer ?? createMailer(),
   };
-  const handlerDeps: AppDeps = { db, config, logger, caches, temporal: deps.temporal, providers };
+  const handlerDeps: AppDeps = { db, config, logger, caches, temporal: deps.temporal, providers, temporalUiUrl: deps.temporalUiUrl };
 
   // One router per first path segment (`/sms…`, `/agents…`), picked by a Map lookup: @koa/router tries
   // every route's pattern in turn, so one router for the ~100 operations cost more CPU per request than

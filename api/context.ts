@@ -56,6 +56,8 @@ export interface AppDeps {
   temporal?: { client: Client; taskQueue: string };
   /** Providers of the conversation runtime (README "Conversations"): the chat model and the skills' HTTP client. */
   providers: AppProviders;
+  /** Base URL of the Temporal Web UI served beside the embedded dev server (README "Inspecting workflows"); absent when none runs. */
+  temporalUiUrl?: string;
 }
 
 /** Outside providers the API calls directly; each defaults to the one configured by environment. */

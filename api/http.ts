@@ -90,6 +90,15 @@ function pagedSync<T>(run: () => T): T {
 }
 export { temporalUnavailable } from '../domain/errors';
 
+/**
+ * The Temporal Web UI page of a workflow's latest run (README "Inspecting workflows": the id alone opens
+ * its history), in the configured namespace; undefined when this API process serves no UI.
+ */
+export function workflowUiUrl(deps: AppDeps, workflowId: string): string | undefined {
+  if (!deps.temporalUiUrl) return undefined;
+  return `${deps.temporalUiUrl}/namespaces/${encodeURIComponent(deps.config.temporalNamespace)}/workflows/${encodeURIComponent(workflowId)}`;
+}
+
 /** The Temporal client and task queue, or 503 `temporal_unavailable` when this API process runs without one. */
 export function requireTemporal(deps: AppDeps): NonNullable<AppDeps['temporal']> {
   if (!deps.temporal) throw temporalUnavailable();

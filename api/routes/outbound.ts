@@ -13,7 +13,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@te
 import type { AppContext, AppDeps, Handler } from '../context';
 import { ApiError, notFound, validationError } from '../../domain/errors';
 import { validateBody } from '../../domain/validation';
-import { listHandler, orgOf, pageParams, paged, requireOwned, requireTemporal, temporalUnavailable } from '../http';
+import { listHandler, orgOf, pageParams, paged, requireOwned, requireTemporal, temporalUnavailable, workflowUiUrl } from '../http';
 import { isE164 } from '../../domain/sms/draftChecks';
 import { CsvFormatError, checkContactCsv } from '../../domain/outbound/csv';
 import { DEFAULT_WINDOW, formatClock, parseClock, windowProblems } from '../../domain/outbound/callingWindow';
@@ -190,10 +190,11 @@ export const createCampaignHandler: Handler = async (ctx, { db }) => {
 export const listCampaignsHandler: Handler = listHandler(listCampaigns);
 
 /** GET /campaigns/{id} (getCampaign, outbound:read), with live counters. */
-export const getCampaignHandler: Handler = async (ctx, { db }) => {
-  const c = await getCampaign(db, orgOf(ctx), ctx.params.id);
+export const getCampaignHandler: Handler = async (ctx, deps) => {
+  const c = await getCampaign(deps.db, orgOf(ctx), ctx.params.id);
   if (!c) throw notFound('Campaign', 'campaign_not_found');
-  return { data: c };
+  const temporalUiUrl = c.launchedAt ? workflowUiUrl(deps, workflowIds.campaign(c.id)) : undefined;
+  return { data: temporalUiUrl ? { ...c, temporalUiUrl } : c };
 };
 
 /** GET /campaigns/{id}/attempts?status= (listCampaignAttempts, outbound:read): one attempt per contact, in launch order. */

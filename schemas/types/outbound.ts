@@ -207,6 +207,11 @@ export interface Campaign {
   retryDelayMinutes: number;
   counters: CampaignCounters;
   launchedAt: string | null;
+  /**
+   * `GET /campaigns/{id}` only: the Temporal Web UI page of workflow `campaign/{id}` (README "Inspecting
+   * workflows"); absent before the launch and when this API process serves no UI.
+   */
+  temporalUiUrl?: string;
   finishedAt: string | null;
   createdAt: string;
   updatedAt: string;

@@ -127,6 +127,11 @@ export interface SmsRegistration {
   createdAt: string;
   /** ISO 8601. @format date-time */
   updatedAt: string;
+  /**
+   * `GET /sms` only: the Temporal Web UI page of workflow `sms-registration/{orgId}` (README "Inspecting
+   * workflows"); absent before the first submission and when this API process serves no UI.
+   */
+  temporalUiUrl?: string;
 }
 
 

@@ -52,14 +52,16 @@ export interface OutboundEnv {
 }
 
 import { until } from '../helpers/wait';
+import { localParts } from '../../domain/sms/quietHours';
 
 export { until };
 
 /**
  * Starts an environment on a fresh database.
- * @param opts.client a Temporal client of another server (default: the run's shared dev server)
+ * @param opts.dialLatencyMs the sandbox's dial latency of the first worker
+ * @param opts.temporalUiUrl the Temporal Web UI's base URL the API links to (default: none, the links are null)
  */
-export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: number } = {}): Promise<OutboundEnv> {
+export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: number; temporalUiUrl?: string } = {}): Promise<OutboundEnv> {
   const databaseUrl = await createTestDatabase(label);
   const db = createDb(databaseUrl);
   await migrate(db);
@@ -67,7 +69,7 @@ export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: nu
   const logger = createLogger('silent');
   const { client } = await testTemporal();
   const taskQueue = uniqueTaskQueue(label);
-  const api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue } });
+  const api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue }, temporalUiUrl: opts.temporalUiUrl });
   let worker: { stop(): Promise<void> } | undefined;
   let n = 0;
 
@@ -138,6 +140,14 @@ export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: nu
   return env;
 }
 
+/** Milliseconds from `now` to the next instant that is hh:mm in `zone` (at least one minute ahead). */
+export function untilLocal(zone: string, hour: number, minute: number, now: Date): number {
+  for (let t = Math.ceil((now.getTime() + 60_000) / 60_000) * 60_000; ; t += 60_000) {
+    const p = localParts(zone, new Date(t));
+    if (p.hour === hour && p.minute === minute) return t - now.getTime();
+  }
+}
+
 /** Valid US numbers in a zone's area code ending in `last4` (sandbox magic: 0001 answered … 0005 failed). */
 export function phone(areaCode: string, i: number, last4?: string): string {
   return `+1${areaCode}${String(300 + (i % 600)).padStart(3, '0')}${last4 ?? String(1000 + (i % 9000)).padStart(4, '0')}`;
@@ -155,9 +165,10 @@ export interface Dialer {
  * An outbound environment on a fresh database for the enclosing mocha `describe` (started in a
  * `before` hook with a 120 s timeout, closed in an `after` hook) and a "Dialer Co" organization in it
  * ({@link Dialer}, filled in by a second `before` hook).
+ * @param opts the environment's options, read when the `before` hook runs (after the enclosing suites' hooks)
  */
-export function useDialerEnv(label: string): { env: OutboundEnv; dialer: Dialer } {
-  const env = useResource(`outbound env ${label}`, () => startOutboundEnv(label), (e) => e.close(), { timeoutMs: 120_000 });
+export function useDialerEnv(label: string, opts: () => Parameters<typeof startOutboundEnv>[1] = () => ({})): { env: OutboundEnv; dialer: Dialer } {
+  const env = useResource(`outbound env ${label}`, () => startOutboundEnv(label, opts()), (e) => e.close(), { timeoutMs: 120_000 });
   const dialer = {} as Dialer;
   before(async function () {
     this.timeout(120_000);

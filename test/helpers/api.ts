@@ -52,7 +52,7 @@ export interface TestWorkerDeps {
 export async function startTestApi(
   label: string,
   overrides: Partial<AppConfig> = {},
-  opts: { worker?: (deps: TestWorkerDeps) => WorkerOptions['activities']; providers?: Partial<AppProviders> } = {},
+  opts: { worker?: (deps: TestWorkerDeps) => WorkerOptions['activities']; providers?: Partial<AppProviders>; temporalUiUrl?: string } = {},
 ): Promise<TestApi> {
   const databaseUrl = await createTestDatabase(label);
   const db = createDb(databaseUrl);
@@ -61,7 +61,7 @@ export async function startTestApi(
   const logger = createLogger(config.logLevel);
   const taskQueue = uniqueTaskQueue(label);
   const temporal = opts.worker ? { client: (await testTemporal()).client, taskQueue } : undefined;
-  const api = await startApi({ db, databaseUrl, config, logger, temporal, providers: opts.providers });
+  const api = await startApi({ db, databaseUrl, config, logger, temporal, providers: opts.providers, temporalUiUrl: opts.temporalUiUrl });
   const worker = opts.worker ? await startTestWorker(taskQueue, opts.worker({ db, config, logger, baseUrl: api.baseUrl })) : undefined;
   return {
     api,

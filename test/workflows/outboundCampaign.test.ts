@@ -23,15 +23,7 @@ import { workflowIds } from '../../temporal.config';
 import { callWithKey } from '../helpers/api';
 import { createTestDatabase } from '../helpers/postgres';
 import { serverNow, skipTime, startWorkerAt, withTimeSkipping } from '../helpers/temporal';
-import { phone, until, useDialerEnv } from '../api/outbound-fixtures';
-
-/** Milliseconds from `now` to the next instant that is hh:mm in `zone` (at least one minute ahead). */
-function untilLocal(zone: string, hour: number, minute: number, now: Date): number {
-  for (let t = Math.ceil((now.getTime() + 60_000) / 60_000) * 60_000; ; t += 60_000) {
-    const p = localParts(zone, new Date(t));
-    if (p.hour === hour && p.minute === minute) return t - now.getTime();
-  }
-}
+import { phone, until, untilLocal, useDialerEnv } from '../api/outbound-fixtures';
 
 describe('campaign dialer workflow (dev server, real SDK)', function () {
   this.timeout(60_000);

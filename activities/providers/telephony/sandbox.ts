@@ -6,7 +6,8 @@
  *
  * Outbound dials (README "Outbound voice campaigns") end by the callee's last four digits: 0001 answered, 0002 voicemail,
  * 0003 busy, 0004 no_answer, 0005 failed, anything else answered (see sandboxDialOutcome for the
- * durations). A dial takes SANDBOX_DIAL_LATENCY_MS (default 0).
+ * durations). A dial takes SANDBOX_DIAL_LATENCY_MS (default 0); inside an activity that wait ends early
+ * when the activity is cancelled (its workflow gone, the worker shutting down), as a real call's wait does.
  *
  * Like the real providers (README "Provider calls happen once"), the sandbox does not deduplicate: every
  * dial request is a new call, a row of `sandbox_dials`; every purchase buys (and bills) again; every
@@ -16,6 +17,7 @@
  * number orders by client reference.
  */
 import crypto from 'node:crypto';
+import { Context } from '@temporalio/activity';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Db } from '../../../db';
 import { envNumber, type AppConfig } from '../../../config';
@@ -70,6 +72,21 @@ export function sandboxInventory(areaCode: string): AvailableNumber[] {
     capabilities: { sms: true, voice: true, mms: true },
     monthlyPriceCents: SANDBOX_MONTHLY_PRICE_CENTS,
   }));
+}
+
+/**
+ * Waits `ms` for a sandbox call to end: inside an activity through `Context.sleep`, which throws a
+ * `CancelledFailure` once the activity is cancelled (delivered on a heartbeat, or at worker shutdown);
+ * outside one, a plain timer.
+ */
+async function dialWait(ms: number): Promise<void> {
+  let ctx: Context | undefined;
+  try {
+    ctx = Context.current();
+  } catch {
+    ctx = undefined;
+  }
+  await (ctx ? ctx.sleep(ms) : new Promise((r) => setTimeout(r, ms)));
 }
 
 /** The sandbox telephony adapter. */
@@ -148,7 +165,7 @@ export class SandboxTelephony extends SandboxAdapter implements TelephonyAdapter
     const providerCallId = `CA${crypto.randomBytes(12).toString('hex')}`;
     const rec = { reference: call.idempotencyKey, from: call.from, to: call.to, providerCallId, outcome, durationSeconds };
     const { dial, created } = await sandboxRecordDial(this.db, orgId, rec, this.deduplicateKeys);
-    if (created && this.dialLatencyMs > 0) await new Promise((r) => setTimeout(r, this.dialLatencyMs));
+    if (created && this.dialLatencyMs > 0) await dialWait(this.dialLatencyMs);
     return { providerCallId: dial.providerCallId, outcome: dial.outcome as DialOutcome, durationSeconds: dial.durationSeconds, dialedNow: created };
   }
 }

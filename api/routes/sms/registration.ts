@@ -6,7 +6,7 @@
  */
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Handler } from '../../context';
-import { orgOf, requireTemporal, temporalUnavailable } from '../../http';
+import { orgOf, requireTemporal, temporalUnavailable, workflowUiUrl } from '../../http';
 import { ApiError, notFound, validationError } from '../../../domain/errors';
 import { mergeFieldErrors, schemaErrors, validateBody } from '../../../domain/validation';
 import { checkDraftFormats } from '../../../domain/sms/draftChecks';
@@ -32,14 +32,18 @@ import { startWorkflow, workflowIds } from '../../../temporal.config';
 import type { SmsRegistration, SmsRegistrationDraft, SmsReviewFinding, SmsReviewResult, SmsSubmitRequest } from '../../../schemas/types/sms';
 
 /** GET /sms: the registration, or 404 `sms_registration_not_found` before the first save. */
-export const getSMSRegistration: Handler = async (ctx, { db, caches }) => {
+export const getSMSRegistration: Handler = async (ctx, deps) => {
+  const { db, caches } = deps;
   const orgId = orgOf(ctx);
   const record = await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId));
   if (!record) {
     throw new ApiError(404, 'sms_registration_not_found', 'No SMS registration has been saved for this organization yet; save a draft with PUT /sms');
   }
-  // A version never changes, so its envelope is serialized once.
-  record.envelopeJson ??= JSON.stringify({ success: true, data: record.registration });
+  // A version never changes, and neither does the UI's address while the process runs, so its envelope is serialized once.
+  record.envelopeJson ??= JSON.stringify({
+    success: true,
+    data: { ...record.registration, temporalUiUrl: record.registration.submittedAt ? workflowUiUrl(deps, workflowIds.smsRegistration(orgId)) : undefined },
+  });
   return { rawJson: record.envelopeJson };
 };
 
