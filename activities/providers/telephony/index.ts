@@ -35,6 +35,12 @@ export interface OutgoingCall {
   idempotencyKey: string;
   /** Agent that handles the call once answered. */
   agentId: string;
+  /**
+   * The campaign placing the call: an answered call (a person, by answering-machine detection) is
+   * then connected to `agentId` over the ConversationRelay, the agent greeting first. Absent: the dial
+   * is an outcome only.
+   */
+  campaignId?: string;
 }
 
 /** How a call ended. */
