@@ -28,11 +28,14 @@ export function providerCallbackUrl(config: AppConfig, provider: string, query: 
 /**
  * Where an answered outbound call is pointed for the agent's conversation: `VOICE_WEBHOOK_URL` with
  * `{provider}` replaced, default `PUBLIC_BASE_URL/api/v1/voice/{provider}/inbound` (the voice webhook that
- * answers with the ConversationRelay instructions).
+ * answers with the ConversationRelay instructions), with optional query parameters — a campaign call's
+ * `org`, `agt` and `cmp`, which the webhook trusts only from carriers that sign the URL (Twilio).
  */
-export function voiceWebhookUrl(config: AppConfig, provider: string): string {
+export function voiceWebhookUrl(config: AppConfig, provider: string, query: Record<string, string> = {}): string {
   const template = process.env.VOICE_WEBHOOK_URL || `${config.publicBaseUrl.replace(/\/+$/, '')}/api/v1/voice/{provider}/inbound`;
-  return template.replace('{provider}', provider);
+  const url = template.replace('{provider}', provider);
+  const qs = new URLSearchParams(query).toString();
+  return qs ? `${url}${url.includes('?') ? '&' : '?'}${qs}` : url;
 }
 
 /** Longest single wait a provider's `Retry-After` may impose inside an activity, ms. */

@@ -23,10 +23,8 @@ import { ApiError } from '../../../domain/errors';
 import { areaCodeInfo } from '../../../domain/sms/nanp';
 import { logProviderRequest } from '../../../db/repositories/smsProviderEvents';
 import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall } from '../../../db/repositories/providerWebhooks';
-import { getVersion } from '../../../db/repositories/agentVersions';
 import type { ProviderCallRecord } from '../../../db/repositories/providerWebhooks';
 import { prepareCampaignCall } from '../../../services/voice/calls';
-import type { CompiledAgent } from '../../../domain/agents/compile';
 import type { Lookup } from '../effects';
 import type { CallQuery, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter } from './index';
 import { providerCallbackUrl, requiredEnv, waitForCallEnd, withRateLimit } from './live';
@@ -200,8 +198,7 @@ export class TelnyxTelephony implements TelephonyAdapter {
       await this.call(() => this.client.calls.actions.hangup(c.providerCallId, { command_id: `hangup:${call.idempotencyKey}` }));
       return;
     }
-    const version = await getVersion(this.db, orgId, call.agentId, prepared.call.versionId!);
-    const agent = version?.snapshot as CompiledAgent | undefined;
+    const agent = prepared.agent;
     await this.call(() =>
       this.client.calls.actions.startConversationRelay(c.providerCallId, {
         url: prepared.relayUrl,
