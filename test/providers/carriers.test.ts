@@ -7,6 +7,7 @@
  */
 import crypto from 'node:crypto';
 import { expect } from 'chai';
+import { publishDraft } from '../api/agents-fixtures';
 import twilio from 'twilio';
 import { useResource } from '../helpers/mocha';
 import { startTestApi, type TestApi } from '../helpers/api';
@@ -266,6 +267,21 @@ describe('Twilio adapter and webhooks (loopback stub)', function () {
     await t.db('provider_calls').where({ provider_call_id: dialed.providerCallId }).delete();
     const found = await adapter.findCall(orgId, { reference: 'att_x:1', from: '+13122230001', to: '+13125550002', sinceMs: started - 1000 });
     expect(found).to.have.nested.property('found.providerCallId', dialed.providerCallId);
+  });
+
+  it("points an answered campaign call at the voice webhook, which answers with ConversationRelay for the campaign's agent", async () => {
+    const { key, orgId } = await t.org();
+    const agent = await t.call('POST', '/agents', { key, json: { name: 'Twilio campaign agent', voiceId: 'voice_ava', greeting: 'Hi, Acme calling.' } });
+    const agentId = agent.body.data.id as string;
+    await publishDraft(t.db, { orgId, keyId: 'key_test' }, agentId, 'v1');
+    const dialed = await new TwilioTelephony(deps()).dial(orgId, { from: '+13122230001', to: '+13125550003', idempotencyKey: 'att_y:1', agentId, campaignId: 'cmp_twiliotest' });
+    await stub.settled();
+    const url = stub.calls.find((c) => c.sid === dialed.providerCallId).params.Url as string;
+    expect(url).to.equal(`${t.config.publicBaseUrl}/api/v1/voice/twilio/inbound?org=${orgId}&agt=${agentId}&cmp=cmp_twiliotest`);
+    const fetched = stub.deliveries.find((d) => d.url === url)!;
+    expect(fetched.status).to.equal(200);
+    expect(fetched.body).to.match(/<ConversationRelay url="ws:\/\/[^"]+\/api\/v1\/voice\/relay\?ref=vrf_/).and.not.contain('welcomeGreeting');
+    expect(await t.db('voice_calls').where({ org_id: orgId, provider: 'twilio', provider_call_id: dialed.providerCallId }).first()).to.include({ campaign_id: 'cmp_twiliotest', agent_id: agentId, direction: 'outbound' });
   });
 
   it('refuses a wrong or missing X-Twilio-Signature with nothing stored, and changes nothing on a replay', async () => {
