@@ -160,6 +160,34 @@ describe('Telnyx adapters and webhooks (loopback stub)', function () {
     expect(await adapter.findMessage(orgId, 'msg_never_sent')).to.have.property('cannotTell');
   });
 
+  it("hands an answered campaign call to the campaign's agent with conversation_relay_start (the agent greets first); an agent no longer published hangs it up", async () => {
+    const { key, orgId } = await t.org();
+    const agent = await t.call('POST', '/agents', { key, json: { name: 'Telnyx campaign agent', voiceId: 'voice_ava', greeting: 'Hi, Acme calling about your visit.' } });
+    const agentId = agent.body.data.id as string;
+    await publishDraft(t.db, { orgId, keyId: 'key_test' }, agentId, 'v1');
+    const adapter = new TelnyxTelephony({ db: t.db, config: { ...t.config, publicBaseUrl: new URL(t.api.baseUrl).origin } });
+    stub.relayCalls = true;
+    try {
+      const dialed = await adapter.dial(orgId, { from: '+13122230001', to: '+13125550004', idempotencyKey: 'att_relay:1', agentId, campaignId: 'cmp_telnyxtest' });
+      expect(dialed).to.include({ outcome: 'answered', durationSeconds: 42 });
+      const relay = stub.relays.find((r) => r.callControlId === dialed.providerCallId)!;
+      expect(relay.command).to.include({ command_id: 'relay:att_relay:1', language: 'en-US' });
+      expect(relay.error).to.equal(undefined);
+      expect(relay.heard[0]).to.equal('Hi, Acme calling about your visit.');
+      const call = await t.db('voice_calls').where({ org_id: orgId, provider: 'telnyx', provider_call_id: dialed.providerCallId }).first();
+      expect(call).to.include({ campaign_id: 'cmp_telnyxtest', agent_id: agentId, direction: 'outbound' });
+      expect(relay.command.custom_parameters).to.deep.equal({ callId: call.id });
+
+      const unpublished = (await t.call('POST', '/agents', { key, json: { name: 'Never published', voiceId: 'voice_ava' } })).body.data.id as string;
+      const hungUp = await adapter.dial(orgId, { from: '+13122230001', to: '+13125550005', idempotencyKey: 'att_relay:2', agentId: unpublished, campaignId: 'cmp_telnyxtest' });
+      expect(stub.relays.filter((r) => r.callControlId === hungUp.providerCallId)).to.deep.equal([]);
+      expect(stub.requests.filter((r) => decodeURIComponent(r.path) === `/v2/calls/${hungUp.providerCallId}/actions/hangup`)).to.have.length(1);
+      expect(await t.db('voice_calls').where({ provider_call_id: hungUp.providerCallId }).first()).to.include({ status: 'failed', failure_reason: 'agent_not_published' });
+    } finally {
+      stub.relayCalls = false;
+    }
+  });
+
   it('refuses forged, stale and unsigned webhooks with nothing stored, and changes nothing on a replay', async () => {
     const { orgId } = await t.org();
     const id = await outboundMessage(t, orgId, '+13122230001', '+12125550101', 'Hi');
