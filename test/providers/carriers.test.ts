@@ -7,6 +7,7 @@
  */
 import crypto from 'node:crypto';
 import { expect } from 'chai';
+import { until } from '../helpers/wait';
 import { publishDraft } from '../api/agents-fixtures';
 import twilio from 'twilio';
 import { useResource } from '../helpers/mocha';
@@ -183,6 +184,16 @@ describe('Telnyx adapters and webhooks (loopback stub)', function () {
       expect(stub.relays.filter((r) => r.callControlId === hungUp.providerCallId)).to.deep.equal([]);
       expect(stub.requests.filter((r) => decodeURIComponent(r.path) === `/v2/calls/${hungUp.providerCallId}/actions/hangup`)).to.have.length(1);
       expect(await t.db('voice_calls').where({ provider_call_id: hungUp.providerCallId }).first()).to.include({ status: 'failed', failure_reason: 'agent_not_published' });
+
+      // A dial that did not get to connect (a crash: here, one not told its campaign) leaves the call in silence;
+      // the retry's look-up finds it by client_state and connects it.
+      const silent = adapter.dial(orgId, { from: '+13122230001', to: '+13125550006', idempotencyKey: 'att_relay:3', agentId });
+      await until(async () => (await t.db('provider_calls').where({ org_id: orgId, reference: 'att_relay:3', status: 'answered' }).whereNotNull('answered_by').first()) ?? null, 10_000, 'the silent call answered');
+      const found = await adapter.findCall(orgId, { reference: 'att_relay:3', from: '+13122230001', to: '+13125550006', sinceMs: Date.now() - 60_000, agentId, campaignId: 'cmp_telnyxtest' });
+      expect(found).to.have.nested.property('found.outcome', 'answered');
+      const retried = stub.relays.filter((r) => r.callControlId === (found as { found: { providerCallId: string } }).found.providerCallId);
+      expect(retried.map((r) => [r.command.command_id, r.heard[0]])).to.deep.equal([['relay:att_relay:3', 'Hi, Acme calling about your visit.']]);
+      expect((await silent).providerCallId).to.equal(retried[0].callControlId);
     } finally {
       stub.relayCalls = false;
     }

@@ -63,6 +63,9 @@ export interface CallQuery {
   to: string;
   /** Earliest start of the call, ms since the epoch. */
   sinceMs: number;
+  /** The dial's agent and campaign: a call found still ringing or talking is connected as the dial would have. */
+  agentId?: string;
+  campaignId?: string;
 }
 
 /**

@@ -12,7 +12,7 @@
  * command a no-op), its WebSocket the relay of a call stored by `prepareCampaignCall`, which speaks the
  * agent's greeting first; a call whose agent is no longer published is hung up. Look-ups for performOnce: number orders by `customer_reference`; texts by the
  * receipts already stored for our message id (Telnyx lists no messages: otherwise it cannot tell);
- * calls by the reference their webhooks echoed.
+ * calls by the reference their webhooks echoed (a call found still up is connected to its agent as the dial would have).
  */
 import type Telnyx from 'telnyx';
 import { APIError } from 'telnyx';
@@ -167,12 +167,17 @@ export class TelnyxTelephony implements TelephonyAdapter {
     const id = r.data?.call_control_id;
     if (!id) throw new Error('Telnyx answered the dial without a call_control_id');
     await recordProviderCall(this.db, orgId, { provider: TELNYX_PROVIDER, providerCallId: id, reference: call.idempotencyKey, from: call.from, to: call.to });
+    return waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, id, undefined, this.connectOnceAnswered(orgId, call));
+  }
+
+  /** The progress hook of a dial's wait: connects its answered campaign call to the agent, once. */
+  private connectOnceAnswered(orgId: string, call: OutgoingCall): (c: ProviderCallRecord) => Promise<void> {
     let connected = false;
-    return waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, id, undefined, async (c) => {
+    return async (c) => {
       if (connected || !call.campaignId || c.status !== 'answered' || !c.answeredBy) return;
       connected = true;
       await this.connectToAgent(orgId, call, c);
-    });
+    };
   }
 
   /**
@@ -214,7 +219,9 @@ export class TelnyxTelephony implements TelephonyAdapter {
   async findCall(orgId: string, q: CallQuery): Promise<Lookup<DialResult>> {
     const c = await findProviderCallByReference(this.db, orgId, TELNYX_PROVIDER, q.reference);
     if (!c) return { cannotTell: 'Telnyx lists no ended calls by client_state and no webhook of this call has arrived' };
-    const ended = await waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, c.providerCallId);
+    // A retried dial whose call is still up connects it as the dial would have (the command's command_id makes a repeat a no-op).
+    const dial: OutgoingCall = { from: q.from, to: q.to, idempotencyKey: q.reference, agentId: q.agentId ?? '', campaignId: q.agentId ? q.campaignId : undefined };
+    const ended = await waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, c.providerCallId, undefined, this.connectOnceAnswered(orgId, dial));
     return { found: { ...ended, dialedNow: false } };
   }
 }
