@@ -10,9 +10,10 @@
  * Call Control command `POST /calls/{id}/actions/conversation_relay_start` (Telnyx "Conversation
  * Relay": started "from TeXML or with a Programmable Voice command"; `command_id` makes a retried
  * command a no-op), its WebSocket the relay of a call stored by `prepareCampaignCall`, which speaks the
- * agent's greeting first; a call whose agent is no longer published is hung up. Look-ups for performOnce: number orders by `customer_reference`; texts by the
- * receipts already stored for our message id (Telnyx lists no messages: otherwise it cannot tell);
- * calls by the reference their webhooks echoed (a call found still up is connected to its agent as the dial would have).
+ * agent's greeting first; a call whose agent is no longer published is hung up. Look-ups for
+ * performOnce: number orders by `customer_reference`; texts by the receipts already stored for our message id (Telnyx lists no messages: otherwise it cannot tell);
+ * calls by the reference their webhooks echoed (a call found still up is connected to its agent as the
+ * dial would have).
  */
 import type Telnyx from 'telnyx';
 import { APIError } from 'telnyx';
@@ -22,8 +23,7 @@ import type { AvailableNumber } from '../../../schemas/types/numbers';
 import { ApiError } from '../../../domain/errors';
 import { areaCodeInfo } from '../../../domain/sms/nanp';
 import { logProviderRequest } from '../../../db/repositories/smsProviderEvents';
-import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall } from '../../../db/repositories/providerWebhooks';
-import type { ProviderCallRecord } from '../../../db/repositories/providerWebhooks';
+import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall, type ProviderCallRecord } from '../../../db/repositories/providerWebhooks';
 import { prepareCampaignCall } from '../../../services/voice/calls';
 import type { Lookup } from '../effects';
 import type { CallQuery, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter } from './index';
@@ -204,16 +204,23 @@ export class TelnyxTelephony implements TelephonyAdapter {
       return;
     }
     const agent = prepared.agent;
-    await this.call(() =>
-      this.client.calls.actions.startConversationRelay(c.providerCallId, {
-        url: prepared.relayUrl,
-        language: agent?.language,
-        dtmf_detection: agent?.dtmf.enabled ?? true,
-        interruptible: 'any',
-        custom_parameters: { callId: prepared.call.id },
-        command_id: `relay:${call.idempotencyKey}`,
-      }),
-    );
+    try {
+      await this.call(() =>
+        this.client.calls.actions.startConversationRelay(c.providerCallId, {
+          url: prepared.relayUrl,
+          language: agent?.language,
+          dtmf_detection: agent?.dtmf.enabled ?? true,
+          interruptible: 'any',
+          custom_parameters: { callId: prepared.call.id },
+          command_id: `relay:${call.idempotencyKey}`,
+        }),
+      );
+    } catch (err) {
+      // Refused (the callee hung up meanwhile: Telnyx's 422 "call has already ended"): the dial still
+      // follows the call to its end by its webhooks; the refusal stays in the request log.
+      if (!(err instanceof APIError)) throw err;
+      await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'startConversationRelay refused', { providerCallId: c.providerCallId, status: err.status, error: telnyxErrorText(err) });
+    }
   }
 
   async findCall(orgId: string, q: CallQuery): Promise<Lookup<DialResult>> {
