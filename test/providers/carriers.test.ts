@@ -194,8 +194,18 @@ describe('Telnyx adapters and webhooks (loopback stub)', function () {
       const retried = stub.relays.filter((r) => r.callControlId === (found as { found: { providerCallId: string } }).found.providerCallId);
       expect(retried.map((r) => [r.command.command_id, r.heard[0]])).to.deep.equal([['relay:att_relay:3', 'Hi, Acme calling about your visit.']]);
       expect((await silent).providerCallId).to.equal(retried[0].callControlId);
+
+      // The callee hung up as the command went out: Telnyx refuses it, the dial still ends with the call's webhooks.
+      stub.relayTooLate = true;
+      const late = await adapter.dial(orgId, { from: '+13122230001', to: '+13125550007', idempotencyKey: 'att_relay:4', agentId, campaignId: 'cmp_telnyxtest' });
+      expect(late).to.include({ outcome: 'answered', durationSeconds: 42 });
+      const refusedLog = await t.db('provider_requests').where({ org_id: orgId, provider: 'telnyx', operation: 'startConversationRelay refused' });
+      expect(refusedLog.map((r) => (typeof r.request === 'string' ? JSON.parse(r.request) : r.request))).to.deep.equal([
+        { providerCallId: late.providerCallId, status: 422, error: "Telnyx 422: This call is no longer active and can't receive commands." },
+      ]);
     } finally {
       stub.relayCalls = false;
+      stub.relayTooLate = false;
     }
   });
 

@@ -55,6 +55,8 @@ export class TelnyxStub extends StubServer {
   readonly relays: StubRelaySession[] = [];
   /** Answered calls wait for `conversation_relay_start` before hanging up (else they hang up at once). */
   relayCalls = false;
+  /** The callee hangs up as the relay command arrives: Telnyx refuses it (422 "Call has already ended"). */
+  relayTooLate = false;
   /** What the callee says on the relay, line by line, before hanging up. */
   relayCallee = ['Hello, who is this?'];
   /** Hang-ups held until the relay session of the call ends, by call_control_id. */
@@ -303,6 +305,10 @@ export class TelnyxStub extends StubServer {
       const id = decodeURIComponent(m[1]);
       const call = this.calls.find((c) => c.call_control_id === id);
       if (!call) return this.error(404, '90018', 'Call has already ended', 'No such call');
+      if (this.relayTooLate) {
+        this.held.get(id)?.();
+        return this.error(422, '90018', 'Call has already ended', 'This call is no longer active and can\'t receive commands.');
+      }
       const session: StubRelaySession = { callControlId: id, command: b, heard: [] };
       if (!this.relays.some((r) => r.callControlId === id && r.command.command_id && r.command.command_id === b.command_id)) {
         this.relays.push(session);
