@@ -33,7 +33,8 @@ import {
 } from '../db/repositories/campaigns';
 import { getUploadContent } from '../db/repositories/uploads';
 import { recordCallConversation } from '../db/repositories/conversations';
-import { linkDialConversation } from '../db/repositories/voiceCalls';
+import { findVoiceCallByProviderId, getVoiceCall, linkDialConversation } from '../db/repositories/voiceCalls';
+import { completeCall } from '../services/voice/calls';
 import { converseSandboxCampaignCall } from './voice';
 import { emitEvent } from '../events/emit';
 import { performOnce, type FaultHook } from './providers/effects';
@@ -206,7 +207,7 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
       const dialNumber = a.dials + 1;
       const reference = `${attemptId}:${dialNumber}`;
       const at = new Date(input.now);
-      const call = { from: a.callerId, to: a.e164, idempotencyKey: reference, agentId: a.agentId };
+      const call = { from: a.callerId, to: a.e164, idempotencyKey: reference, agentId: a.agentId, campaignId: a.campaignId };
       const beat = heartbeater();
       let effect: Awaited<ReturnType<typeof performOnce<Awaited<ReturnType<TelephonyAdapter['dial']>>>>>;
       try {
@@ -218,7 +219,7 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
           request: { from: call.from, to: call.to, campaignId: a.campaignId },
           perform: () => telephonyOf().dial(orgId, call),
           // A call starts after its intent: look from a minute before, for clock skew between hosts.
-          lookup: (intent) => telephonyOf().findCall(orgId, { reference, from: call.from, to: call.to, sinceMs: Date.parse(intent.createdAt) - 60_000 }),
+          lookup: (intent) => telephonyOf().findCall(orgId, { reference, from: call.from, to: call.to, sinceMs: Date.parse(intent.createdAt) - 60_000, agentId: call.agentId, campaignId: call.campaignId }),
           fault: opts.faults,
         });
       } finally {
@@ -263,6 +264,15 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
         const dial = { orgId, agentId: a.agentId, campaignId: a.campaignId, providerCallId: out.answeredNow.providerCallId, provider: 'sandbox', from: a.callerId, to: a.e164 };
         const conversationId = await converseSandboxCampaignCall(db, opts.campaignRelay.apiBaseUrl, dial, out.answeredNow.durationSeconds);
         if (conversationId) await linkDialConversation(db, orgId, reference, conversationId);
+      } else if (out.answeredNow && telephonyOf().provider !== 'sandbox') {
+        // A real carrier connected the answered call to the relay (its adapter, or the voice webhook the
+        // call's URL names): the stored call is completed (minutes charged once) and linked to the dial.
+        const held = await findVoiceCallByProviderId(db, telephonyOf().provider, out.answeredNow.providerCallId);
+        if (held && held.orgId === orgId) {
+          await completeCall(db, orgId, held.id, out.answeredNow.durationSeconds);
+          const conversationId = (await getVoiceCall(db, orgId, held.id))?.conversationId;
+          if (conversationId) await linkDialConversation(db, orgId, reference, conversationId);
+        }
       }
       return { status: out.status, outcome: out.outcome };
     },

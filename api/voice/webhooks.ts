@@ -3,7 +3,8 @@
  *
  * - `POST /api/v1/voice/{provider}/inbound` — a call rang a number: answered with TwiML/TeXML
  *   connecting it to the relay (services/voice/calls.ts), or a spoken refusal; never a 5xx for a
- *   number or agent that cannot take calls.
+ *   number or agent that cannot take calls. An answered campaign call (`?org=…&agt=…&cmp=…` in the
+ *   signed URL the dial gave) is connected to the campaign's agent, which greets first.
  * - `POST /api/v1/voice/{provider}/status` — the carrier's status callback (`CallStatus`,
  *   `CallDuration`): moves the call forward (the `voice-call/{callId}` workflow when Temporal is there).
  * - `POST /api/v1/voice/{provider}/relay-ended` — the `<Connect action>` callback after the relay ends:
@@ -21,7 +22,7 @@ import { ApiError } from '../../domain/errors';
 import { callbackSecret } from '../../domain/sms/callbackSignature';
 import { telnyxPublicKey, telnyxSignatureProblem, verifyTwilioSignature } from '../../domain/voice/signatures';
 import { advanceVoiceCall, findVoiceCallByProviderId } from '../../db/repositories/voiceCalls';
-import { answerInboundCall, completeCall, relayEndedMarkup } from '../../services/voice/calls';
+import { answerCampaignCall, answerInboundCall, completeCall, relayEndedMarkup, type CampaignCallDial } from '../../services/voice/calls';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { callStatusSignal, type CallStatusUpdate } from '../../workflows/definitions';
@@ -115,6 +116,12 @@ export function voiceWebhooks(deps: AppDeps) {
     const origin = publicOrigin(ctx, deps.config.publicBaseUrl);
     switch (m[2]) {
       case 'inbound': {
+        const campaign = campaignCallOf(provider, ctx.query as Record<string, unknown>, params, callSid);
+        if (campaign) {
+          const answer = await answerCampaignCall(deps.db, `${origin}${BASE_PATH}`, campaign, () => `${origin}${BASE_PATH}/voice/${provider}/relay-ended`);
+          if (answer.refused) ctx.state.log.info({ provider, callSid, reason: answer.refused, campaignId: campaign.campaignId }, 'voice: campaign call hung up');
+          return xml(ctx, answer.markup);
+        }
         const answer = await answerInboundCall(
           deps.db,
           { provider, providerCallId: callSid, from: String(params.From ?? '').slice(0, 40), to: String(params.To ?? '').slice(0, 40) },
@@ -136,6 +143,27 @@ export function voiceWebhooks(deps: AppDeps) {
         return xml(ctx, relayEndedMarkup(params.HandoffData));
     }
   };
+}
+
+/** Ids in a campaign call's webhook URL (`org_…`, `agt_…`, `cmp_…`). */
+const URL_ID = /^[a-z]{2,5}_[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * The answered campaign call a voice webhook asks about: its URL names the organization, agent and
+ * campaign (`org`, `agt`, `cmp` — the dial put them there, activities/providers/telephony/twilio.ts).
+ * Trusted only from carriers whose signature covers the URL (Twilio's scheme: Twilio and the sandbox);
+ * Telnyx signs the body alone, so its URL parameters are ignored (its campaign calls are connected by a
+ * Call Control command instead). The call's `From` is our number, its `To` the contact.
+ * @returns null for an inbound call
+ * @throws ApiError 400 `validation_error` naming the parameter when one is malformed
+ */
+export function campaignCallOf(provider: VoiceProvider, query: Record<string, unknown>, params: Record<string, string>, callSid: string): CampaignCallDial | null {
+  if (provider === 'telnyx' || query.cmp === undefined) return null;
+  for (const field of ['org', 'agt', 'cmp']) {
+    const v = query[field];
+    if (typeof v !== 'string' || !URL_ID.test(v)) throw new ApiError(400, 'validation_error', `The campaign call's ${field} is missing or malformed`, { errors: [{ field, message: 'must be the id the dial put in the URL' }] });
+  }
+  return { orgId: String(query.org), agentId: String(query.agt), campaignId: String(query.cmp), providerCallId: callSid, provider, from: String(params.From ?? '').slice(0, 40), to: String(params.To ?? '').slice(0, 40) };
 }
 
 /** The signal a status callback carries (Twilio/TeXML `CallStatus`, `CallDuration`), or null for a status the workflow ignores. */

@@ -147,10 +147,11 @@ export interface CampaignCallDial {
 /**
  * Stores an answered campaign dial as an outbound call pinned to the agent's published version and
  * returns the relay URL (under `apiBaseUrl`, `…/api/v1`) whose reference has the relay speak the
- * greeting first — what the carrier's call instructions connect the answered call to.
+ * greeting first — what the carrier's call instructions connect the answered call to — and the
+ * published version's compiled agent (its language and keypad settings, for those instructions).
  * @returns null when the agent is no longer published (the call is then stored failed)
  */
-export async function prepareCampaignCall(db: Db, apiBaseUrl: string, dial: CampaignCallDial): Promise<{ call: VoiceCallRecord; relayUrl: string } | null> {
+export async function prepareCampaignCall(db: Db, apiBaseUrl: string, dial: CampaignCallDial): Promise<{ call: VoiceCallRecord; relayUrl: string; agent: CompiledAgent | undefined } | null> {
   const agent = await getAgent(db, dial.orgId, dial.agentId);
   const base = { provider: dial.provider, providerCallId: dial.providerCallId, direction: 'outbound' as const, from: dial.from, to: dial.to, campaignId: dial.campaignId };
   if (!agent?.publishedVersionId) {
@@ -159,5 +160,30 @@ export async function prepareCampaignCall(db: Db, apiBaseUrl: string, dial: Camp
   }
   const call = await createVoiceCall(db, dial.orgId, { ...base, agentId: agent.id, versionId: agent.publishedVersionId, status: 'answered' });
   const ref = await signRelayReference(db, { org: dial.orgId, agt: agent.id, ver: agent.publishedVersionId, call: call.id, grt: 1, cmp: dial.campaignId });
-  return { call, relayUrl: `${apiBaseUrl.replace(/^http/, 'ws')}/voice/relay?ref=${ref}` };
+  const version = await getVersion(db, dial.orgId, agent.id, agent.publishedVersionId);
+  return { call, relayUrl: `${apiBaseUrl.replace(/^http/, 'ws')}/voice/relay?ref=${ref}`, agent: version?.snapshot as CompiledAgent | undefined };
+}
+
+/**
+ * Answers a carrier's request for the instructions of an answered campaign call (the voice webhook with
+ * the campaign's `org`, `agt` and `cmp` in its signed URL): markup connecting the call to the relay of
+ * the call stored by {@link prepareCampaignCall}, without `welcomeGreeting` — the relay has the agent
+ * speak its greeting first. An agent no longer published hangs the call up (the call stored failed).
+ * @param apiBaseUrl the public API base (`…/api/v1`) the relay URL is built under
+ * @param actionUrl the `<Connect action>` URL for the stored call
+ */
+export async function answerCampaignCall(db: Db, apiBaseUrl: string, dial: CampaignCallDial, actionUrl: (call: VoiceCallRecord) => string): Promise<CallAnswer> {
+  const prepared = await prepareCampaignCall(db, apiBaseUrl, dial);
+  if (!prepared) return { markup: '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>', refused: 'agent_not_published' };
+  const agent = prepared.agent;
+  const markup = connectRelayMarkup({
+    url: prepared.relayUrl,
+    welcomeGreeting: null,
+    language: agent?.language ?? 'en-US',
+    dtmfDetection: agent?.dtmf.enabled ?? true,
+    interruptible: true,
+    action: actionUrl(prepared.call),
+    parameters: { callId: prepared.call.id },
+  });
+  return { markup, call: prepared.call, refused: null };
 }

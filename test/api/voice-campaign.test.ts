@@ -3,6 +3,9 @@
  * connected by the sandbox carrier to the relay with the campaign's agent, which greets first; the
  * sandbox callee answers and hangs up. The dial's record, the call and its conversation are linked, and
  * the call's minutes are charged once. The dial step runs as the activity the dialer workflow calls.
+ * The same over Telnyx (loopback stub): the answered call is handed to the agent with the Call Control
+ * command `conversation_relay_start`, and the stub, playing Telnyx's relay, hears the agent greet first;
+ * every call webhook is signed as Telnyx signs it.
  */
 import { expect } from 'chai';
 import { phone, useDialerEnv } from './outbound-fixtures';
@@ -12,6 +15,23 @@ import { SANDBOX_CALLEE_SCRIPT } from '../../activities/voice';
 import { insertAttempts, lockCampaign, setCampaignStatus } from '../../db/repositories/campaigns';
 import { allMessages, getConversation } from '../../db/repositories/conversations';
 import { createLogger } from '../../runtime';
+import { TelnyxTelephony } from '../../activities/providers/telephony/telnyx';
+import { TelnyxStub } from '../providers/telnyxStub';
+
+/** A running informational campaign of one contact, its attempt claimable now. @returns the campaign id */
+async function runningCampaign(env: ReturnType<typeof useDialerEnv>['env'], dialer: ReturnType<typeof useDialerEnv>['dialer'], agentId: string, contact: string): Promise<string> {
+  const list = await env.importList(dialer.key, `phone\n${contact}`);
+  const created = await env.call(dialer.key, 'POST', '/campaigns', { name: 'Reminders', agentId, callerIdNumberId: dialer.numberId, contactListId: list.id, purpose: 'informational' });
+  expect(created.status).to.equal(201);
+  const campaignId = created.body.data.id as string;
+  await env.db.transaction(async (trx) => {
+    const row = await lockCampaign(trx, dialer.orgId, campaignId);
+    await insertAttempts(trx, dialer.orgId, campaignId, row.list_id);
+    await setCampaignStatus(trx, dialer.orgId, campaignId, 'running');
+    await trx('call_attempts').where({ org_id: dialer.orgId, campaign_id: campaignId }).update({ not_before: new Date('2026-01-01T00:00:00Z') });
+  });
+  return campaignId;
+}
 
 describe('campaign calls converse over the relay (sandbox carrier)', function () {
   this.timeout(60_000);
@@ -23,16 +43,7 @@ describe('campaign calls converse over the relay (sandbox carrier)', function ()
     const agentId = agent.body.data.id as string;
     await publishDraft(env.db, { orgId: dialer.orgId, keyId: 'key_test' }, agentId, 'v1');
     const contact = phone('212', 1, '0001'); // sandbox: answered
-    const list = await env.importList(dialer.key, `phone\n${contact}`);
-    const created = await env.call(dialer.key, 'POST', '/campaigns', { name: 'Reminders', agentId, callerIdNumberId: dialer.numberId, contactListId: list.id, purpose: 'informational' });
-    expect(created.status).to.equal(201);
-    const campaignId = created.body.data.id as string;
-    await env.db.transaction(async (trx) => {
-      const row = await lockCampaign(trx, dialer.orgId, campaignId);
-      await insertAttempts(trx, dialer.orgId, campaignId, row.list_id);
-      await setCampaignStatus(trx, dialer.orgId, campaignId, 'running');
-      await trx('call_attempts').where({ org_id: dialer.orgId, campaign_id: campaignId }).update({ not_before: new Date('2026-01-01T00:00:00Z') });
-    });
+    const campaignId = await runningCampaign(env, dialer, agentId, contact);
     const acts = createOutboundActivities({ db: env.db, config: env.config, logger: createLogger('silent') }, { campaignRelay: { apiBaseUrl: env.api.baseUrl } });
     const now = '2026-06-02T17:00:00.000Z'; // 1pm in New York: inside the calling window
     const claim = await acts.outboundClaimAttempts({ orgId: dialer.orgId, campaignId, token: 'voice-1', now, limit: 5 });
@@ -53,5 +64,66 @@ describe('campaign calls converse over the relay (sandbox carrier)', function ()
     const minutes = await env.db('usage_entries').where({ org_id: dialer.orgId, kind: 'voice_minutes' });
     expect(minutes).to.have.length(1);
     expect(Number(minutes[0].quantity)).to.equal(Math.ceil(dialRecord.duration_seconds / 60));
+  });
+});
+
+describe('campaign calls converse over the relay (Telnyx Call Control, loopback stub)', function () {
+  this.timeout(60_000);
+  const { env, dialer } = useDialerEnv('voice_campaign_telnyx');
+  const apiKey = 'KEYtelnyxrelay';
+  let stub: TelnyxStub;
+  const saved: Record<string, string | undefined> = {};
+  before(async () => {
+    stub = await new TelnyxStub(apiKey).start();
+    stub.relayCalls = true;
+    const vars = { TELNYX_API_KEY: apiKey, TELNYX_BASE_URL: stub.apiBase, TELNYX_PUBLIC_KEY: stub.keys.publicKey, TELNYX_CONNECTION_ID: '1494404757140276705' };
+    for (const [k, v] of Object.entries(vars)) {
+      saved[k] = process.env[k];
+      process.env[k] = v;
+    }
+  });
+  after(async () => {
+    await stub?.stop();
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+
+  it('hands the answered call to the agent with conversation_relay_start; the agent greets first and the call is completed and charged once', async () => {
+    const agent = await env.call(dialer.key, 'POST', '/agents', { name: 'Telnyx reminder agent', voiceId: 'voice_ava', greeting: 'Hi, this is Acme calling about your visit.' });
+    const agentId = agent.body.data.id as string;
+    await publishDraft(env.db, { orgId: dialer.orgId, keyId: 'key_test' }, agentId, 'v1');
+    const contact = phone('212', 1, '0002');
+    const campaignId = await runningCampaign(env, dialer, agentId, contact);
+    // Telnyx calls back PUBLIC_BASE_URL: this API's own origin.
+    const config = { ...env.config, publicBaseUrl: new URL(env.api.baseUrl).origin };
+    const telephony = new TelnyxTelephony({ db: env.db, config });
+    const acts = createOutboundActivities({ db: env.db, config, logger: createLogger('silent') }, { telephony });
+    const now = '2026-06-02T17:00:00.000Z';
+    const claim = await acts.outboundClaimAttempts({ orgId: dialer.orgId, campaignId, token: 'telnyx-1', now, limit: 5 });
+    expect(await acts.outboundDial({ orgId: dialer.orgId, attemptId: claim.claimed[0].id, now })).to.deep.equal({ status: 'answered', outcome: 'answered' });
+    await stub.settled();
+
+    expect(stub.calls[0]).to.include({ answering_machine_detection: 'detect', to: contact });
+    expect(stub.relays).to.have.length(1);
+    const [relay] = stub.relays;
+    expect(relay.error).to.equal(undefined);
+    expect(relay.callControlId).to.equal(stub.calls[0].call_control_id);
+    expect(relay.command.url).to.match(/^ws:\/\/127\.0\.0\.1:\d+\/api\/v1\/voice\/relay\?ref=/);
+    expect(relay.command).to.include({ language: 'en-US', command_id: `relay:${claim.claimed[0].id}:1` });
+    expect(relay.heard[0]).to.equal('Hi, this is Acme calling about your visit.');
+    expect(relay.heard).to.have.length(2);
+
+    const call = await env.db('voice_calls').where({ org_id: dialer.orgId, campaign_id: campaignId }).first();
+    expect(call).to.include({ provider: 'telnyx', provider_call_id: relay.callControlId, direction: 'outbound', status: 'completed', agent_id: agentId, duration_seconds: 42 });
+    const lines = (await allMessages(env.db, dialer.orgId, call.conversation_id)).filter((m) => m.content && !m.toolCalls).map((m) => `${m.role}: ${m.content}`);
+    expect(lines.slice(0, 2)).to.deep.equal(['assistant: Hi, this is Acme calling about your visit.', `user: ${stub.relayCallee[0]}`]);
+    const dialRecord = await env.db('conversations').where({ org_id: dialer.orgId, mode: 'none', campaign_id: campaignId }).first();
+    expect(dialRecord.metadata).to.include({ conversationId: call.conversation_id });
+    const minutes = await env.db('usage_entries').where({ org_id: dialer.orgId, kind: 'voice_minutes' }).whereRaw(`details->>'callId' = ?`, [call.id]);
+    expect(minutes.map((m) => Number(m.quantity))).to.deep.equal([1]);
+    expect(stub.problems).to.deep.equal([]);
+    expect(stub.deliveries.filter((d) => d.status !== 200)).to.deep.equal([]);
   });
 });

@@ -310,6 +310,50 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
       expect(await t.db('voice_calls').where({ provider_call_id: q.CallSid }).first()).to.equal(undefined);
     });
 
+    it("Twilio: an answered campaign call (org, agent and campaign in the signed URL) is connected to the campaign's agent, which greets first; the URL's ids are checked", async () => {
+      const agentId = await newAgent({ name: 'Campaign caller', greeting: 'Hi, this is Acme calling about your visit.' });
+      await publishDraft(t.db, org, agentId, 'v1');
+      const url = `${inbound('twilio')}?org=${org.orgId}&agt=${agentId}&cmp=cmp_webhooktest`;
+      const p = { ...params(), From: '+19995550001', To: '+12125550101', Direction: 'outbound-api', CallStatus: 'in-progress' };
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(TWILIO_TOKEN, url, p) }, body: form(p) });
+      expect(res.status).to.equal(200);
+      const markup = await res.text();
+      expect(markup).to.match(/<Connect action="[^"]+\/voice\/twilio\/relay-ended"><ConversationRelay url="ws:\/\/[^"]+\/api\/v1\/voice\/relay\?ref=vrf_/);
+      expect(markup).not.to.contain('welcomeGreeting');
+      const call = await t.db('voice_calls').where({ provider: 'twilio', provider_call_id: p.CallSid }).first();
+      expect(call).to.include({ org_id: org.orgId, direction: 'outbound', campaign_id: 'cmp_webhooktest', agent_id: agentId, status: 'answered', from_e164: '+19995550001', to_e164: '+12125550101' });
+      const relayUrl = /ConversationRelay url="([^"]+)"/.exec(markup)![1].replace(/&amp;/g, '&');
+      const client = await RelayClient.open(relayUrl);
+      client.send({ type: 'setup', sessionId: 'VXcampaign', callSid: p.CallSid, from: p.From, to: p.To, direction: 'outbound-api', callStatus: 'in-progress', customParameters: { callId: call.id } });
+      expect((await client.reply()).text).to.equal('Hi, this is Acme calling about your visit.');
+      client.hangUp();
+      await client.closedWith();
+
+      // The URL's ids are the dial's, covered by the signature: a malformed one is a 400 naming it.
+      const bad = `${inbound('twilio')}?org=${org.orgId}&agt=nope&cmp=cmp_webhooktest`;
+      const q = params();
+      const refused = await fetch(bad, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(TWILIO_TOKEN, bad, q) }, body: form(q) });
+      expect(refused.status).to.equal(400);
+      expect(((await refused.json()) as { errors: { field: string }[] }).errors[0].field).to.equal('agt');
+    });
+
+    it('Telnyx signs the body only: campaign parameters in its URL are ignored and the call is answered as an inbound one', async () => {
+      const agentId = await newAgent({ name: 'Not reachable by URL', greeting: 'Hello from a forged URL.' });
+      await publishDraft(t.db, org, agentId, 'v1');
+      const now = Math.floor(Date.now() / 1000);
+      const p = params();
+      const body = form(p);
+      const signature = crypto.sign(null, Buffer.from(`${now}|${body}`), TELNYX_KEYS.privateKey).toString('base64');
+      const res = await fetch(`${inbound('telnyx')}?org=${org.orgId}&agt=${agentId}&cmp=cmp_forged`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'telnyx-timestamp': String(now), 'telnyx-signature-ed25519': signature },
+        body,
+      });
+      expect(res.status).to.equal(200);
+      expect(await res.text()).to.contain(REFUSALS.number_not_in_service);
+      expect(await t.db('voice_calls').where({ campaign_id: 'cmp_forged' }).first()).to.equal(undefined);
+    });
+
     it('Telnyx: a good Ed25519 signature over timestamp|body is answered; a forged or stale one is 403 and nothing is recorded', async () => {
       const sign = (ts: number, body: string) => crypto.sign(null, Buffer.from(`${ts}|${body}`), TELNYX_KEYS.privateKey).toString('base64');
       const now = Math.floor(Date.now() / 1000);

@@ -25,5 +25,10 @@ export function useResource<T extends object>(what: string, start: () => Promise
       // property (a Knex instance) keeps its own properties.
       return Reflect.get(resource, prop, resource);
     },
+    // A property set through the stand-in (a stub's switch) is the resource's own.
+    set(_target, prop, value) {
+      if (!resource) throw new Error(`${what} used before its before() hook ran`);
+      return Reflect.set(resource, prop, value, resource);
+    },
   });
 }

@@ -7,6 +7,8 @@
  */
 import crypto from 'node:crypto';
 import { expect } from 'chai';
+import { until } from '../helpers/wait';
+import { publishDraft } from '../api/agents-fixtures';
 import twilio from 'twilio';
 import { useResource } from '../helpers/mocha';
 import { startTestApi, type TestApi } from '../helpers/api';
@@ -159,6 +161,54 @@ describe('Telnyx adapters and webhooks (loopback stub)', function () {
     expect(await adapter.findMessage(orgId, 'msg_never_sent')).to.have.property('cannotTell');
   });
 
+  it("hands an answered campaign call to the campaign's agent with conversation_relay_start (the agent greets first); an agent no longer published hangs it up", async () => {
+    const { key, orgId } = await t.org();
+    const agent = await t.call('POST', '/agents', { key, json: { name: 'Telnyx campaign agent', voiceId: 'voice_ava', greeting: 'Hi, Acme calling about your visit.' } });
+    const agentId = agent.body.data.id as string;
+    await publishDraft(t.db, { orgId, keyId: 'key_test' }, agentId, 'v1');
+    const adapter = new TelnyxTelephony({ db: t.db, config: { ...t.config, publicBaseUrl: new URL(t.api.baseUrl).origin } });
+    stub.relayCalls = true;
+    try {
+      const dialed = await adapter.dial(orgId, { from: '+13122230001', to: '+13125550004', idempotencyKey: 'att_relay:1', agentId, campaignId: 'cmp_telnyxtest' });
+      expect(dialed).to.include({ outcome: 'answered', durationSeconds: 42 });
+      const relay = stub.relays.find((r) => r.callControlId === dialed.providerCallId)!;
+      expect(relay.command).to.include({ command_id: 'relay:att_relay:1', language: 'en-US' });
+      expect(relay.error).to.equal(undefined);
+      expect(relay.heard[0]).to.equal('Hi, Acme calling about your visit.');
+      const call = await t.db('voice_calls').where({ org_id: orgId, provider: 'telnyx', provider_call_id: dialed.providerCallId }).first();
+      expect(call).to.include({ campaign_id: 'cmp_telnyxtest', agent_id: agentId, direction: 'outbound' });
+      expect(relay.command.custom_parameters).to.deep.equal({ callId: call.id });
+
+      const unpublished = (await t.call('POST', '/agents', { key, json: { name: 'Never published', voiceId: 'voice_ava' } })).body.data.id as string;
+      const hungUp = await adapter.dial(orgId, { from: '+13122230001', to: '+13125550005', idempotencyKey: 'att_relay:2', agentId: unpublished, campaignId: 'cmp_telnyxtest' });
+      expect(stub.relays.filter((r) => r.callControlId === hungUp.providerCallId)).to.deep.equal([]);
+      expect(stub.requests.filter((r) => decodeURIComponent(r.path) === `/v2/calls/${hungUp.providerCallId}/actions/hangup`)).to.have.length(1);
+      expect(await t.db('voice_calls').where({ provider_call_id: hungUp.providerCallId }).first()).to.include({ status: 'failed', failure_reason: 'agent_not_published' });
+
+      // A dial that did not get to connect (a crash: here, one not told its campaign) leaves the call in silence;
+      // the retry's look-up finds it by client_state and connects it.
+      const silent = adapter.dial(orgId, { from: '+13122230001', to: '+13125550006', idempotencyKey: 'att_relay:3', agentId });
+      await until(async () => (await t.db('provider_calls').where({ org_id: orgId, reference: 'att_relay:3', status: 'answered' }).whereNotNull('answered_by').first()) ?? null, 10_000, 'the silent call answered');
+      const found = await adapter.findCall(orgId, { reference: 'att_relay:3', from: '+13122230001', to: '+13125550006', sinceMs: Date.now() - 60_000, agentId, campaignId: 'cmp_telnyxtest' });
+      expect(found).to.have.nested.property('found.outcome', 'answered');
+      const retried = stub.relays.filter((r) => r.callControlId === (found as { found: { providerCallId: string } }).found.providerCallId);
+      expect(retried.map((r) => [r.command.command_id, r.heard[0]])).to.deep.equal([['relay:att_relay:3', 'Hi, Acme calling about your visit.']]);
+      expect((await silent).providerCallId).to.equal(retried[0].callControlId);
+
+      // The callee hung up as the command went out: Telnyx refuses it, the dial still ends with the call's webhooks.
+      stub.relayTooLate = true;
+      const late = await adapter.dial(orgId, { from: '+13122230001', to: '+13125550007', idempotencyKey: 'att_relay:4', agentId, campaignId: 'cmp_telnyxtest' });
+      expect(late).to.include({ outcome: 'answered', durationSeconds: 42 });
+      const refusedLog = await t.db('provider_requests').where({ org_id: orgId, provider: 'telnyx', operation: 'startConversationRelay refused' });
+      expect(refusedLog.map((r) => (typeof r.request === 'string' ? JSON.parse(r.request) : r.request))).to.deep.equal([
+        { providerCallId: late.providerCallId, status: 422, error: "Telnyx 422: This call is no longer active and can't receive commands." },
+      ]);
+    } finally {
+      stub.relayCalls = false;
+      stub.relayTooLate = false;
+    }
+  });
+
   it('refuses forged, stale and unsigned webhooks with nothing stored, and changes nothing on a replay', async () => {
     const { orgId } = await t.org();
     const id = await outboundMessage(t, orgId, '+13122230001', '+12125550101', 'Hi');
@@ -266,6 +316,21 @@ describe('Twilio adapter and webhooks (loopback stub)', function () {
     await t.db('provider_calls').where({ provider_call_id: dialed.providerCallId }).delete();
     const found = await adapter.findCall(orgId, { reference: 'att_x:1', from: '+13122230001', to: '+13125550002', sinceMs: started - 1000 });
     expect(found).to.have.nested.property('found.providerCallId', dialed.providerCallId);
+  });
+
+  it("points an answered campaign call at the voice webhook, which answers with ConversationRelay for the campaign's agent", async () => {
+    const { key, orgId } = await t.org();
+    const agent = await t.call('POST', '/agents', { key, json: { name: 'Twilio campaign agent', voiceId: 'voice_ava', greeting: 'Hi, Acme calling.' } });
+    const agentId = agent.body.data.id as string;
+    await publishDraft(t.db, { orgId, keyId: 'key_test' }, agentId, 'v1');
+    const dialed = await new TwilioTelephony(deps()).dial(orgId, { from: '+13122230001', to: '+13125550003', idempotencyKey: 'att_y:1', agentId, campaignId: 'cmp_twiliotest' });
+    await stub.settled();
+    const url = stub.calls.find((c) => c.sid === dialed.providerCallId).params.Url as string;
+    expect(url).to.equal(`${t.config.publicBaseUrl}/api/v1/voice/twilio/inbound?org=${orgId}&agt=${agentId}&cmp=cmp_twiliotest`);
+    const fetched = stub.deliveries.find((d) => d.url === url)!;
+    expect(fetched.status).to.equal(200);
+    expect(fetched.body).to.match(/<ConversationRelay url="ws:\/\/[^"]+\/api\/v1\/voice\/relay\?ref=vrf_/).and.not.contain('welcomeGreeting');
+    expect(await t.db('voice_calls').where({ org_id: orgId, provider: 'twilio', provider_call_id: dialed.providerCallId }).first()).to.include({ campaign_id: 'cmp_twiliotest', agent_id: agentId, direction: 'outbound' });
   });
 
   it('refuses a wrong or missing X-Twilio-Signature with nothing stored, and changes nothing on a replay', async () => {

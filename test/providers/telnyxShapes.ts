@@ -11,6 +11,7 @@ import type * as AvailableNs from 'telnyx/resources/available-phone-numbers';
 import type * as OrdersNs from 'telnyx/resources/number-orders';
 import type * as MessagesNs from 'telnyx/resources/messages/messages';
 import type * as CallsNs from 'telnyx/resources/calls/calls';
+import type * as CallActionsNs from 'telnyx/resources/calls/actions';
 import type * as BalanceNs from 'telnyx/resources/balance';
 import type * as WebhooksNs from 'telnyx/resources/webhooks';
 
@@ -32,6 +33,10 @@ export type WireMessageSendParams = MessagesNs.MessageSendParams;
 export type WireMessageSendResponse = MessagesNs.MessageSendResponse;
 export type WireCallDialParams = CallsNs.CallDialParams;
 export type WireCallDialResponse = CallsNs.CallDialResponse;
+export type WireActionStartConversationRelayParams = CallActionsNs.ActionStartConversationRelayParams;
+export type WireActionStartConversationRelayResponse = CallActionsNs.ActionStartConversationRelayResponse;
+export type WireActionHangupParams = CallActionsNs.ActionHangupParams;
+export type WireActionHangupResponse = CallActionsNs.ActionHangupResponse;
 export type WireBalanceRetrieveResponse = BalanceNs.BalanceRetrieveResponse;
 export type WireCampaignStatusUpdate = WebhooksNs.CampaignStatusUpdate;
 export type WireInboundMessageWebhookEvent = WebhooksNs.InboundMessageWebhookEvent;

@@ -7,11 +7,24 @@
  * It behaves like Telnyx for the scenario: brands are verified and campaigns accepted then provisioned
  * by webhooks (a display name containing "Reject Brand" is rejected with a reason); texts are `sent`
  * then `delivered`; calls ring, are answered by a human (answering-machine detection) and hang up
- * after 42 s. Numbers in `taken` are refused as Telnyx refuses an order of a number no longer there.
+ * after 42 s. With `relayCalls` set, an answered call waits for the Call Control command
+ * `conversation_relay_start` and, playing Telnyx's ConversationRelay, opens its WebSocket, sends the
+ * `setup` frame, hears the agent's first words, says `relayCallee` lines and hangs up (then
+ * `call.conversation.ended` and `call.hangup`); `actions/hangup` ends a call at once. Numbers in `taken` are refused as Telnyx refuses an order of a number no longer there.
  */
 import crypto from 'node:crypto';
 import { StubServer, type StubAnswer, type StubRequest } from './stubServer';
 import { telnyxShapeErrors } from './wire';
+import { RelayClient } from '../../activities/providers/telephony/sandboxCaller';
+
+/** A ConversationRelay session the stub played: the command's body and what the agent said. */
+export interface StubRelaySession {
+  callControlId: string;
+  command: any;
+  /** Every reply of the agent, in order (the first is its greeting). */
+  heard: string[];
+  error?: string;
+}
 
 /** A fresh Ed25519 key pair: the public key as Telnyx shows it (base64 of the 32 raw bytes). */
 export function telnyxTestKeys(): { publicKey: string; privateKey: crypto.KeyObject } {
@@ -39,6 +52,15 @@ export class TelnyxStub extends StubServer {
   readonly messages: any[] = [];
   readonly calls: any[] = [];
   readonly assignments: any[] = [];
+  readonly relays: StubRelaySession[] = [];
+  /** Answered calls wait for `conversation_relay_start` before hanging up (else they hang up at once). */
+  relayCalls = false;
+  /** The callee hangs up as the relay command arrives: Telnyx refuses it (422 "Call has already ended"). */
+  relayTooLate = false;
+  /** What the callee says on the relay, line by line, before hanging up. */
+  relayCallee = ['Hello, who is this?'];
+  /** Hang-ups held until the relay session of the call ends, by call_control_id. */
+  private readonly held = new Map<string, () => void>();
 
   constructor(readonly apiKey: string) {
     super();
@@ -83,6 +105,34 @@ export class TelnyxStub extends StubServer {
 
   private error(status: number, code: string, title: string, detail: string): StubAnswer {
     return { status, body: { errors: [{ code, title, detail }] } };
+  }
+
+  /**
+   * Plays Telnyx's side of a ConversationRelay session: opens the command's WebSocket, sends `setup`,
+   * hears the agent first, says the callee's lines, hangs up; then the call's webhooks end it.
+   */
+  private async playRelay(session: StubRelaySession, call: any): Promise<void> {
+    const url = session.command.url ?? session.command.conversation_relay_url;
+    try {
+      const client = await RelayClient.open(url);
+      client.send({ type: 'setup', sessionId: uuid(), callSid: call.call_control_id, from: call.from, to: call.to, direction: 'outbound-api', callStatus: 'in-progress', customParameters: session.command.custom_parameters ?? {} });
+      session.heard.push((await client.reply()).text);
+      for (const line of this.relayCallee) {
+        if (client.closed || client.end) break;
+        client.send({ type: 'prompt', voicePrompt: line, lang: session.command.language ?? 'en-US', last: true });
+        session.heard.push((await client.reply()).text);
+      }
+      client.hangUp();
+      await client.closedWith();
+    } catch (err) {
+      session.error = String(err);
+    }
+    if (call.webhook_url) {
+      this.webhook(call.webhook_url, null, {
+        data: { event_type: 'call.conversation.ended', id: uuid(), occurred_at: now(), record_type: 'event', payload: { call_control_id: call.call_control_id, call_leg_id: call.call_leg_id, call_session_id: call.call_session_id, connection_id: call.connection_id, client_state: call.client_state, reason: 'customer_disconnect' } },
+      });
+    }
+    this.held.get(call.call_control_id)?.();
   }
 
   protected async handle(req: StubRequest): Promise<StubAnswer> {
@@ -241,9 +291,35 @@ export class TelnyxStub extends StubServer {
         ev('call.initiated', 'CallInitiatedWebhookEvent', { direction: 'outgoing', state: 'bridging' });
         ev('call.answered', 'CallAnsweredWebhookEvent', { start_time: start.toISOString() });
         ev('call.machine.detection.ended', 'CallMachineDetectionEndedWebhookEvent', { result: 'human' });
-        ev('call.hangup', 'CallHangupWebhookEvent', { hangup_cause: 'normal_clearing', hangup_source: 'callee', start_time: start.toISOString(), state: 'hangup' }, end.toISOString());
+        const hangup = () => {
+          if (!this.held.delete(ids.call_control_id) && this.relayCalls) return;
+          ev('call.hangup', 'CallHangupWebhookEvent', { hangup_cause: 'normal_clearing', hangup_source: 'callee', start_time: start.toISOString(), state: 'hangup' }, end.toISOString());
+        };
+        if (this.relayCalls) this.held.set(ids.call_control_id, hangup);
+        else hangup();
       }
       return this.answer(req, 'CallDialResponse', 200, { data: { ...ids, is_alive: false, record_type: 'call' } });
+    }
+    if ((m = /^POST \/calls\/([^/]+)\/actions\/conversation_relay_start$/.exec(route))) {
+      const b = await this.body(req, 'ActionStartConversationRelayParams');
+      const id = decodeURIComponent(m[1]);
+      const call = this.calls.find((c) => c.call_control_id === id);
+      if (!call) return this.error(404, '90018', 'Call has already ended', 'No such call');
+      if (this.relayTooLate) {
+        this.held.get(id)?.();
+        return this.error(422, '90018', 'Call has already ended', 'This call is no longer active and can\'t receive commands.');
+      }
+      const session: StubRelaySession = { callControlId: id, command: b, heard: [] };
+      if (!this.relays.some((r) => r.callControlId === id && r.command.command_id && r.command.command_id === b.command_id)) {
+        this.relays.push(session);
+        void this.playRelay(session, call);
+      }
+      return this.answer(req, 'ActionStartConversationRelayResponse', 200, { data: { result: 'ok', conversation_relay_id: uuid() } });
+    }
+    if ((m = /^POST \/calls\/([^/]+)\/actions\/hangup$/.exec(route))) {
+      await this.body(req, 'ActionHangupParams');
+      this.held.get(decodeURIComponent(m[1]))?.();
+      return this.answer(req, 'ActionHangupResponse', 200, { data: { result: 'ok' } });
     }
     this.problem(req, 'no such Telnyx operation in the stub');
     return this.error(404, '10005', 'Resource not found', route);

@@ -6,8 +6,9 @@
  * signed as Twilio signs them (`X-Twilio-Signature`, the SDK's getExpectedTwilioSignature over the URL
  * and parameters) with an `I-Twilio-Idempotency-Token`.
  *
- * Behaviour: texts are `sent` then `delivered`; calls are initiated, ring, are answered by a human
- * (async AMD callback) and complete after 42 s; a number in `taken` is refused with 21422.
+ * Behaviour: texts are `sent` then `delivered`; calls are initiated, ring, are answered (their `Url`
+ * then requested for the call's instructions, signed likewise) by a human (async AMD callback) and
+ * complete after 42 s; a number in `taken` is refused with 21422.
  */
 import crypto from 'node:crypto';
 import twilio from 'twilio';
@@ -147,6 +148,8 @@ export class TwilioStub extends StubServer {
         this.webhook(p.StatusCallback, { ...base, CallStatus: 'ringing' });
         this.webhook(p.StatusCallback, { ...base, CallStatus: 'in-progress' });
       }
+      // Answered: Twilio requests the call's instructions from its Url (the answer is in `deliveries`).
+      this.webhook(p.Url, { ...base, CallStatus: 'in-progress' });
       if (p.AsyncAmdStatusCallback) this.webhook(p.AsyncAmdStatusCallback, { AccountSid: this.accountSid, CallSid: call.sid, AnsweredBy: 'human', MachineDetectionDuration: '1200' });
       if (p.StatusCallback) this.webhook(p.StatusCallback, { ...base, CallStatus: 'completed', CallDuration: '42' });
       const answer = this.answer(req, t, 201, call);

@@ -35,6 +35,12 @@ export interface OutgoingCall {
   idempotencyKey: string;
   /** Agent that handles the call once answered. */
   agentId: string;
+  /**
+   * The campaign placing the call: an answered call (a person, by answering-machine detection) is
+   * then connected to `agentId` over the ConversationRelay, the agent greeting first. Absent: the dial
+   * is an outcome only.
+   */
+  campaignId?: string;
 }
 
 /** How a call ended. */
@@ -57,6 +63,9 @@ export interface CallQuery {
   to: string;
   /** Earliest start of the call, ms since the epoch. */
   sinceMs: number;
+  /** The dial's agent and campaign: a call found still ringing or talking is connected as the dial would have. */
+  agentId?: string;
+  campaignId?: string;
 }
 
 /**

@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity';
 import type { AppConfig } from '../../../config';
 import type { Db } from '../../../db';
-import { getProviderCall } from '../../../db/repositories/providerWebhooks';
+import { getProviderCall, type ProviderCallRecord } from '../../../db/repositories/providerWebhooks';
 import type { DialOutcome, DialResult } from './index';
 
 /** An environment variable a real adapter cannot work without. @throws Error naming it when unset */
@@ -28,11 +28,14 @@ export function providerCallbackUrl(config: AppConfig, provider: string, query: 
 /**
  * Where an answered outbound call is pointed for the agent's conversation: `VOICE_WEBHOOK_URL` with
  * `{provider}` replaced, default `PUBLIC_BASE_URL/api/v1/voice/{provider}/inbound` (the voice webhook that
- * answers with the ConversationRelay instructions).
+ * answers with the ConversationRelay instructions), with optional query parameters — a campaign call's
+ * `org`, `agt` and `cmp`, which the webhook trusts only from carriers that sign the URL (Twilio).
  */
-export function voiceWebhookUrl(config: AppConfig, provider: string): string {
+export function voiceWebhookUrl(config: AppConfig, provider: string, query: Record<string, string> = {}): string {
   const template = process.env.VOICE_WEBHOOK_URL || `${config.publicBaseUrl.replace(/\/+$/, '')}/api/v1/voice/{provider}/inbound`;
-  return template.replace('{provider}', provider);
+  const url = template.replace('{provider}', provider);
+  const qs = new URLSearchParams(query).toString();
+  return qs ? `${url}${url.includes('?') ? '&' : '?'}${qs}` : url;
 }
 
 /** Longest single wait a provider's `Retry-After` may impose inside an activity, ms. */
@@ -90,12 +93,22 @@ export const CALL_POLL_MS = 250;
 /**
  * Waits until the status webhooks have ended the call (`provider_calls.outcome` set), heartbeating.
  * @param timeoutMs how long to wait at most (the dial activity's own timeout is 2 hours)
+ * @param onProgress called with the call's state on every read before it has ended (a carrier whose
+ *   answered call must be handed to the agent by a command: Telnyx Call Control)
  * @throws Error when the call has not ended in time (the activity is retried; its look-up finds the call)
  */
-export async function waitForCallEnd(db: Db, orgId: string, provider: string, providerCallId: string, timeoutMs = 2 * 3600_000): Promise<DialResult> {
+export async function waitForCallEnd(
+  db: Db,
+  orgId: string,
+  provider: string,
+  providerCallId: string,
+  timeoutMs = 2 * 3600_000,
+  onProgress?: (call: ProviderCallRecord) => Promise<void>,
+): Promise<DialResult> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const c = await getProviderCall(db, orgId, provider, providerCallId);
+    if (c && !c.outcome && onProgress) await onProgress(c);
     if (c?.outcome) return { providerCallId, outcome: c.outcome as DialOutcome, durationSeconds: c.durationSeconds, dialedNow: true };
     if (Date.now() > end) throw new Error(`${provider} call ${providerCallId} has not ended after ${Math.round(timeoutMs / 1000)} s`);
     await pause(CALL_POLL_MS);

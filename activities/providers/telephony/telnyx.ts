@@ -5,9 +5,15 @@
  * `TELNYX_MESSAGING_PROFILE_ID`, delivery receipts to our webhook with `org` and `ref` in its query);
  * outbound calls (`POST /calls` on the Call Control connection `TELNYX_CONNECTION_ID`, answering-machine
  * detection `detect`, our organization and reference in `client_state`), waited for until their
- * `call.hangup` webhook. Look-ups for performOnce: number orders by `customer_reference`; texts by the
- * receipts already stored for our message id (Telnyx lists no messages: otherwise it cannot tell);
- * calls by the reference their webhooks echoed.
+ * `call.hangup` webhook. A campaign call answered by a person (`call.answered`, then
+ * `call.machine.detection.ended` other than a machine) is connected to the campaign's agent with the
+ * Call Control command `POST /calls/{id}/actions/conversation_relay_start` (Telnyx "Conversation
+ * Relay": started "from TeXML or with a Programmable Voice command"; `command_id` makes a retried
+ * command a no-op), its WebSocket the relay of a call stored by `prepareCampaignCall`, which speaks the
+ * agent's greeting first; a call whose agent is no longer published is hung up. Look-ups for
+ * performOnce: number orders by `customer_reference`; texts by the receipts already stored for our message id (Telnyx lists no messages: otherwise it cannot tell);
+ * calls by the reference their webhooks echoed (a call found still up is connected to its agent as the
+ * dial would have).
  */
 import type Telnyx from 'telnyx';
 import { APIError } from 'telnyx';
@@ -17,7 +23,8 @@ import type { AvailableNumber } from '../../../schemas/types/numbers';
 import { ApiError } from '../../../domain/errors';
 import { areaCodeInfo } from '../../../domain/sms/nanp';
 import { logProviderRequest } from '../../../db/repositories/smsProviderEvents';
-import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall } from '../../../db/repositories/providerWebhooks';
+import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall, type ProviderCallRecord } from '../../../db/repositories/providerWebhooks';
+import { prepareCampaignCall } from '../../../services/voice/calls';
 import type { Lookup } from '../effects';
 import type { CallQuery, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter } from './index';
 import { providerCallbackUrl, requiredEnv, waitForCallEnd, withRateLimit } from './live';
@@ -38,6 +45,9 @@ export function parseTelnyxClientState(state: string | null | undefined): { org:
     return undefined;
   }
 }
+
+/** Answering-machine verdicts (`call.machine.detection.ended` `result`) that are not a person. */
+const TELNYX_MACHINE = /^(machine|fax)/i;
 
 /** US cents of a Telnyx decimal amount in dollars ("1.00" → 100). */
 function cents(amount: string | number | undefined): number {
@@ -157,13 +167,68 @@ export class TelnyxTelephony implements TelephonyAdapter {
     const id = r.data?.call_control_id;
     if (!id) throw new Error('Telnyx answered the dial without a call_control_id');
     await recordProviderCall(this.db, orgId, { provider: TELNYX_PROVIDER, providerCallId: id, reference: call.idempotencyKey, from: call.from, to: call.to });
-    return waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, id);
+    return waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, id, undefined, this.connectOnceAnswered(orgId, call));
+  }
+
+  /** The progress hook of a dial's wait: connects its answered campaign call to the agent, once. */
+  private connectOnceAnswered(orgId: string, call: OutgoingCall): (c: ProviderCallRecord) => Promise<void> {
+    let connected = false;
+    return async (c) => {
+      if (connected || !call.campaignId || c.status !== 'answered' || !c.answeredBy) return;
+      connected = true;
+      await this.connectToAgent(orgId, call, c);
+    };
+  }
+
+  /**
+   * Hands an answered campaign call (a person, by answering-machine detection) to its agent: the call
+   * is stored by `prepareCampaignCall` and Telnyx is told to start the ConversationRelay on it
+   * (`conversation_relay_start`, `command_id` per dial so a repeated command is ignored). A machine is
+   * left to the voicemail outcome; an agent no longer published hangs the call up.
+   */
+  private async connectToAgent(orgId: string, call: OutgoingCall, c: ProviderCallRecord): Promise<void> {
+    if (TELNYX_MACHINE.test(c.answeredBy ?? '')) return;
+    const apiBaseUrl = `${this.config.publicBaseUrl.replace(/\/+$/, '')}/api/v1`;
+    const prepared = await prepareCampaignCall(this.db, apiBaseUrl, {
+      orgId,
+      agentId: call.agentId,
+      campaignId: call.campaignId!,
+      providerCallId: c.providerCallId,
+      provider: TELNYX_PROVIDER,
+      from: call.from,
+      to: call.to,
+    });
+    await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, prepared ? 'startConversationRelay' : 'hangup', { providerCallId: c.providerCallId, reference: call.idempotencyKey });
+    if (!prepared) {
+      await this.call(() => this.client.calls.actions.hangup(c.providerCallId, { command_id: `hangup:${call.idempotencyKey}` }));
+      return;
+    }
+    const agent = prepared.agent;
+    try {
+      await this.call(() =>
+        this.client.calls.actions.startConversationRelay(c.providerCallId, {
+          url: prepared.relayUrl,
+          language: agent?.language,
+          dtmf_detection: agent?.dtmf.enabled ?? true,
+          interruptible: 'any',
+          custom_parameters: { callId: prepared.call.id },
+          command_id: `relay:${call.idempotencyKey}`,
+        }),
+      );
+    } catch (err) {
+      // Refused (the callee hung up meanwhile: Telnyx's 422 "call has already ended"): the dial still
+      // follows the call to its end by its webhooks; the refusal stays in the request log.
+      if (!(err instanceof APIError)) throw err;
+      await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'startConversationRelay refused', { providerCallId: c.providerCallId, status: err.status, error: telnyxErrorText(err) });
+    }
   }
 
   async findCall(orgId: string, q: CallQuery): Promise<Lookup<DialResult>> {
     const c = await findProviderCallByReference(this.db, orgId, TELNYX_PROVIDER, q.reference);
     if (!c) return { cannotTell: 'Telnyx lists no ended calls by client_state and no webhook of this call has arrived' };
-    const ended = await waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, c.providerCallId);
+    // A retried dial whose call is still up connects it as the dial would have (the command's command_id makes a repeat a no-op).
+    const dial: OutgoingCall = { from: q.from, to: q.to, idempotencyKey: q.reference, agentId: q.agentId ?? '', campaignId: q.agentId ? q.campaignId : undefined };
+    const ended = await waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, c.providerCallId, undefined, this.connectOnceAnswered(orgId, dial));
     return { found: { ...ended, dialedNow: false } };
   }
 }

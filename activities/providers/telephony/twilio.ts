@@ -3,7 +3,8 @@
  * `twilio` SDK (API 2010-04-01): number search (`AvailablePhoneNumbers/US/Local`), purchase
  * (`IncomingPhoneNumbers`, our number id as `FriendlyName`, its SMS webhook ours and its voice webhook
  * the voice webhook URL) and release; texts (`Messages`, `StatusCallback` ours with `org` and `ref`);
- * outbound calls (`Calls`, `Url` = the voice webhook, `MachineDetection=Enable` with async AMD, status
+ * outbound calls (`Calls`, `Url` = the voice webhook — a campaign's with `org`, `agt` and `cmp` in its
+ * query, so the answered call is connected to the campaign's agent greeting first —, `MachineDetection=Enable` with async AMD, status
  * callbacks ours) waited for until `completed`. Look-ups for performOnce: numbers by `FriendlyName`;
  * texts by the receipts stored for our message id, else the list of messages from/to since the send
  * with the same body; calls by the reference their callbacks echoed, else the list from/to since the dial.
@@ -124,7 +125,8 @@ export class TwilioTelephony implements TelephonyAdapter {
       this.client.calls.create({
         from: call.from,
         to: call.to,
-        url: voiceWebhookUrl(this.config, TWILIO_PROVIDER),
+        // A campaign call names its campaign and agent in the URL Twilio signs: the webhook then has the agent greet first.
+        url: voiceWebhookUrl(this.config, TWILIO_PROVIDER, call.campaignId ? { org: orgId, agt: call.agentId, cmp: call.campaignId } : {}),
         method: 'POST',
         statusCallback,
         statusCallbackMethod: 'POST',
