@@ -7,8 +7,9 @@
  *   conversation id); a second end, a second start or a duplicate workflow finds it and does nothing.
  * - Never fails the end: every error (LLM, unreadable answer, vanished version) is stored as a `failed` analysis
  *   with its reason, and `analyzeAfterEnd` swallows what is left.
- * - Where: with a Temporal client, the workflow `conversation-analysis/{conversationId}` runs it on the worker;
- *   without one (or when the start fails) it runs inline, after the end is stored.
+ * - Where: an end by request (`POST /chat/sessions/{id}/end`) with a Temporal client starts the workflow
+ *   `conversation-analysis/{conversationId}` on the worker; otherwise (no client, the start failed, an end inside a
+ *   turn, a relay socket that closed, the call workflow closing a call) it runs inline in that process.
  * - Not analysed: simulations, `/chat/completions` exchanges (one stateless request each) and campaign dials that
  *   never reached the relay (mode `none`: no transcript).
  */

@@ -315,9 +315,10 @@ export async function sendMessage(
     if (now?.status === 'ended') throw new ApiError(409, 'conversation_ended', `The conversation ended (${now.endReason ?? 'ended'}); start a new one`);
     throw new ApiError(409, 'conversation_busy', 'Another message of this conversation was answered meanwhile; send this one again');
   }
-  // A turn that ended the conversation (end_call, transfer, a guardrail) is analysed like any other end, without
-  // holding the reply back (a caller on the line waits for the relay's `end`); analyzeAfterEnd never rejects.
-  if (stored.conversation.status === 'ended') void analyzeAfterEnd(deps, stored.conversation);
+  // A turn that ended the conversation (end_call, transfer, a guardrail) is analysed like any other end, in the
+  // background of this process without holding the reply back (a caller on the line waits for the relay's `end`);
+  // analyzeAfterEnd never rejects.
+  if (stored.conversation.status === 'ended') void analyzeAfterEnd({ db: deps.db, llm: deps.llm }, stored.conversation);
   const reply = [...stored.messages].reverse().find((m) => m.role === 'assistant' && m.content !== null && !m.toolCalls) ?? null;
   return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result };
 }

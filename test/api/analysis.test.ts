@@ -7,12 +7,14 @@
 import { expect } from 'chai';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { until } from '../helpers/wait';
+import { testTemporal } from '../helpers/temporal';
 import { publishDraft } from './agents-fixtures';
 import { createActivities } from '../../activities';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { getConversation } from '../../db/repositories/conversations';
 import { finishConversation } from '../../services/conversations/service';
-import { LlmProviderError } from '../../activities/providers/llm';
+import { createLlm, LlmProviderError } from '../../activities/providers/llm';
+import { analyzeConversation } from '../../services/conversations/analysis';
 import type { LlmProvider } from '../../domain/conversations/llm';
 
 const FIELDS = [
@@ -138,6 +140,25 @@ describe('post-conversation analysis', () => {
     expect(events[0].data).to.include({ status: 'failed', error: 'the LLM answered 503' });
   });
 
+  it('leaves a running analysis to its owner, and a retried activity takes over one its dead attempt left running', async () => {
+    const agent = await newAgent({ name: 'Retake', analysis: { fields: FIELDS } });
+    await publishDraft(t.db, org, agent.id, 'r1');
+    const id = await start(agent.id);
+    await say(id, 'tier check, thanks');
+    await t.db('conversations').where({ id }).update({ status: 'ended', end_reason: 'ended_by_api', ended_at: t.db.fn.now() });
+    // An attempt claimed the row and died before finishing.
+    await t.db('conversation_analyses').insert({ org_id: org.orgId, conversation_id: id, status: 'running' });
+    const llm = createLlm({});
+    expect(await analyzeConversation({ db: t.db, llm }, org.orgId, id)).to.include({ status: 'running' });
+    expect(await analyzeConversation({ db: t.db, llm }, org.orgId, id, { retake: true })).to.include({ status: 'completed', outcome: 'resolved' });
+    // Finished: a retake changes nothing more.
+    expect(await analyzeConversation({ db: t.db, llm }, org.orgId, id, { retake: true })).to.include({ status: 'completed' });
+    expect(await analyzedEvents(id)).to.have.length(1);
+    // Another organization's id is not found.
+    const other = await t.org('Other retake');
+    expect(await analyzeConversation({ db: t.db, llm }, other.orgId, id, { retake: true })).to.equal(undefined);
+  });
+
   it('does not analyse simulations', async () => {
     const agent = await newAgent({ name: 'Sim', analysis: { fields: FIELDS } });
     const res = await t.call('POST', '/chat/sessions', { key: org.key, json: { agentId: agent.id, draftMode: true } });
@@ -171,5 +192,7 @@ describe('post-conversation analysis on the worker (conversation-analysis/{id})'
     expect(a.fields).to.deep.equal({ appointment_date: '2026-12-24' });
     const events = await t.db('events').where({ org_id: org.orgId, type: 'conversation.analyzed' }).select('data');
     expect(events).to.have.length(1);
+    // The workflow finishes before its worker stops (nothing is left on a queue nobody polls).
+    expect(await (await testTemporal()).client.workflow.getHandle(`conversation-analysis/${id}`).result()).to.equal('completed');
   });
 });
