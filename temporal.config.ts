@@ -33,6 +33,8 @@ export const workflowIds = {
   recordsSync: (connectionId: string) => `records-sync/${connectionId}`,
   /** The lifecycle of one phone call (README "Voice calls"). */
   voiceCall: (callId: string) => `voice-call/${callId}`,
+  /** The post-conversation analysis of one conversation (README "Conversation analysis"). */
+  conversationAnalysis: (conversationId: string) => `conversation-analysis/${conversationId}`,
   /** One webhook delivery with its retries. */
   webhookDelivery: (deliveryId: string) => `webhook-delivery/${deliveryId}`,
   /** One report export, on demand or on its schedule (`POST /reports`). */

@@ -6,6 +6,8 @@ import type { Db } from '../db';
 import { advanceVoiceCall, getVoiceCall } from '../db/repositories/voiceCalls';
 import { completeCall, prepareCampaignCall, type CampaignCallDial } from '../services/voice/calls';
 import { RelayClient } from './providers/telephony/sandboxCaller';
+import { createLlm } from './providers/llm';
+import type { LlmProvider } from '../domain/conversations/llm';
 
 /** What the sandbox callee of a campaign call says, line by line, before hanging up. */
 export const SANDBOX_CALLEE_SCRIPT = ['Hello, who is this?', 'Thanks for letting me know. Goodbye.'];
@@ -42,7 +44,8 @@ export interface CallRef {
 }
 
 /** The voice activities. */
-export function createVoiceActivities(deps: { db: Db }) {
+export function createVoiceActivities(deps: { db: Db }, providers: { llm?: LlmProvider } = {}) {
+  let llm = providers.llm;
   return {
     /** Stores the call answered (from `ringing` only). */
     async markCallAnswered(ref: CallRef): Promise<void> {
@@ -54,7 +57,7 @@ export function createVoiceActivities(deps: { db: Db }) {
     },
     /** The call ended: stored completed, minutes charged once, its conversation closed (services/voice/calls.ts completeCall). */
     async completeVoiceCall(ref: CallRef & { durationSeconds: number }): Promise<{ minutes: number }> {
-      const out = await completeCall(deps.db, ref.orgId, ref.callId, ref.durationSeconds);
+      const out = await completeCall(deps.db, ref.orgId, ref.callId, ref.durationSeconds, { db: deps.db, llm: (llm ??= createLlm()) });
       return { minutes: out?.minutes ?? 0 };
     },
   };

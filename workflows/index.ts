@@ -14,3 +14,4 @@ export { billingMonth } from './billingMonth';
 export { reportExport } from './reportExport';
 export { recordsSync } from './recordsSync';
 export { voiceCall } from './voiceCall';
+export { conversationAnalysis } from './conversationAnalysis';

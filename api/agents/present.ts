@@ -16,6 +16,7 @@ export function toAgentView(a: AgentRecord): Agent {
     voiceId: a.voiceId,
     dtmf: effectiveDtmf(a.dtmf),
     variables: a.variables,
+    analysis: a.analysis,
     attachments: {
       skills: a.skills,
       playbooks: a.playbooks,

@@ -21,6 +21,7 @@ import { getVersion, listVersions, publishedWithKey, rollbackTo, type PublishOut
 import type { AgentCreate, AgentPatch, AgentVariable, PublishRequest, RollbackRequest } from '../../schemas/types/agents';
 import { compileDraft, publishRequestHash } from '../../domain/agents/compile';
 import { diffSnapshots } from '../../domain/agents/diff';
+import { analysisFieldErrors } from '../../domain/conversations/analysis';
 import { etag, expectedVersion, rethrowDuplicate, versionConflict } from '../agents/http';
 import { orgOf, pageParams, paged, requireTemporal } from '../http';
 import { toAgentView } from '../agents/present';
@@ -30,6 +31,16 @@ import { DEFAULT_LANGUAGE, findVoice, isSupportedLanguage, SPEECH_ENGINE_LANGUAG
 /** Path parameter of the current route. */
 export function param(ctx: AppContext, name: string): string {
   return String((ctx as unknown as { params: Record<string, string> }).params[name]);
+}
+
+/**
+ * Errors of a create or update body beyond its schema: repeated variable names, and the analysis fields'
+ * rules (domain/conversations/analysis.ts `analysisFieldErrors`; README "Conversation analysis").
+ */
+function bodyFieldErrors(body: AgentPatch | undefined): FieldError[] {
+  const fields = body?.analysis?.fields;
+  const analysis = Array.isArray(fields) && fields.every((f) => f && typeof f === 'object' && typeof f.name === 'string') ? analysisFieldErrors(fields) : [];
+  return [...duplicateVariables(body?.variables), ...analysis];
 }
 
 /** `variables[<name>]` errors for repeated variable names (README "API notes": agent fields). */
@@ -77,7 +88,7 @@ export const listAgents: Handler = async (ctx, { db }) => {
 /** POST /agents: creates an agent at draft version 1 (409 duplicate_name, 422 unsupported_language). */
 export const createAgent: Handler = async (ctx, { db }) => {
   const raw = ctx.request.body as unknown;
-  const errors = mergeFieldErrors(schemaErrors('AgentCreate', raw), duplicateVariables((raw as AgentCreate | undefined)?.variables));
+  const errors = mergeFieldErrors(schemaErrors('AgentCreate', raw), bodyFieldErrors(raw as AgentCreate | undefined));
   if (errors.length) throw validationError(errors);
   const body = raw as AgentCreate;
   const language = body.language ?? DEFAULT_LANGUAGE;
@@ -107,7 +118,7 @@ export const updateAgent: Handler = async (ctx, { db }) => {
   const id = param(ctx, 'id');
   const expected = expectedVersion(ctx, true);
   const raw = ctx.request.body as unknown;
-  const errors = mergeFieldErrors(schemaErrors('AgentPatch', raw), duplicateVariables((raw as AgentPatch | undefined)?.variables));
+  const errors = mergeFieldErrors(schemaErrors('AgentPatch', raw), bodyFieldErrors(raw as AgentPatch | undefined));
   if (errors.length) throw validationError(errors);
   const body = raw as AgentPatch;
   const current = await findAgent(db, orgId, id);
@@ -273,9 +284,9 @@ export const handlers = {
 /** Schemas of this area's operations (merged into the route table). */
 export const routeSchemas = {
   listAgents: { responseSchema: 'AgentPage' },
-  createAgent: { requestSchema: 'AgentCreate', responseSchema: 'Agent', bodyChecks: (b: Record<string, any>) => duplicateVariables(b.variables) },
+  createAgent: { requestSchema: 'AgentCreate', responseSchema: 'Agent', bodyChecks: (b: Record<string, any>) => bodyFieldErrors(b) },
   getAgent: { responseSchema: 'Agent' },
-  updateAgent: { requestSchema: 'AgentPatch', responseSchema: 'Agent', bodyChecks: (b: Record<string, any>) => duplicateVariables(b.variables) },
+  updateAgent: { requestSchema: 'AgentPatch', responseSchema: 'Agent', bodyChecks: (b: Record<string, any>) => bodyFieldErrors(b) },
   publishAgent: { requestSchema: 'PublishRequest', responseSchema: 'AgentVersion' },
   rollbackAgent: { requestSchema: 'RollbackRequest', responseSchema: 'Agent' },
   listAgentVersions: { responseSchema: 'AgentVersionPage' },

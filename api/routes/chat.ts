@@ -73,9 +73,10 @@ export const getChatSession: Handler = async (ctx, { db }) => {
 };
 
 /** POST /chat/sessions/{id}/end (endChatSession, chat:write) → the ended session (ending twice is a no-op). */
-export const endChatSession: Handler = async (ctx, { db }) => {
-  const c = await requireConversation(db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS);
-  return { data: toChatSession(await finishConversation(db, c, 'ended_by_user')) };
+export const endChatSession: Handler = async (ctx, deps) => {
+  const c = await requireConversation(deps.db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS);
+  // The post-conversation analysis runs once (README "Conversation analysis"); it never fails the end.
+  return { data: toChatSession(await finishConversation(deps.db, c, 'ended_by_user', { ...conversationDeps(deps), log: ctx.state.log })) };
 };
 
 /** True when the client asked for Server-Sent Events. */

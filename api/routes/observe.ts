@@ -9,6 +9,7 @@ import { orgOf, pageParams, paged } from '../http';
 import { notFound, validationError, type FieldError } from '../../domain/errors';
 import { analytics, conversationReceipts, getConversationSummary, listConversations, transcriptMessages, type ConversationFilters } from '../../db/repositories/observe';
 import { requireAgent } from '../agents/http';
+import { getAnalysis } from '../../db/repositories/conversationAnalyses';
 import type { ConversationReceipt, ConversationTranscript } from '../../schemas/types/observe';
 
 const CHANNELS = ['chat', 'web', 'sms', 'voice'] as const;
@@ -69,7 +70,13 @@ async function requireSummary(ctx: AppContext, db: Parameters<Handler>[1]['db'])
 export const getTranscript: Handler = async (ctx, { db }) => {
   const c = await requireSummary(ctx, db);
   const full = ctx.state.auth!.scopes.has('calls:read');
-  const data: ConversationTranscript = { conversation: c, redacted: !full, messages: full ? await transcriptMessages(db, orgOf(ctx), c) : [] };
+  const data: ConversationTranscript = {
+    conversation: c,
+    redacted: !full,
+    messages: full ? await transcriptMessages(db, orgOf(ctx), c) : [],
+    // The whole analysis quotes the conversation: shown with the transcript only (spec "Scope rules" 4).
+    analysis: full && c.analysis ? ((await getAnalysis(db, orgOf(ctx), c.id)) ?? null) : null,
+  };
   return { data };
 };
 

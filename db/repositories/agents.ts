@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
-import type { AgentVariable, CallerVerification, Guardrails, WidgetSettings } from '../../schemas/types/agents';
+import type { AgentVariable, AnalysisSettings, CallerVerification, Guardrails, WidgetSettings } from '../../schemas/types/agents';
 import { iso } from '../timestamps';
 import type { AgentProfile, AgentRecord, DraftBundle, KnowledgeSourceSummary } from '../../domain/agents/types';
 import { variableRefs } from './variables';
@@ -34,11 +34,12 @@ const FIELD_COLUMNS = {
   guardrails: 'guardrails',
   callerVerification: 'caller_verification',
   widget: 'widget',
+  analysis: 'analysis',
 } as const;
-const JSON_FIELDS = new Set(['dtmf', 'variables', 'guardrails', 'callerVerification', 'widget']);
+const JSON_FIELDS = new Set(['dtmf', 'variables', 'guardrails', 'callerVerification', 'widget', 'analysis']);
 
 /** Editable agent fields. */
-export type AgentFields = Partial<AgentProfile & { guardrails: Guardrails; callerVerification: CallerVerification; widget: WidgetSettings }>;
+export type AgentFields = Partial<AgentProfile & { guardrails: Guardrails; callerVerification: CallerVerification; widget: WidgetSettings; analysis: AnalysisSettings }>;
 
 /** The name is taken by another agent of the organization (maps to 409 `duplicate_name`). */
 export class DuplicateNameError extends Error {
@@ -105,6 +106,7 @@ async function attach(conn: Conn, orgId: string, rows: any[]): Promise<AgentReco
     guardrails: r.guardrails,
     callerVerification: r.caller_verification,
     widget: r.widget ?? {},
+    analysis: r.analysis ?? { fields: [] },
     version: r.version,
     publishedVersionId: r.published_version_id ?? null,
     publishedVersionNumber: r.published_number ?? null,

@@ -58,13 +58,17 @@ export async function listConversations(db: Db, orgId: string, f: ConversationFi
   const add = (sql: string, ...v: any[]) => (where.push(sql), binds.push(...v));
   // Runtime conversations and calls.
   const conv = `SELECT c.id, c.channel, c.agent_id, c.status, c.simulation, c.started_at, c.ended_at, c.message_count, c.campaign_id,
-                       c.counterpart, c.outcome, c.duration_seconds, c.end_reason, c.version_id, c.prompt_tokens + c.completion_tokens AS tokens
-                  FROM conversations c WHERE c.org_id = ?`;
+                       c.counterpart, c.outcome, c.duration_seconds, c.end_reason, c.version_id, c.prompt_tokens + c.completion_tokens AS tokens,
+                       a.status AS analysis_status, a.outcome AS analysis_outcome, a.sentiment AS analysis_sentiment
+                  FROM conversations c
+                  LEFT JOIN conversation_analyses a ON a.conversation_id = c.id AND a.org_id = c.org_id
+                 WHERE c.org_id = ?`;
   // SMS threads: one row per (our number, counterpart); the agent is the number's.
   const sms = `SELECT 'smt_' || translate(rtrim(replace(encode(convert_to(t.ours || ':' || t.theirs, 'UTF8'), 'base64'), E'\\n', ''), '='), '+/', '-_') AS id,
                       'sms' AS channel, n.agent_id, 'active' AS status, false AS simulation, t.started_at, t.last_at AS ended_at,
                       t.message_count, NULL AS campaign_id, t.theirs AS counterpart, NULL AS outcome, NULL::int AS duration_seconds,
-                      NULL AS end_reason, NULL AS version_id, 0 AS tokens
+                      NULL AS end_reason, NULL AS version_id, 0 AS tokens,
+                      NULL AS analysis_status, NULL AS analysis_outcome, NULL AS analysis_sentiment
                  FROM (SELECT ${OURS} AS ours, ${THEIRS} AS theirs, min(m.created_at) AS started_at, max(m.created_at) AS last_at, count(*)::int AS message_count
                          FROM sms_messages m WHERE m.org_id = ? GROUP BY 1, 2) t
                  LEFT JOIN phone_numbers n ON n.org_id = ? AND n.e164 = t.ours AND n.status = 'purchased'`;
@@ -110,6 +114,7 @@ function toSummary(r: any): ConversationSummary {
     messageCount: r.message_count,
     ...fromNullableColumns(r, ['campaignId', 'counterpart', 'outcome', 'endReason', 'versionId']),
     totalTokens: Number(r.tokens ?? 0),
+    analysis: r.analysis_status ? { status: r.analysis_status, outcome: r.analysis_outcome ?? null, sentiment: r.analysis_sentiment ?? null } : null,
   };
 }
 
@@ -126,9 +131,16 @@ export async function getConversationSummary(db: Db, orgId: string, id: string):
     if (!r || !r.message_count) return undefined;
     return toSummary({ id, channel: 'sms', agent_id: r.agent_id, status: 'active', simulation: false, started_at: r.started_at, ended_at: r.last_at, message_count: r.message_count, counterpart: thread.counterpart, tokens: 0 });
   }
-  const r = await db('conversations')
-    .where({ org_id: orgId, id })
-    .first('id', 'channel', 'agent_id', 'status', 'simulation', 'started_at', 'ended_at', 'message_count', 'campaign_id', 'counterpart', 'outcome', 'duration_seconds', 'end_reason', 'version_id', db.raw('prompt_tokens + completion_tokens AS tokens'));
+  const r = await db('conversations as c')
+    .leftJoin('conversation_analyses as a', (j) => j.on('a.conversation_id', 'c.id').andOn('a.org_id', 'c.org_id'))
+    .where({ 'c.org_id': orgId, 'c.id': id })
+    .first(
+      ...['id', 'channel', 'agent_id', 'status', 'simulation', 'started_at', 'ended_at', 'message_count', 'campaign_id', 'counterpart', 'outcome', 'duration_seconds', 'end_reason', 'version_id'].map((col) => `c.${col}`),
+      db.raw('c.prompt_tokens + c.completion_tokens AS tokens'),
+      'a.status as analysis_status',
+      'a.outcome as analysis_outcome',
+      'a.sentiment as analysis_sentiment',
+    );
   return r ? toSummary(r) : undefined;
 }
 

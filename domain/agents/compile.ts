@@ -17,6 +17,7 @@ import type {
   PlaybookGraph,
   ReportWarning,
   WidgetSettings,
+  AnalysisSettings,
 } from '../../schemas/types/agents';
 import type { FieldError } from '../errors';
 import { validatePlaybookGraph } from './playbookGraph';
@@ -98,6 +99,8 @@ export interface CompiledAgent extends Pick<Agent, 'name' | 'description' | 'per
   knowledge: { id: string; title: string; kind: string | null; chunkCount: number }[];
   /** Widget settings (absent in versions published before widgets existed: the defaults apply). */
   widget?: WidgetSettings;
+  /** Extraction fields of the post-conversation analysis (absent in versions published before analysis existed: none). */
+  analysis?: AnalysisSettings;
   /**
    * Organization variables the version refers to (absent when none): a non-secret one with the value
    * published (already put in place of its references), a secret one by id only — its value is never
@@ -235,6 +238,7 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
     guardrails,
     callerVerification,
     widget: effectiveWidget(agent.widget),
+    analysis: { fields: agent.analysis?.fields ?? [] },
     knowledge: bundle.knowledge
       .filter((k: KnowledgeSourceSummary) => k.status === 'ready')
       .map((k) => ({ id: k.id, title: k.title, kind: k.kind, chunkCount: k.chunkCount })),

@@ -9,6 +9,9 @@ import type { OrgVariableRef } from '../settings/variables';
 /** The draft's own profile fields, as the API shows them (schemas/types/agents.ts Agent). */
 export type AgentProfile = Pick<Agent, 'name' | 'description' | 'persona' | 'instructions' | 'greeting' | 'language' | 'voiceId' | 'dtmf' | 'variables'>;
 
+/** Stored extraction fields of the post-conversation analysis (`{fields: []}` by default). */
+export type AgentAnalysis = Agent['analysis'];
+
 /** A stored agent draft, camelCase, with what is attached to it. */
 export interface AgentRecord extends AgentProfile {
   id: string;
@@ -18,6 +21,8 @@ export interface AgentRecord extends AgentProfile {
   callerVerification: Partial<CallerVerification>;
   /** Stored widget settings; `{}` until first PUT. */
   widget: Partial<WidgetSettings>;
+  /** Extraction fields of the post-conversation analysis (README "Conversation analysis"). */
+  analysis: AgentAnalysis;
   version: number;
   publishedVersionId: string | null;
   publishedVersionNumber: number | null;

@@ -3,6 +3,7 @@
  * tool calls, streamed deltas, token usage — OpenAI API reference "Chat Completions"), stated here so the
  * pure runtime and every LLM adapter (activities/providers/llm) share one shape.
  */
+import type { AnalysisRequest } from './analysis';
 
 /** Author of a message, as in the chat-completions API. */
 export type LlmRole = 'system' | 'user' | 'assistant' | 'tool';
@@ -62,6 +63,8 @@ export interface SandboxHints {
   refusal?: string;
   /** A playbook `say` node: said verbatim. */
   say?: string;
+  /** A post-conversation analysis is asked for: the sandbox answers its JSON from this transcript (README "Sandbox LLM"). */
+  analysis?: AnalysisRequest;
 }
 
 /** One chat-completions request. */
@@ -74,6 +77,8 @@ export interface LlmRequest {
   temperature?: number;
   /** Upper bound of completion tokens. */
   maxTokens?: number;
+  /** `json_object`: the answer must be one JSON object (chat-completions `response_format`, "JSON mode"). */
+  responseFormat?: 'json_object';
   /** Only the sandbox reads these. */
   hints?: SandboxHints;
   /** Aborts the request; the promise or stream rejects with the signal's reason. */

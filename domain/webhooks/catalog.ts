@@ -24,6 +24,7 @@ export const EVENT_CATALOG: readonly EventTypeInfo[] = [
   { type: 'call.completed', schema: 'CallCompletedEventData', description: 'A call ended' },
   { type: 'conversation.started', schema: 'ConversationStartedEventData', description: 'A conversation began (chat, widget, SMS, voice or a simulation)' },
   { type: 'conversation.ended', schema: 'ConversationEndedEventData', description: 'A conversation ended, with why and its message and token counts' },
+  { type: 'conversation.analyzed', schema: 'ConversationAnalyzedEventData', description: 'The post-conversation analysis of an ended conversation finished: summary, outcome, sentiment and extracted fields (or failed)' },
   { type: 'message.created', schema: 'MessageCreatedEventData', description: 'A user or agent message of a conversation was stored (verbatim)' },
   { type: 'billing.wallet.low', schema: 'BillingWalletLowEventData', description: 'A usage charge took the wallet balance below its low-balance threshold (once per crossing)' },
   { type: 'invoice.finalized', schema: 'InvoiceFinalizedEventData', description: "A month's invoice was closed (once per organization and month)" },

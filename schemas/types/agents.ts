@@ -27,6 +27,30 @@ export interface AgentVariable {
 }
 
 /**
+ * One value the post-conversation analysis extracts from a transcript (README "Conversation analysis").
+ * @additionalProperties false
+ */
+export interface AnalysisField {
+  /** Key of the value in `analysis.fields`; unique per agent. @pattern ^[a-z][a-z0-9_]{0,63}$ */
+  name: string;
+  /** `date` is an ISO 8601 calendar date (`YYYY-MM-DD`); `enum` takes one of `values`. */
+  type: 'string' | 'number' | 'boolean' | 'date' | 'enum';
+  /** What the value means, shown to the model. @maxLength 500 */
+  description?: string;
+  /** The allowed values of an `enum` field (required for it, refused on other types). @minItems 1 @maxItems 50 */
+  values?: string[];
+}
+
+/**
+ * What the post-conversation analysis extracts besides its summary, outcome and sentiment.
+ * @additionalProperties false
+ */
+export interface AnalysisSettings {
+  /** @maxItems 30 */
+  fields: AnalysisField[];
+}
+
+/**
  * Request body of `POST /agents` (createAgent).
  * @additionalProperties false
  */
@@ -51,6 +75,8 @@ export interface AgentCreate {
   dtmf?: DtmfSettings;
   /** @maxItems 100 */
   variables?: AgentVariable[];
+  /** Extraction fields of the post-conversation analysis (README "Conversation analysis"). */
+  analysis?: AnalysisSettings;
 }
 
 /**
@@ -87,6 +113,7 @@ export interface Agent {
   voiceId: string | null;
   dtmf: DtmfSettings;
   variables: AgentVariable[];
+  analysis: AnalysisSettings;
   attachments: AgentAttachments;
   /** Draft version: starts at 1, +1 on every edit of the draft or its parts. */
   version: number;

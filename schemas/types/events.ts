@@ -17,6 +17,7 @@ export type WebhookEventType =
   | 'call.completed'
   | 'conversation.started'
   | 'conversation.ended'
+  | 'conversation.analyzed'
   | 'message.created'
   | 'billing.wallet.low'
   | 'invoice.finalized'
@@ -158,6 +159,28 @@ export interface ConversationEndedEventData {
   endedAt: string;
 }
 
+/**
+ * `conversation.analyzed`: the post-conversation analysis of an ended conversation finished (README
+ * "Conversation analysis"); `status: failed` carries `error` and no results.
+ */
+export interface ConversationAnalyzedEventData {
+  conversationId: string;
+  agentId: string;
+  channel: 'chat' | 'web' | 'sms' | 'voice';
+  status: 'completed' | 'failed';
+  summary: string | null;
+  /** `resolved`, `transferred`, `abandoned` or `unresolved`; null when failed. */
+  outcome: string | null;
+  sentiment: 'positive' | 'neutral' | 'negative' | null;
+  /** Extracted values by field name (only the valid ones). */
+  fields: Record<string, string | number | boolean>;
+  /** Why a value was dropped, one line each. */
+  notes: string[];
+  error: string | null;
+  /** @format date-time */
+  analyzedAt: string;
+}
+
 /** `message.created`: a user or agent message was stored (verbatim; tool exchanges are in the receipt). */
 export interface MessageCreatedEventData {
   conversationId: string;
@@ -249,6 +272,7 @@ export interface WebhookEventDataMap {
   'call.completed': CallCompletedEventData;
   'conversation.started': ConversationStartedEventData;
   'conversation.ended': ConversationEndedEventData;
+  'conversation.analyzed': ConversationAnalyzedEventData;
   'message.created': MessageCreatedEventData;
   'billing.wallet.low': BillingWalletLowEventData;
   'invoice.finalized': InvoiceFinalizedEventData;

@@ -29,6 +29,30 @@ export interface ConversationSummary {
   endReason: string | null;
   versionId: string | null;
   totalTokens: number;
+  /** The post-conversation analysis at a glance; null until it ran (and always for SMS threads). */
+  analysis: ConversationAnalysisBrief | null;
+}
+
+/** Outcome and sentiment of a conversation's analysis (the whole analysis is in the transcript). */
+export interface ConversationAnalysisBrief {
+  status: 'running' | 'completed' | 'failed';
+  /** `resolved`, `transferred`, `abandoned` or `unresolved`. */
+  outcome: string | null;
+  sentiment: 'positive' | 'neutral' | 'negative' | null;
+}
+
+/** The post-conversation analysis of an ended conversation (README "Conversation analysis"). */
+export interface ConversationAnalysis extends ConversationAnalysisBrief {
+  summary: string | null;
+  /** Extracted values by the agent's field names; invalid values are left out and named in `notes`. */
+  fields: Record<string, string | number | boolean>;
+  notes: string[];
+  /** Why a failed analysis failed. */
+  error: string | null;
+  /** The model that answered. */
+  model: string | null;
+  /** @format date-time */
+  analyzedAt: string | null;
 }
 
 /** One message of a transcript, verbatim. */
@@ -53,6 +77,8 @@ export interface ConversationTranscript {
    */
   redacted: boolean;
   messages: TranscriptMessage[];
+  /** The whole post-conversation analysis; null until it ran, and when redacted (it is read from the transcript). */
+  analysis: ConversationAnalysis | null;
 }
 
 /** Response data of `GET /conversations/{id}/receipt`: one receipt per turn (none for SMS threads and calls). */

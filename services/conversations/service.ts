@@ -37,6 +37,7 @@ import { createSkillRunner } from './skills';
 import { pinChecker, verifyCallerAtStart } from './callerVerification';
 import { callerIdentity, pinPrompt } from '../../domain/conversations/callerVerification';
 import { newId } from '../../db/ids';
+import { analyzeAfterEnd, type AnalysisDeps } from './analysis';
 
 /** Messages of history handed to each turn. */
 export const HISTORY_MESSAGES = 30;
@@ -331,6 +332,10 @@ export async function sendMessage(
     if (now?.status === 'ended') throw new ApiError(409, 'conversation_ended', `The conversation ended (${now.endReason ?? 'ended'}); start a new one`);
     throw new ApiError(409, 'conversation_busy', 'Another message of this conversation was answered meanwhile; send this one again');
   }
+  // A turn that ended the conversation (end_call, transfer, a guardrail) is analysed like any other end, in the
+  // background of this process without holding the reply back (a caller on the line waits for the relay's `end`);
+  // analyzeAfterEnd never rejects.
+  if (stored.conversation.status === 'ended') void analyzeAfterEnd({ db: deps.db, llm: deps.llm }, stored.conversation);
   const reply = [...stored.messages].reverse().find((m) => m.role === 'assistant' && m.content !== null && !m.toolCalls) ?? null;
   return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result };
 }
@@ -355,9 +360,12 @@ function turnCharges(c: ConversationRecord, result: TurnResult): UsageInput[] {
 }
 
 /**
- * Ends a conversation (idempotent: an ended one is returned unchanged).
+ * Ends a conversation (idempotent: an ended one is returned unchanged), then analyses it once when `analysis`
+ * is given (./analysis.ts `analyzeAfterEnd`: never throws, so the end never fails on it).
  * @param reason e.g. `ended_by_user`, `ended_by_api`
  */
-export async function finishConversation(db: Db, c: ConversationRecord, reason: EndReason): Promise<ConversationRecord> {
-  return (await endConversation(db, c.orgId, c.id, reason, onChange)) ?? c;
+export async function finishConversation(db: Db, c: ConversationRecord, reason: EndReason, analysis?: AnalysisDeps): Promise<ConversationRecord> {
+  const ended = (await endConversation(db, c.orgId, c.id, reason, onChange)) ?? c;
+  if (analysis) await analyzeAfterEnd(analysis, ended);
+  return ended;
 }

@@ -14,6 +14,7 @@ import { getConversation } from '../../db/repositories/conversations';
 import { amountFor, feeOf, PRICES } from '../../domain/billing/prices';
 import { recordUsage } from '../billing/usage';
 import { finishConversation } from '../conversations/service';
+import type { AnalysisDeps } from '../conversations/analysis';
 import { signRelayReference } from './reference';
 import type { CompiledAgent } from '../../domain/agents/compile';
 import { conversationVariables } from '../../domain/conversations/prompt';
@@ -106,10 +107,10 @@ export const CALL_MINUTES_FEE = feeOf(PRICES.voiceMinutes);
  * A call ended (the carrier's `completed` status with its duration): the call is stored `completed`,
  * its minutes are charged once (usage `voice_minutes`, deduplicated per call, rounded up to whole
  * minutes), and its conversation is closed if the relay did not close it (a socket that died without a
- * goodbye). Idempotent: a second run charges nothing and changes nothing.
+ * goodbye) and analysed once when `analysis` is given. Idempotent: a second run charges nothing and changes nothing.
  * @returns the minutes charged by this run (0 when charged before, or none connected), or null when the call does not exist
  */
-export async function completeCall(db: Db, orgId: string, callId: string, durationSeconds: number): Promise<{ minutes: number; chargedNow: boolean } | null> {
+export async function completeCall(db: Db, orgId: string, callId: string, durationSeconds: number, analysis?: AnalysisDeps): Promise<{ minutes: number; chargedNow: boolean } | null> {
   const call = await advanceVoiceCall(db, orgId, callId, { status: 'completed', durationSeconds });
   if (!call) return null;
   const seconds = call.durationSeconds ?? durationSeconds;
@@ -126,7 +127,7 @@ export async function completeCall(db: Db, orgId: string, callId: string, durati
   }
   if (call.conversationId) {
     const c = await getConversation(db, orgId, call.conversationId);
-    if (c && c.status === 'active') await finishConversation(db, c, 'ended_by_user');
+    if (c && c.status === 'active') await finishConversation(db, c, 'ended_by_user', analysis);
   }
   return { minutes, chargedNow };
 }

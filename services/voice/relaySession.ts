@@ -128,7 +128,7 @@ export class RelaySession {
     if (this.digitTimer) clearTimeout(this.digitTimer);
     this.queue = this.queue.then(async () => {
       if (this.conversation && this.conversation.status === 'active') {
-        this.conversation = await finishConversation(this.deps.db, this.conversation, 'ended_by_user');
+        this.conversation = await finishConversation(this.deps.db, this.conversation, 'ended_by_user', { db: this.deps.db, llm: this.deps.llm, log: this.log });
       }
       this.hooks.onClosed?.(this.grant, this.conversationId);
     }).catch((err) => this.log.error({ err, conversationId: this.conversationId }, 'relay: closing the conversation failed'));

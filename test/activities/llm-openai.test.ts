@@ -6,6 +6,7 @@
 import { expect } from 'chai';
 import { createLlm, LlmProviderError, type LlmMessage, type LlmStreamEvent, type LlmTool } from '../../activities/providers/llm';
 import { OpenAiLlm } from '../../activities/providers/llm/openai';
+import { analysisMessages, parseAnalysis } from '../../domain/conversations/analysis';
 import { answerWith, sendError, sendSse, startOpenAiStub, type OpenAiStub } from '../helpers/llm';
 
 async function collect(stream: AsyncIterable<LlmStreamEvent>): Promise<LlmStreamEvent[]> {
@@ -75,6 +76,29 @@ describe('OpenAI-compatible LLM adapter (README "Configuration": LLM_*)', () => 
       temperature: 0.2,
       max_tokens: 64,
       stream: false,
+    });
+  });
+
+  it('asks for JSON mode with response_format, and the analysis reads its answer (README "Conversation analysis")', async () => {
+    const answer = { summary: 'Booked a cleaning.', outcome: 'resolved', sentiment: 'positive', fields: { appointment_date: '2026-02-30', visit: 'cleaning' } };
+    stub = await startOpenAiStub(answerWith({ content: JSON.stringify(answer) }));
+    const fields = [
+      { name: 'appointment_date', type: 'date' as const },
+      { name: 'visit', type: 'enum' as const, values: ['cleaning', 'checkup'] },
+    ];
+    const req = { transcript: [{ speaker: 'user' as const, text: 'A cleaning on Feb 30 please' }], fields, endReason: 'ended_by_user' };
+    const res = await llmFor(stub).complete({ messages: analysisMessages(req), hints: { analysis: req }, temperature: 0, responseFormat: 'json_object' });
+    const body = stub.requests[0].body as Record<string, any>;
+    expect(body.response_format).to.deep.equal({ type: 'json_object' });
+    expect(body).to.not.have.property('hints');
+    expect(body.messages[1]).to.deep.equal({ role: 'user', content: 'User: A cleaning on Feb 30 please' });
+    expect(body.messages[0].content).to.include('JSON');
+    expect(parseAnalysis(res.content, fields)).to.deep.equal({
+      summary: 'Booked a cleaning.',
+      outcome: 'resolved',
+      sentiment: 'positive',
+      fields: { visit: 'cleaning' },
+      notes: ['appointment_date: dropped "2026-02-30" (not a YYYY-MM-DD date)'],
     });
   });
 

@@ -258,7 +258,7 @@ describe('chat sessions (sandbox LLM)', () => {
     expect(usage.map((u) => u.kind).sort()).to.deep.equal(['conversation_message', 'llm_tokens']);
     expect(usage.find((u) => u.kind === 'llm_tokens')!.quantity).to.equal(res.body.data.session.usage.totalTokens);
     const events = await t.db('events').where({ org_id: org.orgId }).whereRaw(`data->>'conversationId' = ?`, [s.id]).orderBy('created_at').select('type');
-    expect(events.map((e) => e.type)).to.deep.equal(['conversation.started', 'message.created', 'message.created', 'conversation.ended']);
+    expect(events.map((e) => e.type)).to.deep.equal(['conversation.started', 'message.created', 'message.created', 'conversation.ended', 'conversation.analyzed']);
   });
 
   it('charges each turn to the wallet with the turn (a ledger row per usage entry, running balance) and emits billing.wallet.low once on a crossing', async () => {

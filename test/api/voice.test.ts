@@ -164,6 +164,13 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
     expect(rec.lines.map((l) => l.text)).to.not.include('never sent');
     const { conversation } = await transcriptOf(callIdOf(rec.markup));
     expect(conversation.endReason).to.equal('transferred');
+    // The post-conversation analysis of a voice call (README "Conversation analysis").
+    const analysis = await until(async () => {
+      const res = await t.call('GET', `/conversations/${conversation.id}/transcript`, { key: org.key });
+      return res.body.data.analysis?.status === 'completed' ? res.body.data.analysis : undefined;
+    }, 10_000, 'the analysis');
+    expect(analysis).to.include({ outcome: 'transferred' });
+    expect(analysis.summary).to.match(/^The user wrote 1 message\(s\), first: "Please transfer to human now"/);
     const action = await postSandboxWebhook(`${t.api.baseUrl}/voice/sandbox/relay-ended`, { CallSid: rec.callSid, HandoffData: JSON.stringify(rec.handoff) });
     expect(action.status).to.equal(200);
     expect(action.text).to.contain('<Dial><Number>+12065550199</Number></Dial>');

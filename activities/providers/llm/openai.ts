@@ -5,6 +5,7 @@
  *
  * - Messages map to the wire as `{role, content, name?, tool_calls?: [{id, type: 'function', function: {name,
  *   arguments}}], tool_call_id?}`, tools as `{type: 'function', function: {name, description, parameters}}`,
+ *   `responseFormat: 'json_object'` as `response_format: {type: 'json_object'}`,
  *   `maxTokens` as `max_tokens` (the field every compatible server accepts) and the model defaults to LLM_MODEL.
  * - Streaming sends `stream: true, stream_options: {include_usage: true}`; text deltas are passed on as they come,
  *   tool-call deltas are accumulated by `index` (id and name arrive first, `arguments` in pieces) and emitted whole
@@ -196,6 +197,7 @@ export class OpenAiLlm implements LlmProvider {
     }
     if (req.temperature !== undefined) params.temperature = req.temperature;
     if (req.maxTokens !== undefined) params.max_tokens = req.maxTokens;
+    if (req.responseFormat === 'json_object') params.response_format = { type: 'json_object' };
     return params;
   }
 }

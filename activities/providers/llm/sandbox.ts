@@ -5,6 +5,7 @@
  * answer — ids included; nothing random, no clock.
  *
  * Rules, first match wins:
+ * 0. `hints.analysis` → the JSON of `sandboxAnalysis` (a post-conversation analysis read from the transcript);
  * 1. `hints.refusal` → said verbatim; 2. `hints.say` → verbatim;
  * 3. no user message yet and `hints.greeting` → the greeting verbatim;
  * 4. the last message(s) are `tool` results → one sentence summarising them (`toolResultSentence`);
@@ -21,6 +22,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { LlmMessage, LlmProvider, LlmRequest, LlmResponse, LlmStreamEvent, LlmTool, LlmToolCall, LlmUsage } from './index';
 import { countMessages, countTokens, encodeTokens, tokenPieces } from './tokens';
 import { decode } from 'gpt-tokenizer';
+import { fieldJsonSchema, type AnalysisRequest } from '../../../domain/conversations/analysis';
 
 /** Options of the sandbox LLM. */
 export interface SandboxLlmOptions {
@@ -104,6 +106,7 @@ export function sandboxAnswer(req: LlmRequest): LlmResponse {
     return { content: out, toolCalls: [], finishReason, usage: usage(messages, countTokens(out)), model };
   };
 
+  if (hints.analysis) return text(JSON.stringify(sandboxAnalysis(hints.analysis)));
   if (hints.refusal) return text(hints.refusal);
   if (hints.say) return text(hints.say);
   if (!hasUser && hints.greeting) return text(hints.greeting);
@@ -310,4 +313,39 @@ export function genericReply(messages: readonly LlmMessage[]): string {
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
   if (!lastUser) return 'Hello! How can I help you today?';
   return `I understand you said: "${excerpt(lastUser.content ?? '', EXCERPT_CHARS)}". How can I help further?`;
+}
+
+/** Words that make a user message count as positive (whole words, case-insensitive). */
+const POSITIVE = /\b(thanks|thank you|great|perfect|excellent|awesome|wonderful|happy|love|good|helpful|appreciate)\b/gi;
+/** Words that make a user message count as negative. */
+const NEGATIVE = /\b(angry|annoyed|awful|bad|terrible|horrible|hate|frustrated|frustrating|upset|useless|worst|ridiculous|disappointed)\b/gi;
+/** A last user message that closes the matter. */
+const CLOSING = /\b(thanks|thank you|that'?s all|perfect|great|bye|goodbye|solved|resolved)\b/i;
+
+/**
+ * Rule 0: a deterministic post-conversation analysis (README "Sandbox LLM"), from the user's lines only:
+ * - `outcome`: `transferred` when the end reason is `transferred`; `abandoned` with no user line; `resolved` when
+ *   the last user line thanks, says goodbye or that it is solved (`CLOSING`); otherwise `unresolved`;
+ * - `sentiment`: positive words minus negative words over all user lines (`POSITIVE`, `NEGATIVE`): > 0 positive,
+ *   < 0 negative, else neutral;
+ * - `summary`: `The user wrote N message(s), first: "<excerpt>"; the agent answered M time(s); ended: <reason>.`
+ *   (`The user said nothing; ended: <reason>.` with no user line);
+ * - `fields`: read from the user lines joined by newlines with `extractArguments` and the fields' JSON Schemas
+ *   (`name: value` pairs, else an ISO date for a date field, …); a value that does not convert is passed on as
+ *   written, so the analysis's type check drops it.
+ */
+export function sandboxAnalysis(req: AnalysisRequest): { summary: string; outcome: string; sentiment: string; fields: Record<string, unknown> } {
+  const user = req.transcript.filter((l) => l.speaker === 'user').map((l) => l.text);
+  const agentCount = req.transcript.length - user.length;
+  const reason = req.endReason ?? 'unknown';
+  const last = user[user.length - 1];
+  const outcome = req.endReason === 'transferred' ? 'transferred' : !last ? 'abandoned' : CLOSING.test(last) ? 'resolved' : 'unresolved';
+  const all = user.join('\n');
+  const score = (all.match(POSITIVE)?.length ?? 0) - (all.match(NEGATIVE)?.length ?? 0);
+  const sentiment = score > 0 ? 'positive' : score < 0 ? 'negative' : 'neutral';
+  const summary = user.length
+    ? `The user wrote ${user.length} message(s), first: "${excerpt(user[0], 120)}"; the agent answered ${agentCount} time(s); ended: ${reason}.`
+    : `The user said nothing; ended: ${reason}.`;
+  const schema = { type: 'object', properties: Object.fromEntries(req.fields.map((f) => [f.name, fieldJsonSchema(f)])) };
+  return { summary, outcome, sentiment, fields: user.length ? extractArguments(all, schema) : {} };
 }

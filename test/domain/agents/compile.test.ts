@@ -29,6 +29,7 @@ function agentRecord(over: Partial<AgentRecord> = {}): AgentRecord {
     guardrails: {},
     callerVerification: {},
     widget: {},
+    analysis: { fields: [] },
     version: 3,
     publishedVersionId: null,
     publishedVersionNumber: null,
