@@ -229,24 +229,30 @@ export abstract class Executions extends UserTimers {
     this.close(exec, Status.Failed, cronRun ? { continued: true } : { failure, retryState: d.retryState });
   }
 
+  /** The start request of a run's next run of the same workflow (a retry or the next cron run): its own start attributes, memo and search attributes. */
+  private sameRunRequest(exec: Execution) {
+    const s = exec.startAttrs;
+    return {
+      namespace: exec.namespace,
+      workflowId: exec.workflowId,
+      workflowType: s.workflowType,
+      taskQueue: s.taskQueue,
+      input: s.input,
+      workflowRunTimeout: s.workflowRunTimeout,
+      workflowTaskTimeout: s.workflowTaskTimeout,
+      retryPolicy: s.retryPolicy,
+      memo: { fields: exec.memo },
+      searchAttributes: { indexedFields: exec.searchAttributes },
+      header: s.header,
+      identity: s.identity,
+      cronSchedule: s.cronSchedule,
+    };
+  }
+
   protected retryRun(exec: Execution, backoffMs: number, failure: Failure | null | undefined): string {
     const s = exec.startAttrs;
     const { exec: next } = this.startWorkflow(
-      {
-        namespace: exec.namespace,
-        workflowId: exec.workflowId,
-        workflowType: s.workflowType,
-        taskQueue: s.taskQueue,
-        input: s.input,
-        workflowRunTimeout: s.workflowRunTimeout,
-        workflowTaskTimeout: s.workflowTaskTimeout,
-        retryPolicy: s.retryPolicy,
-        memo: { fields: exec.memo },
-        searchAttributes: { indexedFields: exec.searchAttributes },
-        header: s.header,
-        identity: s.identity,
-        cronSchedule: s.cronSchedule,
-      },
+      this.sameRunRequest(exec),
       {
         continuedFrom: exec.runId,
         firstRunId: exec.firstRunId,
@@ -275,21 +281,7 @@ export abstract class Executions extends UserTimers {
     const now = this.clock.now();
     if (exec.executionDeadline !== null && now >= exec.executionDeadline) return undefined;
     const { exec: next } = this.startWorkflow(
-      {
-        namespace: exec.namespace,
-        workflowId: exec.workflowId,
-        workflowType: s.workflowType,
-        taskQueue: s.taskQueue,
-        input: s.input,
-        workflowRunTimeout: s.workflowRunTimeout,
-        workflowTaskTimeout: s.workflowTaskTimeout,
-        retryPolicy: s.retryPolicy,
-        memo: { fields: exec.memo },
-        searchAttributes: { indexedFields: exec.searchAttributes },
-        header: s.header,
-        identity: s.identity,
-        cronSchedule: s.cronSchedule,
-      },
+      this.sameRunRequest(exec),
       {
         continuedFrom: exec.runId,
         firstRunId: exec.firstRunId,

@@ -15,7 +15,8 @@
 import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { ARTIFACTS, launchChromium } from '../helpers/chromium';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { serverNow, skipTime, testDevServer, testTemporal } from '../helpers/temporal';
 import { until } from '../helpers/wait';
@@ -27,12 +28,7 @@ import { COMPLETE_BRAND } from '../api/sms-fixtures';
 import { phone, untilLocal, useDialerEnv } from '../api/outbound-fixtures';
 import { workflowIds } from '../../temporal.config';
 
-const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts');
 
-function findChromium(): string | undefined {
-  const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
-  return candidates.find((p): p is string => !!p && fs.existsSync(p));
-}
 
 describe('the Temporal Web UI in headless Chromium', function () {
   this.timeout(300_000);
@@ -41,14 +37,8 @@ describe('the Temporal Web UI in headless Chromium', function () {
   const failedRequests: string[] = [];
 
   before(async function () {
-    const executablePath = findChromium();
-    if (!executablePath) {
-      if (process.env.CI) throw new Error('No Chromium found: .ci/run installs Debian\'s chromium; set CHROMIUM_PATH otherwise');
-      console.warn('    (skipped: no Chromium found; install Debian\'s chromium or set CHROMIUM_PATH)');
-      this.skip();
-    }
     await ensureUiBuilt();
-    browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    browser = await launchChromium(this);
     const server = await testDevServer();
     ui = await serveWebUi({ buildDir: UI_BUILD_DIR, httpApi: server.httpApi, host: '127.0.0.1', port: 0, defaultNamespace: 'default', version: webUiVersion() });
     fs.mkdirSync(ARTIFACTS, { recursive: true });

@@ -4,15 +4,11 @@
  * types a line and sees the streamed answer, spoken over the relay's ConversationRelay frames. Skipped
  * with a message when no Chromium is installed, except under CI.
  */
-import fs from 'node:fs';
 import { expect } from 'chai';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium';
 import { startTestApi, type TestApi } from '../helpers/api';
 
-function findChromium(): string | undefined {
-  const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
-  return candidates.find((p): p is string => !!p && fs.existsSync(p));
-}
 
 describe('the voice test page in headless Chromium', function () {
   this.timeout(120_000);
@@ -20,13 +16,7 @@ describe('the voice test page in headless Chromium', function () {
   let t: TestApi | undefined;
 
   before(async function () {
-    const executablePath = findChromium();
-    if (!executablePath) {
-      if (process.env.CI) throw new Error('No Chromium found; set CHROMIUM_PATH');
-      console.warn('    (skipped: no Chromium found; install Debian\'s chromium or set CHROMIUM_PATH)');
-      this.skip();
-    }
-    browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    browser = await launchChromium(this);
     t = await startTestApi('voicepage');
   });
   after(async () => {

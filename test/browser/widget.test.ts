@@ -12,18 +12,14 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
+import { ARTIFACTS, launchChromium } from '../helpers/chromium';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { createKnowledgeActivities } from '../../activities/knowledge';
 import { createSource } from '../../db/repositories/knowledge';
 import { createLogger } from '../../runtime';
 
-const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts');
 
-function findChromium(): string | undefined {
-  const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
-  return candidates.find((p): p is string => !!p && fs.existsSync(p));
-}
 
 describe('the widget in headless Chromium', function () {
   this.timeout(120_000);
@@ -33,13 +29,7 @@ describe('the widget in headless Chromium', function () {
   let pk = '';
 
   before(async function () {
-    const executablePath = findChromium();
-    if (!executablePath) {
-      if (process.env.CI) throw new Error('No Chromium found: .ci/run installs Debian\'s chromium; set CHROMIUM_PATH otherwise');
-      console.warn('    (skipped: no Chromium found; install Debian\'s chromium or set CHROMIUM_PATH)');
-      this.skip();
-    }
-    browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    browser = await launchChromium(this);
     t = await startTestApi('widgetbrowser');
     const org = await t.org('Browser Co');
     const agentId = (await t.call('POST', '/agents', { key: org.key, json: { name: 'Clinic', voiceId: 'voice_ava', greeting: 'Hello! Ask me anything about the clinic.' } })).body.data.id;

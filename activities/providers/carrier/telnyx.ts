@@ -15,13 +15,11 @@
  * and the campaign in `referenceId`, which `findBrand`/`findCampaign` look for on a retry.
  */
 import type Telnyx from 'telnyx';
-import type { Db } from '../../../db';
-import type { AppConfig } from '../../../config';
 import { getRegistration } from '../../../db/repositories/smsRegistrations';
 import { logProviderRequest } from '../../../db/repositories/smsProviderEvents';
 import type { Lookup } from '../effects';
-import { providerCallbackUrl, withRateLimit } from '../telephony/live';
-import { TELNYX_PROVIDER, telnyxClient, telnyxErrorText, telnyxRateLimit } from '../telephony/telnyxClient';
+import { providerCallbackUrl } from '../telephony/live';
+import { TELNYX_PROVIDER, TelnyxAdapterBase, telnyxErrorText } from '../telephony/telnyxClient';
 import type { CarrierAdapter, CarrierBrandRequest, CarrierCampaignRequest, CarrierStatus, CarrierSubmission } from './index';
 
 /** Normalized brand status of a Telnyx brand (`status`, `identityStatus`). */
@@ -60,22 +58,7 @@ export function telnyxRevision(iso: string | undefined | null): number {
 }
 
 /** The Telnyx CSP adapter. */
-export class TelnyxCarrier implements CarrierAdapter {
-  readonly provider = TELNYX_PROVIDER;
-  private readonly db: Db;
-  private readonly config: AppConfig;
-  private readonly client: Telnyx;
-
-  constructor(deps: { db: Db; config: AppConfig }, client: Telnyx = telnyxClient()) {
-    this.db = deps.db;
-    this.config = deps.config;
-    this.client = client;
-  }
-
-  private call<T>(fn: () => Promise<T>): Promise<T> {
-    return withRateLimit(telnyxRateLimit, fn);
-  }
-
+export class TelnyxCarrier extends TelnyxAdapterBase implements CarrierAdapter {
   async createOrUpdateBrand(orgId: string, brand: CarrierBrandRequest, existingBrandId?: string | null): Promise<CarrierSubmission> {
     const body = {
       country: brand.country,

@@ -17,8 +17,6 @@
  */
 import type Telnyx from 'telnyx';
 import { APIError } from 'telnyx';
-import type { Db } from '../../../db';
-import type { AppConfig } from '../../../config';
 import type { AvailableNumber } from '../../../schemas/types/numbers';
 import { ApiError } from '../../../domain/errors';
 import { areaCodeInfo } from '../../../domain/sms/nanp';
@@ -27,8 +25,8 @@ import { findProviderCallByReference, providerMessageIdByReference, recordProvid
 import { prepareCampaignCall } from '../../../services/voice/calls';
 import type { Lookup } from '../effects';
 import type { CallQuery, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter } from './index';
-import { providerCallbackUrl, requiredEnv, waitForCallEnd, withRateLimit } from './live';
-import { TELNYX_PROVIDER, telnyxClient, telnyxErrorText, telnyxRateLimit } from './telnyxClient';
+import { providerCallbackUrl, requiredEnv, waitForCallEnd } from './live';
+import { TELNYX_PROVIDER, TelnyxAdapterBase, telnyxErrorText } from './telnyxClient';
 
 /** `client_state` of a call: base64 of `{"org":…,"ref":…}` (Telnyx echoes it on every call webhook). */
 export function telnyxClientState(orgId: string, reference: string): string {
@@ -56,22 +54,7 @@ function cents(amount: string | number | undefined): number {
 }
 
 /** The Telnyx telephony adapter. */
-export class TelnyxTelephony implements TelephonyAdapter {
-  readonly provider = TELNYX_PROVIDER;
-  private readonly db: Db;
-  private readonly config: AppConfig;
-  private readonly client: Telnyx;
-
-  constructor(deps: { db: Db; config: AppConfig }, client: Telnyx = telnyxClient()) {
-    this.db = deps.db;
-    this.config = deps.config;
-    this.client = client;
-  }
-
-  private call<T>(fn: () => Promise<T>): Promise<T> {
-    return withRateLimit(telnyxRateLimit, fn);
-  }
-
+export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapter {
   async searchNumbers(orgId: string, areaCode: string, limit: number): Promise<AvailableNumber[]> {
     await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'searchNumbers', { areaCode, limit });
     const r = await this.call(() =>

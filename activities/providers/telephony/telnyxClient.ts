@@ -5,7 +5,9 @@
  * out by `withRateLimit`, anything else goes through performOnce's look-up).
  */
 import Telnyx, { APIError } from 'telnyx';
-import { requiredEnv, type RateLimitProbe } from './live';
+import type { Db } from '../../../db';
+import type { AppConfig } from '../../../config';
+import { requiredEnv, withRateLimit, type RateLimitProbe } from './live';
 
 /** Provider name of the Telnyx adapters (also the `{provider}` segment of their webhook path). */
 export const TELNYX_PROVIDER = 'telnyx';
@@ -43,5 +45,27 @@ export async function checkTelnyxCredentials(client: Telnyx = telnyxClient()): P
   } catch (err) {
     if (err instanceof APIError && (err.status === 401 || err.status === 403)) throw new Error(`TELNYX_API_KEY is refused by Telnyx (${err.status}); set a valid API v2 key`);
     throw new Error(`Telnyx credentials could not be checked: ${telnyxErrorText(err)}`);
+  }
+}
+
+/**
+ * What both Telnyx adapters (carrier and telephony) hold: the database for the provider request log, the
+ * configuration, and the SDK client, whose calls go through {@link withRateLimit} with Telnyx's 429 probe.
+ */
+export abstract class TelnyxAdapterBase {
+  readonly provider = TELNYX_PROVIDER;
+  protected readonly db: Db;
+  protected readonly config: AppConfig;
+  protected readonly client: Telnyx;
+
+  constructor(deps: { db: Db; config: AppConfig }, client: Telnyx = telnyxClient()) {
+    this.db = deps.db;
+    this.config = deps.config;
+    this.client = client;
+  }
+
+  /** Runs one SDK call, waiting out a 429 for its Retry-After (never repeating a write otherwise). */
+  protected call<T>(fn: () => Promise<T>): Promise<T> {
+    return withRateLimit(telnyxRateLimit, fn);
   }
 }
