@@ -23,6 +23,7 @@ import { getVoiceCall, linkCallConversation } from '../../db/repositories/voiceC
 import { getConversation } from '../../db/repositories/conversations';
 import { startConversation } from '../../services/conversations/service';
 import { workflowIds } from '../../temporal.config';
+import { until } from '../helpers/wait';
 import type { Client } from '@temporalio/client';
 
 describe('voice-call workflow (dev server, real SDK)', function () {
@@ -98,6 +99,10 @@ describe('voice-call workflow (dev server, real SDK)', function () {
     const to = await assignedNumber();
     const rec = await placeSandboxCall({ baseUrl: api.baseUrl, from: '+12065550151', to, script: [], durationSeconds: null });
     const callId = /name="callId" value="(call_\w+)"/.exec(rec.markup)![1];
+    // The relay of this call opened (and, at the caller's hang-up, ended) a conversation of its own; wait for
+    // that to settle so its late link cannot replace the one made below.
+    const relayConversation = await until(async () => (await getVoiceCall(db, org.orgId, callId))?.conversationId, 20_000, 'the relay conversation linked');
+    await until(async () => (await getConversation(db, org.orgId, relayConversation))?.status === 'ended' || undefined, 20_000, 'the relay conversation ended');
     // A conversation the relay opened on a process that then died: still active, linked to the call.
     const stored = (await getVoiceCall(db, org.orgId, callId))!;
     const { conversation } = await startConversation(db, org.orgId, { agentId, channel: 'voice', versionId: stored.versionId!, keyId: null });
