@@ -100,8 +100,8 @@ interface Figures {
   cpu?: Cpu;
 }
 
-/** Spawns a load generator and resolves once it is ready to start. */
-function startLoadGen(job: LoadJob): Promise<{ child: ChildProcess; go(): Promise<LoadResult> }> {
+/** Spawns a load generator (bench/loadgen.ts) and resolves once it is ready to start; `go()` starts it and resolves with its result. */
+export function startLoadGen(job: LoadJob): Promise<{ child: ChildProcess; go(): Promise<LoadResult> }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'loadgen.ts'), JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
     let out = '';

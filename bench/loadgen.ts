@@ -1,8 +1,9 @@
 /**
  * One load generator process of bench/http.ts (README "Benchmarks"), so the generators do not share an
  * event loop with each other, with the benchmark's parent or with the servers. Reads one JSON job from
- * argv[2]: `{ url, method?, body?, keys: string[], connections, seconds }` (each connection sends its own
- * key of `keys` as a Bearer token; none for an empty list), prints `READY`, waits for a line on stdin (so
+ * argv[2]: `{ url, method?, body?, keys: string[], connections, seconds, perConnection? }` (each connection sends
+ * its own key of `keys` as a Bearer token; none for an empty list; with `perConnection`, connection i cycles
+ * through the requests of `perConnection[i % length]` instead of `url`'s), prints `READY`, waits for a line on stdin (so
  * the parent starts every generator at once and reads CPU counters around the load only), runs autocannon
  * and prints one JSON line
  * `RESULT {requests, rps, p50, p99, errors, non2xx, cpuMs}`: `requests` counted, latencies in ms, and
@@ -19,6 +20,8 @@ export interface LoadJob {
   keys: string[];
   connections: number;
   seconds: number;
+  /** Per connection, the requests it cycles through (path relative to `url`'s origin, method, JSON body). */
+  perConnection?: { method: 'GET' | 'POST' | 'PUT'; path: string; body?: string }[][];
 }
 
 /** What a load generator prints after `RESULT `. */
@@ -35,10 +38,13 @@ export interface LoadResult {
 async function main(): Promise<void> {
   const job = JSON.parse(process.argv[2]) as LoadJob;
   let next = 0;
-  const setupClient = (client: { setHeaders(h: Record<string, string>): void }) => {
+  let conn = 0;
+  const setupClient = (client: { setHeaders(h: Record<string, string>): void; setRequests(r: object[]): void }) => {
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (job.keys.length) headers.authorization = `Bearer ${job.keys[next++ % job.keys.length]}`;
-    client.setHeaders(headers);
+    const own = job.perConnection?.[conn++ % job.perConnection.length];
+    if (own) client.setRequests(own.map((r) => ({ ...r, headers })));
+    else client.setHeaders(headers);
   };
   process.stdout.write('READY\n');
   await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));

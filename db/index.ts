@@ -37,13 +37,30 @@ export function prepared(sql: string): { name: string } {
 }
 
 /**
- * Opens a Knex pool on `databaseUrl`.
+ * The `plan_cache_mode` the pool's sessions run with (README "Configuration": PG_PLAN_CACHE_MODE, default
+ * `force_generic_plan`; empty leaves the server's setting). The hot statements are prepared ({@link prepared})
+ * and their parameters never change the best plan (index lookups by organization and id, full-text search
+ * over a materialized query), but Postgres's heuristic keeps re-planning some of them for every execution
+ * because a custom plan's estimate looks cheaper: planning then costs as much as executing.
+ */
+export function planCacheMode(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const mode = env.PG_PLAN_CACHE_MODE ?? 'force_generic_plan';
+  if (mode === '') return undefined;
+  if (!['auto', 'force_generic_plan', 'force_custom_plan'].includes(mode)) throw new Error(`PG_PLAN_CACHE_MODE must be auto, force_generic_plan or force_custom_plan (got ${mode})`);
+  return mode;
+}
+
+/**
+ * Opens a Knex pool on `databaseUrl`; its sessions use {@link planCacheMode} unless the URL sets `options`.
  * @param opts.poolMax largest number of connections (default 20)
+ * @throws when PG_PLAN_CACHE_MODE is not a valid mode
  */
 export function createDb(databaseUrl: string, opts: { poolMax?: number } = {}): Db {
+  const mode = planCacheMode();
+  const ownOptions = new URL(databaseUrl).searchParams.has('options');
   return knexFactory({
     client: 'pg',
-    connection: databaseUrl,
+    connection: mode && !ownOptions ? { connectionString: databaseUrl, options: `-c plan_cache_mode=${mode}` } : databaseUrl,
     pool: { min: 0, max: opts.poolMax ?? 20 },
     migrations: migrationConfig(),
   });

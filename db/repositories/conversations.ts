@@ -7,9 +7,8 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { prepared, type Db } from '../index';
-import { usageChargeCtes, usageOutcome, usageOutcomeSelect, usageRows, walletLowEventRow, type UsageInput } from './usage';
+import { usageChargeCtes, usageOutcomeSelect, usageRows, walletLowEventRow, type UsageInput } from './usage';
 import { eventCtes, EVENTS_SELECT } from './events';
-import type { WalletChange } from './billing';
 import { newId } from '../ids';
 import { iso } from '../timestamps';
 import { ADD, COLUMNS, rollupSelect } from '../analyticsRollup';
@@ -223,112 +222,145 @@ export interface TurnEffects {
   usage: UsageInput[];
 }
 
+/** One turn to store with {@link saveTurns}: the conversation as read when the turn began, the turn, its effects. */
+export interface TurnWrite {
+  c: ConversationRecord;
+  turn: StoredTurn;
+  effects?: TurnEffects;
+}
+
+/** A stored turn: the updated conversation and the stored messages; `conflict` when nothing was written. */
+export type SavedTurn = { conversation: ConversationRecord; messages: ConversationMessage[] } | 'conflict';
+
 /**
- * Stores a turn in one statement (one round trip; with the analytics rollup in a transaction when the
- * turn ends the conversation): the conversation's new counters, variables and playbook state guarded by
- * its turn and message counts (optimistic lock), the messages numbered after the last, the receipt, and
- * the turn's events and charged usage ({@link TurnEffects}). The wallet's row is locked only inside the
- * statement, so the turns of one organization do not queue behind each other's round trips.
- * @param c the conversation as read when the turn began
- * @returns the stored messages and the updated conversation, or `conflict` when another turn was stored
- *   meanwhile or the conversation ended (nothing is written then)
+ * Stores turns of one organization in one statement (one round trip and one commit for all of them; with the
+ * analytics rollup in a transaction when a turn ends its conversation). Per turn: the conversation's new
+ * counters, variables and playbook state guarded by its turn and message counts (optimistic lock), the
+ * messages numbered after the last, the receipt, and the turn's events and charged usage ({@link TurnEffects});
+ * a turn whose guard fails writes nothing, its events and usage included. The wallet's row is updated once for
+ * all the turns' charges (each still gets its ledger row with its running balance), so the turns of one
+ * organization stored together never wait for each other on it.
+ * @param writes turns of `orgId`'s conversations (two turns of one conversation: at most one is stored)
+ * @returns per write, in order, the stored turn or `conflict` (another turn was stored meanwhile, or the
+ *   conversation ended)
  */
-export async function saveTurn(
-  db: Db,
-  c: ConversationRecord,
-  turn: StoredTurn,
-  effects: TurnEffects = { events: () => [], usage: [] },
-): Promise<{ conversation: ConversationRecord; messages: ConversationMessage[]; charge: WalletChange | null } | 'conflict'> {
+export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrite[]): Promise<SavedTurn[]> {
   const now = new Date().toISOString();
-  const messages: ConversationMessage[] = turn.messages.map((m) => {
-    const out: ConversationMessage = { id: newId('cmsg'), role: m.role as ConversationMessage['role'], content: m.content, turn: c.turnCount + 1, createdAt: now };
-    if (m.toolCalls?.length) out.toolCalls = m.toolCalls;
-    if (m.toolCallId) out.toolCallId = m.toolCallId;
-    if (m.name) out.name = m.name;
-    return out;
+  const convRows: Record<string, unknown>[] = [];
+  const msgRows: Record<string, unknown>[] = [];
+  const turnRows: Record<string, unknown>[] = [];
+  const usage: (UsageInput & { k: number })[] = [];
+  const events: { type: string; data: Record<string, unknown>; k: number }[] = [];
+  writes.forEach(({ c, turn, effects }, k) => {
+    if (c.orgId !== orgId) throw new Error(`saveTurns: conversation ${c.id} is not of organization ${orgId}`);
+    const messages: ConversationMessage[] = turn.messages.map((m) => {
+      const out: ConversationMessage = { id: newId('cmsg'), role: m.role as ConversationMessage['role'], content: m.content, turn: c.turnCount + 1, createdAt: now };
+      if (m.toolCalls?.length) out.toolCalls = m.toolCalls;
+      if (m.toolCallId) out.toolCallId = m.toolCallId;
+      if (m.name) out.name = m.name;
+      return out;
+    });
+    const expected: ConversationRecord = {
+      ...c,
+      turnCount: c.turnCount + 1,
+      messageCount: c.messageCount + messages.length,
+      promptTokens: c.promptTokens + turn.promptTokens,
+      completionTokens: c.completionTokens + turn.completionTokens,
+      variables: turn.variables,
+      playbook: turn.playbook,
+      ...(turn.end ? { status: 'ended' as const, endReason: turn.end, endedAt: now } : {}),
+    };
+    const st = turn.stats;
+    convRows.push({
+      k, id: c.id, turn_count: c.turnCount, message_count: c.messageCount, add_messages: messages.length,
+      prompt_tokens: turn.promptTokens, completion_tokens: turn.completionTokens, variables: turn.variables, playbook: turn.playbook,
+      tool_calls: st.toolCalls, tool_calls_ok: st.toolCallsOk, guardrail_triggers: st.guardrailTriggers, knowledge_lookups: st.knowledgeLookups,
+      knowledge_hits: st.knowledgeHits, cost_cents: st.costCents, end_reason: turn.end, receipt: turn.receipt, model: turn.model,
+    });
+    messages.forEach((m, ord) =>
+      msgRows.push({ k, id: m.id, ord, role: m.role, content: m.content, tool_calls: m.toolCalls ?? null, tool_call_id: m.toolCallId ?? null, name: m.name ?? null }),
+    );
+    turnRows.push({ k });
+    if (effects) {
+      for (const u of effects.usage) usage.push({ ...u, k });
+      for (const e of effects.events({ conversation: expected, messages })) events.push({ ...e, k });
+    }
   });
-  const expected: ConversationRecord = {
-    ...c,
-    turnCount: c.turnCount + 1,
-    messageCount: c.messageCount + messages.length,
-    promptTokens: c.promptTokens + turn.promptTokens,
-    completionTokens: c.completionTokens + turn.completionTokens,
-    variables: turn.variables,
-    playbook: turn.playbook,
-    ...(turn.end ? { status: 'ended' as const, endReason: turn.end, endedAt: now } : {}),
-  };
-  const gate = 'EXISTS (SELECT 1 FROM u)';
-  const usage = effects.usage.length ? usageChargeCtes(c.orgId, usageRows(effects.usage), gate) : null;
-  const changeEvents = effects.events({ conversation: expected, messages });
-  const events = eventCtes(c.orgId, changeEvents, { gate, extraRows: usage ? walletLowEventRow(changeEvents.length) : undefined });
-  const sql = `WITH u AS (
-       UPDATE conversations
-          SET turn_count = turn_count + 1, message_count = message_count + ?, prompt_tokens = prompt_tokens + ?,
-              completion_tokens = completion_tokens + ?, variables = ?::jsonb, playbook_state = ?::jsonb, last_activity_at = now(),
-              tool_calls = tool_calls + ?, tool_calls_ok = tool_calls_ok + ?, guardrail_triggers = guardrail_triggers + ?,
-              knowledge_lookups = knowledge_lookups + ?, knowledge_hits = knowledge_hits + ?, cost_cents = cost_cents + ?
-              ${turn.end ? ", status = 'ended', end_reason = ?, ended_at = ?::timestamptz" : ''}
-        WHERE org_id = ? AND id = ? AND turn_count = ? AND message_count = ? AND status = 'active'
-       RETURNING *
+  const gate = 'ev_x.k IS NULL OR ev_x.k IN (SELECT k FROM u)';
+  const charges = usageChargeCtes(orgId, usageRows(usage), 'us_x.k IN (SELECT k FROM u)');
+  const ev = eventCtes(orgId, events, { gate, extraRows: walletLowEventRow(events.length) });
+  const sql = `WITH x AS (
+       SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(k int, id text, turn_count int, message_count int, add_messages int, prompt_tokens int,
+              completion_tokens int, variables jsonb, playbook jsonb, tool_calls int, tool_calls_ok int, guardrail_triggers int,
+              knowledge_lookups int, knowledge_hits int, cost_cents int, end_reason text, receipt jsonb, model text)
+     ),
+     u AS (
+       UPDATE conversations c
+          SET turn_count = c.turn_count + 1, message_count = c.message_count + x.add_messages, prompt_tokens = c.prompt_tokens + x.prompt_tokens,
+              completion_tokens = c.completion_tokens + x.completion_tokens, variables = x.variables, playbook_state = x.playbook,
+              last_activity_at = now(), tool_calls = c.tool_calls + x.tool_calls, tool_calls_ok = c.tool_calls_ok + x.tool_calls_ok,
+              guardrail_triggers = c.guardrail_triggers + x.guardrail_triggers, knowledge_lookups = c.knowledge_lookups + x.knowledge_lookups,
+              knowledge_hits = c.knowledge_hits + x.knowledge_hits, cost_cents = c.cost_cents + x.cost_cents,
+              status = CASE WHEN x.end_reason IS NULL THEN c.status ELSE 'ended' END,
+              end_reason = coalesce(x.end_reason, c.end_reason),
+              ended_at = CASE WHEN x.end_reason IS NULL THEN c.ended_at ELSE ?::timestamptz END
+         FROM x
+        WHERE c.org_id = ? AND c.id = x.id AND c.turn_count = x.turn_count AND c.message_count = x.message_count AND c.status = 'active'
+       RETURNING c.*, x.k, x.add_messages, x.receipt AS x_receipt, x.prompt_tokens AS x_prompt_tokens, x.completion_tokens AS x_completion_tokens, x.model AS x_model
      ),
      m AS (
        INSERT INTO conversation_messages (id, org_id, conversation_id, seq, turn, role, content, tool_calls, tool_call_id, name, created_at)
-       SELECT x.id, u.org_id, u.id, u.message_count - ? + x.ord, u.turn_count, x.role, x.content, x.tool_calls, x.tool_call_id, x.name, ?::timestamptz
-         FROM u, jsonb_to_recordset(?::jsonb) AS x(id text, ord int, role text, content text, tool_calls jsonb, tool_call_id text, name text)
+       SELECT mx.id, u.org_id, u.id, u.message_count - u.add_messages + mx.ord, u.turn_count, mx.role, mx.content, mx.tool_calls, mx.tool_call_id, mx.name, ?::timestamptz
+         FROM u JOIN jsonb_to_recordset(?::jsonb) AS mx(k int, id text, ord int, role text, content text, tool_calls jsonb, tool_call_id text, name text) ON mx.k = u.k
        RETURNING *
      ),
      t AS (
        INSERT INTO conversation_turns (org_id, conversation_id, turn, receipt, prompt_tokens, completion_tokens, model)
-       SELECT u.org_id, u.id, u.turn_count, ?::jsonb, ?, ?, ? FROM u
+       SELECT u.org_id, u.id, u.turn_count, u.x_receipt, u.x_prompt_tokens, u.x_completion_tokens, u.x_model FROM u
        RETURNING turn
      ),
-     ${usage ? `${usage.sql},` : ''}
-     ${events.sql}
-     SELECT (SELECT row_to_json(u) FROM u) AS conv,
-            (SELECT coalesce(json_agg(m ORDER BY m.seq), '[]'::json) FROM m) AS messages,
+     ${charges.sql},
+     ${ev.sql}
+     SELECT (SELECT coalesce(json_agg(u.*), '[]'::json) FROM u) AS convs,
+            (SELECT coalesce(json_agg(m ORDER BY m.conversation_id, m.seq), '[]'::json) FROM m) AS messages,
             (SELECT count(*) FROM t) AS turns,
-            ${usage ? usageOutcomeSelect : 'NULL AS usage'},
+            ${usageOutcomeSelect},
             ${EVENTS_SELECT}`;
-  const bindings: Knex.RawBinding[] = [
-    messages.length,
-    turn.promptTokens,
-    turn.completionTokens,
-    JSON.stringify(turn.variables),
-    turn.playbook ? JSON.stringify(turn.playbook) : null,
-    turn.stats.toolCalls,
-    turn.stats.toolCallsOk,
-    turn.stats.guardrailTriggers,
-    turn.stats.knowledgeLookups,
-    turn.stats.knowledgeHits,
-    turn.stats.costCents,
-    ...(turn.end ? [turn.end, now] : []),
-    c.orgId,
-    c.id,
-    c.turnCount,
-    c.messageCount,
-    messages.length,
-    now,
-    JSON.stringify(
-      messages.map((m, ord) => ({ id: m.id, ord, role: m.role, content: m.content, tool_calls: m.toolCalls ?? null, tool_call_id: m.toolCallId ?? null, name: m.name ?? null })),
-    ),
-    JSON.stringify(turn.receipt),
-    turn.promptTokens,
-    turn.completionTokens,
-    turn.model,
-    ...(usage?.bindings ?? []),
-    ...events.bindings,
-  ];
-  const run = async (conn: Db | Knex.Transaction) => {
+  const bindings: Knex.RawBinding[] = [JSON.stringify(convRows), now, orgId, now, JSON.stringify(msgRows), ...charges.bindings, ...ev.bindings];
+  const ended = writes.some((w) => w.turn.end);
+  const run = async (conn: Db | Knex.Transaction): Promise<SavedTurn[]> => {
     const row = (await conn.raw(sql, bindings).options(prepared(sql))).rows[0];
-    if (!row?.conv) return 'conflict' as const;
-    if (turn.end) await rollUp(conn as Knex.Transaction, c.orgId, c.id);
-    return {
-      conversation: toRecord(row.conv),
-      messages: (row.messages as any[]).map(toMessage),
-      charge: row.usage ? usageOutcome(row.usage).charge : null,
-    };
+    const byK = new Map<number, Record<string, any>>();
+    for (const r of row.convs as Record<string, any>[]) byK.set(r.k, r);
+    const msgs = new Map<string, ConversationMessage[]>();
+    for (const r of row.messages as Record<string, any>[]) {
+      const list = msgs.get(r.conversation_id) ?? [];
+      list.push(toMessage(r));
+      msgs.set(r.conversation_id, list);
+    }
+    const out: SavedTurn[] = [];
+    for (let k = 0; k < writes.length; k++) {
+      const r = byK.get(k);
+      if (!r) {
+        out.push('conflict');
+        continue;
+      }
+      if (writes[k].turn.end) await rollUp(conn as Knex.Transaction, orgId, r.id);
+      out.push({ conversation: toRecord(r), messages: msgs.get(r.id) ?? [] });
+    }
+    return out;
   };
-  return turn.end ? db.transaction(run) : run(db);
+  return ended ? db.transaction(run) : run(db);
+}
+
+/**
+ * Stores one turn ({@link saveTurns} with one write).
+ * @param c the conversation as read when the turn began
+ * @returns the stored messages and the updated conversation, or `conflict` when another turn was stored
+ *   meanwhile or the conversation ended (nothing is written then)
+ */
+export async function saveTurn(db: Db, c: ConversationRecord, turn: StoredTurn, effects?: TurnEffects): Promise<SavedTurn> {
+  return (await saveTurns(db, c.orgId, [{ c, turn, effects }]))[0];
 }
 
 /**

@@ -48,19 +48,20 @@ export async function recordEvent(
  * Common table expressions (`ev_x`, `ev_e`, `ev_d`, `ev_o`, `ev_n`) that store events, a delivery per
  * subscribed endpoint with its outbox row, and NOTIFY the dispatcher when there are deliveries, in the
  * statement they join (e.g. a chat turn's). Read the stored events with {@link EVENTS_SELECT}.
+ * @param events each with an optional key `k` that the gate may test (`ev_x.k`; null when not given)
  * @param opts.gate a SQL condition the inserts are subject to (default `TRUE`)
  * @param opts.onlyEndpointId deliver to this endpoint only (test events)
- * @param opts.extraRows a SELECT of further rows `(id, ord, type, data)` computed by the statement itself
+ * @param opts.extraRows a SELECT of further rows `(id, ord, type, data, k)` computed by the statement itself
  */
 export function eventCtes(
   orgId: string,
-  events: readonly { type: string; data: Record<string, unknown> }[],
+  events: readonly { type: string; data: Record<string, unknown>; k?: number }[],
   opts: { gate?: string; onlyEndpointId?: string; extraRows?: SqlPart } = {},
 ): SqlPart {
-  const rows = events.map((e, ord) => ({ id: newId('evt'), ord, type: e.type, data: e.data }));
+  const rows = events.map((e, ord) => ({ id: newId('evt'), ord, type: e.type, data: e.data, k: e.k ?? null }));
   return {
     sql: `ev_x AS (
-       SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(id text, ord int, type text, data jsonb)${opts.extraRows ? ` UNION ALL ${opts.extraRows.sql}` : ''}
+       SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(id text, ord int, type text, data jsonb, k int)${opts.extraRows ? ` UNION ALL ${opts.extraRows.sql}` : ''}
      ),
      ev_e AS (INSERT INTO events (id, org_id, type, data) SELECT ev_x.id, ?, ev_x.type, ev_x.data FROM ev_x WHERE ${opts.gate ?? 'TRUE'} ORDER BY ev_x.ord RETURNING *),
      ev_d AS (

@@ -66,10 +66,12 @@ export interface UsageRow {
   resource_id: string | null;
   dedupe_key: string;
   details: Record<string, unknown>;
+  /** The key a statement's gate may test (`us_x.k`), e.g. the turn of a batch the entry belongs to; null when unused. */
+  k: number | null;
 }
 
 /** The stored form of usage inputs (unit price from the price table, resource id from the details, new ids). */
-export function usageRows(entries: readonly UsageInput[]): UsageRow[] {
+export function usageRows(entries: readonly (UsageInput & { k?: number })[]): UsageRow[] {
   return entries.map((entry, ord) => {
     const quantity = entry.quantity ?? 1;
     const details = entry.details ?? {};
@@ -84,6 +86,7 @@ export function usageRows(entries: readonly UsageInput[]): UsageRow[] {
       resource_id: entry.resourceId ?? ([details.conversationId, details.numberId, details.registrationId].find((v) => typeof v === 'string') as string | undefined) ?? null,
       dedupe_key: entry.dedupeKey,
       details,
+      k: entry.k ?? null,
     };
   });
 }
@@ -95,13 +98,14 @@ export function usageRows(entries: readonly UsageInput[]): UsageRow[] {
  * the statement's commit) and each charge gets its ledger row (kind `usage`, −amount, running balance).
  * Entries of 0 cents do not touch the ledger; the wallet may go negative (usage is never refused).
  * Read the outcome with {@link usageOutcomeSelect}.
- * @param gate a SQL condition every insert is subject to (e.g. `EXISTS (SELECT 1 FROM u)`), or `TRUE`
+ * @param gate a SQL condition every insert is subject to (e.g. `EXISTS (SELECT 1 FROM u)`, or per row on
+ *   `us_x.k`), or `TRUE`
  */
 export function usageChargeCtes(orgId: string, rows: readonly UsageRow[], gate = 'TRUE'): SqlPart {
   return {
     sql: `us_x AS (
        SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(id text, ledger_id text, ord int, kind text, quantity int, unit_price_cents numeric,
-                                                     amount_cents int, resource_id text, dedupe_key text, details jsonb)
+                                                     amount_cents int, resource_id text, dedupe_key text, details jsonb, k int)
      ),
      us_i AS (
        INSERT INTO usage_entries (id, org_id, kind, quantity, unit_price_cents, amount_cents, resource_id, dedupe_key, details)
@@ -150,7 +154,7 @@ export function walletLowEventRow(ord: number): SqlPart {
     sql: `SELECT ?::text AS id, ?::int AS ord, 'billing.wallet.low'::text AS type,
                  jsonb_build_object('balanceCents', us_w.after_cents, 'previousBalanceCents', us_w.after_cents + us_w.total_cents,
                                     'lowBalanceThresholdCents', us_w.threshold_cents, 'currency', us_w.currency,
-                                    'ledgerEntryId', l.id, 'usageEntryId', l.usage_entry_id) AS data
+                                    'ledgerEntryId', l.id, 'usageEntryId', l.usage_entry_id) AS data, NULL::int AS k
             FROM us_w CROSS JOIN (SELECT us_l.id, us_l.usage_entry_id FROM us_l ORDER BY us_l.seq DESC LIMIT 1) l
            WHERE us_w.after_cents + us_w.total_cents >= us_w.threshold_cents AND us_w.after_cents < us_w.threshold_cents`,
     bindings: [newId('evt'), ord],

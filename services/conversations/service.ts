@@ -20,7 +20,9 @@ import {
   getConversation,
   getConversationWithHistory,
   recentMessages,
-  saveTurn,
+  saveTurns,
+  type SavedTurn,
+  type TurnWrite,
   toLlmMessage,
   type ConversationRecord,
   type OnConversationChange,
@@ -38,6 +40,7 @@ import { pinChecker, verifyCallerAtStart } from './callerVerification';
 import { callerIdentity, pinPrompt } from '../../domain/conversations/callerVerification';
 import { newId } from '../../db/ids';
 import { analyzeAfterEnd, type AnalysisDeps } from './analysis';
+import { GroupCommit } from '../../db/groupCommit';
 
 /** Messages of history handed to each turn. */
 export const HISTORY_MESSAGES = 30;
@@ -303,10 +306,9 @@ export async function sendMessage(
     throw llmProblem(err) ?? err;
   }
   const charges = turnCharges(c, result);
-  const stored = await saveTurn(
-    deps.db,
+  const stored = await storeTurn(deps.db, {
     c,
-    {
+    turn: {
       messages: result.messages,
       receipt: result.receipt,
       promptTokens: result.usage.promptTokens,
@@ -324,9 +326,9 @@ export async function sendMessage(
         costCents: charges.reduce((sum, e) => sum + e.amountCents, 0),
       },
     },
-    // The events and the charged usage join the turn's one statement (db/repositories/conversations.ts saveTurn).
-    { events: (change) => checkedEvents(changeEvents(change.conversation, change.messages)), usage: charges },
-  );
+    // The events and the charged usage join the turn's statement (db/repositories/conversations.ts saveTurns).
+    effects: { events: (change) => checkedEvents(changeEvents(change.conversation, change.messages)), usage: charges },
+  });
   if (stored === 'conflict') {
     const now = await getConversation(deps.db, c.orgId, c.id);
     if (now?.status === 'ended') throw new ApiError(409, 'conversation_ended', `The conversation ended (${now.endReason ?? 'ended'}); start a new one`);
@@ -338,6 +340,43 @@ export async function sendMessage(
   if (stored.conversation.status === 'ended') void analyzeAfterEnd({ db: deps.db, llm: deps.llm }, stored.conversation);
   const reply = [...stored.messages].reverse().find((m) => m.role === 'assistant' && m.content !== null && !m.toolCalls) ?? null;
   return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result };
+}
+
+/** Outcome of one write of a batch: the stored turn, or the error that write alone failed with. */
+type TurnWriteOutcome = SavedTurn | { error: unknown };
+
+/** Per database handle and organization, the group commit of its turns (db/groupCommit.ts). */
+const turnWriters = new WeakMap<Db, Map<string, GroupCommit<TurnWrite, TurnWriteOutcome>>>();
+
+/**
+ * Stores a turn together with the other turns of its organization that are ready meanwhile: one statement
+ * and one commit for all of them (db/repositories/conversations.ts `saveTurns`), so concurrent sessions of an
+ * organization do not queue one by one on its wallet row. When a batch fails, its turns are stored one by one,
+ * so only the turn at fault fails.
+ * @returns the stored turn, or `conflict` (see saveTurns)
+ * @throws what storing this turn alone threw
+ */
+async function storeTurn(db: Db, write: TurnWrite): Promise<SavedTurn> {
+  const orgId = write.c.orgId;
+  let perOrg = turnWriters.get(db);
+  if (!perOrg) turnWriters.set(db, (perOrg = new Map()));
+  let writer = perOrg.get(orgId);
+  if (!writer) {
+    writer = new GroupCommit<TurnWrite, TurnWriteOutcome>(async (batch) => {
+      try {
+        return await saveTurns(db, orgId, batch);
+      } catch (err) {
+        if (batch.length === 1) return [{ error: err }];
+        const out: TurnWriteOutcome[] = [];
+        for (const w of batch) out.push(await saveTurns(db, orgId, [w]).then(([r]) => r, (error: unknown) => ({ error })));
+        return out;
+      }
+    }, 200);
+    perOrg.set(orgId, writer);
+  }
+  const outcome = await writer.submit(write);
+  if (typeof outcome === 'object' && 'error' in outcome) throw outcome.error;
+  return outcome;
 }
 
 /** Usage entries of a turn: one agent reply, and its tokens (deduplicated per conversation and turn). */
