@@ -306,7 +306,7 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
               ended_at = CASE WHEN x.end_reason IS NULL THEN c.ended_at ELSE ?::timestamptz END
          FROM x
         WHERE c.org_id = ? AND c.id = x.id AND c.turn_count = x.turn_count AND c.message_count = x.message_count AND c.status = 'active'
-       RETURNING c.*, x.k, x.add_messages, x.receipt AS x_receipt, x.prompt_tokens AS x_prompt_tokens, x.completion_tokens AS x_completion_tokens, x.model AS x_model
+       RETURNING c.*, x.k, x.add_messages
      ),
      m AS (
        INSERT INTO conversation_messages (id, org_id, conversation_id, seq, turn, role, content, tool_calls, tool_call_id, name, created_at)
@@ -316,7 +316,7 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
      ),
      t AS (
        INSERT INTO conversation_turns (org_id, conversation_id, turn, receipt, prompt_tokens, completion_tokens, model)
-       SELECT u.org_id, u.id, u.turn_count, u.x_receipt, u.x_prompt_tokens, u.x_completion_tokens, u.x_model FROM u
+       SELECT u.org_id, u.id, u.turn_count, x.receipt, x.prompt_tokens, x.completion_tokens, x.model FROM u JOIN x ON x.k = u.k
        RETURNING turn
      ),
      ${charges.sql},
