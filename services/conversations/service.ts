@@ -253,6 +253,11 @@ export interface StoredTurnOutcome {
   reply: ConversationMessage | null;
   receipt: TurnReceipt;
   result: TurnResult;
+  /**
+   * The conversation's last HISTORY_MESSAGES messages after this turn, oldest first: what the next turn reads
+   * when its caller is the conversation's only writer and keeps them (the voice relay), saving a round trip.
+   */
+  recent: ConversationMessage[];
 }
 
 /** The ports of one conversation's turns. */
@@ -282,7 +287,8 @@ export async function sendMessage(
 ): Promise<StoredTurnOutcome> {
   if (c.status !== 'active') throw new ApiError(409, 'conversation_ended', `The conversation ended (${c.endReason ?? 'ended'}); start a new one`);
   const agent = await pinnedAgent(deps.db, c);
-  const history = (c.recent ?? (await recentMessages(deps.db, c.orgId, c.id, HISTORY_MESSAGES))).map(toLlmMessage);
+  const before = c.recent ?? (await recentMessages(deps.db, c.orgId, c.id, HISTORY_MESSAGES));
+  const history = before.map(toLlmMessage);
   let result: TurnResult;
   try {
     result = await runTurn(
@@ -339,7 +345,7 @@ export async function sendMessage(
   // analyzeAfterEnd never rejects.
   if (stored.conversation.status === 'ended') void analyzeAfterEnd({ db: deps.db, llm: deps.llm }, stored.conversation);
   const reply = [...stored.messages].reverse().find((m) => m.role === 'assistant' && m.content !== null && !m.toolCalls) ?? null;
-  return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result };
+  return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result, recent: [...before, ...stored.messages].slice(-HISTORY_MESSAGES) };
 }
 
 /** Outcome of one write of a batch: the stored turn, or the error that write alone failed with. */

@@ -18,6 +18,7 @@
  *
  * Transport-agnostic: the API wires it to a `ws` socket (api/voice/relay.ts).
  */
+import type { ConversationMessage } from '../../schemas/types/chat';
 import type { Logger } from 'pino';
 import type { ConversationRecord } from '../../db/repositories/conversations';
 import { linkCallConversation, truncateLastAgentLine } from '../../db/repositories/voiceCalls';
@@ -68,7 +69,7 @@ interface Line {
 
 /** One relay socket's conversation. */
 export class RelaySession {
-  private conversation: ConversationRecord | null = null;
+  private conversation: (ConversationRecord & { recent?: ConversationMessage[] }) | null = null;
   private agent: CompiledAgent | null = null;
   private queue: Promise<void> = Promise.resolve();
   private line: Line | null = null;
@@ -199,7 +200,8 @@ export class RelaySession {
         line.said += e.data.content;
         this.send({ type: 'text', token: e.data.content, last: false });
       });
-      this.conversation = out.conversation;
+      // The relay is its conversation's only writer: the next turn reads its history from here.
+      this.conversation = { ...out.conversation, recent: out.recent };
       result = out.result;
     } catch (err) {
       this.line = null;
@@ -213,7 +215,7 @@ export class RelaySession {
     // Every turn's tokens end with `last: true`, an interrupted one too (with no more words after the cut).
     this.send({ type: 'text', token: '', last: true });
     if (line.cut !== null) {
-      await truncateLastAgentLine(this.deps.db, this.grant.orgId, this.conversation.id, heardPart(result.reply, line.cut));
+      await this.truncate(heardPart(result.reply, line.cut));
       this.lastSaid = '';
     } else this.lastSaid = result.reply;
     if (result.end) this.end(result);
@@ -242,8 +244,16 @@ export class RelaySession {
     this.lastSaid = '';
     if (!said) return;
     this.enqueue(async () => {
-      if (this.conversation) await truncateLastAgentLine(this.deps.db, this.grant.orgId, this.conversation.id, heardPart(said, utterance));
+      if (this.conversation) await this.truncate(heardPart(said, utterance));
     });
+  }
+
+  /** Stores only what the caller heard of the agent's last line, in the database and in the kept history. */
+  private async truncate(heard: string): Promise<void> {
+    if (!this.conversation) return;
+    const id = await truncateLastAgentLine(this.deps.db, this.grant.orgId, this.conversation.id, heard);
+    const kept = this.conversation.recent?.find((m) => m.id === id);
+    if (kept) kept.content = heard;
   }
 
   private digit(d: string): void {
