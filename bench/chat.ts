@@ -74,7 +74,7 @@ async function pureRuntimeOverhead(turns: number): Promise<number[]> {
 /** Runs the chat section and prints its figures. */
 export async function runChatBench(): Promise<void> {
   const pure = await pureRuntimeOverhead(Number(process.env.BENCH_CHAT_PURE_TURNS ?? 20_000));
-  const { db, databaseUrl, close: closeDatabase } = await openBenchDatabase('chat', { poolMax: 40, serverUrl: process.env.DATABASE_URL });
+  const { db, databaseUrl, postmasterPid, close: closeDatabase } = await openBenchDatabase('chat', { poolMax: 40, serverUrl: process.env.DATABASE_URL });
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 10_000_000 });
   const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
   try {
@@ -110,11 +110,11 @@ export async function runChatBench(): Promise<void> {
         QUESTIONS.map((_, n) => ({ method: 'POST' as const, path: `${new URL(api.baseUrl).pathname}/chat/sessions/${id}/messages`, body: JSON.stringify({ content: QUESTIONS[(i + n) % QUESTIONS.length] }) })),
       ),
     });
-    const cpu0 = cpuSnapshot({ process: process.pid });
+    const cpu0 = cpuSnapshot({ process: process.pid }, { postmasterPid });
     const t0 = performance.now();
     const result = await gen.go();
     const elapsed = (performance.now() - t0) / 1000;
-    const cpu1 = cpuSnapshot({ process: process.pid });
+    const cpu1 = cpuSnapshot({ process: process.pid }, { postmasterPid });
     const turns = result.requests - result.non2xx - result.errors;
     const rows = await db('conversation_turns').where({ org_id: org.id }).select('receipt');
     const overhead: number[] = [];

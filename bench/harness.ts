@@ -32,6 +32,8 @@ export interface BenchDatabase {
   databaseUrl: string;
   /** True when an embedded Postgres was started for it (no `serverUrl`). */
   embedded: boolean;
+  /** The embedded cluster's postmaster (for {@link cpuSnapshot}); undefined on `serverUrl`. */
+  postmasterPid?: number;
   /** Closes the pool, then stops the embedded Postgres when one was started. */
   close(): Promise<void>;
 }
@@ -43,19 +45,22 @@ export interface BenchDatabase {
  * @throws when Postgres cannot be started or reached
  */
 export async function openBenchDatabase(label: string, opts: { poolMax?: number; serverUrl?: string } = {}): Promise<BenchDatabase> {
+  const dataDir = path.join(os.tmpdir(), `acp-bench-${label}-pg-${process.pid}`);
   const pg = opts.serverUrl
     ? undefined
-    : await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-${label}-pg-${process.pid}`), ephemeral: true, durable: false });
+    : await startEmbeddedPostgres({ dataDir, ephemeral: true, durable: false });
   const url = new URL(opts.serverUrl ?? pg!.url);
   url.pathname = `/bench_${label}_${process.pid}`;
   const databaseUrl = url.toString();
   await ensureDatabase(databaseUrl);
   const db = createDb(databaseUrl, { poolMax: opts.poolMax });
   await migrate(db);
+  const postmasterPid = pg ? Number(fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined : undefined;
   return {
     db,
     databaseUrl,
     embedded: pg !== undefined,
+    postmasterPid,
     close: async () => {
       await db.destroy();
       if (pg) await pg.stop();
@@ -155,15 +160,18 @@ export function processCpu(pid: number | string): { comm: string; ms: number; re
 }
 
 /**
- * CPU time (ms) used so far by the given processes and by every `postgres` process. Differences of
- * two snapshots tell where a load run's CPU went. Returns an empty snapshot where /proc is missing.
+ * CPU time (ms) used so far by the given processes and by `postgres` processes: those of the cluster whose
+ * postmaster is `opts.postmasterPid` (the bench's own embedded cluster, {@link BenchDatabase}), else every
+ * `postgres` process of the machine. Differences of two snapshots tell where a load run's CPU went.
+ * Returns an empty snapshot where /proc is missing.
  */
-export function cpuSnapshot(pids: Record<string, number>): Record<string, number> {
+export function cpuSnapshot(pids: Record<string, number>, opts: { postmasterPid?: number } = {}): Record<string, number> {
   const out: Record<string, number> = {};
   if (!fs.existsSync('/proc/self/stat')) return out;
   for (const [name, pid] of Object.entries(pids)) out[name] = processCpu(pid)?.ms ?? 0;
   out.postgres = 0;
-  for (const pid of fs.readdirSync('/proc')) {
+  const candidates = opts.postmasterPid ? processTree(opts.postmasterPid).map(String) : fs.readdirSync('/proc');
+  for (const pid of candidates) {
     if (!/^\d+$/.test(pid)) continue;
     const t = processCpu(pid);
     // Backends and autovacuum workers come and go: the postmaster's reaped-children time keeps the CPU

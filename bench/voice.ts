@@ -7,9 +7,10 @@
  * BENCH_VOICE_SECONDS (15 s). Figures:
  *  - prompt → first `text` token, p50/p99: our own overhead (the sandbox LLM answers at once), measured by
  *    the caller, so it includes the socket both ways. Target p99 < 50 ms on a 2-core machine.
- *  - memory per open call: heap + external + array buffers after a forced GC with every call open, minus
- *    the same before the calls, divided by the calls. The carrier side (the caller's sockets) runs in the
- *    same process, so this is an upper bound of the service's share. Target < 200 KB.
+ *  - memory per open call: heap + external + array buffers of the API process after a forced GC with every
+ *    call open, minus the same before the calls, divided by the calls. Target < 200 KB.
+ * The carrier side runs in its own process (bench/voiceCallers.ts); the API process's event-loop delay and
+ * the CPU per turn of each party are printed too.
  *
  * Run: `BENCH_ONLY=voice npm run bench` or `npx tsx bench/voice.ts`.
  */
@@ -23,10 +24,13 @@ import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { startApi } from '../api/server';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
-import { openBenchDatabase } from './harness';
+import { cpuSnapshot, openBenchDatabase } from './harness';
 import { publishRequestHash } from '../domain/agents/compile';
 import { sandboxInventory } from '../activities/providers/telephony/sandbox';
-import { postSandboxWebhook, RelayClient } from '../activities/providers/telephony/sandboxCaller';
+import type { CallersJob, CallersResult } from './voiceCallers';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { runBench } from './entry';
 
 const CALLS = Number(process.env.BENCH_VOICE_CALLS ?? 1000);
@@ -51,10 +55,10 @@ function liveBytes(): number {
 
 /** Runs the voice section and prints its figures. */
 export async function runVoiceBench(): Promise<void> {
-  const { db, databaseUrl, close: closeDatabase } = await openBenchDatabase('voice', { poolMax: 40 });
+  const { db, databaseUrl, postmasterPid, close: closeDatabase } = await openBenchDatabase('voice', { poolMax: 40, serverUrl: process.env.DATABASE_URL });
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 10_000_000 });
   const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
-  const clients: RelayClient[] = [];
+  let hangUp = async (): Promise<void> => undefined;
   try {
     const org = await createOrganization(db, 'Voice bench');
     const { key, info } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES, rateLimitPoints: 10_000_000 });
@@ -72,55 +76,50 @@ export async function runVoiceBench(): Promise<void> {
 
     const before = liveBytes();
     const tOpen = performance.now();
-    for (let i = 0; i < CALLS; i += 50) {
-      await Promise.all(
-        Array.from({ length: Math.min(50, CALLS - i) }, async (_, j) => {
-          const n = i + j;
-          const callSid = `CAbench${String(n).padStart(6, '0')}`;
-          const from = `+1206${String(2000000 + n).padStart(7, '0')}`;
-          const hook = await postSandboxWebhook(`${api.baseUrl}/voice/sandbox/inbound`, { CallSid: callSid, From: from, To: number.e164 });
-          const url = /<ConversationRelay url="([^"]+)"/.exec(hook.text)?.[1]?.replace(/&amp;/g, '&');
-          if (!url) throw new Error(`webhook answered ${hook.status}: ${hook.text.slice(0, 200)}`);
-          const c = await RelayClient.open(url, 60_000);
-          c.send({ type: 'setup', sessionId: `VX${n}`, callSid, from, to: number.e164, direction: 'inbound', callStatus: 'in-progress', customParameters: {} });
-          clients.push(c);
-        }),
-      );
-    }
+    const callers = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'voiceCallers.ts'), JSON.stringify({ baseUrl: api.baseUrl, to: number.e164, calls: CALLS, seconds: SECONDS, everyMs: EVERY_MS, prompts: PROMPTS } satisfies CallersJob)], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    hangUp = async () => {
+      if (callers.exitCode !== null) return;
+      const exited = new Promise((r) => callers.once('exit', r));
+      callers.stdin!.write('HANGUP\n');
+      await exited;
+    };
+    let out = '';
+    const seen = (marker: RegExp) =>
+      new Promise<RegExpExecArray>((resolve, reject) => {
+        const check = () => {
+          const m = marker.exec(out);
+          if (m) return resolve(m);
+        };
+        callers.stdout!.on('data', (buf: Buffer) => ((out += buf.toString()), check()));
+        callers.once('exit', (code) => reject(new Error(`the callers exited with ${code}`)));
+        check();
+      });
+    await seen(/OPENED\n/);
     // Every setup stored its conversation before memory is read.
     const stored = async () => Number((await db('conversations').where({ org_id: org.id }).count({ n: '*' }).first())?.n ?? 0);
     while (api.relay.sessions.size < CALLS || (await stored()) < CALLS) await new Promise((r) => setTimeout(r, 50));
     const openMs = performance.now() - tOpen;
     const perCallBytes = (liveBytes() - before) / CALLS;
 
-    const firstToken: number[] = [];
-    let errors = 0;
-    const deadline = performance.now() + SECONDS * 1000;
-    await Promise.all(
-      clients.map(async (c, i) => {
-        await new Promise((r) => setTimeout(r, Math.random() * EVERY_MS));
-        for (let n = 0; performance.now() < deadline; n++) {
-          const s = performance.now();
-          try {
-            c.send({ type: 'prompt', voicePrompt: PROMPTS[(i + n) % PROMPTS.length], lang: 'en-US', last: true });
-            await c.firstToken();
-            firstToken.push(performance.now() - s);
-            await c.reply();
-          } catch {
-            errors++;
-          }
-          await new Promise((r) => setTimeout(r, EVERY_MS * (0.5 + Math.random())));
-        }
-      }),
-    );
-    console.log(`voice: ${CALLS} concurrent relay sessions on one API process, ${os.cpus().length} cores, sandbox LLM, a prompt per call every ~${EVERY_MS} ms for ${SECONDS} s`);
+    const loop = monitorEventLoopDelay({ resolution: 5 });
+    const cpu0 = cpuSnapshot({ process: process.pid }, { postmasterPid });
+    loop.enable();
+    callers.stdin!.write('GO\n');
+    const r = JSON.parse((await seen(/RESULT (.*)\n/))[1]) as CallersResult;
+    loop.disable();
+    const cpu1 = cpuSnapshot({ process: process.pid }, { postmasterPid });
+    const perTurn = (k: string) => (((cpu1[k] ?? 0) - (cpu0[k] ?? 0)) * 1000) / Math.max(1, r.turns);
+    console.log(`voice: ${CALLS} concurrent relay sessions on one API process, ${os.cpus().length} cores, sandbox LLM, a prompt per call every ~${EVERY_MS} ms for ${SECONDS} s; the callers (carrier side) in their own process`);
     console.log(`  calls opened            ${CALLS} in ${(openMs / 1000).toFixed(1)} s (signed webhook + relay socket + setup each)`);
-    console.log(`  prompt → first token    p50 ${pct(firstToken, 50).toFixed(1)} ms   p99 ${pct(firstToken, 99).toFixed(1)} ms   (${firstToken.length} turns, ${errors} errors)   target p99 < 50 ms`);
-    console.log(`  memory per open call    ${(perCallBytes / 1024).toFixed(0)} KB (service and caller sockets in one process: an upper bound)   target < 200 KB`);
+    console.log(`  prompt → first token    p50 ${r.p50.toFixed(1)} ms   p99 ${r.p99.toFixed(1)} ms   (${r.turns} turns, ${r.errors} errors)   target p99 < 50 ms`);
+    console.log(`  API event loop delay    p50 ${(loop.percentile(50) / 1e6).toFixed(1)} ms   p99 ${(loop.percentile(99) / 1e6).toFixed(1)} ms   max ${(loop.max / 1e6).toFixed(1)} ms`);
+    if (cpu0.process !== undefined) console.log(`  CPU per turn            API process ${perTurn('process').toFixed(0)} µs   postgres ${perTurn('postgres').toFixed(0)} µs   callers ${((r.cpuMs * 1000) / Math.max(1, r.turns)).toFixed(0)} µs`);
+    console.log(`  memory per open call    ${(perCallBytes / 1024).toFixed(0)} KB (the API process's heap, external and array buffers)   target < 200 KB`);
   } finally {
-    for (const c of clients) c.hangUp();
     // Each hang-up closes its conversation; let those writes finish before the pool closes.
-    await Promise.all(clients.map((c) => c.closedWith().catch(() => undefined)));
+    await hangUp();
     for (let i = 0; i < 600 && api.relay.sessions.size > 0; i++) await new Promise((r) => setTimeout(r, 50));
     await api.close();
     await closeDatabase();

@@ -74,12 +74,25 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
     );
   };
   const open = (ws: WebSocket, grant: RelayGrant) => {
+    // Frames sent in one run of the event loop (an answer's `text` tokens when the model streams faster than
+    // the loop turns) leave in one write: the socket is corked until the queued callbacks ran.
+    const socket = (ws as unknown as { _socket?: Duplex })._socket;
+    let corked = false;
     const session = new RelaySession(
       deps,
       grant,
       {
         send: (frame) => {
-          if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
+          if (ws.readyState !== ws.OPEN) return;
+          if (socket && !corked) {
+            corked = true;
+            socket.cork();
+            process.nextTick(() => {
+              corked = false;
+              socket.uncork();
+            });
+          }
+          ws.send(JSON.stringify(frame));
         },
         close: (code, reason) => ws.close(code, reason),
       },
