@@ -22,6 +22,7 @@ function agentRecord(over: Partial<AgentRecord> = {}): AgentRecord {
     persona: 'Friendly receptionist',
     instructions: 'Book appointments',
     greeting: 'Hello!',
+    voicemailMessage: null,
     language: 'en-US',
     voiceId: 'voice_ava',
     dtmf: { enabled: false },
