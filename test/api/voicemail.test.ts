@@ -273,5 +273,27 @@ describe('voicemail drops on campaign calls', function () {
       expect(stub.problems).to.deep.equal([]);
       expect(stub.deliveries.filter((d) => d.status >= 300)).to.deep.equal([]);
     });
+
+    it('a person answering the same kind of call (AnsweredBy human) gets the agent over ConversationRelay, no message', async () => {
+      stub.machineAnswers = false;
+      try {
+        const agentId = await agentWith('Twilio person agent');
+        const contact = phone('212', 17, '0009');
+        const campaignId = await runningCampaign(env, dialer, agentId, contact);
+        const config = { ...env.config, publicBaseUrl: new URL(env.api.baseUrl).origin };
+        const { result } = await dialOnce(campaignId, 'vm-twilio-human', { telephony: new TwilioTelephony({ db: env.db, config }), config });
+        expect(result).to.deep.equal({ status: 'answered', outcome: 'answered' });
+        await stub.settled();
+        const placed = stub.calls.find((c) => c.to === contact);
+        expect(placed.params).to.include({ MachineDetection: 'DetectMessageEnd' });
+        const fetched = stub.deliveries.find((d) => d.url === placed.params.Url)!;
+        expect(fetched.body).to.match(/<ConversationRelay url="ws:\/\/[^"]+\/api\/v1\/voice\/relay\?ref=vrf_/).and.not.contain('<Say');
+        const { call } = await callRecord(campaignId);
+        expect(call).to.include({ provider: 'twilio', voicemail_message: null });
+        expect(await listedAttempt(campaignId)).to.include({ status: 'answered', voicemailLeft: false });
+      } finally {
+        stub.machineAnswers = true;
+      }
+    });
   });
 });
