@@ -43,6 +43,7 @@ export async function campaignVoicemail(db: Db, orgId: string, campaignId: strin
   const version = await getVersion(db, orgId, agentId, versionId);
   if (!version) return null;
   const agent = version.snapshot as CompiledAgent;
+  if (!agent.voicemailMessage) return null; // before the variables: a version may predate the field
   const message = voicemailMessageFor(agent, conversationVariables(agent, {}));
   return message ? { message, versionId, language: agent.language } : null;
 }
