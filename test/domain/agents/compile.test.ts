@@ -190,6 +190,25 @@ describe('agents domain: diff', () => {
   });
 });
 
+describe('agents domain: voicemail message', () => {
+  it('compiles the voicemail message with organization variables in place, keeps agent variables for the call, and says it in the report', () => {
+    const b = bundle({
+      agent: agentRecord({ voicemailMessage: 'This is {{vars.clinic}} for {{first_name}}. Please call back.' }),
+      orgVariables: [{ id: 'var_1', name: 'clinic', secret: false, value: 'Acme Dental' }],
+    });
+    const { snapshot, errors } = compileDraft(b);
+    expect(errors).to.deep.equal([]);
+    expect(snapshot.voicemailMessage).to.equal('This is Acme Dental for {{first_name}}. Please call back.');
+    expect(buildPrepublishReport(b).willSay).to.include('Leaves on answering machines (campaign calls): "This is Acme Dental for {{first_name}}. Please call back."');
+    expect(compileDraft(bundle()).snapshot.voicemailMessage).to.equal(null);
+  });
+
+  it('refuses a secret organization variable in the voicemail message, naming the field', () => {
+    const b = bundle({ agent: agentRecord({ voicemailMessage: 'Code {{vars.token}}' }), orgVariables: [{ id: 'var_2', name: 'token', secret: true, value: null }] });
+    expect(compileDraft(b).errors.map((e) => e.field)).to.deep.equal(['voicemailMessage']);
+  });
+});
+
 describe('agents domain: pre-publish report', () => {
   it('lists data flows, guardrails, coverage and blocking errors', () => {
     const b = bundle({
