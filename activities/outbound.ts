@@ -239,7 +239,8 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
           request: { from: call.from, to: call.to, campaignId: a.campaignId },
           perform: () => telephonyOf().dial(orgId, call),
           // A call starts after its intent: look from a minute before, for clock skew between hosts.
-          lookup: (intent) => telephonyOf().findCall(orgId, { reference, from: call.from, to: call.to, sinceMs: Date.parse(intent.createdAt) - 60_000, agentId: call.agentId, campaignId: call.campaignId }),
+          lookup: (intent) =>
+            telephonyOf().findCall(orgId, { reference, from: call.from, to: call.to, sinceMs: Date.parse(intent.createdAt) - 60_000, agentId: call.agentId, campaignId: call.campaignId, voicemailMessage: call.voicemailMessage }),
           fault: opts.faults,
         });
       } finally {

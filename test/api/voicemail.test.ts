@@ -212,6 +212,29 @@ describe('voicemail drops on campaign calls', function () {
       expect(stub.deliveries.filter((d) => d.status !== 200)).to.deep.equal([]);
     });
 
+    it('a dial that crashes after Telnyx took it is retried by look-up: one call, one message spoken, one charge', async () => {
+      const agentId = await agentWith('Telnyx crashing agent');
+      const contact = phone('212', 18, '0009');
+      const campaignId = await runningCampaign(env, dialer, agentId, contact);
+      const config = { ...env.config, publicBaseUrl: new URL(env.api.baseUrl).origin };
+      let crashed = 0;
+      const faults: FaultHook = (step, kind) => {
+        if (step === 'after_accept' && kind === 'dial' && !crashed++) throw new SimulatedCrash(step, kind);
+      };
+      const { result } = await dialOnce(campaignId, 'vm-telnyx-crash', { telephony: new TelnyxTelephony({ db: env.db, config }), config, faults });
+      expect(crashed).to.equal(1);
+      expect(result).to.deep.equal({ status: 'voicemail', outcome: 'voicemail' });
+      await stub.settled();
+      const placed = stub.calls.filter((c) => c.to === contact);
+      expect(placed).to.have.length(1);
+      expect(stub.spoken.filter((x) => x.callControlId === placed[0].call_control_id)).to.have.length(1);
+      const { lines, minutes } = await callRecord(campaignId);
+      expect(lines).to.deep.equal([`assistant: ${RENDERED}`]);
+      expect(minutes).to.have.length(1);
+      expect(await listedAttempt(campaignId)).to.include({ voicemailLeft: true });
+      expect(stub.problems).to.deep.equal([]);
+    });
+
     it('without a message, asks for plain detection and sends no command to the machine', async () => {
       const agentId = await agentWith('Telnyx silent agent', null);
       const contact = phone('212', 15, '0009');

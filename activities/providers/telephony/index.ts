@@ -75,6 +75,8 @@ export interface CallQuery {
   /** The dial's agent and campaign: a call found still ringing or talking is connected as the dial would have. */
   agentId?: string;
   campaignId?: string;
+  /** The dial's voicemail message: a call found still up at a machine leaves it as the dial would have. */
+  voicemailMessage?: string;
 }
 
 /**

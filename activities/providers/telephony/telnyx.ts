@@ -208,7 +208,10 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
     );
   }
 
-  /** Sends a Call Control command; a refusal (the call already ended: Telnyx's 422) is logged and the dial follows the call to its end by its webhooks. */
+  /**
+   * Sends a Call Control command. Refused (the callee hung up meanwhile: Telnyx's 422 "call has already
+   * ended"): the dial still follows the call to its end by its webhooks; the refusal stays in the request log.
+   */
   private async command(orgId: string, c: ProviderCallRecord, name: string, send: () => Promise<unknown>): Promise<void> {
     try {
       await this.call(send);
@@ -242,30 +245,23 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
       return;
     }
     const agent = prepared.agent;
-    try {
-      await this.call(() =>
-        this.client.calls.actions.startConversationRelay(c.providerCallId, {
-          url: prepared.relayUrl,
-          language: agent?.language,
-          dtmf_detection: agent?.dtmf.enabled ?? true,
-          interruptible: 'any',
-          custom_parameters: { callId: prepared.call.id },
-          command_id: `relay:${call.idempotencyKey}`,
-        }),
-      );
-    } catch (err) {
-      // Refused (the callee hung up meanwhile: Telnyx's 422 "call has already ended"): the dial still
-      // follows the call to its end by its webhooks; the refusal stays in the request log.
-      if (!(err instanceof APIError)) throw err;
-      await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'startConversationRelay refused', { providerCallId: c.providerCallId, status: err.status, error: telnyxErrorText(err) });
-    }
+    await this.command(orgId, c, 'startConversationRelay', () =>
+      this.client.calls.actions.startConversationRelay(c.providerCallId, {
+        url: prepared.relayUrl,
+        language: agent?.language,
+        dtmf_detection: agent?.dtmf.enabled ?? true,
+        interruptible: 'any',
+        custom_parameters: { callId: prepared.call.id },
+        command_id: `relay:${call.idempotencyKey}`,
+      }),
+    );
   }
 
   async findCall(orgId: string, q: CallQuery): Promise<Lookup<DialResult>> {
     const c = await findProviderCallByReference(this.db, orgId, TELNYX_PROVIDER, q.reference);
     if (!c) return { cannotTell: 'Telnyx lists no ended calls by client_state and no webhook of this call has arrived' };
     // A retried dial whose call is still up connects it as the dial would have (the command's command_id makes a repeat a no-op).
-    const dial: OutgoingCall = { from: q.from, to: q.to, idempotencyKey: q.reference, agentId: q.agentId ?? '', campaignId: q.agentId ? q.campaignId : undefined };
+    const dial: OutgoingCall = { from: q.from, to: q.to, idempotencyKey: q.reference, agentId: q.agentId ?? '', campaignId: q.agentId ? q.campaignId : undefined, voicemailMessage: q.voicemailMessage };
     const ended = await waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, c.providerCallId, undefined, this.connectOnceAnswered(orgId, dial));
     return { found: { ...ended, dialedNow: false } };
   }
