@@ -6,14 +6,16 @@
  * - a dial records its intent with the reference `{attemptId}:{dial number}` before the provider is asked
  *   (README "Provider calls happen once": voice APIs take no idempotency key); a retry finds the call by
  *   that reference (or from/to/time) instead of dialing again, and records its outcome once per dial
- *   number, with the voice conversation, `call.completed` and the resolved intent in one transaction;
+ *   number, with the voice conversation, `call.completed` and the resolved intent in one transaction; a
+ *   dial that left the agent's voicemail message first completes its call (minutes charged once, again
+ *   harmlessly on a retry) and its record links to the call's conversation (README "Voicemail");
  * - finishing moves the campaign only along the state machine, with `campaign.updated` in that transaction.
  * Times come from the workflow (`now` arguments), so time-skipping tests and real runs agree.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import type { ActivityDeps } from './index';
-import { createTelephony, type TelephonyAdapter, type TelephonyOptions } from './providers/telephony';
+import { createTelephony, type DialResult, type TelephonyAdapter, type TelephonyOptions } from './providers/telephony';
 import { CsvFormatError, readContactRows, type CsvContactRow } from '../domain/outbound/csv';
 import { normalizeUsPhone, purposeNeedsConsent, scrubRow } from '../domain/outbound/scrub';
 import { nextDialTime, zonesFor } from '../domain/outbound/callingWindow';
@@ -34,7 +36,8 @@ import {
 import { getUploadContent } from '../db/repositories/uploads';
 import { recordCallConversation } from '../db/repositories/conversations';
 import { findVoiceCallByProviderId, getVoiceCall, linkDialConversation } from '../db/repositories/voiceCalls';
-import { completeCall } from '../services/voice/calls';
+import { completeCall, type CampaignCallDial } from '../services/voice/calls';
+import { campaignVoicemail, recordVoicemail, type CampaignVoicemail } from '../services/voice/voicemail';
 import { converseSandboxCampaignCall } from './voice';
 import { emitEvent } from '../events/emit';
 import { performOnce, type FaultHook } from './providers/effects';
@@ -86,6 +89,21 @@ function heartbeater(): { stop(): void } {
   }
   const timer = setInterval(() => ctx!.heartbeat(), 5000);
   return { stop: () => clearInterval(timer) };
+}
+
+/**
+ * A dial that left the agent's voicemail message (README "Voicemail"): the call and its conversation are
+ * stored (for the sandbox carrier here; a real carrier's by its voice webhook or adapter while the call
+ * was up) and the call completed with its minutes charged once (services/voice/calls.ts completeCall,
+ * deduplicated per call). Idempotent.
+ * @returns the call's conversation (the dial's record links to it), or null when no call was stored
+ */
+async function completeVoicemail(db: ActivityDeps['db'], dial: CampaignCallDial, res: DialResult, voicemail: CampaignVoicemail | null): Promise<string | null> {
+  let held = await findVoiceCallByProviderId(db, dial.provider, dial.providerCallId);
+  if (!held && dial.provider === 'sandbox' && voicemail) held = await recordVoicemail(db, dial, { ...voicemail, message: res.voicemailMessage! });
+  if (!held || held.orgId !== dial.orgId) return null;
+  await completeCall(db, dial.orgId, held.id, res.durationSeconds);
+  return (await getVoiceCall(db, dial.orgId, held.id))?.conversationId ?? null;
 }
 
 /** Builds the outbound activities. */
@@ -207,7 +225,9 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
       const dialNumber = a.dials + 1;
       const reference = `${attemptId}:${dialNumber}`;
       const at = new Date(input.now);
-      const call = { from: a.callerId, to: a.e164, idempotencyKey: reference, agentId: a.agentId, campaignId: a.campaignId };
+      // The message a machine gets after its beep (README "Voicemail"), from the campaign's pinned version.
+      const voicemail = await campaignVoicemail(db, orgId, a.campaignId, a.agentId);
+      const call = { from: a.callerId, to: a.e164, idempotencyKey: reference, agentId: a.agentId, campaignId: a.campaignId, ...(voicemail ? { voicemailMessage: voicemail.message } : {}) };
       const beat = heartbeater();
       let effect: Awaited<ReturnType<typeof performOnce<Awaited<ReturnType<TelephonyAdapter['dial']>>>>>;
       try {
@@ -219,19 +239,33 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
           request: { from: call.from, to: call.to, campaignId: a.campaignId },
           perform: () => telephonyOf().dial(orgId, call),
           // A call starts after its intent: look from a minute before, for clock skew between hosts.
-          lookup: (intent) => telephonyOf().findCall(orgId, { reference, from: call.from, to: call.to, sinceMs: Date.parse(intent.createdAt) - 60_000, agentId: call.agentId, campaignId: call.campaignId }),
+          lookup: (intent) =>
+            telephonyOf().findCall(orgId, { reference, from: call.from, to: call.to, sinceMs: Date.parse(intent.createdAt) - 60_000, agentId: call.agentId, campaignId: call.campaignId, voicemailMessage: call.voicemailMessage }),
           fault: opts.faults,
         });
       } finally {
         beat.stop();
       }
+      // A voicemail left: its call completed (minutes charged once) before the attempt is recorded, so a
+      // retry after a crash in between, finding the attempt still dialing, completes it then.
+      const left = effect.state !== 'unknown' && effect.result.outcome === 'voicemail' && effect.result.voicemailMessage ? effect.result : null;
+      const voicemailConversationId = left
+        ? await completeVoicemail(db, { orgId, agentId: a.agentId, campaignId: a.campaignId, providerCallId: left.providerCallId, provider: telephonyOf().provider, from: a.callerId, to: a.e164 }, left, voicemail)
+        : null;
       const out = await db.transaction(async (trx) => {
         if (effect.state === 'unknown') {
           const r = await recordDialOutcome(trx, orgId, attemptId, dialNumber, { outcome: 'unknown', status: 'failed', durationSeconds: 0, at, maxAttempts: a.maxAttempts, retryDelayMinutes: a.retryDelayMinutes });
           return { status: r.status, outcome: 'unknown', answeredNow: null };
         }
         const res = effect.result;
-        const r = await recordDialOutcome(trx, orgId, attemptId, dialNumber, { outcome: res.outcome, durationSeconds: res.durationSeconds, at, maxAttempts: a.maxAttempts, retryDelayMinutes: a.retryDelayMinutes });
+        const r = await recordDialOutcome(trx, orgId, attemptId, dialNumber, {
+          outcome: res.outcome,
+          durationSeconds: res.durationSeconds,
+          at,
+          maxAttempts: a.maxAttempts,
+          retryDelayMinutes: a.retryDelayMinutes,
+          voicemailLeft: res.outcome === 'voicemail' && !!res.voicemailMessage,
+        });
         if (r.recorded) {
           await resolveIntent(trx, orgId, effect.intent.id, res);
           await recordCallConversation(trx, orgId, {
@@ -243,6 +277,7 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
             durationSeconds: res.durationSeconds,
             startedAt: at,
             providerCallId: res.providerCallId,
+            conversationId: voicemailConversationId,
           });
           await emitEvent(trx, orgId, 'call.completed', {
             callId: res.providerCallId,

@@ -12,6 +12,7 @@ export function toAgentView(a: AgentRecord): Agent {
     persona: a.persona,
     instructions: a.instructions,
     greeting: a.greeting,
+    voicemailMessage: a.voicemailMessage,
     language: a.language,
     voiceId: a.voiceId,
     dtmf: effectiveDtmf(a.dtmf),

@@ -133,6 +133,9 @@ async function telnyxEvent(deps: CallbackDeps, req: WebhookRequest): Promise<{ e
         await recordProviderCall(deps.db, state.org, { provider: TELNYX_PROVIDER, providerCallId: callId, reference: state.ref, from: String(p.from ?? ''), to: String(p.to ?? '') });
         if (type === 'call.answered') await updateProviderCall(deps.db, TELNYX_PROVIDER, callId, { status: 'answered' });
         else if (type === 'call.machine.detection.ended') await updateProviderCall(deps.db, TELNYX_PROVIDER, callId, { answeredBy: String(p.result ?? 'not_sure') });
+        // A voicemail drop (README "Voicemail"): the beep that ends a machine's greeting, then the end of the message spoken.
+        else if (type === 'call.machine.greeting.ended') await updateProviderCall(deps.db, TELNYX_PROVIDER, callId, { greetingEnded: String(p.result ?? 'not_sure') });
+        else if (type === 'call.speak.ended') await updateProviderCall(deps.db, TELNYX_PROVIDER, callId, { speakEnded: true });
         // The hangup carries the answer time (`start_time`); the event's own time is the end.
         else if (type === 'call.hangup') await endCall(deps, TELNYX_PROVIDER, callId, String(p.hangup_cause ?? 'normal_clearing'), p.start_time, data.occurred_at);
       },

@@ -4,7 +4,9 @@
  * - `POST /api/v1/voice/{provider}/inbound` — a call rang a number: answered with TwiML/TeXML
  *   connecting it to the relay (services/voice/calls.ts), or a spoken refusal; never a 5xx for a
  *   number or agent that cannot take calls. An answered campaign call (`?org=…&agt=…&cmp=…` in the
- *   signed URL the dial gave) is connected to the campaign's agent, which greets first.
+ *   signed URL the dial gave) is connected to the campaign's agent, which greets first — or, when the
+ *   carrier's answering-machine detection says a machine finished its greeting (`AnsweredBy`
+ *   `machine_end_*`), answered with the agent's voicemail message (`<Say>`) and `<Hangup/>` (README "Voicemail").
  * - `POST /api/v1/voice/{provider}/status` — the carrier's status callback (`CallStatus`,
  *   `CallDuration`): moves the call forward (the `voice-call/{callId}` workflow when Temporal is there).
  * - `POST /api/v1/voice/{provider}/relay-ended` — the `<Connect action>` callback after the relay ends:
@@ -27,6 +29,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { callStatusSignal, type CallStatusUpdate } from '../../workflows/definitions';
 import { signRelayReference } from '../../services/voice/reference';
+import { answerMachineAtBeep } from '../../services/voice/voicemail';
 import { BASE_PATH } from '../app';
 import { TALK_PAGE_HTML } from './talkPage';
 
@@ -118,6 +121,12 @@ export function voiceWebhooks(deps: AppDeps) {
       case 'inbound': {
         const campaign = campaignCallOf(provider, ctx.query as Record<string, unknown>, params, callSid);
         if (campaign) {
+          // A machine at its beep (Twilio's DetectMessageEnd verdict in `AnsweredBy`): the agent's voicemail message, then the hang-up.
+          const machine = await answerMachineAtBeep(deps.db, campaign, params.AnsweredBy);
+          if (machine) {
+            ctx.state.log.info({ provider, callSid, callId: machine.call.id, campaignId: campaign.campaignId }, 'voice: campaign call leaves a voicemail');
+            return xml(ctx, machine.markup);
+          }
           const answer = await answerCampaignCall(deps.db, `${origin}${BASE_PATH}`, campaign, () => `${origin}${BASE_PATH}/voice/${provider}/relay-ended`);
           if (answer.refused) ctx.state.log.info({ provider, callSid, reason: answer.refused, campaignId: campaign.campaignId }, 'voice: campaign call hung up');
           return xml(ctx, answer.markup);

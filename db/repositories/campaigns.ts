@@ -302,7 +302,7 @@ export async function recordDialOutcome(
   orgId: string,
   attemptId: string,
   dialNumber: number,
-  r: { outcome: string; durationSeconds: number; at: Date; maxAttempts: number; retryDelayMinutes: number; status?: 'failed' },
+  r: { outcome: string; durationSeconds: number; at: Date; maxAttempts: number; retryDelayMinutes: number; status?: 'failed'; voicemailLeft?: boolean },
 ): Promise<{ recorded: boolean; status: string }> {
   const retry = !r.status && (r.outcome === 'busy' || r.outcome === 'no_answer') && dialNumber < r.maxAttempts;
   const status = r.status ?? (retry ? 'pending' : r.outcome);
@@ -316,6 +316,7 @@ export async function recordDialOutcome(
       claim_token: null,
       last_outcome: r.outcome,
       last_duration_seconds: r.durationSeconds,
+      voicemail_left: r.voicemailLeft ?? false,
       last_dialed_at: r.at,
       not_before: retry ? new Date(r.at.getTime() + r.retryDelayMinutes * 60_000) : trx.raw('not_before'),
       updated_at: trx.fn.now(),
@@ -337,6 +338,7 @@ function toAttempt(r: any): CallAttempt {
     ...fromColumns(r, ['id', 'contactId', 'e164', 'status', 'dials']),
     ...fromNullableColumns(r, ['lastOutcome', 'lastDurationSeconds']),
     ...fromTimestampColumns(r, ['lastDialedAt', 'notBefore']),
+    voicemailLeft: r.voicemail_left === true,
   };
 }
 
@@ -359,4 +361,10 @@ export async function sandboxDialsTo(db: Conn, orgId: string, e164s?: string[]):
 export async function campaignDialSettings(db: Conn, orgId: string, id: string): Promise<{ status: Campaign['status']; startMinutes: number; endMinutes: number; days: DayOfWeek[] } | undefined> {
   const r = await db('campaigns').where({ org_id: orgId, id }).first('status', 'window_start_minutes', 'window_end_minutes', 'days_of_week');
   return r ? { status: r.status, startMinutes: r.window_start_minutes, endMinutes: r.window_end_minutes, days: r.days_of_week } : undefined;
+}
+
+/** The agent version a campaign pinned at launch (`ver_…`), or null (not launched, or no such campaign in the organization). */
+export async function campaignPinnedVersion(db: Conn, orgId: string, campaignId: string): Promise<string | null> {
+  const r = await db('campaigns').where({ org_id: orgId, id: campaignId }).first('agent_version_id');
+  return r?.agent_version_id ?? null;
 }

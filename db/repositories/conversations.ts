@@ -385,11 +385,12 @@ export async function endConversation(db: Db, orgId: string, id: string, reason:
  * Records one campaign dial as a `voice` conversation (mode `none`) with its outcome and duration, in the
  * caller's transaction; the id derives from the dial's key, so recording twice stores one row.
  * @param dialKey the provider idempotency key of the dial (`{attemptId}:{dialNumber}`)
+ * @param conversationId the conversation the call held, when known now (a voicemail left: README "Voicemail"), kept as `metadata.conversationId`
  */
 export async function recordCallConversation(
   trx: Knex.Transaction,
   orgId: string,
-  call: { dialKey: string; agentId: string; campaignId: string; counterpart: string; outcome: string; durationSeconds: number; startedAt: Date; providerCallId: string },
+  call: { dialKey: string; agentId: string; campaignId: string; counterpart: string; outcome: string; durationSeconds: number; startedAt: Date; providerCallId: string; conversationId?: string | null },
 ): Promise<void> {
   const id = `cnv_${crypto.createHash('sha256').update(`${orgId}:${call.dialKey}`).digest('base64url').replace(/[-_]/g, '').slice(0, 24)}`;
   const inserted = await trx('conversations')
@@ -405,7 +406,7 @@ export async function recordCallConversation(
       counterpart: call.counterpart,
       outcome: call.outcome,
       duration_seconds: call.durationSeconds,
-      metadata: JSON.stringify({ providerCallId: call.providerCallId, dialKey: call.dialKey }),
+      metadata: JSON.stringify({ providerCallId: call.providerCallId, dialKey: call.dialKey, ...(call.conversationId ? { conversationId: call.conversationId } : {}) }),
       started_at: call.startedAt,
       ended_at: new Date(call.startedAt.getTime() + call.durationSeconds * 1000),
       last_activity_at: new Date(call.startedAt.getTime() + call.durationSeconds * 1000),

@@ -28,6 +28,10 @@ export interface ProviderCallRecord {
   to: string;
   status: string;
   answeredBy: string | null;
+  /** Telnyx `call.machine.greeting.ended` result (`beep_detected`, `ended`, `not_sure`), or null before it (README "Voicemail"). */
+  greetingEnded: string | null;
+  /** Whether Telnyx reported the end of a `speak` command on the call (`call.speak.ended`). */
+  speakEnded: boolean;
   outcome: string | null;
   durationSeconds: number;
   createdAt: Date;
@@ -43,6 +47,8 @@ function toCall(r: any): ProviderCallRecord {
     to: r.to_e164,
     status: r.status,
     answeredBy: r.answered_by,
+    greetingEnded: r.greeting_ended ?? null,
+    speakEnded: !!r.speak_ended_at,
     outcome: r.outcome,
     durationSeconds: r.duration_seconds,
     createdAt: r.created_at,
@@ -58,7 +64,8 @@ export async function recordProviderCall(db: Db, orgId: string, c: { provider: s
 }
 
 /**
- * Applies a status webhook to a call: `status`, the answering-machine verdict, and once ended its
+ * Applies a status webhook to a call: `status`, the answering-machine verdict, the end of a machine's
+ * greeting and of a spoken message (README "Voicemail"), and once ended its
  * outcome and duration (seconds). An ended call never changes again.
  * @returns the call, or undefined when no call has this provider id
  */
@@ -66,9 +73,11 @@ export async function updateProviderCall(
   db: Db,
   provider: string,
   providerCallId: string,
-  change: { status?: string; answeredBy?: string | null; outcome?: string; durationSeconds?: number },
+  change: { status?: string; answeredBy?: string | null; greetingEnded?: string; speakEnded?: true; outcome?: string; durationSeconds?: number },
 ): Promise<ProviderCallRecord | undefined> {
   const set: Record<string, unknown> = { updated_at: db.fn.now() };
+  if (change.greetingEnded !== undefined) set.greeting_ended = change.greetingEnded;
+  if (change.speakEnded) set.speak_ended_at = db.fn.now();
   if (change.status !== undefined) set.status = change.status;
   if (change.answeredBy !== undefined) set.answered_by = change.answeredBy;
   if (change.outcome !== undefined) set.outcome = change.outcome;

@@ -16,6 +16,8 @@ export interface SandboxDialRow {
   providerCallId: string;
   outcome: string;
   durationSeconds: number;
+  /** What the sandbox callee's voicemail recorded after the beep (README "Voicemail"), or null. */
+  voicemailMessage: string | null;
   createdAt: Date;
 }
 
@@ -26,6 +28,7 @@ const toDial = (r: any): SandboxDialRow => ({
   providerCallId: r.provider_call_id,
   outcome: r.outcome,
   durationSeconds: r.duration_seconds,
+  voicemailMessage: r.voicemail_message ?? null,
   createdAt: new Date(r.created_at),
 });
 
@@ -37,7 +40,7 @@ const toDial = (r: any): SandboxDialRow => ({
 export async function sandboxRecordDial(db: Db, orgId: string, d: Omit<SandboxDialRow, 'createdAt'>, deduplicate: boolean): Promise<{ dial: SandboxDialRow; created: boolean }> {
   const insert = async (c: Conn) => {
     const [row] = await c('sandbox_dials')
-      .insert({ idempotency_key: d.reference, org_id: orgId, from: d.from, to: d.to, provider_call_id: d.providerCallId, outcome: d.outcome, duration_seconds: d.durationSeconds })
+      .insert({ idempotency_key: d.reference, org_id: orgId, from: d.from, to: d.to, provider_call_id: d.providerCallId, outcome: d.outcome, duration_seconds: d.durationSeconds, voicemail_message: d.voicemailMessage })
       .returning('*');
     return toDial(row);
   };

@@ -54,14 +54,14 @@ export function revisionBump(db: Conn): Knex.Raw {
 }
 
 /**
- * Agents whose draft (persona, instructions, greeting, skills, playbooks) or published version refers to
+ * Agents whose draft (persona, instructions, greeting, voicemail message, skills, playbooks) or published version refers to
  * `{{vars.<name>}}`, sorted.
  */
 export async function variableUsers(conn: Conn, orgId: string, name: string): Promise<string[]> {
   // Names are [a-z0-9_] (schemas/types/settings.ts VariableName), so they are safe inside the pattern.
   const pattern = `\\{\\{\\s*vars\\.${name}\\s*\\}\\}`;
   const res = await conn.raw(
-    `SELECT id FROM agents WHERE org_id = :org AND concat_ws(' ', persona, instructions, greeting) ~ :p
+    `SELECT id FROM agents WHERE org_id = :org AND concat_ws(' ', persona, instructions, greeting, voicemail_message) ~ :p
      UNION SELECT agent_id FROM agent_skills WHERE org_id = :org AND config::text ~ :p
      UNION SELECT agent_id FROM agent_playbooks WHERE org_id = :org AND graph::text ~ :p
      UNION SELECT a.id FROM agents a JOIN agent_versions v ON v.id = a.published_version_id

@@ -24,6 +24,8 @@ export interface VoiceCallRecord {
   /** Seconds connected, once the carrier reported the end. */
   durationSeconds: number | null;
   campaignId: string | null;
+  /** The message the call left on an answering machine (README "Voicemail"), or null. */
+  voicemailMessage: string | null;
   createdAt: string;
   endedAt: string | null;
 }
@@ -44,6 +46,7 @@ function toRecord(r: any): VoiceCallRecord {
     failureReason: r.failure_reason ?? null,
     durationSeconds: r.duration_seconds ?? null,
     campaignId: r.campaign_id ?? null,
+    voicemailMessage: r.voicemail_message ?? null,
     createdAt: iso(r.created_at),
     endedAt: r.ended_at ? iso(r.ended_at) : null,
   };
@@ -61,6 +64,8 @@ export interface NewVoiceCall {
   status: VoiceCallRecord['status'];
   failureReason?: string | null;
   campaignId?: string | null;
+  /** The message this call leaves on an answering machine (README "Voicemail"). */
+  voicemailMessage?: string | null;
 }
 
 /**
@@ -82,6 +87,7 @@ export async function createVoiceCall(conn: Conn, orgId: string, c: NewVoiceCall
       status: c.status,
       failure_reason: c.failureReason ?? null,
       campaign_id: c.campaignId ?? null,
+      voicemail_message: c.voicemailMessage ?? null,
       ended_at: c.status === 'failed' ? conn.fn.now() : null,
     })
     .onConflict(['provider', 'provider_call_id'])

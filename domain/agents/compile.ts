@@ -102,6 +102,11 @@ export interface CompiledAgent extends Pick<Agent, 'name' | 'description' | 'per
   /** Extraction fields of the post-conversation analysis (absent in versions published before analysis existed: none). */
   analysis?: AnalysisSettings;
   /**
+   * What campaign calls leave on an answering machine (README "Voicemail"), organization variables in
+   * place; null or absent (versions published before voicemail messages existed): none.
+   */
+  voicemailMessage?: string | null;
+  /**
    * Organization variables the version refers to (absent when none): a non-secret one with the value
    * published (already put in place of its references), a secret one by id only — its value is never
    * copied into a version; the skill executor fills it in when the skill runs.
@@ -169,6 +174,7 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
   const persona = resolve(agent.persona, 'persona', false);
   const instructions = resolve(agent.instructions, 'instructions', false);
   const greeting = resolve(agent.greeting, 'greeting', false);
+  const voicemailMessage = resolve(agent.voicemailMessage ?? null, 'voicemailMessage', false);
 
   const skills = [...bundle.skills].sort(byName).map((s) => ({ ...s, config: resolve(s.config, `skills[${s.name}].config`, true) }));
   for (const s of skills) {
@@ -229,6 +235,7 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
     persona,
     instructions,
     greeting,
+    voicemailMessage,
     language: agent.language,
     voice,
     dtmf: effectiveDtmf(agent.dtmf),

@@ -16,6 +16,7 @@ export function buildPrepublishReport(bundle: DraftBundle): PrepublishReport {
   const cv = snapshot.callerVerification;
   const willSay: string[] = [];
   if (snapshot.greeting) willSay.push(`Greets callers with: "${snapshot.greeting}"`);
+  if (snapshot.voicemailMessage) willSay.push(`Leaves on answering machines (campaign calls): "${snapshot.voicemailMessage}"`);
   if (snapshot.persona) willSay.push(`Speaks as: ${snapshot.persona}`);
   willSay.push(`Speaks ${snapshot.language}${snapshot.voice ? ` with the voice ${snapshot.voice.name} (${snapshot.voice.id})` : ''}`);
   const ready = snapshot.knowledge;

@@ -7,7 +7,7 @@ import type { Agent, CallerVerification, Guardrails, PlaybookGraph } from '../..
 import type { OrgVariableRef } from '../settings/variables';
 
 /** The draft's own profile fields, as the API shows them (schemas/types/agents.ts Agent). */
-export type AgentProfile = Pick<Agent, 'name' | 'description' | 'persona' | 'instructions' | 'greeting' | 'language' | 'voiceId' | 'dtmf' | 'variables'>;
+export type AgentProfile = Pick<Agent, 'name' | 'description' | 'persona' | 'instructions' | 'greeting' | 'voicemailMessage' | 'language' | 'voiceId' | 'dtmf' | 'variables'>;
 
 /** Stored extraction fields of the post-conversation analysis (`{fields: []}` by default). */
 export type AgentAnalysis = Agent['analysis'];

@@ -130,6 +130,14 @@ export function greetingFor(agent: CompiledAgent, vars: Readonly<Record<string, 
 }
 
 /**
+ * The message a campaign call leaves on an answering machine (README "Voicemail"), variables filled as
+ * in the greeting, or null when the version has none (versions published before the field existed too).
+ */
+export function voicemailMessageFor(agent: CompiledAgent, vars: Readonly<Record<string, string>>): string | null {
+  return agent.voicemailMessage ? renderTemplate(agent.voicemailMessage, vars) : null;
+}
+
+/**
  * Messages the model sees from stored history: plain assistant lines before the first user message (the
  * greeting), then everything from that user message on, so a window cut mid tool exchange stays valid.
  */

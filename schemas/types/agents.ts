@@ -66,6 +66,12 @@ export interface AgentCreate {
   /** First sentence spoken or written to a caller. @maxLength 1000 */
   greeting?: string | null;
   /**
+   * What a campaign call leaves on an answering machine after the beep, then hangs up (README "Voicemail");
+   * `{{variables}}` are filled as in the greeting. Null: a machine is only the `voicemail` outcome.
+   * @minLength 1 @maxLength 1000
+   */
+  voicemailMessage?: string | null;
+  /**
    * BCP 47 tag of the conversation language (default `en-US`); a well-formed tag the plan's speech engine
    * does not support answers 422 `unsupported_language`. @pattern ^[a-z]{2,3}(-[A-Z][a-z]{3})?(-([A-Z]{2}|[0-9]{3}))?$
    */
@@ -109,6 +115,8 @@ export interface Agent {
   persona: string | null;
   instructions: string | null;
   greeting: string | null;
+  /** Left on an answering machine by campaign calls (README "Voicemail"); null: none. */
+  voicemailMessage: string | null;
   language: string;
   voiceId: string | null;
   dtmf: DtmfSettings;

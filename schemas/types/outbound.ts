@@ -237,6 +237,8 @@ export interface CallAttempt {
   lastDialedAt: string | null;
   /** Earliest time of the next dial (calling window, retry delay). */
   notBefore: string;
+  /** Whether the last dial left the agent's voicemail message on an answering machine (README "Voicemail"). */
+  voicemailLeft: boolean;
 }
 
 /** A page of call attempts. */

@@ -3,12 +3,14 @@
  * another address is given), a worker with the outbound activities on a unique task queue, and helpers
  * to make an organization with a published agent, an owned caller-id number and an imported list.
  */
+import { expect } from 'chai';
 import { Client } from '@temporalio/client';
 import { loadConfig, type AppConfig } from '../../config';
 import { createDb, migrate, type Db } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { createAgent } from '../../db/repositories/agents';
+import { insertAttempts, lockCampaign, setCampaignStatus } from '../../db/repositories/campaigns';
 import { newId } from '../../db/ids';
 import { startApi, type RunningApi } from '../../api/server';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
@@ -177,4 +179,19 @@ export function useDialerEnv(label: string, opts: () => Parameters<typeof startO
     Object.assign(dialer, { key, orgId, agentId, numberId: await env.ownNumber(key) });
   });
   return { env, dialer };
+}
+
+/** A running informational campaign of one contact, its attempt claimable now. @returns the campaign id */
+export async function runningCampaign(env: OutboundEnv, dialer: Dialer, agentId: string, contact: string): Promise<string> {
+  const list = await env.importList(dialer.key, `phone\n${contact}`);
+  const created = await env.call(dialer.key, 'POST', '/campaigns', { name: 'Reminders', agentId, callerIdNumberId: dialer.numberId, contactListId: list.id, purpose: 'informational' });
+  expect(created.status).to.equal(201);
+  const campaignId = created.body.data.id as string;
+  await env.db.transaction(async (trx) => {
+    const row = await lockCampaign(trx, dialer.orgId, campaignId);
+    await insertAttempts(trx, dialer.orgId, campaignId, row.list_id);
+    await setCampaignStatus(trx, dialer.orgId, campaignId, 'running');
+    await trx('call_attempts').where({ org_id: dialer.orgId, campaign_id: campaignId }).update({ not_before: new Date('2026-01-01T00:00:00Z') });
+  });
+  return campaignId;
 }

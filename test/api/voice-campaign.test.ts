@@ -8,30 +8,14 @@
  * every call webhook is signed as Telnyx signs it.
  */
 import { expect } from 'chai';
-import { phone, useDialerEnv } from './outbound-fixtures';
+import { phone, runningCampaign, useDialerEnv } from './outbound-fixtures';
 import { publishDraft } from './agents-fixtures';
 import { createOutboundActivities } from '../../activities/outbound';
 import { SANDBOX_CALLEE_SCRIPT } from '../../activities/voice';
-import { insertAttempts, lockCampaign, setCampaignStatus } from '../../db/repositories/campaigns';
 import { allMessages, getConversation } from '../../db/repositories/conversations';
 import { createLogger } from '../../runtime';
 import { TelnyxTelephony } from '../../activities/providers/telephony/telnyx';
 import { TelnyxStub } from '../providers/telnyxStub';
-
-/** A running informational campaign of one contact, its attempt claimable now. @returns the campaign id */
-async function runningCampaign(env: ReturnType<typeof useDialerEnv>['env'], dialer: ReturnType<typeof useDialerEnv>['dialer'], agentId: string, contact: string): Promise<string> {
-  const list = await env.importList(dialer.key, `phone\n${contact}`);
-  const created = await env.call(dialer.key, 'POST', '/campaigns', { name: 'Reminders', agentId, callerIdNumberId: dialer.numberId, contactListId: list.id, purpose: 'informational' });
-  expect(created.status).to.equal(201);
-  const campaignId = created.body.data.id as string;
-  await env.db.transaction(async (trx) => {
-    const row = await lockCampaign(trx, dialer.orgId, campaignId);
-    await insertAttempts(trx, dialer.orgId, campaignId, row.list_id);
-    await setCampaignStatus(trx, dialer.orgId, campaignId, 'running');
-    await trx('call_attempts').where({ org_id: dialer.orgId, campaign_id: campaignId }).update({ not_before: new Date('2026-01-01T00:00:00Z') });
-  });
-  return campaignId;
-}
 
 describe('campaign calls converse over the relay (sandbox carrier)', function () {
   this.timeout(60_000);

@@ -10,7 +10,11 @@
  * after 42 s. With `relayCalls` set, an answered call waits for the Call Control command
  * `conversation_relay_start` and, playing Telnyx's ConversationRelay, opens its WebSocket, sends the
  * `setup` frame, hears the agent's first words, says `relayCallee` lines and hangs up (then
- * `call.conversation.ended` and `call.hangup`); `actions/hangup` ends a call at once. Numbers in `taken` are refused as Telnyx refuses an order of a number no longer there.
+ * `call.conversation.ended` and `call.hangup`); `actions/hangup` ends a call at once. With
+ * `machineAnswers` set, calls are answered by a machine (`call.machine.detection.ended` `machine`); a dial
+ * asking for `greeting_end` or `detect_beep` detection then gets `call.machine.greeting.ended`
+ * (`beep_detected`) and the machine records until hung up: `actions/speak` is recorded in `spoken`
+ * (`call.speak.started`, `call.speak.ended` follow). Numbers in `taken` are refused as Telnyx refuses an order of a number no longer there.
  */
 import crypto from 'node:crypto';
 import { StubServer, type StubAnswer, type StubRequest } from './stubServer';
@@ -57,6 +61,10 @@ export class TelnyxStub extends StubServer {
   relayCalls = false;
   /** The callee hangs up as the relay command arrives: Telnyx refuses it (422 "Call has already ended"). */
   relayTooLate = false;
+  /** Calls are answered by an answering machine (README "Voicemail"). */
+  machineAnswers = false;
+  /** `speak` commands received (one per command_id per call): what a machine recorded, in order. */
+  readonly spoken: { callControlId: string; command: any }[] = [];
   /** What the callee says on the relay, line by line, before hanging up. */
   relayCallee = ['Hello, who is this?'];
   /** Hang-ups held until the relay session of the call ends, by call_control_id. */
@@ -290,12 +298,16 @@ export class TelnyxStub extends StubServer {
       if (b.webhook_url) {
         ev('call.initiated', 'CallInitiatedWebhookEvent', { direction: 'outgoing', state: 'bridging' });
         ev('call.answered', 'CallAnsweredWebhookEvent', { start_time: start.toISOString() });
-        ev('call.machine.detection.ended', 'CallMachineDetectionEndedWebhookEvent', { result: 'human' });
+        ev('call.machine.detection.ended', 'CallMachineDetectionEndedWebhookEvent', { result: this.machineAnswers ? 'machine' : 'human' });
+        // A machine asked to be followed to its beep: the greeting ends, then it records until hung up.
+        const recording = this.machineAnswers && ['greeting_end', 'detect_beep', 'detect_words'].includes(b.answering_machine_detection);
+        if (recording) ev('call.machine.greeting.ended', 'CallMachineGreetingEndedWebhookEvent', { result: 'beep_detected' });
+        const holds = recording || (this.relayCalls && !this.machineAnswers);
         const hangup = () => {
-          if (!this.held.delete(ids.call_control_id) && this.relayCalls) return;
-          ev('call.hangup', 'CallHangupWebhookEvent', { hangup_cause: 'normal_clearing', hangup_source: 'callee', start_time: start.toISOString(), state: 'hangup' }, end.toISOString());
+          if (!this.held.delete(ids.call_control_id) && holds) return;
+          ev('call.hangup', 'CallHangupWebhookEvent', { hangup_cause: 'normal_clearing', hangup_source: recording ? 'caller' : 'callee', start_time: start.toISOString(), state: 'hangup' }, end.toISOString());
         };
-        if (this.relayCalls) this.held.set(ids.call_control_id, hangup);
+        if (holds) this.held.set(ids.call_control_id, hangup);
         else hangup();
       }
       return this.answer(req, 'CallDialResponse', 200, { data: { ...ids, is_alive: false, record_type: 'call' } });
@@ -315,6 +327,20 @@ export class TelnyxStub extends StubServer {
         void this.playRelay(session, call);
       }
       return this.answer(req, 'ActionStartConversationRelayResponse', 200, { data: { result: 'ok', conversation_relay_id: uuid() } });
+    }
+    if ((m = /^POST \/calls\/([^/]+)\/actions\/speak$/.exec(route))) {
+      const b = await this.body(req, 'ActionSpeakParams');
+      const id = decodeURIComponent(m[1]);
+      const call = this.calls.find((c) => c.call_control_id === id);
+      if (!call || !this.held.has(id)) return this.error(422, '90018', 'Call has already ended', 'This call is no longer active and can\'t receive commands.');
+      // Telnyx ignores a command whose command_id it has seen on this call.
+      if (!this.spoken.some((x) => x.callControlId === id && b.command_id && x.command.command_id === b.command_id)) {
+        this.spoken.push({ callControlId: id, command: b });
+        const payload = { call_control_id: id, call_leg_id: call.call_leg_id, call_session_id: call.call_session_id, connection_id: call.connection_id, client_state: call.client_state };
+        this.webhook(call.webhook_url, 'CallSpeakStartedWebhookEvent', { data: { event_type: 'call.speak.started', id: uuid(), occurred_at: now(), record_type: 'event', payload } });
+        this.webhook(call.webhook_url, 'CallSpeakEndedWebhookEvent', { data: { event_type: 'call.speak.ended', id: uuid(), occurred_at: now(), record_type: 'event', payload: { ...payload, status: 'completed' } } });
+      }
+      return this.answer(req, 'ActionSpeakResponse', 200, { data: { result: 'ok' } });
     }
     if ((m = /^POST \/calls\/([^/]+)\/actions\/hangup$/.exec(route))) {
       await this.body(req, 'ActionHangupParams');

@@ -8,7 +8,10 @@
  *
  * Behaviour: texts are `sent` then `delivered`; calls are initiated, ring, are answered (their `Url`
  * then requested for the call's instructions, signed likewise) by a human (async AMD callback) and
- * complete after 42 s; a number in `taken` is refused with 21422.
+ * complete after 42 s; a number in `taken` is refused with 21422. With `machineAnswers` set, an answering
+ * machine answers: `AnsweredBy` is `machine_start` (`MachineDetection=Enable`) or, with synchronous
+ * `DetectMessageEnd`, `machine_end_beep` in the `Url` request made once the greeting ended (Twilio
+ * "Answering Machine Detection"); status callbacks of an AMD call carry `AnsweredBy` too.
  */
 import crypto from 'node:crypto';
 import twilio from 'twilio';
@@ -25,6 +28,8 @@ export class TwilioStub extends StubServer {
   readonly numbers: any[] = [];
   readonly messages: any[] = [];
   readonly calls: any[] = [];
+  /** Calls are answered by an answering machine (README "Voicemail"). */
+  machineAnswers = false;
 
   constructor(readonly accountSid: string, readonly authToken: string) {
     super();
@@ -148,13 +153,16 @@ export class TwilioStub extends StubServer {
         this.webhook(p.StatusCallback, { ...base, CallStatus: 'ringing' });
         this.webhook(p.StatusCallback, { ...base, CallStatus: 'in-progress' });
       }
-      // Answered: Twilio requests the call's instructions from its Url (the answer is in `deliveries`).
-      this.webhook(p.Url, { ...base, CallStatus: 'in-progress' });
-      if (p.AsyncAmdStatusCallback) this.webhook(p.AsyncAmdStatusCallback, { AccountSid: this.accountSid, CallSid: call.sid, AnsweredBy: 'human', MachineDetectionDuration: '1200' });
-      if (p.StatusCallback) this.webhook(p.StatusCallback, { ...base, CallStatus: 'completed', CallDuration: '42' });
+      const answeredBy = !this.machineAnswers ? 'human' : p.MachineDetection === 'DetectMessageEnd' ? 'machine_end_beep' : 'machine_start';
+      const amd: Record<string, string> = p.MachineDetection ? { AnsweredBy: answeredBy } : {};
+      // Answered: Twilio requests the call's instructions from its Url (the answer is in `deliveries`);
+      // with synchronous AMD, once the verdict is known and with it.
+      this.webhook(p.Url, { ...base, CallStatus: 'in-progress', ...(p.AsyncAmd === 'true' ? {} : amd) });
+      if (p.AsyncAmdStatusCallback) this.webhook(p.AsyncAmdStatusCallback, { AccountSid: this.accountSid, CallSid: call.sid, AnsweredBy: answeredBy, MachineDetectionDuration: '1200' });
+      if (p.StatusCallback) this.webhook(p.StatusCallback, { ...base, CallStatus: 'completed', CallDuration: '42', ...amd });
       const answer = this.answer(req, t, 201, call);
       // What a later list shows: the call as it ended.
-      Object.assign(this.calls[this.calls.length - 1], { status: 'completed', duration: '42', answered_by: 'human', start_time: rfc2822(), end_time: rfc2822() });
+      Object.assign(this.calls[this.calls.length - 1], { status: 'completed', duration: '42', answered_by: answeredBy, start_time: rfc2822(), end_time: rfc2822() });
       return answer;
     }
     if (route === 'GET /Calls.json') {

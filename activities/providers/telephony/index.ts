@@ -41,6 +41,13 @@ export interface OutgoingCall {
    * is an outcome only.
    */
   campaignId?: string;
+  /**
+   * The message to leave when a machine answers (README "Voicemail"): the campaign's agent's voicemail
+   * message, variables filled. The call is placed with answering-machine detection that waits for the end
+   * of the greeting (Twilio `MachineDetection=DetectMessageEnd`, Telnyx `greeting_end`); the message is
+   * spoken after the beep and the call hung up. Absent: a machine is only the `voicemail` outcome.
+   */
+  voicemailMessage?: string;
 }
 
 /** How a call ended. */
@@ -54,6 +61,8 @@ export interface DialResult {
   durationSeconds: number;
   /** False when this answer is a call placed earlier (a look-up, or the sandbox's optional key deduplication). */
   dialedNow: boolean;
+  /** The message left on the callee's voicemail (README "Voicemail"); absent or null when none was left. */
+  voicemailMessage?: string | null;
 }
 
 /** A call to find (the look-ups voice APIs offer: by the client reference, or by to/from/start time). */
@@ -66,6 +75,8 @@ export interface CallQuery {
   /** The dial's agent and campaign: a call found still ringing or talking is connected as the dial would have. */
   agentId?: string;
   campaignId?: string;
+  /** The dial's voicemail message: a call found still up at a machine leaves it as the dial would have. */
+  voicemailMessage?: string;
 }
 
 /**

@@ -7,6 +7,7 @@ import { Context } from '@temporalio/activity';
 import type { AppConfig } from '../../../config';
 import type { Db } from '../../../db';
 import { getProviderCall, type ProviderCallRecord } from '../../../db/repositories/providerWebhooks';
+import { findVoiceCallByProviderId } from '../../../db/repositories/voiceCalls';
 import type { DialOutcome, DialResult } from './index';
 
 /** An environment variable a real adapter cannot work without. @throws Error naming it when unset */
@@ -87,6 +88,15 @@ export async function withRateLimit<T>(probe: RateLimitProbe, fn: () => Promise<
   }
 }
 
+/**
+ * The message a call left on a machine (README "Voicemail"): stored with the call by the voice webhook
+ * (Twilio) or the adapter (Telnyx) when it was spoken; null when none was.
+ */
+export async function voicemailLeft(db: Db, orgId: string, provider: string, providerCallId: string): Promise<string | null> {
+  const call = await findVoiceCallByProviderId(db, provider, providerCallId);
+  return call && call.orgId === orgId ? call.voicemailMessage : null;
+}
+
 /** How often a dial reads its call's state while waiting for the end, ms. */
 export const CALL_POLL_MS = 250;
 
@@ -109,7 +119,7 @@ export async function waitForCallEnd(
   for (;;) {
     const c = await getProviderCall(db, orgId, provider, providerCallId);
     if (c && !c.outcome && onProgress) await onProgress(c);
-    if (c?.outcome) return { providerCallId, outcome: c.outcome as DialOutcome, durationSeconds: c.durationSeconds, dialedNow: true };
+    if (c?.outcome) return { providerCallId, outcome: c.outcome as DialOutcome, durationSeconds: c.durationSeconds, dialedNow: true, voicemailMessage: await voicemailLeft(db, orgId, provider, providerCallId) };
     if (Date.now() > end) throw new Error(`${provider} call ${providerCallId} has not ended after ${Math.round(timeoutMs / 1000)} s`);
     await pause(CALL_POLL_MS);
   }

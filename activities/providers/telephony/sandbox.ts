@@ -4,7 +4,8 @@
  * texts whose delivery receipt arrives as a signed callback after SANDBOX_TELEPHONY_DELAY_MS (default
  * 1000 ms). Magic value: a text body containing "Fail Delivery" gets a `FAILED` receipt; otherwise `DELIVERED`.
  *
- * Outbound dials (README "Outbound voice campaigns") end by the callee's last four digits: 0001 answered, 0002 voicemail,
+ * Outbound dials (README "Outbound voice campaigns") end by the callee's last four digits: 0001 answered, 0002 voicemail
+ * (a machine: a dial bringing a voicemail message has it recorded after the beep, README "Voicemail"),
  * 0003 busy, 0004 no_answer, 0005 failed, anything else answered (see sandboxDialOutcome for the
  * durations). A dial takes SANDBOX_DIAL_LATENCY_MS (default 0); inside an activity that wait ends early
  * when the activity is cancelled (its workflow gone, the worker shutting down), as a real call's wait does.
@@ -131,7 +132,7 @@ export class SandboxTelephony extends SandboxAdapter implements TelephonyAdapter
     await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, 'findCall', { ...q });
     const d = await sandboxFindDial(this.db, orgId, { reference: q.reference, from: q.from, to: q.to, since: new Date(q.sinceMs) });
     if (!d) return { absent: true };
-    return { found: { providerCallId: d.providerCallId, outcome: d.outcome as DialOutcome, durationSeconds: d.durationSeconds, dialedNow: false } };
+    return { found: { providerCallId: d.providerCallId, outcome: d.outcome as DialOutcome, durationSeconds: d.durationSeconds, dialedNow: false, voicemailMessage: d.voicemailMessage } };
   }
 
   async sendMessage(orgId: string, text: OutgoingText): Promise<{ providerMessageId: string; status: 'SENT' }> {
@@ -163,9 +164,11 @@ export class SandboxTelephony extends SandboxAdapter implements TelephonyAdapter
   async dial(orgId: string, call: OutgoingCall): Promise<DialResult> {
     const { outcome, durationSeconds } = sandboxDialOutcome(call.to);
     const providerCallId = `CA${crypto.randomBytes(12).toString('hex')}`;
-    const rec = { reference: call.idempotencyKey, from: call.from, to: call.to, providerCallId, outcome, durationSeconds };
+    // A machine (0002) records the message spoken after its beep, when the dial brings one (README "Voicemail").
+    const voicemailMessage = outcome === 'voicemail' && call.voicemailMessage ? call.voicemailMessage : null;
+    const rec = { reference: call.idempotencyKey, from: call.from, to: call.to, providerCallId, outcome, durationSeconds, voicemailMessage };
     const { dial, created } = await sandboxRecordDial(this.db, orgId, rec, this.deduplicateKeys);
     if (created && this.dialLatencyMs > 0) await dialWait(this.dialLatencyMs);
-    return { providerCallId: dial.providerCallId, outcome: dial.outcome as DialOutcome, durationSeconds: dial.durationSeconds, dialedNow: created };
+    return { providerCallId: dial.providerCallId, outcome: dial.outcome as DialOutcome, durationSeconds: dial.durationSeconds, dialedNow: created, voicemailMessage: dial.voicemailMessage };
   }
 }

@@ -10,7 +10,10 @@
  * Call Control command `POST /calls/{id}/actions/conversation_relay_start` (Telnyx "Conversation
  * Relay": started "from TeXML or with a Programmable Voice command"; `command_id` makes a retried
  * command a no-op), its WebSocket the relay of a call stored by `prepareCampaignCall`, which speaks the
- * agent's greeting first; a call whose agent is no longer published is hung up. Look-ups for
+ * agent's greeting first; a call whose agent is no longer published is hung up. A campaign call with a
+ * voicemail message to leave is placed with detection `greeting_end`: a machine whose greeting ended
+ * (`call.machine.greeting.ended`) hears the message (`speak`), then is hung up on `call.speak.ended`
+ * (README "Voicemail"). Look-ups for
  * performOnce: number orders by `customer_reference`; texts by the receipts already stored for our message id (Telnyx lists no messages: otherwise it cannot tell);
  * calls by the reference their webhooks echoed (a call found still up is connected to its agent as the
  * dial would have).
@@ -23,6 +26,7 @@ import { areaCodeInfo } from '../../../domain/sms/nanp';
 import { logProviderRequest } from '../../../db/repositories/smsProviderEvents';
 import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall, type ProviderCallRecord } from '../../../db/repositories/providerWebhooks';
 import { prepareCampaignCall } from '../../../services/voice/calls';
+import { campaignVoicemail, recordVoicemail } from '../../../services/voice/voicemail';
 import type { Lookup } from '../effects';
 import type { CallQuery, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter } from './index';
 import { providerCallbackUrl, requiredEnv, waitForCallEnd } from './live';
@@ -141,7 +145,9 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
         connection_id: connection,
         from: call.from,
         to: call.to,
-        answering_machine_detection: 'detect',
+        // A voicemail message to leave: detection that also reports the end of a machine's greeting (a beep
+        // or the silence after it: `call.machine.greeting.ended`), when the message is spoken (README "Voicemail").
+        answering_machine_detection: call.campaignId && call.voicemailMessage ? 'greeting_end' : 'detect',
         client_state: telnyxClientState(orgId, call.idempotencyKey),
         webhook_url: providerCallbackUrl(this.config, TELNYX_PROVIDER),
         timeout_secs: 30,
@@ -153,14 +159,66 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
     return waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, id, undefined, this.connectOnceAnswered(orgId, call));
   }
 
-  /** The progress hook of a dial's wait: connects its answered campaign call to the agent, once. */
+  /**
+   * The progress hook of a dial's wait: connects its answered campaign call to the agent, once; or, for a
+   * machine when the dial brings a voicemail message, speaks the message once the greeting ended and hangs
+   * up once it has been spoken (README "Voicemail").
+   */
   private connectOnceAnswered(orgId: string, call: OutgoingCall): (c: ProviderCallRecord) => Promise<void> {
     let connected = false;
+    let spoken = false;
+    let hungUp = false;
     return async (c) => {
+      if (call.campaignId && call.voicemailMessage && TELNYX_MACHINE.test(c.answeredBy ?? '')) {
+        if (c.greetingEnded && !spoken) {
+          spoken = true;
+          await this.speakVoicemail(orgId, call, c);
+        }
+        if (c.speakEnded && !hungUp) {
+          hungUp = true;
+          await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'hangup', { providerCallId: c.providerCallId, reference: call.idempotencyKey });
+          await this.command(orgId, c, 'hangup', () => this.client.calls.actions.hangup(c.providerCallId, { command_id: `voicemail-hangup:${call.idempotencyKey}` }));
+        }
+        return;
+      }
       if (connected || !call.campaignId || c.status !== 'answered' || !c.answeredBy) return;
       connected = true;
       await this.connectToAgent(orgId, call, c);
     };
+  }
+
+  /**
+   * Leaves the campaign's voicemail message on a machine whose greeting ended: the call and its
+   * conversation are stored first (services/voice/voicemail.ts), then the Call Control command `speak`
+   * (`command_id` per dial, so a retried dial's repeat is ignored by Telnyx); the hang-up follows its
+   * `call.speak.ended`.
+   */
+  private async speakVoicemail(orgId: string, call: OutgoingCall, c: ProviderCallRecord): Promise<void> {
+    const vm = await campaignVoicemail(this.db, orgId, call.campaignId!, call.agentId);
+    if (!vm) return;
+    await recordVoicemail(this.db, { orgId, agentId: call.agentId, campaignId: call.campaignId!, providerCallId: c.providerCallId, provider: TELNYX_PROVIDER, from: call.from, to: call.to }, vm);
+    await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'speak', { providerCallId: c.providerCallId, reference: call.idempotencyKey, length: vm.message.length });
+    await this.command(orgId, c, 'speak', () =>
+      this.client.calls.actions.speak(c.providerCallId, {
+        payload: vm.message,
+        voice: 'female',
+        language: vm.language as Telnyx.Calls.ActionSpeakParams['language'],
+        command_id: `voicemail:${call.idempotencyKey}`,
+      }),
+    );
+  }
+
+  /**
+   * Sends a Call Control command. Refused (the callee hung up meanwhile: Telnyx's 422 "call has already
+   * ended"): the dial still follows the call to its end by its webhooks; the refusal stays in the request log.
+   */
+  private async command(orgId: string, c: ProviderCallRecord, name: string, send: () => Promise<unknown>): Promise<void> {
+    try {
+      await this.call(send);
+    } catch (err) {
+      if (!(err instanceof APIError)) throw err;
+      await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, `${name} refused`, { providerCallId: c.providerCallId, status: err.status, error: telnyxErrorText(err) });
+    }
   }
 
   /**
@@ -187,30 +245,23 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
       return;
     }
     const agent = prepared.agent;
-    try {
-      await this.call(() =>
-        this.client.calls.actions.startConversationRelay(c.providerCallId, {
-          url: prepared.relayUrl,
-          language: agent?.language,
-          dtmf_detection: agent?.dtmf.enabled ?? true,
-          interruptible: 'any',
-          custom_parameters: { callId: prepared.call.id },
-          command_id: `relay:${call.idempotencyKey}`,
-        }),
-      );
-    } catch (err) {
-      // Refused (the callee hung up meanwhile: Telnyx's 422 "call has already ended"): the dial still
-      // follows the call to its end by its webhooks; the refusal stays in the request log.
-      if (!(err instanceof APIError)) throw err;
-      await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'startConversationRelay refused', { providerCallId: c.providerCallId, status: err.status, error: telnyxErrorText(err) });
-    }
+    await this.command(orgId, c, 'startConversationRelay', () =>
+      this.client.calls.actions.startConversationRelay(c.providerCallId, {
+        url: prepared.relayUrl,
+        language: agent?.language,
+        dtmf_detection: agent?.dtmf.enabled ?? true,
+        interruptible: 'any',
+        custom_parameters: { callId: prepared.call.id },
+        command_id: `relay:${call.idempotencyKey}`,
+      }),
+    );
   }
 
   async findCall(orgId: string, q: CallQuery): Promise<Lookup<DialResult>> {
     const c = await findProviderCallByReference(this.db, orgId, TELNYX_PROVIDER, q.reference);
     if (!c) return { cannotTell: 'Telnyx lists no ended calls by client_state and no webhook of this call has arrived' };
     // A retried dial whose call is still up connects it as the dial would have (the command's command_id makes a repeat a no-op).
-    const dial: OutgoingCall = { from: q.from, to: q.to, idempotencyKey: q.reference, agentId: q.agentId ?? '', campaignId: q.agentId ? q.campaignId : undefined };
+    const dial: OutgoingCall = { from: q.from, to: q.to, idempotencyKey: q.reference, agentId: q.agentId ?? '', campaignId: q.agentId ? q.campaignId : undefined, voicemailMessage: q.voicemailMessage };
     const ended = await waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, c.providerCallId, undefined, this.connectOnceAnswered(orgId, dial));
     return { found: { ...ended, dialedNow: false } };
   }

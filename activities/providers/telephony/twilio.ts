@@ -5,7 +5,9 @@
  * the voice webhook URL) and release; texts (`Messages`, `StatusCallback` ours with `org` and `ref`);
  * outbound calls (`Calls`, `Url` = the voice webhook — a campaign's with `org`, `agt` and `cmp` in its
  * query, so the answered call is connected to the campaign's agent greeting first —, `MachineDetection=Enable` with async AMD, status
- * callbacks ours) waited for until `completed`. Look-ups for performOnce: numbers by `FriendlyName`;
+ * callbacks ours) waited for until `completed`; a campaign call with a voicemail message to leave uses
+ * synchronous `MachineDetection=DetectMessageEnd` instead, and the voice webhook answers a machine at its
+ * beep with `<Say>` + `<Hangup/>` (README "Voicemail"). Look-ups for performOnce: numbers by `FriendlyName`;
  * texts by the receipts stored for our message id, else the list of messages from/to since the send
  * with the same body; calls by the reference their callbacks echoed, else the list from/to since the dial.
  */
@@ -19,7 +21,7 @@ import { getMessageRecord } from '../../../db/repositories/smsMessages';
 import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall, updateProviderCall } from '../../../db/repositories/providerWebhooks';
 import type { Lookup } from '../effects';
 import type { CallQuery, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter } from './index';
-import { endedCallOutcome, providerCallbackUrl, voiceWebhookUrl, waitForCallEnd, withRateLimit } from './live';
+import { endedCallOutcome, providerCallbackUrl, voiceWebhookUrl, voicemailLeft, waitForCallEnd, withRateLimit } from './live';
 import { TWILIO_PROVIDER, twilioClient, twilioErrorCode, twilioRateLimit } from './twilioClient';
 
 /** Twilio's code for "the phone number requested is not available". */
@@ -121,6 +123,7 @@ export class TwilioTelephony implements TelephonyAdapter {
   async dial(orgId: string, call: OutgoingCall): Promise<DialResult> {
     await logProviderRequest(this.db, orgId, TWILIO_PROVIDER, 'dial', { from: call.from, to: call.to, reference: call.idempotencyKey });
     const statusCallback = providerCallbackUrl(this.config, TWILIO_PROVIDER, { org: orgId, ref: call.idempotencyKey });
+    const leaveMessage = !!(call.campaignId && call.voicemailMessage);
     const c = await this.call(() =>
       this.client.calls.create({
         from: call.from,
@@ -131,9 +134,10 @@ export class TwilioTelephony implements TelephonyAdapter {
         statusCallback,
         statusCallbackMethod: 'POST',
         statusCallbackEvent: ['initiated', 'ringing', 'answered', 'completed'],
-        machineDetection: 'Enable',
-        asyncAmd: 'true',
-        asyncAmdStatusCallback: statusCallback,
+        // A voicemail message to leave: synchronous AMD that waits for the end of a machine's greeting, so
+        // Twilio asks the Url once it knows (`AnsweredBy` machine_end_* → <Say> + <Hangup/>; human → the agent).
+        // Otherwise asynchronous AMD: the call is connected at once and the verdict only names the outcome.
+        ...(leaveMessage ? { machineDetection: 'DetectMessageEnd' } : { machineDetection: 'Enable', asyncAmd: 'true', asyncAmdStatusCallback: statusCallback }),
         timeout: 30,
       }),
     );
@@ -154,7 +158,7 @@ export class TwilioTelephony implements TelephonyAdapter {
         const outcome = endedCallOutcome(listed.status === 'completed' && seconds === 0 ? 'no-answer' : listed.status, listed.answeredBy ?? null);
         const durationSeconds = outcome === 'answered' || outcome === 'voicemail' ? seconds : 0;
         await updateProviderCall(this.db, TWILIO_PROVIDER, listed.sid, { status: 'ended', outcome, durationSeconds });
-        return { found: { providerCallId: listed.sid, outcome, durationSeconds, dialedNow: false } };
+        return { found: { providerCallId: listed.sid, outcome, durationSeconds, dialedNow: false, voicemailMessage: await voicemailLeft(this.db, orgId, TWILIO_PROVIDER, listed.sid) } };
       }
       c = await findProviderCallByReference(this.db, orgId, TWILIO_PROVIDER, q.reference);
     }

@@ -22,6 +22,7 @@ function agentRecord(over: Partial<AgentRecord> = {}): AgentRecord {
     persona: 'Friendly receptionist',
     instructions: 'Book appointments',
     greeting: 'Hello!',
+    voicemailMessage: null,
     language: 'en-US',
     voiceId: 'voice_ava',
     dtmf: { enabled: false },
@@ -186,6 +187,25 @@ describe('agents domain: diff', () => {
 
   it('is empty for equal snapshots', () => {
     expect(diffSnapshots(compileDraft(bundle()).snapshot, compileDraft(bundle()).snapshot)).to.deep.equal([]);
+  });
+});
+
+describe('agents domain: voicemail message', () => {
+  it('compiles the voicemail message with organization variables in place, keeps agent variables for the call, and says it in the report', () => {
+    const b = bundle({
+      agent: agentRecord({ voicemailMessage: 'This is {{vars.clinic}} for {{first_name}}. Please call back.' }),
+      orgVariables: [{ id: 'var_1', name: 'clinic', secret: false, value: 'Acme Dental' }],
+    });
+    const { snapshot, errors } = compileDraft(b);
+    expect(errors).to.deep.equal([]);
+    expect(snapshot.voicemailMessage).to.equal('This is Acme Dental for {{first_name}}. Please call back.');
+    expect(buildPrepublishReport(b).willSay).to.include('Leaves on answering machines (campaign calls): "This is Acme Dental for {{first_name}}. Please call back."');
+    expect(compileDraft(bundle()).snapshot.voicemailMessage).to.equal(null);
+  });
+
+  it('refuses a secret organization variable in the voicemail message, naming the field', () => {
+    const b = bundle({ agent: agentRecord({ voicemailMessage: 'Code {{vars.token}}' }), orgVariables: [{ id: 'var_2', name: 'token', secret: true, value: null }] });
+    expect(compileDraft(b).errors.map((e) => e.field)).to.deep.equal(['voicemailMessage']);
   });
 });
 
