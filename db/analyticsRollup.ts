@@ -10,8 +10,11 @@ export const COLUMNS =
 /** Upper bounds of the duration histogram buckets h0…h8, seconds (h9 is everything longer). */
 export const DURATION_BOUNDS = [15, 30, 60, 120, 300, 600, 1200, 1800, 3600];
 
-/** The SELECT producing rollup rows of ended, non-simulated conversations matching `where` (alias `c`). */
-export function rollupSelect(where: string): string {
+/**
+ * The SELECT producing rollup rows (columns {@link COLUMNS}) of ended, non-simulated conversations matching
+ * `where`, read from `from` (alias `c`: the table, or a statement's CTE of conversation rows).
+ */
+export function rollupSelect(where: string, from = 'conversations c'): string {
   const dur = 'coalesce(c.duration_seconds, EXTRACT(EPOCH FROM (c.ended_at - c.started_at)))';
   const bucket = (i: number) =>
     i === 0 ? `(${dur} < ${DURATION_BOUNDS[0]})::int` : i < 9 ? `(${dur} >= ${DURATION_BOUNDS[i - 1]} AND ${dur} < ${DURATION_BOUNDS[i]})::int` : `(${dur} >= ${DURATION_BOUNDS[8]})::int`;
@@ -20,7 +23,7 @@ export function rollupSelect(where: string): string {
             sum(c.tool_calls), sum(c.tool_calls_ok), sum(c.guardrail_triggers), sum(c.knowledge_lookups), sum(c.knowledge_hits),
             sum(${dur}), sum(c.prompt_tokens + c.completion_tokens), sum(c.cost_cents),
             ${Array.from({ length: 10 }, (_, i) => `sum(${bucket(i)})`).join(', ')}
-       FROM conversations c
+       FROM ${from}
       WHERE c.status = 'ended' AND c.simulation = false AND c.ended_at IS NOT NULL AND ${where}
       GROUP BY 1, 2, 3`;
 }

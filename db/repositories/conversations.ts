@@ -57,12 +57,29 @@ function toRecord(r: any): ConversationRecord {
   };
 }
 
+const ROLL_UP_SQL = `WITH done AS (
+       UPDATE conversations c SET rolled_up = true
+        WHERE c.id IN (SELECT id FROM conversations WHERE NOT rolled_up AND status = 'ended' LIMIT ? FOR UPDATE SKIP LOCKED)
+       RETURNING c.*
+     ),
+     added AS (
+       INSERT INTO conversation_stats_hourly AS s (${COLUMNS}) ${rollupSelect('TRUE', 'done c')}
+       ON CONFLICT (org_id, agent_id, hour) DO UPDATE SET ${ADD}
+       RETURNING 1
+     )
+     SELECT (SELECT count(*) FROM done)::int AS n, (SELECT count(*) FROM added)::int AS rows`;
+
 /**
- * Adds an ended conversation's final counters to the hourly analytics rollup (db/analyticsRollup.ts), in
- * the transaction that ended it; simulations are left out. Call once per conversation, when it ends.
+ * Adds up to `limit` ended conversations, not rolled up yet, to the hourly analytics rollup
+ * (db/analyticsRollup.ts; simulations are marked but not counted) in one statement, and marks them
+ * `rolled_up` (migration 20261124001300): each is counted once, whatever number of sweepers run (rows another
+ * sweeper holds are skipped). Deliberately across organizations, like the webhook outbox: the sweep serves
+ * every tenant (services/conversations/rollupSweeper.ts).
+ * @returns how many conversations it rolled up (fewer than `limit`: none are left)
  */
-async function rollUp(trx: Knex.Transaction, orgId: string, id: string): Promise<void> {
-  await trx.raw(`INSERT INTO conversation_stats_hourly AS s (${COLUMNS}) ${rollupSelect('c.org_id = ? AND c.id = ?')} ON CONFLICT (org_id, agent_id, hour) DO UPDATE SET ${ADD}`, [orgId, id]);
+export async function rollUpEnded(db: Db, limit = 500): Promise<number> {
+  const res = await db.raw(ROLL_UP_SQL, [limit]).options(prepared(ROLL_UP_SQL));
+  return Number(res.rows[0].n);
 }
 
 /** The API shape of a conversation as a chat session (spec "Chat"). */
@@ -233,8 +250,7 @@ export interface TurnWrite {
 export type SavedTurn = { conversation: ConversationRecord; messages: ConversationMessage[] } | 'conflict';
 
 /**
- * Stores turns of one organization in one statement (one round trip and one commit for all of them; with the
- * analytics rollup in a transaction when a turn ends its conversation). Per turn: the conversation's new
+ * Stores turns of one organization in one statement (one round trip and one commit for all of them). Per turn: the conversation's new
  * counters, variables and playbook state guarded by its turn and message counts (optimistic lock), the
  * messages numbered after the last, the receipt, and the turn's events and charged usage ({@link TurnEffects});
  * a turn whose guard fails writes nothing, its events and usage included. The wallet's row is updated once for
@@ -327,9 +343,8 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
             ${usageOutcomeSelect},
             ${EVENTS_SELECT}`;
   const bindings: Knex.RawBinding[] = [JSON.stringify(convRows), now, orgId, now, JSON.stringify(msgRows), ...charges.bindings, ...ev.bindings];
-  const ended = writes.some((w) => w.turn.end);
-  const run = async (conn: Db | Knex.Transaction): Promise<SavedTurn[]> => {
-    const row = (await conn.raw(sql, bindings).options(prepared(sql))).rows[0];
+  {
+    const row = (await db.raw(sql, bindings).options(prepared(sql))).rows[0];
     const byK = new Map<number, Record<string, any>>();
     for (const r of row.convs as Record<string, any>[]) byK.set(r.k, r);
     const msgs = new Map<string, ConversationMessage[]>();
@@ -345,12 +360,10 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
         out.push('conflict');
         continue;
       }
-      if (writes[k].turn.end) await rollUp(conn as Knex.Transaction, orgId, r.id);
       out.push({ conversation: toRecord(r), messages: msgs.get(r.id) ?? [] });
     }
     return out;
-  };
-  return ended ? db.transaction(run) : run(db);
+  }
 }
 
 /**
@@ -375,7 +388,6 @@ export async function endConversation(db: Db, orgId: string, id: string, reason:
       .returning('*');
     if (!row) return getConversation(trx, orgId, id);
     const conversation = toRecord(row);
-    await rollUp(trx, orgId, id);
     if (onChange) await onChange(trx, { conversation, messages: [] });
     return conversation;
   });
@@ -393,7 +405,7 @@ export async function recordCallConversation(
   call: { dialKey: string; agentId: string; campaignId: string; counterpart: string; outcome: string; durationSeconds: number; startedAt: Date; providerCallId: string; conversationId?: string | null },
 ): Promise<void> {
   const id = `cnv_${crypto.createHash('sha256').update(`${orgId}:${call.dialKey}`).digest('base64url').replace(/[-_]/g, '').slice(0, 24)}`;
-  const inserted = await trx('conversations')
+  await trx('conversations')
     .insert({
       id,
       org_id: orgId,
@@ -412,7 +424,5 @@ export async function recordCallConversation(
       last_activity_at: new Date(call.startedAt.getTime() + call.durationSeconds * 1000),
     })
     .onConflict('id')
-    .ignore()
-    .returning('id');
-  if (inserted.length) await rollUp(trx, orgId, id);
+    .ignore();
 }

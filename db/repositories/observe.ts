@@ -11,7 +11,7 @@
 import type { Db } from '../index';
 import { decodeCursor, encodeCursor, type Page } from '../pagination';
 import { iso } from '../timestamps';
-import { DURATION_BOUNDS } from '../analyticsRollup';
+import { COLUMNS, DURATION_BOUNDS, rollupSelect } from '../analyticsRollup';
 import { turnReceipts } from './conversations';
 import type { Analytics, AnalyticsFigures, ConversationSummary, TranscriptMessage } from '../../schemas/types/observe';
 import type { TurnReceipt } from '../../schemas/types/chat';
@@ -214,7 +214,8 @@ function p95FromHistogram(h: number[]): number | null {
 
 /**
  * Analytics over `[from, to)` (README "Observe"): the hourly rollup of ended conversations
- * (db/analyticsRollup.ts; simulations left out) plus the conversations still active, read live, bucketed
+ * (db/analyticsRollup.ts; simulations left out), the ended ones the rollup sweep has not reached yet and the
+ * conversations still active, both read live (one snapshot: a conversation is in exactly one part), bucketed
  * by day — or by hour for ranges up to 48 hours — in `timeZone`, with the totals as the ROLLUP row. The
  * range is applied to whole UTC hours of the conversations' start; p95 duration is interpolated from the
  * rollup's histogram.
@@ -231,6 +232,9 @@ export async function analytics(db: Db, orgId: string, q: { agentId?: string; fr
          FROM conversation_stats_hourly
         WHERE org_id = ? ${agent} AND hour >= date_trunc('hour', ?::timestamptz) AND hour < ?::timestamptz
        UNION ALL
+       SELECT hour, ${sums.join(', ')}
+         FROM (${rollupSelect(`NOT c.rolled_up AND c.org_id = ? ${agent ? 'AND c.agent_id = ?' : ''} AND c.started_at >= date_trunc('hour', ?::timestamptz) AND c.started_at < ?::timestamptz`)}) AS p(${COLUMNS})
+       UNION ALL
        SELECT date_trunc('hour', started_at), 1, 0, 0, message_count, 0, 0, prompt_tokens + completion_tokens, tool_calls, tool_calls_ok,
               guardrail_triggers, knowledge_lookups, knowledge_hits, cost_cents, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
          FROM conversations
@@ -241,7 +245,7 @@ export async function analytics(db: Db, orgId: string, q: { agentId?: string; fr
        FROM (SELECT date_trunc(?, hour AT TIME ZONE ?) AS b, * FROM r) x
       GROUP BY ROLLUP (b)
       ORDER BY b NULLS FIRST`,
-    [orgId, ...agentBind, q.from, q.to, orgId, ...agentBind, q.from, q.to, bucket === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM-DD"T"HH24:00', bucket, q.timeZone],
+    [orgId, ...agentBind, q.from, q.to, orgId, ...agentBind, q.from, q.to, orgId, ...agentBind, q.from, q.to, bucket === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM-DD"T"HH24:00', bucket, q.timeZone],
   );
   const figures = (r: FigureRow | undefined): AnalyticsFigures => {
     const n = (k: string) => Number(r?.[k] ?? 0);

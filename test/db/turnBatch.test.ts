@@ -5,9 +5,12 @@
 import { expect } from 'chai';
 import { createDb, migrate, planCacheMode, type Db } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
-import { allMessages, createConversation, getConversation, saveTurns, turnReceipts, type ConversationRecord, type StoredTurn } from '../../db/repositories/conversations';
+import { allMessages, createConversation, getConversation, rollUpEnded, saveTurns, turnReceipts, type ConversationRecord, type StoredTurn } from '../../db/repositories/conversations';
 import { getWallet, ledgerSum, listLedger } from '../../db/repositories/billing';
 import { createTestDatabase } from '../helpers/postgres';
+import { analytics } from '../../db/repositories/observe';
+import { startRollupSweeper } from '../../services/conversations/rollupSweeper';
+import { createLogger } from '../../runtime';
 
 describe('saveTurns (turns of one organization in one statement)', () => {
   let db: Db;
@@ -82,9 +85,23 @@ describe('saveTurns (turns of one organization in one statement)', () => {
     expect(await ledgerSum(db, org.id)).to.equal(-20);
     const events = await db('events').where({ org_id: org.id, type: 'conversation.test' }).select('data');
     expect(events.map((e) => e.data.id).sort()).to.deep.equal([a.id, b.id].sort());
-    // The ended conversation reached the hourly rollup, the active one did not.
-    const rollup = await db('conversation_stats_hourly').where({ org_id: org.id }).select('conversations', 'messages');
-    expect(rollup).to.deep.equal([{ conversations: 1, messages: 3 }]);
+    // The end did not touch the hourly rollup: the sweep adds the ended conversation, once; the active ones wait.
+    const rollup = () => db('conversation_stats_hourly').where({ org_id: org.id }).select('conversations', 'messages');
+    expect(await rollup()).to.deep.equal([]);
+    const range = { from: new Date(Date.now() - 86_400_000).toISOString(), to: new Date(Date.now() + 3_600_000).toISOString(), timeZone: 'UTC' };
+    const before = await analytics(db, org.id, range);
+    expect(before.totals).to.include({ conversations: 3, containmentRate: 1 });
+    expect(before.totals.averageDurationSeconds).to.be.a('number');
+    const sweeper = startRollupSweeper({ db, logger: createLogger('silent'), intervalMs: 0 });
+    expect(await sweeper.sweep()).to.be.at.least(1);
+    await sweeper.stop();
+    // Analytics read the same figures whether the sweep has reached a conversation or not.
+    expect(await analytics(db, org.id, range)).to.deep.equal(before);
+    expect(await rollup()).to.deep.equal([{ conversations: 1, messages: 3 }]);
+    expect(await rollUpEnded(db)).to.equal(0);
+    expect(await rollup()).to.deep.equal([{ conversations: 1, messages: 3 }]);
+    expect((await getConversation(db, org.id, a.id))!.status).to.equal('active');
+    expect((await db('conversations').where({ id: a.id }).first('rolled_up')).rolled_up).to.equal(false);
   });
 
   it('stores at most one of two writes of the same conversation in one batch', async () => {
