@@ -10,7 +10,8 @@
  * (bench/loadgen.ts), its CPU printed apart.
  *
  * Run: `BENCH_ONLY=chat npm run bench` or `npx tsx bench/chat.ts`. BENCH_CHAT_SESSIONS (100) and
- * BENCH_CHAT_SECONDS (10) set the load. Targets on a 2-core machine: ≥ 500 turns/s, overhead p99 < 20 ms.
+ * BENCH_CHAT_SECONDS (10) set the load; BENCH_PROFILE_DIR writes a CPU profile of the API process
+ * during the load. Targets on a 2-core machine: ≥ 500 turns/s, overhead p99 < 20 ms.
  */
 import os from 'node:os';
 import { createOrganization } from '../db/repositories/organizations';
@@ -21,7 +22,7 @@ import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { startApi } from '../api/server';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
-import { cpuSnapshot, openBenchDatabase } from './harness';
+import { cpuSnapshot, openBenchDatabase, profileWindow } from './harness';
 import { compileDraft, publishRequestHash } from '../domain/agents/compile';
 import { runTurn, type TurnPorts } from '../domain/conversations/runtime';
 import type { LlmProvider } from '../domain/conversations/llm';
@@ -112,7 +113,9 @@ export async function runChatBench(): Promise<void> {
     });
     const cpu0 = cpuSnapshot({ process: process.pid }, { postmasterPid });
     const t0 = performance.now();
+    const profiled = profileWindow(process.env.BENCH_PROFILE_DIR, 'chat');
     const result = await gen.go();
+    await profiled();
     const elapsed = (performance.now() - t0) / 1000;
     const cpu1 = cpuSnapshot({ process: process.pid }, { postmasterPid });
     const turns = result.requests - result.non2xx - result.errors;

@@ -3,6 +3,7 @@
  * fresh database, the embedded Temporal dev server (in memory) and client/worker connections to it.
  */
 import crypto from 'node:crypto';
+import inspector from 'node:inspector';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -198,4 +199,26 @@ export function processTree(pid: number): number[] {
   const out = [pid];
   for (let i = 0; i < out.length; i++) for (const [child, ppid] of parent) if (ppid === out[i]) out.push(child);
   return out;
+}
+
+/**
+ * Starts the V8 CPU profiler in this process (100 µs sampling) when `dir` is given (BENCH_PROFILE_DIR), so a
+ * section can profile exactly its measured window. @returns a function that stops it and writes
+ * `<dir>/<label>-<pid>-<time>.cpuprofile` (a no-op without `dir`)
+ */
+export function profileWindow(dir: string | undefined, label: string): () => Promise<void> {
+  if (!dir) return async () => undefined;
+  const session = new inspector.Session();
+  session.connect();
+  session.post('Profiler.enable', () => session.post('Profiler.setSamplingInterval', { interval: 100 }, () => session.post('Profiler.start')));
+  return () =>
+    new Promise<void>((resolve, reject) =>
+      session.post('Profiler.stop', (err, res) => {
+        session.disconnect();
+        if (err) return reject(err);
+        fs.mkdirSync(dir, { recursive: true });
+        fs.writeFileSync(path.join(dir, `${label}-${process.pid}-${Date.now()}.cpuprofile`), JSON.stringify(res.profile));
+        resolve();
+      }),
+    );
 }
