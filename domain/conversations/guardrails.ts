@@ -60,6 +60,21 @@ export function checkInput(text: string, g: Guardrails): InputVerdict {
 const PROFANITY = ['fuck', 'fucking', 'shit', 'bitch', 'bastard', 'asshole', 'dick', 'crap', 'damn'];
 const PROFANITY_RE = new RegExp(`\\b(${PROFANITY.join('|')})\\b`, 'gi');
 
+/** Compiled patterns of each phrase list (a streamed answer is checked at every token: compile once per list). */
+const phraseCache = new WeakMap<readonly string[], [string, RegExp][]>();
+
+/** `[phrase, case-insensitive global pattern]` per non-blank phrase; whitespace in a phrase matches any whitespace. */
+function phrasePatterns(phrases: readonly string[]): [string, RegExp][] {
+  let out = phraseCache.get(phrases);
+  if (!out) {
+    out = phrases
+      .filter((p) => p.trim())
+      .map((p) => [p, new RegExp(p.trim().replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\s+/g, '\\s+'), 'gi')]);
+    phraseCache.set(phrases, out);
+  }
+  return out;
+}
+
 /**
  * Output checks on what the agent is about to say: `forbiddenPhrases` are removed (replaced by `[…]`)
  * and profanity is masked when `profanityFilter` is on.
@@ -68,9 +83,8 @@ const PROFANITY_RE = new RegExp(`\\b(${PROFANITY.join('|')})\\b`, 'gi');
 export function checkOutput(text: string, g: Guardrails): { text: string; decisions: GuardrailDecision[] } {
   const decisions: GuardrailDecision[] = [];
   let out = text;
-  for (const phrase of g.forbiddenPhrases) {
-    if (!phrase.trim()) continue;
-    const re = new RegExp(phrase.trim().replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\s+/g, '\\s+'), 'gi');
+  for (const [phrase, re] of phrasePatterns(g.forbiddenPhrases)) {
+    re.lastIndex = 0;
     if (re.test(out)) {
       out = out.replace(re, '[…]');
       decisions.push({ rule: 'forbiddenPhrases', action: 'replaced', excerpt: phrase.slice(0, 200), stage: 'output' });
