@@ -10,7 +10,7 @@
  * (bench/loadgen.ts), its CPU printed apart.
  *
  * Run: `BENCH_ONLY=chat npm run bench` or `npx tsx bench/chat.ts`. BENCH_CHAT_SESSIONS (100) and
- * BENCH_CHAT_SECONDS (10) set the load; BENCH_PROFILE_DIR writes a CPU profile of the API process
+ * BENCH_CHAT_SECONDS (10) set the load, BENCH_CHAT_POOL the pool size (default: the service's, 20); BENCH_PROFILE_DIR writes a CPU profile of the API process
  * during the load. Targets on a 2-core machine: ≥ 500 turns/s, overhead p99 < 20 ms.
  */
 import os from 'node:os';
@@ -75,7 +75,7 @@ async function pureRuntimeOverhead(turns: number): Promise<number[]> {
 /** Runs the chat section and prints its figures. */
 export async function runChatBench(): Promise<void> {
   const pure = await pureRuntimeOverhead(Number(process.env.BENCH_CHAT_PURE_TURNS ?? 20_000));
-  const { db, databaseUrl, postmasterPid, close: closeDatabase } = await openBenchDatabase('chat', { poolMax: 40, serverUrl: process.env.DATABASE_URL });
+  const { db, databaseUrl, postmasterPid, close: closeDatabase } = await openBenchDatabase('chat', { poolMax: process.env.BENCH_CHAT_POOL ? Number(process.env.BENCH_CHAT_POOL) : undefined, serverUrl: process.env.DATABASE_URL });
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 10_000_000 });
   const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
   try {
