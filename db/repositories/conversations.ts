@@ -311,6 +311,8 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
               knowledge_lookups int, knowledge_hits int, cost_cents int, end_reason text, receipt jsonb, model text)
      ),
      u AS (
+       -- The ids again as an array: the plan then reads the written rows by primary key (joining the recordset
+       -- alone, a generic plan hashes every conversation of the organization).
        UPDATE conversations c
           SET turn_count = c.turn_count + 1, message_count = c.message_count + x.add_messages, prompt_tokens = c.prompt_tokens + x.prompt_tokens,
               completion_tokens = c.completion_tokens + x.completion_tokens, variables = x.variables, playbook_state = x.playbook,
@@ -321,7 +323,8 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
               end_reason = coalesce(x.end_reason, c.end_reason),
               ended_at = CASE WHEN x.end_reason IS NULL THEN c.ended_at ELSE ?::timestamptz END
          FROM x
-        WHERE c.org_id = ? AND c.id = x.id AND c.turn_count = x.turn_count AND c.message_count = x.message_count AND c.status = 'active'
+        WHERE c.id = ANY(?::text[]) AND c.org_id = ? AND c.id = x.id AND c.turn_count = x.turn_count AND c.message_count = x.message_count
+          AND c.status = 'active'
        RETURNING c.*, x.k, x.add_messages
      ),
      m AS (
@@ -342,7 +345,7 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
             (SELECT count(*) FROM t) AS turns,
             ${usageOutcomeSelect},
             ${EVENTS_SELECT}`;
-  const bindings: Knex.RawBinding[] = [JSON.stringify(convRows), now, orgId, now, JSON.stringify(msgRows), ...charges.bindings, ...ev.bindings];
+  const bindings: Knex.RawBinding[] = [JSON.stringify(convRows), now, writes.map((w) => w.c.id), orgId, now, JSON.stringify(msgRows), ...charges.bindings, ...ev.bindings];
   {
     const row = (await db.raw(sql, bindings).options(prepared(sql))).rows[0];
     const byK = new Map<number, Record<string, any>>();
