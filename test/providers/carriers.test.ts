@@ -350,8 +350,13 @@ describe('Twilio adapter and webhooks (loopback stub)', function () {
     const signed = { 'x-twilio-signature': twilio.getExpectedTwilioSignature(TWILIO_TOKEN, url, params), 'i-twilio-idempotency-token': 'replayed-token' };
     const ok = await post(signed);
     expect(ok.status, ok.text).to.equal(200);
+    // Twilio reads the answer as TwiML: an empty <Response/>, as text/xml.
+    expect(ok.headers.get('content-type')).to.match(/^text\/xml/);
+    expect(ok.text).to.match(/<Response\/>$/);
     expect((await t.db('sms_messages').where({ id }).first()).status).to.equal('delivered');
-    expect((await post(signed)).body.data).to.deep.equal({ received: true, duplicate: true });
+    const replay = await post(signed);
+    expect(replay.status).to.equal(200);
+    expect(await t.db('provider_webhook_events').where({ provider: 'twilio', event_id: 'replayed-token' })).to.have.length(1);
   });
 
   it('refuses to start with one line when Twilio refuses the credentials', async () => {
