@@ -131,19 +131,25 @@ export async function advanceVoiceCall(
 /**
  * Rewrites the conversation's latest agent line (an assistant message with text and no tool calls) to
  * `heard`, the part the caller heard before interrupting (ConversationRelay `interrupt`
- * `utteranceUntilInterrupt`).
+ * `utteranceUntilInterrupt`), in one statement.
  * @returns the message id changed, or undefined when the conversation has no such line
  */
 export async function truncateLastAgentLine(conn: Conn, orgId: string, conversationId: string, heard: string): Promise<string | undefined> {
-  const last = await conn('conversation_messages')
-    .where({ org_id: orgId, conversation_id: conversationId, role: 'assistant' })
-    .whereNotNull('content')
-    .whereNull('tool_calls')
-    .orderBy('seq', 'desc')
-    .first('id');
-  if (!last) return undefined;
-  await conn('conversation_messages').where({ org_id: orgId, id: last.id }).update({ content: heard });
-  return last.id;
+  const [row] = await conn('conversation_messages')
+    .where({ org_id: orgId })
+    .where(
+      'id',
+      conn('conversation_messages')
+        .select('id')
+        .where({ org_id: orgId, conversation_id: conversationId, role: 'assistant' })
+        .whereNotNull('content')
+        .whereNull('tool_calls')
+        .orderBy('seq', 'desc')
+        .limit(1),
+    )
+    .update({ content: heard })
+    .returning('id');
+  return row?.id;
 }
 
 /**
