@@ -17,7 +17,7 @@ import { startDevServer } from './devserver';
 import { serveWebUi, webUiVersion } from './devserver/http/ui';
 import { ensureUiBuilt, UI_BUILD_DIR } from './scripts/build-ui';
 import { startWebhookDispatcher } from './events/dispatcher';
-import { startRollupSweeper } from './services/conversations/rollupSweeper';
+import { startHousekeeping } from './services/housekeeping';
 import { resumeSandboxCallbacks } from './activities/providers/carrier/sandbox';
 import { ensureBillingCalendar } from './activities/billing';
 
@@ -73,8 +73,8 @@ async function main(): Promise<void> {
     const client = new Client({ connection, namespace: config.temporalNamespace });
     const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
     closers.push(() => dispatcher.stop());
-    const rollup = startRollupSweeper({ db: database.db, logger });
-    closers.push(() => rollup.stop());
+    const housekeeping = startHousekeeping({ db: database.db, logger });
+    closers.push(() => housekeeping.stop());
     await resumeSandboxCallbacks({ db: database.db, config });
     // The billing calendar (schedule `billing-month`) exists once per cluster (README "Billing").
     await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });

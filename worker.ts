@@ -13,7 +13,7 @@ import { announceReady, createLogger, exitOnSignal, isClusterChild, loadServiceS
 import { TASK_QUEUE } from './temporal.config';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
-import { startRollupSweeper } from './services/conversations/rollupSweeper';
+import { startHousekeeping } from './services/housekeeping';
 import { resumeSandboxCallbacks } from './activities/providers/carrier/sandbox';
 import { checkProviderCredentials } from './activities/providers/credentials';
 import { ensureBillingCalendar } from './activities/billing';
@@ -97,14 +97,14 @@ async function main(): Promise<void> {
   const connection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection, namespace: config.temporalNamespace });
   const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
-  const rollup = startRollupSweeper({ db: database.db, logger });
+  const housekeeping = startHousekeeping({ db: database.db, logger });
   // Sandbox carrier callbacks still owed from before a restart are delivered again (by one process).
   if (processIndex() === 0) await resumeSandboxCallbacks({ db: database.db, config });
   // The billing calendar (schedule `billing-month`) exists once per cluster; creating it again is a no-op (README "Billing").
   await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
   exitOnSignal(async () => {
     await dispatcher.stop();
-    await rollup.stop();
+    await housekeeping.stop();
     await connection.close();
     await running.stop();
     await database.close();

@@ -74,7 +74,7 @@ const ROLL_UP_SQL = `WITH done AS (
  * (db/analyticsRollup.ts; simulations are marked but not counted) in one statement, and marks them
  * `rolled_up` (migration 20261124001300): each is counted once, whatever number of sweepers run (rows another
  * sweeper holds are skipped). Deliberately across organizations, like the webhook outbox: the sweep serves
- * every tenant (services/conversations/rollupSweeper.ts).
+ * every tenant (services/housekeeping.ts).
  * @returns how many conversations it rolled up (fewer than `limit`: none are left)
  */
 export async function rollUpEnded(db: Db, limit = 500): Promise<number> {

@@ -285,3 +285,22 @@ export async function revokeTokenOfClient(db: Db, clientId: string, token: strin
     if (refresh) await revokeGrantsWhere(t, refresh.org_id, { id: refresh.grant_id });
   });
 }
+
+const PURGE_SQL = `WITH codes AS (DELETE FROM oauth_codes WHERE expires_at < now() - make_interval(secs => ?) RETURNING 1),
+     refresh AS (DELETE FROM oauth_refresh_tokens WHERE expires_at < now() - make_interval(secs => ?) RETURNING 1),
+     access AS (DELETE FROM api_keys WHERE kind = 'oauth' AND expires_at < now() - make_interval(secs => ?) RETURNING 1),
+     sessions AS (DELETE FROM web_sessions WHERE expires_at < now() - make_interval(secs => ?) RETURNING 1)
+     SELECT (SELECT count(*) FROM codes)::int AS codes, (SELECT count(*) FROM refresh)::int AS refresh_tokens,
+            (SELECT count(*) FROM access)::int AS access_tokens, (SELECT count(*) FROM sessions)::int AS sessions`;
+
+/**
+ * Deletes what can no longer be used: authorization codes, refresh tokens, OAuth access tokens (`api_keys` of
+ * kind `oauth`) and sign-in sessions that expired more than `graceSeconds` ago, in one statement. Deliberately
+ * across organizations, like the webhook outbox: housekeeping serves every tenant (services/housekeeping.ts).
+ * An expired credential is refused whether its row exists or not, so nothing a client can do changes.
+ * @returns how many rows of each kind it deleted
+ */
+export async function purgeExpiredOAuthRows(db: Db, graceSeconds: number): Promise<{ codes: number; refreshTokens: number; accessTokens: number; sessions: number }> {
+  const r = (await db.raw(PURGE_SQL, [graceSeconds, graceSeconds, graceSeconds, graceSeconds])).rows[0];
+  return { codes: r.codes, refreshTokens: r.refresh_tokens, accessTokens: r.access_tokens, sessions: r.sessions };
+}

@@ -19,6 +19,8 @@ import type { Role } from '../../domain/team';
 const PASSWORD = 'correct horse battery staple';
 const REDIRECT = 'http://127.0.0.1:9/callback';
 
+import { startHousekeeping } from '../../services/housekeeping';
+
 describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
   const t = useTestApi('oauth', {}, { providers: { mailer: new SandboxMailer() } });
   let oauth: typeof OAuth;
@@ -186,6 +188,40 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     const wrong = await oauth.revocationRequest(as, { client_id: client.id }, oauth.ClientSecretBasic('acp_ocs_wrong'), refreshed.access_token, insecure);
     expect(wrong.status).to.equal(401);
     expect((await oauth.revocationRequest(as, { client_id: client.id }, auth, 'no-such-token', insecure)).status).to.equal(200);
+  });
+
+  it('purges tokens, codes and sessions a day after they expired, and only those (housekeeping)', async () => {
+    const client = await registerClient(orgA.key, {});
+    const browser = new Browser(origin);
+    const verifier = oauth.generateRandomCodeVerifier();
+    const { location } = await consent(browser, await authorizationUrl(client.id, { verifier }), emails.dev, 'as shown');
+    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.id }, await exchange(client, location, verifier));
+    const grantId = (await t.db('api_keys').where({ kind: 'oauth', org_id: orgA.orgId }).whereNotNull('oauth_grant_id').orderBy('seq', 'desc').first('oauth_grant_id')).oauth_grant_id;
+    const count = async () => ({
+      access: Number((await t.db('api_keys').where({ oauth_grant_id: grantId }).count({ n: '*' }).first())!.n),
+      refresh: Number((await t.db('oauth_refresh_tokens').where({ grant_id: grantId }).count({ n: '*' }).first())!.n),
+      codes: Number((await t.db('oauth_codes').where({ grant_id: grantId }).count({ n: '*' }).first())!.n),
+    });
+    expect(await count()).to.deep.equal({ access: 1, refresh: 1, codes: 1 });
+    const housekeeping = startHousekeeping({ db: t.db, logger: createLogger('silent'), rollupIntervalMs: 0, purgeIntervalMs: 0 });
+    try {
+      // Expired an hour ago: kept (within the day of grace), and the access token is refused for its expiry.
+      const hourAgo = new Date(Date.now() - 3_600_000);
+      await t.db('api_keys').where({ oauth_grant_id: grantId }).update({ expires_at: hourAgo });
+      await housekeeping.purgeExpired();
+      expect(await count()).to.deep.equal({ access: 1, refresh: 1, codes: 1 });
+      expect(await statusOnceRevoked(tokens.access_token)).to.equal(401);
+      // Expired two days ago: gone; the live refresh token of the same grant stays.
+      const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000);
+      await t.db('api_keys').where({ oauth_grant_id: grantId }).update({ expires_at: twoDaysAgo });
+      await t.db('oauth_codes').where({ grant_id: grantId }).update({ expires_at: twoDaysAgo });
+      expect(await housekeeping.purgeExpired()).to.be.at.least(2);
+      expect(await count()).to.deep.equal({ access: 0, refresh: 1, codes: 0 });
+      const refreshed = await oauth.processRefreshTokenResponse(as, { client_id: client.id }, await oauth.refreshTokenGrantRequest(as, { client_id: client.id }, oauth.ClientSecretBasic(client.clientSecret!), tokens.refresh_token!, insecure));
+      expect((await t.call('GET', '/agents', { key: refreshed.access_token })).status).to.equal(200);
+    } finally {
+      await housekeeping.stop();
+    }
   });
 
   it('refuses a wrong PKCE verifier and a replayed code (whose tokens then stop)', async () => {

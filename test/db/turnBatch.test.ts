@@ -9,7 +9,7 @@ import { allMessages, createConversation, getConversation, rollUpEnded, saveTurn
 import { getWallet, ledgerSum, listLedger } from '../../db/repositories/billing';
 import { createTestDatabase } from '../helpers/postgres';
 import { analytics } from '../../db/repositories/observe';
-import { startRollupSweeper } from '../../services/conversations/rollupSweeper';
+import { startHousekeeping } from '../../services/housekeeping';
 import { createLogger } from '../../runtime';
 
 describe('saveTurns (turns of one organization in one statement)', () => {
@@ -92,8 +92,8 @@ describe('saveTurns (turns of one organization in one statement)', () => {
     const before = await analytics(db, org.id, range);
     expect(before.totals).to.include({ conversations: 3, containmentRate: 1 });
     expect(before.totals.averageDurationSeconds).to.be.a('number');
-    const sweeper = startRollupSweeper({ db, logger: createLogger('silent'), intervalMs: 0 });
-    expect(await sweeper.sweep()).to.be.at.least(1);
+    const sweeper = startHousekeeping({ db, logger: createLogger('silent'), rollupIntervalMs: 0, purgeIntervalMs: 0 });
+    expect(await sweeper.sweepRollup()).to.be.at.least(1);
     await sweeper.stop();
     // Analytics read the same figures whether the sweep has reached a conversation or not.
     expect(await analytics(db, org.id, range)).to.deep.equal(before);

@@ -1,0 +1,97 @@
+/**
+ * Housekeeping beside the webhook dispatcher (worker processes, `npm start`; several may run):
+ * - the analytics rollup sweep (README "Observe"): every `rollupIntervalMs` it adds the conversations that
+ *   ended since the last sweep to the hourly rollup, in batches (db/repositories/conversations.ts
+ *   `rollUpEnded`), so no end of a conversation waits on the rollup's row. Analytics never depend on it: what
+ *   it has not reached yet is read live;
+ * - the OAuth purge (README "OAuth"): every `purgeIntervalMs` it deletes authorization codes, refresh and
+ *   access tokens and sign-in sessions expired for more than a day (db/repositories/oauth.ts
+ *   `purgeExpiredOAuthRows`); an expired credential is refused whether its row exists or not.
+ */
+import type { Logger } from 'pino';
+import type { Db } from '../db';
+import { rollUpEnded } from '../db/repositories/conversations';
+import { purgeExpiredOAuthRows } from '../db/repositories/oauth';
+
+/** Conversations rolled up per statement. */
+export const ROLLUP_BATCH = 500;
+/** How long an expired OAuth row is kept, seconds (one day: support can still see what just expired). */
+export const OAUTH_PURGE_GRACE_SECONDS = 86_400;
+
+/** Running housekeeping. */
+export interface Housekeeping {
+  /** Rolls up everything ended now, batch by batch. @returns how many conversations it rolled up */
+  sweepRollup(): Promise<number>;
+  /** Deletes the expired OAuth rows. @returns how many rows it deleted */
+  purgeExpired(): Promise<number>;
+  /** Stops the timers and waits for the work in progress. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts housekeeping.
+ * @param opts.rollupIntervalMs pause between rollup sweeps, ms (default 2,000; 0: no timer)
+ * @param opts.purgeIntervalMs pause between OAuth purges, ms (default 3,600,000; 0: no timer)
+ */
+export function startHousekeeping(opts: { db: Db; logger: Logger; rollupIntervalMs?: number; purgeIntervalMs?: number }): Housekeeping {
+  let stopped = false;
+  const timers = new Set<NodeJS.Timeout>();
+  const inFlight = new Set<Promise<unknown>>();
+
+  /** Runs `task` at most once at a time; a call while it runs joins that run. */
+  const single = <T>(task: () => Promise<T>): (() => Promise<T>) => {
+    let running: Promise<T> | null = null;
+    return () => {
+      if (!running) {
+        running = task().finally(() => {
+          inFlight.delete(running!);
+          running = null;
+        });
+        inFlight.add(running);
+      }
+      return running;
+    };
+  };
+
+  /** Runs `task` every `intervalMs` (after the previous run ended); a failure is logged and retried next time. */
+  const every = (intervalMs: number, name: string, task: () => Promise<unknown>) => {
+    if (intervalMs <= 0) return;
+    const schedule = () => {
+      if (stopped) return;
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        task().then(schedule, (err: unknown) => {
+          opts.logger.warn({ err }, `${name} failed; retrying at the next interval`);
+          schedule();
+        });
+      }, intervalMs);
+      timer.unref();
+      timers.add(timer);
+    };
+    schedule();
+  };
+
+  const sweepRollup = single(async () => {
+    let total = 0;
+    for (;;) {
+      const n = await rollUpEnded(opts.db, ROLLUP_BATCH);
+      total += n;
+      if (n < ROLLUP_BATCH || stopped) return total;
+    }
+  });
+  const purgeExpired = single(async () => {
+    const n = await purgeExpiredOAuthRows(opts.db, OAUTH_PURGE_GRACE_SECONDS);
+    return n.codes + n.refreshTokens + n.accessTokens + n.sessions;
+  });
+  every(opts.rollupIntervalMs ?? 2000, 'analytics rollup sweep', sweepRollup);
+  every(opts.purgeIntervalMs ?? 3_600_000, 'OAuth purge', purgeExpired);
+  return {
+    sweepRollup,
+    purgeExpired,
+    stop: async () => {
+      stopped = true;
+      for (const t of timers) clearTimeout(t);
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}
