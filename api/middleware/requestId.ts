@@ -42,11 +42,11 @@ function mintId(): string {
  * `X-Request-Id` response header. Must run first: it replaces Koa's empty `ctx.state`.
  */
 export function requestId(logger: Logger) {
-  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+  return (ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> => {
     const incoming = ctx.get('x-request-id');
     const id = incoming && SANE.test(incoming) ? incoming : mintId();
     ctx.state = new RequestState(logger, id) as unknown as AppState;
     ctx.set('X-Request-Id', id);
-    await next();
+    return next();
   };
 }
