@@ -137,7 +137,7 @@ export function createApp(deps: AppOptions): BuiltApp {
           throw new ApiError(501, 'not_implemented', `${route.operationId} (${route.method} ${route.path}) is declared but not implemented yet`);
         }
         const out = await handler(ctx, handlerDeps);
-        for (const [k, v] of Object.entries(out.headers ?? {})) ctx.set(k, v);
+        if (out.headers) for (const k in out.headers) ctx.set(k, out.headers[k]);
         ctx.status = out.status ?? route.successStatus ?? 200;
         if (out.stream) {
           ctx.type = out.stream.contentType;
@@ -293,7 +293,12 @@ function runGuards(guards: Guard[], i: number, ctx: AppContext, next: () => Prom
 function storableParams(ctx: AppContext): void {
   const params = (ctx as unknown as { params?: Record<string, string> }).params;
   const query = ctx.querystring ? ctx.query : undefined;
-  if (!params && !query) return;
+  if (!query && (!params || isEmpty(params))) return;
   const errors = jsonValueErrors({ ...params, ...query });
   if (errors.length) throw validationError(errors);
+}
+
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
 }

@@ -115,13 +115,15 @@ export class AuditWriter {
  */
 export function auditLog(db: Db) {
   const writer = new AuditWriter(db);
-  const mw = async (ctx: AppContext, next: () => Promise<unknown>) => {
+  // Reads are never recorded: they pass through synchronously (no async frame).
+  const mw = (ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> => (READ_METHODS.has(ctx.method) ? next() : audited(ctx, next));
+  const audited = async (ctx: AppContext, next: () => Promise<unknown>) => {
     try {
       await next();
     } finally {
       const route = ctx.state.route;
       const auth = ctx.state.auth;
-      if (route && auth && !READ_METHODS.has(ctx.method)) {
+      if (route && auth) {
         const override = (ctx.state as unknown as Record<string, unknown>)[RESOURCE_KEY] as AuditResource | undefined;
         let resource: AuditResource = { type: 'unknown', id: null };
         try {

@@ -32,12 +32,14 @@ export function jsonBody(limitBytes: number, opts: { keepRaw?: boolean } = {}) {
     includeUnparsed: !!opts.keepRaw,
     parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
   });
-  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+  // A request without a body passes through synchronously (no async frame).
+  return (ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> => {
     const hasBody = ctx.request.length > 0 || !!ctx.get('transfer-encoding');
-    if (!hasBody) {
-      (ctx.request as { body?: unknown }).body = undefined;
-      return next();
-    }
+    if (hasBody) return withBody(ctx, next);
+    (ctx.request as { body?: unknown }).body = undefined;
+    return next();
+  };
+  async function withBody(ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> {
     const type = (ctx.get('content-type') || '').split(';')[0].trim();
     // POST /uploads parses its multipart stream itself (api/routes/uploads.ts), with its own 25 MB limit.
     if (ctx.state.route?.operationId === 'createUpload' && /^multipart\/form-data$/i.test(type)) return next();
@@ -76,7 +78,7 @@ export function jsonBody(limitBytes: number, opts: { keepRaw?: boolean } = {}) {
       if (errors.length) throw validationError(errors);
       return next();
     });
-  };
+  }
 }
 
 /** RFC 8259 whitespace, then an object or an array (koa-body's `jsonStrict`, which the API kept). */

@@ -58,11 +58,12 @@ export function mergeDraft(body: SmsRegistrationDraft, current: SmsRegistration 
   const merged: Record<string, unknown> = { ...(current ?? {}) };
   for (const [k, v] of Object.entries(fields)) if (v !== undefined) merged[k] = v;
   const out: Record<string, unknown> = { ...fields };
-  const text = generateCampaignText(merged as SmsRegistrationDraft);
+  // Generated only when a field takes it: a save over a complete draft keeps every stored text.
+  let text: ReturnType<typeof generateCampaignText> | undefined;
   for (const f of CAMPAIGN_TEXT_FIELDS) {
     const given = fields[f] !== undefined && fields[f] !== null && fields[f] !== '';
     const missing = merged[f] === undefined || merged[f] === null || merged[f] === '';
-    if (!given && (regenerate === true || missing)) out[f] = text[f];
+    if (!given && (regenerate === true || missing)) out[f] = (text ??= generateCampaignText(merged as SmsRegistrationDraft))[f];
   }
   if (fields.quietHoursRepliesExempt === undefined && !current) out.quietHoursRepliesExempt = true;
   return out as Partial<SmsRegistrationDraft>;
