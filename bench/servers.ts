@@ -13,6 +13,7 @@ import inspector from 'node:inspector';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
+import pino from 'pino';
 import { loadConfig } from '../config';
 import { createDb } from '../db';
 import { freePort } from '../db/embedded';
@@ -21,9 +22,12 @@ import { announceReady, createLogger, isClusterChild, runProcesses } from '../ru
 import { runBench } from './entry';
 
 async function startOne(databaseUrl: string, port: number): Promise<number> {
-  const config = loadConfig({ port, logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
+  // The request log as in production (LOG_LEVEL info: one line per request), written to /dev/null so
+  // the benchmark's pipe does not read it; BENCH_LOG_LEVEL=silent measures without it.
+  const level = process.env.BENCH_LOG_LEVEL ?? 'info';
+  const config = loadConfig({ port, logLevel: level, rateLimitPoints: 1_000_000_000 });
   const db = createDb(databaseUrl, { poolMax: 20 });
-  const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
+  const api = await startApi({ db, databaseUrl, config, logger: createLogger(level, pino.destination({ dest: '/dev/null', sync: true })) });
   return Number(new URL(api.baseUrl).port);
 }
 
