@@ -35,7 +35,7 @@ import type { SmsRegistration, SmsRegistrationDraft, SmsReviewFinding, SmsReview
 export const getSMSRegistration: Handler = async (ctx, deps) => {
   const { db, caches } = deps;
   const orgId = orgOf(ctx);
-  const record = await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId));
+  const record = caches.smsRegistrations.peek(orgId) ?? (await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId)));
   if (!record) {
     throw new ApiError(404, 'sms_registration_not_found', 'No SMS registration has been saved for this organization yet; save a draft with PUT /sms');
   }
@@ -55,18 +55,25 @@ export const getSMSRegistration: Handler = async (ctx, deps) => {
  */
 export function mergeDraft(body: SmsRegistrationDraft, current: SmsRegistration | undefined): Partial<SmsRegistrationDraft> {
   const { regenerate, ...fields } = body;
-  const merged: Record<string, unknown> = { ...(current ?? {}) };
-  for (const [k, v] of Object.entries(fields)) if (v !== undefined) merged[k] = v;
   const out: Record<string, unknown> = { ...fields };
-  // Generated only when a field takes it: a save over a complete draft keeps every stored text.
+  // The merged draft and its text are made only when a field takes the text: a save over a complete
+  // draft keeps every stored text.
   let text: ReturnType<typeof generateCampaignText> | undefined;
   for (const f of CAMPAIGN_TEXT_FIELDS) {
     const given = fields[f] !== undefined && fields[f] !== null && fields[f] !== '';
-    const missing = merged[f] === undefined || merged[f] === null || merged[f] === '';
-    if (!given && (regenerate === true || missing)) out[f] = (text ??= generateCampaignText(merged as SmsRegistrationDraft))[f];
+    const value = fields[f] !== undefined ? fields[f] : current?.[f];
+    const missing = value === undefined || value === null || value === '';
+    if (!given && (regenerate === true || missing)) out[f] = (text ??= generateCampaignText(mergedDraft(fields, current)))[f];
   }
   if (fields.quietHoursRepliesExempt === undefined && !current) out.quietHoursRepliesExempt = true;
   return out as Partial<SmsRegistrationDraft>;
+}
+
+/** The stored registration with the request's given fields over it (undefined leaves a field alone). */
+function mergedDraft(fields: Omit<SmsRegistrationDraft, 'regenerate'>, current: SmsRegistration | undefined): SmsRegistrationDraft {
+  const merged: Record<string, unknown> = { ...(current ?? {}) };
+  for (const [k, v] of Object.entries(fields)) if (v !== undefined) merged[k] = v;
+  return merged as SmsRegistrationDraft;
 }
 
 /**
@@ -82,7 +89,7 @@ export const saveSMSRegistration: Handler = async (ctx, { db, caches }) => {
   // Only a body no request schema checked (a direct call) can still be something other than an object.
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw validationError(schemaErrors('SmsRegistrationDraft', raw));
   const body = raw as SmsRegistrationDraft;
-  const cached = await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId));
+  const cached = caches.smsRegistrations.peek(orgId) ?? (await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId)));
   let record = cached ? await saveDraftIfVersion(db, orgId, cached.version, checkedDraft(body, cached.registration), cached.registration) : undefined;
   // Formats that depend on the stored country are re-checked under the row lock. A save that creates
   // the registration or returns it to draft emits `sms.registration.updated` there.
