@@ -47,14 +47,20 @@ export function runEntryPoint(name: string, main: () => Promise<unknown>): void 
   main().catch(fail);
 }
 
-/** Structured JSON logger (pino) that never prints credentials. */
-export function createLogger(level: string): Logger {
-  return pino({
-    level,
-    // pid: with several processes (README "Scaling out") a line must say which one wrote it.
-    base: { service: 'agent-control-plane', pid: process.pid },
-    redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'key', 'secret', '*.key', '*.secret'], censor: '[redacted]' },
-  });
+/**
+ * Structured JSON logger (pino) that never prints credentials.
+ * @param destination where lines go (default: stdout)
+ */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      // pid: with several processes (README "Scaling out") a line must say which one wrote it.
+      base: { service: 'agent-control-plane', pid: process.pid },
+      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'key', 'secret', '*.key', '*.secret'], censor: '[redacted]' },
+    },
+    destination,
+  );
 }
 
 /** An open database and how to close it (and the embedded server, when one was started). */

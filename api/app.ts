@@ -5,6 +5,7 @@
  */
 import Koa from 'koa';
 import Router from '@koa/router';
+import compose from 'koa-compose';
 import type { AppConfig } from '../config';
 import type { Db } from '../db';
 import type { Logger } from 'pino';
@@ -94,10 +95,15 @@ export function createApp(deps: AppOptions): BuiltApp {
   // the rest of a GET (README "Benchmarks"). `router` keeps every route, for paths no segment names.
   const router = new Router<AppState>({ prefix: BASE_PATH });
   const bySegment = new Map<string, Router<AppState>>();
+  // The operations of each segment router in registration order, each with its stack composed once.
+  const segmentLayers = new Map<Router<AppState>, MatchedRoute[]>();
   const routersOf = (path: string): Router<AppState>[] => {
     const segment = path.split('/')[1].toLowerCase();
     let sub = bySegment.get(segment);
-    if (!sub) bySegment.set(segment, (sub = new Router<AppState>({ prefix: BASE_PATH })));
+    if (!sub) {
+      bySegment.set(segment, (sub = new Router<AppState>({ prefix: BASE_PATH })));
+      segmentLayers.set(sub, []);
+    }
     return [router, sub];
   };
   for (const r of routersOf('/openapi.json')) {
@@ -131,7 +137,7 @@ export function createApp(deps: AppOptions): BuiltApp {
           throw new ApiError(501, 'not_implemented', `${route.operationId} (${route.method} ${route.path}) is declared but not implemented yet`);
         }
         const out = await handler(ctx, handlerDeps);
-        for (const [k, v] of Object.entries(out.headers ?? {})) ctx.set(k, v);
+        if (out.headers) for (const k in out.headers) ctx.set(k, out.headers[k]);
         ctx.status = out.status ?? route.successStatus ?? 200;
         if (out.stream) {
           ctx.type = out.stream.contentType;
@@ -144,7 +150,11 @@ export function createApp(deps: AppOptions): BuiltApp {
         }
       },
     ];
-    for (const r of routersOf(route.path)) r.register(toKoaPath(route.path), [route.method], [...stack] as never);
+    const run = compose(stack as never) as RouteRun;
+    for (const r of routersOf(route.path)) {
+      const layer = r.register(toKoaPath(route.path), [route.method], [...stack] as never) as unknown as RouteLayer;
+      if (r !== router) segmentLayers.get(r)!.push({ layer, run });
+    }
   }
 
   app.use(requestId(logger));
@@ -154,14 +164,23 @@ export function createApp(deps: AppOptions): BuiltApp {
   app.use(widgetCors(db));
   app.use(oauthRoutes(handlerDeps)); // sign-in, consent and the OAuth endpoints at the origin root (README "Connect an app with OAuth")
   app.use(voiceWebhooks(handlerDeps));
-  app.use(async (ctx: AppContext, next) => {
+  // Paths no operation matches, the widget's assets and the docs page: the routers' own 404/405
+  // handling, mapped to problem details.
+  const dispatch = (r: Router<AppState>) => {
+    const routes = r.routes();
+    const allowed = r.allowedMethods();
+    return (ctx: AppContext, next: () => Promise<unknown>) => routes(ctx as never, () => allowed(ctx as never, next)) as Promise<unknown>;
+  };
+  const everyRoute = dispatch(router);
+  const segmentRoutes = new Map([...bySegment].map(([segment, r]) => [segment, { routes: dispatch(r), layers: segmentLayers.get(r)! }]));
+  const unmatched = async (ctx: AppContext, next: () => Promise<unknown>, routes: (ctx: AppContext, next: () => Promise<unknown>) => Promise<unknown>) => {
     if (ctx.path.startsWith('/widget') && (await serveWidget(ctx, keys))) return;
     if (ctx.path === '/docs' || ctx.path === '/docs/') {
       ctx.type = 'text/html; charset=utf-8';
       ctx.body = docsPage(openApiDocument(`${config.publicBaseUrl}${BASE_PATH}`));
       return;
     }
-    await next();
+    await routes(ctx, next);
     if (ctx.status === 405 && ctx.body === undefined) {
       throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}`);
     }
@@ -171,23 +190,40 @@ export function createApp(deps: AppOptions): BuiltApp {
     if (ctx.status === 404 && ctx.body === undefined) {
       throw new ApiError(404, 'route_not_found', `No route ${ctx.method} ${ctx.path}`);
     }
-  });
-  const dispatch = (r: Router<AppState>) => {
-    const routes = r.routes();
-    const allowed = r.allowedMethods();
-    return (ctx: AppContext, next: () => Promise<unknown>) => routes(ctx as never, () => allowed(ctx as never, next)) as Promise<unknown>;
   };
-  const everyRoute = dispatch(router);
-  const segmentRoutes = new Map([...bySegment].map(([segment, r]) => [segment, dispatch(r)]));
+  // A path under BASE_PATH picks its first segment's operations by a Map lookup and runs the first one
+  // whose method and pattern match (the order @koa/router would pick, since a handler never calls
+  // `next`), with its stack composed once: @koa/router's own dispatch also checks the host, matches
+  // every route of the segment and composes the matched stacks anew on every request, which cost
+  // several µs of CPU per request (README "Benchmarks"). A request path whose operation has no path
+  // parameters is remembered, so the next one skips the patterns too.
+  const known = new Map<string, MatchedRoute>();
   app.use((ctx: AppContext, next) => {
     // Router prefixes match case-insensitively (path-to-regexp's default), so the lookup does too.
     const path = ctx.path;
+    const method = ctx.method;
+    const key = `${method} ${path}`;
+    const hit = known.get(key);
+    if (hit) {
+      setParams(ctx, {});
+      return hit.run(ctx, next);
+    }
     const end = path.indexOf('/', BASE_PATH.length + 1);
-    const lookup =
+    const segment =
       path.length > BASE_PATH.length + 1 && path[BASE_PATH.length] === '/' && path.slice(0, BASE_PATH.length).toLowerCase() === BASE_PATH
         ? segmentRoutes.get(path.slice(BASE_PATH.length + 1, end < 0 ? undefined : end).toLowerCase())
         : undefined;
-    return (lookup ?? everyRoute)(ctx, next);
+    if (!segment) return unmatched(ctx, next, everyRoute);
+    for (const m of segment.layers) {
+      if (!m.layer.methods.includes(method) || !m.layer.regexp.test(path)) continue;
+      if (m.layer.paramNames.length === 0) {
+        if (known.size >= 1000) known.clear();
+        known.set(key, m);
+      }
+      setParams(ctx, m.layer.paramNames.length ? m.layer.params(path, m.layer.captures(path)) : {});
+      return m.run(ctx, next);
+    }
+    return unmatched(ctx, next, segment.routes);
   });
 
   const ready = feed.start(databaseUrl).catch((err) => logger.warn({ err }, 'change feed unavailable; read caches stay off'));
@@ -204,6 +240,30 @@ export function createApp(deps: AppOptions): BuiltApp {
       if (ownMailer) await providers.mailer.close();
     },
   };
+}
+
+/** A route's stack composed once (koa-compose). */
+type RouteRun = (ctx: AppContext, next: () => Promise<unknown>) => Promise<unknown>;
+
+/** What of @koa/router's Layer the dispatch reads: its methods (HEAD joins GET), pattern and parameters. */
+interface RouteLayer {
+  methods: string[];
+  regexp: RegExp;
+  paramNames: unknown[];
+  captures(path: string): string[];
+  params(path: string, captures: string[]): Record<string, string>;
+}
+
+/** One operation of a segment: its registered layer and its composed stack. */
+interface MatchedRoute {
+  layer: RouteLayer;
+  run: RouteRun;
+}
+
+/** The matched path parameters, where @koa/router puts them (`ctx.params`, `ctx.request.params`). */
+function setParams(ctx: AppContext, params: Record<string, string>): void {
+  (ctx as unknown as { params: Record<string, string> }).params = params;
+  (ctx.request as unknown as { params: Record<string, string> }).params = params;
 }
 
 /**
@@ -233,7 +293,12 @@ function runGuards(guards: Guard[], i: number, ctx: AppContext, next: () => Prom
 function storableParams(ctx: AppContext): void {
   const params = (ctx as unknown as { params?: Record<string, string> }).params;
   const query = ctx.querystring ? ctx.query : undefined;
-  if (!params && !query) return;
+  if (!query && (!params || isEmpty(params))) return;
   const errors = jsonValueErrors({ ...params, ...query });
   if (errors.length) throw validationError(errors);
+}
+
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
 }

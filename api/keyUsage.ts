@@ -11,7 +11,8 @@ import { recordKeyUses } from '../db/repositories/apiKeys';
 
 /** Batches key uses in memory and flushes them periodically. */
 export class KeyUsageTracker {
-  private pending = new Map<string, { orgId: string; at: Date }>();
+  /** Key id → its organization and the time of its last use (ms since the epoch). */
+  private pending = new Map<string, { orgId: string; at: number }>();
   private readonly timer: NodeJS.Timeout;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -23,7 +24,10 @@ export class KeyUsageTracker {
 
   /** Notes that a key authenticated a request now (no I/O). */
   touch(keyId: string, orgId: string): void {
-    this.pending.set(keyId, { orgId, at: new Date() });
+    // Every authenticated request: update the noted use in place instead of allocating a Date and an entry.
+    const noted = this.pending.get(keyId);
+    if (noted) noted.at = Date.now();
+    else this.pending.set(keyId, { orgId, at: Date.now() });
   }
 
   /** Writes every noted use now (also called on close); a failed write is logged and its uses dropped. */
@@ -33,7 +37,7 @@ export class KeyUsageTracker {
       const batch = this.pending;
       this.pending = new Map();
       try {
-        await recordKeyUses(this.db, [...batch].map(([keyId, u]) => ({ keyId, orgId: u.orgId, at: u.at })));
+        await recordKeyUses(this.db, [...batch].map(([keyId, u]) => ({ keyId, orgId: u.orgId, at: new Date(u.at) })));
       } catch (err) {
         this.logger.warn({ err }, 'could not record key uses');
       }

@@ -13,7 +13,9 @@
  * CPU profiler on during each measured run (bench/servers.ts), then the top self-time functions and
  * packages of each case. BENCH_DIAGNOSE=notify: each PUT run again with the change feed's trigger on
  * `sms_registrations` disabled (no NOTIFY per write; a diagnostic only, other processes' caches go stale),
- * which tells what the change feed's fan-out to every API process costs. It profiles the compiled JavaScript under BENCH_DIST (default: `npm run build`'s
+ * which tells what the change feed's fan-out to every API process costs. The API processes write their
+ * request log as in production (one pino line per request, to /dev/null; bench/servers.ts);
+ * BENCH_LOG_LEVEL=silent measures without it. It profiles the compiled JavaScript under BENCH_DIST (default: `npm run build`'s
  * dist/, built first when missing) so each frame names its line.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';

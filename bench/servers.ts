@@ -2,7 +2,8 @@
  * Servers measured by bench/http.ts, each in its own process tree so the load generators do not share
  * their event loops: `bare` (a bare Koa route) and `api <databaseUrl> [processes]` (the real API; with
  * processes > 1, that many children on one port through node:cluster, as `npm run start:api` runs them
- * with API_PROCESSES — README "Scaling out"). Prints `PORT <n>` once every process listens. With
+ * with API_PROCESSES — README "Scaling out"), which logs at BENCH_LOG_LEVEL (default info: the request
+ * log line of every request, written to /dev/null). Prints `PORT <n>` once every process listens. With
  * BENCH_PROFILE_DIR set, SIGUSR2 starts the V8 CPU profiler (node:inspector, 100 µs sampling) and the next
  * SIGUSR2 writes `<pid>-<time>.cpuprofile` there and prints `PROFILED`, so a profile holds the measured
  * load only (not start-up or warm-up).
@@ -13,6 +14,7 @@ import inspector from 'node:inspector';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
+import pino from 'pino';
 import { loadConfig } from '../config';
 import { createDb } from '../db';
 import { freePort } from '../db/embedded';
@@ -21,9 +23,12 @@ import { announceReady, createLogger, isClusterChild, runProcesses } from '../ru
 import { runBench } from './entry';
 
 async function startOne(databaseUrl: string, port: number): Promise<number> {
-  const config = loadConfig({ port, logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
+  // The request log as in production (LOG_LEVEL info: one line per request), written to /dev/null so
+  // the benchmark's pipe does not read it; BENCH_LOG_LEVEL=silent measures without it.
+  const level = process.env.BENCH_LOG_LEVEL ?? 'info';
+  const config = loadConfig({ port, logLevel: level, rateLimitPoints: 1_000_000_000 });
   const db = createDb(databaseUrl, { poolMax: 20 });
-  const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
+  const api = await startApi({ db, databaseUrl, config, logger: createLogger(level, pino.destination({ dest: '/dev/null', sync: true })) });
   return Number(new URL(api.baseUrl).port);
 }
 

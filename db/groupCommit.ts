@@ -6,7 +6,7 @@
  * update a few hot rows at once on few cores).
  */
 export class GroupCommit<I, O> {
-  private queue: { item: I; done: (err: unknown, out?: O) => void }[] = [];
+  private queue: { item: I; resolve: (out: O) => void; reject: (err: unknown) => void }[] = [];
   private flushing = false;
 
   /**
@@ -22,7 +22,7 @@ export class GroupCommit<I, O> {
   /** Resolves with the item's outcome once its batch is committed; rejects when the batch failed. */
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.queue.push({ item, done: (err, out) => (err ? reject(err) : resolve(out as O)) });
+      this.queue.push({ item, resolve, reject });
       if (!this.flushing) {
         this.flushing = true;
         // Let the requests already parsed in this turn of the event loop join the first batch.
@@ -36,9 +36,9 @@ export class GroupCommit<I, O> {
       const batch = this.queue.splice(0, this.maxBatch);
       try {
         const out = await this.run(batch.map((b) => b.item));
-        batch.forEach((b, i) => b.done(undefined, out[i]));
+        for (let i = 0; i < batch.length; i++) batch[i].resolve(out[i]);
       } catch (err) {
-        for (const b of batch) b.done(err ?? new Error('group commit failed'));
+        for (const b of batch) b.reject(err ?? new Error('group commit failed'));
       }
     }
     this.flushing = false;

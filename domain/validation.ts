@@ -156,6 +156,9 @@ const UNSTORABLE = 'must not contain U+0000 or unpaired surrogate characters';
  */
 export function jsonValueErrors(value: unknown, opts: { text?: boolean } = {}): FieldError[] {
   const checkText = opts.text !== false;
+  // Every request body and path is checked: a walk that allocates nothing answers the common case
+  // (nothing to report); only a value with a finding is walked again to name the fields.
+  if (!hasJsonValueFinding(value, checkText, 0)) return [];
   const out: FieldError[] = [];
   // Breadth first with an index, so fields are reported in document order level by level.
   const queue: { v: unknown; at: string; depth: number }[] = [{ v: value, at: '', depth: 0 }];
@@ -180,4 +183,20 @@ export function jsonValueErrors(value: unknown, opts: { text?: boolean } = {}): 
     }
   }
   return out;
+}
+
+/** Whether jsonValueErrors would report anything for `v` at `depth` (depth first, stops at the first finding). */
+function hasJsonValueFinding(v: unknown, checkText: boolean, depth: number): boolean {
+  if (typeof v === 'string') return checkText && !isStorableText(v);
+  if (!v || typeof v !== 'object') return false;
+  if (depth >= MAX_BODY_DEPTH) return true;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (hasJsonValueFinding(v[i], checkText, depth + 1)) return true;
+    return false;
+  }
+  for (const k of Object.keys(v)) {
+    if (PROTOTYPE_KEYS.has(k) || (checkText && !isStorableText(k))) return true;
+    if (hasJsonValueFinding((v as Record<string, unknown>)[k], checkText, depth + 1)) return true;
+  }
+  return false;
 }

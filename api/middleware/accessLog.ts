@@ -7,6 +7,10 @@ import type { AppContext } from '../context';
 
 /** Logs after the response is decided (errors included, since the problem middleware sits inside). */
 export function accessLog(logger: Logger) {
+  // The line's fields are fixed above and never hold a credential, so it is written by a child without
+  // the root's redaction: its wildcard paths (`*.key`, `*.secret`) walk every field of every line and
+  // cost more CPU than the rest of the line (README "Benchmarks").
+  const lines = logger.child({}, { redact: [] });
   return async (ctx: AppContext, next: () => Promise<unknown>) => {
     const start = process.hrtime.bigint();
     try {
@@ -14,7 +18,7 @@ export function accessLog(logger: Logger) {
     } finally {
       const level = ctx.status >= 500 ? 'error' : 'info';
       // The root logger with the request id as a field: no child logger per request.
-      if (logger.isLevelEnabled(level)) logger[level](
+      if (lines.isLevelEnabled(level)) lines[level](
         {
           requestId: ctx.state.requestId,
           method: ctx.method,

@@ -44,23 +44,38 @@ function singular(word: string): string {
  * @param path route path in spec form; `params` the matched path parameters; `responseBody` the envelope
  */
 export function deriveResource(method: string, path: string, params: Record<string, string>, responseBody: unknown): AuditResource {
+  const key = `${method} ${path}`;
+  let plan = resourcePlans.get(key);
+  if (!plan) resourcePlans.set(key, (plan = planResource(method, path)));
+  if (plan.param !== undefined) return { type: plan.type, id: params[plan.param] ?? null };
+  const data = (responseBody as { data?: { id?: unknown } } | undefined)?.data;
+  return { type: plan.type, id: data && typeof data === 'object' && typeof data.id === 'string' ? data.id : null };
+}
+
+/** How a route names its resource: the type, and the path parameter holding its id (else the answer's `data.id`). */
+interface ResourcePlan {
+  type: string;
+  param?: string;
+}
+
+/** Plans by `METHOD path` of the route table (a fixed set), worked out on a route's first write. */
+const resourcePlans = new Map<string, ResourcePlan>();
+
+function planResource(method: string, path: string): ResourcePlan {
   const segments = path.split('/').filter(Boolean);
   let lastParam = -1;
   segments.forEach((s, i) => {
     if (s.startsWith('{')) lastParam = i;
   });
   const after = segments.slice(lastParam + 1);
-  const data = (responseBody as { data?: { id?: unknown } } | undefined)?.data;
-  const createdId = data && typeof data === 'object' && typeof data.id === 'string' ? data.id : null;
   const trailing = after[after.length - 1];
   const isCollectionCreate = method === 'POST' && trailing !== undefined && /s$/.test(trailing) && trailing !== 'sms';
   if (isCollectionCreate || lastParam < 0) {
     const words = (isCollectionCreate ? after : segments).map(singular);
     const type = isCollectionCreate ? words.join('_') : words[0] ?? 'unknown';
-    return { type, id: createdId };
+    return { type };
   }
-  const name = segments[lastParam].slice(1, -1);
-  return { type: singular(segments[lastParam - 1] ?? 'unknown'), id: params[name] ?? null };
+  return { type: singular(segments[lastParam - 1] ?? 'unknown'), param: segments[lastParam].slice(1, -1) };
 }
 
 /** Marks the middleware so tests (and app assembly) can tell it is installed. */
@@ -100,13 +115,15 @@ export class AuditWriter {
  */
 export function auditLog(db: Db) {
   const writer = new AuditWriter(db);
-  const mw = async (ctx: AppContext, next: () => Promise<unknown>) => {
+  // Reads are never recorded: they pass through synchronously (no async frame).
+  const mw = (ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> => (READ_METHODS.has(ctx.method) ? next() : audited(ctx, next));
+  const audited = async (ctx: AppContext, next: () => Promise<unknown>) => {
     try {
       await next();
     } finally {
       const route = ctx.state.route;
       const auth = ctx.state.auth;
-      if (route && auth && !READ_METHODS.has(ctx.method)) {
+      if (route && auth) {
         const override = (ctx.state as unknown as Record<string, unknown>)[RESOURCE_KEY] as AuditResource | undefined;
         let resource: AuditResource = { type: 'unknown', id: null };
         try {

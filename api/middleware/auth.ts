@@ -34,8 +34,8 @@ function challenge(error?: string, description?: string): Record<string, string>
  */
 export type Guard = (ctx: AppContext) => void | Promise<void>;
 
-/** Scope sets of resolved keys: one `Set` per cached key object instead of one per request. */
-const scopeSets = new WeakMap<ApiKeyInfo, Set<string>>();
+/** The `ctx.state.auth` of resolved keys: one object (and scope `Set`) per cached key object instead of one per request; nothing writes to it. */
+const authStates = new WeakMap<ApiKeyInfo, NonNullable<AppContext['state']['auth']>>();
 
 /**
  * Resolves the credential of `route.auth` kind and puts it on `ctx.state.auth` (spec "Authentication";
@@ -64,18 +64,21 @@ export function authenticateGuard(
         headers: challenge('invalid_token'),
       });
     }
-    let scopes = scopeSets.get(info);
-    if (!scopes) scopeSets.set(info, (scopes = new Set(info.scopes)));
-    ctx.state.auth = {
-      orgId: info.orgId,
-      keyId: info.id,
-      kind: info.kind,
-      scopes,
-      rateLimitPoints: info.rateLimitPoints,
-      rateLimitWindowSeconds: info.rateLimitWindowSeconds,
-      expiresAt: info.expiresAt,
-      ...(info.kind === 'publishable' && info.agentId ? { publishable: { agentId: info.agentId, allowedOrigins: info.allowedOrigins ?? [] } } : {}),
-    };
+    let auth = authStates.get(info);
+    if (!auth) {
+      auth = {
+        orgId: info.orgId,
+        keyId: info.id,
+        kind: info.kind,
+        scopes: new Set(info.scopes),
+        rateLimitPoints: info.rateLimitPoints,
+        rateLimitWindowSeconds: info.rateLimitWindowSeconds,
+        expiresAt: info.expiresAt,
+        ...(info.kind === 'publishable' && info.agentId ? { publishable: { agentId: info.agentId, allowedOrigins: info.allowedOrigins ?? [] } } : {}),
+      };
+      authStates.set(info, auth);
+    }
+    ctx.state.auth = auth;
     usage?.touch(info.id, info.orgId);
   };
   const acceptSession = (ctx: AppContext, claims: WidgetSessionClaims | undefined): void => {

@@ -7,6 +7,7 @@
  * `validation_error` naming its path (domain/validation.ts jsonValueErrors). JSON is UTF-8 (RFC 8259 §8.1):
  * another `charset` is 415, and so is a `Content-Encoding` other than `identity` (RFC 9110 §15.5.16).
  */
+import type { IncomingMessage } from 'node:http';
 import { koaBody } from 'koa-body';
 import { ApiError, validationError } from '../../domain/errors';
 import { jsonValueErrors } from '../../domain/validation';
@@ -31,12 +32,14 @@ export function jsonBody(limitBytes: number, opts: { keepRaw?: boolean } = {}) {
     includeUnparsed: !!opts.keepRaw,
     parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
   });
-  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+  // A request without a body passes through synchronously (no async frame).
+  return (ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> => {
     const hasBody = ctx.request.length > 0 || !!ctx.get('transfer-encoding');
-    if (!hasBody) {
-      (ctx.request as { body?: unknown }).body = undefined;
-      return next();
-    }
+    if (hasBody) return withBody(ctx, next);
+    (ctx.request as { body?: unknown }).body = undefined;
+    return next();
+  };
+  async function withBody(ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> {
     const type = (ctx.get('content-type') || '').split(';')[0].trim();
     // POST /uploads parses its multipart stream itself (api/routes/uploads.ts), with its own 25 MB limit.
     if (ctx.state.route?.operationId === 'createUpload' && /^multipart\/form-data$/i.test(type)) return next();
@@ -75,7 +78,7 @@ export function jsonBody(limitBytes: number, opts: { keepRaw?: boolean } = {}) {
       if (errors.length) throw validationError(errors);
       return next();
     });
-  };
+  }
 }
 
 /** RFC 8259 whitespace, then an object or an array (koa-body's `jsonStrict`, which the API kept). */
@@ -90,41 +93,69 @@ const STRICT_JSON = /^[\x20\x09\x0a\x0d]*[[{]/;
  *   400 bad_request when the client aborts the body
  */
 function readText(ctx: AppContext, limitBytes: number): Promise<string> {
-  const req = ctx.req;
+  const req = ctx.req as ReadingRequest;
   return new Promise<string>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const finish = (err: unknown, text?: string) => {
-      if (settled) return;
-      settled = true;
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
-      if (err) reject(err);
-      else resolve(text!);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limitBytes) {
-        req.pause();
-        finish(new ApiError(413, 'payload_too_large', `The request body is over the limit of ${limitBytes} bytes`));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)).toString('utf8');
-      finish(undefined, text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
-    };
-    const onError = (err: unknown) => finish(err);
-    const onClose = () => finish(new ApiError(400, 'bad_request', 'The request body was cut off before its end'));
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
+    req[READING] = { chunks: [], size: 0, limitBytes, resolve, reject };
+    req.on('data', onBodyData);
+    req.on('end', onBodyEnd);
+    req.on('error', onBodyError);
+    req.on('close', onBodyClose);
   });
+}
+
+/**
+ * A body being read: its listeners are module functions finding it on the request (`this`), not
+ * closures made per request (under tsx each named closure also costs a `defineProperty` of its name).
+ */
+interface BodyReading {
+  chunks: Buffer[];
+  size: number;
+  limitBytes: number;
+  resolve(text: string): void;
+  reject(err: unknown): void;
+}
+const READING = Symbol('bodyReading');
+type ReadingRequest = IncomingMessage & { [READING]?: BodyReading };
+
+/** Settles the read of `req` once: removes the listeners, then rejects with `err` or resolves with `text`. */
+function finishBody(req: ReadingRequest, err: unknown, text?: string): void {
+  const reading = req[READING];
+  if (!reading) return;
+  req[READING] = undefined;
+  req.off('data', onBodyData);
+  req.off('end', onBodyEnd);
+  req.off('error', onBodyError);
+  req.off('close', onBodyClose);
+  if (err) reading.reject(err);
+  else reading.resolve(text!);
+}
+
+function onBodyData(this: ReadingRequest, chunk: Buffer): void {
+  const reading = this[READING];
+  if (!reading) return;
+  reading.size += chunk.length;
+  if (reading.size > reading.limitBytes) {
+    this.pause();
+    finishBody(this, new ApiError(413, 'payload_too_large', `The request body is over the limit of ${reading.limitBytes} bytes`));
+    return;
+  }
+  reading.chunks.push(chunk);
+}
+
+function onBodyEnd(this: ReadingRequest): void {
+  const reading = this[READING];
+  if (!reading) return;
+  const { chunks, size } = reading;
+  const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)).toString('utf8');
+  finishBody(this, undefined, text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+}
+
+function onBodyError(this: ReadingRequest, err: unknown): void {
+  finishBody(this, err);
+}
+
+function onBodyClose(this: ReadingRequest): void {
+  finishBody(this, new ApiError(400, 'bad_request', 'The request body was cut off before its end'));
 }
 
 /**

@@ -28,9 +28,12 @@ export function widgetCors(db: Db) {
     verdicts.set(origin, { allowed: ok, until: Date.now() + ORIGIN_CACHE_MS });
     return ok;
   };
-  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+  // Requests without an Origin or for other paths pass through synchronously (no async frame).
+  return (ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> => {
     const raw = ctx.get('origin');
-    if (!raw || !WIDGET_PATHS.test(ctx.path)) return next();
+    return raw && WIDGET_PATHS.test(ctx.path) ? cors(ctx, next, raw) : next();
+  };
+  async function cors(ctx: AppContext, next: () => Promise<unknown>, raw: string): Promise<unknown> {
     const n = normalizeOrigin(raw);
     const origin = 'error' in n ? null : n.origin;
     const ok = origin !== null && (await allowed(origin));
@@ -48,5 +51,5 @@ export function widgetCors(db: Db) {
       return;
     }
     return next();
-  };
+  }
 }

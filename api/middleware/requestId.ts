@@ -31,10 +31,18 @@ class RequestState implements Pick<AppState, 'requestId' | 'log'> {
   }
 }
 
-/** `req_` + 32 lowercase hex digits (a random UUID without its dashes). */
+/** Random bytes for {@link mintId}, refilled from the CSPRNG 256 ids at a time. */
+const pool = Buffer.alloc(16 * 256);
+let used = pool.length;
+
+/** `req_` + 32 lowercase hex digits: 128 random bits (one hex encoding per request instead of a UUID cut in five). */
 function mintId(): string {
-  const u = crypto.randomUUID();
-  return `req_${u.slice(0, 8)}${u.slice(9, 13)}${u.slice(14, 18)}${u.slice(19, 23)}${u.slice(24)}`;
+  if (used === pool.length) {
+    crypto.randomFillSync(pool);
+    used = 0;
+  }
+  used += 16;
+  return `req_${pool.toString('hex', used - 16, used)}`;
 }
 
 /**
@@ -42,11 +50,11 @@ function mintId(): string {
  * `X-Request-Id` response header. Must run first: it replaces Koa's empty `ctx.state`.
  */
 export function requestId(logger: Logger) {
-  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+  return (ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> => {
     const incoming = ctx.get('x-request-id');
     const id = incoming && SANE.test(incoming) ? incoming : mintId();
     ctx.state = new RequestState(logger, id) as unknown as AppState;
     ctx.set('X-Request-Id', id);
-    await next();
+    return next();
   };
 }

@@ -32,7 +32,8 @@ function allOptional(name: string): boolean {
  */
 export function validateRequestBody(route: Pick<RouteDef, 'operationId' | 'requestSchema' | 'bodyChecks'>) {
   const name = route.requestSchema;
-  return async (ctx: AppContext, next: () => Promise<unknown>) => {
+  // Synchronous: the check needs no I/O, so no async frame of its own.
+  return (ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> => {
     if (!name) return next();
     const body = (ctx.request as { body?: unknown }).body;
     if (body === undefined && allOptional(name)) return next();

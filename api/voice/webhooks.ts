@@ -94,8 +94,12 @@ function seconds(v: string | undefined): number {
 export function voiceWebhooks(deps: AppDeps) {
   // Built here, not at module load: api/app.ts (BASE_PATH) imports this module.
   const PATH = new RegExp(`^${BASE_PATH}/voice/(twilio|telnyx|sandbox)/(inbound|status|relay-ended)$`);
-  return async (ctx: AppContext, next: Next): Promise<unknown> => {
-    if (ctx.path === `${BASE_PATH}/voice/talk` && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+  const TALK = `${BASE_PATH}/voice/talk`;
+  const VOICE = `${BASE_PATH}/voice/`;
+  // Other paths pass through synchronously: an async frame here cost every API request a promise.
+  return (ctx: AppContext, next: Next): Promise<unknown> => (ctx.path.startsWith(VOICE) ? serve(ctx, next) : next());
+  async function serve(ctx: AppContext, next: Next): Promise<unknown> {
+    if (ctx.path === TALK && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
       ctx.type = 'text/html; charset=utf-8';
       ctx.set('Cache-Control', 'no-store');
       ctx.set('Referrer-Policy', 'no-referrer'); // the page's URL carries the talk token
@@ -151,7 +155,7 @@ export function voiceWebhooks(deps: AppDeps) {
       default:
         return xml(ctx, relayEndedMarkup(params.HandoffData));
     }
-  };
+  }
 }
 
 /** Ids in a campaign call's webhook URL (`org_…`, `agt_…`, `cmp_…`). */

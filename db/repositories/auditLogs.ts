@@ -3,7 +3,7 @@
  * functions, and the database refuses UPDATE, DELETE and TRUNCATE of `audit_logs` with a trigger
  * (migration 20261122000400), so not even a stray query elsewhere can rewrite history.
  */
-import type { Db } from '../index';
+import { prepared, type Db } from '../index';
 import { newId } from '../ids';
 import { storableText } from '../../domain/text';
 import { keysetPage, type Page } from '../pagination';
@@ -71,7 +71,7 @@ export async function insertAuditLogs(db: Db, entries: { orgId: string; rec: Aud
   if (entries.length === 0) return;
   // One JSON parameter instead of 12 bind parameters per row: building and binding hundreds of
   // parameters cost more than the insert itself under load.
-  await db.raw(AUDIT_INSERT_SQL, [JSON.stringify(entries.map((e) => auditRow(e.orgId, e.rec)))]);
+  await db.raw(AUDIT_INSERT_SQL, [JSON.stringify(entries.map((e) => auditRow(e.orgId, e.rec)))]).options(prepared(AUDIT_INSERT_SQL));
 }
 
 const AUDIT_INSERT_SQL =

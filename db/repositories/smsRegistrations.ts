@@ -3,7 +3,7 @@
  * One row per organization (unique org_id); saves serialize on that row.
  */
 import type { Knex } from 'knex';
-import type { Db } from '../index';
+import { prepared, type Db } from '../index';
 import { GroupCommit } from '../groupCommit';
 import { newId } from '../ids';
 import type { SmsRegistration, SmsRegistrationDraft } from '../../schemas/types/sms';
@@ -108,9 +108,15 @@ export interface RegistrationRecord {
   envelopeJson?: string;
 }
 
+/**
+ * The read behind the GET /sms cache, a prepared statement (db/index.ts `prepared`) naming its columns,
+ * so a column added by a later migration cannot change a cached plan's result type.
+ */
+const RECORD_SQL = `SELECT ${[...Object.values(DRAFT_COLUMNS), 'brand_id', 'campaign_id', 'status', 'provider_status', 'last_error', 'submitted_at', 'created_at', 'updated_at', 'version'].join(', ')} FROM sms_registrations WHERE org_id = ? LIMIT 1`;
+
 /** The organization's registration and its version, or undefined before the first save. */
 export async function getRegistrationRecord(db: Db, orgId: string): Promise<RegistrationRecord | undefined> {
-  const row = await db('sms_registrations').where({ org_id: orgId }).first();
+  const [row] = (await db.raw(RECORD_SQL, [orgId]).options(prepared(RECORD_SQL))).rows;
   return row ? { registration: toRegistration(row), version: row.version } : undefined;
 }
 
@@ -171,7 +177,7 @@ async function runDraftSaves(db: Db, batch: DraftSave[]): Promise<(RegistrationR
   const out: (RegistrationRecord | undefined)[] = new Array(batch.length).fill(undefined);
   let written: { i: number; version: number; updated_at: Date }[];
   try {
-    written = (await db.raw(BATCH_UPDATE_SQL, [JSON.stringify(rows)])).rows;
+    written = (await db.raw(BATCH_UPDATE_SQL, [JSON.stringify(rows)]).options(prepared(BATCH_UPDATE_SQL))).rows;
   } catch {
     // Nothing of this batch was written (a deadlock with another process' batch, say): each save
     // retries alone on the locking path, so one save's failure never fails the others.

@@ -33,6 +33,10 @@ export function isE164(value: string): boolean {
   return !!p && p.isValid() && p.number === value;
 }
 
+function has(v: unknown): v is string {
+  return typeof v === 'string';
+}
+
 /**
  * Checks formats of the fields present in `body`.
  * @param country the effective country (request value, else stored value, else US): state and postal
@@ -41,7 +45,6 @@ export function isE164(value: string): boolean {
  */
 export function checkDraftFormats(body: SmsRegistrationDraft, country: string | null | undefined): FieldError[] {
   const errors: FieldError[] = [];
-  const has = (v: unknown): v is string => typeof v === 'string';
   const us = !country || country === 'US';
   if (has(body.ein) && !/^\d{2}-?\d{7}$/.test(body.ein)) {
     errors.push({ field: 'ein', message: 'must be nine digits, as 12-3456789 or 123456789' });

@@ -8,7 +8,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Handler } from '../../context';
 import { orgOf, requireTemporal, temporalUnavailable, workflowUiUrl } from '../../http';
 import { ApiError, notFound, validationError } from '../../../domain/errors';
-import { mergeFieldErrors, schemaErrors, validateBody } from '../../../domain/validation';
+import { schemaErrors, validateBody } from '../../../domain/validation';
 import { checkDraftFormats } from '../../../domain/sms/draftChecks';
 import { CAMPAIGN_TEXT_FIELDS, generateCampaignText } from '../../../domain/sms/campaignText';
 import { reviewDraft } from '../../../domain/sms/review';
@@ -35,7 +35,7 @@ import type { SmsRegistration, SmsRegistrationDraft, SmsReviewFinding, SmsReview
 export const getSMSRegistration: Handler = async (ctx, deps) => {
   const { db, caches } = deps;
   const orgId = orgOf(ctx);
-  const record = await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId));
+  const record = caches.smsRegistrations.peek(orgId) ?? (await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId)));
   if (!record) {
     throw new ApiError(404, 'sms_registration_not_found', 'No SMS registration has been saved for this organization yet; save a draft with PUT /sms');
   }
@@ -55,45 +55,61 @@ export const getSMSRegistration: Handler = async (ctx, deps) => {
  */
 export function mergeDraft(body: SmsRegistrationDraft, current: SmsRegistration | undefined): Partial<SmsRegistrationDraft> {
   const { regenerate, ...fields } = body;
-  const merged: Record<string, unknown> = { ...(current ?? {}) };
-  for (const [k, v] of Object.entries(fields)) if (v !== undefined) merged[k] = v;
   const out: Record<string, unknown> = { ...fields };
-  const text = generateCampaignText(merged as SmsRegistrationDraft);
+  // The merged draft and its text are made only when a field takes the text: a save over a complete
+  // draft keeps every stored text.
+  let text: ReturnType<typeof generateCampaignText> | undefined;
   for (const f of CAMPAIGN_TEXT_FIELDS) {
     const given = fields[f] !== undefined && fields[f] !== null && fields[f] !== '';
-    const missing = merged[f] === undefined || merged[f] === null || merged[f] === '';
-    if (!given && (regenerate === true || missing)) out[f] = text[f];
+    const value = fields[f] !== undefined ? fields[f] : current?.[f];
+    const missing = value === undefined || value === null || value === '';
+    if (!given && (regenerate === true || missing)) out[f] = (text ??= generateCampaignText(mergedDraft(fields, current)))[f];
   }
   if (fields.quietHoursRepliesExempt === undefined && !current) out.quietHoursRepliesExempt = true;
   return out as Partial<SmsRegistrationDraft>;
 }
 
+/** The stored registration with the request's given fields over it (undefined leaves a field alone). */
+function mergedDraft(fields: Omit<SmsRegistrationDraft, 'regenerate'>, current: SmsRegistration | undefined): SmsRegistrationDraft {
+  const merged: Record<string, unknown> = { ...(current ?? {}) };
+  for (const [k, v] of Object.entries(fields)) if (v !== undefined) merged[k] = v;
+  return merged as SmsRegistrationDraft;
+}
+
 /**
- * PUT /sms: validates, then saves. The common path merges against the cached registration and joins
- * a batched update that writes only rows still at the cached version (group commit, one statement for
- * all saves in flight); a stale or missing copy falls back to the locking upsert. Either way a refused request writes nothing.
+ * PUT /sms: validates, then saves. The body's shape was checked against `SmsRegistrationDraft` before
+ * the handler (api/middleware/validate.ts); the formats that depend on the effective country are
+ * checked here. The common path merges against the cached registration and joins a batched update
+ * that writes only rows still at the cached version (group commit, one statement for all saves in
+ * flight); a stale or missing copy falls back to the locking upsert. Either way a refused request writes nothing.
  */
 export const saveSMSRegistration: Handler = async (ctx, { db, caches }) => {
   const orgId = orgOf(ctx);
   const raw = ctx.request.body as unknown;
-  const shapeErrors = schemaErrors('SmsRegistrationDraft', raw);
-  if (shapeErrors.some((e) => e.field === '(body)')) throw validationError(shapeErrors);
+  // Only a body no request schema checked (a direct call) can still be something other than an object.
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw validationError(schemaErrors('SmsRegistrationDraft', raw));
   const body = raw as SmsRegistrationDraft;
-  const compute = (current: SmsRegistration | undefined) => {
-    const country = typeof body.country === 'string' ? body.country : body.country === null ? null : current?.country;
-    const errors = mergeFieldErrors(shapeErrors, checkDraftFormats(body, country));
-    if (errors.length) throw validationError(errors);
-    return mergeDraft(body, current);
-  };
-  const cached = await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId));
-  let record = cached ? await saveDraftIfVersion(db, orgId, cached.version, compute(cached.registration), cached.registration) : undefined;
+  const cached = caches.smsRegistrations.peek(orgId) ?? (await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId)));
+  let record = cached ? await saveDraftIfVersion(db, orgId, cached.version, checkedDraft(body, cached.registration), cached.registration) : undefined;
   // Formats that depend on the stored country are re-checked under the row lock. A save that creates
   // the registration or returns it to draft emits `sms.registration.updated` there.
-  record ??= await saveDraftRecord(db, orgId, compute, registrationChanged(orgId));
+  record ??= await saveDraftRecord(db, orgId, (current) => checkedDraft(body, current), registrationChanged(orgId));
   caches.smsRegistrations.set(orgId, record);
   const saved = record.registration;
   return { data: saved };
 };
+
+/**
+ * The draft fields to store for `body` over `current`, after the format checks that depend on the
+ * effective country (the request's, else the stored one).
+ * @throws ApiError 400 validation_error naming each offending field
+ */
+function checkedDraft(body: SmsRegistrationDraft, current: SmsRegistration | undefined): Partial<SmsRegistrationDraft> {
+  const country = typeof body.country === 'string' ? body.country : body.country === null ? null : current?.country;
+  const errors = checkDraftFormats(body, country);
+  if (errors.length) throw validationError(errors);
+  return mergeDraft(body, current);
+}
 
 /** Search attribute carrying the organization on every SMS workflow (Temporal UI filter). */
 
