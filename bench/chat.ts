@@ -99,7 +99,7 @@ export async function runChatBench(): Promise<void> {
 
     const sessions: string[] = [];
     for (let i = 0; i < SESSIONS; i++) sessions.push((await call('POST', '/chat/sessions', { agentId: agent.id })).session.id);
-    await db.raw('ANALYZE'); // as autovacuum would have by now on a long-running service
+    await db.raw('ANALYZE conversations'); // as autovacuum would have by now on a long-running service
 
     // The load generator runs in its own process (bench/loadgen.ts, autocannon): connection i sends session i's
     // messages, one at a time, cycling through the questions.
