@@ -250,9 +250,9 @@ export interface TurnWrite {
 export type SavedTurn = { conversation: ConversationRecord; messages: ConversationMessage[] } | 'conflict';
 
 /**
- * Stores turns of one organization in one statement (one round trip and one commit for all of them). Per turn: the conversation's new
- * counters, variables and playbook state guarded by its turn and message counts (optimistic lock), the
- * messages numbered after the last, the receipt, and the turn's events and charged usage ({@link TurnEffects});
+ * Stores turns of one organization in one statement (one round trip and one commit for all of them). Per
+ * turn: the conversation's new counters, variables and playbook state guarded by its turn and message counts
+ * (optimistic lock), the messages numbered after the last, the receipt, and the turn's events and charged usage ({@link TurnEffects});
  * a turn whose guard fails writes nothing, its events and usage included. The wallet's row is updated once for
  * all the turns' charges (each still gets its ledger row with its running balance), so the turns of one
  * organization stored together never wait for each other on it.
@@ -264,7 +264,6 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
   const now = new Date().toISOString();
   const convRows: Record<string, unknown>[] = [];
   const msgRows: Record<string, unknown>[] = [];
-  const turnRows: Record<string, unknown>[] = [];
   const usage: (UsageInput & { k: number })[] = [];
   const events: { type: string; data: Record<string, unknown>; k: number }[] = [];
   writes.forEach(({ c, turn, effects }, k) => {
@@ -296,7 +295,6 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
     messages.forEach((m, ord) =>
       msgRows.push({ k, id: m.id, ord, role: m.role, content: m.content, tool_calls: m.toolCalls ?? null, tool_call_id: m.toolCallId ?? null, name: m.name ?? null }),
     );
-    turnRows.push({ k });
     if (effects) {
       for (const u of effects.usage) usage.push({ ...u, k });
       for (const e of effects.events({ conversation: expected, messages })) events.push({ ...e, k });
