@@ -17,13 +17,12 @@ import os from 'node:os';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { createSource, indexChunks, markProcessing } from '../db/repositories/knowledge';
-import { createAgentActivities } from '../activities/agents';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { startApi } from '../api/server';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
-import { cpuSnapshot, openBenchDatabase, profileWindow } from './harness';
-import { compileDraft, publishRequestHash } from '../domain/agents/compile';
+import { apiCaller, cpuSnapshot, openBenchDatabase, profileWindow, publishForBench } from './harness';
+import { compileDraft } from '../domain/agents/compile';
 import { runTurn, type TurnPorts } from '../domain/conversations/runtime';
 import type { LlmProvider } from '../domain/conversations/llm';
 import { runBench } from './entry';
@@ -81,12 +80,7 @@ export async function runChatBench(): Promise<void> {
   try {
     const org = await createOrganization(db, 'Chat bench');
     const { key, info } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES, rateLimitPoints: 10_000_000 });
-    const call = async (method: string, p: string, json?: unknown) => {
-      const res = await fetch(`${api.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: json === undefined ? undefined : JSON.stringify(json) });
-      const body = (await res.json()) as any;
-      if (res.status >= 300) throw new Error(`${method} ${p} → ${res.status} ${JSON.stringify(body)}`);
-      return body.data;
-    };
+    const call = apiCaller(api.baseUrl, key);
     const agent = await call('POST', '/agents', { name: 'Front desk', voiceId: 'voice_ava', greeting: 'Hello, Sunrise Dental here.', instructions: 'Answer from the clinic handbook.' });
     await call('PUT', `/agents/${agent.id}/guardrails`, { blockedTopics: ['politics'], forbiddenPhrases: ['guaranteed cure'], redactPii: true, profanityFilter: true, escalateOn: ['lawyer'], maxConversationMinutes: null });
     const src = await createSource(db, org.id, { agentId: agent.id, kind: 'text', name: 'Clinic handbook', text: 'handbook' }, async () => undefined);
@@ -94,8 +88,7 @@ export async function runChatBench(): Promise<void> {
     const topics = ['opening hours on Saturday are 9am to 1pm', 'we accept Delta Dental, MetLife and Cigna', 'a cleaning costs $90', 'parking is free behind the building', 'emergency visits the same day'];
     const chunks = Array.from({ length: 200 }, (_, i) => ({ ordinal: i, content: `Section ${i}: ${topics[i % topics.length]}. Policy note ${i} about appointments and rescheduling.` }));
     await indexChunks(db, org.id, src.id, chunks);
-    const pub = await createAgentActivities({ db }).compileAndPublishAgent({ orgId: org.id, agentId: agent.id, idempotencyKey: 'bench', requestHash: publishRequestHash({ note: null }), note: null, publishedBy: info.id });
-    if (pub.kind !== 'published') throw new Error(`publish failed: ${JSON.stringify(pub)}`);
+    await publishForBench(db, org.id, agent.id, info.id);
 
     const sessions: string[] = [];
     for (let i = 0; i < SESSIONS; i++) sessions.push((await call('POST', '/chat/sessions', { agentId: agent.id })).session.id);

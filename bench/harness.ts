@@ -16,6 +16,8 @@ import { createLogger } from '../runtime';
 import { createDb, ensureDatabase, migrate, type Db } from '../db';
 import { startEmbeddedPostgres } from '../db/embedded';
 import { startDevServer } from '../devserver';
+import { createAgentActivities } from '../activities/agents';
+import { publishRequestHash } from '../domain/agents/compile';
 
 /** A running benchmark stack. */
 export interface BenchStack {
@@ -221,4 +223,23 @@ export function profileWindow(dir: string | undefined, label: string): () => Pro
         resolve();
       }),
     );
+}
+
+/**
+ * A JSON caller of the API with a secret key, for a section's setup: `call(method, path, json?)` resolves with
+ * the envelope's `data`. @throws naming the request, status and body when the status is 300 or more
+ */
+export function apiCaller(baseUrl: string, key: string): (method: string, p: string, json?: unknown) => Promise<any> {
+  return async (method, p, json) => {
+    const res = await fetch(`${baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: json === undefined ? undefined : JSON.stringify(json) });
+    const body = (await res.json()) as any;
+    if (res.status >= 300) throw new Error(`${method} ${p} → ${res.status} ${JSON.stringify(body)}`);
+    return body.data;
+  };
+}
+
+/** Publishes an agent's draft as the publish workflow's activity does (a section's setup). @throws when it is not published */
+export async function publishForBench(db: Db, orgId: string, agentId: string, publishedBy: string): Promise<void> {
+  const pub = await createAgentActivities({ db }).compileAndPublishAgent({ orgId, agentId, idempotencyKey: 'bench', requestHash: publishRequestHash({ note: null }), note: null, publishedBy });
+  if (pub.kind !== 'published') throw new Error(`publish failed: ${JSON.stringify(pub)}`);
 }

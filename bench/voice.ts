@@ -19,13 +19,11 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
-import { createAgentActivities } from '../activities/agents';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { startApi } from '../api/server';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
-import { cpuSnapshot, openBenchDatabase } from './harness';
-import { publishRequestHash } from '../domain/agents/compile';
+import { apiCaller, cpuSnapshot, openBenchDatabase, publishForBench } from './harness';
 import { sandboxInventory } from '../activities/providers/telephony/sandbox';
 import type { CallersJob, CallersResult } from './voiceCallers';
 import { spawn } from 'node:child_process';
@@ -62,15 +60,9 @@ export async function runVoiceBench(): Promise<void> {
   try {
     const org = await createOrganization(db, 'Voice bench');
     const { key, info } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES, rateLimitPoints: 10_000_000 });
-    const call = async (method: string, p: string, json?: unknown) => {
-      const res = await fetch(`${api.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: json === undefined ? undefined : JSON.stringify(json) });
-      const body = (await res.json()) as any;
-      if (res.status >= 300) throw new Error(`${method} ${p} → ${res.status} ${JSON.stringify(body)}`);
-      return body.data;
-    };
+    const call = apiCaller(api.baseUrl, key);
     const agent = await call('POST', '/agents', { name: 'Front desk', voiceId: 'voice_ava', greeting: 'Hello, Sunrise Dental here.', instructions: 'Help callers with appointments.', dtmf: { enabled: true } });
-    const pub = await createAgentActivities({ db }).compileAndPublishAgent({ orgId: org.id, agentId: agent.id, idempotencyKey: 'bench', requestHash: publishRequestHash({ note: null }), note: null, publishedBy: info.id });
-    if (pub.kind !== 'published') throw new Error(`publish failed: ${JSON.stringify(pub)}`);
+    await publishForBench(db, org.id, agent.id, info.id);
     const number = await call('POST', '/numbers/purchase', { e164: sandboxInventory('206')[0].e164 });
     await call('POST', `/numbers/${number.id}/assign`, { agentId: agent.id });
 

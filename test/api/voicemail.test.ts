@@ -23,28 +23,12 @@ import { TelnyxStub } from '../providers/telnyxStub';
 import { TwilioStub } from '../providers/twilioStub';
 import type { TelephonyAdapter } from '../../activities/providers/telephony';
 import type { FaultHook } from '../../activities/providers/effects';
+import { useEnvVars } from '../helpers/mocha';
 
 /** 1pm in New York: inside the calling window. */
 const NOW = '2026-06-02T17:00:00.000Z';
 const MESSAGE = 'Hi, this is {{company}} with a reminder about your visit tomorrow at 10. Call us back at 212 555 0100. Goodbye.';
 const RENDERED = 'Hi, this is Acme Dental with a reminder about your visit tomorrow at 10. Call us back at 212 555 0100. Goodbye.';
-
-/** Sets environment variables for the enclosing describe and restores them after it. */
-function useEnv(vars: () => Record<string, string>): void {
-  const saved: Record<string, string | undefined> = {};
-  before(() => {
-    for (const [k, v] of Object.entries(vars())) {
-      saved[k] = process.env[k];
-      process.env[k] = v;
-    }
-  });
-  after(() => {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  });
-}
 
 describe('voicemail drops on campaign calls', function () {
   this.timeout(90_000);
@@ -185,7 +169,7 @@ describe('voicemail drops on campaign calls', function () {
       stub.machineAnswers = true;
     });
     after(async () => stub?.stop());
-    useEnv(() => ({ TELNYX_API_KEY: apiKey, TELNYX_BASE_URL: stub.apiBase, TELNYX_PUBLIC_KEY: stub.keys.publicKey, TELNYX_CONNECTION_ID: '1494404757140276705' }));
+    useEnvVars(() => ({ TELNYX_API_KEY: apiKey, TELNYX_BASE_URL: stub.apiBase, TELNYX_PUBLIC_KEY: stub.keys.publicKey, TELNYX_CONNECTION_ID: '1494404757140276705' }));
 
     it('asks for greeting_end detection, speaks the message on call.machine.greeting.ended and hangs up on call.speak.ended', async () => {
       const agentId = await agentWith('Telnyx voicemail agent');
@@ -270,7 +254,7 @@ describe('voicemail drops on campaign calls', function () {
       env.config.publicBaseUrl = savedBaseUrl;
       await stub?.stop();
     });
-    useEnv(() => ({ TWILIO_ACCOUNT_SID: sid, TWILIO_AUTH_TOKEN: token, TWILIO_BASE_URL: stub.baseUrl }));
+    useEnvVars(() => ({ TWILIO_ACCOUNT_SID: sid, TWILIO_AUTH_TOKEN: token, TWILIO_BASE_URL: stub.baseUrl }));
 
     it('places the call with DetectMessageEnd; the voice webhook answers machine_end_beep with <Say> the message and <Hangup/>', async () => {
       const agentId = await agentWith('Twilio voicemail agent');

@@ -32,3 +32,23 @@ export function useResource<T extends object>(what: string, start: () => Promise
     },
   });
 }
+
+/**
+ * Sets environment variables (computed when the enclosing `describe` starts) in a `before` hook and restores
+ * the previous values, unset ones included, in an `after` hook.
+ */
+export function useEnvVars(vars: () => Record<string, string>): void {
+  const saved: Record<string, string | undefined> = {};
+  before(() => {
+    for (const [k, v] of Object.entries(vars())) {
+      saved[k] = process.env[k];
+      process.env[k] = v;
+    }
+  });
+  after(() => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+}

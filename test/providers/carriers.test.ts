@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import { until } from '../helpers/wait';
 import { publishDraft } from '../api/agents-fixtures';
 import twilio from 'twilio';
-import { useResource } from '../helpers/mocha';
+import { useEnvVars, useResource } from '../helpers/mocha';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { COMPLETE_BRAND } from '../api/sms-fixtures';
 import { createSmsActivities } from '../../activities/sms';
@@ -31,23 +31,6 @@ const TELNYX_KEY = `KEY${crypto.randomBytes(8).toString('hex')}`;
 const TWILIO_SID = `AC${crypto.randomBytes(16).toString('hex')}`;
 const TWILIO_TOKEN = crypto.randomBytes(16).toString('hex');
 
-/** Sets environment variables for the enclosing describe and restores them after it. */
-function useEnv(vars: () => Record<string, string>): void {
-  const saved: Record<string, string | undefined> = {};
-  before(() => {
-    for (const [k, v] of Object.entries(vars())) {
-      saved[k] = process.env[k];
-      process.env[k] = v;
-    }
-  });
-  after(() => {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  });
-}
-
 /** A message row of the organization with its id, for receipts to find. */
 async function outboundMessage(t: TestApi, orgId: string, from: string, to: string, body: string): Promise<string> {
   const id = `msg_${crypto.randomBytes(8).toString('hex')}`;
@@ -58,7 +41,7 @@ async function outboundMessage(t: TestApi, orgId: string, from: string, to: stri
 describe('Telnyx adapters and webhooks (loopback stub)', function () {
   this.timeout(90_000);
   const stub = useResource('Telnyx stub', () => new TelnyxStub(TELNYX_KEY).start(), (s) => s.stop());
-  useEnv(() => ({
+  useEnvVars(() => ({
     CARRIER_PROVIDER: 'telnyx',
     TELEPHONY_PROVIDER: 'telnyx',
     TELNYX_API_KEY: TELNYX_KEY,
@@ -265,7 +248,7 @@ describe('Telnyx adapters and webhooks (loopback stub)', function () {
 describe('Twilio adapter and webhooks (loopback stub)', function () {
   this.timeout(90_000);
   const stub = useResource('Twilio stub', () => new TwilioStub(TWILIO_SID, TWILIO_TOKEN).start(), (s) => s.stop());
-  useEnv(() => ({ TELEPHONY_PROVIDER: 'twilio', CARRIER_PROVIDER: 'sandbox', TWILIO_ACCOUNT_SID: TWILIO_SID, TWILIO_AUTH_TOKEN: TWILIO_TOKEN, TWILIO_BASE_URL: stub.baseUrl }));
+  useEnvVars(() => ({ TELEPHONY_PROVIDER: 'twilio', CARRIER_PROVIDER: 'sandbox', TWILIO_ACCOUNT_SID: TWILIO_SID, TWILIO_AUTH_TOKEN: TWILIO_TOKEN, TWILIO_BASE_URL: stub.baseUrl }));
   const t = useResource('API', async () => {
     const api = await startTestApi('twilio_adapters');
     api.config.publicBaseUrl = new URL(api.api.baseUrl).origin;
