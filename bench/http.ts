@@ -13,7 +13,10 @@
  * CPU profiler on during each measured run (bench/servers.ts), then the top self-time functions and
  * packages of each case. BENCH_DIAGNOSE=notify: each PUT run again with the change feed's trigger on
  * `sms_registrations` disabled (no NOTIFY per write; a diagnostic only, other processes' caches go stale),
- * which tells what the change feed's fan-out to every API process costs. The API processes write their
+ * which tells what the change feed's fan-out to every API process costs. BENCH_DURABLE=1: Postgres with
+ * fsync and synchronous_commit on, as `npm start` and production run it (default off, as the suite). The
+ * bare Koa route is measured again (BENCH_SECONDS / 2) right before each API case, and each ratio is to
+ * that neighbour: the shared machine's speed drifts between runs. The API processes write their
  * request log as in production (one pino line per request, to /dev/null; bench/servers.ts);
  * BENCH_LOG_LEVEL=silent measures without it. It profiles the compiled JavaScript under BENCH_DIST (default: `npm run build`'s
  * dist/, built first when missing) so each frame names its line.
@@ -40,6 +43,9 @@ const PROFILE = process.env.BENCH_PROFILE === '1';
 const STEPS = (process.env.BENCH_PROCESSES ?? (PROFILE ? '1' : '1,2,4,8')).split(',').map(Number);
 const LOADGENS = Number(process.env.BENCH_LOADGENS ?? Math.max(1, Math.ceil(CORES / 4)));
 const DIAGNOSE_NOTIFY = (process.env.BENCH_DIAGNOSE ?? '').split(',').includes('notify');
+const DURABLE = process.env.BENCH_DURABLE === '1';
+/** Alternating slices of each API case and of the bare route (the ratio's baseline): the machine's speed drifts. */
+const SLICES = Math.max(1, Number(process.env.BENCH_SLICES ?? 4));
 const PUT_BODY = JSON.stringify({ displayName: 'Bench Brand', city: 'Austin', useCase: 'MIXED', quietHoursRepliesExempt: true });
 
 interface Server {
@@ -91,12 +97,18 @@ interface Cpu {
 
 interface Figures {
   name: string;
+  /** Requests answered in all (sums slices). */
+  requests: number;
+  /** The bare Koa route's API CPU µs per request measured right before this case (the ratio's baseline). */
+  bareApi?: number;
   /** Postgres transactions committed per request (pg_stat_database.xact_commit): shows how much the group commit batches. */
   commits?: number;
   processes: number;
   rps: number;
   p50: number;
   p99: number;
+  /** The highest p99 of the slices. */
+  p99max?: number;
   errors: number;
   non2xx: number;
   cpu?: Cpu;
@@ -154,6 +166,7 @@ async function load(
   const cpu = 'postgres' in after ? { api: per(apiAfter - apiBefore), postgres: per(after.postgres - before.postgres), loadGen: per(results.reduce((s, r) => s + r.cpuMs, 0)) } : undefined;
   return {
     name,
+    requests,
     processes,
     commits: committed === undefined ? undefined : committed / Math.max(1, requests),
     rps: results.reduce((s, r) => s + r.rps, 0),
@@ -162,6 +175,30 @@ async function load(
     errors: results.reduce((s, r) => s + r.errors, 0),
     non2xx: results.reduce((s, r) => s + r.non2xx, 0),
     cpu,
+  };
+}
+
+/**
+ * Slices of one case as one figure: rates and CPU per request weighted by requests, p50 and p99 the
+ * medians of the slices' (latencies are not additive), `p99max` the highest slice's p99.
+ */
+function merge(slices: Figures[]): Figures {
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const requests = slices.reduce((s, r) => s + r.requests, 0);
+  const weighted = (f: (r: Figures) => number) => slices.reduce((s, r) => s + f(r) * r.requests, 0) / Math.max(1, requests);
+  const withCpu = slices.every((r) => r.cpu);
+  return {
+    name: slices[0].name,
+    processes: slices[0].processes,
+    requests,
+    commits: slices.every((r) => r.commits !== undefined) ? weighted((r) => r.commits!) : undefined,
+    rps: slices.reduce((s, r) => s + r.rps, 0) / slices.length,
+    p50: median(slices.map((r) => r.p50)),
+    p99: median(slices.map((r) => r.p99)),
+    p99max: Math.max(...slices.map((r) => r.p99max ?? r.p99)),
+    errors: slices.reduce((s, r) => s + r.errors, 0),
+    non2xx: slices.reduce((s, r) => s + r.non2xx, 0),
+    cpu: withCpu ? { api: weighted((r) => r.cpu!.api), postgres: weighted((r) => r.cpu!.postgres), loadGen: weighted((r) => r.cpu!.loadGen) } : undefined,
   };
 }
 
@@ -202,7 +239,7 @@ export async function runHttpBench(): Promise<void> {
     console.log('building dist/ for the profile (npm run build)…');
     execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(__dirname, '..', 'tsconfig.json')], { stdio: 'inherit' });
   }
-  const pgServer = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`), ephemeral: true, durable: false });
+  const pgServer = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`), ephemeral: true, durable: DURABLE });
   const servers: Server[] = [];
   const closers: (() => Promise<void>)[] = [];
   try {
@@ -224,11 +261,28 @@ export async function runHttpBench(): Promise<void> {
     closers.push(() => stats.end());
 
     const results: Figures[] = [];
+    // The bare route stays up (idle while an API case runs) and is measured again right before every API
+    // case: the machine's speed drifts between runs (a shared VM), so each ratio compares neighbours.
     const bare = await startServer(['bare']);
     servers.push(bare);
-    await load('warm-up', 1, bare, { url: `http://127.0.0.1:${bare.port}/`, seconds: 1 }, []);
-    results.push(await load('bare Koa route', 1, bare, { url: `http://127.0.0.1:${bare.port}/`, seconds: SECONDS }, []));
-    await bare.stop();
+    const bareJob = { url: `http://127.0.0.1:${bare.port}/` };
+    await load('warm-up', 1, bare, { ...bareJob, seconds: 1 }, []);
+    results.push(await load('bare Koa route', 1, bare, { ...bareJob, seconds: SECONDS }, []));
+    const sliceSeconds = Math.max(1, Math.round(SECONDS / SLICES));
+    /**
+     * One API case as SLICES alternating slices with the bare route, each ratio over the sums: both sides
+     * see the same drift of the machine's speed (a shared VM moves by a third within a minute).
+     */
+    const measure = async (name: string, processes: number, api: Server, job: Omit<LoadJob, 'connections' | 'keys' | 'seconds'>): Promise<Figures> => {
+      const bares: Figures[] = [];
+      const runs: Figures[] = [];
+      for (let i = 0; i < SLICES; i++) {
+        bares.push(await load('bare Koa route', 1, bare, { ...bareJob, seconds: sliceSeconds }, []));
+        runs.push(await load(name, processes, api, { ...job, seconds: sliceSeconds }, keys, stats));
+      }
+      const bareFig = merge(bares);
+      return { ...merge(runs), bareApi: bareFig.cpu?.api };
+    };
 
     let registered = false;
     for (const processes of STEPS) {
@@ -252,10 +306,10 @@ export async function runHttpBench(): Promise<void> {
         // Warm-up so JIT, pools and caches are hot in every process before measuring.
         for (const c of group) await load('warm-up', processes, { child: api.child, toggleProfile: async () => undefined }, { url: `${base}/sms`, seconds: 2, ...c.job }, keys);
         for (const c of group) {
-          results.push(await load(c.name, processes, api, { url: `${base}/sms`, seconds: SECONDS, ...c.job }, keys, stats));
+          results.push(await measure(c.name, processes, api, { url: `${base}/sms`, ...c.job }));
           if (DIAGNOSE_NOTIFY && c.job.method === 'PUT') {
             await stats.query('ALTER TABLE sms_registrations DISABLE TRIGGER sms_registrations_updates');
-            results.push(await load('PUT (no NOTIFY)', processes, api, { url: `${base}/sms`, seconds: SECONDS, ...c.job }, keys, stats));
+            results.push(await measure('PUT (no NOTIFY)', processes, api, { url: `${base}/sms`, ...c.job }));
             await stats.query('ALTER TABLE sms_registrations ENABLE TRIGGER sms_registrations_updates');
           }
         }
@@ -265,17 +319,24 @@ export async function runHttpBench(): Promise<void> {
     }
 
     const bareFig = results[0];
-    console.log(`\nHTTP (${CONNECTIONS} connections, ${SECONDS} s each, ${CORES} cores, Node ${process.version}, ${LOADGENS} load generator process${LOADGENS > 1 ? 'es' : ''})`);
-    console.log('case             procs    req/s  ×prev   p50 ms  p99 ms  errors  non-2xx  commits/req   CPU µs/request: API  postgres  load gen  API/bare');
+    console.log(
+      `\nHTTP (${CONNECTIONS} connections, ${SECONDS} s each, ${CORES} cores, Node ${process.version}, ${LOADGENS} load generator process${LOADGENS > 1 ? 'es' : ''}, Postgres ${DURABLE ? 'durable (fsync, synchronous_commit on)' : 'fsync off'})`,
+    );
+    console.log(`API/bare: each API case over the bare route measured in ${SLICES} slices alternating with it (the bare route's API µs in brackets)`);
+    console.log('case             procs    req/s  ×prev   p50 ms  p99 ms (max)  errors  non-2xx  commits/req   CPU µs/request: API  postgres  load gen  API/bare');
     const prev = new Map<string, number>();
+    const ratio = (r: Figures) => {
+      const base = r.bareApi ?? bareFig.cpu?.api;
+      return r.cpu && base ? `${(r.cpu.api / base).toFixed(2).padStart(8)}× (${base.toFixed(0)})` : '';
+    };
     for (const r of results) {
       const factor = prev.has(r.name) ? `×${(r.rps / prev.get(r.name)!).toFixed(2)}` : '';
       prev.set(r.name, r.rps);
       const cpu = r.cpu
-        ? `${r.cpu.api.toFixed(0).padStart(23)} ${r.cpu.postgres.toFixed(0).padStart(9)} ${r.cpu.loadGen.toFixed(0).padStart(9)} ${bareFig.cpu ? (r.cpu.api / bareFig.cpu.api).toFixed(2).padStart(8) + '×' : ''}`
+        ? `${r.cpu.api.toFixed(0).padStart(23)} ${r.cpu.postgres.toFixed(0).padStart(9)} ${r.cpu.loadGen.toFixed(0).padStart(9)} ${ratio(r)}`
         : '';
       console.log(
-        `${r.name.padEnd(16)} ${String(r.processes).padStart(5)} ${r.rps.toFixed(0).padStart(8)} ${factor.padStart(6)}  ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}  ${String(r.non2xx).padStart(7)}  ${(r.commits ?? 0).toFixed(3).padStart(11)}${cpu}`,
+        `${r.name.padEnd(16)} ${String(r.processes).padStart(5)} ${r.rps.toFixed(0).padStart(8)} ${factor.padStart(6)}  ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)} ${`(${(r.p99max ?? r.p99).toFixed(0)})`.padStart(5)}  ${String(r.errors).padStart(6)}  ${String(r.non2xx).padStart(7)}  ${(r.commits ?? 0).toFixed(3).padStart(11)}${cpu}`,
       );
     }
     // N cores give N × 1,000,000 CPU µs per second to every party together: the sum of the parties'
