@@ -3,7 +3,7 @@
  * their event loops: `bare` (a bare Koa route) and `api <databaseUrl> [processes]` (the real API; with
  * processes > 1, that many children on one port through node:cluster, as `npm run start:api` runs them
  * with API_PROCESSES — README "Scaling out"), which logs at BENCH_LOG_LEVEL (default info: the request
- * log line of every request, written to /dev/null). Prints `PORT <n>` once every process listens. With
+ * log line of every request, written to /dev/null through production's buffered destination). Prints `PORT <n>` once every process listens. With
  * BENCH_PROFILE_DIR set, SIGUSR2 starts the V8 CPU profiler (node:inspector, 100 µs sampling) and the next
  * SIGUSR2 writes `<pid>-<time>.cpuprofile` there and prints `PROFILED`, so a profile holds the measured
  * load only (not start-up or warm-up).
@@ -14,12 +14,11 @@ import inspector from 'node:inspector';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
-import pino from 'pino';
 import { loadConfig } from '../config';
 import { createDb } from '../db';
 import { freePort } from '../db/embedded';
 import { startApi } from '../api/server';
-import { announceReady, createLogger, isClusterChild, runProcesses } from '../runtime';
+import { announceReady, createLogger, isClusterChild, logDestination, runProcesses } from '../runtime';
 import { runBench } from './entry';
 
 async function startOne(databaseUrl: string, port: number): Promise<number> {
@@ -28,7 +27,7 @@ async function startOne(databaseUrl: string, port: number): Promise<number> {
   const level = process.env.BENCH_LOG_LEVEL ?? 'info';
   const config = loadConfig({ port, logLevel: level, rateLimitPoints: 1_000_000_000 });
   const db = createDb(databaseUrl, { poolMax: 20 });
-  const api = await startApi({ db, databaseUrl, config, logger: createLogger(level, pino.destination({ dest: '/dev/null', sync: true })) });
+  const api = await startApi({ db, databaseUrl, config, logger: createLogger(level, logDestination('/dev/null')) });
   return Number(new URL(api.baseUrl).port);
 }
 
