@@ -43,6 +43,11 @@ export interface AppState {
   auth?: AuthContext;
   /** The claimed Idempotency-Key, on routes that take one (api/middleware/idempotency.ts). */
   idempotency?: IdempotencyClaim;
+  /**
+   * The status of the audit entry the handler's own statement stored with its change
+   * (api/middleware/audit.ts pendingAuditEntry); the audit middleware then writes none for that status.
+   */
+  auditStored?: number;
 }
 
 /** Services shared by the whole app. */

@@ -110,6 +110,56 @@ export class AuditWriter {
 }
 
 /**
+ * The audit entry of the request as it reads once answered with `status` and `responseBody` (the
+ * envelope), or undefined for a request with no route or organization (not recorded).
+ */
+function auditEntry(ctx: AppContext, status: number, responseBody: unknown): { orgId: string; rec: AuditRecord } | undefined {
+  const route = ctx.state.route;
+  const auth = ctx.state.auth;
+  if (!route || !auth) return undefined;
+  const override = (ctx.state as unknown as Record<string, unknown>)[RESOURCE_KEY] as AuditResource | undefined;
+  let resource: AuditResource = { type: 'unknown', id: null };
+  try {
+    resource = override ?? deriveResource(route.method, route.path, (ctx as unknown as { params?: Record<string, string> }).params ?? {}, responseBody);
+  } catch {
+    // keep `unknown`
+  }
+  return {
+    orgId: auth.orgId,
+    rec: {
+      actorId: auth.keyId,
+      actorKind: auth.kind,
+      operationId: route.operationId,
+      method: ctx.method,
+      path: ctx.path,
+      resourceType: resource.type,
+      resourceId: resource.id,
+      requestId: ctx.state.requestId,
+      sourceIp: ctx.ip || null,
+      statusCode: status,
+    },
+  };
+}
+
+/**
+ * For a handler whose write can store the request's audit entry in its own statement (one commit for
+ * the change and its entry, so a committed change is always audited): the entry as it will read when
+ * the request is answered `status` with the envelope `{ success: true, data }`. Once that statement has
+ * committed, call {@link markAuditStored}; a handler whose statement did not write the entry (its change
+ * was refused) just does not, and the middleware records the request as usual.
+ * @returns undefined outside an audited write (no audit middleware, a read, no organization)
+ */
+export function pendingAuditEntry(ctx: AppContext, status: number, data: unknown): { orgId: string; rec: AuditRecord } | undefined {
+  if (READ_METHODS.has(ctx.method)) return undefined;
+  return auditEntry(ctx, status, { success: true, data });
+}
+
+/** Notes that the handler's statement stored the request's audit entry for `status` (see pendingAuditEntry). */
+export function markAuditStored(ctx: AppContext, status: number): void {
+  ctx.state.auditStored = status;
+}
+
+/**
  * The audit middleware. Awaits the insert before the response is sent, so an answered write is an
  * audited write; a failed insert is logged (error) and does not change the response.
  */
@@ -121,31 +171,14 @@ export function auditLog(db: Db) {
     try {
       await next();
     } finally {
-      const route = ctx.state.route;
-      const auth = ctx.state.auth;
-      if (route && auth) {
-        const override = (ctx.state as unknown as Record<string, unknown>)[RESOURCE_KEY] as AuditResource | undefined;
-        let resource: AuditResource = { type: 'unknown', id: null };
+      // An entry the handler's own statement stored with the change needs no second one; a different
+      // final status (something failed after the commit) is recorded too.
+      const entry = ctx.state.auditStored === ctx.status ? undefined : auditEntry(ctx, ctx.status, ctx.body);
+      if (entry) {
         try {
-          resource = override ?? deriveResource(route.method, route.path, (ctx as unknown as { params?: Record<string, string> }).params ?? {}, ctx.body);
-        } catch {
-          // keep `unknown`
-        }
-        try {
-          await writer.write(auth.orgId, {
-            actorId: auth.keyId,
-            actorKind: auth.kind,
-            operationId: route.operationId,
-            method: ctx.method,
-            path: ctx.path,
-            resourceType: resource.type,
-            resourceId: resource.id,
-            requestId: ctx.state.requestId,
-            sourceIp: ctx.ip || null,
-            statusCode: ctx.status,
-          });
+          await writer.write(entry.orgId, entry.rec);
         } catch (err) {
-          ctx.state.log?.error({ err, operationId: route.operationId }, 'audit log write failed');
+          ctx.state.log?.error({ err, operationId: entry.rec.operationId }, 'audit log write failed');
         }
       }
     }

@@ -10,9 +10,11 @@ const SANE = /^[A-Za-z0-9._:-]{1,128}$/;
  * write the access line). A class rather than a getter defined on a plain object per request, which cost
  * a `defineProperty` and left `ctx.state` a slow dictionary object for every later access.
  */
-class RequestState implements Pick<AppState, 'requestId' | 'log'> {
+class RequestState implements Pick<AppState, 'requestId' | 'log' | 'auditStored'> {
   readonly #logger: Logger;
   #child?: Logger;
+  /** See AppState.auditStored (declared here so every request's state keeps one shape). */
+  auditStored?: number = undefined;
 
   constructor(
     logger: Logger,

@@ -44,7 +44,8 @@ export async function insertAuditLog(db: Db, orgId: string, rec: AuditRecord): P
   return toEntry(row);
 }
 
-function auditRow(orgId: string, rec: AuditRecord): Record<string, unknown> {
+/** The stored row of an entry (column names), as {@link AUDIT_RECORD_COLUMNS} reads it back from JSON. */
+export function auditRow(orgId: string, rec: AuditRecord): Record<string, unknown> {
   return {
     id: newId('aud'),
     org_id: orgId,
@@ -74,11 +75,18 @@ export async function insertAuditLogs(db: Db, entries: { orgId: string; rec: Aud
   await db.raw(AUDIT_INSERT_SQL, [JSON.stringify(entries.map((e) => auditRow(e.orgId, e.rec)))]).options(prepared(AUDIT_INSERT_SQL));
 }
 
-const AUDIT_INSERT_SQL =
-  'INSERT INTO audit_logs (id, org_id, actor_id, actor_kind, operation_id, method, path, resource_type, resource_id, request_id, source_ip, status_code) ' +
-  'SELECT id, org_id, actor_id, actor_kind, operation_id, method, path, resource_type, resource_id, request_id, source_ip, status_code ' +
-  'FROM jsonb_to_recordset(?::jsonb) AS v(id text, org_id text, actor_id text, actor_kind text, operation_id text, method text, path text, ' +
-  'resource_type text, resource_id text, request_id text, source_ip text, status_code int)';
+/** The columns an entry writes, in order (the occurrence time is the column's default, the commit's `now()`). */
+export const AUDIT_COLUMNS = 'id, org_id, actor_id, actor_kind, operation_id, method, path, resource_type, resource_id, request_id, source_ip, status_code';
+
+/**
+ * The column definition list that reads an {@link auditRow} back from JSON (`jsonb_to_record(x) AS a(…)`), for
+ * statements that store entries beside their change (db/repositories/smsRegistrations.ts).
+ */
+export const AUDIT_RECORD_COLUMNS =
+  'id text, org_id text, actor_id text, actor_kind text, operation_id text, method text, path text, ' +
+  'resource_type text, resource_id text, request_id text, source_ip text, status_code int';
+
+const AUDIT_INSERT_SQL = `INSERT INTO audit_logs (${AUDIT_COLUMNS}) SELECT ${AUDIT_COLUMNS} FROM jsonb_to_recordset(?::jsonb) AS v(${AUDIT_RECORD_COLUMNS})`;
 
 /** Filters of {@link listAuditLogs}; every one is optional and they combine with AND. */
 export interface AuditLogFilter {

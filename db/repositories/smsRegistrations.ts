@@ -8,6 +8,7 @@ import { GroupCommit } from '../groupCommit';
 import { newId } from '../ids';
 import type { SmsRegistration, SmsRegistrationDraft } from '../../schemas/types/sms';
 import { iso } from '../timestamps';
+import { AUDIT_COLUMNS, AUDIT_RECORD_COLUMNS, auditRow, type AuditRecord } from './auditLogs';
 
 /** Draft field names (API camelCase) and their columns. `regenerate` is a command, not stored. */
 export const DRAFT_COLUMNS: Record<Exclude<keyof SmsRegistrationDraft, 'regenerate'>, string> = {
@@ -142,6 +143,8 @@ interface DraftSave {
   version: number;
   fields: Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>;
   current: SmsRegistration;
+  /** The request's audit entry, stored by the same statement when (and only when) the save is written. */
+  audit?: AuditRecord;
 }
 
 /**
@@ -156,23 +159,28 @@ const BATCH_UPDATE_SQL = (() => {
     // `\\?` is knex's escape for the jsonb key-exists operator `?` (a bare `?` is a binding).
     return `${c} = CASE WHEN v.d \\? '${c}' THEN ${value} ELSE r.${c} END`;
   });
+  // The audit entry of a written save goes in with it (its organization is the written row's).
+  const auditValues = AUDIT_COLUMNS.split(', ').map((c) => (c === 'org_id' ? 'w.org_id' : `a.${c}`));
   return (
-    `UPDATE sms_registrations r SET status = 'draft', updated_at = now(), ${sets.join(', ')} ` +
-    `FROM jsonb_to_recordset(?::jsonb) AS v(i int, org_id text, version int, d jsonb) ` +
+    `WITH w AS (UPDATE sms_registrations r SET status = 'draft', updated_at = now(), ${sets.join(', ')} ` +
+    `FROM jsonb_to_recordset(?::jsonb) AS v(i int, org_id text, version int, d jsonb, a jsonb) ` +
     `WHERE r.org_id = v.org_id AND r.version = v.version AND r.status = 'draft' ` +
-    `RETURNING v.i, r.version, r.updated_at`
+    `RETURNING v.i, r.org_id, r.version, r.updated_at, v.a), ` +
+    `audit AS (INSERT INTO audit_logs (${AUDIT_COLUMNS}) SELECT ${auditValues.join(', ')} ` +
+    `FROM w CROSS JOIN LATERAL jsonb_to_record(w.a) AS a(${AUDIT_RECORD_COLUMNS}) WHERE w.a IS NOT NULL) ` +
+    `SELECT i, version, updated_at FROM w`
   );
 })();
 
 async function runDraftSaves(db: Db, batch: DraftSave[]): Promise<(RegistrationRecord | undefined)[]> {
   const seen = new Set<string>();
-  const rows: { i: number; org_id: string; version: number; d: Record<string, unknown> }[] = [];
+  const rows: { i: number; org_id: string; version: number; d: Record<string, unknown>; a?: Record<string, unknown> }[] = [];
   batch.forEach((save, i) => {
     // A second save of the same organization in one batch goes the locking way (it would lose its
     // version check anyway once the first is written).
     if (seen.has(save.orgId)) return;
     seen.add(save.orgId);
-    rows.push({ i, org_id: save.orgId, version: save.version, d: draftColumnValues(save.fields) });
+    rows.push({ i, org_id: save.orgId, version: save.version, d: draftColumnValues(save.fields), a: save.audit && auditRow(save.orgId, save.audit) });
   });
   const out: (RegistrationRecord | undefined)[] = new Array(batch.length).fill(undefined);
   let written: { i: number; version: number; updated_at: Date }[];
@@ -201,6 +209,8 @@ const draftSaveBatches = new WeakMap<Db, GroupCommit<DraftSave, RegistrationReco
  * concurrency). A save that returns a submitted, active or failed registration to `draft` is a status
  * change with a webhook event, so it is left to saveDraftRecord. Saves arriving while a batch is in
  * flight are written together by the next one (db/groupCommit.ts): one statement, one commit.
+ * With `audit`, the request's audit entry is stored by the same statement if the save is written (the
+ * change and its entry commit together), and not at all otherwise.
  * @param current the registration at `version` (the caller's cached copy), which `fields` were merged
  *   against
  * @returns the saved record, or undefined when the row changed meanwhile, is not a draft, does not
@@ -212,6 +222,7 @@ export function saveDraftIfVersion(
   version: number,
   fields: Partial<Record<keyof typeof DRAFT_COLUMNS, unknown>>,
   current: SmsRegistration,
+  audit?: AuditRecord,
 ): Promise<RegistrationRecord | undefined> {
   let group = draftSaveBatches.get(db);
   if (!group) {
@@ -219,7 +230,7 @@ export function saveDraftIfVersion(
     group = new GroupCommit((batch) => runDraftSaves(db, batch), 500);
     draftSaveBatches.set(db, group);
   }
-  return group.submit({ orgId, version, fields, current });
+  return group.submit({ orgId, version, fields, current, audit });
 }
 
 /**

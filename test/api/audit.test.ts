@@ -91,6 +91,38 @@ describe('Audit logs (GET /audit-logs and the audit middleware)', function () {
     expect(Date.parse(entry.occurredAt)).to.be.within(before - 5000, Date.now() + 5000);
   });
 
+  it('records each PUT /sms once: in the draft save\'s own statement on the batched path, by the middleware otherwise', async () => {
+    const org = await t.org('Draft saver', ['sms:write', 'audit:read']);
+    const body = { displayName: 'Audited Brand', city: 'Austin', useCase: 'MIXED' };
+    // The first save creates the registration (locking path); the next ones merge against the cached copy
+    // and go through the batched statement, several at once; a bad value is refused before any write.
+    const first = await call('PUT', '/sms', { key: org.key, json: body, headers: { 'x-request-id': 'sms-0' } });
+    expect(first.status, JSON.stringify(first.body)).to.equal(200);
+    const batched = await Promise.all([1, 2, 3, 4].map((i) => call('PUT', '/sms', { key: org.key, json: { ...body, city: `Austin ${i}` }, headers: { 'x-request-id': `sms-${i}` } })));
+    expect(batched.map((r) => r.status)).to.deep.equal([200, 200, 200, 200]);
+    for (const id of ['sms-5', 'sms-6']) expect((await call('PUT', '/sms', { key: org.key, json: body, headers: { 'x-request-id': id } })).status).to.equal(200);
+    const bad = await call('PUT', '/sms', { key: org.key, json: { ...body, supportEmail: 'not an email' }, headers: { 'x-request-id': 'sms-bad' } });
+    expect(bad.status).to.equal(400);
+    const items = (await call('GET', '/audit-logs', { key: org.key })).body.data.items as { requestId: string; statusCode: number; operationId: string; resource: unknown; actor: unknown }[];
+    const ids = items.map((e) => e.requestId).sort();
+    expect(ids).to.deep.equal(['sms-0', 'sms-1', 'sms-2', 'sms-3', 'sms-4', 'sms-5', 'sms-6', 'sms-bad']);
+    for (const e of items) {
+      expect(e).to.deep.include({ operationId: 'saveSMSRegistration', resource: { type: 'sms', id: null }, actor: { id: org.keyId, kind: 'secret' } });
+      expect(e.statusCode).to.equal(e.requestId === 'sms-bad' ? 400 : 200);
+    }
+    // The stored version moved once per save. The last save, alone and against an up-to-date cached copy,
+    // took the batched statement, which wrote its entry in the same transaction (the same `now()` as the
+    // row), where the middleware's insert would have committed later. Compared in SQL: a JS Date would
+    // drop the microseconds.
+    const stored = await t.db('sms_registrations').where({ org_id: org.orgId }).first('version');
+    expect(stored.version).to.equal(7);
+    const sameCommit = await t.db.raw(
+      `SELECT a.request_id FROM audit_logs a JOIN sms_registrations r ON r.org_id = a.org_id AND r.updated_at = a.occurred_at WHERE a.org_id = ?`,
+      [org.orgId],
+    );
+    expect(sameCommit.rows.map((r: { request_id: string }) => r.request_id)).to.deep.equal(['sms-6']);
+  });
+
   it('records failed writes with their status code, and never reads', async () => {
     const org = await t.org('Failing writer');
     const bad = await call('POST', '/webhooks', { key: org.key, json: { url: 'http://evil.example/x' } });
@@ -196,7 +228,7 @@ describe('Audit logs (GET /audit-logs and the audit middleware)', function () {
   });
 
   it('is append-only: the repository has no update or delete, and UPDATE/DELETE/TRUNCATE through knex fail', async () => {
-    expect(Object.keys(auditRepo).filter((k) => typeof (auditRepo as Record<string, unknown>)[k] === 'function').sort()).to.deep.equal(['insertAuditLog', 'insertAuditLogs', 'listAuditLogs']);
+    expect(Object.keys(auditRepo).filter((k) => typeof (auditRepo as Record<string, unknown>)[k] === 'function').sort()).to.deep.equal(['auditRow', 'insertAuditLog', 'insertAuditLogs', 'listAuditLogs']);
     const org = await t.org('Immutable');
     const entry = await auditRepo.insertAuditLog(t.db, org.orgId, {
       actorId: org.keyId, actorKind: 'secret', operationId: 'createWebhook', method: 'POST', path: '/api/v1/webhooks',

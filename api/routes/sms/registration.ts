@@ -13,6 +13,7 @@ import { checkDraftFormats } from '../../../domain/sms/draftChecks';
 import { CAMPAIGN_TEXT_FIELDS, generateCampaignText } from '../../../domain/sms/campaignText';
 import { reviewDraft } from '../../../domain/sms/review';
 import { registrationChanged } from '../../../events/sms';
+import { markAuditStored, pendingAuditEntry } from '../../middleware/audit';
 import { newId } from '../../../db/ids';
 import type { Db } from '../../../db';
 import {
@@ -81,7 +82,7 @@ function mergedDraft(fields: Omit<SmsRegistrationDraft, 'regenerate'>, current: 
  * the handler (api/middleware/validate.ts); the formats that depend on the effective country are
  * checked here. The common path merges against the cached registration and joins a batched update
  * that writes only rows still at the cached version (group commit, one statement for all saves in
- * flight); a stale or missing copy falls back to the locking upsert. Either way a refused request writes nothing.
+ * flight, each with its audit entry); a stale or missing copy falls back to the locking upsert. Either way a refused request writes nothing.
  */
 export const saveSMSRegistration: Handler = async (ctx, { db, caches }) => {
   const orgId = orgOf(ctx);
@@ -90,7 +91,10 @@ export const saveSMSRegistration: Handler = async (ctx, { db, caches }) => {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw validationError(schemaErrors('SmsRegistrationDraft', raw));
   const body = raw as SmsRegistrationDraft;
   const cached = caches.smsRegistrations.peek(orgId) ?? (await caches.smsRegistrations.get(orgId, () => getRegistrationRecord(db, orgId)));
-  let record = cached ? await saveDraftIfVersion(db, orgId, cached.version, checkedDraft(body, cached.registration), cached.registration) : undefined;
+  // The common path stores the request's audit entry in the save's own statement (one commit; api/middleware/audit.ts).
+  const audit = cached && pendingAuditEntry(ctx, 200, cached.registration);
+  let record = cached ? await saveDraftIfVersion(db, orgId, cached.version, checkedDraft(body, cached.registration), cached.registration, audit?.rec) : undefined;
+  if (record && audit) markAuditStored(ctx, 200);
   // Formats that depend on the stored country are re-checked under the row lock. A save that creates
   // the registration or returns it to draft emits `sms.registration.updated` there.
   record ??= await saveDraftRecord(db, orgId, (current) => checkedDraft(body, current), registrationChanged(orgId));
