@@ -49,25 +49,33 @@ export function runEntryPoint(name: string, main: () => Promise<unknown>): void 
 
 /** Bytes of log lines held before one write (sonic-boom `minLength`); README "Logging". */
 const LOG_BUFFER_BYTES = 4096;
-/** Longest a held log line waits before it is written, in ms. */
+/** Longest a held log line waits before it is written, in ms (sonic-boom `periodicFlush`). */
 const LOG_FLUSH_MS = 200;
+/** Destinations whose held lines are written when the process exits. */
+const heldLogs = new Set<{ flushSync(): void }>();
 
 /**
- * Where log lines go: pino's asynchronous destination (sonic-boom) holding up to 4 KiB of lines and
- * writing them in one call, and at least every 200 ms. A synchronous write per line cost a `write`
- * system call per request (the request log). Held lines are written on `process.exit` and on a crash
- * that exits (pino flushes synchronously on exit); a SIGKILL loses at most the last 200 ms.
+ * Where log lines go: pino's destination (sonic-boom) holding up to 4 KiB of lines and writing them in one
+ * synchronous call, and at least every 200 ms. A write per line cost a system call per request (the
+ * request log); the asynchronous mode measured worse still (each write is a hand-off to libuv's thread
+ * pool). Held lines are written on `process.exit` and on a crash that exits; a SIGKILL loses at most the
+ * last 200 ms.
  * @param dest file descriptor or path (default 1: stdout)
  */
 export function logDestination(dest: number | string = 1): pino.DestinationStream {
-  const stream = pino.destination({ dest, sync: false, minLength: LOG_BUFFER_BYTES });
-  setInterval(() => {
-    try {
-      stream.flush();
-    } catch {
-      // destroyed on exit: nothing left to write
-    }
-  }, LOG_FLUSH_MS).unref();
+  const stream = pino.destination({ dest, sync: true, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_MS });
+  if (heldLogs.size === 0) {
+    process.once('exit', () => {
+      for (const s of heldLogs) {
+        try {
+          s.flushSync();
+        } catch {
+          // closed already: nothing left to write
+        }
+      }
+    });
+  }
+  heldLogs.add(stream);
   return stream;
 }
 
