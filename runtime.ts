@@ -47,7 +47,7 @@ export function runEntryPoint(name: string, main: () => Promise<unknown>): void 
   main().catch(fail);
 }
 
-/** Bytes of log lines held before one write (sonic-boom `minLength`); README "Logging". */
+/** Bytes of log lines held before one write (sonic-boom `minLength`); README "Configuration" (`LOG_LEVEL`). */
 const LOG_BUFFER_BYTES = 4096;
 /** Longest a held log line waits before it is written, in ms (sonic-boom `periodicFlush`). */
 const LOG_FLUSH_MS = 200;

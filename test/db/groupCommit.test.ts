@@ -71,7 +71,7 @@ describe('saveDraftIfVersion (batched optimistic draft save)', () => {
     const orgs = await Promise.all(Array.from({ length: 30 }, (_, i) => orgWithDraft(`Batch ${i}`)));
     let updates = 0;
     const count = (q: { sql: string }) => {
-      if (/^UPDATE sms_registrations r/.test(q.sql)) updates++;
+      if (/^WITH w AS \(UPDATE sms_registrations r/.test(q.sql)) updates++;
     };
     db.on('query', count);
     try {
