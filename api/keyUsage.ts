@@ -6,7 +6,7 @@
  * requests should the process die.
  */
 import type { Logger } from 'pino';
-import type { Db } from '../db';
+import { isServerShutdown, type Db } from '../db';
 import { recordKeyUses } from '../db/repositories/apiKeys';
 
 /** Batches key uses in memory and flushes them periodically. */
@@ -39,7 +39,8 @@ export class KeyUsageTracker {
       try {
         await recordKeyUses(this.db, [...batch].map(([keyId, u]) => ({ keyId, orgId: u.orgId, at: new Date(u.at) })));
       } catch (err) {
-        this.logger.warn({ err }, 'could not record key uses');
+        if (isServerShutdown(err)) this.logger.info('Postgres is shutting down: the key uses noted since the last write are not recorded');
+        else this.logger.warn({ err }, 'could not record key uses');
       }
     });
     return this.flushing;

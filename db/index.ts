@@ -20,6 +20,15 @@ export interface SqlPart {
 const statementNames = new Map<string, string>();
 
 /**
+ * True for the error a connection gets when Postgres is being shut down (SQLSTATE 57P01 admin_shutdown):
+ * e.g. Ctrl-C in the terminal of `npm start` reaches the embedded Postgres in the same process group at the
+ * same moment as the service, so the last writes of a shutdown meet a closing server (README "Quick start").
+ */
+export function isServerShutdown(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '57P01';
+}
+
+/**
  * Query options (Knex `.options(...)`) that run `sql` as a named prepared statement of `pg`: each pooled
  * connection parses and plans it once (PostgreSQL "PREPARE"; after five executions the server may keep a
  * generic plan) instead of on every call. For the statements of the hot paths (a chat turn), whose

@@ -15,7 +15,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import type { Db } from '../db';
+import { isServerShutdown, type Db } from '../db';
 import { deleteOutboxRows, lockOutboxBatch, OUTBOX_CHANNEL } from '../db/repositories/events';
 import { startWorkflow, TASK_QUEUE, workflowIds } from '../temporal.config';
 import { loadWebhookSettings } from '../domain/webhooks/settings';
@@ -150,7 +150,10 @@ export async function startWebhookDispatcher(opts: DispatcherOptions): Promise<W
   if (opts.databaseUrl) {
     try {
       listener = new pg.Client({ connectionString: opts.databaseUrl });
-      listener.on('error', (err) => log.warn({ err }, 'outbox listener error; polling continues'));
+      listener.on('error', (err) => {
+        if (isServerShutdown(err)) log.info('Postgres is shutting down: the outbox listener stops');
+        else log.warn({ err }, 'outbox listener error; polling continues');
+      });
       listener.on('notification', () => {
         if (!stopped) void sweep();
       });
