@@ -8,7 +8,7 @@
  * API's ratio to the bare Koa route. Targets: API CPU per request ≤ 2× bare (GET) and ≤ 4× bare (PUT),
  * p99 < 25 ms; throughput × ≥ 1.7 per doubling of processes up to 8 on a machine with the cores for it.
  *
- * BENCH_SECONDS: each run's duration (default 10). BENCH_PROCESSES: the process counts (default 1,2,4,8).
+ * BENCH_SECONDS: each run's duration (default 10). BENCH_CONNECTIONS: connections in all (default 100). BENCH_PROCESSES: the process counts (default 1,2,4,8).
  * BENCH_LOADGENS: load generator processes (default ⌈cores / 4⌉). BENCH_PROFILE=1: one API process, the V8
  * CPU profiler on during each measured run (bench/servers.ts), then the top self-time functions and
  * packages of each case. BENCH_DIAGNOSE=notify: each PUT run again with the change feed's trigger on
@@ -37,7 +37,7 @@ import type { LoadJob, LoadResult } from './loadgen';
 import { runBench } from './entry';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const CONNECTIONS = 100;
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
 const CORES = coreCount();
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const STEPS = (process.env.BENCH_PROCESSES ?? (PROFILE ? '1' : '1,2,4,8')).split(',').map(Number);
