@@ -91,6 +91,16 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     return { location: new URL(posted.location!), page: res.html };
   }
 
+  /**
+   * The whole authorization code flow with PKCE: consent as shown by `email` (default the developer) in
+   * `browser` (default a new one), then the token request. @returns the token response
+   */
+  async function grantedTokens(client: { id: string; clientSecret: string | null }, opts: { email?: string; scope?: string; browser?: Browser } = {}) {
+    const verifier = oauth.generateRandomCodeVerifier();
+    const { location } = await consent(opts.browser ?? new Browser(origin), await authorizationUrl(client.id, { verifier, scope: opts.scope }), opts.email ?? emails.dev, 'as shown');
+    return oauth.processAuthorizationCodeResponse(as, { client_id: client.id }, await exchange(client, location, verifier));
+  }
+
   /** The token request of `oauth4webapi` for a callback (validates state and the response). */
   async function exchange(client: { id: string; clientSecret: string | null }, callback: URL, verifier: string | typeof OAuth.nopkce, redirectUri = REDIRECT) {
     const c: OAuth.Client = { client_id: client.id };
@@ -171,10 +181,7 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
 
   it('revokes an access token (RFC 7009): refused by /api/v1 at once; revoking a refresh token ends the grant', async () => {
     const client = await registerClient(orgA.key, {});
-    const browser = new Browser(origin);
-    const verifier = oauth.generateRandomCodeVerifier();
-    const { location } = await consent(browser, await authorizationUrl(client.id, { verifier }), emails.dev, 'as shown');
-    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.id }, await exchange(client, location, verifier));
+    const tokens = await grantedTokens(client);
     expect((await t.call('GET', '/agents', { key: tokens.access_token })).status).to.equal(200);
     const auth = oauth.ClientSecretBasic(client.clientSecret!);
     await oauth.processRevocationResponse(await oauth.revocationRequest(as, { client_id: client.id }, auth, tokens.access_token, insecure));
@@ -192,10 +199,7 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
 
   it('purges tokens, codes and sessions a day after they expired, and only those (housekeeping)', async () => {
     const client = await registerClient(orgA.key, {});
-    const browser = new Browser(origin);
-    const verifier = oauth.generateRandomCodeVerifier();
-    const { location } = await consent(browser, await authorizationUrl(client.id, { verifier }), emails.dev, 'as shown');
-    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.id }, await exchange(client, location, verifier));
+    const tokens = await grantedTokens(client);
     const grantId = (await t.db('api_keys').where({ kind: 'oauth', org_id: orgA.orgId }).whereNotNull('oauth_grant_id').orderBy('seq', 'desc').first('oauth_grant_id')).oauth_grant_id;
     const count = async () => ({
       access: Number((await t.db('api_keys').where({ oauth_grant_id: grantId }).count({ n: '*' }).first())!.n),
@@ -271,9 +275,7 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     const err = new URL(noPkce.location!);
     expect(err.searchParams.get('error')).to.equal('invalid_request');
     expect(err.searchParams.get('state')).to.equal('st-123');
-    const verifier = oauth.generateRandomCodeVerifier();
-    const { location } = await consent(browser, await authorizationUrl(client.id, { verifier }), emails.dev, 'as shown');
-    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.id }, await exchange(client, location, verifier));
+    const tokens = await grantedTokens(client, { browser });
     expect((await t.call('GET', '/agents', { key: tokens.access_token })).status).to.equal(200);
   });
 
@@ -293,16 +295,13 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
   it("answers 404 for another organization's data and refuses its members on the consent page", async () => {
     const agentB = (await t.call('POST', '/agents', { key: orgB.key, json: { name: 'B agent' } })).body.data.id;
     const client = await registerClient(orgA.key, {});
-    const browser = new Browser(origin);
-    const verifier = oauth.generateRandomCodeVerifier();
-    const { location } = await consent(browser, await authorizationUrl(client.id, { verifier }), emails.dev, 'as shown');
-    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.id }, await exchange(client, location, verifier));
+    const tokens = await grantedTokens(client);
     const res = await t.call('GET', `/agents/${agentB}`, { key: tokens.access_token });
     expect(res.status).to.equal(404);
     const outsider = new Browser(origin);
     const signedIn = await outsider.signIn(emails.ownerB, PASSWORD);
     expect(signedIn.status, signedIn.html).to.equal(303);
-    const page = await outsider.get(await authorizationUrl(client.id, { verifier }));
+    const page = await outsider.get(await authorizationUrl(client.id, { verifier: oauth.generateRandomCodeVerifier() }));
     expect(page.status, page.location ?? '').to.equal(403);
     expect(page.location).to.equal(null);
   });
@@ -334,9 +333,7 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     const client = await registerClient(orgA.key, {});
     const gone = await member(orgA.orgId, 'developer', 'leaver');
     const issue = async (email: string) => {
-      const verifier = oauth.generateRandomCodeVerifier();
-      const { location } = await consent(new Browser(origin), await authorizationUrl(client.id, { verifier }), email, 'as shown');
-      return oauth.processAuthorizationCodeResponse(as, { client_id: client.id }, await exchange(client, location, verifier));
+      return grantedTokens(client, { email });
     };
     const tokens = await issue(emails.dev);
     expect((await t.call('GET', '/agents', { key: tokens.access_token })).status).to.equal(200);
@@ -369,9 +366,7 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     const client = await registerClient(orgA.key, { scopes: ['team:read', 'team:write'] });
     const admin = await member(orgA.orgId, 'admin', 'admin');
     const owner = await member(orgA.orgId, 'owner', 'owner');
-    const verifier = oauth.generateRandomCodeVerifier();
-    const { location } = await consent(new Browser(origin), await authorizationUrl(client.id, { verifier, scope: 'team:read team:write' }), admin.email, 'as shown');
-    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.id }, await exchange(client, location, verifier));
+    const tokens = await grantedTokens(client, { email: admin.email, scope: 'team:read team:write' });
     expect(tokens.scope).to.equal('team:read team:write');
     const demoteOwner = await t.call('PATCH', `/team/members/${owner.id}`, { key: tokens.access_token, json: { role: 'viewer' } });
     expect(demoteOwner.status).to.equal(403);
@@ -404,9 +399,7 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     const narrow = (await t.org('narrow', ['agents:read'])).key;
     expect((await t.call('GET', '/oauth-clients', { key: narrow })).body.code).to.equal('insufficient_scope');
 
-    const verifier = oauth.generateRandomCodeVerifier();
-    const { location } = await consent(new Browser(origin), await authorizationUrl(client.id, { verifier }), emails.dev, 'as shown');
-    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.id }, await exchange(client, location, verifier));
+    const tokens = await grantedTokens(client);
     expect((await t.call('DELETE', `/oauth-clients/${client.id}`, { key: orgB.key })).status).to.equal(404);
     expect((await t.call('DELETE', `/oauth-clients/${client.id}`, { key: orgA.key })).status).to.equal(200);
     expect(await statusOnceRevoked(tokens.access_token)).to.equal(401);

@@ -51,7 +51,8 @@ describe('voicemail drops on campaign calls', function () {
 
   /** Claims the campaign's one attempt and dials it (again after a simulated crash, when `faults` crash it). */
   async function dialOnce(campaignId: string, token: string, extra: { telephony?: TelephonyAdapter; faults?: FaultHook; config?: typeof env.config } = {}) {
-    const acts = createOutboundActivities({ db: env.db, config: extra.config ?? env.config, logger: createLogger('silent') }, { telephony: extra.telephony, faults: extra.faults });
+    const activities = (faults?: FaultHook) => createOutboundActivities({ db: env.db, config: extra.config ?? env.config, logger: createLogger('silent') }, { telephony: extra.telephony, faults });
+    const acts = activities(extra.faults);
     const claim = await acts.outboundClaimAttempts({ orgId: dialer.orgId, campaignId, token, now: NOW, limit: 5 });
     expect(claim.claimed).to.have.length(1);
     const attemptId = claim.claimed[0].id as string;
@@ -60,10 +61,29 @@ describe('voicemail drops on campaign calls', function () {
       result = await acts.outboundDial({ orgId: dialer.orgId, attemptId, now: NOW });
     } catch (err) {
       if (!(err instanceof SimulatedCrash)) throw err;
-      result = await createOutboundActivities({ db: env.db, config: extra.config ?? env.config, logger: createLogger('silent') }, { telephony: extra.telephony }).outboundDial({ orgId: dialer.orgId, attemptId, now: NOW });
+      result = await activities().outboundDial({ orgId: dialer.orgId, attemptId, now: NOW });
     }
     return { attemptId, result };
   }
+
+  /** A running campaign of one contact (`phone('212', line, suffix)`) for a new published agent. */
+  async function campaignOf(agentName: string, line: number, suffix: string, message: string | null = MESSAGE) {
+    const agentId = await agentWith(agentName, message);
+    const contact = phone('212', line, suffix);
+    return { agentId, contact, campaignId: await runningCampaign(env, dialer, agentId, contact) };
+  }
+
+  /** A fault hook that crashes the dial once, after the carrier took it; `crashes()` counts the crashes. */
+  function crashOnceAfterAccept(): { faults: FaultHook; crashes: () => number } {
+    let crashed = 0;
+    const faults: FaultHook = (step, kind) => {
+      if (step === 'after_accept' && kind === 'dial' && !crashed++) throw new SimulatedCrash(step, kind);
+    };
+    return { faults, crashes: () => crashed };
+  }
+
+  /** The config a real carrier adapter dials with: callbacks to this test API's origin. */
+  const carrierConfig = () => ({ ...env.config, publicBaseUrl: new URL(env.api.baseUrl).origin });
 
   /** The campaign's attempt as GET /campaigns/{id}/attempts lists it. */
   async function listedAttempt(campaignId: string) {
@@ -107,9 +127,7 @@ describe('voicemail drops on campaign calls', function () {
 
   describe('sandbox carrier', () => {
     it('leaves the message on the …0002 machine: recorded by the sandbox, the transcript says it, the attempt says so, one minute charged', async () => {
-      const agentId = await agentWith('Sandbox voicemail agent');
-      const contact = phone('212', 11, '0002');
-      const campaignId = await runningCampaign(env, dialer, agentId, contact);
+      const { agentId, contact, campaignId } = await campaignOf('Sandbox voicemail agent', 11, '0002');
       const { result } = await dialOnce(campaignId, 'vm-sandbox');
       expect(result).to.deep.equal({ status: 'voicemail', outcome: 'voicemail' });
 
@@ -128,15 +146,10 @@ describe('voicemail drops on campaign calls', function () {
     });
 
     it('survives a crash of the dial after the sandbox took it: one dial, one message, one charge', async () => {
-      const agentId = await agentWith('Crashing voicemail agent');
-      const contact = phone('212', 12, '0002');
-      const campaignId = await runningCampaign(env, dialer, agentId, contact);
-      let crashed = 0;
-      const faults: FaultHook = (step, kind) => {
-        if (step === 'after_accept' && kind === 'dial' && !crashed++) throw new SimulatedCrash(step, kind);
-      };
+      const { contact, campaignId } = await campaignOf('Crashing voicemail agent', 12, '0002');
+      const { faults, crashes } = crashOnceAfterAccept();
       const { result } = await dialOnce(campaignId, 'vm-crash', { faults });
-      expect(crashed).to.equal(1);
+      expect(crashes()).to.equal(1);
       expect(result).to.deep.equal({ status: 'voicemail', outcome: 'voicemail' });
       expect((await sandboxDials(env.db, dialer.orgId)).filter((d) => d.to === contact)).to.have.length(1);
       const { call, lines, minutes, dialRecord } = await callRecord(campaignId);
@@ -148,9 +161,7 @@ describe('voicemail drops on campaign calls', function () {
     });
 
     it('without a message, a machine stays an outcome only, as before: nothing recorded, nothing charged', async () => {
-      const agentId = await agentWith('Silent agent', null);
-      const contact = phone('212', 13, '0002');
-      const campaignId = await runningCampaign(env, dialer, agentId, contact);
+      const { contact, campaignId } = await campaignOf('Silent agent', 13, '0002', null);
       const { result } = await dialOnce(campaignId, 'vm-none');
       expect(result).to.deep.equal({ status: 'voicemail', outcome: 'voicemail' });
       expect((await sandboxDials(env.db, dialer.orgId)).filter((d) => d.to === contact).map((d) => d.voicemailMessage)).to.deep.equal([null]);
@@ -172,10 +183,8 @@ describe('voicemail drops on campaign calls', function () {
     useEnvVars(() => ({ TELNYX_API_KEY: apiKey, TELNYX_BASE_URL: stub.apiBase, TELNYX_PUBLIC_KEY: stub.keys.publicKey, TELNYX_CONNECTION_ID: '1494404757140276705' }));
 
     it('asks for greeting_end detection, speaks the message on call.machine.greeting.ended and hangs up on call.speak.ended', async () => {
-      const agentId = await agentWith('Telnyx voicemail agent');
-      const contact = phone('212', 14, '0009');
-      const campaignId = await runningCampaign(env, dialer, agentId, contact);
-      const config = { ...env.config, publicBaseUrl: new URL(env.api.baseUrl).origin };
+      const { contact, campaignId } = await campaignOf('Telnyx voicemail agent', 14, '0009');
+      const config = carrierConfig();
       const { attemptId, result } = await dialOnce(campaignId, 'vm-telnyx', { telephony: new TelnyxTelephony({ db: env.db, config }), config });
       expect(result).to.deep.equal({ status: 'voicemail', outcome: 'voicemail' });
       await stub.settled();
@@ -197,16 +206,11 @@ describe('voicemail drops on campaign calls', function () {
     });
 
     it('a dial that crashes after Telnyx took it is retried by look-up: one call, one message spoken, one charge', async () => {
-      const agentId = await agentWith('Telnyx crashing agent');
-      const contact = phone('212', 18, '0009');
-      const campaignId = await runningCampaign(env, dialer, agentId, contact);
-      const config = { ...env.config, publicBaseUrl: new URL(env.api.baseUrl).origin };
-      let crashed = 0;
-      const faults: FaultHook = (step, kind) => {
-        if (step === 'after_accept' && kind === 'dial' && !crashed++) throw new SimulatedCrash(step, kind);
-      };
+      const { contact, campaignId } = await campaignOf('Telnyx crashing agent', 18, '0009');
+      const config = carrierConfig();
+      const { faults, crashes } = crashOnceAfterAccept();
       const { result } = await dialOnce(campaignId, 'vm-telnyx-crash', { telephony: new TelnyxTelephony({ db: env.db, config }), config, faults });
-      expect(crashed).to.equal(1);
+      expect(crashes()).to.equal(1);
       expect(result).to.deep.equal({ status: 'voicemail', outcome: 'voicemail' });
       await stub.settled();
       const placed = stub.calls.filter((c) => c.to === contact);
@@ -220,10 +224,8 @@ describe('voicemail drops on campaign calls', function () {
     });
 
     it('without a message, asks for plain detection and sends no command to the machine', async () => {
-      const agentId = await agentWith('Telnyx silent agent', null);
-      const contact = phone('212', 15, '0009');
-      const campaignId = await runningCampaign(env, dialer, agentId, contact);
-      const config = { ...env.config, publicBaseUrl: new URL(env.api.baseUrl).origin };
+      const { contact, campaignId } = await campaignOf('Telnyx silent agent', 15, '0009', null);
+      const config = carrierConfig();
       const { result } = await dialOnce(campaignId, 'vm-telnyx-none', { telephony: new TelnyxTelephony({ db: env.db, config }), config });
       expect(result).to.deep.equal({ status: 'voicemail', outcome: 'voicemail' });
       await stub.settled();
@@ -257,10 +259,8 @@ describe('voicemail drops on campaign calls', function () {
     useEnvVars(() => ({ TWILIO_ACCOUNT_SID: sid, TWILIO_AUTH_TOKEN: token, TWILIO_BASE_URL: stub.baseUrl }));
 
     it('places the call with DetectMessageEnd; the voice webhook answers machine_end_beep with <Say> the message and <Hangup/>', async () => {
-      const agentId = await agentWith('Twilio voicemail agent');
-      const contact = phone('212', 16, '0009');
-      const campaignId = await runningCampaign(env, dialer, agentId, contact);
-      const config = { ...env.config, publicBaseUrl: new URL(env.api.baseUrl).origin };
+      const { contact, campaignId } = await campaignOf('Twilio voicemail agent', 16, '0009');
+      const config = carrierConfig();
       const { result } = await dialOnce(campaignId, 'vm-twilio', { telephony: new TwilioTelephony({ db: env.db, config }), config });
       expect(result).to.deep.equal({ status: 'voicemail', outcome: 'voicemail' });
       await stub.settled();
@@ -284,10 +284,8 @@ describe('voicemail drops on campaign calls', function () {
     it('a person answering the same kind of call (AnsweredBy human) gets the agent over ConversationRelay, no message', async () => {
       stub.machineAnswers = false;
       try {
-        const agentId = await agentWith('Twilio person agent');
-        const contact = phone('212', 17, '0009');
-        const campaignId = await runningCampaign(env, dialer, agentId, contact);
-        const config = { ...env.config, publicBaseUrl: new URL(env.api.baseUrl).origin };
+        const { contact, campaignId } = await campaignOf('Twilio person agent', 17, '0009');
+        const config = carrierConfig();
         const { result } = await dialOnce(campaignId, 'vm-twilio-human', { telephony: new TwilioTelephony({ db: env.db, config }), config });
         expect(result).to.deep.equal({ status: 'answered', outcome: 'answered' });
         await stub.settled();

@@ -1,10 +1,9 @@
 /** Group commit (db/groupCommit.ts) and the batched draft save built on it (PUT /sms). */
 import { expect } from 'chai';
-import { createDb, migrate, type Db } from '../../db';
 import { GroupCommit } from '../../db/groupCommit';
 import { createOrganization } from '../../db/repositories/organizations';
 import { getRegistrationRecord, saveDraftIfVersion, saveDraftRecord } from '../../db/repositories/smsRegistrations';
-import { createTestDatabase } from '../helpers/postgres';
+import { useMigratedDb } from '../helpers/postgres';
 
 describe('GroupCommit', () => {
   it('writes items submitted together in one batch and hands each caller its own outcome', async () => {
@@ -53,17 +52,12 @@ describe('GroupCommit', () => {
 });
 
 describe('saveDraftIfVersion (batched optimistic draft save)', () => {
-  let db: Db;
-  before(async () => {
-    db = createDb(await createTestDatabase('groupcommit'));
-    await migrate(db);
-  });
-  after(async () => db.destroy());
+  const db = useMigratedDb('groupcommit');
 
   /** An organization with a saved draft; returns its id and record. */
   async function orgWithDraft(name: string) {
-    const org = await createOrganization(db, name);
-    const record = await saveDraftRecord(db, org.id, () => ({ displayName: name, city: 'Austin', website: 'https://example.com', quietHoursRepliesExempt: true }));
+    const org = await createOrganization(db(), name);
+    const record = await saveDraftRecord(db(), org.id, () => ({ displayName: name, city: 'Austin', website: 'https://example.com', quietHoursRepliesExempt: true }));
     return { orgId: org.id, record };
   }
 
@@ -73,38 +67,38 @@ describe('saveDraftIfVersion (batched optimistic draft save)', () => {
     const count = (q: { sql: string }) => {
       if (/^WITH w AS \(UPDATE sms_registrations r/.test(q.sql)) updates++;
     };
-    db.on('query', count);
+    db().on('query', count);
     try {
       const saved = await Promise.all(
-        orgs.map(({ orgId, record }, i) => saveDraftIfVersion(db, orgId, record.version, { city: `City ${i}`, website: null, sendsLinks: i % 2 === 0 }, record.registration)),
+        orgs.map(({ orgId, record }, i) => saveDraftIfVersion(db(), orgId, record.version, { city: `City ${i}`, website: null, sendsLinks: i % 2 === 0 }, record.registration)),
       );
       expect(updates).to.be.within(1, 29);
       for (const [i, { orgId, record }] of orgs.entries()) {
         const s = saved[i]!;
         expect(s, `save ${i}`).to.not.equal(undefined);
         expect(s.version).to.equal(record.version + 1);
-        const stored = (await getRegistrationRecord(db, orgId))!;
+        const stored = (await getRegistrationRecord(db(), orgId))!;
         // What the batch returns is what a fresh read shows, and only the given fields moved.
         expect(s.registration).to.deep.equal(stored.registration);
         expect(stored.registration).to.include({ city: `City ${i}`, website: null, sendsLinks: i % 2 === 0, displayName: `Batch ${i}`, status: 'draft' });
         expect(stored.registration.description).to.equal(record.registration.description);
       }
     } finally {
-      db.removeListener('query', count);
+      db().removeListener('query', count);
     }
   });
 
   it('writes nothing when the row moved since the cached version, or left draft', async () => {
     const a = await orgWithDraft('Stale');
-    await db('sms_registrations').where({ org_id: a.orgId }).update({ city: 'Elsewhere' }); // version + 1
-    expect(await saveDraftIfVersion(db, a.orgId, a.record.version, { city: 'Lost' }, a.record.registration)).to.equal(undefined);
-    expect((await getRegistrationRecord(db, a.orgId))!.registration.city).to.equal('Elsewhere');
+    await db()('sms_registrations').where({ org_id: a.orgId }).update({ city: 'Elsewhere' }); // version + 1
+    expect(await saveDraftIfVersion(db(), a.orgId, a.record.version, { city: 'Lost' }, a.record.registration)).to.equal(undefined);
+    expect((await getRegistrationRecord(db(), a.orgId))!.registration.city).to.equal('Elsewhere');
 
     const b = await orgWithDraft('Submitted');
-    await db('sms_registrations').where({ org_id: b.orgId }).update({ status: 'submitted' });
-    const current = (await getRegistrationRecord(db, b.orgId))!;
-    expect(await saveDraftIfVersion(db, b.orgId, current.version, { city: 'Lost' }, current.registration)).to.equal(undefined);
-    expect((await getRegistrationRecord(db, b.orgId))!.registration).to.include({ city: 'Austin', status: 'submitted' });
+    await db()('sms_registrations').where({ org_id: b.orgId }).update({ status: 'submitted' });
+    const current = (await getRegistrationRecord(db(), b.orgId))!;
+    expect(await saveDraftIfVersion(db(), b.orgId, current.version, { city: 'Lost' }, current.registration)).to.equal(undefined);
+    expect((await getRegistrationRecord(db(), b.orgId))!.registration).to.include({ city: 'Austin', status: 'submitted' });
   });
 
   it('hands every save of a batch back to the locking path when the statement fails, writing none', async () => {
@@ -112,21 +106,21 @@ describe('saveDraftIfVersion (batched optimistic draft save)', () => {
     const b = await orgWithDraft('Refused neighbour B');
     // jsonb refuses U+0000 (the API answers 400 before this point; here the repository is called directly).
     const [ra, rb] = await Promise.all([
-      saveDraftIfVersion(db, a.orgId, a.record.version, { city: 'Fine' }, a.record.registration),
-      saveDraftIfVersion(db, b.orgId, b.record.version, { city: 'Bad\u0000' }, b.record.registration),
+      saveDraftIfVersion(db(), a.orgId, a.record.version, { city: 'Fine' }, a.record.registration),
+      saveDraftIfVersion(db(), b.orgId, b.record.version, { city: 'Bad\u0000' }, b.record.registration),
     ]);
     expect([ra, rb]).to.deep.equal([undefined, undefined]);
-    expect((await getRegistrationRecord(db, a.orgId))!.registration.city).to.equal('Austin');
+    expect((await getRegistrationRecord(db(), a.orgId))!.registration.city).to.equal('Austin');
   });
 
   it('writes one of two saves of the same organization in one batch and hands the other back', async () => {
     const { orgId, record } = await orgWithDraft('Twice');
     const [first, second] = await Promise.all([
-      saveDraftIfVersion(db, orgId, record.version, { city: 'First' }, record.registration),
-      saveDraftIfVersion(db, orgId, record.version, { city: 'Second' }, record.registration),
+      saveDraftIfVersion(db(), orgId, record.version, { city: 'First' }, record.registration),
+      saveDraftIfVersion(db(), orgId, record.version, { city: 'Second' }, record.registration),
     ]);
     expect(first?.registration.city).to.equal('First');
     expect(second).to.equal(undefined);
-    expect((await getRegistrationRecord(db, orgId))!.registration.city).to.equal('First');
+    expect((await getRegistrationRecord(db(), orgId))!.registration.city).to.equal('First');
   });
 });

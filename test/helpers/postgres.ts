@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../../db/embedded';
+import { createDb, migrate, type Db } from '../../db';
 
 let embedded: EmbeddedPostgresHandle | undefined;
 let serverUrl: string | undefined;
@@ -49,4 +50,18 @@ export async function createTestDatabase(label = 'suite'): Promise<string> {
   const url = new URL(base);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/**
+ * A fresh migrated database for the enclosing mocha suite (created in `before`, closed in `after`).
+ * @returns the handle's getter, valid inside the suite's hooks and tests
+ */
+export function useMigratedDb(label: string): () => Db {
+  let db: Db | undefined;
+  before(async () => {
+    db = createDb(await createTestDatabase(label));
+    await migrate(db);
+  });
+  after(async () => db?.destroy());
+  return () => db!;
 }
