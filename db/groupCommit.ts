@@ -11,12 +11,15 @@ export class GroupCommit<I, O> {
 
   /**
    * @param run writes one batch and returns one outcome per item, in order; a throw fails every
-   *   item of that batch with the error
+   *   item of that batch with the error, unless `opts.isolateFailures`
    * @param maxBatch most items per batch (bounded, e.g., by Postgres' 65,535 bind parameters)
+   * @param opts.isolateFailures when a batch of several items throws, write its items again one by one
+   *   (each alone with `run([item])`), so only the item at fault fails and the others keep their outcome
    */
   constructor(
     private readonly run: (batch: I[]) => Promise<O[]>,
     private readonly maxBatch = 500,
+    private readonly opts: { isolateFailures?: boolean } = {},
   ) {}
 
   /** Resolves with the item's outcome once its batch is committed; rejects when the batch failed. */
@@ -38,7 +41,11 @@ export class GroupCommit<I, O> {
         const out = await this.run(batch.map((b) => b.item));
         for (let i = 0; i < batch.length; i++) batch[i].resolve(out[i]);
       } catch (err) {
-        for (const b of batch) b.reject(err ?? new Error('group commit failed'));
+        if (this.opts.isolateFailures && batch.length > 1) {
+          for (const b of batch) await this.run([b.item]).then(([out]) => b.resolve(out), (alone: unknown) => b.reject(alone ?? new Error('group commit failed')));
+        } else {
+          for (const b of batch) b.reject(err ?? new Error('group commit failed'));
+        }
       }
     }
     this.flushing = false;

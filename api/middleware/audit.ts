@@ -87,25 +87,24 @@ export const AUDIT_MIDDLEWARE = Symbol.for('acp.auditMiddleware');
  * request still waits until its own entry is committed.
  */
 export class AuditWriter {
-  private readonly group: GroupCommit<{ orgId: string; rec: AuditRecord }, unknown>;
+  private readonly group: GroupCommit<{ orgId: string; rec: AuditRecord }, void>;
 
   constructor(db: Db, maxBatch = 500) {
-    this.group = new GroupCommit<{ orgId: string; rec: AuditRecord }, unknown>(async (batch) => {
-      try {
+    // One entry the database refuses must not cost the others theirs: a failed batch is written again
+    // entry by entry, and each caller gets its own outcome.
+    this.group = new GroupCommit<{ orgId: string; rec: AuditRecord }, void>(
+      async (batch) => {
         await insertAuditLogs(db, batch);
         return batch.map(() => undefined);
-      } catch {
-        // One entry the database refuses must not cost the others theirs: write them one by one, and
-        // hand each caller its own outcome (undefined, or the error).
-        return Promise.all(batch.map((e) => insertAuditLogs(db, [e]).then(() => undefined, (err: unknown) => err ?? new Error('audit insert failed'))));
-      }
-    }, maxBatch);
+      },
+      maxBatch,
+      { isolateFailures: true },
+    );
   }
 
   /** Resolves once the entry is committed; rejects when it could not be written. */
-  async write(orgId: string, rec: AuditRecord): Promise<void> {
-    const err = await this.group.submit({ orgId, rec });
-    if (err) throw err;
+  write(orgId: string, rec: AuditRecord): Promise<void> {
+    return this.group.submit({ orgId, rec });
   }
 }
 

@@ -348,11 +348,8 @@ export async function sendMessage(
   return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result, recent: [...before, ...stored.messages].slice(-HISTORY_MESSAGES) };
 }
 
-/** Outcome of one write of a batch: the stored turn, or the error that write alone failed with. */
-type TurnWriteOutcome = SavedTurn | { error: unknown };
-
 /** Per database handle and organization, the group commit of its turns (db/groupCommit.ts). */
-const turnWriters = new WeakMap<Db, Map<string, GroupCommit<TurnWrite, TurnWriteOutcome>>>();
+const turnWriters = new WeakMap<Db, Map<string, GroupCommit<TurnWrite, SavedTurn>>>();
 
 /**
  * Stores a turn together with the other turns of its organization that are ready meanwhile: one statement
@@ -362,27 +359,13 @@ const turnWriters = new WeakMap<Db, Map<string, GroupCommit<TurnWrite, TurnWrite
  * @returns the stored turn, or `conflict` (see saveTurns)
  * @throws what storing this turn alone threw
  */
-async function storeTurn(db: Db, write: TurnWrite): Promise<SavedTurn> {
+function storeTurn(db: Db, write: TurnWrite): Promise<SavedTurn> {
   const orgId = write.c.orgId;
   let perOrg = turnWriters.get(db);
   if (!perOrg) turnWriters.set(db, (perOrg = new Map()));
   let writer = perOrg.get(orgId);
-  if (!writer) {
-    writer = new GroupCommit<TurnWrite, TurnWriteOutcome>(async (batch) => {
-      try {
-        return await saveTurns(db, orgId, batch);
-      } catch (err) {
-        if (batch.length === 1) return [{ error: err }];
-        const out: TurnWriteOutcome[] = [];
-        for (const w of batch) out.push(await saveTurns(db, orgId, [w]).then(([r]) => r, (error: unknown) => ({ error })));
-        return out;
-      }
-    }, 200);
-    perOrg.set(orgId, writer);
-  }
-  const outcome = await writer.submit(write);
-  if (typeof outcome === 'object' && 'error' in outcome) throw outcome.error;
-  return outcome;
+  if (!writer) perOrg.set(orgId, (writer = new GroupCommit((batch) => saveTurns(db, orgId, batch), 200, { isolateFailures: true })));
+  return writer.submit(write);
 }
 
 /** Usage entries of a turn: one agent reply, and its tokens (deduplicated per conversation and turn). */

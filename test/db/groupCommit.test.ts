@@ -49,6 +49,22 @@ describe('GroupCommit', () => {
     expect(settled.map((s) => s.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled']);
     expect((settled[2] as PromiseRejectedResult).reason.message).to.equal('boom');
   });
+
+  it('with isolateFailures, writes a failed batch again item by item so only the item at fault fails', async () => {
+    const batches: number[][] = [];
+    const g = new GroupCommit<number, number>(
+      async (batch) => {
+        batches.push(batch);
+        if (batch.includes(3)) throw new Error(`boom ${batch.join(',')}`);
+        return batch.map((n) => n * 10);
+      },
+      500,
+      { isolateFailures: true },
+    );
+    const settled = await Promise.allSettled([1, 2, 3, 4].map((n) => g.submit(n)));
+    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).message))).to.deep.equal([10, 20, 'boom 3', 40]);
+    expect(batches).to.deep.equal([[1, 2, 3, 4], [1], [2], [3], [4]]);
+  });
 });
 
 describe('saveDraftIfVersion (batched optimistic draft save)', () => {
