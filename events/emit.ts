@@ -64,7 +64,7 @@ export async function emitEvents(
 
 /**
  * Events checked against the catalog and their data schemas (spec "Events"), as the rows a repository
- * stores (e.g. with a chat turn, db/repositories/conversations.ts `saveTurn`).
+ * stores (e.g. with a chat turn, db/repositories/conversations.ts `saveTurns`).
  * @throws InvalidEventError naming the type and the fields that do not match
  */
 export function checkedEvents(events: readonly EventOf[]): { type: string; data: Record<string, unknown> }[] {

@@ -344,37 +344,19 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
             ${usageOutcomeSelect},
             ${EVENTS_SELECT}`;
   const bindings: Knex.RawBinding[] = [JSON.stringify(convRows), now, writes.map((w) => w.c.id), orgId, now, JSON.stringify(msgRows), ...charges.bindings, ...ev.bindings];
-  {
-    const row = (await db.raw(sql, bindings).options(prepared(sql))).rows[0];
-    const byK = new Map<number, Record<string, any>>();
-    for (const r of row.convs as Record<string, any>[]) byK.set(r.k, r);
-    const msgs = new Map<string, ConversationMessage[]>();
-    for (const r of row.messages as Record<string, any>[]) {
-      const list = msgs.get(r.conversation_id) ?? [];
-      list.push(toMessage(r));
-      msgs.set(r.conversation_id, list);
-    }
-    const out: SavedTurn[] = [];
-    for (let k = 0; k < writes.length; k++) {
-      const r = byK.get(k);
-      if (!r) {
-        out.push('conflict');
-        continue;
-      }
-      out.push({ conversation: toRecord(r), messages: msgs.get(r.id) ?? [] });
-    }
-    return out;
+  const row = (await db.raw(sql, bindings).options(prepared(sql))).rows[0];
+  const byK = new Map<number, Record<string, any>>();
+  for (const r of row.convs as Record<string, any>[]) byK.set(r.k, r);
+  const msgs = new Map<string, ConversationMessage[]>();
+  for (const r of row.messages as Record<string, any>[]) {
+    const list = msgs.get(r.conversation_id) ?? [];
+    list.push(toMessage(r));
+    msgs.set(r.conversation_id, list);
   }
-}
-
-/**
- * Stores one turn ({@link saveTurns} with one write).
- * @param c the conversation as read when the turn began
- * @returns the stored messages and the updated conversation, or `conflict` when another turn was stored
- *   meanwhile or the conversation ended (nothing is written then)
- */
-export async function saveTurn(db: Db, c: ConversationRecord, turn: StoredTurn, effects?: TurnEffects): Promise<SavedTurn> {
-  return (await saveTurns(db, c.orgId, [{ c, turn, effects }]))[0];
+  return writes.map((_, k) => {
+    const r = byK.get(k);
+    return r ? { conversation: toRecord(r), messages: msgs.get(r.id) ?? [] } : 'conflict';
+  });
 }
 
 /**
