@@ -153,12 +153,14 @@ const UNSTORABLE = 'must not contain U+0000 or unpaired surrogate characters';
  * - keys named `__proto__`, `constructor` or `prototype` at any depth (PROTOTYPE_KEYS): one error per key,
  *   named by its path, whatever `text` says, so no merge or spread downstream can reach an object's
  *   prototype (OWASP "Prototype Pollution Prevention").
+ * @param opts.prefilter default true: answer values without findings from a cheaper first walk
  */
-export function jsonValueErrors(value: unknown, opts: { text?: boolean } = {}): FieldError[] {
+export function jsonValueErrors(value: unknown, opts: { text?: boolean; prefilter?: boolean } = {}): FieldError[] {
   const checkText = opts.text !== false;
   // Every request body and path is checked: a walk that allocates nothing answers the common case
-  // (nothing to report); only a value with a finding is walked again to name the fields.
-  if (!hasJsonValueFinding(value, checkText, 0)) return [];
+  // (nothing to report); only a value with a finding is walked again to name the fields. The two walks
+  // apply the same rules; `prefilter: false` skips the first, so a test can show they agree.
+  if (opts.prefilter !== false && !hasJsonValueFinding(value, checkText, 0)) return [];
   const out: FieldError[] = [];
   // Breadth first with an index, so fields are reported in document order level by level.
   const queue: { v: unknown; at: string; depth: number }[] = [{ v: value, at: '', depth: 0 }];
