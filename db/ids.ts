@@ -37,3 +37,11 @@ export function randomBase62(bytes: number): string {
 export function newId(prefix: string): string {
   return `${prefix}_${randomBase62(16)}`;
 }
+
+/**
+ * A deterministic id such as `cnv_…` for a natural key (the same key always gives the same id, so storing
+ * twice finds the first row): 24 base64url characters of SHA-256(`key`) without `-` and `_`.
+ */
+export function derivedId(prefix: string, key: string): string {
+  return `${prefix}_${crypto.createHash('sha256').update(key).digest('base64url').replace(/[-_]/g, '').slice(0, 24)}`;
+}

@@ -4,12 +4,11 @@
  * transaction guarded by `turn_count` (optimistic lock): two turns racing on one conversation cannot both
  * be stored, and a stored turn never loses its messages, receipt or counters.
  */
-import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { prepared, type Db } from '../index';
 import { usageChargeCtes, usageOutcomeSelect, usageRows, walletLowEventRow, type UsageInput } from './usage';
 import { eventCtes, EVENTS_SELECT } from './events';
-import { newId } from '../ids';
+import { derivedId, newId } from '../ids';
 import { iso } from '../timestamps';
 import { ADD, COLUMNS, rollupSelect } from '../analyticsRollup';
 import type { Conn } from './agents';
@@ -387,7 +386,7 @@ export async function recordCallConversation(
   orgId: string,
   call: { dialKey: string; agentId: string; campaignId: string; counterpart: string; outcome: string; durationSeconds: number; startedAt: Date; providerCallId: string; conversationId?: string | null },
 ): Promise<void> {
-  const id = `cnv_${crypto.createHash('sha256').update(`${orgId}:${call.dialKey}`).digest('base64url').replace(/[-_]/g, '').slice(0, 24)}`;
+  const id = derivedId('cnv', `${orgId}:${call.dialKey}`);
   await trx('conversations')
     .insert({
       id,

@@ -7,8 +7,8 @@
  * transcript that says what was left. Every step is idempotent: a carrier repeating its webhook, or a
  * retried dial, finds the call and conversation already stored.
  */
-import crypto from 'node:crypto';
 import type { Db } from '../../db';
+import { derivedId } from '../../db/ids';
 import { getAgent, isUniqueViolation } from '../../db/repositories/agents';
 import { getVersion } from '../../db/repositories/agentVersions';
 import { campaignPinnedVersion } from '../../db/repositories/campaigns';
@@ -58,7 +58,7 @@ export function isMachineGreetingEnd(answeredBy: string | null | undefined): boo
 
 /** Conversation id of a call's voicemail (one per call, so a repeated store finds the first). */
 function voicemailConversationId(callId: string): string {
-  return `cnv_${crypto.createHash('sha256').update(`voicemail:${callId}`).digest('base64url').replace(/[-_]/g, '').slice(0, 24)}`;
+  return derivedId('cnv', `voicemail:${callId}`);
 }
 
 /**
