@@ -151,12 +151,12 @@ export function benchCaller(baseUrl: string, key: string): BenchCall {
  * A process' command name and CPU time (ms) used so far, from /proc (Linux); undefined elsewhere.
  * `reapedMs` is the CPU of its children that exited and were waited for (cutime + cstime).
  */
-export function processCpu(pid: number | string): { comm: string; ms: number; reapedMs: number } | undefined {
+export function processCpu(pid: number | string): { comm: string; ms: number; systemMs: number; reapedMs: number } | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     // utime, stime, cutime and cstime are fields 14 to 17 of proc(5) stat, in USER_HZ ticks (10 ms on Linux).
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(f[11]) + Number(f[12])) * 10, reapedMs: (Number(f[13]) + Number(f[14])) * 10 };
+    return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(f[11]) + Number(f[12])) * 10, systemMs: Number(f[12]) * 10, reapedMs: (Number(f[13]) + Number(f[14])) * 10 };
   } catch {
     return undefined;
   }

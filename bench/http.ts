@@ -8,7 +8,7 @@
  * API's ratio to the bare Koa route. Targets: API CPU per request ≤ 2× bare (GET) and ≤ 4× bare (PUT),
  * p99 < 25 ms; throughput × ≥ 1.7 per doubling of processes up to 8 on a machine with the cores for it.
  *
- * BENCH_SECONDS: each run's duration (default 10). BENCH_CONNECTIONS: connections in all (default 100). BENCH_PROCESSES: the process counts (default 1,2,4,8).
+ * BENCH_SECONDS: each run's duration (default 10). BENCH_CASES: `get`, `put` or both (default `get,put`). BENCH_CONNECTIONS: connections in all (default 100). BENCH_PROCESSES: the process counts (default 1,2,4,8).
  * BENCH_LOADGENS: load generator processes (default ⌈cores / 4⌉). BENCH_PROFILE=1: one API process, the V8
  * CPU profiler on during each measured run (bench/servers.ts), then the top self-time functions and
  * packages of each case. BENCH_DIAGNOSE=notify: each PUT run again with the change feed's trigger on
@@ -46,6 +46,8 @@ const DIAGNOSE_NOTIFY = (process.env.BENCH_DIAGNOSE ?? '').split(',').includes('
 const DURABLE = process.env.BENCH_DURABLE === '1';
 /** Alternating slices of each API case and of the bare route (the ratio's baseline): the machine's speed drifts. */
 const SLICES = Math.max(1, Number(process.env.BENCH_SLICES ?? 4));
+/** Which cases run (BENCH_CASES, default `get,put`): one alone halves a run that studies it. */
+const CASES = (process.env.BENCH_CASES ?? 'get,put').toLowerCase().split(',');
 const PUT_BODY = JSON.stringify({ displayName: 'Bench Brand', city: 'Austin', useCase: 'MIXED', quietHoursRepliesExempt: true });
 
 interface Server {
@@ -91,6 +93,8 @@ function startServer(args: string[], profileDir?: string): Promise<Server> {
 /** CPU µs per request of each party. */
 interface Cpu {
   api: number;
+  /** The part of `api` spent in the kernel (system time: sockets, the log's writes). */
+  apiSystem: number;
   postgres: number;
   loadGen: number;
 }
@@ -151,19 +155,22 @@ async function load(
   );
   const tree = processTree(server.child.pid!);
   const apiCpu = () => tree.reduce((sum, pid) => sum + (processCpu(pid)?.ms ?? 0), 0);
+  const apiSystem = () => tree.reduce((sum, pid) => sum + (processCpu(pid)?.systemMs ?? 0), 0);
   const commitsBefore = await commits();
   await server.toggleProfile();
   const apiBefore = apiCpu();
+  const apiSystemBefore = apiSystem();
   const before = cpuSnapshot({});
   const results = await Promise.all(gens.map((g) => g.go()));
   const apiAfter = apiCpu();
+  const apiSystemAfter = apiSystem();
   const after = cpuSnapshot({});
   await server.toggleProfile();
   const requests = results.reduce((s, r) => s + r.requests, 0);
   // The stats query itself commits once (the wait's own commit is excluded by subtracting 1).
   const committed = stats ? (await commits()) - commitsBefore - 1 : undefined;
   const per = (ms: number) => Math.max(0, (ms * 1000) / Math.max(1, requests));
-  const cpu = 'postgres' in after ? { api: per(apiAfter - apiBefore), postgres: per(after.postgres - before.postgres), loadGen: per(results.reduce((s, r) => s + r.cpuMs, 0)) } : undefined;
+  const cpu = 'postgres' in after ? { api: per(apiAfter - apiBefore), apiSystem: per(apiSystemAfter - apiSystemBefore), postgres: per(after.postgres - before.postgres), loadGen: per(results.reduce((s, r) => s + r.cpuMs, 0)) } : undefined;
   return {
     name,
     requests,
@@ -198,7 +205,7 @@ function merge(slices: Figures[]): Figures {
     p99max: Math.max(...slices.map((r) => r.p99max ?? r.p99)),
     errors: slices.reduce((s, r) => s + r.errors, 0),
     non2xx: slices.reduce((s, r) => s + r.non2xx, 0),
-    cpu: withCpu ? { api: weighted((r) => r.cpu!.api), postgres: weighted((r) => r.cpu!.postgres), loadGen: weighted((r) => r.cpu!.loadGen) } : undefined,
+    cpu: withCpu ? { api: weighted((r) => r.cpu!.api), apiSystem: weighted((r) => r.cpu!.apiSystem), postgres: weighted((r) => r.cpu!.postgres), loadGen: weighted((r) => r.cpu!.loadGen) } : undefined,
   };
 }
 
@@ -289,7 +296,7 @@ export async function runHttpBench(): Promise<void> {
       const cases = [
         { name: 'GET /sms', job: { method: 'GET' as const } },
         { name: 'PUT /sms', job: { method: 'PUT' as const, body: PUT_BODY } },
-      ];
+      ].filter((c) => CASES.includes(c.job.method.toLowerCase()));
       // Profiling: one server per case, so each profile holds one kind of request.
       const groups = PROFILE ? cases.map((c) => [c]) : [cases];
       for (const group of groups) {
@@ -323,7 +330,7 @@ export async function runHttpBench(): Promise<void> {
       `\nHTTP (${CONNECTIONS} connections, ${SECONDS} s each, ${CORES} cores, Node ${process.version}, ${LOADGENS} load generator process${LOADGENS > 1 ? 'es' : ''}, Postgres ${DURABLE ? 'durable (fsync, synchronous_commit on)' : 'fsync off'})`,
     );
     console.log(`API/bare: each API case over the bare route measured in ${SLICES} slices alternating with it (the bare route's API µs in brackets)`);
-    console.log('case             procs    req/s  ×prev   p50 ms  p99 ms (max)  errors  non-2xx  commits/req   CPU µs/request: API  postgres  load gen  API/bare');
+    console.log('case             procs    req/s  ×prev   p50 ms  p99 ms (max)  errors  non-2xx  commits/req   CPU µs/request: API (kernel)  postgres  load gen  API/bare');
     const prev = new Map<string, number>();
     const ratio = (r: Figures) => {
       const base = r.bareApi ?? bareFig.cpu?.api;
@@ -333,7 +340,7 @@ export async function runHttpBench(): Promise<void> {
       const factor = prev.has(r.name) ? `×${(r.rps / prev.get(r.name)!).toFixed(2)}` : '';
       prev.set(r.name, r.rps);
       const cpu = r.cpu
-        ? `${r.cpu.api.toFixed(0).padStart(23)} ${r.cpu.postgres.toFixed(0).padStart(9)} ${r.cpu.loadGen.toFixed(0).padStart(9)} ${ratio(r)}`
+        ? `${r.cpu.api.toFixed(0).padStart(23)} ${`(${r.cpu.apiSystem.toFixed(0)})`.padStart(8)} ${r.cpu.postgres.toFixed(0).padStart(9)} ${r.cpu.loadGen.toFixed(0).padStart(9)} ${ratio(r)}`
         : '';
       console.log(
         `${r.name.padEnd(16)} ${String(r.processes).padStart(5)} ${r.rps.toFixed(0).padStart(8)} ${factor.padStart(6)}  ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)} ${`(${(r.p99max ?? r.p99).toFixed(0)})`.padStart(5)}  ${String(r.errors).padStart(6)}  ${String(r.non2xx).padStart(7)}  ${(r.commits ?? 0).toFixed(3).padStart(11)}${cpu}`,
