@@ -36,6 +36,7 @@ import { createLlm } from '../activities/providers/llm';
 import { createSkillHttpClient } from '../activities/providers/http/request';
 import { createMailer } from '../activities/providers/mailer';
 import { oauthRoutes } from './oauth';
+import { publicOrigin } from './publicOrigin';
 
 /** The app plus what must be closed with it. */
 export interface BuiltApp {
@@ -108,7 +109,7 @@ export function createApp(deps: AppOptions): BuiltApp {
   };
   for (const r of routersOf('/openapi.json')) {
     r.get('/openapi.json', (ctx) => {
-      ctx.body = openApiDocument(`${config.publicBaseUrl}${BASE_PATH}`);
+      ctx.body = openApiDocument(`${publicOrigin(ctx, config.publicBaseUrl)}${BASE_PATH}`);
     });
   }
   const body = jsonBody(config.bodyLimitBytes);
@@ -177,7 +178,7 @@ export function createApp(deps: AppOptions): BuiltApp {
     if (ctx.path.startsWith('/widget') && (await serveWidget(ctx, keys))) return;
     if (ctx.path === '/docs' || ctx.path === '/docs/') {
       ctx.type = 'text/html; charset=utf-8';
-      ctx.body = docsPage(openApiDocument(`${config.publicBaseUrl}${BASE_PATH}`));
+      ctx.body = docsPage(openApiDocument(`${publicOrigin(ctx, config.publicBaseUrl)}${BASE_PATH}`));
       return;
     }
     await routes(ctx, next);

@@ -6,6 +6,7 @@ import { ALL_SCOPES, RESERVED_SCOPES } from '../domain/scopes';
 import { HANDLERS, ROUTE_SCHEMAS } from './routes';
 import { ROUTES, type RouteDef } from './routes/table';
 import { listSchemaNames, loadSchema } from '../domain/validation';
+import { oauthPathItems } from './oauth/openapi';
 
 function rewriteRefs(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(rewriteRefs);
@@ -104,7 +105,11 @@ function operation(declared: RouteDef): Record<string, unknown> {
 
 let cached: Record<string, unknown> | undefined;
 
-/** Builds (once) the OpenAPI 3.1 document. @param serverUrl absolute base URL including /api/v1 */
+/**
+ * Builds (once) the OpenAPI 3.1 document: every operation of the route table under `serverUrl`, and the
+ * OAuth endpoints at the origin root, each path item naming the origin as its server (api/oauth/openapi.ts).
+ * @param serverUrl absolute base URL including /api/v1
+ */
 export function openApiDocument(serverUrl: string): Record<string, unknown> {
   if (!cached) {
     const paths: Record<string, Record<string, unknown>> = {};
@@ -120,7 +125,7 @@ export function openApiDocument(serverUrl: string): Record<string, unknown> {
         description: 'REST control plane for conversational voice and chat agents. Success responses use the envelope {success, message?, errors?, data}; failures are RFC 9457 problem+json.',
       },
       servers: [{ url: serverUrl }],
-      tags: [...new Set(ROUTES.map((r) => r.tag))].map((name) => ({ name })),
+      tags: [...new Set([...ROUTES.map((r) => r.tag), 'OAuth2'])].map((name) => ({ name })),
       paths,
       components: {
         schemas: components(),
@@ -135,17 +140,21 @@ export function openApiDocument(serverUrl: string): Record<string, unknown> {
       },
     };
   }
-  return { ...cached, servers: [{ url: serverUrl }] };
+  const origin = serverUrl.replace(/\/api\/v1\/?$/, '');
+  return { ...cached, servers: [{ url: serverUrl }], paths: { ...(cached.paths as Record<string, unknown>), ...oauthPathItems(origin) } };
 }
 
 /** A self-contained HTML page listing every operation (no external assets). */
 export function docsPage(doc: Record<string, any>): string {
   const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
   const rows: string[] = [];
-  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    // A path item with its own server (the OAuth endpoints) lives at the origin root, not under /api/v1.
+    const { servers, ...ops } = item;
+    const prefix = servers ? '' : '/api/v1';
     for (const [method, op] of Object.entries(ops)) {
       const status = op.description.startsWith('Reserved') ? 'reserved' : op.description.includes('Not implemented') ? 'not yet' : 'built';
-      rows.push(`<tr class="${status.replace(' ', '-')}"><td>${esc(op.tags[0])}</td><td><code>${method.toUpperCase()}</code></td><td><code>/api/v1${esc(path)}</code></td><td>${esc(op.operationId)}</td><td>${esc(op.summary)}</td><td>${esc((op.security[0] && Object.values(op.security[0])[0] as string[] || []).join(', '))}</td><td>${status}</td></tr>`);
+      rows.push(`<tr class="${status.replace(' ', '-')}"><td>${esc(op.tags[0])}</td><td><code>${method.toUpperCase()}</code></td><td><code>${prefix}${esc(path)}</code></td><td>${esc(op.operationId)}</td><td>${esc(op.summary)}</td><td>${esc((op.security[0] && Object.values(op.security[0])[0] as string[] || []).join(', '))}</td><td>${status}</td></tr>`);
     }
   }
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(doc.info.title)}</title>

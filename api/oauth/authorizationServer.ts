@@ -34,6 +34,7 @@ import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import type { Member } from '../../db/repositories/team';
 import { basicCredentials, checkCsrf, esc, field, fields, hidden, page, readForm, sameSecret } from './forms';
 import { currentSession } from './session';
+import { publicOrigin } from '../publicOrigin';
 
 /** Paths of the endpoints (origin root). */
 export const OAUTH_PATHS = {
@@ -175,8 +176,7 @@ export interface AuthorizationServer {
  * configured port is 0 (an ephemeral port: tests and benchmarks).
  */
 function issuerOf(ctx: AppContext, deps: AppDeps): string {
-  const configured = new URL(deps.config.publicBaseUrl);
-  return configured.port === '0' ? `${ctx.protocol}://${ctx.host}` : configured.origin;
+  return new URL(publicOrigin(ctx, deps.config.publicBaseUrl)).origin;
 }
 
 /** Builds the handlers over the app's dependencies. */

@@ -32,6 +32,7 @@ import { signRelayReference } from '../../services/voice/reference';
 import { answerMachineAtBeep } from '../../services/voice/voicemail';
 import { BASE_PATH } from '../app';
 import { TALK_PAGE_HTML } from './talkPage';
+import { publicOrigin } from '../publicOrigin';
 
 /** Voice providers whose webhooks are accepted. */
 export const VOICE_PROVIDERS = ['twilio', 'telnyx', 'sandbox'] as const;
@@ -50,11 +51,6 @@ async function readRaw(ctx: AppContext): Promise<Buffer> {
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
-}
-
-/** The public base URL (scheme and host) the carrier reached: PUBLIC_BASE_URL, else the request's own. */
-export function publicOrigin(ctx: AppContext, publicBaseUrl: string): string {
-  return /:0$/.test(publicBaseUrl) ? `${ctx.protocol}://${ctx.host}` : publicBaseUrl.replace(/\/$/, '');
 }
 
 function verify(ctx: AppContext, deps: AppDeps, provider: VoiceProvider, raw: Buffer, params: Record<string, string>): void {

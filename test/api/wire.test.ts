@@ -188,6 +188,23 @@ describe('wire conventions', () => {
     expect(await page.text()).to.include('saveSMSRegistration');
   });
 
+  it('documents the OAuth endpoints at the origin root, where the authorization server metadata (RFC 8414) names them', async () => {
+    const doc = (await t.call('GET', '/openapi.json')).body;
+    const meta = (await (await fetch(t.api.baseUrl.replace('/api/v1', '/.well-known/oauth-authorization-server'))).json()) as Record<string, string>;
+    const documented = (path: string) => `${doc.paths[path].servers[0].url}${path}`;
+    expect(documented('/oauth/authorize')).to.equal(meta.authorization_endpoint);
+    expect(documented('/oauth/token')).to.equal(meta.token_endpoint);
+    expect(documented('/oauth/revoke')).to.equal(meta.revocation_endpoint);
+    expect(documented('/.well-known/oauth-authorization-server')).to.equal(`${meta.issuer}/.well-known/oauth-authorization-server`);
+    // The rest of the document stays under /api/v1 of the same origin.
+    expect(doc.servers[0].url).to.equal(`${doc.paths['/oauth/token'].servers[0].url}/api/v1`);
+    expect(doc.paths['/oauth/token'].post.requestBody.content).to.have.key('application/x-www-form-urlencoded');
+    expect(doc.paths['/oauth/token'].post.tags).to.deep.equal(['OAuth2']);
+    expect(Object.keys(doc.paths['/oauth/authorize'])).to.include.members(['get', 'post']);
+    const page = await (await fetch(t.api.baseUrl.replace('/api/v1', '/docs'))).text();
+    expect(page).to.include('<code>/oauth/token</code>').and.not.include('/api/v1/oauth/token');
+  });
+
   it('answers 500 internal_error without a stack when something unexpected breaks', async () => {
     const { key: k } = await t.org('Broken');
     await t.db.schema.renameTable('sms_registrations', 'sms_registrations_moved');
