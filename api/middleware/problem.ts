@@ -60,6 +60,9 @@ export function problem() {
         apiErr = new ApiError(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the logs');
       }
       for (const [k, v] of Object.entries(apiErr.headers)) ctx.set(k, v);
+      // A refusal before the body was read to its end (413, 415): the rest of the body would be read
+      // as the next request, so the connection ends with this answer (RFC 9110 §15.5.14, §9.6).
+      if (!ctx.req.complete && (ctx.request.length > 0 || !!ctx.get('transfer-encoding'))) ctx.set('Connection', 'close');
       ctx.status = apiErr.status;
       ctx.type = 'application/problem+json';
       ctx.body = JSON.stringify(problemBody(ctx, apiErr));

@@ -12,7 +12,7 @@ import { newId } from '../../db/ids';
 import { createActivities } from '../../activities';
 import { createLogger } from '../../runtime';
 import { startTestWorker, testTemporal } from '../helpers/temporal';
-import { fuzzSettings, hostileBodies, typeConfusedBodies } from '../helpers/hostile';
+import { fuzzSettings, hostileBodies, hostileForms, typeConfusedBodies, type HostileForm } from '../helpers/hostile';
 import { startOutboundEnv, type OutboundEnv } from './outbound-fixtures';
 
 type Json = Record<string, any>;
@@ -141,5 +141,50 @@ describe('hostile request bodies never cause a 5xx (every write operation of the
     // The bodies reach past the parser: some are refused by the schema, some get further.
     expect(seen.get(400) ?? 0).to.be.greaterThan(0);
     expect([...seen.keys()].some((s) => s < 300)).to.equal(true);
+  });
+
+  /**
+   * The form operations of the document (the OAuth endpoints at the origin root, each path item naming its
+   * server): their answers follow the OAuth RFCs, so a 4xx is RFC 6749 §5.2 JSON (`error`), problem+json
+   * (the form reader's 413 and 415) or an HTML error page (the authorization endpoint, RFC 6749 §4.1.2.1).
+   */
+  it('answers every hostile form of the origin-root OAuth operations with a non-5xx status and an error body', async () => {
+    const { seed, numRuns } = fuzzSettings();
+    const ops: { operationId: string; url: string; schema: Json }[] = [];
+    for (const [path, item] of Object.entries<Json>(doc.paths)) {
+      for (const [method, op] of Object.entries<Json>(item)) {
+        const schema = method === 'post' ? op.requestBody?.content?.['application/x-www-form-urlencoded']?.schema : undefined;
+        if (schema) ops.push({ operationId: op.operationId, url: `${item.servers[0].url}${path}`, schema });
+      }
+    }
+    expect(ops.map((o) => o.operationId).sort()).to.deep.equal(['approveOAuthApp', 'issueOAuthToken', 'revokeOAuthToken']);
+    const seen = new Map<number, number>();
+    for (const op of ops) {
+      await fc.assert(
+        fc.asyncProperty(hostileForms(op.schema), async (form: HostileForm) => {
+          const res = await fetch(op.url, {
+            method: 'POST',
+            headers: { 'content-type': form.contentType, ...(form.authorization ? { authorization: form.authorization } : {}) },
+            body: form.body,
+            redirect: 'manual',
+          });
+          const text = await res.text();
+          const what = `${op.operationId} ${form.contentType} ${form.authorization ?? ''} ${form.body.slice(0, 200)} → ${res.status} ${text.slice(0, 300)}`;
+          expect(res.status, what).to.be.below(500);
+          seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
+          if (res.status < 400) return;
+          const type = res.headers.get('content-type') ?? '';
+          if (type.startsWith('text/html')) expect(text, what).to.match(/<html/i);
+          else if (type.startsWith('application/problem+json')) expect(JSON.parse(text).code, what).to.be.a('string');
+          else {
+            expect(type, what).to.match(/^application\/json/);
+            expect(JSON.parse(text).error, what).to.be.a('string');
+          }
+        }),
+        { seed, numRuns: numRuns * 4, endOnFailure: true },
+      );
+    }
+    // Refusals of several kinds: the form reader's and the OAuth server's own.
+    expect([...seen.keys()].filter((s) => s >= 400).length).to.be.at.least(3);
   });
 });

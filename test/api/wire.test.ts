@@ -132,6 +132,12 @@ describe('wire conventions', () => {
     const before = await t.call('GET', '/sms', { key });
     const res = await t.call('PUT', '/sms', { key, json: { description: 'x'.repeat(5000) } });
     expectProblem(res, 413, 'payload_too_large');
+    // A body refused before it all arrived: the connection ends with the answer (RFC 9110 §15.5.14), or
+    // the unread rest would be read as the next request on it.
+    const big = await t.call('PUT', '/sms', { key, json: { description: 'x'.repeat(2_000_000) } });
+    expectProblem(big, 413, 'payload_too_large');
+    expect(big.headers.get('connection')).to.equal('close');
+    expect((await t.call('GET', '/sms', { key })).status).to.equal(200);
     const after = await t.call('GET', '/sms', { key });
     expect(after.body.data.description).to.equal(before.body.data.description);
   });

@@ -215,3 +215,51 @@ export function typeConfusedBodies(schema: Json | undefined, components: Json): 
   const base = plausible(schema, components);
   return schemaPaths(schema, components).flatMap((p) => wrongTypes(p.schema, components).map((v) => setPath(base, p.path, v)));
 }
+
+/** A request to a form endpoint: the raw body, its content type and, at times, an Authorization header. */
+export interface HostileForm {
+  body: string;
+  contentType: string;
+  authorization?: string;
+}
+
+/**
+ * Hostile `application/x-www-form-urlencoded` requests for an operation's form schema (the OAuth endpoints;
+ * RFC 6749 §4.1.3): each documented field absent, hostile (the strings above, repeated values), plausible
+ * (its enum) or joined by prototype and unknown keys; at times a body that is not a form at all (broken
+ * percent escapes, JSON, 70 KB of it), the wrong content type, or a malformed HTTP Basic header.
+ */
+export function hostileForms(schema: Json | undefined): fc.Arbitrary<HostileForm> {
+  const names = [...Object.keys((schema?.properties ?? {}) as Json), '__proto__', 'constructor', 'prototype', 'x'];
+  const value = (name: string): fc.Arbitrary<string[]> => {
+    const enumValues = ((schema?.properties as Json | undefined)?.[name]?.enum ?? []) as string[];
+    return fc.oneof(
+      fc.constant([] as string[]),
+      fc.constantFrom(...hostileStrings).map((s) => [s]),
+      fc.array(fc.constantFrom(...hostileStrings, ...enumValues, 'oac_' + 'A'.repeat(22)), { minLength: 2, maxLength: 4 }),
+      fc.string({ unit: 'binary', maxLength: 40 }).map((s) => [s]),
+      ...(enumValues.length ? [fc.constantFrom(...enumValues).map((s) => [s])] : []),
+    );
+  };
+  const form = fc.tuple(...names.map((n) => value(n))).map((values) => {
+    const params = new URLSearchParams();
+    names.forEach((n, i) => values[i].forEach((v) => params.append(n, v)));
+    return params.toString();
+  });
+  const raw = fc.constantFrom('%', '%E0%A4%A', 'a=%ZZ&&==&b', '=&=&=', 'grant_type', '{"grant_type":"authorization_code"}', 'x='.padEnd(70_000, 'y'), '\u0000=\u0000');
+  const authorization = fc.constantFrom(
+    undefined,
+    'Basic',
+    'Basic !!!',
+    `Basic ${Buffer.from('oac_x').toString('base64')}`,
+    `Basic ${Buffer.from(':').toString('base64')}`,
+    `Basic ${Buffer.from('%ZZ:%').toString('base64')}`,
+    'Bearer x',
+  );
+  const contentType = fc.constantFrom('application/x-www-form-urlencoded', 'application/x-www-form-urlencoded; charset=utf-8', 'application/json', 'text/plain');
+  return fc.record({
+    body: fc.oneof({ weight: 4, arbitrary: form }, { weight: 1, arbitrary: raw }),
+    contentType: fc.oneof({ weight: 4, arbitrary: fc.constant('application/x-www-form-urlencoded') }, { weight: 1, arbitrary: contentType }),
+    authorization,
+  });
+}
