@@ -12,7 +12,7 @@ import { SimulatedCrash, type FaultHook } from '../../activities/providers/effec
 import { listIntents } from '../../db/repositories/providerIntents';
 import { sandboxDials } from '../../db/repositories/sandboxProviders';
 import { createLogger } from '../../runtime';
-import { startWorkerAt, testTemporal } from '../helpers/temporal';
+import { serverNow, startWorkerAt, testTemporal } from '../helpers/temporal';
 import { startOutboundEnv, until, type OutboundEnv } from '../api/outbound-fixtures';
 
 const CONTACTS = 1000;
@@ -33,8 +33,10 @@ describe('campaign dialer with its worker killed at random mid-dial', function (
     const { key, orgId } = await env.org('Kill Co');
     const agentId = await env.publishedAgent(orgId);
     const numberId = await env.ownNumber(key);
-    // Real time here (no time skipping): an explicit zone where it is about noon now.
-    const offset = 12 - new Date().getUTCHours();
+    // Real time here (no time skipping): an explicit zone where it is about noon now by the dev server's
+    // clock, which the workflow reads and which earlier suites of the run have skipped ahead (the billing
+    // month's close): by the host's clock, the zone's quiet hours would hold every dial ten hours a day.
+    const offset = 12 - (await serverNow()).getUTCHours();
     const noonZone = offset === 0 ? 'Etc/GMT' : `Etc/GMT${offset > 0 ? '-' : '+'}${Math.abs(offset)}`;
     const numbers = Array.from({ length: CONTACTS }, (_, i) => `+1${['212', '312', '415', '617'][i % 4]}${320 + Math.floor(i / 100)}${String(2000 + (i % 100) * 7).padStart(4, '0')}`);
     const list = await env.importList(key, ['phone,time_zone', ...numbers.map((n) => `${n},${noonZone}`)].join('\n'));
@@ -52,8 +54,10 @@ describe('campaign dialer with its worker killed at random mid-dial', function (
     };
     const start = () => startWorkerAt(address, env.taskQueue, createOutboundActivities({ db: env.db, config: env.config, logger: createLogger('silent') }, { faults, telephonyOptions: { dialLatencyMs: 15 } }));
     let worker = await start();
+    let campaignId: string | undefined;
     try {
       const c = (await env.call(key, 'POST', '/campaigns', { name: 'Kill', agentId, callerIdNumberId: numberId, contactListId: list.id, purpose: 'informational', maxConcurrentCalls: 40 })).body.data;
+      campaignId = c.id;
       expect((await env.call(key, 'POST', `/campaigns/${c.id}/launch`)).status).to.equal(200);
 
       const dialed = async () => Number((await env.db('sandbox_dials').where({ org_id: orgId }).count<{ count: string }[]>('* as count'))[0].count);
@@ -82,6 +86,12 @@ describe('campaign dialer with its worker killed at random mid-dial', function (
       expect(await env.db('events').where({ org_id: orgId, type: 'call.completed' })).to.have.length(CONTACTS);
     } finally {
       await worker.stop();
+      // A failure must not leave the dialer waiting on a queue nobody polls: its pending dials would keep
+      // the shared dev server from skipping time for the suites after this one.
+      if (campaignId) {
+        const { client } = await testTemporal();
+        await client.workflow.getHandle(`campaign/${campaignId}`).terminate('test over').catch(() => undefined);
+      }
     }
   });
 });
