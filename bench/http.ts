@@ -8,7 +8,9 @@
  * API's ratio to the bare Koa route. Targets: API CPU per request ≤ 2× bare (GET) and ≤ 4× bare (PUT),
  * p99 < 25 ms; throughput × ≥ 1.7 per doubling of processes up to 8 on a machine with the cores for it.
  *
- * BENCH_SECONDS: each run's duration (default 10). BENCH_CASES: `get`, `put` or both (default `get,put`). BENCH_CONNECTIONS: connections in all (default 100). BENCH_PROCESSES: the process counts (default 1,2,4,8).
+ * BENCH_SECONDS: each run's duration (default 10). BENCH_CASES: `get`, `put` or both (default `get,put`).
+ * BENCH_NODE_FLAGS: Node/V8 flags for the API processes only (e.g. `--max-semi-space-size=64`), to try a
+ * runtime setting against the default in alternating runs. BENCH_CONNECTIONS: connections in all (default 100). BENCH_PROCESSES: the process counts (default 1,2,4,8).
  * BENCH_LOADGENS: load generator processes (default ⌈cores / 4⌉). BENCH_PROFILE=1: one API process, the V8
  * CPU profiler on during each measured run (bench/servers.ts), then the top self-time functions and
  * packages of each case. BENCH_DIAGNOSE=notify: each PUT run again with the change feed's trigger on
@@ -63,7 +65,8 @@ function startServer(args: string[], profileDir?: string): Promise<Server> {
   const entry = profileDir ? [path.join(dist, 'bench', 'servers.js')] : ['--import', 'tsx', path.join(__dirname, 'servers.ts')];
   return new Promise((resolve, reject) => {
     const env = { ...process.env, ...(profileDir ? { BENCH_PROFILE_DIR: profileDir } : {}) };
-    const child = spawn(process.execPath, [...entry, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env });
+    const flags = args[0] === 'api' ? (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean) : [];
+    const child = spawn(process.execPath, [...flags, ...entry, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env });
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
     let profiled: () => void = () => undefined;
     let profiling = false;
