@@ -22,7 +22,7 @@ export const PRICES = {
   numberPurchase: { kind: 'phone_number_purchase', unitPriceCents: 115, unit: 'number', description: 'A US long-code number purchase (first month)' },
   conversationMessage: { kind: 'conversation_message', unitPriceCents: 1, unit: 'reply', description: 'One agent reply in a conversation' },
   voiceMinutes: { kind: 'voice_minutes', unitPriceCents: 2, unit: 'minute', description: 'A connected minute of a phone call, each call rounded up to whole minutes' },
-  llmTokens: { kind: 'llm_tokens', unitPriceCents: 0, unit: 'token', description: 'LLM tokens of a turn; included in the message price on the sandbox plan' },
+  llmTokens: { kind: 'llm_tokens', unitPriceCents: 0, unit: 'token', description: "LLM tokens of a turn or of a conversation's analysis; included in the message price on the sandbox plan" },
 } as const satisfies Record<string, Price>;
 
 const BY_KIND = new Map<string, Price>(Object.values(PRICES).map((p) => [p.kind, p]));

@@ -18,7 +18,9 @@ import type { Db } from '../../db';
 import { getConversation, type ConversationRecord } from '../../db/repositories/conversations';
 import { analysisTranscript, claimAnalysis, completeAnalysis, getAnalysis, type AnalysisOutcomeRow } from '../../db/repositories/conversationAnalyses';
 import { analysisMessages, parseAnalysis, type AnalysisRequest } from '../../domain/conversations/analysis';
-import type { LlmProvider } from '../../domain/conversations/llm';
+import type { LlmProvider, LlmUsage } from '../../domain/conversations/llm';
+import { amountFor, PRICES } from '../../domain/billing/prices';
+import { recordUsage } from '../billing/usage';
 import { emitEvents } from '../../events/emit';
 import type { ConversationAnalysis } from '../../schemas/types/observe';
 import { startWorkflow, workflowIds } from '../../temporal.config';
@@ -58,11 +60,14 @@ export async function analyzeConversation(
   if (!c || !isAnalysed(c)) return undefined;
   if (!(await claimAnalysis(db, orgId, conversationId, opts.retake ?? false))) return getAnalysis(db, orgId, conversationId);
   let row: AnalysisOutcomeRow;
+  // What the model answered with, when it answered: its tokens are charged even when its answer is unusable.
+  let spent: { usage: LlmUsage; model: string } | undefined;
   try {
     const agent = await pinnedAgent(db, c);
     const fields = agent.analysis?.fields ?? [];
     const req: AnalysisRequest = { transcript: await analysisTranscript(db, orgId, conversationId), fields, endReason: c.endReason };
     const res = await deps.llm.complete({ messages: analysisMessages(req), hints: { analysis: req }, temperature: 0, responseFormat: 'json_object' });
+    spent = { usage: res.usage, model: res.model };
     const parsed = parseAnalysis(res.content, fields);
     row = { status: 'completed', ...parsed, error: null, model: res.model };
   } catch (err) {
@@ -70,6 +75,16 @@ export async function analyzeConversation(
     row = { status: 'failed', summary: null, outcome: null, sentiment: null, fields: {}, notes: [], error: message.slice(0, ERROR_MAX_CHARS), model: null };
   }
   const stored = await completeAnalysis(db, orgId, conversationId, row, async (trx, a) => {
+    // The analysis's LLM tokens as usage (README "Billing"), once per conversation, with the analysis.
+    if (spent && spent.usage.totalTokens > 0) {
+      await recordUsage(trx, orgId, {
+        kind: PRICES.llmTokens.kind,
+        amountCents: amountFor(PRICES.llmTokens.unitPriceCents, spent.usage.totalTokens),
+        quantity: spent.usage.totalTokens,
+        dedupeKey: `conversation:${conversationId}:analysis:tokens`,
+        details: { conversationId, agentId: c.agentId, purpose: 'analysis', promptTokens: spent.usage.promptTokens, completionTokens: spent.usage.completionTokens, model: spent.model },
+      });
+    }
     await emitEvents(trx, orgId, [
       {
         type: 'conversation.analyzed',

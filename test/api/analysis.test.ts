@@ -95,8 +95,16 @@ describe('post-conversation analysis', () => {
     expect(events[0].data).to.include({ conversationId: id, agentId: agent.id, channel: 'chat', status: 'completed', outcome: 'resolved' });
     expect(events[0].data.fields).to.deep.equal(a.fields);
 
+    // The analysis's tokens are usage of the conversation, beside its turns' (README "Billing").
+    const analysisTokens = () => t.db('usage_entries').where({ org_id: org.orgId, kind: 'llm_tokens', dedupe_key: `conversation:${id}:analysis:tokens` });
+    const [spent] = await analysisTokens();
+    expect(spent.quantity).to.be.greaterThan(0);
+    expect(spent.details).to.include({ conversationId: id, agentId: agent.id, purpose: 'analysis', model: 'sandbox' });
+    expect(spent.details.promptTokens + spent.details.completionTokens).to.equal(spent.quantity);
+
     // A second end changes nothing and analyses nothing.
     expect((await t.call('POST', `/chat/sessions/${id}/end`, { key: org.key })).status).to.equal(200);
+    expect(await analysisTokens()).to.have.length(1);
     expect(await analyzedEvents(id)).to.have.length(1);
     expect(await t.db('conversation_analyses').where({ conversation_id: id }).count({ n: '*' }).first()).to.deep.include({ n: 1 });
   });
@@ -138,6 +146,30 @@ describe('post-conversation analysis', () => {
     const events = await analyzedEvents(id);
     expect(events).to.have.length(1);
     expect(events[0].data).to.include({ status: 'failed', error: 'the LLM answered 503' });
+    // The model never answered: no tokens to charge.
+    expect(await t.db('usage_entries').where({ org_id: org.orgId, dedupe_key: `conversation:${id}:analysis:tokens` })).to.have.length(0);
+  });
+
+  it('charges the tokens of an answer it cannot use, and stores the analysis as failed', async () => {
+    const agent = await newAgent({ name: 'Garbled', analysis: { fields: FIELDS } });
+    await publishDraft(t.db, org, agent.id, 'g1');
+    const id = await start(agent.id);
+    await say(id, 'hello');
+    const garbled: LlmProvider = {
+      name: 'garbled',
+      complete: async () => ({ content: 'not json at all', toolCalls: [], finishReason: 'stop', usage: { promptTokens: 40, completionTokens: 4, totalTokens: 44 }, model: 'garbler-1' }),
+      stream: () => {
+        throw new Error('not used');
+      },
+    };
+    const c = (await getConversation(t.db, org.orgId, id))!;
+    await finishConversation(t.db, c, 'ended_by_api', { db: t.db, llm: garbled });
+    const a = (await t.call('GET', `/conversations/${id}/transcript`, { key: org.key })).body.data.analysis;
+    expect(a.status).to.equal('failed');
+    const spent = await t.db('usage_entries').where({ org_id: org.orgId, dedupe_key: `conversation:${id}:analysis:tokens` });
+    expect(spent).to.have.length(1);
+    expect(spent[0]).to.include({ kind: 'llm_tokens', quantity: 44 });
+    expect(spent[0].details).to.include({ purpose: 'analysis', promptTokens: 40, completionTokens: 4, model: 'garbler-1' });
   });
 
   it('leaves a running analysis to its owner, and a retried activity takes over one its dead attempt left running', async () => {

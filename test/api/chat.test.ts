@@ -255,8 +255,11 @@ describe('chat sessions (sandbox LLM)', () => {
     expect(again.status).to.equal(409);
     expect(again.body.code).to.equal('conversation_ended');
     const usage = (await listUsage(t.db, org.orgId)).filter((u) => (u.details as { conversationId?: string }).conversationId === s.id);
-    expect(usage.map((u) => u.kind).sort()).to.deep.equal(['conversation_message', 'llm_tokens']);
-    expect(usage.find((u) => u.kind === 'llm_tokens')!.quantity).to.equal(res.body.data.session.usage.totalTokens);
+    // The turn's reply and tokens, and the tokens of the conversation's analysis once it ended.
+    const ofTurns = usage.filter((u) => (u.details as { purpose?: string }).purpose !== 'analysis');
+    expect(ofTurns.map((u) => u.kind).sort()).to.deep.equal(['conversation_message', 'llm_tokens']);
+    expect(ofTurns.find((u) => u.kind === 'llm_tokens')!.quantity).to.equal(res.body.data.session.usage.totalTokens);
+    expect(usage.filter((u) => (u.details as { purpose?: string }).purpose === 'analysis').map((u) => u.kind)).to.deep.equal(['llm_tokens']);
     const events = await t.db('events').where({ org_id: org.orgId }).whereRaw(`data->>'conversationId' = ?`, [s.id]).orderBy('created_at').select('type');
     expect(events.map((e) => e.type)).to.deep.equal(['conversation.started', 'message.created', 'message.created', 'conversation.ended', 'conversation.analyzed']);
   });
