@@ -65,7 +65,7 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
     relayGrant(deps, url).then(
       (grant) => {
         if (!grant) return refuse(socket, 401, 'Unauthorized');
-        wss.handleUpgrade(req, socket, head, (ws) => open(ws, grant));
+        wss.handleUpgrade(req, socket, head, (ws) => open(ws, grant, socket));
       },
       (err) => {
         logger.error({ err }, 'relay: checking the credential failed');
@@ -73,10 +73,10 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
       },
     );
   };
-  const open = (ws: WebSocket, grant: RelayGrant) => {
+  /** `socket`: the upgraded connection, which `ws` writes its frames to (handleUpgrade takes it over). */
+  const open = (ws: WebSocket, grant: RelayGrant, socket: Duplex) => {
     // Frames sent in one run of the event loop (an answer's `text` tokens when the model streams faster than
     // the loop turns) leave in one write: the socket is corked until the queued callbacks ran.
-    const socket = (ws as unknown as { _socket?: Duplex })._socket;
     let corked = false;
     const session = new RelaySession(
       deps,
@@ -84,7 +84,7 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
       {
         send: (frame) => {
           if (ws.readyState !== ws.OPEN) return;
-          if (socket && !corked) {
+          if (!corked) {
             corked = true;
             socket.cork();
             process.nextTick(() => {
