@@ -10,7 +10,8 @@
  *
  * BENCH_SECONDS: each run's duration (default 10). BENCH_CASES: `get`, `put` or both (default `get,put`).
  * BENCH_NODE_FLAGS: Node/V8 flags for the API processes only (e.g. `--max-semi-space-size=64`), to try a
- * runtime setting against the default in alternating runs. BENCH_CONNECTIONS: connections in all (default 100). BENCH_PROCESSES: the process counts (default 1,2,4,8).
+ * runtime setting against the default in alternating runs. BENCH_CONNECTIONS: connections in all (default
+ * 100). BENCH_PROCESSES: the process counts (default 1,2,4,8).
  * BENCH_LOADGENS: load generator processes (default ⌈cores / 4⌉). BENCH_PROFILE=1: one API process, the V8
  * CPU profiler on during each measured run (bench/servers.ts), then the top self-time functions and
  * packages of each case. BENCH_DIAGNOSE=notify: each PUT run again with the change feed's trigger on
@@ -157,23 +158,28 @@ async function load(
     }),
   );
   const tree = processTree(server.child.pid!);
-  const apiCpu = () => tree.reduce((sum, pid) => sum + (processCpu(pid)?.ms ?? 0), 0);
-  const apiSystem = () => tree.reduce((sum, pid) => sum + (processCpu(pid)?.systemMs ?? 0), 0);
+  /** The API process tree's CPU and system time so far (ms), one /proc read per process. */
+  const apiCpu = () =>
+    tree.reduce(
+      (sum, pid) => {
+        const c = processCpu(pid);
+        return { ms: sum.ms + (c?.ms ?? 0), systemMs: sum.systemMs + (c?.systemMs ?? 0) };
+      },
+      { ms: 0, systemMs: 0 },
+    );
   const commitsBefore = await commits();
   await server.toggleProfile();
   const apiBefore = apiCpu();
-  const apiSystemBefore = apiSystem();
   const before = cpuSnapshot({});
   const results = await Promise.all(gens.map((g) => g.go()));
   const apiAfter = apiCpu();
-  const apiSystemAfter = apiSystem();
   const after = cpuSnapshot({});
   await server.toggleProfile();
   const requests = results.reduce((s, r) => s + r.requests, 0);
   // The stats query itself commits once (the wait's own commit is excluded by subtracting 1).
   const committed = stats ? (await commits()) - commitsBefore - 1 : undefined;
   const per = (ms: number) => Math.max(0, (ms * 1000) / Math.max(1, requests));
-  const cpu = 'postgres' in after ? { api: per(apiAfter - apiBefore), apiSystem: per(apiSystemAfter - apiSystemBefore), postgres: per(after.postgres - before.postgres), loadGen: per(results.reduce((s, r) => s + r.cpuMs, 0)) } : undefined;
+  const cpu = 'postgres' in after ? { api: per(apiAfter.ms - apiBefore.ms), apiSystem: per(apiAfter.systemMs - apiBefore.systemMs), postgres: per(after.postgres - before.postgres), loadGen: per(results.reduce((s, r) => s + r.cpuMs, 0)) } : undefined;
   return {
     name,
     requests,
