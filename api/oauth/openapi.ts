@@ -35,6 +35,18 @@ const OAUTH_ERROR = {
   },
 };
 
+/** Client authentication in the body (RFC 6749 §2.3.1), for clients that do not send HTTP Basic. */
+const CLIENT_AUTHENTICATION = {
+  client_id: text('The client id, when not sent with HTTP Basic'),
+  client_secret: text('The client secret of a confidential client, when not sent with HTTP Basic'),
+};
+
+/** A required `application/x-www-form-urlencoded` request body of these fields. */
+const formBody = (required: string[], properties: Record<string, unknown>) => ({
+  required: true,
+  content: { [FORM]: { schema: { type: 'object', required, properties } } },
+});
+
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: OAUTH_ERROR } } });
 const redirect = (description: string) => ({ description, headers: { Location: { schema: { type: 'string', format: 'uri' } } } });
 const html = (description: string) => ({ description, content: { 'text/html': { schema: { type: 'string' } } } });
@@ -68,23 +80,12 @@ export function oauthPathItems(origin: string): Record<string, Record<string, un
         operationId: 'approveOAuthApp',
         summary: 'The consent page’s answer: issues the authorization code (RFC 6749 §4.1.2)',
         description: 'Needs the member session and its CSRF token. Redirects to the app with `code` and `state`, or with `error=access_denied` when the member denies or grants no scope.',
-        requestBody: {
-          required: true,
-          content: {
-            [FORM]: {
-              schema: {
-                type: 'object',
-                required: ['csrf', 'client_id', 'redirect_uri', 'decision'],
-                properties: {
-                  ...AUTHORIZATION_REQUEST,
-                  csrf: text('The session’s CSRF token (from the consent page)'),
-                  decision: text('`allow` grants the ticked scopes; anything else denies', { enum: ['allow', 'deny'] }),
-                  granted: { type: 'array', items: { type: 'string' }, description: 'The scopes the member ticked (repeated field)' },
-                },
-              },
-            },
-          },
-        },
+        requestBody: formBody(['csrf', 'client_id', 'redirect_uri', 'decision'], {
+          ...AUTHORIZATION_REQUEST,
+          csrf: text('The session’s CSRF token (from the consent page)'),
+          decision: text('`allow` grants the ticked scopes; anything else denies', { enum: ['allow', 'deny'] }),
+          granted: { type: 'array', items: { type: 'string' }, description: 'The scopes the member ticked (repeated field)' },
+        }),
         responses: { '303': redirect('To the app with `code` and `state`, or with an error'), '400': html('Unknown client or redirect URI'), '401': html('The member session has ended') },
       },
     },
@@ -96,26 +97,14 @@ export function oauthPathItems(origin: string): Record<string, Record<string, un
         summary: 'Token endpoint (RFC 6749 §4.1.3, §6): exchanges a code or a refresh token',
         description:
           'Confidential clients authenticate with HTTP Basic or `client_secret` in the body; public clients send `client_id` alone and must have used PKCE. Refresh tokens rotate on every use; reusing a rotated one revokes the whole grant (RFC 9700 §4.14.2). Answers carry `Cache-Control: no-store`.',
-        requestBody: {
-          required: true,
-          content: {
-            [FORM]: {
-              schema: {
-                type: 'object',
-                required: ['grant_type'],
-                properties: {
-                  grant_type: text('`authorization_code` or `refresh_token`', { enum: ['authorization_code', 'refresh_token'] }),
-                  code: text('The authorization code (authorization_code)'),
-                  redirect_uri: text('The redirect URI of the authorization request (authorization_code)'),
-                  code_verifier: text('The PKCE verifier (RFC 7636 §4.5)'),
-                  refresh_token: text('The refresh token (refresh_token)'),
-                  client_id: text('The client id, when not sent with HTTP Basic'),
-                  client_secret: text('The client secret of a confidential client, when not sent with HTTP Basic'),
-                },
-              },
-            },
-          },
-        },
+        requestBody: formBody(['grant_type'], {
+          grant_type: text('`authorization_code` or `refresh_token`', { enum: ['authorization_code', 'refresh_token'] }),
+          code: text('The authorization code (authorization_code)'),
+          redirect_uri: text('The redirect URI of the authorization request (authorization_code)'),
+          code_verifier: text('The PKCE verifier (RFC 7636 §4.5)'),
+          refresh_token: text('The refresh token (refresh_token)'),
+          ...CLIENT_AUTHENTICATION,
+        }),
         responses: {
           '200': {
             description: 'Tokens (RFC 6749 §5.1): an access token `<brand>_oat_…` that rides the API’s scope matrix, and a refresh token `<brand>_ort_…`',
@@ -147,23 +136,11 @@ export function oauthPathItems(origin: string): Record<string, Record<string, un
         operationId: 'revokeOAuthToken',
         summary: 'Token revocation (RFC 7009): an access or refresh token of the calling client',
         description: 'Client authentication as at the token endpoint. Answers 200 whether or not the token was valid; a token of another client is left alone (RFC 7009 §2.2).',
-        requestBody: {
-          required: true,
-          content: {
-            [FORM]: {
-              schema: {
-                type: 'object',
-                required: ['token'],
-                properties: {
-                  token: text('The token to revoke'),
-                  token_type_hint: text('`access_token` or `refresh_token` (optional)'),
-                  client_id: text('The client id, when not sent with HTTP Basic'),
-                  client_secret: text('The client secret of a confidential client, when not sent with HTTP Basic'),
-                },
-              },
-            },
-          },
-        },
+        requestBody: formBody(['token'], {
+          token: text('The token to revoke'),
+          token_type_hint: text('`access_token` or `refresh_token` (optional)'),
+          ...CLIENT_AUTHENTICATION,
+        }),
         responses: { '200': { description: 'Revoked, or nothing to revoke' }, '400': errorResponse('`token` is missing'), '401': errorResponse('Client authentication failed') },
       },
     },
