@@ -19,12 +19,11 @@ import { getConversation, type ConversationRecord } from '../../db/repositories/
 import { analysisTranscript, claimAnalysis, completeAnalysis, getAnalysis, type AnalysisOutcomeRow } from '../../db/repositories/conversationAnalyses';
 import { analysisMessages, parseAnalysis, type AnalysisRequest } from '../../domain/conversations/analysis';
 import type { LlmProvider, LlmUsage } from '../../domain/conversations/llm';
-import { amountFor, PRICES } from '../../domain/billing/prices';
 import { recordUsage } from '../billing/usage';
 import { emitEvents } from '../../events/emit';
 import type { ConversationAnalysis } from '../../schemas/types/observe';
 import { startWorkflow, workflowIds } from '../../temporal.config';
-import { pinnedAgent } from './service';
+import { pinnedAgent, tokenCharge } from './service';
 
 /** What the analysis needs; `temporal` moves it to the worker. */
 export interface AnalysisDeps {
@@ -76,15 +75,8 @@ export async function analyzeConversation(
   }
   const stored = await completeAnalysis(db, orgId, conversationId, row, async (trx, a) => {
     // The analysis's LLM tokens as usage (README "Billing"), once per conversation, with the analysis.
-    if (spent && spent.usage.totalTokens > 0) {
-      await recordUsage(trx, orgId, {
-        kind: PRICES.llmTokens.kind,
-        amountCents: amountFor(PRICES.llmTokens.unitPriceCents, spent.usage.totalTokens),
-        quantity: spent.usage.totalTokens,
-        dedupeKey: `conversation:${conversationId}:analysis:tokens`,
-        details: { conversationId, agentId: c.agentId, purpose: 'analysis', promptTokens: spent.usage.promptTokens, completionTokens: spent.usage.completionTokens, model: spent.model },
-      });
-    }
+    const tokens = spent && tokenCharge(spent.usage, spent.model, `conversation:${conversationId}:analysis:tokens`, { conversationId, agentId: c.agentId, purpose: 'analysis' });
+    if (tokens) await recordUsage(trx, orgId, tokens);
     await emitEvents(trx, orgId, [
       {
         type: 'conversation.analyzed',

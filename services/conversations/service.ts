@@ -29,7 +29,7 @@ import {
 } from '../../db/repositories/conversations';
 import { compileDraft, type CompiledAgent } from '../../domain/agents/compile';
 import { ApiError, notFound } from '../../domain/errors';
-import type { LlmMessage, LlmProvider } from '../../domain/conversations/llm';
+import type { LlmMessage, LlmProvider, LlmUsage } from '../../domain/conversations/llm';
 import { conversationVariables } from '../../domain/conversations/prompt';
 import { greetingFor, runTurn, type EndReason, type TurnEvent, type TurnPorts, type TurnResult } from '../../domain/conversations/runtime';
 import { checkedEvents, emitEvents, type EventOf } from '../../events/emit';
@@ -49,9 +49,25 @@ export const HISTORY_MESSAGES = 30;
 export const CONVERSATION_FEES = {
   /** One agent reply. */
   message: feeOf(PRICES.conversationMessage),
-  /** LLM tokens of a turn (quantity = tokens); included in the message price on the sandbox plan. */
+  /** LLM tokens of a turn or an analysis (quantity = tokens); included in the message price on the sandbox plan. */
   tokens: feeOf(PRICES.llmTokens),
 } as const;
+
+/**
+ * The usage entry of a model call's tokens (`llm_tokens`, quantity = total tokens; README "Billing"), its
+ * details the call's prompt and completion tokens and model besides `details`; none for zero tokens.
+ * @param dedupeKey one charge per call (e.g. `conversation:<id>:turn:<n>:tokens`)
+ */
+export function tokenCharge(usage: LlmUsage, model: string | null, dedupeKey: string, details: Record<string, unknown>): UsageInput | undefined {
+  if (usage.totalTokens <= 0) return undefined;
+  return {
+    ...CONVERSATION_FEES.tokens,
+    amountCents: amountFor(PRICES.llmTokens.unitPriceCents, usage.totalTokens),
+    quantity: usage.totalTokens,
+    dedupeKey,
+    details: { ...details, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, model },
+  };
+}
 
 /** What the service needs. */
 export interface ConversationDeps {
@@ -375,15 +391,8 @@ function turnCharges(c: ConversationRecord, result: TurnResult): UsageInput[] {
   if (result.reply) {
     entries.push({ ...CONVERSATION_FEES.message, dedupeKey: `conversation:${c.id}:turn:${turn}:message`, details: { conversationId: c.id, agentId: c.agentId, channel: c.channel } });
   }
-  if (result.usage.totalTokens > 0) {
-    entries.push({
-      ...CONVERSATION_FEES.tokens,
-      amountCents: amountFor(PRICES.llmTokens.unitPriceCents, result.usage.totalTokens),
-      quantity: result.usage.totalTokens,
-      dedupeKey: `conversation:${c.id}:turn:${turn}:tokens`,
-      details: { conversationId: c.id, agentId: c.agentId, promptTokens: result.usage.promptTokens, completionTokens: result.usage.completionTokens, model: result.model },
-    });
-  }
+  const tokens = tokenCharge(result.usage, result.model, `conversation:${c.id}:turn:${turn}:tokens`, { conversationId: c.id, agentId: c.agentId });
+  if (tokens) entries.push(tokens);
   return entries;
 }
 
