@@ -39,6 +39,24 @@ describe('post-conversation analysis', () => {
     return res.body.data.session.id as string;
   };
   const say = async (id: string, content: string) => expect((await t.call('POST', `/chat/sessions/${id}/messages`, { key: org.key, json: { content } })).status).to.equal(200);
+  /** The usage entries charged for a conversation's analysis tokens. */
+  const analysisTokens = (id: string) => t.db('usage_entries').where({ org_id: org.orgId, dedupe_key: `conversation:${id}:analysis:tokens` });
+  /** A chat of one message on a new published agent, ended with `complete` as the analysing model. */
+  const endedWithModel = async (name: string, complete: LlmProvider['complete']) => {
+    const agent = await newAgent({ name, analysis: { fields: FIELDS } });
+    await publishDraft(t.db, org, agent.id, `${name}-1`);
+    const id = await start(agent.id);
+    await say(id, 'hello');
+    const llm: LlmProvider = {
+      name,
+      complete,
+      stream: () => {
+        throw new Error('not used');
+      },
+    };
+    const ended = await finishConversation(t.db, (await getConversation(t.db, org.orgId, id))!, 'ended_by_api', { db: t.db, llm });
+    return { id, ended };
+  };
   const analyzedEvents = (id: string) => t.db('events').where({ org_id: org.orgId, type: 'conversation.analyzed' }).whereRaw(`data->>'conversationId' = ?`, [id]).select('data');
 
   before(async () => {
@@ -96,15 +114,15 @@ describe('post-conversation analysis', () => {
     expect(events[0].data.fields).to.deep.equal(a.fields);
 
     // The analysis's tokens are usage of the conversation, beside its turns' (README "Billing").
-    const analysisTokens = () => t.db('usage_entries').where({ org_id: org.orgId, kind: 'llm_tokens', dedupe_key: `conversation:${id}:analysis:tokens` });
-    const [spent] = await analysisTokens();
+    const [spent] = await analysisTokens(id);
+    expect(spent.kind).to.equal('llm_tokens');
     expect(spent.quantity).to.be.greaterThan(0);
     expect(spent.details).to.include({ conversationId: id, agentId: agent.id, purpose: 'analysis', model: 'sandbox' });
     expect(spent.details.promptTokens + spent.details.completionTokens).to.equal(spent.quantity);
 
     // A second end changes nothing and analyses nothing.
     expect((await t.call('POST', `/chat/sessions/${id}/end`, { key: org.key })).status).to.equal(200);
-    expect(await analysisTokens()).to.have.length(1);
+    expect(await analysisTokens(id)).to.have.length(1);
     expect(await analyzedEvents(id)).to.have.length(1);
     expect(await t.db('conversation_analyses').where({ conversation_id: id }).count({ n: '*' }).first()).to.deep.include({ n: 1 });
   });
@@ -127,19 +145,7 @@ describe('post-conversation analysis', () => {
   });
 
   it('records a failed analysis when the LLM fails, without failing the end', async () => {
-    const agent = await newAgent({ name: 'Flaky', analysis: { fields: FIELDS } });
-    await publishDraft(t.db, org, agent.id, 'f1');
-    const id = await start(agent.id);
-    await say(id, 'hello');
-    const failing: LlmProvider = {
-      name: 'failing',
-      complete: () => Promise.reject(new LlmProviderError('unavailable', 'the LLM answered 503')),
-      stream: () => {
-        throw new Error('not used');
-      },
-    };
-    const c = (await getConversation(t.db, org.orgId, id))!;
-    const ended = await finishConversation(t.db, c, 'ended_by_api', { db: t.db, llm: failing });
+    const { id, ended } = await endedWithModel('Flaky', () => Promise.reject(new LlmProviderError('unavailable', 'the LLM answered 503')));
     expect(ended.status).to.equal('ended');
     const a = (await t.call('GET', `/conversations/${id}/transcript`, { key: org.key })).body.data.analysis;
     expect(a).to.include({ status: 'failed', outcome: null, sentiment: null, summary: null, error: 'the LLM answered 503' });
@@ -147,26 +153,20 @@ describe('post-conversation analysis', () => {
     expect(events).to.have.length(1);
     expect(events[0].data).to.include({ status: 'failed', error: 'the LLM answered 503' });
     // The model never answered: no tokens to charge.
-    expect(await t.db('usage_entries').where({ org_id: org.orgId, dedupe_key: `conversation:${id}:analysis:tokens` })).to.have.length(0);
+    expect(await analysisTokens(id)).to.have.length(0);
   });
 
   it('charges the tokens of an answer it cannot use, and stores the analysis as failed', async () => {
-    const agent = await newAgent({ name: 'Garbled', analysis: { fields: FIELDS } });
-    await publishDraft(t.db, org, agent.id, 'g1');
-    const id = await start(agent.id);
-    await say(id, 'hello');
-    const garbled: LlmProvider = {
-      name: 'garbled',
-      complete: async () => ({ content: 'not json at all', toolCalls: [], finishReason: 'stop', usage: { promptTokens: 40, completionTokens: 4, totalTokens: 44 }, model: 'garbler-1' }),
-      stream: () => {
-        throw new Error('not used');
-      },
-    };
-    const c = (await getConversation(t.db, org.orgId, id))!;
-    await finishConversation(t.db, c, 'ended_by_api', { db: t.db, llm: garbled });
+    const { id } = await endedWithModel('Garbled', async () => ({
+      content: 'not json at all',
+      toolCalls: [],
+      finishReason: 'stop',
+      usage: { promptTokens: 40, completionTokens: 4, totalTokens: 44 },
+      model: 'garbler-1',
+    }));
     const a = (await t.call('GET', `/conversations/${id}/transcript`, { key: org.key })).body.data.analysis;
     expect(a.status).to.equal('failed');
-    const spent = await t.db('usage_entries').where({ org_id: org.orgId, dedupe_key: `conversation:${id}:analysis:tokens` });
+    const spent = await analysisTokens(id);
     expect(spent).to.have.length(1);
     expect(spent[0]).to.include({ kind: 'llm_tokens', quantity: 44 });
     expect(spent[0].details).to.include({ purpose: 'analysis', promptTokens: 40, completionTokens: 4, model: 'garbler-1' });
