@@ -19,13 +19,17 @@ export interface SqlPart {
 
 const statementNames = new Map<string, string>();
 
+/** SQLSTATEs of a server that is shutting down: admin_shutdown, crash_shutdown, cannot_connect_now (PostgreSQL Appendix A, class 57). */
+const SHUTDOWN_CODES = new Set(['57P01', '57P02', '57P03']);
+
 /**
- * True for the error a connection gets when Postgres is being shut down (SQLSTATE 57P01 admin_shutdown):
- * e.g. Ctrl-C in the terminal of `npm start` reaches the embedded Postgres in the same process group at the
- * same moment as the service, so the last writes of a shutdown meet a closing server (README "Quick start").
+ * True for the error a connection gets when Postgres is being shut down: an open connection is ended
+ * (57P01, 57P02) or a new one is refused (57P03, "the database system is shutting down"). E.g. Ctrl-C in the
+ * terminal of `npm start` reaches the embedded Postgres in the same process group at the same moment as the
+ * service, so the last writes of a shutdown meet a closing server (README "Quick start").
  */
 export function isServerShutdown(err: unknown): boolean {
-  return (err as { code?: unknown } | null)?.code === '57P01';
+  return SHUTDOWN_CODES.has((err as { code?: unknown } | null)?.code as string);
 }
 
 /**

@@ -150,9 +150,14 @@ export async function startWebhookDispatcher(opts: DispatcherOptions): Promise<W
   if (opts.databaseUrl) {
     try {
       listener = new pg.Client({ connectionString: opts.databaseUrl });
+      // A server shutting down ends the connection with 57P01, then pg reports the closed socket as a
+      // second error ("Connection terminated unexpectedly"): both are the same stop.
+      let serverStopping = false;
       listener.on('error', (err) => {
-        if (isServerShutdown(err)) log.info('Postgres is shutting down: the outbox listener stops');
-        else log.warn({ err }, 'outbox listener error; polling continues');
+        if (isServerShutdown(err)) {
+          serverStopping = true;
+          log.info('Postgres is shutting down: the outbox listener stops');
+        } else if (!serverStopping) log.warn({ err }, 'outbox listener error; polling continues');
       });
       listener.on('notification', () => {
         if (!stopped) void sweep();

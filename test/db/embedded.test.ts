@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { attachRunningPostgres, startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../../db/embedded';
+import { isServerShutdown } from '../../db';
 
 async function show(url: string, setting: string): Promise<string> {
   const client = new pg.Client({ connectionString: url });
@@ -26,6 +27,23 @@ describe('embedded Postgres (db/embedded.ts)', function () {
   after(async () => {
     await running?.stop();
     fs.rmSync(path.dirname(dataDir), { recursive: true, force: true });
+  });
+
+  it('tells a server shutting down (Ctrl-C of npm start) from other connection errors (isServerShutdown)', async () => {
+    const server = await startEmbeddedPostgres({ dataDir: path.join(path.dirname(dataDir), 'shutdown'), password: 'x', durable: false });
+    const client = new pg.Client({ connectionString: server.url });
+    const errors: unknown[] = [];
+    client.on('error', (err) => errors.push(err));
+    await client.connect();
+    await server.stop();
+    // The open connection is ended by the server (57P01).
+    for (let i = 0; i < 100 && !errors.length; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(errors.length).to.be.greaterThan(0);
+    expect(isServerShutdown(errors[0]), String(errors[0])).to.equal(true);
+    // A new connection refused while the server stops (57P03) is the same stop; other errors are not.
+    expect(['57P01', '57P02', '57P03'].map((code) => isServerShutdown({ code }))).to.deep.equal([true, true, true]);
+    expect(['28P01', '57014', 'ECONNREFUSED', undefined].map((code) => isServerShutdown({ code }))).to.deep.equal([false, false, false, false]);
+    expect(isServerShutdown(null)).to.equal(false);
   });
 
   it('is durable unless told otherwise, switches a cluster made with the old fixed password to the given one, and can be joined', async () => {
