@@ -28,7 +28,7 @@ import { resealVariableSecrets } from './db/repositories/variables';
 import { resealConnectionCredentials } from './db/repositories/integrations';
 import { loadWebhookSettings } from './domain/webhooks/settings';
 import { openSecret, sealSecret } from './domain/webhooks/signing';
-import { placeSandboxCall, type CallStep } from './activities/providers/telephony/sandboxCaller';
+import { placeSandboxCall, type CallStep } from './providers/telephony/sandboxCaller';
 
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(`--${name}`);
@@ -149,7 +149,7 @@ if (require.main === module) {
 
 /**
  * `calls place`: rings the running API's sandbox voice webhook for `--to` and plays the script over the
- * relay WebSocket (activities/providers/telephony/sandboxCaller.ts), printing each line heard.
+ * relay WebSocket (providers/telephony/sandboxCaller.ts), printing each line heard.
  * Signs with the service's CARRIER_CALLBACK_SECRET (environment, else DATA_DIR/secrets).
  */
 async function placeCall(args: string[], out: (line: string) => void, err: (line: string) => void): Promise<number> {

@@ -18,7 +18,7 @@ import { serveWebUi, webUiVersion } from './devserver/http/ui';
 import { ensureUiBuilt, UI_BUILD_DIR } from './scripts/build-ui';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { startHousekeeping } from './services/housekeeping';
-import { resumeSandboxCallbacks } from './activities/providers/carrier/sandbox';
+import { resumeSandboxCallbacks } from './providers/carrier/sandbox';
 import { ensureBillingCalendar } from './activities/billing';
 
 async function main(): Promise<void> {

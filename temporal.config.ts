@@ -60,8 +60,8 @@ export function workflowSearchAttributes(orgId: string | null, resourceId?: stri
   return pairs;
 }
 
-/** The named activity retry policies (defined in workflows/retryPolicies.ts so the workflow bundle can load them). */
-export { RETRY } from './workflows/retryPolicies';
+// The named activity retry policies live in workflows/retryPolicies.ts: the workflow bundle loads them
+// there, and this module, read by every layer below the entry points, imports workflow code only as types.
 
 /** Workflow functions by type name: the worker's workflowsPath exports (workflows/index.ts). */
 export type WorkflowTypes = typeof workflows;

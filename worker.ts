@@ -14,8 +14,8 @@ import { TASK_QUEUE } from './temporal.config';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { startHousekeeping } from './services/housekeeping';
-import { resumeSandboxCallbacks } from './activities/providers/carrier/sandbox';
-import { checkProviderCredentials } from './activities/providers/credentials';
+import { resumeSandboxCallbacks } from './providers/carrier/sandbox';
+import { checkProviderCredentials } from './providers/credentials';
 import { ensureBillingCalendar } from './activities/billing';
 
 /**

@@ -5,7 +5,7 @@
 import type { Db } from '../db';
 import type { LlmProvider } from '../domain/conversations/llm';
 import { analyzeConversation } from '../services/conversations/analysis';
-import { createLlm } from './providers/llm';
+import { createLlm } from '../providers/llm';
 
 /** The conversation to analyse. */
 export interface AnalysisRef {

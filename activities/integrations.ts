@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityDeps } from './index';
 import { getConnectionById, setConnectionError, setSyncProgress } from '../db/repositories/integrations';
 import { upsertSourcedRecords } from '../db/repositories/records';
-import { integrationsAdapter, IntegrationProviderError } from './providers/integrations';
+import { integrationsAdapter, IntegrationProviderError } from '../providers/integrations';
 import { openCredentials } from '../services/integrations/connections';
 import type { IntegrationKind } from '../domain/integrations/catalog';
 import type { RecordsSyncProgress } from '../schemas/types/integrations';

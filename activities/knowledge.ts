@@ -16,7 +16,7 @@ import { extractDocument, normalizeText, UnsupportedContentError, type Extracted
 import { getExtraction, getSource, indexChunks, markFailed, markProcessing, saveExtraction, type OnSourceChange } from '../db/repositories/knowledge';
 import { getUploadContent } from '../db/repositories/uploads';
 import { emitEvent } from '../events/emit';
-import { createHttpClient, HttpFetchError, type HttpClient } from './providers/http';
+import { createHttpClient, HttpFetchError, type HttpClient } from '../providers/http';
 import type { ActivityDeps } from './index';
 
 /** Input of every knowledge activity. */

@@ -15,7 +15,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import type { ActivityDeps } from './index';
-import { createTelephony, type DialResult, type TelephonyAdapter, type TelephonyOptions } from './providers/telephony';
+import { createTelephony, type DialResult, type TelephonyAdapter, type TelephonyOptions } from '../providers/telephony';
 import { CsvFormatError, readContactRows, type CsvContactRow } from '../domain/outbound/csv';
 import { normalizeUsPhone, purposeNeedsConsent, scrubRow } from '../domain/outbound/scrub';
 import { nextDialTime, zonesFor } from '../domain/outbound/callingWindow';
@@ -37,10 +37,11 @@ import { getUploadContent } from '../db/repositories/uploads';
 import { recordCallConversation } from '../db/repositories/conversations';
 import { findVoiceCallByProviderId, getVoiceCall, linkDialConversation } from '../db/repositories/voiceCalls';
 import { completeCall, type CampaignCallDial } from '../services/voice/calls';
+import { campaignCallHandoff } from '../services/voice/handoff';
 import { campaignVoicemail, recordVoicemail, type CampaignVoicemail } from '../services/voice/voicemail';
 import { converseSandboxCampaignCall } from './voice';
 import { emitEvent } from '../events/emit';
-import { performOnce, type FaultHook } from './providers/effects';
+import { performOnce, type FaultHook } from '../services/effects';
 import { resolveIntent } from '../db/repositories/providerIntents';
 
 /** Rows scrubbed and stored per round trip of the import. */
@@ -50,7 +51,7 @@ export const IMPORT_CHUNK_ROWS = 2000;
 export interface OutboundActivityOptions {
   telephony?: TelephonyAdapter;
   telephonyOptions?: TelephonyOptions;
-  /** Tests only: crash points of the dial's provider write (activities/providers/effects.ts). */
+  /** Tests only: crash points of the dial's provider write (services/effects.ts). */
   faults?: FaultHook;
   /**
    * Where the sandbox carrier connects answered dials (the API's base URL, `…/api/v1`): each answered
@@ -110,7 +111,7 @@ async function completeVoicemail(db: ActivityDeps['db'], dial: CampaignCallDial,
 export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActivityOptions = {}) {
   const { db } = deps;
   let telephony = opts.telephony;
-  const telephonyOf = () => (telephony ??= createTelephony(deps, opts.telephonyOptions));
+  const telephonyOf = () => (telephony ??= createTelephony({ ...deps, handoff: campaignCallHandoff(db, `${deps.config.publicBaseUrl.replace(/\/+$/, '')}/api/v1`) }, opts.telephonyOptions));
 
   /** Moves a campaign along the state machine with its event; a no-op when the move is not allowed. */
   const moveCampaign = async (orgId: string, campaignId: string, action: 'complete' | 'cancel'): Promise<string> =>

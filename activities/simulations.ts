@@ -7,8 +7,8 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ActivityDeps } from './index';
-import { createLlm } from './providers/llm';
-import { createSkillHttpClient, type SkillHttpClient } from './providers/http/request';
+import { createLlm } from '../providers/llm';
+import { createSkillHttpClient, type SkillHttpClient } from '../providers/http/request';
 import type { LlmMessage, LlmProvider } from '../domain/conversations/llm';
 import { evaluateExpectations } from '../domain/conversations/expectations';
 

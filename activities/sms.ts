@@ -7,17 +7,17 @@
  * creating or sending again, so Temporal's retries never duplicate an effect.
  */
 import type { ActivityDeps } from './index';
-import { createCarrier, type CarrierAdapter, type CarrierOptions } from './providers/carrier';
-import { createTelephony, type TelephonyAdapter, type TelephonyOptions } from './providers/telephony';
+import { createCarrier, type CarrierAdapter, type CarrierOptions } from '../providers/carrier';
+import { createTelephony, type TelephonyAdapter, type TelephonyOptions } from '../providers/telephony';
 import type { CarrierEvent } from '../domain/sms/carrierStatus';
 import { getSubmissionRecord, getRegistration, setCarrierIds, transitionSubmission } from '../db/repositories/smsRegistrations';
 import { advanceMessage, getMessageRecord } from '../db/repositories/smsMessages';
 import { getContact } from '../db/repositories/smsContacts';
 import { getOwnedNumberByE164 } from '../db/repositories/numbers';
 import { messageChanged, registrationChanged } from '../events/sms';
-import { performOnce, type EffectOutcome, type EffectSpec, type FaultHook } from './providers/effects';
+import { performOnce, type EffectOutcome, type EffectSpec, type FaultHook } from '../services/effects';
 import { resolveIntent } from '../db/repositories/providerIntents';
-import type { CarrierSubmission } from './providers/carrier';
+import type { CarrierSubmission } from '../providers/carrier';
 
 /** Extra dependencies (tests and benchmarks pass their own adapters or sandbox options). */
 export interface SmsActivityOptions {
@@ -25,7 +25,7 @@ export interface SmsActivityOptions {
   telephony?: TelephonyAdapter;
   carrierOptions?: CarrierOptions;
   telephonyOptions?: TelephonyOptions;
-  /** Tests only: crash points of the provider writes (activities/providers/effects.ts). */
+  /** Tests only: crash points of the provider writes (services/effects.ts). */
   faults?: FaultHook;
 }
 

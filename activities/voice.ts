@@ -5,8 +5,8 @@
 import type { Db } from '../db';
 import { advanceVoiceCall, getVoiceCall } from '../db/repositories/voiceCalls';
 import { completeCall, prepareCampaignCall, type CampaignCallDial } from '../services/voice/calls';
-import { RelayClient } from './providers/telephony/sandboxCaller';
-import { createLlm } from './providers/llm';
+import { RelayClient } from '../providers/telephony/sandboxCaller';
+import { createLlm } from '../providers/llm';
 import type { LlmProvider } from '../domain/conversations/llm';
 
 /** What the sandbox callee of a campaign call says, line by line, before hanging up. */

@@ -6,7 +6,7 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import { assertHostLiteralAllowed, SsrfRefusedError, type AllowList } from '../domain/net/guard';
-import { guardedConnector } from './providers/http';
+import { guardedConnector } from '../providers/http';
 import type { ActivityDeps } from './index';
 import { abandonDelivery, loadDeliveryContext, recordAttempt } from '../db/repositories/webhooks';
 import { openSecret, signatureHeaders } from '../domain/webhooks/signing';

@@ -32,9 +32,9 @@ import { HANDLERS, ROUTE_SCHEMAS } from './routes';
 import { validateRequestBody } from './middleware/validate';
 import { ROUTES, toKoaPath } from './routes/table';
 import type { AppContext, AppDeps, AppProviders, AppState } from './context';
-import { createLlm } from '../activities/providers/llm';
-import { createSkillHttpClient } from '../activities/providers/http/request';
-import { createMailer } from '../activities/providers/mailer';
+import { createLlm } from '../providers/llm';
+import { createSkillHttpClient } from '../providers/http/request';
+import { createMailer } from '../providers/mailer';
 import { oauthRoutes } from './oauth';
 import { publicOrigin } from './publicOrigin';
 

@@ -10,8 +10,8 @@ import type { RouteDef } from './routes/table';
 import type { IdempotencyClaim } from './middleware/idempotency';
 import type { Scope } from '../domain/scopes';
 import type { LlmProvider } from '../domain/conversations/llm';
-import type { SkillHttpClient } from '../activities/providers/http/request';
-import type { Mailer } from '../activities/providers/mailer';
+import type { SkillHttpClient } from '../providers/http/request';
+import type { Mailer } from '../providers/mailer';
 
 /** The authenticated caller: the credential alone decides the organization (spec "Authentication"). */
 export interface AuthContext {

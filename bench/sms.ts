@@ -24,8 +24,8 @@ import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { usAreaCodes } from '../domain/sms/nanp';
 import { bundleBenchWorkflows, startBenchApi, startBenchStack } from './harness';
 import { createSmsActivities } from '../activities/sms';
-import { stopSandboxDispatchers } from '../activities/providers/carrier/sandbox';
-import { sandboxInventory } from '../activities/providers/telephony/sandbox';
+import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
+import { sandboxInventory } from '../providers/telephony/sandbox';
 import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
 import { runBench } from './entry';
 

@@ -1,7 +1,7 @@
 /**
  * Voice benchmark (README "Benchmarks", "Voice calls"): BENCH_VOICE_CALLS (1,000) concurrent
  * ConversationRelay sessions on one API process with the sandbox LLM, every call rung through the signed
- * sandbox voice webhook and its relay socket opened as a carrier would (activities/providers/telephony/
+ * sandbox voice webhook and its relay socket opened as a carrier would (providers/telephony/
  * sandboxCaller.ts). While all calls stay open, each caller says a final `prompt` about every
  * BENCH_VOICE_PROMPT_EVERY_MS (5,000 ms, jittered; people pause between sentences) for
  * BENCH_VOICE_SECONDS (15 s). Figures:
@@ -24,7 +24,7 @@ import { startApi } from '../api/server';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
 import { apiCaller, cpuSnapshot, openBenchDatabase, publishForBench } from './harness';
-import { sandboxInventory } from '../activities/providers/telephony/sandbox';
+import { sandboxInventory } from '../providers/telephony/sandbox';
 import type { CallersJob, CallersResult } from './voiceCallers';
 import { spawn } from 'node:child_process';
 import path from 'node:path';

@@ -2,14 +2,14 @@
  * The carrier side of bench/voice.ts in its own process (README "Benchmarks"), so the API process serves
  * only the service and its figures (CPU, memory, event loop) are its own. Reads one JSON job from argv[2]:
  * `{ baseUrl, to, calls, seconds, everyMs, prompts }`. Rings the signed sandbox voice webhook for `calls`
- * callers and opens each relay socket with its `setup` as a carrier would (activities/providers/telephony/
+ * callers and opens each relay socket with its `setup` as a carrier would (providers/telephony/
  * sandboxCaller.ts), prints `OPENED`, waits for a line on stdin, then has each caller say a final `prompt`
  * about every `everyMs` (jittered) for `seconds`, and prints
  * `RESULT {turns, errors, p50, p99, cpuMs}`: prompt → first `text` token in ms as the caller measures it,
  * and this process's CPU during the prompts. A second line on stdin hangs every call up; it exits when the
  * sockets closed.
  */
-import { postSandboxWebhook, RelayClient } from '../activities/providers/telephony/sandboxCaller';
+import { postSandboxWebhook, RelayClient } from '../providers/telephony/sandboxCaller';
 import { processCpu } from './harness';
 
 /** The job (argv[2], JSON). */

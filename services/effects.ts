@@ -9,9 +9,9 @@
  * Tests inject a fault hook that crashes the attempt at a named step (before the request, after the
  * provider accepted it, after the result was recorded) and then run the attempt again, as Temporal does.
  */
-import type { Db } from '../../db';
-import { beginIntent, markIntentUnknown, type IntentKind, type ProviderIntent } from '../../db/repositories/providerIntents';
-import { emitEvent } from '../../events/emit';
+import type { Db } from '../db';
+import { beginIntent, markIntentUnknown, type IntentKind, type ProviderIntent } from '../db/repositories/providerIntents';
+import { emitEvent } from '../events/emit';
 
 /** A point of a write where a test may crash the worker. */
 export type EffectStep = 'before_request' | 'after_accept' | 'after_record';
@@ -27,8 +27,9 @@ export class SimulatedCrash extends Error {
   }
 }
 
-/** A provider look-up's answer: the object, proof that it does not exist, or that it cannot tell. */
-export type Lookup<R> = { found: R } | { absent: true } | { cannotTell: string };
+import type { Lookup } from '../providers/lookup';
+
+export type { Lookup };
 
 /** The outcome of a write done once. */
 export type EffectOutcome<R> =

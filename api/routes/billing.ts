@@ -10,7 +10,7 @@ import { topUpAmountProblem, WALLET_CURRENCY } from '../../domain/billing/wallet
 import { periodOf, previousPeriod } from '../../domain/billing/periods';
 import { closedInvoicesBefore, creditPayment, getClosedInvoice, getWallet, openInvoice, type LedgerEntry, type WalletRecord } from '../../db/repositories/billing';
 import { pageUsage, usageByDay, type UsageEntry, type UsageFilter } from '../../db/repositories/usage';
-import { createPayments, PaymentError } from '../../activities/providers/payments';
+import { createPayments, PaymentError } from '../../providers/payments';
 import { encodeCursor } from '../../db/pagination';
 import { decodeCursorOr400, orgOf, pageParams, paged } from '../http';
 import type { Invoice, LedgerEntryView, UsageEntryView, Wallet, WalletTopUpRequest, WalletTopUpResult } from '../../schemas/types/billing';

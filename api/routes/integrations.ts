@@ -19,7 +19,7 @@ import { INTEGRATION_KINDS, credentialErrors, spreadsheetIdOf, type IntegrationK
 import { skillConfigErrors } from '../../domain/agents/skillTypes';
 import { deleteConnection, getConnection, listConnections, mergeConnectionConfig, toStatus, type ConnectionRecord } from '../../db/repositories/integrations';
 import { insertSkill, skillsByName, updateSkillRow } from '../../db/repositories/agentSkills';
-import { integrationsAdapter, IntegrationProviderError } from '../../activities/providers/integrations';
+import { integrationsAdapter, IntegrationProviderError } from '../../providers/integrations';
 import { beginOAuth, completeOAuth, connectWithCredentials, kindAvailable, kindOr404, openCredentials, requireConnection } from '../../services/integrations/connections';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { orgOf, requireTemporal, temporalUnavailable } from '../http';

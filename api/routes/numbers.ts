@@ -13,8 +13,8 @@ import { assignNumber, heldNumbers, listOwnedNumbers, NumberUnavailableError, pu
 import { FEES } from '../../db/repositories/usage';
 import { recordUsage } from '../../services/billing/usage';
 import { logProviderRequest } from '../../db/repositories/smsProviderEvents';
-import { createTelephony, type TelephonyAdapter } from '../../activities/providers/telephony';
-import { performOnce, type FaultHook } from '../../activities/providers/effects';
+import { createTelephony, type TelephonyAdapter } from '../../providers/telephony';
+import { performOnce, type FaultHook } from '../../services/effects';
 import { resolveIntent } from '../../db/repositories/providerIntents';
 import { areaCodeInfo, areaCodeOf } from '../../domain/sms/nanp';
 import { decodeCursorOr400, e164Param, listHandler, orgOf, pageParams, requireOwned } from '../http';

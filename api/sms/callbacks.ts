@@ -28,7 +28,7 @@ import { parseInboundMedia, type InboundMediaItem } from './media';
 import { newId } from '../../db/ids';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { carrierEventSignal } from '../../workflows/definitions';
-import { SANDBOX_PROVIDER, type SandboxCallbackPayload } from '../../activities/providers/carrier/sandbox';
+import { SANDBOX_PROVIDER, type SandboxCallbackPayload } from '../../providers/carrier/sandbox';
 import { optInConfirmation, optOutConfirmation, parseInboundKeyword } from '../../domain/sms/keywords';
 import { messageChanged, messageReceived } from '../../events/sms';
 import type { SmsProviderCallbackResult } from '../../schemas/types/sms';

@@ -22,10 +22,10 @@ import twilio from 'twilio';
 import { TelnyxWebhook } from 'telnyx/lib/webhooks';
 import { ApiError } from '../../domain/errors';
 import { claimWebhookEvent, recordProviderCall, releaseWebhookEvent, updateProviderCall } from '../../db/repositories/providerWebhooks';
-import { parseTelnyxClientState } from '../../activities/providers/telephony/telnyx';
-import { TELNYX_PROVIDER } from '../../activities/providers/telephony/telnyxClient';
-import { TWILIO_PROVIDER } from '../../activities/providers/telephony/twilioClient';
-import { endedCallOutcome } from '../../activities/providers/telephony/live';
+import { parseTelnyxClientState } from '../../providers/telephony/telnyx';
+import { TELNYX_PROVIDER } from '../../providers/telephony/telnyxClient';
+import { TWILIO_PROVIDER } from '../../providers/telephony/twilioClient';
+import { endedCallOutcome } from '../../providers/telephony/live';
 import type { SmsProviderCallbackResult } from '../../schemas/types/sms';
 import { applyProviderCallback, type CallbackBody, type CallbackDeps } from './callbacks';
 

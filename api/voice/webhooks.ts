@@ -159,7 +159,7 @@ const URL_ID = /^[a-z]{2,5}_[A-Za-z0-9_-]{1,64}$/;
 
 /**
  * The answered campaign call a voice webhook asks about: its URL names the organization, agent and
- * campaign (`org`, `agt`, `cmp` — the dial put them there, activities/providers/telephony/twilio.ts).
+ * campaign (`org`, `agt`, `cmp` — the dial put them there, providers/telephony/twilio.ts).
  * Trusted only from carriers whose signature covers the URL (Twilio's scheme: Twilio and the sandbox);
  * Telnyx signs the body alone, so its URL parameters are ignored (its campaign calls are connected by a
  * Call Control command instead). The call's `From` is our number, its `To` the contact.

@@ -1,7 +1,7 @@
 /**
  * The chat-model port of the conversation runtime: OpenAI chat-completions semantics (messages, tools and
  * tool calls, streamed deltas, token usage — OpenAI API reference "Chat Completions"), stated here so the
- * pure runtime and every LLM adapter (activities/providers/llm) share one shape.
+ * pure runtime and every LLM adapter (providers/llm) share one shape.
  */
 import type { AnalysisRequest } from './analysis';
 

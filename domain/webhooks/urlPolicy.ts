@@ -1,7 +1,7 @@
 /**
  * Which webhook URLs may be registered and delivered to (README "Webhooks and audit logs", SSRF). Checked when an endpoint is
  * created or updated (400 naming `url`) and again before every delivery; the SSRF guard of
- * activities/providers/http/guard.ts then judges the addresses DNS returns at connect time.
+ * providers/http/guard.ts then judges the addresses DNS returns at connect time.
  *
  * - https only; plain http only to hosts listed in WEBHOOK_ALLOW_HTTP_HOSTS (local development).
  * - No credentials in the URL.

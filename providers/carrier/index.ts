@@ -8,12 +8,12 @@
  * - brand: `PENDING` → `VERIFIED` (approved) or `UNVERIFIED` (rejected)
  * - campaign: `PENDING` → `APPROVED` → `PROVISIONED` (carriers finished provisioning), or `REJECTED`
  */
-import type { Db } from '../../../db';
-import type { AppConfig } from '../../../config';
+import type { Db } from '../../db';
+import type { AppConfig } from '../../config';
 import { SandboxCarrier, type SandboxOptions } from './sandbox';
 import { TelnyxCarrier } from './telnyx';
-import type { SmsRegistration } from '../../../schemas/types/sms';
-import type { Lookup } from '../effects';
+import type { SmsRegistration } from '../../schemas/types/sms';
+import type { Lookup } from '../lookup';
 
 /** Brand details sent to the carrier (TCR brand fields). */
 export interface CarrierBrandRequest
@@ -60,7 +60,7 @@ export interface CarrierStatus {
 /**
  * A CSP adapter. Every call appends a row to `provider_requests`. Creates are billable and NOT
  * idempotent (a repeated create is a second brand or campaign): callers go through `performOnce`
- * (activities/providers/effects.ts) and list by reference on a retry.
+ * (services/effects.ts) and list by reference on a retry.
  */
 export interface CarrierAdapter {
   /** Provider name, also the `{provider}` segment of its callback path. */
@@ -79,7 +79,7 @@ export interface CarrierAdapter {
   getCampaignStatus(orgId: string, campaignId: string): Promise<CarrierStatus>;
 }
 
-export { carrierVerdict, verdictRank, supersedes, type CarrierVerdict, type CarrierEvent } from '../../../domain/sms/carrierStatus';
+export { carrierVerdict, verdictRank, supersedes, type CarrierVerdict, type CarrierEvent } from '../../domain/sms/carrierStatus';
 
 /**
  * Options of the sandbox adapter: `delayMs` is the delay before each verdict callback, ms

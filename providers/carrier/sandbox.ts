@@ -16,19 +16,19 @@
  * with a new id; `findBrands`/`findCampaigns` list them by the reference they were created with.
  */
 import crypto from 'node:crypto';
-import type { Db } from '../../../db';
-import { envNumber, type AppConfig } from '../../../config';
-import { getSandboxObject, upsertSandboxObject } from '../../../db/repositories/smsSandbox';
+import type { Db } from '../../db';
+import { envNumber, type AppConfig } from '../../config';
+import { getSandboxObject, upsertSandboxObject } from '../../db/repositories/smsSandbox';
 import {
   claimDueSandboxCallbacks,
   finishSandboxCallback,
   logProviderRequest,
   nextSandboxCallbackDelayMs,
   scheduleSandboxCallback,
-} from '../../../db/repositories/smsProviderEvents';
-import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../../../domain/sms/callbackSignature';
-import { sandboxCarrierObjectsByReference } from '../../../db/repositories/sandboxProviders';
-import type { Lookup } from '../effects';
+} from '../../db/repositories/smsProviderEvents';
+import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../../domain/sms/callbackSignature';
+import { sandboxCarrierObjectsByReference } from '../../db/repositories/sandboxProviders';
+import type { Lookup } from '../lookup';
 import type { CarrierAdapter, CarrierBrandRequest, CarrierCampaignRequest, CarrierOptions, CarrierStatus, CarrierSubmission } from './index';
 
 /** Provider name of every sandbox adapter (carrier and telephony share one callback endpoint). */

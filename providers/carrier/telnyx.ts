@@ -5,7 +5,7 @@
  * go to `PUBLIC_BASE_URL/api/v1/sms/provider-callbacks/telnyx?org=…&ref=…` (Ed25519-signed; mapped onto
  * `brand.status`/`campaign.status` by api/sms/providerWebhooks.ts).
  *
- * Telnyx statuses are normalized to the carrier interface's (activities/providers/carrier/index.ts):
+ * Telnyx statuses are normalized to the carrier interface's (providers/carrier/index.ts):
  * brand `REGISTRATION_FAILED`, or `OK` with identity `UNVERIFIED`, → `UNVERIFIED`, `OK` with a verified or
  * self-declared identity → `VERIFIED`; campaign `MNO_PROVISIONED` → `PROVISIONED`, accepted states →
  * `APPROVED`, failed/rejected/suspended/expired → `REJECTED`. The revision is the object's `updatedAt`
@@ -15,9 +15,9 @@
  * and the campaign in `referenceId`, which `findBrand`/`findCampaign` look for on a retry.
  */
 import type Telnyx from 'telnyx';
-import { getRegistration } from '../../../db/repositories/smsRegistrations';
-import { logProviderRequest } from '../../../db/repositories/smsProviderEvents';
-import type { Lookup } from '../effects';
+import { getRegistration } from '../../db/repositories/smsRegistrations';
+import { logProviderRequest } from '../../db/repositories/smsProviderEvents';
+import type { Lookup } from '../lookup';
 import { providerCallbackUrl } from '../telephony/live';
 import { TELNYX_PROVIDER, TelnyxAdapterBase, telnyxErrorText } from '../telephony/telnyxClient';
 import type { CarrierAdapter, CarrierBrandRequest, CarrierCampaignRequest, CarrierStatus, CarrierSubmission } from './index';

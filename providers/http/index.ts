@@ -9,9 +9,9 @@
  */
 import { Agent, buildConnector, request, type Dispatcher } from 'undici';
 import type { Socket } from 'node:net';
-import { assertHostLiteralAllowed, checkAddress, guardedLookup, HostUnresolvableError, parseAllowList, SsrfRefusedError, type AllowList } from '../../../domain/net/guard';
+import { assertHostLiteralAllowed, checkAddress, guardedLookup, HostUnresolvableError, parseAllowList, SsrfRefusedError, type AllowList } from '../../domain/net/guard';
 
-export { parseAllowList, checkAddress, SsrfRefusedError, type AllowList } from '../../../domain/net/guard';
+export { parseAllowList, checkAddress, SsrfRefusedError, type AllowList } from '../../domain/net/guard';
 
 /** Environment variable listing IPs/CIDRs the guard permits despite being non-public (dev and tests). */
 export const ALLOW_PRIVATE_ENV = 'HTTP_ALLOW_PRIVATE_HOSTS';

@@ -5,7 +5,7 @@
  * per-request time cap and a response size cap.
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { assertHostLiteralAllowed, parseAllowList, type AllowList } from '../../../domain/net/guard';
+import { assertHostLiteralAllowed, parseAllowList, type AllowList } from '../../domain/net/guard';
 import { ALLOW_PRIVATE_ENV, guardedConnector, HttpFetchError, readCappedBody, toFetchError } from './index';
 
 /** One request. */

@@ -2,10 +2,10 @@
  * The integration providers' interface (DESIGN.md "Providers": one per integration kind — calendar,
  * spreadsheet, CRM, generic HTTP; README "Integrations and records"). The sandbox is the default and the
  * only adapter built in (INTEGRATIONS_PROVIDER); it answers like the real APIs, with outcomes chosen by
- * documented magic values (activities/providers/integrations/sandbox.ts).
+ * documented magic values (providers/integrations/sandbox.ts).
  */
-import type { IntegrationKind } from '../../../domain/integrations/catalog';
-import { loadIntegrationSettings } from '../../../domain/integrations/settings';
+import type { IntegrationKind } from '../../domain/integrations/catalog';
+import { loadIntegrationSettings } from '../../domain/integrations/settings';
 import { SandboxIntegrations } from './sandbox';
 
 /** What a connection holds at the provider: stored only sealed (README "Security"). */

@@ -16,8 +16,8 @@
  *   finds the same event), except a start time on a Sunday, which is refused (`unavailable`).
  */
 import crypto from 'node:crypto';
-import type { IntegrationKind } from '../../../domain/integrations/catalog';
-import { pkceChallenge } from '../../../domain/integrations/oauth';
+import type { IntegrationKind } from '../../domain/integrations/catalog';
+import { pkceChallenge } from '../../domain/integrations/oauth';
 import { IntegrationProviderError, type ConnectedAccount, type ExternalRecordPage, type IntegrationSecrets, type IntegrationsAdapter } from './index';
 
 const AUTHORIZE_BASE = 'https://sandbox.integrations.invalid';

@@ -7,17 +7,17 @@
  * Failures of the upstream reject with `LlmProviderError` (./errors, which documents the HTTP mapping); aborting
  * through `LlmRequest.signal` rejects with the signal's reason (an `AbortError` DOMException by default).
  */
-import { envNumber } from '../../../config';
+import { envNumber } from '../../config';
 import { OpenAiLlm } from './openai';
 import { SandboxLlm } from './sandbox';
 
 export { LlmProviderError, isRetryableLlmError, type LlmErrorKind } from './errors';
 export { countMessages, countTokens } from './tokens';
 
-import type { LlmProvider } from '../../../domain/conversations/llm';
+import type { LlmProvider } from '../../domain/conversations/llm';
 
 /** The contract types live in the domain, where the pure conversation runtime uses them. */
-export type { LlmRole, LlmToolCall, LlmMessage, LlmTool, LlmUsage, SandboxHints, LlmRequest, LlmResponse, LlmStreamEvent, LlmProvider } from '../../../domain/conversations/llm';
+export type { LlmRole, LlmToolCall, LlmMessage, LlmTool, LlmUsage, SandboxHints, LlmRequest, LlmResponse, LlmStreamEvent, LlmProvider } from '../../domain/conversations/llm';
 
 /** Default of LLM_MODEL. */
 export const DEFAULT_LLM_MODEL = 'gpt-4o-mini';

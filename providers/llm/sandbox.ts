@@ -22,7 +22,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { LlmMessage, LlmProvider, LlmRequest, LlmResponse, LlmStreamEvent, LlmTool, LlmToolCall, LlmUsage } from './index';
 import { countMessages, countTokens, encodeTokens, tokenPieces } from './tokens';
 import { decode } from 'gpt-tokenizer';
-import { fieldJsonSchema, type AnalysisRequest } from '../../../domain/conversations/analysis';
+import { fieldJsonSchema, type AnalysisRequest } from '../../domain/conversations/analysis';
 
 /** Options of the sandbox LLM. */
 export interface SandboxLlmOptions {

@@ -3,13 +3,13 @@
  * is the default; delivery receipts and inbound texts come back as signed callbacks to
  * `POST /sms/provider-callbacks/{provider}`.
  */
-import type { Db } from '../../../db';
-import type { AppConfig } from '../../../config';
-import type { AvailableNumber } from '../../../schemas/types/numbers';
+import type { Db } from '../../db';
+import type { AppConfig } from '../../config';
+import type { AvailableNumber } from '../../schemas/types/numbers';
 import { SandboxTelephony } from './sandbox';
 import { TelnyxTelephony } from './telnyx';
 import { TwilioTelephony } from './twilio';
-import type { Lookup } from '../effects';
+import type { Lookup } from '../lookup';
 import type { SandboxOptions } from '../carrier/sandbox';
 
 /** A text to send. */
@@ -50,6 +50,39 @@ export interface OutgoingCall {
   voicemailMessage?: string;
 }
 
+/** An answered campaign call an adapter hands to the conversation runtime (a person, or a machine at its beep). */
+export interface AnsweredCampaignCall {
+  orgId: string;
+  agentId: string;
+  campaignId: string;
+  /** The provider's id of the dial (its voice_calls row is unique on it). */
+  providerCallId: string;
+  provider: string;
+  /** Our caller id and the contact, E.164. */
+  from: string;
+  to: string;
+}
+
+/**
+ * The port by which a carrier adapter that drives answered calls itself (Telnyx Call Control) hands a
+ * campaign call to the agent. Implemented by services/voice/handoff.ts and composed where the dialing
+ * activities are built (activities/outbound.ts), so every process that dials has it.
+ */
+export interface CampaignCallHandoff {
+  /**
+   * Stores the answered call (pinned to the agent's published version) and mints its relay reference.
+   * @returns the relay's WebSocket URL with the call's id, language (BCP 47) and DTMF setting; null when the
+   *   agent is no longer published (the call is stored `failed` and the adapter hangs up)
+   */
+  connect(call: AnsweredCampaignCall): Promise<{ callId: string; relayUrl: string; language?: string; dtmfEnabled: boolean } | null>;
+  /**
+   * Stores a call that reached a machine at its beep with the campaign's voicemail message, and its
+   * `voice` conversation (README "Voicemail"). @returns the message and its language; null when the
+   *   campaign's agent has no voicemail message
+   */
+  leaveVoicemail(call: AnsweredCampaignCall): Promise<{ message: string; language: string } | null>;
+}
+
 /** How a call ended. */
 export type DialOutcome = 'answered' | 'voicemail' | 'busy' | 'no_answer' | 'failed';
 
@@ -82,7 +115,7 @@ export interface CallQuery {
 /**
  * A telephony adapter. Every request appends a row to `provider_requests` (dials: their own ledger,
  * `sandbox_dials`). Purchases, texts and dials are NOT idempotent at the provider: callers go through
- * `performOnce` (activities/providers/effects.ts) and use the look-ups on a retry.
+ * `performOnce` (services/effects.ts) and use the look-ups on a retry.
  */
 export interface TelephonyAdapter {
   readonly provider: string;
@@ -116,10 +149,21 @@ export interface TelephonyOptions extends SandboxOptions {
 }
 
 /**
+ * What adapters need: the database, the configuration and, for adapters that connect answered campaign
+ * calls themselves (Telnyx), the handoff to the agent; without it such a call is hung up (no agent to
+ * hand it to), which only processes that never dial (the API's number search) may accept.
+ */
+export interface TelephonyDeps {
+  db: Db;
+  config: AppConfig;
+  handoff?: CampaignCallHandoff;
+}
+
+/**
  * The configured telephony provider (TELEPHONY_PROVIDER: `sandbox`, the default, `telnyx` or `twilio`;
  * README "Going live"). @throws for an unknown name, or a real provider whose settings are missing
  */
-export function createTelephony(deps: { db: Db; config: AppConfig }, opts: TelephonyOptions = {}): TelephonyAdapter {
+export function createTelephony(deps: TelephonyDeps, opts: TelephonyOptions = {}): TelephonyAdapter {
   const name = process.env.TELEPHONY_PROVIDER || 'sandbox';
   if (name === 'telnyx') return new TelnyxTelephony(deps);
   if (name === 'twilio') return new TwilioTelephony(deps);

@@ -4,10 +4,10 @@
  * its `Retry-After` (RFC 9110 §10.2.3), and waiting for an outbound call to end as its webhooks report it.
  */
 import { Context } from '@temporalio/activity';
-import type { AppConfig } from '../../../config';
-import type { Db } from '../../../db';
-import { getProviderCall, type ProviderCallRecord } from '../../../db/repositories/providerWebhooks';
-import { findVoiceCallByProviderId } from '../../../db/repositories/voiceCalls';
+import type { AppConfig } from '../../config';
+import type { Db } from '../../db';
+import { getProviderCall, type ProviderCallRecord } from '../../db/repositories/providerWebhooks';
+import { findVoiceCallByProviderId } from '../../db/repositories/voiceCalls';
 import type { DialOutcome, DialResult } from './index';
 
 /** An environment variable a real adapter cannot work without. @throws Error naming it when unset */

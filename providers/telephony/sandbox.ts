@@ -20,13 +20,13 @@
 import crypto from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
-import type { Db } from '../../../db';
-import { envNumber, type AppConfig } from '../../../config';
-import type { AvailableNumber } from '../../../schemas/types/numbers';
-import { logProviderRequest } from '../../../db/repositories/smsProviderEvents';
-import { areaCodeInfo } from '../../../domain/sms/nanp';
-import { logProviderExchange, providerResponseByReference, sandboxFindDial, sandboxRecordDial } from '../../../db/repositories/sandboxProviders';
-import type { Lookup } from '../effects';
+import type { Db } from '../../db';
+import { envNumber, type AppConfig } from '../../config';
+import type { AvailableNumber } from '../../schemas/types/numbers';
+import { logProviderRequest } from '../../db/repositories/smsProviderEvents';
+import { areaCodeInfo } from '../../domain/sms/nanp';
+import { logProviderExchange, providerResponseByReference, sandboxFindDial, sandboxRecordDial } from '../../db/repositories/sandboxProviders';
+import type { Lookup } from '../lookup';
 import { SANDBOX_PROVIDER, SandboxAdapter } from '../carrier/sandbox';
 import type { CallQuery, DialOutcome, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter, TelephonyOptions } from './index';
 

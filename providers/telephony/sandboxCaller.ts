@@ -7,9 +7,9 @@
  * CLI's `call` command and the benchmark all use it.
  */
 import { WebSocket } from 'ws';
-import { callbackSecret } from '../../../domain/sms/callbackSignature';
-import { twilioSignature } from '../../../domain/voice/signatures';
-import type { RelayFrame } from '../../../domain/voice/frames';
+import { callbackSecret } from '../../domain/sms/callbackSignature';
+import { twilioSignature } from '../../domain/voice/signatures';
+import type { RelayFrame } from '../../domain/voice/frames';
 
 /** One step of a caller's script. */
 export type CallStep =

@@ -9,7 +9,7 @@
  * `call.machine.detection.ended` other than a machine) is connected to the campaign's agent with the
  * Call Control command `POST /calls/{id}/actions/conversation_relay_start` (Telnyx "Conversation
  * Relay": started "from TeXML or with a Programmable Voice command"; `command_id` makes a retried
- * command a no-op), its WebSocket the relay of a call stored by `prepareCampaignCall`, which speaks the
+ * command a no-op), its WebSocket the relay of a call stored by the campaign-call handoff (services/voice/handoff.ts), which speaks the
  * agent's greeting first; a call whose agent is no longer published is hung up. A campaign call with a
  * voicemail message to leave is placed with detection `greeting_end`: a machine whose greeting ended
  * (`call.machine.greeting.ended`) hears the message (`speak`), then is hung up on `call.speak.ended`
@@ -20,15 +20,13 @@
  */
 import type Telnyx from 'telnyx';
 import { APIError } from 'telnyx';
-import type { AvailableNumber } from '../../../schemas/types/numbers';
-import { ApiError } from '../../../domain/errors';
-import { areaCodeInfo } from '../../../domain/sms/nanp';
-import { logProviderRequest } from '../../../db/repositories/smsProviderEvents';
-import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall, type ProviderCallRecord } from '../../../db/repositories/providerWebhooks';
-import { prepareCampaignCall } from '../../../services/voice/calls';
-import { campaignVoicemail, recordVoicemail } from '../../../services/voice/voicemail';
-import type { Lookup } from '../effects';
-import type { CallQuery, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter } from './index';
+import type { AvailableNumber } from '../../schemas/types/numbers';
+import { ApiError } from '../../domain/errors';
+import { areaCodeInfo } from '../../domain/sms/nanp';
+import { logProviderRequest } from '../../db/repositories/smsProviderEvents';
+import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall, type ProviderCallRecord } from '../../db/repositories/providerWebhooks';
+import type { Lookup } from '../lookup';
+import type { AnsweredCampaignCall, CallQuery, CampaignCallHandoff, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter, TelephonyDeps } from './index';
 import { providerCallbackUrl, requiredEnv, waitForCallEnd } from './live';
 import { TELNYX_PROVIDER, TelnyxAdapterBase, telnyxErrorText } from './telnyxClient';
 
@@ -59,6 +57,13 @@ function cents(amount: string | number | undefined): number {
 
 /** The Telnyx telephony adapter. */
 export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapter {
+  private readonly handoff?: CampaignCallHandoff;
+
+  constructor(deps: TelephonyDeps, client?: Telnyx) {
+    super(deps, client);
+    this.handoff = deps.handoff;
+  }
+
   async searchNumbers(orgId: string, areaCode: string, limit: number): Promise<AvailableNumber[]> {
     await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'searchNumbers', { areaCode, limit });
     const r = await this.call(() =>
@@ -194,9 +199,8 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
    * `call.speak.ended`.
    */
   private async speakVoicemail(orgId: string, call: OutgoingCall, c: ProviderCallRecord): Promise<void> {
-    const vm = await campaignVoicemail(this.db, orgId, call.campaignId!, call.agentId);
+    const vm = await this.handoff?.leaveVoicemail(this.answered(orgId, call, c));
     if (!vm) return;
-    await recordVoicemail(this.db, { orgId, agentId: call.agentId, campaignId: call.campaignId!, providerCallId: c.providerCallId, provider: TELNYX_PROVIDER, from: call.from, to: call.to }, vm);
     await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'speak', { providerCallId: c.providerCallId, reference: call.idempotencyKey, length: vm.message.length });
     await this.command(orgId, c, 'speak', () =>
       this.client.calls.actions.speak(c.providerCallId, {
@@ -206,6 +210,11 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
         command_id: `voicemail:${call.idempotencyKey}`,
       }),
     );
+  }
+
+  /** The answered campaign call of a dial, as the handoff takes it. */
+  private answered(orgId: string, call: OutgoingCall, c: ProviderCallRecord): AnsweredCampaignCall {
+    return { orgId, agentId: call.agentId, campaignId: call.campaignId!, providerCallId: c.providerCallId, provider: TELNYX_PROVIDER, from: call.from, to: call.to };
   }
 
   /**
@@ -223,35 +232,25 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
 
   /**
    * Hands an answered campaign call (a person, by answering-machine detection) to its agent: the call
-   * is stored by `prepareCampaignCall` and Telnyx is told to start the ConversationRelay on it
+   * is stored by the handoff and Telnyx is told to start the ConversationRelay on it
    * (`conversation_relay_start`, `command_id` per dial so a repeated command is ignored). A machine is
    * left to the voicemail outcome; an agent no longer published hangs the call up.
    */
   private async connectToAgent(orgId: string, call: OutgoingCall, c: ProviderCallRecord): Promise<void> {
     if (TELNYX_MACHINE.test(c.answeredBy ?? '')) return;
-    const apiBaseUrl = `${this.config.publicBaseUrl.replace(/\/+$/, '')}/api/v1`;
-    const prepared = await prepareCampaignCall(this.db, apiBaseUrl, {
-      orgId,
-      agentId: call.agentId,
-      campaignId: call.campaignId!,
-      providerCallId: c.providerCallId,
-      provider: TELNYX_PROVIDER,
-      from: call.from,
-      to: call.to,
-    });
-    await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, prepared ? 'startConversationRelay' : 'hangup', { providerCallId: c.providerCallId, reference: call.idempotencyKey });
+    const prepared = this.handoff ? await this.handoff.connect(this.answered(orgId, call, c)) : null;
+    await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, prepared ? 'startConversationRelay' : 'hangup', { providerCallId: c.providerCallId, reference: call.idempotencyKey, ...(this.handoff ? {} : { reason: 'no_handoff' }) });
     if (!prepared) {
       await this.call(() => this.client.calls.actions.hangup(c.providerCallId, { command_id: `hangup:${call.idempotencyKey}` }));
       return;
     }
-    const agent = prepared.agent;
     await this.command(orgId, c, 'startConversationRelay', () =>
       this.client.calls.actions.startConversationRelay(c.providerCallId, {
         url: prepared.relayUrl,
-        language: agent?.language,
-        dtmf_detection: agent?.dtmf.enabled ?? true,
+        language: prepared.language,
+        dtmf_detection: prepared.dtmfEnabled,
         interruptible: 'any',
-        custom_parameters: { callId: prepared.call.id },
+        custom_parameters: { callId: prepared.callId },
         command_id: `relay:${call.idempotencyKey}`,
       }),
     );

@@ -5,8 +5,8 @@
  * out by `withRateLimit`, anything else goes through performOnce's look-up).
  */
 import Telnyx, { APIError } from 'telnyx';
-import type { Db } from '../../../db';
-import type { AppConfig } from '../../../config';
+import type { Db } from '../../db';
+import type { AppConfig } from '../../config';
 import { requiredEnv, withRateLimit, type RateLimitProbe } from './live';
 
 /** Provider name of the Telnyx adapters (also the `{provider}` segment of their webhook path). */

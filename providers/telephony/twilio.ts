@@ -12,14 +12,14 @@
  * with the same body; calls by the reference their callbacks echoed, else the list from/to since the dial.
  */
 import type twilio from 'twilio';
-import type { Db } from '../../../db';
-import type { AppConfig } from '../../../config';
-import type { AvailableNumber } from '../../../schemas/types/numbers';
-import { ApiError } from '../../../domain/errors';
-import { logProviderRequest } from '../../../db/repositories/smsProviderEvents';
-import { getMessageRecord } from '../../../db/repositories/smsMessages';
-import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall, updateProviderCall } from '../../../db/repositories/providerWebhooks';
-import type { Lookup } from '../effects';
+import type { Db } from '../../db';
+import type { AppConfig } from '../../config';
+import type { AvailableNumber } from '../../schemas/types/numbers';
+import { ApiError } from '../../domain/errors';
+import { logProviderRequest } from '../../db/repositories/smsProviderEvents';
+import { getMessageRecord } from '../../db/repositories/smsMessages';
+import { findProviderCallByReference, providerMessageIdByReference, recordProviderCall, updateProviderCall } from '../../db/repositories/providerWebhooks';
+import type { Lookup } from '../lookup';
 import type { CallQuery, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter } from './index';
 import { endedCallOutcome, providerCallbackUrl, voiceWebhookUrl, voicemailLeft, waitForCallEnd, withRateLimit } from './live';
 import { TWILIO_PROVIDER, twilioClient, twilioErrorCode, twilioRateLimit } from './twilioClient';

@@ -34,7 +34,7 @@ import { conversationVariables } from '../../domain/conversations/prompt';
 import { greetingFor, runTurn, type EndReason, type TurnEvent, type TurnPorts, type TurnResult } from '../../domain/conversations/runtime';
 import { checkedEvents, emitEvents, type EventOf } from '../../events/emit';
 import type { ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
-import type { SkillHttpClient } from '../../activities/providers/http/request';
+import type { SkillHttpClient } from '../../providers/http/request';
 import { createSkillRunner } from './skills';
 import { pinChecker, verifyCallerAtStart } from './callerVerification';
 import { callerIdentity, pinPrompt } from '../../domain/conversations/callerVerification';
@@ -249,7 +249,7 @@ export async function requireConversation(
   return c;
 }
 
-/** Maps an LLM provider failure (activities/providers/llm/errors.ts) to the API's problem; anything else is rethrown. */
+/** Maps an LLM provider failure (providers/llm/errors.ts) to the API's problem; anything else is rethrown. */
 export function llmProblem(err: unknown): ApiError | undefined {
   const e = err as { name?: string; kind?: string; message?: string; retryAfterSeconds?: number };
   if (e?.name !== 'LlmProviderError') return undefined;

@@ -19,7 +19,7 @@ import { getAgentNumberForSms } from '../../db/repositories/numbers';
 import { renderTemplate } from '../../domain/conversations/playbook';
 import { SkillError, type SkillCall, type SkillOutcome } from '../../domain/conversations/runtime';
 import { ApiError } from '../../domain/errors';
-import type { SkillHttpClient } from '../../activities/providers/http/request';
+import type { SkillHttpClient } from '../../providers/http/request';
 import { queueText } from '../sms/send';
 import { transferDestination, withSecretValues } from '../settings/references';
 import { integrationHeaders, runIntegrationSkill } from '../integrations/skills';

@@ -15,7 +15,7 @@ import { loadIntegrationSettings } from '../../domain/integrations/settings';
 import { openSecret, sealSecret } from '../../domain/webhooks/signing';
 import { loadWebhookSettings } from '../../domain/webhooks/settings';
 import { consumeOAuthState, getConnection, insertOAuthState, upsertConnection, type ConnectionRecord } from '../../db/repositories/integrations';
-import { integrationsAdapter, IntegrationProviderError, type IntegrationSecrets } from '../../activities/providers/integrations';
+import { integrationsAdapter, IntegrationProviderError, type IntegrationSecrets } from '../../providers/integrations';
 
 /** Seals a connection's secrets (JSON) with WEBHOOK_SECRET_KEY. @throws Error when the key is not set */
 export function sealCredentials(secrets: IntegrationSecrets): string {

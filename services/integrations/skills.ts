@@ -15,7 +15,7 @@ import { findRecords, type RecordFilter } from '../../db/repositories/records';
 import { insertAuditLogs } from '../../db/repositories/auditLogs';
 import { SkillError, type SkillCall, type SkillOutcome } from '../../domain/conversations/runtime';
 import type { IntegrationKind } from '../../domain/integrations/catalog';
-import { integrationsAdapter, IntegrationProviderError } from '../../activities/providers/integrations';
+import { integrationsAdapter, IntegrationProviderError } from '../../providers/integrations';
 import { openCredentials } from './connections';
 
 async function connectionOf(db: Db, orgId: string, kind: IntegrationKind) {

@@ -6,6 +6,7 @@
  * hang-up, the call stored `failed` with the reason when the number belongs to an organization.
  */
 import type { Db } from '../../db';
+import type { AnsweredCampaignCall } from '../../providers/telephony';
 import { getAgent } from '../../db/repositories/agents';
 import { getVersion } from '../../db/repositories/agentVersions';
 import { findOwnerOfNumber } from '../../db/repositories/numbers';
@@ -133,17 +134,7 @@ export async function completeCall(db: Db, orgId: string, callId: string, durati
 }
 
 /** An answered campaign dial to connect to the relay. */
-export interface CampaignCallDial {
-  orgId: string;
-  agentId: string;
-  campaignId: string;
-  /** The provider's id of the dial (its voice_calls row is unique on it). */
-  providerCallId: string;
-  provider: string;
-  /** Our caller id and the contact, E.164. */
-  from: string;
-  to: string;
-}
+export type CampaignCallDial = AnsweredCampaignCall;
 
 /**
  * Stores an answered campaign dial as an outbound call pinned to the agent's published version and

@@ -13,7 +13,7 @@ import { createActivities } from '../../activities';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { getConversation } from '../../db/repositories/conversations';
 import { finishConversation } from '../../services/conversations/service';
-import { createLlm, LlmProviderError } from '../../activities/providers/llm';
+import { createLlm, LlmProviderError } from '../../providers/llm';
 import { analyzeConversation } from '../../services/conversations/analysis';
 import type { LlmProvider } from '../../domain/conversations/llm';
 

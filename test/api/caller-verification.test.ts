@@ -10,8 +10,8 @@ import { startTestApi, type TestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
 import { getConversation } from '../../db/repositories/conversations';
 import { getVoiceCall } from '../../db/repositories/voiceCalls';
-import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
-import { placeSandboxCall, type CallStep } from '../../activities/providers/telephony/sandboxCaller';
+import { sandboxInventory } from '../../providers/telephony/sandbox';
+import { placeSandboxCall, type CallStep } from '../../providers/telephony/sandboxCaller';
 import { until } from '../helpers/wait';
 
 describe('caller verification against Records', () => {

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { publishDraft } from './agents-fixtures';
 import OpenAI from 'openai';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { countTokens } from '../../activities/providers/llm';
+import { countTokens } from '../../providers/llm';
 
 describe('POST /chat/completions with the official openai client', () => {
   let t: TestApi;

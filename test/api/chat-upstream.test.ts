@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { publishDraft } from './agents-fixtures';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { answerWith, sendError, startOpenAiStub, type OpenAiStub, type StubHandler } from '../helpers/llm';
-import { OpenAiLlm } from '../../activities/providers/llm/openai';
+import { OpenAiLlm } from '../../providers/llm/openai';
 
 describe('chat sessions on the OpenAI-compatible adapter', () => {
   let t: TestApi;

@@ -13,7 +13,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { chain, publishDraft } from './agents-fixtures';
 import { createKnowledgeActivities } from '../../activities/knowledge';
-import { createSkillHttpClient } from '../../activities/providers/http/request';
+import { createSkillHttpClient } from '../../providers/http/request';
 import { parseAllowList } from '../../domain/net/guard';
 import { topicRefusal } from '../../domain/conversations/guardrails';
 import { createLogger } from '../../runtime';

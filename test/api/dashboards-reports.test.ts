@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { useTestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
 import { createActivities } from '../../activities';
-import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
+import { sandboxInventory } from '../../providers/telephony/sandbox';
 import { until } from '../helpers/wait';
 import { testTemporal } from '../helpers/temporal';
 

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { useTestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
-import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
+import { sandboxInventory } from '../../providers/telephony/sandbox';
 import { isOpen } from '../../domain/settings/hours';
 import { createSkillRunner } from '../../services/conversations/skills';
 

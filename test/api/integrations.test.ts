@@ -9,12 +9,12 @@ import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { createSkillHttpClient } from '../../activities/providers/http/request';
+import { createSkillHttpClient } from '../../providers/http/request';
 import { parseAllowList } from '../../domain/net/guard';
 import { chain } from './agents-fixtures';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { createIntegrationActivities } from '../../activities/integrations';
-import { sandboxConsent } from '../../activities/providers/integrations/sandbox';
+import { sandboxConsent } from '../../providers/integrations/sandbox';
 import { until } from '../helpers/wait';
 
 const TLS_DIR = path.join(__dirname, '..', 'fixtures', 'tls');

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { chunkText } from '../../domain/knowledge/chunk';
 import { detectFormat, extractDocument, UnsupportedContentError } from '../../domain/knowledge/extract';
-import { createHttpClient, parseAllowList } from '../../activities/providers/http';
+import { createHttpClient, parseAllowList } from '../../providers/http';
 import { makePdf, SAMPLE_HTML, serveDocuments } from './knowledge-fixtures';
 
 describe('knowledge extraction', () => {

@@ -11,7 +11,7 @@ import { createAgent } from '../../db/repositories/agents';
 import { createSource, getSource } from '../../db/repositories/knowledge';
 import { createUpload } from '../../db/repositories/uploads';
 import { createKnowledgeActivities } from '../../activities/knowledge';
-import { createHttpClient, parseAllowList } from '../../activities/providers/http';
+import { createHttpClient, parseAllowList } from '../../providers/http';
 import { createLogger } from '../../runtime';
 import { makePdf, SAMPLE_HTML } from './knowledge-fixtures';
 

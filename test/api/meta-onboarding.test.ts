@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { useTestApi } from '../helpers/api';
 import { ALL_SCOPES, RESERVED_SCOPES } from '../../domain/scopes';
 import { publishDraft } from './agents-fixtures';
-import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
+import { sandboxInventory } from '../../providers/telephony/sandbox';
 
 describe('meta and onboarding', () => {
   const t = useTestApi('meta_onboarding');

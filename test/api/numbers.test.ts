@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
-import { sandboxInventory } from '../../activities/providers/telephony/sandbox';
+import { sandboxInventory } from '../../providers/telephony/sandbox';
 import { useTestApi } from '../helpers/api';
 
 describe('Numbers: search, reserve, purchase, assign and SMS enablement', () => {

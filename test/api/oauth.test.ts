@@ -11,7 +11,7 @@ import { useTestApi } from '../helpers/api';
 import { startApi } from '../../api/server';
 import { createLogger } from '../../runtime';
 import { Browser, checkboxes, hiddenFields } from '../helpers/browser';
-import { SandboxMailer } from '../../activities/providers/mailer/sandbox';
+import { SandboxMailer } from '../../providers/mailer/sandbox';
 import { createMember } from '../../db/repositories/team';
 import { hashPassword } from '../../services/team/passwords';
 import type { Role } from '../../domain/team';

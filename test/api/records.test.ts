@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { chain } from './agents-fixtures';
-import { sandboxConsent } from '../../activities/providers/integrations/sandbox';
+import { sandboxConsent } from '../../providers/integrations/sandbox';
 
 describe('records', () => {
   let t: TestApi;

@@ -6,8 +6,8 @@
  */
 import { expect } from 'chai';
 import { signCallback, verifyCallbackSignature, callbackSecret } from '../../domain/sms/callbackSignature';
-import { SandboxCarrier, SandboxCallbackDispatcher, stopSandboxDispatchers } from '../../activities/providers/carrier/sandbox';
-import type { CarrierBrandRequest } from '../../activities/providers/carrier';
+import { SandboxCarrier, SandboxCallbackDispatcher, stopSandboxDispatchers } from '../../providers/carrier/sandbox';
+import type { CarrierBrandRequest } from '../../providers/carrier';
 import { setCarrierIds } from '../../db/repositories/smsRegistrations';
 import { insertMessage } from '../../db/repositories/smsMessages';
 import { scheduleSandboxCallback } from '../../db/repositories/smsProviderEvents';

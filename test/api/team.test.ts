@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { useTestApi } from '../helpers/api';
 import { Browser, hiddenFields } from '../helpers/browser';
-import { SandboxMailer } from '../../activities/providers/mailer/sandbox';
+import { SandboxMailer } from '../../providers/mailer/sandbox';
 import { createMember } from '../../db/repositories/team';
 import { hashPassword } from '../../services/team/passwords';
 import { LOCKOUT_THRESHOLD } from '../../domain/team';

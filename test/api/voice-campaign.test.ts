@@ -14,7 +14,6 @@ import { createOutboundActivities } from '../../activities/outbound';
 import { SANDBOX_CALLEE_SCRIPT } from '../../activities/voice';
 import { allMessages, getConversation } from '../../db/repositories/conversations';
 import { createLogger } from '../../runtime';
-import { TelnyxTelephony } from '../../activities/providers/telephony/telnyx';
 import { TelnyxStub } from '../providers/telnyxStub';
 
 describe('campaign calls converse over the relay (sandbox carrier)', function () {
@@ -60,7 +59,7 @@ describe('campaign calls converse over the relay (Telnyx Call Control, loopback 
   before(async () => {
     stub = await new TelnyxStub(apiKey).start();
     stub.relayCalls = true;
-    const vars = { TELNYX_API_KEY: apiKey, TELNYX_BASE_URL: stub.apiBase, TELNYX_PUBLIC_KEY: stub.keys.publicKey, TELNYX_CONNECTION_ID: '1494404757140276705' };
+    const vars = { TELNYX_API_KEY: apiKey, TELNYX_BASE_URL: stub.apiBase, TELNYX_PUBLIC_KEY: stub.keys.publicKey, TELNYX_CONNECTION_ID: '1494404757140276705', TELEPHONY_PROVIDER: 'telnyx' };
     for (const [k, v] of Object.entries(vars)) {
       saved[k] = process.env[k];
       process.env[k] = v;
@@ -82,8 +81,8 @@ describe('campaign calls converse over the relay (Telnyx Call Control, loopback 
     const campaignId = await runningCampaign(env, dialer, agentId, contact);
     // Telnyx calls back PUBLIC_BASE_URL: this API's own origin.
     const config = { ...env.config, publicBaseUrl: new URL(env.api.baseUrl).origin };
-    const telephony = new TelnyxTelephony({ db: env.db, config });
-    const acts = createOutboundActivities({ db: env.db, config, logger: createLogger('silent') }, { telephony });
+    // The adapter and its campaign-call handoff as the worker composes them (TELEPHONY_PROVIDER=telnyx).
+    const acts = createOutboundActivities({ db: env.db, config, logger: createLogger('silent') });
     const now = '2026-06-02T17:00:00.000Z';
     const claim = await acts.outboundClaimAttempts({ orgId: dialer.orgId, campaignId, token: 'telnyx-1', now, limit: 5 });
     expect(await acts.outboundDial({ orgId: dialer.orgId, attemptId: claim.claimed[0].id, now })).to.deep.equal({ status: 'answered', outcome: 'answered' });

@@ -12,17 +12,16 @@ import { expect } from 'chai';
 import { phone, runningCampaign, useDialerEnv } from './outbound-fixtures';
 import { publishDraft } from './agents-fixtures';
 import { createOutboundActivities } from '../../activities/outbound';
-import { SimulatedCrash } from '../../activities/providers/effects';
+import { SimulatedCrash } from '../../services/effects';
 import { sandboxDials } from '../../db/repositories/sandboxProviders';
 import { allMessages, getConversation } from '../../db/repositories/conversations';
 import { createLogger } from '../../runtime';
 import { callWithKey } from '../helpers/api';
-import { TelnyxTelephony } from '../../activities/providers/telephony/telnyx';
-import { TwilioTelephony } from '../../activities/providers/telephony/twilio';
+import { TwilioTelephony } from '../../providers/telephony/twilio';
 import { TelnyxStub } from '../providers/telnyxStub';
 import { TwilioStub } from '../providers/twilioStub';
-import type { TelephonyAdapter } from '../../activities/providers/telephony';
-import type { FaultHook } from '../../activities/providers/effects';
+import type { TelephonyAdapter } from '../../providers/telephony';
+import type { FaultHook } from '../../services/effects';
 import { useEnvVars } from '../helpers/mocha';
 
 /** 1pm in New York: inside the calling window. */
@@ -180,12 +179,12 @@ describe('voicemail drops on campaign calls', function () {
       stub.machineAnswers = true;
     });
     after(async () => stub?.stop());
-    useEnvVars(() => ({ TELNYX_API_KEY: apiKey, TELNYX_BASE_URL: stub.apiBase, TELNYX_PUBLIC_KEY: stub.keys.publicKey, TELNYX_CONNECTION_ID: '1494404757140276705' }));
+    useEnvVars(() => ({ TELNYX_API_KEY: apiKey, TELNYX_BASE_URL: stub.apiBase, TELNYX_PUBLIC_KEY: stub.keys.publicKey, TELNYX_CONNECTION_ID: '1494404757140276705', TELEPHONY_PROVIDER: 'telnyx' }));
 
     it('asks for greeting_end detection, speaks the message on call.machine.greeting.ended and hangs up on call.speak.ended', async () => {
       const { contact, campaignId } = await campaignOf('Telnyx voicemail agent', 14, '0009');
       const config = carrierConfig();
-      const { attemptId, result } = await dialOnce(campaignId, 'vm-telnyx', { telephony: new TelnyxTelephony({ db: env.db, config }), config });
+      const { attemptId, result } = await dialOnce(campaignId, 'vm-telnyx', { config });
       expect(result).to.deep.equal({ status: 'voicemail', outcome: 'voicemail' });
       await stub.settled();
 
@@ -209,7 +208,7 @@ describe('voicemail drops on campaign calls', function () {
       const { contact, campaignId } = await campaignOf('Telnyx crashing agent', 18, '0009');
       const config = carrierConfig();
       const { faults, crashes } = crashOnceAfterAccept();
-      const { result } = await dialOnce(campaignId, 'vm-telnyx-crash', { telephony: new TelnyxTelephony({ db: env.db, config }), config, faults });
+      const { result } = await dialOnce(campaignId, 'vm-telnyx-crash', { config, faults });
       expect(crashes()).to.equal(1);
       expect(result).to.deep.equal({ status: 'voicemail', outcome: 'voicemail' });
       await stub.settled();
@@ -226,7 +225,7 @@ describe('voicemail drops on campaign calls', function () {
     it('without a message, asks for plain detection and sends no command to the machine', async () => {
       const { contact, campaignId } = await campaignOf('Telnyx silent agent', 15, '0009', null);
       const config = carrierConfig();
-      const { result } = await dialOnce(campaignId, 'vm-telnyx-none', { telephony: new TelnyxTelephony({ db: env.db, config }), config });
+      const { result } = await dialOnce(campaignId, 'vm-telnyx-none', { config });
       expect(result).to.deep.equal({ status: 'voicemail', outcome: 'voicemail' });
       await stub.settled();
       const placed = stub.calls.find((c) => c.to === contact);

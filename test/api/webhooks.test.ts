@@ -374,7 +374,7 @@ describe('Webhooks (endpoints, signed delivery, retries, SSRF, tenancy)', functi
       expect(row.error).to.match(/loopback/);
     });
 
-    it('the sender alone refuses loopback literals (guard of activities/providers/http)', async () => {
+    it('the sender alone refuses loopback literals (guard of providers/http)', async () => {
       const strict = createWebhookSender({ allowPrivate: { ranges: [] }, timeoutMs: 2000 });
       try {
         const r = await strict.post(rx.url, {}, '{}');

@@ -21,7 +21,7 @@ import { startTestApi, type TestApi } from '../helpers/api';
 import { serverNow, skipTime, testDevServer, testTemporal } from '../helpers/temporal';
 import { until } from '../helpers/wait';
 import { createSmsActivities } from '../../activities/sms';
-import { stopSandboxDispatchers } from '../../activities/providers/carrier/sandbox';
+import { stopSandboxDispatchers } from '../../providers/carrier/sandbox';
 import { serveWebUi, webUiVersion, type WebUiServer } from '../../devserver/http/ui';
 import { ensureUiBuilt, UI_BUILD_DIR } from '../../scripts/build-ui';
 import { COMPLETE_BRAND } from '../api/sms-fixtures';

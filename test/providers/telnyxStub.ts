@@ -19,7 +19,7 @@
 import crypto from 'node:crypto';
 import { StubServer, type StubAnswer, type StubRequest } from './stubServer';
 import { telnyxShapeErrors } from './wire';
-import { RelayClient } from '../../activities/providers/telephony/sandboxCaller';
+import { RelayClient } from '../../providers/telephony/sandboxCaller';
 
 /** A ConversationRelay session the stub played: the command's body and what the agent said. */
 export interface StubRelaySession {

@@ -8,7 +8,7 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { createOutboundActivities } from '../../activities/outbound';
-import { SimulatedCrash, type FaultHook } from '../../activities/providers/effects';
+import { SimulatedCrash, type FaultHook } from '../../services/effects';
 import { listIntents } from '../../db/repositories/providerIntents';
 import { sandboxDials } from '../../db/repositories/sandboxProviders';
 import { createLogger } from '../../runtime';

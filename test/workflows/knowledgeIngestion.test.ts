@@ -15,7 +15,7 @@ import { startApi, type RunningApi } from '../../api/server';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { createLogger } from '../../runtime';
 import { createKnowledgeActivities } from '../../activities/knowledge';
-import { createHttpClient, parseAllowList } from '../../activities/providers/http';
+import { createHttpClient, parseAllowList } from '../../providers/http';
 import { workflowIds } from '../../temporal.config';
 import type { KnowledgeIngestionResult } from '../../workflows/knowledgeIngestion';
 import { ingestionStageQuery } from '../../workflows/definitions';

@@ -7,7 +7,7 @@ import { processProviderCallback } from '../../sms/callbacks';
 import { SIGNATURE_HEADER } from '../../../domain/sms/callbackSignature';
 import { processRealProviderWebhook, REAL_WEBHOOK_PROVIDERS } from '../../sms/providerWebhooks';
 import { Readable } from 'node:stream';
-import { TWILIO_PROVIDER } from '../../../activities/providers/telephony/twilioClient';
+import { TWILIO_PROVIDER } from '../../../providers/telephony/twilioClient';
 
 /** TwiML that does nothing (Twilio's answer to a webhook that needs none). */
 const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>';

@@ -10,7 +10,7 @@ import { DEFAULT_GUARDRAILS, type CompiledAgent } from '../../../domain/agents/c
 import type { LlmProvider, LlmStreamEvent } from '../../../domain/conversations/llm';
 import type { PlaybookGraph } from '../../../schemas/types/agents';
 import { chain } from '../../api/agents-fixtures';
-import { createLlm } from '../../../activities/providers/llm';
+import { createLlm } from '../../../providers/llm';
 
 const agent = (over: Partial<CompiledAgent> = {}): CompiledAgent => ({
   schemaVersion: 1,

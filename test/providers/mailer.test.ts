@@ -6,8 +6,8 @@
 import { expect } from 'chai';
 import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
-import { createMailer } from '../../activities/providers/mailer';
-import { SandboxMailer } from '../../activities/providers/mailer/sandbox';
+import { createMailer } from '../../providers/mailer';
+import { SandboxMailer } from '../../providers/mailer/sandbox';
 
 describe('mailer providers', () => {
   let server: SMTPServer;

@@ -1,12 +1,12 @@
 /**
- * The guarded HTTP helper (activities/providers/http): SSRF refusals before any connection, redirects
+ * The guarded HTTP helper (providers/http): SSRF refusals before any connection, redirects
  * re-checked hop by hop, size and time caps, and retryable vs non-retryable failures.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { checkAddress, guardedLookup, parseAllowList } from '../../domain/net/guard';
-import { createHttpClient, HttpFetchError, type HttpClient } from '../../activities/providers/http';
+import { createHttpClient, HttpFetchError, type HttpClient } from '../../providers/http';
 
 /** How a test server answers one path. */
 type Route = (req: http.IncomingMessage, res: http.ServerResponse) => void;

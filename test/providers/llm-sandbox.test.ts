@@ -4,9 +4,9 @@
  */
 import { expect } from 'chai';
 import { encode, encodeChat } from 'gpt-tokenizer';
-import { createLlm, type LlmMessage, type LlmRequest, type LlmStreamEvent, type LlmTool } from '../../activities/providers/llm';
-import { SandboxLlm } from '../../activities/providers/llm/sandbox';
-import { countMessages, countTokens } from '../../activities/providers/llm/tokens';
+import { createLlm, type LlmMessage, type LlmRequest, type LlmStreamEvent, type LlmTool } from '../../providers/llm';
+import { SandboxLlm } from '../../providers/llm/sandbox';
+import { countMessages, countTokens } from '../../providers/llm/tokens';
 
 const llm = new SandboxLlm();
 

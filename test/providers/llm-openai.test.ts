@@ -1,11 +1,11 @@
 /**
- * The OpenAI-compatible LLM adapter (activities/providers/llm/openai.ts) against a loopback server speaking the
+ * The OpenAI-compatible LLM adapter (providers/llm/openai.ts) against a loopback server speaking the
  * chat-completions wire format (test/helpers/llm.ts): the request body it sends, the answer and stream it reads
  * (tool calls streamed in pieces, the usage chunk), and upstream failures surfacing as LlmProviderError.
  */
 import { expect } from 'chai';
-import { createLlm, LlmProviderError, type LlmMessage, type LlmStreamEvent, type LlmTool } from '../../activities/providers/llm';
-import { OpenAiLlm } from '../../activities/providers/llm/openai';
+import { createLlm, LlmProviderError, type LlmMessage, type LlmStreamEvent, type LlmTool } from '../../providers/llm';
+import { OpenAiLlm } from '../../providers/llm/openai';
 import { analysisMessages, parseAnalysis } from '../../domain/conversations/analysis';
 import { answerWith, sendError, sendSse, startOpenAiStub, type OpenAiStub } from '../helpers/llm';
 
