@@ -38,6 +38,7 @@ import { recordCallConversation } from '../db/repositories/conversations';
 import { findVoiceCallByProviderId, getVoiceCall, linkDialConversation } from '../db/repositories/voiceCalls';
 import { completeCall, type CampaignCallDial } from '../services/voice/calls';
 import { campaignCallHandoff } from '../services/voice/handoff';
+import { publicApiBase } from '../services/voice/calls';
 import { campaignVoicemail, recordVoicemail, type CampaignVoicemail } from '../services/voice/voicemail';
 import { converseSandboxCampaignCall } from './voice';
 import { emitEvent } from '../events/emit';
@@ -55,10 +56,11 @@ export interface OutboundActivityOptions {
   faults?: FaultHook;
   /**
    * Where the sandbox carrier connects answered dials (the API's base URL, `…/api/v1`): each answered
-   * dial then converses with the campaign's agent over the relay (activities/voice.ts). Unset: dials
-   * are outcomes only.
+   * dial then converses with the campaign's agent over the relay (activities/voice.ts), as a real
+   * carrier's call does. Default: PUBLIC_BASE_URL's API, which the sandbox's signed callbacks also reach
+   * (none when it names port 0, which no server listens on); `false`: dials are outcomes only.
    */
-  campaignRelay?: { apiBaseUrl: string };
+  campaignRelay?: { apiBaseUrl: string } | false;
 }
 
 /** Input of a claim. */
@@ -111,7 +113,9 @@ async function completeVoicemail(db: ActivityDeps['db'], dial: CampaignCallDial,
 export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActivityOptions = {}) {
   const { db } = deps;
   let telephony = opts.telephony;
-  const telephonyOf = () => (telephony ??= createTelephony({ ...deps, handoff: campaignCallHandoff(db, `${deps.config.publicBaseUrl.replace(/\/+$/, '')}/api/v1`) }, opts.telephonyOptions));
+  const apiBaseUrl = publicApiBase(deps.config);
+  const telephonyOf = () => (telephony ??= createTelephony({ ...deps, handoff: campaignCallHandoff(db, apiBaseUrl) }, opts.telephonyOptions));
+  const campaignRelay = opts.campaignRelay === false ? null : (opts.campaignRelay ?? (new URL(apiBaseUrl).port === '0' ? null : { apiBaseUrl }));
 
   /** Moves a campaign along the state machine with its event; a no-op when the move is not allowed. */
   const moveCampaign = async (orgId: string, campaignId: string, action: 'complete' | 'cancel'): Promise<string> =>
@@ -296,10 +300,15 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
         return { status: r.status, outcome: res.outcome, answeredNow: r.recorded && res.outcome === 'answered' ? res : null };
       });
       await opts.faults?.('after_record', 'dial', reference);
-      if (out.answeredNow && opts.campaignRelay && telephonyOf().provider === 'sandbox') {
+      if (out.answeredNow && campaignRelay && telephonyOf().provider === 'sandbox') {
         const dial = { orgId, agentId: a.agentId, campaignId: a.campaignId, providerCallId: out.answeredNow.providerCallId, provider: 'sandbox', from: a.callerId, to: a.e164 };
-        const conversationId = await converseSandboxCampaignCall(db, opts.campaignRelay.apiBaseUrl, dial, out.answeredNow.durationSeconds);
-        if (conversationId) await linkDialConversation(db, orgId, reference, conversationId);
+        try {
+          const conversationId = await converseSandboxCampaignCall(db, campaignRelay.apiBaseUrl, dial, out.answeredNow.durationSeconds);
+          if (conversationId) await linkDialConversation(db, orgId, reference, conversationId);
+        } catch (err) {
+          // The dial's outcome is recorded; a relay the sandbox callee cannot reach leaves the call completed without a transcript.
+          deps.logger.warn({ err: err instanceof Error ? err.message : String(err), orgId, attemptId, relay: campaignRelay.apiBaseUrl }, 'sandbox campaign call: the relay could not be reached');
+        }
       } else if (out.answeredNow && telephonyOf().provider !== 'sandbox') {
         // A real carrier connected the answered call to the relay (its adapter, or the voice webhook the
         // call's URL names): the stored call is completed (minutes charged once) and linked to the dial.

@@ -8,6 +8,7 @@ import { completeCall, prepareCampaignCall, type CampaignCallDial } from '../ser
 import { RelayClient } from '../providers/telephony/sandboxCaller';
 import { createLlm } from '../providers/llm';
 import type { LlmProvider } from '../domain/conversations/llm';
+import type { AnalysisDeps } from '../services/conversations/analysis';
 
 /** What the sandbox callee of a campaign call says, line by line, before hanging up. */
 export const SANDBOX_CALLEE_SCRIPT = ['Hello, who is this?', 'Thanks for letting me know. Goodbye.'];
@@ -16,24 +17,28 @@ export const SANDBOX_CALLEE_SCRIPT = ['Hello, who is this?', 'Thanks for letting
  * The sandbox carrier's answered campaign call (README "Voice calls"): the call is stored and connected
  * to the relay as a carrier would connect it, the agent greets first, the sandbox callee answers with
  * {@link SANDBOX_CALLEE_SCRIPT} and hangs up; the call is then completed with `durationSeconds` (minutes
- * charged once, conversation closed). A real carrier reaches the same relay through the markup
+ * charged once, conversation closed and analysed once when `analysis` is given). A real carrier reaches the same relay through the markup
  * `prepareCampaignCall` serves.
  * @returns the conversation the call held, or null when the agent was no longer published
  */
-export async function converseSandboxCampaignCall(db: Db, apiBaseUrl: string, dial: CampaignCallDial, durationSeconds: number, script = SANDBOX_CALLEE_SCRIPT): Promise<string | null> {
+export async function converseSandboxCampaignCall(db: Db, apiBaseUrl: string, dial: CampaignCallDial, durationSeconds: number, script = SANDBOX_CALLEE_SCRIPT, analysis?: AnalysisDeps): Promise<string | null> {
   const prepared = await prepareCampaignCall(db, apiBaseUrl, dial);
   if (!prepared) return null;
-  const client = await RelayClient.open(prepared.relayUrl);
-  client.send({ type: 'setup', sessionId: `VX${dial.providerCallId}`, callSid: dial.providerCallId, from: dial.from, to: dial.to, direction: 'outbound-api', callStatus: 'in-progress', customParameters: {} });
-  await client.reply(); // the greeting
-  for (const line of script) {
-    if (client.closed || client.end) break;
-    client.send({ type: 'prompt', voicePrompt: line, lang: 'en-US', last: true });
-    await client.reply();
+  try {
+    const client = await RelayClient.open(prepared.relayUrl);
+    client.send({ type: 'setup', sessionId: `VX${dial.providerCallId}`, callSid: dial.providerCallId, from: dial.from, to: dial.to, direction: 'outbound-api', callStatus: 'in-progress', customParameters: {} });
+    await client.reply(); // the greeting
+    for (const line of script) {
+      if (client.closed || client.end) break;
+      client.send({ type: 'prompt', voicePrompt: line, lang: 'en-US', last: true });
+      await client.reply();
+    }
+    client.hangUp();
+    await client.closedWith();
+  } finally {
+    // The carrier's `completed` status comes whether or not the relay was reached: minutes charged once.
+    await completeCall(db, dial.orgId, prepared.call.id, durationSeconds, analysis);
   }
-  client.hangUp();
-  await client.closedWith();
-  await completeCall(db, dial.orgId, prepared.call.id, durationSeconds);
   return (await getVoiceCall(db, dial.orgId, prepared.call.id))?.conversationId ?? null;
 }
 

@@ -133,6 +133,14 @@ export async function completeCall(db: Db, orgId: string, callId: string, durati
   return { minutes, chargedNow };
 }
 
+/**
+ * The API's public base (`PUBLIC_BASE_URL` + `/api/v1`): what carriers call back and connect their relay
+ * WebSockets to, and where the sandbox callee connects as a carrier would.
+ */
+export function publicApiBase(config: { publicBaseUrl: string }): string {
+  return `${config.publicBaseUrl.replace(/\/+$/, '')}/api/v1`;
+}
+
 /** An answered campaign dial to connect to the relay. */
 export type CampaignCallDial = AnsweredCampaignCall;
 

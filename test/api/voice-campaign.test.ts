@@ -15,6 +15,9 @@ import { SANDBOX_CALLEE_SCRIPT } from '../../activities/voice';
 import { allMessages, getConversation } from '../../db/repositories/conversations';
 import { createLogger } from '../../runtime';
 import { TelnyxStub } from '../providers/telnyxStub';
+import { startWorker } from '../../worker';
+import { serverNow, serviceWorkflowBundle, testTemporal } from '../helpers/temporal';
+import { until } from '../helpers/wait';
 
 describe('campaign calls converse over the relay (sandbox carrier)', function () {
   this.timeout(60_000);
@@ -47,6 +50,54 @@ describe('campaign calls converse over the relay (sandbox carrier)', function ()
     const minutes = await env.db('usage_entries').where({ org_id: dialer.orgId, kind: 'voice_minutes' });
     expect(minutes).to.have.length(1);
     expect(Number(minutes[0].quantity)).to.equal(Math.ceil(dialRecord.duration_seconds / 60));
+  });
+});
+
+describe('campaign calls converse on the worker as npm start composes it (sandbox carrier)', function () {
+  this.timeout(120_000);
+  const { env, dialer } = useDialerEnv('voice_campaign_worker');
+
+  it("a launched campaign's answered dial holds a voice conversation with the greeting and the callee's turns, its duration, minutes charged once and the analysis", async () => {
+    const agent = await env.call(dialer.key, 'POST', '/agents', { name: 'Launched reminder agent', voiceId: 'voice_ava', greeting: 'Hi, this is Acme with a reminder about your cleaning.' });
+    const agentId = agent.body.data.id as string;
+    await publishDraft(env.db, { orgId: dialer.orgId, keyId: 'key_test' }, agentId, 'v1');
+    // The dev server's clock (which earlier suites may have skipped ahead) decides the calling window: a zone where it is noon.
+    const offset = 12 - (await serverNow()).getUTCHours();
+    const noonZone = offset === 0 ? 'Etc/GMT' : `Etc/GMT${offset > 0 ? '-' : '+'}${Math.abs(offset)}`;
+    const contact = phone('212', 7, '0001'); // sandbox: answered
+    const list = await env.importList(dialer.key, `phone,time_zone\n${contact},${noonZone}`);
+
+    // The fixture's worker is replaced by worker.ts's startWorker with the service's own activities
+    // (createActivities), as npm start and npm run start:worker build it; PUBLIC_BASE_URL is this API.
+    await env.stopWorker();
+    const { address } = await testTemporal();
+    const config = { ...env.config, publicBaseUrl: new URL(env.api.baseUrl).origin };
+    const worker = await startWorker({ address, namespace: 'default', taskQueue: env.taskQueue, db: env.db, config, logger: createLogger('silent'), workflowBundle: await serviceWorkflowBundle() });
+    try {
+      const created = await env.call(dialer.key, 'POST', '/campaigns', { name: 'Launched reminders', agentId, callerIdNumberId: dialer.numberId, contactListId: list.id, purpose: 'informational' });
+      expect(created.status).to.equal(201);
+      const campaignId = created.body.data.id as string;
+      expect((await env.call(dialer.key, 'POST', `/campaigns/${campaignId}/launch`)).status).to.equal(200);
+      await until(async () => ((await env.call(dialer.key, 'GET', `/campaigns/${campaignId}`)).body.data.status === 'completed' ? true : undefined), 60_000, 'the campaign to complete');
+
+      const call = await env.db('voice_calls').where({ org_id: dialer.orgId, campaign_id: campaignId }).first();
+      expect(call).to.include({ direction: 'outbound', status: 'completed', to_e164: contact, agent_id: agentId });
+      expect(call.duration_seconds).to.be.greaterThan(0);
+      const conversation = (await getConversation(env.db, dialer.orgId, call.conversation_id))!;
+      expect(conversation).to.include({ channel: 'voice', status: 'ended', agentId });
+      const lines = (await allMessages(env.db, dialer.orgId, conversation.id)).filter((m) => m.content && !m.toolCalls).map((m) => `${m.role}: ${m.content}`);
+      expect(lines[0]).to.equal('assistant: Hi, this is Acme with a reminder about your cleaning.');
+      expect(lines.filter((l) => l.startsWith('user:')).length).to.be.greaterThan(0);
+      const attempt = (await env.call(dialer.key, 'GET', `/campaigns/${campaignId}/attempts`)).body.data.items[0];
+      expect(attempt, JSON.stringify(attempt)).to.have.property('status', 'answered');
+      const minutes = await env.db('usage_entries').where({ org_id: dialer.orgId, kind: 'voice_minutes' }).whereRaw("details->>'callId' = ?", [call.id]);
+      expect(minutes).to.have.length(1);
+      expect(Number(minutes[0].quantity)).to.equal(Math.ceil(call.duration_seconds / 60));
+      const analysis = await until(async () => (await env.db('conversation_analyses').where({ org_id: dialer.orgId, conversation_id: conversation.id }).first()) ?? undefined, 20_000, 'the analysis');
+      expect(analysis).to.have.property('status');
+    } finally {
+      await worker.stop();
+    }
   });
 });
 
