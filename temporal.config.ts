@@ -25,6 +25,8 @@ export const workflowIds = {
   campaign: (campaignId: string) => `campaign/${campaignId}`,
   /** One outgoing text message. */
   smsMessage: (messageId: string) => `sms-message/${messageId}`,
+  /** The agent's answer to one inbound text (docs/sms.md "Agents answer texts"). */
+  smsReply: (inboundMessageId: string) => `sms-reply/${inboundMessageId}`,
   /** One simulated conversation of an agent (`POST /agents/{agentId}/simulate`). */
   agentSimulation: (simulationId: string) => `agent-simulation/${simulationId}`,
   /** Closing of the months' invoices for every organization (README "Billing"); continues as new each month. */

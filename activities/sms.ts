@@ -17,6 +17,12 @@ import { getOwnedNumberByE164 } from '../db/repositories/numbers';
 import { messageChanged, registrationChanged } from '../events/sms';
 import { performOnce, type EffectOutcome, type EffectSpec, type FaultHook } from '../services/effects';
 import { resolveIntent } from '../db/repositories/providerIntents';
+import { Context } from '@temporalio/activity';
+import { answerInboundText, type InboundAnswer } from '../services/sms/answer';
+import { createLlm } from '../providers/llm';
+import { createSkillHttpClient } from '../providers/http/request';
+import type { LlmProvider } from '../domain/conversations/llm';
+import type { SkillHttpClient } from '../providers/http/request';
 import type { CarrierSubmission } from '../providers/carrier';
 
 /** Extra dependencies (tests and benchmarks pass their own adapters or sandbox options). */
@@ -27,6 +33,8 @@ export interface SmsActivityOptions {
   telephonyOptions?: TelephonyOptions;
   /** Tests only: crash points of the provider writes (services/effects.ts). */
   faults?: FaultHook;
+  /** The model agents answer texts with (default: the configured LLM provider). */
+  llm?: LlmProvider;
 }
 
 /** A carrier submission as the workflow sees it. */
@@ -40,6 +48,8 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
   const { db } = deps;
   let carrier = opts.carrier;
   let telephony = opts.telephony;
+  let llm: LlmProvider | undefined;
+  let http: SkillHttpClient | undefined;
   const carrierOf = () => (carrier ??= createCarrier(deps, opts.carrierOptions));
   const telephonyOf = () => (telephony ??= createTelephony(deps, opts.telephonyOptions));
 
@@ -224,6 +234,17 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
       });
       await opts.faults?.('after_record', 'sms_send', m.id);
       return { status: 'sent', error: null };
+    },
+
+    /**
+     * The agent's answer to an inbound text (services/sms/answer.ts): one turn of the number's agent in its
+     * `sms` conversation with the sender, the reply queued as `sms-message/{id}` with every SMS rule.
+     * Idempotent: a retry sends neither a second turn nor a second reply.
+     * @returns the reply queued, or why there is none
+     */
+    async smsAnswerInbound(orgId: string, messageId: string): Promise<InboundAnswer> {
+      const ctx = Context.current();
+      return answerInboundText({ db, llm: (llm ??= opts.llm ?? createLlm()), http: (http ??= createSkillHttpClient()), temporal: { client: ctx.client, taskQueue: ctx.info.taskQueue } }, orgId, messageId);
     },
 
     /** Marks a message held until `heldUntil` (ISO 8601). */

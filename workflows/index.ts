@@ -8,6 +8,7 @@ export { knowledgeIngestionWorkflow } from './knowledgeIngestion';
 export { agentPublishWorkflow } from './agentPublish';
 export { smsRegistration } from './smsRegistration';
 export { smsMessage } from './smsMessage';
+export { smsReply } from './smsReply';
 export { campaignDialer, contactImport } from './outboundCampaign';
 export { agentSimulation } from './agentSimulation';
 export { billingMonth } from './billingMonth';

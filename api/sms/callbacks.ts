@@ -132,17 +132,32 @@ export async function applyProviderCallback(deps: CallbackDeps, provider: string
   if (!owner) throw new ApiError(404, 'unknown_external_id', `No organization owns ${body.to}`);
   // The stored event keeps the attachments' types and sizes, not their bytes (those go to sms_media).
   const inboundPayload = { ...body, media: media.map((m) => ({ contentType: m.contentType, sizeBytes: m.data.length })) } as unknown as Record<string, unknown>;
+  const messageId = newId('msg');
   const stored = await db.transaction(async (trx) => {
     if (!(await storeProviderEvent(trx, owner.orgId, { provider, objectType: 'inbound', externalId: body.id, status: 'RECEIVED', revision: 0, payload: inboundPayload }))) return false;
     // Attachments are stored first, in the same transaction, so `sms.message.received` lists their ids.
-    const messageId = newId('msg');
     const mediaIds = await storeInboundMedia(trx, owner.orgId, messageId, media);
     await insertMessage(trx, owner.orgId, { id: messageId, direction: 'inbound', trigger: null, from: body.from!, to: body.to!, body: body.text!, mediaIds, status: 'received', providerMessageId: body.id }, messageReceived(owner.orgId));
     return true;
   });
   if (!stored) return { received: true, duplicate: true };
-  await handleInboundKeyword(deps, owner.orgId, { from: body.from!, to: body.to!, text: body.text! });
+  // A keyword is the keyword handler's alone (CTIA): the model never answers STOP, START or HELP.
+  const keyword = await handleInboundKeyword(deps, owner.orgId, { from: body.from!, to: body.to!, text: body.text! });
+  if (!keyword && owner.number.agentId) await startAgentReply(deps, owner.orgId, messageId);
   return { received: true, duplicate: false };
+}
+
+/**
+ * Starts `sms-reply/{messageId}`: the agent of the number answers the text (services/sms/answer.ts). Without
+ * Temporal, or when the start fails, the text stays stored and unanswered (logged).
+ */
+async function startAgentReply(deps: CallbackDeps, orgId: string, messageId: string): Promise<void> {
+  try {
+    if (!deps.temporal) throw new Error('this API process runs without Temporal');
+    await startWorkflow(deps.temporal, 'smsReply', { workflowId: workflowIds.smsReply(messageId), args: [{ orgId, messageId }], orgId, resourceId: messageId });
+  } catch (err) {
+    deps.logger.warn({ err, orgId, messageId }, 'the agent could not be asked to answer the text');
+  }
 }
 
 /**

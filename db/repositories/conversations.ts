@@ -130,6 +130,8 @@ export interface NewConversation
   greeting: string | null;
   /** Earlier messages stored first at turn 0 (a `/chat/completions` request's history). */
   seed?: LlmMessage[];
+  /** The other party of a voice or SMS conversation, E.164 (listed as the conversation's counterpart). */
+  counterpart?: string | null;
 }
 
 /** Called inside the transaction that stores a change, with what was stored (events are emitted here). */
@@ -157,6 +159,7 @@ export async function createConversation(
         variables: JSON.stringify(c.variables),
         metadata: JSON.stringify(c.metadata),
         key_id: c.keyId,
+        counterpart: c.counterpart ?? null,
         message_count: (c.seed?.length ?? 0) + (c.greeting === null ? 0 : 1),
       })
       .returning('*');
@@ -175,6 +178,15 @@ export async function createConversation(
     if (onChange) await onChange(trx, { conversation, messages: stored });
     return { conversation, greeting };
   });
+}
+
+/**
+ * The open `sms` conversation of an agent with a counterpart (at most one: a partial unique index), with the
+ * time of its last activity. Published, non-simulated conversations only.
+ */
+export async function findOpenSmsConversation(conn: Conn, orgId: string, agentId: string, counterpart: string): Promise<(ConversationRecord & { lastActivityAt: string }) | undefined> {
+  const r = await conn('conversations').where({ org_id: orgId, agent_id: agentId, counterpart, channel: 'sms', status: 'active', mode: 'published', simulation: false }).first();
+  return r ? { ...toRecord(r), lastActivityAt: new Date(r.last_activity_at ?? r.started_at).toISOString() } : undefined;
 }
 
 /** One conversation of the organization, or undefined. */

@@ -63,17 +63,19 @@ export async function listConversations(db: Db, orgId: string, f: ConversationFi
                   FROM conversations c
                   LEFT JOIN conversation_analyses a ON a.conversation_id = c.id AND a.org_id = c.org_id
                  WHERE c.org_id = ?`;
-  // SMS threads: one row per (our number, counterpart); the agent is the number's.
+  // SMS threads: one row per (our number, counterpart) of the texts no agent conversation holds; the agent is the number's.
   const sms = `SELECT 'smt_' || translate(rtrim(replace(encode(convert_to(t.ours || ':' || t.theirs, 'UTF8'), 'base64'), E'\\n', ''), '='), '+/', '-_') AS id,
                       'sms' AS channel, n.agent_id, 'active' AS status, false AS simulation, t.started_at, t.last_at AS ended_at,
                       t.message_count, NULL AS campaign_id, t.theirs AS counterpart, NULL AS outcome, NULL::int AS duration_seconds,
                       NULL AS end_reason, NULL AS version_id, 0 AS tokens,
                       NULL AS analysis_status, NULL AS analysis_outcome, NULL AS analysis_sentiment
                  FROM (SELECT ${OURS} AS ours, ${THEIRS} AS theirs, min(m.created_at) AS started_at, max(m.created_at) AS last_at, count(*)::int AS message_count
-                         FROM sms_messages m WHERE m.org_id = ? GROUP BY 1, 2) t
+                         FROM sms_messages m WHERE m.org_id = ? AND m.conversation_id IS NULL GROUP BY 1, 2) t
                  LEFT JOIN phone_numbers n ON n.org_id = ? AND n.e164 = t.ours AND n.status = 'purchased'`;
   const wantSms = !f.channel || f.channel === 'sms';
-  const wantConv = f.channel !== 'sms';
+  // Texts an agent answered belong to its `sms` conversation (docs/sms.md "Agents answer texts"); the
+  // other texts of a number (API sends, keyword replies) are listed as its threads.
+  const wantConv = true;
   const parts: string[] = [];
   const partBinds: any[] = [];
   if (wantConv) (parts.push(conv), partBinds.push(orgId));

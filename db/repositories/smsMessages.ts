@@ -76,10 +76,37 @@ function inTransaction<T>(db: Db, fn: (trx: Knex.Transaction) => Promise<T>): Pr
 export async function insertMessage(
   db: Db,
   orgId: string,
-  m: { id: string; direction: 'outbound' | 'inbound'; trigger: string | null; from: string; to: string; body: string; mediaIds?: string[]; status: SmsMessage['status']; providerMessageId?: string | null },
+  m: {
+    id: string;
+    direction: 'outbound' | 'inbound';
+    trigger: string | null;
+    from: string;
+    to: string;
+    body: string;
+    mediaIds?: string[];
+    status: SmsMessage['status'];
+    providerMessageId?: string | null;
+    /** An agent's reply: the inbound text it answers (unique per organization: one reply per text). */
+    replyTo?: string | null;
+    /** The conversation the text belongs to (an agent's `sms` conversation). */
+    conversationId?: string | null;
+  },
   onChange?: OnMessageChange,
 ): Promise<SmsMessage> {
-  const row = { id: m.id, org_id: orgId, direction: m.direction, trigger: m.trigger, from_e164: m.from, to_e164: m.to, body: m.body, media_ids: m.mediaIds ?? [], status: m.status, provider_message_id: m.providerMessageId ?? null };
+  const row = {
+    id: m.id,
+    org_id: orgId,
+    direction: m.direction,
+    trigger: m.trigger,
+    from_e164: m.from,
+    to_e164: m.to,
+    body: m.body,
+    media_ids: m.mediaIds ?? [],
+    status: m.status,
+    provider_message_id: m.providerMessageId ?? null,
+    reply_to: m.replyTo ?? null,
+    conversation_id: m.conversationId ?? null,
+  };
   if (!onChange) {
     await db('sms_messages').insert(row).onConflict('id').ignore();
     return toMessage(await db('sms_messages').where({ id: m.id, org_id: orgId }).first());
@@ -94,10 +121,38 @@ export async function insertMessage(
   });
 }
 
+/** A message with its body and its place in an agent's conversation (internal: workflows and activities). */
+export interface SmsMessageRecord extends SmsMessage {
+  body: string;
+  mediaIds: string[];
+  providerMessageId: string | null;
+  /** The agent's `sms` conversation the text belongs to, once an agent took it up. */
+  conversationId: string | null;
+  /** Inbound: the reply the agent's turn produced (kept so a retried answer sends it, not a second turn). */
+  agentReply: string | null;
+  /** Outbound agent reply: the inbound text it answers. */
+  replyTo: string | null;
+}
+
 /** A message with its body (internal: workflows and activities). */
-export async function getMessageRecord(db: Db, orgId: string, id: string): Promise<(SmsMessage & { body: string; mediaIds: string[]; providerMessageId: string | null }) | undefined> {
+export async function getMessageRecord(db: Db, orgId: string, id: string): Promise<SmsMessageRecord | undefined> {
   const r = await db('sms_messages').where({ id, org_id: orgId }).first();
-  return r ? { ...toMessage(r), body: r.body, mediaIds: r.media_ids ?? [], providerMessageId: r.provider_message_id ?? null } : undefined;
+  return r
+    ? { ...toMessage(r), body: r.body, mediaIds: r.media_ids ?? [], providerMessageId: r.provider_message_id ?? null, conversationId: r.conversation_id ?? null, agentReply: r.agent_reply ?? null, replyTo: r.reply_to ?? null }
+    : undefined;
+}
+
+/** The agent's reply to an inbound text, if one was queued. */
+export async function findReplyTo(db: Db, orgId: string, inboundId: string): Promise<SmsMessage | undefined> {
+  const r = await db('sms_messages').where({ org_id: orgId, reply_to: inboundId }).first();
+  return r ? toMessage(r) : undefined;
+}
+
+/** Records on an inbound text the agent conversation that took it up and, once the turn ran, its reply. */
+export async function setInboundAnswer(db: Db, orgId: string, id: string, answer: { conversationId: string; agentReply?: string }): Promise<void> {
+  await db('sms_messages')
+    .where({ org_id: orgId, id, direction: 'inbound' })
+    .update({ conversation_id: answer.conversationId, ...(answer.agentReply !== undefined ? { agent_reply: answer.agentReply } : {}) });
 }
 
 /**

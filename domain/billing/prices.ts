@@ -22,6 +22,7 @@ export const PRICES = {
   numberPurchase: { kind: 'phone_number_purchase', unitPriceCents: 115, unit: 'number', description: 'A US long-code number purchase (first month)' },
   conversationMessage: { kind: 'conversation_message', unitPriceCents: 1, unit: 'reply', description: 'One agent reply in a conversation' },
   voiceMinutes: { kind: 'voice_minutes', unitPriceCents: 2, unit: 'minute', description: 'A connected minute of a phone call, each call rounded up to whole minutes' },
+  smsSegments: { kind: 'sms_segments', unitPriceCents: 1, unit: 'segment', description: "One SMS segment of an agent's reply to a text (GSM-7 153 / UCS-2 67 characters per concatenated segment)" },
   llmTokens: { kind: 'llm_tokens', unitPriceCents: 0, unit: 'token', description: "LLM tokens of a turn or of a conversation's analysis; included in the message price on the sandbox plan" },
 } as const satisfies Record<string, Price>;
 

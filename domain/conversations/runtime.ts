@@ -23,7 +23,7 @@ import { pinDigits, pinPrompt, pinStep, skillAllowed, type VerificationRecord } 
 
 
 /** Why a conversation ended. */
-export type EndReason = 'ended_by_user' | 'end_call' | 'transferred' | 'escalated' | 'max_duration' | 'ended_by_api';
+export type EndReason = 'ended_by_user' | 'end_call' | 'transferred' | 'escalated' | 'max_duration' | 'ended_by_api' | 'idle';
 
 /** Model-driven tool-call rounds per turn before the runtime answers without tools. */
 export const MAX_TOOL_ROUNDS = 3;

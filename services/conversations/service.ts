@@ -216,6 +216,7 @@ export async function startConversation(
       // The widget's greeting override applies on the `web` channel (README "Widget").
       greeting: req.seed ? null : [opening, askPin].filter(Boolean).join(' ') || null,
       seed: req.seed,
+      counterpart: req.channel === 'voice' || req.channel === 'sms' ? (req.counterpart ?? null) : null,
     },
     async (trx, change) => {
       const c = change.conversation;

@@ -36,6 +36,8 @@ export interface TextToQueue {
   trigger: 'agent' | 'reply';
   /** Checks the requested attachments after the number, registration and consent checks (README "Text attachments"); returns their ids. */
   checkMedia?: () => Promise<string[]>;
+  /** An agent's reply: the inbound text it answers (one reply per text) and the agent's conversation. */
+  replyTo?: { messageId: string; conversationId: string };
 }
 
 /**
@@ -74,7 +76,12 @@ export async function queueText(
     if ('failedIndex' in attached) {
       throw new ApiError(404, 'media_not_found', `${requestedMedia[attached.failedIndex]} is no longer attachable`, { errors: [{ field: `mediaIds[${attached.failedIndex}]`, message: 'no text attachment or SMS upload with this id' }] });
     }
-    const message = await insertMessage(trx, orgId, { id, direction: 'outbound', trigger: text.trigger, from, to, body: text.body, mediaIds: attached.mediaIds, status: 'queued' }, messageChanged(orgId));
+    const message = await insertMessage(
+      trx,
+      orgId,
+      { id, direction: 'outbound', trigger: text.trigger, from, to, body: text.body, mediaIds: attached.mediaIds, status: 'queued', replyTo: text.replyTo?.messageId, conversationId: text.replyTo?.conversationId },
+      messageChanged(orgId),
+    );
     const data = { ...message, heldUntil: holdUntil };
     if (inTransaction) await inTransaction(trx, data);
     return data;

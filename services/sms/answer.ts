@@ -1,0 +1,174 @@
+/**
+ * Agents answer texts (spec Scope rules 1: conversations are "voice, chat and SMS"; docs/sms.md "Agents
+ * answer texts"). An inbound text to a number assigned to an agent runs one turn of the agent's published
+ * version in the agent's `sms` conversation with the sender — one conversation per agent and counterpart,
+ * resumed while open, ended `idle` once the agent's SMS idle timeout passed — and the reply goes out
+ * through {@link queueText}, the path every text takes, with every SMS rule:
+ * - a STOP/START/HELP keyword is never answered by the model (the keyword handler answers it, CTIA);
+ * - nothing is sent to a sender who opted out; the number must be SMS-enabled and the 10DLC registration
+ *   active (checked before the model runs, so a text that cannot be answered costs no turn);
+ * - quiet hours apply to the reply unless the registration exempts replies (`quietHoursRepliesExempt`);
+ * - the reply is cut at a sentence boundary to the agent's `smsMaxSegments` (default 3; 3GPP TS 23.040
+ *   segments), and its segments are charged as usage `sms_segments`.
+ * Idempotent for Temporal's retries: the inbound text records its conversation and the reply its turn
+ * produced before the reply is queued, and the reply names the text it answers (unique), so a retry
+ * neither runs a second turn nor sends a second reply.
+ */
+import type { Client } from '@temporalio/client';
+import type { Db } from '../../db';
+import { getAgent, isUniqueViolation } from '../../db/repositories/agents';
+import { findOpenSmsConversation, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
+import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
+import { getContact } from '../../db/repositories/smsContacts';
+import { findReplyTo, getMessageRecord, setInboundAnswer, type SmsMessageRecord } from '../../db/repositories/smsMessages';
+import { getRegistration } from '../../db/repositories/smsRegistrations';
+import { ApiError } from '../../domain/errors';
+import { parseInboundKeyword } from '../../domain/sms/keywords';
+import { countSegments, fitToSegments } from '../../domain/sms/segments';
+import { feeOf, PRICES } from '../../domain/billing/prices';
+import type { CompiledAgent } from '../../domain/agents/compile';
+import { recordUsage } from '../billing/usage';
+import { finishConversation, pinnedAgent, sendMessage, startConversation, type ConversationDeps } from '../conversations/service';
+import { queueText } from './send';
+
+/** Segments of an agent's SMS reply when the agent names none. */
+export const DEFAULT_SMS_MAX_SEGMENTS = 3;
+
+/** Seconds of silence after which an agent's SMS conversation ends (`idle`) when the agent names none. */
+export const DEFAULT_SMS_IDLE_TIMEOUT_SECONDS = 86_400;
+
+/** Usage kind and price of the segments of an agent's reply. */
+const SEGMENT_FEE = feeOf(PRICES.smsSegments);
+
+/** What became of an inbound text. */
+export type InboundAnswer =
+  | { answered: true; replyMessageId: string; conversationId: string; segments: number; heldUntil: string | null }
+  | { answered: false; reason: 'not_found' | 'keyword' | 'no_agent' | 'agent_not_published' | 'recipient_opted_out' | 'number_not_sms_enabled' | 'registration_not_active' | 'no_reply' | 'already_answered' | string };
+
+/** The agent's SMS settings: segment limit and idle timeout, from the compiled version (defaults when absent). */
+export function smsSettingsOf(agent: Partial<CompiledAgent> & { smsMaxSegments?: number | null; idleTimeoutSeconds?: { sms?: number | null } | number | null }): { maxSegments: number; idleTimeoutSeconds: number } {
+  const idle = agent.idleTimeoutSeconds;
+  const idleSms = typeof idle === 'number' ? null : (idle?.sms ?? null);
+  return { maxSegments: agent.smsMaxSegments ?? DEFAULT_SMS_MAX_SEGMENTS, idleTimeoutSeconds: idleSms ?? DEFAULT_SMS_IDLE_TIMEOUT_SECONDS };
+}
+
+/**
+ * Answers one inbound text with the agent of the number it was sent to.
+ * @param deps the conversation runtime's ports and a Temporal client (the reply starts `sms-message/{id}`)
+ * @param now the current time (idle timeouts), ms since the epoch
+ * @returns the reply queued, or why there is none
+ * @throws LLM failures (502/503 ApiError) and database errors: the caller retries
+ */
+export async function answerInboundText(
+  deps: ConversationDeps & { temporal: { client: Client; taskQueue: string } },
+  orgId: string,
+  messageId: string,
+  now = Date.now(),
+): Promise<InboundAnswer> {
+  const { db } = deps;
+  const m = await getMessageRecord(db, orgId, messageId);
+  if (!m || m.direction !== 'inbound') return { answered: false, reason: 'not_found' };
+  const already = await findReplyTo(db, orgId, m.id);
+  if (already) return { answered: false, reason: 'already_answered' };
+  if (parseInboundKeyword(m.body)) return { answered: false, reason: 'keyword' };
+  const number = await getOwnedNumberByE164(db, orgId, m.to);
+  if (!number?.agentId) return { answered: false, reason: 'no_agent' };
+  // Rules that would refuse the reply are checked before the model runs (docs/sms.md).
+  if ((await getContact(db, orgId, m.from))?.optedOut) return { answered: false, reason: 'recipient_opted_out' };
+  if (!number.smsEnabled) return { answered: false, reason: 'number_not_sms_enabled' };
+  if ((await getRegistration(db, orgId))?.status !== 'active') return { answered: false, reason: 'registration_not_active' };
+
+  const conversation = await conversationFor(deps, orgId, number.agentId, m, now);
+  if (!conversation) return { answered: false, reason: 'agent_not_published' };
+  const agent = await pinnedAgent(db, conversation);
+  let reply = m.agentReply;
+  if (reply === null) {
+    reply = await earlierReply(db, conversation, m);
+    if (reply === null) {
+      const outcome = await sendMessage(deps, conversation, turnText(m));
+      reply = outcome.reply?.content ?? '';
+    }
+    await setInboundAnswer(db, orgId, m.id, { conversationId: conversation.id, agentReply: reply });
+  }
+  if (!reply.trim()) return { answered: false, reason: 'no_reply' };
+  const body = fitToSegments(reply, smsSettingsOf(agent).maxSegments);
+  const segments = countSegments(body).segments;
+  try {
+    const queued = await queueText(db, deps.temporal, orgId, { from: m.to, to: m.from, body, trigger: 'reply', replyTo: { messageId: m.id, conversationId: conversation.id } }, (trx, data) =>
+      recordUsage(trx, orgId, {
+        ...SEGMENT_FEE,
+        amountCents: SEGMENT_FEE.amountCents * segments,
+        quantity: segments,
+        dedupeKey: `sms-reply:${data.id}:segments`,
+        details: { messageId: data.id, inReplyTo: m.id, conversationId: conversation.id, agentId: conversation.agentId, segments, encoding: countSegments(body).encoding },
+      }),
+    );
+    return { answered: true, replyMessageId: queued.id, conversationId: conversation.id, segments, heldUntil: queued.heldUntil };
+  } catch (err) {
+    if (isUniqueViolation(err)) return { answered: false, reason: 'already_answered' };
+    // A rule that changed since the checks above (an opt-out, a disabled number): the text stays unanswered.
+    if (err instanceof ApiError && err.status < 500) return { answered: false, reason: err.code };
+    throw err;
+  }
+}
+
+/**
+ * The text a turn reads: the message, and a line per attachment the sender sent (their ids, which the
+ * agent's skills can fetch with `GET /sms/media/{id}`).
+ */
+function turnText(m: SmsMessageRecord): string {
+  if (!m.mediaIds.length) return m.body;
+  const note = `[${m.mediaIds.length === 1 ? 'an attachment' : `${m.mediaIds.length} attachments`} sent with this text: ${m.mediaIds.join(', ')}]`;
+  return m.body.trim() ? `${m.body}\n${note}` : note;
+}
+
+/**
+ * The reply a turn already stored for this text (a retry after the turn but before the reply was recorded):
+ * the conversation's last user message is this text, sent after it arrived, followed by the agent's answer.
+ */
+async function earlierReply(db: Db, c: ConversationRecord, m: SmsMessageRecord): Promise<string | null> {
+  const recent = await recentMessages(db, c.orgId, c.id, 8);
+  const lastUser = [...recent].reverse().findIndex((x) => x.role === 'user');
+  if (lastUser < 0) return null;
+  const i = recent.length - 1 - lastUser;
+  if (recent[i].content !== turnText(m) || Date.parse(recent[i].createdAt) < Date.parse(m.createdAt)) return null;
+  const answer = recent.slice(i + 1).reverse().find((x) => x.role === 'assistant' && x.content !== null && !x.toolCalls);
+  return answer?.content ?? null;
+}
+
+/**
+ * The agent's open `sms` conversation with the sender, resumed while its idle timeout has not passed;
+ * otherwise it ends `idle` (with its analysis) and a new one starts, pinned to the current published
+ * version, with no greeting (the person wrote first). Concurrent texts of one sender share one conversation
+ * (a partial unique index; the loser reads the winner's).
+ * @returns null when the agent is not published
+ */
+async function conversationFor(deps: ConversationDeps, orgId: string, agentId: string, m: SmsMessageRecord, now: number): Promise<ConversationRecord | null> {
+  const { db } = deps;
+  if (m.conversationId) {
+    const known = await getConversation(db, orgId, m.conversationId);
+    if (known) return known;
+  }
+  const open = await findOpenSmsConversation(db, orgId, agentId, m.from);
+  if (open) {
+    const agent = await pinnedAgent(db, open);
+    if (now - Date.parse(open.lastActivityAt) < smsSettingsOf(agent).idleTimeoutSeconds * 1000) {
+      await setInboundAnswer(db, orgId, m.id, { conversationId: open.id });
+      return open;
+    }
+    await finishConversation(db, open, 'idle', { db, llm: deps.llm, temporal: deps.temporal });
+  }
+  const agent = await getAgent(db, orgId, agentId);
+  if (!agent?.publishedVersionId) return null;
+  let started: ConversationRecord;
+  try {
+    started = (await startConversation(db, orgId, { agentId, channel: 'sms', keyId: null, counterpart: m.from, metadata: { from: m.from, to: m.to, firstMessageId: m.id }, seed: [] })).conversation;
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+    const winner = await findOpenSmsConversation(db, orgId, agentId, m.from);
+    if (!winner) throw err;
+    started = winner;
+  }
+  await setInboundAnswer(db, orgId, m.id, { conversationId: started.id });
+  return started;
+}

@@ -1,0 +1,170 @@
+/**
+ * Agents answer texts (docs/sms.md "Agents answer texts"): an inbound text to a number assigned to an
+ * agent runs a turn of the agent's published version in its `sms` conversation with the sender (resumed
+ * while open, ended `idle` after the idle timeout), and the reply goes out through `sms-message/{id}` with
+ * every SMS rule: STOP/HELP are never answered by the model, nothing goes to a number that is not
+ * SMS-enabled, the reply's segments are charged. The worker runs the service's own activities
+ * (createActivities), as npm start composes them; callbacks are signed as the sandbox provider signs them.
+ */
+import crypto from 'node:crypto';
+import { expect } from 'chai';
+import { COMPLETE_BRAND, postCallback, startSmsTestApi } from './sms-fixtures';
+import type { TestApi } from '../helpers/api';
+import { createActivities } from '../../activities';
+import { stopSandboxDispatchers } from '../../providers/carrier/sandbox';
+import { sandboxInventory } from '../../providers/telephony/sandbox';
+import { publishDraft } from './agents-fixtures';
+import { until } from '../helpers/wait';
+import { allMessages, getConversation } from '../../db/repositories/conversations';
+import { answerInboundText } from '../../services/sms/answer';
+import { createLlm } from '../../providers/llm';
+import { createSkillHttpClient } from '../../providers/http/request';
+import { testTemporal } from '../helpers/temporal';
+import { countSegments, fitToSegments } from '../../domain/sms/segments';
+
+describe('SMS segments (3GPP TS 23.038 / 23.040)', () => {
+  it('counts GSM-7 septets (extension characters twice) and UCS-2 code units, 160/153 and 70/67 per segment', () => {
+    expect(countSegments('a'.repeat(160))).to.deep.equal({ encoding: 'GSM-7', units: 160, segments: 1 });
+    expect(countSegments('a'.repeat(161))).to.deep.equal({ encoding: 'GSM-7', units: 161, segments: 2 });
+    expect(countSegments('a'.repeat(306)).segments).to.equal(2);
+    expect(countSegments('a'.repeat(307)).segments).to.equal(3);
+    expect(countSegments('€'.repeat(80))).to.deep.equal({ encoding: 'GSM-7', units: 160, segments: 1 });
+    expect(countSegments('é'.repeat(10)).encoding).to.equal('GSM-7');
+    expect(countSegments('ł' + 'a'.repeat(69))).to.deep.equal({ encoding: 'UCS-2', units: 70, segments: 1 });
+    expect(countSegments('ł' + 'a'.repeat(70)).segments).to.equal(2);
+    expect(countSegments('😀'.repeat(34)).units).to.equal(68);
+  });
+
+  it('cuts a reply at the last sentence that fits, else at a word with "..."', () => {
+    const sentence = 'We open at nine on Saturday and close at one in the afternoon. ';
+    const long = sentence.repeat(10).trim();
+    const cut = fitToSegments(long, 3);
+    expect(countSegments(cut).segments).to.be.at.most(3);
+    expect(cut.endsWith('afternoon.')).to.equal(true);
+    expect(cut.length).to.be.greaterThan(300);
+    expect(fitToSegments('short', 1)).to.equal('short');
+    const oneSentence = `${'word '.repeat(100)}end.`;
+    const cutWords = fitToSegments(oneSentence, 1);
+    expect(cutWords.endsWith('...')).to.equal(true);
+    expect(countSegments(cutWords).segments).to.equal(1);
+  });
+});
+
+describe('agents answer texts (inbound SMS → turn → reply)', function () {
+  this.timeout(60_000);
+  let t: TestApi;
+  let numberIndex = 10;
+
+  before(async () => {
+    t = await startSmsTestApi('sms_agent_replies', {}, { worker: ({ db, config, logger }) => createActivities({ db, config, logger }) });
+    process.env.SANDBOX_CALLBACK_URL = `${t.api.baseUrl}/sms/provider-callbacks/sandbox`;
+  });
+  after(async () => {
+    stopSandboxDispatchers();
+    delete process.env.SANDBOX_CALLBACK_URL;
+    await t?.close();
+  });
+
+  /** An organization with an active registration and an agent answering an SMS-enabled number. */
+  async function textingOrg(opts: { smsEnabled?: boolean } = {}) {
+    const o = await t.org('Texting Co');
+    expect((await t.call('PUT', '/sms', { key: o.key, json: COMPLETE_BRAND })).status).to.equal(200);
+    const agent = await t.call('POST', '/agents', { key: o.key, json: { name: 'Front desk', voiceId: 'voice_ava', instructions: 'You answer questions about Acme Dental.' } });
+    const agentId = agent.body.data.id as string;
+    await publishDraft(t.db, { orgId: o.orgId, keyId: o.keyId }, agentId, 'v1');
+    const ours = sandboxInventory('312')[numberIndex++].e164;
+    const bought = await t.call('POST', '/numbers/purchase', { key: o.key, json: { e164: ours } });
+    expect(bought.status, JSON.stringify(bought.body)).to.be.oneOf([200, 201]);
+    const numberId = bought.body.data.id as string;
+    expect((await t.call('POST', `/numbers/${numberId}/assign`, { key: o.key, json: { agentId } })).status).to.equal(200);
+    if (opts.smsEnabled !== false) expect((await t.call('PUT', `/numbers/${numberId}/sms`, { key: o.key, json: { enabled: true } })).status).to.equal(200);
+    await t.db('sms_registrations').where({ org_id: o.orgId }).update({ status: 'active' });
+    return { ...o, agentId, ours };
+  }
+
+  /** A signed inbound-text callback. @returns the stored inbound message */
+  async function inbound(to: string, from: string, text: string) {
+    const id = `SMin${crypto.randomBytes(6).toString('hex')}`;
+    const res = await postCallback(t, { type: 'message.inbound', id, from, to, text });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    return t.db('sms_messages').where({ provider_message_id: id }).first();
+  }
+
+  const replyTo = (orgId: string, inboundId: string) => t.db('sms_messages').where({ org_id: orgId, reply_to: inboundId }).first();
+
+  it('answers a text with a turn of the agent in an sms conversation, and resumes it for the next text', async () => {
+    const o = await textingOrg();
+    const sender = '+12125550141';
+    const first = await inbound(o.ours, sender, 'What time do you open on Saturday?');
+    const reply = await until(async () => ((r) => (r && r.status !== 'queued' ? r : undefined))(await replyTo(o.orgId, first.id)), 30_000, 'the reply');
+    expect(reply).to.include({ direction: 'outbound', trigger: 'reply', from_e164: o.ours, to_e164: sender });
+    expect(reply.status).to.be.oneOf(['sent', 'delivered']);
+    const stored = await t.db('sms_messages').where({ id: first.id }).first();
+    expect(stored.conversation_id).to.equal(reply.conversation_id);
+
+    const conversation = (await getConversation(t.db, o.orgId, reply.conversation_id))!;
+    expect(conversation).to.include({ channel: 'sms', agentId: o.agentId, status: 'active', mode: 'published' });
+    const lines = (await allMessages(t.db, o.orgId, conversation.id)).filter((m) => m.content && !m.toolCalls).map((m) => [m.role, m.content]);
+    expect(lines[0]).to.deep.equal(['user', 'What time do you open on Saturday?']);
+    expect(lines[1][0]).to.equal('assistant');
+    expect(reply.body).to.equal(fitToSegments(lines[1][1]!, 3));
+    const listed = await t.call('GET', '/conversations?channel=sms', { key: o.key });
+    expect(listed.status).to.equal(200);
+    expect(listed.body.data.items.find((c: { id: string }) => c.id === conversation.id)).to.include({ counterpart: sender, channel: 'sms' });
+
+    const segments = await t.db('usage_entries').where({ org_id: o.orgId, kind: 'sms_segments' });
+    expect(segments).to.have.length(1);
+    expect(Number(segments[0].quantity)).to.equal(countSegments(reply.body).segments);
+    expect(await t.db('usage_entries').where({ org_id: o.orgId, kind: 'conversation_message' })).to.have.length(1);
+
+    const second = await inbound(o.ours, sender, 'And on Sunday?');
+    const reply2 = await until(async () => replyTo(o.orgId, second.id), 30_000, 'the second reply');
+    expect(reply2.conversation_id).to.equal(conversation.id);
+    expect((await allMessages(t.db, o.orgId, conversation.id)).filter((m) => m.role === 'user').map((m) => m.content)).to.deep.equal(['What time do you open on Saturday?', 'And on Sunday?']);
+  });
+
+  it('leaves STOP and HELP to the keyword handler: the model answers neither, and nothing follows an opt-out', async () => {
+    const o = await textingOrg();
+    const sender = '+12125550142';
+    const stop = await inbound(o.ours, sender, 'STOP');
+    const confirmation = await until(async () => t.db('sms_messages').where({ org_id: o.orgId, direction: 'outbound', trigger: 'keyword', to_e164: sender }).first(), 20_000, 'the STOP confirmation');
+    expect(confirmation.body).to.match(/unsubscribed/);
+    const after = await inbound(o.ours, sender, 'Are you open today?');
+    // The agent's answer workflow runs and declines: no turn, no reply.
+    const { client } = await testTemporal();
+    const result = await client.workflow.getHandle(`sms-reply/${after.id}`).result();
+    expect(result).to.deep.equal({ answered: false, reason: 'recipient_opted_out' });
+    expect(await replyTo(o.orgId, stop.id)).to.equal(undefined);
+    expect(await replyTo(o.orgId, after.id)).to.equal(undefined);
+    expect(await t.db('conversations').where({ org_id: o.orgId, channel: 'sms' })).to.have.length(0);
+  });
+
+  it('does not answer on a number that is not SMS-enabled (no turn, nothing sent)', async () => {
+    const o = await textingOrg({ smsEnabled: false });
+    const text = await inbound(o.ours, '+12125550143', 'Hello?');
+    const { client } = await testTemporal();
+    expect(await client.workflow.getHandle(`sms-reply/${text.id}`).result()).to.deep.equal({ answered: false, reason: 'number_not_sms_enabled' });
+    expect(await t.db('conversations').where({ org_id: o.orgId, channel: 'sms' })).to.have.length(0);
+    expect(await t.db('sms_messages').where({ org_id: o.orgId, direction: 'outbound' })).to.have.length(0);
+  });
+
+  it('ends a conversation idle for longer than the timeout and starts a new one; a repeated answer sends nothing twice', async () => {
+    const o = await textingOrg();
+    const sender = '+12125550144';
+    const first = await inbound(o.ours, sender, 'Do you take new patients?');
+    const reply = await until(async () => replyTo(o.orgId, first.id), 30_000, 'the reply');
+    const { client } = await testTemporal();
+    const deps = { db: t.db, llm: createLlm(), http: createSkillHttpClient(), temporal: { client, taskQueue: 'unused-no-worker' } };
+    // The same text answered again (a retried activity): nothing new.
+    expect(await answerInboundText(deps, o.orgId, first.id)).to.deep.equal({ answered: false, reason: 'already_answered' });
+    expect(await t.db('sms_messages').where({ org_id: o.orgId, reply_to: first.id })).to.have.length(1);
+
+    // A day and a minute later: the conversation ends `idle`, the text starts a new one.
+    const later = await t.db('sms_messages').insert({ id: `msg_idle${crypto.randomBytes(4).toString('hex')}`, org_id: o.orgId, direction: 'inbound', from_e164: sender, to_e164: o.ours, body: 'Are you there?', status: 'received', media_ids: [] }).returning('*');
+    const answer = await answerInboundText(deps, o.orgId, later[0].id, Date.now() + 86_460_000);
+    expect(answer).to.have.property('answered', true);
+    const old = (await getConversation(t.db, o.orgId, reply.conversation_id))!;
+    expect(old).to.include({ status: 'ended', endReason: 'idle' });
+    expect((answer as { conversationId: string }).conversationId).to.not.equal(old.id);
+  });
+});
