@@ -16,7 +16,7 @@
 import crypto from 'node:crypto';
 import twilio from 'twilio';
 import { StubServer, type StubAnswer, type StubRequest } from './stubServer';
-import { twilioExample, twilioRequestErrors, twilioResponseErrors } from './wire';
+import { requireTwilioDocument, twilioExample, twilioRequestErrors, twilioResponseErrors } from './wire';
 
 const ACCOUNT = '/2010-04-01/Accounts/{AccountSid}';
 const rfc2822 = () => new Date().toUTCString().replace('GMT', '+0000');
@@ -28,11 +28,20 @@ export class TwilioStub extends StubServer {
   readonly numbers: any[] = [];
   readonly messages: any[] = [];
   readonly calls: any[] = [];
-  /** Calls are answered by an answering machine (README "Voicemail"). */
+  /** Calls are answered by an answering machine (docs/voice.md "Voicemail"). */
   machineAnswers = false;
 
   constructor(readonly accountSid: string, readonly authToken: string) {
     super();
+  }
+
+  /**
+   * Starts listening once Twilio's documents are readable.
+   * @throws Error in one line naming the missing file when the provider documents are missing
+   */
+  override async start(): Promise<this> {
+    requireTwilioDocument();
+    return super.start();
   }
 
   /** POSTs a signed form webhook to `url`, as Twilio does. */

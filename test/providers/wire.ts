@@ -9,13 +9,43 @@ import path from 'node:path';
 import Ajv, { type ValidateFunction } from 'ajv';
 import { createGenerator } from 'ts-json-schema-generator';
 
-const PROVIDERS_DIR = path.join(__dirname, '..', '..', '..', 'shared', 'providers');
+/**
+ * Where the provider documents live: `../shared/providers` beside the clone, or `PROVIDER_DOCUMENTS_DIR`
+ * when set (another checkout of them, or a missing path to check how the tests fail without them).
+ */
+export function providerDocumentsDir(): string {
+  return process.env.PROVIDER_DOCUMENTS_DIR || path.join(__dirname, '..', '..', '..', 'shared', 'providers');
+}
+
+/**
+ * Reads one provider document as JSON.
+ * @throws Error naming the missing file when the documents are absent (a clone without `../shared`); its
+ * stack is its message alone, so mocha reports it in one line
+ */
+function readProviderDocument(...parts: string[]): any {
+  const file = path.join(providerDocumentsDir(), ...parts);
+  if (!fs.existsSync(file)) {
+    const err = new Error(`the provider documents under ../shared/providers are missing: ${file} (see ../shared/providers/README.md, or set PROVIDER_DOCUMENTS_DIR)`);
+    err.stack = `Error: ${err.message}`;
+    throw err;
+  }
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
 
 /** Twilio's API 2010-04-01 OpenAPI document (read once). */
 let twilioDoc: any;
 function twilioOai(): any {
-  twilioDoc ??= JSON.parse(fs.readFileSync(path.join(PROVIDERS_DIR, 'twilio-oai', 'twilio_api_v2010.json'), 'utf8'));
+  twilioDoc ??= readProviderDocument('twilio-oai', 'twilio_api_v2010.json');
   return twilioDoc;
+}
+
+/**
+ * Reads Twilio's document now, so that a stub refuses to start without it (one failure line for its
+ * suite) instead of answering 500 to requests whose tests then fail on unrelated symptoms.
+ * @throws Error in one line when the provider documents are missing
+ */
+export function requireTwilioDocument(): void {
+  twilioOai();
 }
 
 const twilioAjv = new Ajv({ strict: false, allErrors: true, validateFormats: false, coerceTypes: 'array' });
