@@ -1,7 +1,7 @@
 /**
  * First-start bootstrap: when the database has no organization yet, create one with a secret key
  * holding every non-reserved scope, so a newcomer can call the API at once (README "Quick start": two commands),
- * and an owner who can sign in at /login to approve OAuth apps (README "Team").
+ * and an owner who can sign in at /login to approve OAuth apps (docs/team-and-oauth.md "Team").
  */
 import type { Db } from './db';
 import { createOrganization, listOrganizations } from './db/repositories/organizations';

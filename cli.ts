@@ -1,18 +1,19 @@
 /**
- * Operator CLI (`npm run cli -- <command>`; README "Operator CLI"): organizations, secret keys, secrets.
+ * Operator CLI (`npm run cli -- <command>`; docs/operations.md "Operator CLI"): organizations, secret keys, secrets.
  *   orgs create <name>                      create an organization, print its id
  *   orgs list                               list organizations
  *   keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S]
  *                                           mint a secret key and print it once
  *   keys list --org <id>                    list an organization's keys (never the secret)
  *   keys revoke <keyId>                     revoke a key at once
- *   secrets generate                        print fresh values of every service secret (README "Security")
+ *   secrets generate                        print fresh values of every service secret (docs/security.md)
  *   calls place --to <E164> [--from <E164>] [--url <api base>] <line|keys:digits>...
- *                                           place a sandbox phone call through the running API (README
- *                                           "Voice calls"): each argument is a spoken line, `keys:1234#`
+ *                                           place a sandbox phone call through the running API (docs/voice.md): each argument is a spoken line, `keys:1234#`
  *                                           presses keys; prints the conversation as heard
- *   secrets reseal-webhooks                 re-seal every stored webhook signing secret, secret variable and integration credential with WEBHOOK_SECRET_KEY
+ *   secrets reseal-webhooks                 re-seal every stored webhook signing secret, secret variable, integration credential and sensitive record field with WEBHOOK_SECRET_KEY
  *                                           (opening with it or WEBHOOK_SECRET_KEY_PREVIOUS), after a key rotation
+ *   secrets rotate-talk-tokens --org <id>   replace the organization's talk-token signing secret: every talk token, widget
+ *                                           session token and relay reference signed with the old one stops at once (docs/security.md)
  * Uses DATABASE_URL, else the embedded Postgres under DATA_DIR: the cluster `npm start` is running when
  * there is one (found through its postmaster.pid), else one it starts and stops itself. Any failure
  * prints one `error: …` line and exits non-zero (1; 2 for a usage error).
@@ -26,6 +27,8 @@ import { parseScopes, NON_RESERVED_SCOPES, RESERVED_SCOPES } from './domain/scop
 import { resealEndpointSecrets } from './db/repositories/webhooks';
 import { resealVariableSecrets } from './db/repositories/variables';
 import { resealConnectionCredentials } from './db/repositories/integrations';
+import { resealRecordFields } from './db/repositories/records';
+import { rotateTalkTokenSecret } from './db/repositories/agentVersions';
 import { loadWebhookSettings } from './domain/webhooks/settings';
 import { openSecret, sealSecret } from './domain/webhooks/signing';
 import { placeSandboxCall, type CallStep } from './providers/telephony/sandboxCaller';
@@ -35,7 +38,7 @@ function flag(args: string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-const USAGE = `usage: npm run cli -- orgs create <name> | orgs list | keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S] | keys list --org <id> | keys revoke <keyId> | secrets generate | secrets reseal-webhooks | calls place --to <E164> [--from <E164>] [--url <api base>] <line|keys:digits>...`;
+const USAGE = `usage: npm run cli -- orgs create <name> | orgs list | keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S] | keys list --org <id> | keys revoke <keyId> | secrets generate | secrets reseal-webhooks | secrets rotate-talk-tokens --org <id> | calls place --to <E164> [--from <E164>] [--url <api base>] <line|keys:digits>...`;
 
 /**
  * Runs one CLI command.
@@ -58,7 +61,7 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
-    // The keys the service uses: the environment, else DATA_DIR/secrets (README "Security").
+    // The keys the service uses: the environment, else DATA_DIR/secrets (docs/security.md).
     if (group === 'secrets') loadServiceSecrets(config);
     database = await openDatabase(config, createLogger(process.env.LOG_LEVEL ?? 'warn'), { attach: true });
   } catch (e) {
@@ -117,12 +120,21 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
       let endpoints = 0;
       let variables = 0;
       let connections = 0;
+      let records = 0;
       for (const o of await listOrganizations(db)) {
         endpoints += await resealEndpointSecrets(db, o.id, reseal);
         variables += await resealVariableSecrets(db, o.id, reseal);
         connections += await resealConnectionCredentials(db, o.id, reseal);
+        records += await resealRecordFields(db, o.id, reseal);
       }
-      out(`resealed the signing secrets of ${endpoints} webhook endpoint(s), ${variables} secret variable(s) and the credentials of ${connections} integration connection(s) with WEBHOOK_SECRET_KEY; WEBHOOK_SECRET_KEY_PREVIOUS may now be removed`);
+      out(`resealed the signing secrets of ${endpoints} webhook endpoint(s), ${variables} secret variable(s), the credentials of ${connections} integration connection(s) and the sensitive fields of ${records} record(s) with WEBHOOK_SECRET_KEY; WEBHOOK_SECRET_KEY_PREVIOUS may now be removed`);
+      return 0;
+    }
+    if (group === 'secrets' && cmd === 'rotate-talk-tokens') {
+      const orgId = flag(rest, 'org');
+      if (!orgId || !(await getOrganization(db, orgId))) throw new Error('secrets rotate-talk-tokens needs --org <existing organization id>');
+      const at = await rotateTalkTokenSecret(db, orgId);
+      out(`rotated the talk-token secret of ${orgId} at ${at.toISOString()}: its talk tokens, widget sessions and relay references signed before stop now`);
       return 0;
     }
     if (group === 'keys' && cmd === 'revoke') {

@@ -1,5 +1,5 @@
 /**
- * Several processes of one entry point on one machine (README "Scaling out"): `npm run start:api` runs
+ * Several processes of one entry point on one machine (docs/operations.md "Scaling out"): `npm run start:api` runs
  * `API_PROCESSES` API processes and `npm run start:worker` runs `WORKER_PROCESSES` worker processes with
  * `node:cluster`. The primary prepares what must happen once (secrets, the embedded Postgres when
  * DATABASE_URL is unset, migrations), then forks the children with `DATABASE_URL` set to that database;

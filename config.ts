@@ -1,5 +1,5 @@
 /**
- * Every environment variable the service reads, in one place (README "Configuration").
+ * Every environment variable the service reads, in one place (docs/configuration.md).
  * Values are read once at start; tests pass overrides through `loadConfig(overrides)`.
  */
 import path from 'node:path';
@@ -30,7 +30,7 @@ export interface AppConfig {
   rateLimitPoints: number;
   /** Rate-limit window in seconds (RATE_LIMIT_WINDOW_SECONDS, default 60). */
   rateLimitWindowSeconds: number;
-  /** Widget requests per client IP per rate-limit window (WIDGET_IP_RATE_LIMIT_POINTS, default 120; README "Widget"). */
+  /** Widget requests per client IP per rate-limit window (WIDGET_IP_RATE_LIMIT_POINTS, default 120; docs/api-notes.md "Widget"). */
   widgetIpRateLimitPoints: number;
   /** Largest accepted JSON body in bytes (BODY_LIMIT_BYTES, default 1 MiB). */
   bodyLimitBytes: number;
@@ -44,9 +44,13 @@ export interface AppConfig {
   twilioAuthToken?: string;
   /** Telnyx account public key, base64 Ed25519, checking `telnyx-signature-ed25519` on voice webhooks (TELNYX_PUBLIC_KEY; unset: Telnyx voice webhooks are refused). */
   telnyxPublicKey?: string;
+  /** The chat model of an agent that names none (LLM_MODEL, default `gpt-4o-mini`; docs/api-notes.md "Agents": model settings). */
+  llmModel: string;
+  /** The models an agent may name as `model` or `fallbackModel` (LLM_MODELS, comma-separated; default: LLM_MODEL alone). */
+  llmModels: string[];
   /**
    * NODE_ENV=production: every secret must come from the environment; none is generated under
-   * DATA_DIR/secrets (README "Security").
+   * DATA_DIR/secrets (docs/security.md).
    */
   production: boolean;
 }
@@ -62,6 +66,23 @@ export function envNumber(name: string, fallback: number, env: NodeJS.ProcessEnv
   const n = Number(raw);
   if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
   return n;
+}
+
+/** Default of LLM_MODEL: the model of a request that names none. */
+export const DEFAULT_LLM_MODEL = 'gpt-4o-mini';
+
+/**
+ * The deployment's chat models (docs/configuration.md): `model` from LLM_MODEL (default `gpt-4o-mini`) and the
+ * allowlist `models` an agent may choose from, LLM_MODELS split on commas (blanks dropped, each trimmed, repeats
+ * removed); unset or empty: LLM_MODEL alone. LLM_MODEL is always allowed, listed or not.
+ */
+export function llmModelSettings(env: NodeJS.ProcessEnv = process.env): { model: string; models: string[] } {
+  const model = (env.LLM_MODEL ?? '').trim() || DEFAULT_LLM_MODEL;
+  const listed = (env.LLM_MODELS ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter(Boolean);
+  return { model, models: [...new Set([model, ...listed])] };
 }
 
 /** Reads the environment; `overrides` win (used by tests and benchmarks). @throws on malformed numbers */
@@ -88,6 +109,8 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     publicBaseUrl: process.env.PUBLIC_BASE_URL || `http://${host}:${port}`,
     twilioAuthToken: process.env.TWILIO_AUTH_TOKEN || undefined,
     telnyxPublicKey: process.env.TELNYX_PUBLIC_KEY || undefined,
+    llmModel: llmModelSettings(process.env).model,
+    llmModels: llmModelSettings(process.env).models,
     production: process.env.NODE_ENV === 'production',
     ...overrides,
   };

@@ -3,8 +3,7 @@
  * newcomer"): embedded Postgres unless DATABASE_URL, migrations, the embedded Temporal dev server
  * unless TEMPORAL_ADDRESS (persisting to the same Postgres, schema `temporal_dev`), the worker and the
  * API. Prints the API URL and, on first start, a bootstrap organization with a secret key (once: the
- * key appears on one line only). Secrets come from the environment or DATA_DIR/secrets (README
- * "Security"); any start-up failure prints one line and exits 1.
+ * key appears on one line only). Secrets come from the environment or DATA_DIR/secrets (docs/security.md); any start-up failure prints one line and exits 1.
  */
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from './config';
@@ -47,7 +46,7 @@ async function main(): Promise<void> {
       closers.push(() => dev.stop());
       address = dev.address;
       logger.info({ address }, 'embedded Temporal dev server started');
-      // The Web UI beside the dev server, as `temporal server start-dev` (README "Inspecting workflows").
+      // The Web UI beside the dev server, as `temporal server start-dev` (docs/operations.md "Inspecting workflows").
       // Without it the service still runs: a failed build or a taken port is one warning.
       try {
         const built = await ensureUiBuilt((line) => logger.info(line));
@@ -73,10 +72,11 @@ async function main(): Promise<void> {
     const client = new Client({ connection, namespace: config.temporalNamespace });
     const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
     closers.push(() => dispatcher.stop());
-    const housekeeping = startHousekeeping({ db: database.db, logger });
+    // Idle conversations' analyses run as workflows on the worker (docs/api-notes.md "Conversations": idle timeouts).
+    const housekeeping = startHousekeeping({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
     closers.push(() => housekeeping.stop());
     await resumeSandboxCallbacks({ db: database.db, config });
-    // The billing calendar (schedule `billing-month`) exists once per cluster (README "Billing").
+    // The billing calendar (schedule `billing-month`) exists once per cluster (docs/api-notes.md "Billing").
     await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
 
     const boot = await bootstrapIfEmpty(database.db, config.keyBrandPrefix);

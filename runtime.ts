@@ -3,25 +3,29 @@
  * database (DATABASE_URL, else the embedded Postgres under DATA_DIR) and migrations.
  */
 import crypto from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { AppConfig } from './config';
 import { createDb, ensureDatabase, migrate, type Db } from './db';
-import { attachRunningPostgres, startEmbeddedPostgres, type EmbeddedPostgresHandle } from './db/embedded';
+import { attachRunningPostgres, leaveSignalsToTheService, startEmbeddedPostgres, type EmbeddedPostgresHandle } from './db/embedded';
 import { EMBEDDED_POSTGRES_PASSWORD, ensureServiceSecrets, storedSecret } from './secrets';
 import { runProcesses } from './cluster';
 
-// Several processes of one entry point (README "Scaling out"); re-exported so api/server.ts reaches it
+// Several processes of one entry point (docs/operations.md "Scaling out"); re-exported so api/server.ts reaches it
 // through the one root module its layer may import.
 export { announceReady, coreCount, isClusterChild, processCount, processIndex, runProcesses } from './cluster';
 
 /**
- * Resolves the signing and sealing secrets before anything reads them (README "Security"): env
+ * Resolves the signing and sealing secrets before anything reads them (docs/security.md): env
  * variables win, else DATA_DIR/secrets (generated on first start), except with NODE_ENV=production.
- * @throws MissingSecretError in production when one is unset
+ * @throws MissingSecretError in production when one is unset; Error in production without PUBLIC_BASE_URL
  */
 export function loadServiceSecrets(config: AppConfig): void {
   ensureServiceSecrets({ dataDir: config.dataDir, production: config.production });
+  // Carriers' signatures (Twilio's covers the URL it requested) are checked against PUBLIC_BASE_URL, never
+  // against a request's Host header, so production names it (docs/security.md "Carrier webhooks and relay references").
+  if (config.production && !process.env.PUBLIC_BASE_URL) throw new Error('PUBLIC_BASE_URL must be set when NODE_ENV=production (the public URL carriers call, e.g. https://api.example.com)');
 }
 
 /** One line describing a failure: the message (or, for an AggregateError, its first inner one) without a stack. */
@@ -47,7 +51,7 @@ export function runEntryPoint(name: string, main: () => Promise<unknown>): void 
   main().catch(fail);
 }
 
-/** Bytes of log lines held before one write (sonic-boom `minLength`); README "Configuration" (`LOG_LEVEL`). */
+/** Bytes of log lines held before one write (sonic-boom `minLength`); docs/configuration.md (`LOG_LEVEL`). */
 const LOG_BUFFER_BYTES = 4096;
 /** Longest a held log line waits before it is written, in ms (sonic-boom `periodicFlush`). */
 const LOG_FLUSH_MS = 200;
@@ -88,7 +92,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
   return pino(
     {
       level,
-      // pid: with several processes (README "Scaling out") a line must say which one wrote it.
+      // pid: with several processes (docs/operations.md "Scaling out") a line must say which one wrote it.
       base: { service: 'agent-control-plane', pid: process.pid },
       redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'key', 'secret', '*.key', '*.secret'], censor: '[redacted]' },
     },
@@ -106,10 +110,10 @@ export interface DatabaseHandle {
 
 /**
  * Opens the app database and applies migrations. Without DATABASE_URL it starts the embedded Postgres
- * under `<dataDir>/pg` (durable; README "Durability") and uses its `acp` database; its password is
+ * under `<dataDir>/pg` (durable; docs/operations.md "Durability") and uses its `acp` database; its password is
  * `DATA_DIR/secrets/EMBEDDED_POSTGRES_PASSWORD`, generated on first start.
  * @param opts.attach join the cluster another process (`npm start`) already runs under DATA_DIR
- *   instead of starting one (the CLI; README "Operator CLI"); start it when none runs
+ *   instead of starting one (the CLI; docs/operations.md "Operator CLI"); start it when none runs
  * @throws when Postgres cannot be reached or started (the message says why, on one line)
  */
 export async function openDatabase(config: AppConfig, logger: Logger, opts: { attach?: boolean } = {}): Promise<DatabaseHandle> {
@@ -140,24 +144,35 @@ export async function openDatabase(config: AppConfig, logger: Logger, opts: { at
   };
 }
 
+/** Milliseconds after the first stop signal during which further ones are the same stop (see {@link exitOnSignal}). */
+export const REPEATED_SIGNAL_GRACE_MS = 5_000;
+
 /**
  * Graceful shutdown of an entry point: on the first SIGINT or SIGTERM runs `close` once, then exits
- * with status 0 (README "Scaling out": the primary stops its children, then the database).
+ * with status 0 (docs/operations.md "Scaling out": the primary stops its children, then the database).
+ * A Ctrl-C reaches the process several times — from the terminal (the whole process group), from npm
+ * forwarding it to its script, from tsx relaying it to its child — so signals during the first
+ * {@link REPEATED_SIGNAL_GRACE_MS} ms of the stop are the same stop; the listeners stay installed, since
+ * a signal with no listener would kill the process by the default action (status 128 + n). A signal after
+ * that grace means the person wants out of a stop that hangs: exit at once with 128 + n (POSIX convention).
  */
 export function exitOnSignal(close: () => Promise<void>): void {
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    await close();
-    process.exit(0);
+  leaveSignalsToTheService();
+  let stoppingSince = 0;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stoppingSince) {
+      if (Date.now() - stoppingSince > REPEATED_SIGNAL_GRACE_MS) process.exit(128 + (os.constants.signals[signal] ?? 0));
+      return;
+    }
+    stoppingSince = Date.now();
+    void close().then(() => process.exit(0));
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
 }
 
 /**
- * The primary of a multi-process entry point (`start:api`, `start:worker`; README "Scaling out"): forks
+ * The primary of a multi-process entry point (`start:api`, `start:worker`; docs/operations.md "Scaling out"): forks
  * `count` children that open `database.url` (passed as DATABASE_URL), stops them and then the database
  * on SIGINT/SIGTERM, and resolves once every child has announced itself ready.
  * @returns what each child passed to `announceReady` (index order) and the children's pids

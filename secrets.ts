@@ -1,5 +1,5 @@
 /**
- * The service's signing and sealing secrets (README "Security"). No secret has a default value in the
+ * The service's signing and sealing secrets (docs/security.md). No secret has a default value in the
  * source: each comes from its environment variable, else (outside production) from
  * `DATA_DIR/secrets/<NAME>`, generated at random on first start (file 0600, directory 0700) and reused
  * on every later start. With NODE_ENV=production a missing variable stops the service.
@@ -15,13 +15,13 @@ import path from 'node:path';
 export interface SecretSpec {
   /** Environment variable, also the file name under DATA_DIR/secrets. */
   name: string;
-  /** What it protects (README "Security"). */
+  /** What it protects (docs/security.md). */
   purpose: string;
   /** A fresh random value in the variable's format. */
   generate(): string;
 }
 
-/** Every signing or sealing secret the service reads (README "Security"). */
+/** Every signing or sealing secret the service reads (docs/security.md). */
 export const SERVICE_SECRETS: readonly SecretSpec[] = [
   {
     name: 'MEDIA_URL_SECRET',

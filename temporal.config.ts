@@ -29,13 +29,13 @@ export const workflowIds = {
   smsReply: (inboundMessageId: string) => `sms-reply/${inboundMessageId}`,
   /** One simulated conversation of an agent (`POST /agents/{agentId}/simulate`). */
   agentSimulation: (simulationId: string) => `agent-simulation/${simulationId}`,
-  /** Closing of the months' invoices for every organization (README "Billing"); continues as new each month. */
+  /** Closing of the months' invoices for every organization (docs/api-notes.md "Billing"); continues as new each month. */
   billingMonth: () => 'billing-month',
-  /** Records sync of one integration connection (README "Integrations and records"). */
+  /** Records sync of one integration connection (docs/api-notes.md "Integrations and records"). */
   recordsSync: (connectionId: string) => `records-sync/${connectionId}`,
-  /** The lifecycle of one phone call (README "Voice calls"). */
+  /** The lifecycle of one phone call (docs/voice.md). */
   voiceCall: (callId: string) => `voice-call/${callId}`,
-  /** The post-conversation analysis of one conversation (README "Conversation analysis"). */
+  /** The post-conversation analysis of one conversation (docs/api-notes.md "Conversation analysis"). */
   conversationAnalysis: (conversationId: string) => `conversation-analysis/${conversationId}`,
   /** One webhook delivery with its retries. */
   webhookDelivery: (deliveryId: string) => `webhook-delivery/${deliveryId}`,

@@ -52,7 +52,7 @@ export async function startWorker(opts: {
   workflowBundle?: WorkerOptions['workflowBundle'];
 }): Promise<RunningWorker> {
   installTemporalRuntime();
-  // Bad carrier credentials stop the worker here, with one line (README "Going live").
+  // Bad carrier credentials stop the worker here, with one line (docs/going-live.md).
   await checkProviderCredentials();
   const connection = await NativeConnection.connect({ address: opts.address });
   const worker = await Worker.create({
@@ -74,7 +74,7 @@ export async function startWorker(opts: {
 }
 
 /**
- * `npm run start:worker`: `WORKER_PROCESSES` worker processes (default 1; README "Scaling out"), each
+ * `npm run start:worker`: `WORKER_PROCESSES` worker processes (default 1; docs/operations.md "Scaling out"), each
  * polling the task queue and running the webhook outbox dispatcher (rows are locked, so several may).
  * The primary opens the database once (migrations) and hands its URL to the children; with one process
  * the primary works itself. Sandbox carrier callbacks owed from before a restart are resumed by one
@@ -97,10 +97,11 @@ async function main(): Promise<void> {
   const connection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection, namespace: config.temporalNamespace });
   const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
-  const housekeeping = startHousekeeping({ db: database.db, logger });
+  // Idle conversations' analyses run as workflows on the worker (docs/api-notes.md "Conversations": idle timeouts).
+  const housekeeping = startHousekeeping({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
   // Sandbox carrier callbacks still owed from before a restart are delivered again (by one process).
   if (processIndex() === 0) await resumeSandboxCallbacks({ db: database.db, config });
-  // The billing calendar (schedule `billing-month`) exists once per cluster; creating it again is a no-op (README "Billing").
+  // The billing calendar (schedule `billing-month`) exists once per cluster; creating it again is a no-op (docs/api-notes.md "Billing").
   await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
   exitOnSignal(async () => {
     await dispatcher.stop();

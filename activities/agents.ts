@@ -13,8 +13,12 @@ export type AgentPublishInput = PublishInput;
 /** What a publish ends in (db/repositories/agentVersions.ts). */
 export type { PublishOutcome };
 
-/** Builds the agent activities. */
-export function createAgentActivities(deps: Pick<ActivityDeps, 'db'>) {
+/**
+ * Builds the agent activities. With `config`, a publish also checks `model` and `fallbackModel` against the
+ * deployment's LLM_MODELS (docs/api-notes.md "Agents": model settings; the allowlist may have changed since the save).
+ */
+export function createAgentActivities(deps: Pick<ActivityDeps, 'db'> & { config?: Pick<ActivityDeps['config'], 'llmModel' | 'llmModels'> }) {
+  const models = deps.config ? { default: deps.config.llmModel, allowed: deps.config.llmModels } : undefined;
   return {
     /**
      * Resolves the draft into one snapshot, validates it and, when valid, stamps number, publisher and
@@ -26,7 +30,7 @@ export function createAgentActivities(deps: Pick<ActivityDeps, 'db'>) {
         deps.db,
         input,
         (bundle) => {
-          const r = compileDraft(bundle);
+          const r = compileDraft(models ? { ...bundle, models } : bundle);
           return { snapshot: r.snapshot, checksum: snapshotChecksum(r.snapshot), errors: r.errors };
         },
         (trx, version) =>

@@ -1,5 +1,5 @@
 /**
- * The activity of `conversation-analysis/{conversationId}` (README "Conversation analysis"). Idempotent: the
+ * The activity of `conversation-analysis/{conversationId}` (docs/api-notes.md "Conversation analysis"). Idempotent: the
  * analysis row is claimed once per conversation, and a retry takes over a row its dead attempt left `running`.
  */
 import type { Db } from '../db';

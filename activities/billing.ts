@@ -1,5 +1,5 @@
 /**
- * Activities of the `billing-month` workflow (README "Billing": who closes months): close a month's
+ * Activities of the `billing-month` workflow (docs/api-notes.md "Billing": who closes months): close a month's
  * invoices for a batch of organizations, each invoice with its `invoice.finalized` event in one
  * transaction. Safe to run twice: the unique `(org_id, period)` of `invoices` makes a repeated close a
  * no-op that emits nothing. Also `ensureBillingCalendar`, which the worker's entry points call at start.
@@ -73,7 +73,7 @@ export function createBillingActivities(deps: Pick<ActivityDeps, 'db'>): Billing
 const BILLING_CATCHUP_MS = 365 * 86_400_000;
 
 /**
- * Makes sure the billing calendar exists (README "Billing": who closes months): the Temporal
+ * Makes sure the billing calendar exists (docs/api-notes.md "Billing": who closes months): the Temporal
  * schedule `billing-month` that starts `billingMonth` at 00:01 UTC on the 1st of every month (the
  * month's end plus CLOSE_GRACE_MS); a close missed while the cluster was down starts when it is back
  * (catch-up window one year, buffered, never two at once). A no-op when the schedule exists. Called

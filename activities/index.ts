@@ -16,6 +16,7 @@ import { createBillingActivities } from './billing';
 import { createReportActivities } from './reports';
 import { createIntegrationActivities } from './integrations';
 import { createVoiceActivities } from './voice';
+import { createCallActivities } from './calls';
 import { createAnalysisActivities } from './analysis';
 
 /** What activities may use. */
@@ -27,5 +28,5 @@ export interface ActivityDeps {
 
 /** Every activity function by name (the worker registers this object). */
 export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
-  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createBillingActivities(deps), ...createReportActivities(deps), ...createIntegrationActivities(deps), ...createVoiceActivities(deps), ...createAnalysisActivities(deps) };
+  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createBillingActivities(deps), ...createReportActivities(deps), ...createIntegrationActivities(deps), ...createVoiceActivities(deps), ...createCallActivities(deps), ...createAnalysisActivities(deps) };
 }

@@ -1,5 +1,5 @@
 /**
- * Activities of `records-sync/{connectionId}` (README "Integrations and records"; DESIGN.md "Durable
+ * Activities of `records-sync/{connectionId}` (docs/api-notes.md "Integrations and records"; DESIGN.md "Durable
  * processes": provider pages as activities). Each page is read from the provider and upserted by
  * (source, external id) with the progress in one transaction, so a retried page writes the same rows
  * again and never duplicates one. Reading is safe to repeat at the provider (no intent needed).
@@ -8,6 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityDeps } from './index';
 import { getConnectionById, setConnectionError, setSyncProgress } from '../db/repositories/integrations';
 import { upsertSourcedRecords } from '../db/repositories/records';
+import { recordWriter } from '../services/records/sealing';
 import { integrationsAdapter, IntegrationProviderError } from '../providers/integrations';
 import { openCredentials } from '../services/integrations/connections';
 import type { IntegrationKind } from '../domain/integrations/catalog';
@@ -56,7 +57,9 @@ export function createIntegrationActivities(deps: Pick<ActivityDeps, 'db'>): Int
         throw err;
       }
       return db.transaction(async (trx) => {
-        const r = await upsertSourcedRecords(trx, orgId, c.kind, c.id, page.items);
+        // Sensitive members of the provider's rows are sealed before they are stored (docs/security.md "Sensitive record fields").
+        const protect = await recordWriter(trx, orgId);
+        const r = await upsertSourcedRecords(trx, orgId, c.kind, c.id, page.items.map((row) => ({ ...row, ...protect(row.fields ?? {}) })));
         const total = processed + r.created + r.updated;
         const sync: RecordsSyncProgress = { ...(c.sync ?? { startedAt: new Date().toISOString(), error: null, finishedAt: null }), status: 'running', processed: total, total: page.total };
         await setSyncProgress(trx, orgId, connectionId, sync);

@@ -1,14 +1,14 @@
 /**
- * Outbound voice activities (README "Outbound voice campaigns"): the contact import of `contact-import/{listId}` and the claim,
+ * Outbound voice activities (docs/voice.md "Outbound voice campaigns"): the contact import of `contact-import/{listId}` and the claim,
  * dial and finish steps of the dialer `campaign/{campaignId}`. Every one is idempotent:
  * - the import stores rows per (list, row number) and recomputes its counters at the end;
  * - a claim with the same token answers the same attempts;
  * - a dial records its intent with the reference `{attemptId}:{dial number}` before the provider is asked
- *   (README "Provider calls happen once": voice APIs take no idempotency key); a retry finds the call by
+ *   (docs/operations.md "Provider calls happen once": voice APIs take no idempotency key); a retry finds the call by
  *   that reference (or from/to/time) instead of dialing again, and records its outcome once per dial
  *   number, with the voice conversation, `call.completed` and the resolved intent in one transaction; a
  *   dial that left the agent's voicemail message first completes its call (minutes charged once, again
- *   harmlessly on a retry) and its record links to the call's conversation (README "Voicemail");
+ *   harmlessly on a retry) and its record links to the call's conversation (docs/voice.md "Voicemail");
  * - finishing moves the campaign only along the state machine, with `campaign.updated` in that transaction.
  * Times come from the workflow (`now` arguments), so time-skipping tests and real runs agree.
  */
@@ -95,7 +95,7 @@ function heartbeater(): { stop(): void } {
 }
 
 /**
- * A dial that left the agent's voicemail message (README "Voicemail"): the call and its conversation are
+ * A dial that left the agent's voicemail message (docs/voice.md "Voicemail"): the call and its conversation are
  * stored (for the sandbox carrier here; a real carrier's by its voice webhook or adapter while the call
  * was up) and the call completed with its minutes charged once (services/voice/calls.ts completeCall,
  * deduplicated per call). Idempotent.
@@ -213,7 +213,7 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
     /**
      * Places one dial of a claimed attempt and records its outcome (busy/no-answer go back to pending
      * for a retry while dials remain) with its voice conversation and `call.completed`, in one
-     * transaction. Safe to retry (README "Provider calls happen once"): the dial's intent is recorded
+     * transaction. Safe to retry (docs/operations.md "Provider calls happen once"): the dial's intent is recorded
      * before the provider is asked, and a retry that finds it looks the call up instead of dialing
      * again. When the provider cannot tell, the attempt ends `failed` with `lastOutcome` `unknown` and
      * `provider.intent.unknown` is emitted: nobody is called twice.
@@ -230,7 +230,7 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
       const dialNumber = a.dials + 1;
       const reference = `${attemptId}:${dialNumber}`;
       const at = new Date(input.now);
-      // The message a machine gets after its beep (README "Voicemail"), from the campaign's pinned version.
+      // The message a machine gets after its beep (docs/voice.md "Voicemail"), from the campaign's pinned version.
       const voicemail = await campaignVoicemail(db, orgId, a.campaignId, a.agentId);
       const call = { from: a.callerId, to: a.e164, idempotencyKey: reference, agentId: a.agentId, campaignId: a.campaignId, ...(voicemail ? { voicemailMessage: voicemail.message } : {}) };
       const beat = heartbeater();

@@ -1,5 +1,5 @@
 /**
- * Report export activities (README "Variables, escalation, onboarding, meta and settings"): read one
+ * Report export activities (docs/api-notes.md "Variables, escalation, onboarding, meta and settings"): read one
  * period's rows, write the CSV file once per (report, period) — a retried activity finds the file it
  * wrote — and set the report's status. A cancelled report is never written again.
  */
@@ -8,7 +8,7 @@ import { getReport, reportRows, setReportStatus, storeReportFile } from '../db/r
 import { reportCsv, type Period } from '../domain/settings/reports';
 import type { ReportStatus } from '../schemas/types/settings';
 
-/** Most rows one file holds (the rest of a larger period is left out; README says so). */
+/** Most rows one file holds (the rest of a larger period is left out; docs/api-notes.md "Variables, escalation, onboarding, meta and settings" says so). */
 export const MAX_REPORT_ROWS = 100_000;
 
 /** Builds the report activities. */

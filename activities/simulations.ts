@@ -1,5 +1,5 @@
 /**
- * Activities of workflow `agent-simulation/{id}` (README "Conversations": `POST /agents/{agentId}/simulate`):
+ * Activities of workflow `agent-simulation/{id}` (docs/api-notes.md "Conversations": `POST /agents/{agentId}/simulate`):
  * start the simulated conversation, run one caller turn at a time (a scripted message, or the simulated
  * caller's next message from the LLM provider), then judge the expectations. Each is safe to retry: the
  * conversation id is derived from the simulation's, and a turn already stored is not run again (the

@@ -2,7 +2,7 @@
  * SMS hub activities (DESIGN.md "activities/"): carrier submissions and polls for the registration
  * workflow, status writes guarded by the submission id, and the send of one text for `sms-message/{id}`.
  * Status writes are guarded and monotonic. The carrier's brand and campaign creates and the provider's
- * text send are not idempotent (README "Provider calls happen once"): each goes through `performOnce`,
+ * text send are not idempotent (docs/operations.md "Provider calls happen once"): each goes through `performOnce`,
  * which records the intent before the request and, on a retry, lists by the reference instead of
  * creating or sending again, so Temporal's retries never duplicate an effect.
  */
@@ -18,6 +18,7 @@ import { messageChanged, registrationChanged } from '../events/sms';
 import { performOnce, type EffectOutcome, type EffectSpec, type FaultHook } from '../services/effects';
 import { resolveIntent } from '../db/repositories/providerIntents';
 import { Context } from '@temporalio/activity';
+import { whileHeartbeating } from './heartbeat';
 import { answerInboundText, type InboundAnswer } from '../services/sms/answer';
 import { createLlm } from '../providers/llm';
 import { createSkillHttpClient } from '../providers/http/request';
@@ -74,7 +75,7 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
   };
 
   /**
-   * Creates the brand or campaign once per registration (README "Provider calls happen once"): the intent
+   * Creates the brand or campaign once per registration (docs/operations.md "Provider calls happen once"): the intent
    * `brand_create`/`campaign_create` keyed by the registration id, then a list by that reference on a
    * retry. Records the outcome: the carrier's id, or, when the carrier cannot tell whether the create
    * happened, the registration `failed` with providerStatus `BRAND_UNKNOWN`/`CAMPAIGN_UNKNOWN` for an
@@ -106,76 +107,90 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
     return out;
   };
 
+  /** The brand step of {@link smsSubmitBrand} (without the heartbeat). */
+  const submitBrand = async (orgId: string, submissionId: string): Promise<SubmittedObject | null> => {
+    const rec = await current(orgId, submissionId);
+    if (!rec) return null;
+    const r = rec.registration;
+    const brand = {
+        entityType: r.entityType!,
+        legalName: r.legalName,
+        displayName: r.displayName,
+        ein: r.ein,
+        vertical: r.vertical,
+        country: r.country ?? 'US',
+        street: r.street,
+        city: r.city,
+        state: r.state,
+        postalCode: r.postalCode,
+        website: r.website,
+        supportEmail: r.supportEmail,
+        phone: r.phone,
+        stockSymbol: rec.stockSymbol,
+        stockExchange: rec.stockExchange,
+        reference: rec.registrationId,
+    };
+    // An update of the brand we hold is safe to repeat (it bumps the revision); a create is not.
+    if (r.brandId) return record(orgId, submissionId, 'brand', await carrierOf().createOrUpdateBrand(orgId, brand, r.brandId));
+    return createOnce(orgId, submissionId, rec.registrationId, 'brand', {
+      request: { legalName: brand.legalName, entityType: brand.entityType },
+      perform: () => carrierOf().createOrUpdateBrand(orgId, brand),
+      lookup: () => carrierOf().findBrand(orgId, rec.registrationId),
+    });
+  };
+
+  /** The campaign step of {@link smsSubmitCampaign} (without the heartbeat). */
+  const submitCampaign = async (orgId: string, submissionId: string, brandId: string): Promise<SubmittedObject | null> => {
+    const rec = await current(orgId, submissionId);
+    if (!rec) return null;
+    const r = rec.registration;
+    const campaign = {
+        brandId,
+        useCase: r.useCase!,
+        description: r.description ?? '',
+        sample1: r.sample1 ?? '',
+        sample2: r.sample2 ?? '',
+        messageFlow: r.messageFlow ?? '',
+        helpMessage: r.helpMessage ?? '',
+        sendsLinks: r.sendsLinks === true,
+        optInMethod: r.optInMethod,
+        reference: rec.registrationId,
+    };
+    if (r.campaignId) return record(orgId, submissionId, 'campaign', await carrierOf().createOrUpdateCampaign(orgId, campaign, r.campaignId));
+    return createOnce(orgId, submissionId, rec.registrationId, 'campaign', {
+      request: { brandId, useCase: campaign.useCase },
+      perform: () => carrierOf().createOrUpdateCampaign(orgId, campaign),
+      lookup: () => carrierOf().findCampaign(orgId, rec.registrationId),
+    });
+  };
+
   return {
     /**
      * Creates or updates the brand at the carrier and stores its id. A create is done once per
      * registration (its intent, then a list by reference on a retry); `unknown` fails the registration.
+     * Heartbeats while the carrier answers (activities/heartbeat.ts), so a dead worker's attempt is
+     * retried after the workflow's heartbeat timeout, not its start-to-close timeout.
      * @returns the brand id and revision, or null when the submission is stale
      */
     async smsSubmitBrand(orgId: string, submissionId: string): Promise<SubmittedObject | null> {
-      const rec = await current(orgId, submissionId);
-      if (!rec) return null;
-      const r = rec.registration;
-      const brand = {
-          entityType: r.entityType!,
-          legalName: r.legalName,
-          displayName: r.displayName,
-          ein: r.ein,
-          vertical: r.vertical,
-          country: r.country ?? 'US',
-          street: r.street,
-          city: r.city,
-          state: r.state,
-          postalCode: r.postalCode,
-          website: r.website,
-          supportEmail: r.supportEmail,
-          phone: r.phone,
-          stockSymbol: rec.stockSymbol,
-          stockExchange: rec.stockExchange,
-          reference: rec.registrationId,
-      };
-      // An update of the brand we hold is safe to repeat (it bumps the revision); a create is not.
-      if (r.brandId) return record(orgId, submissionId, 'brand', await carrierOf().createOrUpdateBrand(orgId, brand, r.brandId));
-      return createOnce(orgId, submissionId, rec.registrationId, 'brand', {
-        request: { legalName: brand.legalName, entityType: brand.entityType },
-        perform: () => carrierOf().createOrUpdateBrand(orgId, brand),
-        lookup: () => carrierOf().findBrand(orgId, rec.registrationId),
-      });
+      return whileHeartbeating(() => submitBrand(orgId, submissionId));
     },
 
     /**
      * Creates or updates the campaign under `brandId` and stores its id, a create once per registration
-     * as for the brand.
+     * as for the brand (heartbeating while the carrier answers).
      * @returns the campaign id and revision, or null when the submission is stale
      */
     async smsSubmitCampaign(orgId: string, submissionId: string, brandId: string): Promise<SubmittedObject | null> {
-      const rec = await current(orgId, submissionId);
-      if (!rec) return null;
-      const r = rec.registration;
-      const campaign = {
-          brandId,
-          useCase: r.useCase!,
-          description: r.description ?? '',
-          sample1: r.sample1 ?? '',
-          sample2: r.sample2 ?? '',
-          messageFlow: r.messageFlow ?? '',
-          helpMessage: r.helpMessage ?? '',
-          sendsLinks: r.sendsLinks === true,
-          optInMethod: r.optInMethod,
-          reference: rec.registrationId,
-      };
-      if (r.campaignId) return record(orgId, submissionId, 'campaign', await carrierOf().createOrUpdateCampaign(orgId, campaign, r.campaignId));
-      return createOnce(orgId, submissionId, rec.registrationId, 'campaign', {
-        request: { brandId, useCase: campaign.useCase },
-        perform: () => carrierOf().createOrUpdateCampaign(orgId, campaign),
-        lookup: () => carrierOf().findCampaign(orgId, rec.registrationId),
-      });
+      return whileHeartbeating(() => submitCampaign(orgId, submissionId, brandId));
     },
 
-    /** Polls the carrier (fallback when no callback arrived). */
+    /** Polls the carrier (fallback when no callback arrived), heartbeating while it answers. */
     async smsPollCarrierStatus(orgId: string, kind: 'brand' | 'campaign', id: string): Promise<CarrierEvent> {
-      const s = kind === 'brand' ? await carrierOf().getBrandStatus(orgId, id) : await carrierOf().getCampaignStatus(orgId, id);
-      return { kind, id, revision: s.revision, status: s.status, reason: s.reason };
+      return whileHeartbeating(async () => {
+        const s = kind === 'brand' ? await carrierOf().getBrandStatus(orgId, id) : await carrierOf().getCampaignStatus(orgId, id);
+        return { kind, id, revision: s.revision, status: s.status, reason: s.reason };
+      });
     },
 
     /**
@@ -187,9 +202,8 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
       submissionId: string,
       to: { status: 'submitted' | 'registered' | 'active' | 'failed'; providerStatus: string | null; lastError: string | null },
     ): Promise<boolean> {
-      return transitionSubmission(db, orgId, submissionId, to, registrationChanged(orgId));
+      return whileHeartbeating(() => transitionSubmission(db, orgId, submissionId, to, registrationChanged(orgId)));
     },
-
     /**
      * Re-checks a send right before it goes out (the recipient may have opted out, the number may have
      * been disabled while the text was held) and hands it to the telephony provider once: the intent is
@@ -217,7 +231,8 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
       const reg = await getRegistration(db, orgId);
       if (reg?.status !== 'active' && !keywordReply) return refuse('registration_not_active');
       const text = { from: m.from, to: m.to, body: m.body, mediaIds: m.mediaIds, reference: m.id };
-      const effect = await performOnce(db, orgId, {
+      // Heartbeats while the provider answers (workflows/smsMessage.ts sets a 5 s heartbeat timeout).
+      const effect = await whileHeartbeating(() => performOnce(db, orgId, {
         kind: 'sms_send',
         reference: m.id,
         subjectId: m.id,
@@ -226,7 +241,7 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
         perform: () => telephonyOf().sendMessage(orgId, text),
         lookup: () => telephonyOf().findMessage(orgId, m.id),
         fault: opts.faults,
-      });
+      }));
       if (effect.state === 'unknown') return refuse('provider_outcome_unknown');
       await db.transaction(async (trx) => {
         await resolveIntent(trx, orgId, effect.intent.id, effect.result);

@@ -1,5 +1,5 @@
 /**
- * Activities of the `voice-call/{callId}` workflow (README "Voice calls"). Idempotent: Temporal retries
+ * Activities of the `voice-call/{callId}` workflow (docs/voice.md). Idempotent: Temporal retries
  * them, and a call's minutes are charged under one dedupe key.
  */
 import type { Db } from '../db';
@@ -9,26 +9,35 @@ import { RelayClient } from '../providers/telephony/sandboxCaller';
 import { createLlm } from '../providers/llm';
 import type { LlmProvider } from '../domain/conversations/llm';
 import type { AnalysisDeps } from '../services/conversations/analysis';
+import { sandboxCalleeScript } from '../services/voice/sandboxCallee';
 
-/** What the sandbox callee of a campaign call says, line by line, before hanging up. */
-export const SANDBOX_CALLEE_SCRIPT = ['Hello, who is this?', 'Thanks for letting me know. Goodbye.'];
+export { SANDBOX_CALLEE_SCRIPT } from '../services/voice/sandboxCallee';
 
 /**
- * The sandbox carrier's answered campaign call (README "Voice calls"): the call is stored and connected
- * to the relay as a carrier would connect it, the agent greets first, the sandbox callee answers with
- * {@link SANDBOX_CALLEE_SCRIPT} and hangs up; the call is then completed with `durationSeconds` (minutes
+ * The sandbox carrier's answered campaign call (docs/voice.md): the call is stored and connected
+ * to the relay as a carrier would connect it, the agent greets first, the sandbox callee answers, asks one
+ * question (services/voice/sandboxCallee.ts: about the agent's knowledge, else a scripted line) and hangs up; the call is then completed with `durationSeconds` (minutes
  * charged once, conversation closed and analysed once when `analysis` is given). A real carrier reaches the same relay through the markup
- * `prepareCampaignCall` serves.
+ * `prepareCampaignCall` serves. A call placed by `POST /calls` (`dial.callId`) converses the same way.
+ * @param onCompleted runs in the transaction that stores the call completed (services/voice/calls.ts completeCall)
  * @returns the conversation the call held, or null when the agent was no longer published
  */
-export async function converseSandboxCampaignCall(db: Db, apiBaseUrl: string, dial: CampaignCallDial, durationSeconds: number, script = SANDBOX_CALLEE_SCRIPT, analysis?: AnalysisDeps): Promise<string | null> {
+export async function converseSandboxCampaignCall(
+  db: Db,
+  apiBaseUrl: string,
+  dial: CampaignCallDial,
+  durationSeconds: number,
+  script?: string[],
+  analysis?: AnalysisDeps,
+  onCompleted?: Parameters<typeof completeCall>[5],
+): Promise<string | null> {
   const prepared = await prepareCampaignCall(db, apiBaseUrl, dial);
   if (!prepared) return null;
   try {
     const client = await RelayClient.open(prepared.relayUrl);
     client.send({ type: 'setup', sessionId: `VX${dial.providerCallId}`, callSid: dial.providerCallId, from: dial.from, to: dial.to, direction: 'outbound-api', callStatus: 'in-progress', customParameters: {} });
     await client.reply(); // the greeting
-    for (const line of script) {
+    for (const line of script ?? sandboxCalleeScript(prepared.agent)) {
       if (client.closed || client.end) break;
       client.send({ type: 'prompt', voicePrompt: line, lang: 'en-US', last: true });
       await client.reply();
@@ -37,7 +46,7 @@ export async function converseSandboxCampaignCall(db: Db, apiBaseUrl: string, di
     await client.closedWith();
   } finally {
     // The carrier's `completed` status comes whether or not the relay was reached: minutes charged once.
-    await completeCall(db, dial.orgId, prepared.call.id, durationSeconds, analysis);
+    await completeCall(db, dial.orgId, prepared.call.id, durationSeconds, analysis, onCompleted);
   }
   return (await getVoiceCall(db, dial.orgId, prepared.call.id))?.conversationId ?? null;
 }

@@ -1,5 +1,5 @@
 /**
- * Webhook delivery activities (README "Webhooks and audit logs"; DESIGN.md "activities/"): one signed HTTP POST per attempt
+ * Webhook delivery activities (docs/api-notes.md "Webhooks and audit logs"; DESIGN.md "activities/"): one signed HTTP POST per attempt
  * through the SSRF guard, with every attempt recorded (time, status, duration, first 1 KB of the
  * response). The workflow (workflows/webhookDelivery.ts) owns the retry schedule; these functions
  * are idempotent per (delivery, run, attempt) and usable without Temporal (tests, benchmarks).

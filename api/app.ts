@@ -16,7 +16,7 @@ import { ChangeFeed, ReadCache } from '../db/changeFeed';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
 import { accessLog } from './middleware/accessLog';
 import { auditLog } from './middleware/audit';
-import { authenticateGuard, authorizeGuard, type Guard } from './middleware/auth';
+import { authenticateGuard, authorizeGuard, credentialCheck, type Guard } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { idempotency, usesIdempotencyKeys } from './middleware/idempotency';
 import { problem } from './middleware/problem';
@@ -25,7 +25,7 @@ import { requestId } from './middleware/requestId';
 import { docsPage, openApiDocument } from './openapi';
 import { serveWidget } from './widgetAsset';
 import { voiceWebhooks } from './voice/webhooks';
-import { verifyWidgetSession } from './widgetSession';
+import { liveWidgetSession } from './widgetSession';
 import { widgetCors } from './middleware/cors';
 import { jsonValueErrors } from '../domain/validation';
 import { HANDLERS, ROUTE_SCHEMAS } from './routes';
@@ -61,7 +61,7 @@ export interface AppOptions {
   /** The URL `db` was opened on (the rate-limit pool and the revocation listener use it). */
   databaseUrl: string;
   temporal?: AppDeps['temporal'];
-  /** Base URL of the Temporal Web UI, when this process serves one (README "Inspecting workflows"). */
+  /** Base URL of the Temporal Web UI, when this process serves one (docs/operations.md "Inspecting workflows"). */
   temporalUiUrl?: string;
   /** Providers to use instead of the configured ones (tests). */
   providers?: Partial<AppProviders>;
@@ -89,11 +89,13 @@ export function createApp(deps: AppOptions): BuiltApp {
     skillHttp: deps.providers?.skillHttp ?? createSkillHttpClient(),
     mailer: deps.providers?.mailer ?? createMailer(),
   };
-  const handlerDeps: AppDeps = { db, config, logger, caches, temporal: deps.temporal, providers, temporalUiUrl: deps.temporalUiUrl };
+  // A widget session token holds only while what it was derived from does (docs/security.md "Revocation").
+  const sessions = (token: string) => liveWidgetSession(db, keys, token);
+  const handlerDeps: AppDeps = { db, config, logger, caches, temporal: deps.temporal, providers, temporalUiUrl: deps.temporalUiUrl, credentialStillValid: credentialCheck(keys, sessions) };
 
   // One router per first path segment (`/sms…`, `/agents…`), picked by a Map lookup: @koa/router tries
   // every route's pattern in turn, so one router for the ~100 operations cost more CPU per request than
-  // the rest of a GET (README "Benchmarks"). `router` keeps every route, for paths no segment names.
+  // the rest of a GET (docs/benchmarks.md). `router` keeps every route, for paths no segment names.
   const router = new Router<AppState>({ prefix: BASE_PATH });
   const bySegment = new Map<string, Router<AppState>>();
   // The operations of each segment router in registration order, each with its stack composed once.
@@ -123,7 +125,7 @@ export function createApp(deps: AppOptions): BuiltApp {
       (ctx) => {
         ctx.state.route = route;
       },
-      authenticateGuard(route, keys, keyUsage, (token) => verifyWidgetSession(db, token)),
+      authenticateGuard(route, keys, keyUsage, sessions),
       limits.guard(config.widgetIpRateLimitPoints),
       authorizeGuard(route),
       storableParams,
@@ -163,7 +165,7 @@ export function createApp(deps: AppOptions): BuiltApp {
   app.use(auditLog(db)); // outside problem(), so it records the final status of every write
   app.use(problem());
   app.use(widgetCors(db));
-  app.use(oauthRoutes(handlerDeps)); // sign-in, consent and the OAuth endpoints at the origin root (README "Connect an app with OAuth")
+  app.use(oauthRoutes(handlerDeps)); // sign-in, consent and the OAuth endpoints at the origin root (docs/team-and-oauth.md "Connect an app with OAuth")
   app.use(voiceWebhooks(handlerDeps));
   // Paths no operation matches, the widget's assets and the docs page: the routers' own 404/405
   // handling, mapped to problem details.
@@ -196,7 +198,7 @@ export function createApp(deps: AppOptions): BuiltApp {
   // whose method and pattern match (the order @koa/router would pick, since a handler never calls
   // `next`), with its stack composed once: @koa/router's own dispatch also checks the host, matches
   // every route of the segment and composes the matched stacks anew on every request, which cost
-  // several µs of CPU per request (README "Benchmarks"). A request path whose operation has no path
+  // several µs of CPU per request (docs/benchmarks.md). A request path whose operation has no path
   // parameters is remembered, so the next one skips the patterns too.
   const known = new Map<string, MatchedRoute>();
   app.use((ctx: AppContext, next) => {

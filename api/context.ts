@@ -24,12 +24,18 @@ export interface AuthContext {
   /** When the key stops authenticating (null: never); a rotated key's grace period ends here. */
   expiresAt: Date | null;
   /**
+   * The OAuth grant (one member's approval of an app) behind this credential: an access token's own, or
+   * the one whose token minted this key, directly or through keys it minted; absent for keys an owner
+   * minted. Credentials it mints inherit it, and it decides the caller's Team role (api/routes/team.ts).
+   */
+  grantId?: string;
+  /**
    * Publishable keys only (spec "Authentication" 3): the agent the key is pinned to and the browser
    * origins it serves, normalized (domain/keys.ts; check a request's `Origin` with `originAllowed`).
    */
   publishable?: { agentId: string; allowedOrigins: readonly string[] };
   /**
-   * Widget session tokens only (README "Widget"): the one conversation the token continues and the page
+   * Widget session tokens only (docs/api-notes.md "Widget"): the one conversation the token continues and the page
    * origin it was issued to; `keyId` is the publishable key that started it.
    */
   session?: { conversationId: string; origin: string };
@@ -59,9 +65,14 @@ export interface AppDeps {
   caches: { smsRegistrations: ReadCache<RegistrationRecord> };
   /** Temporal client (starts and signals workflows); absent when the API runs without Temporal. */
   temporal?: { client: Client; taskQueue: string };
-  /** Providers of the conversation runtime (README "Conversations"): the chat model and the skills' HTTP client. */
+  /** Providers of the conversation runtime (docs/api-notes.md "Conversations"): the chat model and the skills' HTTP client. */
   providers: AppProviders;
-  /** Base URL of the Temporal Web UI served beside the embedded dev server (README "Inspecting workflows"); absent when none runs. */
+  /**
+   * Whether the credential of a request still being answered (an open event stream) still authenticates
+   * (api/middleware/auth.ts `credentialCheck`; docs/security.md "Revocation"). Absent: not checked.
+   */
+  credentialStillValid?: (ctx: AppContext) => Promise<boolean>;
+  /** Base URL of the Temporal Web UI served beside the embedded dev server (docs/operations.md "Inspecting workflows"); absent when none runs. */
   temporalUiUrl?: string;
 }
 
@@ -69,7 +80,7 @@ export interface AppDeps {
 export interface AppProviders {
   llm: LlmProvider;
   skillHttp: SkillHttpClient;
-  /** Sends team invitations (README "Team"). */
+  /** Sends team invitations (docs/team-and-oauth.md "Team"). */
   mailer: Mailer;
 }
 

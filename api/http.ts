@@ -19,7 +19,7 @@ export function orgOf(ctx: AppContext): string {
 }
 
 /**
- * `?limit=` (an integer 1..200, default 50) and `?cursor=` of a list request (README "API notes": lists).
+ * `?limit=` (an integer 1..200, default 50) and `?cursor=` of a list request (docs/api-notes.md: lists).
  * @throws ApiError 400 validation_error naming `limit`
  */
 export function pageParams(ctx: AppContext): { limit: number; cursor?: string } {
@@ -91,7 +91,7 @@ function pagedSync<T>(run: () => T): T {
 export { temporalUnavailable } from '../domain/errors';
 
 /**
- * The Temporal Web UI page of a workflow's latest run (README "Inspecting workflows": the id alone opens
+ * The Temporal Web UI page of a workflow's latest run (docs/operations.md "Inspecting workflows": the id alone opens
  * its history), in the configured namespace; undefined when this API process serves no UI.
  */
 export function workflowUiUrl(deps: AppDeps, workflowId: string): string | undefined {

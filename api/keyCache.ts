@@ -5,7 +5,7 @@
  */
 import type { Db } from '../db';
 import { ReadCache, type ChangeFeed } from '../db/changeFeed';
-import { findKeyByHash, type ApiKeyInfo } from '../db/repositories/apiKeys';
+import { findKeyByHash, keyHashById, type ApiKeyInfo } from '../db/repositories/apiKeys';
 
 /** Cache of key hash → active key. */
 export class KeyCache {
@@ -24,5 +24,25 @@ export class KeyCache {
   /** Resolves an active (not revoked) key by hash, from cache or Postgres. */
   resolve(keyHash: string): Promise<ApiKeyInfo | undefined> {
     return this.cache.get(keyHash, () => findKeyByHash(this.db, keyHash));
+  }
+
+  /** Key id → hash: immutable, so kept without invalidation (bounded). */
+  private readonly hashes = new Map<string, string>();
+
+  /**
+   * Resolves an active key by id (a widget session token names its publishable key by id) through the
+   * same cache and its invalidation as {@link resolve}: a revoked key is undefined in every API process on
+   * its next check.
+   */
+  async resolveById(keyId: string): Promise<ApiKeyInfo | undefined> {
+    let hash = this.hashes.get(keyId);
+    if (!hash) {
+      hash = await keyHashById(this.db, keyId);
+      if (!hash) return undefined;
+      if (this.hashes.size >= 10_000) this.hashes.clear();
+      this.hashes.set(keyId, hash);
+    }
+    const info = this.peek(hash) ?? (await this.resolve(hash));
+    return info && (!info.expiresAt || info.expiresAt.getTime() > Date.now()) ? info : undefined;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * `lastUsedAt` of keys without a write per request (README "API notes" → "Credentials and tenancy"):
+ * `lastUsedAt` of keys without a write per request (docs/api-notes.md "Credentials and tenancy"):
  * each authenticated request only notes its key in an in-process map; the map is written in one
  * statement every `flushIntervalMs` (db/repositories/apiKeys.ts `recordKeyUses`). A key's
  * `lastUsedAt` therefore lags by at most the interval (5 s by default), and by the last interval's

@@ -35,8 +35,7 @@ function components(): Record<string, unknown> {
 }
 
 /**
- * True when schema `name` is a page of a cursor-paginated list (`{items, nextCursor, hasMore}`, README
- * "API notes": lists), whose operation then takes `?limit=` and `?cursor=`.
+ * True when schema `name` is a page of a cursor-paginated list (`{items, nextCursor, hasMore}`, docs/api-notes.md: lists), whose operation then takes `?limit=` and `?cursor=`.
  */
 function isPageSchema(name: string | undefined): boolean {
   if (!name) return false;
@@ -44,7 +43,7 @@ function isPageSchema(name: string | undefined): boolean {
   return 'items' in props && 'nextCursor' in props && 'hasMore' in props;
 }
 
-/** The query parameters of every cursor-paginated list (README "API notes": lists). */
+/** The query parameters of every cursor-paginated list (docs/api-notes.md: lists). */
 const PAGE_PARAMETERS = [
   { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 }, description: 'Page size' },
   {

@@ -1,5 +1,5 @@
 /**
- * The public base URL callers reach the service at (README "Configuration": `PUBLIC_BASE_URL`): the
+ * The public base URL callers reach the service at (docs/configuration.md: `PUBLIC_BASE_URL`): the
  * configured one, or the request's own scheme and host when the configured one names port 0 (tests and
  * `PORT=0` start-ups, whose port is known only once listening).
  * @param publicBaseUrl `config.publicBaseUrl`

@@ -51,7 +51,7 @@ export async function startApi(deps: AppOptions): Promise<RunningApi> {
 }
 
 /**
- * `npm run start:api`: `API_PROCESSES` processes (default: the number of cores; README "Scaling out")
+ * `npm run start:api`: `API_PROCESSES` processes (default: the number of cores; docs/operations.md "Scaling out")
  * sharing one listening socket through node:cluster. The primary opens the database once (the embedded
  * Postgres when DATABASE_URL is unset, migrations) and hands its URL to the children; with one process
  * the primary serves itself.

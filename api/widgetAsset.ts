@@ -1,5 +1,5 @@
 /**
- * The embeddable widget's script (README "Widget"): `widget/src/widget.ts` bundled with esbuild (minified,
+ * The embeddable widget's script (docs/api-notes.md "Widget"): `widget/src/widget.ts` bundled with esbuild (minified,
  * one IIFE, ES2020) once per process, the first time it is asked for, and served at the origin root:
  * `GET /widget.js` (revalidated hourly: `ETag` is the content hash) and `GET /widget.<hash>.js`
  * (immutable, cached for a year).

@@ -1,5 +1,5 @@
 /**
- * Agent publish benchmark (README "Benchmarks"): publish compile time for an agent with 50 skills (10 of each
+ * Agent publish benchmark (docs/benchmarks.md): publish compile time for an agent with 50 skills (10 of each
  * skill type), 20 playbooks of 30 nodes each (valid graphs driving those skills) and 1,000 ready
  * knowledge chunks. Three measurements, each p50/p99:
  *  (a) pure compile + validate (`compileDraft` + `snapshotChecksum`, api/agents/compile.ts) on a
@@ -290,7 +290,7 @@ export async function runAgentsBench(): Promise<void> {
     const versions = (await db('agent_versions').where({ agent_id: agentId }).count({ n: '*' }).first()) as { n: string | number };
 
     const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
-    console.log(`\nAgent publish (README "Benchmarks"): ${os.cpus().length} cores (${cpu}), Node ${process.version}, ${os.platform()} ${os.arch()}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM`);
+    console.log(`\nAgent publish (docs/benchmarks.md): ${os.cpus().length} cores (${cpu}), Node ${process.version}, ${os.platform()} ${os.arch()}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM`);
     console.log(
       `draft: ${bundle.skills.length} skills (5 types × ${SKILLS_PER_TYPE}), ${bundle.playbooks.length} playbooks × 30 nodes = ${nodeCount} nodes, ` +
         `${bundle.knowledge.length} knowledge sources with ${readyChunks} ready chunks; snapshot ${(snapshotBytes / 1024).toFixed(1)} KiB canonical JSON, ` +

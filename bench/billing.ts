@@ -1,5 +1,5 @@
 /**
- * Billing benchmark (README "Benchmarks"). One process: an embedded Postgres (`durable: false`), the
+ * Billing benchmark (docs/benchmarks.md). One process: an embedded Postgres (`durable: false`), the
  * embedded Temporal dev server (in memory) and a worker with the real billing activities. Prints:
  *  1. month close: BENCH_BILLING_ORGS organizations (default 10,000) with BENCH_BILLING_USAGE usage
  *     entries each (default 10, three kinds) in last month; the time of one `billing-month` run

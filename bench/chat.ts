@@ -1,16 +1,20 @@
 /**
- * Chat benchmark (README "Benchmarks"): turns per second at 100 concurrent chat sessions over HTTP with the
+ * Chat benchmark (docs/benchmarks.md): turns per second at 100 concurrent chat sessions over HTTP with the
  * sandbox LLM, and the runtime's own overhead per turn excluding the model, two ways, p50/p99:
  *  (a) pure: `runTurn` in-process with a model that answers at once and in-memory knowledge (guardrails,
  *      prompt, playbook, streaming guardrails, receipt) — the runtime's own CPU;
  *  (b) under load: from each stored receipt, `turn` minus `llm_total` (adds the retrieval query and waits for
- *      the database and the event loop at 100 concurrent sessions). The agent has a
+ *      the database and the event loop at 100 concurrent sessions);
+ *  (c) what a semantic topic guardrail adds to a turn (docs/api-notes.md "Conversations": one classification call):
+ *      `runTurn` with the sandbox LLM, the same turns with and without a `semantic` blocked topic interleaved in one
+ *      run (every message distinct, so no verdict is cached): added latency per turn p50/p99, of which the sandbox's
+ *      own classification answer, and CPU as a ratio of the turn without it. Target: < 2 ms of our own overhead. The agent has a
  * knowledge source of 200 chunks, so every turn runs a full-text lookup, and stores its messages, receipt,
  * usage entries and events in one transaction. The load generator runs in its own process
  * (bench/loadgen.ts), its CPU printed apart.
  *
  * Run: `BENCH_ONLY=chat npm run bench` or `npx tsx bench/chat.ts`. BENCH_CHAT_SESSIONS (100) and
- * BENCH_CHAT_SECONDS (10) set the load, BENCH_CHAT_POOL the pool size (default: the service's, 20); BENCH_PROFILE_DIR writes a CPU profile of the API process
+ * BENCH_CHAT_SECONDS (10) set the load, BENCH_CHAT_GUARD_TURNS (4,000) the turns of (c), BENCH_CHAT_POOL the pool size (default: the service's, 20); BENCH_PROFILE_DIR writes a CPU profile of the API process
  * during the load. Targets on a 2-core machine: ≥ 500 turns/s, overhead p99 < 20 ms.
  */
 import os from 'node:os';
@@ -25,6 +29,8 @@ import { apiCaller, cpuSnapshot, openBenchDatabase, profileWindow, publishForBen
 import { compileDraft } from '../domain/agents/compile';
 import { runTurn, type TurnPorts } from '../domain/conversations/runtime';
 import type { LlmProvider } from '../domain/conversations/llm';
+import { SandboxLlm } from '../providers/llm/sandbox';
+import { DEFAULT_GUARDRAILS } from '../domain/agents/compile';
 import { runBench } from './entry';
 import { startLoadGen } from './http';
 
@@ -69,6 +75,93 @@ async function pureRuntimeOverhead(turns: number): Promise<number[]> {
     out.push(performance.now() - t0);
   }
   return out.slice(Math.floor(turns / 10)); // the first tenth warms the JIT up
+}
+
+/**
+ * (c) What a semantic topic guardrail adds to a turn, on the sandbox LLM (module docstring). Turns without and with
+ * the guardrail alternate in blocks, so both see the same JIT, GC and machine state.
+ * @returns per-turn latencies (ms) of both, the time spent inside the sandbox's classification answers (ms per
+ *   turn), and the CPU (µs) each variant used in total
+ */
+async function semanticGuardrailCost(turns: number): Promise<{ plain: number[]; guarded: number[]; classifierMs: number[]; cpuPlain: number; cpuGuarded: number }> {
+  const base = compileDraft({
+    agent: {
+      id: 'agt_bench000', orgId: 'org_bench', name: 'Front desk', description: null, persona: 'Warm receptionist', instructions: 'Answer from the handbook.',
+      greeting: 'Hello', language: 'en-US', voiceId: 'voice_ava', dtmf: {}, variables: [], guardrails: {}, callerVerification: {}, widget: {}, version: 1,
+      publishedVersionId: null, publishedVersionNumber: null, publishedDraftVersion: null, skills: [], playbooks: [], knowledgeSourceCount: 1, createdAt: '', updatedAt: '',
+    } as never,
+    skills: [],
+    playbooks: [],
+    knowledge: [{ id: 'ks_1', title: 'Clinic handbook', kind: 'text', status: 'ready', chunkCount: 3 }],
+  } as never).snapshot;
+  const phrase = { ...DEFAULT_GUARDRAILS, blockedTopics: ['politics'], forbiddenPhrases: ['guaranteed cure'], escalateOn: ['lawyer'] };
+  const plainAgent = { ...base, guardrails: phrase };
+  const guardedAgent = { ...base, guardrails: { ...phrase, blockedTopics: [...phrase.blockedTopics, { topic: 'medical advice', match: 'semantic' as const, description: 'symptoms, diagnoses, medicines and their dosage' }] } };
+  const hits = [0, 1, 2].map((i) => ({ chunkId: `chk_${i}`, content: `Section ${i}: we accept Delta Dental, MetLife and Cigna. Parking is free behind the building.`, score: 0.5 - i / 10, source: { id: 'ks_1', title: 'Clinic handbook', name: null, url: null } }));
+  const sandbox = new SandboxLlm();
+  let inClassifier = 0;
+  const llm: LlmProvider = {
+    name: 'sandbox',
+    complete: async (req) => {
+      const t = performance.now();
+      try {
+        return await sandbox.complete(req);
+      } finally {
+        if (req.hints?.classification) inClassifier += performance.now() - t;
+      }
+    },
+    stream: (req) => sandbox.stream(req),
+  };
+  const ports: TurnPorts = { llm, searchKnowledge: async () => hits, runSkill: async () => ({ output: null }), now: () => performance.now(), wallClock: () => Date.now() };
+  const history = Array.from({ length: 20 }, (_, i) => ({ role: (i % 2 ? 'assistant' : 'user') as 'user' | 'assistant', content: QUESTIONS[i % QUESTIONS.length] }));
+  const plain: number[] = [];
+  const guarded: number[] = [];
+  const classifierMs: number[] = [];
+  let cpuPlain = 0;
+  let cpuGuarded = 0;
+  const BLOCK = 50;
+  const run = async (agent: typeof base, i: number) => {
+    const t0 = performance.now();
+    // Every message distinct: each guarded turn makes its classification call (no cached verdict).
+    await runTurn({ id: 'cnv_bench', orgId: 'org_bench', agentId: 'agt_bench000', channel: 'chat', agent, variables: {}, playbook: null, turn: i, history, startedAtMs: Date.now() }, `${QUESTIONS[i % QUESTIONS.length]} (${i})`, ports);
+    return performance.now() - t0;
+  };
+  for (let b = 0; b * BLOCK < turns; b++) {
+    const warm = b * BLOCK < turns / 10; // the first tenth warms the JIT up
+    let cpu = process.cpuUsage();
+    for (let i = b * BLOCK; i < (b + 1) * BLOCK; i++) {
+      const ms = await run(plainAgent, i);
+      if (!warm) plain.push(ms);
+    }
+    let used = process.cpuUsage(cpu);
+    if (!warm) cpuPlain += used.user + used.system;
+    cpu = process.cpuUsage();
+    for (let i = b * BLOCK; i < (b + 1) * BLOCK; i++) {
+      inClassifier = 0;
+      const ms = await run(guardedAgent, i);
+      if (!warm) {
+        guarded.push(ms);
+        classifierMs.push(inClassifier);
+      }
+    }
+    used = process.cpuUsage(cpu);
+    if (!warm) cpuGuarded += used.user + used.system;
+  }
+  return { plain, guarded, classifierMs, cpuPlain, cpuGuarded };
+}
+
+/** Prints figure (c) (module docstring). */
+export async function printSemanticGuardrailCost(turns = Number(process.env.BENCH_CHAT_GUARD_TURNS ?? 4000)): Promise<void> {
+  const c = await semanticGuardrailCost(turns);
+  const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length);
+  console.log(
+    `                     (c) semantic guardrail, sandbox LLM, ${c.plain.length} turns each: +1 model call; added per turn p50 ${(pct(c.guarded, 50) - pct(c.plain, 50)).toFixed(3)} ms` +
+      `   mean ${(mean(c.guarded) - mean(c.plain)).toFixed(3)} ms (of which the sandbox's classification answer p50 ${pct(c.classifierMs, 50).toFixed(3)} ms, p99 ${pct(c.classifierMs, 99).toFixed(3)} ms)   target < 2 ms`,
+  );
+  console.log(
+    `                         turn without / with: p50 ${pct(c.plain, 50).toFixed(3)} / ${pct(c.guarded, 50).toFixed(3)} ms, p99 ${pct(c.plain, 99).toFixed(3)} / ${pct(c.guarded, 99).toFixed(3)} ms;` +
+      ` CPU with / without = ${(c.cpuGuarded / Math.max(1, c.cpuPlain)).toFixed(2)}× (${(c.cpuPlain / c.plain.length).toFixed(0)} → ${(c.cpuGuarded / c.guarded.length).toFixed(0)} µs per turn, same run)`,
+  );
 }
 
 /** Runs the chat section and prints its figures. */
@@ -126,6 +219,7 @@ export async function runChatBench(): Promise<void> {
     console.log(`  HTTP turn latency  p50 ${result.p50.toFixed(1)} ms   p99 ${result.p99.toFixed(1)} ms`);
     console.log(`  runtime overhead   (a) pure, in-process: p50 ${pct(pure, 50).toFixed(3)} ms   p99 ${pct(pure, 99).toFixed(3)} ms   target p99 < 20 ms`);
     console.log(`                     (b) under load, turn minus LLM per stored receipt: p50 ${pct(overhead, 50).toFixed(2)} ms   p99 ${pct(overhead, 99).toFixed(2)} ms`);
+    await printSemanticGuardrailCost();
     if (cpu0.process !== undefined) {
       const perTurn = (k: string) => (((cpu1[k] ?? 0) - (cpu0[k] ?? 0)) * 1000) / Math.max(1, turns);
       console.log(`  CPU per turn       API process ${perTurn('process').toFixed(0)} µs   postgres ${perTurn('postgres').toFixed(0)} µs   load generator ${((result.cpuMs * 1000) / Math.max(1, turns)).toFixed(0)} µs`);

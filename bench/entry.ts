@@ -1,5 +1,5 @@
 /**
- * How every benchmark runs as a program: fresh random secrets for this run only (README "Security":
+ * How every benchmark runs as a program: fresh random secrets for this run only (docs/security.md:
  * no secret has a default value) and the one-line failure handler of the entry points.
  */
 import { runEntryPoint } from '../runtime';

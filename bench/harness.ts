@@ -25,6 +25,8 @@ export interface BenchStack {
   databaseUrl: string;
   client: Client;
   native: NativeConnection;
+  /** The embedded cluster's postmaster (for {@link cpuSnapshot}). */
+  postmasterPid?: number;
   /** Closes the database pool, the connections, the dev server and Postgres (in that order). */
   close(): Promise<void>;
 }
@@ -91,6 +93,7 @@ export async function startBenchStack(label: string, opts: { poolMax?: number } 
     databaseUrl: database.databaseUrl,
     client: new Client({ connection }),
     native,
+    postmasterPid: database.postmasterPid,
     close: async () => {
       await connection.close();
       await native.close();

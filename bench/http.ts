@@ -1,6 +1,6 @@
 /**
- * HTTP benchmark (README "Benchmarks"): `GET /sms` and `PUT /sms` under 100 connections against 1, 2, 4 and
- * 8 API processes (node:cluster, as `npm run start:api` runs them; README "Scaling out") on one Postgres,
+ * HTTP benchmark (docs/benchmarks.md): `GET /sms` and `PUT /sms` under 100 connections against 1, 2, 4 and
+ * 8 API processes (node:cluster, as `npm run start:api` runs them; docs/operations.md "Scaling out") on one Postgres,
  * and a bare Koa route measured in the same run. The load comes from separate load generator processes
  * (bench/loadgen.ts); each connection uses its own organization's key. It prints req/s, p50/p99 (the
  * highest of the generators'), the scaling factor per doubling of processes, and on Linux the CPU µs each

@@ -11,6 +11,7 @@ import { runHttpBench } from './http';
 import { runKnowledgeBench } from './knowledge';
 import { runOutboundBench } from './outbound';
 import { runSmsBench } from './sms';
+import { runSmsRepliesBench } from './smsReplies';
 import { runSettingsBench } from './settings';
 import { runWebhooksBench } from './webhooks';
 import { runOAuthBench } from './oauth';
@@ -23,6 +24,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   agents: runAgentsBench,
   knowledge: runKnowledgeBench,
   sms: runSmsBench,
+  'sms-replies': runSmsRepliesBench,
   outbound: runOutboundBench,
   chat: runChatBench,
   observe: runObserveBench,

@@ -1,5 +1,5 @@
 /**
- * Knowledge benchmark (README "Benchmarks"): ingestion throughput in MB/s through extract + chunk + index (the
+ * Knowledge benchmark (docs/benchmarks.md): ingestion throughput in MB/s through extract + chunk + index (the
  * real activities, per format: HTML, PDF, Markdown, plain text), and `POST /agents/{id}/knowledge/preview`
  * latency (p50/p95/p99 over the real API) with 100,000 chunks indexed for the agent.
  *

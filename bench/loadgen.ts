@@ -1,5 +1,5 @@
 /**
- * One load generator process of bench/http.ts (README "Benchmarks"), so the generators do not share an
+ * One load generator process of bench/http.ts (docs/benchmarks.md), so the generators do not share an
  * event loop with each other, with the benchmark's parent or with the servers. Reads one JSON job from
  * argv[2]: `{ url, method?, body?, keys: string[], connections, seconds, perConnection? }` (each connection sends
  * its own key of `keys` as a Bearer token; none for an empty list; with `perConnection`, connection i cycles

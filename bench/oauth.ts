@@ -1,5 +1,5 @@
 /**
- * OAuth benchmark (README "Benchmarks", "Connect an app with OAuth"). One process: an embedded Postgres
+ * OAuth benchmark (docs/benchmarks.md, docs/team-and-oauth.md "Connect an app with OAuth"). One process: an embedded Postgres
  * (`durable: false`) and one API. Prints:
  *  1. `GET /agents` with an OAuth access token `<brand>_oat_…` and with a secret key, 50 connections for
  *     BENCH_OAUTH_SECONDS each (default 5; autocannon in this process, so absolute figures are low; the two

@@ -1,5 +1,5 @@
 /**
- * Observe benchmark (README "Benchmarks"): `GET /analytics/overview` over 100,000 conversations and
+ * Observe benchmark (docs/benchmarks.md): `GET /analytics/overview` over 100,000 conversations and
  * 1,000,000 messages of one organization (30 days; 5 turns of receipts per conversation, usage entries
  * per reply), p50/p99 over repeated requests through HTTP, and `GET /conversations` first pages. Rows are
  * generated in SQL (generate_series), not through the runtime, with the per-conversation counters a

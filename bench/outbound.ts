@@ -1,5 +1,5 @@
 /**
- * Outbound voice benchmark (README "Benchmarks"). Everything in one process: an embedded Postgres, the embedded
+ * Outbound voice benchmark (docs/benchmarks.md). Everything in one process: an embedded Postgres, the embedded
  * Temporal dev server (in memory), the real API over a socket and a worker with the real outbound
  * activities and the sandbox telephony at zero dial latency. Prints:
  *  1. import + scrub: a generated CSV of BENCH_OUTBOUND_ROWS rows (default 100,000; ~1% invalid, ~1%
@@ -11,7 +11,7 @@
  *     200), measured over BENCH_OUTBOUND_DIAL_SECONDS (default 20) from the first dial, then the
  *     campaign is cancelled. Every contact carries an explicit zone where it is about noon now, so the
  *     calling window is open whatever the wall clock says.
- * Targets on this machine (README "Benchmarks"): import+scrub < 10 s, launch < 5 s, ≥ 200 dials/s.
+ * Targets on this machine (docs/benchmarks.md): import+scrub < 10 s, launch < 5 s, ≥ 200 dials/s.
  *
  * Run: `npx tsx bench/outbound.ts` (or `runOutboundBench()` from bench/index.ts with BENCH_ONLY=outbound
  * once the lead adds the section). Setup (organization, agent, number, CSV generation, upload) is not timed.

@@ -1,5 +1,5 @@
 /**
- * Records benchmark (README "Benchmarks", "Integrations and records"). An embedded Postgres
+ * Records benchmark (docs/benchmarks.md, docs/api-notes.md "Integrations and records"). An embedded Postgres
  * (`durable: false`) and the API over HTTP. BENCH_RECORDS (default 100,000) records of one organization
  * (bulk-inserted in SQL, not timed, plus 10,000 of another organization), then BENCH_RECORDS_RUNS (50)
  * requests of each search through `GET /records` — phone (exact), email (case-insensitive), name

@@ -2,7 +2,7 @@
  * Servers measured by bench/http.ts, each in its own process tree so the load generators do not share
  * their event loops: `bare` (a bare Koa route) and `api <databaseUrl> [processes]` (the real API; with
  * processes > 1, that many children on one port through node:cluster, as `npm run start:api` runs them
- * with API_PROCESSES — README "Scaling out"), which logs at BENCH_LOG_LEVEL (default info: the request
+ * with API_PROCESSES — docs/operations.md "Scaling out"), which logs at BENCH_LOG_LEVEL (default info: the request
  * log line of every request, written to /dev/null through production's buffered destination). Prints `PORT <n>` once every process listens. With
  * BENCH_PROFILE_DIR set, SIGUSR2 starts the V8 CPU profiler (node:inspector, 100 µs sampling) and the next
  * SIGUSR2 writes `<pid>-<time>.cpuprofile` there and prints `PROFILED`, so a profile holds the measured

@@ -1,5 +1,5 @@
 /**
- * Settings benchmark (README "Benchmarks"; README "Variables, escalation, onboarding, meta and settings"):
+ * Settings benchmark (docs/benchmarks.md; docs/api-notes.md "Variables, escalation, onboarding, meta and settings"):
  * one on-demand conversations report of 100,000 conversations written by the export activity (the work of
  * `report-export/{id}`), and `GET /onboarding` and `GET /meta` p50/p99 through HTTP over that organization.
  * Rows are generated in SQL.

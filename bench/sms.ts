@@ -1,5 +1,5 @@
 /**
- * SMS hub benchmark (README "Benchmarks"). Everything in one process, as test/workflows/smsRegistration.test.ts
+ * SMS hub benchmark (docs/benchmarks.md). Everything in one process, as test/workflows/smsRegistration.test.ts
  * sets it up: an embedded Postgres, the embedded Temporal dev server (in memory), the real API over a
  * socket and a worker running workflows/smsRegistration.ts and workflows/smsMessage.ts with the real
  * activities and the sandbox carrier and telephony at zero delay (SANDBOX_CARRIER_DELAY_MS=0,

@@ -1,5 +1,5 @@
 /**
- * Voice benchmark (README "Benchmarks", "Voice calls"): BENCH_VOICE_CALLS (1,000) concurrent
+ * Voice benchmark (docs/benchmarks.md, docs/voice.md): BENCH_VOICE_CALLS (1,000) concurrent
  * ConversationRelay sessions on one API process with the sandbox LLM, every call rung through the signed
  * sandbox voice webhook and its relay socket opened as a carrier would (providers/telephony/
  * sandboxCaller.ts). While all calls stay open, each caller says a final `prompt` about every

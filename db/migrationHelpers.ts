@@ -20,7 +20,7 @@ export function timestampsNow(t: Knex.CreateTableBuilder, knex: Knex, ...columns
 }
 
 /**
- * The three triggers that make `table` append-only (README "API notes": the audit log and the billing ledger; UPDATE, DELETE and
+ * The three triggers that make `table` append-only (docs/api-notes.md: the audit log and the billing ledger; UPDATE, DELETE and
  * TRUNCATE raise): row-level BEFORE UPDATE and BEFORE DELETE, statement-level BEFORE TRUNCATE, each running
  * the trigger function `fn` (which lets a cascade from a deleted organization through).
  * @returns three `CREATE TRIGGER <table>_no_update|_no_delete|_no_truncate …;` statements, one a line

@@ -28,7 +28,7 @@ export class InvalidCursorError extends Error {
 
 /**
  * The type of a list's key, checked when a cursor is decoded so that a forged key never reaches a query
- * (README "API notes": a cursor the list did not issue answers 400 `invalid_cursor`, never a 500):
+ * (docs/api-notes.md: a cursor the list did not issue answers 400 `invalid_cursor`, never a 500):
  * - `serial`: a `bigserial` sequence (`seq`), an integer 1..2^53−1 (node-postgres reads int8 as a JS
  *   number, db/index.ts, so no issued key is larger);
  * - `int`: an `integer` column (a version or row number), an integer 0..2^31−1;

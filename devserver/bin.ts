@@ -97,7 +97,7 @@ async function main(): Promise<void> {
 
 if (require.main === module) {
   const fail = (err: unknown) => {
-    // One line, like the service's entry points (README "Operator CLI"): the message, never a stack.
+    // One line, like the service's entry points (docs/operations.md "Operator CLI"): the message, never a stack.
     process.stderr.write(`devserver: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);
   };

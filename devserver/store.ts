@@ -53,10 +53,14 @@ export class PgStore implements PersistenceSink, ScheduleSink {
     databaseUrl: string,
     private readonly schema = 'temporal_dev',
   ) {
-    // The sessions inherit the server's synchronous_commit (README "Durability"): on the `npm start`
+    // The sessions inherit the server's synchronous_commit (docs/operations.md "Durability"): on the `npm start`
     // path a commit returns once its WAL is on disk, so a workflow change the dev server acknowledged
     // survives a crash; the test cluster turns it off server-wide.
     this.pool = new pg.Pool({ connectionString: databaseUrl, max: 3 });
+    // An idle session's error — above all the server ending it while it stops (57P01 admin shutdown on
+    // Ctrl-C of `npm start`) — is no request's failure: the pool drops that client and the next query
+    // opens another or fails on its own. Without a listener node-postgres rethrows it and the process dies.
+    this.pool.on('error', () => undefined);
   }
 
   /** Creates the schema and tables if missing. */

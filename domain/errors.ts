@@ -73,7 +73,7 @@ export function notFound(what: string, code = 'not_found'): ApiError {
 
 /**
  * 503 `temporal_unavailable` with `Retry-After: 30`: the workflow service could not be reached, and
- * nothing was changed (README "API notes").
+ * nothing was changed (docs/api-notes.md).
  * @param detail what could not be done, e.g. "The registration workflow could not be started; submit again"
  */
 export function temporalUnavailable(detail = 'The workflow service is not reachable; nothing was changed, try again later'): ApiError {

@@ -1,5 +1,5 @@
 /**
- * Rules of keys managed through the API (spec "Authentication" 1 and 3, "Scopes"; README "API notes" →
+ * Rules of keys managed through the API (spec "Authentication" 1 and 3, "Scopes"; docs/api-notes.md
  * "Credentials and tenancy"): which scopes a key may grant, rotation grace bounds, and the allowed-origins
  * list of publishable keys (origins as RFC 6454 defines them: scheme, host, port).
  */

@@ -1,6 +1,6 @@
 /**
  * Rules of the OAuth 2.0 authorization server (spec "Authentication" 4; RFC 6749, RFC 7636, RFC 8252;
- * README "Connect an app with OAuth"): redirect URI shapes, scope descriptions in plain words for the
+ * docs/team-and-oauth.md "Connect an app with OAuth"): redirect URI shapes, scope descriptions in plain words for the
  * consent page, and what a grant may contain.
  */
 import type { FieldError } from './errors';

@@ -1,7 +1,7 @@
 /**
- * Team rules (spec Team group, team:read / team:write; roles and their powers decided in README "Team"):
- * which scopes each role may approve for an OAuth app, who may change whom, the last-owner rule, and
- * the sign-in lock-out.
+ * Team rules (spec Team group, team:read / team:write; roles and their powers decided in docs/team-and-oauth.md "Team"):
+ * which scopes each role may approve for an OAuth app, who may change whom, and the last-owner rule
+ * (sign-in throttling is domain/throttle.ts).
  */
 import { NON_RESERVED_SCOPES, type Scope } from './scopes';
 
@@ -19,7 +19,7 @@ export function isRole(s: unknown): s is Role {
 const ADMIN_ONLY: ReadonlySet<Scope> = new Set<Scope>(['team:write', 'keys:write', 'billing:read', 'billing:write', 'audit:read', 'pubkeys:write', 'webhooks:write', 'integrations:connect']);
 
 /**
- * The scopes a member of `role` may approve for an OAuth app (README "Team"):
+ * The scopes a member of `role` may approve for an OAuth app (docs/team-and-oauth.md "Team"):
  * - `owner` and `admin`: every non-reserved scope;
  * - `developer`: every non-reserved scope except team:write, keys:write, billing:read, billing:write,
  *   audit:read, pubkeys:write, webhooks:write and integrations:connect;
@@ -49,10 +49,6 @@ export function roleChangeRefusal(actor: Role, target: Role, next?: Role): strin
   return undefined;
 }
 
-/** Failed sign-ins in a row that lock an account. */
-export const LOCKOUT_THRESHOLD = 5;
-/** How long a locked account refuses every sign-in, in seconds (15 min). */
-export const LOCKOUT_SECONDS = 900;
 /** Lifetime of an invitation, in seconds (7 days). */
 export const INVITATION_TTL_SECONDS = 7 * 86_400;
 /** Lifetime of a sign-in session, in seconds (12 h). */

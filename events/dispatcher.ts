@@ -1,5 +1,5 @@
 /**
- * The delivery dispatcher (README "Webhooks and audit logs"): drains the transactional outbox written by `emitEvent` and by
+ * The delivery dispatcher (docs/api-notes.md "Webhooks and audit logs"): drains the transactional outbox written by `emitEvent` and by
  * manual retries, starting one `webhook-delivery/{deliveryId}` workflow per row.
  *
  * Why it cannot lose a delivery: the outbox row commits with the event; it is deleted only in the

@@ -1,5 +1,5 @@
 /**
- * The one entry point for events (README "Webhooks and audit logs", spec "Events"): `emitEvent(trx, orgId, type, data)`.
+ * The one entry point for events (docs/api-notes.md "Webhooks and audit logs", spec "Events"): `emitEvent(trx, orgId, type, data)`.
  *
  * Call it inside the transaction that makes the change the event reports. It writes the event, one
  * delivery per subscribed endpoint and one outbox row per delivery in that same transaction, so there

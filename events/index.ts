@@ -1,5 +1,5 @@
 /**
- * Events and webhooks (README "Webhooks and audit logs"): the catalog, `emitEvent` (call it inside the transaction of the
+ * Events and webhooks (docs/api-notes.md "Webhooks and audit logs"): the catalog, `emitEvent` (call it inside the transaction of the
  * change), the outbox dispatcher, Standard Webhooks signing and the URL policy.
  */
 export { EVENT_CATALOG, EVENT_TYPES, eventTypeInfo, type EventTypeInfo } from '../domain/webhooks/catalog';

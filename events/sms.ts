@@ -1,5 +1,5 @@
 /**
- * The SMS hub's webhook events (README "Numbers, consent and sending" and "Webhooks and audit logs"): `sms.registration.updated`, `sms.message.received`
+ * The SMS hub's webhook events (docs/sms.md "Numbers, consent and sending" and docs/api-notes.md "Webhooks and audit logs"): `sms.registration.updated`, `sms.message.received`
  * and `sms.message.updated`, each written by `emitEvent` inside the transaction of the change it reports.
  * The repositories call these hooks from within that transaction (the OnRegistrationChange /
  * OnMessageChange parameters), only when the status actually moved, so a duplicate callback, a retried

@@ -1,5 +1,5 @@
 /**
- * Start-up check of the real carriers' settings (README "Going live"): the worker asks each configured
+ * Start-up check of the real carriers' settings (docs/going-live.md): the worker asks each configured
  * provider one cheap authenticated read before it polls, so bad credentials stop it with one line
  * naming the variable instead of failing the first customer's registration, purchase, text or call.
  */

@@ -1,7 +1,7 @@
 /**
  * Builds the Temporal Web UI app in `ui/` (SvelteKit static adapter over `@temporalio/ui`) into
  * `ui/build/`, only when its inputs changed: the hash of ui/'s sources, package-lock.json and
- * this script is kept in `ui/build/.input-hash` (README "Inspecting workflows"). Everything comes
+ * this script is kept in `ui/build/.input-hash` (docs/operations.md "Inspecting workflows"). Everything comes
  * from node_modules; nothing is downloaded. `npm run ui:build` runs it; `npm start` and the
  * browser test call {@link ensureUiBuilt}.
  */

@@ -1,5 +1,5 @@
 /**
- * Writes at outside providers that happen once (README "Provider calls happen once"). Voice APIs take
+ * Writes at outside providers that happen once (docs/operations.md "Provider calls happen once"). Voice APIs take
  * no idempotency key and CSPs' brand and campaign creates are billable, non-idempotent writes, so a
  * retried activity must not simply ask again: `performOnce` records the intent (what, and the client
  * reference the provider echoes) in Postgres before the request; a later attempt that finds that intent

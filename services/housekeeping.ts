@@ -1,17 +1,30 @@
 /**
  * Housekeeping beside the webhook dispatcher (worker processes, `npm start`; several may run):
- * - the analytics rollup sweep (README "Observe"): every `rollupIntervalMs` it adds the conversations that
+ * - the analytics rollup sweep (docs/api-notes.md "Observe"): every `rollupIntervalMs` it adds the conversations that
  *   ended since the last sweep to the hourly rollup, in batches (db/repositories/conversations.ts
  *   `rollUpEnded`), so no end of a conversation waits on the rollup's row. Analytics never depend on it: what
  *   it has not reached yet is read live;
- * - the OAuth purge (README "OAuth"): every `purgeIntervalMs` it deletes authorization codes, refresh and
+ * - the OAuth purge (docs/team-and-oauth.md "Connect an app with OAuth"): every `purgeIntervalMs` it deletes authorization codes, refresh and
  *   access tokens and sign-in sessions expired for more than a day (db/repositories/oauth.ts
- *   `purgeExpiredOAuthRows`); an expired credential is refused whether its row exists or not.
+ *   `purgeExpiredOAuthRows`); an expired credential is refused whether its row exists or not. The same pass
+ *   deletes sign-in throttle counters idle for a day and no longer closed (db/repositories/throttles.ts);
+ * - the idle sweep (docs/api-notes.md "Conversations": idle timeouts): every `idleIntervalMs` it ends the chat,
+ *   widget and SMS conversations silent for longer than their agent's idle timeout (`endReason: idle`,
+ *   `conversation.ended`) and has them analysed, in batches (services/conversations/service.ts
+ *   `sweepIdleConversations`; rows are locked with SKIP LOCKED, so every process may run it). A sweep rather than
+ *   a durable timer per conversation: one indexed statement serves every open conversation, a message moves no
+ *   timer (no workflow signal per turn), and it works where no Temporal runs; a conversation ends within one
+ *   interval of its timeout.
  */
 import type { Logger } from 'pino';
 import type { Db } from '../db';
 import { rollUpEnded } from '../db/repositories/conversations';
 import { purgeExpiredOAuthRows } from '../db/repositories/oauth';
+import { purgeIdleThrottles } from '../db/repositories/throttles';
+import type { Client } from '@temporalio/client';
+import type { LlmProvider } from '../domain/conversations/llm';
+import { createLlm } from '../providers/llm';
+import { IDLE_SWEEP_BATCH, sweepIdleConversations } from './conversations/service';
 
 /** Conversations rolled up per statement. */
 export const ROLLUP_BATCH = 500;
@@ -24,6 +37,11 @@ export interface Housekeeping {
   sweepRollup(): Promise<number>;
   /** Deletes the expired OAuth rows. @returns how many rows it deleted */
   purgeExpired(): Promise<number>;
+  /**
+   * Ends every conversation idle as of `now` (ms since the epoch; default now), batch by batch, and has each analysed.
+   * @returns how many conversations it ended
+   */
+  sweepIdle(now?: number): Promise<number>;
   /** Stops the timers and waits for the work in progress. */
   stop(): Promise<void>;
 }
@@ -32,8 +50,19 @@ export interface Housekeeping {
  * Starts housekeeping.
  * @param opts.rollupIntervalMs pause between rollup sweeps, ms (default 2,000; 0: no timer)
  * @param opts.purgeIntervalMs pause between OAuth purges, ms (default 3,600,000; 0: no timer)
+ * @param opts.idleIntervalMs pause between idle sweeps, ms (default 30,000; 0: no timer)
+ * @param opts.llm the model of the idle conversations' analyses (default: the configured one, providers/llm `createLlm`)
+ * @param opts.temporal when given, each analysis runs as the `conversation-analysis/{id}` workflow on the worker
  */
-export function startHousekeeping(opts: { db: Db; logger: Logger; rollupIntervalMs?: number; purgeIntervalMs?: number }): Housekeeping {
+export function startHousekeeping(opts: {
+  db: Db;
+  logger: Logger;
+  rollupIntervalMs?: number;
+  purgeIntervalMs?: number;
+  idleIntervalMs?: number;
+  llm?: LlmProvider;
+  temporal?: { client: Client; taskQueue: string };
+}): Housekeeping {
   let stopped = false;
   const timers = new Set<NodeJS.Timeout>();
   const inFlight = new Set<Promise<unknown>>();
@@ -81,13 +110,33 @@ export function startHousekeeping(opts: { db: Db; logger: Logger; rollupInterval
   });
   const purgeExpired = single(async () => {
     const n = await purgeExpiredOAuthRows(opts.db, OAUTH_PURGE_GRACE_SECONDS);
-    return n.codes + n.refreshTokens + n.accessTokens + n.sessions;
+    // A day is every throttle policy's longest memory (domain/throttle.ts forgetSeconds).
+    const throttles = await purgeIdleThrottles(opts.db, OAUTH_PURGE_GRACE_SECONDS);
+    return n.codes + n.refreshTokens + n.accessTokens + n.sessions + throttles;
   });
+  let llm = opts.llm;
+  let idleAt: number | undefined;
+  const idleSweep = single(async () => {
+    const deps = { db: opts.db, llm: (llm ??= createLlm()), temporal: opts.temporal, log: opts.logger };
+    const now = idleAt ?? Date.now();
+    let total = 0;
+    for (;;) {
+      const n = (await sweepIdleConversations(deps, { now, limit: IDLE_SWEEP_BATCH })).length;
+      total += n;
+      if (n < IDLE_SWEEP_BATCH || stopped) return total;
+    }
+  });
+  const sweepIdle = (now?: number) => {
+    idleAt = now;
+    return idleSweep();
+  };
   every(opts.rollupIntervalMs ?? 2000, 'analytics rollup sweep', sweepRollup);
+  every(opts.idleIntervalMs ?? 30_000, 'idle conversation sweep', () => sweepIdle());
   every(opts.purgeIntervalMs ?? 3_600_000, 'OAuth purge', purgeExpired);
   return {
     sweepRollup,
     purgeExpired,
+    sweepIdle,
     stop: async () => {
       stopped = true;
       for (const t of timers) clearTimeout(t);

@@ -1,5 +1,5 @@
 /**
- * `npm run start:api` with `API_PROCESSES=2` as a real process tree (README "Scaling out"): requests are
+ * `npm run start:api` with `API_PROCESSES=2` as a real process tree (docs/operations.md "Scaling out"): requests are
  * served by both children, which share what lives in Postgres — a rate limit counted across them, a
  * revocation effective in both at once (the change feed) — a child that dies is started again, and
  * SIGTERM stops the whole tree.
@@ -42,7 +42,7 @@ describe('start:api with API_PROCESSES=2', function () {
     // Production mode with this run's secrets (test/hooks.ts puts them in the environment): nothing is
     // generated under a data directory.
     for (const s of SERVICE_SECRETS) expect(process.env[s.name], s.name).to.be.a('string');
-    const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', DATABASE_URL: databaseUrl, API_PROCESSES: '2', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' };
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', DATABASE_URL: databaseUrl, API_PROCESSES: '2', PORT: String(port), HOST: '127.0.0.1', PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'info' };
     child = spawn(process.execPath, [TSX, 'api/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
     let stderr = '';

@@ -1,5 +1,5 @@
 /**
- * `npm start` as a real child process (README "Durability", "Security", "Operator CLI"): acknowledged
+ * `npm start` as a real child process (docs/operations.md "Durability", docs/security.md, docs/operations.md "Operator CLI"): acknowledged
  * writes survive a SIGKILL of the whole process group (Postgres included), the embedded Postgres runs
  * with fsync, synchronous_commit and full_page_writes on, secrets are generated once and kept
  * owner-only, the bootstrap key is printed once, and the CLI works beside the running service.
@@ -15,6 +15,10 @@ import pg from 'pg';
 import { freePort } from '../db/embedded';
 import { SERVICE_SECRETS } from '../secrets';
 import { COMPLETE_BRAND } from './api/sms-fixtures';
+import { createDb } from '../db';
+import { createOrganization } from '../db/repositories/organizations';
+import { createSecretKey } from '../db/repositories/apiKeys';
+import { NON_RESERVED_SCOPES } from '../domain/scopes';
 
 const ROOT = path.resolve(__dirname, '..');
 const TSX = path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
@@ -37,13 +41,18 @@ interface Service {
   exited: Promise<unknown>;
 }
 
-/** Starts `tsx main.ts` in its own process group; resolves once it printed its banner. */
-async function startService(env: NodeJS.ProcessEnv): Promise<Service> {
-  const child = spawn(process.execPath, [TSX, 'main.ts'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts `tsx main.ts` (or, with `viaNpm`, `npm start` as a person types it) in its own process group;
+ * resolves once it printed its banner. `output()` is everything it wrote so far.
+ */
+async function startService(env: NodeJS.ProcessEnv, viaNpm = false): Promise<Service & { output(): { stdout: string; stderr: string } }> {
+  const [cmd, args] = viaNpm ? ['npm', ['start']] : [process.execPath, [TSX, 'main.ts']];
+  const child = spawn(cmd, args, { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  return new Promise<Service>((resolve, reject) => {
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  const output = () => ({ stdout, stderr });
+  return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`service did not start in 120 s: ${stderr}`)), 120_000);
     child.stderr!.on('data', (d) => (stderr += d));
     child.stdout!.on('data', (d) => {
@@ -51,7 +60,7 @@ async function startService(env: NodeJS.ProcessEnv): Promise<Service> {
       const m = /Agent Control-Plane API: (\S+)[\s\S]*\n\n/.exec(stdout);
       if (m) {
         clearTimeout(timer);
-        resolve({ child, stdout, baseUrl: m[1], exited });
+        resolve({ child, stdout, baseUrl: m[1], exited, output });
       }
     });
     void exited.then((code) => {
@@ -210,6 +219,94 @@ describe('npm start (main.ts) as a child process', function () {
     const listed = await runTsx('cli.ts', ['orgs', 'list'], env);
     expect(listed.code, listed.stderr).to.equal(0);
     expect(listed.stdout.match(/Beside \d/g)).to.have.length(ROUNDS);
+  });
+
+  it('stops cleanly on Ctrl-C (SIGINT) and SIGTERM to the process group of `npm start`: npm exits 0, no warning or error line', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'acp-stop-'));
+    try {
+      const env = childEnv({ DATA_DIR: dir, PORT: String(await freePort()), LOG_LEVEL: 'info' });
+      const outcomes: Record<string, unknown> = {};
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+        const s = await startService(env, true);
+        expect((await fetch(`${s.baseUrl}/agents`)).status).to.equal(401);
+        // As a terminal's Ctrl-C does: every process of the group (npm, tsx, the service, Postgres) gets it.
+        process.kill(-s.child.pid!, signal);
+        const status = await s.exited;
+        const { stdout, stderr } = s.output();
+        const loud = stdout
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as { level: number; msg: string })
+          .filter((l) => l.level >= 40);
+        outcomes[signal] = { status, loud: loud.map((l) => l.msg), stderr: stderr.trim() };
+        expect(stdout).to.include('"msg":"shutting down"');
+      }
+      expect(outcomes).to.deep.equal({ SIGINT: { status: 0, loud: [], stderr: '' }, SIGTERM: { status: 0, loud: [], stderr: '' } });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('brings every 10DLC registration to active within 15 s of a restart after a SIGKILL right after the submits were acknowledged', async () => {
+    const TRIALS = Number(process.env.REGISTRATION_CRASH_TRIALS || 10);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'acp-10dlc-'));
+    let s: Awaited<ReturnType<typeof startService>> | undefined;
+    try {
+      // Short carrier verdicts, so the time measured is the recovery's.
+      const env = childEnv({ DATA_DIR: dir, PORT: String(await freePort()), SANDBOX_CARRIER_DELAY_MS: '200' });
+      s = await startService(env);
+      const password = fs.readFileSync(path.join(dir, 'secrets', 'EMBEDDED_POSTGRES_PASSWORD'), 'utf8').trim();
+      const db = createDb(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${postgresPort(dir)}/acp`);
+      const keys: string[] = [];
+      try {
+        for (let i = 0; i < TRIALS; i++) {
+          const org = await createOrganization(db, `Crash trial ${i}`);
+          keys.push((await createSecretKey(db, org.id, { brand: 'acp', scopes: NON_RESERVED_SCOPES })).key);
+        }
+      } finally {
+        await db.destroy();
+      }
+      for (const k of keys) expect((await api(s, 'PUT', '/sms', k, COMPLETE_BRAND)).status).to.equal(200);
+      // Every submit acknowledged, then the whole group dies within a few milliseconds.
+      const acks = await Promise.all(keys.map((k) => api(s!, 'POST', '/sms/submit', k)));
+      const ackedAt = Date.now();
+      process.kill(-s.child.pid!, 'SIGKILL');
+      const killedAfterMs = Date.now() - ackedAt;
+      expect(acks.map((a) => a.status)).to.deep.equal(keys.map(() => 200));
+      // Within a few ms on an idle machine (the report: within 60 ms); a loaded one may stall the event loop.
+      expect(killedAfterMs).to.be.below(250);
+      await s.exited;
+      const pgPort = postgresPort(dir);
+      for (let i = 0; i < 100 && (await listening(pgPort)); i++) await new Promise((r) => setTimeout(r, 100));
+
+      s = await startService(env);
+      const restartedAt = Date.now();
+      const outcomes = await Promise.all(
+        keys.map(async (k) => {
+          for (;;) {
+            const got = await api(s!, 'GET', '/sms', k);
+            const d = got.body?.data ?? {};
+            if (d.status === 'active' || d.status === 'failed' || Date.now() - restartedAt > 60_000) {
+              return { ms: Date.now() - restartedAt, status: `${d.status}${d.status === 'active' ? '' : ` ${d.providerStatus} ${d.lastError ?? ''}`}` };
+            }
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        }),
+      );
+      const report = outcomes.map((o) => `${o.ms} ms ${o.status}`).join('; ');
+      if (process.env.DEBUG_CRASH) console.log(`killed ${killedAfterMs} ms after the acks; after the restart: ${report}\n${s.output().stdout.split('\n').filter((l) => l.startsWith('{')).join('\n')}`);
+      expect(outcomes.filter((o) => o.status !== 'active' || o.ms > 15_000), report).to.deep.equal([]);
+    } finally {
+      if (s?.child.exitCode === null) {
+        try {
+          process.kill(-s.child.pid!, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+        await s.exited;
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('stops with one line naming the variable when NODE_ENV=production lacks a secret', async () => {

@@ -1,4 +1,4 @@
-/** Service secrets (README "Security"): generated once under DATA_DIR/secrets, owner-only, reused; env wins; production requires them. */
+/** Service secrets (docs/security.md): generated once under DATA_DIR/secrets, owner-only, reused; env wins; production requires them. */
 import { expect } from 'chai';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -8,7 +8,7 @@ import { ensureServiceSecrets, generateSecretLines, MissingSecretError, SERVICE_
 import { openSecret, sealSecret } from '../domain/webhooks/signing';
 import { loadWebhookSettings } from '../domain/webhooks/settings';
 
-describe('service secrets (README "Security")', () => {
+describe('service secrets (docs/security.md)', () => {
   let dataDir: string;
   beforeEach(() => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'acp-secrets-'));

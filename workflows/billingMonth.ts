@@ -1,5 +1,5 @@
 /**
- * Closing months (DESIGN.md "Durable processes": billing period close; README "Billing"): workflow
+ * Closing months (DESIGN.md "Durable processes": billing period close; docs/api-notes.md "Billing"): workflow
  * `billing-month`, one for all organizations. The calendar is a Temporal schedule (`billing-month`,
  * created by `ensureBillingCalendar`) that starts this workflow at 00:01 UTC on the 1st of every month
  * (the month's end plus CLOSE_GRACE_MS); such a run closes the month before its scheduled time

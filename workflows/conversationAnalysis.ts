@@ -1,5 +1,5 @@
 /**
- * Post-conversation analysis (README "Conversation analysis"; id `conversation-analysis/{conversationId}`, started
+ * Post-conversation analysis (docs/api-notes.md "Conversation analysis"; id `conversation-analysis/{conversationId}`, started
  * when a conversation ends). One step: the activity analyses the conversation once (services/conversations/
  * analysis.ts); a retried attempt takes over the row an attempt that died left `running`.
  */

@@ -55,7 +55,7 @@ export const webhookDeliveryProgressQuery = defineQuery<WebhookDeliveryProgress>
 
 // Phone call `voice-call/{callId}`
 
-/** A carrier status callback of the call (README "Voice calls"). */
+/** A carrier status callback of the call (docs/voice.md). */
 export type CallStatusUpdate = { status: 'ringing' | 'answered' } | { status: 'completed'; durationSeconds: number } | { status: 'failed'; reason: string };
 
 /** The carrier reported the call's progress. */

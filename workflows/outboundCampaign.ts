@@ -1,5 +1,5 @@
 /**
- * Outbound voice workflows (README "Outbound voice campaigns", DESIGN.md "Durable processes").
+ * Outbound voice workflows (docs/voice.md "Outbound voice campaigns", DESIGN.md "Durable processes").
  *
  * `campaign/{campaignId}` — the dialer:
  *   loop: claim due attempts (calling window open in every zone of the recipient) up to the free

@@ -1,5 +1,5 @@
 /**
- * `records-sync/{connectionId}` (DESIGN.md "Durable processes"; README "Integrations and records"):
+ * `records-sync/{connectionId}` (DESIGN.md "Durable processes"; docs/api-notes.md "Integrations and records"):
  * pulls every record of a connected spreadsheet or CRM into the organization's Records, one provider
  * page per activity, with the progress in the connection's `sync` (GET /integrations). Reads begin →
  * pages until the source is exhausted → finish (`succeeded`, or `failed` with the reason).

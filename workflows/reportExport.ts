@@ -1,5 +1,5 @@
 /**
- * Report export (README "Variables, escalation, onboarding, meta and settings"; id `report-export/{reportId}`,
+ * Report export (docs/api-notes.md "Variables, escalation, onboarding, meta and settings"; id `report-export/{reportId}`,
  * started by `POST /reports`). An on-demand report exports its range once and ends `ready`. A scheduled one
  * exports the period that just ended, then sleeps on a durable timer to the end of each next period and
  * exports it (one file per period), continuing as new every 30 periods to keep its history short; it ends

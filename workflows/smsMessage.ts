@@ -21,8 +21,15 @@ export interface SmsMessageInput {
   holdUntil: string | null;
 }
 
-const { smsHoldMessage, smsDeliverMessage } = proxyActivities<SmsActivities>({
+const { smsHoldMessage } = proxyActivities<SmsActivities>({
   startToCloseTimeout: '30 seconds',
+  retry: RETRY.standard,
+});
+// The provider send heartbeats while it waits (activities/heartbeat.ts): a dead worker's attempt is
+// retried after 5 s, not after the start-to-close timeout (the send itself happens once: performOnce).
+const { smsDeliverMessage } = proxyActivities<SmsActivities>({
+  startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: '5 seconds',
   retry: RETRY.standard,
 });
 

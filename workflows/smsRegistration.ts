@@ -1,6 +1,6 @@
 /**
  * 10DLC registration submission of one organization, workflow id `sms-registration/{orgId}` (DESIGN.md
- * "Durable processes"; README "10DLC review, submission and carrier callbacks"). Reads like the process:
+ * "Durable processes"; docs/sms.md "10DLC review, submission and carrier callbacks"). Reads like the process:
  *
  *   submit brand → await brand verdict → submit campaign → await campaign verdict → registered
  *   → await carrier provisioning → active;   any rejection (or 30 days without an answer) → failed
@@ -33,8 +33,12 @@ export interface SmsRegistrationInput {
   maxWaitMs?: number;
 }
 
+// The activities heartbeat every second while they wait on the carrier or Postgres (activities/heartbeat.ts):
+// an attempt on a worker that died (a crash, a SIGKILL of `npm start`) is timed out and retried after
+// `heartbeatTimeout`, seconds after the server notices, instead of waiting out the start-to-close timeout.
 const { smsSubmitBrand, smsSubmitCampaign, smsPollCarrierStatus, smsMarkRegistration } = proxyActivities<SmsActivities>({
   startToCloseTimeout: '1 minute',
+  heartbeatTimeout: '5 seconds',
   retry: RETRY.carrier,
 });
 

@@ -1,12 +1,14 @@
 /**
  * The agent's answer to one inbound text, workflow id `sms-reply/{inboundMessageId}` (docs/sms.md "Agents
  * answer texts"): started by the provider-callback endpoint once the text is stored and is no keyword; the
- * activity runs the agent's turn and queues the reply as `sms-message/{id}` (which holds it to quiet hours
- * when the registration does not exempt replies). The id makes a provider's repeated callback a no-op.
+ * activity runs the agent's turn and stores the reply, which this workflow then delivers as `sms-message/{id}`
+ * would (holding it to quiet hours when the registration does not exempt replies). The id makes a
+ * provider's repeated callback a no-op.
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { SmsActivities } from '../activities/sms';
 import { RETRY } from './retryPolicies';
+import { smsMessage } from './smsMessage';
 
 /** Input of the workflow. */
 export interface SmsReplyInput {
@@ -21,7 +23,14 @@ const { smsAnswerInbound } = proxyActivities<SmsActivities>({
   retry: RETRY.standard,
 });
 
-/** Answers one inbound text. @returns what became of it (the reply's id, or why there is none) */
-export async function smsReply(input: SmsReplyInput): Promise<Awaited<ReturnType<SmsActivities['smsAnswerInbound']>>> {
-  return smsAnswerInbound(input.orgId, input.messageId);
+/**
+ * Answers one inbound text, then delivers the reply with the steps of `sms-message/{id}` (held to the
+ * quiet-hours window when the registration does not exempt replies), in this one workflow.
+ * @returns what became of the text (the reply's id, or why there is none) and the reply's delivery
+ */
+export async function smsReply(input: SmsReplyInput): Promise<Awaited<ReturnType<SmsActivities['smsAnswerInbound']>> & { delivery?: { status: 'sent' | 'failed'; error: string | null } }> {
+  const answer = await smsAnswerInbound(input.orgId, input.messageId);
+  if (!answer.answered) return answer;
+  const delivery = await smsMessage({ orgId: input.orgId, messageId: answer.replyMessageId, holdUntil: answer.heldUntil });
+  return { ...answer, delivery };
 }

@@ -1,6 +1,6 @@
 /**
  * Webhook delivery, workflow id `webhook-delivery/{deliveryId}` (DESIGN.md "Durable processes";
- * README "Webhooks and audit logs"). Reads like the process: attempt → wait the next delay of the retry schedule → attempt …
+ * docs/api-notes.md "Webhooks and audit logs"). Reads like the process: attempt → wait the next delay of the retry schedule → attempt …
  * until a 2xx, a permanent refusal (410 disables the endpoint), or the schedule runs out.
  *
  * Default schedule (WEBHOOK_RETRY_SCHEDULE, passed in by the dispatcher): immediately, 5 s, 5 min,

@@ -2,6 +2,7 @@
 import type { AgentRecord } from '../../db/repositories/agents';
 import type { Agent } from '../../schemas/types/agents';
 import { activeGuardrails, effectiveCallerVerification, effectiveDtmf, effectiveGuardrails } from '../../domain/agents/compile';
+import { conversationLimits } from '../../domain/conversations/limits';
 
 /** The API view of an agent draft. */
 export function toAgentView(a: AgentRecord): Agent {
@@ -18,6 +19,12 @@ export function toAgentView(a: AgentRecord): Agent {
     dtmf: effectiveDtmf(a.dtmf),
     variables: a.variables,
     analysis: a.analysis,
+    model: a.model ?? null,
+    temperature: a.temperature ?? null,
+    maxTokens: a.maxTokens ?? null,
+    fallbackModel: a.fallbackModel ?? null,
+    timeZone: a.timeZone ?? null,
+    ...conversationLimits(a),
     attachments: {
       skills: a.skills,
       playbooks: a.playbooks,

@@ -9,7 +9,7 @@ import type { AppContext } from '../context';
 export function accessLog(logger: Logger) {
   // The line's fields are fixed above and never hold a credential, so it is written by a child without
   // the root's redaction: its wildcard paths (`*.key`, `*.secret`) walk every field of every line and
-  // cost more CPU than the rest of the line (README "Benchmarks").
+  // cost more CPU than the rest of the line (docs/benchmarks.md).
   const lines = logger.child({}, { redact: [] });
   return async (ctx: AppContext, next: () => Promise<unknown>) => {
     const start = process.hrtime.bigint();

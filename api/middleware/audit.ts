@@ -1,5 +1,5 @@
 /**
- * Audit middleware (spec "Audit"; README "Webhooks and audit logs"): one append-only entry per write through the API — every
+ * Audit middleware (spec "Audit"; docs/api-notes.md "Webhooks and audit logs"): one append-only entry per write through the API — every
  * operation of the route table whose method is not GET/HEAD/OPTIONS — successful or not, with the
  * organization, actor (credential id and kind), operation id, resource type and id, request id,
  * source IP, time and outcome (status code).

@@ -41,7 +41,8 @@ const authStates = new WeakMap<ApiKeyInfo, NonNullable<AppContext['state']['auth
  * Resolves the credential of `route.auth` kind and puts it on `ctx.state.auth` (spec "Authentication";
  * scopes are checked later, by `authorizeGuard`), noting the key's use for its batched `lastUsedAt`
  * (api/keyUsage.ts). Synchronous when the key is in the in-process cache (api/keyCache.ts). Routes marked
- * `sessionToken` also take a widget session token (api/widgetSession.ts) for the one session it names.
+ * `sessionToken` also take a widget session token (api/widgetSession.ts) for the one session it names, while
+ * `sessions` finds it still live (`liveWidgetSession`: its key, the widget and the signing secret unchanged).
  * @throws ApiError 401 unauthorized (no Authorization header) or invalid_token (malformed, unknown, revoked,
  *   expired, wrong kind); 403 publishable_key_not_allowed; 403 origin_not_allowed (a session token from
  *   another origin)
@@ -74,6 +75,7 @@ export function authenticateGuard(
         rateLimitPoints: info.rateLimitPoints,
         rateLimitWindowSeconds: info.rateLimitWindowSeconds,
         expiresAt: info.expiresAt,
+        ...((info.oauthGrantId ?? info.viaGrantId) ? { grantId: (info.oauthGrantId ?? info.viaGrantId)! } : {}),
         ...(info.kind === 'publishable' && info.agentId ? { publishable: { agentId: info.agentId, allowedOrigins: info.allowedOrigins ?? [] } } : {}),
       };
       authStates.set(info, auth);
@@ -82,7 +84,7 @@ export function authenticateGuard(
     usage?.touch(info.id, info.orgId);
   };
   const acceptSession = (ctx: AppContext, claims: WidgetSessionClaims | undefined): void => {
-    if (!claims) throw new ApiError(401, 'invalid_token', 'The session token is malformed, forged or expired; start a new widget session', { headers: challenge('invalid_token') });
+    if (!claims) throw new ApiError(401, 'invalid_token', 'The session token is malformed, forged, expired or revoked (its publishable key, the widget or the signing secret changed); start a new widget session', { headers: challenge('invalid_token') });
     if (ctx.get('origin') !== claims.ori) throw new ApiError(403, 'origin_not_allowed', 'This session token was issued to another origin');
     ctx.state.auth = {
       orgId: claims.org,
@@ -114,6 +116,23 @@ export function authenticateGuard(
   };
 }
 
+
+/**
+ * Re-checks the credential of a request still being answered (an open Server-Sent Events stream;
+ * docs/security.md "Revocation"): a key through the key cache, which every API process evicts when the key
+ * is revoked or expires (api/keyCache.ts), a widget session token through `sessions` (its signature and
+ * everything it was derived from, api/widgetSession.ts `liveWidgetSession`).
+ * @returns whether the request's credential still authenticates
+ */
+export function credentialCheck(keys: KeyCache, sessions?: (token: string) => Promise<WidgetSessionClaims | undefined>): (ctx: AppContext) => Promise<boolean> {
+  return async (ctx) => {
+    const token = /^Bearer +(\S+)\s*$/i.exec(ctx.get('authorization'))?.[1];
+    if (!token) return false;
+    if (isWidgetSessionToken(token)) return !!sessions && !!(await sessions(token));
+    const info = await keys.resolve(hashKey(token));
+    return !!info && (!info.expiresAt || info.expiresAt.getTime() > Date.now());
+  };
+}
 
 /**
  * Requires one of `anyOf` inside a handler, for operations whose needed scope depends on the request

@@ -87,7 +87,7 @@ const STRICT_JSON = /^[\x20\x09\x0a\x0d]*[[{]/;
 /**
  * The body of a JSON request as text, read straight from the socket stream: koa-body (co-body, raw-body,
  * inflation, type-is) cost about 20 µs of CPU per request for what the checks above already decided
- * (README "Benchmarks"). Decodes UTF-8 (invalid bytes become U+FFFD) and drops a leading byte order mark,
+ * (docs/benchmarks.md). Decodes UTF-8 (invalid bytes become U+FFFD) and drops a leading byte order mark,
  * as koa-body did. Provider callbacks, which need the exact bytes, still go through koa-body.
  * @throws ApiError 413 payload_too_large past `limitBytes` (a chunked body has no Content-Length);
  *   400 bad_request when the client aborts the body

@@ -1,5 +1,5 @@
 /**
- * CORS for the widget (README "Widget"; Fetch standard "CORS protocol"): the chat routes a browser calls
+ * CORS for the widget (docs/api-notes.md "Widget"; Fetch standard "CORS protocol"): the chat routes a browser calls
  * from a customer's page — `/api/v1/chat/widget/sessions` and `/api/v1/chat/sessions/…` — answer an
  * allowed `Origin` with `Access-Control-Allow-Origin` (and `Vary: Origin`), on errors too, so the page
  * can read a refusal. A preflight (`OPTIONS`) carries no key, so it passes when some live publishable key

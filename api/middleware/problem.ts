@@ -26,7 +26,7 @@ export function problemBody(ctx: AppContext, err: ApiError): Record<string, unkn
 /** Maps errors thrown by libraries (koa-body, JSON parsing, http-errors) to ApiError. */
 export function toApiError(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) return err;
-  // A list that forgot api/http.ts `paged` still answers 400, never 500 (README "API notes": cursors).
+  // A list that forgot api/http.ts `paged` still answers 400, never 500 (docs/api-notes.md: cursors).
   if (err instanceof InvalidCursorError) return invalidCursor(err.message);
   const e = err as { status?: number; statusCode?: number; type?: string; message?: string; expose?: boolean };
   const status = e?.status ?? e?.statusCode;

@@ -117,7 +117,7 @@ export class RateLimits {
    * Guard (api/middleware/auth.ts `Guard`) consuming one point per authenticated request and setting the
    * RateLimit-Policy and RateLimit headers; synchronous while a local lease lasts. Widget requests
    * (publishable key or widget session token) also take one point from the client IP's budget of
-   * `ipPoints` per window (README "Widget").
+   * `ipPoints` per window (docs/api-notes.md "Widget").
    * @throws ApiError 429 rate_limited with Retry-After
    */
   guard(ipPoints?: number): Guard {

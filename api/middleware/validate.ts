@@ -1,5 +1,5 @@
 /**
- * Request-body validation before any handler logic (README "API notes": wire conventions): the body of
+ * Request-body validation before any handler logic (docs/api-notes.md: wire conventions): the body of
  * every operation that declares a request schema (api/routes/index.ts ROUTE_SCHEMAS, the same name the
  * OpenAPI document uses) is checked against schemas/<name>.schema.json with the one ajv setup
  * (domain/validation.ts). A refused body answers 400 `validation_error` with one `{field, message}` per

@@ -1,6 +1,6 @@
 /**
- * The OAuth 2.0 authorization server at the origin root (spec "Authentication" 4; README "Connect an app
- * with OAuth"), on `@node-oauth/oauth2-server` (the maintained successor of oauth2-server; framework-neutral,
+ * The OAuth 2.0 authorization server at the origin root (spec "Authentication" 4; docs/team-and-oauth.md
+ * "Connect an app with OAuth"), on `@node-oauth/oauth2-server` (the maintained successor of oauth2-server; framework-neutral,
  * its storage is our model below):
  * - `GET /oauth/authorize` (RFC 6749 §4.1.1): signs the member in, then shows the consent page listing the
  *   requested scopes in plain words; the member may grant a subset, never beyond their role
@@ -8,6 +8,8 @@
  * - `POST /oauth/token` (§4.1.3, §6): authorization code with PKCE (RFC 7636; S256 only, required for
  *   public clients), refresh tokens rotated on every use with reuse detection (RFC 9700 §4.14.2).
  * - `POST /oauth/revoke` (RFC 7009), `GET /.well-known/oauth-authorization-server` (RFC 8414).
+ * Client authentication at the token and revocation endpoints is throttled per client + address, client
+ * and address, counted before the secret is compared (RFC 6749 §2.3.1, §10.10; domain/throttle.ts).
  * Access tokens `<brand>_oat_…` are `api_keys` rows of kind `oauth` (db/repositories/oauth.ts), resolved by
  * the one authentication path of `/api/v1` with the same scope matrix and rate limits as secret keys.
  */
@@ -34,6 +36,8 @@ import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import type { Member } from '../../db/repositories/team';
 import { basicCredentials, checkCsrf, esc, field, fields, hidden, page, readForm, sameSecret } from './forms';
 import { currentSession } from './session';
+import { clientAuthKeys, type ThrottleKey } from '../../domain/throttle';
+import { reserveAttempt, settleSuccess } from '../../db/repositories/throttles';
 import { publicOrigin } from '../publicOrigin';
 
 /** Paths of the endpoints (origin root). */
@@ -181,6 +185,21 @@ function issuerOf(ctx: AppContext, deps: AppDeps): string {
 
 /** Builds the handlers over the app's dependencies. */
 export function createAuthorizationServer(deps: AppDeps): AuthorizationServer {
+  /**
+   * Counts one client authentication against its throttle keys before the secret is compared; when a key
+   * is closed, answers 429 with `Retry-After` (seconds) and an RFC 6749 §5.2-shaped body (`error`
+   * `rate_limited`, as the API's 429 code) and returns false.
+   */
+  const admitClientAuthentication = async (ctx: AppContext, keys: ThrottleKey[]): Promise<boolean> => {
+    const reserved = await reserveAttempt(deps.db, keys);
+    if (reserved.ok) return true;
+    ctx.status = 429;
+    ctx.set('Retry-After', String(reserved.retryAfterSeconds));
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { error: 'rate_limited', error_description: `Too many client authentication attempts; retry after ${reserved.retryAfterSeconds} s` };
+    return false;
+  };
+
   const options = {
     authorizationCodeLifetime: CODE_TTL_SECONDS,
     accessTokenLifetime: ACCESS_TOKEN_TTL_SECONDS,
@@ -326,7 +345,10 @@ ${rows}
       const basic = basicCredentials(ctx.get('authorization'));
       // The library reads Basic credentials verbatim; RFC 6749 §2.3.1 form-encodes them first (oauth4webapi does).
       if (basic) headers.authorization = `Basic ${Buffer.from(`${basic.clientId}:${basic.secret}`).toString('base64')}`;
-      const request = new OAuthRequest({ method: ctx.method, headers, query: {}, body: ctx.is('application/x-www-form-urlencoded') ? await readForm(ctx) : {} });
+      const form = ctx.is('application/x-www-form-urlencoded') ? await readForm(ctx) : {};
+      const throttle = clientAuthKeys(basic?.clientId ?? field(form, 'client_id'), ctx.ip, hashKey);
+      if (!(await admitClientAuthentication(ctx, throttle))) return;
+      const request = new OAuthRequest({ method: ctx.method, headers, query: {}, body: form });
       const response = new OAuthResponse();
       try {
         await tokenServer.token(request, response);
@@ -335,6 +357,8 @@ ${rows}
         if ((err as OAuthError).code >= 500) ctx.state.log.error({ err }, 'token endpoint failed');
       }
       const body = { ...(response.body as Record<string, unknown>) };
+      // Any outcome but invalid_client means the client authenticated (a bad code is not a guessed secret).
+      if (body.error !== 'invalid_client') await settleSuccess(deps.db, throttle);
       // RFC 6749 §5.1: `scope` is a space-delimited string (the library hands back its array).
       if (Array.isArray(body.scope)) body.scope = body.scope.join(' ');
       for (const [k, v] of Object.entries(response.headers ?? {})) ctx.set(k, String(v));
@@ -350,9 +374,12 @@ ${rows}
       const basic = basicCredentials(ctx.get('authorization'));
       const clientId = basic?.clientId ?? field(form, 'client_id');
       const secret = basic?.secret ?? (field(form, 'client_secret') || undefined);
+      const throttle = clientAuthKeys(clientId, ctx.ip, hashKey);
+      if (!(await admitClientAuthentication(ctx, throttle))) return;
       const client = /^oac_[A-Za-z0-9]{10,40}$/.test(clientId) ? await findClient(deps.db, clientId) : undefined;
       const authenticated = client && (client.confidential ? secretMatches(client, secret) : !secret);
       ctx.set('Cache-Control', 'no-store');
+      if (authenticated) await settleSuccess(deps.db, throttle);
       if (!client || !authenticated) {
         ctx.status = 401;
         if (basic) ctx.set('WWW-Authenticate', 'Basic realm="oauth"');

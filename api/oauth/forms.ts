@@ -1,5 +1,5 @@
 /**
- * What the server-rendered pages at the origin root share (README "Connect an app with OAuth"): reading an
+ * What the server-rendered pages at the origin root share (docs/team-and-oauth.md "Connect an app with OAuth"): reading an
  * `application/x-www-form-urlencoded` body (HTML 5.2 §4.10.21.6), cookies (RFC 6265bis: `__Host-`
  * prefix, Secure, HttpOnly, SameSite=Lax), CSRF tokens (OWASP CSRF Prevention Cheat Sheet: synchronizer
  * token for signed-in forms, signed double-submit cookie before sign-in), HTML escaping and the page frame.

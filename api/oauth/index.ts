@@ -1,6 +1,6 @@
 /**
  * The pages and endpoints at the origin root, outside `/api/v1` (spec "Authentication" 4: the OAuth2
- * endpoints live at the origin root; README "Connect an app with OAuth"): sign-in, invitation acceptance,
+ * endpoints live at the origin root; docs/team-and-oauth.md "Connect an app with OAuth"): sign-in, invitation acceptance,
  * consent, token, revocation and metadata. One Koa middleware dispatching on method and path; every
  * other request passes through.
  */

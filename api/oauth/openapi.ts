@@ -1,5 +1,5 @@
 /**
- * The OAuth 2.0 endpoints at the origin root (spec "Authentication" 4; README "Connect an app with OAuth")
+ * The OAuth 2.0 endpoints at the origin root (spec "Authentication" 4; docs/team-and-oauth.md "Connect an app with OAuth")
  * as OpenAPI 3.1 path items for the document at `/api/v1/openapi.json` (api/openapi.ts). Each item names
  * its own server, the origin, since the document's server is `<origin>/api/v1` (OpenAPI 3.1 "Path Item
  * Object": `servers`). Their answers follow the OAuth RFCs, not the API's envelope: the token and
@@ -126,6 +126,7 @@ export function oauthPathItems(origin: string): Record<string, Record<string, un
           },
           '400': errorResponse('Invalid request, grant or scope'),
           '401': errorResponse('Client authentication failed'),
+          '429': errorResponse('Too many client authentication attempts (`error` `rate_limited`); retry after `Retry-After` seconds'),
         },
       },
     },
@@ -141,7 +142,7 @@ export function oauthPathItems(origin: string): Record<string, Record<string, un
           token_type_hint: text('`access_token` or `refresh_token` (optional)'),
           ...CLIENT_AUTHENTICATION,
         }),
-        responses: { '200': { description: 'Revoked, or nothing to revoke' }, '400': errorResponse('`token` is missing'), '401': errorResponse('Client authentication failed') },
+        responses: { '200': { description: 'Revoked, or nothing to revoke' }, '400': errorResponse('`token` is missing'), '401': errorResponse('Client authentication failed'), '429': errorResponse('Too many client authentication attempts (`error` `rate_limited`); retry after `Retry-After` seconds') },
       },
     },
     [OAUTH_PATHS.metadata]: {

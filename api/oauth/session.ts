@@ -1,8 +1,9 @@
 /**
- * Sign-in for the consent page (README "Team" → "Sign-in"): `GET/POST /login`, `POST /logout`, and the
+ * Sign-in for the consent page (docs/team-and-oauth.md "Team" → "Sign-in"): `GET/POST /login`, `POST /logout`, and the
  * invitation page `GET/POST /invitations/accept` where an invited person sets a password. Sessions live in
  * Postgres (db/repositories/team.ts) behind an opaque `__Host-acp_session` cookie; every form carries a
- * CSRF token; `LOCKOUT_THRESHOLD` failures in a row lock the account for `LOCKOUT_SECONDS`.
+ * CSRF token; sign-in attempts are throttled per account + address, account and address with
+ * exponential back-off, counted before the password is checked (domain/throttle.ts).
  */
 import type { AppContext, AppDeps } from '../context';
 import {
@@ -13,12 +14,13 @@ import {
   findInvitationByToken,
   findMemberByEmail,
   findSessionByToken,
-  recordFailedSignIn,
-  resetFailedSignIns,
   type Member,
   type WebSession,
 } from '../../db/repositories/team';
-import { LOCKOUT_SECONDS, LOCKOUT_THRESHOLD, MAX_PASSWORD_LENGTH, normalizeEmail, passwordProblem, SESSION_TTL_SECONDS } from '../../domain/team';
+import { MAX_PASSWORD_LENGTH, normalizeEmail, passwordProblem, SESSION_TTL_SECONDS } from '../../domain/team';
+import { signInKeys } from '../../domain/throttle';
+import { hashKey } from '../../db/repositories/apiKeys';
+import { reserveAttempt, settleSuccess } from '../../db/repositories/throttles';
 import { randomBase62 } from '../../db/ids';
 import { hashPassword, verifyPassword } from '../../services/team/passwords';
 import { anonymousCsrf, checkCsrf, CSRF_COOKIE, esc, field, hidden, page, readCookie, readForm, SESSION_COOKIE, setCookie } from './forms';
@@ -71,8 +73,11 @@ export async function showLogin(ctx: AppContext, deps: AppDeps): Promise<void> {
 }
 
 /**
- * POST /login: checks the CSRF token, the lock-out and the password (argon2id); on success starts a
- * session and answers 303 to `next`. Wrong email and wrong password answer alike (401), in the same time.
+ * POST /login: checks the CSRF token, counts the attempt against the throttle (account + address,
+ * account, address; OWASP ASVS V2.2.1) before anything else, then the password (argon2id); on success
+ * starts a session and answers 303 to `next`. Wrong email and wrong password answer alike (401), in the
+ * same time, and are throttled alike.
+ * @answers 429 with `Retry-After` (seconds) while a throttle key is closed; the password is then not checked
  */
 export async function submitLogin(ctx: AppContext, deps: AppDeps): Promise<void> {
   const form = await readForm(ctx);
@@ -80,24 +85,21 @@ export async function submitLogin(ctx: AppContext, deps: AppDeps): Promise<void>
   const next = safeNext(field(form, 'next'));
   const email = normalizeEmail(field(form, 'email')) ?? '';
   const password = field(form, 'password').slice(0, MAX_PASSWORD_LENGTH + 1);
-  const member = email ? await findMemberByEmail(deps.db, email) : undefined;
-  if (member?.lockedUntil && member.lockedUntil.getTime() > Date.now()) {
-    loginForm(ctx, 429, { next, email, error: 'Too many failed attempts: this account is locked for a while. Try again later.' });
-    ctx.set('Retry-After', String(Math.ceil((member.lockedUntil.getTime() - Date.now()) / 1000)));
+  const throttle = signInKeys(email, ctx.ip, hashKey);
+  const reserved = await reserveAttempt(deps.db, throttle);
+  if (!reserved.ok) {
+    ctx.set('Retry-After', String(reserved.retryAfterSeconds));
+    loginForm(ctx, 429, { next, email, error: `Too many sign-in attempts. Try again in ${reserved.retryAfterSeconds} seconds.` });
     return;
   }
+  const member = email ? await findMemberByEmail(deps.db, email) : undefined;
   const ok = await verifyPassword(member?.passwordHash, password);
   if (!member || !ok) {
-    const lockedUntil = member ? await recordFailedSignIn(deps.db, member.orgId, member.id, LOCKOUT_THRESHOLD, LOCKOUT_SECONDS) : null;
-    if (lockedUntil) ctx.set('Retry-After', String(LOCKOUT_SECONDS));
-    loginForm(ctx, lockedUntil ? 429 : 401, {
-      next,
-      email,
-      error: lockedUntil ? 'Too many failed attempts: this account is locked for a while. Try again later.' : 'Wrong email or password.',
-    });
+    // The reservation already counted this failure.
+    loginForm(ctx, 401, { next, email, error: 'Wrong email or password.' });
     return;
   }
-  await resetFailedSignIns(deps.db, member.orgId, member.id);
+  await settleSuccess(deps.db, throttle);
   const token = randomBase62(24);
   await createSession(deps.db, member.orgId, member.id, token, randomBase62(24), SESSION_TTL_SECONDS);
   setCookie(ctx, SESSION_COOKIE, token, SESSION_TTL_SECONDS);

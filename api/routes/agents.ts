@@ -19,14 +19,21 @@ import {
 } from '../../db/repositories/agents';
 import { getVersion, listVersions, publishedWithKey, rollbackTo, type PublishOutcome } from '../../db/repositories/agentVersions';
 import type { AgentCreate, AgentPatch, AgentVariable, PublishRequest, RollbackRequest } from '../../schemas/types/agents';
-import { compileDraft, publishRequestHash } from '../../domain/agents/compile';
+import { compileDraft, modelSettingProblems, publishRequestHash } from '../../domain/agents/compile';
+import type { AppConfig } from '../../config';
 import { diffSnapshots } from '../../domain/agents/diff';
 import { analysisFieldErrors } from '../../domain/conversations/analysis';
 import { etag, expectedVersion, rethrowDuplicate, versionConflict } from '../agents/http';
 import { orgOf, pageParams, paged, requireTemporal } from '../http';
 import { toAgentView } from '../agents/present';
 import { buildPrepublishReport } from '../../domain/agents/report';
+import { recordSchemaRules } from '../../db/repositories/records';
+import { agentNumberSettings } from '../../db/repositories/phoneSettings';
+import { destinations } from '../../db/repositories/escalationDestinations';
+import { telephonyProviderName } from '../../providers/telephony';
+import { speechCarrierOf } from '../../services/voice/calls';
 import { DEFAULT_LANGUAGE, findVoice, isSupportedLanguage, SPEECH_ENGINE_LANGUAGES } from '../../domain/agents/voices';
+import { conversationLimits, type ConversationLimits } from '../../domain/conversations/limits';
 
 /** Path parameter of the current route. */
 export function param(ctx: AppContext, name: string): string {
@@ -35,7 +42,7 @@ export function param(ctx: AppContext, name: string): string {
 
 /**
  * Errors of a create or update body beyond its schema: repeated variable names, and the analysis fields'
- * rules (domain/conversations/analysis.ts `analysisFieldErrors`; README "Conversation analysis").
+ * rules (domain/conversations/analysis.ts `analysisFieldErrors`; docs/api-notes.md "Conversation analysis").
  */
 function bodyFieldErrors(body: AgentPatch | undefined): FieldError[] {
   const fields = body?.analysis?.fields;
@@ -43,7 +50,23 @@ function bodyFieldErrors(body: AgentPatch | undefined): FieldError[] {
   return [...duplicateVariables(body?.variables), ...analysis];
 }
 
-/** `variables[<name>]` errors for repeated variable names (README "API notes": agent fields). */
+/** The deployment's chat models as the compiler checks them (config.ts: LLM_MODEL, LLM_MODELS). */
+export function deploymentModels(config: Pick<AppConfig, 'llmModel' | 'llmModels'>): { default: string; allowed: readonly string[] } {
+  return { default: config.llmModel, allowed: config.llmModels };
+}
+
+/**
+ * Errors of the model settings a create or update body sets (docs/api-notes.md "Agents": model settings): `model`
+ * and `fallbackModel` outside LLM_MODELS, an unknown IANA `timeZone` (400 naming the field). Only the fields the
+ * body carries are checked, so a PATCH of another field never fails on a stored value the allowlist lost since.
+ */
+function modelFieldErrors(body: AgentPatch | undefined, config: Pick<AppConfig, 'llmModel' | 'llmModels'>): FieldError[] {
+  if (!body || typeof body !== 'object') return [];
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  return modelSettingProblems({ model: str(body.model), fallbackModel: str(body.fallbackModel), timeZone: str(body.timeZone) }, deploymentModels(config)).errors;
+}
+
+/** `variables[<name>]` errors for repeated variable names (docs/api-notes.md: agent fields). */
 function duplicateVariables(vars: AgentVariable[] | undefined): FieldError[] {
   const seen = new Set<string>();
   const out: FieldError[] = [];
@@ -86,9 +109,9 @@ export const listAgents: Handler = async (ctx, { db }) => {
 };
 
 /** POST /agents: creates an agent at draft version 1 (409 duplicate_name, 422 unsupported_language). */
-export const createAgent: Handler = async (ctx, { db }) => {
+export const createAgent: Handler = async (ctx, { db, config }) => {
   const raw = ctx.request.body as unknown;
-  const errors = mergeFieldErrors(schemaErrors('AgentCreate', raw), bodyFieldErrors(raw as AgentCreate | undefined));
+  const errors = mergeFieldErrors(schemaErrors('AgentCreate', raw), bodyFieldErrors(raw as AgentCreate | undefined), modelFieldErrors(raw as AgentCreate | undefined, config));
   if (errors.length) throw validationError(errors);
   const body = raw as AgentCreate;
   const language = body.language ?? DEFAULT_LANGUAGE;
@@ -113,12 +136,12 @@ export const getAgent: Handler = async (ctx, { db }) => {
  * PATCH /agents/{id}: merge-patch of the draft. `If-Match` is required (428); a stale version is 409
  * `version_conflict` with `current` (the agent) and `version`; the update itself is conditional in SQL.
  */
-export const updateAgent: Handler = async (ctx, { db }) => {
+export const updateAgent: Handler = async (ctx, { db, config }) => {
   const orgId = orgOf(ctx);
   const id = param(ctx, 'id');
   const expected = expectedVersion(ctx, true);
   const raw = ctx.request.body as unknown;
-  const errors = mergeFieldErrors(schemaErrors('AgentPatch', raw), bodyFieldErrors(raw as AgentPatch | undefined));
+  const errors = mergeFieldErrors(schemaErrors('AgentPatch', raw), bodyFieldErrors(raw as AgentPatch | undefined), modelFieldErrors(raw as AgentPatch | undefined, config));
   if (errors.length) throw validationError(errors);
   const body = raw as AgentPatch;
   const current = await findAgent(db, orgId, id);
@@ -256,16 +279,27 @@ export const diffAgentVersion: Handler = async (ctx, { db }) => {
       versionId: found.version.id,
       versionNumber: found.version.number,
       draftVersion: bundle.agent.version,
-      items: diffSnapshots(found.snapshot, snapshot),
+      // A version published before the idle timeouts existed runs on their defaults: compared as such, it shows no change.
+      items: diffSnapshots({ ...(found.snapshot as object), ...conversationLimits(found.snapshot as Partial<ConversationLimits>) }, snapshot),
     },
   };
 };
 
 /** GET /agents/{id}/prepublish-report: what publishing the current draft would put live. */
-export const getPrepublishReport: Handler = async (ctx, { db }) => {
-  const bundle = await loadDraftBundle(db, orgOf(ctx), param(ctx, 'id'));
-  if (!bundle) throw notFound('Agent', 'agent_not_found');
-  return { data: buildPrepublishReport(bundle), headers: etag(bundle.agent.version) };
+export const getPrepublishReport: Handler = async (ctx, { db, config }) => {
+  const loaded = await loadDraftBundle(db, orgOf(ctx), param(ctx, 'id'));
+  if (!loaded) throw notFound('Agent', 'agent_not_found');
+  // The allowlist makes a model LLM_MODELS lost since it was saved a blocking error, as the publish will.
+  const bundle = { ...loaded, models: deploymentModels(config) };
+  const orgId = orgOf(ctx);
+  // What the model may see depends on the organization's record schema (docs/security.md "Sensitive record fields");
+  // what callers get depends on the agent's numbers, their phone settings and the escalation destinations.
+  const reach = {
+    numbers: await agentNumberSettings(db, orgId, bundle.agent.id),
+    destinations: await destinations.all(db, orgId),
+    carrier: speechCarrierOf(telephonyProviderName()),
+  };
+  return { data: buildPrepublishReport(bundle, await recordSchemaRules(db, orgId), reach), headers: etag(bundle.agent.version) };
 };
 
 /** Handlers of this area by operationId (api/routes/index.ts). */

@@ -1,6 +1,6 @@
 /**
- * Secret keys through the API (spec "Authentication" 1, scope keys:write; paths decided in README
- * "API notes" → "Credentials and tenancy"). The secret is shown once, in the answer that creates it
+ * Secret keys through the API (spec "Authentication" 1, scope keys:write; paths decided in docs/api-notes.md
+ * "Credentials and tenancy"). The secret is shown once, in the answer that creates it
  * (creation or rotation). A key never grants a scope it does not hold itself, and never a reserved
  * one. Revocation and the end of a rotation's grace period reach every API process at once (the key
  * cache is evicted by the change feed, and expiry is checked on every request).
@@ -29,15 +29,23 @@ export function toApiKeyView(k: ApiKeyInfo): ApiKey {
 }
 
 /**
- * 403 `insufficient_scope` when the calling key would grant scopes it does not hold (README "API notes":
- * the same shape as a route's scope refusal, naming the scopes in `detail` and `missingScopes`).
+ * 403 `insufficient_scope` when the calling key would grant, or act on a credential holding, scopes it
+ * does not hold itself (docs/api-notes.md: the same shape as a route's scope refusal, naming the scopes
+ * in `detail` and `missingScopes`). Used for secret keys and OAuth clients alike: creating, rotating,
+ * revoking or deleting a credential takes every scope it holds (OWASP ASVS V4.1.3, least privilege:
+ * a delegate never reaches beyond its delegation).
  */
-function refuseEscalation(ctx: AppContext, requested: readonly string[]): void {
+export function refuseEscalation(ctx: AppContext, requested: readonly string[]): void {
   const beyond = scopesBeyond(ctx.state.auth!.scopes, requested);
   if (!beyond.length) return;
-  throw new ApiError(403, 'insufficient_scope', `A key cannot grant scopes it does not hold itself: ${beyond.join(', ')}`, {
+  throw new ApiError(403, 'insufficient_scope', `A key cannot grant or manage scopes it does not hold itself: ${beyond.join(', ')}`, {
     extra: { requiredScopes: beyond, missingScopes: beyond },
   });
+}
+
+/** The OAuth grant a credential minted by this caller comes from (AuthContext.grantId), or null. */
+export function mintedVia(ctx: AppContext): string | null {
+  return ctx.state.auth?.grantId ?? null;
 }
 
 /** GET /api-keys: the organization's secret keys that still authenticate, oldest first, cursor-paginated. */
@@ -55,7 +63,7 @@ export const createApiKey: Handler = async (ctx, { db, config }) => {
   if (expiresAt && !(expiresAt.getTime() > Date.now())) errors.push({ field: 'expiresAt', message: 'must be in the future' });
   if (errors.length) throw validationError(errors);
   refuseEscalation(ctx, body.scopes);
-  const { key, info } = await createSecretKey(db, orgOf(ctx), { brand: config.keyBrandPrefix, scopes: body.scopes, name: body.name, expiresAt });
+  const { key, info } = await createSecretKey(db, orgOf(ctx), { brand: config.keyBrandPrefix, scopes: body.scopes, name: body.name, expiresAt, viaGrantId: mintedVia(ctx) });
   setAuditResource(ctx, 'api_key', info.id);
   const data: ApiKeyWithSecret = { ...toApiKeyView(info), secret: key };
   return { data, status: 201, message: 'Store the secret now: it is not shown again' };
@@ -73,6 +81,7 @@ export const rotateApiKey: Handler = async (ctx, { db, config }) => {
     brand: config.keyBrandPrefix,
     graceSeconds: body.gracePeriodSeconds ?? DEFAULT_ROTATION_GRACE_SECONDS,
     check: (old) => refuseEscalation(ctx, old.scopes),
+    viaGrantId: mintedVia(ctx),
   });
   if (!r) throw notFound(`API key ${ctx.params.id}`, 'api_key_not_found');
   setAuditResource(ctx, 'api_key', r.info.id);
@@ -82,10 +91,11 @@ export const rotateApiKey: Handler = async (ctx, { db, config }) => {
 
 /**
  * DELETE /api-keys/{id}: revokes a secret key at once in every API process (idempotent).
- * @throws 404 api_key_not_found (also another organization's key, or a publishable key's id)
+ * @throws 404 api_key_not_found (also another organization's key, or a publishable key's id);
+ *   403 insufficient_scope when the key holds scopes the caller does not
  */
 export const revokeApiKey: Handler = async (ctx, { db }) => {
-  const k = await revokeKey(db, orgOf(ctx), ctx.params.id, 'secret');
+  const k = await revokeKey(db, orgOf(ctx), ctx.params.id, 'secret', (key) => refuseEscalation(ctx, key.scopes));
   if (!k) throw notFound(`API key ${ctx.params.id}`, 'api_key_not_found');
   const data: KeyRevocation = { id: k.id, revokedAt: k.revokedAt!.toISOString() };
   return { data };

@@ -1,5 +1,5 @@
 /**
- * `GET /audit-logs` (spec "Audit"; README "Webhooks and audit logs"): the organization's audit entries, newest first,
+ * `GET /audit-logs` (spec "Audit"; docs/api-notes.md "Webhooks and audit logs"): the organization's audit entries, newest first,
  * cursor-paginated. Filters (all optional, combined with AND): `since` (inclusive) and `until`
  * (exclusive) as ISO 8601 date-times, `actorId` (credential id), `resourceType`, `resourceId`,
  * `operationId`.

@@ -1,7 +1,7 @@
 /**
  * Billing handlers (spec "Billing": `GET /billing/wallet`, `POST /billing/wallet/topup`,
  * `GET /billing/usage`, `GET /billing/invoices`; scopes billing:read / billing:write; payloads "not
- * shown", decided in the README's "Billing" notes). Amounts are US cents; months are UTC.
+ * shown", decided in the docs/api-notes.md "Billing" notes). Amounts are US cents; months are UTC.
  */
 import type { Handler, AppContext } from '../context';
 import { ApiError, validationError } from '../../domain/errors';

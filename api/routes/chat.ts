@@ -1,5 +1,5 @@
 /**
- * Chat handlers (spec "Chat" row, "Agent lifecycle" rules 1–2, "Events"; README "Conversations"):
+ * Chat handlers (spec "Chat" row, "Agent lifecycle" rules 1–2, "Events"; docs/api-notes.md "Conversations"):
  * sessions pinned to the published version (or the draft with `draftMode: true`), turns answered as JSON
  * or as Server-Sent Events, and the OpenAI-compatible `POST /chat/completions`.
  */
@@ -14,6 +14,7 @@ import { allMessages, toChatSession } from '../../db/repositories/conversations'
 import { finishConversation, requireConversation, sendMessage, startConversation, type ConversationDeps, type StoredTurnOutcome } from '../../services/conversations/service';
 import type { ChatMessageCreate, ChatSessionCreate, ChatSessionStarted, ChatTurn } from '../../schemas/types/chat';
 import { chatCompletion } from './chatCompletions';
+import { messagesFor, sessionFor, streamEventFor, turnFor } from '../conversationView';
 
 /** Channels the chat routes reach (`chat` sessions and `web` widget sessions). */
 export const CHAT_CHANNELS = ['chat', 'web'] as const;
@@ -22,7 +23,7 @@ const VARIABLE_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
 /** The conversation service's dependencies from the app's. */
 export function conversationDeps(deps: AppDeps): ConversationDeps {
-  return { db: deps.db, llm: deps.providers.llm, http: deps.providers.skillHttp, temporal: deps.temporal };
+  return { db: deps.db, llm: deps.providers.llm, http: deps.providers.skillHttp, temporal: deps.temporal, log: deps.logger };
 }
 
 /** Field errors of session variables: names as agent variables, values at most 1,000 characters. */
@@ -57,7 +58,7 @@ export const createChatSession: Handler = async (ctx, deps) => {
 };
 
 /**
- * A widget session token reaches only its own session (README "Widget"): another id answers 403
+ * A widget session token reaches only its own session (docs/api-notes.md "Widget"): another id answers 403
  * `session_token_mismatch`.
  */
 function checkSessionToken(ctx: AppContext): void {
@@ -65,17 +66,21 @@ function checkSessionToken(ctx: AppContext): void {
   if (s && s.conversationId !== ctx.params.id) throw new ApiError(403, 'session_token_mismatch', 'This session token belongs to another chat session');
 }
 
-/** GET /chat/sessions/{id} (getChatSession, chat:read or the session's widget token) → the session and every message, verbatim. 404 `conversation_not_found`. */
+/**
+ * GET /chat/sessions/{id} (getChatSession, chat:read or the session's widget token) → the session and every
+ * message, verbatim; tool exchanges only with calls:read, and a widget token sees the conversation only
+ * (api/conversationView.ts). 404 `conversation_not_found`.
+ */
 export const getChatSession: Handler = async (ctx, { db }) => {
   checkSessionToken(ctx);
   const c = await requireConversation(db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS);
-  return { data: { session: toChatSession(c), messages: await allMessages(db, c.orgId, c.id) } };
+  return { data: { session: sessionFor(ctx, toChatSession(c)), messages: messagesFor(ctx, await allMessages(db, c.orgId, c.id)) } };
 };
 
 /** POST /chat/sessions/{id}/end (endChatSession, chat:write) → the ended session (ending twice is a no-op). */
 export const endChatSession: Handler = async (ctx, deps) => {
   const c = await requireConversation(deps.db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS);
-  // The post-conversation analysis runs once (README "Conversation analysis"); it never fails the end.
+  // The post-conversation analysis runs once (docs/api-notes.md "Conversation analysis"); it never fails the end.
   return { data: toChatSession(await finishConversation(deps.db, c, 'ended_by_user', { ...conversationDeps(deps), log: ctx.state.log })) };
 };
 
@@ -89,40 +94,65 @@ export function sseFrame(type: string, data: unknown): string {
   return `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
-function turnData(out: StoredTurnOutcome): ChatTurn {
-  return { session: toChatSession(out.conversation), messages: out.messages, reply: out.reply, receipt: out.receipt };
+/** The stored turn as the caller may see it (api/conversationView.ts: the receipt and tool exchanges need calls:read). */
+function turnData(ctx: AppContext, out: StoredTurnOutcome): ChatTurn {
+  return turnFor(ctx, { session: toChatSession(out.conversation), messages: out.messages, reply: out.reply, receipt: out.receipt });
 }
+
+/** How often an open turn stream re-checks its credential, ms (docs/security.md "Revocation"). */
+export const STREAM_RECHECK_MS = 500;
 
 /**
  * POST /chat/sessions/{id}/messages (sendChatMessage, chat:write) `{content}`: runs one turn. JSON by
  * default (`ChatTurn`); with `Accept: text/event-stream` the turn streams as Server-Sent Events —
  * `message.delta` `{content}`, `tool.call`, `tool.result`, `guardrail`, then `message.completed` (the
- * `ChatTurn`) or `error` (a problem) — and always ends with `event: done`. Refusals before the turn
- * starts are problem+json: 404 `conversation_not_found`, 409 `conversation_ended`.
+ * `ChatTurn`) or `error` (a problem) — and always ends with `event: done`. The receipt, tool exchanges,
+ * `tool.*` and `guardrail` events need calls:read; a widget token gets the conversation only
+ * (api/conversationView.ts). While the stream is open its credential is re-checked every
+ * {@link STREAM_RECHECK_MS} ms: once revoked the stream ends with `error` 401 `credential_revoked` and
+ * `done` (docs/security.md "Revocation"); the turn itself is still stored. Refusals before the turn starts
+ * are problem+json: 404 `conversation_not_found`, 409 `conversation_ended`.
  */
 export const sendChatMessage: Handler = async (ctx, deps) => {
   const body = validateBody<ChatMessageCreate>('ChatMessageCreate', ctx.request.body);
   checkSessionToken(ctx);
   const c = await requireConversation(deps.db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS, { withHistory: true });
   if (c.status !== 'active') throw new ApiError(409, 'conversation_ended', `The conversation ended (${c.endReason ?? 'ended'}); start a new one`);
-  if (!wantsEventStream(ctx)) return { data: turnData(await sendMessage(conversationDeps(deps), c, body.content)) };
+  if (!wantsEventStream(ctx)) return { data: turnData(ctx, await sendMessage(conversationDeps(deps), c, body.content)) };
 
   const stream = new PassThrough();
+  let closed = false;
   const write = (type: string, data: unknown) => {
-    if (!stream.destroyed) stream.write(sseFrame(type, data));
+    if (!closed && !stream.destroyed && streamEventFor(ctx, type)) stream.write(sseFrame(type, data));
   };
+  const close = () => {
+    if (closed) return;
+    write('done', {});
+    closed = true;
+    clearInterval(recheck);
+    stream.end();
+  };
+  const still = deps.credentialStillValid;
+  const recheck = setInterval(() => {
+    still?.(ctx).then(
+      (ok) => {
+        if (ok || closed) return;
+        write('error', problemBody(ctx, new ApiError(401, 'credential_revoked', 'The credential of this stream was revoked; the stream is closed')));
+        close();
+      },
+      (err: unknown) => ctx.state.log.warn({ err }, 'chat stream: re-checking the credential failed'),
+    );
+  }, STREAM_RECHECK_MS);
+  recheck.unref();
   ctx.req.socket.setNoDelay(true);
   sendMessage(conversationDeps(deps), c, body.content, (e: TurnEvent) => write(e.type, e.data))
-    .then((out) => write('message.completed', turnData(out)))
+    .then((out) => write('message.completed', turnData(ctx, out)))
     .catch((err: unknown) => {
       const e = toApiError(err) ?? new ApiError(500, 'internal_error', 'The turn failed; nothing was stored');
       if (e.status >= 500) ctx.state.log.error({ err }, 'chat turn failed');
       write('error', problemBody(ctx, e));
     })
-    .finally(() => {
-      write('done', {});
-      stream.end();
-    });
+    .finally(close);
   return { stream: { body: stream, contentType: 'text/event-stream; charset=utf-8' }, headers: { 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' } };
 };
 

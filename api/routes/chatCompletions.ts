@@ -1,5 +1,5 @@
 /**
- * `POST /chat/completions` (createChatCompletion, chat:write; README "Conversations"): the OpenAI chat
+ * `POST /chat/completions` (createChatCompletion, chat:write; docs/api-notes.md "Conversations"): the OpenAI chat
  * completions wire format (OpenAI API reference "Chat Completions", "The chat completion chunk object"),
  * so the official `openai` client works unchanged. `model` names the agent: `agt_…` (the published
  * version), `agt_…@draft` (the draft, compiled now) or `agt_…@v3` (version 3). Each request is one

@@ -1,6 +1,6 @@
 /**
- * Saved dashboards (scopes dashboards:read/write; paths decided in README "Variables, escalation,
- * onboarding, meta and settings"): named sets of widgets, each one figure of the analytics queries
+ * Saved dashboards (scopes dashboards:read/write; paths decided in docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"): named sets of widgets, each one figure of the analytics queries
  * (`GET /analytics/overview`, `GET /agents/{agentId}/analytics`) over a range ending now.
  * `GET /dashboards/{id}/data` runs them; it needs analytics:read as well, as the analytics do.
  */

@@ -1,7 +1,7 @@
 /**
  * Escalation destinations and teammates' presence (spec group "Support": escalation_destinations:read/write
- * and presence:write; paths not shown, decided in README "Variables, escalation, onboarding, meta and
- * settings"). A destination is where a conversation is handed to a person — a phone number, a SIP URI, an
+ * and presence:write; paths not shown, decided in docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"). A destination is where a conversation is handed to a person — a phone number, a SIP URI, an
  * e-mail address or a webhook endpoint — with opening hours in a time zone; `transfer_call` skills and the
  * after-hours setting of a number target one by id. The escalation endpoints themselves stay reserved (403).
  */
@@ -15,6 +15,8 @@ import { webhookUrlProblem } from '../../domain/webhooks/urlPolicy';
 import { loadWebhookSettings } from '../../domain/webhooks/settings';
 import { DuplicateRowError } from '../../db/repositories/orgTable';
 import { destinationUsers, destinations, listPresence as listPresenceRows, upsertPresence, withPresence } from '../../db/repositories/escalationDestinations';
+// Conversations read the destinations through a short per-process cache (services/conversations/escalation.ts).
+import { forgetEscalationDestinations } from '../../services/conversations/escalation';
 import type { EscalationDestination, EscalationDestinationCreate, EscalationDestinationKind, EscalationDestinationUpdate, PresenceUpdate } from '../../schemas/types/settings';
 
 const urlProblem = (url: string) => webhookUrlProblem(url, loadWebhookSettings());
@@ -69,6 +71,7 @@ export const createEscalationDestination: Handler = async (ctx, { db }) => {
   const errors = destinationChecks(body);
   if (errors.length) throw validationError(errors);
   const d = await orDuplicate(() => destinations.insert(db, orgOf(ctx), columns({ hours: null, teammate: null, ...body })));
+  forgetEscalationDestinations(orgOf(ctx));
   setAuditResource(ctx, 'escalation_destination', d.id);
   return { data: (await withPresence(db, orgOf(ctx), [d]))[0], status: 201 };
 };
@@ -89,6 +92,7 @@ export const updateEscalationDestination: Handler = async (ctx, { db }) => {
   const errors = destinationChecks({ ...body, kind: body.kind ?? current.kind, address: body.address ?? current.address });
   if (errors.length) throw validationError(errors);
   const d = await orDuplicate(() => destinations.update(db, orgId, current.id, columns(body)));
+  forgetEscalationDestinations(orgId);
   if (!d) throw missing(ctx.params.id);
   return { data: (await withPresence(db, orgId, [d]))[0] };
 };
@@ -104,6 +108,7 @@ export const deleteEscalationDestination: Handler = async (ctx, { db }) => {
   const users = await destinationUsers(db, orgId, current.id);
   if (users.length) throw new ApiError(409, 'destination_in_use', `Escalation destination ${current.id} is targeted by ${users.join(', ')}; change those first`, { extra: { usedBy: users } });
   await destinations.remove(db, orgId, current.id);
+  forgetEscalationDestinations(orgId);
   return { data: { id: current.id, deleted: true } };
 };
 

@@ -30,6 +30,7 @@ export function draftPartHandlers<K extends DraftPart>(
   schema: string,
   effective: (stored: AgentRecord[K]) => unknown,
   check?: (trx: Knex.Transaction, orgId: string, agentId: string, body: NonNullable<AgentFields[K]>) => Promise<void>,
+  keep?: (body: NonNullable<AgentFields[K]>, stored: AgentRecord[K]) => NonNullable<AgentFields[K]>,
 ): { get: Handler; put: Handler } {
   return {
     get: async (ctx, { db }) => {
@@ -39,12 +40,13 @@ export function draftPartHandlers<K extends DraftPart>(
     put: async (ctx, { db }) => {
       const orgId = orgOf(ctx);
       const agentId = param(ctx, 'agentId');
-      const body = validateBody<NonNullable<AgentFields[K]>>(schema, ctx.request.body);
-      const out = await runDraftEdit(ctx, db, agentId, async (trx) => {
+      let body = validateBody<NonNullable<AgentFields[K]>>(schema, ctx.request.body);
+      const out = await runDraftEdit(ctx, db, agentId, async (trx, head) => {
         await check?.(trx, orgId, agentId, body);
+        if (keep) body = keep(body, head[part as keyof typeof head] as AgentRecord[K]);
         await setAgentFields(trx, orgId, agentId, { [part]: body } as AgentFields);
       });
-      return { data: body, headers: etag(out.version) };
+      return { data: keep ? effective(body as AgentRecord[K]) : body, headers: etag(out.version) };
     },
   };
 }
@@ -59,17 +61,25 @@ export const putGuardrails: Handler = guardrails.put;
 
 /**
  * Caller verification: `method` is required when enabled and every name in `requiredForSkills` must be
- * a skill of the agent (400 naming the field).
+ * a skill of the agent (400 naming the field). A PUT without `required` keeps the stored one (agents stored
+ * before the field existed keep `always`; docs/api-notes.md "Caller verification"); the answer is the effective
+ * configuration.
  */
-const callerVerification = draftPartHandlers('callerVerification', 'CallerVerification', effectiveCallerVerification, async (trx, orgId, agentId, body: CallerVerification) => {
-  const errors: FieldError[] = [];
-  if (body.enabled && !body.method) errors.push({ field: 'method', message: 'is required when caller verification is enabled' });
-  const skills = await skillsByName(trx, orgId, agentId);
-  for (const name of body.requiredForSkills) {
-    if (!skills.has(name)) errors.push({ field: `requiredForSkills[${name}]`, message: `names no skill of this agent` });
-  }
-  if (errors.length) throw validationError(errors);
-});
+const callerVerification = draftPartHandlers(
+  'callerVerification',
+  'CallerVerification',
+  effectiveCallerVerification,
+  async (trx, orgId, agentId, body: CallerVerification) => {
+    const errors: FieldError[] = [];
+    if (body.enabled && !body.method) errors.push({ field: 'method', message: 'is required when caller verification is enabled' });
+    const skills = await skillsByName(trx, orgId, agentId);
+    for (const name of body.requiredForSkills) {
+      if (!skills.has(name)) errors.push({ field: `requiredForSkills[${name}]`, message: `names no skill of this agent` });
+    }
+    if (errors.length) throw validationError(errors);
+  },
+  (body, stored) => (body.required === undefined && stored?.required ? { ...body, required: stored.required } : body),
+);
 
 /** GET /agents/{agentId}/caller-verification */
 export const getCallerVerification: Handler = callerVerification.get;

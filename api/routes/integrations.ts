@@ -1,6 +1,6 @@
 /**
  * Integrations (spec Integrations rows, error codes `integration_unavailable`, `integration_not_connected`,
- * `sheet_not_accessible`; scope rules on `integrations:read` and `integrations:connect`; README
+ * `sheet_not_accessible`; scope rules on `integrations:read` and `integrations:connect`; docs/api-notes.md
  * "Integrations and records"):
  * - `GET /integrations/catalog`, `GET /integrations` (integrations:read): kinds, and status per kind —
  *   never a token or a secret;

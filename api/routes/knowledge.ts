@@ -12,6 +12,11 @@ import { orgOf, pageParams, paged, requireTemporal, temporalUnavailable } from '
 import type { AppDeps, Handler } from '../context';
 import { ApiError, notFound, validationError, type FieldError } from '../../domain/errors';
 import { mergeFieldErrors, schemaErrors, validateBody } from '../../domain/validation';
+import { getUploadHead } from '../../db/repositories/uploads';
+import { knowledgeFileProblem } from '../../domain/knowledge/extract';
+
+/** Bytes of an upload read to judge its type before it becomes a source. */
+const SNIFF_BYTES = 64 * 1024;
 
 
 
@@ -60,7 +65,9 @@ export const listKnowledgeSources: Handler = async (ctx, deps) => {
 
 /**
  * POST /agents/{agentId}/knowledge/sources → 202 with the source (status `pending`).
- * Order of answers: 400 (body) → 404 (agent) → 404 `file_expired` (upload gone) → 503 (no Temporal).
+ * Order of answers: 400 (body) → 404 (agent) → 404 `file_expired` (upload gone) → 415 (a file knowledge
+ * does not take: `unsupported_media_type`, or bytes that are not their declared type:
+ * `content_type_mismatch`, naming `fileId`) → 503 (no Temporal).
  * The source row and the workflow start share one transaction, so a source exists only if its
  * ingestion workflow was started.
  */
@@ -74,6 +81,12 @@ export const createKnowledgeSource: Handler = async (ctx, deps) => {
   const errors = mergeFieldErrors(shape, kindErrors(body));
   if (errors.length) throw validationError(errors);
   await requireAgent(deps, orgId, agentId);
+  if (body.kind === 'file' && body.fileId) {
+    const file = await getUploadHead(deps.db, orgId, body.fileId, SNIFF_BYTES);
+    // A missing file answers file_expired from createSource below.
+    const problem = file && (await knowledgeFileProblem(file.head, file.contentType, file.filename));
+    if (problem) throw new ApiError(415, problem.code, `The file ${problem.message}`, { errors: [{ field: 'fileId', message: problem.message }] });
+  }
 
   try {
     const source = await createSource(

@@ -1,6 +1,6 @@
 /**
- * `GET /meta` (spec group "Meta", path not shown; README "Variables, escalation, onboarding, meta and
- * settings"): the service and API version (spec "Versioning": 1.0.0), the scope catalogue with what each
+ * `GET /meta` (spec group "Meta", path not shown; docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"): the service and API version (spec "Versioning": 1.0.0), the scope catalogue with what each
  * grants and whether the caller holds it, the limits (upload and body size, page sizes, the calling key's
  * rate limit), the caller's organization and credential (never a secret), and the server time. Any
  * authenticated secret key or token may call it; it needs no scope.

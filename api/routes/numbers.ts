@@ -1,8 +1,8 @@
 /**
  * Numbers handlers (spec "Numbers": `GET /numbers/search`, `POST /numbers/reserve`,
- * `POST /numbers/purchase`, `POST /numbers/{id}/assign`; payloads "not shown", decided in the README's
- * API notes). The inventory is the telephony provider's (the sandbox by default: US numbers by area
- * code, deterministic). A purchase records one usage entry, and reaches the provider once (README
+ * `POST /numbers/purchase`, `POST /numbers/{id}/assign`; payloads "not shown", decided in docs/sms.md
+ * "Numbers, consent and sending"). The inventory is the telephony provider's (the sandbox by default: US numbers by area
+ * code, deterministic). A purchase records one usage entry, and reaches the provider once (docs/operations.md
  * "Provider calls happen once": its intent is recorded before the order, a retry looks the order up).
  */
 import type { Handler } from '../context';
@@ -67,7 +67,7 @@ export const reserveNumberHandler: Handler = async (ctx, deps) => {
 };
 
 /**
- * Buys a reserved number once (README "Provider calls happen once"): records the order's intent with our
+ * Buys a reserved number once (docs/operations.md "Provider calls happen once"): records the order's intent with our
  * number id as its client reference, orders, then marks the number purchased with its usage entry and
  * the resolved intent in one transaction. A repeated call (the client retrying after a crash) finds the
  * intent and looks the order up instead of buying again. `faults` are test-only crash points.

@@ -1,5 +1,5 @@
 /**
- * Observe handlers (spec "Observe" rows, "Scope rules" 1 and 4; README "Observe"): the conversations of
+ * Observe handlers (spec "Observe" rows, "Scope rules" 1 and 4; docs/api-notes.md "Observe"): the conversations of
  * every channel, their transcripts and receipts, and analytics. Finding a conversation needs
  * `analytics:read`; reading it needs `calls:read` — with only `analytics:read` a transcript is empty
  * (`redacted: true`), and a receipt is refused (403).

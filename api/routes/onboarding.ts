@@ -1,6 +1,6 @@
 /**
- * `GET /onboarding` (spec group "Onboarding", path not shown; README "Variables, escalation, onboarding,
- * meta and settings"): the organization's setup checklist computed from its real state on every request
+ * `GET /onboarding` (spec group "Onboarding", path not shown; docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"): the organization's setup checklist computed from its real state on every request
  * (nothing is stored or ticked by hand), each step with the operation that completes it. Needs no scope:
  * it shows only whether things exist, never what they are.
  */

@@ -1,6 +1,6 @@
 /**
  * Outbound voice handlers (spec "Outbound": contact lists with import and scrub, campaigns with launch,
- * pause, resume, cancel; paths and payloads "not shown", decided in the README's API notes; README "Outbound voice campaigns").
+ * pause, resume, cancel; paths and payloads "not shown", decided in docs/api-notes.md; docs/voice.md "Outbound voice campaigns").
  *
  * - Contact lists: `POST /contact-lists`, `GET /contact-lists`, `GET /contact-lists/{id}`,
  *   `POST /contact-lists/{id}/imports` {fileId} (202; asynchronous, workflow `contact-import/{listId}`),
@@ -41,7 +41,7 @@ import type { CampaignCreate, ContactImportRequest, ContactListCreate, DoNotCall
 
 
 
-/** Defaults of a campaign (README "Outbound voice campaigns"). */
+/** Defaults of a campaign (docs/voice.md "Outbound voice campaigns"). */
 export const CAMPAIGN_DEFAULTS = { maxConcurrentCalls: 10, maxAttempts: 3, retryDelayMinutes: 60 } as const;
 
 const ATTEMPT_STATUSES = ['pending', 'dialing', 'answered', 'voicemail', 'busy', 'no_answer', 'failed', 'cancelled'];

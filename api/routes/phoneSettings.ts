@@ -1,5 +1,5 @@
 /**
- * Phone settings of the organization's numbers (scopes phone:read/write; paths decided in README
+ * Phone settings of the organization's numbers (scopes phone:read/write; paths decided in docs/api-notes.md
  * "Variables, escalation, onboarding, meta and settings"): voicemail, recording consent and business
  * hours with what a call outside them gets (the agent, voicemail, or an escalation destination).
  * `GET` answers the defaults until the first `PUT`.
@@ -14,17 +14,10 @@ import { getPhoneSettings, putPhoneSettings as storePhoneSettings } from '../../
 import { existingDestinationIds } from '../../db/repositories/escalationDestinations';
 import { destinationNotFound } from '../../services/settings/references';
 import type { Db } from '../../db';
+import { DEFAULT_PHONE_SETTINGS, DEFAULT_RECORDING_ANNOUNCEMENT, effectivePhoneSettings } from '../../domain/settings/phone';
 import type { NumberPhoneSettings, PhoneSettings, PhoneSettingsPut } from '../../schemas/types/settings';
 
-/** Settings of a number never saved: no voicemail, no recording, always open, calls go to the agent. */
-export const DEFAULT_PHONE_SETTINGS: PhoneSettings = {
-  voicemail: { enabled: false, greeting: null, transcribe: true, maxSeconds: 120 },
-  recordingConsent: { mode: 'none', announcement: null },
-  businessHours: { timeZone: 'UTC', hours: null, afterHours: 'agent', escalationDestinationId: null },
-};
-
-/** Default notice of `recordingConsent.mode: announce` when none is given. */
-export const DEFAULT_RECORDING_ANNOUNCEMENT = 'This call may be recorded for quality and training purposes.';
+export { DEFAULT_PHONE_SETTINGS, DEFAULT_RECORDING_ANNOUNCEMENT } from '../../domain/settings/phone';
 
 /** The number of the path, purchased by the organization. @throws 404 `number_not_found`; 409 `number_not_purchased` */
 async function ownedNumber(db: Db, orgId: string, id: string) {
@@ -53,7 +46,7 @@ export const getPhoneSettingsHandler: Handler = async (ctx, { db }) => {
   const orgId = orgOf(ctx);
   const n = await ownedNumber(db, orgId, ctx.params.id);
   const stored = await getPhoneSettings(db, orgId, n.id);
-  return { data: stored ? view(n, stored.settings, stored.revision, stored.updatedAt) : view(n, DEFAULT_PHONE_SETTINGS, 0, null) };
+  return { data: stored ? view(n, effectivePhoneSettings(stored.settings), stored.revision, stored.updatedAt) : view(n, DEFAULT_PHONE_SETTINGS, 0, null) };
 };
 
 /**
@@ -73,7 +66,11 @@ export const putPhoneSettings: Handler = async (ctx, { db }) => {
   const settings: PhoneSettings = {
     voicemail: body.voicemail,
     recordingConsent: { mode: body.recordingConsent.mode, announcement: body.recordingConsent.mode === 'none' ? null : (body.recordingConsent.announcement ?? DEFAULT_RECORDING_ANNOUNCEMENT) },
-    businessHours: { ...body.businessHours, escalationDestinationId: body.businessHours.afterHours === 'escalation' ? dest : null },
+    businessHours: {
+      ...body.businessHours,
+      escalationDestinationId: body.businessHours.afterHours === 'escalation' ? dest : null,
+      afterHoursMessage: body.businessHours.afterHours === 'message' ? (body.businessHours.afterHoursMessage ?? null) : null,
+    },
   };
   const out = await storePhoneSettings(db, orgId, n.id, settings);
   setAuditResource(ctx, 'number', n.id);

@@ -1,6 +1,6 @@
 /**
  * Publishable keys (spec "Authentication" 3, scopes pubkeys:read and pubkeys:write; paths decided in
- * README "API notes" → "Credentials and tenancy"): `<brand>_pk_live_…`, pinned to one agent of the
+ * docs/api-notes.md "Credentials and tenancy"): `<brand>_pk_live_…`, pinned to one agent of the
  * organization and carrying the browser origins it serves. Shown once, stored as a hash. Such a key
  * authenticates only routes whose auth kind is `publishable` (the widget's); every other route answers
  * 403 `publishable_key_not_allowed` (api/middleware/auth.ts).
@@ -12,6 +12,7 @@ import { setAuditResource } from '../middleware/audit';
 import { createPublishableKey as insertPublishableKey, listActiveKeys, revokeKey, type ApiKeyInfo } from '../../db/repositories/apiKeys';
 import { getAgent } from '../../db/repositories/agents';
 import { parseAllowedOrigins } from '../../domain/keys';
+import { mintedVia } from './apiKeys';
 import type { KeyRevocation, PublishableKey, PublishableKeyCreate, PublishableKeyWithSecret } from '../../schemas/types/keys';
 
 /** The wire form of a publishable key (never the key itself). */
@@ -52,7 +53,7 @@ export const createPublishableKey: Handler = async (ctx, { db, config }) => {
       errors: [{ field: 'agentId', message: 'is not an agent of this organization' }],
     });
   }
-  const { key, info } = await insertPublishableKey(db, orgId, { brand: config.keyBrandPrefix, agentId: agent.id, allowedOrigins: origins, name: body.name });
+  const { key, info } = await insertPublishableKey(db, orgId, { brand: config.keyBrandPrefix, agentId: agent.id, allowedOrigins: origins, name: body.name, viaGrantId: mintedVia(ctx) });
   setAuditResource(ctx, 'publishable_key', info.id);
   const data: PublishableKeyWithSecret = { ...toPublishableKeyView(info), key };
   return { data, status: 201, message: 'Copy the key now: it is not shown again' };

@@ -1,13 +1,16 @@
 /**
- * Records (spec scopes `records:read` / `records:write`; paths not shown: README "Integrations and
- * records"): the organization's customer records that agents look up (the `lookup_record` skill, caller
+ * Records (spec scopes `records:read` / `records:write`; paths not shown: docs/api-notes.md
+ * "Integrations and records"): the organization's customer records that agents look up (the `lookup_record` skill, caller
  * verification). PII: name, phone, email and every value of `fields`. Every read — a list, a search, one
  * record — writes an audit entry, as writes do (api/middleware/audit.ts writes those).
  * - `GET /records?q=&phone=&email=&name=&source=`, `GET /records/{id}` (records:read);
  * - `POST /records`, `PATCH /records/{id}`, `DELETE /records/{id}` (records:write);
  * - `POST /records/imports` {fileId} (records:write): a CSV uploaded with `POST /uploads`, read with the
  *   contact-list reader (domain/outbound/csv.ts), upserted by phone;
- * - sync from a connected spreadsheet or CRM: `POST /integrations/{kind}/sync` (api/routes/integrations.ts).
+ * - sync from a connected spreadsheet or CRM: `POST /integrations/{kind}/sync` (api/routes/integrations.ts);
+ * - `GET /record-schema` (records:read), `PUT /record-schema` (records:write): the declared fields and which
+ *   are sensitive. Sensitive members of `fields` are write-only (docs/security.md "Sensitive record fields";
+ *   domain/records/sensitive.ts): every write seals them (services/records/sealing.ts), every read masks them.
  */
 import type { AppContext, Handler } from '../context';
 import { ApiError, notFound, validationError, type FieldError } from '../../domain/errors';
@@ -15,13 +18,27 @@ import { validateBody } from '../../domain/validation';
 import { isE164 } from '../../domain/sms/draftChecks';
 import { normalizeUsPhone } from '../../domain/outbound/scrub';
 import { CsvFormatError, readContactRows } from '../../domain/outbound/csv';
-import { createRecord, deleteRecord, getRecord, listRecords, updateRecord, upsertSourcedRecords, type RecordFields, type RecordFilter } from '../../db/repositories/records';
+import {
+  createRecord,
+  deleteRecord,
+  getRecord,
+  getRecordSchema,
+  listRecords,
+  putRecordSchema,
+  sealPlainSensitiveFields,
+  updateRecord,
+  upsertSourcedRecords,
+  type RecordFields,
+  type RecordFilter,
+} from '../../db/repositories/records';
+import { recordRules } from '../../domain/records/sensitive';
+import { recordWriter, sealRecordValue } from '../../services/records/sealing';
 import { attachUpload, getUploadContent } from '../../db/repositories/uploads';
 import { insertAuditLogs } from '../../db/repositories/auditLogs';
 import type { Db } from '../../db';
 import { orgOf, pageParams, paged } from '../http';
 import { param } from './agents';
-import type { CustomerRecordCreate, CustomerRecordPatch, RecordImportRequest, RecordImportResult } from '../../schemas/types/integrations';
+import type { CustomerRecordCreate, CustomerRecordPatch, RecordImportRequest, RecordImportResult, RecordSchema } from '../../schemas/types/integrations';
 
 const MAX_FIELDS = 50;
 const MAX_FIELD_CHARS = 2000;
@@ -99,14 +116,19 @@ export const createRecordHandler: Handler = async (ctx, { db }) => {
   const errors = recordErrors(body);
   if (errors.length) throw validationError(errors);
   if (!body.name && !body.phone && !body.email) throw validationError([{ field: '(body)', message: 'give at least one of name, phone, email' }]);
-  return { data: await createRecord(db, orgOf(ctx), body as RecordFields), status: 201 };
+  const orgId = orgOf(ctx);
+  const { fields, sealed } = (await recordWriter(db, orgId))(body.fields ?? {});
+  return { data: await createRecord(db, orgId, { name: body.name, phone: body.phone, email: body.email, fields, sealed }), status: 201 };
 };
 
 /** PATCH /records/{id} (records:write): given members replace. @throws 404 `record_not_found` */
 export const updateRecordHandler: Handler = async (ctx, { db }) => {
   const errors = recordErrors(ctx.request.body as Record<string, any>);
   if (errors.length) throw validationError(errors);
-  const r = await updateRecord(db, orgOf(ctx), param(ctx, 'id'), ctx.request.body as CustomerRecordPatch as RecordFields);
+  const body = ctx.request.body as CustomerRecordPatch;
+  const orgId = orgOf(ctx);
+  const protectedFields = body.fields !== undefined ? (await recordWriter(db, orgId))(body.fields) : {};
+  const r = await updateRecord(db, orgId, param(ctx, 'id'), { name: body.name, phone: body.phone, email: body.email, ...protectedFields });
   if (!r) throw notFound('Record', 'record_not_found');
   return { data: r };
 };
@@ -132,6 +154,7 @@ export const importRecords: Handler = async (ctx, { db }) => {
     if (!upload) throw new ApiError(404, 'file_expired', `File ${body.fileId} does not exist or has expired; upload it again with POST /uploads`, { errors: [{ field: 'fileId', message: 'no unexpired upload with this id' }] });
     const content = await getUploadContent(trx, orgId, body.fileId);
     const result: RecordImportResult = { rowsRead: 0, created: 0, updated: 0, rejected: [], rejectedCount: 0 };
+    const protect = await recordWriter(trx, orgId);
     let batch: (RecordFields & { externalId: string })[] = [];
     const flush = async () => {
       const r = await upsertSourcedRecords(trx, orgId, 'csv', null, batch);
@@ -150,7 +173,7 @@ export const importRecords: Handler = async (ctx, { db }) => {
         }
         const { email, Email, EMAIL, name: nameCol, Name, ...fields } = row.variables;
         const name = [row.firstName, row.lastName].filter(Boolean).join(' ') || nameCol || Name || null;
-        batch.push({ externalId: phone.e164, phone: phone.e164, name, email: email ?? Email ?? EMAIL ?? null, fields });
+        batch.push({ externalId: phone.e164, phone: phone.e164, name, email: email ?? Email ?? EMAIL ?? null, ...protect(fields) });
         if (batch.length >= IMPORT_BATCH) await flush();
       }
     } catch (err) {
@@ -162,6 +185,44 @@ export const importRecords: Handler = async (ctx, { db }) => {
   });
 };
 
+/** GET /record-schema (records:read): the declared fields of the organization's records and which are sensitive. */
+export const getRecordSchemaHandler: Handler = async (ctx, { db }) => ({ data: await getRecordSchema(db, orgOf(ctx)) });
+
+/** Field errors of a record schema the JSON schema accepted: repeated names. */
+function schemaErrors(b: Record<string, any>): FieldError[] {
+  const errors: FieldError[] = [];
+  if (!Array.isArray(b.fields)) return errors;
+  const seen = new Map<string, number>();
+  b.fields.forEach((f: unknown, i: number) => {
+    const name = f && typeof f === 'object' ? (f as { name?: unknown }).name : undefined;
+    if (typeof name !== 'string') return;
+    if (seen.has(name)) errors.push({ field: `fields.${i}.name`, message: `repeats fields.${seen.get(name)}.name` });
+    else seen.set(name, i);
+  });
+  return errors;
+}
+
+/**
+ * PUT /record-schema (records:write) `{fields: [{name, sensitive, description?}]}`: replaces the schema;
+ * values already stored plain that it makes sensitive are sealed in the same transaction (docs/security.md
+ * "Sensitive record fields"). A sealed value stays sealed when its field is declared `sensitive: false` later
+ * (write-only): only a new write of that field stores it plain.
+ * @throws 400 validation_error naming `fields.N.<member>` (schema) or a repeated `fields.N.name`
+ */
+export const putRecordSchemaHandler: Handler = async (ctx, { db }) => {
+  const body = ctx.request.body as unknown as RecordSchema;
+  const errors = schemaErrors(body);
+  if (errors.length) throw validationError(errors);
+  const fields = body.fields.map((f) => ({ name: f.name, sensitive: f.sensitive, ...(f.description !== undefined ? { description: f.description } : {}) }));
+  const orgId = orgOf(ctx);
+  const saved = await db.transaction(async (trx) => {
+    const out = await putRecordSchema(trx, orgId, fields);
+    await sealPlainSensitiveFields(trx, orgId, recordRules(fields), sealRecordValue);
+    return out;
+  });
+  return { data: saved };
+};
+
 /** Handlers of this area by operationId (api/routes/index.ts). */
 export const handlers = {
   listRecords: listRecordsHandler,
@@ -170,6 +231,8 @@ export const handlers = {
   updateRecord: updateRecordHandler,
   deleteRecord: deleteRecordHandler,
   importRecords,
+  getRecordSchema: getRecordSchemaHandler,
+  putRecordSchema: putRecordSchemaHandler,
 };
 
 /** Schemas of this area's operations. */
@@ -179,4 +242,6 @@ export const routeSchemas = {
   createRecord: { requestSchema: 'CustomerRecordCreate', responseSchema: 'CustomerRecord', bodyChecks: recordErrors },
   updateRecord: { requestSchema: 'CustomerRecordPatch', responseSchema: 'CustomerRecord', bodyChecks: recordErrors },
   importRecords: { requestSchema: 'RecordImportRequest', responseSchema: 'RecordImportResult' },
+  getRecordSchema: { responseSchema: 'RecordSchema' },
+  putRecordSchema: { requestSchema: 'RecordSchema', responseSchema: 'RecordSchema', bodyChecks: schemaErrors },
 };

@@ -1,6 +1,6 @@
 /**
- * Reports (scopes reports:read/write; paths decided in README "Variables, escalation, onboarding, meta and
- * settings"): exports of conversations, usage or consent as CSV, on demand over a range or on a schedule
+ * Reports (scopes reports:read/write; paths decided in docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"): exports of conversations, usage or consent as CSV, on demand over a range or on a schedule
  * (one file per UTC day, ISO week or month), produced by the workflow `report-export/{reportId}` and
  * downloaded with `GET /reports/{id}/files/{fileId}`.
  */

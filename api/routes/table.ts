@@ -45,7 +45,7 @@ export interface RouteDef {
    * Unset: optional on creating POSTs (201/202), none elsewhere.
    */
   idempotencyKey?: 'required' | 'optional' | 'none';
-  /** Also accepts a widget session token (README "Widget"), for the one session it names. */
+  /** Also accepts a widget session token (docs/api-notes.md "Widget"), for the one session it names. */
   sessionToken?: boolean;
 }
 
@@ -91,7 +91,7 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/integrations/catalog', 'listIntegrationCatalog', 'Integrations', ['integrations:read'], 'Integration catalogue'),
   r('POST', '/integrations/{kind}/connect', 'connectIntegration', 'Integrations', ['integrations:connect'], 'Submit credentials or begin OAuth'),
   r('POST', '/agents/{agentId}/integrations/{kind}/provision', 'provisionIntegration', 'Integrations', ['integrations:write', 'skills:write'], "Create or update the kind's skills in the agent's draft (201 when created)", { idempotencyKey: 'none' }),
-  // Integrations and Records beyond the spec's rows (paths not shown; README "Integrations and records")
+  // Integrations and Records beyond the spec's rows (paths not shown; docs/api-notes.md "Integrations and records")
   r('GET', '/integrations/{kind}/oauth/callback', 'completeIntegrationOAuth', 'Integrations', [], "The provider's OAuth redirect (code, state); no API key: the state names the organization", { auth: 'none' }),
   r('DELETE', '/integrations/{kind}', 'disconnectIntegration', 'Integrations', ['integrations:connect'], 'Disconnect: forget the connection and its sealed credentials'),
   r('POST', '/integrations/{kind}/sync', 'syncIntegrationRecords', 'Integrations', ['integrations:write', 'records:write'], 'Sync records from a connected spreadsheet or CRM (workflow records-sync/{connectionId})', { successStatus: 202, idempotencyKey: 'none' }),
@@ -101,6 +101,8 @@ export const ROUTES: RouteDef[] = [
   r('PATCH', '/records/{id}', 'updateRecord', 'Records', ['records:write'], 'Update a customer record'),
   r('DELETE', '/records/{id}', 'deleteRecord', 'Records', ['records:write'], 'Delete a customer record'),
   r('POST', '/records/imports', 'importRecords', 'Records', ['records:write'], 'Import records from an uploaded CSV (upsert by phone)', { idempotencyKey: 'none' }),
+  r('GET', '/record-schema', 'getRecordSchema', 'Records', ['records:read'], "The organization's record schema: declared fields and which are sensitive (write-only)"),
+  r('PUT', '/record-schema', 'putRecordSchema', 'Records', ['records:write'], 'Replace the record schema; values it makes sensitive are sealed at once'),
   // Guardrails
   r('GET', '/agents/{agentId}/guardrails', 'getGuardrails', 'Guardrails', ['guardrails:read'], 'Get guardrails'),
   r('PUT', '/agents/{agentId}/guardrails', 'putGuardrails', 'Guardrails', ['guardrails:write'], 'Replace guardrails'),
@@ -109,6 +111,7 @@ export const ROUTES: RouteDef[] = [
   // Playbooks
   r('GET', '/agents/{agentId}/playbooks', 'listPlaybooks', 'Playbooks', ['playbooks:read'], 'List playbooks'),
   r('POST', '/agents/{agentId}/playbooks', 'createPlaybook', 'Playbooks', ['playbooks:write'], 'Create a playbook', { successStatus: 201 }),
+  r('PATCH', '/agents/{agentId}/playbooks/{id}', 'updatePlaybook', 'Playbooks', ['playbooks:write'], 'Update a playbook (description and when it starts)'),
   r('GET', '/agents/{agentId}/playbooks/{id}/graph', 'getPlaybookGraph', 'Playbooks', ['playbooks:read'], 'Get a playbook graph'),
   r('PUT', '/agents/{agentId}/playbooks/{id}/graph', 'putPlaybookGraph', 'Playbooks', ['playbooks:write'], 'Replace a playbook graph'),
   // Numbers
@@ -142,7 +145,7 @@ export const ROUTES: RouteDef[] = [
   r('POST', '/billing/wallet/topup', 'topUpWallet', 'Billing', ['billing:write'], 'Top up the wallet (Idempotency-Key)', { successStatus: 201, idempotencyKey: 'required' }),
   r('GET', '/billing/usage', 'listUsage', 'Billing', ['billing:read'], 'Usage entries'),
   r('GET', '/billing/invoices', 'listInvoices', 'Billing', ['billing:read'], 'Invoices'),
-  // ApiKeys (paths not shown in the spec; README "API notes" → "Credentials and tenancy"). Creating and
+  // ApiKeys (paths not shown in the spec; docs/api-notes.md "Credentials and tenancy"). Creating and
   // rotating take no Idempotency-Key: a replay would have to store the secret the answer shows once.
   r('GET', '/api-keys', 'listApiKeys', 'ApiKeys', ['keys:write'], 'List secret keys that still authenticate (never the secret)'),
   r('POST', '/api-keys', 'createApiKey', 'ApiKeys', ['keys:write'], 'Create a secret key (shown once) with scopes the caller holds', { successStatus: 201, idempotencyKey: 'none' }),
@@ -152,7 +155,7 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/publishable-keys', 'listPublishableKeys', 'PublishableKeys', ['pubkeys:read'], 'List publishable keys'),
   r('POST', '/publishable-keys', 'createPublishableKey', 'PublishableKeys', ['pubkeys:write'], 'Create a publishable key pinned to one agent, with allowed origins (shown once)', { successStatus: 201, idempotencyKey: 'none' }),
   r('DELETE', '/publishable-keys/{id}', 'revokePublishableKey', 'PublishableKeys', ['pubkeys:write'], 'Revoke a publishable key (at once)'),
-  // Team (paths not shown in the spec; README "Team")
+  // Team (paths not shown in the spec; docs/team-and-oauth.md "Team")
   r('GET', '/team/members', 'listTeamMembers', 'Team', ['team:read'], 'List members and their roles'),
   r('PATCH', '/team/members/{id}', 'updateTeamMember', 'Team', ['team:write'], "Change a member's role (the last owner stays an owner)"),
   r('DELETE', '/team/members/{id}', 'removeTeamMember', 'Team', ['team:write'], 'Remove a member (their app approvals and tokens stop at once)'),
@@ -161,7 +164,7 @@ export const ROUTES: RouteDef[] = [
   r('DELETE', '/team/invitations/{id}', 'revokeTeamInvitation', 'Team', ['team:write'], 'Revoke a pending invitation'),
   r('GET', '/team/grants', 'listTeamGrants', 'Team', ['team:read'], 'List OAuth app approvals (grants) of members'),
   r('DELETE', '/team/grants/{id}', 'revokeTeamGrant', 'Team', ['team:write'], "Revoke an app's approval: its tokens stop at once"),
-  // OAuth2 clients (spec "Authentication" 4; paths not shown; README "Connect an app with OAuth"). Creating
+  // OAuth2 clients (spec "Authentication" 4; paths not shown; docs/team-and-oauth.md "Connect an app with OAuth"). Creating
   // takes no Idempotency-Key: a replay would have to store the secret the answer shows once.
   r('GET', '/oauth-clients', 'listOAuthClients', 'OAuth2', ['keys:write'], 'List OAuth clients'),
   r('POST', '/oauth-clients', 'createOAuthClient', 'OAuth2', ['keys:write'], 'Register an OAuth client (a confidential client secret is shown once)', { successStatus: 201, idempotencyKey: 'none' }),
@@ -193,6 +196,11 @@ export const ROUTES: RouteDef[] = [
   r('POST', '/campaigns/{id}/pause', 'pauseCampaign', 'Outbound', ['outbound:write'], 'Pause dialing'),
   r('POST', '/campaigns/{id}/resume', 'resumeCampaign', 'Outbound', ['outbound:write'], 'Resume dialing'),
   r('POST', '/campaigns/{id}/cancel', 'cancelCampaign', 'Outbound', ['outbound:write'], 'Cancel: undialed attempts are cancelled'),
+  // Calls (paths not shown in the spec; docs/api-notes.md "Calls on demand"): one call placed on demand,
+  // and every call read back (reading a call is calls:read, spec "Scope rules" 1).
+  r('POST', '/calls', 'createCall', 'Outbound', ['outbound:write'], 'Place one outbound call answered by an agent (202; workflow voice-call/{callId}; Idempotency-Key required)', { successStatus: 202, idempotencyKey: 'required' }),
+  r('GET', '/calls', 'listCalls', 'Observe', ['calls:read'], 'List calls (inbound, campaign and on demand), newest first; filters direction, agentId, status, from, to'),
+  r('GET', '/calls/{id}', 'getCall', 'Observe', ['calls:read'], 'Get a call'),
   // SMS
   r('GET', '/sms', 'getSMSRegistration', 'SMS', ['sms:read'], 'Get the 10DLC registration'),
   r('PUT', '/sms', 'saveSMSRegistration', 'SMS', ['sms:write'], 'Save the 10DLC registration draft'),
@@ -210,7 +218,7 @@ export const ROUTES: RouteDef[] = [
   r('PUT', '/numbers/{id}/sms', 'setNumberSMS', 'SMS', ['sms:write'], 'Turn SMS on or off for a number'),
   r('POST', '/sms/provider-callbacks/{provider}', 'receiveSMSProviderCallback', 'SMS', [], 'Carrier/telephony callback, authenticated by its HMAC signature (X-Carrier-Signature)', { auth: 'none' }),
   // Variables, escalation destinations, onboarding, meta and the scopes without a named group (paths not
-  // shown in the spec; README "Variables, escalation, onboarding, meta and settings").
+  // shown in the spec; docs/api-notes.md "Variables, escalation, onboarding, meta and settings").
   r('GET', '/variables', 'listVariables', 'Variables', ['agents:read'], 'Organization variables (secret values never)'),
   r('POST', '/variables', 'createVariable', 'Variables', ['agents:write'], 'Create a variable (a secret value is write-only)', { successStatus: 201 }),
   r('GET', '/variables/{id}', 'getVariable', 'Variables', ['agents:read'], 'Get a variable'),

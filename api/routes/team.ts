@@ -1,9 +1,9 @@
 /**
- * Team (spec Team group, scopes team:read and team:write; paths and fields decided in README "Team"):
+ * Team (spec Team group, scopes team:read and team:write; paths and fields decided in docs/team-and-oauth.md "Team"):
  * members and their roles, invitations by email (mailer provider, single-use expiring token), removal,
  * and the OAuth grants members approved. The last owner cannot be removed or demoted. Called with an
- * OAuth access token, the caller acts with the role of the member who approved it; a secret key acts as
- * an owner (it was minted by one).
+ * OAuth access token, or with a key minted through one, the caller acts with the role of the member who
+ * approved the app; any other secret key acts as an owner (it was minted by one).
  */
 import type { AppContext, AppDeps, Handler } from '../context';
 import { ApiError, notFound, validationError } from '../../domain/errors';
@@ -16,7 +16,7 @@ import {
   LastOwnerError,
   listInvitations,
   listMembers,
-  memberOfAccessToken,
+  memberOfGrant,
   removeMember,
   revokeInvitation,
   type Invitation,
@@ -41,11 +41,14 @@ export function toGrantView(g: OAuthGrant): OAuthGrantView {
   return { id: g.id, clientId: g.clientId, memberId: g.memberId, scopes: g.scopes, createdAt: g.createdAt.toISOString() };
 }
 
-/** The caller's role and member id: the approving member's for an OAuth token, `owner` for a secret key. */
+/**
+ * The caller's role and member id: the approving member's for an OAuth token and for a key minted
+ * through one (AuthContext.grantId: delegation never raises the role), `owner` for a key an owner minted.
+ */
 async function actorOf(ctx: AppContext, db: AppDeps['db']): Promise<{ role: Role; memberId: string | null }> {
   const auth = ctx.state.auth!;
-  if (auth.kind !== 'oauth') return { role: 'owner', memberId: null };
-  const m = await memberOfAccessToken(db, auth.orgId, auth.keyId);
+  if (!auth.grantId) return { role: 'owner', memberId: null };
+  const m = await memberOfGrant(db, auth.orgId, auth.grantId);
   if (!m) throw new ApiError(401, 'invalid_token', 'The member who approved this token is no longer in the organization');
   return { role: m.role, memberId: m.id };
 }
@@ -109,9 +112,13 @@ export const listTeamInvitations: Handler = listHandler(listInvitations, toInvit
 
 /**
  * POST /team/invitations: invites a person by email (201). The email carries a single-use link to
- * `/invitations/accept?token=…`, valid 7 days; the token is never in an API answer.
+ * `/invitations/accept?token=…`, valid 7 days; the token is never in an API answer. An address that
+ * already has an account in another organization answers exactly like any other address (OWASP ASVS
+ * V2.2 / WSTG-IDNT-04: no account enumeration); only its email differs, telling the person to sign in
+ * with their existing account.
  * @throws 400 validation_error naming `email`; 403 role_not_allowed (inviting an owner takes an owner;
- *   inviting at all takes an owner or admin); 409 member_exists; 502 mailer_unavailable (nothing kept)
+ *   inviting at all takes an owner or admin); 409 member_exists (a member of this organization only);
+ *   502 mailer_unavailable (nothing kept)
  */
 export const createTeamInvitation: Handler = async (ctx, { db, config, providers }) => {
   const body = ctx.request.body as unknown as TeamInvitationCreate;
@@ -120,17 +127,19 @@ export const createTeamInvitation: Handler = async (ctx, { db, config, providers
   const actor = await actorOf(ctx, db);
   const refusal = roleChangeRefusal(actor.role, 'viewer', body.role);
   if (refusal) throw forbidden(refusal);
-  if (await findMemberByEmail(db, email)) throw new ApiError(409, 'member_exists', `${email} is already a member`, { errors: [{ field: 'email', message: 'is already a member' }] });
   const orgId = orgOf(ctx);
+  const existing = await findMemberByEmail(db, email);
+  if (existing?.orgId === orgId) throw new ApiError(409, 'member_exists', `${email} is already a member`, { errors: [{ field: 'email', message: 'is already a member' }] });
   const token = randomBase62(24);
   const inv = await createInvitation(db, orgId, { email, role: body.role, invitedBy: actor.memberId, token, ttlSeconds: INVITATION_TTL_SECONDS });
   const link = `${config.publicBaseUrl}/invitations/accept?token=${token}`;
+  // An address signs in to one organization (docs/team-and-oauth.md "Team"), so a person who already has an account is
+  // told to use it rather than sent a set-password link that could only fail.
+  const text = existing
+    ? `You have been invited to join an organization as ${body.role}.\n\nThis address already has an account: you can sign in with your existing account at ${config.publicBaseUrl}/login. An address belongs to one organization; to join this one as well, ask the person who invited you to invite another address of yours.\n`
+    : `You have been invited to join an organization as ${body.role}.\n\nSet your password here (the link works once, until ${inv.expiresAt.toISOString()}):\n${link}\n`;
   try {
-    await providers.mailer.send({
-      to: email,
-      subject: 'You are invited to the Agent Control Plane',
-      text: `You have been invited to join an organization as ${body.role}.\n\nSet your password here (the link works once, until ${inv.expiresAt.toISOString()}):\n${link}\n`,
-    });
+    await providers.mailer.send({ to: email, subject: 'You are invited to the Agent Control Plane', text });
   } catch (err) {
     await revokeInvitation(db, orgId, inv.id);
     ctx.state.log.warn({ err }, 'invitation email not sent');
@@ -140,12 +149,17 @@ export const createTeamInvitation: Handler = async (ctx, { db, config, providers
   return { data: toInvitationView(inv), status: 201, message: `Invitation sent to ${email}` };
 };
 
-/** DELETE /team/invitations/{id}: revokes a pending invitation (its link stops working). @throws 404 invitation_not_found */
+/**
+ * DELETE /team/invitations/{id}: revokes a pending invitation (its link stops working). An owner
+ * invitation is managed by owners only, like owners themselves.
+ * @throws 404 invitation_not_found; 403 role_not_allowed
+ */
 export const revokeTeamInvitation: Handler = async (ctx, { db }) => {
   const actor = await actorOf(ctx, db);
-  const refusal = roleChangeRefusal(actor.role, 'viewer');
-  if (refusal) throw forbidden(refusal);
-  const inv = await revokeInvitation(db, orgOf(ctx), ctx.params.id);
+  const inv = await revokeInvitation(db, orgOf(ctx), ctx.params.id, (pending) => {
+    const refusal = roleChangeRefusal(actor.role, pending.role);
+    if (refusal) throw forbidden(refusal);
+  });
   if (!inv) throw notFound(`Invitation ${ctx.params.id}`, 'invitation_not_found');
   const data: TeamRemoval = { id: inv.id, removed: true };
   return { data };

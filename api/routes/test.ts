@@ -17,6 +17,7 @@ import { param } from './agents';
 import { orgOf, requireTemporal } from '../http';
 import { variableErrors } from './chat';
 import { allMessages } from '../../db/repositories/conversations';
+import { messagesFor } from '../conversationView';
 import { createSimulation, failSimulation, getSimulation, type SimulationRecord } from '../../db/repositories/simulations';
 import { simulationTurns } from '../../domain/conversations/expectations';
 import { startWorkflow, workflowIds } from '../../temporal.config';
@@ -108,7 +109,8 @@ export const getSimulationHandler: Handler = async (ctx, { db }) => {
   const orgId = orgOf(ctx);
   const sim = await getSimulation(db, orgId, param(ctx, 'id'), param(ctx, 'agentId'));
   if (!sim) throw notFound('Simulation', 'simulation_not_found');
-  const data: Simulation = { ...withoutRequest(sim), transcript: sim.conversationId ? await allMessages(db, orgId, sim.conversationId) : [] };
+  // Tool exchanges are receipt content: only with calls:read (spec "Scope rules" 1; api/conversationView.ts).
+  const data: Simulation = { ...withoutRequest(sim), transcript: sim.conversationId ? messagesFor(ctx, await allMessages(db, orgId, sim.conversationId)) : [] };
   return { data };
 };
 

@@ -7,6 +7,10 @@
  * An optional text field `purpose` (`general` by default, or `sms`) marks what the file is for: only
  * `sms` uploads can be attached to texts (POST /sms/messages `mediaIds`).
  *
+ * The bytes must be what the part's type says (domain/mediaType.ts, sniffed with `file-type`): an image,
+ * audio, video or PDF that is not, or a text that is a binary format, answers 415 `content_type_mismatch`
+ * and nothing is stored; an undeclared type is taken from the bytes.
+ *
  * The multipart stream is parsed here from `ctx.req` with formidable (the JSON body middleware must
  * leave multipart requests of this operation unread), in memory, stopping at the limit.
  */
@@ -18,6 +22,7 @@ import type { Handler } from '../context';
 import { ApiError, validationError } from '../../domain/errors';
 import { requireScope } from '../middleware/auth';
 import { orgOf } from '../http';
+import { checkDeclaredType } from '../../domain/mediaType';
 
 /** Values of the optional multipart field `purpose` (db/repositories/uploads.ts UploadPurpose, minus `chat`). */
 const UPLOAD_PURPOSES = ['general', 'sms'];
@@ -56,7 +61,11 @@ function contentTypeOf(declared: string | null | undefined, filename: string): s
   return TYPES_BY_EXTENSION[path.extname(filename).toLowerCase()] ?? (t || 'application/octet-stream');
 }
 
-/** POST /uploads → 201 with the stored upload. */
+/**
+ * POST /uploads → 201 with the stored upload.
+ * @throws 415 unsupported_media_type (not multipart) or content_type_mismatch naming `file`; 413 file_too_large;
+ *   400 validation_error naming `file` or `purpose`; 403 insufficient_scope
+ */
 export const createUpload: Handler = async (ctx, { db, logger }) => {
   const orgId = orgOf(ctx);
   const type = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase();
@@ -114,10 +123,18 @@ export const createUpload: Handler = async (ctx, { db, logger }) => {
   if (purposeField === 'sms') requireScope(ctx, 'sms:send');
   else requireScope(ctx, 'knowledge:write', 'outbound:write');
   const filename = cleanFilename(file.originalFilename);
+  const data = Buffer.concat(buffers, received);
+  const checked = await checkDeclaredType(data, contentTypeOf(file.mimetype, filename));
+  if ('mismatch' in checked) {
+    const { declared, actual } = checked.mismatch;
+    throw new ApiError(415, 'content_type_mismatch', `The file is declared ${declared} but its bytes are ${actual}`, {
+      errors: [{ field: 'file', message: `is declared ${declared} but its bytes are ${actual}` }],
+    });
+  }
   const upload = await storeUpload(db, orgId, {
     filename,
-    contentType: contentTypeOf(file.mimetype, filename),
-    data: Buffer.concat(buffers, received),
+    contentType: checked.contentType,
+    data,
     purpose: (purposeField ?? 'general') as 'general' | 'sms',
   });
   // Opportunistic garbage collection of expired, unattached uploads (bounded batch, never fails the upload).

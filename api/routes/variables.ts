@@ -1,6 +1,6 @@
 /**
- * Organization variables (spec group "Variables", paths not shown; README "Variables, escalation,
- * onboarding, meta and settings"): name, value and secret flag, referenced from agent drafts as
+ * Organization variables (spec group "Variables", paths not shown; docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"): name, value and secret flag, referenced from agent drafts as
  * `{{vars.<name>}}` and resolved at publish. Scopes: agents:read to read, agents:write to change (they are
  * part of the agents' configuration). A secret's value is write-only: sealed at rest (AES-256-GCM,
  * WEBHOOK_SECRET_KEY), never returned, never copied into a version or a diff.

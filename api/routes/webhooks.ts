@@ -1,5 +1,5 @@
 /**
- * Webhook endpoints (spec "Events" → Webhooks; README "Webhooks and audit logs"). Endpoints receive Standard Webhooks signed
+ * Webhook endpoints (spec "Events" → Webhooks; docs/api-notes.md "Webhooks and audit logs"). Endpoints receive Standard Webhooks signed
  * deliveries of the event catalog; the signing secret is shown once, at creation and on rotation.
  * Deliveries are queued in the transactional outbox and started by the dispatcher in the worker, so
  * these handlers never wait on Temporal and never answer 503: a queued delivery goes out as soon as

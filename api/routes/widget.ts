@@ -1,5 +1,5 @@
 /**
- * Widget handlers (spec "Widget" rows; README "Widget"): the widget settings of the agent draft
+ * Widget handlers (spec "Widget" rows; docs/api-notes.md "Widget"): the widget settings of the agent draft
  * (`GET/PUT /agents/{agentId}/widget`; PUT is an edit of the draft, bumping its version and honouring
  * `If-Match`; publishing freezes the settings with the version).
  */
@@ -11,6 +11,7 @@ import { getVersion, talkTokenSecret } from '../../db/repositories/agentVersions
 import { toChatSession } from '../../db/repositories/conversations';
 import { startConversation } from '../../services/conversations/service';
 import { signWidgetSession, WIDGET_SESSION_TTL_SECONDS } from '../widgetSession';
+import { sessionFor } from '../conversationView';
 import type { WidgetSessionStarted } from '../../schemas/types/chat';
 import { requireAgent } from '../agents/http';
 import { draftPartHandlers } from './guardrails';
@@ -45,7 +46,8 @@ export const createWidgetSession: Handler = async (ctx, { db }) => {
   const { conversation, greeting } = await startConversation(db, auth.orgId, { agentId: agent.id, channel: 'web', keyId: auth.keyId, metadata: { origin } });
   const exp = Math.floor(Date.now() / 1000) + WIDGET_SESSION_TTL_SECONDS;
   const sessionToken = signWidgetSession({ v: 1, org: auth.orgId, cnv: conversation.id, kid: auth.keyId, ori: origin, exp }, await talkTokenSecret(db, auth.orgId));
-  const data: WidgetSessionStarted = { session: toChatSession(conversation), greeting, sessionToken, expiresAt: new Date(exp * 1000).toISOString(), widget };
+  // The browser is public: the session without its variables and metadata (api/conversationView.ts).
+  const data: WidgetSessionStarted = { session: sessionFor(ctx, toChatSession(conversation)), greeting, sessionToken, expiresAt: new Date(exp * 1000).toISOString(), widget };
   return { data, status: 201, headers: { 'Cache-Control': 'no-store' } };
 };
 

@@ -1,10 +1,11 @@
 /**
- * Text-message attachments (spec "Scope rules" 2 and 3; README "Text attachments"); the handlers are in
+ * Text-message attachments (spec "Scope rules" 2 and 3; docs/sms.md "Text attachments"); the handlers are in
  * api/routes/sms/media.ts:
  * - `GET /sms/media/{id}` (getSMSMedia, sms:read): any attachment id of the organization, inbound or
  *   outbound, answers a short-lived signed link; sms:read grants no message text, only this.
  * - `GET /sms/media/{id}/content?expires=&signature=` (getSMSMediaContent, no API key): the bytes. The
- *   signature is the credential: `signature = hex HMAC-SHA256(MEDIA_URL_SECRET, "<id>.<expires>")`,
+ *   signature is the credential: `signature = hex HMAC-SHA256(MEDIA_URL_SECRET, "sms-media-link.<id>.<expires>")`
+ *   (the media-link label of domain/tokenMac.ts),
  *   `expires` in unix seconds, TTL MEDIA_URL_TTL_SECONDS (default 300). Expired, tampered or missing
  *   signatures answer 403 `invalid_media_signature` before anything is looked up.
  * - `mediaIds` of `POST /sms/messages` (sms:send): `med_…` attachment ids of the organization
@@ -14,6 +15,7 @@
  *   attachments, their ids listed in `sms.message.received`).
  */
 import crypto from 'node:crypto';
+import { tokenMac } from '../../domain/tokenMac';
 import { ApiError, validationError, type FieldError } from '../../domain/errors';
 import { lookupAttachments } from '../../db/repositories/smsMedia';
 
@@ -28,7 +30,7 @@ export const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
 
 /**
  * The signing secret of media links: MEDIA_URL_SECRET, which the entry points fill from DATA_DIR/secrets
- * or require (README "Security"); no default value. Read per call.
+ * or require (docs/security.md); no default value. Read per call.
  * @throws Error when unset
  */
 export function mediaUrlSecret(): string {
@@ -43,9 +45,9 @@ export function mediaUrlTtlSeconds(): number {
   return Number.isInteger(n) && n >= 1 && n <= 86_400 ? n : MEDIA_URL_TTL_SECONDS;
 }
 
-/** Hex HMAC-SHA256 of `"<id>.<expires>"` under `secret`. */
+/** Hex HMAC-SHA256 of `"<id>.<expires>"` under `secret` and the media-link label (domain/tokenMac.ts). */
 export function mediaSignature(id: string, expiresUnix: number, secret = mediaUrlSecret()): string {
-  return crypto.createHmac('sha256', secret).update(`${id}.${expiresUnix}`).digest('hex');
+  return tokenMac('mediaLink', secret, `${id}.${expiresUnix}`).toString('hex');
 }
 
 /**

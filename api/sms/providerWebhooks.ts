@@ -1,5 +1,5 @@
 /**
- * Real providers' webhooks at `POST /sms/provider-callbacks/{telnyx|twilio}` (README "Going live"):
+ * Real providers' webhooks at `POST /sms/provider-callbacks/{telnyx|twilio}` (docs/going-live.md):
  * verified by the provider's own signature, deduplicated by event id, then mapped onto the sandbox's
  * callback format and applied by `applyProviderCallback` (api/sms/callbacks.ts), the path sandbox
  * callbacks take: 10DLC status → signal on `sms-registration/{orgId}`, message status → the message,
@@ -133,7 +133,7 @@ async function telnyxEvent(deps: CallbackDeps, req: WebhookRequest): Promise<{ e
         await recordProviderCall(deps.db, state.org, { provider: TELNYX_PROVIDER, providerCallId: callId, reference: state.ref, from: String(p.from ?? ''), to: String(p.to ?? '') });
         if (type === 'call.answered') await updateProviderCall(deps.db, TELNYX_PROVIDER, callId, { status: 'answered' });
         else if (type === 'call.machine.detection.ended') await updateProviderCall(deps.db, TELNYX_PROVIDER, callId, { answeredBy: String(p.result ?? 'not_sure') });
-        // A voicemail drop (README "Voicemail"): the beep that ends a machine's greeting, then the end of the message spoken.
+        // A voicemail drop (docs/voice.md "Voicemail"): the beep that ends a machine's greeting, then the end of the message spoken.
         else if (type === 'call.machine.greeting.ended') await updateProviderCall(deps.db, TELNYX_PROVIDER, callId, { greetingEnded: String(p.result ?? 'not_sure') });
         else if (type === 'call.speak.ended') await updateProviderCall(deps.db, TELNYX_PROVIDER, callId, { speakEnded: true });
         // The hangup carries the answer time (`start_time`); the event's own time is the end.

@@ -1,10 +1,12 @@
 /**
- * The ConversationRelay WebSocket endpoint (README "Voice calls"): `GET /api/v1/voice/relay` upgraded
+ * The ConversationRelay WebSocket endpoint (docs/voice.md): `GET /api/v1/voice/relay` upgraded
  * to a WebSocket (the `ws` library, on the API's own HTTP server), opened by a carrier with
  * `?ref=vrf_…` (the relay reference of a voice webhook's markup) or by the talk page with
  * `?token=tt_…` (a voice talk token). The credential is checked before the upgrade: anything else is
  * answered 401 and the socket destroyed. Each socket runs one {@link RelaySession}; one session's failure
- * closes that socket only.
+ * closes that socket only. A talk-token socket re-checks its token's signature every
+ * {@link TALK_TOKEN_RECHECK_MS} ms and closes (1008) once the organization's talk-token secret was rotated
+ * (docs/security.md "Revocation").
  */
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -14,8 +16,13 @@ import type { ConversationDeps } from '../../services/conversations/service';
 import { RelaySession, CLOSE, type RelayGrant, type RelayHooks } from '../../services/voice/relaySession';
 import { MAX_FRAME_BYTES } from '../../domain/voice/frames';
 import { verifyRelayReference } from '../../services/voice/reference';
-import { resolveTalkToken } from '../agents/talkToken';
+import { claimCallRelay } from '../../db/repositories/voiceCalls';
+import { getPlacedCall } from '../../db/repositories/calls';
+import { resolveTalkToken, talkTokenStillSigned } from '../agents/talkToken';
 import { BASE_PATH } from '../app';
+
+/** How often a talk-token socket re-checks its token's signature, ms (docs/security.md "Revocation"). */
+export const TALK_TOKEN_RECHECK_MS = 1000;
 
 /** Path of the relay endpoint. */
 export const RELAY_PATH = `${BASE_PATH}/voice/relay`;
@@ -36,7 +43,14 @@ export async function relayGrant(deps: Pick<ConversationDeps, 'db'>, url: URL): 
   const ref = url.searchParams.get('ref');
   if (ref) {
     const c = await verifyRelayReference(deps.db, ref);
-    return c && { orgId: c.org, agentId: c.agt, versionId: c.ver, callId: c.call, speakGreeting: c.grt === 1, keyId: null, campaignId: c.cmp ?? null };
+    if (!c) return undefined;
+    // Single-use: the first upgrade for the call claims its relay; a replayed reference (or a second socket) is refused.
+    if (!(await claimCallRelay(deps.db, c.org, c.call))) return undefined;
+    const grant: RelayGrant = { orgId: c.org, agentId: c.agt, versionId: c.ver ?? null, callId: c.call, speakGreeting: c.grt === 1, keyId: null, campaignId: c.cmp ?? null };
+    if (c.plc !== 1) return grant;
+    // A call placed by POST /calls: the conversation gets the variables and metadata it was placed with.
+    const placed = await getPlacedCall(deps.db, c.org, c.call);
+    return placed ? { ...grant, variables: placed.variables, metadata: placed.metadata } : undefined;
   }
   const token = url.searchParams.get('token');
   if (token) {
@@ -65,7 +79,7 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
     relayGrant(deps, url).then(
       (grant) => {
         if (!grant) return refuse(socket, 401, 'Unauthorized');
-        wss.handleUpgrade(req, socket, head, (ws) => open(ws, grant, socket));
+        wss.handleUpgrade(req, socket, head, (ws) => open(ws, grant, socket, url.searchParams.get('ref') ? null : url.searchParams.get('token')));
       },
       (err) => {
         logger.error({ err }, 'relay: checking the credential failed');
@@ -74,7 +88,7 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
     );
   };
   /** `socket`: the upgraded connection, which `ws` writes its frames to (handleUpgrade takes it over). */
-  const open = (ws: WebSocket, grant: RelayGrant, socket: Duplex) => {
+  const open = (ws: WebSocket, grant: RelayGrant, socket: Duplex, token: string | null) => {
     // Frames sent in one run of the event loop (an answer's `text` tokens when the model streams faster than
     // the loop turns) leave in one write: the socket is corked until the queued callbacks ran.
     let corked = false;
@@ -100,12 +114,27 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
       hooks,
     );
     sessions.add(session);
+    // A talk-token session lasts only while its token's signature holds: rotating the organization's
+    // talk-token secret closes it (docs/security.md "Revocation"). Carrier calls (relay references) are
+    // authenticated by the carrier's signed webhook and keep their socket.
+    const recheck = token
+      ? setInterval(() => {
+          talkTokenStillSigned(deps.db, token).then(
+            (ok) => {
+              if (!ok && ws.readyState === ws.OPEN) ws.close(CLOSE.policy, 'credential revoked');
+            },
+            (err) => logger.warn({ err }, 'relay: re-checking the talk token failed'),
+          );
+        }, TALK_TOKEN_RECHECK_MS)
+      : null;
+    recheck?.unref();
     ws.on('message', (data, isBinary) => {
       if (isBinary) return session.receive('binary');
       session.receive(data.toString());
     });
     ws.on('error', (err) => logger.warn({ err }, 'relay: socket error'));
     ws.on('close', () => {
+      if (recheck) clearInterval(recheck);
       session.socketClosed();
       void session.idle().finally(() => sessions.delete(session));
     });

@@ -1,5 +1,5 @@
 /**
- * The voice test page (README "Voice calls"): `GET /api/v1/voice/talk?token=tt_…` serves one HTML page
+ * The voice test page (docs/voice.md): `GET /api/v1/voice/talk?token=tt_…` serves one HTML page
  * that opens the relay with the voice talk token and speaks the carrier's side of ConversationRelay from
  * the browser — `setup`, then a final `prompt` per typed line (or per recognized utterance where the
  * browser has the Web Speech API's SpeechRecognition), `dtmf` for keypad buttons — and shows (and, with

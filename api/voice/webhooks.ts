@@ -1,12 +1,12 @@
 /**
- * The carriers' voice webhooks (README "Voice calls"; not in the spec's tables — keyless, signed):
+ * The carriers' voice webhooks (docs/voice.md; not in the spec's tables — keyless, signed):
  *
  * - `POST /api/v1/voice/{provider}/inbound` — a call rang a number: answered with TwiML/TeXML
  *   connecting it to the relay (services/voice/calls.ts), or a spoken refusal; never a 5xx for a
  *   number or agent that cannot take calls. An answered campaign call (`?org=…&agt=…&cmp=…` in the
  *   signed URL the dial gave) is connected to the campaign's agent, which greets first — or, when the
  *   carrier's answering-machine detection says a machine finished its greeting (`AnsweredBy`
- *   `machine_end_*`), answered with the agent's voicemail message (`<Say>`) and `<Hangup/>` (README "Voicemail").
+ *   `machine_end_*`), answered with the agent's voicemail message (`<Say>`) and `<Hangup/>` (docs/voice.md "Voicemail").
  * - `POST /api/v1/voice/{provider}/status` — the carrier's status callback (`CallStatus`,
  *   `CallDuration`): moves the call forward (the `voice-call/{callId}` workflow when Temporal is there).
  * - `POST /api/v1/voice/{provider}/relay-ended` — the `<Connect action>` callback after the relay ends:
@@ -24,7 +24,7 @@ import { ApiError } from '../../domain/errors';
 import { callbackSecret } from '../../domain/sms/callbackSignature';
 import { telnyxPublicKey, telnyxSignatureProblem, verifyTwilioSignature } from '../../domain/voice/signatures';
 import { advanceVoiceCall, findVoiceCallByProviderId } from '../../db/repositories/voiceCalls';
-import { answerCampaignCall, answerInboundCall, completeCall, relayEndedMarkup, type CampaignCallDial } from '../../services/voice/calls';
+import { answerCampaignCall, answerDialEnded, answerInboundCall, answerRelayEnded, completeCall, receiveRecording, relayEndedMarkup, whisperMarkup, type CallUrls, type CampaignCallDial } from '../../services/voice/calls';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { callStatusSignal, type CallStatusUpdate } from '../../workflows/definitions';
@@ -68,9 +68,9 @@ function verify(ctx: AppContext, deps: AppDeps, provider: VoiceProvider, raw: Bu
   } else {
     const token = provider === 'twilio' ? deps.config.twilioAuthToken : callbackSecret('sandbox');
     const signature = ctx.get('x-twilio-signature') || undefined;
-    // Twilio signs the URL it requested: the configured public URL, or this request's own host.
-    const urls = new Set([`${publicOrigin(ctx, deps.config.publicBaseUrl)}${ctx.originalUrl}`, `${ctx.protocol}://${ctx.host}${ctx.originalUrl}`]);
-    ok = !!token && [...urls].some((u) => verifyTwilioSignature(token, u, params, signature));
+    // Twilio signs the URL it requested: PUBLIC_BASE_URL's, never this request's Host header (two deployments
+    // sharing an auth token must not accept each other's webhooks); its host only where PUBLIC_BASE_URL names port 0.
+    ok = !!token && verifyTwilioSignature(token, `${publicOrigin(ctx, deps.config.publicBaseUrl)}${ctx.originalUrl}`, params, signature);
   }
   if (!ok) throw new ApiError(403, 'invalid_signature', `The ${provider} signature of this webhook does not verify`);
 }
@@ -89,7 +89,7 @@ function seconds(v: string | undefined): number {
 /** The Koa middleware serving the three voice webhook paths; every other request passes through. */
 export function voiceWebhooks(deps: AppDeps) {
   // Built here, not at module load: api/app.ts (BASE_PATH) imports this module.
-  const PATH = new RegExp(`^${BASE_PATH}/voice/(twilio|telnyx|sandbox)/(inbound|status|relay-ended)$`);
+  const PATH = new RegExp(`^${BASE_PATH}/voice/(twilio|telnyx|sandbox)/(inbound|status|relay-ended|recording|dial-ended|whisper)$`);
   const TALK = `${BASE_PATH}/voice/talk`;
   const VOICE = `${BASE_PATH}/voice/`;
   // Other paths pass through synchronously: an async frame here cost every API request a promise.
@@ -117,6 +117,12 @@ export function voiceWebhooks(deps: AppDeps) {
     const callSid = params.CallSid ?? '';
     if (!/^[A-Za-z0-9:_.-]{1,128}$/.test(callSid)) throw new ApiError(400, 'validation_error', 'CallSid is missing or malformed', { errors: [{ field: 'CallSid', message: 'must be the carrier call id' }] });
     const origin = publicOrigin(ctx, deps.config.publicBaseUrl);
+    const base = `${origin}${BASE_PATH}/voice/${provider}`;
+    const urls: CallUrls = {
+      recording: (call) => `${base}/recording?call=${call.id}`,
+      dialEnded: (call) => `${base}/dial-ended?call=${call.id}`,
+      whisper: (call) => `${base}/whisper?call=${call.id}`,
+    };
     switch (m[2]) {
       case 'inbound': {
         const campaign = campaignCallOf(provider, ctx.query as Record<string, unknown>, params, callSid);
@@ -136,6 +142,7 @@ export function voiceWebhooks(deps: AppDeps) {
           { provider, providerCallId: callSid, from: String(params.From ?? '').slice(0, 40), to: String(params.To ?? '').slice(0, 40) },
           async (call) => `${origin.replace(/^http/, 'ws')}${BASE_PATH}/voice/relay?ref=${await signRelayReference(deps.db, { org: call.orgId, agt: call.agentId!, ver: call.versionId!, call: call.id, grt: 0 })}`,
           () => `${origin}${BASE_PATH}/voice/${provider}/relay-ended`,
+          urls,
         );
         if (answer.refused) ctx.state.log.info({ provider, callSid, reason: answer.refused, callId: answer.call?.id }, 'voice: call refused');
         else if (answer.call && deps.temporal) await startCallWorkflow(ctx, deps, answer.call.orgId, answer.call.id);
@@ -148,18 +155,35 @@ export function voiceWebhooks(deps: AppDeps) {
         ctx.status = 204;
         return;
       }
-      default:
-        return xml(ctx, relayEndedMarkup(params.HandoffData));
+      case 'recording':
+      case 'dial-ended':
+      case 'whisper': {
+        // The call is found by the carrier's id the request is signed with; the URL's `call` must name the same call.
+        const call = await findVoiceCallByProviderId(deps.db, provider, callSid);
+        if (!call || (ctx.query.call !== undefined && ctx.query.call !== call.id)) return xml(ctx, HANGUP_MARKUP);
+        if (m[2] === 'whisper') return xml(ctx, await whisperMarkup(deps.db, call));
+        if (m[2] === 'dial-ended') return xml(ctx, await answerDialEnded(deps.db, call, params.DialCallStatus, urls));
+        const seconds = Number(params.RecordingDuration);
+        return xml(ctx, await receiveRecording(deps.db, call, { url: params.RecordingUrl, seconds: Number.isFinite(seconds) ? seconds : 0, transcript: params.TranscriptionText }));
+      }
+      default: {
+        const call = await findVoiceCallByProviderId(deps.db, provider, callSid);
+        return xml(ctx, call ? await answerRelayEnded(deps.db, call, params.HandoffData, urls) : relayEndedMarkup(params.HandoffData));
+      }
     }
   }
 }
 
-/** Ids in a campaign call's webhook URL (`org_…`, `agt_…`, `cmp_…`). */
+/** The answer that ends a call. */
+const HANGUP_MARKUP = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
+
+/** Ids in a campaign call's webhook URL (`org_…`, `agt_…`, `cmp_…`, `call_…`). */
 const URL_ID = /^[a-z]{2,5}_[A-Za-z0-9_-]{1,64}$/;
 
 /**
- * The answered campaign call a voice webhook asks about: its URL names the organization, agent and
- * campaign (`org`, `agt`, `cmp` — the dial put them there, providers/telephony/twilio.ts).
+ * The answered outbound call a voice webhook asks about: its URL names the organization, agent and
+ * campaign (`org`, `agt`, `cmp` — the dial put them there, providers/telephony/twilio.ts), or, for a
+ * call placed by `POST /calls`, the stored call (`org`, `agt`, `call`).
  * Trusted only from carriers whose signature covers the URL (Twilio's scheme: Twilio and the sandbox);
  * Telnyx signs the body alone, so its URL parameters are ignored (its campaign calls are connected by a
  * Call Control command instead). The call's `From` is our number, its `To` the contact.
@@ -167,12 +191,14 @@ const URL_ID = /^[a-z]{2,5}_[A-Za-z0-9_-]{1,64}$/;
  * @throws ApiError 400 `validation_error` naming the parameter when one is malformed
  */
 export function campaignCallOf(provider: VoiceProvider, query: Record<string, unknown>, params: Record<string, string>, callSid: string): CampaignCallDial | null {
-  if (provider === 'telnyx' || query.cmp === undefined) return null;
-  for (const field of ['org', 'agt', 'cmp']) {
+  if (provider === 'telnyx' || (query.cmp === undefined && query.call === undefined)) return null;
+  const placed = query.cmp === undefined;
+  for (const field of ['org', 'agt', placed ? 'call' : 'cmp']) {
     const v = query[field];
-    if (typeof v !== 'string' || !URL_ID.test(v)) throw new ApiError(400, 'validation_error', `The campaign call's ${field} is missing or malformed`, { errors: [{ field, message: 'must be the id the dial put in the URL' }] });
+    if (typeof v !== 'string' || !URL_ID.test(v)) throw new ApiError(400, 'validation_error', `The outbound call's ${field} is missing or malformed`, { errors: [{ field, message: 'must be the id the dial put in the URL' }] });
   }
-  return { orgId: String(query.org), agentId: String(query.agt), campaignId: String(query.cmp), providerCallId: callSid, provider, from: String(params.From ?? '').slice(0, 40), to: String(params.To ?? '').slice(0, 40) };
+  const ids = placed ? { campaignId: null, callId: String(query.call) } : { campaignId: String(query.cmp) };
+  return { orgId: String(query.org), agentId: String(query.agt), ...ids, providerCallId: callSid, provider, from: String(params.From ?? '').slice(0, 40), to: String(params.To ?? '').slice(0, 40) };
 }
 
 /** The signal a status callback carries (Twilio/TeXML `CallStatus`, `CallDuration`), or null for a status the workflow ignores. */

@@ -1,5 +1,5 @@
 /**
- * SMS hub (README "10DLC review, submission and carrier callbacks"): the stored review verdict and submission generation on the registration, carrier
+ * SMS hub (docs/sms.md "10DLC review, submission and carrier callbacks"): the stored review verdict and submission generation on the registration, carrier
  * callback events (dedupe on provider + external id + status + revision), the sandbox carrier's
  * pending callbacks (they survive a restart), submit idempotency keys, phone numbers, contacts with
  * consent and opt-out, and text messages. Every tenant table carries `org_id`.

@@ -1,5 +1,5 @@
 /**
- * Webhooks and audit logs (README "Webhooks and audit logs"): endpoints, events, deliveries with their attempts, the delivery
+ * Webhooks and audit logs (docs/api-notes.md "Webhooks and audit logs"): endpoints, events, deliveries with their attempts, the delivery
  * outbox swept by events/dispatcher.ts, and the append-only audit log guarded by a trigger.
  * Every tenant table carries `org_id`; list orders use a `seq` bigserial so cursors are stable.
  */

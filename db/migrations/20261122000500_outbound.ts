@@ -1,5 +1,5 @@
 /**
- * Outbound voice (README "Outbound voice campaigns"): contact lists with their imported rows (accepted or rejected with a
+ * Outbound voice (docs/voice.md "Outbound voice campaigns"): contact lists with their imported rows (accepted or rejected with a
  * reason), the organization's do-not-call list, campaigns, one call attempt per (campaign, contact),
  * and the sandbox telephony's dial ledger (idempotent on the dial key).
  * Every tenant table carries `org_id`; list orders use a `seq` bigserial so cursors are stable.

@@ -1,5 +1,5 @@
 /**
- * Text-message attachments (README "Text attachments"; spec "Scope rules" 2 and 3): `sms_media`, one row per
+ * Text-message attachments (docs/sms.md "Text attachments"; spec "Scope rules" 2 and 3): `sms_media`, one row per
  * attachment (`med_…`), inbound (bytes received in a provider callback, stored here) or outbound (a
  * reference to an upload made for SMS). A message lists its attachments in `sms_messages.media_ids`;
  * one attachment may be sent again on later messages (rule 3), so the row names only the message that

@@ -1,5 +1,5 @@
 /**
- * Conversations (README "Conversations"; spec "What the service does", "Observe"): one row per
+ * Conversations (docs/api-notes.md "Conversations"; spec "What the service does", "Observe"): one row per
  * conversation on any channel (`cnv_…`), its messages verbatim in order (`conversation_messages`, one
  * sequence per conversation) and one receipt per turn (`conversation_turns`: tool calls, knowledge
  * lookups, guardrail decisions and latency samples, as the spec's receipt lists them).

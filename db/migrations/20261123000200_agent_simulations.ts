@@ -1,5 +1,5 @@
 /**
- * Agent simulations (README "Conversations": `POST /agents/{agentId}/simulate`): one row per simulation
+ * Agent simulations (docs/api-notes.md "Conversations": `POST /agents/{agentId}/simulate`): one row per simulation
  * (`sim_…`), its request, the simulated conversation and, once the `agent-simulation/{id}` workflow
  * completes, the verdict on each expectation.
  */

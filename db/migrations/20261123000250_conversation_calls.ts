@@ -1,5 +1,5 @@
 /**
- * Calls as conversations (README "Observe"): each campaign dial is recorded as a conversation on the
+ * Calls as conversations (docs/api-notes.md "Observe"): each campaign dial is recorded as a conversation on the
  * `voice` channel (mode `none`: no runtime turn yet) with its campaign, counterpart, outcome and duration,
  * in the transaction that records the dial, so `GET /conversations` lists it. Indexes for the Observe
  * filters and the analytics queries.

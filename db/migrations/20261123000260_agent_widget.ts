@@ -1,5 +1,5 @@
 /**
- * Widget settings of the agent draft (README "Widget"; `GET/PUT /agents/{agentId}/widget`): stored with
+ * Widget settings of the agent draft (docs/api-notes.md "Widget"; `GET/PUT /agents/{agentId}/widget`): stored with
  * the draft like guardrails (`{}` until the first PUT; defaults applied by domain/agents/compile.ts) and
  * frozen into each published version.
  */

@@ -1,5 +1,5 @@
 /**
- * Keys through the API (spec "Authentication" 1 and 3; README "API notes" → "Credentials and tenancy"):
+ * Keys through the API (spec "Authentication" 1 and 3; docs/api-notes.md "Credentials and tenancy"):
  * - `seq`: list order and pagination key of `GET /api-keys` and `GET /publishable-keys`;
  * - `expires_at`: a key stops authenticating at that instant (set at creation, or by a rotation's grace period);
  * - `last_used_at`: written in batches by each API process (api/keyUsage.ts), never once per request;

@@ -1,5 +1,5 @@
 /**
- * Billing (README "Billing"): usage entries gain a sequence (cursor pagination), a unit price and a
+ * Billing (docs/api-notes.md "Billing"): usage entries gain a sequence (cursor pagination), a unit price and a
  * resource id; the wallet of each organization with its append-only ledger (balance = sum of signed
  * amounts; each row also carries the running balance after it); closed monthly invoices, immutable.
  */

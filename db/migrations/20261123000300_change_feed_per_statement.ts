@@ -1,7 +1,7 @@
 /**
  * The change feed (migration 20261122000050, db/changeFeed.ts) notifies once per statement on
  * `sms_registrations` instead of once per row: a group-committed save updates hundreds of rows in one
- * UPDATE, and every API process received and handled one notification per row (README "Scaling out":
+ * UPDATE, and every API process received and handled one notification per row (docs/operations.md "Scaling out":
  * measured at 8 API processes, the fan-out cost about a fifth of a PUT's CPU). A notification now carries up
  * to 200 `<key>:<version>` entries after the table name, comma-separated (`sms_registrations:org_a:3,org_b:7`),
  * which keeps each payload far under Postgres' 8,000-byte limit. `api_keys` keeps its row trigger (one

@@ -1,5 +1,5 @@
 /**
- * Effects at outside providers happen once (README "Provider calls happen once"): `provider_intents`
+ * Effects at outside providers happen once (docs/operations.md "Provider calls happen once"): `provider_intents`
  * records each non-idempotent provider write (a dial, a 10DLC brand or campaign create, a number
  * purchase, a text) with the client reference the provider echoes, before the request; a retry that
  * finds an intent without a result reconciles through the provider's look-ups instead of writing again.

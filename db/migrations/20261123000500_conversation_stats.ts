@@ -1,5 +1,5 @@
 /**
- * Per-conversation counters for analytics (README "Observe"): each stored turn adds its tool calls (and
+ * Per-conversation counters for analytics (docs/api-notes.md "Observe"): each stored turn adds its tool calls (and
  * those that did not fail), guardrail decisions, knowledge lookups (and those that found a chunk) and its
  * charged cents to its conversation's row, in the statement that stores the turn — so
  * `GET /analytics/overview` reads one row per conversation instead of every receipt. Existing turns are

@@ -1,5 +1,5 @@
 /**
- * Hourly analytics rollup (README "Observe"): when a conversation ends (not a simulation), its final
+ * Hourly analytics rollup (docs/api-notes.md "Observe"): when a conversation ends (not a simulation), its final
  * counters are added to the row of its organization, agent and start hour (UTC), in the transaction that
  * ends it; `GET /analytics/…` reads these rows plus the few conversations still active, instead of every
  * conversation. Durations are kept as a sum and a histogram (h0…h9: under 15 s, 30 s, 1, 2, 5, 10, 20, 30,

@@ -1,5 +1,5 @@
 /**
- * The wallet row carries its balance (README "Billing"): a charge is one `UPDATE wallets … RETURNING`,
+ * The wallet row carries its balance (docs/api-notes.md "Billing"): a charge is one `UPDATE wallets … RETURNING`,
  * which holds the organization's wallet row only for the statement that changes it (and its commit), not
  * across a read of the last ledger row and the round trips in between. Every ledger row still carries
  * `balance_after_cents`, and the balance is still `SUM(amount_cents)` of the ledger.

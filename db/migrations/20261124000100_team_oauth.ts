@@ -1,5 +1,5 @@
 /**
- * Team and the OAuth 2.0 authorization server (spec "Authentication" 4, Team group; README "Team" and
+ * Team and the OAuth 2.0 authorization server (spec "Authentication" 4, Team group; docs/team-and-oauth.md "Team" and
  * "Connect an app with OAuth"):
  * - `members`: people of an organization with a role and an argon2id password hash; `email` is unique over
  *   the whole service (it is the sign-in name); `failed_logins` / `locked_until` drive the sign-in lock-out;

@@ -1,5 +1,5 @@
 /**
- * Integrations and records (README "Integrations and records"):
+ * Integrations and records (docs/api-notes.md "Integrations and records"):
  * - `integration_connections`: one connection per organization and kind; credentials (API tokens or
  *   OAuth tokens) only sealed with AES-256-GCM (`v1:` form of domain/webhooks/signing.ts), never plain;
  *   `sync` holds the progress of the last `records-sync/{connectionId}` run.

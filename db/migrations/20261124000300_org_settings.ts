@@ -1,6 +1,6 @@
 /**
- * Organization settings without an agent of their own (README "Variables, escalation, onboarding, meta and
- * settings"): organization variables (secret values sealed with AES-256-GCM, never stored in plain text),
+ * Organization settings without an agent of their own (docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"): organization variables (secret values sealed with AES-256-GCM, never stored in plain text),
  * escalation destinations and the presence of the teammates behind them, saved dashboards, report exports
  * with their files, and the phone settings of owned numbers.
  */

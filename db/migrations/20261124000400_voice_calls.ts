@@ -1,5 +1,5 @@
 /**
- * Phone calls reaching agents (README "Voice calls"): one row per carrier call leg that rang a voice
+ * Phone calls reaching agents (docs/voice.md): one row per carrier call leg that rang a voice
  * webhook or was placed by a campaign and connected to the ConversationRelay socket — its carrier, the
  * carrier's call id, the agent and pinned version it was answered with, the conversation it holds, its
  * lifecycle status and, once the carrier reports it, its duration. A refused call (unassigned number,

@@ -1,5 +1,5 @@
 /**
- * Real providers' webhooks (README "Going live"): `provider_webhook_events` holds each delivered event id
+ * Real providers' webhooks (docs/going-live.md): `provider_webhook_events` holds each delivered event id
  * once per provider, so a replayed or re-delivered event changes nothing; `provider_calls` holds the state
  * of outbound calls placed at a real provider as their status webhooks report it (the dial activity reads
  * it until the call has ended).

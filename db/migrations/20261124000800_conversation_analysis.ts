@@ -1,5 +1,5 @@
 /**
- * Post-conversation analysis (README "Conversation analysis"): `agents.analysis` holds the extraction fields an
+ * Post-conversation analysis (docs/api-notes.md "Conversation analysis"): `agents.analysis` holds the extraction fields an
  * agent defines (frozen into each published version by the compiler); `conversation_analyses` holds at most one
  * analysis per conversation — the primary key is what makes the analysis run once, whoever asks first claims it.
  */

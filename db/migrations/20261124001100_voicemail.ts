@@ -1,5 +1,5 @@
 /**
- * Voicemail drops on campaign calls (README "Voicemail"): the agent's voicemail message (part of the draft,
+ * Voicemail drops on campaign calls (docs/voice.md "Voicemail"): the agent's voicemail message (part of the draft,
  * compiled into versions like the greeting); what the sandbox carrier "heard" left on a machine
  * (`sandbox_dials.voicemail_message`); the message a call left (`voice_calls.voicemail_message`); whether
  * an attempt's last dial left one (`call_attempts.voicemail_left`); and the Telnyx Call Control events a

@@ -1,9 +1,10 @@
 /**
- * Playbooks of an agent's draft (spec Playbooks rows): a name, a description and a node graph. Writes
- * run inside `editDraft` transactions so each one bumps the agent's draft version.
+ * Playbooks of an agent's draft (spec Playbooks rows): a name, a description, when it starts (`whenToUse`,
+ * `triggerPhrases`), whether it needs a verified caller, and a node graph. Writes run inside `editDraft`
+ * transactions so each one bumps the agent's draft version.
  */
 import type { Knex } from 'knex';
-import type { Playbook, PlaybookGraph } from '../../schemas/types/agents';
+import type { Playbook, PlaybookGraph, PlaybookPatch } from '../../schemas/types/agents';
 import type { Conn } from './agents';
 import { draftPartRepository } from './draftParts';
 import { fromColumns, fromTimestampColumns } from '../rows';
@@ -14,6 +15,9 @@ export function toPlaybook(r: any): Playbook {
   return {
     ...fromColumns(r, ['id', 'agentId', 'name']),
     description: r.description ?? null,
+    whenToUse: r.when_to_use ?? null,
+    triggerPhrases: r.trigger_phrases ?? [],
+    requiresVerifiedCaller: r.requires_verified_caller ?? false,
     graph: r.graph,
     ...fromTimestampColumns(r, ['createdAt', 'updatedAt']),
   };
@@ -29,8 +33,26 @@ export const { list: listPlaybooks, get: getPlaybook, insert: insertPlaybook } =
   'playbook',
   'pbk',
   toPlaybook,
-  (p: { name: string; description?: string | null; graph: PlaybookGraph }) => ({ name: p.name, description: p.description ?? null, graph: JSON.stringify(p.graph) }),
+  (p: { name: string; description?: string | null; whenToUse?: string | null; triggerPhrases?: string[]; requiresVerifiedCaller?: boolean; graph: PlaybookGraph }) => ({
+    name: p.name,
+    description: p.description ?? null,
+    when_to_use: p.whenToUse ?? null,
+    trigger_phrases: JSON.stringify(p.triggerPhrases ?? []),
+    requires_verified_caller: p.requiresVerifiedCaller ?? false,
+    graph: JSON.stringify(p.graph),
+  }),
 );
+
+/** Changes a playbook's description and start settings (members absent from `patch` are kept). @returns the playbook, or undefined when missing */
+export async function updatePlaybook(trx: Knex.Transaction, orgId: string, agentId: string, playbookId: string, patch: PlaybookPatch): Promise<Playbook | undefined> {
+  const set: Record<string, unknown> = { updated_at: trx.fn.now() };
+  if (patch.description !== undefined) set.description = patch.description;
+  if (patch.whenToUse !== undefined) set.when_to_use = patch.whenToUse;
+  if (patch.triggerPhrases !== undefined) set.trigger_phrases = JSON.stringify(patch.triggerPhrases);
+  if (patch.requiresVerifiedCaller !== undefined) set.requires_verified_caller = patch.requiresVerifiedCaller;
+  const [row] = await trx('agent_playbooks').where({ org_id: orgId, agent_id: agentId, id: playbookId }).update(set).returning('*');
+  return row ? toPlaybook(row) : undefined;
+}
 
 /** Replaces a playbook's graph. @returns the playbook, or undefined when missing */
 export async function replacePlaybookGraph(trx: Knex.Transaction, orgId: string, agentId: string, playbookId: string, graph: PlaybookGraph): Promise<Playbook | undefined> {

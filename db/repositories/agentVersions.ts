@@ -191,6 +191,32 @@ export async function talkTokenSecret(db: Db, orgId: string): Promise<Buffer> {
   return Buffer.from(row.secret, 'base64url');
 }
 
+/**
+ * Replaces the organization's talk-token secret with a new random one (docs/security.md "Revocation"): every
+ * talk token, widget session token and relay reference signed with the old one fails its signature check
+ * on its next use, in every API process (each verification reads this row).
+ * @returns when it was rotated
+ */
+export async function rotateTalkTokenSecret(db: Db, orgId: string): Promise<Date> {
+  await db('agent_token_secrets')
+    .insert({ org_id: orgId, secret: crypto.randomBytes(32).toString('base64url') })
+    .onConflict('org_id')
+    .merge(['secret']);
+  return new Date();
+}
+
+/**
+ * The widget settings of the agent's published version (`snapshot.widget`, possibly partial or absent in
+ * older versions), or undefined when the agent does not exist or was never published.
+ */
+export async function publishedWidgetSettings(db: Db, orgId: string, agentId: string): Promise<{ settings: unknown } | undefined> {
+  const row = await db('agents as a')
+    .join('agent_versions as v', 'v.id', 'a.published_version_id')
+    .where({ 'a.org_id': orgId, 'a.id': agentId })
+    .first(db.raw("v.snapshot -> 'widget' AS widget"));
+  return row ? { settings: row.widget ?? null } : undefined;
+}
+
 /** The version published with an Idempotency-Key and its stored request hash, or undefined. */
 export async function publishedWithKey(db: Db, orgId: string, agentId: string, idempotencyKey: string): Promise<{ versionId: string; requestHash: string } | undefined> {
   const r = await db('agent_versions').where({ org_id: orgId, agent_id: agentId, idempotency_key: idempotencyKey }).first('id', 'request_hash');

@@ -12,6 +12,7 @@ import type { AgentVariable, AnalysisSettings, CallerVerification, Guardrails, W
 import { iso } from '../timestamps';
 import type { AgentProfile, AgentRecord, DraftBundle, KnowledgeSourceSummary } from '../../domain/agents/types';
 import { variableRefs } from './variables';
+import { DEFAULT_CONVERSATION_LIMITS, type ConversationLimits } from '../../domain/conversations/limits';
 
 export type { AgentRecord, DraftBundle, KnowledgeSourceSummary } from '../../domain/agents/types';
 
@@ -36,11 +37,19 @@ const FIELD_COLUMNS = {
   callerVerification: 'caller_verification',
   widget: 'widget',
   analysis: 'analysis',
+  idleTimeoutSeconds: 'idle_timeout_seconds',
+  smsIdleTimeoutSeconds: 'sms_idle_timeout_seconds',
+  smsMaxSegments: 'sms_max_segments',
+  model: 'model',
+  temperature: 'temperature',
+  maxTokens: 'max_tokens',
+  fallbackModel: 'fallback_model',
+  timeZone: 'time_zone',
 } as const;
 const JSON_FIELDS = new Set(['dtmf', 'variables', 'guardrails', 'callerVerification', 'widget', 'analysis']);
 
 /** Editable agent fields. */
-export type AgentFields = Partial<AgentProfile & { guardrails: Guardrails; callerVerification: CallerVerification; widget: WidgetSettings; analysis: AnalysisSettings }>;
+export type AgentFields = Partial<AgentProfile & { guardrails: Guardrails; callerVerification: CallerVerification; widget: WidgetSettings; analysis: AnalysisSettings } & ConversationLimits>;
 
 /** The name is taken by another agent of the organization (maps to 409 `duplicate_name`). */
 export class DuplicateNameError extends Error {
@@ -101,6 +110,9 @@ async function attach(conn: Conn, orgId: string, rows: any[]): Promise<AgentReco
     instructions: r.instructions ?? null,
     greeting: r.greeting ?? null,
     voicemailMessage: r.voicemail_message ?? null,
+    idleTimeoutSeconds: r.idle_timeout_seconds ?? DEFAULT_CONVERSATION_LIMITS.idleTimeoutSeconds,
+    smsIdleTimeoutSeconds: r.sms_idle_timeout_seconds ?? DEFAULT_CONVERSATION_LIMITS.smsIdleTimeoutSeconds,
+    smsMaxSegments: r.sms_max_segments ?? DEFAULT_CONVERSATION_LIMITS.smsMaxSegments,
     language: r.language,
     voiceId: r.voice_id ?? null,
     dtmf: r.dtmf,
@@ -109,6 +121,11 @@ async function attach(conn: Conn, orgId: string, rows: any[]): Promise<AgentReco
     callerVerification: r.caller_verification,
     widget: r.widget ?? {},
     analysis: r.analysis ?? { fields: [] },
+    model: r.model ?? null,
+    temperature: r.temperature ?? null,
+    maxTokens: r.max_tokens ?? null,
+    fallbackModel: r.fallback_model ?? null,
+    timeZone: r.time_zone ?? null,
     version: r.version,
     publishedVersionId: r.published_version_id ?? null,
     publishedVersionNumber: r.published_number ?? null,
@@ -278,7 +295,15 @@ export async function loadDraftBundle(conn: Conn, orgId: string, agentId: string
   return {
     agent,
     skills: skills.map((s: any) => ({ id: s.id, name: s.name, type: s.type, description: s.description ?? null, config: s.config })),
-    playbooks: playbooks.map((p: any) => ({ id: p.id, name: p.name, description: p.description ?? null, graph: p.graph })),
+    playbooks: playbooks.map((p: any) => ({
+      id: p.id,
+      name: p.name,
+      description: p.description ?? null,
+      graph: p.graph,
+      whenToUse: p.when_to_use ?? null,
+      triggerPhrases: p.trigger_phrases ?? [],
+      requiresVerifiedCaller: p.requires_verified_caller ?? false,
+    })),
     knowledge,
     orgVariables,
     escalationDestinationIds,

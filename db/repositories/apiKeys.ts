@@ -32,6 +32,13 @@ export interface ApiKeyInfo {
   allowedOrigins: string[] | null;
   /** The key a rotation replaced with this one (null otherwise). */
   rotatedFrom: string | null;
+  /** OAuth access tokens: the grant that issued it (null for other kinds). */
+  oauthGrantId: string | null;
+  /**
+   * Secret and publishable keys: the OAuth grant whose access token minted this key, directly or through
+   * keys it minted (null: minted by an owner's key, the CLI or the bootstrap). Deleting the app stops it.
+   */
+  viaGrantId: string | null;
 }
 
 /** Kinds of credential the API manages: `secret` at /api-keys, `publishable` at /publishable-keys. */
@@ -47,7 +54,7 @@ export const hashKey: (key: string) => string =
 function toInfo(r: Record<string, any>): ApiKeyInfo {
   return {
     ...fromColumns(r, ['id', 'orgId', 'kind', 'name', 'displayPrefix', 'scopes', 'rateLimitPoints', 'rateLimitWindowSeconds', 'createdAt', 'revokedAt']),
-    ...fromNullableColumns(r, ['expiresAt', 'lastUsedAt', 'agentId', 'allowedOrigins', 'rotatedFrom']),
+    ...fromNullableColumns(r, ['expiresAt', 'lastUsedAt', 'agentId', 'allowedOrigins', 'rotatedFrom', 'oauthGrantId', 'viaGrantId']),
   };
 }
 
@@ -97,6 +104,8 @@ export async function createSecretKey(
     /** When the key stops authenticating (default: never). */
     expiresAt?: Date | null;
     rotatedFrom?: string | null;
+    /** The OAuth grant whose token minted it (see {@link ApiKeyInfo.viaGrantId}). */
+    viaGrantId?: string | null;
   },
 ): Promise<{ key: string; info: ApiKeyInfo }> {
   return insertKey(db, orgId, 'secret', opts.brand, opts.name, {
@@ -105,6 +114,7 @@ export async function createSecretKey(
     rate_limit_window_seconds: opts.rateLimitWindowSeconds ?? null,
     expires_at: opts.expiresAt ?? null,
     rotated_from: opts.rotatedFrom ?? null,
+    via_grant_id: opts.viaGrantId ?? null,
   });
 }
 
@@ -117,9 +127,14 @@ export async function createSecretKey(
 export async function createPublishableKey(
   db: Db,
   orgId: string,
-  opts: { brand: string; agentId: string; allowedOrigins: string[]; name?: string },
+  opts: { brand: string; agentId: string; allowedOrigins: string[]; name?: string; viaGrantId?: string | null },
 ): Promise<{ key: string; info: ApiKeyInfo }> {
-  return insertKey(db, orgId, 'publishable', opts.brand, opts.name, { scopes: [], agent_id: opts.agentId, allowed_origins: opts.allowedOrigins });
+  return insertKey(db, orgId, 'publishable', opts.brand, opts.name, {
+    scopes: [],
+    agent_id: opts.agentId,
+    allowed_origins: opts.allowedOrigins,
+    via_grant_id: opts.viaGrantId ?? null,
+  });
 }
 
 /** Rows of one organization and kind that still authenticate: not revoked, not expired. */
@@ -156,6 +171,8 @@ export async function getActiveKey(db: Db, orgId: string, kind: ManagedKeyKind, 
  * row is locked so two concurrent rotations cannot both extend it.
  * @param opts.graceSeconds seconds the old key keeps working (0: it stops at once)
  * @param opts.check called with the old key before anything is written (the caller's scope check); may throw
+ * @param opts.viaGrantId the OAuth grant whose token asks (the new key then comes from that app); when
+ *   null the new key keeps the old one's origin, so a rotation never frees a key from its app
  * @returns the new key (shown once) and the old key as it is now, or undefined when no active secret key
  *   of that organization has that id
  */
@@ -163,7 +180,7 @@ export async function rotateSecretKey(
   db: Db,
   orgId: string,
   keyId: string,
-  opts: { brand: string; graceSeconds: number; check?: (old: ApiKeyInfo) => void },
+  opts: { brand: string; graceSeconds: number; check?: (old: ApiKeyInfo) => void; viaGrantId?: string | null },
 ): Promise<{ key: string; info: ApiKeyInfo; previous: ApiKeyInfo } | undefined> {
   return db.transaction(async (trx) => {
     const row = await activeKeys(trx as unknown as Db, orgId, 'secret').where({ id: keyId }).forUpdate().first();
@@ -178,6 +195,7 @@ export async function rotateSecretKey(
       rateLimitWindowSeconds: old.rateLimitWindowSeconds,
       expiresAt: old.expiresAt,
       rotatedFrom: old.id,
+      viaGrantId: opts.viaGrantId ?? old.viaGrantId,
     });
     const [prev] = await trx('api_keys')
       .where({ org_id: orgId, id: keyId })
@@ -215,14 +233,23 @@ export async function listKeys(db: Db, orgId: string): Promise<ApiKeyInfo[]> {
 /**
  * Revokes a key of the organization (idempotent: a revoked key keeps its first `revokedAt`).
  * @param kind only a key of this kind (the API revokes secret and publishable keys on separate paths)
+ * @param check called with the key, locked, before it is revoked (the caller's scope check); may throw
  * @returns the revoked key, or undefined when no key of that organization has that id
  */
-export async function revokeKey(db: Db, orgId: string, keyId: string, kind?: ManagedKeyKind): Promise<ApiKeyInfo | undefined> {
-  const [row] = await db('api_keys')
-    .where({ org_id: orgId, id: keyId, ...(kind ? { kind } : {}) })
-    .update({ revoked_at: db.raw('coalesce(revoked_at, now())') })
-    .returning('*');
-  return row ? toInfo(row) : undefined;
+export async function revokeKey(db: Db, orgId: string, keyId: string, kind?: ManagedKeyKind, check?: (k: ApiKeyInfo) => void): Promise<ApiKeyInfo | undefined> {
+  const where = { org_id: orgId, id: keyId, ...(kind ? { kind } : {}) };
+  const revoke = async (t: Db) => {
+    const [row] = await t('api_keys').where(where).update({ revoked_at: t.raw('coalesce(revoked_at, now())') }).returning('*');
+    return row ? toInfo(row) : undefined;
+  };
+  if (!check) return revoke(db);
+  return db.transaction(async (trx) => {
+    const t = trx as unknown as Db;
+    const row = await t('api_keys').where(where).forUpdate().first();
+    if (!row) return undefined;
+    check(toInfo(row));
+    return revoke(t);
+  });
 }
 
 /**
@@ -247,7 +274,7 @@ export async function findKeyOwner(db: Db, keyId: string): Promise<string | unde
 /**
  * True when some live publishable key (any organization) lists `origin` (normalized), or lists
  * `http://localhost:*` and `origin` is a localhost origin. Answers CORS preflights, which carry no key
- * (README "Widget"); the request that follows is checked against its own key or session token.
+ * (docs/api-notes.md "Widget"); the request that follows is checked against its own key or session token.
  */
 export async function originAllowedByAnyKey(db: Db, origin: string): Promise<boolean> {
   const localhost = /^http:\/\/localhost(:\d+)?$/.test(origin);
@@ -261,4 +288,14 @@ export async function originAllowedByAnyKey(db: Db, origin: string): Promise<boo
     })
     .first('id');
   return !!row;
+}
+
+/**
+ * The hash of a key by its id, revoked or not (a key's hash never changes): how a widget session token,
+ * which names its publishable key by id, finds the key's state through the key cache (api/keyCache.ts).
+ * @returns the hash, or undefined when no key has that id
+ */
+export async function keyHashById(db: Db, keyId: string): Promise<string | undefined> {
+  const row = await db('api_keys').where({ id: keyId }).first('key_hash');
+  return row?.key_hash;
 }

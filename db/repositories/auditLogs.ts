@@ -1,5 +1,5 @@
 /**
- * The audit log (spec "Audit"; README "Webhooks and audit logs"): append-only. This module has only insert and select
+ * The audit log (spec "Audit"; docs/api-notes.md "Webhooks and audit logs"): append-only. This module has only insert and select
  * functions, and the database refuses UPDATE, DELETE and TRUNCATE of `audit_logs` with a trigger
  * (migration 20261122000400), so not even a stray query elsewhere can rewrite history.
  */

@@ -1,5 +1,5 @@
 /**
- * The wallet, its append-only ledger and monthly invoices (README "Billing"). Every function takes
+ * The wallet, its append-only ledger and monthly invoices (docs/api-notes.md "Billing"). Every function takes
  * the organization id except the month close, which works through all organizations in id order.
  *
  * Concurrency: the `wallets` row carries the balance, and every ledger write changes it under the row's

@@ -1,5 +1,5 @@
 /**
- * Outbound campaigns and their call attempts (README "Outbound voice campaigns"). Launch writes exactly one attempt per accepted
+ * Outbound campaigns and their call attempts (docs/voice.md "Outbound voice campaigns"). Launch writes exactly one attempt per accepted
  * contact (unique per campaign and contact, one INSERT … SELECT); the dialer workflow claims due
  * attempts in batches (idempotent per claim token), and each dial records its outcome once (per dial
  * number), so a retried activity or a restarted worker never dials a contact twice nor skips one.
@@ -294,7 +294,7 @@ export async function dialContext(db: Conn, orgId: string, attemptId: string): P
  * Records the outcome of dial number `dialNumber` of an attempt, once: a second call for the same dial
  * number (a retried activity) changes nothing and answers `recorded: false`. Busy and no-answer go back
  * to `pending` with `not_before = at + retryDelay` while dials remain. `status` forces the final status
- * (an `unknown` outcome, README "Provider calls happen once", ends the attempt `failed`).
+ * (an `unknown` outcome, docs/operations.md "Provider calls happen once", ends the attempt `failed`).
  * @returns the attempt's status after the call
  */
 export async function recordDialOutcome(

@@ -1,5 +1,5 @@
 /**
- * Contact lists of outbound voice (README "Outbound voice campaigns"): the list, its import progress and its rows (accepted or
+ * Contact lists of outbound voice (docs/voice.md "Outbound voice campaigns"): the list, its import progress and its rows (accepted or
  * rejected with the scrub outcome), and the organization's do-not-call list. A list is imported once;
  * rows are inserted idempotently per (list, row number), so a retried import never duplicates a row.
  */

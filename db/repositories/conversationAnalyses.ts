@@ -1,5 +1,5 @@
 /**
- * Post-conversation analyses (README "Conversation analysis"): at most one row per conversation. `claimAnalysis`
+ * Post-conversation analyses (docs/api-notes.md "Conversation analysis"): at most one row per conversation. `claimAnalysis`
  * inserts the `running` row and only its winner analyses; `completeAnalysis` stores the result (or the failure)
  * and its `conversation.analyzed` event in one transaction.
  */

@@ -1,5 +1,5 @@
 /**
- * Conversations, their messages and per-turn receipts (README "Conversations"; migration
+ * Conversations, their messages and per-turn receipts (docs/api-notes.md "Conversations"; migration
  * 20261123000100_conversations). Every function takes the organization id. A turn is stored in one
  * transaction guarded by `turn_count` (optimistic lock): two turns racing on one conversation cannot both
  * be stored, and a stored turn never loses its messages, receipt or counters.
@@ -187,6 +187,11 @@ export async function createConversation(
 export async function findOpenSmsConversation(conn: Conn, orgId: string, agentId: string, counterpart: string): Promise<(ConversationRecord & { lastActivityAt: string }) | undefined> {
   const r = await conn('conversations').where({ org_id: orgId, agent_id: agentId, counterpart, channel: 'sms', status: 'active', mode: 'published', simulation: false }).first();
   return r ? { ...toRecord(r), lastActivityAt: new Date(r.last_activity_at ?? r.started_at).toISOString() } : undefined;
+}
+
+/** Records a call's connected seconds on its conversation (listed as the conversation's duration). */
+export async function setConversationDuration(conn: Conn, orgId: string, id: string, durationSeconds: number): Promise<void> {
+  await conn('conversations').where({ org_id: orgId, id }).update({ duration_seconds: Math.max(0, Math.round(durationSeconds)) });
 }
 
 /** One conversation of the organization, or undefined. */
@@ -378,7 +383,12 @@ export async function endConversation(db: Db, orgId: string, id: string, reason:
   return db.transaction(async (trx) => {
     const [row] = await trx('conversations')
       .where({ org_id: orgId, id, status: 'active' })
-      .update({ status: 'ended', end_reason: reason, ended_at: trx.fn.now(), last_activity_at: trx.fn.now() })
+      // An idle end keeps the last activity, and the conversation's length is up to it (as the idle sweep's).
+      .update(
+        reason === 'idle'
+          ? { status: 'ended', end_reason: reason, ended_at: trx.fn.now(), duration_seconds: trx.raw('coalesce(duration_seconds, greatest(0, round(extract(epoch FROM last_activity_at - started_at)))::int)') }
+          : { status: 'ended', end_reason: reason, ended_at: trx.fn.now(), last_activity_at: trx.fn.now() },
+      )
       .returning('*');
     if (!row) return getConversation(trx, orgId, id);
     const conversation = toRecord(row);
@@ -387,11 +397,58 @@ export async function endConversation(db: Db, orgId: string, id: string, reason:
   });
 }
 
+const END_IDLE_SQL = `WITH due AS (
+       SELECT c.id
+         FROM conversations c
+         LEFT JOIN agent_versions v ON v.id = c.version_id
+        WHERE c.status = 'active' AND c.channel IN ('chat', 'web', 'sms')
+          AND c.started_at < ?::timestamptz - make_interval(secs => ?)
+          AND c.last_activity_at < ?::timestamptz - make_interval(secs => ?)
+          AND c.last_activity_at < ?::timestamptz - make_interval(secs => coalesce(
+                (coalesce(v.snapshot, c.draft_snapshot) ->> CASE WHEN c.channel = 'sms' THEN 'smsIdleTimeoutSeconds' ELSE 'idleTimeoutSeconds' END)::int,
+                CASE WHEN c.channel = 'sms' THEN ?::int ELSE ?::int END))
+        ORDER BY c.started_at
+        LIMIT ?
+          FOR UPDATE OF c SKIP LOCKED
+     )
+     UPDATE conversations c
+        SET status = 'ended', end_reason = 'idle', ended_at = now(),
+            duration_seconds = coalesce(c.duration_seconds, greatest(0, round(extract(epoch FROM c.last_activity_at - c.started_at)))::int)
+       FROM due
+      WHERE c.id = due.id
+     RETURNING c.*`;
+
+/**
+ * Ends up to `limit` open chat, widget and SMS conversations nobody wrote in for their agent's idle timeout
+ * (`idleTimeoutSeconds`, `smsIdleTimeoutSeconds` of the pinned version or draft; the defaults for a version that
+ * predates them: domain/conversations/limits.ts) with `end_reason` `idle`, in one transaction with `onEnded`
+ * (their events). Across organizations, like the rollup sweep: one statement serves every tenant, and rows another
+ * sweeper holds are skipped (`FOR UPDATE … SKIP LOCKED`), so several processes may sweep at once and each
+ * conversation is ended once. `ended_at` is when the sweep ended it; `duration_seconds` is the time up to the last
+ * activity (the silence is not counted as the conversation's length).
+ * @param now the time the timeouts are measured to (a parameter so tests need not wait)
+ * @param defaults the idle timeouts of a version that names none, seconds
+ * @returns the conversations ended (fewer than `limit`: none are left as of `now`)
+ */
+export async function endIdleConversations(
+  db: Db,
+  opts: { now: Date; limit: number; shortestTimeoutSeconds: number; defaults: { chatSeconds: number; smsSeconds: number } },
+  onEnded?: (trx: Knex.Transaction, ended: ConversationRecord[]) => Promise<unknown>,
+): Promise<ConversationRecord[]> {
+  const at = opts.now.toISOString();
+  return db.transaction(async (trx) => {
+    const res = await trx.raw(END_IDLE_SQL, [at, opts.shortestTimeoutSeconds, at, opts.shortestTimeoutSeconds, at, opts.defaults.smsSeconds, opts.defaults.chatSeconds, opts.limit]);
+    const ended = (res.rows as any[]).map(toRecord);
+    if (ended.length && onEnded) await onEnded(trx, ended);
+    return ended;
+  });
+}
+
 /**
  * Records one campaign dial as a `voice` conversation (mode `none`) with its outcome and duration, in the
  * caller's transaction; the id derives from the dial's key, so recording twice stores one row.
  * @param dialKey the provider idempotency key of the dial (`{attemptId}:{dialNumber}`)
- * @param conversationId the conversation the call held, when known now (a voicemail left: README "Voicemail"), kept as `metadata.conversationId`
+ * @param conversationId the conversation the call held, when known now (a voicemail left: docs/voice.md "Voicemail"), kept as `metadata.conversationId`
  */
 export async function recordCallConversation(
   trx: Knex.Transaction,

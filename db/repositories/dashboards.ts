@@ -1,4 +1,4 @@
-/** Saved dashboards (scopes dashboards:read/write; README "Variables, escalation, onboarding, meta and settings"). */
+/** Saved dashboards (scopes dashboards:read/write; docs/api-notes.md "Variables, escalation, onboarding, meta and settings"). */
 import { iso } from '../timestamps';
 import { orgTable } from './orgTable';
 import type { Dashboard } from '../../schemas/types/settings';

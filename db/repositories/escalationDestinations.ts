@@ -1,6 +1,6 @@
 /**
- * Escalation destinations and the presence of the teammates behind them (README "Variables, escalation,
- * onboarding, meta and settings"). Every function takes the organization id first.
+ * Escalation destinations and the presence of the teammates behind them (docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"). Every function takes the organization id first.
  */
 import type { Knex } from 'knex';
 import type { Db } from '../index';

@@ -1,5 +1,5 @@
 /**
- * Events and the delivery outbox (README "Webhooks and audit logs"). `recordEvent` runs inside the caller's transaction: the
+ * Events and the delivery outbox (docs/api-notes.md "Webhooks and audit logs"). `recordEvent` runs inside the caller's transaction: the
  * event, one delivery per subscribed endpoint and one outbox row per delivery commit (or roll back)
  * with the change that caused them. The dispatcher (events/dispatcher.ts) drains the outbox.
  */

@@ -1,5 +1,5 @@
 /**
- * Integration connections and pending OAuth authorizations (README "Integrations and records"). Every
+ * Integration connections and pending OAuth authorizations (docs/api-notes.md "Integrations and records"). Every
  * function takes the organization id first, except {@link consumeOAuthState}: an OAuth callback carries
  * no credential, and the state it brings back is what names the organization (RFC 6749 §10.12).
  * Credentials leave this module only sealed (`credentialsSealed`); the API shape never carries them.
@@ -166,7 +166,7 @@ export async function consumeOAuthState(
 
 /**
  * Re-seals every stored credential of the organization's connections, and the PKCE verifiers of pending
- * authorizations, with `reseal` (README "Security": after a WEBHOOK_SECRET_KEY rotation). One
+ * authorizations, with `reseal` (docs/security.md: after a WEBHOOK_SECRET_KEY rotation). One
  * transaction; the rows are locked while they change.
  * @param reseal maps a stored value to its new stored value; may throw (nothing is then written)
  * @returns how many connections were rewritten

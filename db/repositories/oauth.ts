@@ -1,6 +1,6 @@
 /**
  * The OAuth 2.0 authorization server's storage (spec "Authentication" 4; RFC 6749, RFC 7009, RFC 7636;
- * README "Connect an app with OAuth"): clients, grants (one member's approval: the family of every code
+ * docs/team-and-oauth.md "Connect an app with OAuth"): clients, grants (one member's approval: the family of every code
  * and token it yields), authorization codes, refresh tokens, and access tokens, which are `api_keys` rows
  * of kind `oauth` so the one authentication path resolves them. Every secret is stored only as a SHA-256
  * hash (each carries at least 192 random bits). Functions resolving a credential to its organization
@@ -78,12 +78,14 @@ export function publicClient(c: OAuthClientRecord): OAuthClient {
 
 /**
  * Registers a client. A confidential client gets a secret `<brand>_ocs_…` (returned once, stored hashed).
+ * @param c.viaGrantId the OAuth grant whose access token registers it (null: an owner's key): deleting
+ *   that app deletes this client too
  * @returns the client and its secret (null for a public client)
  */
 export async function createClient(
   db: Db,
   orgId: string,
-  c: { brand: string; name: string; confidential: boolean; redirectUris: string[]; scopes: string[] },
+  c: { brand: string; name: string; confidential: boolean; redirectUris: string[]; scopes: string[]; viaGrantId?: string | null },
 ): Promise<{ client: OAuthClient; secret: string | null }> {
   const secret = c.confidential ? `${c.brand}_ocs_${randomBase62(24)}` : null;
   const [row] = await db('oauth_clients')
@@ -95,6 +97,7 @@ export async function createClient(
       secret_hash: secret ? hashKey(secret) : null,
       redirect_uris: c.redirectUris,
       scopes: c.scopes,
+      via_grant_id: c.viaGrantId ?? null,
     })
     .returning('*');
   return { client: publicClient(toClient(row)), secret };
@@ -106,16 +109,35 @@ export function listClients(db: Db, orgId: string, page: { limit: number; cursor
 }
 
 /**
- * Deletes a client: its grants and their access tokens are revoked in the same transaction.
+ * Deletes a client and everything minted through it, in one transaction: the clients its tokens
+ * registered (and theirs, recursively), every grant of those clients with its access tokens, and every
+ * secret or publishable key those grants' tokens minted (`via_grant_id`, set through chains of keys).
+ * @param check called with the client, locked, before anything is written (the caller's scope check); may throw
  * @returns the client, or undefined when the organization has no such (undeleted) client
  */
-export async function deleteClient(db: Db, orgId: string, clientId: string): Promise<OAuthClient | undefined> {
+export async function deleteClient(db: Db, orgId: string, clientId: string, check?: (c: OAuthClient) => void): Promise<OAuthClient | undefined> {
   return db.transaction(async (trx) => {
     const t = trx as unknown as Db;
-    const [row] = await t('oauth_clients').where({ org_id: orgId, id: clientId }).whereNull('deleted_at').update({ deleted_at: t.fn.now() }).returning('*');
-    if (!row) return undefined;
-    await revokeGrantsWhere(t, orgId, { client_id: clientId });
-    return publicClient(toClient(row));
+    const current = await t('oauth_clients').where({ org_id: orgId, id: clientId }).whereNull('deleted_at').forUpdate().first();
+    if (!current) return undefined;
+    check?.(publicClient(toClient(current)));
+    const { rows } = await t.raw(
+      `WITH RECURSIVE family(id) AS (
+         SELECT ?::text
+         UNION
+         SELECT c.id FROM oauth_clients c JOIN oauth_grants g ON g.id = c.via_grant_id AND g.org_id = c.org_id
+           JOIN family f ON f.id = g.client_id
+          WHERE c.org_id = ? AND c.deleted_at IS NULL)
+       SELECT id FROM family`,
+      [clientId, orgId],
+    );
+    const family = (rows as Array<{ id: string }>).map((r) => r.id);
+    await t('oauth_clients').where({ org_id: orgId }).whereIn('id', family).whereNull('deleted_at').update({ deleted_at: t.fn.now() });
+    // Every grant, revoked ones too: a key minted through a grant revoked earlier still came from the app.
+    const grants = t('oauth_grants').where({ org_id: orgId }).whereIn('client_id', family).select('id');
+    await t('api_keys').where({ org_id: orgId }).whereIn('via_grant_id', grants).whereNull('revoked_at').update({ revoked_at: t.fn.now() });
+    await revokeGrantsWhere(t, orgId, (q) => q.whereIn('client_id', family));
+    return publicClient(toClient(current));
   });
 }
 
@@ -143,13 +165,20 @@ export async function getGrant(db: Db, orgId: string, grantId: string): Promise<
   return row ? toGrant(row) : undefined;
 }
 
-/** Revokes the matching live grants and every access token they issued (the change feed evicts the tokens everywhere). */
-async function revokeGrantsWhere(t: Db, orgId: string, where: Record<string, string>): Promise<OAuthGrant[]> {
-  const rows = await t('oauth_grants').where({ org_id: orgId, ...where }).whereNull('revoked_at').update({ revoked_at: t.fn.now() }).returning('*');
+/**
+ * Revokes the matching live grants, every access token they issued and every key those tokens minted
+ * (`via_grant_id`); the change feed evicts them from every process.
+ */
+async function revokeGrantsWhere(t: Db, orgId: string, where: Record<string, string> | ((q: ReturnType<Db>) => unknown)): Promise<OAuthGrant[]> {
+  const q = t('oauth_grants').where({ org_id: orgId });
+  if (typeof where === 'function') where(q);
+  else q.where(where);
+  const rows = await q.whereNull('revoked_at').update({ revoked_at: t.fn.now() }).returning('*');
   if (rows.length) {
+    const ids = rows.map((r: { id: string }) => r.id);
     await t('api_keys')
-      .where({ org_id: orgId, kind: 'oauth' })
-      .whereIn('oauth_grant_id', rows.map((r: { id: string }) => r.id))
+      .where({ org_id: orgId })
+      .where((k) => k.whereIn('oauth_grant_id', ids).orWhereIn('via_grant_id', ids))
       .whereNull('revoked_at')
       .update({ revoked_at: t.fn.now() });
   }

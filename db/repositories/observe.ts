@@ -1,5 +1,5 @@
 /**
- * What people see afterwards (spec "Observe"; README "Observe"): every conversation of an organization on
+ * What people see afterwards (spec "Observe"; docs/api-notes.md "Observe"): every conversation of an organization on
  * every channel, read as one list — runtime conversations (chat, widget, simulations) and calls recorded as
  * rows of `conversations`, and SMS threads (the texts exchanged between one of our numbers and one
  * counterpart) grouped from `sms_messages` at read time — with transcripts and receipts. Every query takes
@@ -215,7 +215,7 @@ function p95FromHistogram(h: number[]): number | null {
 }
 
 /**
- * Analytics over `[from, to)` (README "Observe"): the hourly rollup of ended conversations
+ * Analytics over `[from, to)` (docs/api-notes.md "Observe"): the hourly rollup of ended conversations
  * (db/analyticsRollup.ts; simulations left out), the ended ones the rollup sweep has not reached yet and the
  * conversations still active, both read live (one snapshot: a conversation is in exactly one part), bucketed
  * by day — or by hour for ranges up to 48 hours — in `timeZone`, with the totals as the ROLLUP row. The

@@ -1,6 +1,6 @@
 /**
- * The proofs behind the setup checklist (`GET /onboarding`; README "Variables, escalation, onboarding,
- * meta and settings"): for each step, when the organization first did it (null when it has not), read
+ * The proofs behind the setup checklist (`GET /onboarding`; docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"): for each step, when the organization first did it (null when it has not), read
  * from the resources themselves in one statement.
  */
 import type { Db } from '../index';

@@ -1,6 +1,6 @@
 /**
- * Phone settings of owned numbers (scopes phone:read/write; README "Variables, escalation, onboarding,
- * meta and settings"): one JSON row per number, absent until the first PUT (the defaults apply).
+ * Phone settings of owned numbers (scopes phone:read/write; docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"): one JSON row per number, absent until the first PUT (the defaults apply).
  */
 import type { Knex } from 'knex';
 import type { Db } from '../index';
@@ -24,4 +24,17 @@ export async function putPhoneSettings(db: Conn, orgId: string, numberId: string
     .merge({ settings: json, revision: db.raw('number_settings.revision + 1'), updated_at: db.fn.now() })
     .returning(['revision', 'updated_at']);
   return { revision: r.revision, updatedAt: iso(r.updated_at)! };
+}
+
+/**
+ * The organization's purchased numbers assigned to `agentId`, oldest first, with their stored settings (null: never
+ * saved; the defaults apply): what the pre-publish report lists per number (domain/agents/reachReport.ts).
+ */
+export async function agentNumberSettings(db: Conn, orgId: string, agentId: string): Promise<{ id: string; e164: string; smsEnabled: boolean; settings: PhoneSettings | null }[]> {
+  const rows = await db('phone_numbers as n')
+    .leftJoin('number_settings as s', 's.number_id', 'n.id')
+    .where({ 'n.org_id': orgId, 'n.agent_id': agentId, 'n.status': 'purchased' })
+    .orderBy('n.seq')
+    .select('n.id', 'n.e164', 'n.sms_enabled', 's.settings');
+  return rows.map((r: any) => ({ id: r.id, e164: r.e164, smsEnabled: !!r.sms_enabled, settings: r.settings ?? null }));
 }

@@ -1,5 +1,5 @@
 /**
- * Provider intents (README "Provider calls happen once"): one row per non-idempotent write at an outside
+ * Provider intents (docs/operations.md "Provider calls happen once"): one row per non-idempotent write at an outside
  * provider, written and committed before the request, resolved with the provider's answer in the
  * transaction that records it, or marked `unknown` when the provider cannot tell whether it happened.
  * Every query is scoped by organization.

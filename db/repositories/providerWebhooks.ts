@@ -1,5 +1,5 @@
 /**
- * Real providers' webhook bookkeeping (README "Going live"): event ids seen once per provider, and the
+ * Real providers' webhook bookkeeping (docs/going-live.md): event ids seen once per provider, and the
  * state of outbound calls placed at a real provider as their status webhooks report it.
  */
 import type { Db } from '../index';
@@ -28,7 +28,7 @@ export interface ProviderCallRecord {
   to: string;
   status: string;
   answeredBy: string | null;
-  /** Telnyx `call.machine.greeting.ended` result (`beep_detected`, `ended`, `not_sure`), or null before it (README "Voicemail"). */
+  /** Telnyx `call.machine.greeting.ended` result (`beep_detected`, `ended`, `not_sure`), or null before it (docs/voice.md "Voicemail"). */
   greetingEnded: string | null;
   /** Whether Telnyx reported the end of a `speak` command on the call (`call.speak.ended`). */
   speakEnded: boolean;
@@ -65,7 +65,7 @@ export async function recordProviderCall(db: Db, orgId: string, c: { provider: s
 
 /**
  * Applies a status webhook to a call: `status`, the answering-machine verdict, the end of a machine's
- * greeting and of a spoken message (README "Voicemail"), and once ended its
+ * greeting and of a spoken message (docs/voice.md "Voicemail"), and once ended its
  * outcome and duration (seconds). An ended call never changes again.
  * @returns the call, or undefined when no call has this provider id
  */

@@ -1,6 +1,6 @@
 /**
- * Report exports and their files (scopes reports:read/write; README "Variables, escalation, onboarding,
- * meta and settings"). The export activity reads the rows of a period here and stores the file once per
+ * Report exports and their files (scopes reports:read/write; docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"). The export activity reads the rows of a period here and stores the file once per
  * (report, period), so a retried activity finds the file it wrote.
  */
 import type { Knex } from 'knex';

@@ -1,6 +1,6 @@
 /**
- * The sandbox providers' own records as a real provider keeps them (README "Provider calls happen
- * once"): every dial received (no deduplication unless asked), the answers to purchases and texts in
+ * The sandbox providers' own records as a real provider keeps them (docs/operations.md
+ * "Provider calls happen once"): every dial received (no deduplication unless asked), the answers to purchases and texts in
  * `provider_requests`, and the look-ups by client reference real providers offer. Scoped by organization.
  */
 import type { Knex } from 'knex';
@@ -16,7 +16,7 @@ export interface SandboxDialRow {
   providerCallId: string;
   outcome: string;
   durationSeconds: number;
-  /** What the sandbox callee's voicemail recorded after the beep (README "Voicemail"), or null. */
+  /** What the sandbox callee's voicemail recorded after the beep (docs/voice.md "Voicemail"), or null. */
   voicemailMessage: string | null;
   createdAt: Date;
 }

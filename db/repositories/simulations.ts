@@ -1,5 +1,5 @@
 /**
- * Agent simulations (README "Conversations"; migration 20261123000200_agent_simulations): the request,
+ * Agent simulations (docs/api-notes.md "Conversations"; migration 20261123000200_agent_simulations): the request,
  * the simulated conversation, progress and the verdicts. Every function takes the organization id.
  */
 import type { Db } from '../index';

@@ -1,6 +1,6 @@
 /**
  * SMS contacts: express consent (source, time, proof) and opt-out state per organization and number
- * (README "Numbers, consent and sending"; spec scope rule 2: the roster and the opt-out list are sms:read).
+ * (docs/sms.md "Numbers, consent and sending"; spec scope rule 2: the roster and the opt-out list are sms:read).
  * Every change is also appended to `sms_consent_events`, which the proof-of-consent export reads.
  */
 import type { Db } from '../index';

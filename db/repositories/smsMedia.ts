@@ -1,5 +1,5 @@
 /**
- * Text-message attachments (`sms_media`, `med_…`; README "Text attachments", spec "Scope rules" 2 and 3).
+ * Text-message attachments (`sms_media`, `med_…`; docs/sms.md "Text attachments", spec "Scope rules" 2 and 3).
  * Inbound attachments keep their bytes here; outbound ones made from an SMS upload reference the upload
  * (`file_…`, purpose `sms`), which is then marked attached so upload collection never deletes it.
  * An attachment can be sent again on any later message of its organization (its id is listed in

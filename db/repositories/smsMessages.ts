@@ -1,5 +1,5 @@
 /**
- * Text messages (README "Numbers, consent and sending"): outbound ones move queued → held → sent → delivered | failed;
+ * Text messages (docs/sms.md "Numbers, consent and sending"): outbound ones move queued → held → sent → delivered | failed;
  * inbound ones are `received`. A status never moves backwards (delivery receipts can arrive out of order).
  */
 import type { Knex } from 'knex';

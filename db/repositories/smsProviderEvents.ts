@@ -1,5 +1,5 @@
 /**
- * Provider callbacks and the sandbox providers' pending callbacks (README "10DLC review, submission and carrier callbacks",
+ * Provider callbacks and the sandbox providers' pending callbacks (docs/sms.md "10DLC review, submission and carrier callbacks",
  * "Sandbox carrier"). Events are stored once per (provider, external id, status, revision): a duplicate
  * delivery changes nothing. Pending sandbox callbacks live in Postgres so they survive a restart.
  */

@@ -276,7 +276,7 @@ export async function saveDraftRecord(
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Review, submission and carrier progress (README "10DLC review, submission and carrier callbacks"). Status writes of the registration workflow are
+// Review, submission and carrier progress (docs/sms.md "10DLC review, submission and carrier callbacks"). Status writes of the registration workflow are
 // guarded by the submission id and by `status <> 'draft'`, so a stale workflow, or one whose draft was
 // saved again meanwhile (a save sets status draft), never moves the registration.
 

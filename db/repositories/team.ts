@@ -1,5 +1,5 @@
 /**
- * Members, invitations and sign-in sessions (spec Team group; README "Team"). Passwords are stored as
+ * Members, invitations and sign-in sessions (spec Team group; docs/team-and-oauth.md "Team"). Passwords are stored as
  * argon2id hashes made by the caller (services/team/passwords.ts); invitation tokens and session
  * cookies only as SHA-256 hashes (they carry 192 random bits, so a fast hash is safe). Every function takes
  * the organization id, except those whose purpose is to find it from a credential (`findMemberByEmail`,
@@ -22,11 +22,9 @@ export interface Member {
   createdAt: Date;
 }
 
-/** A member with what sign-in needs. */
+/** A member with what sign-in needs (throttling is db/repositories/throttles.ts). */
 export interface MemberCredentials extends Member {
   passwordHash: string | null;
-  failedLogins: number;
-  lockedUntil: Date | null;
 }
 
 /** An invitation (never its token). */
@@ -51,7 +49,7 @@ export interface WebSession {
   expiresAt: Date;
 }
 
-/** The change would leave the organization without an owner (README "Team": the last owner stays). */
+/** The change would leave the organization without an owner (docs/team-and-oauth.md "Team": the last owner stays). */
 export class LastOwnerError extends Error {
   constructor() {
     super('the last owner of an organization cannot be removed or demoted');
@@ -70,8 +68,7 @@ export class EmailTakenError extends Error {
 const toMember = (r: Record<string, any>): Member => fromColumns(r, ['id', 'orgId', 'email', 'name', 'role', 'createdAt']);
 const toCredentials = (r: Record<string, any>): MemberCredentials => ({
   ...toMember(r),
-  ...fromColumns(r, ['failedLogins']),
-  ...fromNullableColumns(r, ['passwordHash', 'lockedUntil']),
+  ...fromNullableColumns(r, ['passwordHash']),
 });
 const toInvitation = (r: Record<string, any>): Invitation => ({
   ...fromColumns(r, ['id', 'orgId', 'email', 'role', 'expiresAt', 'createdAt']),
@@ -107,31 +104,10 @@ export async function getMember(db: Db, orgId: string, memberId: string): Promis
   return row ? toMember(row) : undefined;
 }
 
-/** The member signing in with this (normalized) email, with their password hash and lock-out state. */
+/** The member signing in with this (normalized) email, with their password hash. */
 export async function findMemberByEmail(db: Db, email: string): Promise<MemberCredentials | undefined> {
   const row = await db('members').where({ email }).first();
   return row ? toCredentials(row) : undefined;
-}
-
-/**
- * Counts one failed sign-in; the `threshold`-th failure in a row locks the account for `lockSeconds`
- * (and restarts the count).
- * @returns the lock's end when this failure locked the account
- */
-export async function recordFailedSignIn(db: Db, orgId: string, memberId: string, threshold: number, lockSeconds: number): Promise<Date | null> {
-  const [row] = await db('members')
-    .where({ org_id: orgId, id: memberId })
-    .update({
-      failed_logins: db.raw('CASE WHEN failed_logins + 1 >= ? THEN 0 ELSE failed_logins + 1 END', [threshold]),
-      locked_until: db.raw('CASE WHEN failed_logins + 1 >= ? THEN now() + make_interval(secs => ?) ELSE locked_until END', [threshold, lockSeconds]),
-    })
-    .returning(['failed_logins', 'locked_until']);
-  return row && row.failed_logins === 0 && row.locked_until ? row.locked_until : null;
-}
-
-/** Clears the failure count after a successful sign-in. */
-export async function resetFailedSignIns(db: Db, orgId: string, memberId: string): Promise<void> {
-  await db('members').where({ org_id: orgId, id: memberId }).update({ failed_logins: 0, locked_until: null });
 }
 
 /** Locks the organization's owners (in `trx`) and refuses a change that would leave none. @throws LastOwnerError */
@@ -175,8 +151,13 @@ export async function removeMember(db: Db, orgId: string, memberId: string, chec
     if (!current) return undefined;
     check(toMember(current));
     await keepAnOwner(t, orgId, memberId);
-    const grants = t('oauth_grants').where({ org_id: orgId, member_id: memberId }).select('id');
-    await t('api_keys').where({ org_id: orgId, kind: 'oauth' }).whereIn('oauth_grant_id', grants).whereNull('revoked_at').update({ revoked_at: t.fn.now() });
+    const grants = () => t('oauth_grants').where({ org_id: orgId, member_id: memberId }).select('id');
+    // Their apps' access tokens and every key those tokens minted (api_keys.via_grant_id).
+    await t('api_keys')
+      .where({ org_id: orgId })
+      .where((k) => k.whereIn('oauth_grant_id', grants()).orWhereIn('via_grant_id', grants()))
+      .whereNull('revoked_at')
+      .update({ revoked_at: t.fn.now() });
     await t('members').where({ org_id: orgId, id: memberId }).delete();
     return toMember(current);
   });
@@ -210,14 +191,21 @@ export function listInvitations(db: Db, orgId: string, page: { limit: number; cu
   return keysetPage(db('invitations').where({ org_id: orgId }).whereNull('accepted_at').whereNull('revoked_at').select('*'), { ...page, column: 'seq', map: toInvitation });
 }
 
-/** Revokes a pending invitation. @returns it, or undefined when the organization has no such pending invitation */
-export async function revokeInvitation(db: Db, orgId: string, invitationId: string): Promise<Invitation | undefined> {
-  const [row] = await db('invitations')
-    .where({ org_id: orgId, id: invitationId })
-    .whereNull('accepted_at')
-    .update({ revoked_at: db.raw('coalesce(revoked_at, now())') })
-    .returning('*');
-  return row ? toInvitation(row) : undefined;
+/**
+ * Revokes a pending invitation.
+ * @param check called with the invitation, locked, before it is revoked (the caller's permission rule); may throw
+ * @returns it, or undefined when the organization has no such pending invitation
+ */
+export async function revokeInvitation(db: Db, orgId: string, invitationId: string, check?: (inv: Invitation) => void): Promise<Invitation | undefined> {
+  return db.transaction(async (trx) => {
+    const t = trx as unknown as Db;
+    const pending = t('invitations').where({ org_id: orgId, id: invitationId }).whereNull('accepted_at');
+    const current = await pending.clone().forUpdate().first();
+    if (!current) return undefined;
+    check?.(toInvitation(current));
+    const [row] = await pending.clone().update({ revoked_at: t.raw('coalesce(revoked_at, now())') }).returning('*');
+    return toInvitation(row);
+  });
 }
 
 /** The invitation of a token, whatever its state (the caller tells expired, used and revoked apart). */
@@ -280,12 +268,14 @@ export async function deleteSession(db: Db, orgId: string, sessionId: string): P
   await db('web_sessions').where({ org_id: orgId, id: sessionId }).delete();
 }
 
-/** The member whose approval issued the OAuth access token `keyId`, or undefined (another kind of key). */
-export async function memberOfAccessToken(db: Db, orgId: string, keyId: string): Promise<Member | undefined> {
-  const row = await db('api_keys as k')
-    .join('oauth_grants as g', 'g.id', 'k.oauth_grant_id')
+/**
+ * The member whose approval made the OAuth grant `grantId` (the grant behind an access token, or behind a
+ * key such a token minted), or undefined when the grant or its member is gone.
+ */
+export async function memberOfGrant(db: Db, orgId: string, grantId: string): Promise<Member | undefined> {
+  const row = await db('oauth_grants as g')
     .join('members as m', 'm.id', 'g.member_id')
-    .where({ 'k.org_id': orgId, 'k.id': keyId })
+    .where({ 'g.org_id': orgId, 'g.id': grantId })
     .first('m.*');
   return row ? toMember(row) : undefined;
 }

@@ -93,6 +93,23 @@ export async function getUploadContent(
 }
 
 /**
+ * The first `maxBytes` bytes and the metadata of an upload that can still be attached (unexpired or
+ * attached), or undefined when it is gone: what a type check needs without reading up to 25 MB.
+ */
+export async function getUploadHead(
+  db: Conn,
+  orgId: string,
+  fileId: string,
+  maxBytes: number,
+): Promise<{ filename: string; contentType: string; head: Buffer } | undefined> {
+  const row = await db('uploads')
+    .where({ org_id: orgId, id: fileId })
+    .andWhere((q) => q.whereNotNull('attached_at').orWhere('expires_at', '>', db.fn.now()))
+    .first('filename', 'content_type', db.raw('substring(data from 1 for ?) as head', [maxBytes]));
+  return row ? { filename: row.filename, contentType: row.content_type, head: row.head as Buffer } : undefined;
+}
+
+/**
  * Garbage collection: deletes up to `batch` unattached uploads past their expiry, across every
  * organization (the one query here without an organization: collection is not a tenant operation).
  * @returns how many were deleted

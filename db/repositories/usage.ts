@@ -1,7 +1,7 @@
 /**
  * Billable usage entries (table `usage_entries`, unique per organization and dedupe key): one entry per
  * business event, never two, however often an activity or request is retried. Every entry with an
- * amount is charged to the organization's wallet in the same statement (README "Billing": the ledger
+ * amount is charged to the organization's wallet in the same statement (docs/api-notes.md "Billing": the ledger
  * references each usage entry once), so usage and balance never disagree.
  */
 import type { Knex } from 'knex';
@@ -14,7 +14,7 @@ import { DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, WALLET_CURRENCY } from '../../doma
 import type { UsageEntryView } from '../../schemas/types/billing';
 import { fromNumericColumns } from '../rows';
 
-/** Registration and number fees in US cents (README "Billing": prices; domain/billing/prices.ts). */
+/** Registration and number fees in US cents (docs/api-notes.md "Billing": prices; domain/billing/prices.ts). */
 export const FEES = {
   /** TCR brand registration, charged once per registration. */
   brandRegistration: feeOf(PRICES.brandRegistration),

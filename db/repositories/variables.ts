@@ -1,5 +1,5 @@
 /**
- * Organization variables (README "Variables, escalation, onboarding, meta and settings"). A secret's value
+ * Organization variables (docs/api-notes.md "Variables, escalation, onboarding, meta and settings"). A secret's value
  * is stored only sealed (`v1:` AES-256-GCM, domain/webhooks/signing.ts) and leaves this module only through
  * `secretValues`, which the skill executor uses; every other read returns no value for a secret.
  */
@@ -74,7 +74,7 @@ export async function variableUsers(conn: Conn, orgId: string, name: string): Pr
 
 /**
  * Re-seals every secret variable of the organization (`npm run cli -- secrets reseal-webhooks` after a
- * WEBHOOK_SECRET_KEY rotation; README "Security"), in one transaction.
+ * WEBHOOK_SECRET_KEY rotation; docs/security.md), in one transaction.
  * @returns how many were re-sealed
  */
 export async function resealVariableSecrets(db: Db, orgId: string, reseal: (sealed: string) => string): Promise<number> {

@@ -1,5 +1,5 @@
 /**
- * Phone calls (README "Voice calls"; migration 20261124000400_voice_calls) and the one voice-only change
+ * Phone calls (docs/voice.md; migration 20261124000400_voice_calls) and the one voice-only change
  * to a stored transcript: truncating the agent's interrupted line to what the caller heard. Every
  * function takes the organization id first.
  */
@@ -15,17 +15,25 @@ export interface VoiceCallRecord {
   versionId: string | null;
   conversationId: string | null;
   provider: string;
-  providerCallId: string;
+  /** The carrier's call id; null while a call placed by `POST /calls` is `queued` (not dialed yet). */
+  providerCallId: string | null;
   direction: 'inbound' | 'outbound';
   from: string;
   to: string;
-  status: 'ringing' | 'answered' | 'completed' | 'failed';
+  /** `queued`: a call placed by `POST /calls`, not dialed yet (docs/api-notes.md "Calls on demand"). */
+  status: 'queued' | 'ringing' | 'answered' | 'completed' | 'failed';
   failureReason: string | null;
   /** Seconds connected, once the carrier reported the end. */
   durationSeconds: number | null;
   campaignId: string | null;
-  /** The message the call left on an answering machine (README "Voicemail"), or null. */
+  /** The message the call left on an answering machine (docs/voice.md "Voicemail"), or null. */
   voicemailMessage: string | null;
+  /** How an inbound call was routed by the number's settings: `agent`, or after hours `voicemail`, `message`, `escalation`. */
+  routing: string | null;
+  /** The voicemail the caller left (the carrier's recording), or null. */
+  recording: { url: string; seconds: number; transcript: string | null; receivedAt: string } | null;
+  /** Where the call was transferred (a number or SIP URI) and the escalation destination, or null. */
+  transfer: { to: string; destinationId: string | null } | null;
   createdAt: string;
   endedAt: string | null;
 }
@@ -47,6 +55,9 @@ function toRecord(r: any): VoiceCallRecord {
     durationSeconds: r.duration_seconds ?? null,
     campaignId: r.campaign_id ?? null,
     voicemailMessage: r.voicemail_message ?? null,
+    routing: r.routing ?? null,
+    recording: r.recording_url ? { url: r.recording_url, seconds: r.recording_seconds ?? 0, transcript: r.recording_transcript ?? null, receivedAt: iso(r.recording_received_at) } : null,
+    transfer: r.transferred_to ? { to: r.transferred_to, destinationId: r.transfer_destination_id ?? null } : null,
     createdAt: iso(r.created_at),
     endedAt: r.ended_at ? iso(r.ended_at) : null,
   };
@@ -64,8 +75,10 @@ export interface NewVoiceCall {
   status: VoiceCallRecord['status'];
   failureReason?: string | null;
   campaignId?: string | null;
-  /** The message this call leaves on an answering machine (README "Voicemail"). */
+  /** The message this call leaves on an answering machine (docs/voice.md "Voicemail"). */
   voicemailMessage?: string | null;
+  /** How an inbound call was routed (`agent`, `voicemail`, `message`, `escalation`). */
+  routing?: string | null;
 }
 
 /**
@@ -88,6 +101,7 @@ export async function createVoiceCall(conn: Conn, orgId: string, c: NewVoiceCall
       failure_reason: c.failureReason ?? null,
       campaign_id: c.campaignId ?? null,
       voicemail_message: c.voicemailMessage ?? null,
+      routing: c.routing ?? null,
       ended_at: c.status === 'failed' ? conn.fn.now() : null,
     })
     .onConflict(['provider', 'provider_call_id'])
@@ -126,6 +140,63 @@ export async function advanceVoiceCall(
     await q.clone().whereNotIn('status', ['completed', 'failed']).update({ status: 'completed', duration_seconds: change.durationSeconds, ended_at: conn.fn.now() });
   } else await q.clone().whereNotIn('status', ['completed', 'failed']).update({ status: 'failed', failure_reason: change.reason, ended_at: conn.fn.now() });
   return getVoiceCall(conn, orgId, id);
+}
+
+/**
+ * Stores the voicemail a caller left on a call (the carrier's `<Record>` callback); a later callback with
+ * the transcription only adds it.
+ * @returns the call, and whether this stored the recording (false: stored before, or no such call)
+ */
+export async function recordCallRecording(conn: Conn, orgId: string, id: string, rec: { url?: string | null; seconds?: number | null; transcript?: string | null }): Promise<{ call: VoiceCallRecord | undefined; storedNow: boolean }> {
+  let storedNow = false;
+  if (rec.url) {
+    const n = await conn('voice_calls')
+      .where({ org_id: orgId, id })
+      .whereNull('recording_url')
+      .update({ recording_url: rec.url, recording_seconds: Math.max(0, Math.round(rec.seconds ?? 0)), recording_received_at: conn.fn.now(), ...(rec.transcript ? { recording_transcript: rec.transcript } : {}) });
+    storedNow = n > 0;
+  }
+  if (!storedNow && rec.transcript) await conn('voice_calls').where({ org_id: orgId, id }).whereNull('recording_transcript').update({ recording_transcript: rec.transcript });
+  return { call: await getVoiceCall(conn, orgId, id), storedNow };
+}
+
+/**
+ * Claims a call's relay: the first upgrade of a reference to the call sets `relay_opened_at`; the call must
+ * still be ringing or answered. @returns false when the relay was opened before or the call has ended
+ */
+export async function claimCallRelay(conn: Conn, orgId: string, id: string): Promise<boolean> {
+  return (await conn('voice_calls').where({ org_id: orgId, id }).whereNull('relay_opened_at').whereIn('status', ['ringing', 'answered']).update({ relay_opened_at: conn.fn.now() })) > 0;
+}
+
+/** Whether a call's relay was opened (a reference to it was used). */
+export async function callRelayOpened(conn: Conn, orgId: string, id: string): Promise<boolean> {
+  const r = await conn('voice_calls').where({ org_id: orgId, id }).first('relay_opened_at');
+  return !!r?.relay_opened_at;
+}
+
+/** Records where a call was transferred (once: a repeated webhook keeps the first). */
+export async function recordCallTransfer(conn: Conn, orgId: string, id: string, t: { to: string; destinationId: string | null }): Promise<boolean> {
+  return (await conn('voice_calls').where({ org_id: orgId, id }).whereNull('transferred_to').update({ transferred_to: t.to, transfer_destination_id: t.destinationId })) > 0;
+}
+
+/**
+ * Ends a call that has not ended: `completed` with its duration, or `failed` with the reason, in one
+ * statement (the row lock of the UPDATE decides between concurrent enders).
+ * @returns the call when this statement ended it; undefined when it had ended before (or does not exist)
+ */
+export async function endVoiceCall(
+  conn: Conn,
+  orgId: string,
+  id: string,
+  end: { status: 'completed'; durationSeconds: number } | { status: 'failed'; reason: string },
+): Promise<VoiceCallRecord | undefined> {
+  const change = end.status === 'completed' ? { status: 'completed', duration_seconds: end.durationSeconds } : { status: 'failed', failure_reason: end.reason };
+  const [row] = await conn('voice_calls')
+    .where({ org_id: orgId, id })
+    .whereNotIn('status', ['completed', 'failed'])
+    .update({ ...change, ended_at: conn.fn.now() })
+    .returning('*');
+  return row ? toRecord(row) : undefined;
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Webhook endpoints, deliveries and attempts (README "Webhooks and audit logs"). Every function takes the organization id
+ * Webhook endpoints, deliveries and attempts (docs/api-notes.md "Webhooks and audit logs"). Every function takes the organization id
  * first; a row of another organization is invisible (undefined / false), exactly like a missing one.
  * Signing secrets leave this module only sealed (see events/signing.ts), and only through
  * `loadDeliveryContext`, which the delivery activity uses.
@@ -157,7 +157,7 @@ export async function rotateEndpointSecret(
 
 /**
  * Re-seals every stored signing secret of the organization, current and previous, deleted endpoints
- * included, with `reseal` (README "Security": after a WEBHOOK_SECRET_KEY rotation, so the previous key
+ * included, with `reseal` (docs/security.md: after a WEBHOOK_SECRET_KEY rotation, so the previous key
  * can be dropped). One transaction; the rows are locked while they change.
  * @param reseal maps a stored value to its new stored value; may throw (nothing is then written)
  * @returns how many endpoints were rewritten

@@ -24,6 +24,9 @@ import { validatePlaybookGraph } from './playbookGraph';
 import { skillConfigErrors, skillType } from './skillTypes';
 import { defaultVoiceFor, findVoice, isSupportedLanguage } from './voices';
 import { resolveReferences, type CompiledVariableRef, type OrgVariableRef } from '../settings/variables';
+import { isTimeZone } from '../settings/hours';
+import { topicRules } from '../conversations/guardrails';
+import { conversationLimits } from '../conversations/limits';
 
 /** DTMF settings when the agent names none. */
 export const DEFAULT_DTMF: Required<DtmfSettings> = { enabled: false, interDigitTimeoutMs: 3000, terminator: '#', maxDigits: 16 };
@@ -38,10 +41,13 @@ export const DEFAULT_GUARDRAILS: Guardrails = {
   maxConversationMinutes: null,
 };
 
-/** Caller verification before the first PUT: off. */
-export const DEFAULT_CALLER_VERIFICATION: CallerVerification = { enabled: false, method: null, requiredForSkills: [], maxAttempts: 3 };
+/**
+ * Caller verification before the first PUT: off; when turned on, only protected actions ask for it. Agents
+ * stored before `required` existed carry `required: always` (migration 20261126000700_playbook_intents).
+ */
+export const DEFAULT_CALLER_VERIFICATION: CallerVerification = { enabled: false, method: null, requiredForSkills: [], maxAttempts: 3, required: 'for_protected_actions' };
 
-/** Widget settings before the first PUT (README "Widget"). */
+/** Widget settings before the first PUT (docs/api-notes.md "Widget"). */
 export const DEFAULT_WIDGET: WidgetSettings = {
   enabled: true,
   title: 'Chat with us',
@@ -75,7 +81,10 @@ export function effectiveDtmf(stored: Partial<DtmfSettings> | null | undefined):
 /** Active guardrails with a one-line description each (agent attachments, pre-publish report). */
 export function activeGuardrails(g: Guardrails): { name: string; description: string }[] {
   const out: { name: string; description: string }[] = [];
-  if (g.blockedTopics.length) out.push({ name: 'blockedTopics', description: `Declines to discuss: ${g.blockedTopics.join(', ')}` });
+  if (g.blockedTopics.length) {
+    const topics = topicRules(g).map((t) => `${t.topic} (${t.match === 'semantic' ? 'judged by the model' : 'by phrase'})`);
+    out.push({ name: 'blockedTopics', description: `Declines to discuss: ${topics.join(', ')}` });
+  }
   if (g.forbiddenPhrases.length) out.push({ name: 'forbiddenPhrases', description: `Never says ${g.forbiddenPhrases.length} listed phrase(s)` });
   if (g.redactPii) out.push({ name: 'redactPii', description: 'Masks card numbers, SSNs and similar personal data in transcripts and tool arguments' });
   if (g.profanityFilter) out.push({ name: 'profanityFilter', description: 'Replaces profanity in replies' });
@@ -92,7 +101,11 @@ export interface CompiledAgent extends Pick<Agent, 'name' | 'description' | 'per
   dtmf: Required<DtmfSettings>;
   variables: AgentVariable[];
   skills: { name: string; type: string; description: string | null; config: Record<string, unknown> }[];
-  playbooks: { name: string; description: string | null; graph: PlaybookGraph }[];
+  /**
+   * Playbooks by name. `whenToUse`, `triggerPhrases` and `requiresVerifiedCaller` are present only when set (so
+   * versions published before they existed compare equal in the diff).
+   */
+  playbooks: CompiledPlaybook[];
   guardrails: Guardrails;
   callerVerification: CallerVerification;
   /** Knowledge sources that are ready (indexed) at compile time. */
@@ -102,16 +115,48 @@ export interface CompiledAgent extends Pick<Agent, 'name' | 'description' | 'per
   /** Extraction fields of the post-conversation analysis (absent in versions published before analysis existed: none). */
   analysis?: AnalysisSettings;
   /**
-   * What campaign calls leave on an answering machine (README "Voicemail"), organization variables in
+   * Model settings (docs/api-notes.md "Agents": model settings), each present only when the draft set it (so versions
+   * published before they existed compare equal): the chat model (absent: the deployment's LLM_MODEL), the
+   * temperature (absent: the model's default), the most tokens of an answer (absent: the model's limit), the model
+   * asked once when the first answers 429/5xx or times out (absent: none), and the IANA time zone of the date and
+   * time the prompt carries (absent: the organization's, UTC).
+   */
+  model?: string;
+  temperature?: number;
+  maxTokens?: number;
+  fallbackModel?: string;
+  timeZone?: string;
+  /**
+   * What campaign calls leave on an answering machine (docs/voice.md "Voicemail"), organization variables in
    * place; null or absent (versions published before voicemail messages existed): none.
    */
   voicemailMessage?: string | null;
+  /**
+   * Idle timeouts and the SMS reply length (domain/conversations/limits.ts; docs/api-notes.md "Conversations"): absent
+   * in versions published before they existed, which run on the defaults (`conversationLimits`).
+   */
+  idleTimeoutSeconds?: number;
+  smsIdleTimeoutSeconds?: number;
+  smsMaxSegments?: number;
   /**
    * Organization variables the version refers to (absent when none): a non-secret one with the value
    * published (already put in place of its references), a secret one by id only — its value is never
    * copied into a version; the skill executor fills it in when the skill runs.
    */
   orgVariables?: CompiledVariableRef[];
+}
+
+/** A playbook as a version stores it (docs/api-notes.md "Agents": playbooks). */
+export interface CompiledPlaybook {
+  name: string;
+  description: string | null;
+  graph: PlaybookGraph;
+  /** When the model should start it; absent: not set. */
+  whenToUse?: string;
+  /** Phrases that start it; absent: none. */
+  triggerPhrases?: string[];
+  /** Present (true) when it runs only for a verified caller. */
+  requiresVerifiedCaller?: true;
 }
 
 /** Result of compiling a draft. `errors` non-empty means the draft cannot be published. */
@@ -162,7 +207,7 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
     seenVars.add(variable.name);
   }
 
-  // Organization variables (README "Variables, escalation, onboarding, meta and settings").
+  // Organization variables (docs/api-notes.md "Variables, escalation, onboarding, meta and settings").
   const orgVars = new Map((bundle.orgVariables ?? []).map((v) => [v.name, v]));
   const usedVars = new Map<string, OrgVariableRef>();
   const resolve = <T>(value: T, field: string, allowSecrets: boolean): T => {
@@ -187,9 +232,22 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
   }
   const skillMap = new Map(skills.map((s) => [s.name, { type: s.type, config: s.config }]));
 
-  const playbooks = [...bundle.playbooks].sort(byName).map((p) => ({ ...p, graph: resolve(p.graph, `playbooks[${p.name}].graph`, false) }));
+  const playbooks = [...bundle.playbooks].sort(byName).map((p) => ({
+    ...p,
+    graph: resolve(p.graph, `playbooks[${p.name}].graph`, false),
+    whenToUse: resolve(p.whenToUse ?? null, `playbooks[${p.name}].whenToUse`, false),
+  }));
   for (const p of playbooks) {
     errors.push(...validatePlaybookGraph(p.graph, { skills: skillMap, initialVariables: seenVars }, `playbooks[${p.name}].graph`));
+    // A skill node without an error path gets the default one at run time (domain/conversations/playbook.ts).
+    for (const n of p.graph.nodes) {
+      if (n.type !== 'skill' || p.graph.edges.some((e) => e.from === n.id && e.onError)) continue;
+      warnings.push({
+        code: 'playbook_skill_without_error_path',
+        field: `playbooks[${p.name}].graph.nodes[${n.id}]`,
+        message: `Skill node "${n.id}" has no onError edge: when its skill fails the agent apologises and offers a member of the team`,
+      });
+    }
   }
 
   const guardrails = effectiveGuardrails(agent.guardrails);
@@ -200,12 +258,21 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
   for (const name of callerVerification.requiredForSkills) {
     if (!skillMap.has(name)) errors.push({ field: `callerVerification.requiredForSkills[${name}]`, message: `names no skill of this agent: "${name}"` });
   }
+  for (const p of playbooks) {
+    if (p.requiresVerifiedCaller && !callerVerification.enabled) {
+      warnings.push({
+        code: 'protected_playbook_without_verification',
+        field: `playbooks[${p.name}].requiresVerifiedCaller`,
+        message: `Playbook ${p.name} requires a verified caller but caller verification is off: it runs for every caller`,
+      });
+    }
+  }
 
   if (callerVerification.enabled && (callerVerification.method === 'dob_and_zip' || callerVerification.method === 'sms_otp')) {
     warnings.push({
       code: 'caller_verification_unsupported',
       field: 'callerVerification.method',
-      message: `Method ${callerVerification.method} is not run by this deployment (README "Caller verification"): callers stay unverified`,
+      message: `Method ${callerVerification.method} is not run by this deployment (docs/api-notes.md "Caller verification"): callers stay unverified`,
     });
   }
   if (callerVerification.enabled && callerVerification.method === 'pin' && !effectiveDtmf(agent.dtmf).enabled) {
@@ -228,6 +295,10 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
     warnings.push({ code: `knowledge_${k.status}`, field: `knowledge[${k.id}]`, message: `Knowledge source "${k.title}" is ${k.status} and is left out of this version` });
   }
 
+  const modelChecks = modelSettingProblems(agent, bundle.models, guardrails);
+  errors.push(...modelChecks.errors);
+  warnings.push(...modelChecks.warnings);
+
   const snapshot: CompiledAgent = {
     schemaVersion: 1,
     name: agent.name,
@@ -241,11 +312,13 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
     dtmf: effectiveDtmf(agent.dtmf),
     variables: agent.variables,
     skills: skills.map((s) => ({ name: s.name, type: s.type, description: s.description, config: s.config })),
-    playbooks: playbooks.map((p) => ({ name: p.name, description: p.description, graph: p.graph })),
+    playbooks: playbooks.map(compiledPlaybook),
     guardrails,
     callerVerification,
     widget: effectiveWidget(agent.widget),
     analysis: { fields: agent.analysis?.fields ?? [] },
+    ...compiledModelSettings(agent),
+    ...conversationLimits(agent),
     knowledge: bundle.knowledge
       .filter((k: KnowledgeSourceSummary) => k.status === 'ready')
       .map((k) => ({ id: k.id, title: k.title, kind: k.kind, chunkCount: k.chunkCount })),
@@ -256,6 +329,63 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
       .map((v) => (v.secret ? { name: v.name, id: v.id, secret: true } : { name: v.name, id: v.id, secret: false, value: v.value ?? '' }));
   }
   return { snapshot, errors, warnings };
+}
+
+/** The model settings as a version stores them: each only when set (CompiledAgent `model` …). */
+function compiledModelSettings(agent: DraftBundle['agent']): Pick<CompiledAgent, 'model' | 'temperature' | 'maxTokens' | 'fallbackModel' | 'timeZone'> {
+  const out: Pick<CompiledAgent, 'model' | 'temperature' | 'maxTokens' | 'fallbackModel' | 'timeZone'> = {};
+  if (agent.model) out.model = agent.model;
+  if (agent.temperature !== null && agent.temperature !== undefined) out.temperature = agent.temperature;
+  if (agent.maxTokens !== null && agent.maxTokens !== undefined) out.maxTokens = agent.maxTokens;
+  if (agent.fallbackModel) out.fallbackModel = agent.fallbackModel;
+  if (agent.timeZone) out.timeZone = agent.timeZone;
+  return out;
+}
+
+/**
+ * Problems of the model settings and of semantic guardrails (docs/api-notes.md "Agents": model settings): a `model` or
+ * `fallbackModel` outside the deployment's LLM_MODELS (when `models` is known) or an unknown `timeZone` is an
+ * error naming the field, since the API refuses them at save and the allowlist may have changed since; a fallback
+ * equal to the model and a semantic topic without description are warnings.
+ */
+export function modelSettingProblems(
+  agent: Partial<Pick<Agent, 'model' | 'fallbackModel' | 'timeZone'>>,
+  models: DraftBundle['models'],
+  guardrails?: Guardrails,
+): { errors: FieldError[]; warnings: ReportWarning[] } {
+  const errors: FieldError[] = [];
+  const warnings: ReportWarning[] = [];
+  const allowed = models ? new Set(models.allowed) : undefined;
+  for (const field of ['model', 'fallbackModel'] as const) {
+    const value = agent[field];
+    if (value && allowed && !allowed.has(value)) {
+      errors.push({ field, message: `"${value}" is not a model of this deployment (LLM_MODELS: ${[...allowed].join(', ')})` });
+    }
+  }
+  if (agent.timeZone && !isTimeZone(agent.timeZone)) errors.push({ field: 'timeZone', message: 'must be an IANA time zone, e.g. America/Chicago' });
+  const effectiveModel = agent.model || models?.default;
+  if (agent.fallbackModel && effectiveModel && agent.fallbackModel === effectiveModel) {
+    warnings.push({ code: 'fallback_same_as_model', field: 'fallbackModel', message: `The fallback model is the model itself (${effectiveModel}): a failure is only retried on it once` });
+  }
+  for (const t of guardrails ? topicRules(guardrails) : []) {
+    if (t.match === 'semantic' && !t.description) {
+      warnings.push({
+        code: 'semantic_topic_without_description',
+        field: `guardrails.blockedTopics[${t.topic}]`,
+        message: `Semantic topic "${t.topic}" has no description: the model judges it by its name alone`,
+      });
+    }
+  }
+  return { errors, warnings };
+}
+
+/** A draft playbook as a version stores it: the start settings only when set (CompiledPlaybook). */
+function compiledPlaybook(p: DraftBundle['playbooks'][number]): CompiledPlaybook {
+  const out: CompiledPlaybook = { name: p.name, description: p.description, graph: p.graph };
+  if (p.whenToUse) out.whenToUse = p.whenToUse;
+  if (p.triggerPhrases?.length) out.triggerPhrases = p.triggerPhrases;
+  if (p.requiresVerifiedCaller) out.requiresVerifiedCaller = true;
+  return out;
 }
 
 /** JSON with object keys sorted at every level (arrays keep their order): one byte form per value. */

@@ -1,9 +1,12 @@
 /**
- * Playbook graph validation (README "Agents"; spec "What the service does": playbooks are multi-turn node graphs
+ * Playbook graph validation (docs/api-notes.md "Agents"; spec "What the service does": playbooks are multi-turn node graphs
  * that gather several inputs in order and then drive skills). Rules, each error naming the node:
  * - node ids are unique; exactly one `start` node; `ask` nodes name `prompt` and `gathers`, `say` nodes a
  *   `prompt`, `skill` nodes a `skill`, `branch` nodes the variable they branch `on`;
- * - every edge joins two existing nodes (no dangling edges) and no edge leaves an `end` node;
+ * - every edge joins two existing nodes (no dangling edges) and no edge leaves an `end` or `escalate` node (an
+ *   `escalate` node ends the playbook: it hands the person to the team; its `prompt` is optional);
+ * - `onError` edges leave `skill` nodes only, at most one per node (the path taken when the skill fails;
+ *   without one the runtime apologises and offers a member of the team: domain/conversations/playbook.ts);
  * - every node is reachable from the start node;
  * - every `skill` node names an existing skill of the agent, and maps only inputs that skill has;
  * - every required input of a skill, and every variable a branch reads, is gathered on every path from
@@ -65,9 +68,16 @@ export function validatePlaybookGraph(graph: PlaybookGraph, ctx: GraphContext, p
       errors.push({ field: label, message: `dangling edge ${e.from} → ${e.to}: no node ${missing.map((m) => `"${m}"`).join(' and ')}` });
       return;
     }
-    if (nodes.get(e.from)!.type === 'end') {
-      errors.push({ field: nodeField(e.from), message: `is an end node but has an outgoing edge to "${e.to}"` });
+    const fromType = nodes.get(e.from)!.type;
+    if (fromType === 'end' || fromType === 'escalate') {
+      errors.push({ field: nodeField(e.from), message: `is an ${fromType} node but has an outgoing edge to "${e.to}"` });
       return;
+    }
+    // A misplaced onError is reported but the edge still joins its nodes (reachability is not blamed on it).
+    if (e.onError && nodes.get(e.from)!.type !== 'skill') {
+      errors.push({ field: `${label}.onError`, message: `only an edge leaving a skill node can be its error path ("${e.from}" is a ${nodes.get(e.from)!.type} node)` });
+    } else if (e.onError && graph.edges.findIndex((o) => o.from === e.from && o.onError) !== i) {
+      errors.push({ field: `${label}.onError`, message: `skill node "${e.from}" already has an onError edge` });
     }
     if (nodes.get(e.to)!.type === 'start') {
       errors.push({ field: nodeField(e.to), message: `is the start node but has an incoming edge from "${e.from}"` });

@@ -8,6 +8,7 @@ import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FieldError } from '../errors';
 import { toFieldErrors } from '../validation';
+import { isOutputSchema, type OutputSchema } from './skillOutput';
 
 /** One input a skill needs from the conversation. */
 export interface SkillInput {
@@ -35,6 +36,12 @@ export interface SkillTypeDef {
   dataFlow(config: Record<string, any>): SkillDataFlow;
   /** Checks the schema cannot express, given a config the schema accepted (fields relative to the config). */
   check?(config: Record<string, any>): FieldError[];
+  /**
+   * The shape of the skill's output, given a valid config, or undefined when it has none (then the whole
+   * output reaches the model). Only the members it declares reach the model and the receipt
+   * (domain/agents/skillOutput.ts; docs/security.md "Sensitive record fields").
+   */
+  output?(config: Record<string, any>): OutputSchema | undefined;
 }
 
 const INPUT_NAME = '^[a-z][a-z0-9_]{0,63}$';
@@ -67,6 +74,9 @@ const hostOf = (url: unknown): string | null => {
 const placeholders = (text: unknown): string[] =>
   [...new Set([...String(text ?? '').matchAll(/\{\{\s*([a-z][a-z0-9_]*)\s*\}\}/g)].map((m) => m[1]))];
 
+/** An output schema of scalar members. */
+const objectOf = (names: string[]): OutputSchema => ({ type: 'object', properties: Object.fromEntries(names.map((n) => [n, {}])) });
+
 const declaredInputs = (config: Record<string, any>): SkillInput[] =>
   (Array.isArray(config.inputs) ? config.inputs : []).map((i: any) => ({ name: String(i.name), required: i.required !== false }));
 
@@ -92,9 +102,16 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
         },
         inputs: inputsSchema,
         timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000 },
-        integration: { const: 'http', description: "Set by provisioning: the connection's sealed Authorization header is added at run time (README \"Integrations and records\")." },
+        integration: { const: 'http', description: "Set by provisioning: the connection's sealed Authorization header is added at run time (docs/api-notes.md \"Integrations and records\")." },
+        outputSchema: {
+          type: 'object',
+          description:
+            'JSON Schema of the answer (type, properties, additionalProperties, items): only the members it declares reach the model and the receipt. Absent: the whole answer does (docs/security.md "Sensitive record fields").',
+        },
       },
     },
+    check: (c) => (c.outputSchema !== undefined && !isOutputSchema(c.outputSchema) ? [{ field: 'outputSchema', message: 'must be a JSON Schema object (properties, items and additionalProperties schemas themselves)' }] : []),
+    output: (c) => (isOutputSchema(c.outputSchema) ? c.outputSchema : undefined),
     inputs: declaredInputs,
     dataFlow: (c) => ({ destination: hostOf(c.url), fields: declaredInputs(c).map((i) => i.name) }),
   },
@@ -124,6 +141,7 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
       ...(c.collectNotes ? [{ name: 'notes', required: false }] : []),
     ],
     dataFlow: (c) => ({ destination: c.integration ? 'www.googleapis.com' : hostOf(c.url), fields: ['name', 'phone', 'start_time', ...(c.collectNotes ? ['notes'] : [])] }),
+    output: () => objectOf(['bookingId', 'status', 'startTime', 'endTime', 'durationMinutes', 'timeZone']),
   },
   {
     type: 'lookup_record',
@@ -141,6 +159,14 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     },
     inputs: (c) => (Array.isArray(c.matchOn) ? c.matchOn : ['phone', 'email', 'name']).map((name: string) => ({ name, required: false })),
     dataFlow: () => ({ destination: null, fields: [] }),
+    // Sensitive record fields are left out of `fields` before this applies (services/integrations/skills.ts).
+    output: () => ({
+      type: 'object',
+      properties: {
+        matchedOn: { type: 'string' },
+        matches: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, phone: { type: 'string' }, email: { type: 'string' }, fields: { type: 'object', additionalProperties: { type: 'string' } } } } },
+      },
+    }),
   },
   {
     type: 'send_sms',
@@ -158,12 +184,13 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     },
     inputs: (c) => placeholders(c.template).map((name) => ({ name, required: true })),
     dataFlow: (c) => ({ destination: c.to === 'caller' ? 'caller' : String(c.to), fields: placeholders(c.template) }),
+    output: () => objectOf(['messageId', 'status', 'heldUntil']),
   },
   {
     type: 'transfer_call',
     name: 'Transfer call',
     description:
-      'Transfers the live call to an escalation destination (`destinationId`, README "Variables, escalation, onboarding, meta and settings") or a phone number, optionally announcing a summary to the person answering.',
+      'Transfers the live call to an escalation destination (`destinationId`, docs/api-notes.md "Variables, escalation, onboarding, meta and settings") or a phone number, optionally announcing a summary to the person answering.',
     sendsData: true,
     configSchema: {
       type: 'object',
@@ -180,6 +207,7 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
         : [],
     inputs: () => [],
     dataFlow: (c) => ({ destination: String(c.destinationId ?? c.phoneNumber), fields: ['call_audio', ...(c.announceSummary ? ['conversation_summary'] : [])] }),
+    output: () => objectOf(['status', 'to', 'destinationId', 'kind', 'openNow']),
   },
   {
     type: 'end_call',
@@ -193,6 +221,7 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     },
     inputs: () => [],
     dataFlow: () => ({ destination: null, fields: [] }),
+    output: () => objectOf(['status']),
   },
 ];
 
@@ -221,6 +250,11 @@ export function skillConfigErrors(type: string, config: unknown, prefix = 'confi
   }
   if (v(config)) return (def.check?.(config as Record<string, any>) ?? []).map((e) => ({ field: `${prefix}.${e.field}`, message: e.message }));
   return toFieldErrors(v.errors ?? []).map((e) => ({ field: e.field === '(body)' ? prefix : `${prefix}.${e.field}`, message: e.message }));
+}
+
+/** The output schema of a skill (undefined: none, its whole output reaches the model). */
+export function skillOutputSchema(type: string, config: Record<string, any>): OutputSchema | undefined {
+  return BY_TYPE.get(type)?.output?.(config);
 }
 
 /** Required and optional inputs of a skill (empty for an unknown type). */

@@ -5,15 +5,23 @@
 import type { WidgetSettings } from '../../schemas/types/agents';
 import type { Agent, CallerVerification, Guardrails, PlaybookGraph } from '../../schemas/types/agents';
 import type { OrgVariableRef } from '../settings/variables';
+import type { ConversationLimits } from '../conversations/limits';
 
 /** The draft's own profile fields, as the API shows them (schemas/types/agents.ts Agent). */
-export type AgentProfile = Pick<Agent, 'name' | 'description' | 'persona' | 'instructions' | 'greeting' | 'voicemailMessage' | 'language' | 'voiceId' | 'dtmf' | 'variables'>;
+export type AgentProfile = Pick<Agent, 'name' | 'description' | 'persona' | 'instructions' | 'greeting' | 'voicemailMessage' | 'language' | 'voiceId' | 'dtmf' | 'variables'> &
+  Partial<AgentModelSettings>;
+
+/**
+ * The draft's model settings (docs/api-notes.md "Agents": model settings); each null or absent: the deployment's
+ * default (LLM_MODEL, the model's own temperature and limit, no fallback, the organization's time zone).
+ */
+export type AgentModelSettings = Pick<Agent, 'model' | 'temperature' | 'maxTokens' | 'fallbackModel' | 'timeZone'>;
 
 /** Stored extraction fields of the post-conversation analysis (`{fields: []}` by default). */
 export type AgentAnalysis = Agent['analysis'];
 
 /** A stored agent draft, camelCase, with what is attached to it. */
-export interface AgentRecord extends AgentProfile {
+export interface AgentRecord extends AgentProfile, Partial<ConversationLimits> {
   id: string;
   orgId: string;
   /** Stored guardrails; `{}` until first PUT (defaults are applied by the API layer). */
@@ -21,7 +29,7 @@ export interface AgentRecord extends AgentProfile {
   callerVerification: Partial<CallerVerification>;
   /** Stored widget settings; `{}` until first PUT. */
   widget: Partial<WidgetSettings>;
-  /** Extraction fields of the post-conversation analysis (README "Conversation analysis"). */
+  /** Extraction fields of the post-conversation analysis (docs/api-notes.md "Conversation analysis"). */
   analysis: AgentAnalysis;
   version: number;
   publishedVersionId: string | null;
@@ -48,13 +56,27 @@ export interface KnowledgeSourceSummary {
 export interface DraftBundle {
   agent: AgentRecord;
   skills: { id: string; name: string; type: string; description: string | null; config: Record<string, any> }[];
-  playbooks: { id: string; name: string; description: string | null; graph: PlaybookGraph }[];
+  playbooks: {
+    id: string;
+    name: string;
+    description: string | null;
+    graph: PlaybookGraph;
+    /** Absent or null: none (docs/api-notes.md "Agents": playbooks). */
+    whenToUse?: string | null;
+    triggerPhrases?: string[];
+    requiresVerifiedCaller?: boolean;
+  }[];
   knowledge: KnowledgeSourceSummary[];
   /**
    * The organization's variables (secrets without their values) that `{{vars.<name>}}` references resolve
-   * against; absent = none (README "Variables, escalation, onboarding, meta and settings").
+   * against; absent = none (docs/api-notes.md "Variables, escalation, onboarding, meta and settings").
    */
   orgVariables?: OrgVariableRef[];
   /** Ids of the organization's escalation destinations (`transfer_call` targets); absent = not checked. */
   escalationDestinationIds?: ReadonlySet<string>;
+  /**
+   * The deployment's chat models (config.ts `llmModelSettings`): `default` (LLM_MODEL) and the allowlist
+   * `allowed` (LLM_MODELS) that `model` and `fallbackModel` must be in; absent = not checked.
+   */
+  models?: { default: string; allowed: readonly string[] };
 }

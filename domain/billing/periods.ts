@@ -1,5 +1,5 @@
 /**
- * Billing periods (README "Billing": invoices): one calendar month per invoice, `yyyy-mm`, in UTC
+ * Billing periods (docs/api-notes.md "Billing": invoices): one calendar month per invoice, `yyyy-mm`, in UTC
  * (organizations have no time zone of their own yet). Pure date arithmetic shared by the API, the
  * activities and the `billing-month` workflow (no clock is read here).
  */

@@ -1,5 +1,5 @@
 /**
- * The one price table (README "Billing": prices). Every `recordUsage` caller takes its unit price
+ * The one price table (docs/api-notes.md "Billing": prices). Every `recordUsage` caller takes its unit price
  * from here (db/repositories/usage.ts FEES, services/conversations/service.ts CONVERSATION_FEES), and
  * `GET /billing/usage` shows each entry's unit price. Sandbox prices in US cents.
  */
@@ -15,7 +15,7 @@ export interface Price {
   description: string;
 }
 
-/** Every priced usage kind (README "Billing" lists the same table). */
+/** Every priced usage kind (docs/api-notes.md "Billing" lists the same table). */
 export const PRICES = {
   brandRegistration: { kind: '10dlc_brand_registration', unitPriceCents: 400, unit: 'registration', description: 'TCR brand registration, once per 10DLC registration' },
   campaignVetting: { kind: '10dlc_campaign_vetting', unitPriceCents: 1500, unit: 'registration', description: '10DLC campaign vetting, once per registration' },

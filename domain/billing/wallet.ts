@@ -1,5 +1,5 @@
 /**
- * Wallet rules (README "Billing": wallet and ledger). The balance is the sum of an append-only ledger
+ * Wallet rules (docs/api-notes.md "Billing": wallet and ledger). The balance is the sum of an append-only ledger
  * of signed amounts in US cents: top-ups and refunds credit, usage charges debit.
  */
 

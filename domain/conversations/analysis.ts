@@ -1,5 +1,5 @@
 /**
- * Post-conversation analysis, the pure part (README "Conversation analysis"): the agent's extraction fields are
+ * Post-conversation analysis, the pure part (docs/api-notes.md "Conversation analysis"): the agent's extraction fields are
  * checked at save, the model is asked for one JSON object (`summary`, `outcome`, `sentiment`, `fields`), and its
  * answer is read back with every extracted value checked against its field's type — an invalid value is dropped
  * and named in `notes`, never stored.

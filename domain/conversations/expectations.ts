@@ -1,5 +1,5 @@
 /**
- * Expectations of a simulated conversation (README "Conversations": `POST /agents/{agentId}/simulate`),
+ * Expectations of a simulated conversation (docs/api-notes.md "Conversations": `POST /agents/{agentId}/simulate`),
  * each judged on the whole conversation with the evidence that decided it:
  * - `mentions` / `doesNotMention`: an agent reply contains the text (case-insensitive);
  * - `callsSkill`: a turn's receipt has a call of the skill that did not fail;

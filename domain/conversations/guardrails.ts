@@ -1,9 +1,9 @@
 /**
- * Guardrails executed on every turn (spec "What the service does": guardrails attach to the agent; README
+ * Guardrails executed on every turn (spec "What the service does": guardrails attach to the agent; docs/api-notes.md
  * "Conversations"): input checks decide whether the agent answers at all, output checks rewrite what it
  * says, and each decision is recorded in the turn's receipt. Pure functions.
  */
-import type { Guardrails } from '../../schemas/types/agents';
+import type { BlockedTopic, Guardrails, TopicMatch } from '../../schemas/types/agents';
 import type { TurnReceipt } from '../../schemas/types/chat';
 
 /** One guardrail decision for the receipt: which rule, what it did (`refused`, `escalated`, `replaced`, `redacted`, `ended`), what matched (≤ 200 characters) and on which side of the turn. */
@@ -27,6 +27,35 @@ export function mentions(text: string, phrase: string): boolean {
   return p.length > 0 && t.includes(` ${p} `);
 }
 
+/** A blocked topic with its match mode made explicit (schemas/types/agents.ts `BlockedTopic`). */
+export interface TopicRule {
+  topic: string;
+  match: TopicMatch;
+  /** What the topic covers (for the model judging a `semantic` topic); null when none was given. */
+  description: string | null;
+}
+
+/** One stored blocked topic as a rule: a plain string is a `phrase` topic without description. */
+export function topicRule(t: BlockedTopic): TopicRule {
+  if (typeof t === 'string') return { topic: t, match: 'phrase', description: null };
+  return { topic: t.topic, match: t.match ?? 'phrase', description: t.description?.trim() || null };
+}
+
+/** The rules of each blocked-topic list (a turn reads them on every message: normalize once per list). */
+const ruleCache = new WeakMap<readonly BlockedTopic[], TopicRule[]>();
+
+/** The blocked topics of `g` as rules, in their order (old string-only lists are `phrase` topics). */
+export function topicRules(g: Pick<Guardrails, 'blockedTopics'>): TopicRule[] {
+  let rules = ruleCache.get(g.blockedTopics);
+  if (!rules) ruleCache.set(g.blockedTopics, (rules = g.blockedTopics.map(topicRule)));
+  return rules;
+}
+
+/** The `semantic` blocked topics of `g` (judged by the model, ./topicClassifier.ts). */
+export function semanticTopics(g: Pick<Guardrails, 'blockedTopics'>): TopicRule[] {
+  return topicRules(g).filter((r) => r.match === 'semantic');
+}
+
 /** Refusal said for a blocked topic. */
 export function topicRefusal(topic: string): string {
   return `I'm sorry, I can't help with ${topic}. Is there anything else I can do for you?`;
@@ -36,24 +65,34 @@ export function topicRefusal(topic: string): string {
 export const ESCALATION_REPLY = "I'll connect you with a member of our team who can help with that.";
 
 /**
- * Input checks: `blockedTopics` (refuse) then `escalateOn` (hand off), matched as whole-word phrases.
+ * Input checks without a model: the `phrase` topics of `blockedTopics` (refuse) then `escalateOn` (hand off),
+ * matched as whole-word phrases; each decision says why (`reason`). `semantic` topics are left to
+ * ./topicClassifier.ts `checkSemanticTopics`, which the runtime asks next.
  * @param text the user's message
  */
 export function checkInput(text: string, g: Guardrails): InputVerdict {
   const decisions: GuardrailDecision[] = [];
-  for (const topic of g.blockedTopics) {
-    if (mentions(text, topic)) {
-      decisions.push({ rule: 'blockedTopics', action: 'refused', excerpt: topic.slice(0, 200), stage: 'input' });
+  for (const { topic, match } of topicRules(g)) {
+    if (match === 'phrase' && mentions(text, topic)) {
+      decisions.push({ rule: 'blockedTopics', action: 'refused', excerpt: topic.slice(0, 200), stage: 'input', match: 'phrase', reason: phraseReason(topic) });
       return { refusal: topicRefusal(topic), escalate: false, decisions };
     }
   }
   for (const situation of g.escalateOn) {
     if (mentions(text, situation)) {
-      decisions.push({ rule: 'escalateOn', action: 'escalated', excerpt: situation.slice(0, 200), stage: 'input' });
+      decisions.push({ rule: 'escalateOn', action: 'escalated', excerpt: situation.slice(0, 200), stage: 'input', reason: phraseReason(situation) });
       return { refusal: ESCALATION_REPLY, escalate: true, decisions };
     }
   }
   return { refusal: null, escalate: false, decisions };
+}
+
+/** Longest `reason` of a guardrail decision, characters. */
+export const REASON_MAX = 300;
+
+/** Why a phrase matched: the words the message contains. */
+function phraseReason(phrase: string): string {
+  return `the message contains the words "${phrase.slice(0, 200)}"`.slice(0, REASON_MAX);
 }
 
 /** Words the profanity filter masks (a short list of common English profanity; the mask keeps the first letter). */

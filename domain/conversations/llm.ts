@@ -49,28 +49,43 @@ export interface LlmUsage {
 
 /**
  * What the conversation runtime hands the sandbox so it can answer like a model following the agent's
- * instructions (README "Sandbox LLM"); real adapters ignore it. Precedence: refusal, say, greeting (no user turn
- * yet), tool result, tool call, ask, knowledge, generic.
+ * instructions (docs/api-notes.md "Sandbox LLM"); real adapters ignore it. Precedence: refusal, say, greeting (no user turn
+ * yet), tool result, tool call (a named tool, then a playbook by trigger phrase or `whenToUse`), ask, knowledge, generic.
  */
 export interface SandboxHints {
   /** Said verbatim when the conversation has no user message yet. */
   greeting?: string;
-  /** Retrieved knowledge, best first; the sandbox quotes the first chunk with its source. `score` in 0..1. */
+  /** Retrieved knowledge, best first; the sandbox answers with the sentences matching the question best. `score` in 0..1. */
   knowledge?: { text: string; source: string; score: number }[];
+  /**
+   * The playbooks offered as tools (`tool` is its `start_playbook_<name>` tool): the sandbox calls the tool when
+   * the user's message contains a trigger phrase or shares the key words of `whenToUse` (docs/api-notes.md "Sandbox LLM").
+   */
+  playbooks?: { tool: string; name: string; triggerPhrases: string[]; whenToUse: string | null }[];
   /** The question the current playbook node gathers next: said verbatim. */
   ask?: string;
   /** A guardrail blocked the turn: this refusal is said verbatim. */
   refusal?: string;
   /** A playbook `say` node: said verbatim. */
   say?: string;
-  /** A post-conversation analysis is asked for: the sandbox answers its JSON from this transcript (README "Sandbox LLM"). */
+  /** A post-conversation analysis is asked for: the sandbox answers its JSON from this transcript (docs/api-notes.md "Sandbox LLM"). */
   analysis?: AnalysisRequest;
+  /**
+   * A semantic topic guardrail asks whether `message` is about any of `topics` (./topicClassifier.ts): the sandbox
+   * answers `{"applies": [...], "reason": "..."}` by key words (docs/api-notes.md "Sandbox LLM").
+   */
+  classification?: { message: string; topics: { topic: string; description: string | null }[] };
 }
 
 /** One chat-completions request. */
 export interface LlmRequest {
   /** Model name; default LLM_MODEL (openai) or `sandbox`. */
   model?: string;
+  /**
+   * Model asked once, with the same request, when `model` answers 429 or 5xx or does not answer in time, before
+   * any of its answer arrived (docs/api-notes.md "Agents": model settings). The answer's `model` tells which answered.
+   */
+  fallbackModel?: string;
   messages: LlmMessage[];
   tools?: LlmTool[];
   /** 0..2 upstream. */

@@ -1,25 +1,64 @@
 /**
- * The conversation runtime (README "Conversations"; spec "What the service does", "Agent lifecycle" rules
+ * The conversation runtime (docs/api-notes.md "Conversations"; spec "What the service does", "Agent lifecycle" rules
  * 1–2): executes one turn of a conversation against the version it is pinned to. Pure orchestration over
  * ports — the chat model, knowledge retrieval and skill execution are handed in (api/ and activities/
  * wire them to Postgres and the providers), so chat, widget, simulation and voice run the same code and
  * the runtime's own overhead can be measured apart from the model.
  *
- * A turn, in order: input guardrails (PII redaction for storage, blocked topics, escalation) → a running
- * or newly started playbook advances (ask → gather → skill → say → end), or else knowledge is retrieved
- * and the model answers, calling skills as tools (at most {@link MAX_TOOL_ROUNDS} rounds) → output
- * guardrails rewrite what is said while it streams. Everything the turn did is returned as a receipt.
+ * A turn, in order: caller verification by PIN when it is due (docs/api-notes.md "Caller verification") → input
+ * guardrails (PII redaction for storage, blocked topics by phrase, escalation, then semantic blocked topics judged by one
+ * classification call of the agent's model, fail-closed: ./topicClassifier.ts) → a person leaving a running playbook
+ * ("never mind", "cancel", "stop") → a running playbook advances (ask → gather → skill → say → end), or a
+ * message naming a playbook starts it, or else knowledge is retrieved and the model answers, calling skills,
+ * the playbooks' `start_playbook_<name>` tools and — when the organization has an escalation destination —
+ * `escalate` (at most {@link MAX_TOOL_ROUNDS} rounds) → output
+ * guardrails and {@link speakable} rewrite what is said while it streams (no citation, placeholder, JSON or
+ * internal code reaches a person; they stay in the receipt). A protected action the caller is not verified
+ * for is not run: the agent asks for the PIN (and runs it once the PIN matched) or declines.
+ * A turn that escalates (`escalateOn`, failed PIN attempts, the `escalate` tool, a playbook `escalate` node) ends the
+ * conversation `escalated`; in chat, the widget and SMS its reply also says how the person will be reached
+ * (./escalation.ts `reachLine`).
+ * Everything the turn did is returned as a receipt.
  */
-import type { CompiledAgent } from '../agents/compile';
+import type { CompiledAgent, CompiledPlaybook } from '../agents/compile';
 import type { ConversationChannel, ReceiptToolCall, TurnReceipt } from '../../schemas/types/chat';
 
 export type { ConversationChannel, ReceiptToolCall, TurnReceipt } from '../../schemas/types/chat';
 import { skillInputs, skillType } from '../agents/skillTypes';
-import { checkInput, checkOutput, redactPii, type GuardrailDecision } from './guardrails';
-import type { LlmMessage, LlmProvider, LlmToolCall, LlmUsage, SandboxHints } from './llm';
-import { answerPlaybook, continueAfterSkill, MAX_STEPS_PER_TURN, playbookFor, renderTemplate, startPlaybook, type PlaybookAdvance, type PlaybookState } from './playbook';
-import { skillTools, sourceLabel, systemPrompt, type KnowledgeHit } from './prompt';
-import { pinDigits, pinPrompt, pinStep, skillAllowed, type VerificationRecord } from './callerVerification';
+import { checkInput, checkOutput, redactPii, semanticTopics, type GuardrailDecision } from './guardrails';
+import type { LlmMessage, LlmProvider, LlmRequest, LlmToolCall, LlmUsage, SandboxHints } from './llm';
+import { checkSemanticTopics } from './topicClassifier';
+import {
+  answerPlaybook,
+  continueAfterSkill,
+  leavesPlaybook,
+  MAX_STEPS_PER_TURN,
+  playbookExitReply,
+  playbookFor,
+  playbookToolName,
+  renderSpoken,
+  startPlaybook,
+  type PlaybookAdvance,
+  type PlaybookState,
+} from './playbook';
+import { playbookHints, playbookTools, skillTools, sourceLabel, systemPrompt, type KnowledgeHit } from './prompt';
+import {
+  pinCanVerify,
+  pinDigits,
+  pinPrompt,
+  pinStep,
+  protectedPlaybook,
+  protectedSkill,
+  skillAllowed,
+  UNVERIFIED_REFUSAL,
+  VERIFICATION_PENDING,
+  verificationAsk,
+  verificationRequired,
+  verifiedThanks,
+  type VerificationRecord,
+} from './callerVerification';
+import { SPEAKABLE_HOLDBACK, speakable } from './speakable';
+import { ESCALATE_TOOL, escalateTool, escalationLine, SPOKEN_ESCALATION, type EscalationReason, type EscalationRoute } from './escalation';
 
 
 /** Why a conversation ended. */
@@ -66,7 +105,7 @@ export interface SkillOutcome {
   say?: string;
 }
 
-/** A skill failed; the message is shown to the model and stored in the receipt. */
+/** A skill failed; the message is shown to the model and stored in the receipt (never said to the person as is). */
 export class SkillError extends Error {
   constructor(
     message: string,
@@ -93,6 +132,13 @@ export interface TurnPorts {
    * (services/conversations/callerVerification.ts). Absent: PIN answers are not checked.
    */
   checkPin?(pin: string): Promise<VerificationRecord | null>;
+  /**
+   * Where an escalation of this conversation would go now, and what is known of the person
+   * (services/conversations/escalation.ts `escalationRouteFor`; docs/api-notes.md "Conversations": escalation). With a
+   * destination the model is offered the `escalate` tool; an escalated text conversation's reply says how the
+   * person will be reached. Absent, or failing: no destination.
+   */
+  escalationRoute?(): Promise<EscalationRoute>;
 }
 
 /** Streamed while a turn runs (spec "Events": `event:<type>`); `message.completed` is sent by the caller after the turn is stored. */
@@ -115,6 +161,11 @@ export interface TurnResult {
   playbook: PlaybookState | null;
   /** Set when the conversation ends with this turn. */
   end: EndReason | null;
+  /**
+   * Set when the turn escalated (`end: escalated`): why, and where the escalation goes (null: no destination), for
+   * the `conversation.escalated` event.
+   */
+  escalation?: { reason: EscalationReason; route: EscalationRoute | null };
 }
 
 const ZERO_USAGE: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
@@ -124,17 +175,20 @@ const addUsage = (a: LlmUsage, b: LlmUsage): LlmUsage => ({
   totalTokens: a.totalTokens + b.totalTokens,
 });
 
-/** The greeting a new conversation opens with (variables filled), or null when the agent has none. */
+/**
+ * The greeting a new conversation opens with (variables filled, unfilled placeholders dropped, made
+ * {@link speakable}), or null when the agent has none.
+ */
 export function greetingFor(agent: CompiledAgent, vars: Readonly<Record<string, string>>): string | null {
-  return agent.greeting ? renderTemplate(agent.greeting, vars) : null;
+  return agent.greeting ? speakable(renderSpoken(agent.greeting, vars)) || null : null;
 }
 
 /**
- * The message a campaign call leaves on an answering machine (README "Voicemail"), variables filled as
+ * The message a campaign call leaves on an answering machine (docs/voice.md "Voicemail"), variables filled as
  * in the greeting, or null when the version has none (versions published before the field existed too).
  */
 export function voicemailMessageFor(agent: CompiledAgent, vars: Readonly<Record<string, string>>): string | null {
-  return agent.voicemailMessage ? renderTemplate(agent.voicemailMessage, vars) : null;
+  return agent.voicemailMessage ? speakable(renderSpoken(agent.voicemailMessage, vars)) || null : null;
 }
 
 /**
@@ -149,9 +203,9 @@ export function modelHistory(history: readonly LlmMessage[]): LlmMessage[] {
 }
 
 /**
- * Streams text through the output guardrails: what is emitted is always a prefix of the final filtered
- * text, holding back as many characters as the longest forbidden phrase so a phrase split across deltas
- * is still caught.
+ * Streams text through {@link speakable} and the output guardrails: what is emitted is always a prefix of the
+ * final filtered text, holding back as many characters as the longest forbidden phrase (at least the longest
+ * opening speakable decides on) so a phrase split across deltas is still caught.
  */
 class GuardedStream {
   private raw = '';
@@ -163,12 +217,12 @@ class GuardedStream {
     private readonly agent: CompiledAgent,
     private readonly emit: (e: TurnEvent) => void,
   ) {
-    this.holdback = Math.max(12, ...agent.guardrails.forbiddenPhrases.map((p) => p.length + 1));
+    this.holdback = Math.max(12, SPEAKABLE_HOLDBACK + 2, ...agent.guardrails.forbiddenPhrases.map((p) => p.length + 1));
   }
 
   push(delta: string): void {
     this.raw += delta;
-    const safe = checkOutput(this.raw, this.agent.guardrails).text;
+    const safe = checkOutput(speakable(this.raw), this.agent.guardrails).text;
     const upTo = Math.max(this.emitted, safe.length - this.holdback);
     if (upTo > this.emitted) {
       this.emit({ type: 'message.delta', data: { content: safe.slice(this.emitted, upTo) } });
@@ -178,7 +232,7 @@ class GuardedStream {
 
   /** Flushes the rest and returns the whole filtered text. */
   finish(): string {
-    const { text, decisions } = checkOutput(this.raw, this.agent.guardrails);
+    const { text, decisions } = checkOutput(speakable(this.raw), this.agent.guardrails);
     if (text.length > this.emitted) this.emit({ type: 'message.delta', data: { content: text.slice(this.emitted) } });
     this.emitted = text.length;
     this.decisions.push(...decisions);
@@ -221,6 +275,7 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
   const t0 = ports.now();
   const agent = ctx.agent;
   const g = agent.guardrails;
+  const cv = agent.callerVerification;
   const receipt: TurnReceipt = { turn: ctx.turn + 1, toolCalls: [], knowledge: [], guardrails: [], latency: [], playbook: null };
   const decide = (d: GuardrailDecision) => {
     receipt.guardrails.push(d);
@@ -228,6 +283,16 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
   };
   let vars = { ...ctx.variables };
   let end: EndReason | null = null;
+  let escalation: TurnResult['escalation'];
+  // Looked up at once, beside the rest of the turn: the tools and an escalation's reply need it.
+  const route: Promise<EscalationRoute | null> = ports.escalationRoute ? ports.escalationRoute().catch(() => null) : Promise.resolve(null);
+  /** Ends the conversation `escalated` for `reason`; `line` said, then how the person will be reached (text channels). */
+  const escalate = async (reason: EscalationReason, line: string): Promise<string> => {
+    end = 'escalated';
+    const r = await route;
+    escalation = { reason, route: r };
+    return escalationLine(line, ctx.channel, r);
+  };
 
   let stored = userText;
   if (g.redactPii) {
@@ -238,10 +303,13 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
     }
   }
   const messages: LlmMessage[] = [{ role: 'user', content: stored }];
+  // Tokens and model of a semantic guardrail's classification call, added to whatever the turn does next.
+  let guardUsage = ZERO_USAGE;
+  let guardModel: string | null = null;
   const finish = (reply: string, usage: LlmUsage, model: string | null, playbook: PlaybookState | null): TurnResult => {
     if (reply) messages.push({ role: 'assistant', content: reply });
     receipt.latency.push({ stage: 'turn', ms: round(ports.now() - t0) });
-    return { messages, reply, receipt, usage, model, variables: vars, playbook, end };
+    return { messages, reply, receipt, usage: addUsage(usage, guardUsage), model: model ?? guardModel, variables: vars, playbook, end, ...(end === 'escalated' && escalation ? { escalation } : {}) };
   };
   const sayScripted = (text: string) => {
     const out = new GuardedStream(agent, emit);
@@ -257,46 +325,96 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
     return finish(sayScripted('We have reached the time limit for this conversation. Thank you, goodbye.'), ZERO_USAGE, null, null);
   }
 
-  // Caller verification by PIN (README "Caller verification"): while a PIN is due, every answer is a PIN attempt.
-  if (agent.callerVerification?.enabled && vars.caller_verification === 'pin_required' && ports.checkPin) {
+  // Caller verification by PIN (docs/api-notes.md "Caller verification"). `always`: while the PIN is due every answer is
+  // taken as one (an answer that is not PIN-shaped repeats the request, uncounted). `for_protected_actions`: only
+  // a PIN-shaped answer right after the agent asked for it is an attempt; anything else is answered as usual and
+  // the protected action waits until it is asked for again.
+  let resume: string | null = null;
+  let lead: string | null = null;
+  if (cv?.enabled && vars.caller_verification === 'pin_required' && ports.checkPin) {
+    const always = verificationRequired(cv) === 'always';
+    const pending = vars[VERIFICATION_PENDING];
     const pin = pinDigits(userText);
-    if (!pin) return finish(sayScripted(pinPrompt(ctx.channel)), ZERO_USAGE, null, ctx.playbook);
-    messages[0] = { role: 'user', content: '[PIN entered]' };
-    const step = pinStep(agent.callerVerification, ctx.channel, vars, await ports.checkPin(pin));
-    vars = { ...vars, ...step.variables };
-    if (step.escalate) end = 'escalated';
-    return finish(sayScripted(step.reply), ZERO_USAGE, null, ctx.playbook);
+    if (always && !pin) return finish(sayScripted(pinPrompt(ctx.channel)), ZERO_USAGE, null, ctx.playbook);
+    if (pin && (always || pending)) {
+      messages[0] = { role: 'user', content: '[PIN entered]' };
+      const match = await ports.checkPin(pin);
+      const step = pinStep(cv, ctx.channel, vars, match);
+      vars = { ...vars, ...step.variables };
+      if (step.escalate) {
+        end = 'escalated';
+        delete vars[VERIFICATION_PENDING];
+      }
+      if (!match || !pending) return finish(sayScripted(step.escalate ? await escalate('caller_verification', step.reply) : step.reply), ZERO_USAGE, null, ctx.playbook);
+      // Verified: the protected action asked for runs now.
+      delete vars[VERIFICATION_PENDING];
+      resume = pending;
+      lead = verifiedThanks(match.name);
+    } else if (pending) {
+      delete vars[VERIFICATION_PENDING];
+    }
   }
 
-  const verdict = checkInput(userText, g);
-  verdict.decisions.forEach(decide);
-  if (verdict.refusal) {
-    if (verdict.escalate) end = 'escalated';
-    return finish(sayScripted(verdict.refusal), ZERO_USAGE, null, ctx.playbook);
+  if (!resume) {
+    const verdict = checkInput(userText, g);
+    verdict.decisions.forEach(decide);
+    if (verdict.refusal) {
+      return finish(sayScripted(verdict.escalate ? await escalate('escalateOn', verdict.refusal) : verdict.refusal), ZERO_USAGE, null, ctx.playbook);
+    }
+    // Semantic topics: one classification call by the agent's model, fail-closed (./topicClassifier.ts).
+    const topics = semanticTopics(g);
+    if (topics.length) {
+      const tc = ports.now();
+      const judged = await checkSemanticTopics(userText, topics, ports.llm, { model: agent.model, fallbackModel: agent.fallbackModel, cacheScope: ctx.orgId });
+      if (judged.called) receipt.latency.push({ stage: 'llm_classification', ms: round(ports.now() - tc) });
+      guardUsage = judged.usage;
+      guardModel = judged.model;
+      judged.decisions.forEach(decide);
+      if (judged.refusal) return finish(sayScripted(judged.refusal), ZERO_USAGE, null, ctx.playbook);
+    }
   }
 
-  // Playbooks: a running one takes the answer; otherwise a message naming one starts it.
-  let advance: PlaybookAdvance | null = null;
-  let pb = ctx.playbook ? agent.playbooks.find((p) => p.name === ctx.playbook!.playbook) : undefined;
-  if (pb && ctx.playbook) advance = answerPlaybook(pb.graph, ctx.playbook, stored, vars);
-  else {
-    const name = playbookFor(userText, agent.playbooks);
-    pb = name ? agent.playbooks.find((p) => p.name === name) : undefined;
-    if (pb) advance = startPlaybook(pb.graph, pb.name, vars);
+  // A person leaving a running playbook hears what was not done.
+  if (!resume && ctx.playbook && leavesPlaybook(userText)) {
+    receipt.playbook = { name: ctx.playbook.playbook, nodes: ctx.playbook.node ? [ctx.playbook.node] : [], exited: true };
+    return finish(sayScripted(playbookExitReply(ctx.playbook.playbook)), ZERO_USAGE, null, null);
   }
-  if (advance && pb) {
-    // The node answered this turn comes first, then every node walked.
-    const nodes: string[] = ctx.playbook && ctx.playbook.playbook === pb.name && ctx.playbook.node ? [ctx.playbook.node] : [];
-    receipt.playbook = { name: pb.name, nodes };
+
+  /**
+   * Null when `pb` may start now; otherwise the line said instead: the PIN request (the playbook then waits in
+   * VERIFICATION_PENDING) or a refusal when the caller cannot be verified here.
+   */
+  const holdPlaybook = (pb: CompiledPlaybook): string | null => {
+    if (vars.caller_verified === 'true' || !protectedPlaybook(cv, pb, agent.skills)) return null;
+    if (pinCanVerify(cv, vars) && ports.checkPin) {
+      vars = { ...vars, [VERIFICATION_PENDING]: `playbook:${pb.name}` };
+      return verificationAsk(ctx.channel);
+    }
+    return UNVERIFIED_REFUSAL;
+  };
+
+  /** Executes playbook steps until it waits for an answer or ends; `waitingOn` is the node this turn answered. */
+  const runPlaybook = async (pb: CompiledPlaybook, advance: PlaybookAdvance, waitingOn: string | null): Promise<{ said: string[]; state: PlaybookState | null }> => {
+    const nodes: string[] = waitingOn ? [waitingOn] : [];
+    const skipped: string[] = [];
+    const trace: NonNullable<TurnReceipt['playbook']> = { name: pb.name, nodes };
+    receipt.playbook = trace;
     vars = { ...vars, ...advance.gathered };
     const said: string[] = [];
     let state = advance.state;
     let steps = advance.steps;
+    let succeeded = false;
     while (steps.length) {
       let next: PlaybookAdvance | null = null;
       for (const step of steps) {
         nodes.push(step.node);
+        if (step.type === 'skip') {
+          skipped.push(step.node);
+          continue;
+        }
         if (step.type === 'say' || step.type === 'ask') said.push(step.text);
+        // An `escalate` node hands the person to the team and ends the playbook and the conversation.
+        if (step.type === 'escalate') said.push(await escalate('playbook_node', step.text));
         if (step.type !== 'skill') continue;
         const skill = agent.skills.find((s) => s.name === step.skill);
         const inputs: Record<string, string> = { ...step.inputs };
@@ -305,31 +423,80 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
         if (outcome?.say) said.push(outcome.say);
         if (outcome?.effect === 'end') end = 'end_call';
         if (outcome?.effect === 'transfer') end = 'transferred';
-        vars = { ...vars, ...outputVariables(step.skill, outcome ? outcome.output : { error: receipt.toolCalls[receipt.toolCalls.length - 1]?.error }) };
-        if (state && !end) next = continueAfterSkill(pb.graph, state, vars);
+        // A failure is `<skill>_failed: true`; its message stays in the receipt (it is not for the person).
+        const failedVar = `${step.skill}_failed`.slice(0, 64);
+        if (outcome) {
+          succeeded = true;
+          vars = { ...vars, ...outputVariables(step.skill, outcome.output) };
+          delete vars[failedVar];
+        } else vars = { ...vars, [failedVar]: 'true' };
+        if (state && !end) next = continueAfterSkill(pb.graph, state, vars, !outcome);
       }
       if (!next || nodes.length > MAX_STEPS_PER_TURN) break;
       state = next.state;
       steps = next.steps;
     }
-    return finish(sayScripted(said.join(' ')), ZERO_USAGE, null, end ? null : state);
+    if (skipped.length) trace.skipped = skipped;
+    if (!said.length && succeeded && !end) said.push(DONE_REPLY);
+    return { said, state: end ? null : state };
+  };
+
+  // Playbooks: a running one takes the answer; otherwise a message naming one starts it (other ways to start
+  // one are its tool, below); a playbook that waited for the PIN starts once it matched.
+  let pb: CompiledPlaybook | undefined;
+  let advance: PlaybookAdvance | null = null;
+  let waitingOn: string | null = null;
+  if (resume?.startsWith('playbook:')) {
+    pb = agent.playbooks.find((p) => p.name === resume!.slice('playbook:'.length));
+    if (pb) advance = startPlaybook(pb.graph, pb.name, vars);
+  } else if (!resume && ctx.playbook) {
+    pb = agent.playbooks.find((p) => p.name === ctx.playbook!.playbook);
+    if (pb) {
+      advance = answerPlaybook(pb.graph, ctx.playbook, stored, vars);
+      waitingOn = ctx.playbook.node;
+    }
+  } else if (!resume) {
+    const name = playbookFor(userText, agent.playbooks);
+    pb = name ? agent.playbooks.find((p) => p.name === name) : undefined;
+    if (pb) {
+      const hold = holdPlaybook(pb);
+      if (hold) return finish(sayScripted(hold), ZERO_USAGE, null, null);
+      advance = startPlaybook(pb.graph, pb.name, vars);
+    }
+  }
+  if (advance && pb) {
+    const run = await runPlaybook(pb, advance, waitingOn);
+    return finish(sayScripted([lead, ...run.said].filter(Boolean).join(' ')), ZERO_USAGE, null, run.state);
   }
 
-  // A free turn: retrieval, then the model with the skills as tools.
+  // A free turn: retrieval, then the model with the skills and the playbooks as tools. A skill that waited for
+  // the PIN is asked for again with the message that asked for it.
+  const request = resume?.startsWith('skill:') ? (lastUserContent(ctx.history) ?? stored) : stored;
+  const leadSaid = lead ? sayScripted(`${lead} `) : '';
+  const withLead = (text: string) => (leadSaid ? `${leadSaid}${text}`.trim() : text);
   const tr = ports.now();
-  const hits = agent.knowledge.length ? (await ports.searchKnowledge(userText, KNOWLEDGE_RESULTS)).filter((h) => h.score >= MIN_KNOWLEDGE_SCORE) : [];
+  const hits = agent.knowledge.length ? (await ports.searchKnowledge(request, KNOWLEDGE_RESULTS)).filter((h) => h.score >= MIN_KNOWLEDGE_SCORE) : [];
   if (agent.knowledge.length) {
     const ms = round(ports.now() - tr);
     receipt.knowledge.push({
-      query: stored.slice(0, 500),
+      query: request.slice(0, 500),
       results: hits.map((h) => ({ chunkId: h.chunkId, score: h.score, sourceId: h.source.id, source: sourceLabel(h) })),
       durationMs: ms,
     });
     receipt.latency.push({ stage: 'retrieval', ms });
   }
-  const tools = skillTools(agent);
-  const convo: LlmMessage[] = [{ role: 'system', content: systemPrompt(agent, vars, hits) }, ...modelHistory(ctx.history), { role: 'user', content: stored }];
+  const tools = [...skillTools(agent), ...playbookTools(agent)];
+  // With somewhere to hand the person to, the model may escalate (a skill or playbook tool of that name keeps it).
+  const escalateOffered = !!(await route)?.destination && !tools.some((t) => t.name === ESCALATE_TOOL);
+  if (escalateOffered) tools.push(escalateTool(ctx.channel));
+  const convo: LlmMessage[] = [
+    { role: 'system', content: systemPrompt(agent, vars, hits, { nowMs: ports.wallClock(), channel: ctx.channel }) },
+    ...modelHistory(ctx.history),
+    { role: 'user', content: request },
+  ];
   const hints: SandboxHints = hits.length ? { knowledge: hits.map((h) => ({ text: h.content, source: sourceLabel(h), score: h.score })) } : {};
+  const starts = playbookHints(agent, tools);
+  if (starts.length) hints.playbooks = starts;
   let usage = ZERO_USAGE;
   let model: string | null = null;
   for (let pass = 0; ; pass++) {
@@ -338,7 +505,7 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
     const tl = ports.now();
     let first: number | null = null;
     let calls: LlmToolCall[] = [];
-    for await (const ev of ports.llm.stream({ messages: convo, tools: offerTools ? tools : undefined, hints })) {
+    for await (const ev of ports.llm.stream({ messages: convo, tools: offerTools ? tools : undefined, hints, ...modelRequestSettings(agent) })) {
       if (ev.type === 'delta') {
         if (first === null) first = ports.now();
         out.push(ev.content);
@@ -352,25 +519,108 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
     receipt.latency.push({ stage: 'llm_total', ms: round(ports.now() - tl) });
     const text = out.finish();
     out.decisions.forEach(decide);
-    if (!calls.length || !offerTools) return finish(text, usage, model, null);
+    if (!calls.length || !offerTools) return finish(withLead(text), usage, model, null);
 
     const assistant: LlmMessage = { role: 'assistant', content: text || null, toolCalls: calls };
     messages.push(assistant);
     convo.push(assistant);
     const closing: string[] = [];
+    let start: CompiledPlaybook | undefined;
+    // Said instead of asking the model again: the PIN request or a refusal for a protected action.
+    let instead: string | null = null;
     for (const call of calls) {
+      const answer = (content: Record<string, unknown>) => {
+        const toolMsg: LlmMessage = { role: 'tool', toolCallId: call.id, name: call.name, content: JSON.stringify(content) };
+        messages.push(toolMsg);
+        convo.push(toolMsg);
+      };
+      if (escalateOffered && call.name === ESCALATE_TOOL) {
+        if (start || instead) {
+          answer({ ok: false, error: 'Not run: another action is under way.' });
+          continue;
+        }
+        const inputs = toolArguments(call);
+        emit({ type: 'tool.call', data: { id: call.id, skill: ESCALATE_TOOL, arguments: inputs } });
+        closing.push(await escalate('escalate_tool', SPOKEN_ESCALATION));
+        const output = { escalated: true, destinationId: (await route)?.destination?.id ?? null };
+        receipt.toolCalls.push({ id: call.id, skill: ESCALATE_TOOL, type: ESCALATE_TOOL, source: 'model', inputs, output, durationMs: 0 });
+        emit({ type: 'tool.result', data: { id: call.id, skill: ESCALATE_TOOL, ok: true, output, durationMs: 0 } });
+        answer({ ok: true, output });
+        continue;
+      }
       const skill = agent.skills.find((s) => s.name === call.name);
+      const playbook = skill ? undefined : agent.playbooks.find((p) => playbookToolName(p.name) === call.name);
+      if (playbook) {
+        if (start || instead) {
+          answer({ ok: false, error: 'Not started: another action is under way.' });
+          continue;
+        }
+        const hold = holdPlaybook(playbook);
+        if (hold) {
+          instead = hold;
+          answer({ ok: false, error: 'Not started: it runs only for a verified caller; the agent told the caller.' });
+          continue;
+        }
+        start = playbook;
+        answer({ ok: true, started: playbook.name });
+        continue;
+      }
+      if (start || instead) {
+        answer({ ok: false, error: 'Not run: another action is under way.' });
+        continue;
+      }
+      if (skill && vars.caller_verified !== 'true' && protectedSkill(cv, skill) && pinCanVerify(cv, vars) && ports.checkPin) {
+        // Held until the PIN matched (docs/api-notes.md "Caller verification"), then asked for again.
+        instead = verificationAsk(ctx.channel);
+        vars = { ...vars, [VERIFICATION_PENDING]: `skill:${skill.name}` };
+        receipt.toolCalls.push({
+          id: call.id,
+          skill: skill.name,
+          type: skill.type,
+          source: 'model',
+          inputs: toolArguments(call),
+          error: 'Held: runs only for a verified caller; the caller was asked for their PIN',
+          durationMs: 0,
+        });
+        answer({ ok: false, error: 'The caller must verify with their PIN first; the agent asked for it.' });
+        continue;
+      }
       const outcome = await callSkill(ctx, skill, call.name, call.id, toolArguments(call), 'model', vars, ports, emit, receipt);
-      const content = JSON.stringify(outcome ? { ok: true, output: outcome.output } : { ok: false, error: receipt.toolCalls[receipt.toolCalls.length - 1]?.error });
-      const toolMsg: LlmMessage = { role: 'tool', toolCallId: call.id, name: call.name, content };
-      messages.push(toolMsg);
-      convo.push(toolMsg);
+      answer(outcome ? { ok: true, output: outcome.output } : { ok: false, error: receipt.toolCalls[receipt.toolCalls.length - 1]?.error });
       if (outcome?.say) closing.push(outcome.say);
       if (outcome?.effect === 'end') end = 'end_call';
       if (outcome?.effect === 'transfer') end = 'transferred';
     }
-    if (end) return finish(sayScripted(closing.join(' ') || (end === 'transferred' ? 'Transferring you now.' : 'Goodbye.')), usage, model, null);
+    if (end) return finish(withLead(sayScripted(closing.join(' ') || (end === 'transferred' ? 'Transferring you now.' : 'Goodbye.'))), usage, model, null);
+    if (instead) return finish(withLead(sayScripted(instead)), usage, model, null);
+    if (start) {
+      const run = await runPlaybook(start, startPlaybook(start.graph, start.name, vars), null);
+      return finish(withLead(sayScripted(run.said.join(' '))), usage, model, run.state);
+    }
   }
+}
+
+/**
+ * The version's model settings as request fields (docs/api-notes.md "Agents": model settings): `model`,
+ * `temperature`, `maxTokens` and `fallbackModel` when set; unset ones are left to the adapter (LLM_MODEL, the
+ * model's own defaults, no fallback).
+ */
+export function modelRequestSettings(agent: CompiledAgent): Pick<LlmRequest, 'model' | 'temperature' | 'maxTokens' | 'fallbackModel'> {
+  const out: Pick<LlmRequest, 'model' | 'temperature' | 'maxTokens' | 'fallbackModel'> = {};
+  if (agent.model) out.model = agent.model;
+  if (agent.temperature !== undefined) out.temperature = agent.temperature;
+  if (agent.maxTokens !== undefined) out.maxTokens = agent.maxTokens;
+  if (agent.fallbackModel) out.fallbackModel = agent.fallbackModel;
+  return out;
+}
+
+/** Said when a playbook's skill succeeded and nothing else is left to say. */
+const DONE_REPLY = "That's done. Is there anything else I can help with?";
+
+/** The content of the last user message of `history`, if any. */
+function lastUserContent(history: readonly LlmMessage[]): string | undefined {
+  for (let i = history.length - 1; i >= 0; i--) if (history[i].role === 'user' && history[i].content) return history[i].content!;
+  return undefined;
 }
 
 const round = (ms: number) => Math.round(ms * 100) / 100;
@@ -398,7 +648,7 @@ async function callSkill(
   let outcome: SkillOutcome | null = null;
   try {
     if (!skill || !skillType(skill.type)) throw new SkillError(`The agent has no skill "${name}"`, 'unknown_skill');
-    if (!skillAllowed(ctx.agent.callerVerification, name, vars)) {
+    if (!skillAllowed(ctx.agent.callerVerification, name, vars, skill.type)) {
       throw new SkillError(`Skill "${name}" runs only for a verified caller; the caller is not verified`, 'caller_not_verified');
     }
     if (ctx.agent.guardrails.redactPii) {

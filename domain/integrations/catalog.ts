@@ -1,5 +1,5 @@
 /**
- * The integration catalogue (spec Integrations rows; README "Integrations and records"): the kinds this
+ * The integration catalogue (spec Integrations rows; docs/api-notes.md "Integrations and records"): the kinds this
  * service offers, how each connects (OAuth 2.0 authorization-code grant, RFC 6749 §4.1, with PKCE,
  * RFC 7636, where the provider supports it; or credentials validated against the provider), what each
  * provisions into an agent's draft skills, and whether it feeds Records. Availability depends on the

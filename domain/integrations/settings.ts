@@ -1,5 +1,5 @@
 /**
- * Integration settings of the deployment (README "Configuration", "Integrations and records").
+ * Integration settings of the deployment (docs/configuration.md, docs/api-notes.md "Integrations and records").
  * Read from the environment on each call, like domain/webhooks/settings.ts.
  */
 import { INTEGRATION_KINDS, type IntegrationKind } from './catalog';

@@ -2,7 +2,8 @@
  * Chunking for knowledge retrieval (spec "Other endpoints": Knowledge): splits extracted text into passages of about
  * 800 characters that end on sentence boundaries (on a paragraph boundary when the chunk is already
  * well filled), with about 150 characters of overlap (whole trailing sentences of the previous chunk)
- * so a fact that straddles a boundary stays findable.
+ * so a fact that straddles a boundary stays findable. Line breaks inside a paragraph are kept, so a heading
+ * on its own line is not glued to the sentence after it.
  * Pure and deterministic: the same text always gives the same chunks, so re-indexing is idempotent.
  */
 
@@ -26,6 +27,8 @@ interface Unit {
   text: string;
   /** First unit of a paragraph: joined with a blank line rather than a space. */
   paragraphStart: boolean;
+  /** Begins a line of its paragraph (a heading or list line ends before it): joined with a line break, so a heading is not glued to the sentence after it. */
+  lineStart: boolean;
   /** On a paragraph's first unit: the whole paragraph's length (to prefer breaking before it). */
   paragraphLength: number;
 }
@@ -53,20 +56,23 @@ function toUnits(text: string, max: number): Unit[] {
     const p = para.replace(/\s*\n\s*/g, '\n').trim();
     if (!p) continue;
     let first = true;
+    let afterNewline = false;
     for (const { segment } of segmenter.segment(p)) {
       const s = segment.trim();
+      const lineStart = afterNewline;
+      afterNewline = /\n\s*$/.test(segment);
       if (!s) continue;
-      for (const piece of s.length > max ? splitWords(s, max) : [s]) {
-        units.push({ text: piece, paragraphStart: first, paragraphLength: first ? p.length : 0 });
+      (s.length > max ? splitWords(s, max) : [s]).forEach((piece, i) => {
+        units.push({ text: piece, paragraphStart: first, paragraphLength: first ? p.length : 0, lineStart: lineStart && i === 0 });
         first = false;
-      }
+      });
     }
   }
   return units;
 }
 
 function join(units: Unit[]): string {
-  return units.map((u, i) => (i === 0 ? u.text : (u.paragraphStart ? '\n\n' : ' ') + u.text)).join('');
+  return units.map((u, i) => (i === 0 ? u.text : (u.paragraphStart ? '\n\n' : u.lineStart ? '\n' : ' ') + u.text)).join('');
 }
 
 function joinedLength(units: Unit[]): number {

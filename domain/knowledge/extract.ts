@@ -5,6 +5,7 @@
  */
 import { convert } from 'html-to-text';
 import { storableText } from '../text';
+import { isTextType, looksBinary, looksLikeText, sniffMediaType } from '../mediaType';
 
 /** Formats the extractor understands. */
 export type KnowledgeFormat = 'html' | 'pdf' | 'markdown' | 'text';
@@ -57,30 +58,6 @@ export function detectFormat(bytes: Buffer, contentType?: string | null, filenam
   if (type.startsWith('text/')) return 'text';
   if (looksLikeText(bytes)) return 'text';
   throw new UnsupportedContentError('The content is not HTML, PDF, Markdown or plain text');
-}
-
-/** True when the first 8 KB hold no NUL bytes and decode as UTF-8 (binary files fail one or the other). */
-function looksLikeText(bytes: Buffer): boolean {
-  const sample = bytes.subarray(0, 8192);
-  if (sample.includes(0)) return false;
-  try {
-    new TextDecoder('utf-8', { fatal: true }).decode(sample.length === bytes.length ? sample : trimPartialUtf8(sample));
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Drops a UTF-8 sequence cut by the sample boundary. */
-function trimPartialUtf8(b: Buffer): Buffer {
-  let end = b.length;
-  for (let i = 1; i <= 3 && end - i >= 0; i++) {
-    const c = b[end - i];
-    if ((c & 0xc0) === 0x80) continue;
-    if (c >= 0xc0) end -= i;
-    break;
-  }
-  return b.subarray(0, end);
 }
 
 /** Decodes text bytes with the declared charset (UTF-8 when absent or unknown); strips a BOM. */
@@ -151,6 +128,7 @@ export async function extractDocument(input: { bytes: Buffer; contentType?: stri
 
 async function extractAnyFormat(input: { bytes: Buffer; contentType?: string | null; filename?: string | null }): Promise<ExtractedDocument> {
   const format = detectFormat(input.bytes, input.contentType, input.filename);
+  if (format !== 'pdf') await refuseBinaryText(input.bytes, input.contentType);
   switch (format) {
     case 'html': {
       const html = decodeText(input.bytes, input.contentType);
@@ -171,6 +149,55 @@ async function extractAnyFormat(input: { bytes: Buffer; contentType?: string | n
     case 'text':
       return { format, text: normalizeText(decodeText(input.bytes, input.contentType)), title: null };
   }
+}
+
+/**
+ * Refuses bytes a text format cannot come from, whatever they were labelled (OWASP File Upload Cheat
+ * Sheet: the declared type is not trusted): a binary signature (`file-type`: an executable, an archive, an
+ * image …), or mostly control bytes / invalid UTF-8 when no other charset is declared (`looksBinary`).
+ * @throws UnsupportedContentError
+ */
+export async function refuseBinaryText(bytes: Buffer, contentType?: string | null): Promise<void> {
+  const sniffed = await sniffMediaType(bytes);
+  if (sniffed && !isTextType(sniffed)) {
+    throw new UnsupportedContentError(`The content is ${sniffed}, not text${contentType ? ` (it was labelled ${contentType.split(';')[0].trim()})` : ''}`);
+  }
+  const charset = /charset="?([^";\s]+)"?/i.exec(contentType ?? '')?.[1]?.toLowerCase();
+  const utf8 = !charset || charset === 'utf-8' || charset === 'utf8' || charset === 'us-ascii';
+  if (looksBinary(bytes, utf8)) throw new UnsupportedContentError('The content is binary data, not text');
+}
+
+/** Why an uploaded file cannot be a knowledge source (docs/security.md "Uploads are what they say"), for a 415 answer. */
+export interface KnowledgeFileProblem {
+  /** `unsupported_media_type`: not a type knowledge takes; `content_type_mismatch`: the bytes are not what the type says. */
+  code: 'unsupported_media_type' | 'content_type_mismatch';
+  message: string;
+}
+
+/**
+ * Checks an upload before it becomes a knowledge source: only the text-extractable types documented here
+ * (HTML, PDF, Markdown, plain text, CSV, JSON, TSV) whose bytes are what they say (`file-type` signature,
+ * then `looksBinary`). Judged on the file's head; ingestion checks the whole file again.
+ * @param head the first bytes of the file (64 KiB are plenty)
+ * @returns the problem, or undefined when the file may be taken
+ */
+export async function knowledgeFileProblem(head: Buffer, contentType: string | null, filename: string | null): Promise<KnowledgeFileProblem | undefined> {
+  const declared = (contentType ?? '').split(';')[0].trim().toLowerCase() || 'application/octet-stream';
+  let format: KnowledgeFormat;
+  try {
+    format = detectFormat(head, contentType, filename);
+  } catch (err) {
+    if (!(err instanceof UnsupportedContentError)) throw err;
+    return { code: 'unsupported_media_type', message: `is ${declared}, which cannot be used as knowledge; use HTML, PDF, Markdown or plain text` };
+  }
+  const sniffed = await sniffMediaType(head);
+  if (format === 'pdf') return sniffed === 'application/pdf' ? undefined : { code: 'content_type_mismatch', message: `is declared ${declared} but its bytes are ${sniffed ?? 'not a PDF'}` };
+  if (sniffed && !isTextType(sniffed)) return { code: 'content_type_mismatch', message: `is declared ${declared} but its bytes are ${sniffed}` };
+  const charset = /charset="?([^";\s]+)"?/i.exec(contentType ?? '')?.[1]?.toLowerCase();
+  if (looksBinary(head, !charset || charset === 'utf-8' || charset === 'utf8' || charset === 'us-ascii')) {
+    return { code: 'content_type_mismatch', message: `is declared ${declared} but its bytes are binary data` };
+  }
+  return undefined;
 }
 
 async function extractPdf(bytes: Buffer): Promise<ExtractedDocument> {

@@ -1,5 +1,5 @@
 /**
- * The recipient-local calling window of an outbound campaign (README "Outbound voice campaigns"): a campaign narrows the 8am–9pm
+ * The recipient-local calling window of an outbound campaign (docs/voice.md "Outbound voice campaigns"): a campaign narrows the 8am–9pm
  * window of api/sms/quietHours.ts (never widens it) and may skip days of the week. A recipient's zones
  * are the explicit zone of the contact, else the area code's (api/sms/nanp.ts, every zone when the code
  * spans a zone line), else every US zone; a dial is allowed only when the window is open in every one of

@@ -1,5 +1,5 @@
 /**
- * Contact CSV reading (README "Outbound voice campaigns"): a streaming parse with csv-parse, header → field
+ * Contact CSV reading (docs/voice.md "Outbound voice campaigns"): a streaming parse with csv-parse, header → field
  * mapping (phone, first/last name, time zone; every other column becomes a free variable), and malformed
  * files reported with the row, line and column at fault.
  */

@@ -1,5 +1,5 @@
 /**
- * Scrub rules of an imported contact row (README "Outbound voice campaigns"), applied in this order, the first that
+ * Scrub rules of an imported contact row (docs/voice.md "Outbound voice campaigns"), applied in this order, the first that
  * fails being the row's reason:
  *   invalid_phone → not_us → invalid_time_zone → duplicate (same E.164 earlier in the file) →
  *   suppressed (the organization's SMS opt-outs / withdrawn consent) → do_not_call (the organization's

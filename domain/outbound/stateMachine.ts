@@ -1,5 +1,5 @@
 /**
- * Campaign state machine (README "Outbound voice campaigns"):
+ * Campaign state machine (docs/voice.md "Outbound voice campaigns"):
  *
  *   draft ──launch──▶ running ──pause──▶ paused ──resume──▶ running
  *   running ──(every attempt final)──▶ completed

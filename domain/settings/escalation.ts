@@ -1,6 +1,6 @@
 /**
- * Escalation destinations (spec "Support": escalation_destinations:read/write; README "Variables,
- * escalation, onboarding, meta and settings"): where a conversation is handed to a person. The address
+ * Escalation destinations (spec "Support": escalation_destinations:read/write; docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"): where a conversation is handed to a person. The address
  * must fit the kind: E.164 (phone), a `sip:`/`sips:` URI (RFC 3261 §19.1), an e-mail address, or an HTTPS
  * URL that passes the webhook URL policy (webhook).
  */

@@ -1,5 +1,5 @@
 /**
- * Opening hours in a time zone (escalation destinations and the business hours of a number; README
+ * Opening hours in a time zone (escalation destinations and the business hours of a number; docs/api-notes.md
  * "Variables, escalation, onboarding, meta and settings"): weekly `HH:MM` intervals in an IANA time zone.
  */
 import type { FieldError } from '../errors';

@@ -1,6 +1,6 @@
 /**
- * Report exports (scopes reports:read/write; README "Variables, escalation, onboarding, meta and
- * settings"): the periods of a scheduled report and the CSV (RFC 4180) of each kind.
+ * Report exports (scopes reports:read/write; docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"): the periods of a scheduled report and the CSV (RFC 4180) of each kind.
  */
 import { csvField } from '../sms/consentCsv';
 import type { ReportKind, ReportSchedule } from '../../schemas/types/settings';

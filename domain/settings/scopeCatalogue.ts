@@ -1,7 +1,7 @@
 /**
  * What each scope of the catalogue (spec "Authentication" → "Scopes"; domain/scopes.ts) grants, as
  * `GET /meta` describes it. Where the spec gives a description it is used; the others say which
- * operations need the scope (README "Variables, escalation, onboarding, meta and settings" for the
+ * operations need the scope (docs/api-notes.md "Variables, escalation, onboarding, meta and settings" for the
  * scopes whose operations this service defined).
  */
 import type { Scope } from '../scopes';

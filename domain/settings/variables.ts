@@ -1,5 +1,5 @@
 /**
- * Organization variables in agent drafts (README "Variables, escalation, onboarding, meta and settings"):
+ * Organization variables in agent drafts (docs/api-notes.md "Variables, escalation, onboarding, meta and settings"):
  * `{{vars.<name>}}` in the persona, instructions, greeting and any string of a skill config. At publish
  * (domain/agents/compile.ts) a non-secret reference is replaced by its value, so the version holds the
  * text it runs; a secret reference stays a reference in the version (never its value) and is resolved by

@@ -1,11 +1,12 @@
 /**
- * HMAC signatures of provider callbacks (README "10DLC review, submission and carrier callbacks"; README "API notes → provider
- * callbacks"). Header `X-Carrier-Signature: t=<unix seconds>,v1=<hex>` where
- * `v1 = HMAC-SHA256(secret, "<t>.<raw body>")`, the scheme Stripe uses: the timestamp is signed so a
+ * HMAC signatures of provider callbacks (docs/sms.md "10DLC review, submission and carrier callbacks"). Header `X-Carrier-Signature: t=<unix seconds>,v1=<hex>` where
+ * `v1 = HMAC-SHA256(secret, "carrier-callback.<t>.<raw body>")` (the callback label of domain/tokenMac.ts, so
+ * no other signed value of the service passes as a callback), the scheme Stripe uses: the timestamp is signed so a
  * captured callback cannot be replayed after the tolerance window. Several `v1=` entries are accepted
  * (secret rotation on the provider's side).
  */
 import crypto from 'node:crypto';
+import { tokenMac } from '../tokenMac';
 
 /** Name of the signature header (lower case, as Node presents it). */
 export const SIGNATURE_HEADER = 'x-carrier-signature';
@@ -16,7 +17,7 @@ export const SIGNATURE_TOLERANCE_SECONDS = 300;
 /**
  * The callback secret of a provider: CARRIER_CALLBACK_SECRET_<PROVIDER>, else CARRIER_CALLBACK_SECRET.
  * There is no default value: the entry points fill CARRIER_CALLBACK_SECRET from DATA_DIR/secrets or
- * require it (README "Security"). Read per call.
+ * require it (docs/security.md). Read per call.
  * @throws Error when neither is set
  */
 export function callbackSecret(provider: string): string {
@@ -30,7 +31,7 @@ export function callbackSecret(provider: string): string {
  * @param body the exact bytes that will be sent
  */
 export function signCallback(secret: string, body: string | Buffer, timestampSeconds: number = Math.floor(Date.now() / 1000)): string {
-  const mac = crypto.createHmac('sha256', secret).update(`${timestampSeconds}.`).update(body).digest('hex');
+  const mac = tokenMac('callback', secret, `${timestampSeconds}.`, body).toString('hex');
   return `t=${timestampSeconds},v1=${mac}`;
 }
 
@@ -59,7 +60,7 @@ export function verifyCallbackSignature(
   }
   if (t === undefined || sigs.length === 0) return 'malformed';
   if (Math.abs(nowSeconds - t) > toleranceSeconds) return 'expired';
-  const expected = Buffer.from(crypto.createHmac('sha256', secret).update(`${t}.`).update(rawBody).digest('hex'), 'utf8');
+  const expected = Buffer.from(tokenMac('callback', secret, `${t}.`, rawBody).toString('hex'), 'utf8');
   const ok = sigs.some((s) => crypto.timingSafeEqual(Buffer.from(s, 'utf8'), expected));
   return ok ? null : 'mismatch';
 }

@@ -1,5 +1,5 @@
 /**
- * The proof-of-consent export as CSV (RFC 4180; README "Numbers, consent and sending"): one row per
+ * The proof-of-consent export as CSV (RFC 4180; docs/sms.md "Numbers, consent and sending"): one row per
  * consent event, spreadsheet formulas neutralised (OWASP "CSV Injection").
  */
 

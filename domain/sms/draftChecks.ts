@@ -1,6 +1,6 @@
 /**
  * Format checks of the SMS registration draft that a JSON Schema type cannot express
- * (README "API notes": formats decided where the spec says "not shown"). Lengths, types, enums and
+ * (docs/api-notes.md: formats decided where the spec says "not shown"). Lengths, types, enums and
  * unknown fields are checked first by the generated schema.
  */
 import Ajv from 'ajv';

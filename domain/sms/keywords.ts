@@ -1,5 +1,5 @@
 /**
- * Inbound keyword handling (CTIA Messaging Principles; README "Numbers, consent and sending"). A keyword counts
+ * Inbound keyword handling (CTIA Messaging Principles; docs/sms.md "Numbers, consent and sending"). A keyword counts
  * only when it is alone in the message; case, whitespace (also inside, so "opt out" = OPTOUT) and
  * trailing "." or "!" are ignored.
  */

@@ -1,11 +1,11 @@
 /**
  * The free compliance review of a stored 10DLC registration draft (operation `reviewSMSRegistration`,
- * `POST /sms/review`; README "10DLC review, submission and carrier callbacks"). Pure and deterministic: it never contacts a carrier and never
+ * `POST /sms/review`; docs/sms.md "10DLC review, submission and carrier callbacks"). Pure and deterministic: it never contacts a carrier and never
  * charges. The rules follow The Campaign Registry's (TCR) brand and campaign vetting practice and the
  * CTIA Messaging Principles; each finding names the field, a stable `code` and a severity. Any `error`
  * makes the verdict `fail`; `warning`s are advice that carriers commonly flag but do not block submission.
  *
- * Rules (README "10DLC review, submission and carrier callbacks"):
+ * Rules (docs/sms.md "10DLC review, submission and carrier callbacks"):
  * - required fields: entityType, country, street, city, state, postalCode, supportEmail, phone, useCase,
  *   optInMethod, description, sample1, sample2, messageFlow, helpMessage; legalName, ein, vertical and
  *   website unless SOLE_PROPRIETOR (which needs displayName or legalName instead)

@@ -1,6 +1,5 @@
 /**
- * Keypad input on calls (spec "What the service does": DTMF is configured on the agent; README "Voice
- * calls"): digits arriving as ConversationRelay `dtmf` frames are gathered into one input, complete when
+ * Keypad input on calls (spec "What the service does": DTMF is configured on the agent; docs/voice.md): digits arriving as ConversationRelay `dtmf` frames are gathered into one input, complete when
  * the terminator key is pressed, when `maxDigits` digits arrived, or when no digit came for
  * `interDigitTimeoutMs`. The completed input is answered as the caller's next message, so a playbook's
  * `ask` node gathers a PIN or a menu choice the same way it gathers a spoken answer. Pure: the relay owns

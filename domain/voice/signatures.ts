@@ -1,5 +1,5 @@
 /**
- * Signature checks of the carriers' voice webhooks (README "Voice calls"), with node:crypto only.
+ * Signature checks of the carriers' voice webhooks (docs/voice.md), with node:crypto only.
  *
  * - Twilio ("Webhooks security"): `X-Twilio-Signature` is base64(HMAC-SHA1(auth token, URL + each POST
  *   parameter's name and value, sorted by name)). The URL is the full public URL Twilio requested. Twilio

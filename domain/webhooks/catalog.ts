@@ -1,6 +1,6 @@
 /**
  * The event catalog (spec "Events"): every event type, its payload schema (generated from
- * schemas/types/events.ts) and what it means. The README's event table is this list.
+ * schemas/types/events.ts) and what it means. The event types of docs/api-notes.md "Webhooks and audit logs" are this list.
  */
 import type { WebhookEventType } from '../../schemas/types/events';
 
@@ -21,7 +21,11 @@ export const EVENT_CATALOG: readonly EventTypeInfo[] = [
   { type: 'agent.rolled_back', schema: 'AgentRolledBackEventData', description: "An agent's published version was rolled back" },
   { type: 'knowledge.source.updated', schema: 'KnowledgeSourceUpdatedEventData', description: 'A knowledge source ingestion progressed, finished or failed' },
   { type: 'campaign.updated', schema: 'CampaignUpdatedEventData', description: 'An outbound campaign changed status' },
+  { type: 'call.started', schema: 'CallStartedEventData', description: 'A call was placed (POST /calls) or an inbound call was answered' },
   { type: 'call.completed', schema: 'CallCompletedEventData', description: 'A call ended' },
+  { type: 'call.transferred', schema: 'CallTransferredEventData', description: 'A call was handed to an escalation destination, with a summary for the person taking it' },
+  { type: 'voicemail.received', schema: 'VoicemailReceivedEventData', description: 'A caller left a voicemail (after hours, or when the destination did not answer)' },
+  { type: 'conversation.escalated', schema: 'ConversationEscalatedEventData', description: 'A chat, widget or SMS conversation was handed to a person: the destination and a summary' },
   { type: 'conversation.started', schema: 'ConversationStartedEventData', description: 'A conversation began (chat, widget, SMS, voice or a simulation)' },
   { type: 'conversation.ended', schema: 'ConversationEndedEventData', description: 'A conversation ended, with why and its message and token counts' },
   { type: 'conversation.analyzed', schema: 'ConversationAnalyzedEventData', description: 'The post-conversation analysis of an ended conversation finished: summary, outcome, sentiment and extracted fields (or failed)' },

@@ -1,6 +1,6 @@
 /**
  * Webhook delivery settings, read from the environment once per call of {@link loadWebhookSettings}
- * (README "Configuration"). Workflows never read the environment: the dispatcher passes the retry
+ * (docs/configuration.md). Workflows never read the environment: the dispatcher passes the retry
  * schedule in the workflow input, and activities read the rest.
  */
 import { parseAllowList, type AllowList } from '../net/guard';
@@ -27,8 +27,7 @@ export interface WebhookSettings {
   /** How often the dispatcher sweeps the outbox when no notification arrives, ms (WEBHOOK_DISPATCH_INTERVAL_MS, default 1000). */
   dispatchIntervalMs: number;
   /**
-   * 32-byte key (base64) sealing signing secrets at rest with AES-256-GCM (WEBHOOK_SECRET_KEY; README
-   * "Security"). Null only where no entry point resolved it: sealing then refuses.
+   * 32-byte key (base64) sealing signing secrets at rest with AES-256-GCM (WEBHOOK_SECRET_KEY; docs/security.md). Null only where no entry point resolved it: sealing then refuses.
    */
   secretKey: Buffer | null;
   /** The key before a rotation (WEBHOOK_SECRET_KEY_PREVIOUS): still opens secrets, never seals. */

@@ -47,7 +47,7 @@ export function signatureHeaders(secrets: string[], id: string, timestampSeconds
 }
 
 const SEALED_V1 = 'v1:';
-/** Legacy rows written before sealing was mandatory; read, never written (README "Security"). */
+/** Legacy rows written before sealing was mandatory; read, never written (docs/security.md). */
 const PLAIN = 'plain:';
 
 /**

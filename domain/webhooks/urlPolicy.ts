@@ -1,5 +1,5 @@
 /**
- * Which webhook URLs may be registered and delivered to (README "Webhooks and audit logs", SSRF). Checked when an endpoint is
+ * Which webhook URLs may be registered and delivered to (docs/api-notes.md "Webhooks and audit logs", SSRF). Checked when an endpoint is
  * created or updated (400 naming `url`) and again before every delivery; the SSRF guard of
  * providers/http/guard.ts then judges the addresses DNS returns at connect time.
  *

@@ -88,7 +88,7 @@ export { carrierVerdict, verdictRank, supersedes, type CarrierVerdict, type Carr
 export type CarrierOptions = SandboxOptions;
 
 /**
- * The configured carrier (CARRIER_PROVIDER: `sandbox`, the default, or `telnyx`; README "Going live").
+ * The configured carrier (CARRIER_PROVIDER: `sandbox`, the default, or `telnyx`; docs/going-live.md).
  * @throws for an unknown provider name, or a real provider whose settings are missing
  */
 export function createCarrier(deps: { db: Db; config: AppConfig }, opts: CarrierOptions = {}): CarrierAdapter {

@@ -58,7 +58,7 @@ export function sandboxCallbackUrl(config: AppConfig, override?: string): string
 
 /**
  * TCR-like id: prefix + 6 random base-36 characters. A repeated create is a new (billable) object, as at
- * a real CSP (README "Provider calls happen once"); callers find earlier ones by reference.
+ * a real CSP (docs/operations.md "Provider calls happen once"); callers find earlier ones by reference.
  */
 function newCarrierId(prefix: 'B' | 'C'): string {
   return prefix + (BigInt('0x' + crypto.randomBytes(8).toString('hex')) % 36n ** 6n).toString(36).toUpperCase().padStart(6, '0');
@@ -206,11 +206,14 @@ export abstract class SandboxAdapter {
     this.dispatcher = sandboxDispatcher(deps.db, sandboxCallbackUrl(deps.config, opts.callbackUrl));
   }
 
-  /** Schedules a callback `delayMs` from now (durably, in Postgres) with a fresh event id and its time. */
-  protected async callback(orgId: string, payload: Omit<SandboxCallbackPayload, 'eventId' | 'occurredAt'>, delayMs: number): Promise<void> {
+  /**
+   * Schedules a callback `delayMs` from now (durably, in Postgres) with a fresh event id and its time.
+   * @param db a transaction to schedule it in (then the caller kicks the dispatcher once it committed)
+   */
+  protected async callback(orgId: string, payload: Omit<SandboxCallbackPayload, 'eventId' | 'occurredAt'>, delayMs: number, db?: Db): Promise<void> {
     const full: SandboxCallbackPayload = { eventId: `evt_${crypto.randomBytes(8).toString('hex')}`, ...payload, occurredAt: new Date(Date.now() + delayMs).toISOString() };
-    await scheduleSandboxCallback(this.db, orgId, SANDBOX_PROVIDER, full as unknown as Record<string, unknown>, delayMs);
-    this.dispatcher.kick(delayMs);
+    await scheduleSandboxCallback(db ?? this.db, orgId, SANDBOX_PROVIDER, full as unknown as Record<string, unknown>, delayMs);
+    if (!db) this.dispatcher.kick(delayMs);
   }
 }
 
@@ -222,7 +225,11 @@ export class SandboxCarrier extends SandboxAdapter implements CarrierAdapter {
 
   /**
    * Stores a brand or campaign under its existing id (an update bumps the revision) or a new `B…`/`C…`
-   * id, with the verdict it will get after `delayMs` (and, approved, provisioning after `provisionDelayMs`).
+   * id, with the verdict it will get after `delayMs` (and, approved, provisioning after `provisionDelayMs`),
+   * and the callbacks that will announce it, in one transaction: as at a real CSP, an object that exists
+   * always gets its verdicts, even when the caller dies before the answer (a retry finds the object by
+   * reference and waits for the callback).
+   * @param callbacks the callbacks to schedule for the stored object: payload and delay, ms
    */
   private async store(
     orgId: string,
@@ -230,9 +237,17 @@ export class SandboxCarrier extends SandboxAdapter implements CarrierAdapter {
     request: CarrierBrandRequest | CarrierCampaignRequest,
     existingId: string | null | undefined,
     verdict: { outcome: string; reason: string | null; provisionDelayMs: number | null },
+    callbacks: (id: string, obj: { revision: number; outcome: string; reason: string | null }) => Array<{ payload: Omit<SandboxCallbackPayload, 'eventId' | 'occurredAt'>; delayMs: number }>,
   ) {
     const id = existingId || newCarrierId(kind === 'brand' ? 'B' : 'C');
-    const obj = await upsertSandboxObject(this.db, orgId, { id, kind, reference: request.reference, delayMs: this.delayMs, request, ...verdict });
+    const { obj, delays } = await this.db.transaction(async (trx) => {
+      const t = trx as unknown as Db;
+      const stored = await upsertSandboxObject(t, orgId, { id, kind, reference: request.reference, delayMs: this.delayMs, request, ...verdict });
+      const due = callbacks(id, stored);
+      for (const c of due) await this.callback(orgId, c.payload, c.delayMs, t);
+      return { obj: stored, delays: due.map((c) => c.delayMs) };
+    });
+    for (const d of delays) this.dispatcher.kick(d);
     return { id, obj };
   }
 
@@ -240,14 +255,19 @@ export class SandboxCarrier extends SandboxAdapter implements CarrierAdapter {
     await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, existingBrandId ? 'updateBrand' : 'createBrand', { ...brand, brandId: existingBrandId ?? null });
     const names = `${brand.legalName ?? ''} ${brand.displayName ?? ''}`;
     const rejected = /reject brand/i.test(names);
-    const { id, obj } = await this.store(orgId, 'brand', brand, existingBrandId, {
-      outcome: rejected ? 'UNVERIFIED' : 'VERIFIED',
-      reason: rejected ? 'Sandbox: the brand identity could not be verified (magic value "Reject Brand")' : null,
-      provisionDelayMs: null,
-    });
-    if (!/no callback/i.test(brand.legalName ?? '')) {
-      await this.callback(orgId, { type: 'brand.status', id, revision: obj.revision, status: obj.outcome, reason: obj.reason, reference: brand.reference }, this.delayMs);
-    }
+    const silent = /no callback/i.test(brand.legalName ?? '');
+    const { id, obj } = await this.store(
+      orgId,
+      'brand',
+      brand,
+      existingBrandId,
+      {
+        outcome: rejected ? 'UNVERIFIED' : 'VERIFIED',
+        reason: rejected ? 'Sandbox: the brand identity could not be verified (magic value "Reject Brand")' : null,
+        provisionDelayMs: null,
+      },
+      (newId, o) => (silent ? [] : [{ payload: { type: 'brand.status', id: newId, revision: o.revision, status: o.outcome, reason: o.reason, reference: brand.reference }, delayMs: this.delayMs }]),
+    );
     return { id, revision: obj.revision, status: 'PENDING' };
   }
 
@@ -256,16 +276,24 @@ export class SandboxCarrier extends SandboxAdapter implements CarrierAdapter {
     const brand = await getSandboxObject(this.db, orgId, campaign.brandId);
     if (!brand) throw new Error(`sandbox carrier: unknown brand ${campaign.brandId}`);
     const rejected = /reject campaign/i.test(campaign.description);
-    const { id, obj } = await this.store(orgId, 'campaign', campaign, existingCampaignId, {
-      outcome: rejected ? 'REJECTED' : 'APPROVED',
-      reason: rejected ? 'Sandbox: the campaign was rejected in vetting (magic value "Reject Campaign")' : null,
-      provisionDelayMs: rejected ? null : 2 * this.delayMs,
-    });
-    if (!/no callback/i.test(String(brand.request.legalName ?? ''))) {
-      const base = { type: 'campaign.status' as const, id, revision: obj.revision, reference: campaign.reference };
-      await this.callback(orgId, { ...base, status: obj.outcome, reason: obj.reason }, this.delayMs);
-      if (!rejected) await this.callback(orgId, { ...base, status: 'PROVISIONED', reason: null }, 2 * this.delayMs);
-    }
+    const silent = /no callback/i.test(String(brand.request.legalName ?? ''));
+    const { id, obj } = await this.store(
+      orgId,
+      'campaign',
+      campaign,
+      existingCampaignId,
+      {
+        outcome: rejected ? 'REJECTED' : 'APPROVED',
+        reason: rejected ? 'Sandbox: the campaign was rejected in vetting (magic value "Reject Campaign")' : null,
+        provisionDelayMs: rejected ? null : 2 * this.delayMs,
+      },
+      (newId, o) => {
+        if (silent) return [];
+        const base = { type: 'campaign.status' as const, id: newId, revision: o.revision, reference: campaign.reference };
+        const verdict = { payload: { ...base, status: o.outcome, reason: o.reason }, delayMs: this.delayMs };
+        return rejected ? [verdict] : [verdict, { payload: { ...base, status: 'PROVISIONED', reason: null }, delayMs: 2 * this.delayMs }];
+      },
+    );
     return { id, revision: obj.revision, status: 'PENDING' };
   }
 

@@ -1,5 +1,5 @@
 /**
- * The Telnyx carrier (CARRIER_PROVIDER=telnyx; README "Going live → Telnyx"): 10DLC brands
+ * The Telnyx carrier (CARRIER_PROVIDER=telnyx; docs/going-live.md "Telnyx"): 10DLC brands
  * (`POST /10dlc/brand`), campaigns (`POST /10dlc/campaignBuilder`), their status, and number-to-campaign
  * assignment (`POST /10dlc/phone_number_campaigns`), through the official `telnyx` SDK. Status webhooks
  * go to `PUBLIC_BASE_URL/api/v1/sms/provider-callbacks/telnyx?org=…&ref=…` (Ed25519-signed; mapped onto

@@ -1,5 +1,5 @@
 /**
- * Outbound requests made by skills (`http_request`, `book_appointment`; README "Conversations"): any
+ * Outbound requests made by skills (`http_request`, `book_appointment`; docs/api-notes.md "Conversations"): any
  * method with a JSON body, through the same SSRF guard as every fetch (./index.ts `guardedConnector`: the
  * name is resolved through the guard and the socket's peer address re-checked), no redirects followed, a
  * per-request time cap and a response size cap.

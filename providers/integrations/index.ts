@@ -1,6 +1,6 @@
 /**
  * The integration providers' interface (DESIGN.md "Providers": one per integration kind — calendar,
- * spreadsheet, CRM, generic HTTP; README "Integrations and records"). The sandbox is the default and the
+ * spreadsheet, CRM, generic HTTP; docs/api-notes.md "Integrations and records"). The sandbox is the default and the
  * only adapter built in (INTEGRATIONS_PROVIDER); it answers like the real APIs, with outcomes chosen by
  * documented magic values (providers/integrations/sandbox.ts).
  */
@@ -8,7 +8,7 @@ import type { IntegrationKind } from '../../domain/integrations/catalog';
 import { loadIntegrationSettings } from '../../domain/integrations/settings';
 import { SandboxIntegrations } from './sandbox';
 
-/** What a connection holds at the provider: stored only sealed (README "Security"). */
+/** What a connection holds at the provider: stored only sealed (docs/security.md). */
 export type IntegrationSecrets = Record<string, string>;
 
 /** What a connect establishes: the account it reached and the scopes granted. */

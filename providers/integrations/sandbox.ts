@@ -1,5 +1,5 @@
 /**
- * The sandbox integrations adapter (README "Integrations and records" → magic values), the default. It
+ * The sandbox integrations adapter (docs/api-notes.md "Integrations and records" → magic values), the default. It
  * keeps no state: every answer is a function of its input, as a provider's test mode is.
  *
  * - Credentials: a HubSpot `accessToken` must start with `pat-`; `pat-invalid…` is refused (as an
@@ -123,7 +123,7 @@ export class SandboxIntegrations implements IntegrationsAdapter {
 
 /**
  * What the sandbox consent screen does with an authorization URL: the callback URL the browser is sent
- * to, with `code` and `state` (or `error=access_denied` when `deny`). Tests and the README's walkthrough use it.
+ * to, with `code` and `state` (or `error=access_denied` when `deny`). Tests use it (docs/api-notes.md "Integrations and records").
  */
 export function sandboxConsent(authorizationUrl: string, opts: { deny?: boolean } = {}): string {
   const u = new URL(authorizationUrl);

@@ -2,7 +2,7 @@
  * The one error an LLM adapter throws for a failed upstream call (DESIGN.md "Providers": `llm`). Aborting a
  * request through its `AbortSignal` is not a provider failure: it rejects with the signal's reason instead.
  *
- * How the API turns it into RFC 9457 problem+json (README "Sandbox LLM" and "Configuration"):
+ * How the API turns it into RFC 9457 problem+json (docs/api-notes.md "Sandbox LLM" and docs/configuration.md):
  * - `rate_limited` → 503 `llm_rate_limited` with `Retry-After: <retryAfterSeconds>` (30 when the upstream named none);
  * - `unavailable` (upstream 5xx or no connection) and `timeout` (no answer within LLM_TIMEOUT_MS) → 502 `llm_unavailable`;
  * - `bad_request` (upstream 4xx other than 401/403/429) and `auth` (401/403: a wrong LLM_API_KEY) → 502 `llm_error`.

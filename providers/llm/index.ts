@@ -1,13 +1,13 @@
 /**
  * The LLM interface (DESIGN.md "Providers": `llm`, OpenAI chat-completions semantics). The conversation runtime
  * talks to a model only through `LlmProvider`: `complete` for one answer, `stream` for the same answer piece by
- * piece. Adapters: `sandbox` (the default; deterministic, no network, README "Sandbox LLM") and `openai` (any
+ * piece. Adapters: `sandbox` (the default; deterministic, no network, docs/api-notes.md "Sandbox LLM") and `openai` (any
  * OpenAI-compatible `/chat/completions` endpoint, on the official `openai` SDK).
  *
  * Failures of the upstream reject with `LlmProviderError` (./errors, which documents the HTTP mapping); aborting
  * through `LlmRequest.signal` rejects with the signal's reason (an `AbortError` DOMException by default).
  */
-import { envNumber } from '../../config';
+import { envNumber, DEFAULT_LLM_MODEL } from '../../config';
 import { OpenAiLlm } from './openai';
 import { SandboxLlm } from './sandbox';
 
@@ -19,15 +19,15 @@ import type { LlmProvider } from '../../domain/conversations/llm';
 /** The contract types live in the domain, where the pure conversation runtime uses them. */
 export type { LlmRole, LlmToolCall, LlmMessage, LlmTool, LlmUsage, SandboxHints, LlmRequest, LlmResponse, LlmStreamEvent, LlmProvider } from '../../domain/conversations/llm';
 
-/** Default of LLM_MODEL. */
-export const DEFAULT_LLM_MODEL = 'gpt-4o-mini';
+/** Default of LLM_MODEL (config.ts, which also reads the LLM_MODELS allowlist). */
+export { DEFAULT_LLM_MODEL };
 /** Default of LLM_BASE_URL. */
 export const DEFAULT_LLM_BASE_URL = 'https://api.openai.com/v1';
 /** Default of LLM_TIMEOUT_MS. */
 export const DEFAULT_LLM_TIMEOUT_MS = 30_000;
 
 /**
- * The configured LLM (README "Configuration"): LLM_PROVIDER `sandbox` (default; SANDBOX_LLM_TOKEN_DELAY_MS) or
+ * The configured LLM (docs/configuration.md): LLM_PROVIDER `sandbox` (default; SANDBOX_LLM_TOKEN_DELAY_MS) or
  * `openai` (LLM_BASE_URL, LLM_API_KEY — required, any non-empty value for a server that takes none —, LLM_MODEL,
  * LLM_TIMEOUT_MS). Only these variables are read: the SDK's own OPENAI_* variables are ignored.
  * @throws Error for an unknown provider, a missing LLM_API_KEY with `openai`, or a malformed number

@@ -6,7 +6,11 @@
  * - Messages map to the wire as `{role, content, name?, tool_calls?: [{id, type: 'function', function: {name,
  *   arguments}}], tool_call_id?}`, tools as `{type: 'function', function: {name, description, parameters}}`,
  *   `responseFormat: 'json_object'` as `response_format: {type: 'json_object'}`,
- *   `maxTokens` as `max_tokens` (the field every compatible server accepts) and the model defaults to LLM_MODEL.
+ *   `maxTokens` as `max_tokens` (the field every compatible server accepts), `temperature` as `temperature`, and the
+ *   model defaults to LLM_MODEL.
+ * - Fallback model (`fallbackModel`; ./fallback.ts): when the model answers 429, 5xx or no connection, or times out,
+ *   before any of its answer arrived, the request is sent once to the fallback model; the first model then gets no
+ *   SDK retry of its own (the fallback is its retry), the fallback model the usual one.
  * - Streaming sends `stream: true, stream_options: {include_usage: true}`; text deltas are passed on as they come,
  *   tool-call deltas are accumulated by `index` (id and name arrive first, `arguments` in pieces) and emitted whole
  *   once the stream ends; the usage chunk (empty `choices`) gives `usage`. A stream that ends before any
@@ -31,13 +35,14 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import { LlmProviderError } from './errors';
+import { completeWithFallback, streamWithFallback } from './fallback';
 import type { LlmMessage, LlmProvider, LlmRequest, LlmResponse, LlmStreamEvent, LlmToolCall, LlmUsage } from './index';
 import { countMessages, countTokens } from './tokens';
 
 /** Longest server Retry-After the adapter waits out before its one retry, seconds. */
 export const MAX_RETRY_WAIT_SECONDS = 2;
 
-/** Options of the OpenAI-compatible adapter (README "Configuration"). */
+/** Options of the OpenAI-compatible adapter (docs/configuration.md). */
 export interface OpenAiLlmOptions {
   /** LLM_BASE_URL, e.g. `https://api.openai.com/v1` (the path before `/chat/completions`). */
   baseUrl: string;
@@ -77,11 +82,21 @@ export class OpenAiLlm implements LlmProvider {
     });
   }
 
-  /** One answer (`stream: false`). @throws LlmProviderError; the signal's reason when aborted */
-  async complete(req: LlmRequest): Promise<LlmResponse> {
+  /** One answer (`stream: false`), from the fallback model when the model failed (module docstring). @throws LlmProviderError; the signal's reason when aborted */
+  complete(req: LlmRequest): Promise<LlmResponse> {
+    return completeWithFallback(req, this.model, (r, followed) => this.completeOnce(r, followed));
+  }
+
+  /** The answer as `LlmStreamEvent`s (module docstring), from the fallback model when the model failed before its first event. @throws LlmProviderError; the signal's reason when aborted */
+  stream(req: LlmRequest): AsyncIterable<LlmStreamEvent> {
+    return streamWithFallback(req, this.model, (r, followed) => this.streamOnce(r, followed));
+  }
+
+  /** One answer of one model; `followed`: a fallback follows a failure, so the SDK does not retry. */
+  private async completeOnce(req: LlmRequest, followed: boolean): Promise<LlmResponse> {
     let completion: ChatCompletion;
     try {
-      completion = await this.client.chat.completions.create({ ...this.params(req), stream: false }, { signal: req.signal });
+      completion = await this.client.chat.completions.create({ ...this.params(req), stream: false }, { signal: req.signal, ...(followed ? { maxRetries: 0 } : {}) });
     } catch (err) {
       throw toProviderError(err, req.signal);
     }
@@ -100,8 +115,8 @@ export class OpenAiLlm implements LlmProvider {
     };
   }
 
-  /** The answer as `LlmStreamEvent`s (module docstring). @throws LlmProviderError; the signal's reason when aborted */
-  async *stream(req: LlmRequest): AsyncIterable<LlmStreamEvent> {
+  /** The streamed answer of one model; `followed`: a fallback follows a failure, so the SDK does not retry. */
+  private async *streamOnce(req: LlmRequest, followed: boolean): AsyncIterable<LlmStreamEvent> {
     // One controller for the caller's abort and the idle timeout between chunks.
     const controller = new AbortController();
     const onAbort = () => controller.abort(req.signal?.reason);
@@ -130,7 +145,7 @@ export class OpenAiLlm implements LlmProvider {
         arm();
         chunks = await this.client.chat.completions.create(
           { ...this.params(req), stream: true, stream_options: { include_usage: true } },
-          { signal: controller.signal },
+          { signal: controller.signal, ...(followed ? { maxRetries: 0 } : {}) },
         );
       } catch (err) {
         throw fail(err);

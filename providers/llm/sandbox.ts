@@ -1,5 +1,5 @@
 /**
- * The sandbox LLM (README "Sandbox LLM"): the default adapter, deterministic and offline. It answers like a model
+ * The sandbox LLM (docs/api-notes.md "Sandbox LLM"): the default adapter, deterministic and offline. It answers like a model
  * that follows the conversation runtime's instructions, from `LlmRequest.hints` and a few documented patterns, so
  * conversations, playbooks, tools and knowledge can be exercised end to end without a model. Same request, same
  * answer — ids included; nothing random, no clock.
@@ -8,11 +8,20 @@
  * 0. `hints.analysis` → the JSON of `sandboxAnalysis` (a post-conversation analysis read from the transcript);
  * 1. `hints.refusal` → said verbatim; 2. `hints.say` → verbatim;
  * 3. no user message yet and `hints.greeting` → the greeting verbatim;
- * 4. the last message(s) are `tool` results → one sentence summarising them (`toolResultSentence`);
- * 5. `tools` given and the last message is a user message that names a tool (`matchTool`) → one call of that tool
- *    with arguments read from the message (`extractArguments`), `finishReason: 'tool_calls'`, content null;
- * 6. `hints.ask` → verbatim; 7. `hints.knowledge` non-empty → the best chunk quoted with its source (`quoteKnowledge`);
+ * 4. the last message(s) are `tool` results → plain sentences saying what happened (`toolResultSentence`): never
+ *    the JSON, the error text or a tool name;
+ * 5. `tools` given and the last message is a user message that names a tool (`matchTool`), asks for a person while the
+ *    `escalate` tool is offered (`matchEscalation`), or starts a playbook
+ *    of `hints.playbooks` by a trigger phrase or the key words of its `whenToUse` (`matchPlaybook`) → one call of that
+ *    tool with arguments read from the message (`extractArguments`), `finishReason: 'tool_calls'`, content null;
+ * 6. `hints.ask` → verbatim; 7. `hints.knowledge` non-empty → the sentences that best match the question, headings
+ *    left out, no citation (`answerFromKnowledge`);
  * 8. otherwise a fixed reply that echoes the last user message (`genericReply`).
+ * Before rule 0: `hints.classification` (a semantic topic guardrail) → the JSON of `sandboxClassification`, which
+ * decides by key words (docs/api-notes.md "Sandbox LLM").
+ * Failures by model name, so a fallback model can be exercised offline: a model ending in `-rate-limited` fails as
+ * `rate_limited` (an upstream 429), `-unavailable` as `unavailable` (a 5xx), `-timeout` as `timeout`, at once; then
+ * `fallbackModel`, when the request has one, answers instead (./fallback.ts).
  * `maxTokens` cuts a text answer to that many tokens (`finishReason: 'length'`). Usage comes from `gpt-tokenizer`:
  * prompt = `countMessages(messages)`, completion = tokens of the text (of the name plus the arguments for a call).
  * Streaming yields one `delta` per token (./tokens `tokenPieces`), SANDBOX_LLM_TOKEN_DELAY_MS apart.
@@ -23,6 +32,9 @@ import type { LlmMessage, LlmProvider, LlmRequest, LlmResponse, LlmStreamEvent, 
 import { countMessages, countTokens, encodeTokens, tokenPieces } from './tokens';
 import { decode } from 'gpt-tokenizer';
 import { fieldJsonSchema, type AnalysisRequest } from '../../domain/conversations/analysis';
+import { ESCALATE_TOOL } from '../../domain/conversations/escalation';
+import { LlmProviderError, type LlmErrorKind } from './errors';
+import { streamWithFallback } from './fallback';
 
 /** Options of the sandbox LLM. */
 export interface SandboxLlmOptions {
@@ -30,7 +42,7 @@ export interface SandboxLlmOptions {
   tokenDelayMs?: number;
 }
 
-/** Longest knowledge quote, characters (rule 7). */
+/** Longest knowledge answer, characters (rule 7). */
 export const KNOWLEDGE_QUOTE_CHARS = 300;
 /** Longest excerpt of a tool result or of an echoed user message, characters. */
 export const EXCERPT_CHARS = 200;
@@ -52,10 +64,16 @@ export class SandboxLlm implements LlmProvider {
     return done!;
   }
 
-  /** The answer token by token (module docstring). @throws the signal's reason when aborted */
-  async *stream(req: LlmRequest): AsyncIterable<LlmStreamEvent> {
+  /** The answer token by token (module docstring), from `fallbackModel` when the model fails by its name. @throws LlmProviderError for a failing model name; the signal's reason when aborted */
+  stream(req: LlmRequest): AsyncIterable<LlmStreamEvent> {
+    return streamWithFallback(req, 'sandbox', (r) => this.streamOnce(r));
+  }
+
+  private async *streamOnce(req: LlmRequest): AsyncIterable<LlmStreamEvent> {
     const signal = req.signal;
     signal?.throwIfAborted();
+    const failure = sandboxModelFailure(req.model);
+    if (failure) throw new LlmProviderError(failure, `the sandbox model ${req.model} fails as ${failure} (docs/api-notes.md "Sandbox LLM")`, failure === 'rate_limited' ? { status: 429, retryAfterSeconds: 1 } : failure === 'unavailable' ? { status: 503 } : {});
     const response = sandboxAnswer(req);
     if (response.content !== null) {
       let first = true;
@@ -73,6 +91,15 @@ export class SandboxLlm implements LlmProvider {
     signal?.throwIfAborted();
     yield { type: 'done', response };
   }
+}
+
+/** The failure a sandbox model name asks for (module docstring): `…-rate-limited`, `…-unavailable`, `…-timeout`; else null. */
+export function sandboxModelFailure(model: string | undefined): LlmErrorKind | null {
+  if (!model) return null;
+  if (model.endsWith('-rate-limited')) return 'rate_limited';
+  if (model.endsWith('-unavailable')) return 'unavailable';
+  if (model.endsWith('-timeout')) return 'timeout';
+  return null;
 }
 
 /** Waits `ms`; rejects with the signal's reason when it aborts first. */
@@ -106,13 +133,14 @@ export function sandboxAnswer(req: LlmRequest): LlmResponse {
     return { content: out, toolCalls: [], finishReason, usage: usage(messages, countTokens(out)), model };
   };
 
+  if (hints.classification) return text(JSON.stringify(sandboxClassification(hints.classification)));
   if (hints.analysis) return text(JSON.stringify(sandboxAnalysis(hints.analysis)));
   if (hints.refusal) return text(hints.refusal);
   if (hints.say) return text(hints.say);
   if (!hasUser && hints.greeting) return text(hints.greeting);
   if (last?.role === 'tool') return text(toolResultSentence(messages));
   if (last?.role === 'user' && req.tools?.length) {
-    const tool = matchTool(last.content ?? '', req.tools);
+    const tool = matchTool(last.content ?? '', req.tools) ?? matchEscalation(last.content ?? '', req.tools) ?? matchPlaybook(last.content ?? '', hints.playbooks ?? [], req.tools);
     if (tool) {
       const args = JSON.stringify(extractArguments(last.content ?? '', tool.parameters));
       const call: LlmToolCall = { id: toolCallId(messages, tool.name, args), name: tool.name, arguments: args };
@@ -120,7 +148,10 @@ export function sandboxAnswer(req: LlmRequest): LlmResponse {
     }
   }
   if (hints.ask) return text(hints.ask);
-  if (hints.knowledge?.length) return text(quoteKnowledge(hints.knowledge[0]));
+  if (hints.knowledge?.length) {
+    const question = [...messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+    return text(answerFromKnowledge(question, hints.knowledge));
+  }
   return text(genericReply(messages));
 }
 
@@ -155,6 +186,81 @@ export function matchTool(message: string, tools: readonly LlmTool[]): LlmTool |
     }
   }
   return undefined;
+}
+
+/**
+ * What asks for a person (rule 5): "speak to a person", "talk to someone", "a real person", "human", "representative",
+ * "operator", "manager", "supervisor", "emergency", "urgent", as whole words, ignoring case.
+ */
+export const ESCALATION_WORDS =
+  /\b(?:(?:speak|talk|chat)\s+(?:to|with)\s+(?:(?:a|an)\s+)?(?:(?:actual|real|live)\s+)?(?:person|someone|somebody|human|agent|people)|real\s+person|live\s+agent|humans?|representative|operator|manager|supervisor|emergency|urgent)\b/i;
+
+/** The `escalate` tool when it is offered and `message` asks for a person ({@link ESCALATION_WORDS}); else undefined. */
+export function matchEscalation(message: string, tools: readonly LlmTool[]): LlmTool | undefined {
+  const tool = tools.find((t) => t.name === ESCALATE_TOOL);
+  return tool && ESCALATION_WORDS.test(message) ? tool : undefined;
+}
+
+/** Words that carry no intent of their own, left out of key words (rule 5's `whenToUse`, rule 7). */
+const STOP_WORDS = new Set(
+  (
+    'a an the and or but if so of to in on at by for from with about into over as is are was were be been am do does did ' +
+    'i id im ive me my mine we our us you your yours he she it its they them their this that these those there here ' +
+    'what when where which who whom whose why how can could would should will shall may might must ' +
+    'like want wants wanted need needs needed wish please thanks thank hi hello hey yes no not just also some any ' +
+    'get got make made let lets tell know have has had caller person customer user someone somebody they asks ask asking'
+  ).split(' '),
+);
+
+/** A word reduced to a rough stem: `appointments` → `appointment`, `booking`/`booked` → `book`, `hours` → `hour`. */
+function stem(word: string): string {
+  if (word.length > 4 && word.endsWith('ies')) return `${word.slice(0, -3)}y`;
+  if (word.length > 5 && word.endsWith('ing')) return word.slice(0, -3);
+  if (word.length > 4 && word.endsWith('ed')) return word.slice(0, -2);
+  if (word.length > 3 && word.endsWith('s') && !word.endsWith('ss')) return word.slice(0, -1);
+  return word;
+}
+
+/** Text lower-cased with apostrophes dropped and everything but letters and digits made single spaces. */
+function normalizeWords(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/['’]/g, '')
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim();
+}
+
+/** The key words of a text (rule 5's `whenToUse`, rule 7): its words of 3+ characters that are not stop words, stemmed. */
+export function keyWords(text: string): Set<string> {
+  return new Set(
+    normalizeWords(text)
+      .split(' ')
+      .filter((w) => w.length >= 3 && !STOP_WORDS.has(w))
+      .map(stem),
+  );
+}
+
+/**
+ * Rule 5, playbooks: the tool of the playbook (in `playbooks` order, among `tools`) that `message` asks for —
+ * first one of whose trigger phrases the message contains as whole words (case, punctuation and apostrophes
+ * ignored); else the one whose `whenToUse` shares the most key words (`keyWords`) with the message, at least two
+ * (or all of them when `whenToUse` has fewer), the first on a tie. @returns undefined when none
+ */
+export function matchPlaybook(message: string, playbooks: NonNullable<LlmRequest['hints']>['playbooks'] & object, tools: readonly LlmTool[]): LlmTool | undefined {
+  const offered = playbooks.filter((p) => tools.some((t) => t.name === p.tool));
+  const text = ` ${normalizeWords(message)} `;
+  for (const p of offered) {
+    if (p.triggerPhrases.some((phrase) => normalizeWords(phrase) && text.includes(` ${normalizeWords(phrase)} `))) return tools.find((t) => t.name === p.tool);
+  }
+  const said = keyWords(message);
+  let best: { tool: string; shared: number } | undefined;
+  for (const p of offered) {
+    if (!p.whenToUse) continue;
+    const wanted = keyWords(p.whenToUse);
+    const shared = [...wanted].filter((w) => said.has(w)).length;
+    if (wanted.size && shared >= Math.min(2, wanted.size) && (!best || shared > best.shared)) best = { tool: p.tool, shared };
+  }
+  return best ? tools.find((t) => t.name === best!.tool) : undefined;
 }
 
 const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/;
@@ -264,45 +370,127 @@ function excerpt(text: string, max: number): string {
   return `${space > max / 2 ? cut.slice(0, space) : cut}…`;
 }
 
+/** Said for a failed tool result (rule 4): an apology and an offer of a person, never the error itself. */
+export const TOOL_FAILURE_SENTENCE = "I'm sorry, I couldn't complete that just now. Would you like me to connect you with a member of our team?";
+
+/** `startTime` / `booking_id` → `start time` / `booking id`. */
+function humanKey(key: string): string {
+  return key
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/[_-]+/g, ' ')
+    .toLowerCase()
+    .trim();
+}
+
+/** Up to four `key: value` details of a result's top-level text, number and true/false members. */
+function resultDetails(output: unknown): string[] {
+  if (!output || typeof output !== 'object' || Array.isArray(output)) return [];
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(output as Record<string, unknown>)) {
+    if (out.length === 4) break;
+    if (typeof v === 'boolean') out.push(`${humanKey(k)}: ${v ? 'yes' : 'no'}`);
+    else if (typeof v === 'number') out.push(`${humanKey(k)}: ${v}`);
+    else if (typeof v === 'string' && v.trim() && v.length <= 80 && !/[{}[\]]/.test(v)) out.push(`${humanKey(k)}: ${v.trim()}`);
+  }
+  return out;
+}
+
 /**
- * Rule 4: the trailing `tool` messages summarised: `Done: <excerpt>` (JSON compacted, `EXCERPT_CHARS` at most),
- * or `That did not work: <error>` for a JSON object with a string `error`; several results joined with `; `.
+ * Rule 4: the trailing `tool` messages said as plain sentences. A result is a failure when it is a JSON object
+ * with `ok: false` or a string `error`: then `TOOL_FAILURE_SENTENCE` (some failed, some not: `Part of that went
+ * through, but not all of it.` before the offer). Otherwise `All done.`, followed by up to four details of the
+ * result (its `output` when wrapped as `{ok, output}`): top-level text (≤ 80 characters), number and true/false
+ * members as `Key: value, key: value.` with keys read as words; a text result adds its first `EXCERPT_CHARS`.
  */
 export function toolResultSentence(messages: readonly LlmMessage[]): string {
   const results: LlmMessage[] = [];
   for (let i = messages.length - 1; i >= 0 && messages[i].role === 'tool'; i--) results.unshift(messages[i]);
-  const parts = results.map((m) => {
+  const details: string[] = [];
+  let failed = 0;
+  for (const m of results) {
     const content = m.content ?? '';
-    let compact = content;
+    let parsed: unknown;
     try {
-      const parsed: unknown = JSON.parse(content);
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed) && typeof (parsed as { error?: unknown }).error === 'string') {
-        return `That did not work: ${excerpt((parsed as { error: string }).error, EXCERPT_CHARS)}`;
-      }
-      compact = JSON.stringify(parsed);
+      parsed = JSON.parse(content);
     } catch {
-      // not JSON: quoted as text
+      const flat = excerpt(content, EXCERPT_CHARS);
+      if (flat) details.push(flat);
+      continue;
     }
-    return `Done: ${excerpt(compact, EXCERPT_CHARS) || 'no result'}`;
-  });
-  return parts.join('; ');
+    const obj = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+    if (obj && (obj.ok === false || typeof obj.error === 'string')) {
+      failed++;
+      continue;
+    }
+    const d = resultDetails(obj && 'ok' in obj && 'output' in obj ? obj.output : obj);
+    if (d.length) details.push(`${d.join(', ').replace(/^./, (c) => c.toUpperCase())}.`);
+  }
+  if (failed === results.length && failed > 0) return TOOL_FAILURE_SENTENCE;
+  if (failed) return `Part of that went through, but not all of it. ${TOOL_FAILURE_SENTENCE.replace(/^I'm sorry, I couldn't complete that just now\. /, '')}`;
+  return ['All done.', ...details].join(' ');
+}
+
+/** Whether a line of a knowledge chunk is a heading: Markdown `#`, or a short line (≤ 8 words) without closing punctuation. */
+function isHeading(line: string): boolean {
+  if (/^#{1,6}\s/.test(line)) return true;
+  if (/^([-*•]|\d+[.)])\s/.test(line)) return false;
+  return !/[.!?:;)"'”’]$/.test(line) && line.split(/\s+/).length <= 8;
+}
+
+const sentenceSegmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
+
+/** The sentences of a chunk in order, headings left out, list markers dropped. */
+function chunkSentences(text: string): string[] {
+  const lines = text.split(/\n+/).map((l) => l.trim()).filter(Boolean);
+  const out: string[] = [];
+  for (const line of lines) {
+    if (lines.length > 1 && isHeading(line)) continue;
+    const body = line.replace(/^([-*•]|\d+[.)])\s+/, '');
+    for (const { segment } of sentenceSegmenter.segment(body)) {
+      const sentence = segment.replace(/\s+/g, ' ').trim();
+      if (sentence) out.push(sentence);
+    }
+  }
+  return out;
 }
 
 /**
- * Rule 7: the first sentences of `chunk.text` that fit in `KNOWLEDGE_QUOTE_CHARS` (the first sentence cut at a word
- * boundary when it alone is longer), then ` (source: <source>)`.
+ * Rule 7: an answer from the retrieved chunks, without headings and without citing them (the receipt names the
+ * sources). Sentences are read from every chunk (a line that is a heading — Markdown `#`, or at most eight words
+ * without closing punctuation — is left out); each scores the number of the question's key words (`keyWords`) it
+ * has. The best-scoring sentences (ties: the better chunk, then the earlier sentence) are taken while they fit in
+ * `KNOWLEDGE_QUOTE_CHARS`, and said in document order. When no sentence shares a key word, the best chunk's first
+ * sentences that fit are said. A single sentence longer than that is cut at a word with `…`.
  */
-export function quoteKnowledge(chunk: { text: string; source: string }): string {
-  const flat = chunk.text.replace(/\s+/g, ' ').trim();
-  const sentences = flat.split(/(?<=[.!?])\s+/);
-  let quote = '';
-  for (const s of sentences) {
-    const next = quote ? `${quote} ${s}` : s;
-    if (next.length > KNOWLEDGE_QUOTE_CHARS) break;
-    quote = next;
+export function answerFromKnowledge(question: string, chunks: readonly { text: string; source: string }[]): string {
+  const wanted = keyWords(question);
+  const seen = new Set<string>();
+  const all: { text: string; order: number; score: number }[] = [];
+  chunks.forEach((c, ci) => {
+    chunkSentences(c.text).forEach((sentence, si) => {
+      if (seen.has(sentence)) return;
+      seen.add(sentence);
+      const words = keyWords(sentence);
+      all.push({ text: sentence, order: ci * 100_000 + si, score: [...wanted].filter((w) => words.has(w)).length });
+    });
+  });
+  if (!all.length) return excerpt(chunks[0]?.text ?? '', KNOWLEDGE_QUOTE_CHARS);
+  const ranked = all.some((x) => x.score > 0) ? [...all].filter((x) => x.score > 0).sort((a, b) => b.score - a.score || a.order - b.order) : all.filter((x) => x.order < 100_000);
+  const picked: typeof all = [];
+  let length = 0;
+  for (const x of ranked) {
+    const next = length + (picked.length ? 1 : 0) + x.text.length;
+    if (next > KNOWLEDGE_QUOTE_CHARS) {
+      if (picked.length) break;
+      return excerpt(x.text, KNOWLEDGE_QUOTE_CHARS);
+    }
+    picked.push(x);
+    length = next;
   }
-  if (!quote) quote = excerpt(flat, KNOWLEDGE_QUOTE_CHARS);
-  return `${quote} (source: ${chunk.source})`;
+  return picked
+    .sort((a, b) => a.order - b.order)
+    .map((x) => x.text)
+    .join(' ');
 }
 
 /**
@@ -323,7 +511,7 @@ const NEGATIVE = /\b(angry|annoyed|awful|bad|terrible|horrible|hate|frustrated|f
 const CLOSING = /\b(thanks|thank you|that'?s all|perfect|great|bye|goodbye|solved|resolved)\b/i;
 
 /**
- * Rule 0: a deterministic post-conversation analysis (README "Sandbox LLM"), from the user's lines only:
+ * Rule 0: a deterministic post-conversation analysis (docs/api-notes.md "Sandbox LLM"), from the user's lines only:
  * - `outcome`: `transferred` when the end reason is `transferred`; `abandoned` with no user line; `resolved` when
  *   the last user line thanks, says goodbye or that it is solved (`CLOSING`); otherwise `unresolved`;
  * - `sentiment`: positive words minus negative words over all user lines (`POSITIVE`, `NEGATIVE`): > 0 positive,
@@ -348,4 +536,68 @@ export function sandboxAnalysis(req: AnalysisRequest): { summary: string; outcom
     : `The user said nothing; ended: ${reason}.`;
   const schema = { type: 'object', properties: Object.fromEntries(req.fields.map((f) => [f.name, fieldJsonSchema(f)])) };
   return { summary, outcome, sentiment, fields: user.length ? extractArguments(all, schema) : {} };
+}
+
+/**
+ * Words of a topic or description that say nothing of what it covers ("medical advice" is about `medical`, not
+ * `advice`): left out of a topic's terms by `sandboxClassification`.
+ */
+const GENERIC_TOPIC_WORDS = new Set(
+  (
+    'advice advise question help information info topic thing anything something everything stuff discuss discussion talk related general ' +
+    'specific request issue matter opinion recommendation guidance support service answer detail about other'
+  )
+    .split(' ')
+    .map(stem),
+);
+
+/**
+ * Vocabularies of common blocked topics: a topic whose own words (name or description) include one of `names`
+ * also has these `terms` (docs/api-notes.md "Sandbox LLM").
+ */
+const TOPIC_VOCABULARIES: { names: string[]; terms: string[] }[] = [
+  {
+    names: ['medical', 'medicine', 'medication', 'health', 'clinical', 'doctor', 'drug', 'pharma'],
+    terms: [
+      'medic', 'diagnos', 'symptom', 'dosage', 'dose', 'dosing', 'overdos', 'infect', 'prescri', 'antibiotic', 'amoxicillin', 'penicillin',
+      'ibuprofen', 'acetaminophen', 'paracetamol', 'aspirin', 'opioid', 'fever', 'disease', 'illness', 'pills', 'vaccin', 'allerg', 'rash',
+    ],
+  },
+  { names: ['legal', 'law', 'lawyer', 'attorney', 'lawsuit'], terms: ['legal', 'lawyer', 'attorney', 'lawsuit', 'sue', 'suing', 'liabil', 'litigat', 'custody', 'divorce'] },
+  {
+    names: ['financial', 'finance', 'investment', 'investing', 'tax', 'taxes', 'money'],
+    terms: ['invest', 'stocks', 'crypto', 'bitcoin', 'retirement', 'portfolio', 'taxes', 'loan', 'mortgage', 'financ', 'dividend'],
+  },
+  { names: ['politics', 'political', 'election', 'elections'], terms: ['politic', 'election', 'vote', 'voting', 'president', 'democrat', 'republican', 'senat', 'congress', 'parliament'] },
+];
+
+/** Whether a message word matches a term: the term itself, or (terms of four letters or more) a word beginning with it. */
+function matchesTerm(word: string, term: string): boolean {
+  return word === term || (term.length >= 4 && word.startsWith(term));
+}
+
+/**
+ * The sandbox's verdict on a semantic topic guardrail's question (`hints.classification`; docs/api-notes.md "Sandbox
+ * LLM"). A topic's terms are the key words (`keyWords`) of its name and description that are not generic
+ * (`GENERIC_TOPIC_WORDS`: advice, question, help, information, …), plus the vocabulary (`TOPIC_VOCABULARIES`) of
+ * every common topic one of those words names: "medical advice" has `medical`, and through it `diagnos`, `dosage`,
+ * `infect`, `amoxicillin`, `prescri`, … . A topic applies when a word of the message matches one of its terms (the
+ * term itself, or, for terms of four letters or more, a word beginning with it: `infect` matches "infection").
+ * @returns `{applies, reason}` as the classifier asks: the topics that apply in their order; the reason names the
+ *   first word found, or says none was
+ */
+export function sandboxClassification(c: NonNullable<NonNullable<LlmRequest['hints']>['classification']>): { applies: string[]; reason: string } {
+  const said = normalizeWords(c.message).split(' ').filter(Boolean);
+  const applies: string[] = [];
+  let reason = '';
+  for (const t of c.topics) {
+    const own = [...keyWords(`${t.topic} ${t.description ?? ''}`)].filter((w) => !GENERIC_TOPIC_WORDS.has(w));
+    const terms = new Set(own);
+    for (const v of TOPIC_VOCABULARIES) if (own.some((w) => v.names.some((n) => matchesTerm(w, stem(n))))) v.terms.forEach((x) => terms.add(x));
+    const found = said.find((w) => [...terms].some((term) => matchesTerm(w, term)));
+    if (found === undefined) continue;
+    applies.push(t.topic);
+    if (!reason) reason = `The message mentions "${found}", which is about ${t.topic}.`;
+  }
+  return { applies, reason: reason || "No blocked topic's key words appear in the message." };
 }

@@ -1,5 +1,5 @@
 /**
- * The mailer interface (DESIGN.md "Providers": `mailer`, invitations; README "Team"). The sandbox, the
+ * The mailer interface (DESIGN.md "Providers": `mailer`, invitations; docs/team-and-oauth.md "Team"). The sandbox, the
  * default, records every message in memory; `MAILER_PROVIDER=smtp` sends through `nodemailer` to the SMTP
  * server named by `SMTP_URL` (e.g. `smtps://user:pass@smtp.example.com:465`), from `MAIL_FROM`.
  */

@@ -1,5 +1,5 @@
 /**
- * The sandbox mailer: records messages instead of sending them (README "Team"). Addresses ending in
+ * The sandbox mailer: records messages instead of sending them (docs/team-and-oauth.md "Team"). Addresses ending in
  * `@fail.example` are refused, as a real server refuses a mailbox, so the failure path can be tried.
  */
 import type { Mailer, MailMessage } from './index';

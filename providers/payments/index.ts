@@ -1,5 +1,5 @@
 /**
- * The payments interface (DESIGN.md "Providers": `payments`, wallet top-ups; README "Billing"). The
+ * The payments interface (DESIGN.md "Providers": `payments`, wallet top-ups; docs/api-notes.md "Billing"). The
  * sandbox is the default and the only adapter built in: a Stripe adapter needs the official `stripe`
  * package, which is not installed, so `PAYMENTS_PROVIDER=stripe` is refused at start for now.
  */

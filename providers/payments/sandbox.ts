@@ -1,5 +1,5 @@
 /**
- * The sandbox payments adapter (README "Billing": magic amounts, as payment providers' test modes
+ * The sandbox payments adapter (docs/api-notes.md "Billing": magic amounts, as payment providers' test modes
  * choose outcomes by test card). Outcomes by the amount's last two digits (cents):
  * `02` → `card_declined`, `03` → `insufficient_funds`, `09` → `provider_unavailable`; anything else
  * settles at once. The payment id is derived from the organization and the idempotency key, so a retried

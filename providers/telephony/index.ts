@@ -22,7 +22,7 @@ export interface OutgoingText {
   reference: string;
 }
 
-/** An outbound call to place (README "Outbound voice campaigns"). */
+/** An outbound call to place (docs/voice.md "Outbound voice campaigns"). */
 export interface OutgoingCall {
   /** Caller id: the organization's own number, E.164. */
   from: string;
@@ -30,7 +30,7 @@ export interface OutgoingCall {
   /**
    * Client reference of the dial (`{attemptId}:{dial number}`), echoed by the provider (as a status
    * callback parameter, the way voice APIs without idempotency keys carry one). The provider does not
-   * deduplicate on it: a second request is a second call (README "Provider calls happen once").
+   * deduplicate on it: a second request is a second call (docs/operations.md "Provider calls happen once").
    */
   idempotencyKey: string;
   /** Agent that handles the call once answered. */
@@ -42,7 +42,13 @@ export interface OutgoingCall {
    */
   campaignId?: string;
   /**
-   * The message to leave when a machine answers (README "Voicemail"): the campaign's agent's voicemail
+   * The stored call of a call placed by `POST /calls` (`call_…`; docs/api-notes.md "Calls on demand"): an
+   * answered call (a person) is connected to `agentId` over the ConversationRelay as that call, the agent
+   * greeting first, as a campaign call is.
+   */
+  callId?: string;
+  /**
+   * The message to leave when a machine answers (docs/voice.md "Voicemail"): the campaign's agent's voicemail
    * message, variables filled. The call is placed with answering-machine detection that waits for the end
    * of the greeting (Twilio `MachineDetection=DetectMessageEnd`, Telnyx `greeting_end`); the message is
    * spoken after the beep and the call hung up. Absent: a machine is only the `voicemail` outcome.
@@ -50,11 +56,17 @@ export interface OutgoingCall {
   voicemailMessage?: string;
 }
 
-/** An answered campaign call an adapter hands to the conversation runtime (a person, or a machine at its beep). */
+/**
+ * An answered outbound call an adapter hands to the conversation runtime (a person, or a machine at its
+ * beep): a campaign's dial, or a call placed by `POST /calls`.
+ */
 export interface AnsweredCampaignCall {
   orgId: string;
   agentId: string;
-  campaignId: string;
+  /** The campaign of a campaign dial; null for a call placed by `POST /calls` (`callId` names it). */
+  campaignId: string | null;
+  /** The stored call of a call placed by `POST /calls` (`call_…`); absent for a campaign dial. */
+  callId?: string;
   /** The provider's id of the dial (its voice_calls row is unique on it). */
   providerCallId: string;
   provider: string;
@@ -71,14 +83,15 @@ export interface AnsweredCampaignCall {
 export interface CampaignCallHandoff {
   /**
    * Stores the answered call (pinned to the agent's published version) and mints its relay reference.
-   * @returns the relay's WebSocket URL with the call's id, language (BCP 47) and DTMF setting; null when the
+   * @returns the relay's WebSocket URL with the call's id, language (BCP 47), DTMF setting and the carrier's
+   *   voice id for the agent's voice (domain/voice/carrierVoices.ts); null when the
    *   agent is no longer published (the call is stored `failed` and the adapter hangs up)
    */
-  connect(call: AnsweredCampaignCall): Promise<{ callId: string; relayUrl: string; language?: string; dtmfEnabled: boolean } | null>;
+  connect(call: AnsweredCampaignCall): Promise<{ callId: string; relayUrl: string; language?: string; dtmfEnabled: boolean; voice?: string | null } | null>;
   /**
    * Stores a call that reached a machine at its beep with the campaign's voicemail message, and its
-   * `voice` conversation (README "Voicemail"). @returns the message and its language; null when the
-   *   campaign's agent has no voicemail message
+   * `voice` conversation (docs/voice.md "Voicemail"). @returns the message and its language; null when the
+   *   campaign's agent has no voicemail message, or for a call that is not a campaign's
    */
   leaveVoicemail(call: AnsweredCampaignCall): Promise<{ message: string; language: string } | null>;
 }
@@ -94,7 +107,7 @@ export interface DialResult {
   durationSeconds: number;
   /** False when this answer is a call placed earlier (a look-up, or the sandbox's optional key deduplication). */
   dialedNow: boolean;
-  /** The message left on the callee's voicemail (README "Voicemail"); absent or null when none was left. */
+  /** The message left on the callee's voicemail (docs/voice.md "Voicemail"); absent or null when none was left. */
   voicemailMessage?: string | null;
 }
 
@@ -105,9 +118,10 @@ export interface CallQuery {
   to: string;
   /** Earliest start of the call, ms since the epoch. */
   sinceMs: number;
-  /** The dial's agent and campaign: a call found still ringing or talking is connected as the dial would have. */
+  /** The dial's agent and campaign (or placed call): a call found still ringing or talking is connected as the dial would have. */
   agentId?: string;
   campaignId?: string;
+  callId?: string;
   /** The dial's voicemail message: a call found still up at a machine leaves it as the dial would have. */
   voicemailMessage?: string;
 }
@@ -159,12 +173,17 @@ export interface TelephonyDeps {
   handoff?: CampaignCallHandoff;
 }
 
+/** The name of the configured telephony provider (TELEPHONY_PROVIDER, default `sandbox`), as stored on calls. */
+export function telephonyProviderName(): string {
+  return process.env.TELEPHONY_PROVIDER || 'sandbox';
+}
+
 /**
  * The configured telephony provider (TELEPHONY_PROVIDER: `sandbox`, the default, `telnyx` or `twilio`;
- * README "Going live"). @throws for an unknown name, or a real provider whose settings are missing
+ * docs/going-live.md). @throws for an unknown name, or a real provider whose settings are missing
  */
 export function createTelephony(deps: TelephonyDeps, opts: TelephonyOptions = {}): TelephonyAdapter {
-  const name = process.env.TELEPHONY_PROVIDER || 'sandbox';
+  const name = telephonyProviderName();
   if (name === 'telnyx') return new TelnyxTelephony(deps);
   if (name === 'twilio') return new TwilioTelephony(deps);
   if (name !== 'sandbox') throw new Error(`TELEPHONY_PROVIDER=${name} is not supported; use "sandbox", "telnyx" or "twilio"`);

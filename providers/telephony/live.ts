@@ -1,5 +1,5 @@
 /**
- * What the real carrier adapters (Telnyx, Twilio) share (README "Going live"): their settings read from
+ * What the real carrier adapters (Telnyx, Twilio) share (docs/going-live.md): their settings read from
  * the environment, the URLs they give the provider for webhooks, waiting out a provider's rate limit with
  * its `Retry-After` (RFC 9110 §10.2.3), and waiting for an outbound call to end as its webhooks report it.
  */
@@ -89,7 +89,7 @@ export async function withRateLimit<T>(probe: RateLimitProbe, fn: () => Promise<
 }
 
 /**
- * The message a call left on a machine (README "Voicemail"): stored with the call by the voice webhook
+ * The message a call left on a machine (docs/voice.md "Voicemail"): stored with the call by the voice webhook
  * (Twilio) or the adapter (Telnyx) when it was spoken; null when none was.
  */
 export async function voicemailLeft(db: Db, orgId: string, provider: string, providerCallId: string): Promise<string | null> {

@@ -4,13 +4,13 @@
  * texts whose delivery receipt arrives as a signed callback after SANDBOX_TELEPHONY_DELAY_MS (default
  * 1000 ms). Magic value: a text body containing "Fail Delivery" gets a `FAILED` receipt; otherwise `DELIVERED`.
  *
- * Outbound dials (README "Outbound voice campaigns") end by the callee's last four digits: 0001 answered, 0002 voicemail
- * (a machine: a dial bringing a voicemail message has it recorded after the beep, README "Voicemail"),
+ * Outbound dials (docs/voice.md "Outbound voice campaigns") end by the callee's last four digits: 0001 answered, 0002 voicemail
+ * (a machine: a dial bringing a voicemail message has it recorded after the beep, docs/voice.md "Voicemail"),
  * 0003 busy, 0004 no_answer, 0005 failed, anything else answered (see sandboxDialOutcome for the
  * durations). A dial takes SANDBOX_DIAL_LATENCY_MS (default 0); inside an activity that wait ends early
  * when the activity is cancelled (its workflow gone, the worker shutting down), as a real call's wait does.
  *
- * Like the real providers (README "Provider calls happen once"), the sandbox does not deduplicate: every
+ * Like the real providers (docs/operations.md "Provider calls happen once"), the sandbox does not deduplicate: every
  * dial request is a new call, a row of `sandbox_dials`; every purchase buys (and bills) again; every
  * send is a new message with a new id; all are logged in `provider_requests`. SANDBOX_DEDUPLICATE_KEYS=true
  * turns on deduplication of dials by key, as providers that take idempotency keys do. It offers the
@@ -164,7 +164,7 @@ export class SandboxTelephony extends SandboxAdapter implements TelephonyAdapter
   async dial(orgId: string, call: OutgoingCall): Promise<DialResult> {
     const { outcome, durationSeconds } = sandboxDialOutcome(call.to);
     const providerCallId = `CA${crypto.randomBytes(12).toString('hex')}`;
-    // A machine (0002) records the message spoken after its beep, when the dial brings one (README "Voicemail").
+    // A machine (0002) records the message spoken after its beep, when the dial brings one (docs/voice.md "Voicemail").
     const voicemailMessage = outcome === 'voicemail' && call.voicemailMessage ? call.voicemailMessage : null;
     const rec = { reference: call.idempotencyKey, from: call.from, to: call.to, providerCallId, outcome, durationSeconds, voicemailMessage };
     const { dial, created } = await sandboxRecordDial(this.db, orgId, rec, this.deduplicateKeys);

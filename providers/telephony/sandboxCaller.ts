@@ -1,5 +1,5 @@
 /**
- * The sandbox carrier's caller (README "Voice calls"): plays the carrier's part of a phone call end to
+ * The sandbox carrier's caller (docs/voice.md): plays the carrier's part of a phone call end to
  * end over the real protocols — it rings the voice webhook (`POST …/voice/sandbox/inbound`, form
  * parameters signed with Twilio's X-Twilio-Signature scheme keyed by CARRIER_CALLBACK_SECRET), reads
  * the markup, opens the ConversationRelay WebSocket it names, sends `setup` and then the script's

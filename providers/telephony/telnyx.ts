@@ -1,11 +1,11 @@
 /**
- * The Telnyx telephony adapter (TELEPHONY_PROVIDER=telnyx; README "Going live → Telnyx") on the official
+ * The Telnyx telephony adapter (TELEPHONY_PROVIDER=telnyx; docs/going-live.md "Telnyx") on the official
  * `telnyx` SDK: number search (`GET /available_phone_numbers`), order (`POST /number_orders`, our number
  * id as `customer_reference`) and release (`DELETE /phone_numbers/{id}`); texts (`POST /messages` on
  * `TELNYX_MESSAGING_PROFILE_ID`, delivery receipts to our webhook with `org` and `ref` in its query);
  * outbound calls (`POST /calls` on the Call Control connection `TELNYX_CONNECTION_ID`, answering-machine
  * detection `detect`, our organization and reference in `client_state`), waited for until their
- * `call.hangup` webhook. A campaign call answered by a person (`call.answered`, then
+ * `call.hangup` webhook. A campaign call (or one placed by our `POST /calls`) answered by a person (`call.answered`, then
  * `call.machine.detection.ended` other than a machine) is connected to the campaign's agent with the
  * Call Control command `POST /calls/{id}/actions/conversation_relay_start` (Telnyx "Conversation
  * Relay": started "from TeXML or with a Programmable Voice command"; `command_id` makes a retried
@@ -13,7 +13,7 @@
  * agent's greeting first; a call whose agent is no longer published is hung up. A campaign call with a
  * voicemail message to leave is placed with detection `greeting_end`: a machine whose greeting ended
  * (`call.machine.greeting.ended`) hears the message (`speak`), then is hung up on `call.speak.ended`
- * (README "Voicemail"). Look-ups for
+ * (docs/voice.md "Voicemail"). Look-ups for
  * performOnce: number orders by `customer_reference`; texts by the receipts already stored for our message id (Telnyx lists no messages: otherwise it cannot tell);
  * calls by the reference their webhooks echoed (a call found still up is connected to its agent as the
  * dial would have).
@@ -151,7 +151,7 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
         from: call.from,
         to: call.to,
         // A voicemail message to leave: detection that also reports the end of a machine's greeting (a beep
-        // or the silence after it: `call.machine.greeting.ended`), when the message is spoken (README "Voicemail").
+        // or the silence after it: `call.machine.greeting.ended`), when the message is spoken (docs/voice.md "Voicemail").
         answering_machine_detection: call.campaignId && call.voicemailMessage ? 'greeting_end' : 'detect',
         client_state: telnyxClientState(orgId, call.idempotencyKey),
         webhook_url: providerCallbackUrl(this.config, TELNYX_PROVIDER),
@@ -167,7 +167,7 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
   /**
    * The progress hook of a dial's wait: connects its answered campaign call to the agent, once; or, for a
    * machine when the dial brings a voicemail message, speaks the message once the greeting ended and hangs
-   * up once it has been spoken (README "Voicemail").
+   * up once it has been spoken (docs/voice.md "Voicemail").
    */
   private connectOnceAnswered(orgId: string, call: OutgoingCall): (c: ProviderCallRecord) => Promise<void> {
     let connected = false;
@@ -186,7 +186,8 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
         }
         return;
       }
-      if (connected || !call.campaignId || c.status !== 'answered' || !c.answeredBy) return;
+      // A campaign dial or a call placed by POST /calls is connected to its agent; other dials are outcomes only.
+      if (connected || !(call.campaignId || call.callId) || c.status !== 'answered' || !c.answeredBy) return;
       connected = true;
       await this.connectToAgent(orgId, call, c);
     };
@@ -212,9 +213,9 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
     );
   }
 
-  /** The answered campaign call of a dial, as the handoff takes it. */
+  /** The answered call of a dial (a campaign's, or one placed by POST /calls), as the handoff takes it. */
   private answered(orgId: string, call: OutgoingCall, c: ProviderCallRecord): AnsweredCampaignCall {
-    return { orgId, agentId: call.agentId, campaignId: call.campaignId!, providerCallId: c.providerCallId, provider: TELNYX_PROVIDER, from: call.from, to: call.to };
+    return { orgId, agentId: call.agentId, campaignId: call.campaignId ?? null, ...(call.callId ? { callId: call.callId } : {}), providerCallId: c.providerCallId, provider: TELNYX_PROVIDER, from: call.from, to: call.to };
   }
 
   /**
@@ -248,6 +249,8 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
       this.client.calls.actions.startConversationRelay(c.providerCallId, {
         url: prepared.relayUrl,
         language: prepared.language,
+        ...(prepared.voice ? { voice: prepared.voice } : {}),
+        transcription_engine: 'Deepgram',
         dtmf_detection: prepared.dtmfEnabled,
         interruptible: 'any',
         custom_parameters: { callId: prepared.callId },
@@ -260,7 +263,7 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
     const c = await findProviderCallByReference(this.db, orgId, TELNYX_PROVIDER, q.reference);
     if (!c) return { cannotTell: 'Telnyx lists no ended calls by client_state and no webhook of this call has arrived' };
     // A retried dial whose call is still up connects it as the dial would have (the command's command_id makes a repeat a no-op).
-    const dial: OutgoingCall = { from: q.from, to: q.to, idempotencyKey: q.reference, agentId: q.agentId ?? '', campaignId: q.agentId ? q.campaignId : undefined, voicemailMessage: q.voicemailMessage };
+    const dial: OutgoingCall = { from: q.from, to: q.to, idempotencyKey: q.reference, agentId: q.agentId ?? '', campaignId: q.agentId ? q.campaignId : undefined, callId: q.agentId ? q.callId : undefined, voicemailMessage: q.voicemailMessage };
     const ended = await waitForCallEnd(this.db, orgId, TELNYX_PROVIDER, c.providerCallId, undefined, this.connectOnceAnswered(orgId, dial));
     return { found: { ...ended, dialedNow: false } };
   }

@@ -1,5 +1,5 @@
 /**
- * The official `telnyx` SDK client as the Telnyx adapters use it (README "Going live → Telnyx"):
+ * The official `telnyx` SDK client as the Telnyx adapters use it (docs/going-live.md "Telnyx"):
  * `TELNYX_API_KEY` (Bearer), `TELNYX_BASE_URL` (default `https://api.telnyx.com/v2`; tests point it at a
  * loopback stub), no SDK retries (a retried write could be a second number, text or call: 429s are waited
  * out by `withRateLimit`, anything else goes through performOnce's look-up).

@@ -1,13 +1,14 @@
 /**
- * The Twilio telephony adapter (TELEPHONY_PROVIDER=twilio; README "Going live → Twilio") on the official
+ * The Twilio telephony adapter (TELEPHONY_PROVIDER=twilio; docs/going-live.md "Twilio") on the official
  * `twilio` SDK (API 2010-04-01): number search (`AvailablePhoneNumbers/US/Local`), purchase
  * (`IncomingPhoneNumbers`, our number id as `FriendlyName`, its SMS webhook ours and its voice webhook
  * the voice webhook URL) and release; texts (`Messages`, `StatusCallback` ours with `org` and `ref`);
  * outbound calls (`Calls`, `Url` = the voice webhook — a campaign's with `org`, `agt` and `cmp` in its
- * query, so the answered call is connected to the campaign's agent greeting first —, `MachineDetection=Enable` with async AMD, status
+ * query, a call placed by our `POST /calls` with `org`, `agt` and `call`, so the answered call is
+ * connected to its agent greeting first —, `MachineDetection=Enable` with async AMD, status
  * callbacks ours) waited for until `completed`; a campaign call with a voicemail message to leave uses
  * synchronous `MachineDetection=DetectMessageEnd` instead, and the voice webhook answers a machine at its
- * beep with `<Say>` + `<Hangup/>` (README "Voicemail"). Look-ups for performOnce: numbers by `FriendlyName`;
+ * beep with `<Say>` + `<Hangup/>` (docs/voice.md "Voicemail"). Look-ups for performOnce: numbers by `FriendlyName`;
  * texts by the receipts stored for our message id, else the list of messages from/to since the send
  * with the same body; calls by the reference their callbacks echoed, else the list from/to since the dial.
  */
@@ -128,8 +129,9 @@ export class TwilioTelephony implements TelephonyAdapter {
       this.client.calls.create({
         from: call.from,
         to: call.to,
-        // A campaign call names its campaign and agent in the URL Twilio signs: the webhook then has the agent greet first.
-        url: voiceWebhookUrl(this.config, TWILIO_PROVIDER, call.campaignId ? { org: orgId, agt: call.agentId, cmp: call.campaignId } : {}),
+        // A campaign call names its campaign and agent in the URL Twilio signs (a call placed by POST /calls
+        // its stored call): the webhook then has the agent greet first.
+        url: voiceWebhookUrl(this.config, TWILIO_PROVIDER, call.campaignId ? { org: orgId, agt: call.agentId, cmp: call.campaignId } : call.callId ? { org: orgId, agt: call.agentId, call: call.callId } : {}),
         method: 'POST',
         statusCallback,
         statusCallbackMethod: 'POST',

@@ -1,5 +1,5 @@
 /**
- * The official `twilio` SDK client as the Twilio adapter uses it (README "Going live → Twilio"):
+ * The official `twilio` SDK client as the Twilio adapter uses it (docs/going-live.md "Twilio"):
  * `TWILIO_ACCOUNT_SID` + `TWILIO_AUTH_TOKEN` (HTTP Basic), and `TWILIO_BASE_URL` (unset = Twilio's own
  * `https://{product}.twilio.com` hosts; tests point it at a loopback stub: the request's host is
  * replaced, its path kept). No SDK retries (`autoRetry` off): 429s are waited out by `withRateLimit`

@@ -1,7 +1,7 @@
 /**
  * Agents area request and response types (spec "Agent versions", "Agent lifecycle", the Agents, Voice,
  * Skills, Guardrails, Playbooks and Test rows). The spec leaves agent fields "not shown"; the choices
- * here are documented in the README's API notes. `npm run schemas` generates one JSON Schema per type.
+ * here are documented in docs/api-notes.md. `npm run schemas` generates one JSON Schema per type.
  */
 
 /** DTMF keypad input on voice calls (spec: configured on the agent, no endpoint of its own). */
@@ -27,7 +27,7 @@ export interface AgentVariable {
 }
 
 /**
- * One value the post-conversation analysis extracts from a transcript (README "Conversation analysis").
+ * One value the post-conversation analysis extracts from a transcript (docs/api-notes.md "Conversation analysis").
  * @additionalProperties false
  */
 export interface AnalysisField {
@@ -50,6 +50,9 @@ export interface AnalysisSettings {
   fields: AnalysisField[];
 }
 
+/** Most completion tokens of one answer (inlined into AgentCreate). @asType integer @minimum 1 @maximum 32768 */
+type AnswerTokens = number;
+
 /**
  * Request body of `POST /agents` (createAgent).
  * @additionalProperties false
@@ -66,7 +69,7 @@ export interface AgentCreate {
   /** First sentence spoken or written to a caller. @maxLength 1000 */
   greeting?: string | null;
   /**
-   * What a campaign call leaves on an answering machine after the beep, then hangs up (README "Voicemail");
+   * What a campaign call leaves on an answering machine after the beep, then hangs up (docs/voice.md "Voicemail");
    * `{{variables}}` are filled as in the greeting. Null: a machine is only the `voicemail` outcome.
    * @minLength 1 @maxLength 1000
    */
@@ -81,8 +84,39 @@ export interface AgentCreate {
   dtmf?: DtmfSettings;
   /** @maxItems 100 */
   variables?: AgentVariable[];
-  /** Extraction fields of the post-conversation analysis (README "Conversation analysis"). */
+  /** Extraction fields of the post-conversation analysis (docs/api-notes.md "Conversation analysis"). */
   analysis?: AnalysisSettings;
+  /**
+   * Seconds without a message after which a chat or widget conversation ends `idle` (docs/api-notes.md
+   * "Conversations": idle timeouts; default 1,800). @asType integer @minimum 60 @maximum 86400
+   */
+  idleTimeoutSeconds?: number;
+  /**
+   * Seconds without a text after which an SMS conversation ends `idle` (docs/sms.md "Agents answer texts"; default
+   * 86,400). @asType integer @minimum 300 @maximum 2592000
+   */
+  smsIdleTimeoutSeconds?: number;
+  /** Most segments of one SMS reply, cut at a sentence (docs/sms.md; default 3). @asType integer @minimum 1 @maximum 10 */
+  smsMaxSegments?: number;
+  /**
+   * Chat model of the agent's turns (docs/api-notes.md "Agents": model settings): one of the deployment's `LLM_MODELS`
+   * (another → 400 naming `model`). Null: the deployment's `LLM_MODEL`. @minLength 1 @maxLength 200
+   */
+  model?: string | null;
+  /** Sampling temperature of the agent's answers, 0–2; null: the model's default. @minimum 0 @maximum 2 */
+  temperature?: number | null;
+  /** Most tokens of one answer (an answer is cut there); null: the model's own limit. */
+  maxTokens?: AnswerTokens | null;
+  /**
+   * Model asked once, for the same request, when `model` answers 429 or 5xx or does not answer in time; one of
+   * `LLM_MODELS` (another → 400 naming `fallbackModel`). Null: none. @minLength 1 @maxLength 200
+   */
+  fallbackModel?: string | null;
+  /**
+   * IANA time zone of the current date and time the agent is told (e.g. `America/Chicago`; unknown → 400 naming
+   * `timeZone`). Null: the organization's time zone, UTC while organizations have none. @minLength 1 @maxLength 64
+   */
+  timeZone?: string | null;
 }
 
 /**
@@ -115,13 +149,29 @@ export interface Agent {
   persona: string | null;
   instructions: string | null;
   greeting: string | null;
-  /** Left on an answering machine by campaign calls (README "Voicemail"); null: none. */
+  /** Left on an answering machine by campaign calls (docs/voice.md "Voicemail"); null: none. */
   voicemailMessage: string | null;
   language: string;
   voiceId: string | null;
   dtmf: DtmfSettings;
   variables: AgentVariable[];
   analysis: AnalysisSettings;
+  /** Seconds of silence before a chat or widget conversation ends `idle` (docs/api-notes.md "Conversations"). */
+  idleTimeoutSeconds: number;
+  /** Seconds of silence before an SMS conversation ends `idle` (docs/sms.md "Agents answer texts"). */
+  smsIdleTimeoutSeconds: number;
+  /** Most segments of one SMS reply. */
+  smsMaxSegments: number;
+  /** Chat model (docs/api-notes.md "Agents": model settings); null: the deployment's `LLM_MODEL`. */
+  model: string | null;
+  /** 0–2; null: the model's default. */
+  temperature: number | null;
+  /** Most tokens of one answer; null: the model's limit. */
+  maxTokens: number | null;
+  /** Asked once when `model` answers 429/5xx or times out; null: none. */
+  fallbackModel: string | null;
+  /** IANA time zone of the date and time in the prompt; null: the organization's (UTC). */
+  timeZone: string | null;
   attachments: AgentAttachments;
   /** Draft version: starts at 1, +1 on every edit of the draft or its parts. */
   version: number;
@@ -195,12 +245,35 @@ export interface Skill {
 type ConversationMinutes = number;
 
 /**
+ * How a blocked topic is recognised (docs/api-notes.md "Agents": guardrails): `phrase` — the topic's words occur in
+ * the message in order, as whole words (no model call); `semantic` — the agent's model judges whether the message
+ * is about the topic (one classification call per turn; fail-closed: no verdict, no answer).
+ */
+export type TopicMatch = 'phrase' | 'semantic';
+
+/**
+ * A blocked topic with its match mode and what it covers.
+ * @additionalProperties false
+ */
+export interface BlockedTopicRule {
+  /** The topic, e.g. `medical advice`; said in the refusal. @minLength 1 @maxLength 200 */
+  topic: string;
+  /** Default `phrase`. */
+  match?: TopicMatch;
+  /** What the topic covers, for the model judging `semantic` topics (e.g. "symptoms, diagnoses, medicines, dosages"). @maxLength 1000 */
+  description?: string | null;
+}
+
+/** A blocked topic: a plain string is a `phrase` topic (the shape stored before match modes existed). */
+export type BlockedTopic = string | BlockedTopicRule;
+
+/**
  * Guardrails of the draft (`GET/PUT /agents/{agentId}/guardrails`); PUT replaces them.
  * @additionalProperties false
  */
 export interface Guardrails {
-  /** Topics the agent declines to discuss. @maxItems 100 */
-  blockedTopics: string[];
+  /** Topics the agent declines to discuss: strings (matched as phrases) or rules with a match mode. @maxItems 100 */
+  blockedTopics: BlockedTopic[];
   /** Phrases the agent never says (checked on every reply). @maxItems 100 */
   forbiddenPhrases: string[];
   /** Mask card numbers, SSNs and similar in transcripts and tool arguments. */
@@ -217,6 +290,15 @@ export interface Guardrails {
 export type CallerVerificationMethod = 'caller_id' | 'pin' | 'dob_and_zip' | 'sms_otp';
 
 /**
+ * When the caller is verified (docs/api-notes.md "Caller verification"): `always` — method `pin` asks for the PIN right
+ * after the greeting and every answer is a PIN attempt until it matched; `for_protected_actions` — everything is
+ * answered before verification, and the PIN is asked for only when the caller asks for a protected action (a
+ * skill in `requiredForSkills`, a `lookup_record` skill, or a playbook marked `requiresVerifiedCaller` or running
+ * a protected skill).
+ */
+export type CallerVerificationRequired = 'always' | 'for_protected_actions';
+
+/**
  * Caller verification of the draft (`GET/PUT /agents/{agentId}/caller-verification`).
  * @additionalProperties false
  */
@@ -229,21 +311,29 @@ export interface CallerVerification {
   /** Failed attempts before the conversation is handed off. @minimum 1 @maximum 10 @asType integer */
   maxAttempts: number;
   /**
+   * When verification happens. Omitted on PUT: the stored value is kept; agents created since the field exists
+   * default to `for_protected_actions`, agents stored before it keep `always` (docs/api-notes.md "Caller verification").
+   */
+  required?: CallerVerificationRequired;
+  /**
    * Method `pin`: the member of the caller's record `fields` holding the PIN (default `pin`).
    * @pattern ^[A-Za-z][A-Za-z0-9_ -]{0,63}$
    */
   pinField?: string;
 }
 
-/** Kind of a playbook node. */
-export type PlaybookNodeType = 'start' | 'ask' | 'say' | 'skill' | 'branch' | 'end';
+/**
+ * Kind of a playbook node. `escalate` hands the person to a member of the team and ends the playbook and the
+ * conversation (`escalated`; docs/api-notes.md "Conversations": escalation).
+ */
+export type PlaybookNodeType = 'start' | 'ask' | 'say' | 'skill' | 'branch' | 'end' | 'escalate';
 
 /** One node of a playbook graph. Fields used depend on `type`. */
 export interface PlaybookNode {
   /** Unique within the graph. @pattern ^[A-Za-z0-9_-]{1,64}$ */
   id: string;
   type: PlaybookNodeType;
-  /** `ask`: the question; `say`: the text. @maxLength 2000 */
+  /** `ask`: the question; `say`: the text; `escalate`: what is said first (default "I'll connect you with a member of our team."). @maxLength 2000 */
   prompt?: string;
   /** `ask`: the variable the answer is stored in. @pattern ^[a-z][a-z0-9_]{0,63}$ */
   gathers?: string;
@@ -263,6 +353,11 @@ export interface PlaybookEdge {
   to: string;
   /** `branch` edges: the value of the branch variable that selects this edge; omitted = default. @maxLength 200 */
   when?: string;
+  /**
+   * `true` on the one edge a `skill` node follows when its skill fails, times out or is refused (docs/api-notes.md
+   * "Agents": playbook graphs). A skill node without one says a short apology and offers a member of the team.
+   */
+  onError?: boolean;
 }
 
 /**
@@ -276,6 +371,9 @@ export interface PlaybookGraph {
   edges: PlaybookEdge[];
 }
 
+/** A phrase that starts a playbook when a message contains it (whole words, case and punctuation ignored). @minLength 1 @maxLength 200 */
+type TriggerPhrase = string;
+
 /**
  * Request body of `POST /agents/{agentId}/playbooks`.
  * @additionalProperties false
@@ -283,10 +381,34 @@ export interface PlaybookGraph {
 export interface PlaybookCreate {
   /** Unique per agent. @pattern ^[a-z][a-z0-9_]{0,63}$ */
   name: string;
-  /** When the agent should run it. @maxLength 1000 */
+  /** What the playbook does (shown to the model with its tool and in the pre-publish report). @maxLength 1000 */
   description?: string | null;
+  /**
+   * When the agent should start it, in plain words (e.g. "the caller wants to book an appointment"): the model
+   * reads it in the playbook's tool `start_playbook_<name>`; the sandbox LLM matches its key words. @maxLength 1000
+   */
+  whenToUse?: string | null;
+  /** Phrases that start it (e.g. "book an appointment"). @maxItems 20 */
+  triggerPhrases?: TriggerPhrase[];
+  /** Whether it runs only for a verified caller (docs/api-notes.md "Caller verification"; default false). */
+  requiresVerifiedCaller?: boolean;
   /** Initial graph; default is a start node followed by an end node. */
   graph?: PlaybookGraph;
+}
+
+/**
+ * Request body of `PATCH /agents/{agentId}/playbooks/{id}` (updatePlaybook): the members to change (null clears
+ * `description` and `whenToUse`); the graph has its own PUT.
+ * @additionalProperties false
+ */
+export interface PlaybookPatch {
+  /** @maxLength 1000 */
+  description?: string | null;
+  /** @maxLength 1000 */
+  whenToUse?: string | null;
+  /** @maxItems 20 */
+  triggerPhrases?: TriggerPhrase[];
+  requiresVerifiedCaller?: boolean;
 }
 
 /** A playbook: a multi-turn node graph that gathers inputs and drives skills. */
@@ -296,6 +418,10 @@ export interface Playbook {
   agentId: string;
   name: string;
   description: string | null;
+  /** When the agent should start it (null: only when asked for by name or trigger phrase). */
+  whenToUse: string | null;
+  triggerPhrases: string[];
+  requiresVerifiedCaller: boolean;
   graph: PlaybookGraph;
   /** @format date-time */
   createdAt: string;
@@ -425,11 +551,86 @@ export interface DataFlow {
   requiresVerifiedCaller: boolean;
 }
 
+/** How a playbook starts, as the pre-publish report lists it. */
+export interface PlaybookStart {
+  name: string;
+  description: string | null;
+  /** The tool the model is offered: `start_playbook_<name>`. */
+  tool: string;
+  whenToUse: string | null;
+  triggerPhrases: string[];
+  /** One sentence: when it starts (by name, trigger phrases, the model reading `whenToUse`). */
+  startsWhen: string;
+  /** Variables its `ask` nodes gather, in node order. */
+  asks: string[];
+  /** Whether the caller is verified before it starts. */
+  requiresVerifiedCaller: boolean;
+}
+
+/** An action that runs only for a verified caller (docs/api-notes.md "Caller verification"). */
+export interface ProtectedAction {
+  kind: 'skill' | 'record_lookup' | 'playbook';
+  name: string;
+  /** Why it is protected, e.g. `listed in requiredForSkills`. */
+  reason: string;
+}
+
+/**
+ * What the model can see of one skill's results, or of the caller lookup of caller verification
+ * (docs/security.md "Sensitive record fields").
+ */
+export interface ModelVisibility {
+  /** The skill's name; `caller_verification` for the Records lookup when a conversation starts. */
+  skill: string;
+  /** The skill type; `caller_verification` for the lookup. */
+  type: string;
+  /**
+   * Paths of the result the model is shown (`matches[].name`, `status`); `(entire output)` when the skill
+   * declares no output schema; for the lookup, the conversation variables it sets.
+   */
+  modelSees: string[];
+  /** Sensitive paths the model is never shown (masked nowhere: left out). */
+  hidden: string[];
+  /** Sensitive inputs filled server-side from the verified caller's record when the skill runs; the model neither sets nor sees them. */
+  filledServerSide: string[];
+  /** Whether only declared output fields reach the model (an output schema). */
+  outputSchema: boolean;
+  /** Whether it runs only for a verified caller (for the lookup: whether the record is revealed only after the PIN). */
+  requiresVerifiedCaller: boolean;
+}
+
 /** A problem that does not block publishing. */
 export interface ReportWarning {
   code: string;
   message: string;
   field?: string;
+}
+
+/** A blocked topic as the pre-publish report lists it. */
+export interface ReportBlockedTopic {
+  topic: string;
+  match: TopicMatch;
+  description: string | null;
+}
+
+/** The model settings as the pre-publish report states them. */
+export interface ReportModelSettings {
+  /** The model the turns run on: the agent's `model`, else the deployment's `LLM_MODEL`. */
+  model: string;
+  /** `agent`: the agent names it; `default`: the deployment's `LLM_MODEL`. */
+  modelSource: 'agent' | 'default';
+  /** Asked once when `model` answers 429/5xx or times out; null: none. */
+  fallbackModel: string | null;
+  /** null: the model's default. */
+  temperature: number | null;
+  /** null: the model's limit. */
+  maxTokens: number | null;
+  /** Time zone of the date and time the agent is told. */
+  timeZone: string;
+  /** `agent`: the agent's `timeZone`; `default`: the organization's (UTC). */
+  timeZoneSource: 'agent' | 'default';
+  /** Model calls a turn makes besides the answer: one topic classification when a semantic topic is set. */
+  classificationCallsPerTurn: number;
 }
 
 /** Pre-publish report of the current draft (spec "Agent versions"). */
@@ -442,8 +643,20 @@ export interface PrepublishReport {
   willNotSay: string[];
   /** Which skills send which fields, and where. */
   dataLeavingSystem: DataFlow[];
+  /** Per skill and for the caller lookup: which fields the model can see, and whether a verified caller is required. */
+  modelVisibility: ModelVisibility[];
   /** Names and descriptions of the active guardrails. */
   activeGuardrails: { name: string; description: string }[];
+  /** Every blocked topic with how it is recognised (`phrase` or `semantic`) and what it covers. */
+  blockedTopics: ReportBlockedTopic[];
+  /** The model settings the version will run with (docs/api-notes.md "Agents": model settings). */
+  modelSettings: ReportModelSettings;
+  /** The playbooks and when each starts. */
+  playbooks: PlaybookStart[];
+  /** When callers are verified (null: verification off). */
+  callerVerificationRequired: CallerVerificationRequired | null;
+  /** What runs only for a verified caller (empty when verification is off). */
+  protectedActions: ProtectedAction[];
   knowledgeCoverage: {
     /** Number of sources per status (pending, processing, ready, failed). */
     sourcesByStatus: Record<string, number>;
@@ -451,9 +664,84 @@ export interface PrepublishReport {
     /** Chunks indexed across ready sources. */
     chunkCount: number;
   };
+  /**
+   * Per number the agent answers (docs/voice.md "Phone settings on calls"): business hours and the after-hours action,
+   * the recording notice, the escalation destinations and when each is used, the voice and language the carrier gets.
+   */
+  numbers: ReportNumber[];
+  /** Escalation in chat, the widget and SMS (docs/api-notes.md "Conversations": escalation). */
+  escalation: ReportEscalation;
+  /** Idle timeouts and the SMS reply length (docs/api-notes.md "Conversations": idle timeouts). */
+  conversationLimits: ReportConversationLimits;
   /** Problems that would make a publish answer 400 (the same errors[] publish would answer). */
   blockingErrors: { field: string; message: string }[];
   warnings: ReportWarning[];
+}
+
+/** An escalation destination as the pre-publish report lists it. */
+export interface ReportEscalationDestination {
+  /** `esc_…` */
+  destinationId: string;
+  name: string;
+  /** `phone`, `sip`, `email` or `webhook`. */
+  kind: string;
+  address: string;
+  /** When it is used, one sentence each (e.g. "Outside business hours (afterHours: escalation)"). */
+  usedWhen: string[];
+}
+
+/** What the carrier is told about the agent's speech on one number (docs/voice.md "The agent's voice on the carrier"). */
+export interface ReportCarrierSpeech {
+  /** Whose markup the number's calls get (`twilio` also for the sandbox carrier). */
+  carrier: 'twilio' | 'telnyx';
+  /** BCP 47 language of synthesis and recognition. */
+  language: string;
+  /** The carrier's voice id (e.g. `Joanna-Neural`, `AWS.Polly.Joanna-Neural`); null: the carrier's default voice. */
+  voice: string | null;
+  ttsProvider: string | null;
+  transcriptionProvider: string;
+}
+
+/** What a call to one of the agent's numbers gets (pre-publish report). */
+export interface ReportNumber {
+  /** `num_…` */
+  numberId: string;
+  e164: string;
+  smsEnabled: boolean;
+  businessHours: {
+    /** IANA time zone of `hours`. */
+    timeZone: string;
+    /** Weekly opening hours; null: always open. */
+    hours: { day: string; open: string; close: string }[] | null;
+  };
+  /** What a call outside the hours gets. */
+  afterHours: 'agent' | 'voicemail' | 'message' | 'escalation';
+  /** One sentence: the after-hours action, with its message or destination. */
+  afterHoursAction: string;
+  /** Spoken before the greeting; null: calls are not recorded. */
+  recordingNotice: string | null;
+  /** Where a call to this number may be handed to a person, and when. */
+  escalation: ReportEscalationDestination[];
+  carrierSpeech: ReportCarrierSpeech;
+  /** The same facts as sentences. */
+  statements: string[];
+}
+
+/** Escalation outside calls (pre-publish report). */
+export interface ReportEscalation {
+  /** Whether the model is offered the `escalate` tool (the organization has an escalation destination). */
+  toolOffered: boolean;
+  /** Where a chat, widget or SMS escalation goes, in the order they are tried, and when each is used. */
+  destinations: ReportEscalationDestination[];
+  /** How the person is told they will be reached, per destination kind, one sentence each. */
+  statements: string[];
+}
+
+/** Idle timeouts and the SMS reply length as the version will run them. */
+export interface ReportConversationLimits {
+  idleTimeoutSeconds: number;
+  smsIdleTimeoutSeconds: number;
+  smsMaxSegments: number;
 }
 
 /**
@@ -510,7 +798,7 @@ export interface SkillTypeList {
 }
 
 /**
- * Widget settings of the draft (`GET/PUT /agents/{agentId}/widget`; README "Widget"): how the embeddable
+ * Widget settings of the draft (`GET/PUT /agents/{agentId}/widget`; docs/api-notes.md "Widget"): how the embeddable
  * chat widget looks. PUT replaces them as an edit of the draft; publishing freezes them with the version.
  * @additionalProperties false
  */

@@ -1,6 +1,6 @@
 /**
  * Billing request and response types (spec "Billing": `GET /billing/wallet`, `POST /billing/wallet/topup`,
- * `GET /billing/usage`, `GET /billing/invoices`; payloads "not shown", decided in the README's "Billing"
+ * `GET /billing/usage`, `GET /billing/invoices`; payloads "not shown", decided in the docs/api-notes.md "Billing"
  * notes). Amounts are US cents.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Wire types of the Chat and Test groups (spec "Chat" and "Test" rows; README "Conversations"): chat
+ * Wire types of the Chat and Test groups (spec "Chat" and "Test" rows; docs/api-notes.md "Conversations"): chat
  * sessions, their messages and receipts, and the OpenAI-compatible `/chat/completions` (OpenAI API
  * reference "Chat Completions").
  */
@@ -74,7 +74,7 @@ export interface ChatSessionStarted {
   greeting: ConversationMessage | null;
 }
 
-/** Response data of `POST /chat/widget/sessions` (README "Widget"). */
+/** Response data of `POST /chat/widget/sessions` (docs/api-notes.md "Widget"). */
 export interface WidgetSessionStarted {
   session: ChatSession;
   greeting: ConversationMessage | null;
@@ -86,7 +86,11 @@ export interface WidgetSessionStarted {
   widget: WidgetSettings;
 }
 
-/** Response data of `GET /chat/sessions/{id}`: the session and every message, verbatim, in order. */
+/**
+ * Response data of `GET /chat/sessions/{id}`: the session and every message, verbatim, in order; tool
+ * messages and tool calls only for a key with `calls:read` (a widget session token sees neither, nor the
+ * session's variables and metadata).
+ */
 export interface ChatSessionDetail {
   session: ChatSession;
   messages: ConversationMessage[];
@@ -119,20 +123,43 @@ export interface TurnReceipt {
   turn: number;
   toolCalls: ReceiptToolCall[];
   knowledge: { query: string; results: { chunkId: string; score: number; sourceId: string; source: string }[]; durationMs: number }[];
-  guardrails: { rule: string; action: 'refused' | 'escalated' | 'replaced' | 'redacted' | 'ended'; excerpt: string; stage: 'input' | 'output' }[];
-  /** Latency samples in ms by stage: retrieval, llm_first_token, llm_total, tool, turn. */
-  latency: { stage: 'retrieval' | 'llm_first_token' | 'llm_total' | 'tool' | 'turn'; ms: number; detail?: string }[];
-  playbook: { name: string; nodes: string[] } | null;
+  /**
+   * Guardrail decisions: which rule fired (`rule`, and `excerpt`: the topic or phrase), what it did, on which side
+   * of the turn, how a blocked topic was recognised (`match`) and why (`reason`, ≤ 300 characters: the phrase found,
+   * the model's verdict, or a classifier that failed and the turn refused, fail-closed).
+   */
+  guardrails: {
+    rule: string;
+    action: 'refused' | 'escalated' | 'replaced' | 'redacted' | 'ended';
+    excerpt: string;
+    stage: 'input' | 'output';
+    match?: 'phrase' | 'semantic';
+    reason?: string;
+  }[];
+  /**
+   * Latency samples in ms by stage: retrieval, llm_first_token, llm_total, tool, turn, and llm_classification (the
+   * call judging a message against semantic blocked topics; absent when none is set or the verdict was cached).
+   */
+  latency: { stage: 'retrieval' | 'llm_first_token' | 'llm_total' | 'llm_classification' | 'tool' | 'turn'; ms: number; detail?: string }[];
+  /**
+   * The playbook this turn ran: the nodes walked in order (the node answered first); `skipped`, `say` nodes left
+   * unsaid because a placeholder had no value; `exited`, the person left it ("never mind", "cancel", "stop").
+   */
+  playbook: { name: string; nodes: string[]; skipped?: string[]; exited?: boolean } | null;
 }
 
-/** Response data of `POST /chat/sessions/{id}/messages` (JSON form). */
+/**
+ * Response data of `POST /chat/sessions/{id}/messages` (JSON form). Without `calls:read` (and always for a
+ * widget session token) `messages` holds only the user's and the agent's text, and there is no `receipt`.
+ */
 export interface ChatTurn {
   session: ChatSession;
   /** The messages this turn stored, in order: the user's, tool exchanges, the reply. */
   messages: ConversationMessage[];
   /** The reply as said (after output guardrails). */
   reply: ConversationMessage | null;
-  receipt: TurnReceipt;
+  /** The turn's receipt: only for a key with `calls:read` (spec "Scope rules" 1; docs/security.md "Public sessions"). */
+  receipt?: TurnReceipt;
 }
 
 /**

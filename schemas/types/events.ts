@@ -1,6 +1,6 @@
 /**
  * The event catalog (spec "Events": event type names and payload shapes are "not shown"; decided here
- * and documented in the README's API notes). One payload type per event type; `npm run schemas`
+ * and documented in docs/api-notes.md). One payload type per event type; `npm run schemas`
  * generates one JSON Schema each, which the OpenAPI document lists under components and
  * `emitEvent` validates every payload against. Text-message payloads carry attachment ids.
  */
@@ -14,7 +14,11 @@ export type WebhookEventType =
   | 'agent.rolled_back'
   | 'knowledge.source.updated'
   | 'campaign.updated'
+  | 'call.started'
   | 'call.completed'
+  | 'call.transferred'
+  | 'voicemail.received'
+  | 'conversation.escalated'
   | 'conversation.started'
   | 'conversation.ended'
   | 'conversation.analyzed'
@@ -116,6 +120,66 @@ export interface CampaignUpdatedEventData {
   counts?: Record<string, number>;
 }
 
+/** `call.started`: a call was placed (`POST /calls`) or an inbound call was answered. */
+export interface CallStartedEventData {
+  /** `call_…` (`GET /calls/{id}`). */
+  callId: string;
+  agentId: string | null;
+  direction: 'inbound' | 'outbound';
+  from: string;
+  to: string;
+  /** @format date-time */
+  startedAt: string;
+  campaignId?: string | null;
+}
+
+/** `call.transferred`: a call was handed to an escalation destination (docs/voice.md "Escalation"). */
+export interface CallTransferredEventData {
+  callId: string;
+  agentId: string | null;
+  conversationId: string | null;
+  /** The escalation destination (`esc_…`), when one was used. */
+  destinationId: string | null;
+  /** The number or SIP URI dialed. */
+  destination: string;
+  /** Why: `escalation` (a guardrail, the model's `escalate` tool or a playbook), `after_hours`, `transfer_call` (a skill). */
+  reason: string;
+  /** What the conversation was about, for the person taking the call. */
+  summary: string | null;
+}
+
+/** `voicemail.received`: a caller left a voicemail (after hours, or when the destination did not answer). */
+export interface VoicemailReceivedEventData {
+  callId: string;
+  agentId: string | null;
+  numberId: string | null;
+  from: string;
+  to: string;
+  /** The recording's duration in seconds. */
+  durationSeconds: number;
+  /** The carrier's URL of the recording (Twilio `RecordingUrl`; fetched with the carrier's credentials). */
+  recordingUrl: string | null;
+  /** The carrier's transcription, when it sent one. */
+  transcript: string | null;
+  /** @format date-time */
+  receivedAt: string;
+}
+
+/** `conversation.escalated`: a chat, widget or SMS conversation was handed to a person (it ends `escalated`). */
+export interface ConversationEscalatedEventData {
+  conversationId: string;
+  agentId: string;
+  channel: 'chat' | 'web' | 'sms' | 'voice';
+  /** The escalation destination (`esc_…`) the conversation went to, or null when the agent has none. */
+  destinationId: string | null;
+  /** The destination's kind and address (phone, sip, email, webhook). */
+  destination: { kind: string; address: string } | null;
+  /** Why: the guardrail rule, `escalate_tool`, a playbook node or `after_hours`. */
+  reason: string;
+  /** What the conversation was about. */
+  summary: string | null;
+}
+
 /** `call.completed`: a call ended. */
 export interface CallCompletedEventData {
   callId: string;
@@ -133,7 +197,7 @@ export interface CallCompletedEventData {
   campaignId?: string | null;
 }
 
-/** `conversation.started`: a conversation began on some channel (README "Conversations"). */
+/** `conversation.started`: a conversation began on some channel (docs/api-notes.md "Conversations"). */
 export interface ConversationStartedEventData {
   conversationId: string;
   agentId: string;
@@ -160,7 +224,7 @@ export interface ConversationEndedEventData {
 }
 
 /**
- * `conversation.analyzed`: the post-conversation analysis of an ended conversation finished (README
+ * `conversation.analyzed`: the post-conversation analysis of an ended conversation finished (docs/api-notes.md
  * "Conversation analysis"); `status: failed` carries `error` and no results.
  */
 export interface ConversationAnalyzedEventData {
@@ -196,7 +260,7 @@ export interface MessageCreatedEventData {
 
 /**
  * `billing.wallet.low`: a usage charge moved the wallet balance from at or above its low-balance
- * threshold to below it (README "Billing"; once per crossing, not on every charge below it).
+ * threshold to below it (docs/api-notes.md "Billing"; once per crossing, not on every charge below it).
  */
 export interface BillingWalletLowEventData {
   /** Balance after the charge, US cents (may be negative). */
@@ -239,7 +303,7 @@ export interface InvoiceFinalizedEventData {
 /**
  * `provider.intent.unknown`: a write at an outside provider (a dial, a 10DLC brand or campaign create, a
  * number purchase, a text) may or may not have happened and the provider's look-ups cannot tell
- * (README "Provider calls happen once"): an operator checks at the provider and settles it.
+ * (docs/operations.md "Provider calls happen once"): an operator checks at the provider and settles it.
  */
 export interface ProviderIntentUnknownEventData {
   /** `pin_…` */
@@ -269,7 +333,11 @@ export interface WebhookEventDataMap {
   'agent.rolled_back': AgentRolledBackEventData;
   'knowledge.source.updated': KnowledgeSourceUpdatedEventData;
   'campaign.updated': CampaignUpdatedEventData;
+  'call.started': CallStartedEventData;
   'call.completed': CallCompletedEventData;
+  'call.transferred': CallTransferredEventData;
+  'voicemail.received': VoicemailReceivedEventData;
+  'conversation.escalated': ConversationEscalatedEventData;
   'conversation.started': ConversationStartedEventData;
   'conversation.ended': ConversationEndedEventData;
   'conversation.analyzed': ConversationAnalyzedEventData;

@@ -1,6 +1,6 @@
 /**
  * Wire types of Integrations and Records (spec Integrations rows, scopes `integrations:*` and
- * `records:*`; paths and payloads "not shown": README "Integrations and records").
+ * `records:*`; paths and payloads "not shown": docs/api-notes.md "Integrations and records").
  */
 
 /** One kind of the catalogue (`GET /integrations/catalog`). */
@@ -131,8 +131,13 @@ export interface CustomerRecord {
   /** E.164. */
   phone: string | null;
   email: string | null;
-  /** Free string fields (e.g. account number, plan). */
+  /**
+   * Free string fields (e.g. account number, plan). Sensitive ones (`sensitiveFields`) are write-only: their
+   * value is answered masked, `••` and its last two characters (docs/security.md "Sensitive record fields").
+   */
   fields: Record<string, string>;
+  /** Members of `fields` answered masked: declared sensitive, named like pin/ssn/password/dob, or holding a card number. */
+  sensitiveFields: string[];
   /** `api`, `csv`, or the integration kind it was synced from. */
   source: string;
   /** The row/contact id at the source, for synced and imported records. */
@@ -170,6 +175,34 @@ export interface CustomerRecordPatch {
   /** @format email @maxLength 320 */
   email?: string | null;
   fields?: Record<string, string>;
+}
+
+/**
+ * One declared field of the organization's records (docs/security.md "Sensitive record fields").
+ * @additionalProperties false
+ */
+export interface RecordFieldSchema {
+  /** The member of a record's `fields`. @minLength 1 @maxLength 100 */
+  name: string;
+  /**
+   * Write-only: stored sealed, answered masked, never shown to the model; used only server-side (caller
+   * verification, skill inputs filled when a skill runs). `false` also lifts the by-name default (a card
+   * number stays sensitive in any field).
+   */
+  sensitive: boolean;
+  /** @maxLength 500 */
+  description?: string;
+}
+
+/**
+ * The organization's record schema (`GET/PUT /record-schema`); also the body of the PUT, which replaces it.
+ * @additionalProperties false
+ */
+export interface RecordSchema {
+  /** Declared fields, names unique. @maxItems 200 */
+  fields: RecordFieldSchema[];
+  /** When it was last saved (null: never; answers only). @format date-time */
+  updatedAt?: string | null;
 }
 
 /** `GET /records`. */

@@ -1,6 +1,6 @@
 /**
  * Secret and publishable key wire types (spec "Authentication" 1 and 3; paths and fields "not shown",
- * decided in README "API notes" → "Credentials and tenancy"). A key's secret is shown once, in the
+ * decided in docs/api-notes.md "Credentials and tenancy"). A key's secret is shown once, in the
  * answer that creates it (creation or rotation); only its SHA-256 hash is stored.
  */
 

@@ -1,7 +1,7 @@
 /**
  * Knowledge and upload request/response types (spec "Other endpoints": Knowledge, Uploads; "Errors":
  * file_expired, file_too_large). Payloads are "not shown" in the spec; these shapes are our decision
- * (README "API notes").
+ * (docs/api-notes.md).
  */
 
 /** Kind of knowledge source: a web page fetched by URL, an uploaded file, or text given inline. */

@@ -1,6 +1,6 @@
 /**
  * Numbers request and response types (spec "Numbers": search, reserve, purchase, assign; fields "not
- * shown", decided in the README's API notes). Numbers are US long codes from the telephony provider.
+ * shown", decided in docs/sms.md "Numbers, consent and sending"). Numbers are US long codes from the telephony provider.
  */
 
 /** A number offered by the telephony provider (`GET /numbers/search`). */

@@ -1,5 +1,5 @@
 /**
- * Wire types of the Observe group (spec "Observe" rows, "Scope rules" 1 and 4; README "Observe"):
+ * Wire types of the Observe group (spec "Observe" rows, "Scope rules" 1 and 4; docs/api-notes.md "Observe"):
  * conversations on every channel, transcripts, receipts and analytics.
  */
 import type { TurnReceipt } from './chat';
@@ -41,7 +41,7 @@ export interface ConversationAnalysisBrief {
   sentiment: 'positive' | 'neutral' | 'negative' | null;
 }
 
-/** The post-conversation analysis of an ended conversation (README "Conversation analysis"). */
+/** The post-conversation analysis of an ended conversation (docs/api-notes.md "Conversation analysis"). */
 export interface ConversationAnalysis extends ConversationAnalysisBrief {
   summary: string | null;
   /** Extracted values by the agent's field names; invalid values are left out and named in `notes`. */

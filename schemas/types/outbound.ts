@@ -1,6 +1,6 @@
 /**
  * Outbound voice request and response types (spec "Outbound": contact lists with import and scrub,
- * campaigns with launch, pause, resume, cancel; payloads "not shown", decided in the README's API notes).
+ * campaigns with launch, pause, resume, cancel; payloads "not shown", decided in docs/api-notes.md).
  */
 
 /**
@@ -208,8 +208,8 @@ export interface Campaign {
   counters: CampaignCounters;
   launchedAt: string | null;
   /**
-   * `GET /campaigns/{id}` only: the Temporal Web UI page of workflow `campaign/{id}` (README "Inspecting
-   * workflows"); absent before the launch and when this API process serves no UI.
+   * `GET /campaigns/{id}` only: the Temporal Web UI page of workflow `campaign/{id}` (docs/operations.md
+   * "Inspecting workflows"); absent before the launch and when this API process serves no UI.
    */
   temporalUiUrl?: string;
   finishedAt: string | null;
@@ -237,7 +237,7 @@ export interface CallAttempt {
   lastDialedAt: string | null;
   /** Earliest time of the next dial (calling window, retry delay). */
   notBefore: string;
-  /** Whether the last dial left the agent's voicemail message on an answering machine (README "Voicemail"). */
+  /** Whether the last dial left the agent's voicemail message on an answering machine (docs/voice.md "Voicemail"). */
   voicemailLeft: boolean;
 }
 

@@ -1,7 +1,7 @@
 /**
  * Wire types of the organization settings the spec names without paths or payloads (Variables, Support's
  * escalation destinations, Onboarding, Meta, and the scopes dashboards, reports, phone and presence);
- * decided in README "Variables, escalation, onboarding, meta and settings".
+ * decided in docs/api-notes.md "Variables, escalation, onboarding, meta and settings".
  */
 
 /**
@@ -479,10 +479,18 @@ export interface PhoneSettings {
      * @maxItems 50
      */
     hours: HoursInterval[] | null;
-    /** What a call outside the hours gets. */
-    afterHours: 'agent' | 'voicemail' | 'escalation';
+    /**
+     * What a call outside the hours gets: the agent anyway, a voicemail (recorded; `voicemail.received`),
+     * a spoken message and the hang-up (`message`), or a transfer to an escalation destination.
+     */
+    afterHours: 'agent' | 'voicemail' | 'message' | 'escalation';
     /** The escalation destination (`esc_…`) of `afterHours: escalation`. */
     escalationDestinationId: string | null;
+    /**
+     * What `afterHours: message` says before hanging up (default: a closed-now notice).
+     * @maxLength 500
+     */
+    afterHoursMessage?: string | null;
   };
 }
 

@@ -3,7 +3,7 @@
  * `npm run schemas` generates one JSON Schema per exported type (schemas/README in generate.ts).
  */
 
-/** Kind of legal entity, as TCR names it (spec "Gaps": values decided in the README's API notes). */
+/** Kind of legal entity, as TCR names it (spec "Gaps": values decided in docs/api-notes.md). */
 export type EntityType = 'PRIVATE_PROFIT' | 'PUBLIC_PROFIT' | 'NON_PROFIT' | 'GOVERNMENT' | 'SOLE_PROPRIETOR';
 
 /** Industry vertical, from The Campaign Registry's vertical list. */
@@ -128,14 +128,14 @@ export interface SmsRegistration {
   /** ISO 8601. @format date-time */
   updatedAt: string;
   /**
-   * `GET /sms` only: the Temporal Web UI page of workflow `sms-registration/{orgId}` (README "Inspecting
-   * workflows"); absent before the first submission and when this API process serves no UI.
+   * `GET /sms` only: the Temporal Web UI page of workflow `sms-registration/{orgId}` (docs/operations.md
+   * "Inspecting workflows"); absent before the first submission and when this API process serves no UI.
    */
   temporalUiUrl?: string;
 }
 
 
-/** One finding of the compliance review (README "10DLC review, submission and carrier callbacks"; rules in api/sms/review.ts). */
+/** One finding of the compliance review (docs/sms.md "10DLC review, submission and carrier callbacks"; rules in api/sms/review.ts). */
 export interface SmsReviewFinding {
   /** Draft field the finding is about (API name). */
   field: string;

@@ -1,10 +1,10 @@
 /**
  * Team and OAuth-client wire types (spec Team group and "Authentication" 4; paths and fields "not shown",
- * decided in README "Team" and "Connect an app with OAuth").
+ * decided in docs/team-and-oauth.md "Team" and "Connect an app with OAuth").
  */
 
 /**
- * A member's role: `owner`, `admin`, `developer` or `viewer` (README "Team" lists what each may approve).
+ * A member's role: `owner`, `admin`, `developer` or `viewer` (docs/team-and-oauth.md "Team" lists what each may approve).
  */
 export type TeamRole = 'owner' | 'admin' | 'developer' | 'viewer';
 

@@ -1,5 +1,5 @@
 /**
- * Recording usage with its wallet charge and the `billing.wallet.low` event (README "Billing"): the
+ * Recording usage with its wallet charge and the `billing.wallet.low` event (docs/api-notes.md "Billing"): the
  * one `recordUsage` every caller uses. The usage entry, its ledger charge and the event (when the
  * charge crossed the low-balance threshold) are written in the caller's transaction.
  */
@@ -12,7 +12,7 @@ import { emitEvent } from '../../events/emit';
 
 /**
  * Emits `billing.wallet.low` when `change` moved the balance below the threshold (spec "Events";
- * README "Billing": once per crossing).
+ * docs/api-notes.md "Billing": once per crossing).
  */
 export async function emitWalletLowIfCrossed(trx: Knex | Knex.Transaction, orgId: string, change: WalletChange | null): Promise<boolean> {
   if (!change || !crossedBelow(change.balanceBeforeCents, change.balanceAfterCents, change.thresholdCents)) return false;

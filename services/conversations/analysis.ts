@@ -1,5 +1,5 @@
 /**
- * Post-conversation analysis (README "Conversation analysis"): once a conversation has ended, the LLM provider is
+ * Post-conversation analysis (docs/api-notes.md "Conversation analysis"): once a conversation has ended, the LLM provider is
  * asked for a summary, an outcome, a sentiment and the agent's extraction fields (domain/conversations/analysis.ts),
  * and the checked result is stored with the conversation and sent as the `conversation.analyzed` event.
  *
@@ -74,7 +74,7 @@ export async function analyzeConversation(
     row = { status: 'failed', summary: null, outcome: null, sentiment: null, fields: {}, notes: [], error: message.slice(0, ERROR_MAX_CHARS), model: null };
   }
   const stored = await completeAnalysis(db, orgId, conversationId, row, async (trx, a) => {
-    // The analysis's LLM tokens as usage (README "Billing"), once per conversation, with the analysis.
+    // The analysis's LLM tokens as usage (docs/api-notes.md "Billing"), once per conversation, with the analysis.
     const tokens = spent && tokenCharge(spent.usage, spent.model, `conversation:${conversationId}:analysis:tokens`, { conversationId, agentId: c.agentId, purpose: 'analysis' });
     if (tokens) await recordUsage(trx, orgId, tokens);
     await emitEvents(trx, orgId, [

@@ -1,6 +1,6 @@
 /**
- * Caller verification against the organization's Records (README "Integrations and records" → "Caller
- * verification"; the rules are in domain/conversations/callerVerification.ts): the lookup when a
+ * Caller verification against the organization's Records (docs/api-notes.md
+ * "Caller verification"; the rules are in domain/conversations/callerVerification.ts): the lookup when a
  * conversation starts and the PIN comparison of method `pin`. Every read of Records is an audit entry
  * (actor kind `agent`, actor id the conversation, operation `callerVerification`), as the records routes
  * and the `lookup_record` skill write them. Records of another organization never match: the lookup is
@@ -21,7 +21,9 @@ import {
   type VerificationRecord,
 } from '../../domain/conversations/callerVerification';
 import type { CustomerRecord } from '../../schemas/types/integrations';
+import { openRecordField } from '../records/sealing';
 
+/** Whether the record holds a PIN: reads show a sealed one masked (docs/security.md "Sensitive record fields"), never its digits. */
 const pinOf = (r: CustomerRecord, field: string): string => (r.fields?.[field] ?? '').trim();
 
 function asVerification(r: CustomerRecord, pinField: string): VerificationRecord {
@@ -84,7 +86,9 @@ function samePin(a: string, b: string): boolean {
 
 /**
  * The runtime's `checkPin` port for a conversation: the caller's record is looked up again by the
- * identity the conversation started with (`caller_phone`, else `caller_email`) and its PIN field compared.
+ * identity the conversation started with (`caller_phone`, else `caller_email`) and its PIN field — sealed,
+ * opened here only (services/records/sealing.ts) — compared in constant time. Neither the PIN nor the
+ * comparison ever reaches the model (OWASP ASVS V8.3.1).
  */
 export function pinChecker(db: Db, orgId: string, conversationId: string, agent: CompiledAgent, vars: Readonly<Record<string, string>>): (pin: string) => Promise<VerificationRecord | null> {
   return async (pin) => {
@@ -92,7 +96,7 @@ export function pinChecker(db: Db, orgId: string, conversationId: string, agent:
     const identity: CallerIdentity = vars.caller_phone ? { phone: vars.caller_phone } : vars.caller_email ? { email: vars.caller_email } : {};
     const found = await lookup(db, orgId, conversationId, identity, 'pin');
     if (found.length !== 1) return null;
-    const expected = pinOf(found[0], pinField);
+    const expected = ((await openRecordField(db, orgId, found[0].id, pinField)) ?? '').trim();
     return expected && samePin(expected, pin) ? asVerification(found[0], pinField) : null;
   };
 }

@@ -1,9 +1,10 @@
 /**
- * Conversations as a service (README "Conversations"; spec "Agent lifecycle" rules 1–2, "Events"): starts
+ * Conversations as a service (docs/api-notes.md "Conversations"; spec "Agent lifecycle" rules 1–2, "Events"): starts
  * a conversation pinned to the published version (or the draft compiled now), runs turns through the
  * pure runtime (domain/conversations/runtime.ts) with Postgres retrieval, the LLM provider and the skills,
  * and stores each turn — messages verbatim, receipt, token counts, usage entries and the events
- * `conversation.started`, `message.created`, `conversation.ended` — in one transaction. Shared by the chat
+ * `conversation.started`, `message.created`, `conversation.ended`, `conversation.escalated` — in one transaction;
+ * ends the conversations left idle (`sweepIdleConversations`). Shared by the chat
  * routes, `/chat/completions`, the widget and the simulation activity.
  */
 import { performance } from 'node:perf_hooks';
@@ -17,6 +18,7 @@ import { amountFor, feeOf, PRICES } from '../../domain/billing/prices';
 import {
   createConversation,
   endConversation,
+  endIdleConversations,
   getConversation,
   getConversationWithHistory,
   recentMessages,
@@ -36,16 +38,20 @@ import { checkedEvents, emitEvents, type EventOf } from '../../events/emit';
 import type { ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
 import type { SkillHttpClient } from '../../providers/http/request';
 import { createSkillRunner } from './skills';
+import { modelFacingLlm } from './boundary';
 import { pinChecker, verifyCallerAtStart } from './callerVerification';
-import { callerIdentity, pinPrompt } from '../../domain/conversations/callerVerification';
+import { callerIdentity, pinPrompt, verificationRequired } from '../../domain/conversations/callerVerification';
 import { newId } from '../../db/ids';
 import { analyzeAfterEnd, type AnalysisDeps } from './analysis';
 import { GroupCommit } from '../../db/groupCommit';
+import { DEFAULT_CONVERSATION_LIMITS, SHORTEST_IDLE_TIMEOUT_SECONDS } from '../../domain/conversations/limits';
+import { contactOf, summarizeForEscalation } from '../../domain/conversations/escalation';
+import { escalationRouteFor } from './escalation';
 
 /** Messages of history handed to each turn. */
 export const HISTORY_MESSAGES = 30;
 
-/** Usage entries a conversation writes (README "Billing": prices; domain/billing/prices.ts, US cents). */
+/** Usage entries a conversation writes (docs/api-notes.md "Billing": prices; domain/billing/prices.ts, US cents). */
 export const CONVERSATION_FEES = {
   /** One agent reply. */
   message: feeOf(PRICES.conversationMessage),
@@ -54,7 +60,7 @@ export const CONVERSATION_FEES = {
 } as const;
 
 /**
- * The usage entry of a model call's tokens (`llm_tokens`, quantity = total tokens; README "Billing"), its
+ * The usage entry of a model call's tokens (`llm_tokens`, quantity = total tokens; docs/api-notes.md "Billing"), its
  * details the call's prompt and completion tokens and model besides `details`; none for zero tokens.
  * @param dedupeKey one charge per call (e.g. `conversation:<id>:turn:<n>:tokens`)
  */
@@ -75,6 +81,8 @@ export interface ConversationDeps {
   llm: LlmProvider;
   http: SkillHttpClient;
   temporal?: { client: Client; taskQueue: string };
+  /** Where semantic guardrail decisions are logged (pino-like; docs/api-notes.md "Conversations"); absent: not logged. */
+  log?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void };
 }
 
 /** Compiled versions are immutable: cached by organization and version id. */
@@ -147,7 +155,7 @@ export interface StartRequest {
   seed?: LlmMessage[];
   /**
    * The other party's number on `voice` and `sms` (a call's caller, an outbound call's callee, E.164):
-   * the caller identity of caller verification, stored as `caller_phone` (README "Caller verification").
+   * the caller identity of caller verification, stored as `caller_phone` (docs/api-notes.md "Caller verification").
    */
   counterpart?: string;
 }
@@ -195,8 +203,9 @@ export async function startConversation(
     ...conversationVariables(agent!, req.variables ?? {}),
     ...(identity.phone && req.counterpart ? { caller_phone: identity.phone } : {}),
   });
-  // Method `pin`: the opening asks for the PIN after the greeting (README "Caller verification").
-  const askPin = vars.caller_verification === 'pin_required' && !req.seed ? pinPrompt(req.channel) : null;
+  // Method `pin` with `required: always`: the opening asks for the PIN after the greeting; with
+  // `for_protected_actions` it is asked for only with a protected action (docs/api-notes.md "Caller verification").
+  const askPin = vars.caller_verification === 'pin_required' && verificationRequired(agent!.callerVerification) === 'always' && !req.seed ? pinPrompt(req.channel) : null;
   const opening = greetingFor(req.channel === 'web' && agent!.widget?.greeting ? { ...agent!, greeting: agent!.widget.greeting } : agent!, vars);
   const { conversation, greeting } = await createConversation(
     db,
@@ -213,7 +222,7 @@ export async function startConversation(
       variables: vars,
       metadata: req.metadata ?? {},
       keyId: req.keyId,
-      // The widget's greeting override applies on the `web` channel (README "Widget").
+      // The widget's greeting override applies on the `web` channel (docs/api-notes.md "Widget").
       greeting: req.seed ? null : [opening, askPin].filter(Boolean).join(' ') || null,
       seed: req.seed,
       counterpart: req.channel === 'voice' || req.channel === 'sms' ? (req.counterpart ?? null) : null,
@@ -281,12 +290,39 @@ export interface StoredTurnOutcome {
 export function turnPorts(deps: ConversationDeps, c: ConversationRecord, agent: CompiledAgent): TurnPorts {
   const sourceIds = agent.knowledge.map((k) => k.id);
   return {
-    llm: deps.llm,
+    // Sensitive record fields are never tool parameters the model fills (./boundary.ts, docs/security.md "Sensitive record fields").
+    llm: modelFacingLlm(deps.db, c.orgId, deps.llm),
     searchKnowledge: async (query, limit) => (await searchChunks(deps.db, c.orgId, c.agentId, query, limit, sourceIds)).map((h) => ({ ...h, source: { ...h.source } })),
     runSkill: createSkillRunner(deps),
     now: () => performance.now(),
     wallClock: () => Date.now(),
     checkPin: pinChecker(deps.db, c.orgId, c.id, agent, c.variables),
+    escalationRoute: () => escalationRouteFor(deps.db, c.orgId, c.channel, c.variables),
+  };
+}
+
+/**
+ * `conversation.escalated` of a turn that escalated (docs/api-notes.md "Conversations": escalation): the destination
+ * the turn named to the person (null: the organization has none), why, and the summary for the person taking it —
+ * the person's last lines of the history the turn read and of the turn itself. Voice conversations too (their call
+ * is then transferred, with `call.transferred`: docs/voice.md "Escalation").
+ */
+function escalatedEvent(c: ConversationRecord, result: TurnResult, history: readonly ConversationMessage[]): EventOf | null {
+  if (result.end !== 'escalated' || !result.escalation) return null;
+  const { reason, route } = result.escalation;
+  const lines = [...history, ...result.messages].filter((m) => m.role === 'user' && m.content).map((m) => m.content!);
+  const d = route?.destination ?? null;
+  return {
+    type: 'conversation.escalated',
+    data: {
+      conversationId: c.id,
+      agentId: c.agentId,
+      channel: c.channel,
+      destinationId: d?.id ?? null,
+      destination: d ? { kind: d.kind, address: d.address } : null,
+      reason,
+      summary: summarizeForEscalation(lines, route?.phone ?? contactOf(c.variables).phone),
+    },
   };
 }
 
@@ -328,6 +364,7 @@ export async function sendMessage(
   } catch (err) {
     throw llmProblem(err) ?? err;
   }
+  logSemanticDecisions(deps, c, result.receipt);
   const charges = turnCharges(c, result);
   const stored = await storeTurn(deps.db, {
     c,
@@ -350,7 +387,13 @@ export async function sendMessage(
       },
     },
     // The events and the charged usage join the turn's statement (db/repositories/conversations.ts saveTurns).
-    effects: { events: (change) => checkedEvents(changeEvents(change.conversation, change.messages)), usage: charges },
+    effects: {
+      events: (change) => {
+        const escalated = change.conversation.status === 'ended' ? escalatedEvent(c, result, before) : null;
+        return checkedEvents([...changeEvents(change.conversation, change.messages), ...(escalated ? [escalated] : [])]);
+      },
+      usage: charges,
+    },
   });
   if (stored === 'conflict') {
     const now = await getConversation(deps.db, c.orgId, c.id);
@@ -363,6 +406,19 @@ export async function sendMessage(
   if (stored.conversation.status === 'ended') void analyzeAfterEnd({ db: deps.db, llm: deps.llm }, stored.conversation);
   const reply = [...stored.messages].reverse().find((m) => m.role === 'assistant' && m.content !== null && !m.toolCalls) ?? null;
   return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result, recent: [...before, ...stored.messages].slice(-HISTORY_MESSAGES) };
+}
+
+/**
+ * Logs the decisions of semantic topic guardrails (domain/conversations/topicClassifier.ts): a topic the model judged
+ * to apply at info, a refusal without a verdict (fail-closed: the classifier failed) at warn. The receipt keeps them too.
+ */
+function logSemanticDecisions(deps: ConversationDeps, c: ConversationRecord, receipt: TurnReceipt): void {
+  for (const d of receipt.guardrails) {
+    if (d.match !== 'semantic' || !deps.log) continue;
+    const at = { orgId: c.orgId, conversationId: c.id, agentId: c.agentId, turn: receipt.turn, guardrail: d };
+    if (d.reason?.includes('fail-closed')) deps.log.warn(at, 'semantic guardrail refused the turn without a verdict (fail-closed)');
+    else deps.log.info(at, 'semantic guardrail refused the turn');
+  }
 }
 
 /** Per database handle and organization, the group commit of its turns (db/groupCommit.ts). */
@@ -405,5 +461,40 @@ function turnCharges(c: ConversationRecord, result: TurnResult): UsageInput[] {
 export async function finishConversation(db: Db, c: ConversationRecord, reason: EndReason, analysis?: AnalysisDeps): Promise<ConversationRecord> {
   const ended = (await endConversation(db, c.orgId, c.id, reason, onChange)) ?? c;
   if (analysis) await analyzeAfterEnd(analysis, ended);
+  return ended;
+}
+
+/** Conversations the idle sweep ends per statement. */
+export const IDLE_SWEEP_BATCH = 200;
+/** Analyses the idle sweep runs (or workflows it starts) at once. */
+const IDLE_ANALYSIS_CONCURRENCY = 4;
+
+/**
+ * One batch of the idle sweep (docs/api-notes.md "Conversations": idle timeouts): ends up to `limit` open chat,
+ * widget and SMS conversations silent for longer than their agent's idle timeout with `endReason: idle` and
+ * `conversation.ended` in one transaction (db/repositories/conversations.ts `endIdleConversations`: SKIP LOCKED, so
+ * every process may sweep), then has each analysed once (./analysis.ts `analyzeAfterEnd`: the
+ * `conversation-analysis/{id}` workflow when `analysis.temporal` is given, else inline), a few at a time.
+ * @param opts.now the time the timeouts are measured to, ms since the epoch or a Date (default: now)
+ * @returns the conversations this call ended (fewer than `limit`: no more were due)
+ */
+export async function sweepIdleConversations(analysis: AnalysisDeps, opts: { now?: number | Date; limit?: number } = {}): Promise<ConversationRecord[]> {
+  const ended = await endIdleConversations(
+    analysis.db,
+    {
+      now: new Date(opts.now ?? Date.now()),
+      limit: opts.limit ?? IDLE_SWEEP_BATCH,
+      shortestTimeoutSeconds: SHORTEST_IDLE_TIMEOUT_SECONDS,
+      defaults: { chatSeconds: DEFAULT_CONVERSATION_LIMITS.idleTimeoutSeconds, smsSeconds: DEFAULT_CONVERSATION_LIMITS.smsIdleTimeoutSeconds },
+    },
+    async (trx, rows) => {
+      const byOrg = new Map<string, ConversationRecord[]>();
+      for (const c of rows) byOrg.set(c.orgId, [...(byOrg.get(c.orgId) ?? []), c]);
+      for (const [orgId, list] of byOrg) await emitEvents(trx, orgId, list.flatMap((c) => changeEvents(c, [])));
+    },
+  );
+  for (let i = 0; i < ended.length; i += IDLE_ANALYSIS_CONCURRENCY) {
+    await Promise.all(ended.slice(i, i + IDLE_ANALYSIS_CONCURRENCY).map((c) => analyzeAfterEnd(analysis, c)));
+  }
   return ended;
 }

@@ -1,5 +1,5 @@
 /**
- * Skills executed as tools by the conversation runtime (README "Conversations", "Skill types"):
+ * Skills executed as tools by the conversation runtime (docs/api-notes.md "Conversations", "Skill types"):
  * - `http_request`: the configured method and HTTPS URL with the inputs as a JSON body (query for GET),
  *   through the SSRF-guarded skill client with the skill's `timeoutMs`; a non-2xx answer is a failure;
  * - `send_sms`: the template filled from the conversation's variables, sent from the agent's SMS-enabled
@@ -8,9 +8,11 @@
  * - `book_appointment`, `transfer_call`, `end_call`: the sandbox adapters — a booking confirmation with a
  *   deterministic id, a transfer recorded and the conversation ended as `transferred`, the conversation
  *   ended with the configured closing line;
- * - provisioned skills (README "Integrations and records"): `book_appointment` with `integration` books on
+ * - provisioned skills (docs/api-notes.md "Integrations and records"): `book_appointment` with `integration` books on
  *   the connected calendar, `http_request` with `integration: http` adds the connection's sealed
- *   Authorization header, `lookup_record` searches the organization's Records (every read audited).
+ *   Authorization header, `lookup_record` searches the organization's Records (every read audited);
+ * - every skill: sensitive record fields it declares as inputs are filled server-side, and only the members
+ *   of its output schema reach the model (./boundary.ts).
  */
 import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
@@ -23,6 +25,7 @@ import type { SkillHttpClient } from '../../providers/http/request';
 import { queueText } from '../sms/send';
 import { transferDestination, withSecretValues } from '../settings/references';
 import { integrationHeaders, runIntegrationSkill } from '../integrations/skills';
+import { boundedOutcome, fillSensitiveInputs } from './boundary';
 
 /** What skills need from the outside. */
 export interface SkillDeps {
@@ -31,8 +34,19 @@ export interface SkillDeps {
   http: SkillHttpClient;
 }
 
-/** Builds the runtime's `runSkill` port. */
+/**
+ * Builds the runtime's `runSkill` port: sensitive inputs filled from the verified caller's record right
+ * before the call, and the outcome cut to the skill's output schema (./boundary.ts; docs/security.md "Sensitive record fields").
+ */
 export function createSkillRunner(deps: SkillDeps): (call: SkillCall) => Promise<SkillOutcome> {
+  const run = skillRunner(deps);
+  return async (given) => {
+    const { call, filled } = await fillSensitiveInputs(deps.db, given);
+    return boundedOutcome(call, await run(call), filled);
+  };
+}
+
+function skillRunner(deps: SkillDeps): (call: SkillCall) => Promise<SkillOutcome> {
   return async (call) => {
     let config: Record<string, any>;
     try {

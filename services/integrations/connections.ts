@@ -1,8 +1,8 @@
 /**
- * Integration connections as an application service (README "Integrations and records"), shared by the
+ * Integration connections as an application service (docs/api-notes.md "Integrations and records"), shared by the
  * API handlers, the skills and the records-sync activities:
  * - credentials and OAuth tokens are sealed at rest with AES-256-GCM under WEBHOOK_SECRET_KEY, the same
- *   sealing as webhook signing secrets (domain/webhooks/signing.ts; README "Security");
+ *   sealing as webhook signing secrets (domain/webhooks/signing.ts; docs/security.md);
  * - OAuth (RFC 6749 §4.1) begins with a state bound to the organization and kind (stored hashed, single
  *   use, 10 minutes) and a PKCE S256 pair (RFC 7636) for kinds that support it; the callback exchanges
  *   the code with the verifier.

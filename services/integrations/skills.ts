@@ -1,9 +1,9 @@
 /**
- * Provisioned skills at run time (README "Integrations and records"), called by the conversation
+ * Provisioned skills at run time (docs/api-notes.md "Integrations and records"), called by the conversation
  * runtime's skill runner (services/conversations/skills.ts):
  * - `lookup_record`: up to `maxResults` Records matching the conversation's phone, email or name (the
- *   call's arguments, else the conversation's `caller_phone` / `phone` / `email` / `name` variables);
- *   each lookup is an audit entry (actor kind `agent`, actor id the conversation);
+ *   call's arguments, else the conversation's `caller_phone` / `phone` / `email` / `name` variables),
+ *   without their sensitive fields; each lookup is an audit entry (actor kind `agent`, actor id the conversation);
  * - `book_appointment` with `integration: google_calendar`: an event on the connected calendar; the
  *   request id is the conversation and tool call, so a retried booking finds the same event;
  * - `http_request` with `integration: http`: the connection's Authorization header ({@link integrationHeaders}).
@@ -66,7 +66,10 @@ export async function runIntegrationSkill(db: Db, call: SkillCall): Promise<Skil
         },
       },
     ]);
-    return { output: { matches: found.map((r) => ({ id: r.id, name: r.name, phone: r.phone, email: r.email, fields: r.fields })), matchedOn: key } };
+    // Sensitive fields are write-only (docs/security.md "Sensitive record fields"): left out, not even masked, so neither the
+    // model nor the receipt ever holds them.
+    const visible = (r: (typeof found)[number]) => Object.fromEntries(Object.entries(r.fields).filter(([k]) => !r.sensitiveFields.includes(k)));
+    return { output: { matches: found.map((r) => ({ id: r.id, name: r.name, phone: r.phone, email: r.email, fields: visible(r) })), matchedOn: key } };
   }
   // book_appointment on the connected calendar
   const start = call.args.start_time;

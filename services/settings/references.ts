@@ -1,6 +1,6 @@
 /**
- * What agent drafts refer to outside the agent (README "Variables, escalation, onboarding, meta and
- * settings"): organization variables (`{{vars.<name>}}`) and escalation destinations (`transfer_call`'s
+ * What agent drafts refer to outside the agent (docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"): organization variables (`{{vars.<name>}}`) and escalation destinations (`transfer_call`'s
  * `destinationId`). Checked when a skill is saved, again at publish (domain/agents/compile.ts), and
  * resolved when a skill runs: secret values are opened only here, right before the call.
  */
@@ -18,7 +18,7 @@ type Conn = Db | Knex.Transaction;
 
 /**
  * 404 `escalation_destination_not_found` naming `field`: what an id of another organization's (or no)
- * escalation destination in a request body answers, like every id of a resource (README "API notes").
+ * escalation destination in a request body answers, like every id of a resource (docs/api-notes.md).
  */
 export function destinationNotFound(field: string, id: string): ApiError {
   return new ApiError(404, 'escalation_destination_not_found', `Escalation destination ${id} was not found`, {
@@ -44,7 +44,7 @@ export async function assertSkillReferences(conn: Conn, orgId: string, type: str
 
 /**
  * A published skill config with its secret references filled from the sealed store (WEBHOOK_SECRET_KEY,
- * or the previous key during a rotation; README "Security").
+ * or the previous key during a rotation; docs/security.md).
  * @throws Error when a referenced secret no longer exists or cannot be opened
  */
 export async function withSecretValues<T>(db: Conn, orgId: string, config: T): Promise<T> {

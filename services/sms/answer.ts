@@ -3,7 +3,8 @@
  * answer texts"). An inbound text to a number assigned to an agent runs one turn of the agent's published
  * version in the agent's `sms` conversation with the sender — one conversation per agent and counterpart,
  * resumed while open, ended `idle` once the agent's SMS idle timeout passed — and the reply goes out
- * through {@link queueText}, the path every text takes, with every SMS rule:
+ * through {@link queueText}, the path every text takes, with every SMS rule (delivered by the `sms-reply/{id}`
+ * workflow itself, with the steps of `sms-message/{id}`):
  * - a STOP/START/HELP keyword is never answered by the model (the keyword handler answers it, CTIA);
  * - nothing is sent to a sender who opted out; the number must be SMS-enabled and the 10DLC registration
  *   active (checked before the model runs, so a text that cannot be answered costs no turn);
@@ -27,15 +28,16 @@ import { parseInboundKeyword } from '../../domain/sms/keywords';
 import { countSegments, fitToSegments } from '../../domain/sms/segments';
 import { feeOf, PRICES } from '../../domain/billing/prices';
 import type { CompiledAgent } from '../../domain/agents/compile';
+import { conversationLimits, DEFAULT_CONVERSATION_LIMITS } from '../../domain/conversations/limits';
 import { recordUsage } from '../billing/usage';
 import { finishConversation, pinnedAgent, sendMessage, startConversation, type ConversationDeps } from '../conversations/service';
 import { queueText } from './send';
 
-/** Segments of an agent's SMS reply when the agent names none. */
-export const DEFAULT_SMS_MAX_SEGMENTS = 3;
+/** Segments of an agent's SMS reply when the agent names none (domain/conversations/limits.ts). */
+export const DEFAULT_SMS_MAX_SEGMENTS = DEFAULT_CONVERSATION_LIMITS.smsMaxSegments;
 
 /** Seconds of silence after which an agent's SMS conversation ends (`idle`) when the agent names none. */
-export const DEFAULT_SMS_IDLE_TIMEOUT_SECONDS = 86_400;
+export const DEFAULT_SMS_IDLE_TIMEOUT_SECONDS = DEFAULT_CONVERSATION_LIMITS.smsIdleTimeoutSeconds;
 
 /** Usage kind and price of the segments of an agent's reply. */
 const SEGMENT_FEE = feeOf(PRICES.smsSegments);
@@ -45,11 +47,13 @@ export type InboundAnswer =
   | { answered: true; replyMessageId: string; conversationId: string; segments: number; heldUntil: string | null }
   | { answered: false; reason: 'not_found' | 'keyword' | 'no_agent' | 'agent_not_published' | 'recipient_opted_out' | 'number_not_sms_enabled' | 'registration_not_active' | 'no_reply' | 'already_answered' | string };
 
-/** The agent's SMS settings: segment limit and idle timeout, from the compiled version (defaults when absent). */
-export function smsSettingsOf(agent: Partial<CompiledAgent> & { smsMaxSegments?: number | null; idleTimeoutSeconds?: { sms?: number | null } | number | null }): { maxSegments: number; idleTimeoutSeconds: number } {
-  const idle = agent.idleTimeoutSeconds;
-  const idleSms = typeof idle === 'number' ? null : (idle?.sms ?? null);
-  return { maxSegments: agent.smsMaxSegments ?? DEFAULT_SMS_MAX_SEGMENTS, idleTimeoutSeconds: idleSms ?? DEFAULT_SMS_IDLE_TIMEOUT_SECONDS };
+/**
+ * The agent's SMS settings: its compiled `smsMaxSegments` and `smsIdleTimeoutSeconds` (domain/conversations/limits.ts;
+ * the defaults in a version published before they existed).
+ */
+export function smsSettingsOf(agent: Partial<CompiledAgent>): { maxSegments: number; idleTimeoutSeconds: number } {
+  const limits = conversationLimits(agent);
+  return { maxSegments: limits.smsMaxSegments, idleTimeoutSeconds: limits.smsIdleTimeoutSeconds };
 }
 
 /**
@@ -68,8 +72,9 @@ export async function answerInboundText(
   const { db } = deps;
   const m = await getMessageRecord(db, orgId, messageId);
   if (!m || m.direction !== 'inbound') return { answered: false, reason: 'not_found' };
-  const already = await findReplyTo(db, orgId, m.id);
-  if (already) return { answered: false, reason: 'already_answered' };
+  // Answered before (a retried activity): the same reply, which the workflow delivers once (its delivery is idempotent).
+  const already = await replied(db, orgId, m);
+  if (already) return already;
   if (parseInboundKeyword(m.body)) return { answered: false, reason: 'keyword' };
   const number = await getOwnedNumberByE164(db, orgId, m.to);
   if (!number?.agentId) return { answered: false, reason: 'no_agent' };
@@ -85,7 +90,7 @@ export async function answerInboundText(
   if (reply === null) {
     reply = await earlierReply(db, conversation, m);
     if (reply === null) {
-      const outcome = await sendMessage(deps, conversation, turnText(m));
+      const outcome = await turnWhenFree(deps, conversation, turnText(m));
       reply = outcome.reply?.content ?? '';
     }
     await setInboundAnswer(db, orgId, m.id, { conversationId: conversation.id, agentReply: reply });
@@ -94,7 +99,7 @@ export async function answerInboundText(
   const body = fitToSegments(reply, smsSettingsOf(agent).maxSegments);
   const segments = countSegments(body).segments;
   try {
-    const queued = await queueText(db, deps.temporal, orgId, { from: m.to, to: m.from, body, trigger: 'reply', replyTo: { messageId: m.id, conversationId: conversation.id } }, (trx, data) =>
+    const queued = await queueText(db, deps.temporal, orgId, { from: m.to, to: m.from, body, trigger: 'reply', replyTo: { messageId: m.id, conversationId: conversation.id }, delivery: 'caller' }, (trx, data) =>
       recordUsage(trx, orgId, {
         ...SEGMENT_FEE,
         amountCents: SEGMENT_FEE.amountCents * segments,
@@ -105,10 +110,39 @@ export async function answerInboundText(
     );
     return { answered: true, replyMessageId: queued.id, conversationId: conversation.id, segments, heldUntil: queued.heldUntil };
   } catch (err) {
-    if (isUniqueViolation(err)) return { answered: false, reason: 'already_answered' };
+    if (isUniqueViolation(err)) return (await replied(db, orgId, m)) ?? { answered: false, reason: 'already_answered' };
     // A rule that changed since the checks above (an opt-out, a disabled number): the text stays unanswered.
     if (err instanceof ApiError && err.status < 500) return { answered: false, reason: err.code };
     throw err;
+  }
+}
+
+/** The reply already stored for an inbound text, as {@link answerInboundText} answers it, or null. */
+async function replied(db: Db, orgId: string, m: SmsMessageRecord): Promise<InboundAnswer | null> {
+  const reply = await findReplyTo(db, orgId, m.id);
+  if (!reply) return null;
+  const body = (await getMessageRecord(db, orgId, reply.id))?.body ?? '';
+  return { answered: true, replyMessageId: reply.id, conversationId: m.conversationId ?? '', segments: countSegments(body).segments, heldUntil: reply.heldUntil };
+}
+
+/** Attempts, and ms between them, at a turn while another text of the same sender is being answered. */
+const BUSY_ATTEMPTS = 40;
+const BUSY_WAIT_MS = 50;
+
+/**
+ * One turn, waiting briefly while another turn of the conversation is stored (texts of one sender arriving
+ * together are answered in turn, in this activity rather than by Temporal's backoff of seconds).
+ * @throws ApiError 409 `conversation_busy` after {@link BUSY_ATTEMPTS}; what sendMessage throws
+ */
+async function turnWhenFree(deps: ConversationDeps, conversation: ConversationRecord, text: string) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const fresh = attempt === 1 ? conversation : ((await getConversation(deps.db, conversation.orgId, conversation.id)) ?? conversation);
+      return await sendMessage(deps, fresh, text);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 'conversation_busy') || attempt >= BUSY_ATTEMPTS) throw err;
+      await new Promise((r) => setTimeout(r, BUSY_WAIT_MS * (1 + Math.random())));
+    }
   }
 }
 

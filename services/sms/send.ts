@@ -1,5 +1,5 @@
 /**
- * Queueing one outbound text (spec "SMS"; README "Numbers, consent and sending"), shared by
+ * Queueing one outbound text (spec "SMS"; docs/sms.md "Numbers, consent and sending"), shared by
  * `POST /sms/messages` and the `send_sms` skill of the conversation runtime, so every rule applies to
  * both: the sending number is the organization's and SMS-enabled, the 10DLC registration is active, the
  * recipient is a US number that has not opted out, and agent-initiated texts are held to
@@ -34,10 +34,15 @@ export interface TextToQueue {
   body: string;
   /** `agent` (held to quiet hours), `reply` (exempt when the registration says so) or `keyword`. */
   trigger: 'agent' | 'reply';
-  /** Checks the requested attachments after the number, registration and consent checks (README "Text attachments"); returns their ids. */
+  /** Checks the requested attachments after the number, registration and consent checks (docs/sms.md "Text attachments"); returns their ids. */
   checkMedia?: () => Promise<string[]>;
   /** An agent's reply: the inbound text it answers (one reply per text) and the agent's conversation. */
   replyTo?: { messageId: string; conversationId: string };
+  /**
+   * `caller`: the caller's own workflow delivers the text (the agent's `sms-reply/{id}`, which runs the same
+   * steps as `sms-message/{id}`), so no workflow is started here. Default `workflow`.
+   */
+  delivery?: 'workflow' | 'caller';
 }
 
 /**
@@ -86,6 +91,7 @@ export async function queueText(
     if (inTransaction) await inTransaction(trx, data);
     return data;
   });
+  if (text.delivery === 'caller') return data;
   try {
     await startWorkflow(temporal, 'smsMessage', { workflowId: workflowIds.smsMessage(id), args: [{ orgId, messageId: id, holdUntil }], orgId, resourceId: id });
   } catch {

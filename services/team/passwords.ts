@@ -1,5 +1,5 @@
 /**
- * Password hashing for members (README "Team"): argon2id through `@node-rs/argon2` (prebuilt native
+ * Password hashing for members (docs/team-and-oauth.md "Team"): argon2id through `@node-rs/argon2` (prebuilt native
  * binding, no install script), with the OWASP Password Storage Cheat Sheet's minimum for argon2id
  * (19 MiB memory, 2 iterations, 1 lane) and the library's PHC string format, which carries its parameters.
  */

@@ -1,5 +1,5 @@
 /**
- * Answering calls (README "Voice calls"): what a voice webhook says to the carrier. A number assigned to
+ * Answering calls (docs/voice.md): what a voice webhook says to the carrier. A number assigned to
  * an agent with a published version is answered with markup connecting the call to the relay
  * (domain/voice/markup.ts) — the agent's greeting, language, keypad and barge-in settings, and a relay
  * reference pinned to the published version and the stored call. Anything else is a spoken refusal and a
@@ -10,7 +10,9 @@ import type { AnsweredCampaignCall } from '../../providers/telephony';
 import { getAgent } from '../../db/repositories/agents';
 import { getVersion } from '../../db/repositories/agentVersions';
 import { findOwnerOfNumber } from '../../db/repositories/numbers';
-import { advanceVoiceCall, createVoiceCall, type VoiceCallRecord } from '../../db/repositories/voiceCalls';
+import { advanceVoiceCall, createVoiceCall, endVoiceCall, getVoiceCall, type VoiceCallRecord } from '../../db/repositories/voiceCalls';
+import { connectPlacedCall, getPlacedCall } from '../../db/repositories/calls';
+import type { Knex } from 'knex';
 import { getConversation } from '../../db/repositories/conversations';
 import { amountFor, feeOf, PRICES } from '../../domain/billing/prices';
 import { recordUsage } from '../billing/usage';
@@ -20,7 +22,14 @@ import { signRelayReference } from './reference';
 import type { CompiledAgent } from '../../domain/agents/compile';
 import { conversationVariables } from '../../domain/conversations/prompt';
 import { greetingFor } from '../../domain/conversations/runtime';
-import { connectRelayMarkup, refusalMarkup } from '../../domain/voice/markup';
+import { connectRelayMarkup, refusalMarkup, transferMarkup, voicemailMarkup } from '../../domain/voice/markup';
+import { carrierSpeech, type SpeechCarrier } from '../../domain/voice/carrierVoices';
+import { effectivePhoneSettings, inboundRouting, recordingNotice, voicemailRouting, type InboundRouting } from '../../domain/settings/phone';
+import { getPhoneSettings } from '../../db/repositories/phoneSettings';
+import { callRelayOpened, recordCallRecording, recordCallTransfer } from '../../db/repositories/voiceCalls';
+import { setConversationDuration } from '../../db/repositories/conversations';
+import { emitEvent } from '../../events/emit';
+import { escalationDestinationFor, escalationSummary } from '../conversations/escalation';
 
 /** The call a webhook reports (Twilio/TeXML parameters `CallSid`, `From`, `To`). */
 export interface IncomingCall {
@@ -36,6 +45,23 @@ export interface CallAnswer {
   call?: VoiceCallRecord;
   /** Why the call was refused, else null. */
   refused: 'number_not_in_service' | 'number_unassigned' | 'agent_not_published' | null;
+  /** How the call was routed by the number's business hours (`agent` when answered by the agent). */
+  routing?: InboundRouting['action'];
+}
+
+/** Where the carrier posts what happens after the first answer of a call (absolute URLs, per call). */
+export interface CallUrls {
+  /** `<Record action>`: the voicemail's recording and transcription. */
+  recording: (call: VoiceCallRecord) => string;
+  /** `<Dial action>`: how a transfer ended (a busy or unanswered destination falls back to a voicemail). */
+  dialEnded: (call: VoiceCallRecord) => string;
+  /** `<Number url>`: what the person taking a transfer hears first (the conversation's summary). */
+  whisper: (call: VoiceCallRecord) => string;
+}
+
+/** The speech carrier whose markup a voice provider speaks (the sandbox speaks Twilio's). */
+export function speechCarrierOf(provider: string): SpeechCarrier {
+  return provider === 'telnyx' ? 'telnyx' : 'twilio';
 }
 
 /** Refusal sentences, spoken before the hang-up. */
@@ -55,6 +81,8 @@ export async function answerInboundCall(
   incoming: IncomingCall,
   relayUrl: (call: VoiceCallRecord, agent: CompiledAgent) => Promise<string>,
   actionUrl: (call: VoiceCallRecord) => string,
+  urls?: CallUrls,
+  at: Date = new Date(),
 ): Promise<CallAnswer> {
   const owner = await findOwnerOfNumber(db, incoming.to);
   if (!owner) return { markup: refusalMarkup(REFUSALS.number_not_in_service), refused: 'number_not_in_service' };
@@ -65,12 +93,20 @@ export async function answerInboundCall(
     const call = await createVoiceCall(db, orgId, { ...base, agentId: agentRecord?.id ?? null, versionId: null, status: 'failed', failureReason: reason });
     return { markup: refusalMarkup(REFUSALS[reason], agentRecord?.language), call, refused: reason };
   };
+  const settings = effectivePhoneSettings((await getPhoneSettings(db, orgId, owner.number.id))?.settings);
+  const routing = inboundRouting(settings, at);
+  if (routing.action !== 'agent' && urls) return answerAfterHours(db, orgId, base, agentRecord ?? null, routing, settings, urls);
   if (!agentRecord) return refuse('number_unassigned');
   if (!agentRecord.publishedVersionId) return refuse('agent_not_published');
   const version = await getVersion(db, orgId, agentRecord.id, agentRecord.publishedVersionId);
   if (!version) return refuse('agent_not_published');
   const agent = version.snapshot as CompiledAgent;
-  const call = await createVoiceCall(db, orgId, { ...base, agentId: agentRecord.id, versionId: agentRecord.publishedVersionId, status: 'ringing' });
+  const call = await createVoiceCall(db, orgId, { ...base, agentId: agentRecord.id, versionId: agentRecord.publishedVersionId, status: 'ringing', routing: 'agent' });
+  // A carrier call id seen before (a retried or replayed webhook): its markup again only while it rings and
+  // its relay is unopened; never a reference for a call that was answered or has ended.
+  if (call.status !== 'ringing' || (await callRelayOpened(db, orgId, call.id))) return { markup: HANGUP, call, refused: null, routing: 'agent' };
+  await emitCallStarted(db, call);
+  const speech = carrierSpeech(speechCarrierOf(incoming.provider), agent.voice?.id, agent.language);
   const markup = connectRelayMarkup({
     url: await relayUrl(call, agent),
     welcomeGreeting: greetingFor(agent, conversationVariables(agent, {})),
@@ -79,8 +115,142 @@ export async function answerInboundCall(
     interruptible: true,
     action: actionUrl(call),
     parameters: { callId: call.id },
+    speech,
+    notice: recordingNotice(settings),
   });
-  return { markup, call, refused: null };
+  return { markup, call, refused: null, routing: 'agent' };
+}
+
+/** `call.started` of a call just stored (once per call: a carrier retrying its webhook gets the stored call back). */
+async function emitCallStarted(db: Db, call: VoiceCallRecord): Promise<void> {
+  if (Date.now() - Date.parse(call.createdAt) > 60_000) return;
+  await emitEvent(db, call.orgId, 'call.started', { callId: call.id, agentId: call.agentId, direction: call.direction, from: call.from, to: call.to, startedAt: call.createdAt, campaignId: call.campaignId });
+}
+
+/**
+ * A call outside the number's business hours (docs/voice.md "Phone settings on calls"): a voicemail
+ * (`<Record>`; the recording arrives at `urls.recording`), a message and the hang-up, or a transfer to the
+ * escalation destination (a destination that cannot be dialed, or none open, takes a voicemail instead).
+ */
+async function answerAfterHours(
+  db: Db,
+  orgId: string,
+  base: { provider: string; providerCallId: string; direction: 'inbound'; from: string; to: string },
+  agentRecord: { id: string; publishedVersionId: string | null; language: string } | null,
+  routing: Exclude<InboundRouting, { action: 'agent' }>,
+  settings: ReturnType<typeof effectivePhoneSettings>,
+  urls: CallUrls,
+): Promise<CallAnswer> {
+  const language = agentRecord?.language ?? 'en-US';
+  let route: Exclude<InboundRouting, { action: 'agent' }> = routing;
+  const destination = route.action === 'escalation' ? await escalationDestinationFor(db, orgId, { destinationId: route.destinationId, dialable: true }) : null;
+  if (route.action === 'escalation' && !destination) route = voicemailRouting(settings);
+  const call = await createVoiceCall(db, orgId, { ...base, agentId: agentRecord?.id ?? null, versionId: agentRecord?.publishedVersionId ?? null, status: 'ringing', routing: route.action });
+  await emitCallStarted(db, call);
+  const notice = recordingNotice(settings);
+  if (route.action === 'message') return { markup: refusalMarkup(route.message, language), call, refused: null, routing: 'message' };
+  if (route.action === 'voicemail') {
+    const greeting = route.action === 'voicemail' && notice ? `${notice} ${route.greeting}` : route.greeting;
+    return { markup: voicemailMarkup({ greeting, language, maxSeconds: route.maxSeconds, action: urls.recording(call), transcribe: route.transcribe }), call, refused: null, routing: 'voicemail' };
+  }
+  await transferCall(db, call, { to: destination!.address, destinationId: destination!.id, reason: 'after_hours', summary: `A caller at ${call.from} called outside business hours.` });
+  const markup = transferMarkup({ line: 'We are closed right now. Connecting you to our on-call team.', language, destination: destination!.address, action: urls.dialEnded(call), whisperUrl: urls.whisper(call) });
+  return { markup, call, refused: null, routing: 'escalation' };
+}
+
+/** Stores a call's transfer and emits `call.transferred` (once per call). */
+async function transferCall(db: Db, call: VoiceCallRecord, t: { to: string; destinationId: string | null; reason: string; summary: string | null }): Promise<void> {
+  await db.transaction(async (trx) => {
+    if (!(await recordCallTransfer(trx, call.orgId, call.id, { to: t.to, destinationId: t.destinationId }))) return;
+    await emitEvent(trx, call.orgId, 'call.transferred', { callId: call.id, agentId: call.agentId, conversationId: call.conversationId, destinationId: t.destinationId, destination: t.to, reason: t.reason, summary: t.summary });
+  });
+}
+
+/**
+ * The end of a relay session (the `<Connect action>` callback) for a stored call: an escalation or a
+ * `transfer_call` (the relay's `end` frame's `HandoffData`) is dialed through to its destination — a
+ * `transfer_call` skill's number, else the organization's escalation destination — with the
+ * conversation's summary whispered to the person answering and `call.transferred` emitted; nobody to
+ * transfer to takes a voicemail; anything else hangs up.
+ */
+export async function answerRelayEnded(db: Db, call: VoiceCallRecord, handoffData: string | undefined, urls: CallUrls): Promise<string> {
+  const handoff = parseHandoff(handoffData);
+  if (!handoff) return HANGUP;
+  let to = handoff.destination;
+  let destinationId: string | null = null;
+  if (!to) {
+    const d = await escalationDestinationFor(db, call.orgId, { dialable: true });
+    if (!d) return voicemailAfterAll(db, call, urls);
+    to = d.address;
+    destinationId = d.id;
+  }
+  const summary = call.conversationId ? await escalationSummary(db, call.orgId, call.conversationId, call.from) : null;
+  await transferCall(db, call, { to, destinationId, reason: handoff.reason === 'transferred' ? 'transfer_call' : 'escalation', summary });
+  return transferMarkup({ line: null, language: 'en-US', destination: to, action: urls.dialEnded(call), whisperUrl: urls.whisper(call) });
+}
+
+/** `<Response><Hangup/></Response>` */
+const HANGUP = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
+
+/** The handoff of a relay's `end` frame: why, and the number or SIP URI to dial (null: the escalation destination). */
+function parseHandoff(handoffData: string | undefined): { reason: string; destination: string | null } | null {
+  try {
+    const d = handoffData ? (JSON.parse(handoffData) as { reason?: unknown; destination?: unknown }) : null;
+    if (!d || (d.reason !== 'escalated' && d.reason !== 'transferred' && typeof d.destination !== 'string')) return null;
+    const destination = typeof d.destination === 'string' && /^\+?[0-9*#]{3,20}$|^sips?:[^<>"\s]{3,200}$/.test(d.destination) ? d.destination : null;
+    return { reason: String(d.reason ?? 'transferred'), destination };
+  } catch {
+    return null;
+  }
+}
+
+/** A transfer that found nobody: the agent takes a message (the number's voicemail greeting). */
+async function voicemailAfterAll(db: Db, call: VoiceCallRecord, urls: CallUrls): Promise<string> {
+  const number = await findOwnerOfNumber(db, call.direction === 'inbound' ? call.to : call.from);
+  const settings = effectivePhoneSettings(number ? (await getPhoneSettings(db, call.orgId, number.number.id))?.settings : undefined);
+  const vm = voicemailRouting(settings);
+  return voicemailMarkup({ greeting: "Nobody is available to take your call right now. Please leave a message after the beep and we'll call you back.", language: 'en-US', maxSeconds: vm.maxSeconds, action: urls.recording(call), transcribe: vm.transcribe });
+}
+
+/**
+ * How a transfer's `<Dial>` ended (`DialCallStatus`): busy, no answer, failed or cancelled falls back to
+ * the agent taking a message; otherwise the call is over.
+ */
+export async function answerDialEnded(db: Db, call: VoiceCallRecord, dialStatus: string | undefined, urls: CallUrls): Promise<string> {
+  if (['busy', 'no-answer', 'failed', 'canceled'].includes(String(dialStatus ?? '').toLowerCase())) return voicemailAfterAll(db, call, urls);
+  return HANGUP;
+}
+
+/** What the person taking a transfer hears before being connected: the conversation's summary. */
+export async function whisperMarkup(db: Db, call: VoiceCallRecord): Promise<string> {
+  const summary = call.conversationId ? await escalationSummary(db, call.orgId, call.conversationId, call.from) : `A caller at ${call.from} is being transferred to you.`;
+  return `<?xml version="1.0" encoding="UTF-8"?><Response><Say language="en-US">${summary.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!)}</Say></Response>`;
+}
+
+/**
+ * The voicemail a caller left (the `<Record action>` callback: `RecordingUrl`, `RecordingDuration`, and
+ * `TranscriptionText` when the carrier transcribed it): stored once on the call with `voicemail.received`.
+ * @returns markup that hangs up
+ */
+export async function receiveRecording(db: Db, call: VoiceCallRecord, rec: { url?: string; seconds?: number; transcript?: string }): Promise<string> {
+  const number = await findOwnerOfNumber(db, call.direction === 'inbound' ? call.to : call.from);
+  const numberId = number?.orgId === call.orgId ? number.number.id : null;
+  await db.transaction(async (trx) => {
+    const { call: stored, storedNow } = await recordCallRecording(trx, call.orgId, call.id, { url: rec.url ?? null, seconds: rec.seconds ?? null, transcript: rec.transcript ?? null });
+    if (!storedNow || !stored?.recording) return;
+    await emitEvent(trx, call.orgId, 'voicemail.received', {
+      callId: call.id,
+      agentId: call.agentId,
+      numberId,
+      from: call.from,
+      to: call.to,
+      durationSeconds: stored.recording.seconds,
+      recordingUrl: stored.recording.url,
+      transcript: stored.recording.transcript,
+      receivedAt: stored.recording.receivedAt,
+    });
+  });
+  return HANGUP;
 }
 
 /**
@@ -109,10 +279,25 @@ export const CALL_MINUTES_FEE = feeOf(PRICES.voiceMinutes);
  * its minutes are charged once (usage `voice_minutes`, deduplicated per call, rounded up to whole
  * minutes), and its conversation is closed if the relay did not close it (a socket that died without a
  * goodbye) and analysed once when `analysis` is given. Idempotent: a second run charges nothing and changes nothing.
+ * @param onCompleted runs in the transaction that stores the call `completed`, only in the run that does
+ *   (a call placed by `POST /calls` emits its `call.completed` there)
  * @returns the minutes charged by this run (0 when charged before, or none connected), or null when the call does not exist
  */
-export async function completeCall(db: Db, orgId: string, callId: string, durationSeconds: number, analysis?: AnalysisDeps): Promise<{ minutes: number; chargedNow: boolean } | null> {
-  const call = await advanceVoiceCall(db, orgId, callId, { status: 'completed', durationSeconds });
+export async function completeCall(
+  db: Db,
+  orgId: string,
+  callId: string,
+  durationSeconds: number,
+  analysis?: AnalysisDeps,
+  onCompleted?: (trx: Knex.Transaction, call: VoiceCallRecord) => Promise<void>,
+): Promise<{ minutes: number; chargedNow: boolean } | null> {
+  const call = onCompleted
+    ? await db.transaction(async (trx) => {
+        const ended = await endVoiceCall(trx, orgId, callId, { status: 'completed', durationSeconds });
+        if (ended) await onCompleted(trx, ended);
+        return ended ?? (await getVoiceCall(trx, orgId, callId));
+      })
+    : await advanceVoiceCall(db, orgId, callId, { status: 'completed', durationSeconds });
   if (!call) return null;
   const seconds = call.durationSeconds ?? durationSeconds;
   const minutes = Math.ceil(Math.max(0, seconds) / 60);
@@ -127,6 +312,7 @@ export async function completeCall(db: Db, orgId: string, callId: string, durati
     });
   }
   if (call.conversationId) {
+    await setConversationDuration(db, orgId, call.conversationId, seconds);
     const c = await getConversation(db, orgId, call.conversationId);
     if (c && c.status === 'active') await finishConversation(db, c, 'ended_by_user', analysis);
   }
@@ -141,17 +327,33 @@ export function publicApiBase(config: { publicBaseUrl: string }): string {
   return `${config.publicBaseUrl.replace(/\/+$/, '')}/api/v1`;
 }
 
-/** An answered campaign dial to connect to the relay. */
+/** An answered outbound dial to connect to the relay: a campaign's, or a call placed by `POST /calls`. */
 export type CampaignCallDial = AnsweredCampaignCall;
+
+/** What the carrier's instructions connect an answered outbound call to. */
+export interface PreparedCall {
+  call: VoiceCallRecord;
+  /** The relay's WebSocket URL; its reference has the relay speak the greeting first. */
+  relayUrl: string;
+  /** The pinned version's compiled agent (undefined for a draft-mode call: its draft compiles at setup). */
+  agent: CompiledAgent | undefined;
+  /** The language (BCP 47) and keypad setting of the agent the call reaches. */
+  language: string;
+  dtmfEnabled: boolean;
+}
 
 /**
  * Stores an answered campaign dial as an outbound call pinned to the agent's published version and
  * returns the relay URL (under `apiBaseUrl`, `…/api/v1`) whose reference has the relay speak the
  * greeting first — what the carrier's call instructions connect the answered call to — and the
  * published version's compiled agent (its language and keypad settings, for those instructions).
- * @returns null when the agent is no longer published (the call is then stored failed)
+ * A call placed by `POST /calls` (`dial.callId`) is the stored call itself: it gets the carrier's call
+ * id and moves to `answered`, its reference pinned to the version (or draft) it was placed with.
+ * @returns null when the agent is no longer published (the call is then stored failed), or when the
+ *   placed call is not this organization's and agent's or has ended
  */
-export async function prepareCampaignCall(db: Db, apiBaseUrl: string, dial: CampaignCallDial): Promise<{ call: VoiceCallRecord; relayUrl: string; agent: CompiledAgent | undefined } | null> {
+export async function prepareCampaignCall(db: Db, apiBaseUrl: string, dial: CampaignCallDial): Promise<PreparedCall | null> {
+  if (dial.callId) return preparePlacedCall(db, apiBaseUrl, dial, dial.callId);
   const agent = await getAgent(db, dial.orgId, dial.agentId);
   const base = { provider: dial.provider, providerCallId: dial.providerCallId, direction: 'outbound' as const, from: dial.from, to: dial.to, campaignId: dial.campaignId };
   if (!agent?.publishedVersionId) {
@@ -159,9 +361,37 @@ export async function prepareCampaignCall(db: Db, apiBaseUrl: string, dial: Camp
     return null;
   }
   const call = await createVoiceCall(db, dial.orgId, { ...base, agentId: agent.id, versionId: agent.publishedVersionId, status: 'answered' });
-  const ref = await signRelayReference(db, { org: dial.orgId, agt: agent.id, ver: agent.publishedVersionId, call: call.id, grt: 1, cmp: dial.campaignId });
+  // A replayed webhook of a call that ended, or whose relay opened already, mints no reference.
+  if (call.status !== 'answered' || (await callRelayOpened(db, dial.orgId, call.id))) return null;
+  const ref = await signRelayReference(db, { org: dial.orgId, agt: agent.id, ver: agent.publishedVersionId, call: call.id, grt: 1, ...(dial.campaignId ? { cmp: dial.campaignId } : {}) });
   const version = await getVersion(db, dial.orgId, agent.id, agent.publishedVersionId);
-  return { call, relayUrl: `${apiBaseUrl.replace(/^http/, 'ws')}/voice/relay?ref=${ref}`, agent: version?.snapshot as CompiledAgent | undefined };
+  const compiled = version?.snapshot as CompiledAgent | undefined;
+  return { call, relayUrl: relayUrlOf(apiBaseUrl, ref), agent: compiled, language: compiled?.language ?? agent.language ?? 'en-US', dtmfEnabled: compiled?.dtmf.enabled ?? true };
+}
+
+function relayUrlOf(apiBaseUrl: string, ref: string): string {
+  return `${apiBaseUrl.replace(/^http/, 'ws')}/voice/relay?ref=${ref}`;
+}
+
+/** The answered call placed by `POST /calls`: see {@link prepareCampaignCall}. */
+async function preparePlacedCall(db: Db, apiBaseUrl: string, dial: CampaignCallDial, callId: string): Promise<PreparedCall | null> {
+  const placed = await getPlacedCall(db, dial.orgId, callId);
+  if (!placed || placed.agentId !== dial.agentId) return null;
+  const connected = await connectPlacedCall(db, dial.orgId, callId, { provider: dial.provider, providerCallId: dial.providerCallId });
+  if (!connected) return null;
+  const ref = await signRelayReference(db, { org: dial.orgId, agt: placed.agentId, ver: placed.versionId, call: callId, grt: 1, plc: 1 });
+  const call = (await getVoiceCall(db, dial.orgId, callId))!;
+  const version = placed.versionId ? await getVersion(db, dial.orgId, placed.agentId, placed.versionId) : undefined;
+  const compiled = version?.snapshot as CompiledAgent | undefined;
+  // A draft-mode call compiles the draft when the relay opens; the draft's own settings name the language.
+  const draft = compiled ? undefined : await getAgent(db, dial.orgId, placed.agentId);
+  return {
+    call,
+    relayUrl: relayUrlOf(apiBaseUrl, ref),
+    agent: compiled,
+    language: compiled?.language ?? draft?.language ?? 'en-US',
+    dtmfEnabled: compiled?.dtmf.enabled ?? draft?.dtmf?.enabled ?? true,
+  };
 }
 
 /**
@@ -175,12 +405,11 @@ export async function prepareCampaignCall(db: Db, apiBaseUrl: string, dial: Camp
 export async function answerCampaignCall(db: Db, apiBaseUrl: string, dial: CampaignCallDial, actionUrl: (call: VoiceCallRecord) => string): Promise<CallAnswer> {
   const prepared = await prepareCampaignCall(db, apiBaseUrl, dial);
   if (!prepared) return { markup: '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>', refused: 'agent_not_published' };
-  const agent = prepared.agent;
   const markup = connectRelayMarkup({
     url: prepared.relayUrl,
     welcomeGreeting: null,
-    language: agent?.language ?? 'en-US',
-    dtmfDetection: agent?.dtmf.enabled ?? true,
+    language: prepared.language,
+    dtmfDetection: prepared.dtmfEnabled,
     interruptible: true,
     action: actionUrl(prepared.call),
     parameters: { callId: prepared.call.id },

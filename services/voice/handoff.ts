@@ -6,7 +6,8 @@
  */
 import type { Db } from '../../db';
 import type { CampaignCallHandoff } from '../../providers/telephony';
-import { prepareCampaignCall } from './calls';
+import { prepareCampaignCall, speechCarrierOf } from './calls';
+import { carrierSpeech } from '../../domain/voice/carrierVoices';
 import { campaignVoicemail, recordVoicemail } from './voicemail';
 
 /**
@@ -18,9 +19,13 @@ export function campaignCallHandoff(db: Db, apiBaseUrl: string): CampaignCallHan
     async connect(call) {
       const prepared = await prepareCampaignCall(db, apiBaseUrl, call);
       if (!prepared) return null;
-      return { callId: prepared.call.id, relayUrl: prepared.relayUrl, language: prepared.agent?.language, dtmfEnabled: prepared.agent?.dtmf.enabled ?? true };
+      const language = prepared.language;
+      const voice = language ? carrierSpeech(speechCarrierOf(call.provider), prepared.agent?.voice?.id, language).voice : null;
+      return { callId: prepared.call.id, relayUrl: prepared.relayUrl, language, dtmfEnabled: prepared.dtmfEnabled, voice };
     },
     async leaveVoicemail(call) {
+      // Voicemail drops are a campaign's (docs/voice.md "Voicemail"); a call placed by POST /calls leaves none.
+      if (!call.campaignId) return null;
       const vm = await campaignVoicemail(db, call.orgId, call.campaignId, call.agentId);
       if (!vm) return null;
       await recordVoicemail(db, call, vm);

@@ -1,13 +1,13 @@
 /**
- * Relay references (README "Voice calls"): the short-lived signed value a voice webhook's markup puts in
+ * Relay references (docs/voice.md): the short-lived signed value a voice webhook's markup puts in
  * the ConversationRelay URL, naming the organization, agent, pinned published version and call the
  * socket may open. Form `vrf_<base64url(JSON claims)>.<base64url(HMAC-SHA256)>`, signed with the
  * organization's talk-token secret (db agent_token_secrets) under its own label, so a reference is never
  * accepted as a talk token or widget session token and any API process verifies it.
  */
-import crypto from 'node:crypto';
 import type { Db } from '../../db';
 import { existingTalkTokenSecret, talkTokenSecret } from '../../db/repositories/agentVersions';
+import { macMatches, tokenMac } from '../../domain/tokenMac';
 
 /** Lifetime of a reference, seconds: the carrier opens the socket right after reading the markup. */
 export const RELAY_REFERENCE_TTL_SECONDS = 120;
@@ -17,22 +17,25 @@ export interface RelayReferenceClaims {
   v: 1;
   org: string;
   agt: string;
-  /** The published version the call is pinned to. */
-  ver: string;
+  /**
+   * The published version the call is pinned to; null for a call placed by `POST /calls` in draft mode,
+   * whose relay compiles the agent's draft when the socket opens.
+   */
+  ver: string | null;
   /** The call (`call_…`). */
   call: string;
   /** 1 when the relay speaks the greeting itself (campaign calls); 0 when the markup's welcomeGreeting does. */
   grt: 0 | 1;
   /** The campaign of an outbound campaign call, else absent. */
   cmp?: string;
+  /** 1 for a call placed by `POST /calls`: its variables and metadata are read from the stored call. */
+  plc?: 1;
   /** Expiry, Unix seconds. */
   exp: number;
 }
 
-const LABEL = 'voice-relay-reference.';
-
 function mac(secret: Buffer, body: string): Buffer {
-  return crypto.createHmac('sha256', secret).update(LABEL + body).digest();
+  return tokenMac('relayReference', secret, body);
 }
 
 /** Signs a reference for the claims' organization (creating its secret on first use). */
@@ -58,8 +61,6 @@ export async function verifyRelayReference(db: Db, ref: string, nowSeconds = Mat
   if (claims?.v !== 1 || typeof claims.org !== 'string' || !/^org_[A-Za-z0-9]{8,40}$/.test(claims.org)) return undefined;
   const secret = await existingTalkTokenSecret(db, claims.org);
   if (!secret) return undefined;
-  const given = Buffer.from(m[2], 'base64url');
-  const expected = mac(secret, m[1]);
-  if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected)) return undefined;
+  if (!macMatches(Buffer.from(m[2], 'base64url'), mac(secret, m[1]))) return undefined;
   return typeof claims.exp === 'number' && claims.exp > nowSeconds ? claims : undefined;
 }

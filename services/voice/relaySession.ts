@@ -1,5 +1,5 @@
 /**
- * One ConversationRelay session (README "Voice calls"; Twilio "ConversationRelay WebSocket messages",
+ * One ConversationRelay session (docs/voice.md; Twilio "ConversationRelay WebSocket messages",
  * Telnyx "ConversationRelay WebSocket channel"): the voice channel runs the conversation runtime turn by
  * turn, exactly as chat does, with the carrier doing speech recognition and synthesis.
  *
@@ -13,7 +13,7 @@
  * - `dtmf` digits are gathered per the agent's keypad settings (domain/voice/dtmf.ts) into one input,
  *   answered like a spoken message (a playbook gathers a PIN or a menu choice with it).
  * - a turn ending the conversation sends `end` — with `handoffData` naming the destination on a
- *   transfer — and closes the socket.
+ *   transfer of a carrier call (a browser talk-token session gets `end` alone) — and closes the socket.
  * - the socket closing without an end closes the conversation (`ended_by_user`).
  *
  * Transport-agnostic: the API wires it to a `ws` socket (api/voice/relay.ts).
@@ -43,6 +43,9 @@ export interface RelayGrant {
   keyId: string | null;
   /** The campaign of an outbound campaign call. */
   campaignId: string | null;
+  /** A call placed by `POST /calls`: the conversation variables and labels it was placed with. */
+  variables?: Record<string, string>;
+  metadata?: Record<string, string | number | boolean | null>;
 }
 
 /** The socket as the session sees it. */
@@ -168,7 +171,9 @@ export class RelaySession {
         keyId: g.keyId,
         // The caller identity of caller verification: the caller, or the callee of an outbound call.
         counterpart: frame.direction?.startsWith('outbound') ? frame.to : frame.from,
-        metadata: { callId: g.callId, campaignId: g.campaignId, callSid: frame.callSid, sessionId: frame.sessionId, from: frame.from, to: frame.to, direction: frame.direction ?? null },
+        ...(g.variables ? { variables: g.variables } : {}),
+        // The call's own facts win over labels a call placed by POST /calls brought.
+        metadata: { ...g.metadata, callId: g.callId, campaignId: g.campaignId, callSid: frame.callSid, sessionId: frame.sessionId, from: frame.from, to: frame.to, direction: frame.direction ?? null },
       });
     } catch (err) {
       // The agent or its version is gone (or never was this organization's): the reason is its problem code.
@@ -225,7 +230,9 @@ export class RelaySession {
   private end(result: TurnResult): void {
     this.ended = true;
     const frame: RelayFrame = { type: 'end' };
-    if (result.end === 'transferred' || result.end === 'escalated') {
+    // The carrier acts on handoffData; a browser talk-token session (no call) is a public counterpart and
+    // gets the end of the stream only (docs/security.md "Public sessions").
+    if (this.grant.callId && (result.end === 'transferred' || result.end === 'escalated')) {
       const transfer = result.receipt.toolCalls.find((t) => t.type === 'transfer_call' && !t.error);
       const destination = (transfer?.output as { to?: string } | undefined)?.to ?? null;
       frame.handoffData = JSON.stringify({ reason: result.end, destination, conversationId: this.conversationId, callId: this.grant.callId });

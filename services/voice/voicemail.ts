@@ -1,5 +1,5 @@
 /**
- * Voicemail drops on campaign calls (README "Voicemail"): when answering-machine detection reports the
+ * Voicemail drops on campaign calls (docs/voice.md "Voicemail"): when answering-machine detection reports the
  * end of a machine's greeting (the beep), a campaign call whose agent has a voicemail message leaves it
  * and hangs up. This module decides the message (the campaign's pinned version, variables filled as in the
  * greeting) and stores what was left — the call (`voice_calls`, its `voicemail_message`) and its `voice`
@@ -114,7 +114,7 @@ export async function recordVoicemail(db: Db, dial: CampaignCallDial, vm: Campai
  * @returns the markup and the stored call, or null when this is no machine at its beep or there is no message (the call then goes on as an answered campaign call)
  */
 export async function answerMachineAtBeep(db: Db, dial: CampaignCallDial, answeredBy: string | undefined): Promise<{ markup: string; call: VoiceCallRecord } | null> {
-  if (!isMachineGreetingEnd(answeredBy)) return null;
+  if (!isMachineGreetingEnd(answeredBy) || !dial.campaignId) return null;
   const vm = await campaignVoicemail(db, dial.orgId, dial.campaignId, dial.agentId);
   if (!vm) return null;
   const call = await recordVoicemail(db, dial, vm);

@@ -89,7 +89,7 @@ describe('agent draft parts API', () => {
     it('answers defaults before the first PUT', async () => {
       const r = await t.call('GET', `/agents/${agentId}/guardrails`, { key });
       expect(r.body.data).to.deep.equal({ blockedTopics: [], forbiddenPhrases: [], redactPii: true, profanityFilter: true, escalateOn: [], maxConversationMinutes: null });
-      expect((await t.call('GET', `/agents/${agentId}/caller-verification`, { key })).body.data).to.deep.equal({ enabled: false, method: null, requiredForSkills: [], maxAttempts: 3 });
+      expect((await t.call('GET', `/agents/${agentId}/caller-verification`, { key })).body.data).to.deep.equal({ enabled: false, method: null, requiredForSkills: [], maxAttempts: 3, required: 'for_protected_actions' });
     });
 
     it('replaces guardrails as a draft edit', async () => {

@@ -1,5 +1,5 @@
 /**
- * Post-conversation analysis (README "Conversation analysis") over a real socket, Postgres and the sandbox LLM:
+ * Post-conversation analysis (docs/api-notes.md "Conversation analysis") over a real socket, Postgres and the sandbox LLM:
  * extraction fields saved and checked on the agent, a chat that ends analysed once (fields from the transcript,
  * an invalid value dropped with a note), Observe showing it, the `conversation.analyzed` event, a failing LLM
  * recorded as a failed analysis without failing the end, and the `conversation-analysis/{id}` workflow on a worker.
@@ -113,7 +113,7 @@ describe('post-conversation analysis', () => {
     expect(events[0].data).to.include({ conversationId: id, agentId: agent.id, channel: 'chat', status: 'completed', outcome: 'resolved' });
     expect(events[0].data.fields).to.deep.equal(a.fields);
 
-    // The analysis's tokens are usage of the conversation, beside its turns' (README "Billing").
+    // The analysis's tokens are usage of the conversation, beside its turns' (docs/api-notes.md "Billing").
     const [spent] = await analysisTokens(id);
     expect(spent.kind).to.equal('llm_tokens');
     expect(spent.quantity).to.be.greaterThan(0);

@@ -1,5 +1,5 @@
 /**
- * Secret keys through the API (spec "Authentication" 1; README "API notes" → "Credentials and tenancy"):
+ * Secret keys through the API (spec "Authentication" 1; docs/api-notes.md "Credentials and tenancy"):
  * create shown once, list, rotate with a grace period, revoke at once in every API process, escalation
  * refused, tenancy, batched lastUsedAt, expiry. Real HTTP over a socket on a real Postgres; the end of a
  * grace period is reached by moving `expires_at` in the database, not by sleeping.
@@ -84,6 +84,18 @@ describe('API keys (/api-keys)', () => {
     expect(res.status).to.equal(403);
     expect(res.body.missingScopes).to.deep.equal(['sms:read']);
     expect((await t.call('GET', '/agents', { key: broad.secret ?? '' })).status).to.not.equal(401);
+  });
+
+  it('refuses to revoke a key holding scopes the caller lacks (it keeps working)', async () => {
+    const broad = (await create({ name: 'broad-r', scopes: ['agents:read', 'sms:read'] })).body.data;
+    const limited = (await create({ name: 'limited3', scopes: ['keys:write', 'agents:read'] })).body.data.secret;
+    const res = await t.call('DELETE', `/api-keys/${broad.id}`, { key: limited });
+    expect(res.status).to.equal(403);
+    expect(res.body.code).to.equal('insufficient_scope');
+    expect(res.body.missingScopes).to.deep.equal(['sms:read']);
+    expect((await t.call('GET', '/agents', { key: broad.secret })).status).to.equal(200);
+    const narrower = (await create({ name: 'narrower-r', scopes: ['agents:read'] })).body.data;
+    expect((await t.call('DELETE', `/api-keys/${narrower.id}`, { key: limited })).status).to.equal(200);
   });
 
   it('answers 400 naming the field for reserved or unknown scopes and a past expiry', async () => {

@@ -1,5 +1,5 @@
 /**
- * Audit logs (README "Webhooks and audit logs", spec "Audit"): every write through the API is recorded with organization,
+ * Audit logs (docs/api-notes.md "Webhooks and audit logs", spec "Audit"): every write through the API is recorded with organization,
  * actor, operation, resource, request id, source IP, time and outcome; `GET /audit-logs` filters by
  * time range, actor and resource with cursor pagination; the log is append-only down to the database.
  */

@@ -1,5 +1,5 @@
 /**
- * Billing (spec "Billing"; README "Billing"): the wallet derived from its append-only ledger, top-ups
+ * Billing (spec "Billing"; docs/api-notes.md "Billing"): the wallet derived from its append-only ledger, top-ups
  * through the sandbox payments provider (Idempotency-Key, magic amounts), usage charged once, the
  * usage listing and its day view, open invoices, the low-balance event, scopes billing:read /
  * billing:write, and another organization's data never visible.

@@ -1,6 +1,6 @@
 /**
  * Every body parser error is a 4xx problem naming its cause, on every route of the route table that takes
- * a body (README "API notes": wire conventions): prototype keys at any depth (400 `validation_error`
+ * a body (docs/api-notes.md: wire conventions): prototype keys at any depth (400 `validation_error`
  * naming the key's path), malformed JSON (400 `malformed_json`), another media type (415
  * `unsupported_media_type`), nesting deeper than 64 levels (400 `validation_error` on `(body)`), a body
  * over the limit (413 `payload_too_large`). Each runs before authorization-dependent handler logic, so

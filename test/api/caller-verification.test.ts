@@ -1,5 +1,5 @@
 /**
- * Caller verification against Records (README "Integrations and records" → "Caller verification"), end
+ * Caller verification against Records (docs/api-notes.md "Caller verification"), end
  * to end on a real socket, Postgres and the sandbox LLM: phone calls by the sandbox caller over the
  * ConversationRelay socket (caller ID, PIN by keypad — matched, and failed until the attempts are used
  * up), a chat session identified by its `phone` variable, skills reserved to verified callers, records
@@ -86,8 +86,8 @@ describe('caller verification against Records', () => {
     expect(await t.db('audit_logs').where({ org_id: other.orgId, operation_id: 'callerVerification' })).to.have.length(0);
   });
 
-  it('method pin: the agent asks for the PIN after the greeting and a matching keypad PIN verifies the caller', async () => {
-    const { number } = await verifyingAgent({ enabled: true, method: 'pin' });
+  it('method pin, required always: the agent asks for the PIN after the greeting and a matching keypad PIN verifies the caller', async () => {
+    const { number } = await verifyingAgent({ enabled: true, method: 'pin', required: 'always' });
     const { heard, conversation } = await call(known, number, [{ listen: true }, { digits: '4321#' }, { say: 'What is my balance?' }]);
     expect(heard.slice(0, 4)).to.deep.equal([
       'Thanks for calling Acme.',
@@ -103,7 +103,7 @@ describe('caller verification against Records', () => {
   });
 
   it('method pin: wrong PINs are refused until maxAttempts, then the call is handed off unverified; the name is never revealed', async () => {
-    const { number } = await verifyingAgent({ enabled: true, method: 'pin', maxAttempts: 2 });
+    const { number } = await verifyingAgent({ enabled: true, method: 'pin', maxAttempts: 2, required: 'always' });
     const { heard, conversation, rec } = await call(known, number, [{ listen: true }, { digits: '1111#' }, { digits: '2222#' }, { say: 'never heard' }]);
     expect(heard.slice(2)).to.deep.equal([
       '[keys 1111#]',

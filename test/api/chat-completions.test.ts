@@ -1,5 +1,5 @@
 /**
- * `POST /chat/completions` driven by the official `openai` npm client, unchanged (README "Conversations"):
+ * `POST /chat/completions` driven by the official `openai` npm client, unchanged (docs/api-notes.md "Conversations"):
  * non-streamed and streamed answers with usage, `@draft` and `@vN` pins, problems surfaced by the client
  * as errors with their status, and the conversation each request records.
  */

@@ -1,8 +1,8 @@
 /**
  * Chat sessions on the OpenAI-compatible adapter against a loopback server speaking the OpenAI wire format
- * (README "Sandbox LLM", "Conversations"): the prompt the model receives (persona, instructions, the skills
- * as tools), a tool call executed and answered, and upstream 429/500 answered as 503/502 problems with
- * nothing of the turn stored.
+ * (docs/api-notes.md "Sandbox LLM", "Conversations"): the prompt the model receives (persona, instructions, the skills
+ * as tools), a tool call executed and answered, upstream 429/500 answered as 503/502 problems with
+ * nothing of the turn stored, and the `escalate` tool offered once the organization has an escalation destination.
  */
 import { expect } from 'chai';
 import { publishDraft } from './agents-fixtures';
@@ -80,5 +80,36 @@ describe('chat sessions on the OpenAI-compatible adapter', () => {
     handler = answerWith({ content: 'Back again' });
     const ok = await t.call('POST', `/chat/sessions/${id}/messages`, { key: org.key, json: { content: 'Hello?' } });
     expect(ok.body.data.reply.content).to.equal('Back again');
+  });
+
+  it('offers the model the escalate tool once the organization has an escalation destination, and ends escalated when it calls it', async () => {
+    // The turn's own request (an ended conversation's analysis may be asked for meanwhile, without tools).
+    let from = 0;
+    const turnRequest = () => stub.requests.slice(from).find((r) => r.body.tools)!;
+    const toolNames = () => turnRequest().body.tools.map((x: { function: { name: string } }) => x.function.name);
+    handler = answerWith({ content: 'Sure.' });
+    const before = await session();
+    from = stub.requests.length;
+    await t.call('POST', `/chat/sessions/${before}/messages`, { key: org.key, json: { content: 'Hi' } });
+    expect(toolNames()).to.deep.equal(['hang_up']);
+    const dest = await t.call('POST', '/escalation-destinations', { key: org.key, json: { name: 'Concierge desk', kind: 'email', address: 'desk@hotel-nord.test', timeZone: 'UTC' } });
+    expect(dest.status, dest.text).to.equal(201);
+    handler = answerWith((body: { messages: { role: string }[] }) =>
+      body.messages.some((m) => m.role === 'tool') ? { content: 'unused' } : { toolCalls: [{ id: 'call_esc', name: 'escalate', arguments: '{"reason":"wants a person"}' }] },
+    );
+    const id = await session();
+    from = stub.requests.length;
+    const res = await t.call('POST', `/chat/sessions/${id}/messages`, { key: org.key, json: { content: 'Someone from the desk, please' } });
+    expect(res.status, res.text).to.equal(200);
+    expect(toolNames()).to.deep.equal(['hang_up', 'escalate']);
+    const offered = turnRequest().body.tools[1].function;
+    expect(offered.parameters).to.deep.include({ type: 'object', required: [] });
+    expect(res.body.data.session).to.include({ status: 'ended', endReason: 'escalated' });
+    expect(res.body.data.reply.content).to.equal("I'll connect you with a member of our team. A member of our team will follow up by e-mail.");
+    expect(res.body.data.receipt.toolCalls[0]).to.include({ id: 'call_esc', skill: 'escalate' });
+    expect(res.body.data.receipt.toolCalls[0].inputs).to.deep.equal({ reason: 'wants a person' });
+    const events = await t.db('events').where({ org_id: org.orgId, type: 'conversation.escalated' }).whereRaw(`data->>'conversationId' = ?`, [id]);
+    expect(events[0].data).to.include({ destinationId: dest.body.data.id, reason: 'escalate_tool' });
+    expect(events[0].data.destination).to.deep.equal({ kind: 'email', address: 'desk@hotel-nord.test' });
   });
 });

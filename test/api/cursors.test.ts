@@ -1,5 +1,5 @@
 /**
- * Cursors are checked before any query (README "API notes": a cursor the list did not issue answers 400
+ * Cursors are checked before any query (docs/api-notes.md: a cursor the list did not issue answers 400
  * `invalid_cursor` naming `cursor`, never a 5xx). The test finds every cursor-paginated operation of the
  * OpenAPI document (the operations declaring a `cursor` query parameter), fills each list with more rows
  * than one page of `limit=1` holds, checks that the issued cursor walks to a second page, then sends cursors
@@ -92,8 +92,8 @@ describe('cursors are validated before the query on every cursor-paginated list'
     for (const period of ['2025-01', '2025-02']) {
       await db('invoices').insert({ id: newId('inv'), org_id: orgId, period, period_start: `${period}-01T00:00:00Z`, period_end: `${period}-28T00:00:00Z`, lines: '[]', total_cents: 0 });
     }
-    // Variables, escalation destinations, presence, dashboards and reports (README "Variables, escalation,
-    // onboarding, meta and settings"); the reports as rows, so no workflow starts.
+    // Variables, escalation destinations, presence, dashboards and reports (docs/api-notes.md
+    // "Variables, escalation, onboarding, meta and settings"); the reports as rows, so no workflow starts.
     for (const n of ['one', 'two']) {
       expect((await env.call(key, 'POST', '/variables', { name: `var_${n}`, value: n })).status).to.equal(201);
       expect((await env.call(key, 'POST', '/escalation-destinations', { name: `desk ${n}`, kind: 'email', address: `${n}@acme.test`, timeZone: 'UTC' })).status).to.equal(201);
@@ -114,6 +114,10 @@ describe('cursors are validated before the query on every cursor-paginated list'
       await db('oauth_grants').insert({ id: newId('ogr'), org_id: orgId, client_id: clientIds[n - 1], member_id: memberId, scopes: ['agents:read'] });
     }
     for (const name of ['Rec One', 'Rec Two']) expect((await env.call(key, 'POST', '/records', { name })).status).to.equal(201);
+    // Calls (GET /calls), as the voice webhook stores them.
+    for (const sid of ['CAcursor1', 'CAcursor2']) {
+      await db('voice_calls').insert({ id: newId('call'), org_id: orgId, provider: 'sandbox', provider_call_id: sid, direction: 'inbound', from_e164: '+12065550142', to_e164: '+14155550101', status: 'ringing', agent_id: agentId });
+    }
     const ids: Record<string, string> = { agentId, id: agentId };
     const specific: Record<string, Record<string, string>> = {
       listContactListContacts: { id: list.id },
@@ -177,7 +181,7 @@ describe('cursors are validated before the query on every cursor-paginated list'
         expect(raw.headers.get('content-type'), `${op} ${cursor.slice(0, 60)}`).to.match(/^application\/problem\+json/);
         const what = `${op} cursor ${cursor.slice(0, 60)} → ${res.status} ${JSON.stringify(res.body)?.slice(0, 200)}`;
         if (cursor === '%00') {
-          // U+0000 in a query parameter is refused before the route (README "API notes": unstorable text).
+          // U+0000 in a query parameter is refused before the route (docs/api-notes.md: unstorable text).
           expect(res.status, what).to.equal(400);
           continue;
         }

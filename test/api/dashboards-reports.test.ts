@@ -1,7 +1,7 @@
 /**
  * Saved dashboards over the analytics queries, and report exports produced by the `report-export`
- * workflow on the embedded Temporal dev server and downloaded as CSV (README "Variables, escalation,
- * onboarding, meta and settings"). Real HTTP, real Postgres, real Temporal SDK.
+ * workflow on the embedded Temporal dev server and downloaded as CSV (docs/api-notes.md
+ * "Variables, escalation, onboarding, meta and settings"). Real HTTP, real Postgres, real Temporal SDK.
  */
 import { expect } from 'chai';
 import { useTestApi } from '../helpers/api';

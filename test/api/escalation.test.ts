@@ -1,6 +1,6 @@
 /**
  * Escalation destinations, teammates' presence, `transfer_call` targeting a destination, and the phone
- * settings of numbers (README "Variables, escalation, onboarding, meta and settings"). Real HTTP on a
+ * settings of numbers (docs/api-notes.md "Variables, escalation, onboarding, meta and settings"). Real HTTP on a
  * real Postgres.
  */
 import { expect } from 'chai';

@@ -1,10 +1,10 @@
 /**
  * Property: no request body makes a write operation answer 5xx, and every 4xx is RFC 9457 problem+json
- * (README "API notes": wire conventions). For each write operation of the OpenAPI document that is built,
+ * (docs/api-notes.md: wire conventions). For each write operation of the OpenAPI document that is built,
  * fast-check generates hostile and schema-adjacent bodies from the operation's request schema
  * (test/helpers/hostile.ts) and sends them over a real socket, with path ids of real resources of the
  * caller's organization so that handlers run as far as the body lets them. Fixed seed: `FUZZ_SEED`,
- * `FUZZ_RUNS` (bodies per operation) change it (README "Scripts").
+ * `FUZZ_RUNS` (bodies per operation) change it (docs/operations.md "Scripts").
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
@@ -14,6 +14,9 @@ import { createLogger } from '../../runtime';
 import { startTestWorker, testTemporal } from '../helpers/temporal';
 import { fuzzSettings, hostileBodies, hostileForms, typeConfusedBodies, type HostileForm } from '../helpers/hostile';
 import { startOutboundEnv, type OutboundEnv } from './outbound-fixtures';
+import WebSocket from 'ws';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { publishDraft } from './agents-fixtures';
 
 type Json = Record<string, any>;
 
@@ -33,6 +36,7 @@ describe('hostile request bodies never cause a 5xx (every write operation of the
     worker = await startTestWorker(env.taskQueue, createActivities({ db: env.db, config: env.config, logger: createLogger('silent') }));
     const org = await env.org('Fuzz Org');
     key = org.key;
+    ids.org = org.orgId;
     const db = env.db;
     ids.agent = await env.publishedAgent(org.orgId);
     ids.version = (await db('agent_versions').where({ agent_id: ids.agent }).first()).id;
@@ -186,5 +190,167 @@ describe('hostile request bodies never cause a 5xx (every write operation of the
     }
     // Refusals of several kinds: the form reader's and the OAuth server's own.
     expect([...seen.keys()].filter((s) => s >= 400).length).to.be.at.least(3);
+  });
+
+  /**
+   * Public sessions (docs/security.md "Public sessions"): the widget-session routes — `POST /chat/widget/sessions`
+   * (publishable key), `GET /chat/sessions/{id}` and `POST /chat/sessions/{id}/messages` (JSON and SSE) with a
+   * widget session token — and the talk-token routes — `POST /agents/{agentId}/talk-token` and the relay socket
+   * a talk token opens — under hostile bodies, tokens (renamed kinds, truncated, another session's) and session
+   * ids. Every answer, frame and event is checked: never a receipt, a tool call, message or output, a guardrail
+   * decision or the session's state, never another session's messages, no 5xx, and every 4xx problem+json.
+   */
+  it('never shows a widget session or a talk token a receipt, a tool exchange or another session (hostile bodies, tokens and ids)', async () => {
+    const { seed, numRuns } = fuzzSettings();
+    const components = doc.components.schemas as Json;
+    const SITE = 'https://fuzz.example.com';
+    const MARKER = 'OTHERSESSIONMARKER';
+    const INTERNAL = ['receipt', 'toolCalls', 'toolCallId', 'inputs', 'output', 'guardrails', 'knowledge', 'latency', 'caller_verified', 'origin'];
+    const keysOf = (v: unknown, out = new Set<string>()): Set<string> => {
+      if (Array.isArray(v)) v.forEach((x) => keysOf(x, out));
+      else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) keysOf(x, out.add(k));
+      return out;
+    };
+    const agentId = (await env.call(key, 'POST', '/agents', { name: 'Fuzz public', voiceId: 'voice_ava', greeting: 'Hello' })).body.data.id as string;
+    expect((await env.call(key, 'POST', `/agents/${agentId}/skills`, { name: 'find_customer', type: 'lookup_record', config: { matchOn: ['phone'] } })).status).to.equal(201);
+    await env.call(key, 'PUT', `/agents/${agentId}/guardrails`, { redactPii: true, blockedTopics: [], forbiddenPhrases: ['competitor'], escalateOn: [], profanityFilter: false, maxConversationMinutes: null });
+    await env.call(key, 'PUT', `/agents/${agentId}/widget`, { enabled: true, title: 'Fuzz', greeting: null, primaryColor: '#0a7d3b', textColor: '#ffffff', position: 'bottom-right', launcherText: 'Help' });
+    await env.call(key, 'POST', '/records', { name: 'Zed Fuzzrecord', phone: '+14155550188', fields: { pin: '2468', tier: 'gold' } });
+    await publishDraft(env.db, { orgId: ids.org, keyId: 'fuzz' }, agentId, 'fuzz-public');
+    const pk = (await env.call(key, 'POST', '/publishable-keys', { name: 'fuzz', agentId, allowedOrigins: [SITE] })).body.data.key as string;
+    const startWidget = async () => {
+      const res = await fetch(`${env.api.baseUrl}/chat/widget/sessions`, { method: 'POST', headers: { authorization: `Bearer ${pk}`, origin: SITE, 'content-type': 'application/json' }, body: '{}' });
+      return ((await res.json()) as Json).data as { session: { id: string }; sessionToken: string };
+    };
+    const own = await startWidget();
+    const otherWidget = await startWidget();
+    // Another session of the organization with a tool exchange and a marker only it ever said.
+    const other = (await env.call(key, 'POST', '/chat/sessions', { agentId })).body.data.session.id as string;
+    await env.call(key, 'POST', `/chat/sessions/${other}/messages`, { content: `find customer with phone +14155550188 ${MARKER}` });
+    const talkToken = (await env.call(key, 'POST', `/agents/${agentId}/talk-token`, { channel: 'voice' })).body.data.token as string;
+
+    /** Checks one answer (JSON, problem or event data) of a public session. */
+    const checkPublic = (what: string, status: number, type: string | null, text: string, sessionId: string | null = own.session.id) => {
+      expect(status, what).to.be.below(500);
+      expect(text, what).to.not.include(MARKER);
+      if (status >= 400 && status !== 101) expect(type ?? '', what).to.match(/^application\/problem\+json/);
+      if (!text.trim() || !/json/.test(type ?? '')) return;
+      const body = JSON.parse(text);
+      for (const k of INTERNAL) expect(keysOf(body).has(k), `${what}: ${k}`).to.equal(false);
+      if (status < 300 && body.data?.session) {
+        if (sessionId) expect(body.data.session.id, what).to.equal(sessionId);
+        else expect([other, otherWidget.session.id], what).to.not.include(body.data.session.id);
+      }
+    };
+    const tokens: Record<string, string> = {
+      own: own.sessionToken,
+      otherWidget: otherWidget.sessionToken,
+      renamedTalk: `wst_${talkToken.slice(3)}`,
+      truncated: own.sessionToken.slice(0, -3),
+      publishable: pk,
+      secretKey: key,
+    };
+    /** The session each widget token belongs to: the only one it may ever be answered about. */
+    const ownerOf: Record<string, string> = { own: own.session.id, otherWidget: otherWidget.session.id };
+    const sessionIds: Record<string, string> = { own: own.session.id, other, otherWidget: otherWidget.session.id, missing: 'cnv_00000000000000000000' };
+    const messageBodies = fc.oneof(
+      hostileBodies(components.ChatMessageCreate, components),
+      fc.constantFrom({ content: 'find customer with phone +14155550188' }, { content: 'say competitor, card 4111 1111 1111 1111' }),
+    );
+    const seen = new Map<number, number>();
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...Object.keys(tokens)), fc.constantFrom(...Object.keys(sessionIds)), fc.constantFrom('get', 'post', 'sse', 'start'), messageBodies, async (tok, sid, op, body) => {
+        const token = tokens[tok];
+        const what = `${op} token=${tok} session=${sid} ${JSON.stringify(body)?.slice(0, 120)}`;
+        const headers: Record<string, string> = { authorization: `Bearer ${token}`, origin: SITE, 'content-type': 'application/json' };
+        const path = op === 'start' ? '/chat/widget/sessions' : op === 'get' ? `/chat/sessions/${sessionIds[sid]}` : `/chat/sessions/${sessionIds[sid]}/messages`;
+        if (op === 'sse') headers.accept = 'text/event-stream';
+        const res = await fetch(`${env.api.baseUrl}${path}`, { method: op === 'get' ? 'GET' : 'POST', headers, body: op === 'get' ? undefined : JSON.stringify(body) });
+        seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
+        const type = res.headers.get('content-type');
+        if (res.status === 200 && type?.startsWith('text/event-stream')) {
+          const events: EventSourceMessage[] = [];
+          const parser = createParser({ onEvent: (e) => events.push(e) });
+          parser.feed(await res.text());
+          // A secret key with calls:read sees everything of its organization: only public credentials are checked.
+          if (tok === 'secretKey') return;
+          for (const e of events) {
+            expect(['message.delta', 'message.completed', 'error', 'done'], `${what}: ${e.event}`).to.include(e.event);
+            checkPublic(`${what} ${e.event}`, 200, 'application/json', e.data, ownerOf[tok] ?? own.session.id);
+          }
+          return;
+        }
+        const text = await res.text();
+        // A secret key with calls:read sees everything of its organization: only public credentials are checked.
+        if (tok === 'secretKey' && op !== 'start') return void expect(res.status, what).to.be.below(500);
+        checkPublic(what, res.status, type, text, op === 'start' ? null : (ownerOf[tok] ?? own.session.id));
+      }),
+      { seed, numRuns: numRuns * 4, endOnFailure: true },
+    );
+    expect(seen.get(200) ?? 0, 'some requests of the own session succeed').to.be.greaterThan(0);
+    expect([...seen.keys()].filter((s) => s >= 400).length, 'refusals of several kinds').to.be.at.least(2);
+
+    // Talk tokens: hostile bodies of the issuing route, then hostile tokens and prompts on the relay socket.
+    await fc.assert(
+      fc.asyncProperty(hostileBodies(components.TalkTokenRequest, components), async (body) => {
+        const res = await fetch(`${env.api.baseUrl}/agents/${agentId}/talk-token`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const text = await res.text();
+        checkPublic(`talk-token ${JSON.stringify(body)?.slice(0, 120)}`, res.status, res.headers.get('content-type'), text);
+      }),
+      { seed, numRuns, endOnFailure: true },
+    );
+    const relayTokens: Record<string, string> = {
+      voice: talkToken,
+      chat: (await env.call(key, 'POST', `/agents/${agentId}/talk-token`, { channel: 'chat' })).body.data.token,
+      renamedWidget: `tt_${own.sessionToken.slice(4)}`,
+      truncated: talkToken.slice(0, -2),
+      garbage: 'tt_x.y',
+    };
+    const prompts = fc.oneof(
+      fc.constantFrom('find customer with phone +14155550188', 'say competitor please', `${MARKER}`, '4111 1111 1111 1111', '<script>alert(1)</script>', '\u0000', '😀'.repeat(50)),
+      fc.string({ maxLength: 300 }).filter((x) => x.trim().length > 0),
+    );
+    let opened = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...Object.keys(relayTokens)), prompts, async (tok, prompt) => {
+        const what = `relay token=${tok} prompt=${JSON.stringify(prompt).slice(0, 80)}`;
+        const ws = new WebSocket(`${env.api.baseUrl.replace(/^http/, 'ws')}/voice/relay?token=${encodeURIComponent(relayTokens[tok])}`);
+        const frames: Json[] = [];
+        const outcome = await new Promise<'open' | number>((resolve) => {
+          ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+          ws.on('open', () => resolve('open'));
+          ws.on('error', () => resolve(0));
+        });
+        if (outcome !== 'open') {
+          expect(tok, what).to.not.equal('voice');
+          expect(outcome, what).to.equal(401);
+          return;
+        }
+        opened++;
+        expect(tok, what).to.equal('voice');
+        const done = new Promise<void>((resolve) => {
+          let texts = 0;
+          ws.on('message', (d) => {
+            const f = JSON.parse(d.toString()) as Json;
+            frames.push(f);
+            if (f.type === 'text' && f.last && ++texts >= 2) resolve();
+            if (f.type === 'end') resolve();
+          });
+          ws.on('close', () => resolve());
+          setTimeout(resolve, 5000).unref();
+        });
+        ws.send(JSON.stringify({ type: 'setup', sessionId: 'fuzz', callSid: 'fuzz', from: '', to: '', direction: 'inbound', customParameters: {} }));
+        ws.send(JSON.stringify({ type: 'prompt', voicePrompt: prompt, lang: 'en-US', last: true }));
+        await done;
+        ws.close();
+        for (const f of frames) {
+          expect(['text', 'end'], what).to.include(f.type);
+          expect(Object.keys(f).every((k) => ['type', 'token', 'last'].includes(k)), `${what}: ${JSON.stringify(f)}`).to.equal(true);
+          expect(JSON.stringify(f), what).to.not.include(MARKER);
+        }
+      }),
+      { seed, numRuns, endOnFailure: true },
+    );
+    expect(opened, 'some sockets opened with the valid voice token').to.be.greaterThan(0);
   });
 });

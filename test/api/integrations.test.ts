@@ -1,6 +1,6 @@
 /**
- * Integrations over a real socket and Postgres with the sandbox adapter (README "Integrations and
- * records"): catalogue and status, connect by credentials (sealed at rest) and by OAuth with state and
+ * Integrations over a real socket and Postgres with the sandbox adapter (docs/api-notes.md
+ * "Integrations and records"): catalogue and status, connect by credentials (sealed at rest) and by OAuth with state and
  * PKCE (tampering refused), `integration_unavailable`, disconnect, provisioning into draft skills with
  * `integration_not_connected` and `sheet_not_accessible`, the records sync workflow, tenancy and scopes.
  */

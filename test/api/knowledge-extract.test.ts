@@ -106,6 +106,18 @@ describe('knowledge extraction', () => {
     }
   });
 
+  it('refuses binary bytes declared or served as text (an ELF file labelled text/plain)', async () => {
+    const elf = Buffer.concat([Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0]), Buffer.alloc(120, 0)]);
+    for (const type of ['text/plain', 'text/markdown', 'text/html', null]) {
+      try {
+        await extractDocument({ bytes: elf, contentType: type, filename: 'manual.txt' });
+        expect.fail(`expected ${type} to be refused`);
+      } catch (err) {
+        expect(err, String(type)).to.be.instanceOf(UnsupportedContentError);
+      }
+    }
+  });
+
   it('refuses a corrupt PDF as unsupported content', async () => {
     try {
       await extractDocument({ bytes: Buffer.from('%PDF-1.7\nthis is not really a pdf'), contentType: 'application/pdf' });

@@ -7,7 +7,7 @@ import http from 'node:http';
 import { expect } from 'chai';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { createAgent } from '../../db/repositories/agents';
-import { attachUpload, collectExpiredUploads, getUploadContent } from '../../db/repositories/uploads';
+import { attachUpload, collectExpiredUploads, createUpload, getUploadContent } from '../../db/repositories/uploads';
 import { MAX_UPLOAD_BYTES } from '../../api/routes/uploads';
 
 /** A multipart/form-data body with one file part (and optional text fields). */
@@ -26,6 +26,12 @@ function multipart(file: { name: string; type?: string; data: Buffer; field?: st
   parts.push(file.data, Buffer.from(`\r\n--${boundary}--\r\n`));
   return { raw: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
 }
+
+/** Real file heads: the signatures file-type reads. */
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64');
+const JPEG = Buffer.concat([Buffer.from('ffd8ffe000104a46494600010100000100010000', 'hex'), Buffer.alloc(64, 0x20)]);
+const ELF = Buffer.concat([Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0]), Buffer.alloc(120, 0)]);
+const PDF = Buffer.from('%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n', 'latin1');
 
 describe('POST /uploads', () => {
   let t: TestApi;
@@ -115,6 +121,56 @@ describe('POST /uploads', () => {
     const empty = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name: 'empty.txt', data: Buffer.alloc(0) }) });
     expect(empty.status).to.equal(400);
     expect(empty.body.errors[0].field).to.equal('file');
+  });
+
+  it('answers 415 content_type_mismatch when the bytes are not the declared image, audio, video or PDF (nothing stored)', async () => {
+    const before = Number((await t.db('uploads').where({ org_id: org.orgId }).count({ n: '*' }))[0].n);
+    const probes: Array<{ name: string; type: string; data: Buffer }> = [
+      { name: 'photo.png', type: 'image/png', data: ELF },
+      { name: 'photo.jpg', type: 'image/jpeg', data: Buffer.from('<html><script>alert(1)</script></html>') },
+      { name: 'contract.pdf', type: 'application/pdf', data: Buffer.from('<!DOCTYPE html><html><body>not a pdf</body></html>') },
+      { name: 'song.mp3', type: 'audio/mpeg', data: PNG },
+      { name: 'clip.mp4', type: 'video/mp4', data: Buffer.from('plain words, no video') },
+      { name: 'notes.txt', type: 'text/plain', data: PNG },
+      { name: 'notes.txt', type: 'text/plain', data: ELF },
+    ];
+    const answered: string[] = [];
+    for (const p of probes) {
+      const res = await t.call('POST', '/uploads', { key: org.key, ...multipart(p) });
+      const problem = res.headers.get('content-type')?.startsWith('application/problem+json') && res.body.errors?.[0]?.field === 'file';
+      answered.push(`${p.type}: ${res.status} ${problem ? res.body.code : ''}`.trim());
+    }
+    expect(answered, 'each declared type with other bytes').to.deep.equal(probes.map((p) => `${p.type}: 415 content_type_mismatch`));
+    expect(Number((await t.db('uploads').where({ org_id: org.orgId }).count({ n: '*' }))[0].n)).to.equal(before);
+  });
+
+  it('accepts files whose bytes are what they say, and names an undeclared type from the bytes', async () => {
+    for (const [name, type, data] of [['a.png', 'image/png', PNG], ['b.jpg', 'image/jpg', JPEG], ['c.pdf', 'application/pdf', PDF], ['d.csv', 'text/csv', Buffer.from('a,b\n1,2\n')]] as const) {
+      const res = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name, type, data }) });
+      expect(res.status, `${type}: ${res.text}`).to.equal(201);
+    }
+    const sniffed = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name: 'blob', data: PNG }) });
+    expect(sniffed.status).to.equal(201);
+    expect(sniffed.body.data.contentType).to.equal('image/png');
+  });
+
+  it('takes as knowledge only the text-extractable types it documents: an ELF binary declared text/plain answers 415', async () => {
+    const agent = await createAgent(t.db, org.orgId, { name: 'Sniffing desk' });
+    const addSource = (fileId: string) => t.call('POST', `/agents/${agent.id}/knowledge/sources`, { key: org.key, json: { kind: 'file', fileId } });
+    // Stored as an older version would have stored it (no check at upload).
+    const elf = await createUpload(t.db, org.orgId, { filename: 'manual.txt', contentType: 'text/plain', data: ELF });
+    const res = await addSource(elf.fileId);
+    expect(res.status, res.text).to.equal(415);
+    expect(res.body.code).to.equal('content_type_mismatch');
+    expect(res.body.errors).to.deep.equal([{ field: 'fileId', message: 'is declared text/plain but its bytes are application/x-elf' }]);
+    expect(await t.db('knowledge_sources').where({ org_id: org.orgId, agent_id: agent.id })).to.have.length(0);
+    const image = await createUpload(t.db, org.orgId, { filename: 'photo.png', contentType: 'image/png', data: PNG });
+    const img = await addSource(image.fileId);
+    expect(img.status).to.equal(415);
+    expect(img.body.code).to.equal('unsupported_media_type');
+    // A text file passes the check (then this API, without Temporal, answers 503).
+    const text = await createUpload(t.db, org.orgId, { filename: 'faq.txt', contentType: 'text/plain', data: Buffer.from('Open 9 to 5.') });
+    expect((await addSource(text.fileId)).status).to.equal(503);
   });
 
   it('requires knowledge:write', async () => {

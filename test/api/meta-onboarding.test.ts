@@ -1,5 +1,5 @@
 /**
- * `GET /meta` and `GET /onboarding` (README "Variables, escalation, onboarding, meta and settings"): the
+ * `GET /meta` and `GET /onboarding` (docs/api-notes.md "Variables, escalation, onboarding, meta and settings"): the
  * scope catalogue and limits as the calling key sees them, never a secret; the checklist computed from
  * the organization's real state. Real HTTP on a real Postgres.
  */

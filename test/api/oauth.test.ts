@@ -1,5 +1,5 @@
 /**
- * The OAuth 2.0 authorization server (spec "Authentication" 4; README "Connect an app with OAuth") driven
+ * The OAuth 2.0 authorization server (spec "Authentication" 4; docs/team-and-oauth.md "Connect an app with OAuth") driven
  * by a real OAuth client library, `oauth4webapi`, as the app: metadata discovery (RFC 8414), sign-in and
  * the consent page submitted as a browser would (CSRF token included), the code exchange with PKCE (RFC
  * 7636), `/api/v1` calls with the `<brand>_oat_…` token on the secret keys' scope matrix, refresh-token
@@ -20,6 +20,8 @@ const PASSWORD = 'correct horse battery staple';
 const REDIRECT = 'http://127.0.0.1:9/callback';
 
 import { startHousekeeping } from '../../services/housekeeping';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { CLIENT_AUTH_POLICIES } from '../../domain/throttle';
 
 describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
   const t = useTestApi('oauth', {}, { providers: { mailer: new SandboxMailer() } });
@@ -403,6 +405,120 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
     expect((await t.call('DELETE', `/oauth-clients/${client.id}`, { key: orgB.key })).status).to.equal(404);
     expect((await t.call('DELETE', `/oauth-clients/${client.id}`, { key: orgA.key })).status).to.equal(200);
     expect(await statusOnceRevoked(tokens.access_token)).to.equal(401);
+  });
+
+  it('throttles client secret guessing at the token and revocation endpoints per client: a parallel burst evaluates at most the limit', async () => {
+    const client = await registerClient(orgA.key, {});
+    const attacker = new Agent({ localAddress: '127.0.0.7' });
+    const tokenRequest = (secret: string, dispatcher?: Agent) =>
+      undiciFetch(as.token_endpoint!, {
+        method: 'POST',
+        headers: { authorization: `Basic ${Buffer.from(`${client.id}:${secret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'grant_type=refresh_token&refresh_token=acp_ort_unknown',
+        dispatcher,
+      });
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => tokenRequest(`acp_ocs_guess${i}`, attacker)));
+    const count = (status: number) => answers.filter((r) => r.status === status).length;
+    const { free } = CLIENT_AUTH_POLICIES.clientAddress;
+    expect({ evaluated: count(401), refused: count(429) }, '60 parallel wrong secrets').to.deep.equal({ evaluated: free, refused: 60 - free });
+    const refusal = answers.find((r) => r.status === 429)!;
+    expect(Number(refusal.headers.get('retry-after'))).to.be.within(1, CLIENT_AUTH_POLICIES.clientAddress.baseSeconds);
+    expect(((await refusal.json()) as { error: string }).error).to.equal('rate_limited');
+    // Revocation authenticates the client the same way and shares the throttle.
+    const revoke = await undiciFetch(as.revocation_endpoint!, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from(`${client.id}:acp_ocs_guess`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'token=x',
+      dispatcher: attacker,
+    });
+    expect(revoke.status).to.equal(429);
+    // The app itself, from its own address, is not locked out: its right secret reaches the grant check.
+    const own = await tokenRequest(client.clientSecret!);
+    expect(own.status).to.equal(400);
+    expect(((await own.json()) as { error: string }).error).to.equal('invalid_grant');
+  });
+
+  describe('scope-matrix probe: no escalation by delegation', () => {
+    /** A secret key of organization A minted by its all-scopes key. */
+    async function keyOfA(scopes: string[]): Promise<{ id: string; secret: string }> {
+      const res = await t.call('POST', '/api-keys', { key: orgA.key, json: { name: 'probe', scopes } });
+      expect(res.status, res.text).to.equal(201);
+      return res.body.data;
+    }
+
+    it('refuses a narrow keys:write caller every credential operation beyond its scopes', async () => {
+      const narrow = await keyOfA(['keys:write', 'agents:read']);
+      const broad = await keyOfA(['agents:read', 'sms:read']);
+      const broadClient = await registerClient(orgA.key, { scopes: ['agents:read', 'agents:write'] });
+      const probes: Array<[string, string, unknown?]> = [
+        ['POST', '/oauth-clients', { name: 'Escalate', redirectUris: [REDIRECT], scopes: ['agents:read', 'agents:write'] }],
+        ['POST', '/api-keys', { name: 'Escalate', scopes: ['agents:read', 'sms:read'] }],
+        ['POST', `/api-keys/${broad.id}/rotate`, {}],
+        ['DELETE', `/api-keys/${broad.id}`],
+        ['DELETE', `/oauth-clients/${broadClient.id}`],
+      ];
+      const refused: string[] = [];
+      for (const [method, path, json] of probes) {
+        const res = await t.call(method, path, { key: narrow.secret, json });
+        if (res.status === 403 && res.body.code === 'insufficient_scope') refused.push(`${method} ${path}`);
+      }
+      expect(refused, 'every probe beyond the caller\'s scopes is refused').to.have.length(probes.length);
+      expect((await t.call('GET', '/agents', { key: broad.secret })).status).to.equal(200);
+      const listed = (await t.call('GET', '/oauth-clients?limit=200', { key: orgA.key })).body.data.items.map((c: { id: string; name: string }) => c.id);
+      expect(listed).to.include(broadClient.id);
+      // Within its scopes the same caller is served.
+      const ok = await t.call('POST', '/oauth-clients', { key: narrow.secret, json: { name: 'Narrow', redirectUris: [REDIRECT], scopes: ['agents:read'] } });
+      expect(ok.status, ok.text).to.equal(201);
+    });
+
+    it("keeps owners and owner invitations to owners, also through a key an admin's app minted", async () => {
+      const client = await registerClient(orgA.key, { scopes: ['team:read', 'team:write', 'keys:write'] });
+      const admin = await member(orgA.orgId, 'admin', 'admin2');
+      const owner = await member(orgA.orgId, 'owner', 'owner2');
+      const tokens = await grantedTokens(client, { email: admin.email, scope: 'team:read team:write keys:write' });
+      const invite = async (role: string) => (await t.call('POST', '/team/invitations', { key: orgA.key, json: { email: `${role}-${Math.random().toString(36).slice(2, 8)}@a.example`, role } })).body.data.id as string;
+      const ownerInvite = await invite('owner');
+      const viewerInvite = await invite('viewer');
+      const minted = await t.call('POST', '/api-keys', { key: tokens.access_token, json: { name: 'minted by app', scopes: ['team:read', 'team:write'] } });
+      expect(minted.status, minted.text).to.equal(201);
+      for (const key of [tokens.access_token, minted.body.data.secret]) {
+        const revokeOwnerInvite = await t.call('DELETE', `/team/invitations/${ownerInvite}`, { key });
+        expect(revokeOwnerInvite.status, revokeOwnerInvite.text).to.equal(403);
+        expect(revokeOwnerInvite.body.code).to.equal('role_not_allowed');
+        expect((await t.call('PATCH', `/team/members/${owner.id}`, { key, json: { role: 'viewer' } })).status).to.equal(403);
+        expect((await t.call('POST', '/team/invitations', { key, json: { email: 'new-owner@a.example', role: 'owner' } })).status).to.equal(403);
+      }
+      expect((await t.call('DELETE', `/team/invitations/${viewerInvite}`, { key: tokens.access_token })).status).to.equal(200);
+      expect((await t.call('DELETE', `/team/invitations/${ownerInvite}`, { key: orgA.key })).status).to.equal(200);
+    });
+
+    it("stops every credential minted through an app's token when the app is deleted", async () => {
+      const app = await registerClient(orgA.key, { scopes: ['keys:write', 'agents:read', 'agents:write', 'pubkeys:write'] });
+      const admin = await member(orgA.orgId, 'admin', 'admin3');
+      const tokens = await grantedTokens(app, { email: admin.email, scope: 'keys:write agents:read agents:write pubkeys:write' });
+      const oat = tokens.access_token;
+      const secret = (await t.call('POST', '/api-keys', { key: oat, json: { name: 'via app', scopes: ['keys:write', 'agents:read'] } })).body.data;
+      // A key minted by that key, and the rotation of it by an owner's key, come from the app too.
+      const second = (await t.call('POST', '/api-keys', { key: secret.secret, json: { name: 'via app 2', scopes: ['agents:read'] } })).body.data;
+      const rotated = (await t.call('POST', `/api-keys/${second.id}/rotate`, { key: orgA.key, json: { gracePeriodSeconds: 0 } })).body.data.key;
+      const agent = (await t.call('POST', '/agents', { key: oat, json: { name: 'Widget agent' } })).body.data;
+      const pub = await t.call('POST', '/publishable-keys', { key: oat, json: { name: 'via app', agentId: agent.id, allowedOrigins: ['https://shop.example'] } });
+      expect(pub.status, pub.text).to.equal(201);
+      const child = await t.call('POST', '/oauth-clients', { key: oat, json: { name: 'Child app', redirectUris: [REDIRECT], scopes: ['agents:read'] } });
+      expect(child.status, child.text).to.equal(201);
+      const unrelated = await keyOfA(['agents:read']);
+      for (const k of [secret.secret, rotated.secret]) expect((await t.call('GET', '/agents', { key: k })).status).to.equal(200);
+
+      expect((await t.call('DELETE', `/oauth-clients/${app.id}`, { key: orgA.key })).status).to.equal(200);
+      const after: Record<string, number> = {};
+      for (const [name, k] of Object.entries({ oat, secret: secret.secret, rotated: rotated.secret })) after[name] = await statusOnceRevoked(k);
+      expect(after).to.deep.equal({ oat: 401, secret: 401, rotated: 401 });
+      const pubRow = await t.db('api_keys').where({ org_id: orgA.orgId, id: pub.body.data.id }).first();
+      expect(pubRow.revoked_at, 'the publishable key minted through the app').to.not.equal(null);
+      const clients = (await t.call('GET', '/oauth-clients?limit=200', { key: orgA.key })).body.data.items.map((c: { id: string }) => c.id);
+      expect(clients, 'the client registered through the app').to.not.include(child.body.data.id);
+      expect((await t.call('GET', '/agents', { key: unrelated.secret })).status).to.equal(200);
+    });
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * Observe (README "Observe"; spec "Scope rules" 1 and 4): conversations of every channel in one list —
+ * Observe (docs/api-notes.md "Observe"; spec "Scope rules" 1 and 4): conversations of every channel in one list —
  * chat, simulations, SMS threads and campaign calls — transcripts and receipts under calls:read, empty
  * transcripts with only analytics:read, tenancy, and analytics computed in SQL.
  */

@@ -1,5 +1,5 @@
 /**
- * Outbound voice over the API (README "Outbound voice campaigns"): contact list import and scrub (through the real
+ * Outbound voice over the API (docs/voice.md "Outbound voice campaigns"): contact list import and scrub (through the real
  * `contact-import/{listId}` workflow on the shared dev server), campaign creation rules, the state
  * machine, launch writing one attempt per valid contact, and tenancy.
  */

@@ -6,11 +6,12 @@
  */
 import { expect } from 'chai';
 import { startOutboundEnv, type OutboundEnv } from './outbound-fixtures';
+import { callWithKey } from '../helpers/api';
 
 /** Fields naming something that is not an organization's resource (a catalogue shared by every organization). */
 const GLOBAL_FIELDS = new Set([
   'voiceId',
-  // The calendar's id at the connected provider (README "Integrations and records"), not a resource of this service.
+  // The calendar's id at the connected provider (docs/api-notes.md "Integrations and records"), not a resource of this service.
   'calendarId',
 ]);
 
@@ -56,6 +57,7 @@ describe('ids in request bodies belong to the caller (every write operation of t
     theirs.file = await env.upload(a.key, 'phone\n+14155550100\n');
     ours.agent = await env.publishedAgent(b.orgId);
     ours.number = await env.ownNumber(b.key);
+    ours.e164 = (await env.db('phone_numbers').where({ id: ours.number }).first()).e164;
     ours.list = (await env.call(b.key, 'POST', '/contact-lists', { name: 'B list' })).body.data.id;
     theirs.destination = (await env.call(a.key, 'POST', '/escalation-destinations', { name: 'A desk', kind: 'email', address: 'desk@a.test', timeZone: 'UTC' })).body.data.id;
     ours.dashboard = (await env.call(b.key, 'POST', '/dashboards', { name: 'B', widgets: [{ title: 't', metric: 'conversations', rangeDays: 1 }] })).body.data.id;
@@ -63,7 +65,7 @@ describe('ids in request bodies belong to the caller (every write operation of t
   after(async () => env?.close());
 
   /** B's request for each (operation, field) with A's id in that field, and the code it must answer. */
-  const cases = (): Record<string, { method: string; path: string; body: Json; code: string }> => {
+  const cases = (): Record<string, { method: string; path: string; body: Json; code: string; headers?: Record<string, string> }> => {
     const campaign = { name: 'C', agentId: ours.agent, callerIdNumberId: ours.number, contactListId: ours.list, purpose: 'informational' };
     const widget = { title: 'w', metric: 'conversations', rangeDays: 1, agentId: theirs.agent };
     return {
@@ -77,6 +79,7 @@ describe('ids in request bodies belong to the caller (every write operation of t
       'createChatSession agentId': { method: 'POST', path: '/chat/sessions', body: { agentId: theirs.agent }, code: 'agent_not_found' },
       'createPublishableKey agentId': { method: 'POST', path: '/publishable-keys', body: { name: 'w', agentId: theirs.agent, allowedOrigins: ['https://a.example'] }, code: 'agent_not_found' },
       'createCampaign contactListId': { method: 'POST', path: '/campaigns', body: { ...campaign, contactListId: theirs.list }, code: 'contact_list_not_found' },
+      'createCall agentId': { method: 'POST', path: '/calls', body: { agentId: theirs.agent, from: ours.e164, to: '+12125550101' }, code: 'agent_not_found', headers: { 'idempotency-key': 'ownership-call' } },
       'createDashboard widgets.[].agentId': { method: 'POST', path: '/dashboards', body: { name: 'D', widgets: [widget] }, code: 'agent_not_found' },
       'updateDashboard widgets.[].agentId': { method: 'PATCH', path: `/dashboards/${ours.dashboard}`, body: { widgets: [widget] }, code: 'agent_not_found' },
       'putPhoneSettings businessHours.escalationDestinationId': {
@@ -110,7 +113,7 @@ describe('ids in request bodies belong to the caller (every write operation of t
 
   it("answers 404 naming the field for another organization's id, and stores nothing", async () => {
     for (const [name, c] of Object.entries(cases())) {
-      const res = await env.call(b.key, c.method, c.path, c.body);
+      const res = c.headers ? await callWithKey(env.api.baseUrl, b.key, c.method, c.path, c.body, c.headers) : await env.call(b.key, c.method, c.path, c.body);
       expect(res.status, name).to.equal(404);
       expect(res.body.code, name).to.equal(c.code);
       // An array index in the field (`widgets[0].agentId`) reads as the schema path's `[]`.
@@ -123,6 +126,7 @@ describe('ids in request bodies belong to the caller (every write operation of t
     expect(await env.db('dashboards').where({ org_id: b.orgId })).to.have.length(1);
     expect(await env.db('number_settings').where({ org_id: b.orgId })).to.have.length(0);
     expect(await env.db('records').where({ org_id: b.orgId })).to.have.length(0);
+    expect(await env.db('voice_calls').where({ org_id: b.orgId })).to.have.length(0);
   });
 
   it('accepts the same requests with its own ids (the refusals above are about ownership, not shape)', async () => {

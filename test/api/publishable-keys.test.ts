@@ -1,5 +1,5 @@
 /**
- * Publishable keys (spec "Authentication" 3; README "API notes" → "Credentials and tenancy"): pinned to
+ * Publishable keys (spec "Authentication" 3; docs/api-notes.md "Credentials and tenancy"): pinned to
  * an agent of the organization, allowed origins validated and normalized, shown once, revocable, and
  * refused (403) on every route that is not a publishable-key route. Real HTTP on a real Postgres.
  */

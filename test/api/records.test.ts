@@ -1,5 +1,5 @@
 /**
- * Records over a real socket and Postgres (README "Integrations and records"): CRUD with cursor lists,
+ * Records over a real socket and Postgres (docs/api-notes.md "Integrations and records"): CRUD with cursor lists,
  * search by phone/email/name, every read audited, CSV import through the contact-list reader,
  * tenancy and scopes; and provisioned skills running in a conversation through the skill runner
  * (`lookup_record` over Records, `book_appointment` on the connected calendar).

@@ -1,7 +1,7 @@
 /**
  * `POST /agents/{agentId}/simulate` end to end: the API starts `agent-simulation/{id}` on the dev server, a
  * real-SDK worker runs the turns with the sandbox LLM, and `GET /agents/{agentId}/simulations/{id}` shows
- * the transcript and the verdict on each expectation with its evidence (README "Conversations").
+ * the transcript and the verdict on each expectation with its evidence (docs/api-notes.md "Conversations").
  */
 import { expect } from 'chai';
 import { publishDraft } from './agents-fixtures';

@@ -1,5 +1,5 @@
 /**
- * Webhook events of the SMS hub (README "Numbers, consent and sending" and "Webhooks and audit logs"): `sms.registration.updated` for every move of the
+ * Webhook events of the SMS hub (docs/sms.md "Numbers, consent and sending" and docs/api-notes.md "Webhooks and audit logs"): `sms.registration.updated` for every move of the
  * registration's status or providerStatus, `sms.message.received` for an inbound text and
  * `sms.message.updated` for every status move of a message, each written once, in the transaction of
  * the change, with one delivery per subscribed endpoint; nothing for a duplicate, a retried write, a

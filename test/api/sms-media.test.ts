@@ -1,5 +1,5 @@
 /**
- * Text-message attachments (README "Text attachments"; spec "Scope rules" 2 and 3): `mediaIds` of
+ * Text-message attachments (docs/sms.md "Text attachments"; spec "Scope rules" 2 and 3): `mediaIds` of
  * `POST /sms/messages` take SMS uploads (`file_…`, purpose sms) and any attachment of the organization
  * (`med_…`, including one a customer sent), never a web-chat upload; inbound media from the provider
  * callback is stored and its ids are carried by `sms.message.received`; `GET /sms/media/{id}` (sms:read)
@@ -29,7 +29,8 @@ import { COMPLETE_BRAND, postCallback } from './sms-fixtures';
 import { until } from '../helpers/wait';
 
 
-const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), crypto.randomBytes(64)]);
+/** A real 1×1 PNG (uploads must be what they say) with a random tail, so each run's bytes differ. */
+const PNG = Buffer.concat([Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64'), crypto.randomBytes(64)]);
 
 interface Res {
   status: number;
@@ -111,10 +112,10 @@ describe('SMS attachments (mediaIds, inbound media, GET /sms/media/{id} signed l
     return { orgId: org.id, key: k, from };
   }
 
-  async function upload(k: string, purpose?: string, data: Buffer = PNG, name = 'photo.png'): Promise<Res> {
+  async function upload(k: string, purpose?: string, data: Buffer = PNG, name = 'photo.png', type = 'image/png'): Promise<Res> {
     const form = new FormData();
     if (purpose !== undefined) form.append('purpose', purpose);
-    form.append('file', new Blob([data], { type: 'image/png' }), name);
+    form.append('file', new Blob([data], { type }), name);
     return call('POST', '/uploads', { key: k, body: form });
   }
 
@@ -268,7 +269,7 @@ describe('SMS attachments (mediaIds, inbound media, GET /sms/media/{id} signed l
     expect(content.headers.get('x-content-type-options')).to.equal('nosniff');
     expect(Buffer.compare(content.bytes, PNG)).to.equal(0);
     // An outbound attachment made from an upload is served from the upload's bytes.
-    const up = (await upload(org.key, 'sms', Buffer.from('GIF89a-bytes'), 'a.gif')).body.data.fileId;
+    const up = (await upload(org.key, 'sms', Buffer.from('GIF89a-bytes'), 'a.gif', 'image/gif')).body.data.fileId;
     const sent = await call('POST', '/sms/messages', { key: org.key, json: { from: org.from, to: '+12125550151', body: 'Acme Dental: gif', trigger: 'reply', mediaIds: [up] } });
     const outLink = await call('GET', `/sms/media/${sent.body.data.mediaIds[0]}`, { key: org.key });
     expect(outLink.body.data.direction).to.equal('outbound');

@@ -1,5 +1,5 @@
 /**
- * Team (spec Team group; README "Team"): invitations through the sandbox mailer with a single-use,
+ * Team (spec Team group; docs/team-and-oauth.md "Team"): invitations through the sandbox mailer with a single-use,
  * expiring link, acceptance through the real form (CSRF token included), argon2id password hashes, role
  * changes and removal under the last-owner rule, and sign-in with lock-out and sign-out. Real HTTP on a
  * real Postgres.
@@ -10,7 +10,7 @@ import { Browser, hiddenFields } from '../helpers/browser';
 import { SandboxMailer } from '../../providers/mailer/sandbox';
 import { createMember } from '../../db/repositories/team';
 import { hashPassword } from '../../services/team/passwords';
-import { LOCKOUT_THRESHOLD } from '../../domain/team';
+import { SIGN_IN_POLICIES } from '../../domain/throttle';
 
 const PASSWORD = 'a long enough password';
 
@@ -100,6 +100,25 @@ describe('Team (/team) and sign-in (/login)', () => {
     expect(pending.body.data.items.map((i: { email: string }) => i.email)).to.not.include('someone@fail.example');
   });
 
+  it("answers an invitation to another organization's member as for any address (201), and tells them to sign in", async () => {
+    const other = await t.org('Elsewhere Org');
+    await createMember(t.db, other.orgId, { email: 'taken@elsewhere.example', role: 'viewer', passwordHash: null });
+    const fresh = await t.call('POST', '/team/invitations', { key: org.key, json: { email: 'fresh@nowhere.example', role: 'viewer' } });
+    const taken = await t.call('POST', '/team/invitations', { key: org.key, json: { email: 'Taken@Elsewhere.example', role: 'viewer' } });
+    expect(fresh.status, fresh.text).to.equal(201);
+    expect(taken.status, taken.text).to.equal(201);
+    // The same answer shape: nothing tells the caller the address has an account elsewhere.
+    expect(Object.keys(taken.body.data).sort()).to.deep.equal(Object.keys(fresh.body.data).sort());
+    expect(taken.body.message).to.equal('Invitation sent to taken@elsewhere.example');
+    const mail = mailer.sent.at(-1)!;
+    expect(mail.to).to.equal('taken@elsewhere.example');
+    expect(mail.text).to.include('existing account').and.include('/login');
+    // A member of this organization may still be told.
+    const mine = await t.call('POST', '/team/invitations', { key: org.key, json: { email: 'founder@team.example', role: 'viewer' } });
+    expect(mine.status).to.equal(409);
+    expect(mine.body.code).to.equal('member_exists');
+  });
+
   it('keeps the last owner: neither demoted nor removed; another owner makes it possible', async () => {
     const o = await t.org('One Owner');
     const only = await createMember(t.db, o.orgId, { email: 'solo@owner.example', role: 'owner', passwordHash: null });
@@ -130,21 +149,80 @@ describe('Team (/team) and sign-in (/login)', () => {
     expect(w.body.code).to.equal('insufficient_scope');
   });
 
-  it('locks an account after repeated failures, even for the right password, and answers unknown emails alike', async () => {
+  /** Signs in from `localAddress` in `n` parallel browsers. @returns the statuses, and one 429's Retry-After */
+  async function burst(email: string, password: string, n: number, localAddress: string) {
+    const results = await Promise.all(Array.from({ length: n }, () => new Browser(origin, { localAddress }).signIn(email, password)));
+    const count = (status: number) => results.filter((r) => r.status === status).length;
+    const retryAfter = Number(results.find((r) => r.status === 429)?.headers.get('retry-after'));
+    return { evaluated: count(401), refused: count(429), signedIn: count(303), retryAfter };
+  }
+
+  it('throttles an account from one address, even for the right password, and unknown emails alike', async () => {
     await createMember(t.db, org.orgId, { email: 'locked@team.example', role: 'viewer', passwordHash: await hashPassword(PASSWORD) });
-    const b = new Browser(origin);
+    const b = new Browser(origin, { localAddress: '127.0.0.6' });
     const unknown = await b.signIn('nobody@team.example', 'whatever password');
     const wrong = await b.signIn('locked@team.example', 'wrong password!!');
     expect(unknown.status).to.equal(401);
     expect(wrong.status).to.equal(401);
     expect(unknown.html).to.include('Wrong email or password.');
-    for (let i = 1; i < LOCKOUT_THRESHOLD - 1; i++) expect((await b.signIn('locked@team.example', 'wrong password!!')).status).to.equal(401);
-    const locking = await b.signIn('locked@team.example', 'wrong password!!');
-    expect(locking.status).to.equal(429);
+    const free = SIGN_IN_POLICIES.accountAddress.free;
+    for (let i = 1; i < free; i++) {
+      expect((await b.signIn('locked@team.example', 'wrong password!!')).status).to.equal(401);
+      expect((await b.signIn('nobody@team.example', 'whatever password')).status).to.equal(401);
+    }
     const right = await b.signIn('locked@team.example', PASSWORD);
     expect(right.status).to.equal(429);
-    expect(Number(right.headers.get('retry-after'))).to.be.greaterThan(0);
+    expect(Number(right.headers.get('retry-after'))).to.be.within(1, SIGN_IN_POLICIES.accountAddress.baseSeconds);
     expect(b.cookies.has('__Host-acp_session')).to.equal(false);
+    const unknownThrottled = await b.signIn('nobody@team.example', 'whatever password');
+    expect(unknownThrottled.status).to.equal(429);
+    expect(Number(unknownThrottled.headers.get('retry-after'))).to.be.within(1, SIGN_IN_POLICIES.accountAddress.baseSeconds);
+  });
+
+  it('evaluates at most the limit of a parallel burst of guesses; the owner at another address still signs in', async () => {
+    await createMember(t.db, org.orgId, { email: 'burst@team.example', role: 'viewer', passwordHash: await hashPassword(PASSWORD) });
+    const attack = await burst('burst@team.example', 'wrong password!!', 24, '127.0.0.4');
+    expect(attack, 'a burst of 24 wrong passwords').to.deep.include({ evaluated: SIGN_IN_POLICIES.accountAddress.free, refused: 24 - SIGN_IN_POLICIES.accountAddress.free, signedIn: 0 });
+    expect(attack.retryAfter).to.be.within(1, SIGN_IN_POLICIES.accountAddress.baseSeconds);
+    // The right password from the attacking address waits out the back-off; from another address it works.
+    expect((await new Browser(origin, { localAddress: '127.0.0.4' }).signIn('burst@team.example', PASSWORD)).status).to.equal(429);
+    expect((await new Browser(origin, { localAddress: '127.0.0.5' }).signIn('burst@team.example', PASSWORD)).status).to.equal(303);
+  });
+
+  it('backs off exponentially per account and address, and bounds what attackers impose on the owner to the account-wide back-off', async () => {
+    await createMember(t.db, org.orgId, { email: 'target@team.example', role: 'viewer', passwordHash: await hashPassword(PASSWORD) });
+    const { accountAddress, account } = SIGN_IN_POLICIES;
+    // Two attacking addresses: 5 evaluated guesses each reach the account-wide limit of 10.
+    const first = await burst('target@team.example', 'wrong password!!', 12, '127.0.1.1');
+    const second = await burst('target@team.example', 'wrong password!!', 12, '127.0.1.2');
+    expect(first.evaluated + second.evaluated).to.equal(account.free);
+    // The owner elsewhere is held back by the account-wide back-off only (1 s now, at most 60 s ever).
+    const owner = new Browser(origin, { localAddress: '127.0.1.3' });
+    const held = await owner.signIn('target@team.example', PASSWORD);
+    expect(held.status).to.equal(429);
+    expect(Number(held.headers.get('retry-after'))).to.be.within(1, account.baseSeconds);
+    await new Promise((r) => setTimeout(r, Number(held.headers.get('retry-after')) * 1000 + 100));
+    expect((await owner.signIn('target@team.example', PASSWORD)).status).to.equal(303);
+    // The attacker's own address stays closed, and each back-off it waits out doubles the next.
+    expect((await burst('target@team.example', 'wrong password!!', 6, '127.0.1.1')).refused).to.equal(6);
+    await t.db('sign_in_throttles').where('blocked_until', '>', t.db.fn.now()).update({ blocked_until: t.db.fn.now() });
+    const next = await burst('target@team.example', 'wrong password!!', 8, '127.0.1.1');
+    expect(next).to.deep.include({ evaluated: 1, refused: 7 });
+    expect(next.retryAfter).to.be.within(accountAddress.baseSeconds * 2 - 1, accountAddress.baseSeconds * 2);
+    await t.db('sign_in_throttles').where('blocked_until', '>', t.db.fn.now()).update({ blocked_until: t.db.fn.now() });
+    const third = await burst('target@team.example', 'wrong password!!', 8, '127.0.1.1');
+    expect(third).to.deep.include({ evaluated: 1, refused: 7 });
+    expect(third.retryAfter).to.be.within(accountAddress.baseSeconds * 4 - 1, accountAddress.baseSeconds * 4);
+  });
+
+  it('limits one address across accounts: sign-ins to 30 unknown emails are refused after the address limit', async () => {
+    const results = [];
+    for (let i = 0; i < 30; i++) results.push((await new Browser(origin, { localAddress: '127.0.0.3' }).signIn(`nobody${i}@spray.example`, 'whatever password')).status);
+    expect(results.filter((s) => s === 401)).to.have.length(SIGN_IN_POLICIES.address.free);
+    expect(results.filter((s) => s === 429)).to.have.length(30 - SIGN_IN_POLICIES.address.free);
+    // A parallel spray from a fresh address is held to the same count.
+    const sprayed = await Promise.all(Array.from({ length: 30 }, (_, i) => new Browser(origin, { localAddress: '127.0.0.8' }).signIn(`spray${i}@spray.example`, 'whatever password')));
+    expect(sprayed.filter((r) => r.status === 401)).to.have.length(SIGN_IN_POLICIES.address.free);
   });
 
   it('refuses forms without the CSRF token, and signs out', async () => {

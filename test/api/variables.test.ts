@@ -1,5 +1,5 @@
 /**
- * Organization variables (README "Variables, escalation, onboarding, meta and settings"): CRUD with
+ * Organization variables (docs/api-notes.md "Variables, escalation, onboarding, meta and settings"): CRUD with
  * write-only secrets sealed at rest, `{{vars.x}}` references checked when a skill is saved and resolved
  * at publish (secrets by reference only: never in a version, a diff or an answer), filled in when a skill
  * runs. Real HTTP on a real Postgres; the publish step is the `agent-publish` activity.

@@ -1,5 +1,5 @@
 /**
- * Campaign calls converse (README "Voice calls"): an answered dial of an informational campaign is
+ * Campaign calls converse (docs/voice.md): an answered dial of an informational campaign is
  * connected by the sandbox carrier to the relay with the campaign's agent, which greets first; the
  * sandbox callee answers and hangs up. The dial's record, the call and its conversation are linked, and
  * the call's minutes are charged once. The dial step runs as the activity the dialer workflow calls.

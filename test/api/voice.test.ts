@@ -1,5 +1,5 @@
 /**
- * Phone calls over the ConversationRelay protocol (README "Voice calls"), end to end on a real socket,
+ * Phone calls over the ConversationRelay protocol (docs/voice.md), end to end on a real socket,
  * Postgres and the sandbox LLM: the sandbox caller rings the signed voice webhook, opens the relay
  * WebSocket the markup names and plays the carrier's part — greeting, a knowledge answer with its
  * source, a playbook gathering a 4-digit PIN by keypad, a barge-in whose transcript keeps only what was
@@ -14,7 +14,7 @@ import { createKnowledgeActivities } from '../../activities/knowledge';
 import { createSource } from '../../db/repositories/knowledge';
 import { createLogger } from '../../runtime';
 import { allMessages, getConversation } from '../../db/repositories/conversations';
-import { getVoiceCall } from '../../db/repositories/voiceCalls';
+import { createVoiceCall, getVoiceCall } from '../../db/repositories/voiceCalls';
 import { sandboxInventory } from '../../providers/telephony/sandbox';
 import { placeSandboxCall, postSandboxWebhook, RelayClient } from '../../providers/telephony/sandboxCaller';
 import { twilioSignature } from '../../domain/voice/signatures';
@@ -86,7 +86,7 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
     expect(rec.markup).to.contain('welcomeGreeting="Thanks for calling Acme, how can I help?"').and.contain('language="en-US"').and.contain('dtmfDetection="true"').and.contain('interruptible="any"');
     expect(rec.lines[0]).to.deep.equal({ who: 'agent', text: 'Thanks for calling Acme, how can I help?' });
     expect(rec.lines[2].who).to.equal('agent');
-    expect(rec.lines[2].text).to.contain('8am to 6pm').and.contain('(source: Opening hours)');
+    expect(rec.lines[2].text).to.contain('8am to 6pm').and.not.contain('(source:');
     expect(rec.close?.code).to.equal(1000);
 
     const callId = callIdOf(rec.markup);
@@ -95,7 +95,7 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
     expect(conversation.metadata).to.include({ callId, callSid: rec.callSid, from: callerNumber, to });
     expect(lines[0]).to.equal('assistant: Thanks for calling Acme, how can I help?');
     expect(lines[1]).to.equal('user: When are you open on Monday?');
-    expect(lines[2]).to.contain('(source: Opening hours)');
+    expect(lines[2]).to.contain('8am to 6pm').and.not.contain('(source:');
     const call = (await getVoiceCall(t.db, org.orgId, callId))!;
     // The sandbox carrier's status callbacks (in-progress, completed) completed the call inline (no Temporal here).
     expect(call).to.include({ agentId, provider: 'sandbox', providerCallId: rec.callSid, direction: 'inbound', from: callerNumber, to, status: 'completed', conversationId: conversation.id });
@@ -164,7 +164,7 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
     expect(rec.lines.map((l) => l.text)).to.not.include('never sent');
     const { conversation } = await transcriptOf(callIdOf(rec.markup));
     expect(conversation.endReason).to.equal('transferred');
-    // The post-conversation analysis of a voice call (README "Conversation analysis").
+    // The post-conversation analysis of a voice call (docs/api-notes.md "Conversation analysis").
     const analysis = await until(async () => {
       const res = await t.call('GET', `/conversations/${conversation.id}/transcript`, { key: org.key });
       return res.body.data.analysis?.status === 'completed' ? res.body.data.analysis : undefined;
@@ -173,7 +173,12 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
     expect(analysis.summary).to.match(/^The user wrote 1 message\(s\), first: "Please transfer to human now"/);
     const action = await postSandboxWebhook(`${t.api.baseUrl}/voice/sandbox/relay-ended`, { CallSid: rec.callSid, HandoffData: JSON.stringify(rec.handoff) });
     expect(action.status).to.equal(200);
-    expect(action.text).to.contain('<Dial><Number>+12065550199</Number></Dial>');
+    const callId = callIdOf(rec.markup);
+    expect(action.text).to.match(new RegExp(`<Dial timeout="25" action="[^"]+/voice/sandbox/dial-ended\\?call=${callId}" method="POST"><Number url="[^"]+/voice/sandbox/whisper\\?call=${callId}">\\+12065550199</Number></Dial>`));
+    const transferred = await t.db('events').where({ org_id: org.orgId, type: 'call.transferred' });
+    expect(transferred.map((e) => e.data)).to.deep.equal([{ callId, agentId, conversationId: conversation.id, destinationId: null, destination: '+12065550199', reason: 'transfer_call', summary: `A caller at ${callerNumber} asked for help: "Please transfer to human now"` }]);
+    const whisper = await postSandboxWebhook(`${t.api.baseUrl}/voice/sandbox/whisper?call=${callId}`, { CallSid: rec.callSid });
+    expect(whisper.text).to.contain(`<Say language="en-US">A caller at ${callerNumber} asked for help: &quot;Please transfer to human now&quot;</Say>`);
     const hangup = await postSandboxWebhook(`${t.api.baseUrl}/voice/sandbox/relay-ended`, { CallSid: rec.callSid });
     expect(hangup.text).to.contain('<Hangup/>');
   });
@@ -197,23 +202,29 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
     const agentId = await newAgent({ name: 'Strict', greeting: 'Hello.' });
     await publishDraft(t.db, org, agentId, 'v1');
     const agent = (await t.call('GET', `/agents/${agentId}`, { key: org.key })).body.data;
-    const ref = await signRelayReference(t.db, { org: org.orgId, agt: agentId, ver: agent.publishedVersionId, call: 'call_none', grt: 1 });
+    // A reference opens its call's relay once (docs/security.md "Carrier webhooks and relay references"): one call each.
+    const refFor = async () => {
+      const call = await createVoiceCall(t.db, org.orgId, { agentId, versionId: agent.publishedVersionId, provider: 'sandbox', providerCallId: `CAstrict${crypto.randomBytes(6).toString('hex')}`, direction: 'inbound', from: callerNumber, to: '+12065550000', status: 'ringing' });
+      return signRelayReference(t.db, { org: org.orgId, agt: agentId, ver: agent.publishedVersionId, call: call.id, grt: 1 });
+    };
     const ws = t.api.baseUrl.replace(/^http/, 'ws') + '/voice/relay';
     for (const [frame, reason] of [
       ['not json', 'frame is not JSON'],
       [JSON.stringify({ type: 'prompt', voicePrompt: 'hi', last: true }), 'prompt before setup'],
       [JSON.stringify({ type: 'dance' }), 'unknown frame type "dance"'],
     ]) {
-      const c = await RelayClient.open(`${ws}?ref=${ref}`);
+      const c = await RelayClient.open(`${ws}?ref=${await refFor()}`);
       c.send(frame);
       expect(await c.closedWith()).to.deep.equal({ code: frame === 'not json' || frame.includes('dance') ? 1007 : 1008, reason });
     }
+    const ref = await refFor();
     const setupThenBad = await RelayClient.open(`${ws}?ref=${ref}`);
     setupThenBad.send({ type: 'setup', sessionId: 'VX1', callSid: 'CA1', from: callerNumber, to: '+12065550000' });
     expect((await setupThenBad.reply()).text).to.equal('Hello.');
     setupThenBad.send({ type: 'dtmf', digit: 'x' });
     expect((await setupThenBad.closedWith()).reason).to.equal('dtmf.digit must be one of 0-9, *, #, A-D');
-    for (const bad of ['', '?ref=vrf_forged.aaaa', `?ref=${ref.slice(0, -2)}xx`, '?token=tt_nope.nope']) {
+    // The same reference a second time (a replay, or a second socket) is refused, as are forged ones.
+    for (const bad of ['', `?ref=${ref}`, '?ref=vrf_forged.aaaa', `?ref=${ref.slice(0, -2)}xx`, '?token=tt_nope.nope']) {
       const err = await RelayClient.open(`${ws}${bad}`).then(
         () => null,
         (e: Error & { status?: number }) => e,
@@ -229,7 +240,8 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
     const versionId = (v as { version?: { id: string } }).version?.id ?? (await t.call('GET', `/agents/${theirs}`, { key: other.key })).body.data.publishedVersionId;
     const ws = t.api.baseUrl.replace(/^http/, 'ws') + '/voice/relay';
     // Signed by our organization, naming their agent: the agent is looked up in our organization only.
-    const ours = await signRelayReference(t.db, { org: org.orgId, agt: theirs, ver: versionId, call: 'call_x', grt: 1 });
+    const call = await createVoiceCall(t.db, org.orgId, { agentId: null, versionId: null, provider: 'sandbox', providerCallId: `CAother${crypto.randomBytes(6).toString('hex')}`, direction: 'inbound', from: callerNumber, to: '+12065550000', status: 'ringing' });
+    const ours = await signRelayReference(t.db, { org: org.orgId, agt: theirs, ver: versionId, call: call.id, grt: 1 });
     const c = await RelayClient.open(`${ws}?ref=${ours}`);
     c.send({ type: 'setup', sessionId: 'VX2', callSid: 'CA2', from: callerNumber, to: '+12065550000' });
     expect(await c.closedWith()).to.deep.equal({ code: 1008, reason: 'agent_not_found' });

@@ -1,5 +1,5 @@
 /**
- * Voicemail drops on campaign calls (README "Voicemail"): an agent's `voicemailMessage` (validated, part
+ * Voicemail drops on campaign calls (docs/voice.md "Voicemail"): an agent's `voicemailMessage` (validated, part
  * of the draft, compiled into the version with its variables filled) is left on an answering machine
  * after the beep and the call hung up. Over the sandbox carrier (the `…0002` machine records it), Telnyx
  * Call Control (`greeting_end` detection, `speak` on `call.machine.greeting.ended`, `hangup` on

@@ -1,5 +1,5 @@
 /**
- * Webhooks (README "Webhooks and audit logs"): endpoints, Standard Webhooks signing verified by the `standardwebhooks` library
+ * Webhooks (docs/api-notes.md "Webhooks and audit logs"): endpoints, Standard Webhooks signing verified by the `standardwebhooks` library
  * (a real peer, not our verifier), 410 handling, retries, the failing-period cut-off, SSRF refusals,
  * manual retry, the transactional outbox, and tenancy. Deliveries run through the real activity
  * function against a local receiver; the Temporal workflow path is in test/workflows/.

@@ -1,5 +1,5 @@
 /**
- * Widget sessions over HTTP (README "Widget"; spec "Authentication" 3): the publishable key's origin list
+ * Widget sessions over HTTP (docs/api-notes.md "Widget"; spec "Authentication" 3): the publishable key's origin list
  * on the session start and on the CORS preflight, the session token bound to its session and origin,
  * the published-version rule, and the conversation recorded on the `web` channel.
  */

@@ -1,6 +1,6 @@
 /**
  * Widget settings (`GET/PUT /agents/{agentId}/widget`, frozen at publish) and the widget script served at
- * the origin root with its content hash (README "Widget").
+ * the origin root with its content hash (docs/api-notes.md "Widget").
  */
 import { expect } from 'chai';
 import { publishDraft } from './agents-fixtures';

@@ -1,5 +1,5 @@
 /**
- * Wire conventions over a real socket (README "API notes": wire conventions): request ids, envelope, problem details for every
+ * Wire conventions over a real socket (docs/api-notes.md: wire conventions): request ids, envelope, problem details for every
  * failure class, authentication challenges, scopes, reserved endpoints, rate limits, tenancy.
  */
 import { expect } from 'chai';

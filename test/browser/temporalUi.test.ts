@@ -1,5 +1,5 @@
 /**
- * The official Temporal Web UI against the embedded dev server (README "Inspecting workflows"):
+ * The official Temporal Web UI against the embedded dev server (docs/operations.md "Inspecting workflows"):
  * a 10DLC submission starts `sms-registration/{orgId}` (the real workflow, the real SMS activities,
  * the sandbox carrier holding its verdict back), then headless Chromium (same discovery as the
  * widget's test) opens the UI served from `ui/build`, filters the workflow list by the
@@ -123,7 +123,7 @@ describe('the Temporal Web UI in headless Chromium', function () {
         await page.goto(`${runUrl}/${tab}`);
         await page.getByText(workflowId).first().waitFor({ timeout: 30_000 });
       }
-      // The API's link, the README's pattern: a workflow id alone opens its latest run's history.
+      // The API's link, the pattern of docs/operations.md "Inspecting workflows": a workflow id alone opens its latest run's history.
       const link = (await t.call('GET', '/sms', { key })).body.data.temporalUiUrl;
       expect(link).to.equal(`${ui.url}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
       await page.goto(link);
@@ -162,7 +162,7 @@ describe('the Temporal Web UI in headless Chromium', function () {
         return r.ok && (body.pendingActivities?.length ?? 0) === 3 ? true : undefined;
       }, 60_000, 'three dials in flight');
 
-      // The API's link (the README's pattern: the workflow id alone opens the latest run's history).
+      // The API's link (the pattern of docs/operations.md "Inspecting workflows": the workflow id alone opens the latest run's history).
       const link = (await env.call(dialer.key, 'GET', `/campaigns/${id}`)).body.data.temporalUiUrl;
       expect(link).to.equal(`${ui.url}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
       const page = await open(link);

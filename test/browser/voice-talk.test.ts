@@ -1,5 +1,5 @@
 /**
- * The voice test page in a real browser (README "Voice calls"): headless Chromium (as the widget's
+ * The voice test page in a real browser (docs/voice.md): headless Chromium (as the widget's
  * browser test) opens `/api/v1/voice/talk?token=…` with a draft voice talk token, hears the greeting,
  * types a line and sees the streamed answer, spoken over the relay's ConversationRelay frames. Skipped
  * with a message when no Chromium is installed, except under CI.

@@ -73,10 +73,12 @@ describe('operator CLI (npm run cli)', () => {
     const sealed = await createEndpoint(t.db, org.id, { url: 'https://example.com/a', description: null, eventTypes: [], enabled: true, secretSealed: sealSecret(s1, oldKey), secretPrefix: secretDisplayPrefix(s1) });
     // A row written before sealing was mandatory.
     const legacy = await createEndpoint(t.db, org.id, { url: 'https://example.com/b', description: null, eventTypes: [], enabled: true, secretSealed: `plain:${s2}`, secretPrefix: secretDisplayPrefix(s2) });
-    // A secret organization variable is sealed with the same key (README "Variables, escalation, onboarding, meta and settings").
+    // A secret organization variable is sealed with the same key (docs/api-notes.md "Variables, escalation, onboarding, meta and settings").
     await t.db('org_variables').insert({ id: 'var_reseal0000000001', org_id: org.id, name: 'api_token', secret: true, value_sealed: sealSecret('tok-1', oldKey) });
     // An integration connection's credentials are sealed the same way and re-sealed with them.
     await upsertConnection(t.db, org.id, { kind: 'hubspot', accountLabel: 'portal', scopes: [], credentialsSealed: sealSecret('{"accessToken":"pat-1"}', oldKey) });
+    // A sensitive record field is sealed the same way too (docs/security.md "Sensitive record fields").
+    await t.db('records').insert({ id: 'rec_reseal0000000001', org_id: org.id, name: 'Pat', source: 'api', sealed_fields: JSON.stringify({ pin: { sealed: sealSecret('4321', oldKey), mask: '••21' } }) });
     const saved = { key: process.env.WEBHOOK_SECRET_KEY, previous: process.env.WEBHOOK_SECRET_KEY_PREVIOUS };
     process.env.WEBHOOK_SECRET_KEY = newKey.toString('base64');
     process.env.WEBHOOK_SECRET_KEY_PREVIOUS = oldKey.toString('base64');
@@ -96,6 +98,9 @@ describe('operator CLI (npm run cli)', () => {
     expect(openSecret(variable.value_sealed, [newKey])).to.equal('tok-1');
     const conn = await t.db('integration_connections').where({ org_id: org.id }).first();
     expect(openSecret(conn.credentials_sealed, [newKey])).to.equal('{"accessToken":"pat-1"}');
+    const record = await t.db('records').where({ id: 'rec_reseal0000000001' }).first();
+    expect(openSecret(record.sealed_fields.pin.sealed, [newKey])).to.equal('4321');
+    expect(record.sealed_fields.pin.mask).to.equal('••21');
   });
 
   it('prints fresh secrets for a production environment without touching a database', async () => {

@@ -1,5 +1,5 @@
 /**
- * The change feed (db/changeFeed.ts, migrations 20261122000050 and 20261123000300; README "Scaling out"):
+ * The change feed (db/changeFeed.ts, migrations 20261122000050 and 20261123000300; docs/operations.md "Scaling out"):
  * one notification per statement on `sms_registrations`, up to 200 rows each, and every cached row of the
  * statement evicted in a listening process.
  */

@@ -1,4 +1,4 @@
-/** The embedded Postgres (README "Durability", "Security"): durable by default, no fixed password, joinable by the CLI. */
+/** The embedded Postgres (docs/operations.md "Durability", docs/security.md): durable by default, no fixed password, joinable by the CLI. */
 import { expect } from 'chai';
 import fs from 'node:fs';
 import os from 'node:os';

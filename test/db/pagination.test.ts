@@ -1,6 +1,5 @@
 /**
- * Cursor keys are checked against the list's key type when decoded (db/pagination.ts CursorKey; README
- * "API notes": a cursor the list did not issue answers 400 `invalid_cursor`), including the timestamp
+ * Cursor keys are checked against the list's key type when decoded (db/pagination.ts CursorKey; docs/api-notes.md: a cursor the list did not issue answers 400 `invalid_cursor`), including the timestamp
  * and tuple keys no list uses yet.
  */
 import { expect } from 'chai';

@@ -8,12 +8,42 @@ import { temporal } from '@temporalio/proto';
 import { startDevServer } from '../../devserver';
 import { createTestDatabase } from '../helpers/postgres';
 import { connect, uniqueQueue, withWorker } from './helpers';
-import { asyncTokens } from './workflows/activities';
+import { abandonedAttempts, asyncTokens } from './workflows/activities';
 
 const ET = temporal.api.enums.v1.EventType;
 
 describe('devserver durability in Postgres', function () {
   this.timeout(60_000);
+
+  it("retries a dead worker's started activity after its heartbeat timeout, also across a restart, not after its start-to-close timeout", async () => {
+    const databaseUrl = await createTestDatabase('devserver_heartbeat');
+    const taskQueue = uniqueQueue('hb-crash');
+    const workflowId = uniqueQueue('hb-crash-wf');
+    abandonedAttempts.length = 0;
+    // First life: attempt 1 starts and is abandoned (no heartbeat, no answer); then server and worker stop.
+    const s1 = await startDevServer({ databaseUrl });
+    const c1 = await connect(s1.address);
+    const h1 = await c1.client.workflow.start('heartbeatAfterCrash', { taskQueue, workflowId });
+    await withWorker(c1.native, taskQueue, async () => {
+      for (let i = 0; i < 200 && !abandonedAttempts.length; i++) await new Promise((r) => setTimeout(r, 25));
+    });
+    expect(abandonedAttempts).to.deep.equal([1]);
+    await c1.close();
+    await s1.stop();
+
+    // Second life: the reloaded attempt times out by its heartbeat (2 s), and attempt 2 answers.
+    const s2 = await startDevServer({ databaseUrl });
+    const c2 = await connect(s2.address);
+    try {
+      const restarted = Date.now();
+      const result = await withWorker(c2.native, taskQueue, () => c2.client.workflow.getHandle(workflowId, h1.firstExecutionRunId).result());
+      expect(result).to.equal('attempt 2');
+      expect(Date.now() - restarted, 'ms from the restart to the answer (start-to-close is 60 000)').to.be.below(5_000);
+    } finally {
+      await c2.close();
+      await s2.stop();
+    }
+  });
 
   it('keeps histories, timers, a started activity, queued tasks and visibility across a restart (one-hour timer + signal workflow completes)', async () => {
     const databaseUrl = await createTestDatabase('devserver_durable');

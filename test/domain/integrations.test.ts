@@ -1,5 +1,5 @@
 /**
- * Pure parts of integrations (README "Integrations and records"): PKCE S256 (RFC 7636 Appendix B's
+ * Pure parts of integrations (docs/api-notes.md "Integrations and records"): PKCE S256 (RFC 7636 Appendix B's
  * example), state hashing, credential field checks, spreadsheet links, settings.
  */
 import { expect } from 'chai';

@@ -1,5 +1,5 @@
 /**
- * Pure outbound logic (README "Outbound voice campaigns"): the recipient-local calling window, scrub rules, CSV errors and the
+ * Pure outbound logic (docs/voice.md "Outbound voice campaigns"): the recipient-local calling window, scrub rules, CSV errors and the
  * campaign state machine.
  */
 import { expect } from 'chai';

@@ -1,5 +1,5 @@
 /**
- * Team and OAuth rules (domain/team.ts, domain/oauth.ts; README "Team", "Connect an app with OAuth"): what
+ * Team and OAuth rules (domain/team.ts, domain/oauth.ts; docs/team-and-oauth.md "Team", "Connect an app with OAuth"): what
  * each role may approve and change, redirect URI shapes, and scopes in plain words.
  */
 import { expect } from 'chai';

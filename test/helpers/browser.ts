@@ -3,6 +3,7 @@
  * without following redirects, and the hidden and checkbox fields of a page's form, so tests submit the
  * real form (CSRF token included) the way a browser would.
  */
+import { Agent, fetch as undiciFetch } from 'undici';
 import { decodeHTML } from './html';
 
 /** One response as a browser sees it. */
@@ -16,8 +17,17 @@ export interface PageResponse {
 /** A cookie jar over fetch. */
 export class Browser {
   readonly cookies = new Map<string, string>();
+  private readonly dispatcher?: Agent;
 
-  constructor(readonly origin: string) {}
+  /** @param opts.localAddress the source address of its connections (another 127.x.y.z: another client address on loopback) */
+  constructor(readonly origin: string, opts: { localAddress?: string } = {}) {
+    if (opts.localAddress) this.dispatcher = new Agent({ localAddress: opts.localAddress });
+  }
+
+  private fetch(url: URL, init: RequestInit): Promise<Response> {
+    if (!this.dispatcher) return fetch(url, init);
+    return undiciFetch(url, { ...(init as object), dispatcher: this.dispatcher }) as unknown as Promise<Response>;
+  }
 
   private remember(res: Response): void {
     for (const line of res.headers.getSetCookie()) {
@@ -38,7 +48,7 @@ export class Browser {
 
   /** GET a path or absolute URL of this origin. */
   async get(pathOrUrl: string): Promise<PageResponse> {
-    const res = await fetch(new URL(pathOrUrl, this.origin), { redirect: 'manual', headers: this.headers() });
+    const res = await this.fetch(new URL(pathOrUrl, this.origin), { redirect: 'manual', headers: this.headers() });
     this.remember(res);
     return { status: res.status, location: res.headers.get('location'), html: await res.text(), headers: res.headers };
   }
@@ -47,7 +57,7 @@ export class Browser {
   async post(path: string, form: Record<string, string | string[]>): Promise<PageResponse> {
     const body = new URLSearchParams();
     for (const [k, v] of Object.entries(form)) for (const x of Array.isArray(v) ? v : [v]) body.append(k, x);
-    const res = await fetch(new URL(path, this.origin), {
+    const res = await this.fetch(new URL(path, this.origin), {
       method: 'POST',
       redirect: 'manual',
       headers: this.headers({ 'content-type': 'application/x-www-form-urlencoded' }),

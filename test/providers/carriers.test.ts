@@ -1,5 +1,5 @@
 /**
- * The real carrier adapters against their loopback stubs (README "Going live"): provider errors as clear
+ * The real carrier adapters against their loopback stubs (docs/going-live.md): provider errors as clear
  * outcomes (a rejected brand's reason, 409 for a number taken meanwhile, 429 waited out with its
  * Retry-After without a second write, bad credentials refused at start-up in one line), the look-ups
  * performOnce uses to reconcile a write whose outcome is unknown, and the webhooks' verification:

@@ -37,7 +37,7 @@ const conversation: LlmMessage[] = [
   { role: 'tool', content: '{"tempC":21}', toolCallId: 'call_a' },
 ];
 
-describe('OpenAI-compatible LLM adapter (README "Configuration": LLM_*)', () => {
+describe('OpenAI-compatible LLM adapter (docs/configuration.md: LLM_*)', () => {
   let stub: OpenAiStub | undefined;
   afterEach(async () => {
     await stub?.close();
@@ -79,7 +79,7 @@ describe('OpenAI-compatible LLM adapter (README "Configuration": LLM_*)', () => 
     });
   });
 
-  it('asks for JSON mode with response_format, and the analysis reads its answer (README "Conversation analysis")', async () => {
+  it('asks for JSON mode with response_format, and the analysis reads its answer (docs/api-notes.md "Conversation analysis")', async () => {
     const answer = { summary: 'Booked a cleaning.', outcome: 'resolved', sentiment: 'positive', fields: { appointment_date: '2026-02-30', visit: 'cleaning' } };
     stub = await startOpenAiStub(answerWith({ content: JSON.stringify(answer) }));
     const fields = [

@@ -1,5 +1,5 @@
 /**
- * The mailer providers (DESIGN.md "Providers": `mailer`; README "Team"): the SMTP adapter on `nodemailer`
+ * The mailer providers (DESIGN.md "Providers": `mailer`; docs/team-and-oauth.md "Team"): the SMTP adapter on `nodemailer`
  * against a loopback SMTP server (`smtp-server`, RFC 5321 with AUTH PLAIN/LOGIN), and the sandbox, which
  * records messages and refuses the documented magic domain.
  */

@@ -1,10 +1,11 @@
 /**
- * One scenario over the three telephony set-ups (README "Going live"): the sandbox, Telnyx (loopback
+ * One scenario over the three telephony set-ups (docs/going-live.md): the sandbox, Telnyx (loopback
  * stub, also the carrier for 10DLC) and Twilio (loopback stub; 10DLC through the sandbox carrier, since
  * Twilio's A2P registration is not built). Each runs the real API over a socket, a real Temporal worker
  * with the real SMS activities and the provider's adapter on its official SDK, and the provider's
  * callbacks signed as the provider signs them:
- * a 10DLC registration to `active`, a number bought, a text sent and delivered, an inbound STOP
+ * a 10DLC registration to `active`, a number bought, a text sent and delivered, an inbound text answered by
+ * the number's agent through the provider, an inbound STOP
  * honoured (the opt-out confirmation goes out through the provider), a call placed and answered.
  */
 import crypto from 'node:crypto';
@@ -12,6 +13,7 @@ import { expect } from 'chai';
 import { useResource } from '../helpers/mocha';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { COMPLETE_BRAND } from '../api/sms-fixtures';
+import { publishDraft } from '../api/agents-fixtures';
 import { createSmsActivities } from '../../activities/sms';
 import { SandboxCarrier, stopSandboxDispatchers } from '../../providers/carrier/sandbox';
 import { TelnyxCarrier } from '../../providers/carrier/telnyx';
@@ -178,6 +180,26 @@ for (const flavor of flavors) {
       expect(row.provider_message_id).to.be.a('string').and.not.equal('');
       if (flavor.name === 'telnyx') expect(telnyx!.messages.map((m) => m.id)).to.include(row.provider_message_id);
       if (flavor.name === 'twilio') expect(twilioStub!.messages.map((m) => m.sid)).to.include(row.provider_message_id);
+    });
+
+    it("has the number's agent answer an inbound text through the provider (docs/sms.md \"Agents answer texts\")", async () => {
+      const agent = await t.call('POST', '/agents', { key: org.key, json: { name: 'Scenario texting desk', voiceId: 'voice_ava', instructions: 'You answer questions about Acme Dental.' } });
+      const agentId = agent.body.data.id as string;
+      await publishDraft(t.db, { orgId: org.orgId, keyId: 'key_scenario' }, agentId, 'v1');
+      expect((await t.call('POST', `/numbers/${number.id}/assign`, { key: org.key, json: { agentId } })).status).to.equal(200);
+      const texter = '+12125550148';
+      await flavor.inbound(t, texter, number.e164, 'What time do you open on Saturday?');
+      const inbound = await eventually('the inbound text stored', async () => t.db('sms_messages').where({ org_id: org.orgId, direction: 'inbound', from_e164: texter }).first());
+      const reply = await eventually('the agent reply delivered', async () => {
+        const r = await t.db('sms_messages').where({ org_id: org.orgId, reply_to: inbound.id }).first();
+        return r && r.status === 'delivered' && r;
+      });
+      expect(reply).to.include({ direction: 'outbound', trigger: 'reply', from_e164: number.e164, to_e164: texter });
+      expect(reply.body).to.be.a('string').and.not.equal('');
+      const conversation = await t.db('conversations').where({ org_id: org.orgId, id: reply.conversation_id }).first();
+      expect(conversation).to.include({ channel: 'sms', agent_id: agentId, counterpart: texter });
+      if (flavor.name === 'telnyx') expect(telnyx!.messages.map((m) => m.id)).to.include(reply.provider_message_id);
+      if (flavor.name === 'twilio') expect(twilioStub!.messages.map((m) => m.sid)).to.include(reply.provider_message_id);
     });
 
     it('honours an inbound STOP: the sender is opted out and the confirmation goes out through the provider', async () => {

@@ -61,7 +61,7 @@ export class TelnyxStub extends StubServer {
   relayCalls = false;
   /** The callee hangs up as the relay command arrives: Telnyx refuses it (422 "Call has already ended"). */
   relayTooLate = false;
-  /** Calls are answered by an answering machine (README "Voicemail"). */
+  /** Calls are answered by an answering machine (docs/voice.md "Voicemail"). */
   machineAnswers = false;
   /** `speak` commands received (one per command_id per call): what a machine recorded, in order. */
   readonly spoken: { callControlId: string; command: any }[] = [];

@@ -1,5 +1,5 @@
 /**
- * Provider calls happen once (README "Provider calls happen once"): for each non-idempotent write — a
+ * Provider calls happen once (docs/operations.md "Provider calls happen once"): for each non-idempotent write — a
  * dial, a 10DLC brand create, a campaign create, a text, a number purchase — the attempt is crashed at
  * each point of the write (before the request, after the provider accepted it, after the result was
  * recorded) by the activity's fault hook, then run again as Temporal (or the client) retries it. The

@@ -1,5 +1,5 @@
 /**
- * The month-closing workflow `billing-month` (README "Billing") with the real SDK against the dev
+ * The month-closing workflow `billing-month` (docs/api-notes.md "Billing") with the real SDK against the dev
  * server: it sleeps on a durable timer to the month's end (time skipping, no real sleep), survives a
  * worker restart, closes one immutable invoice per organization whose total equals the month's usage,
  * exactly once even when the close activity runs again, emits `invoice.finalized` once each, and

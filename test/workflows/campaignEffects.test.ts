@@ -1,6 +1,6 @@
 /**
  * The dialer `campaign/{campaignId}` with the real SDK against the dev server, its worker killed three
- * times at random while dials are in flight (README "Provider calls happen once"): every in-flight dial
+ * times at random while dials are in flight (docs/operations.md "Provider calls happen once"): every in-flight dial
  * dies at whatever step it is in — before the request, after the sandbox accepted the call, after the
  * outcome was recorded — and the worker is restarted; Temporal retries the dials. The sandbox telephony
  * places every dial it receives, so its ledger proves each contact was called exactly once.

@@ -1,5 +1,5 @@
 /**
- * The dialer `campaign/{campaignId}` (README "Outbound voice campaigns") with the real SDK against the dev server: recipient-local
+ * The dialer `campaign/{campaignId}` (docs/voice.md "Outbound voice campaigns") with the real SDK against the dev server: recipient-local
  * calling windows under time skipping, pause/resume, cancel, retries of busy/no-answer, continue-as-new,
  * and a restart of the worker and a durable dev server mid-campaign (every contact dialed exactly once).
  */

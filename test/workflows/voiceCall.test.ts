@@ -1,5 +1,5 @@
 /**
- * The `voice-call/{callId}` workflow (README "Voice calls") with the real SDK against the dev server: a
+ * The `voice-call/{callId}` workflow (docs/voice.md) with the real SDK against the dev server: a
  * sandbox call rings the webhook (which starts the workflow), converses over the relay, the worker is
  * restarted, then the carrier's `completed` status callback reaches the workflow as a signal — the
  * call is stored completed and its minutes are charged exactly once, also when the callback comes

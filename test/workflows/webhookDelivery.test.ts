@@ -1,5 +1,5 @@
 /**
- * Workflow `webhook-delivery/{deliveryId}` (README "Webhooks and audit logs") on the embedded dev server with a real SDK worker
+ * Workflow `webhook-delivery/{deliveryId}` (docs/api-notes.md "Webhooks and audit logs") on the embedded dev server with a real SDK worker
  * and time skipping: the whole path emitEvent → outbox → dispatcher → workflow → activity → local
  * receiver verifying signatures with the `standardwebhooks` library.
  */

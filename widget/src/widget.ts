@@ -1,5 +1,5 @@
 /**
- * The embeddable chat widget (README "Widget"): one tag,
+ * The embeddable chat widget (docs/api-notes.md "Widget"): one tag,
  * `<script src="https://<api host>/widget.js" data-publishable-key="<brand>_pk_live_…" async></script>`.
  * It renders a launcher and a chat panel inside a shadow root (styles isolated from the page), starts a
  * widget session with the publishable key (`POST /api/v1/chat/widget/sessions`; the browser sends the

@@ -1,5 +1,5 @@
 /**
- * Provider callbacks (spec "SMS"; README "10DLC review, submission and carrier callbacks"): the one
+ * Provider callbacks (spec "SMS"; docs/sms.md "10DLC review, submission and carrier callbacks"): the one
  * endpoint carriers call, keyless and signed.
  */
 import type { Handler } from '../../context';

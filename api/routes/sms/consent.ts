@@ -1,5 +1,5 @@
 /**
- * Consent and opt-out (spec "SMS"; README "Numbers, consent and sending"; TCPA express consent, CTIA
+ * Consent and opt-out (spec "SMS"; docs/sms.md "Numbers, consent and sending"; TCPA express consent, CTIA
  * opt-out): record and withdraw consent, the contact roster, the suppression list and the
  * proof-of-consent CSV export.
  */

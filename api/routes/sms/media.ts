@@ -1,5 +1,5 @@
 /**
- * Text attachments (spec "SMS", scope rule 2; README "Text attachments"): `GET /sms/media/{id}` answers a
+ * Text attachments (spec "SMS", scope rule 2; docs/sms.md "Text attachments"): `GET /sms/media/{id}` answers a
  * signed, short-lived link, and `GET /sms/media/{id}/content` serves the bytes to whoever holds one.
  */
 import type { Handler } from '../../context';

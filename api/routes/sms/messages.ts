@@ -1,5 +1,5 @@
 /**
- * Sending texts (spec "SMS"; README "Numbers, consent and sending"): `POST /sms/messages` checks the
+ * Sending texts (spec "SMS"; docs/sms.md "Numbers, consent and sending"): `POST /sms/messages` checks the
  * number, the registration, the recipient's consent and the attachments, then hands the text to
  * workflow `sms-message/{id}`, which holds agent-initiated texts to recipient-local quiet hours.
  */

@@ -1,5 +1,5 @@
 /**
- * The SMS view of the organization's numbers (spec "SMS"; README "Numbers, consent and sending"):
+ * The SMS view of the organization's numbers (spec "SMS"; docs/sms.md "Numbers, consent and sending"):
  * `GET /sms/numbers` and the per-number SMS toggle `PUT /numbers/{id}/sms`.
  */
 import type { Handler } from '../../context';

@@ -1,5 +1,5 @@
 /**
- * The 10DLC registration (spec "SMS"; README "SMS registration draft" and "10DLC review, submission and
+ * The 10DLC registration (spec "SMS"; docs/sms.md "SMS registration draft" and "10DLC review, submission and
  * carrier callbacks"): `GET /sms` and `PUT /sms` (the draft: upsert with generated campaign text, never
  * contacts a carrier, never charges), `POST /sms/review` (the free compliance verdict) and
  * `POST /sms/submit` (starts workflow `sms-registration/{orgId}`).

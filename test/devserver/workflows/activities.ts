@@ -50,5 +50,21 @@ export async function completeLater(): Promise<string> {
   throw new CompleteAsyncError();
 }
 
+/**
+ * Its first attempt is left started without a heartbeat, as on a worker that died (asynchronous
+ * completion frees the worker while the server keeps the attempt running); later attempts answer.
+ */
+export async function abandonFirstAttempt(): Promise<string> {
+  const { attempt } = activityInfo();
+  if (attempt === 1) {
+    abandonedAttempts.push(attempt);
+    throw new CompleteAsyncError();
+  }
+  return `attempt ${attempt}`;
+}
+
+/** First attempts {@link abandonFirstAttempt} left behind. */
+export const abandonedAttempts: number[] = [];
+
 /** Task tokens of activities waiting for asynchronous completion (base64). */
 export const asyncTokens: string[] = [];

@@ -161,6 +161,16 @@ export async function heartbeatTimeout(): Promise<string> {
   }
 }
 
+/** An activity whose worker died mid-attempt: a one-minute start-to-close, but a 2 s heartbeat timeout. */
+export async function heartbeatAfterCrash(): Promise<string> {
+  const { abandonFirstAttempt } = proxyActivities<typeof activities>({
+    startToCloseTimeout: '1 minute',
+    heartbeatTimeout: '2s',
+    retry: { maximumAttempts: 3, initialInterval: '100ms' },
+  });
+  return abandonFirstAttempt();
+}
+
 /** Schedule-to-start timeout: nobody polls the activity's task queue. */
 export async function scheduleToStart(): Promise<string> {
   const { greet: g } = proxyActivities<typeof activities>({

@@ -1,6 +1,6 @@
 /**
- * The pure part of the post-conversation analysis (domain/conversations/analysis.ts, README "Conversation
- * analysis") and the sandbox LLM's rule 0: field rules at save, value checks per type, reading a model's answer.
+ * The pure part of the post-conversation analysis (domain/conversations/analysis.ts, docs/api-notes.md
+ * "Conversation analysis") and the sandbox LLM's rule 0: field rules at save, value checks per type, reading a model's answer.
  */
 import { expect } from 'chai';
 import { analysisFieldErrors, checkFieldValue, isIsoDate, parseAnalysis } from '../../../domain/conversations/analysis';

@@ -1,5 +1,5 @@
 /**
- * The pure rules of caller verification (README "Caller verification"): which identity a conversation
+ * The pure rules of caller verification (docs/api-notes.md "Caller verification"): which identity a conversation
  * carries, the outcome of a Records lookup, PIN answers and attempts, skills reserved to verified callers.
  */
 import { expect } from 'chai';

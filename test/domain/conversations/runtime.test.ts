@@ -140,4 +140,28 @@ describe('conversation runtime (pure)', () => {
     expect(res.reply).to.contain('shipped');
     expect(res.messages.map((m) => m.role)).to.deep.equal(['user', 'assistant', 'tool', 'assistant']);
   });
+
+  it('offers escalate only with a destination; an escalated widget turn says how the person will be reached', async () => {
+    const seen: string[][] = [];
+    const recording = (llm: LlmProvider): LlmProvider => ({
+      ...llm,
+      name: llm.name,
+      stream: (req) => {
+        seen.push((req.tools ?? []).map((x) => x.name));
+        return llm.stream(req);
+      },
+    });
+    const without = await runTurn(ctx(agent(), { channel: 'web' }), 'I need to speak to a person', ports(recording(createLlm({}))));
+    expect(seen[0]).to.deep.equal([]);
+    expect(without.end).to.equal(null);
+    const p = ports(recording(createLlm({})));
+    p.escalationRoute = async () => ({ destination: { id: 'esc_1', kind: 'phone', address: '+14155550100' }, phone: '+12125550100', email: null });
+    const res = await runTurn(ctx(agent(), { channel: 'web' }), 'I need to speak to a person', p);
+    expect(seen[1]).to.deep.equal(['escalate']);
+    expect(res).to.include({ end: 'escalated', reply: "I'll connect you with a member of our team. A member of our team will call you at +12125550100." });
+    expect(res.escalation).to.deep.equal({ reason: 'escalate_tool', route: { destination: { id: 'esc_1', kind: 'phone', address: '+14155550100' }, phone: '+12125550100', email: null } });
+    // On a call the line is spoken alone: the caller is transferred.
+    const voice = await runTurn(ctx(agent(), { channel: 'voice' }), 'get me a human', p);
+    expect(voice).to.include({ end: 'escalated', reply: "I'll connect you with a member of our team." });
+  });
 });

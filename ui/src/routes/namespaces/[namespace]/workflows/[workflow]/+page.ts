@@ -1,5 +1,5 @@
 // `/namespaces/{ns}/workflows/{workflowId}` opens the latest run's history (as the official app
-// does), so links need only the workflow id (README "Inspecting workflows").
+// does), so links need only the workflow id (docs/operations.md "Inspecting workflows").
 import { redirect } from '@sveltejs/kit';
 
 export async function load({ params, fetch }) {

@@ -1,0 +1,131 @@
+/**
+ * Agents answering texts (docs/benchmarks.md "sms-replies"; docs/sms.md "Agents answer texts"). One process
+ * holds the real API over a socket, the embedded Temporal dev server and a worker with the service's own
+ * activities (createActivities, as npm start composes them); Postgres is an embedded cluster of its own.
+ * One organization with an active registration and a published agent answering an SMS-enabled number;
+ * BENCH_SMS_REPLY_SENDERS counterparts (default 200) text it at BENCH_SMS_REPLY_RATE texts/s (default 200) for
+ * BENCH_SMS_REPLY_SECONDS (default 10) as signed sandbox provider callbacks (`message.inbound`); the agent
+ * (sandbox LLM) answers each through `sms-reply/{id}` → turn → `sms-message/{id}` → the sandbox telephony.
+ * Prints the rate offered and achieved, the latency from the inbound webhook's arrival (the stored text's
+ * `created_at`) to the reply handed to the carrier (the reply's `sent` time), p50/p99, and the CPU per text
+ * of this process (API + worker + dev server) and of Postgres. Delivery receipts are held back
+ * (SANDBOX_TELEPHONY_DELAY_MS) so the reply's `updated_at` is its `sent` time.
+ *
+ * Run: `BENCH_ONLY=sms-replies npm run bench` or `npx tsx bench/smsReplies.ts`.
+ */
+import { Worker } from '@temporalio/worker';
+import { createOrganization } from '../db/repositories/organizations';
+import { createSecretKey } from '../db/repositories/apiKeys';
+import { NON_RESERVED_SCOPES } from '../domain/scopes';
+import { bundleBenchWorkflows, cpuSnapshot, publishForBench, startBenchApi, startBenchStack } from './harness';
+import { createActivities } from '../activities';
+import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
+import { sandboxInventory } from '../providers/telephony/sandbox';
+import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../domain/sms/callbackSignature';
+import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
+import { runBench } from './entry';
+
+const SENDERS = Number(process.env.BENCH_SMS_REPLY_SENDERS ?? 200);
+const RATE = Number(process.env.BENCH_SMS_REPLY_RATE ?? 200);
+const SECONDS = Number(process.env.BENCH_SMS_REPLY_SECONDS ?? 10);
+/** Give up waiting for the replies after this long. */
+const LIMIT_MS = 180_000;
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : 0;
+};
+
+/** Runs the section and prints its figures. */
+export async function runSmsRepliesBench(): Promise<void> {
+  process.env.SANDBOX_TELEPHONY_DELAY_MS ??= '600000';
+  const stack = await startBenchStack('smsreplies');
+  const { db, native } = stack;
+  let stopWorker: (() => Promise<void>) | undefined;
+  let closeApi: (() => Promise<void>) | undefined;
+  try {
+    const { api, config, logger, taskQueue } = await startBenchApi(stack, 'smsreplies');
+    closeApi = () => api.close();
+    process.env.SANDBOX_CALLBACK_URL = `${api.baseUrl}/sms/provider-callbacks/sandbox`;
+    const worker = await Worker.create({
+      connection: native,
+      taskQueue,
+      workflowBundle: await bundleBenchWorkflows(),
+      activities: createActivities({ db, config, logger }),
+      maxConcurrentActivityTaskExecutions: 200,
+      maxConcurrentWorkflowTaskExecutions: 200,
+      maxCachedWorkflows: 4000,
+    });
+    const running = worker.run();
+    stopWorker = async () => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running.catch(() => undefined);
+    };
+    const call = async (key: string, method: string, p: string, json?: unknown) => {
+      const res = await fetch(`${api.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: json === undefined ? undefined : JSON.stringify(json) });
+      const text = await res.text();
+      if (res.status >= 300) throw new Error(`${method} ${p} answered ${res.status}: ${text}`);
+      return text ? JSON.parse(text) : undefined;
+    };
+
+    // Setup (untimed): the organization, its agent, number and registration.
+    const org = await createOrganization(db, 'Bench texting');
+    const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES });
+    await call(key, 'PUT', '/sms', COMPLETE_BRAND);
+    const agentId = (await call(key, 'POST', '/agents', { name: 'Texting desk', voiceId: 'voice_ava', instructions: 'You answer questions about Acme Dental by text.' })).data.id as string;
+    await publishForBench(db, org.id, agentId, 'bench');
+    const ours = sandboxInventory('312')[0].e164;
+    const numberId = (await call(key, 'POST', '/numbers/purchase', { e164: ours })).data.id as string;
+    await call(key, 'POST', `/numbers/${numberId}/assign`, { agentId });
+    await call(key, 'PUT', `/numbers/${numberId}/sms`, { enabled: true });
+    await db('sms_registrations').where({ org_id: org.id }).update({ status: 'active' });
+    const senders = Array.from({ length: SENDERS }, (_, i) => `+1415555${String(1000 + i).padStart(4, '0')}`);
+    const secret = callbackSecret('sandbox');
+
+    const total = RATE * SECONDS;
+    const before = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
+    const t0 = performance.now();
+    const posts: Promise<void>[] = [];
+    for (let i = 0; i < total; i++) {
+      const due = t0 + (i * 1000) / RATE;
+      const wait = due - performance.now();
+      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+      const body = JSON.stringify({ type: 'message.inbound', id: `SMbench${i}`, from: senders[i % SENDERS], to: ours, text: i % 2 ? 'What time do you open on Saturday?' : 'Do you take new patients?' });
+      posts.push(
+        fetch(`${api.baseUrl}/sms/provider-callbacks/sandbox`, { method: 'POST', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(secret, body) }, body }).then(async (r) => {
+          if (r.status !== 200) throw new Error(`callback answered ${r.status}: ${await r.text()}`);
+        }),
+      );
+    }
+    await Promise.all(posts);
+    const offeredS = (performance.now() - t0) / 1000;
+    for (;;) {
+      const [{ n }] = await db('sms_messages').where({ org_id: org.id, direction: 'outbound', status: 'sent' }).whereNotNull('reply_to').count({ n: '*' });
+      if (Number(n) >= total) break;
+      if (performance.now() - t0 > LIMIT_MS) throw new Error(`${n}/${total} replies sent after ${LIMIT_MS / 1000} s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const doneS = (performance.now() - t0) / 1000;
+    const after = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
+    const rows = await db('sms_messages as r')
+      .join('sms_messages as i', function () {
+        this.on('i.id', '=', 'r.reply_to').andOn('i.org_id', '=', 'r.org_id');
+      })
+      .where({ 'r.org_id': org.id })
+      .select(db.raw('extract(epoch from (r.updated_at - i.created_at)) * 1000 as ms'));
+    const lat = rows.map((r: { ms: string }) => Number(r.ms));
+    const perText = (name: string) => (((after[name] ?? 0) - (before[name] ?? 0)) / total).toFixed(2);
+    console.log(`sms-replies: ${total} texts from ${SENDERS} counterparts offered at ${(total / offeredS).toFixed(0)}/s (target ${RATE}/s) to one agent (sandbox LLM), one API process`);
+    console.log(`sms-replies: all ${total} answered ${doneS.toFixed(2)} s after the first (${(total / doneS).toFixed(0)} replies/s)`);
+    console.log(`sms-replies: inbound webhook stored → reply handed to the carrier p50 ${pct(lat, 50).toFixed(0)} ms, p99 ${pct(lat, 99).toFixed(0)} ms, max ${pct(lat, 100).toFixed(0)} ms (target p99 < 250 ms)`);
+    console.log(`sms-replies: CPU per text: this process (API + worker + dev server) ${perText('node')} ms, Postgres ${perText('postgres')} ms`);
+  } finally {
+    delete process.env.SANDBOX_CALLBACK_URL;
+    stopSandboxDispatchers();
+    await stopWorker?.();
+    await closeApi?.();
+    await stack.close();
+  }
+}
+
+if (require.main === module) runBench('bench sms-replies', runSmsRepliesBench);
