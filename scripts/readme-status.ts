@@ -1,14 +1,15 @@
 /**
- * Writes the README's status table of spec operations (between the `<!-- status:begin -->` and
- * `<!-- status:end -->` markers) from the route table and the handler registry, so the README says
- * honestly what is built. `npx tsx scripts/readme-status.ts`; test/readme.test.ts fails when it is stale.
+ * Writes the status table of spec operations in docs/status.md (between the `<!-- status:begin -->` and
+ * `<!-- status:end -->` markers) from the route table and the handler registry, so the docs say
+ * honestly what is built. `npm run docs:status`; test/readme.test.ts fails when it is stale.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { HANDLERS } from '../api/routes';
 import { ROUTES } from '../api/routes/table';
 
-const README = path.join(__dirname, '..', 'README.md');
+/** The page that holds the status table. */
+export const STATUS_DOC = path.join(__dirname, '..', 'docs', 'status.md');
 
 /** The markdown table of every declared operation with its status. */
 export function statusTable(): string {
@@ -22,17 +23,17 @@ export function statusTable(): string {
   return lines.join('\n');
 }
 
-/** README text with the status section replaced. @throws when the markers are missing */
-export function renderReadme(text: string): string {
+/** The text of docs/status.md with the status section replaced. @throws when the markers are missing */
+export function renderStatusDoc(text: string): string {
   const begin = '<!-- status:begin -->';
   const end = '<!-- status:end -->';
   const i = text.indexOf(begin);
   const j = text.indexOf(end);
-  if (i < 0 || j < i) throw new Error('README.md has no status markers');
+  if (i < 0 || j < i) throw new Error('docs/status.md has no status markers');
   return `${text.slice(0, i + begin.length)}\n${statusTable()}\n${text.slice(j)}`;
 }
 
 if (require.main === module) {
-  fs.writeFileSync(README, renderReadme(fs.readFileSync(README, 'utf8')));
-  console.log('README.md status table updated');
+  fs.writeFileSync(STATUS_DOC, renderStatusDoc(fs.readFileSync(STATUS_DOC, 'utf8')));
+  console.log('docs/status.md status table updated');
 }
