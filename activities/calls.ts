@@ -15,8 +15,8 @@
  * handoff's `conversation_relay_start`, Twilio by requesting the voice webhook the dial named).
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { Context } from '@temporalio/activity';
 import type { Knex } from 'knex';
+import { whileHeartbeating } from './heartbeat';
 import type { ActivityDeps } from './index';
 import { createTelephony, type DialResult, type TelephonyAdapter, type TelephonyOptions } from '../providers/telephony';
 import { createLlm } from '../providers/llm';
@@ -59,18 +59,6 @@ export interface PlacedCallResult {
   outcome: string | null;
   /** Minutes of the call (charged once, whichever run charged them); 0 when it never connected. */
   minutes: number;
-}
-
-/** Heartbeats every 5 s while a dial waits for its call (outside an activity: a no-op). */
-function heartbeater(): { stop(): void } {
-  let ctx: Context | undefined;
-  try {
-    ctx = Context.current();
-  } catch {
-    return { stop() {} };
-  }
-  const timer = setInterval(() => ctx!.heartbeat(), 5000);
-  return { stop: () => clearInterval(timer) };
 }
 
 /** `call.completed` of a placed call that `ended` now (spec "Events"; schemas/types/events.ts). */
@@ -154,8 +142,8 @@ export function createCallActivities(deps: ActivityDeps, opts: CallActivityOptio
         if (problem) return fail(call, refusalOf(problem), null);
       }
       const request = { from: call.from, to: call.to, idempotencyKey: callId, agentId: call.agentId, callId };
-      const beat = heartbeater();
-      try {
+      // The whole dial, its outcome recorded included, heartbeats: a dead worker's attempt is retried within seconds.
+      return whileHeartbeating(async () => {
         const effect = await performOnce(db, orgId, {
           kind: 'dial',
           reference: callId,
@@ -177,9 +165,7 @@ export function createCallActivities(deps: ActivityDeps, opts: CallActivityOptio
         await opts.faults?.('after_record', 'dial', callId);
         if (res.outcome === 'answered' || res.outcome === 'voicemail') return await complete(call, res);
         return await fail(call, res.outcome, { provider, providerCallId: res.providerCallId, outcome: res.outcome });
-      } finally {
-        beat.stop();
-      }
+      });
     },
   };
 }

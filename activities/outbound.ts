@@ -13,7 +13,7 @@
  * Times come from the workflow (`now` arguments), so time-skipping tests and real runs agree.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { Context } from '@temporalio/activity';
+import { whileHeartbeating } from './heartbeat';
 import type { ActivityDeps } from './index';
 import { createTelephony, type DialResult, type TelephonyAdapter, type TelephonyOptions } from '../providers/telephony';
 import { CsvFormatError, readContactRows, type CsvContactRow } from '../domain/outbound/csv';
@@ -80,18 +80,6 @@ export interface DialInput {
   attemptId: string;
   /** Workflow time at the dial, ISO 8601 (the attempt's `lastDialedAt`, the event's `startedAt`). */
   now: string;
-}
-
-/** Heartbeats every 5 s while a dial waits for the call to end (outside an activity: a no-op). */
-function heartbeater(): { stop(): void } {
-  let ctx: Context | undefined;
-  try {
-    ctx = Context.current();
-  } catch {
-    return { stop() {} };
-  }
-  const timer = setInterval(() => ctx!.heartbeat(), 5000);
-  return { stop: () => clearInterval(timer) };
 }
 
 /**
@@ -233,10 +221,8 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
       // The message a machine gets after its beep (docs/voice.md "Voicemail"), from the campaign's pinned version.
       const voicemail = await campaignVoicemail(db, orgId, a.campaignId, a.agentId);
       const call = { from: a.callerId, to: a.e164, idempotencyKey: reference, agentId: a.agentId, campaignId: a.campaignId, ...(voicemail ? { voicemailMessage: voicemail.message } : {}) };
-      const beat = heartbeater();
-      let effect: Awaited<ReturnType<typeof performOnce<Awaited<ReturnType<TelephonyAdapter['dial']>>>>>;
-      try {
-        effect = await performOnce(db, orgId, {
+      const effect = await whileHeartbeating(() =>
+        performOnce(db, orgId, {
           kind: 'dial',
           reference,
           subjectId: attemptId,
@@ -247,10 +233,8 @@ export function createOutboundActivities(deps: ActivityDeps, opts: OutboundActiv
           lookup: (intent) =>
             telephonyOf().findCall(orgId, { reference, from: call.from, to: call.to, sinceMs: Date.parse(intent.createdAt) - 60_000, agentId: call.agentId, campaignId: call.campaignId, voicemailMessage: call.voicemailMessage }),
           fault: opts.faults,
-        });
-      } finally {
-        beat.stop();
-      }
+        }),
+      );
       // A voicemail left: its call completed (minutes charged once) before the attempt is recorded, so a
       // retry after a crash in between, finding the attempt still dialing, completes it then.
       const left = effect.state !== 'unknown' && effect.result.outcome === 'voicemail' && effect.result.voicemailMessage ? effect.result : null;

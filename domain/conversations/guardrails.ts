@@ -140,7 +140,7 @@ export function checkOutput(text: string, g: Guardrails): { text: string; decisi
 }
 
 /** Luhn check (ISO/IEC 7812-1) of a digit string. */
-function luhn(digits: string): boolean {
+export function luhn(digits: string): boolean {
   let sum = 0;
   for (let i = 0; i < digits.length; i++) {
     let d = digits.charCodeAt(digits.length - 1 - i) - 48;

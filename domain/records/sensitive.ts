@@ -9,6 +9,7 @@
  * ({@link sensitiveByName}); and any value that is a card number (13–19 digits passing the Luhn check) is
  * sensitive whatever its field, even one the schema declares `sensitive: false`. Pure functions.
  */
+import { luhn } from '../conversations/guardrails';
 
 /** A field of the organization's record schema, as classification reads it. */
 export interface RecordFieldRule {
@@ -50,17 +51,7 @@ export function sensitiveByName(name: string): boolean {
 export function holdsCardNumber(value: string): boolean {
   if (!/^[0-9][0-9 -]{11,30}[0-9]$/.test(value.trim())) return false;
   const digits = value.replace(/[ -]/g, '');
-  if (digits.length < 13 || digits.length > 19) return false;
-  let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
-    if (i % 2 === 1) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return sum % 10 === 0;
+  return digits.length >= 13 && digits.length <= 19 && luhn(digits);
 }
 
 /** Whether a field name is sensitive whatever its value: declared so, or (undeclared) named like a secret. */
