@@ -20,6 +20,7 @@ import { resolveIntent } from '../db/repositories/providerIntents';
 import { Context } from '@temporalio/activity';
 import { whileHeartbeating } from './heartbeat';
 import { answerInboundText, type InboundAnswer } from '../services/sms/answer';
+import { deliverText, type DeliveryResult } from '../services/sms/deliver';
 import { createLlm } from '../providers/llm';
 import { createSkillHttpClient } from '../providers/http/request';
 import type { LlmProvider } from '../domain/conversations/llm';
@@ -205,50 +206,13 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
       return whileHeartbeating(() => transitionSubmission(db, orgId, submissionId, to, registrationChanged(orgId)));
     },
     /**
-     * Re-checks a send right before it goes out (the recipient may have opted out, the number may have
-     * been disabled while the text was held) and hands it to the telephony provider once: the intent is
-     * recorded first, and a retry looks the text up by our message id instead of sending it again. When
-     * the provider cannot tell, the message is `failed` with error `provider_outcome_unknown`.
+     * Re-checks a send right before it goes out and hands it to the telephony provider once
+     * (services/sms/deliver.ts `deliverText`).
      * @returns the final local status: `sent`, or `failed` with the reason
      */
-    async smsDeliverMessage(orgId: string, messageId: string): Promise<{ status: 'sent' | 'failed'; error: string | null }> {
-      const m = await getMessageRecord(db, orgId, messageId);
-      if (!m) return { status: 'failed', error: 'message not found' };
-      if (m.status === 'sent' || m.status === 'delivered') return { status: 'sent', error: null };
-      if (m.status === 'failed') return { status: 'failed', error: m.error };
-      const refuse = async (error: string) => {
-        await advanceMessage(db, orgId, messageId, { status: 'failed', error }, messageChanged(orgId));
-        return { status: 'failed' as const, error };
-      };
-      const contact = await getContact(db, orgId, m.to);
-      // A keyword reply (the one STOP/START confirmation, the HELP answer) always answers the texter
-      // from the number they wrote to (CTIA): it goes to a number that has just opted out, from a number
-      // whose SMS toggle is off, before the registration is active. Nothing else does.
-      const keywordReply = m.trigger === 'keyword';
-      if (contact?.optedOut && !keywordReply) return refuse('recipient_opted_out');
-      const number = await getOwnedNumberByE164(db, orgId, m.from);
-      if (!number || (!number.smsEnabled && !keywordReply)) return refuse('number_not_sms_enabled');
-      const reg = await getRegistration(db, orgId);
-      if (reg?.status !== 'active' && !keywordReply) return refuse('registration_not_active');
-      const text = { from: m.from, to: m.to, body: m.body, mediaIds: m.mediaIds, reference: m.id };
+    async smsDeliverMessage(orgId: string, messageId: string): Promise<DeliveryResult> {
       // Heartbeats while the provider answers (workflows/smsMessage.ts sets a 5 s heartbeat timeout).
-      const effect = await whileHeartbeating(() => performOnce(db, orgId, {
-        kind: 'sms_send',
-        reference: m.id,
-        subjectId: m.id,
-        provider: telephonyOf().provider,
-        request: { from: m.from, to: m.to, length: m.body.length },
-        perform: () => telephonyOf().sendMessage(orgId, text),
-        lookup: () => telephonyOf().findMessage(orgId, m.id),
-        fault: opts.faults,
-      }));
-      if (effect.state === 'unknown') return refuse('provider_outcome_unknown');
-      await db.transaction(async (trx) => {
-        await resolveIntent(trx, orgId, effect.intent.id, effect.result);
-        await advanceMessage(trx, orgId, messageId, { status: 'sent', providerMessageId: effect.result.providerMessageId }, messageChanged(orgId));
-      });
-      await opts.faults?.('after_record', 'sms_send', m.id);
-      return { status: 'sent', error: null };
+      return whileHeartbeating(() => deliverText(db, telephonyOf(), orgId, messageId, opts.faults));
     },
 
     /**
@@ -259,7 +223,8 @@ export function createSmsActivities(deps: ActivityDeps, opts: SmsActivityOptions
      */
     async smsAnswerInbound(orgId: string, messageId: string): Promise<InboundAnswer> {
       const ctx = Context.current();
-      return answerInboundText({ db, llm: (llm ??= opts.llm ?? createLlm()), http: (http ??= createSkillHttpClient()), temporal: { client: ctx.client, taskQueue: ctx.info.taskQueue } }, orgId, messageId);
+      // This workflow delivers the reply durably: the owed answer is settled once the reply is queued.
+      return answerInboundText({ db, llm: (llm ??= opts.llm ?? createLlm()), http: (http ??= createSkillHttpClient()), temporal: { client: ctx.client, taskQueue: ctx.info.taskQueue } }, orgId, messageId, Date.now(), { settleAnswered: true });
     },
 
     /** Marks a message held until `heldUntil` (ISO 8601). */

@@ -16,6 +16,7 @@
  *   timer (no workflow signal per turn), and it works where no Temporal runs; a conversation ends within one
  *   interval of its timeout.
  */
+import { recoverPendingAnswers } from './sms/answer';
 import type { Logger } from 'pino';
 import type { Db } from '../db';
 import { rollUpEnded } from '../db/repositories/conversations';
@@ -42,6 +43,12 @@ export interface Housekeeping {
    * @returns how many conversations it ended
    */
   sweepIdle(now?: number): Promise<number>;
+  /**
+   * Hands texts still owed an agent's answer after their grace (the process that received them died) to
+   * `sms-reply/{id}` (services/sms/answer.ts `recoverPendingAnswers`); none without a Temporal client.
+   * @param now the time to judge by (default now) @returns how many were handed over
+   */
+  recoverAnswers(now?: Date): Promise<number>;
   /** Stops the timers and waits for the work in progress. */
   stop(): Promise<void>;
 }
@@ -60,6 +67,8 @@ export function startHousekeeping(opts: {
   rollupIntervalMs?: number;
   purgeIntervalMs?: number;
   idleIntervalMs?: number;
+  /** How often texts still owed an agent's answer are looked for, ms (default 15 s; 0: never). */
+  answersIntervalMs?: number;
   llm?: LlmProvider;
   temporal?: { client: Client; taskQueue: string };
 }): Housekeeping {
@@ -130,13 +139,21 @@ export function startHousekeeping(opts: {
     idleAt = now;
     return idleSweep();
   };
+  let answersAt: Date | undefined;
+  const answersSweep = single(async () => (opts.temporal ? recoverPendingAnswers(opts.db, opts.temporal, answersAt ?? new Date()) : 0));
+  const recoverAnswers = (now?: Date) => {
+    answersAt = now;
+    return answersSweep();
+  };
   every(opts.rollupIntervalMs ?? 2000, 'analytics rollup sweep', sweepRollup);
+  every(opts.answersIntervalMs ?? 15_000, 'pending SMS answers sweep', () => recoverAnswers());
   every(opts.idleIntervalMs ?? 30_000, 'idle conversation sweep', () => sweepIdle());
   every(opts.purgeIntervalMs ?? 3_600_000, 'OAuth purge', purgeExpired);
   return {
     sweepRollup,
     purgeExpired,
     sweepIdle,
+    recoverAnswers,
     stop: async () => {
       stopped = true;
       for (const t of timers) clearTimeout(t);

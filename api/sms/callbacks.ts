@@ -31,6 +31,8 @@ import { carrierEventSignal } from '../../workflows/definitions';
 import { SANDBOX_PROVIDER, type SandboxCallbackPayload } from '../../providers/carrier/sandbox';
 import { optInConfirmation, optOutConfirmation, parseInboundKeyword } from '../../domain/sms/keywords';
 import { messageChanged, messageReceived } from '../../events/sms';
+import { answerAndDeliver } from '../../services/sms/answer';
+import { createTelephony, type TelephonyAdapter } from '../../providers/telephony';
 import type { SmsProviderCallbackResult } from '../../schemas/types/sms';
 
 /** Providers whose callbacks are accepted. */
@@ -66,7 +68,7 @@ function parseBody(raw: string): { body: CallbackBody; media: InboundMediaItem[]
 }
 
 /** What the callback processing needs (keyword replies are started on Temporal when the API has it). */
-export type CallbackDeps = Pick<AppDeps, 'db' | 'config' | 'logger' | 'temporal'>;
+export type CallbackDeps = Pick<AppDeps, 'db' | 'config' | 'logger' | 'temporal' | 'providers'>;
 
 /**
  * Verifies, stores and applies one provider callback.
@@ -133,31 +135,45 @@ export async function applyProviderCallback(deps: CallbackDeps, provider: string
   // The stored event keeps the attachments' types and sizes, not their bytes (those go to sms_media).
   const inboundPayload = { ...body, media: media.map((m) => ({ contentType: m.contentType, sizeBytes: m.data.length })) } as unknown as Record<string, unknown>;
   const messageId = newId('msg');
+  // The number's agent owes an answer to a text that is no STOP/START/HELP keyword (CTIA: those are the keyword handler's).
+  const owed = !!owner.number.agentId && !parseInboundKeyword(body.text!);
   const stored = await db.transaction(async (trx) => {
     if (!(await storeProviderEvent(trx, owner.orgId, { provider, objectType: 'inbound', externalId: body.id, status: 'RECEIVED', revision: 0, payload: inboundPayload }))) return false;
     // Attachments are stored first, in the same transaction, so `sms.message.received` lists their ids.
     const mediaIds = await storeInboundMedia(trx, owner.orgId, messageId, media);
-    await insertMessage(trx, owner.orgId, { id: messageId, direction: 'inbound', trigger: null, from: body.from!, to: body.to!, body: body.text!, mediaIds, status: 'received', providerMessageId: body.id }, messageReceived(owner.orgId));
+    await insertMessage(trx, owner.orgId, { id: messageId, direction: 'inbound', trigger: null, from: body.from!, to: body.to!, body: body.text!, mediaIds, status: 'received', providerMessageId: body.id, answerState: owed ? 'pending' : null }, messageReceived(owner.orgId));
     return true;
   });
   if (!stored) return { received: true, duplicate: true };
-  // A keyword is the keyword handler's alone (CTIA): the model never answers STOP, START or HELP.
-  const keyword = await handleInboundKeyword(deps, owner.orgId, { from: body.from!, to: body.to!, text: body.text! });
-  if (!keyword && owner.number.agentId) await startAgentReply(deps, owner.orgId, messageId);
+  await handleInboundKeyword(deps, owner.orgId, { from: body.from!, to: body.to!, text: body.text! });
+  if (owed) answerSoon(deps, owner.orgId, messageId);
   return { received: true, duplicate: false };
 }
 
+/** Telephony adapters of this process, per database handle (the carrier the replies go out through). */
+const telephonyByDb = new WeakMap<object, TelephonyAdapter>();
+
 /**
- * Starts `sms-reply/{messageId}`: the agent of the number answers the text (services/sms/answer.ts). Without
- * Temporal, or when the start fails, the text stays stored and unanswered (logged).
+ * The number's agent answers the text in this process, right after the callback is acknowledged
+ * (services/sms/answer.ts `answerAndDeliver`: the turn, then the reply handed to the carrier). A failure hands
+ * the text to `sms-reply/{messageId}`, which retries durably; a process that dies meanwhile leaves the text
+ * `pending`, for the housekeeping sweep to hand over.
  */
-async function startAgentReply(deps: CallbackDeps, orgId: string, messageId: string): Promise<void> {
-  try {
-    if (!deps.temporal) throw new Error('this API process runs without Temporal');
-    await startWorkflow(deps.temporal, 'smsReply', { workflowId: workflowIds.smsReply(messageId), args: [{ orgId, messageId }], orgId, resourceId: messageId });
-  } catch (err) {
-    deps.logger.warn({ err, orgId, messageId }, 'the agent could not be asked to answer the text');
-  }
+function answerSoon(deps: CallbackDeps, orgId: string, messageId: string): void {
+  let telephony = telephonyByDb.get(deps.db);
+  if (!telephony) telephonyByDb.set(deps.db, (telephony = createTelephony({ db: deps.db, config: deps.config })));
+  const conversationDeps = { db: deps.db, llm: deps.providers.llm, http: deps.providers.skillHttp, temporal: deps.temporal, telephony };
+  setImmediate(() => {
+    answerAndDeliver(conversationDeps, orgId, messageId).catch(async (err) => {
+      deps.logger.warn({ err, orgId, messageId }, 'answering the text failed; the sms-reply workflow retries it');
+      try {
+        if (!deps.temporal) return;
+        await startWorkflow(deps.temporal, 'smsReply', { workflowId: workflowIds.smsReply(messageId), args: [{ orgId, messageId }], orgId, resourceId: messageId, workflowIdConflictPolicy: 'USE_EXISTING' });
+      } catch (startErr) {
+        deps.logger.warn({ err: startErr, orgId, messageId }, 'the sms-reply workflow could not be started; the housekeeping sweep will');
+      }
+    });
+  });
 }
 
 /**

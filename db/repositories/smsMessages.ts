@@ -90,6 +90,8 @@ export async function insertMessage(
     replyTo?: string | null;
     /** The conversation the text belongs to (an agent's `sms` conversation). */
     conversationId?: string | null;
+    /** An inbound text the number's agent owes an answer: `pending` (docs/sms.md "Agents answer texts"). */
+    answerState?: 'pending' | null;
   },
   onChange?: OnMessageChange,
 ): Promise<SmsMessage> {
@@ -106,6 +108,7 @@ export async function insertMessage(
     provider_message_id: m.providerMessageId ?? null,
     reply_to: m.replyTo ?? null,
     conversation_id: m.conversationId ?? null,
+    answer_state: m.answerState ?? null,
   };
   if (!onChange) {
     await db('sms_messages').insert(row).onConflict('id').ignore();
@@ -149,6 +152,20 @@ export async function findReplyTo(db: Db, orgId: string, inboundId: string): Pro
 }
 
 /** Records on an inbound text the agent conversation that took it up and, once the turn ran, its reply. */
+/** Ends an inbound text's owed answer: `answered`, or `declined` with why (an opt-out, the SMS toggle, …). */
+export async function settleInboundAnswer(db: Db, orgId: string, id: string, state: 'answered' | 'declined', note: string | null = null): Promise<void> {
+  await db('sms_messages').where({ org_id: orgId, id, direction: 'inbound', answer_state: 'pending' }).update({ answer_state: state, answer_note: note });
+}
+
+/**
+ * Inbound texts still owed an answer that arrived before `before` (their process died before answering),
+ * across organizations like the other housekeeping sweeps, oldest first. @returns at most `limit`
+ */
+export async function pendingAnswers(db: Db, before: Date, limit: number): Promise<{ orgId: string; id: string }[]> {
+  const rows = await db('sms_messages').where({ answer_state: 'pending' }).where('created_at', '<', before).orderBy('created_at').limit(limit).select('org_id', 'id');
+  return rows.map((r: { org_id: string; id: string }) => ({ orgId: r.org_id, id: r.id }));
+}
+
 export async function setInboundAnswer(db: Db, orgId: string, id: string, answer: { conversationId: string; agentReply?: string }): Promise<void> {
   await db('sms_messages')
     .where({ org_id: orgId, id, direction: 'inbound' })

@@ -21,7 +21,10 @@ import { getAgent, isUniqueViolation } from '../../db/repositories/agents';
 import { findOpenSmsConversation, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
 import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
 import { getContact } from '../../db/repositories/smsContacts';
-import { findReplyTo, getMessageRecord, setInboundAnswer, type SmsMessageRecord } from '../../db/repositories/smsMessages';
+import { findReplyTo, getMessageRecord, pendingAnswers, setInboundAnswer, settleInboundAnswer, type SmsMessageRecord } from '../../db/repositories/smsMessages';
+import type { TelephonyAdapter } from '../../providers/telephony';
+import { startWorkflow, workflowIds } from '../../temporal.config';
+import { deliverText, type DeliveryResult } from './deliver';
 import { getRegistration } from '../../db/repositories/smsRegistrations';
 import { ApiError } from '../../domain/errors';
 import { parseInboundKeyword } from '../../domain/sms/keywords';
@@ -64,11 +67,73 @@ export function smsSettingsOf(agent: Partial<CompiledAgent>): { maxSegments: num
  * @throws LLM failures (502/503 ApiError) and database errors: the caller retries
  */
 export async function answerInboundText(
-  deps: ConversationDeps & { temporal: { client: Client; taskQueue: string } },
+  deps: ConversationDeps & { temporal?: { client: Client; taskQueue: string } },
   orgId: string,
   messageId: string,
   now = Date.now(),
+  opts: { settleAnswered?: boolean } = {},
 ): Promise<InboundAnswer> {
+  const answer = await composeAnswer(deps, orgId, messageId, now);
+  // The owed answer ends here when there is none, or (the workflow, which delivers durably) when it is queued.
+  if (!answer.answered && answer.reason !== 'not_found') await settleInboundAnswer(deps.db, orgId, messageId, 'declined', answer.reason);
+  else if (answer.answered && opts.settleAnswered) await settleInboundAnswer(deps.db, orgId, messageId, 'answered');
+  return answer;
+}
+
+/**
+ * Answers an inbound text in the process that received it (the API, right after the provider's callback
+ * was stored): the turn, then the reply handed to the carrier at once — or, held to quiet hours, to
+ * `sms-message/{id}`'s durable timer. The text stays `pending` until then, so a process that dies midway
+ * leaves it to {@link recoverPendingAnswers}.
+ * @returns the answer and, when the reply went out now, its delivery
+ * @throws what the turn or the delivery threw (the caller hands the text to the workflow)
+ */
+export async function answerAndDeliver(
+  deps: ConversationDeps & { temporal?: { client: Client; taskQueue: string }; telephony: TelephonyAdapter },
+  orgId: string,
+  messageId: string,
+): Promise<{ answer: InboundAnswer; delivery?: DeliveryResult }> {
+  const answer = await answerInboundText(deps, orgId, messageId);
+  if (!answer.answered) return { answer };
+  if (answer.heldUntil) {
+    if (!deps.temporal) return { answer }; // stays pending: the recovery sweep's workflow holds it once Temporal is back
+    await startWorkflow(deps.temporal, 'smsMessage', { workflowId: workflowIds.smsMessage(answer.replyMessageId), args: [{ orgId, messageId: answer.replyMessageId, holdUntil: answer.heldUntil }], orgId, resourceId: answer.replyMessageId });
+    await settleInboundAnswer(deps.db, orgId, messageId, 'answered');
+    return { answer };
+  }
+  const delivery = await deliverText(deps.db, deps.telephony, orgId, answer.replyMessageId);
+  await settleInboundAnswer(deps.db, orgId, messageId, 'answered');
+  return { answer, delivery };
+}
+
+/** Seconds after which a text still owed an answer is handed to the workflow (its process died). */
+export const PENDING_ANSWER_GRACE_SECONDS = 30;
+/** Texts older than this are no longer answered by the recovery sweep, seconds (a day, the SMS idle timeout's default). */
+export const PENDING_ANSWER_MAX_AGE_SECONDS = 86_400;
+
+/**
+ * Hands texts still owed an answer {@link PENDING_ANSWER_GRACE_SECONDS} after they arrived (the process that
+ * received them died before answering) to `sms-reply/{id}`, which answers them durably; a running one is
+ * kept. Run by housekeeping in every process with a Temporal client.
+ * @returns how many were handed over
+ */
+export async function recoverPendingAnswers(db: Db, temporal: { client: Client; taskQueue: string }, now = new Date(), limit = 100): Promise<number> {
+  const due = (await pendingAnswers(db, new Date(now.getTime() - PENDING_ANSWER_GRACE_SECONDS * 1000), limit));
+  let started = 0;
+  for (const t of due) {
+    const created = await getMessageRecord(db, t.orgId, t.id);
+    if (!created || now.getTime() - Date.parse(created.createdAt) > PENDING_ANSWER_MAX_AGE_SECONDS * 1000) {
+      await settleInboundAnswer(db, t.orgId, t.id, 'declined', 'too_old');
+      continue;
+    }
+    await startWorkflow(temporal, 'smsReply', { workflowId: workflowIds.smsReply(t.id), args: [{ orgId: t.orgId, messageId: t.id }], orgId: t.orgId, resourceId: t.id, workflowIdConflictPolicy: 'USE_EXISTING' });
+    started++;
+  }
+  return started;
+}
+
+/** Composes the answer (see {@link answerInboundText}). */
+async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Client; taskQueue: string } }, orgId: string, messageId: string, now: number): Promise<InboundAnswer> {
   const { db } = deps;
   const m = await getMessageRecord(db, orgId, messageId);
   if (!m || m.direction !== 'inbound') return { answered: false, reason: 'not_found' };

@@ -69,7 +69,7 @@ export async function queueText(
   const contact = await getContact(db, orgId, to);
   if (contact?.optedOut) throw new ApiError(409, 'recipient_opted_out', 'The recipient opted out (STOP) or withdrew consent');
   const requestedMedia = text.checkMedia ? await text.checkMedia() : [];
-  if (!temporal) throw temporalUnavailable();
+  if (!temporal && text.delivery !== 'caller') throw temporalUnavailable();
 
   const exempt = text.trigger === 'reply' && reg.quietHoursRepliesExempt;
   const decision = exempt ? null : quietHoursDecision(to, new Date());
@@ -91,7 +91,7 @@ export async function queueText(
     if (inTransaction) await inTransaction(trx, data);
     return data;
   });
-  if (text.delivery === 'caller') return data;
+  if (text.delivery === 'caller' || !temporal) return data;
   try {
     await startWorkflow(temporal, 'smsMessage', { workflowId: workflowIds.smsMessage(id), args: [{ orgId, messageId: id, holdUntil }], orgId, resourceId: id });
   } catch {

@@ -16,7 +16,7 @@ import { sandboxInventory } from '../../providers/telephony/sandbox';
 import { publishDraft } from './agents-fixtures';
 import { until } from '../helpers/wait';
 import { allMessages, getConversation } from '../../db/repositories/conversations';
-import { answerInboundText } from '../../services/sms/answer';
+import { answerInboundText, recoverPendingAnswers } from '../../services/sms/answer';
 import { createLlm } from '../../providers/llm';
 import { createSkillHttpClient } from '../../providers/http/request';
 import { testTemporal } from '../helpers/temporal';
@@ -99,8 +99,11 @@ describe('agents answer texts (inbound SMS → turn → reply)', function () {
     const reply = await until(async () => ((r) => (r && r.status !== 'queued' ? r : undefined))(await replyTo(o.orgId, first.id)), 30_000, 'the reply');
     expect(reply).to.include({ direction: 'outbound', trigger: 'reply', from_e164: o.ours, to_e164: sender });
     expect(reply.status).to.be.oneOf(['sent', 'delivered']);
-    const stored = await t.db('sms_messages').where({ id: first.id }).first();
+    const stored = await until(async () => ((r) => (r.answer_state === 'answered' ? r : undefined))(await t.db('sms_messages').where({ id: first.id }).first()), 20_000, 'the answer settled');
     expect(stored.conversation_id).to.equal(reply.conversation_id);
+    // Answered in the API process that took the callback: no workflow was needed.
+    const { client } = await testTemporal();
+    expect(await client.workflow.getHandle(`sms-reply/${first.id}`).describe().then(() => 'started', () => 'none')).to.equal('none');
 
     const conversation = (await getConversation(t.db, o.orgId, reply.conversation_id))!;
     expect(conversation).to.include({ channel: 'sms', agentId: o.agentId, status: 'active', mode: 'published' });
@@ -130,10 +133,10 @@ describe('agents answer texts (inbound SMS → turn → reply)', function () {
     const confirmation = await until(async () => t.db('sms_messages').where({ org_id: o.orgId, direction: 'outbound', trigger: 'keyword', to_e164: sender }).first(), 20_000, 'the STOP confirmation');
     expect(confirmation.body).to.match(/unsubscribed/);
     const after = await inbound(o.ours, sender, 'Are you open today?');
-    // The agent's answer workflow runs and declines: no turn, no reply.
-    const { client } = await testTemporal();
-    const result = await client.workflow.getHandle(`sms-reply/${after.id}`).result();
-    expect(result).to.deep.equal({ answered: false, reason: 'recipient_opted_out' });
+    // The agent's answer declines: no turn, no reply; the text is owed nothing more.
+    const settled = await until(async () => ((r) => (r.answer_state !== 'pending' ? r : undefined))(await t.db('sms_messages').where({ id: after.id }).first()), 20_000, 'the answer settled');
+    expect(settled).to.include({ answer_state: 'declined', answer_note: 'recipient_opted_out' });
+    expect((await t.db('sms_messages').where({ id: stop.id }).first()).answer_state).to.equal(null);
     expect(await replyTo(o.orgId, stop.id)).to.equal(undefined);
     expect(await replyTo(o.orgId, after.id)).to.equal(undefined);
     expect(await t.db('conversations').where({ org_id: o.orgId, channel: 'sms' })).to.have.length(0);
@@ -142,8 +145,8 @@ describe('agents answer texts (inbound SMS → turn → reply)', function () {
   it('does not answer on a number that is not SMS-enabled (no turn, nothing sent)', async () => {
     const o = await textingOrg({ smsEnabled: false });
     const text = await inbound(o.ours, '+12125550143', 'Hello?');
-    const { client } = await testTemporal();
-    expect(await client.workflow.getHandle(`sms-reply/${text.id}`).result()).to.deep.equal({ answered: false, reason: 'number_not_sms_enabled' });
+    const settled = await until(async () => ((r) => (r.answer_state !== 'pending' ? r : undefined))(await t.db('sms_messages').where({ id: text.id }).first()), 20_000, 'the answer settled');
+    expect(settled).to.include({ answer_state: 'declined', answer_note: 'number_not_sms_enabled' });
     expect(await t.db('conversations').where({ org_id: o.orgId, channel: 'sms' })).to.have.length(0);
     expect(await t.db('sms_messages').where({ org_id: o.orgId, direction: 'outbound' })).to.have.length(0);
   });
@@ -166,5 +169,24 @@ describe('agents answer texts (inbound SMS → turn → reply)', function () {
     const old = (await getConversation(t.db, o.orgId, reply.conversation_id))!;
     expect(old).to.include({ status: 'ended', endReason: 'idle' });
     expect((answer as { conversationId: string }).conversationId).to.not.equal(old.id);
+  });
+
+  it('hands a text still owed an answer after its process died to the sms-reply workflow, which answers it once', async () => {
+    const o = await textingOrg();
+    const sender = '+12125550145';
+    // As a process that stored the text and died before answering leaves it.
+    const id = `msg_orphan${crypto.randomBytes(4).toString('hex')}`;
+    await t.db('sms_messages').insert({ id, org_id: o.orgId, direction: 'inbound', from_e164: sender, to_e164: o.ours, body: 'Is anyone there?', status: 'received', media_ids: [], answer_state: 'pending', created_at: new Date(Date.now() - 60_000) });
+    const { client } = await testTemporal();
+    const recovered = await recoverPendingAnswers(t.db, { client, taskQueue: t.taskQueue! }, new Date(), 1000);
+    expect(recovered).to.be.at.least(1);
+    const result = await client.workflow.getHandle(`sms-reply/${id}`).result();
+    expect(result).to.include({ answered: true });
+    expect(result.delivery).to.deep.equal({ status: 'sent', error: null });
+    expect(await t.db('sms_messages').where({ org_id: o.orgId, reply_to: id })).to.have.length(1);
+    expect((await t.db('sms_messages').where({ id }).first()).answer_state).to.equal('answered');
+    // Answered: the next sweep hands over nothing of it.
+    await recoverPendingAnswers(t.db, { client, taskQueue: t.taskQueue! }, new Date(), 1000);
+    expect(await t.db('sms_messages').where({ org_id: o.orgId, reply_to: id })).to.have.length(1);
   });
 });

@@ -20,6 +20,8 @@ export interface TestApi {
   db: Db;
   databaseUrl: string;
   config: AppConfig;
+  /** The task queue of the API's workflows and of its worker (when the API was started with one). */
+  taskQueue?: string;
   /** Creates an organization and a secret key with `scopes` (default: every non-reserved scope). */
   org(name?: string, scopes?: string[], opts?: { rateLimitPoints?: number; rateLimitWindowSeconds?: number }): Promise<{ orgId: string; key: string; keyId: string }>;
   /** fetch against the API: `call('GET', '/sms', { key })`. JSON bodies are serialized unless `raw` is given. */
@@ -68,6 +70,7 @@ export async function startTestApi(
     db,
     databaseUrl,
     config,
+    taskQueue: temporal?.taskQueue,
     async org(name = 'Test Org', scopes = NON_RESERVED_SCOPES, opts = {}) {
       const org = await createOrganization(db, name);
       const { key, info } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes, ...opts });

@@ -1,0 +1,67 @@
+/**
+ * Handing one queued text to the carrier (spec "SMS"; docs/sms.md "Numbers, consent and sending"), shared by
+ * the `sms-message/{id}` workflow's delivery activity and the in-process answer to an inbound text: the send
+ * is re-checked right before it goes out (the recipient may have opted out, the number may have been
+ * disabled while the text was held) and handed to the provider once — the intent is recorded first
+ * (services/effects.ts `performOnce`), and a retry looks the text up by our message id instead of sending it
+ * again. When the provider cannot tell, the message is `failed` with error `provider_outcome_unknown`.
+ */
+import type { Db } from '../../db';
+import { advanceMessage, getMessageRecord } from '../../db/repositories/smsMessages';
+import { getContact } from '../../db/repositories/smsContacts';
+import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
+import { getRegistration } from '../../db/repositories/smsRegistrations';
+import { resolveIntent } from '../../db/repositories/providerIntents';
+import { messageChanged } from '../../events/sms';
+import type { TelephonyAdapter } from '../../providers/telephony';
+import { performOnce, type FaultHook } from '../effects';
+
+/** How a delivery ended: `sent`, or `failed` with the reason. */
+export interface DeliveryResult {
+  status: 'sent' | 'failed';
+  error: string | null;
+}
+
+/**
+ * Delivers a queued (or held) text once. Idempotent: a sent or failed text answers its state.
+ * @param telephony the carrier adapter (its `provider` names the intent's provider)
+ * @param faults tests only: crash points of the provider write
+ */
+export async function deliverText(db: Db, telephony: TelephonyAdapter, orgId: string, messageId: string, faults?: FaultHook): Promise<DeliveryResult> {
+  const m = await getMessageRecord(db, orgId, messageId);
+  if (!m) return { status: 'failed', error: 'message not found' };
+  if (m.status === 'sent' || m.status === 'delivered') return { status: 'sent', error: null };
+  if (m.status === 'failed') return { status: 'failed', error: m.error };
+  const refuse = async (error: string) => {
+    await advanceMessage(db, orgId, messageId, { status: 'failed', error }, messageChanged(orgId));
+    return { status: 'failed' as const, error };
+  };
+  const contact = await getContact(db, orgId, m.to);
+  // A keyword reply (the one STOP/START confirmation, the HELP answer) always answers the texter
+  // from the number they wrote to (CTIA): it goes to a number that has just opted out, from a number
+  // whose SMS toggle is off, before the registration is active. Nothing else does.
+  const keywordReply = m.trigger === 'keyword';
+  if (contact?.optedOut && !keywordReply) return refuse('recipient_opted_out');
+  const number = await getOwnedNumberByE164(db, orgId, m.from);
+  if (!number || (!number.smsEnabled && !keywordReply)) return refuse('number_not_sms_enabled');
+  const reg = await getRegistration(db, orgId);
+  if (reg?.status !== 'active' && !keywordReply) return refuse('registration_not_active');
+  const text = { from: m.from, to: m.to, body: m.body, mediaIds: m.mediaIds, reference: m.id };
+  const effect = await performOnce(db, orgId, {
+    kind: 'sms_send',
+    reference: m.id,
+    subjectId: m.id,
+    provider: telephony.provider,
+    request: { from: m.from, to: m.to, length: m.body.length },
+    perform: () => telephony.sendMessage(orgId, text),
+    lookup: () => telephony.findMessage(orgId, m.id),
+    fault: faults,
+  });
+  if (effect.state === 'unknown') return refuse('provider_outcome_unknown');
+  await db.transaction(async (trx) => {
+    await resolveIntent(trx, orgId, effect.intent.id, effect.result);
+    await advanceMessage(trx, orgId, messageId, { status: 'sent', providerMessageId: effect.result.providerMessageId }, messageChanged(orgId));
+  });
+  await faults?.('after_record', 'sms_send', m.id);
+  return { status: 'sent', error: null };
+}
