@@ -11,6 +11,8 @@
  * of this process (API + worker + dev server) and of Postgres. Delivery receipts are held back
  * (SANDBOX_TELEPHONY_DELAY_MS) so the reply's `updated_at` is its `sent` time.
  *
+ * `BENCH_COUNT_QUERIES=1` also prints the statements each text costs through this process's pool, most frequent first.
+ *
  * Run: `BENCH_ONLY=sms-replies npm run bench` or `npx tsx bench/smsReplies.ts`.
  */
 import { Worker } from '@temporalio/worker';
@@ -83,6 +85,14 @@ export async function runSmsRepliesBench(): Promise<void> {
     const secret = callbackSecret('sandbox');
 
     const total = RATE * SECONDS;
+    // BENCH_COUNT_QUERIES=1: how many statements each answered text costs, by their first words.
+    const counted = new Map<string, number>();
+    if (process.env.BENCH_COUNT_QUERIES) {
+      db.on('query', (q: { sql: string }) => {
+        const k = q.sql.replace(/\s+/g, ' ').slice(0, 60);
+        counted.set(k, (counted.get(k) ?? 0) + 1);
+      });
+    }
     const before = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
     const t0 = performance.now();
     const posts: Promise<void>[] = [];
@@ -118,6 +128,11 @@ export async function runSmsRepliesBench(): Promise<void> {
     console.log(`sms-replies: ${total} texts from ${SENDERS} counterparts offered at ${(total / offeredS).toFixed(0)}/s (target ${RATE}/s) to one agent (sandbox LLM), one API process`);
     console.log(`sms-replies: all ${total} answered ${doneS.toFixed(2)} s after the first (${(total / doneS).toFixed(0)} replies/s)`);
     console.log(`sms-replies: inbound webhook stored → reply handed to the carrier p50 ${pct(lat, 50).toFixed(0)} ms, p99 ${pct(lat, 99).toFixed(0)} ms, max ${pct(lat, 100).toFixed(0)} ms (target p99 < 250 ms)`);
+    if (counted.size) {
+      const all = [...counted.values()].reduce((a, b) => a + b, 0);
+      console.log(`sms-replies: ${(all / total).toFixed(1)} statements per text through this process's pool; the most frequent:`);
+      for (const [k, n] of [...counted].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${(n / total).toFixed(2)}  ${k}`);
+    }
     console.log(`sms-replies: CPU per text: this process (API + worker + dev server) ${perText('node')} ms, Postgres ${perText('postgres')} ms`);
   } finally {
     delete process.env.SANDBOX_CALLBACK_URL;
