@@ -101,7 +101,8 @@ export async function answerAndDeliver(
     await settleInboundAnswer(deps.db, orgId, messageId, 'answered');
     return { answer };
   }
-  const delivery = await deliverText(deps.db, deps.telephony, orgId, answer.replyMessageId);
+  // Queued a moment ago under every rule: handed to the carrier without reading the rules again.
+  const delivery = await deliverText(deps.db, deps.telephony, orgId, answer.replyMessageId, undefined, { checkedNow: true });
   await settleInboundAnswer(deps.db, orgId, messageId, 'answered');
   return { answer, delivery };
 }
@@ -118,7 +119,7 @@ export const PENDING_ANSWER_MAX_AGE_SECONDS = 86_400;
  * @returns how many were handed over
  */
 export async function recoverPendingAnswers(db: Db, temporal: { client: Client; taskQueue: string }, now = new Date(), limit = 100): Promise<number> {
-  const due = (await pendingAnswers(db, new Date(now.getTime() - PENDING_ANSWER_GRACE_SECONDS * 1000), limit));
+  const due = await pendingAnswers(db, new Date(now.getTime() - PENDING_ANSWER_GRACE_SECONDS * 1000), limit);
   let started = 0;
   for (const t of due) {
     const created = await getMessageRecord(db, t.orgId, t.id);
@@ -137,23 +138,27 @@ async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Cli
   const { db } = deps;
   const m = await getMessageRecord(db, orgId, messageId);
   if (!m || m.direction !== 'inbound') return { answered: false, reason: 'not_found' };
-  // Answered before (a retried activity): the same reply, which the workflow delivers once (its delivery is idempotent).
-  const already = await replied(db, orgId, m);
+  // Answered before (a retried activity): the same reply, which the workflow delivers once (its delivery is
+  // idempotent). A reply is stored only after the turn's text was recorded on the inbound text.
+  const already = m.agentReply !== null ? await replied(db, orgId, m) : null;
   if (already) return already;
   if (parseInboundKeyword(m.body)) return { answered: false, reason: 'keyword' };
   const number = await getOwnedNumberByE164(db, orgId, m.to);
   if (!number?.agentId) return { answered: false, reason: 'no_agent' };
   // Rules that would refuse the reply are checked before the model runs (docs/sms.md).
-  if ((await getContact(db, orgId, m.from))?.optedOut) return { answered: false, reason: 'recipient_opted_out' };
+  const contact = await getContact(db, orgId, m.from);
+  if (contact?.optedOut) return { answered: false, reason: 'recipient_opted_out' };
   if (!number.smsEnabled) return { answered: false, reason: 'number_not_sms_enabled' };
-  if ((await getRegistration(db, orgId))?.status !== 'active') return { answered: false, reason: 'registration_not_active' };
+  const registration = await getRegistration(db, orgId);
+  if (registration?.status !== 'active') return { answered: false, reason: 'registration_not_active' };
 
   const conversation = await conversationFor(deps, orgId, number.agentId, m, now);
   if (!conversation) return { answered: false, reason: 'agent_not_published' };
   const agent = await pinnedAgent(db, conversation);
   let reply = m.agentReply;
   if (reply === null) {
-    reply = await earlierReply(db, conversation, m);
+    // Only an attempt that got as far as the conversation before can have stored a turn for this text.
+    reply = m.conversationId ? await earlierReply(db, conversation, m) : null;
     if (reply === null) {
       const outcome = await turnWhenFree(deps, conversation, turnText(m));
       reply = outcome.reply?.content ?? '';
@@ -164,7 +169,7 @@ async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Cli
   const body = fitToSegments(reply, smsSettingsOf(agent).maxSegments);
   const segments = countSegments(body).segments;
   try {
-    const queued = await queueText(db, deps.temporal, orgId, { from: m.to, to: m.from, body, trigger: 'reply', replyTo: { messageId: m.id, conversationId: conversation.id }, delivery: 'caller' }, (trx, data) =>
+    const queued = await queueText(db, deps.temporal, orgId, { from: m.to, to: m.from, body, trigger: 'reply', replyTo: { messageId: m.id, conversationId: conversation.id }, delivery: 'caller', checked: { number, registration, contact } }, (trx, data) =>
       recordUsage(trx, orgId, {
         ...SEGMENT_FEE,
         amountCents: SEGMENT_FEE.amountCents * segments,

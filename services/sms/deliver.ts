@@ -26,8 +26,10 @@ export interface DeliveryResult {
  * Delivers a queued (or held) text once. Idempotent: a sent or failed text answers its state.
  * @param telephony the carrier adapter (its `provider` names the intent's provider)
  * @param faults tests only: crash points of the provider write
+ * @param opts.checkedNow the text was queued a moment ago by this process under every rule (an agent's
+ *   answer delivered at once): the rules are not read again
  */
-export async function deliverText(db: Db, telephony: TelephonyAdapter, orgId: string, messageId: string, faults?: FaultHook): Promise<DeliveryResult> {
+export async function deliverText(db: Db, telephony: TelephonyAdapter, orgId: string, messageId: string, faults?: FaultHook, opts: { checkedNow?: boolean } = {}): Promise<DeliveryResult> {
   const m = await getMessageRecord(db, orgId, messageId);
   if (!m) return { status: 'failed', error: 'message not found' };
   if (m.status === 'sent' || m.status === 'delivered') return { status: 'sent', error: null };
@@ -36,16 +38,10 @@ export async function deliverText(db: Db, telephony: TelephonyAdapter, orgId: st
     await advanceMessage(db, orgId, messageId, { status: 'failed', error }, messageChanged(orgId));
     return { status: 'failed' as const, error };
   };
-  const contact = await getContact(db, orgId, m.to);
-  // A keyword reply (the one STOP/START confirmation, the HELP answer) always answers the texter
-  // from the number they wrote to (CTIA): it goes to a number that has just opted out, from a number
-  // whose SMS toggle is off, before the registration is active. Nothing else does.
-  const keywordReply = m.trigger === 'keyword';
-  if (contact?.optedOut && !keywordReply) return refuse('recipient_opted_out');
-  const number = await getOwnedNumberByE164(db, orgId, m.from);
-  if (!number || (!number.smsEnabled && !keywordReply)) return refuse('number_not_sms_enabled');
-  const reg = await getRegistration(db, orgId);
-  if (reg?.status !== 'active' && !keywordReply) return refuse('registration_not_active');
+  if (!opts.checkedNow) {
+    const problem = await sendProblem(db, orgId, m);
+    if (problem) return refuse(problem);
+  }
   const text = { from: m.from, to: m.to, body: m.body, mediaIds: m.mediaIds, reference: m.id };
   const effect = await performOnce(db, orgId, {
     kind: 'sms_send',
@@ -64,4 +60,20 @@ export async function deliverText(db: Db, telephony: TelephonyAdapter, orgId: st
   });
   await faults?.('after_record', 'sms_send', m.id);
   return { status: 'sent', error: null };
+}
+
+/**
+ * Why a queued text may not go out now, or null: the recipient opted out, the number is not SMS-enabled or
+ * the registration is not active. A keyword reply (the one STOP/START confirmation, the HELP answer) always
+ * answers the texter from the number they wrote to (CTIA): it goes to a number that has just opted out, from a
+ * number whose SMS toggle is off, before the registration is active. Nothing else does.
+ */
+async function sendProblem(db: Db, orgId: string, m: { from: string; to: string; trigger: string | null }): Promise<string | null> {
+  const keywordReply = m.trigger === 'keyword';
+  if (keywordReply) return (await getOwnedNumberByE164(db, orgId, m.from)) ? null : 'number_not_sms_enabled';
+  if ((await getContact(db, orgId, m.to))?.optedOut) return 'recipient_opted_out';
+  const number = await getOwnedNumberByE164(db, orgId, m.from);
+  if (!number || !number.smsEnabled) return 'number_not_sms_enabled';
+  if ((await getRegistration(db, orgId))?.status !== 'active') return 'registration_not_active';
+  return null;
 }

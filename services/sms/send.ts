@@ -39,6 +39,15 @@ export interface TextToQueue {
   /** An agent's reply: the inbound text it answers (one reply per text) and the agent's conversation. */
   replyTo?: { messageId: string; conversationId: string };
   /**
+   * The number, registration and recipient the caller read for this send a moment ago (the agent's answer
+   * checks them before its model runs): the same rules are applied to them, without reading them again.
+   */
+  checked?: {
+    number: Awaited<ReturnType<typeof getOwnedNumberByE164>>;
+    registration: Awaited<ReturnType<typeof getRegistration>>;
+    contact: Awaited<ReturnType<typeof getContact>>;
+  };
+  /**
    * `caller`: the caller's own workflow delivers the text (the agent's `sms-reply/{id}`, which runs the same
    * steps as `sms-message/{id}`), so no workflow is started here. Default `workflow`.
    */
@@ -61,12 +70,12 @@ export async function queueText(
 ): Promise<SmsMessage & { heldUntil: string | null }> {
   const { from, to } = text;
   if (!isUsNumber(to)) throw new ApiError(422, 'recipient_not_us', 'Texting is US-only: the recipient is not a US number', { errors: [{ field: 'to', message: 'must be a US number' }] });
-  const number = await getOwnedNumberByE164(db, orgId, from);
+  const number = text.checked?.number ?? (await getOwnedNumberByE164(db, orgId, from));
   if (!number) throw new ApiError(404, 'number_not_found', `${from} is not a number of this organization`);
   if (!number.smsEnabled) throw new ApiError(409, 'number_not_sms_enabled', `${from} is not SMS-enabled; enable it with PUT /numbers/${number.id}/sms`);
-  const reg = await getRegistration(db, orgId);
+  const reg = text.checked ? text.checked.registration : await getRegistration(db, orgId);
   if (reg?.status !== 'active') throw new ApiError(409, 'registration_not_active', `The 10DLC registration is ${reg?.status ?? 'not saved'}; texts can be sent once it is active`);
-  const contact = await getContact(db, orgId, to);
+  const contact = text.checked ? text.checked.contact : await getContact(db, orgId, to);
   if (contact?.optedOut) throw new ApiError(409, 'recipient_opted_out', 'The recipient opted out (STOP) or withdrew consent');
   const requestedMedia = text.checkMedia ? await text.checkMedia() : [];
   if (!temporal && text.delivery !== 'caller') throw temporalUnavailable();
