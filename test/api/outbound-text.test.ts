@@ -1,7 +1,7 @@
 /**
  * What reaches a person (docs/api-notes.md "Conversations": outbound text): one script walked on every channel
- * that has a test helper — chat (secret key), the widget (publishable key and session token) and a phone call
- * over the voice relay (the sandbox caller) — through a greeting with an unfilled placeholder, knowledge with
+ * that has a test helper — chat (secret key), the widget (publishable key and session token), texts to the
+ * agent's number (signed sandbox callbacks) and a phone call over the voice relay (the sandbox caller) — through a greeting with an unfilled placeholder, knowledge with
  * headings, a skill that fails on the model's path, a playbook whose skill fails, and leaving a playbook; then
  * a misbehaving upstream model on the OpenAI-compatible adapter. No outbound line may carry `{{`, `(source:`, a
  * JSON object, a stack frame or an internal name or code; the receipts keep the sources and the errors.
@@ -16,6 +16,8 @@ import { createSource } from '../../db/repositories/knowledge';
 import { createLogger } from '../../runtime';
 import { sandboxInventory } from '../../providers/telephony/sandbox';
 import { placeSandboxCall } from '../../providers/telephony/sandboxCaller';
+import { COMPLETE_BRAND, postCallback } from './sms-fixtures';
+import { until } from '../helpers/wait';
 
 const SITE = 'https://clinic.example.com';
 
@@ -46,7 +48,7 @@ const SCRIPT = [
   'never mind',
 ];
 
-describe('outbound text on chat, widget and voice (sandbox LLM)', () => {
+describe('outbound text on chat, widget, SMS and voice (sandbox LLM)', () => {
   let t: TestApi;
   let org: { orgId: string; key: string; keyId: string };
   let agentId: string;
@@ -141,6 +143,25 @@ describe('outbound text on chat, widget and voice (sandbox LLM)', () => {
     }
     assertSpeakable(said, 'widget replies');
     assertSpeakable(await stored(started.session.id), 'widget transcript');
+  });
+
+  it("sms: the same script texted to the agent's number, each reply as it goes out to the carrier", async () => {
+    expect((await t.call('PUT', '/sms', { key: org.key, json: COMPLETE_BRAND })).status).to.equal(200);
+    const numberId = (await t.db('phone_numbers').where({ org_id: org.orgId, e164: number }).first()).id as string;
+    expect((await t.call('PUT', `/numbers/${numberId}/sms`, { key: org.key, json: { enabled: true } })).status).to.equal(200);
+    await t.db('sms_registrations').where({ org_id: org.orgId }).update({ status: 'active' });
+    const texter = '+12065550188';
+    const said: string[] = [];
+    for (const [i, text] of SCRIPT.entries()) {
+      const id = `SMwalk${i}${Date.now()}`;
+      expect((await postCallback(t, { type: 'message.inbound', id, from: texter, to: number, text })).status).to.equal(200);
+      const inbound = await t.db('sms_messages').where({ provider_message_id: id }).first();
+      const reply = await until(async () => t.db('sms_messages').where({ org_id: org.orgId, reply_to: inbound.id }).first(), 20_000, `the reply to "${text}"`);
+      said.push(reply.body);
+    }
+    assertSpeakable(said, 'sms replies');
+    const conversationId = (await t.db('sms_messages').where({ org_id: org.orgId, to_e164: texter, direction: 'outbound' }).first()).conversation_id as string;
+    assertSpeakable(await stored(conversationId), 'sms transcript');
   });
 
   it('voice: the same script spoken over the ConversationRelay socket', async () => {
