@@ -1,6 +1,8 @@
 /**
  * HTTP server of the API (`npm run start:api` in production; `npm start` embeds it in main.ts).
  */
+import { createTelephony, type TelephonyAdapter } from '../providers/telephony';
+import { transferOverCallControl } from '../services/voice/calls';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../config';
@@ -30,7 +32,15 @@ export async function startApi(deps: AppOptions): Promise<RunningApi> {
   const server = http.createServer(built.app.callback());
   server.keepAliveTimeout = 65_000;
   const { providers, temporal } = built.deps;
-  const relay = attachVoiceRelay(server, { db: deps.db, llm: providers.llm, http: providers.skillHttp, temporal }, deps.logger);
+  // A call driven by carrier commands (Telnyx Call Control) is transferred by a command when its relay hands it off.
+  let telephony: TelephonyAdapter | undefined;
+  const relay = attachVoiceRelay(server, { db: deps.db, llm: providers.llm, http: providers.skillHttp, temporal }, deps.logger, {
+    onHandoff: (grant, handoff) => {
+      if (!grant.callId) return;
+      telephony ??= createTelephony({ db: deps.db, config: deps.config });
+      transferOverCallControl(deps.db, telephony, grant.orgId, grant.callId, handoff).catch((err) => deps.logger.warn({ err, callId: grant.callId }, 'voice: the call could not be transferred'));
+    },
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(deps.config.port, deps.config.host, () => resolve());

@@ -147,6 +147,12 @@ export interface TelephonyAdapter {
   findMessage(orgId: string, reference: string): Promise<Lookup<{ providerMessageId: string; status: 'SENT' }>>;
   /** The call placed with this reference, else from `from` to `to` since `sinceMs`, with its outcome. */
   findCall(orgId: string, query: CallQuery): Promise<Lookup<DialResult>>;
+  /**
+   * Transfers a call the adapter drives itself (Telnyx Call Control `actions/transfer`) to `to` (E.164 or a SIP
+   * URI); TwiML carriers transfer by the markup of the relay's `<Connect action>` instead and omit it.
+   * @param reference our call id: the command's idempotency (`command_id`)
+   */
+  transferCall?(orgId: string, providerCallId: string, to: string, reference: string): Promise<void>;
   /** Releases a number the organization holds (real providers; the sandbox keeps no inventory to return it to). */
   releaseNumber?(orgId: string, providerNumberId: string): Promise<void>;
 }

@@ -259,6 +259,21 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
     );
   }
 
+  /**
+   * Transfers a Call Control call to an escalation destination (`POST /calls/{id}/actions/transfer`,
+   * `command_id` per call so a repeated command is ignored). A call that ended meanwhile (422) is logged,
+   * not thrown: there is nobody left to transfer.
+   */
+  async transferCall(orgId: string, providerCallId: string, to: string, reference: string): Promise<void> {
+    await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'transfer', { providerCallId, reference });
+    try {
+      await this.call(() => this.client.calls.actions.transfer(providerCallId, { to, command_id: `transfer:${reference}` }));
+    } catch (err) {
+      if (!(err instanceof APIError)) throw err;
+      await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'transfer refused', { providerCallId, status: err.status, error: telnyxErrorText(err) });
+    }
+  }
+
   async findCall(orgId: string, q: CallQuery): Promise<Lookup<DialResult>> {
     const c = await findProviderCallByReference(this.db, orgId, TELNYX_PROVIDER, q.reference);
     if (!c) return { cannotTell: 'Telnyx lists no ended calls by client_state and no webhook of this call has arrived' };

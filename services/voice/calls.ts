@@ -6,7 +6,7 @@
  * hang-up, the call stored `failed` with the reason when the number belongs to an organization.
  */
 import type { Db } from '../../db';
-import type { AnsweredCampaignCall } from '../../providers/telephony';
+import type { AnsweredCampaignCall, TelephonyAdapter } from '../../providers/telephony';
 import { getAgent } from '../../db/repositories/agents';
 import { getVersion } from '../../db/repositories/agentVersions';
 import { findOwnerOfNumber } from '../../db/repositories/numbers';
@@ -187,6 +187,29 @@ export async function answerRelayEnded(db: Db, call: VoiceCallRecord, handoffDat
   const summary = call.conversationId ? await escalationSummary(db, call.orgId, call.conversationId, call.from) : null;
   await transferCall(db, call, { to, destinationId, reason: handoff.reason === 'transferred' ? 'transfer_call' : 'escalation', summary });
   return transferMarkup({ line: null, language: 'en-US', destination: to, action: urls.dialEnded(call), whisperUrl: urls.whisper(call) });
+}
+
+/**
+ * A call's relay ended in a transfer or an escalation on a carrier driven by commands (Telnyx Call Control:
+ * campaign and on-demand calls): the destination — the `transfer_call` skill's number, else the
+ * organization's open escalation destination — is recorded with `call.transferred` (and the conversation's
+ * summary) and the carrier is told to transfer the call. Calls of TwiML carriers (Twilio, Telnyx TeXML, the
+ * sandbox) transfer by the markup of their `<Connect action>` ({@link answerRelayEnded}) and are left alone here.
+ */
+export async function transferOverCallControl(db: Db, telephony: TelephonyAdapter, orgId: string, callId: string, handoff: { reason: string; destination: string | null }): Promise<void> {
+  const call = await getVoiceCall(db, orgId, callId);
+  if (!call?.providerCallId || call.provider !== telephony.provider || !telephony.transferCall) return;
+  let to = handoff.destination;
+  let destinationId: string | null = null;
+  if (!to) {
+    const d = await escalationDestinationFor(db, orgId, { dialable: true });
+    if (!d) return;
+    to = d.address;
+    destinationId = d.id;
+  }
+  const summary = call.conversationId ? await escalationSummary(db, orgId, call.conversationId, call.direction === 'inbound' ? call.from : call.to) : null;
+  await transferCall(db, call, { to, destinationId, reason: handoff.reason === 'transferred' ? 'transfer_call' : 'escalation', summary });
+  await telephony.transferCall(orgId, call.providerCallId, to, call.id);
 }
 
 /** `<Response><Hangup/></Response>` */

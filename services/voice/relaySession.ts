@@ -59,6 +59,11 @@ export interface RelayTransport {
 export interface RelayHooks {
   onConversation?(grant: RelayGrant, conversationId: string): void;
   onClosed?(grant: RelayGrant, conversationId: string | null): void;
+  /**
+   * A call's turn ended in a transfer or an escalation: the `end` frame carries the handoff for carriers that
+   * transfer by markup; a carrier driven by commands (Telnyx Call Control) is told here.
+   */
+  onHandoff?(grant: RelayGrant, handoff: { reason: string; destination: string | null; conversationId: string | null }): void;
 }
 
 /** WebSocket close codes the relay uses (RFC 6455 §7.4.1). */
@@ -236,6 +241,7 @@ export class RelaySession {
       const transfer = result.receipt.toolCalls.find((t) => t.type === 'transfer_call' && !t.error);
       const destination = (transfer?.output as { to?: string } | undefined)?.to ?? null;
       frame.handoffData = JSON.stringify({ reason: result.end, destination, conversationId: this.conversationId, callId: this.grant.callId });
+      this.hooks.onHandoff?.(this.grant, { reason: result.end, destination, conversationId: this.conversationId });
     }
     this.send(frame);
     this.transport.close(CLOSE.normal, result.end ?? 'ended');

@@ -160,4 +160,35 @@ describe('campaign calls converse over the relay (Telnyx Call Control, loopback 
     expect(stub.problems).to.deep.equal([]);
     expect(stub.deliveries.filter((d) => d.status !== 200)).to.deep.equal([]);
   });
+
+  it("transfers an escalated call with the Call Control command to the organization's destination, with call.transferred", async () => {
+    const agent = await env.call(dialer.key, 'POST', '/agents', { name: 'Telnyx escalating agent', voiceId: 'voice_ava', greeting: 'Hi, this is Acme Dental calling.' });
+    const agentId = agent.body.data.id as string;
+    const guard = await env.call(dialer.key, 'PUT', `/agents/${agentId}/guardrails`, { blockedTopics: [], forbiddenPhrases: [], redactPii: true, profanityFilter: true, escalateOn: ['emergency'], maxConversationMinutes: null });
+    expect(guard.status).to.equal(200);
+    await publishDraft(env.db, { orgId: dialer.orgId, keyId: 'key_test' }, agentId, 'v1');
+    const dest = await env.call(dialer.key, 'POST', '/escalation-destinations', { name: 'Front desk line', kind: 'phone', address: '+12065550111', timeZone: 'UTC' });
+    expect(dest.status).to.equal(201);
+    const contact = phone('212', 2, '0003');
+    const campaignId = await runningCampaign(env, dialer, agentId, contact);
+    const config = { ...env.config, publicBaseUrl: new URL(env.api.baseUrl).origin };
+    const acts = createOutboundActivities({ db: env.db, config, logger: createLogger('silent') });
+    const now = '2026-06-02T17:00:00.000Z';
+    const claim = await acts.outboundClaimAttempts({ orgId: dialer.orgId, campaignId, token: 'telnyx-2', now, limit: 5 });
+    const callee = stub.relayCallee;
+    stub.relayCallee = ['I have a dental emergency'];
+    try {
+      await acts.outboundDial({ orgId: dialer.orgId, attemptId: claim.claimed[0].id, now });
+      await stub.settled();
+    } finally {
+      stub.relayCallee = callee;
+    }
+    const call = await env.db('voice_calls').where({ org_id: dialer.orgId, campaign_id: campaignId }).first();
+    const transfer = await until(async () => stub.transfers.find((x) => x.callControlId === call.provider_call_id), 10_000, 'the transfer command');
+    expect(transfer.command).to.include({ to: '+12065550111', command_id: `transfer:${call.id}` });
+    const event = await until(async () => env.db('events').where({ org_id: dialer.orgId, type: 'call.transferred' }).whereRaw("data->>'callId' = ?", [call.id]).first(), 10_000, 'call.transferred');
+    expect(event.data).to.include({ destination: '+12065550111', destinationId: dest.body.data.id, reason: 'escalation' });
+    expect(event.data.summary).to.contain('I have a dental emergency');
+    expect(stub.problems).to.deep.equal([]);
+  });
 });

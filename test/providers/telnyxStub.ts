@@ -65,6 +65,8 @@ export class TelnyxStub extends StubServer {
   machineAnswers = false;
   /** `speak` commands received (one per command_id per call): what a machine recorded, in order. */
   readonly spoken: { callControlId: string; command: any }[] = [];
+  /** `actions/transfer` commands, in order (a repeated `command_id` on one call is ignored, as Telnyx does). */
+  readonly transfers: { callControlId: string; command: any }[] = [];
   /** What the callee says on the relay, line by line, before hanging up. */
   relayCallee = ['Hello, who is this?'];
   /** Hang-ups held until the relay session of the call ends, by call_control_id. */
@@ -341,6 +343,13 @@ export class TelnyxStub extends StubServer {
         this.webhook(call.webhook_url, 'CallSpeakEndedWebhookEvent', { data: { event_type: 'call.speak.ended', id: uuid(), occurred_at: now(), record_type: 'event', payload: { ...payload, status: 'completed' } } });
       }
       return this.answer(req, 'ActionSpeakResponse', 200, { data: { result: 'ok' } });
+    }
+    if ((m = /^POST \/calls\/([^/]+)\/actions\/transfer$/.exec(route))) {
+      const b = await this.body(req, 'ActionTransferParams');
+      const id = decodeURIComponent(m[1]);
+      if (!this.calls.some((c) => c.call_control_id === id)) return this.error(422, '90018', 'Call has already ended', 'This call is no longer active and can\'t receive commands.');
+      if (!this.transfers.some((x) => x.callControlId === id && b.command_id && x.command.command_id === b.command_id)) this.transfers.push({ callControlId: id, command: b });
+      return this.answer(req, 'ActionTransferResponse', 200, { data: { result: 'ok' } });
     }
     if ((m = /^POST \/calls\/([^/]+)\/actions\/hangup$/.exec(route))) {
       await this.body(req, 'ActionHangupParams');
