@@ -19,7 +19,7 @@ import crypto from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { loadDraftBundle } from '../db/repositories/agents';
@@ -33,7 +33,7 @@ import { createLogger } from '../runtime';
 import { startDevServer } from '../devserver';
 import type { PlaybookEdge, PlaybookGraph, PlaybookNode } from '../schemas/types/agents';
 import { runBench } from './entry';
-import { benchCaller, openBenchDatabase } from './harness';
+import { benchCaller, installBenchRuntime, openBenchDatabase } from './harness';
 
 const COMPILE_RUNS = Number(process.env.BENCH_COMPILE_RUNS ?? 500);
 const ACTIVITY_RUNS = Number(process.env.BENCH_ACTIVITY_RUNS ?? 100);
@@ -138,11 +138,7 @@ interface Row {
 /** Runs the agents section and prints its table. */
 export async function runAgentsBench(): Promise<void> {
   const started = performance.now();
-  try {
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
-  } catch {
-    // already installed (another section in this process)
-  }
+  installBenchRuntime();
   const { db, databaseUrl, embedded, close: closeDatabase } = await openBenchDatabase('agents', { serverUrl: process.env.DATABASE_URL });
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
   const cleanups: (() => Promise<unknown>)[] = [];

@@ -12,11 +12,11 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { freePort } from '../db/embedded';
 import { startDevServer } from '../devserver';
 import * as activities from '../test/devserver/workflows/activities';
-import { processCpu } from './harness';
+import { installBenchRuntime, processCpu } from './harness';
 import { runBench } from './entry';
 
 const argDb = process.argv.indexOf('--db');
@@ -164,7 +164,7 @@ function pct(sorted: number[], p: number): number {
 }
 
 async function main(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  installBenchRuntime();
   const server = await startDevServer({ databaseUrl });
   const connection = await Connection.connect({ address: server.address });
   const native = await NativeConnection.connect({ address: server.address });

@@ -19,6 +19,15 @@ import { startDevServer } from '../devserver';
 import { createAgentActivities } from '../activities/agents';
 import { publishRequestHash } from '../domain/agents/compile';
 
+/** Installs the Temporal SDK runtime once per process, quiet (every section of `npm run bench` shares one process). */
+export function installBenchRuntime(): void {
+  try {
+    Runtime.install({ logger: new DefaultLogger('ERROR') });
+  } catch {
+    // installed already (another section of this process)
+  }
+}
+
 /** A running benchmark stack. */
 export interface BenchStack {
   db: Db;
@@ -80,11 +89,7 @@ export async function openBenchDatabase(label: string, opts: { poolMax?: number;
  */
 export async function startBenchStack(label: string, opts: { poolMax?: number } = {}): Promise<BenchStack> {
   const database = await openBenchDatabase(label, { poolMax: opts.poolMax ?? 60 });
-  try {
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
-  } catch {
-    // installed already (another section of this process)
-  }
+  installBenchRuntime();
   const server = await startDevServer({ log: () => undefined });
   const connection = await Connection.connect({ address: server.address });
   const native = await NativeConnection.connect({ address: server.address });

@@ -29,11 +29,12 @@ import { generateSecret, sealSecret, secretDisplayPrefix } from '../domain/webho
 import { loadWebhookSettings } from '../domain/webhooks/settings';
 import { loadConfig } from '../config';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { startDevServer } from '../devserver';
 import { startWebhookDispatcher, temporalDeliveryStarter } from '../events/dispatcher';
 import { createLogger } from '../runtime';
 import { runBench } from './entry';
+import { installBenchRuntime } from './harness';
 
 const CONCURRENCY = 100;
 const N = Number(process.env.BENCH_WEBHOOK_N ?? 5000);
@@ -199,7 +200,7 @@ async function workflowPath(
   logger: ReturnType<typeof createLogger>,
   n: number,
 ): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  installBenchRuntime();
   const server = await startDevServer({});
   const connection = await Connection.connect({ address: server.address });
   const native = await NativeConnection.connect({ address: server.address });
