@@ -40,7 +40,9 @@ const pct = (xs: number[], p: number) => {
 
 /** Runs the section and prints its figures. */
 export async function runSmsRepliesBench(): Promise<void> {
-  process.env.SANDBOX_TELEPHONY_DELAY_MS ??= '600000';
+  // Receipts held back for this section (an earlier section of the same process may have set 0).
+  const receiptDelay = process.env.SANDBOX_TELEPHONY_DELAY_MS;
+  process.env.SANDBOX_TELEPHONY_DELAY_MS = '600000';
   const stack = await startBenchStack('smsreplies');
   const { db, native } = stack;
   let stopWorker: (() => Promise<void>) | undefined;
@@ -136,6 +138,8 @@ export async function runSmsRepliesBench(): Promise<void> {
     console.log(`sms-replies: CPU per text: this process (API + worker + dev server) ${perText('node')} ms, Postgres ${perText('postgres')} ms`);
   } finally {
     delete process.env.SANDBOX_CALLBACK_URL;
+    if (receiptDelay === undefined) delete process.env.SANDBOX_TELEPHONY_DELAY_MS;
+    else process.env.SANDBOX_TELEPHONY_DELAY_MS = receiptDelay;
     stopSandboxDispatchers();
     await stopWorker?.();
     await closeApi?.();
