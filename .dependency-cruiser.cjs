@@ -1,21 +1,22 @@
 /**
  * The dependency rule (docs/architecture.md "Layers"; DESIGN.md "Layout"), checked by dependency-cruiser
  * in `npm test` (test/architecture.test.ts). Layers, top to bottom:
- *   entry points (main.ts, worker.ts, cli.ts, cluster.ts, runtime.ts, bootstrap.ts, secrets.ts, api/server.ts, scripts/)
+ *   entry points (main.ts, worker.ts, cli.ts, cluster.ts, runtime.ts, telemetry.ts, bootstrap.ts, secrets.ts, api/server.ts, scripts/)
  *   → api/ → activities/ and workflows/ → services/ → events/ → providers/ → db/ → domain/ → schemas/
- * config.ts and temporal.config.ts are read by every layer below the entry points. A layer imports only
+ * config.ts and temporal.config.ts are read by every layer below the entry points; metrics.ts (the Prometheus
+ * instruments, a leaf) is recorded into by every layer but workflows/, domain/ and schemas/. A layer imports only
  * layers below it; workflows/ imports only domain/ and activity types (Temporal's sandbox runs it).
  */
 const LAYERS = ['api', 'activities', 'workflows', 'services', 'events', 'providers', 'db', 'domain', 'schemas'];
 /** What each layer may import with a value import, besides itself. */
 const BELOW = {
-  api: ['activities', 'workflows', 'services', 'events', 'providers', 'db', 'domain', 'schemas', 'config', 'temporal.config'],
-  activities: ['services', 'events', 'providers', 'db', 'domain', 'schemas', 'config', 'temporal.config'],
+  api: ['activities', 'workflows', 'services', 'events', 'providers', 'db', 'domain', 'schemas', 'config', 'temporal.config', 'metrics'],
+  activities: ['services', 'events', 'providers', 'db', 'domain', 'schemas', 'config', 'temporal.config', 'metrics'],
   workflows: ['domain', 'schemas'],
-  services: ['events', 'providers', 'db', 'domain', 'schemas', 'config', 'temporal.config'],
-  events: ['providers', 'db', 'domain', 'schemas', 'config', 'temporal.config'],
-  providers: ['db', 'domain', 'schemas', 'config'],
-  db: ['domain', 'schemas', 'config'],
+  services: ['events', 'providers', 'db', 'domain', 'schemas', 'config', 'temporal.config', 'metrics'],
+  events: ['providers', 'db', 'domain', 'schemas', 'config', 'temporal.config', 'metrics'],
+  providers: ['db', 'domain', 'schemas', 'config', 'metrics'],
+  db: ['domain', 'schemas', 'config', 'metrics'],
   domain: ['schemas'],
   schemas: [],
 };
@@ -26,8 +27,8 @@ const TYPES_ABOVE = {
   services: ['workflows'],
   events: ['workflows'],
 };
-const ENTRY = '^(main|worker|cli|cluster|runtime|bootstrap|secrets)\\.ts$|^api/server\\.ts$|^scripts/';
-const pathOf = (name) => (name === 'config' ? '^config\\.ts$' : name === 'temporal.config' ? '^temporal\\.config\\.ts$' : `^${name}/`);
+const ENTRY = '^(main|worker|cli|cluster|runtime|telemetry|bootstrap|secrets)\\.ts$|^api/server\\.ts$|^scripts/';
+const pathOf = (name) => (name === 'config' ? '^config\\.ts$' : name === 'temporal.config' ? '^temporal\\.config\\.ts$' : name === 'metrics' ? '^metrics\\.ts$' : `^${name}/`);
 const OUR_CODE = ['^(api|activities|workflows|services|events|providers|db|domain|schemas|devserver|scripts|widget)/', '^[^/]+\\.ts$'];
 
 const layerRules = LAYERS.flatMap((layer) => {
@@ -58,9 +59,9 @@ module.exports = {
     ...layerRules,
     {
       name: 'config-is-a-leaf',
-      comment: 'config.ts and temporal.config.ts import no layer (types of workflows excepted)',
+      comment: 'config.ts, temporal.config.ts and metrics.ts import no layer (types of workflows excepted)',
       severity: 'error',
-      from: { path: ['^config\\.ts$', '^temporal\\.config\\.ts$'] },
+      from: { path: ['^config\\.ts$', '^temporal\\.config\\.ts$', '^metrics\\.ts$'] },
       to: { path: OUR_CODE, pathNot: ['^config\\.ts$'], dependencyTypesNot: ['type-only'] },
     },
     {

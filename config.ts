@@ -26,6 +26,10 @@ export interface AppConfig {
   keyBrandPrefix: string;
   /** pino level (LOG_LEVEL, default info; `silent` in tests). */
   logLevel: string;
+  /** Bearer token of the API's own `GET /metrics` (METRICS_TOKEN); unset = that path answers 404 (docs/operations.md "Observability"). */
+  metricsToken?: string;
+  /** Port of the separate Prometheus listener of each process kind (METRICS_PORT); unset = none. */
+  metricsPort?: number;
   /** Default requests allowed per key per window (RATE_LIMIT_POINTS, default 600). */
   rateLimitPoints: number;
   /** Rate-limit window in seconds (RATE_LIMIT_WINDOW_SECONDS, default 60). */
@@ -100,6 +104,8 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     temporalNamespace: process.env.TEMPORAL_NAMESPACE || 'default',
     keyBrandPrefix: process.env.KEY_BRAND_PREFIX || 'acp',
     logLevel: process.env.LOG_LEVEL || 'info',
+    metricsToken: process.env.METRICS_TOKEN || undefined,
+    metricsPort: process.env.METRICS_PORT ? envNumber('METRICS_PORT', 0) : undefined,
     rateLimitPoints: envNumber('RATE_LIMIT_POINTS', 600),
     rateLimitWindowSeconds: envNumber('RATE_LIMIT_WINDOW_SECONDS', 60),
     widgetIpRateLimitPoints: envNumber('WIDGET_IP_RATE_LIMIT_POINTS', 120),

@@ -6,7 +6,8 @@
  * key appears on one line only). Secrets come from the environment or DATA_DIR/secrets (docs/security.md); any start-up failure prints one line and exits 1.
  */
 import { Client, Connection } from '@temporalio/client';
-import { loadConfig } from './config';
+import { envNumber, loadConfig } from './config';
+import { startMetricsListener, startTracing } from './telemetry';
 import { createLogger, exitOnSignal, loadServiceSecrets, openDatabase, runEntryPoint } from './runtime';
 import { startApi } from './api/server';
 import { bootstrapIfEmpty } from './bootstrap';
@@ -23,9 +24,12 @@ import { ensureBillingCalendar } from './activities/billing';
 async function main(): Promise<void> {
   const config = loadConfig();
   loadServiceSecrets(config);
+  // Before the database and the servers open, so their modules are instrumented (OTEL_*; off by default).
+  const tracing = startTracing('agent-control-plane');
   const logger = createLogger(config.logLevel);
   const database = await openDatabase(config, logger);
   const closers: (() => Promise<unknown>)[] = [() => database.close()];
+  if (tracing) closers.unshift(() => tracing.shutdown());
   const close = async () => {
     for (const fn of closers.reverse()) await fn().catch((err) => logger.warn({ err }, 'shutdown step failed'));
   };
@@ -39,20 +43,29 @@ async function main(): Promise<void> {
         port: config.temporalDevPort,
         databaseUrl: database.url,
         namespace: config.temporalNamespace,
+        // Like `temporal server start-dev --metrics-port` (docs/operations.md "Observability").
+        ...(process.env.TEMPORAL_DEV_METRICS_PORT ? { metricsPort: envNumber('TEMPORAL_DEV_METRICS_PORT', 0) } : {}),
         log: (level, msg, fields) => {
           if (level === 'warn' || level === 'error') logger[level]({ devserver: true, ...fields }, msg);
         },
       });
       closers.push(() => dev.stop());
       address = dev.address;
-      logger.info({ address }, 'embedded Temporal dev server started');
+      logger.info({ address, metrics: dev.metricsUrl }, 'embedded Temporal dev server started');
       // The Web UI beside the dev server, as `temporal server start-dev` (docs/operations.md "Inspecting workflows").
-      // Without it the service still runs: a failed build or a taken port is one warning.
-      try {
-        const built = await ensureUiBuilt((line) => logger.info(line));
+      // The build (up to a minute on a fresh clone) runs in the background: the UI address answers a
+      // self-refreshing "building…" page meanwhile, and the API does not wait for it. Without the UI
+      // the service still runs: a failed build or a taken port is one warning.
+      const stopBuild = new AbortController();
+      closers.push(async () => stopBuild.abort());
+      const building = ensureUiBuilt((line) => logger.info(line), stopBuild.signal).then((built) => {
         if (built.built) logger.info({ ms: built.ms }, 'Temporal Web UI built');
+      });
+      building.catch((err: unknown) => stopBuild.signal.aborted || logger.warn({ err: err instanceof Error ? err.message.split('\n')[0] : String(err) }, 'Temporal Web UI not built'));
+      try {
         const ui = await serveWebUi({
           buildDir: UI_BUILD_DIR,
+          building,
           httpApi: dev.httpApi,
           host: config.host,
           port: config.temporalUiPort,
@@ -65,11 +78,13 @@ async function main(): Promise<void> {
         logger.warn({ err: err instanceof Error ? err.message.split('\n')[0] : String(err) }, 'Temporal Web UI not served');
       }
     }
+    const metrics = await startMetricsListener({ port: config.metricsPort, host: config.host, logger });
+    closers.push(() => metrics.close());
     const worker = await startWorker({ address, namespace: config.temporalNamespace, db: database.db, config, logger });
     closers.push(() => worker.stop());
     const connection = await Connection.connect({ address });
     closers.push(() => connection.close());
-    const client = new Client({ connection, namespace: config.temporalNamespace });
+    const client = new Client({ connection, namespace: config.temporalNamespace, interceptors: tracing?.clientInterceptors });
     const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
     closers.push(() => dispatcher.stop());
     // Idle conversations' analyses run as workflows on the worker (docs/api-notes.md "Conversations": idle timeouts).
@@ -90,6 +105,7 @@ async function main(): Promise<void> {
       `API docs:                ${origin}/docs  (OpenAPI: ${api.baseUrl}/openapi.json)`,
       `Temporal:                ${address}${config.temporalAddress ? '' : ' (embedded dev server)'}, task queue ${TASK_QUEUE}`,
     ];
+    if (metrics.url) lines.push(`Metrics:                 ${metrics.url}`);
     if (uiUrl) lines.push(`Temporal Web UI:         ${uiUrl}/namespaces/${encodeURIComponent(config.temporalNamespace)}/workflows`);
     if (boot) {
       lines.push(

@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
+import { context, trace } from '@opentelemetry/api';
 import type { AppConfig } from './config';
 import { createDb, ensureDatabase, migrate, type Db } from './db';
 import { attachRunningPostgres, leaveSignalsToTheService, startEmbeddedPostgres, type EmbeddedPostgresHandle } from './db/embedded';
@@ -84,7 +85,20 @@ export function logDestination(dest: number | string = 1): pino.DestinationStrea
 }
 
 /**
- * Structured JSON logger (pino) that never prints credentials.
+ * `trace_id` and `span_id` of the span active where a line is logged (a traced request, activity or workflow
+ * call), so a log line leads to its trace (docs/operations.md "Observability"). Without tracing the
+ * OpenTelemetry API answers no span and a line gains nothing.
+ */
+function traceFields(): { trace_id?: string; span_id?: string } {
+  const span = trace.getSpan(context.active());
+  if (!span) return {};
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  return traceFlags & 1 ? { trace_id: traceId, span_id: spanId } : {};
+}
+
+/**
+ * Structured JSON logger (pino) that never prints credentials; a line inside a sampled span carries its
+ * `trace_id` and `span_id`.
  * @param destination where lines go (default: logDestination(), stdout)
  */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
@@ -94,6 +108,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       level,
       // pid: with several processes (docs/operations.md "Scaling out") a line must say which one wrote it.
       base: { service: 'agent-control-plane', pid: process.pid },
+      mixin: traceFields,
       redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'key', 'secret', '*.key', '*.secret'], censor: '[redacted]' },
     },
     destination ?? logDestination(),

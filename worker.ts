@@ -11,6 +11,7 @@ import type { Db } from './db';
 import { createActivities } from './activities';
 import { announceReady, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, processIndex, runEntryPoint, runPrimary } from './runtime';
 import { TASK_QUEUE } from './temporal.config';
+import { activeTracing, startMetricsListener, startTracing, temporalSdkMetricsOptions } from './telemetry';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { startHousekeeping } from './services/housekeeping';
@@ -20,11 +21,13 @@ import { ensureBillingCalendar } from './activities/billing';
 
 /**
  * Installs the Temporal SDK runtime once per process with a quiet logger (the SDK otherwise prints the
- * workflow bundler's output at INFO). `TEMPORAL_SDK_LOG_LEVEL` overrides (default WARN).
+ * workflow bundler's output at INFO). `TEMPORAL_SDK_LOG_LEVEL` overrides (default WARN). With
+ * `TEMPORAL_SDK_METRICS_PORT` the SDK's own Prometheus exporter serves its worker metrics (telemetry.ts).
  */
 export function installTemporalRuntime(): void {
+  const telemetryOptions = temporalSdkMetricsOptions();
   try {
-    Runtime.install({ logger: new DefaultLogger((process.env.TEMPORAL_SDK_LOG_LEVEL as LogLevel) || 'WARN') });
+    Runtime.install({ logger: new DefaultLogger((process.env.TEMPORAL_SDK_LOG_LEVEL as LogLevel) || 'WARN'), ...(telemetryOptions ? { telemetryOptions } : {}) });
   } catch {
     // already installed in this process
   }
@@ -39,8 +42,10 @@ export interface RunningWorker {
 }
 
 /**
- * Connects to Temporal at `address` and starts polling `taskQueue`.
- * @param opts.workflowBundle a pre-built bundle (tests build it once per run); default: bundle workflows/index.ts
+ * Connects to Temporal at `address` and starts polling `taskQueue`. With tracing on (telemetry.ts `startTracing`)
+ * activities and workflows get spans continuing the trace of whoever started the workflow.
+ * @param opts.workflowBundle a pre-built bundle (tests build it once per run); default: bundle workflows/index.ts.
+ *   With tracing on, a pre-built bundle must include `activeTracing().workflowInterceptorModules`
  */
 export async function startWorker(opts: {
   address: string;
@@ -55,12 +60,14 @@ export async function startWorker(opts: {
   // Bad carrier credentials stop the worker here, with one line (docs/going-live.md).
   await checkProviderCredentials();
   const connection = await NativeConnection.connect({ address: opts.address });
+  const traced = activeTracing()?.workerOptions({ prebuiltBundle: !!opts.workflowBundle });
   const worker = await Worker.create({
+    ...traced,
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     activities: createActivities({ db: opts.db, config: opts.config, logger: opts.logger }),
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: path.join(__dirname, 'workflows', 'index.ts') }),
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: path.join(__dirname, 'workflows', 'index.ts'), bundlerOptions: WORKFLOW_BUNDLER_OPTIONS }),
   });
   const done = worker.run().finally(() => connection.close());
   return {
@@ -74,6 +81,22 @@ export async function startWorker(opts: {
 }
 
 /**
+ * Bundler options of the workflow code: source paths relative to the project (`workflows/campaign.ts`,
+ * `node_modules/@temporalio/workflow/…`) instead of the SDK's default `[absolute-resource-path]`, so
+ * the call stacks the workflows answer (the `__stack_trace` query the Web UI's Call Stack tab runs)
+ * do not show the machine's directories. Pass to `bundleWorkflowCode` too.
+ */
+export const WORKFLOW_BUNDLER_OPTIONS = {
+  webpackConfigHook: <C extends { output?: object }>(config: C): C => ({
+    ...config,
+    output: {
+      ...config.output,
+      devtoolModuleFilenameTemplate: (info: { absoluteResourcePath: string }) => path.relative(__dirname, info.absoluteResourcePath).split(path.sep).join('/'),
+    },
+  }),
+};
+
+/**
  * `npm run start:worker`: `WORKER_PROCESSES` worker processes (default 1; docs/operations.md "Scaling out"), each
  * polling the task queue and running the webhook outbox dispatcher (rows are locked, so several may).
  * The primary opens the database once (migrations) and hands its URL to the children; with one process
@@ -83,19 +106,22 @@ export async function startWorker(opts: {
 async function main(): Promise<void> {
   const config = loadConfig();
   if (!config.temporalAddress) throw new Error('start:worker needs TEMPORAL_ADDRESS (npm start runs an embedded dev server instead)');
+  const tracing = isClusterChild() || processCount('WORKER_PROCESSES', 1) === 1 ? startTracing('agent-control-plane-worker') : undefined;
   loadServiceSecrets(config);
   const logger = createLogger(config.logLevel);
   const processes = isClusterChild() ? 1 : processCount('WORKER_PROCESSES', 1);
   const database = await openDatabase(config, logger);
   if (processes > 1) {
     const { pids } = await runPrimary(processes, database, logger);
+    await startMetricsListener({ port: config.metricsPort, host: config.host, logger, role: 'primary' });
     logger.info({ address: config.temporalAddress, taskQueue: TASK_QUEUE, processes, pids }, 'worker running');
     return;
   }
+  const metrics = await startMetricsListener({ port: config.metricsPort, host: config.host, logger });
   const running = await startWorker({ address: config.temporalAddress, namespace: config.temporalNamespace, db: database.db, config, logger });
   // The webhook outbox dispatcher runs beside the worker; several workers may run it (rows are locked).
   const connection = await Connection.connect({ address: config.temporalAddress });
-  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const client = new Client({ connection, namespace: config.temporalNamespace, interceptors: tracing?.clientInterceptors });
   const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
   // Idle conversations' analyses run as workflows on the worker (docs/api-notes.md "Conversations": idle timeouts).
   const housekeeping = startHousekeeping({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
@@ -108,6 +134,8 @@ async function main(): Promise<void> {
     await housekeeping.stop();
     await connection.close();
     await running.stop();
+    await metrics.close();
+    await tracing?.shutdown();
     await database.close();
   });
   if (isClusterChild()) announceReady({ pid: process.pid });

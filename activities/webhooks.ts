@@ -8,6 +8,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { assertHostLiteralAllowed, SsrfRefusedError, type AllowList } from '../domain/net/guard';
 import { guardedConnector } from '../providers/http';
 import type { ActivityDeps } from './index';
+import { webhookDeliveries } from '../metrics';
 import { abandonDelivery, loadDeliveryContext, recordAttempt } from '../db/repositories/webhooks';
 import { openSecret, signatureHeaders } from '../domain/webhooks/signing';
 import { loadWebhookSettings, type WebhookSettings } from '../domain/webhooks/settings';
@@ -231,7 +232,14 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
     return abandonDelivery(deps.db, input.orgId, input.deliveryId, input.run, input.reason);
   }
 
-  return { attemptWebhookDelivery, abandonWebhookDelivery };
+  return {
+    attemptWebhookDelivery: async (input: WebhookAttemptInput): Promise<WebhookAttemptResult> => {
+      const result = await attemptWebhookDelivery(input);
+      webhookDeliveries.inc({ outcome: result.outcome });
+      return result;
+    },
+    abandonWebhookDelivery,
+  };
 }
 
 /** The activity interface the workflow proxies. */

@@ -22,7 +22,10 @@ import { idempotency, usesIdempotencyKeys } from './middleware/idempotency';
 import { problem } from './middleware/problem';
 import { RateLimits } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
-import { docsPage, openApiDocument } from './openapi';
+import { metricsEndpoint } from './middleware/metrics';
+import { traceContext } from './middleware/tracing';
+import { openApiDocument } from './openapi';
+import { sitePages } from './pages/site';
 import { serveWidget } from './widgetAsset';
 import { voiceWebhooks } from './voice/webhooks';
 import { liveWidgetSession } from './widgetSession';
@@ -87,7 +90,7 @@ export function createApp(deps: AppOptions): BuiltApp {
   const providers: AppProviders = {
     llm: deps.providers?.llm ?? createLlm(),
     skillHttp: deps.providers?.skillHttp ?? createSkillHttpClient(),
-    mailer: deps.providers?.mailer ?? createMailer(),
+    mailer: deps.providers?.mailer ?? createMailer(process.env, { dataDir: config.dataDir, logger }),
   };
   // A widget session token holds only while what it was derived from does (docs/security.md "Revocation").
   const sessions = (token: string) => liveWidgetSession(db, keys, token);
@@ -161,13 +164,16 @@ export function createApp(deps: AppOptions): BuiltApp {
   }
 
   app.use(requestId(logger));
+  app.use(traceContext(BASE_PATH));
   app.use(accessLog(logger));
   app.use(auditLog(db)); // outside problem(), so it records the final status of every write
   app.use(problem());
+  app.use(metricsEndpoint(config.metricsToken));
   app.use(widgetCors(db));
+  app.use(sitePages(handlerDeps)); // `/`, the `/api/v1` index, `/docs`, the stylesheet and favicon (docs/api-notes.md "Reference, landing page and index")
   app.use(oauthRoutes(handlerDeps)); // sign-in, consent and the OAuth endpoints at the origin root (docs/team-and-oauth.md "Connect an app with OAuth")
   app.use(voiceWebhooks(handlerDeps));
-  // Paths no operation matches, the widget's assets and the docs page: the routers' own 404/405
+  // Paths no operation matches and the widget's assets: the routers' own 404/405
   // handling, mapped to problem details.
   const dispatch = (r: Router<AppState>) => {
     const routes = r.routes();
@@ -178,11 +184,6 @@ export function createApp(deps: AppOptions): BuiltApp {
   const segmentRoutes = new Map([...bySegment].map(([segment, r]) => [segment, { routes: dispatch(r), layers: segmentLayers.get(r)! }]));
   const unmatched = async (ctx: AppContext, next: () => Promise<unknown>, routes: (ctx: AppContext, next: () => Promise<unknown>) => Promise<unknown>) => {
     if (ctx.path.startsWith('/widget') && (await serveWidget(ctx, keys))) return;
-    if (ctx.path === '/docs' || ctx.path === '/docs/') {
-      ctx.type = 'text/html; charset=utf-8';
-      ctx.body = docsPage(openApiDocument(`${publicOrigin(ctx, config.publicBaseUrl)}${BASE_PATH}`));
-      return;
-    }
     await routes(ctx, next);
     if (ctx.status === 405 && ctx.body === undefined) {
       throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}`);

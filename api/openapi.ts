@@ -1,12 +1,15 @@
 /**
  * The OpenAPI 3.1 document, assembled from the route table and the generated JSON Schemas
- * (DESIGN.md "schemas/"). Served at GET /api/v1/openapi.json; /docs renders it for people.
+ * (DESIGN.md "schemas/"), with the webhook event catalogue as OpenAPI 3.1 `webhooks` and examples for the
+ * main operations. Served at GET /api/v1/openapi.json; /docs renders it for people (api/pages/site.ts).
  */
 import { ALL_SCOPES, RESERVED_SCOPES } from '../domain/scopes';
 import { HANDLERS, ROUTE_SCHEMAS } from './routes';
 import { ROUTES, type RouteDef } from './routes/table';
 import { listSchemaNames, loadSchema } from '../domain/validation';
 import { oauthPathItems } from './oauth/openapi';
+import { speaksOpenAi } from './middleware/problem';
+import { OPERATION_EXAMPLES, webhookItems } from './openapiExtras';
 
 function rewriteRefs(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(rewriteRefs);
@@ -67,6 +70,10 @@ function operation(declared: RouteDef): Record<string, unknown> {
   if (isPageSchema(route.responseSchema)) params.push(...PAGE_PARAMETERS);
   const success = String(route.successStatus ?? 200);
   const data = route.responseSchema ? { $ref: `#/components/schemas/${route.responseSchema}` } : {};
+  const examples = OPERATION_EXAMPLES[route.operationId];
+  const successExamples = examples?.response
+    ? Object.fromEntries(Object.entries(examples.response).map(([k, ex]) => [k, { summary: ex.summary, value: { success: true, data: ex.value } }]))
+    : undefined;
   const op: Record<string, unknown> = {
     operationId: route.operationId,
     tags: [route.tag],
@@ -84,6 +91,7 @@ function operation(declared: RouteDef): Record<string, unknown> {
         content: {
           'application/json': {
             schema: { allOf: [{ $ref: '#/components/schemas/Envelope' }, { type: 'object', properties: { data } }] },
+            ...(successExamples ? { examples: successExamples } : {}),
           },
         },
       },
@@ -94,12 +102,29 @@ function operation(declared: RouteDef): Record<string, unknown> {
       ...(implemented ? {} : { '501': problemResponse('Not implemented yet') }),
     },
   };
+  if (speaksOpenAi(`/api/v1${route.path}`)) openAiWireResponses(op);
   if (route.requestSchema) {
-    op.requestBody = { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${route.requestSchema}` } } } };
+    op.requestBody = {
+      required: true,
+      content: { 'application/json': { schema: { $ref: `#/components/schemas/${route.requestSchema}` }, ...(examples?.request ? { examples: examples.request } : {}) } },
+    };
     (op.responses as Record<string, unknown>)['413'] = problemResponse('Body too large');
     (op.responses as Record<string, unknown>)['415'] = problemResponse('Body is not application/json');
+    if (speaksOpenAi(`/api/v1${route.path}`)) openAiWireResponses(op);
   }
   return op;
+}
+
+/**
+ * An OpenAI-compatible operation answers OpenAI's wire format (docs/api-notes.md "OpenAI compatibility"): its success
+ * is not the envelope, its failures are `OpenAiError` rather than problems.
+ */
+function openAiWireResponses(op: Record<string, unknown>): void {
+  const responses = op.responses as Record<string, { description: string; content?: unknown }>;
+  for (const [status, r] of Object.entries(responses)) {
+    if (Number(status) >= 400) responses[status] = { description: r.description, content: { 'application/json': { schema: { $ref: '#/components/schemas/OpenAiError' } } } };
+    else responses[status] = { description: 'OpenAI wire format (no envelope)', content: { 'application/json': { schema: {} }, 'text/event-stream': { schema: { type: 'string' } } } };
+  }
 }
 
 let cached: Record<string, unknown> | undefined;
@@ -124,8 +149,12 @@ export function openApiDocument(serverUrl: string): Record<string, unknown> {
         description: 'REST control plane for conversational voice and chat agents. Success responses use the envelope {success, message?, errors?, data}; failures are RFC 9457 problem+json.',
       },
       servers: [{ url: serverUrl }],
-      tags: [...new Set([...ROUTES.map((r) => r.tag), 'OAuth2'])].map((name) => ({ name })),
+      tags: [
+        ...[...new Set([...ROUTES.map((r) => r.tag), 'OAuth2'])].map((name) => ({ name })),
+        { name: 'Webhook events', description: 'What the service POSTs to your webhook endpoints: one entry per event type, with its payload schema.' },
+      ],
       paths,
+      webhooks: webhookItems(),
       components: {
         schemas: components(),
         securitySchemes: {
@@ -141,24 +170,4 @@ export function openApiDocument(serverUrl: string): Record<string, unknown> {
   }
   const origin = serverUrl.replace(/\/api\/v1\/?$/, '');
   return { ...cached, servers: [{ url: serverUrl }], paths: { ...(cached.paths as Record<string, unknown>), ...oauthPathItems(origin) } };
-}
-
-/** A self-contained HTML page listing every operation (no external assets). */
-export function docsPage(doc: Record<string, any>): string {
-  const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
-  const rows: string[] = [];
-  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
-    // A path item with its own server (the OAuth endpoints) lives at the origin root, not under /api/v1.
-    const { servers, ...ops } = item;
-    const prefix = servers ? '' : '/api/v1';
-    for (const [method, op] of Object.entries(ops)) {
-      const status = op.description.startsWith('Reserved') ? 'reserved' : op.description.includes('Not implemented') ? 'not yet' : 'built';
-      rows.push(`<tr class="${status.replace(' ', '-')}"><td>${esc(op.tags[0])}</td><td><code>${method.toUpperCase()}</code></td><td><code>${prefix}${esc(path)}</code></td><td>${esc(op.operationId)}</td><td>${esc(op.summary)}</td><td>${esc((op.security[0] && Object.values(op.security[0])[0] as string[] || []).join(', '))}</td><td>${status}</td></tr>`);
-    }
-  }
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(doc.info.title)}</title>
-<style>body{font:14px system-ui,sans-serif;margin:2rem;max-width:80rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:left}tr.not-yet td{color:#888}tr.reserved td{color:#a60}code{font-size:13px}</style></head>
-<body><h1>${esc(doc.info.title)} <small>v${esc(doc.info.version)}</small></h1><p>${esc(doc.info.description)}</p>
-<p>Machine-readable document: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a> (OpenAPI 3.1). Authenticate with <code>Authorization: Bearer &lt;key&gt;</code>.</p>
-<table><thead><tr><th>Tag</th><th>Method</th><th>Path</th><th>Operation</th><th>Summary</th><th>Scopes</th><th>Status</th></tr></thead><tbody>${rows.join('')}</tbody></table></body></html>`;
 }

@@ -9,6 +9,7 @@ import { loadConfig } from '../config';
 import { announceReady, coreCount, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, runEntryPoint, runPrimary } from '../runtime';
 import { createApp, BASE_PATH, type AppOptions } from './app';
 import { attachVoiceRelay, type VoiceRelay } from './voice/relay';
+import { startMetricsListener, startTracing } from '../telemetry';
 
 /** A listening API server. */
 export interface RunningApi {
@@ -71,15 +72,21 @@ async function main(): Promise<void> {
   loadServiceSecrets(config);
   const logger = createLogger(config.logLevel);
   const processes = isClusterChild() ? 1 : processCount('API_PROCESSES', coreCount());
+  // The processes that serve requests trace them (OTEL_*; off by default); a primary of several serves none.
+  const tracing = processes === 1 ? startTracing('agent-control-plane-api') : undefined;
   const database = await openDatabase(config, logger);
   if (processes > 1) {
     const { infos, pids } = await runPrimary(processes, database, logger);
+    await startMetricsListener({ port: config.metricsPort, host: config.host, logger, role: 'primary' });
     logger.info({ url: infos[0]?.url, processes, pids }, 'API listening');
     return;
   }
+  const metrics = await startMetricsListener({ port: config.metricsPort, host: config.host, logger });
   const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger });
   exitOnSignal(async () => {
     await api.close();
+    await metrics.close();
+    await tracing?.shutdown();
     await database.close();
   });
   if (isClusterChild()) announceReady({ url: api.baseUrl, pid: process.pid });

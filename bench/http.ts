@@ -22,10 +22,14 @@
  * that neighbour: the shared machine's speed drifts between runs. The API processes write their
  * request log as in production (one pino line per request, to /dev/null; bench/servers.ts);
  * BENCH_LOG_LEVEL=silent measures without it. It profiles the compiled JavaScript under BENCH_DIST (default: `npm run build`'s
- * dist/, built first when missing) so each frame names its line.
+ * dist/, built first when missing) so each frame names its line. BENCH_TRACING=1: with one API process, each case
+ * again on an API process tracing every request (OpenTelemetry SDK, OTLP http/protobuf to a loopback sink in this
+ * process that discards the spans; docs/operations.md "Observability"), and the API CPU per request traced ÷ untraced.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -51,6 +55,8 @@ const DURABLE = process.env.BENCH_DURABLE === '1';
 const SLICES = Math.max(1, Number(process.env.BENCH_SLICES ?? 4));
 /** Which cases run (BENCH_CASES, default `get,put`): one alone halves a run that studies it. */
 const CASES = (process.env.BENCH_CASES ?? 'get,put').toLowerCase().split(',');
+/** BENCH_TRACING=1: the one-process cases again with tracing on. */
+const TRACING = process.env.BENCH_TRACING === '1';
 const PUT_BODY = JSON.stringify({ displayName: 'Bench Brand', city: 'Austin', useCase: 'MIXED', quietHoursRepliesExempt: true });
 
 interface Server {
@@ -61,11 +67,11 @@ interface Server {
   stop(): Promise<void>;
 }
 
-function startServer(args: string[], profileDir?: string): Promise<Server> {
+function startServer(args: string[], profileDir?: string, extraEnv: Record<string, string> = {}): Promise<Server> {
   const dist = process.env.BENCH_DIST ?? path.join(__dirname, '..', 'dist');
   const entry = profileDir ? [path.join(dist, 'bench', 'servers.js')] : ['--import', 'tsx', path.join(__dirname, 'servers.ts')];
   return new Promise((resolve, reject) => {
-    const env = { ...process.env, ...(profileDir ? { BENCH_PROFILE_DIR: profileDir } : {}) };
+    const env = { ...process.env, ...extraEnv, ...(profileDir ? { BENCH_PROFILE_DIR: profileDir } : {}) };
     const flags = args[0] === 'api' ? (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean) : [];
     const child = spawn(process.execPath, [...flags, ...entry, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env });
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
@@ -249,6 +255,26 @@ function printProfile(label: string, dir: string): void {
   for (const [k, us] of top(byPkg, 15)) console.log(`  ${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`);
 }
 
+/** A loopback OTLP/HTTP receiver that accepts and discards `POST /v1/traces` (the traced cases' collector). */
+async function otlpSink(): Promise<{ url: string; requests(): number; bytes(): number; close(): Promise<void> }> {
+  let requests = 0;
+  let bytes = 0;
+  const server = http.createServer((req, res) => {
+    req.on('data', (c: Buffer) => (bytes += c.length));
+    req.on('end', () => {
+      requests++;
+      res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests: () => requests,
+    bytes: () => bytes,
+    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
+  };
+}
+
 /** Runs the HTTP section and prints its table. */
 export async function runHttpBench(): Promise<void> {
   if (PROFILE && !process.env.BENCH_DIST && !fs.existsSync(path.join(__dirname, '..', 'dist', 'bench', 'servers.js'))) {
@@ -331,6 +357,18 @@ export async function runHttpBench(): Promise<void> {
         }
         await api.stop();
         if (profileDir) printProfile(`${group[0].name} (1 process)`, profileDir);
+        if (TRACING && processes === 1 && !profileDir) {
+          // The same cases on a process that traces every request (sampler always on) to a loopback OTLP sink.
+          const sink = await otlpSink();
+          closers.push(sink.close);
+          const traced = await startServer(['api', databaseUrl, '1'], undefined, { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: 'bench-api' });
+          servers.push(traced);
+          const tracedBase = `http://127.0.0.1:${traced.port}/api/v1`;
+          for (const c of group) await load('warm-up', 1, { child: traced.child, toggleProfile: async () => undefined }, { url: `${tracedBase}/sms`, seconds: 2, ...c.job }, keys);
+          for (const c of group) results.push(await measure(`${c.name} traced`, 1, traced, { url: `${tracedBase}/sms`, ...c.job }));
+          await traced.stop();
+          console.log(`OTLP sink received ${sink.requests()} export requests, ${(sink.bytes() / 1e6).toFixed(1)} MB`);
+        }
       }
     }
 
@@ -362,6 +400,10 @@ export async function runHttpBench(): Promise<void> {
       if (!r.cpu) continue;
       const need = r.cpu.api + r.cpu.postgres + r.cpu.loadGen;
       console.log(`  ${r.name} × ${r.processes}: ${need.toFixed(0)} µs per request → at most ${((CORES * 1e6) / need).toFixed(0)} req/s (measured ${r.rps.toFixed(0)})`);
+    }
+    for (const r of results) {
+      const off = results.find((o) => `${o.name} traced` === r.name && o.processes === 1);
+      if (off?.cpu && r.cpu) console.log(`tracing on-cost, ${off.name}: API CPU ${r.cpu.api.toFixed(0)} vs ${off.cpu.api.toFixed(0)} µs/request = ${(r.cpu.api / off.cpu.api).toFixed(2)}× (req/s ${r.rps.toFixed(0)} vs ${off.rps.toFixed(0)}, p99 ${r.p99.toFixed(1)} vs ${off.p99.toFixed(1)} ms)`);
     }
     console.log('targets: API CPU per request GET ≤ 2× and PUT ≤ 4× the bare Koa route, p99 < 25 ms; × ≥ 1.7 per doubling of processes up to 8 (needs cores for every party)');
   } finally {

@@ -20,6 +20,7 @@ import { freePort } from '../db/embedded';
 import { startApi } from '../api/server';
 import { announceReady, createLogger, isClusterChild, logDestination, runProcesses } from '../runtime';
 import { runBench } from './entry';
+import { startTracing } from '../telemetry';
 
 async function startOne(databaseUrl: string, port: number): Promise<number> {
   // The request log as in production (LOG_LEVEL info: one line per request), written to /dev/null so
@@ -51,6 +52,8 @@ function profileOnSignal(dir: string): void {
 
 async function main(): Promise<void> {
   if (process.env.BENCH_PROFILE_DIR) profileOnSignal(process.env.BENCH_PROFILE_DIR);
+  // Only the traced cases (BENCH_TRACING) pass OTEL_EXPORTER_OTLP_ENDPOINT; otherwise this loads nothing.
+  if (process.argv[2] === 'api') startTracing('bench-api');
   const [kind, databaseUrl, processes = '1'] = process.argv.slice(2);
   // Exit at once on a signal: the benchmark stops each server between cases.
   process.once('SIGINT', () => process.exit(0));

@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
+import { observePool } from '../metrics';
 
 // Postgres `bigint` (int8) arrives as a string by default; our counters fit in a JS number.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -71,12 +72,14 @@ export function planCacheMode(env: NodeJS.ProcessEnv = process.env): string | un
 export function createDb(databaseUrl: string, opts: { poolMax?: number } = {}): Db {
   const mode = planCacheMode();
   const ownOptions = new URL(databaseUrl).searchParams.has('options');
-  return knexFactory({
+  const db = knexFactory({
     client: 'pg',
     connection: mode && !ownOptions ? { connectionString: databaseUrl, options: `-c plan_cache_mode=${mode}` } : databaseUrl,
     pool: { min: 0, max: opts.poolMax ?? 20 },
     migrations: migrationConfig(),
   });
+  observePool('app', db as unknown as Parameters<typeof observePool>[1]);
+  return db;
 }
 
 /** Migration settings shared by the runtime and knexfile.ts; works from .ts (tsx) and compiled .js. */

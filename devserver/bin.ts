@@ -1,7 +1,7 @@
 /**
  * Dev server CLI.
  *
- *   tsx devserver/bin.ts [--port 7233] [--http-port 7243] [--host 127.0.0.1] [--db <postgres-url>] [--namespace <ns>]
+ *   tsx devserver/bin.ts [--port 7233] [--http-port 7243] [--metrics-port 9466] [--host 127.0.0.1] [--db <postgres-url>] [--namespace <ns>]
  *                        [--log-level debug|info|warn|error] [--time-skipping]
  *   tsx devserver/bin.ts <port> [extra args ignored]
  *
@@ -25,6 +25,8 @@ interface CliOptions {
   testServer: boolean;
   /** Port of the HTTP API (`--http-port`); unset = none. */
   httpPort?: number;
+  /** Port of the Prometheus `/metrics` (`--metrics-port`, as `temporal server start-dev`); unset = none. */
+  metricsPort?: number;
 }
 
 /** Parses argv (without node and script). Unknown flags are ignored, as the test server must. */
@@ -41,6 +43,7 @@ export function parseArgs(argv: string[]): CliOptions {
     else if (a === '--db' || a === '--database-url') o.databaseUrl = next();
     else if (a === '--namespace') o.namespace = next();
     else if (a === '--http-port') o.httpPort = Number(next());
+    else if (a === '--metrics-port') o.metricsPort = Number(next());
     else if (a === '--log-level') {
       const l = next() as Level;
       if (!LEVELS.includes(l)) throw new Error(`--log-level must be one of ${LEVELS.join(', ')}`);
@@ -66,8 +69,9 @@ async function main(): Promise<void> {
     timeSkippingInitiallyLocked: o.testServer,
     log,
     httpPort: o.httpPort,
+    metricsPort: o.metricsPort,
   });
-  if (!o.testServer) process.stdout.write(`Temporal dev server listening on ${server.address}${server.httpUrl ? `, HTTP API on ${server.httpUrl}/api/v1` : ''}\n`);
+  if (!o.testServer) process.stdout.write(`Temporal dev server listening on ${server.address}${server.httpUrl ? `, HTTP API on ${server.httpUrl}/api/v1` : ''}${server.metricsUrl ? `, metrics on ${server.metricsUrl}` : ''}\n`);
   let stopping = false;
   const stop = async (code: number) => {
     if (stopping) return;

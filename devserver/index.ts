@@ -10,6 +10,7 @@ import { serveHttpApi } from './http/server';
 import { buildImplementation, NO_COMMIT_WAIT, operatorServiceHandlers, testServiceHandlers, workflowServiceHandlers } from './service';
 import { PgStore } from './store';
 import { schedulerOf } from './schedules';
+import { serveDevServerMetrics } from './metrics';
 
 export type { LogFn } from './engine';
 
@@ -34,6 +35,8 @@ export interface DevServerOptions {
   log?: LogFn;
   /** Port of Temporal's HTTP API (devserver/README.md "HTTP API"); 0 = a free port; omitted = no HTTP listener. */
   httpPort?: number;
+  /** Port of the dev server's Prometheus `/metrics` (devserver/metrics.ts); 0 = a free port; omitted = none. */
+  metricsPort?: number;
 }
 
 /** A running dev server. */
@@ -45,6 +48,8 @@ export interface DevServer {
   httpApi: HttpApiHandler;
   /** `http://host:port` of the HTTP API listener when `httpPort` was given. */
   httpUrl?: string;
+  /** `http://host:port/metrics` when `metricsPort` was given. */
+  metricsUrl?: string;
   /** Stops accepting calls, flushes pending writes to Postgres and closes the pool. */
   stop(): Promise<void>;
 }
@@ -103,6 +108,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     { name: 'temporal.api.operatorservice.v1.OperatorService', implementation: op.implementation },
   ]);
   const httpServer = opts.httpPort === undefined ? undefined : await serveHttpApi(httpApi, host, opts.httpPort);
+  const metricsServer = opts.metricsPort === undefined ? undefined : await serveDevServerMetrics(host, opts.metricsPort);
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${host}:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
@@ -113,11 +119,13 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     port,
     httpApi,
     httpUrl: httpServer?.url,
+    metricsUrl: metricsServer?.url,
     async stop() {
       if (stopped) return;
       stopped = true;
       engine.stop();
       await httpServer?.close();
+      await metricsServer?.close();
       await new Promise<void>((resolve) => {
         const t = setTimeout(() => {
           server.forceShutdown();

@@ -70,3 +70,16 @@ export function normalizeEmail(raw: string): string | undefined {
   const e = raw.trim().toLowerCase();
   return /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/.test(e) && e.length <= 254 ? e : undefined;
 }
+
+/**
+ * A moment as people read it in an email, in UTC: "Thursday, November 26, 2026, 14:05 UTC" (English,
+ * 24-hour clock; the zone is named, since the reader's own is unknown).
+ */
+export function humanUtcDate(at: Date): string {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', { timeZone: 'UTC', weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
+      .formatToParts(at)
+      .map((p) => [p.type, p.value]),
+  );
+  return `${parts.weekday}, ${parts.month} ${parts.day}, ${parts.year}, ${parts.hour}:${parts.minute} UTC`;
+}

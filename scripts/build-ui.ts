@@ -39,9 +39,10 @@ export async function uiInputHash(): Promise<string> {
 
 /**
  * Builds the UI unless `ui/build` holds a build of the current inputs. Resolves with whether it
- * built and how long it took (ms). Rejects with vite's output when the build fails.
+ * built and how long it took (ms). Rejects with vite's output when the build fails, or when
+ * `signal` aborts it (the vite child is killed: `npm start` stopping during a background build).
  */
-export async function ensureUiBuilt(log: (line: string) => void = () => undefined): Promise<{ built: boolean; ms: number }> {
+export async function ensureUiBuilt(log: (line: string) => void = () => undefined, signal?: AbortSignal): Promise<{ built: boolean; ms: number }> {
   const hash = await uiInputHash();
   const have = await fs.readFile(HASH_FILE, 'utf8').catch(() => '');
   if (have === hash) return { built: false, ms: 0 };
@@ -55,7 +56,9 @@ export async function ensureUiBuilt(log: (line: string) => void = () => undefine
     child.stderr.on('data', (b: Buffer) => output.push(b.toString()));
     child.on('error', reject);
     child.on('close', resolve);
+    signal?.addEventListener('abort', () => child.kill('SIGTERM'), { once: true });
   });
+  if (signal?.aborted) throw new Error('the Web UI build was stopped');
   if (code !== 0) throw new Error(`the Web UI build failed (exit ${code}):\n${output.join('').slice(-4000)}`);
   await fs.writeFile(HASH_FILE, hash);
   return { built: true, ms: Date.now() - t0 };

@@ -1,8 +1,8 @@
 /**
  * `npm run start:api` with `API_PROCESSES=2` as a real process tree (docs/operations.md "Scaling out"): requests are
  * served by both children, which share what lives in Postgres — a rate limit counted across them, a
- * revocation effective in both at once (the change feed) — a child that dies is started again, and
- * SIGTERM stops the whole tree.
+ * revocation effective in both at once (the change feed) — the primary's METRICS_PORT sums both children's
+ * metrics, a child that dies is started again, and SIGTERM stops the whole tree.
  */
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -33,16 +33,19 @@ describe('start:api with API_PROCESSES=2', function () {
   let exited: Promise<number | null>;
   const lines: LogLine[] = [];
   let base = '';
+  let metricsUrl = '';
 
   before(async () => {
     const databaseUrl = await createTestDatabase('cluster');
     db = createDb(databaseUrl);
     await migrate(db);
     const port = await freePort();
+    const metricsPort = await freePort();
+    metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     // Production mode with this run's secrets (test/hooks.ts puts them in the environment): nothing is
     // generated under a data directory.
     for (const s of SERVICE_SECRETS) expect(process.env[s.name], s.name).to.be.a('string');
-    const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', DATABASE_URL: databaseUrl, API_PROCESSES: '2', PORT: String(port), HOST: '127.0.0.1', PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'info' };
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', DATABASE_URL: databaseUrl, API_PROCESSES: '2', PORT: String(port), METRICS_PORT: String(metricsPort), HOST: '127.0.0.1', PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'info' };
     child = spawn(process.execPath, [TSX, 'api/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
     let stderr = '';
@@ -108,6 +111,19 @@ describe('start:api with API_PROCESSES=2', function () {
     const after = [];
     for (let i = 0; i < 6; i++) after.push(await get(key));
     expect(after).to.deep.equal([401, 401, 401, 401, 401, 401]);
+  });
+
+  it('serves on the primary\'s METRICS_PORT the sum of both children\'s metrics', async () => {
+    const count = async () => {
+      const text = await (await fetch(metricsUrl)).text();
+      return [...text.matchAll(/^http_server_request_duration_seconds_count\{[^}]*operation_id="getSMSRegistration"[^}]*\} (\d+)$/gm)].reduce((s, m) => s + Number(m[1]), 0);
+    };
+    const before = await count();
+    const org = await createOrganization(db, 'Cluster metrics');
+    const { key } = await createSecretKey(db, org.id, { brand: 'acp', scopes: NON_RESERVED_SCOPES });
+    for (let i = 0; i < 8; i++) await get(key);
+    // 8 requests shared by the two children (round-robin), counted once each in the sum.
+    expect((await count()) - before).to.equal(8);
   });
 
   it('starts a child again when it dies, and stops the whole tree on SIGTERM', async () => {

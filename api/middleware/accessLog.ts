@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { AppContext } from '../context';
+import { httpRequestDuration, statusClass } from '../../metrics';
 
 /** Logs after the response is decided (errors included, since the problem middleware sits inside). */
 export function accessLog(logger: Logger) {
@@ -16,6 +17,8 @@ export function accessLog(logger: Logger) {
     try {
       await next();
     } finally {
+      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      httpRequestDuration.observe({ operation_id: ctx.state.route?.operationId ?? 'unmatched', http_request_method: ctx.method, status_class: statusClass(ctx.status) }, seconds);
       const level = ctx.status >= 500 ? 'error' : 'info';
       // The root logger with the request id as a field: no child logger per request.
       if (lines.isLevelEnabled(level)) lines[level](
@@ -24,7 +27,7 @@ export function accessLog(logger: Logger) {
           method: ctx.method,
           path: ctx.path,
           status: ctx.status,
-          durationMs: Math.round((Number(process.hrtime.bigint() - start) / 1e6) * 100) / 100,
+          durationMs: Math.round(seconds * 1e5) / 100,
           orgId: ctx.state.auth?.orgId,
           keyId: ctx.state.auth?.keyId,
           operationId: ctx.state.route?.operationId,

@@ -1,7 +1,8 @@
 /**
  * The one error middleware (STYLE.md, Koa): every failure becomes an RFC 9457 `application/problem+json`
  * body `{type, title, status, detail, instance, code, errors?}` (spec "Problem details"). Unexpected
- * errors answer 500 `internal_error` without a stack; the stack goes to the log.
+ * errors answer 500 `internal_error` without a stack; the stack goes to the log. The OpenAI-compatible operations
+ * answer the same errors in OpenAI's shape instead (`speaksOpenAi`, `openAiErrorBody`).
  */
 import { ApiError, statusTitle } from '../../domain/errors';
 import { InvalidCursorError } from '../../db/pagination';
@@ -48,7 +49,42 @@ export function toApiError(err: unknown): ApiError | undefined {
   return undefined;
 }
 
-/** Catches everything downstream and writes one problem+json response. */
+/**
+ * The OpenAI-compatible operations (`/chat/completions`, `/models`, `/models/{id}`, `/responses…` under /api/v1), whose
+ * failures take OpenAI's error shape instead of problem+json so OpenAI clients read them (docs/api-notes.md "OpenAI
+ * compatibility"). Matched like the routers match: case-insensitively.
+ */
+const OPENAI_PATHS = /^\/api\/v1\/(chat\/completions|models|responses)(\/|$)/i;
+
+/** Whether a failure at `path` is answered in OpenAI's error shape ({@link openAiErrorBody}). */
+export function speaksOpenAi(path: string): boolean {
+  return OPENAI_PATHS.test(path);
+}
+
+/** OpenAI's error `type` for an HTTP status (OpenAI API reference "Error codes"). */
+export function openAiErrorType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
+}
+
+/**
+ * An error in OpenAI's shape `{error: {message, type, param, code}}` (OpenAI API reference "Error codes"): `code` is
+ * ours (spec "Errors": `validation_error`, `no_published_version`, …), `type` OpenAI's for the status, `param` the
+ * first offending field (else null), and `message` says everything a problem's `detail` and `errors[]` would: for a
+ * `validation_error` each field's problem (an unknown field as OpenAI words it, "Unrecognized request argument
+ * supplied: <name>"), otherwise the detail with the fields' problems in parentheses.
+ */
+export function openAiErrorBody(err: ApiError): { error: { message: string; type: string; param: string | null; code: string } } {
+  const fields = err.errors ?? [];
+  const said = fields.map((f) => (f.message === 'is not a known field' ? `Unrecognized request argument supplied: ${f.field}` : `${f.field}: ${f.message}`)).join('; ');
+  const message = !fields.length ? err.message : err.code === 'validation_error' ? said : `${err.message} (${said})`;
+  return { error: { message, type: openAiErrorType(err.status), param: fields[0]?.field ?? null, code: err.code } };
+}
+
+/** Catches everything downstream and writes one problem+json response (OpenAI's error shape on {@link speaksOpenAi} paths). */
 export function problem() {
   return async (ctx: AppContext, next: () => Promise<unknown>) => {
     try {
@@ -64,6 +100,11 @@ export function problem() {
       // as the next request, so the connection ends with this answer (RFC 9110 §15.5.14, §9.6).
       if (!ctx.req.complete && (ctx.request.length > 0 || !!ctx.get('transfer-encoding'))) ctx.set('Connection', 'close');
       ctx.status = apiErr.status;
+      if (speaksOpenAi(ctx.path)) {
+        ctx.type = 'application/json; charset=utf-8';
+        ctx.body = JSON.stringify(openAiErrorBody(apiErr));
+        return;
+      }
       ctx.type = 'application/problem+json';
       ctx.body = JSON.stringify(problemBody(ctx, apiErr));
     }

@@ -7,6 +7,7 @@
 import pg from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../../domain/errors';
+import { rateLimitRejections } from '../../metrics';
 import type { AppContext } from '../context';
 import type { Guard } from './auth';
 
@@ -124,6 +125,7 @@ export class RateLimits {
     const apply = (ctx: AppContext, points: number, windowSeconds: number, res: Take): void => {
       const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
       if (!res.ok) {
+        rateLimitRejections.inc({ limit: 'key' });
         ctx.set('RateLimit', `"default";r=0;t=${reset}`);
         throw new ApiError(429, 'rate_limited', `Rate limit of ${points} requests per ${windowSeconds} s exceeded; retry after ${reset} s`, {
           headers: { 'Retry-After': String(reset) },
@@ -146,6 +148,7 @@ export class RateLimits {
       if (ipPoints && (auth.kind === 'publishable' || auth.kind === 'session')) {
         return this.take(`ip:${ctx.ip}`, ipPoints, this.defaults.windowSeconds).then((byIp) => {
           if (!byIp.ok) {
+            rateLimitRejections.inc({ limit: 'ip' });
             const reset = Math.max(1, Math.ceil(byIp.msBeforeNext / 1000));
             throw new ApiError(429, 'rate_limited', `Too many widget requests from this address; retry after ${reset} s`, { headers: { 'Retry-After': String(reset) } });
           }

@@ -39,6 +39,7 @@ import { currentSession } from './session';
 import { clientAuthKeys, type ThrottleKey } from '../../domain/throttle';
 import { reserveAttempt, settleSuccess } from '../../db/repositories/throttles';
 import { publicOrigin } from '../publicOrigin';
+import { getOrganization } from '../../db/repositories/organizations';
 
 /** Paths of the endpoints (origin root). */
 export const OAUTH_PATHS = {
@@ -283,23 +284,25 @@ export function createAuthorizationServer(deps: AppDeps): AuthorizationServer {
       const rows = ok.requested
         .map((s) => {
           const can = allowed.has(s as never);
-          return `<label><input type="checkbox" name="granted" value="${esc(s)}"${can ? ' checked' : ' disabled'}> ${esc(describeScope(s))} <span class="muted">(${esc(s)})${can ? '' : ' — your role cannot grant this'}</span></label>`;
+          return `<label><input type="checkbox" name="granted" value="${esc(s)}"${can ? ' checked' : ' disabled'}> <span>${esc(describeScope(s))} <code>${esc(s)}</code>${can ? '' : ' <span class="muted">— your role cannot grant this</span>'}</span></label>`;
         })
         .join('\n');
       const keep = Object.entries({ ...p, redirectUri: ok.redirectUri })
         .map(([k, v]) => hidden(k.replace(/[A-Z]/g, (m) => `_${m.toLowerCase()}`), v))
         .join('');
+      const organization = (await getOrganization(deps.db, ok.client.orgId))?.name ?? 'your organization';
       page(
         ctx,
         200,
         `Authorize ${ok.client.name}`,
-        `<p><strong>${esc(ok.client.name)}</strong> asks to act for your organization. Signed in as ${esc(current.member.email)} (${esc(current.member.role)}). Untick what you do not want to grant.</p>
+        `<p><strong>${esc(ok.client.name)}</strong>, an app registered by <strong>${esc(organization)}</strong>, asks to act for <strong>${esc(organization)}</strong>. You are signed in as ${esc(current.member.email)} (${esc(current.member.role)}). Untick what you do not want to grant.</p>
 <form method="post" action="${OAUTH_PATHS.authorize}">${hidden('csrf', current.session.csrfToken)}${keep}
-<fieldset><legend>It will be able to:</legend>
+<fieldset class="scopes"><legend>${esc(ok.client.name)} will be able to:</legend>
 ${rows}
 </fieldset>
-<p><button type="submit" name="decision" value="allow">Allow</button><button type="submit" name="decision" value="deny">Deny</button></p></form>
-<p class="muted">It will be redirected to ${esc(ok.redirectUri)}.</p>`,
+<div class="actions"><button type="submit" name="decision" value="allow" class="primary">Allow</button><button type="submit" name="decision" value="deny" class="secondary">Deny</button></div></form>
+<p class="muted">After you answer, your browser returns to ${esc(ok.redirectUri)}. You can revoke this approval later (<code>DELETE /team/grants/{id}</code>).</p>`,
+        { organization },
       );
     },
 

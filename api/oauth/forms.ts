@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import type { AppContext } from '../context';
 import { ApiError } from '../../domain/errors';
 import { randomBase62 } from '../../db/ids';
+import { escapeHtml, htmlDocument } from '../pages/theme';
 
 /** Name of the sign-in session cookie. */
 export const SESSION_COOKIE = '__Host-acp_session';
@@ -94,10 +95,8 @@ export function checkCsrf(form: Record<string, unknown>, expected: string | unde
   }
 }
 
-/** Escapes text for HTML content and attribute values. */
-export function esc(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
+/** Escapes text for HTML content and attribute values (the pages' one escaper, api/pages/theme.ts). */
+export const esc = escapeHtml;
 
 /** A hidden input. */
 export function hidden(name: string, value: string): string {
@@ -105,21 +104,24 @@ export function hidden(name: string, value: string): string {
 }
 
 /**
- * Answers a whole HTML page: no caching, not framable (clickjacking: RFC 7034, CSP frame-ancestors), no
- * script at all (CSP), no referrer (the query carries OAuth parameters).
+ * Answers a whole HTML page in the shared frame (api/pages/theme.ts: product name, organization, the one
+ * stylesheet): no caching, not framable (clickjacking: RFC 7034, CSP frame-ancestors), no script at all
+ * (CSP), no referrer (the query carries OAuth parameters).
  * @param body inner HTML, already escaped
+ * @param opts.organization the organization's name, when the page knows it
  */
-export function page(ctx: AppContext, status: number, title: string, body: string): void {
+export function page(ctx: AppContext, status: number, title: string, body: string, opts: { organization?: string } = {}): void {
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
   ctx.set('Cache-Control', 'no-store');
   ctx.set('X-Frame-Options', 'DENY');
   ctx.set('Referrer-Policy', 'no-referrer');
-  ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' http: https:; frame-ancestors 'none'");
-  ctx.body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#222}label{display:block;margin:.6rem 0}input[type=email],input[type=password],input[type=text]{width:100%;padding:.4rem}button{padding:.5rem 1rem;margin-right:.5rem}.error{color:#a00}.muted{color:#777}</style></head>
-<body><h1>${esc(title)}</h1>${body}</body></html>`;
+  ctx.set('Content-Security-Policy', PAGE_CSP);
+  ctx.body = htmlDocument(title, body, opts);
 }
+
+/** The pages' Content-Security-Policy: the stylesheet and favicon of this origin, no script. */
+export const PAGE_CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self' http: https:; frame-ancestors 'none'";
 
 /**
  * Client credentials of an `Authorization: Basic` header (RFC 6749 §2.3.1: each part form-urlencoded,

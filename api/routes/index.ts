@@ -35,6 +35,8 @@ import * as oauthClients from './oauthClients';
 import * as integrations from './integrations';
 import * as records from './records';
 import * as calls from './calls';
+import * as models from './models';
+import * as responses from './responses';
 
 /** What an area module exports. */
 export interface AreaModule {
@@ -43,7 +45,7 @@ export interface AreaModule {
   routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema' | 'bodyChecks'>>>;
 }
 
-const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys, billing, variables, escalation, onboarding, meta, dashboards, reports, phoneSettings, team, oauthClients, integrations, records, calls];
+const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys, billing, variables, escalation, onboarding, meta, dashboards, reports, phoneSettings, team, oauthClients, integrations, records, calls, responses, models];
 
 /** operationId → handler. */
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));

@@ -130,6 +130,11 @@ export const ROUTES: RouteDef[] = [
   r('POST', '/chat/sessions/{id}/end', 'endChatSession', 'Chat', ['chat:write'], 'End a chat session'),
   r('POST', '/chat/sessions/{id}/messages', 'sendChatMessage', 'Chat', ['chat:write'], 'Send a chat message (JSON, or SSE with Accept: text/event-stream)', { sessionToken: true }),
   r('POST', '/chat/completions', 'createChatCompletion', 'Chat', ['chat:write'], 'OpenAI-compatible chat completions'),
+  // OpenAI-compatible model list (not in the spec's tables; docs/api-notes.md "OpenAI compatibility"): the chat read scope.
+  r('GET', '/models', 'listModels', 'Chat', ['chat:read'], "OpenAI-compatible list of the organization's agents as models"),
+  r('GET', '/models/{id}', 'getModel', 'Chat', ['chat:read'], 'OpenAI-compatible model: an agent, its draft or one of its versions'),
+  r('POST', '/responses', 'createResponse', 'Chat', ['chat:write'], 'OpenAI-compatible Responses API: one turn of an agent conversation (JSON, or typed SSE events with stream: true)'),
+  r('GET', '/responses/{id}', 'getResponse', 'Chat', ['chat:read'], 'Get a stored response (OpenAI-compatible)'),
   // Widget
   r('GET', '/agents/{agentId}/widget', 'getWidget', 'Widget', ['widgets:read'], 'Get widget settings'),
   r('PUT', '/agents/{agentId}/widget', 'putWidget', 'Widget', ['widgets:write'], 'Replace widget settings'),

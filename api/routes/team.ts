@@ -13,6 +13,7 @@ import {
   changeMemberRole,
   createInvitation,
   findMemberByEmail,
+  getMember,
   LastOwnerError,
   listInvitations,
   listMembers,
@@ -23,7 +24,9 @@ import {
   type Member,
 } from '../../db/repositories/team';
 import { getGrant, listGrants, revokeGrant, type OAuthGrant } from '../../db/repositories/oauth';
-import { INVITATION_TTL_SECONDS, normalizeEmail, roleChangeRefusal, type Role } from '../../domain/team';
+import { humanUtcDate, INVITATION_TTL_SECONDS, normalizeEmail, roleChangeRefusal, type Role } from '../../domain/team';
+import { getOrganization } from '../../db/repositories/organizations';
+import { PRODUCT_NAME } from '../pages/theme';
 import { randomBase62 } from '../../db/ids';
 import type { OAuthGrantView, TeamInvitation, TeamInvitationCreate, TeamMember, TeamMemberUpdate, TeamRemoval } from '../../schemas/types/team';
 
@@ -133,13 +136,17 @@ export const createTeamInvitation: Handler = async (ctx, { db, config, providers
   const token = randomBase62(24);
   const inv = await createInvitation(db, orgId, { email, role: body.role, invitedBy: actor.memberId, token, ttlSeconds: INVITATION_TTL_SECONDS });
   const link = `${config.publicBaseUrl}/invitations/accept?token=${token}`;
+  const organization = (await getOrganization(db, orgId))?.name ?? 'an organization';
+  const inviter = actor.memberId ? await getMember(db, orgId, actor.memberId) : undefined;
+  const who = inviter ? (inviter.name ? `${inviter.name} (${inviter.email})` : inviter.email) : `An owner of ${organization}`;
+  const opening = `${who} invited you to join ${organization} on ${PRODUCT_NAME} as ${body.role}.`;
   // An address signs in to one organization (docs/team-and-oauth.md "Team"), so a person who already has an account is
   // told to use it rather than sent a set-password link that could only fail.
   const text = existing
-    ? `You have been invited to join an organization as ${body.role}.\n\nThis address already has an account: you can sign in with your existing account at ${config.publicBaseUrl}/login. An address belongs to one organization; to join this one as well, ask the person who invited you to invite another address of yours.\n`
-    : `You have been invited to join an organization as ${body.role}.\n\nSet your password here (the link works once, until ${inv.expiresAt.toISOString()}):\n${link}\n`;
+    ? `${opening}\n\nThis address already has an account: you can sign in with your existing account at ${config.publicBaseUrl}/login. An address belongs to one organization; to join ${organization} as well, ask the person who invited you to invite another address of yours.\n`
+    : `${opening}\n\nSet your password here to accept. The link works once, until ${humanUtcDate(inv.expiresAt)}:\n${link}\n`;
   try {
-    await providers.mailer.send({ to: email, subject: 'You are invited to the Agent Control Plane', text });
+    await providers.mailer.send({ to: email, subject: `${who.replace(/ \(.*\)$/, '')} invited you to ${organization} on ${PRODUCT_NAME}`, text });
   } catch (err) {
     await revokeInvitation(db, orgId, inv.id);
     ctx.state.log.warn({ err }, 'invitation email not sent');

@@ -20,6 +20,7 @@ import { claimCallRelay } from '../../db/repositories/voiceCalls';
 import { getPlacedCall } from '../../db/repositories/calls';
 import { resolveTalkToken, talkTokenStillSigned } from '../agents/talkToken';
 import { BASE_PATH } from '../app';
+import { voiceRelaySockets } from '../../metrics';
 
 /** How often a talk-token socket re-checks its token's signature, ms (docs/security.md "Revocation"). */
 export const TALK_TOKEN_RECHECK_MS = 1000;
@@ -114,6 +115,7 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
       hooks,
     );
     sessions.add(session);
+    voiceRelaySockets.inc();
     // A talk-token session lasts only while its token's signature holds: rotating the organization's
     // talk-token secret closes it (docs/security.md "Revocation"). Carrier calls (relay references) are
     // authenticated by the carrier's signed webhook and keep their socket.
@@ -134,6 +136,7 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
     });
     ws.on('error', (err) => logger.warn({ err }, 'relay: socket error'));
     ws.on('close', () => {
+      voiceRelaySockets.dec();
       if (recheck) clearInterval(recheck);
       session.socketClosed();
       void session.idle().finally(() => sessions.delete(session));

@@ -4,19 +4,22 @@
  * the browser — `setup`, then a final `prompt` per typed line (or per recognized utterance where the
  * browser has the Web Speech API's SpeechRecognition), `dtmf` for keypad buttons — and shows (and, with
  * speechSynthesis, speaks) the agent's `text` tokens. The token is checked by the relay, not here.
+ * It wears the shared page frame (api/pages/theme.ts).
  */
+import { brandHeader, HEAD_LINKS, PRODUCT_NAME } from '../pages/theme';
 
 /** The page's HTML (no external assets; the token is read from the page's own URL). */
 export const TALK_PAGE_HTML = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Talk to the agent</title>
-<meta name="viewport" content="width=device-width,initial-scale=1">
-<style>body{font:16px system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}#log p{margin:.3rem 0}.agent{color:#1a4d8f}.you{text-align:right}#keys button{width:2.5rem}</style>
-</head><body>
+<html lang="en"><head><meta charset="utf-8"><title>Talk to the agent · ${PRODUCT_NAME}</title>
+<meta name="viewport" content="width=device-width,initial-scale=1">${HEAD_LINKS}
+<style>#log{margin:1rem 0;min-height:4rem}#log p{margin:.4rem 0;padding:.4rem .7rem;border-radius:8px;background:var(--bg)}.agent{color:var(--accent)}.you{text-align:right}#say{display:flex;gap:.5rem;align-items:end;flex-wrap:wrap}#say label{flex:1;margin:0}#keys{display:grid;grid-template-columns:repeat(3,3rem);gap:.3rem;margin-top:1rem}#keys button{margin:0;padding:.5rem 0}</style>
+</head><body>${brandHeader()}<main class="card">
 <h1>Talk to the agent</h1>
-<p id="status" role="status">Connecting…</p>
+<p id="status" role="status" class="muted">Connecting…</p>
 <div id="log" aria-live="polite"></div>
-<form id="say"><label for="line">You say</label> <input id="line" autocomplete="off" required> <button type="submit">Send</button> <button type="button" id="mic" hidden>Speak</button></form>
-<div id="keys" aria-label="Keypad">${'123456789*0#'.split('').map((k) => `<button type="button" data-key="${k}">${k}</button>`).join('')}</div>
+<form id="say"><label for="line">You say <input id="line" type="text" autocomplete="off" required></label> <button type="submit" class="primary">Send</button> <button type="button" id="mic" class="secondary" hidden>Speak</button></form>
+<div id="keys" aria-label="Keypad">${'123456789*0#'.split('').map((k) => `<button type="button" class="secondary" data-key="${k}">${k}</button>`).join('')}</div>
+</main>
 <script>
 (function () {
   var token = new URLSearchParams(location.search).get('token') || '';

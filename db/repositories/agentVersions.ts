@@ -222,3 +222,38 @@ export async function publishedWithKey(db: Db, orgId: string, agentId: string, i
   const r = await db('agent_versions').where({ org_id: orgId, agent_id: agentId, idempotency_key: idempotencyKey }).first('id', 'request_hash');
   return r ? { versionId: r.id, requestHash: r.request_hash } : undefined;
 }
+
+/** An agent as the OpenAI-compatible `GET /models` lists it (api/routes/models.ts). */
+export interface AgentModelRow {
+  agentId: string;
+  /** ISO 8601. */
+  createdAt: string;
+  /** The published version's number, null when never published. */
+  publishedNumber: number | null;
+  /** Every frozen version, oldest first (`createdAt` ISO 8601: when it was published). */
+  versions: { number: number; createdAt: string }[];
+}
+
+/**
+ * The organization's agents in creation order with their versions (docs/api-notes.md "OpenAI compatibility": models).
+ * Unpaged, as OpenAI's model list is; `agentId` narrows it to one agent.
+ */
+export async function listAgentModels(db: Db, orgId: string, agentId?: string): Promise<AgentModelRow[]> {
+  const agents = await db('agents as a')
+    .leftJoin('agent_versions as p', 'p.id', 'a.published_version_id')
+    .where({ 'a.org_id': orgId, ...(agentId ? { 'a.id': agentId } : {}) })
+    .orderBy('a.seq')
+    .select('a.id', 'a.created_at', 'p.number as published_number');
+  if (!agents.length) return [];
+  const versions = await db('agent_versions')
+    .where({ org_id: orgId })
+    .whereIn('agent_id', agents.map((a) => a.id))
+    .orderBy([{ column: 'agent_id' }, { column: 'number' }])
+    .select('agent_id', 'number', 'created_at');
+  return agents.map((a) => ({
+    agentId: a.id,
+    createdAt: iso(a.created_at)!,
+    publishedNumber: a.published_number ?? null,
+    versions: versions.filter((v) => v.agent_id === a.id).map((v) => ({ number: v.number, createdAt: iso(v.created_at)! })),
+  }));
+}

@@ -6,6 +6,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../index';
 import type { SmsMessage } from '../../schemas/types/sms';
 import { iso } from '../timestamps';
+import { smsMessages } from '../../metrics';
 
 
 /** Rank of outbound statuses: a report of a lower rank never replaces a higher one. */
@@ -151,7 +152,6 @@ export async function findReplyTo(db: Db, orgId: string, inboundId: string): Pro
   return r ? toMessage(r) : undefined;
 }
 
-/** Records on an inbound text the agent conversation that took it up and, once the turn ran, its reply. */
 /** Ends an inbound text's owed answer: `answered`, or `declined` with why (an opt-out, the SMS toggle, …). */
 export async function settleInboundAnswer(db: Db, orgId: string, id: string, state: 'answered' | 'declined', note: string | null = null): Promise<void> {
   await db('sms_messages').where({ org_id: orgId, id, direction: 'inbound', answer_state: 'pending' }).update({ answer_state: state, answer_note: note });
@@ -166,6 +166,7 @@ export async function pendingAnswers(db: Db, before: Date, limit: number): Promi
   return rows.map((r: { org_id: string; id: string }) => ({ orgId: r.org_id, id: r.id }));
 }
 
+/** Records on an inbound text the agent conversation that took it up and, once the turn ran, its reply. */
 export async function setInboundAnswer(db: Db, orgId: string, id: string, answer: { conversationId: string; agentReply?: string }): Promise<void> {
   await db('sms_messages')
     .where({ org_id: orgId, id, direction: 'inbound' })
@@ -192,6 +193,7 @@ export async function advanceMessage(
   if (to.error !== undefined) update.error = to.error;
   if (!onChange) {
     const n = await db('sms_messages').where({ id, org_id: orgId }).whereIn('status', lower).update(update);
+    if (n > 0) countMessage(to.status);
     return n > 0;
   }
   return inTransaction(db, async (trx) => {
@@ -200,7 +202,15 @@ export async function advanceMessage(
     const [row] = await trx('sms_messages').where({ id, org_id: orgId }).update(update).returning('*');
     await onChange(trx, messageChange(row, before.status));
     return true;
+  }).then((changed) => {
+    if (changed) countMessage(to.status);
+    return changed;
   });
+}
+
+/** Counts the outbound statuses operators watch (`sms_messages_total`), once per transition written. */
+function countMessage(status: SmsMessage['status']): void {
+  if (status === 'sent' || status === 'delivered' || status === 'failed') smsMessages.inc({ status });
 }
 
 /**

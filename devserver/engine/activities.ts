@@ -13,6 +13,7 @@ import {
   ActivityHeartbeatRequest,
   EventType,
   Failure,
+  Payloads,
   PollActivityTaskQueueResponse,
   RecordActivityTaskHeartbeatResponse,
   RetryState,
@@ -32,6 +33,19 @@ interface ActivityRequestRef {
   runId?: string | null;
   activityId?: string | null;
   identity?: string | null;
+}
+
+/**
+ * Heartbeat details, or nothing when they only hold data-less `binary/null` payloads (a TypeScript
+ * SDK `heartbeat()` without details): what DescribeWorkflowExecution's
+ * `PendingActivityInfo.heartbeat_details` and the next attempt's `heartbeat_details` show for a
+ * heartbeat without details (absent, as from the Go and Java SDKs). The SDKs decode both to `undefined`.
+ */
+function detailsOrNothing(details: Payloads | null | undefined): Payloads | undefined {
+  const payloads = details?.payloads ?? [];
+  const isNull = (p: NonNullable<Payloads['payloads']>[number]) =>
+    Buffer.from(p.metadata?.encoding ?? '').toString() === 'binary/null' && !p.data?.length && Object.keys(p.metadata ?? {}).length === 1;
+  return payloads.length === 0 || payloads.every(isNull) ? undefined : (details ?? undefined);
 }
 
 /** Engine layer for activities (see `index.ts`). */
@@ -259,7 +273,7 @@ export abstract class Activities extends WorkflowTasks {
   /** RecordActivityTaskHeartbeat(ById): stores details, resets the heartbeat timeout. */
   heartbeatActivity(req: ActivityHeartbeatRequest, byId: boolean): RecordActivityTaskHeartbeatResponse {
     const { exec, act } = this.findActivity(req, byId);
-    act.heartbeatDetails = req.details;
+    act.heartbeatDetails = detailsOrNothing(req.details);
     act.lastHeartbeatTime = this.clock.now();
     this.armHeartbeat(exec, act);
     this.dirty(exec);
@@ -284,7 +298,7 @@ export abstract class Activities extends WorkflowTasks {
   failActivity(req: ActivityFailedRequest, byId: boolean): void {
     const { exec, act } = this.findActivity(req, byId);
     const failure = req.failure;
-    if (req.lastHeartbeatDetails) act.heartbeatDetails = req.lastHeartbeatDetails;
+    if (req.lastHeartbeatDetails) act.heartbeatDetails = detailsOrNothing(req.lastHeartbeatDetails);
     this.attemptFailed(exec, act, failure);
   }
 

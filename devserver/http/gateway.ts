@@ -54,7 +54,7 @@ interface RpcError {
 }
 
 /** An HTTP JSON request handler serving the HTTP API; answers every request it is given. */
-export type HttpApiHandler = (req: http.IncomingMessage, res: http.ServerResponse, opts?: { payloadShorthand?: boolean }) => Promise<void>;
+export type HttpApiHandler = (req: http.IncomingMessage, res: http.ServerResponse, opts?: { payloadShorthand?: boolean; nullPayloadAsJson?: boolean }) => Promise<void>;
 
 function send(res: http.ServerResponse, status: number, body: unknown, pretty: boolean): void {
   const text = JSON.stringify(body, null, pretty ? 2 : undefined);
@@ -136,7 +136,8 @@ function invoke(impl: grpc.UntypedServiceImplementation, method: string, request
 /**
  * The HTTP API over the given services. `payloadShorthand` (default true, as the real server)
  * is turned off per request by the `noPayloadShorthand` query parameter or by the caller's option
- * (the Web UI decodes full payloads itself); `?pretty` indents the JSON.
+ * (the Web UI decodes full payloads itself; `nullPayloadAsJson` gives it data-less null payloads
+ * as `json/plain` nulls, see JsonMappingOptions); `?pretty` indents the JSON.
  */
 export function httpApiHandler(services: GatewayService[]): HttpApiHandler {
   const routes = httpRoutes(services.map((s) => s.name));
@@ -160,7 +161,7 @@ export function httpApiHandler(services: GatewayService[]): HttpApiHandler {
     }
     try {
       const out = await invoke(impls.get(route.service)!, route.method, request, req, res);
-      send(res, 200, toHttpJson(route.responseType, out ?? {}, { payloadShorthand: shorthand }), pretty);
+      send(res, 200, toHttpJson(route.responseType, out ?? {}, { payloadShorthand: shorthand, nullPayloadAsJson: opts.nullPayloadAsJson }), pretty);
     } catch (err) {
       const e = err as RpcError;
       const code = typeof e.code === 'number' ? e.code : Code.UNKNOWN;

@@ -38,6 +38,13 @@ export interface PbReflType {
 export interface JsonMappingOptions {
   /** Temporal's payload shorthand (default true, as the real server's HTTP API). */
   payloadShorthand: boolean;
+  /**
+   * In the full form, a data-less `binary/null` payload (the SDKs' encoding of `undefined`/`null`:
+   * a void result, a heartbeat without details) as a `json/plain` `null`: the Web UI parses every
+   * payload's data as JSON (its decodePayload) and warns "Could not parse payload" on empty data.
+   * Payloads carrying other metadata than `encoding` are left as they are.
+   */
+  nullPayloadAsJson?: boolean;
 }
 
 const PAYLOAD = '.temporal.api.common.v1.Payload';
@@ -96,9 +103,14 @@ const b64 = (s: string): string => Buffer.from(s, 'base64').toString('utf8');
 
 /** A payload in protobufjs object form (bytes as base64 strings) → its HTTP JSON form. */
 function payloadToJson(p: { metadata?: Record<string, string>; data?: string }, opts: JsonMappingOptions): unknown {
-  if (!opts.payloadShorthand) return p;
   const encoding = p.metadata?.encoding ? b64(p.metadata.encoding) : '';
   const otherMetadata = Object.keys(p.metadata ?? {}).some((k) => k !== 'encoding');
+  if (!opts.payloadShorthand) {
+    if (opts.nullPayloadAsJson && encoding === 'binary/null' && !otherMetadata && !p.data) {
+      return { metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from('null').toString('base64') };
+    }
+    return p;
+  }
   if (encoding === 'binary/null' && !otherMetadata) return null;
   if (encoding === 'json/plain' && !otherMetadata) {
     try {

@@ -1,7 +1,8 @@
 /**
  * The Temporal Web UI listener of the dev server (the real `temporal server start-dev` serves the
  * UI on :8233): the static build of `ui/` (the official UI from `@temporalio/ui`, see
- * scripts/build-ui.ts), our own answer to the UI's `GET /api/v1/settings`, and every other
+ * scripts/build-ui.ts; a "building…" page until a background build is done), our own answer to the
+ * UI's `GET /api/v1/settings`, the raw history download, and every other
  * `/api/v1/…` request handed to the HTTP API with full payloads (the UI decodes payloads itself,
  * as from the real UI server).
  */
@@ -15,6 +16,12 @@ import type { HttpApiHandler } from './gateway';
 export interface WebUiOptions {
   /** Directory of the static build (index.html, _app/…). */
   buildDir: string;
+  /**
+   * The build in progress, when the UI is built in the background (`npm start`): until it
+   * settles every page answers a small self-refreshing "building…" page (503), after a failure
+   * a page with the error; `/api/v1/…` is served throughout. Without it the build must exist.
+   */
+  building?: Promise<unknown>;
   /** The dev server's HTTP API. */
   httpApi: HttpApiHandler;
   host: string;
@@ -55,8 +62,9 @@ const TYPES: Record<string, string> = {
 
 /**
  * The UI's settings (the shape of the real UI server's `/api/v1/settings`): no auth, no codec
- * server, write actions on (signal, cancel, terminate, reset), starting workflows, batch
- * actions and schedules' pages off, as the dev server does not implement them.
+ * server, write actions on (signal, update, cancel, terminate: the dev server implements
+ * UpdateWorkflowExecution, and the UI's Update action reads `WorkflowUpdateDisabled`); reset,
+ * starting workflows and batch actions off, as the dev server does not implement them.
  */
 export function uiSettings(defaultNamespace: string, version: string): Record<string, unknown> {
   return {
@@ -72,7 +80,7 @@ export function uiSettings(defaultNamespace: string, version: string): Record<st
     WorkflowTerminateDisabled: false,
     WorkflowCancelDisabled: false,
     WorkflowSignalDisabled: false,
-    WorkflowUpdateDisabled: true,
+    WorkflowUpdateDisabled: false,
     WorkflowResetDisabled: true,
     BatchActionsDisabled: true,
     StartWorkflowDisabled: true,
@@ -101,6 +109,9 @@ async function serveFile(buildDir: string, urlPath: string, res: http.ServerResp
   createReadStream(target).pipe(res);
 }
 
+/** The HTTP API as the UI reads it: full payloads, null payloads as JSON nulls (devserver/http/json.ts). */
+const UI_API_OPTIONS = { payloadShorthand: false, nullPayloadAsJson: true };
+
 /** The version of the installed `@temporalio/ui` package (what the UI build was made from). */
 export function webUiVersion(): string {
   // The package's `exports` do not list package.json: look it up along the module paths.
@@ -111,10 +122,51 @@ export function webUiVersion(): string {
   return '2.38.0';
 }
 
-/** Serves the Web UI. Rejects when the port cannot be bound or the build directory has no index.html. */
+/**
+ * The raw history download of a run (the UI's "View Raw History" link, `…/{runId}/history.json`,
+ * and the real UI server's `/api/v1/namespaces/{ns}/workflows/{id}/run/{runId}/history.json`)
+ * as the HTTP API's GetWorkflowExecutionHistory path for the whole history; undefined for any
+ * other path. Segments stay percent-encoded (a workflow id holding `/` travels as `%2F`).
+ */
+export function rawHistoryPath(urlPath: string): string | undefined {
+  const m =
+    /^\/namespaces\/([^/]+)\/workflows\/([^/]+)\/([^/]+)\/history\.json$/.exec(urlPath) ??
+    /^\/api\/v1\/namespaces\/([^/]+)\/workflows\/([^/]+)\/run\/([^/]+)\/history\.json$/.exec(urlPath);
+  if (!m) return undefined;
+  return `/api/v1/namespaces/${m[1]}/workflows/${m[2]}/history?execution.runId=${m[3]}&maximumPageSize=100000&pretty=true`;
+}
+
+/** The page shown while the UI is being built (or after its build failed): refreshes itself every 3 s. */
+export function buildingPage(failure?: string): string {
+  const esc = (t: string) => t.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
+  const body = failure
+    ? `<h1>The Temporal Web UI could not be built</h1><pre>${esc(failure)}</pre><p>Run <code>npm run ui:build</code> to see the whole output.</p>`
+    : '<h1>Building the Temporal Web UI…</h1><p>This page reloads by itself once the build (about a minute on a fresh clone) is done. The API and the dev server are already serving.</p>';
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8">${failure ? '' : '<meta http-equiv="refresh" content="3">'}<title>Temporal Web UI (building…)</title><style>body{font-family:system-ui,sans-serif;margin:3rem;max-width:50rem}pre{white-space:pre-wrap}</style></head><body data-testid="ui-building">${body}</body></html>`;
+}
+
+/**
+ * Serves the Web UI. Rejects when the port cannot be bound or (without `building`) the build
+ * directory has no index.html.
+ */
 export async function serveWebUi(opts: WebUiOptions): Promise<WebUiServer> {
   const buildDir = path.resolve(opts.buildDir);
-  await fs.access(path.join(buildDir, 'index.html'));
+  let state: { ready: true } | { ready: false; failure?: string } = { ready: true };
+  if (opts.building) {
+    state = { ready: false };
+    opts.building.then(
+      async () => {
+        state = (await fs.access(path.join(buildDir, 'index.html')).then(() => true, () => false))
+          ? { ready: true }
+          : { ready: false, failure: `no index.html in ${buildDir}` };
+      },
+      (err: unknown) => {
+        state = { ready: false, failure: err instanceof Error ? err.message : String(err) };
+      },
+    );
+  } else {
+    await fs.access(path.join(buildDir, 'index.html'));
+  }
   const settings = JSON.stringify(uiSettings(opts.defaultNamespace, opts.version));
   const server = http.createServer((req, res) => {
     const urlPath = (req.url ?? '/').split('?')[0];
@@ -123,8 +175,20 @@ export async function serveWebUi(opts: WebUiOptions): Promise<WebUiServer> {
       res.end(settings);
       return;
     }
+    const raw = rawHistoryPath(urlPath);
+    if (raw) {
+      // "View Raw History": the run's whole history, GetWorkflowExecutionHistory in the HTTP API's JSON.
+      req.url = raw;
+      void opts.httpApi(req, res, UI_API_OPTIONS);
+      return;
+    }
     if (urlPath.startsWith('/api/')) {
-      void opts.httpApi(req, res, { payloadShorthand: false });
+      void opts.httpApi(req, res, UI_API_OPTIONS);
+      return;
+    }
+    if (!state.ready) {
+      res.writeHead(state.failure ? 500 : 503, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...(state.failure ? {} : { 'retry-after': '3' }) });
+      res.end(buildingPage(state.failure));
       return;
     }
     serveFile(buildDir, urlPath, res).catch(() => {

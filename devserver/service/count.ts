@@ -3,6 +3,7 @@
  * counts): the query's filter counted as a whole and per status, each group value a Keyword
  * search-attribute payload (`json/plain`, as the real server encodes it). Other GROUP BY fields
  * are INVALID_ARGUMENT, as on the real server's SQL visibility.
+ * `GROUP BY ExecutionStatus` alone (no filter: what the UI asks first) groups the whole namespace.
  */
 import { status as Code } from '@grpc/grpc-js';
 import type { temporal } from '@temporalio/proto';
@@ -12,7 +13,7 @@ import { Plain } from '../protoTypes';
 import { ServiceError } from '../types';
 import { listExecutions, STATUS_NAMES } from './visibility';
 
-const GROUP_BY = /\s+GROUP\s+BY\s+([A-Za-z_][A-Za-z0-9_]*)\s*$/i;
+const GROUP_BY = /(?:^|\s+)GROUP\s+BY\s+([A-Za-z_][A-Za-z0-9_]*)\s*$/i;
 
 /** Counts the executions matching `req.query`, grouped when it ends with `GROUP BY ExecutionStatus`. */
 export function countExecutions(engine: Engine, req: Plain<temporal.api.workflowservice.v1.ICountWorkflowExecutionsRequest>): Record<string, unknown> {

@@ -12,6 +12,7 @@ import { status as Code } from '@grpc/grpc-js';
 import { encodePlain, pbType, serviceDefinition } from '../proto';
 import { ServiceError } from '../types';
 import { Handlers } from './common';
+import { timeCall } from '../metrics';
 
 export { decodeSearchAttribute } from './visibility';
 export { SERVER_VERSION, workflowServiceHandlers } from './workflowService';
@@ -86,14 +87,17 @@ export function buildImplementation(
         callback({ code: Code.UNIMPLEMENTED, details: `${serviceName}/${m} is not implemented by the dev server` });
         return;
       }
+      const done = timeCall(m);
       Promise.resolve()
         .then(() => h(call.request ?? {}, call))
         .then(
           async (res) => {
+            done(false);
             await afterEach(m);
             callback(null, res ?? {});
           },
           async (err) => {
+            done(true);
             if (!(err instanceof ServiceError)) log('unexpected error', { method: m, err: String(err?.stack ?? err) });
             await afterEach(m).catch(() => undefined);
             callback(toGrpcError(err));

@@ -85,6 +85,8 @@ export function executionInfo(e: Execution): WorkflowExecutionInfo {
     closeTime: e.closeTime !== null ? fromMs(e.closeTime) : undefined,
     status: e.status,
     historyLength: e.nextEventId - 1,
+    // WorkflowExecutionInfo.history_size_bytes: the encoded events (the Web UI's "History Size (Bytes)").
+    historySizeBytes: e.historySizeBytes ?? 0,
     parentNamespaceId: e.parent ? e.parent.namespace : undefined,
     parentExecution: e.parent ? { workflowId: e.parent.workflowId, runId: e.parent.runId } : undefined,
     executionTime: fromMs(e.executionTime),

@@ -208,7 +208,10 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
           lastStartedTime: a.startedTime ? fromMs(a.startedTime) : undefined,
           attempt: a.attempt,
           maximumAttempts: a.retryPolicy.maximumAttempts,
-          scheduledTime: fromMs(a.attemptScheduledTime),
+          // As the real server's describe: a started attempt has its start time and no scheduled time
+          // (the Web UI shows a scheduled time as "Next Retry"); one waiting to start or to retry has
+          // the time it is (to be) scheduled.
+          scheduledTime: a.state === 'started' ? undefined : fromMs(a.attemptScheduledTime),
           expirationTime: a.scheduleToCloseMs > 0 ? fromMs(a.scheduledTime + a.scheduleToCloseMs) : undefined,
           lastFailure: a.lastFailure,
           lastWorkerIdentity: a.identity,

@@ -77,6 +77,17 @@ export interface SandboxHints {
   classification?: { message: string; topics: { topic: string; description: string | null }[] };
 }
 
+/** A `response_format` of type `json_schema` (OpenAI API reference "Structured Outputs"). */
+export interface LlmJsonSchemaFormat {
+  type: 'json_schema';
+  /** `^[a-zA-Z0-9_-]{1,64}$`. */
+  name: string;
+  description?: string;
+  /** JSON Schema of the answer object. */
+  schema: Record<string, unknown>;
+  strict?: boolean;
+}
+
 /** One chat-completions request. */
 export interface LlmRequest {
   /** Model name; default LLM_MODEL (openai) or `sandbox`. */
@@ -92,8 +103,29 @@ export interface LlmRequest {
   temperature?: number;
   /** Upper bound of completion tokens. */
   maxTokens?: number;
-  /** `json_object`: the answer must be one JSON object (chat-completions `response_format`, "JSON mode"). */
-  responseFormat?: 'json_object';
+  /**
+   * `json_object`: the answer must be one JSON object (chat-completions `response_format`, "JSON mode");
+   * `json_schema`: one JSON object conforming to `schema` ("Structured Outputs"; `strict` asks the upstream to enforce it).
+   */
+  responseFormat?: 'json_object' | LlmJsonSchemaFormat;
+  /** Nucleus sampling, 0..1 (chat-completions `top_p`). */
+  topP?: number;
+  /** Up to 4 sequences where the answer stops, the sequence itself left out (chat-completions `stop`). */
+  stop?: string[];
+  /** Best-effort determinism (chat-completions `seed`). */
+  seed?: number;
+  /** -2..2 (chat-completions `presence_penalty`). */
+  presencePenalty?: number;
+  /** -2..2 (chat-completions `frequency_penalty`). */
+  frequencyPenalty?: number;
+  /** Token id (as text) → bias -100..100 (chat-completions `logit_bias`). */
+  logitBias?: Record<string, number>;
+  /** Which tool the model must or may call (chat-completions `tool_choice`); only sent with `tools`. */
+  toolChoice?: 'none' | 'auto' | 'required' | { name: string };
+  /** Whether several calls may come in one answer (chat-completions `parallel_tool_calls`); only sent with `tools`. */
+  parallelToolCalls?: boolean;
+  /** `low` | `medium` | `high` … for reasoning models (chat-completions `reasoning_effort`), passed on as given. */
+  reasoningEffort?: string;
   /** Only the sandbox reads these. */
   hints?: SandboxHints;
   /** Aborts the request; the promise or stream rejects with the signal's reason. */

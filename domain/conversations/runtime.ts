@@ -26,7 +26,7 @@ import type { ConversationChannel, ReceiptToolCall, TurnReceipt } from '../../sc
 export type { ConversationChannel, ReceiptToolCall, TurnReceipt } from '../../schemas/types/chat';
 import { skillInputs, skillType } from '../agents/skillTypes';
 import { checkInput, checkOutput, redactPii, semanticTopics, type GuardrailDecision } from './guardrails';
-import type { LlmMessage, LlmProvider, LlmRequest, LlmToolCall, LlmUsage, SandboxHints } from './llm';
+import type { LlmMessage, LlmProvider, LlmRequest, LlmResponse, LlmTool, LlmToolCall, LlmUsage, SandboxHints } from './llm';
 import { checkSemanticTopics } from './topicClassifier';
 import {
   answerPlaybook,
@@ -166,6 +166,47 @@ export interface TurnResult {
    * the `conversation.escalated` event.
    */
   escalation?: { reason: EscalationReason; route: EscalationRoute | null };
+  /**
+   * Calls of client tools (`TurnOptions.clientTools`) the model made: not run, the turn ends with them (their
+   * assistant message is the last of `messages`); the next turn brings their outputs (`TurnOptions.toolOutputs`).
+   */
+  clientCalls?: LlmToolCall[];
+  /** Why the model's last answer of the turn ended, when the reply is that answer (`length`: cut by the token limit). */
+  finishReason?: LlmResponse['finishReason'];
+}
+
+/**
+ * What a turn of the Responses API or of `/chat/completions` adds (docs/api-notes.md "Responses API", "OpenAI
+ * compatibility"); other channels give none.
+ */
+export interface TurnOptions {
+  /**
+   * Function tools of the client, offered to the model beside the agent's own (a skill, playbook or `escalate` tool
+   * of the same name wins, and the client's is not offered). A call of one is not run here: the turn ends with it
+   * in `TurnResult.clientCalls`, any other call of that round answered or run as usual.
+   */
+  clientTools?: LlmTool[];
+  /**
+   * Outputs of the client calls the previous turn ended with: stored as `tool` messages before the user's message.
+   * With no user message (`userText` null) the model answers from them — no guardrail, playbook or PIN step runs.
+   */
+  toolOutputs?: { callId: string; name: string; output: string }[];
+  /**
+   * The model's answer must be JSON matching a schema (`LlmRequest.responseFormat`): passed to the model, and the
+   * answer is not made {@link speakable} (which drops JSON); output guardrails still apply.
+   */
+  responseFormat?: LlmRequest['responseFormat'];
+  /**
+   * How the model may call tools in the turn's first model request (`LlmRequest.toolChoice`; later rounds are
+   * `auto`, so a forced call is made once). A named function must be one of `clientTools`.
+   */
+  toolChoice?: LlmRequest['toolChoice'];
+  /**
+   * Sampling and limits the caller asks for its turn (`/chat/completions` parameters, OpenAI API reference "Chat
+   * Completions"), sent with every model request of the turn over the agent's own settings; `maxTokens` never
+   * exceeds the agent's ({@link modelRequestSettings}).
+   */
+  sampling?: Pick<LlmRequest, 'temperature' | 'topP' | 'stop' | 'seed' | 'presencePenalty' | 'frequencyPenalty' | 'logitBias' | 'maxTokens' | 'parallelToolCalls' | 'reasoningEffort'>;
 }
 
 const ZERO_USAGE: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
@@ -216,13 +257,15 @@ class GuardedStream {
   constructor(
     private readonly agent: CompiledAgent,
     private readonly emit: (e: TurnEvent) => void,
+    /** Structured output (JSON): not made speakable. */
+    private readonly structured = false,
   ) {
     this.holdback = Math.max(12, SPEAKABLE_HOLDBACK + 2, ...agent.guardrails.forbiddenPhrases.map((p) => p.length + 1));
   }
 
   push(delta: string): void {
     this.raw += delta;
-    const safe = checkOutput(speakable(this.raw), this.agent.guardrails).text;
+    const safe = checkOutput(this.shape(this.raw), this.agent.guardrails).text;
     const upTo = Math.max(this.emitted, safe.length - this.holdback);
     if (upTo > this.emitted) {
       this.emit({ type: 'message.delta', data: { content: safe.slice(this.emitted, upTo) } });
@@ -230,9 +273,13 @@ class GuardedStream {
     }
   }
 
+  private shape(text: string): string {
+    return this.structured ? text : speakable(text);
+  }
+
   /** Flushes the rest and returns the whole filtered text. */
   finish(): string {
-    const { text, decisions } = checkOutput(speakable(this.raw), this.agent.guardrails);
+    const { text, decisions } = checkOutput(this.shape(this.raw), this.agent.guardrails);
     if (text.length > this.emitted) this.emit({ type: 'message.delta', data: { content: text.slice(this.emitted) } });
     this.emitted = text.length;
     this.decisions.push(...decisions);
@@ -266,12 +313,20 @@ export function outputVariables(skill: string, output: unknown): Record<string, 
 /**
  * Executes one user turn.
  * @param ctx the conversation as stored before the turn
- * @param userText the user's message (1..10,000 characters, already validated)
+ * @param userText the user's message (1..10,000 characters, already validated); null: none, the turn answers
+ *   `opts.toolOutputs` (Responses API)
  * @param emit receives streamed events in order (deltas, tool calls and results, guardrail decisions)
+ * @param opts client tools, their outputs and a response format (Responses API: {@link TurnOptions})
  * @returns what to store; nothing is stored here
  * @throws LlmProviderError from the model (the caller answers 502/503 and stores nothing)
  */
-export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPorts, emit: (e: TurnEvent) => void = () => undefined): Promise<TurnResult> {
+export async function runTurn(
+  ctx: TurnContext,
+  userText: string | null,
+  ports: TurnPorts,
+  emit: (e: TurnEvent) => void = () => undefined,
+  opts: TurnOptions = {},
+): Promise<TurnResult> {
   const t0 = ports.now();
   const agent = ctx.agent;
   const g = agent.guardrails;
@@ -294,15 +349,17 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
     return escalationLine(line, ctx.channel, r);
   };
 
-  let stored = userText;
-  if (g.redactPii) {
+  let stored = userText ?? '';
+  if (g.redactPii && userText !== null) {
     const r = redactPii(userText);
     if (r.kinds.length) {
       stored = r.text;
       decide({ rule: 'redactPii', action: 'redacted', excerpt: [...new Set(r.kinds)].join(', '), stage: 'input' });
     }
   }
-  const messages: LlmMessage[] = [{ role: 'user', content: stored }];
+  // Outputs of the client's function calls come first: they answer the previous turn's last assistant message.
+  const prior: LlmMessage[] = (opts.toolOutputs ?? []).map((o) => ({ role: 'tool', toolCallId: o.callId, name: o.name, content: o.output }));
+  const messages: LlmMessage[] = [...prior, ...(userText !== null ? [{ role: 'user' as const, content: stored }] : [])];
   // Tokens and model of a semantic guardrail's classification call, added to whatever the turn does next.
   let guardUsage = ZERO_USAGE;
   let guardModel: string | null = null;
@@ -331,13 +388,13 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
   // the protected action waits until it is asked for again.
   let resume: string | null = null;
   let lead: string | null = null;
-  if (cv?.enabled && vars.caller_verification === 'pin_required' && ports.checkPin) {
+  if (cv?.enabled && vars.caller_verification === 'pin_required' && ports.checkPin && userText !== null) {
     const always = verificationRequired(cv) === 'always';
     const pending = vars[VERIFICATION_PENDING];
     const pin = pinDigits(userText);
     if (always && !pin) return finish(sayScripted(pinPrompt(ctx.channel)), ZERO_USAGE, null, ctx.playbook);
     if (pin && (always || pending)) {
-      messages[0] = { role: 'user', content: '[PIN entered]' };
+      messages[prior.length] = { role: 'user', content: '[PIN entered]' };
       const match = await ports.checkPin(pin);
       const step = pinStep(cv, ctx.channel, vars, match);
       vars = { ...vars, ...step.variables };
@@ -355,7 +412,7 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
     }
   }
 
-  if (!resume) {
+  if (!resume && userText !== null) {
     const verdict = checkInput(userText, g);
     verdict.decisions.forEach(decide);
     if (verdict.refusal) {
@@ -375,7 +432,7 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
   }
 
   // A person leaving a running playbook hears what was not done.
-  if (!resume && ctx.playbook && leavesPlaybook(userText)) {
+  if (!resume && ctx.playbook && userText !== null && leavesPlaybook(userText)) {
     receipt.playbook = { name: ctx.playbook.playbook, nodes: ctx.playbook.node ? [ctx.playbook.node] : [], exited: true };
     return finish(sayScripted(playbookExitReply(ctx.playbook.playbook)), ZERO_USAGE, null, null);
   }
@@ -449,13 +506,13 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
   if (resume?.startsWith('playbook:')) {
     pb = agent.playbooks.find((p) => p.name === resume!.slice('playbook:'.length));
     if (pb) advance = startPlaybook(pb.graph, pb.name, vars);
-  } else if (!resume && ctx.playbook) {
+  } else if (!resume && ctx.playbook && userText !== null) {
     pb = agent.playbooks.find((p) => p.name === ctx.playbook!.playbook);
     if (pb) {
       advance = answerPlaybook(pb.graph, ctx.playbook, stored, vars);
       waitingOn = ctx.playbook.node;
     }
-  } else if (!resume) {
+  } else if (!resume && userText !== null) {
     const name = playbookFor(userText, agent.playbooks);
     pb = name ? agent.playbooks.find((p) => p.name === name) : undefined;
     if (pb) {
@@ -471,12 +528,12 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
 
   // A free turn: retrieval, then the model with the skills and the playbooks as tools. A skill that waited for
   // the PIN is asked for again with the message that asked for it.
-  const request = resume?.startsWith('skill:') ? (lastUserContent(ctx.history) ?? stored) : stored;
+  const request = resume?.startsWith('skill:') ? (lastUserContent(ctx.history) ?? stored) : userText !== null ? stored : null;
   const leadSaid = lead ? sayScripted(`${lead} `) : '';
   const withLead = (text: string) => (leadSaid ? `${leadSaid}${text}`.trim() : text);
   const tr = ports.now();
-  const hits = agent.knowledge.length ? (await ports.searchKnowledge(request, KNOWLEDGE_RESULTS)).filter((h) => h.score >= MIN_KNOWLEDGE_SCORE) : [];
-  if (agent.knowledge.length) {
+  const hits = agent.knowledge.length && request !== null ? (await ports.searchKnowledge(request, KNOWLEDGE_RESULTS)).filter((h) => h.score >= MIN_KNOWLEDGE_SCORE) : [];
+  if (agent.knowledge.length && request !== null) {
     const ms = round(ports.now() - tr);
     receipt.knowledge.push({
       query: request.slice(0, 500),
@@ -489,10 +546,14 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
   // With somewhere to hand the person to, the model may escalate (a skill or playbook tool of that name keeps it).
   const escalateOffered = !!(await route)?.destination && !tools.some((t) => t.name === ESCALATE_TOOL);
   if (escalateOffered) tools.push(escalateTool(ctx.channel));
+  // The client's function tools, unless the agent has a tool of that name (the agent's own stay server-side).
+  const clientTools = (opts.clientTools ?? []).filter((t) => !tools.some((x) => x.name === t.name));
+  tools.push(...clientTools);
+  const isClientCall = (call: LlmToolCall) => clientTools.some((t) => t.name === call.name);
   const convo: LlmMessage[] = [
     { role: 'system', content: systemPrompt(agent, vars, hits, { nowMs: ports.wallClock(), channel: ctx.channel }) },
-    ...modelHistory(ctx.history),
-    { role: 'user', content: request },
+    ...modelHistory([...ctx.history, ...prior]),
+    ...(request !== null ? [{ role: 'user' as const, content: request }] : []),
   ];
   const hints: SandboxHints = hits.length ? { knowledge: hits.map((h) => ({ text: h.content, source: sourceLabel(h), score: h.score })) } : {};
   const starts = playbookHints(agent, tools);
@@ -501,11 +562,15 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
   let model: string | null = null;
   for (let pass = 0; ; pass++) {
     const offerTools = tools.length > 0 && pass < MAX_TOOL_ROUNDS;
-    const out = new GuardedStream(agent, emit);
+    const out = new GuardedStream(agent, emit, !!opts.responseFormat);
     const tl = ports.now();
     let first: number | null = null;
     let calls: LlmToolCall[] = [];
-    for await (const ev of ports.llm.stream({ messages: convo, tools: offerTools ? tools : undefined, hints, ...modelRequestSettings(agent) })) {
+    let finishReason: LlmResponse['finishReason'] = 'stop';
+    const shaped: Partial<LlmRequest> = {};
+    if (opts.responseFormat) shaped.responseFormat = opts.responseFormat;
+    if (opts.toolChoice && offerTools && pass === 0) shaped.toolChoice = opts.toolChoice;
+    for await (const ev of ports.llm.stream({ messages: convo, tools: offerTools ? tools : undefined, hints, ...modelRequestSettings(agent, opts.sampling), ...shaped })) {
       if (ev.type === 'delta') {
         if (first === null) first = ports.now();
         out.push(ev.content);
@@ -513,13 +578,14 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
         usage = addUsage(usage, ev.response.usage);
         model = ev.response.model;
         calls = ev.response.toolCalls;
+        finishReason = ev.response.finishReason;
       }
     }
     if (first !== null) receipt.latency.push({ stage: 'llm_first_token', ms: round(first - tl) });
     receipt.latency.push({ stage: 'llm_total', ms: round(ports.now() - tl) });
     const text = out.finish();
     out.decisions.forEach(decide);
-    if (!calls.length || !offerTools) return finish(withLead(text), usage, model, null);
+    if (!calls.length || !offerTools) return { ...finish(withLead(text), usage, model, null), finishReason };
 
     const assistant: LlmMessage = { role: 'assistant', content: text || null, toolCalls: calls };
     messages.push(assistant);
@@ -528,12 +594,20 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
     let start: CompiledPlaybook | undefined;
     // Said instead of asking the model again: the PIN request or a refusal for a protected action.
     let instead: string | null = null;
+    // Calls of the client's tools: not run here; the turn ends with them unless something else ends it.
+    const pending: LlmToolCall[] = [];
+    const answerCall = (call: LlmToolCall, content: Record<string, unknown>) => {
+      const toolMsg: LlmMessage = { role: 'tool', toolCallId: call.id, name: call.name, content: JSON.stringify(content) };
+      messages.push(toolMsg);
+      convo.push(toolMsg);
+    };
     for (const call of calls) {
-      const answer = (content: Record<string, unknown>) => {
-        const toolMsg: LlmMessage = { role: 'tool', toolCallId: call.id, name: call.name, content: JSON.stringify(content) };
-        messages.push(toolMsg);
-        convo.push(toolMsg);
-      };
+      const answer = (content: Record<string, unknown>) => answerCall(call, content);
+      if (isClientCall(call)) {
+        if (start || instead) answer({ ok: false, error: 'Not run: another action is under way.' });
+        else pending.push(call);
+        continue;
+      }
       if (escalateOffered && call.name === ESCALATE_TOOL) {
         if (start || instead) {
           answer({ ok: false, error: 'Not run: another action is under way.' });
@@ -591,6 +665,11 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
       if (outcome?.effect === 'end') end = 'end_call';
       if (outcome?.effect === 'transfer') end = 'transferred';
     }
+    if (pending.length && !end && !instead && !start) {
+      // The client runs its functions; the text said with the calls is in their assistant message.
+      return { ...finish('', usage, model, null), reply: withLead(text), clientCalls: pending };
+    }
+    for (const call of pending) answerCall(call, { ok: false, error: 'Not run: the conversation moved on.' });
     if (end) return finish(withLead(sayScripted(closing.join(' ') || (end === 'transferred' ? 'Transferring you now.' : 'Goodbye.'))), usage, model, null);
     if (instead) return finish(withLead(sayScripted(instead)), usage, model, null);
     if (start) {
@@ -603,14 +682,17 @@ export async function runTurn(ctx: TurnContext, userText: string, ports: TurnPor
 /**
  * The version's model settings as request fields (docs/api-notes.md "Agents": model settings): `model`,
  * `temperature`, `maxTokens` and `fallbackModel` when set; unset ones are left to the adapter (LLM_MODEL, the
- * model's own defaults, no fallback).
+ * model's own defaults, no fallback). `asked` (a caller's {@link TurnOptions}`.sampling`) overrides them, except that
+ * its `maxTokens` is capped by the agent's.
  */
-export function modelRequestSettings(agent: CompiledAgent): Pick<LlmRequest, 'model' | 'temperature' | 'maxTokens' | 'fallbackModel'> {
-  const out: Pick<LlmRequest, 'model' | 'temperature' | 'maxTokens' | 'fallbackModel'> = {};
+export function modelRequestSettings(agent: CompiledAgent, asked: TurnOptions['sampling'] = {}): Omit<LlmRequest, 'messages' | 'tools' | 'hints' | 'signal'> {
+  const out: Omit<LlmRequest, 'messages' | 'tools' | 'hints' | 'signal'> = {};
   if (agent.model) out.model = agent.model;
   if (agent.temperature !== undefined) out.temperature = agent.temperature;
   if (agent.maxTokens !== undefined) out.maxTokens = agent.maxTokens;
   if (agent.fallbackModel) out.fallbackModel = agent.fallbackModel;
+  for (const [k, v] of Object.entries(asked)) if (v !== undefined && k !== 'maxTokens') (out as Record<string, unknown>)[k] = v;
+  if (asked.maxTokens !== undefined) out.maxTokens = out.maxTokens !== undefined ? Math.min(out.maxTokens, asked.maxTokens) : asked.maxTokens;
   return out;
 }
 

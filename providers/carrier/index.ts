@@ -14,6 +14,7 @@ import { SandboxCarrier, type SandboxOptions } from './sandbox';
 import { TelnyxCarrier } from './telnyx';
 import type { SmsRegistration } from '../../schemas/types/sms';
 import type { Lookup } from '../lookup';
+import { instrumentProvider } from '../../metrics';
 
 /** Brand details sent to the carrier (TCR brand fields). */
 export interface CarrierBrandRequest
@@ -93,7 +94,7 @@ export type CarrierOptions = SandboxOptions;
  */
 export function createCarrier(deps: { db: Db; config: AppConfig }, opts: CarrierOptions = {}): CarrierAdapter {
   const name = process.env.CARRIER_PROVIDER || 'sandbox';
-  if (name === 'telnyx') return new TelnyxCarrier(deps);
+  if (name === 'telnyx') return instrumentProvider('carrier', name, new TelnyxCarrier(deps));
   if (name !== 'sandbox') throw new Error(`CARRIER_PROVIDER=${name} is not supported; use "sandbox" or "telnyx"`);
-  return new SandboxCarrier(deps, opts);
+  return instrumentProvider('carrier', name, new SandboxCarrier(deps, opts));
 }

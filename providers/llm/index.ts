@@ -15,6 +15,7 @@ export { LlmProviderError, isRetryableLlmError, type LlmErrorKind } from './erro
 export { countMessages, countTokens } from './tokens';
 
 import type { LlmProvider } from '../../domain/conversations/llm';
+import { instrumentProvider } from '../../metrics';
 
 /** The contract types live in the domain, where the pure conversation runtime uses them. */
 export type { LlmRole, LlmToolCall, LlmMessage, LlmTool, LlmUsage, SandboxHints, LlmRequest, LlmResponse, LlmStreamEvent, LlmProvider } from '../../domain/conversations/llm';
@@ -35,17 +36,18 @@ export const DEFAULT_LLM_TIMEOUT_MS = 30_000;
 export function createLlm(env: NodeJS.ProcessEnv = process.env): LlmProvider {
   const provider = env.LLM_PROVIDER || 'sandbox';
   if (provider === 'sandbox') {
-    return new SandboxLlm({ tokenDelayMs: envNumber('SANDBOX_LLM_TOKEN_DELAY_MS', 0, env) });
+    return instrumentProvider('llm', provider, new SandboxLlm({ tokenDelayMs: envNumber('SANDBOX_LLM_TOKEN_DELAY_MS', 0, env) }));
   }
   if (provider === 'openai') {
     const apiKey = env.LLM_API_KEY;
     if (!apiKey) throw new Error('LLM_API_KEY is required when LLM_PROVIDER=openai (any non-empty value for a server that takes no key)');
-    return new OpenAiLlm({
+    const llm = new OpenAiLlm({
       baseUrl: env.LLM_BASE_URL || DEFAULT_LLM_BASE_URL,
       apiKey,
       model: env.LLM_MODEL || DEFAULT_LLM_MODEL,
       timeoutMs: envNumber('LLM_TIMEOUT_MS', DEFAULT_LLM_TIMEOUT_MS, env),
     });
+    return instrumentProvider('llm', provider, llm);
   }
   throw new Error(`LLM_PROVIDER=${provider} is not supported; use "sandbox" or "openai"`);
 }

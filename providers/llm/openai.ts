@@ -6,8 +6,10 @@
  * - Messages map to the wire as `{role, content, name?, tool_calls?: [{id, type: 'function', function: {name,
  *   arguments}}], tool_call_id?}`, tools as `{type: 'function', function: {name, description, parameters}}`,
  *   `responseFormat: 'json_object'` as `response_format: {type: 'json_object'}`,
- *   `maxTokens` as `max_tokens` (the field every compatible server accepts), `temperature` as `temperature`, and the
- *   model defaults to LLM_MODEL.
+ *   `maxTokens` as `max_tokens` (the field every compatible server accepts), `temperature` as `temperature`; a
+ *   `json_schema` response format as `response_format: {type: 'json_schema', json_schema: {name, schema, strict?}}`,
+ *   `topP`, `stop`, `seed`, `presencePenalty`, `frequencyPenalty`, `logitBias`, `reasoningEffort`, `toolChoice` and
+ *   `parallelToolCalls` (the last two only with tools) under their wire names, only when set; the model defaults to LLM_MODEL.
  * - Fallback model (`fallbackModel`; ./fallback.ts): when the model answers 429, 5xx or no connection, or times out,
  *   before any of its answer arrived, the request is sent once to the fallback model; the first model then gets no
  *   SDK retry of its own (the fallback is its retry), the fallback model the usual one.
@@ -213,6 +215,22 @@ export class OpenAiLlm implements LlmProvider {
     if (req.temperature !== undefined) params.temperature = req.temperature;
     if (req.maxTokens !== undefined) params.max_tokens = req.maxTokens;
     if (req.responseFormat === 'json_object') params.response_format = { type: 'json_object' };
+    else if (req.responseFormat) {
+      const f = req.responseFormat;
+      params.response_format = {
+        type: 'json_schema',
+        json_schema: { name: f.name, schema: f.schema, ...(f.description !== undefined ? { description: f.description } : {}), ...(f.strict !== undefined ? { strict: f.strict } : {}) },
+      };
+    }
+    if (req.topP !== undefined) params.top_p = req.topP;
+    if (req.stop?.length) params.stop = req.stop;
+    if (req.seed !== undefined) params.seed = req.seed;
+    if (req.presencePenalty !== undefined) params.presence_penalty = req.presencePenalty;
+    if (req.frequencyPenalty !== undefined) params.frequency_penalty = req.frequencyPenalty;
+    if (req.logitBias) params.logit_bias = req.logitBias;
+    if (req.reasoningEffort !== undefined) params.reasoning_effort = req.reasoningEffort as ChatCompletionCreateParamsBase['reasoning_effort'];
+    if (req.toolChoice !== undefined && params.tools) params.tool_choice = req.toolChoice === 'auto' || req.toolChoice === 'none' || req.toolChoice === 'required' ? req.toolChoice : { type: 'function', function: { name: req.toolChoice.name } };
+    if (req.parallelToolCalls !== undefined && params.tools) params.parallel_tool_calls = req.parallelToolCalls;
     return params;
   }
 }

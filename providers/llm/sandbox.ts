@@ -17,6 +17,9 @@
  * 6. `hints.ask` → verbatim; 7. `hints.knowledge` non-empty → the sentences that best match the question, headings
  *    left out, no citation (`answerFromKnowledge`);
  * 8. otherwise a fixed reply that echoes the last user message (`genericReply`).
+ * Rule 5 follows `toolChoice`: `none` calls nothing, a named function is called whatever the message says, `required`
+ * calls the tool the message names, else the first tool. Between rules 5 and 6: a `responseFormat` → one JSON object
+ * (`structuredAnswer`). `stop` ends a text answer before the first stop sequence.
  * Before rule 0: `hints.classification` (a semantic topic guardrail) → the JSON of `sandboxClassification`, which
  * decides by key words (docs/api-notes.md "Sandbox LLM").
  * Failures by model name, so a fallback model can be exercised offline: a model ending in `-rate-limited` fails as
@@ -123,6 +126,11 @@ export function sandboxAnswer(req: LlmRequest): LlmResponse {
   const text = (content: string): LlmResponse => {
     let out = content;
     let finishReason: LlmResponse['finishReason'] = 'stop';
+    // `stop`: the answer ends before the first stop sequence, which is left out (chat-completions `stop`).
+    for (const seq of req.stop ?? []) {
+      const at = seq ? out.indexOf(seq) : -1;
+      if (at >= 0) out = out.slice(0, at);
+    }
     if (req.maxTokens !== undefined && req.maxTokens >= 0) {
       const ids = encodeTokens(content);
       if (ids.length > req.maxTokens) {
@@ -139,20 +147,41 @@ export function sandboxAnswer(req: LlmRequest): LlmResponse {
   if (hints.say) return text(hints.say);
   if (!hasUser && hints.greeting) return text(hints.greeting);
   if (last?.role === 'tool') return text(toolResultSentence(messages));
-  if (last?.role === 'user' && req.tools?.length) {
-    const tool = matchTool(last.content ?? '', req.tools) ?? matchEscalation(last.content ?? '', req.tools) ?? matchPlaybook(last.content ?? '', hints.playbooks ?? [], req.tools);
+  if (last?.role === 'user' && req.tools?.length && req.toolChoice !== 'none') {
+    const message = last.content ?? '';
+    const forced = typeof req.toolChoice === 'object' ? req.tools.find((t) => t.name === (req.toolChoice as { name: string }).name) : undefined;
+    const tool =
+      forced ??
+      matchTool(message, req.tools) ??
+      matchEscalation(message, req.tools) ??
+      matchPlaybook(message, hints.playbooks ?? [], req.tools) ??
+      (req.toolChoice === 'required' ? req.tools[0] : undefined);
     if (tool) {
       const args = JSON.stringify(extractArguments(last.content ?? '', tool.parameters));
       const call: LlmToolCall = { id: toolCallId(messages, tool.name, args), name: tool.name, arguments: args };
       return { content: null, toolCalls: [call], finishReason: 'tool_calls', usage: usage(messages, countTokens(call.name) + countTokens(args)), model };
     }
   }
+  if (req.responseFormat && last?.role === 'user') return text(JSON.stringify(structuredAnswer(req, last.content ?? '')));
   if (hints.ask) return text(hints.ask);
   if (hints.knowledge?.length) {
     const question = [...messages].reverse().find((m) => m.role === 'user')?.content ?? '';
     return text(answerFromKnowledge(question, hints.knowledge));
   }
   return text(genericReply(messages));
+}
+
+/**
+ * The JSON object the sandbox answers a `response_format` with (docs/api-notes.md "Sandbox LLM"): for `json_schema`,
+ * the schema's properties read from the user's message by `extractArguments` (missing ones left out, so a required
+ * property the message does not give makes a non-conforming answer); for `json_object`, `{"answer": <the text rules
+ * 6–8 would say>}`.
+ */
+function structuredAnswer(req: LlmRequest, message: string): Record<string, unknown> {
+  const f = req.responseFormat!;
+  if (f !== 'json_object') return extractArguments(message, f.schema);
+  const plain = sandboxAnswer({ ...req, responseFormat: undefined, tools: undefined, stop: undefined, maxTokens: undefined });
+  return { answer: plain.content ?? '' };
 }
 
 function usage(messages: LlmMessage[], completionTokens: number): LlmUsage {

@@ -11,6 +11,7 @@ import { TelnyxTelephony } from './telnyx';
 import { TwilioTelephony } from './twilio';
 import type { Lookup } from '../lookup';
 import type { SandboxOptions } from '../carrier/sandbox';
+import { instrumentProvider } from '../../metrics';
 
 /** A text to send. */
 export interface OutgoingText {
@@ -190,8 +191,8 @@ export function telephonyProviderName(): string {
  */
 export function createTelephony(deps: TelephonyDeps, opts: TelephonyOptions = {}): TelephonyAdapter {
   const name = telephonyProviderName();
-  if (name === 'telnyx') return new TelnyxTelephony(deps);
-  if (name === 'twilio') return new TwilioTelephony(deps);
+  if (name === 'telnyx') return instrumentProvider('telephony', name, new TelnyxTelephony(deps));
+  if (name === 'twilio') return instrumentProvider('telephony', name, new TwilioTelephony(deps));
   if (name !== 'sandbox') throw new Error(`TELEPHONY_PROVIDER=${name} is not supported; use "sandbox", "telnyx" or "twilio"`);
-  return new SandboxTelephony(deps, opts);
+  return instrumentProvider('telephony', name, new SandboxTelephony(deps, opts));
 }

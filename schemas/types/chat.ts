@@ -162,41 +162,170 @@ export interface ChatTurn {
   receipt?: TurnReceipt;
 }
 
+/** Tokens of a chat completion's answer (inlined). @asType integer @minimum 1 */
+type CompletionTokens = number;
+/** Choices asked of a chat completion (inlined). @asType integer @minimum 1 @maximum 128 */
+type ChoiceCount = number;
+/** A sampling seed (inlined). @asType integer */
+type Seed = number;
+/** Log probabilities per token (inlined). @asType integer @minimum 0 @maximum 20 */
+type TopLogprobs = number;
+
 /**
- * Request body of `POST /chat/completions` (createChatCompletion): the OpenAI request shape. `model` names
- * the agent: `agt_…` (published version), `agt_…@draft` or `agt_…@v3` (a version number). Other OpenAI
- * request fields are accepted and ignored, as OpenAI-compatible servers do.
- * @additionalProperties true
+ * Request body of `POST /chat/completions` (createChatCompletion): every request parameter of OpenAI's API reference
+ * "Chat Completions" — create, and no other (an unknown one answers 400 as OpenAI does). `model` names the agent:
+ * `agt_…` (published version), `agt_…@draft` or `agt_…@v3` (a version number). Which parameters are honoured,
+ * passed to the upstream model or refused: docs/api-notes.md "OpenAI compatibility".
  */
 export interface ChatCompletionCreate {
   /** @pattern ^agt_[A-Za-z0-9]{8,40}(@(draft|v[0-9]{1,9}))?$ */
   model: string;
   /** @minItems 1 @maxItems 200 */
   messages: ChatCompletionMessage[];
-  stream?: boolean;
-  stream_options?: { include_usage?: boolean } | null;
-  /** Accepted for compatibility; the agent's configuration decides. */
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean; include_obfuscation?: boolean } | null;
+  /** @minimum 0 @maximum 2 */
   temperature?: number | null;
+  /** @minimum 0 @maximum 1 */
   top_p?: number | null;
-  max_tokens?: number | null;
-  max_completion_tokens?: number | null;
-  n?: number | null;
+  /** Deprecated by OpenAI for `max_completion_tokens`; both cap the answer (and the agent's `maxTokens` caps both). */
+  max_tokens?: CompletionTokens | null;
+  max_completion_tokens?: CompletionTokens | null;
+  /** Only 1. */
+  n?: ChoiceCount | null;
+  /** Up to 4 sequences. */
+  stop?: string | string[] | null;
+  seed?: Seed | null;
+  /** @minimum -2 @maximum 2 */
+  presence_penalty?: number | null;
+  /** @minimum -2 @maximum 2 */
+  frequency_penalty?: number | null;
+  /** Token id → bias in -100..100. */
+  logit_bias?: { [token: string]: number } | null;
+  logprobs?: boolean | null;
+  top_logprobs?: TopLogprobs | null;
+  response_format?: ChatCompletionResponseFormat;
+  /** @maxItems 128 */
+  tools?: ChatCompletionTool[];
+  tool_choice?: ChatCompletionToolChoice;
+  parallel_tool_calls?: boolean;
+  /** Deprecated by OpenAI for `tools` (refused). */
+  functions?: { [key: string]: unknown }[];
+  /** Deprecated by OpenAI for `tool_choice` (refused). */
+  function_call?: string | { [key: string]: unknown };
+  /** Stored on the conversation. @maxLength 512 */
   user?: string;
-  /** Conversation variables (an extension). @maxProperties 50 */
-  metadata?: { [key: string]: string };
+  /** Stored on the conversation. @maxLength 512 */
+  safety_identifier?: string;
+  /**
+   * Stored on the conversation; keys that are variable names (`^[a-z][a-z0-9_]{0,63}$`) also set conversation
+   * variables. OpenAI's limits: 16 pairs, keys ≤ 64 and values ≤ 512 characters. @maxProperties 16
+   */
+  metadata?: { [key: string]: string } | null;
+  store?: boolean | null;
+  service_tier?: string | null;
+  reasoning_effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | null;
+  verbosity?: 'low' | 'medium' | 'high' | null;
+  prompt_cache_key?: string;
+  prompt_cache_retention?: string | null;
+  prediction?: { [key: string]: unknown } | null;
+  modalities?: string[] | null;
+  audio?: { [key: string]: unknown } | null;
+  web_search_options?: { [key: string]: unknown };
 }
 
-/**
- * One OpenAI chat message (content as text or text parts).
- * @additionalProperties true
- */
+/** `response_format` of a chat completion (OpenAI API reference "Structured Outputs", "JSON mode"). */
+export type ChatCompletionResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | {
+      type: 'json_schema';
+      json_schema: {
+        /** @pattern ^[a-zA-Z0-9_-]{1,64}$ */
+        name: string;
+        description?: string;
+        schema?: { [key: string]: unknown };
+        strict?: boolean | null;
+      };
+    };
+
+/** A tool of a chat completion request: a function the client runs (OpenAI API reference "Function calling"). */
+export interface ChatCompletionTool {
+  /** `custom` tools are refused. */
+  type: 'function' | 'custom';
+  function?: {
+    /** @pattern ^[a-zA-Z0-9_-]{1,64}$ */
+    name: string;
+    /** @maxLength 4096 */
+    description?: string;
+    parameters?: { [key: string]: unknown };
+    strict?: boolean | null;
+  };
+  custom?: { [key: string]: unknown };
+}
+
+/** `tool_choice` of a chat completion request. */
+export type ChatCompletionToolChoice =
+  | 'none'
+  | 'auto'
+  | 'required'
+  | { type: 'function'; function: { name: string } }
+  | { type: 'allowed_tools'; allowed_tools: { mode: 'auto' | 'required'; tools: { [key: string]: unknown }[] } }
+  | { type: 'custom'; custom: { name: string } };
+
+/** One OpenAI chat message (content as text or content parts). */
 export interface ChatCompletionMessage {
-  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool' | 'function';
   /** @maxLength 100000 */
-  content?: string | null | { type: 'text'; text: string }[];
+  content?: string | null | ChatCompletionContentPart[];
   name?: string;
   tool_call_id?: string;
   tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
+  refusal?: string | null;
+  audio?: { id: string } | null;
+  function_call?: { name: string; arguments: string } | null;
+  /** Echoed back by clients from an earlier answer; ignored. */
+  annotations?: { [key: string]: unknown }[];
+}
+
+/** A part of a message's content: text is read; other kinds (images, audio, files) are refused by the handler. */
+export interface ChatCompletionContentPart {
+  type: 'text' | 'refusal' | 'image_url' | 'input_audio' | 'file';
+  /** @maxLength 100000 */
+  text?: string;
+  refusal?: string;
+  image_url?: { [key: string]: unknown };
+  input_audio?: { [key: string]: unknown };
+  file?: { [key: string]: unknown };
+}
+
+/** One model of `GET /models` (OpenAI API reference "Models"): an agent (`agt_…`), its draft (`@draft`) or a version (`@vN`). */
+export interface OpenAiModel {
+  id: string;
+  object: 'model';
+  /** Unix seconds: when the agent was created (the version published, for `@vN`). */
+  created: number;
+  /** The organization id. */
+  owned_by: string;
+}
+
+/**
+ * A failure on the OpenAI-compatible operations (OpenAI API reference "Error codes"; docs/api-notes.md "OpenAI
+ * compatibility"): the status and `code` a problem would have, `type` OpenAI's for the status.
+ */
+export interface OpenAiError {
+  error: {
+    message: string;
+    type: 'invalid_request_error' | 'authentication_error' | 'permission_error' | 'rate_limit_error' | 'server_error';
+    param: string | null;
+    code: string;
+  };
+}
+
+/** `GET /models` (OpenAI's list shape, not the envelope). */
+export interface OpenAiModelList {
+  object: 'list';
+  data: OpenAiModel[];
 }
 
 /** One expectation of a simulation, evaluated on the whole conversation. */

@@ -33,7 +33,7 @@ import { compileDraft, type CompiledAgent } from '../../domain/agents/compile';
 import { ApiError, notFound } from '../../domain/errors';
 import type { LlmMessage, LlmProvider, LlmUsage } from '../../domain/conversations/llm';
 import { conversationVariables } from '../../domain/conversations/prompt';
-import { greetingFor, runTurn, type EndReason, type TurnEvent, type TurnPorts, type TurnResult } from '../../domain/conversations/runtime';
+import { greetingFor, runTurn, type EndReason, type TurnEvent, type TurnOptions, type TurnPorts, type TurnResult } from '../../domain/conversations/runtime';
 import { checkedEvents, emitEvents, type EventOf } from '../../events/emit';
 import type { ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
 import type { SkillHttpClient } from '../../providers/http/request';
@@ -47,6 +47,8 @@ import { GroupCommit } from '../../db/groupCommit';
 import { DEFAULT_CONVERSATION_LIMITS, SHORTEST_IDLE_TIMEOUT_SECONDS } from '../../domain/conversations/limits';
 import { contactOf, summarizeForEscalation } from '../../domain/conversations/escalation';
 import { escalationRouteFor } from './escalation';
+import { conversationFirstToken, conversationTurnDuration, conversationTurns } from '../../metrics';
+import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 
 /** Messages of history handed to each turn. */
 export const HISTORY_MESSAGES = 30;
@@ -326,25 +328,64 @@ function escalatedEvent(c: ConversationRecord, result: TurnResult, history: read
   };
 }
 
+const tracer = trace.getTracer('agent-control-plane');
+
+/**
+ * The `conversation.turn` span's attributes: agent, version, channel, mode and each latency stage (ms); the
+ * message text and reply only with `OTEL_RECORD_CONTENT=true` (never a phone number or text by default).
+ */
+function describeTurn(span: Span, c: ConversationRecord, text: string | null, result?: TurnResult): void {
+  if (!span.isRecording()) return;
+  span.setAttributes({ 'acp.agent_id': c.agentId, 'acp.agent_version_id': c.versionId ?? 'draft', 'acp.channel': c.channel, 'acp.conversation_id': c.id, 'acp.conversation_mode': c.mode });
+  if (!result) return;
+  span.setAttribute('acp.turn', result.receipt.turn);
+  for (const l of result.receipt.latency) if (!l.detail) span.setAttribute(`acp.latency.${l.stage}_ms`, l.ms);
+  span.setAttribute('acp.tool_calls', result.receipt.toolCalls.length);
+  if (process.env.OTEL_RECORD_CONTENT === 'true') {
+    if (text !== null) span.setAttribute('acp.message', text);
+    if (result.reply) span.setAttribute('acp.reply', typeof result.reply === 'string' ? result.reply : JSON.stringify(result.reply));
+  }
+}
+
+/** Runs `fn` with `span` active (its LLM and SQL spans are its children); a no-op span when tracing is off. */
+function runTurnIn<T>(span: Span, fn: () => Promise<T>): Promise<T> {
+  if (!span.isRecording()) return fn();
+  return context.with(trace.setSpan(context.active(), span), fn);
+}
+
+/** Counts a turn that ran, with its latency stages (the receipt's `turn` and `llm_first_token`, in ms). */
+function countTurn(channel: string, latency: Array<{ stage: string; ms: number }>): void {
+  conversationTurns.inc({ channel, outcome: 'ok' });
+  for (const l of latency) {
+    if (l.stage === 'turn') conversationTurnDuration.observe({ channel }, l.ms / 1000);
+    else if (l.stage === 'llm_first_token') conversationFirstToken.observe({ channel }, l.ms / 1000);
+  }
+}
+
 /**
  * Runs and stores one user turn.
+ * @param text the user's message; null: none (a Responses API turn answering `opts.toolOutputs`)
  * @param emit receives the turn's streamed events (deltas, tool calls, guardrail decisions)
+ * @param opts client tools, their outputs and a response format (Responses API; domain/conversations/runtime.ts `TurnOptions`)
  * @throws ApiError 409 `conversation_ended`; 409 `conversation_busy` (another turn of this conversation
  *   was stored while this one ran: nothing of this turn is stored); 502/503 from the LLM (llmProblem)
  */
 export async function sendMessage(
   deps: ConversationDeps,
   c: ConversationRecord & { recent?: ConversationMessage[] },
-  text: string,
+  text: string | null,
   emit?: (e: TurnEvent) => void,
+  opts: TurnOptions = {},
 ): Promise<StoredTurnOutcome> {
   if (c.status !== 'active') throw new ApiError(409, 'conversation_ended', `The conversation ended (${c.endReason ?? 'ended'}); start a new one`);
   const agent = await pinnedAgent(deps.db, c);
   const before = c.recent ?? (await recentMessages(deps.db, c.orgId, c.id, HISTORY_MESSAGES));
   const history = before.map(toLlmMessage);
   let result: TurnResult;
+  const span = tracer.startSpan('conversation.turn');
+  describeTurn(span, c, text);
   try {
-    result = await runTurn(
+    result = await runTurnIn(span, () => runTurn(
       {
         id: c.id,
         orgId: c.orgId,
@@ -360,10 +401,17 @@ export async function sendMessage(
       text,
       turnPorts(deps, c, agent),
       emit,
-    );
+      opts,
+    ));
   } catch (err) {
+    conversationTurns.inc({ channel: c.channel, outcome: 'error' });
+    span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.name ?? 'error' });
+    span.end();
     throw llmProblem(err) ?? err;
   }
+  describeTurn(span, c, text, result);
+  span.end();
+  countTurn(c.channel, result.receipt.latency);
   logSemanticDecisions(deps, c, result.receipt);
   const charges = turnCharges(c, result);
   const stored = await storeTurn(deps.db, {

@@ -6,6 +6,7 @@
  * caller's organization so that handlers run as far as the body lets them. Fixed seed: `FUZZ_SEED`,
  * `FUZZ_RUNS` (bodies per operation) change it (docs/operations.md "Scripts").
  */
+import { openAiErrorType, speaksOpenAi } from '../../api/middleware/problem';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { newId } from '../../db/ids';
@@ -105,7 +106,11 @@ describe('hostile request bodies never cause a 5xx (every write operation of the
     const text = await res.text();
     const what = `${op.operationId} ${JSON.stringify(body)?.slice(0, 300)} → ${res.status} ${text.slice(0, 300)}`;
     expect(res.status, what).to.be.below(500);
-    if (res.status >= 400) {
+    if (res.status >= 400 && speaksOpenAi(`/api/v1${fill(op.path)}`)) {
+      // The OpenAI-compatible routes answer OpenAI's error shape (docs/api-notes.md "OpenAI compatibility").
+      expect(res.headers.get('content-type'), what).to.match(/^application\/json/);
+      expect(JSON.parse(text).error, what).to.include({ type: openAiErrorType(res.status) }).and.to.have.property('code').that.is.a('string');
+    } else if (res.status >= 400) {
       expect(res.headers.get('content-type'), what).to.match(/^application\/problem\+json/);
       const problem = JSON.parse(text);
       expect(problem.status, what).to.equal(res.status);

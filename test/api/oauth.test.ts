@@ -24,7 +24,8 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import { CLIENT_AUTH_POLICIES } from '../../domain/throttle';
 
 describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
-  const t = useTestApi('oauth', {}, { providers: { mailer: new SandboxMailer() } });
+  const mailer = new SandboxMailer();
+  const t = useTestApi('oauth', {}, { providers: { mailer } });
   let oauth: typeof OAuth;
   let as: OAuth.AuthorizationServer;
   let origin: string;
@@ -489,6 +490,9 @@ describe('OAuth 2.0 authorization server (oauth4webapi as the client)', () => {
         expect((await t.call('POST', '/team/invitations', { key, json: { email: 'new-owner@a.example', role: 'owner' } })).status).to.equal(403);
       }
       expect((await t.call('DELETE', `/team/invitations/${viewerInvite}`, { key: tokens.access_token })).status).to.equal(200);
+      // An invitation sent through the admin's app names the admin as the inviter.
+      expect((await t.call('POST', '/team/invitations', { key: tokens.access_token, json: { email: 'named-inviter@a.example', role: 'viewer' } })).status).to.equal(201);
+      expect(mailer.sent.at(-1)!.text).to.match(new RegExp(`^${admin.email.replace(/[.]/g, '\\.')} invited you to join `));
       expect((await t.call('DELETE', `/team/invitations/${ownerInvite}`, { key: orgA.key })).status).to.equal(200);
     });
 

@@ -46,13 +46,20 @@ describe('Team (/team) and sign-in (/login)', () => {
 
   it('invites by email, accepts once through the form, stores an argon2id hash, and signs the member in', async () => {
     const { id, link } = await invite('Dev@Team.example', 'developer');
-    expect(mailer.sent.at(-1)!.text).to.not.include('undefined');
+    const mail = mailer.sent.at(-1)!;
+    expect(mail.text).to.not.include('undefined');
+    // It names the organization and the inviter (a secret key acts as an owner), with a human date in UTC.
+    expect(mail.subject).to.equal('An owner of Team Org invited you to Team Org on Agent Control Plane');
+    expect(mail.text).to.match(/^An owner of Team Org invited you to join Team Org on Agent Control Plane as developer\./);
+    expect(mail.text).to.match(/until (Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), [A-Z][a-z]+ \d{1,2}, \d{4}, \d{2}:\d{2} UTC:/);
+    expect(mail.text).to.not.match(/\d{4}-\d{2}-\d{2}T/);
     const pending = await t.call('GET', '/team/invitations', { key: org.key });
     expect(pending.body.data.items.map((i: { id: string }) => i.id)).to.include(id);
     expect(pending.text).to.not.include(link.split('token=')[1]);
     const done = await accept(link);
     expect(done.status, done.html).to.equal(303);
-    expect(done.location).to.equal('/login');
+    // The sign-in page then says the password is set and fills in the address.
+    expect(done.location).to.equal('/login?joined=1');
     const stored = await t.db('members').where({ email: 'dev@team.example' }).first();
     expect(stored.password_hash).to.match(/^\$argon2id\$/);
     expect(stored.role).to.equal('developer');

@@ -38,6 +38,9 @@ describe('the voice test page in headless Chromium', function () {
     await page.waitForFunction("(document.querySelectorAll('#log .agent')[1]?.textContent ?? '').length > 5");
     expect(await page.locator('#log .you').first().textContent()).to.equal('Hello, can you hear me?');
     expect(await page.locator('#status').textContent()).to.equal('Connected');
+    // It wears the shared frame: the product's header and the one stylesheet.
+    expect(await page.locator('header.brand').textContent()).to.include('Agent Control Plane');
+    expect(await page.locator('main.card').evaluate((el) => (globalThis as any).getComputedStyle(el).borderTopLeftRadius)).to.equal('12px');
     const stored = await t!.db('conversations').where({ org_id: org.orgId, agent_id: agentId }).first();
     expect(stored).to.include({ channel: 'voice', mode: 'draft' });
     await page.close();

@@ -8,6 +8,8 @@
 import { expect } from 'chai';
 import { startDevServer, type DevServer } from '../../devserver';
 import { connect, uniqueQueue, withWorker } from './helpers';
+import { toHttpJson, type PbReflType } from '../../devserver/http/json';
+import { httpRoutes } from '../../devserver/http/routes';
 
 const ns = 'default';
 
@@ -93,6 +95,11 @@ describe('dev server HTTP API', function () {
       expect(count.body.groups[0].count).to.equal('1');
       // A Keyword search-attribute payload carries `type` metadata besides its encoding: full form.
       expect(Buffer.from(count.body.groups[0].groupValues[0].data, 'base64').toString()).to.equal('"Completed"');
+      // The Web UI's landing asks without a filter: the whole namespace, grouped.
+      const all = await get(`/api/v1/namespaces/${ns}/workflow-count?query=${encodeURIComponent('GROUP BY ExecutionStatus')}`);
+      expect(all.status, JSON.stringify(all.body)).to.equal(200);
+      const sum = all.body.groups.reduce((n: number, g: any) => n + Number(g.count), 0);
+      expect(Number(all.body.count)).to.be.at.least(1).and.to.equal(sum);
 
       const second = await c.client.workflow.start('waitForFinish', { taskQueue, workflowId: `${workflowId}-2` });
       const term = await post(`/api/v1/namespaces/${ns}/workflows/${encodeURIComponent(second.workflowId)}/terminate`, { reason: 'from HTTP' });
@@ -100,6 +107,36 @@ describe('dev server HTTP API', function () {
       const gd = await c.connection.workflowService.describeWorkflowExecution({ namespace: ns, execution: { workflowId: second.workflowId } });
       expect(gd.workflowExecutionInfo!.status).to.equal(5); // WORKFLOW_EXECUTION_STATUS_TERMINATED
     });
+  });
+
+  it("describes a started activity as the real server and gives the Web UI null payloads as JSON nulls", async () => {
+    const taskQueue = uniqueQueue('http-hb');
+    const workflowId = `http-hb/${taskQueue}`;
+    await withWorker(c.native, taskQueue, async () => {
+      const handle = await c.client.workflow.start('bareHeartbeats', { taskQueue, workflowId });
+      const path = `/api/v1/namespaces/${ns}/workflows/${encodeURIComponent(workflowId)}`;
+      const pending = async () => (await get(path)).body.pendingActivities?.[0];
+      const deadline = Date.now() + 20_000;
+      while (!(await pending())?.lastHeartbeatTime && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      const act = await pending();
+      // A heartbeat without details leaves no details; a started attempt has no scheduled time (the UI's "Next Retry").
+      expect(act.state).to.equal('PENDING_ACTIVITY_STATE_STARTED');
+      expect(act.lastHeartbeatTime).to.be.a('string');
+      expect(act).to.not.have.property('heartbeatDetails');
+      expect(act).to.not.have.property('scheduledTime');
+      expect(act.lastStartedTime).to.be.a('string');
+      const d = await get(path);
+      expect(Number(d.body.workflowExecutionInfo.historySizeBytes)).to.be.greaterThan(0);
+      await handle.terminate('test over');
+    });
+    // A data-less binary/null payload (the SDK's `undefined`): JSON null for the UI, as it is elsewhere.
+    const payloadType = httpRoutes(['temporal.api.workflowservice.v1.WorkflowService'])
+      .find((r) => r.method === 'QueryWorkflow')!.responseType.fields.queryResult.resolve().resolvedType as PbReflType;
+    const nullPayloads = { payloads: [{ metadata: { encoding: Buffer.from('binary/null') } }] };
+    expect(toHttpJson(payloadType, nullPayloads, { payloadShorthand: false, nullPayloadAsJson: true })).to.deep.equal({
+      payloads: [{ metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from('null').toString('base64') }],
+    });
+    expect(toHttpJson(payloadType, nullPayloads, { payloadShorthand: false })).to.deep.equal({ payloads: [{ metadata: { encoding: Buffer.from('binary/null').toString('base64') } }] });
   });
 
   it('shapes errors as the real server: status, google.rpc.Status body, 501 naming the method', async () => {

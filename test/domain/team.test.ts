@@ -3,11 +3,16 @@
  * each role may approve and change, redirect URI shapes, and scopes in plain words.
  */
 import { expect } from 'chai';
-import { approvableScopes, normalizeEmail, passwordProblem, roleChangeRefusal } from '../../domain/team';
+import { approvableScopes, humanUtcDate, normalizeEmail, passwordProblem, roleChangeRefusal } from '../../domain/team';
 import { describeScope, grantableScopes, redirectUriErrors } from '../../domain/oauth';
 import { NON_RESERVED_SCOPES, RESERVED_SCOPES } from '../../domain/scopes';
 
 describe('team and OAuth rules', () => {
+  it('writes an email date as people read it, in UTC with the zone named', () => {
+    expect(humanUtcDate(new Date('2026-11-26T14:05:59Z'))).to.equal('Thursday, November 26, 2026, 14:05 UTC');
+    expect(humanUtcDate(new Date('2027-01-03T00:00:00Z'))).to.equal('Sunday, January 3, 2027, 00:00 UTC');
+  });
+
   it('lets owners and admins approve every non-reserved scope, developers less, viewers only reads', () => {
     expect([...approvableScopes('owner')]).to.deep.equal(NON_RESERVED_SCOPES);
     expect([...approvableScopes('admin')]).to.deep.equal(NON_RESERVED_SCOPES);

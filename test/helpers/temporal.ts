@@ -9,7 +9,7 @@ import { Client, Connection } from '@temporalio/client';
 import { InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connection';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../../devserver';
-import { installTemporalRuntime } from '../../worker';
+import { installTemporalRuntime, WORKFLOW_BUNDLER_OPTIONS } from '../../worker';
 
 installTemporalRuntime();
 
@@ -96,6 +96,7 @@ export function testTemporal(): Promise<{ client: Client; connection: Connection
 export function serviceWorkflowBundle(): Promise<{ code: string }> {
   bundlePromise ??= bundleWorkflowCode({
     workflowsPath: path.join(__dirname, '..', '..', 'workflows', 'index.ts'),
+    ...WORKFLOW_BUNDLER_OPTIONS,
     logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never,
   });
   return bundlePromise;

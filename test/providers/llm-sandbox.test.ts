@@ -261,3 +261,30 @@ describe('sandbox LLM (docs/api-notes.md "Sandbox LLM")', () => {
     expect(createLlm({ LLM_PROVIDER: 'openai', LLM_API_KEY: 'k' }).name).to.equal('openai');
   });
 });
+
+describe('sandbox LLM: a caller\'s stop, tool_choice and response_format (docs/api-notes.md "Sandbox LLM")', () => {
+  const weather: LlmTool = { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } };
+
+  it('ends a text answer before the first stop sequence, then applies the token limit', async () => {
+    expect((await llm.complete({ messages: [user('hello there')], stop: ['there', 'xyz'] })).content).to.equal('I understand you said: "hello ');
+    const cut = await llm.complete({ messages: [user('hello there')], stop: ['How'], maxTokens: 2 });
+    expect(cut.finishReason).to.equal('length');
+    expect(countTokens(cut.content!)).to.equal(2);
+  });
+
+  it('follows toolChoice: none calls nothing, a named function always, required the first tool when none is named', async () => {
+    expect((await llm.complete({ messages: [user('get weather city: Oslo')], tools: [weather], toolChoice: 'none' })).toolCalls).to.deep.equal([]);
+    const named = await llm.complete({ messages: [user('city: Oslo')], tools: [weather], toolChoice: { name: 'get_weather' } });
+    expect(named.toolCalls.map((c) => [c.name, c.arguments])).to.deep.equal([['get_weather', '{"city":"Oslo"}']]);
+    expect((await llm.complete({ messages: [user('anything')], tools: [weather], toolChoice: 'required' })).toolCalls[0].name).to.equal('get_weather');
+    expect((await llm.complete({ messages: [user('anything')], tools: [weather] })).toolCalls).to.deep.equal([]);
+  });
+
+  it('answers a response format with one JSON object read from the message', async () => {
+    const schema = { type: 'object', properties: { city: { type: 'string' }, nights: { type: 'integer' } }, required: ['city', 'nights'] };
+    const out = await llm.complete({ messages: [user('city: Lima, nights: 2')], responseFormat: { type: 'json_schema', name: 'b', schema } });
+    expect(JSON.parse(out.content!)).to.deep.equal({ city: 'Lima', nights: 2 });
+    const obj = await llm.complete({ messages: [user('hello')], responseFormat: 'json_object' });
+    expect(JSON.parse(obj.content!)).to.deep.equal({ answer: 'I understand you said: "hello". How can I help further?' });
+  });
+});

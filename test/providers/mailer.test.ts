@@ -1,9 +1,12 @@
 /**
  * The mailer providers (DESIGN.md "Providers": `mailer`; docs/team-and-oauth.md "Team"): the SMTP adapter on `nodemailer`
  * against a loopback SMTP server (`smtp-server`, RFC 5321 with AUTH PLAIN/LOGIN), and the sandbox, which
- * records messages and refuses the documented magic domain.
+ * records messages (and writes them to `DATA_DIR/mail/*.eml` and the log) and refuses the documented magic domain.
  */
 import { expect } from 'chai';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
 import { createMailer } from '../../providers/mailer';
@@ -67,6 +70,31 @@ describe('mailer providers', () => {
     await expectRejects(mailer.send({ to: 'x@fail.example', subject: 's', text: 't' }), /550/);
     expect(() => createMailer({ MAILER_PROVIDER: 'smtp' })).to.throw(/SMTP_URL/);
     expect(() => createMailer({ MAILER_PROVIDER: 'pigeon' })).to.throw(/not supported/);
+  });
+
+  it('writes each sandbox message to DATA_DIR/mail as an .eml file and logs it with its link', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'acp-mail-'));
+    const logged: { fields: Record<string, any>; message: string }[] = [];
+    try {
+      const mailer = createMailer({ MAIL_FROM: 'team@acp.example' }, { dataDir, logger: { info: (fields, message) => logged.push({ fields, message }) } });
+      const link = 'http://127.0.0.1:8080/invitations/accept?token=abc123';
+      await mailer.send({ to: 'new@team.example', subject: 'Olivia invited you to Bright Dental', text: `Set your password here:\n${link}\n` });
+      const files = fs.readdirSync(path.join(dataDir, 'mail'));
+      expect(files).to.have.length(1);
+      expect(files[0]).to.match(/\.eml$/);
+      const eml = fs.readFileSync(path.join(dataDir, 'mail', files[0]), 'utf8');
+      expect(eml).to.include('From: team@acp.example').and.include('To: new@team.example').and.include('Subject: Olivia invited you to Bright Dental').and.include(link);
+      expect(eml).to.match(/^Message-ID: <.+>\r$/m).and.match(/^Date: .+\r$/m);
+      expect(logged).to.have.length(1);
+      expect(logged[0].message).to.include(link);
+      expect(logged[0].fields.mail).to.include({ to: 'new@team.example', file: path.join(dataDir, 'mail', files[0]) });
+      // Refused mail is neither written nor logged.
+      await expectRejects(mailer.send({ to: 'x@fail.example', subject: 's', text: 't' }), /550/);
+      expect(fs.readdirSync(path.join(dataDir, 'mail'))).to.have.length(1);
+      await mailer.close();
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -68,3 +68,11 @@ export const abandonedAttempts: number[] = [];
 
 /** Task tokens of activities waiting for asynchronous completion (base64). */
 export const asyncTokens: string[] = [];
+
+/** Heartbeats without details (a liveness heartbeat) every 100 ms until cancelled. */
+export async function heartbeatBare(): Promise<string> {
+  for (;;) {
+    heartbeat();
+    await Promise.race([sleep(100), cancelled()]);
+  }
+}

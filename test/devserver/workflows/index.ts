@@ -305,3 +305,9 @@ export async function manyEvents(n: number): Promise<number> {
   return count;
 }
 export * from './features';
+
+/** Runs one activity that heartbeats without details until the run is cancelled or terminated. */
+export async function bareHeartbeats(): Promise<string> {
+  const { heartbeatBare } = proxyActivities<typeof activities>({ startToCloseTimeout: '1 minute', heartbeatTimeout: '5s' });
+  return await heartbeatBare();
+}
