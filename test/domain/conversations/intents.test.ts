@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { runTurn, type SkillCall, type TurnContext, type TurnPorts, type TurnResult } from '../../../domain/conversations/runtime';
-import { DEFAULT_GUARDRAILS, type CompiledAgent } from '../../../domain/agents/compile';
+import type { CompiledAgent } from '../../../domain/agents/compile';
 import { continueAfterSkill, leavesPlaybook, playbookToolName, SKILL_ERROR_REPLY, startPlaybook } from '../../../domain/conversations/playbook';
 import { playbookTools } from '../../../domain/conversations/prompt';
 import { speakable } from '../../../domain/conversations/speakable';
@@ -17,6 +17,7 @@ import { SkillError } from '../../../domain/conversations/runtime';
 import type { CallerVerification, PlaybookGraph } from '../../../schemas/types/agents';
 import { chain } from '../../api/agents-fixtures';
 import { createLlm } from '../../../providers/llm';
+import { compiledAgent } from '../../helpers/agents';
 
 /** ask name → ask date → book_visit → say confirmation → end; `onError` optional. */
 const bookingGraph = (onError = false): PlaybookGraph => ({
@@ -32,24 +33,7 @@ const bookingGraph = (onError = false): PlaybookGraph => ({
   edges: [...chain('start', 'ask_name', 'ask_date', 'book', 'confirm', 'end'), ...(onError ? [{ from: 'book', to: 'sorry', onError: true }, { from: 'sorry', to: 'end' }] : [])],
 });
 
-const agent = (over: Partial<CompiledAgent> = {}): CompiledAgent => ({
-  schemaVersion: 1,
-  name: 'Clinic',
-  description: null,
-  persona: null,
-  instructions: null,
-  greeting: null,
-  language: 'en-US',
-  voice: null,
-  dtmf: { enabled: false, interDigitTimeoutMs: 3000, terminator: '#', maxDigits: 16 },
-  variables: [],
-  skills: [{ name: 'book_visit', type: 'http_request', description: 'Books a visit', config: { url: 'https://x.example/book', method: 'POST', inputs: [{ name: 'name' }, { name: 'date' }] } }],
-  playbooks: [{ name: 'book_appointment', description: 'Books a visit', graph: bookingGraph(), whenToUse: 'The caller wants to book an appointment', triggerPhrases: ['see the dentist'] }],
-  guardrails: { ...DEFAULT_GUARDRAILS },
-  callerVerification: { enabled: false, method: null, requiredForSkills: [], maxAttempts: 3 },
-  knowledge: [],
-  ...over,
-});
+const agent = (over: Partial<CompiledAgent> = {}): CompiledAgent => compiledAgent({ name: 'Clinic', skills: [{ name: 'book_visit', type: 'http_request', description: 'Books a visit', config: { url: 'https://x.example/book', method: 'POST', inputs: [{ name: 'name' }, { name: 'date' }] } }], playbooks: [{ name: 'book_appointment', description: 'Books a visit', graph: bookingGraph(), whenToUse: 'The caller wants to book an appointment', triggerPhrases: ['see the dentist'] }], ...over });
 
 const grace: VerificationRecord = { id: 'rec_1', name: 'Grace', email: null, phone: '+12065550100', hasPin: true };
 

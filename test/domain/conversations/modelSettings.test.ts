@@ -23,25 +23,9 @@ import type { LlmProvider, LlmRequest } from '../../../domain/conversations/llm'
 import { LlmProviderError } from '../../../providers/llm';
 import { SandboxLlm } from '../../../providers/llm/sandbox';
 import type { Guardrails } from '../../../schemas/types/agents';
+import { compiledAgent } from '../../helpers/agents';
 
-const agent = (over: Partial<CompiledAgent> = {}): CompiledAgent => ({
-  schemaVersion: 1,
-  name: 'Front desk',
-  description: null,
-  persona: null,
-  instructions: null,
-  greeting: null,
-  language: 'en-US',
-  voice: null,
-  dtmf: { enabled: false, interDigitTimeoutMs: 3000, terminator: '#', maxDigits: 16 },
-  variables: [],
-  skills: [],
-  playbooks: [],
-  guardrails: { ...DEFAULT_GUARDRAILS },
-  callerVerification: { enabled: false, method: null, requiredForSkills: [], maxAttempts: 3 },
-  knowledge: [],
-  ...over,
-});
+const agent = (over: Partial<CompiledAgent> = {}): CompiledAgent => compiledAgent({ name: 'Front desk', ...over });
 
 /** The sandbox, recording every request it answers. */
 function recording(inner: LlmProvider = new SandboxLlm()): LlmProvider & { requests: LlmRequest[] } {

@@ -11,25 +11,9 @@ import type { LlmProvider, LlmStreamEvent } from '../../../domain/conversations/
 import type { PlaybookGraph } from '../../../schemas/types/agents';
 import { chain } from '../../api/agents-fixtures';
 import { createLlm } from '../../../providers/llm';
+import { compiledAgent } from '../../helpers/agents';
 
-const agent = (over: Partial<CompiledAgent> = {}): CompiledAgent => ({
-  schemaVersion: 1,
-  name: 'Test',
-  description: null,
-  persona: null,
-  instructions: null,
-  greeting: null,
-  language: 'en-US',
-  voice: null,
-  dtmf: { enabled: false, interDigitTimeoutMs: 3000, terminator: '#', maxDigits: 16 },
-  variables: [],
-  skills: [],
-  playbooks: [],
-  guardrails: { ...DEFAULT_GUARDRAILS },
-  callerVerification: { enabled: false, method: null, requiredForSkills: [], maxAttempts: 3 },
-  knowledge: [],
-  ...over,
-});
+const agent = (over: Partial<CompiledAgent> = {}): CompiledAgent => compiledAgent({ ...over });
 
 const ctx = (a: CompiledAgent, over: Partial<TurnContext> = {}): TurnContext => ({
   id: 'cnv_test0000',
