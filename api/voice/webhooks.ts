@@ -9,6 +9,8 @@
  *   `machine_end_*`), answered with the agent's voicemail message (`<Say>`) and `<Hangup/>` (docs/voice.md "Voicemail").
  * - `POST /api/v1/voice/{provider}/status` — the carrier's status callback (`CallStatus`,
  *   `CallDuration`): moves the call forward (the `voice-call/{callId}` workflow when Temporal is there).
+ * - `GET /api/v1/voice/talk` and `GET /api/v1/voice/talk/info?token=tt_…` — the voice talk page and what its
+ *   token names (api/voice/talkPage.ts).
  * - `POST /api/v1/voice/{provider}/relay-ended` — the `<Connect action>` callback after the relay ends:
  *   a transfer's `HandoffData` is dialed, else the call hangs up.
  *
@@ -31,7 +33,7 @@ import { callStatusSignal, type CallStatusUpdate } from '../../workflows/definit
 import { signRelayReference } from '../../services/voice/reference';
 import { answerMachineAtBeep } from '../../services/voice/voicemail';
 import { BASE_PATH } from '../app';
-import { TALK_PAGE_HTML } from './talkPage';
+import { TALK_PAGE_HTML, talkPageInfo } from './talkPage';
 import { publicOrigin } from '../publicOrigin';
 
 /** Voice providers whose webhooks are accepted. */
@@ -91,6 +93,7 @@ export function voiceWebhooks(deps: AppDeps) {
   // Built here, not at module load: api/app.ts (BASE_PATH) imports this module.
   const PATH = new RegExp(`^${BASE_PATH}/voice/(twilio|telnyx|sandbox)/(inbound|status|relay-ended|recording|dial-ended|whisper)$`);
   const TALK = `${BASE_PATH}/voice/talk`;
+  const TALK_INFO = `${TALK}/info`;
   const VOICE = `${BASE_PATH}/voice/`;
   // Other paths pass through synchronously: an async frame here cost every API request a promise.
   return (ctx: AppContext, next: Next): Promise<unknown> => (ctx.path.startsWith(VOICE) ? serve(ctx, next) : next());
@@ -100,6 +103,15 @@ export function voiceWebhooks(deps: AppDeps) {
       ctx.set('Cache-Control', 'no-store');
       ctx.set('Referrer-Policy', 'no-referrer'); // the page's URL carries the talk token
       ctx.body = TALK_PAGE_HTML;
+      return;
+    }
+    if (ctx.path === TALK_INFO && ctx.method === 'GET') {
+      // 200 either way: the page tells the person the link is invalid without a failed request in the console.
+      const token = typeof ctx.query.token === 'string' ? ctx.query.token : '';
+      const info = token ? await talkPageInfo(deps.db, token) : undefined;
+      ctx.set('Cache-Control', 'no-store');
+      ctx.set('Referrer-Policy', 'no-referrer');
+      ctx.body = info ? { valid: true, ...info } : { valid: false };
       return;
     }
     const m = PATH.exec(ctx.path);
