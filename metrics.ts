@@ -1,11 +1,16 @@
 /**
  * The service's Prometheus instruments (docs/operations.md "Observability"), in prom-client's default
- * registry. A leaf like config.ts: the layers record into these (an in-memory add, nothing more); only the
+ * registry, and the provider adapters' spans (`@opentelemetry/api`, a no-op unless telemetry.ts started the
+ * SDK). A leaf like config.ts: the layers record into these (an in-memory add, nothing more); only the
  * entry points expose them (telemetry.ts serves the registry on `METRICS_PORT` / the API's `/metrics`).
  * Names follow the Prometheus and OpenTelemetry conventions: base units (seconds), `_total` counters.
  * workflows/ never imports this (Temporal's sandbox): workflow facts are counted by their activities.
  */
+import { context, SpanKind, SpanStatusCode, trace, type Context } from '@opentelemetry/api';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, register } from 'prom-client';
+
+/** The instrumentation scope of the service's own spans (services/conversations/service.ts names the same). */
+const TRACER = 'agent-control-plane';
 
 export { register as metricsRegistry };
 
@@ -153,10 +158,57 @@ new Gauge({
   },
 });
 
+/** The attribute of a failed call's `error.type` (OpenTelemetry semantic conventions, "error.type"): a short code or the error's class, never its message. */
+function errorType(err: unknown): string {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code === 'string' && /^[\w.-]{1,64}$/.test(code)) return code;
+  const name = (err as Error)?.name;
+  return typeof name === 'string' && /^[\w.-]{1,64}$/.test(name) ? name : '_OTHER';
+}
+
 /**
- * Wraps a provider adapter so every method call is timed into {@link providerCallDuration} and every throw
- * counted in {@link providerCallErrors}. Methods run on the adapter itself (private fields keep working);
- * `instanceof` still sees the adapter's class. A method that returns no promise is counted at once.
+ * Runs the iteration of `iterable` inside `ctx` (so the adapter's own HTTP spans are the provider span's
+ * children) and calls `done` once, when it ends, fails or is left early.
+ */
+function iterateIn<T>(iterable: AsyncIterable<T>, ctx: Context, done: (failed: boolean, err?: unknown) => void): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]() {
+      let it: AsyncIterator<T>;
+      try {
+        it = context.with(ctx, () => iterable[Symbol.asyncIterator]());
+      } catch (err) {
+        done(true, err);
+        throw err;
+      }
+      const settle = <R extends IteratorResult<T>>(p: Promise<R>, last: boolean) =>
+        p.then(
+          (r) => {
+            if (r.done || last) done(false);
+            return r;
+          },
+          (err: unknown) => {
+            done(true, err);
+            throw err;
+          },
+        );
+      return {
+        next: (...args: [] | [unknown]) => settle(context.with(ctx, () => it.next(...args)), false),
+        return: (value?: unknown) => settle(context.with(ctx, () => (it.return ? it.return(value) : Promise.resolve({ done: true, value } as IteratorResult<T>))), true),
+        throw: (err?: unknown) => settle(context.with(ctx, () => (it.throw ? it.throw(err) : Promise.reject(err))), true),
+      };
+    },
+  };
+}
+
+/**
+ * Wraps a provider adapter so every method call is timed into {@link providerCallDuration}, every throw
+ * counted in {@link providerCallErrors}, and, inside a trace, recorded as a span `provider.<kind>.<method>`
+ * (`provider.carrier.createOrUpdateBrand`, `provider.llm.stream`) with `provider.kind`, `provider.name` and
+ * `provider.operation`, status ERROR and `error.type` on failure; never an argument (no secret, text or phone
+ * number). The span is the active one while the method runs, so the adapter's HTTP and SQL spans are its
+ * children. Methods run on the adapter itself (private fields keep working); `instanceof` still sees the
+ * adapter's class. A call ends when its promise settles, when the iteration of an async iterable it returns
+ * ends (`LlmProvider.stream`), else at once.
  */
 export function instrumentProvider<T extends object>(kind: string, provider: string, adapter: T): T {
   // Keyed by the method itself, so a method replaced on the adapter (a test's stub) is wrapped afresh.
@@ -168,25 +220,45 @@ export function instrumentProvider<T extends object>(kind: string, provider: str
       let fn = wrapped.get(value);
       if (!fn) {
         const labels = { provider_kind: kind, provider, operation: prop };
+        const spanName = `provider.${kind}.${prop}`;
         fn = function (this: unknown, ...args: unknown[]) {
           const end = providerCallDuration.startTimer(labels);
+          // Only inside a trace (a request, an activity, a turn), as the pg and HTTP instrumentations' requireParentSpan:
+          // a background poll makes no root span. Without the SDK there is never an active span, so this is all it costs.
+          // INTERNAL, not CLIENT: in the OpenTelemetry trace API's SpanKind, CLIENT is the remote request itself, which
+          // the adapter's own HTTP span (undici, node:http) already is; a sandbox adapter makes none.
+          const parent = context.active();
+          const span = trace.getSpan(parent) ? trace.getTracer(TRACER).startSpan(spanName, { kind: SpanKind.INTERNAL, attributes: { 'provider.kind': kind, 'provider.name': provider, 'provider.operation': prop } }, parent) : undefined;
+          const ctx = span ? trace.setSpan(parent, span) : parent;
+          let finished = false;
+          const finish = (failed: boolean, err?: unknown) => {
+            if (finished) return;
+            finished = true;
+            end();
+            if (failed) providerCallErrors.inc(labels);
+            if (!span) return;
+            if (failed) {
+              span.setAttribute('error.type', errorType(err));
+              span.setStatus({ code: SpanStatusCode.ERROR, message: errorType(err) });
+            }
+            span.end();
+          };
           let out: unknown;
           try {
-            out = (value as (...a: unknown[]) => unknown).apply(this === receiver ? target : this, args);
+            const call = () => (value as (...a: unknown[]) => unknown).apply(this === receiver ? target : this, args);
+            out = span ? context.with(ctx, call) : call();
           } catch (err) {
-            end();
-            providerCallErrors.inc(labels);
+            finish(true, err);
             throw err;
           }
           if (out && typeof (out as Promise<unknown>).then === 'function') {
             (out as Promise<unknown>).then(
-              () => end(),
-              () => {
-                end();
-                providerCallErrors.inc(labels);
-              },
+              () => finish(false),
+              (err: unknown) => finish(true, err),
             );
-          } else end();
+          } else if (out && typeof (out as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function') {
+            return iterateIn(out as AsyncIterable<unknown>, ctx, finish);
+          } else finish(false);
           return out;
         };
         wrapped.set(value, fn);

@@ -12,7 +12,8 @@ import { createWebhookActivities } from '../activities/webhooks';
 import { startDevServer } from '../devserver';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { collectProcessMetrics, metricsRegistry } from '../metrics';
+import { collectProcessMetrics, instrumentProvider, metricsRegistry } from '../metrics';
+import { trace as otelTrace } from '@opentelemetry/api';
 import { devServerRegistry } from '../devserver/metrics';
 import { advanceMessage, insertMessage } from '../db/repositories/smsMessages';
 import http from 'node:http';
@@ -28,12 +29,20 @@ import { createSecretKey } from '../db/repositories/apiKeys';
 import { startApi, type RunningApi } from '../api/server';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { createAgentActivities } from '../activities/agents';
+import { createSmsActivities } from '../activities/sms';
+import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
+import { createSkillHttpClient } from '../providers/http/request';
+import { parseAllowList } from '../domain/net/guard';
+import { COMPLETE_BRAND } from './api/sms-fixtures';
+import https from 'node:https';
 import { callWithKey } from './helpers/api';
 import { createTestDatabase } from './helpers/postgres';
 import { testTemporal, uniqueTaskQueue } from './helpers/temporal';
 import { until } from './helpers/wait';
 
 const TOKEN = 'metrics-test-token';
+const TLS_DIR = path.join(__dirname, 'fixtures', 'tls');
+const TLS = { key: fs.readFileSync(path.join(TLS_DIR, 'localhost.key')), cert: fs.readFileSync(path.join(TLS_DIR, 'localhost.crt')) };
 
 /** The value of the series `name` whose labels include `labels` (summed over the rest); 0 when absent. */
 export function sample(text: string, name: string, labels: Record<string, string> = {}): number {
@@ -174,6 +183,8 @@ interface OtlpSpan {
   parentSpanId?: string;
   name: string;
   attributes: { key: string; value: Record<string, unknown> }[];
+  /** OTLP status: code 2 = ERROR. */
+  status?: { code?: number; message?: string };
 }
 
 describe('traces (OTLP/HTTP to a loopback receiver)', function () {
@@ -187,6 +198,19 @@ describe('traces (OTLP/HTTP to a loopback receiver)', function () {
   let api: RunningApi;
   let worker: { stop(): Promise<void> };
   let key: string;
+  let skillServer: https.Server;
+  let skillBase: string;
+  /** The `traceparent` header of each request the skill server received. */
+  const skillTraceparents: (string | undefined)[] = [];
+
+  /** The spans of `traceId` received so far, and whether `s`'s chain of parents reaches `target`. */
+  const spansOf = (traceId: string) => spans.filter((s) => s.traceId === traceId);
+  const reaches = (trace: OtlpSpan[], s: OtlpSpan, target: OtlpSpan): boolean => {
+    const byId = new Map(trace.map((t) => [t.spanId, t]));
+    for (let at: OtlpSpan | undefined = s; at; at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined) if (at.spanId === target.spanId) return true;
+    return false;
+  };
+  const attrsOf = (s: OtlpSpan) => Object.fromEntries(s.attributes.map((a) => [a.key, Object.values(a.value)[0]]));
 
   const setEnv = (vars: Record<string, string>) => {
     for (const [k, v] of Object.entries(vars)) {
@@ -225,7 +249,16 @@ describe('traces (OTLP/HTTP to a loopback receiver)', function () {
     const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'info' });
     const logger = createLogger('info', { write: (s: string) => void lines.push(JSON.parse(s)) } as never);
     const client = new Client({ connection, interceptors: tracing!.clientInterceptors });
-    api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue } });
+    // A skill's HTTPS endpoint on loopback, which the skill client's SSRF guard allows as test/api/chat.test.ts does.
+    skillServer = https.createServer(TLS, (req, res) => {
+      skillTraceparents.push(req.headers.traceparent as string | undefined);
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'shipped' })));
+    });
+    await new Promise<void>((r) => skillServer.listen(0, '127.0.0.1', r));
+    skillBase = `https://127.0.0.1:${(skillServer.address() as AddressInfo).port}`;
+    const skillHttp = createSkillHttpClient({ allow: parseAllowList('127.0.0.1'), ca: TLS.cert });
+    api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue }, providers: { skillHttp } });
     const org = await createOrganization(db, 'Traced');
     ({ key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES }));
     // The workflow interceptor runs inside the workflow sandbox, so it is bundled with the workflows.
@@ -234,14 +267,23 @@ describe('traces (OTLP/HTTP to a loopback receiver)', function () {
       workflowInterceptorModules: tracing!.workflowInterceptorModules,
       logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never,
     });
-    const w = await Worker.create({ ...tracing!.workerOptions({ prebuiltBundle: true }), connection: native, taskQueue, workflowBundle, activities: createAgentActivities({ db }) });
+    const w = await Worker.create({ ...tracing!.workerOptions({ prebuiltBundle: true }), connection: native, taskQueue, workflowBundle, activities: {
+        ...createAgentActivities({ db }),
+        // The sandbox carrier holds its verdicts for an hour: the test looks at the brand submission only.
+        ...createSmsActivities({ db, config, logger }, { carrierOptions: { delayMs: 3_600_000, callbackUrl: `${api.baseUrl}/sms/provider-callbacks/sandbox` } }),
+      } });
     const running = w.run();
     worker = { stop: async () => (w.shutdown(), await running.catch(() => undefined)) };
   });
 
   after(async () => {
     await worker?.stop();
+    stopSandboxDispatchers();
     await api?.close();
+    if (skillServer) {
+      skillServer.closeAllConnections();
+      await new Promise<void>((r) => skillServer.close(() => r()));
+    }
     await db?.destroy();
     await tracing?.shutdown();
     for (const [k, v] of Object.entries(saved)) {
@@ -312,6 +354,111 @@ describe('traces (OTLP/HTTP to a loopback receiver)', function () {
     const everything = JSON.stringify(spans.filter((s) => s.traceId === traceId));
     expect(everything).to.not.include('5551234567');
     expect(everything).to.not.include('what are your hours');
+  });
+
+  it('follows POST /sms/submit through the sms-registration workflow and its activity to the carrier call’s provider span in one trace', async () => {
+    expect((await callWithKey(api.baseUrl, key, 'PUT', '/sms', COMPLETE_BRAND)).status).to.equal(200);
+    const traceId = crypto.randomBytes(16).toString('hex');
+    const submitted = await callWithKey(api.baseUrl, key, 'POST', '/sms/submit', undefined, { traceparent: `00-${traceId}-${crypto.randomBytes(8).toString('hex')}-01` });
+    expect(submitted.status, JSON.stringify(submitted.body)).to.equal(200);
+
+    await until(async () => {
+      await tracing!.flush();
+      return spansOf(traceId).some((s) => s.name.startsWith('provider.carrier.') && spansOf(traceId).some((a) => a.name === 'RunActivity:smsSubmitBrand' && reaches(spansOf(traceId), s, a)));
+    }, 20_000, 'the carrier call span under the smsSubmitBrand activity');
+    const trace = spansOf(traceId);
+    const named = (name: string) => trace.find((s) => s.name === name);
+    const server = named('POST /api/v1/sms/submit');
+    const start = named('StartWorkflow:smsRegistration');
+    const scheduled = named('StartActivity:smsSubmitBrand');
+    const activity = named('RunActivity:smsSubmitBrand');
+    expect(server && start && scheduled && activity, trace.map((s) => s.name).join(', ')).to.be.ok;
+    expect(reaches(trace, start!, server!)).to.equal(true);
+    // The workflow's own RunWorkflow span (the parent of StartActivity) is exported when the run ends; this one waits
+    // for the carrier's verdict, so the chain is followed from the activity up to the workflow's scheduling of it.
+    expect(reaches(trace, activity!, scheduled!)).to.equal(true);
+    const carrier = trace.filter((s) => s.name.startsWith('provider.carrier.') && reaches(trace, s, activity!));
+    expect(carrier.map((s) => s.name)).to.include('provider.carrier.createOrUpdateBrand');
+    const create = carrier.find((s) => s.name === 'provider.carrier.createOrUpdateBrand')!;
+    expect(attrsOf(create)).to.deep.equal({ 'provider.kind': 'carrier', 'provider.name': 'sandbox', 'provider.operation': 'createOrUpdateBrand' });
+    // The adapter's own SQL (its provider_requests row) runs inside the provider span.
+    expect(trace.some((s) => s.name.startsWith('pg') && reaches(trace, s, create))).to.equal(true);
+    const everything = JSON.stringify(trace);
+    expect(everything).to.not.include(key);
+    expect(everything).to.not.include(COMPLETE_BRAND.ein);
+  });
+
+  it('records a failing provider call as an ERROR span with error.type and no message, and a streamed call until its iteration ends', async () => {
+    const adapter = instrumentProvider('carrier', 'fake', {
+      async getBrandStatus(_orgId: string, _brandId: string): Promise<never> {
+        throw Object.assign(new Error('brand of +15551234567 not found'), { code: 'not_found' });
+      },
+      async *events(): AsyncIterable<number> {
+        yield 1;
+        await new Promise((r) => setTimeout(r, 20));
+        yield 2;
+      },
+    });
+    const traceId = await otelTrace.getTracer('telemetry-test').startActiveSpan('test.parent', async (parent) => {
+      await adapter.getBrandStatus('org_x', 'B1').then(() => undefined, () => undefined);
+      const got: number[] = [];
+      for await (const n of adapter.events()) got.push(n);
+      expect(got).to.deep.equal([1, 2]);
+      parent.end();
+      return parent.spanContext().traceId;
+    });
+    await until(async () => {
+      await tracing!.flush();
+      return spansOf(traceId).length >= 3;
+    }, 20_000, 'the provider spans');
+    const failed = spansOf(traceId).find((s) => s.name === 'provider.carrier.getBrandStatus')!;
+    expect(failed.status).to.include({ code: 2, message: 'not_found' });
+    expect(attrsOf(failed)).to.include({ 'provider.kind': 'carrier', 'provider.name': 'fake', 'provider.operation': 'getBrandStatus', 'error.type': 'not_found' });
+    expect(JSON.stringify(spansOf(traceId))).to.not.include('5551234567');
+    const streamed = spansOf(traceId).find((s) => s.name === 'provider.carrier.events') as OtlpSpan & { startTimeUnixNano: string; endTimeUnixNano: string };
+    expect(streamed.status?.code ?? 0).to.not.equal(2);
+    expect((Number(BigInt(streamed.endTimeUnixNano) - BigInt(streamed.startTimeUnixNano)) / 1e6)).to.be.at.least(15);
+  });
+
+  it('puts a chat turn’s conversation.turn span, its LLM call and its skill’s outgoing HTTP request in the request’s trace', async () => {
+    const agent = await callWithKey(api.baseUrl, key, 'POST', '/agents', { name: 'Skill agent' });
+    expect(agent.status, JSON.stringify(agent.body)).to.equal(201);
+    const skill = await callWithKey(api.baseUrl, key, 'POST', `/agents/${agent.body.data.id}/skills`, {
+      name: 'check_order', type: 'http_request', description: 'Looks up an order', config: { url: `${skillBase}/orders`, method: 'POST', inputs: [{ name: 'order_id' }], timeoutMs: 2000 },
+    });
+    expect(skill.status, JSON.stringify(skill.body)).to.equal(201);
+    const session = await callWithKey(api.baseUrl, key, 'POST', '/chat/sessions', { agentId: agent.body.data.id, draftMode: true });
+    expect(session.status, JSON.stringify(session.body)).to.equal(201);
+    skillTraceparents.length = 0;
+    const said = await callWithKey(api.baseUrl, key, 'POST', `/chat/sessions/${session.body.data.session.id}/messages`, { content: 'Please check order order_id: 42' });
+    expect(said.status, JSON.stringify(said.body)).to.equal(200);
+    expect(said.body.data.receipt.toolCalls[0]).to.include({ skill: 'check_order', type: 'http_request' });
+    const traceId = said.headers.get('traceparent')!.split('-')[1];
+    // The trace context went out with the skill's request (W3C Trace Context).
+    expect(skillTraceparents).to.have.length(1);
+    expect(skillTraceparents[0]).to.match(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+
+    const isSkillCall = (s: OtlpSpan) => String(attrsOf(s)['url.full'] ?? '').startsWith(`${skillBase}/orders`);
+    await until(async () => {
+      await tracing!.flush();
+      return spansOf(traceId).some(isSkillCall) && spansOf(traceId).some((s) => s.name === 'conversation.turn');
+    }, 20_000, 'the turn and skill spans');
+    const trace = spansOf(traceId);
+    const server = trace.find((s) => s.name === 'POST /api/v1/chat/sessions/{id}/messages');
+    const turn = trace.find((s) => s.name === 'conversation.turn')!;
+    const outgoing = trace.find(isSkillCall)!;
+    expect(server, trace.map((s) => s.name).join(', ')).to.not.equal(undefined);
+    expect(reaches(trace, turn, server!)).to.equal(true);
+    expect(reaches(trace, outgoing, turn), 'the skill request is inside the turn').to.equal(true);
+    expect(attrsOf(turn)['acp.tool_calls']).to.equal(1);
+    const llm = trace.filter((s) => s.name.startsWith('provider.llm.') && reaches(trace, s, turn));
+    expect(llm.length, trace.map((s) => s.name).join(', ')).to.be.greaterThan(0);
+    expect(attrsOf(llm[0])).to.include({ 'provider.kind': 'llm', 'provider.name': 'sandbox' });
+    // The skill server's own span (node:http instrumentation) continues the trace from the outgoing request.
+    expect(trace.some((s) => s.parentSpanId === outgoing.spanId)).to.equal(true);
+    const everything = JSON.stringify(trace);
+    expect(everything).to.not.include('check order');
+    expect(everything).to.not.include(key);
   });
 });
 
