@@ -362,10 +362,16 @@ describe('traces (OTLP/HTTP to a loopback receiver)', function () {
     const submitted = await callWithKey(api.baseUrl, key, 'POST', '/sms/submit', undefined, { traceparent: `00-${traceId}-${crypto.randomBytes(8).toString('hex')}-01` });
     expect(submitted.status, JSON.stringify(submitted.body)).to.equal(200);
 
+    // The workflow's spans (StartActivity) come through the worker's exporter on their own schedule: wait for all.
+    const wanted = ['POST /api/v1/sms/submit', 'StartWorkflow:smsRegistration', 'StartActivity:smsSubmitBrand', 'RunActivity:smsSubmitBrand'];
     await until(async () => {
       await tracing!.flush();
-      return spansOf(traceId).some((s) => s.name.startsWith('provider.carrier.') && spansOf(traceId).some((a) => a.name === 'RunActivity:smsSubmitBrand' && reaches(spansOf(traceId), s, a)));
-    }, 20_000, 'the carrier call span under the smsSubmitBrand activity');
+      const spans = spansOf(traceId);
+      return (
+        wanted.every((n) => spans.some((s) => s.name === n)) &&
+        spans.some((s) => s.name.startsWith('provider.carrier.') && spans.some((a) => a.name === 'RunActivity:smsSubmitBrand' && reaches(spans, s, a)))
+      );
+    }, 30_000, 'the request, workflow-start, activity and carrier-call spans');
     const trace = spansOf(traceId);
     const named = (name: string) => trace.find((s) => s.name === name);
     const server = named('POST /api/v1/sms/submit');
