@@ -278,7 +278,9 @@ describe('POST /responses on the OpenAI-compatible adapter', () => {
     handler = answerWith({ content: '{"city":"Oslo","nights":3}' });
     stub.requests.length = 0;
     const res = await client.responses.create({ model: agentId, input: 'Two nights? No, three in Oslo.', text: { format: { type: 'json_schema', name: 'booking', schema: BOOKING_SCHEMA, strict: true } } });
-    expect(stub.requests[0].body.response_format).to.deep.equal({ type: 'json_schema', json_schema: { name: 'booking', schema: BOOKING_SCHEMA, strict: true } });
+    // The turn's own request (a background request — a conversation's analysis — may reach the stub meanwhile).
+    const turn = stub.requests.find((r) => (r.body.messages as { content?: unknown }[] | undefined)?.some((m) => m.content === 'Two nights? No, three in Oslo.'));
+    expect(turn?.body.response_format).to.deep.equal({ type: 'json_schema', json_schema: { name: 'booking', schema: BOOKING_SCHEMA, strict: true } });
     expect(res.status).to.equal('completed');
     expect(JSON.parse(res.output_text)).to.deep.equal({ city: 'Oslo', nights: 3 });
     handler = answerWith({ content: '{"city":"Oslo"}' });
