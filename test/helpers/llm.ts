@@ -6,6 +6,7 @@
  * arguments in pieces of a few characters, a usage chunk (empty `choices`) when `stream_options.include_usage`,
  * then `data: [DONE]`.
  */
+import type { LlmStreamEvent } from '../../domain/conversations/llm';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -152,4 +153,21 @@ export function sendSse(res: http.ServerResponse, events: unknown[], opts: { don
 export function sendError(res: http.ServerResponse, status: number, error: { message: string; type?: string; code?: string }, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify({ error: { type: 'api_error', code: null, param: null, ...error } }));
+}
+
+/** Every event of a model stream, in order. */
+export async function collect(stream: AsyncIterable<LlmStreamEvent>): Promise<LlmStreamEvent[]> {
+  const out: LlmStreamEvent[] = [];
+  for await (const ev of stream) out.push(ev);
+  return out;
+}
+
+/** What `p` rejected with. @throws when it resolves */
+export async function failure(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a failure');
 }

@@ -9,22 +9,7 @@ import { expect } from 'chai';
 import { LlmProviderError, type LlmStreamEvent } from '../../providers/llm';
 import { OpenAiLlm } from '../../providers/llm/openai';
 import { SandboxLlm, sandboxClassification, sandboxModelFailure } from '../../providers/llm/sandbox';
-import { answerWith, sendError, sendSse, startOpenAiStub, type OpenAiStub } from '../helpers/llm';
-
-async function collect(stream: AsyncIterable<LlmStreamEvent>): Promise<LlmStreamEvent[]> {
-  const out: LlmStreamEvent[] = [];
-  for await (const ev of stream) out.push(ev);
-  return out;
-}
-
-async function failure(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a failure');
-}
+import { answerWith, sendError, sendSse, startOpenAiStub, type OpenAiStub, collect, failure } from '../helpers/llm';
 
 const hi = [{ role: 'user' as const, content: 'hi' }];
 

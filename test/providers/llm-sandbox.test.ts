@@ -7,14 +7,9 @@ import { encode, encodeChat } from 'gpt-tokenizer';
 import { createLlm, type LlmMessage, type LlmRequest, type LlmStreamEvent, type LlmTool } from '../../providers/llm';
 import { SandboxLlm } from '../../providers/llm/sandbox';
 import { countMessages, countTokens } from '../../providers/llm/tokens';
+import { collect } from '../helpers/llm';
 
 const llm = new SandboxLlm();
-
-async function collect(stream: AsyncIterable<LlmStreamEvent>): Promise<LlmStreamEvent[]> {
-  const out: LlmStreamEvent[] = [];
-  for await (const ev of stream) out.push(ev);
-  return out;
-}
 
 const user = (content: string): LlmMessage => ({ role: 'user', content });
 const system: LlmMessage = { role: 'system', content: 'You are the front desk of Acme Dental.' };
