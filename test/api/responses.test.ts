@@ -242,7 +242,9 @@ describe('POST /responses on the OpenAI-compatible adapter', () => {
     );
     stub.requests.length = 0;
     const asked = await client.responses.create({ model: agentId, input: 'Weather in Paris?', tools: [WEATHER_TOOL], tool_choice: 'required', temperature: 0.2, max_output_tokens: 50 });
-    const sent = stub.requests[0].body;
+    // The turn's own requests: a conversation's background analysis may reach the stub meanwhile.
+    const turnRequests = () => stub.requests.filter((r) => (r.body.messages as { content?: unknown }[] | undefined)?.some((m) => m.content === 'Weather in Paris?'));
+    const sent = turnRequests()[0].body;
     expect(sent).to.deep.include({ temperature: 0.2, max_tokens: 50 });
     expect(asked).to.deep.include({ temperature: 0.2, max_output_tokens: 50, tool_choice: 'required' });
     expect(sent.tools.map((x: { function: { name: string } }) => x.function.name)).to.deep.equal(['hang_up', 'get_weather']);
@@ -250,20 +252,21 @@ describe('POST /responses on the OpenAI-compatible adapter', () => {
     expect(sent.tool_choice).to.equal('required');
     expect(sent.messages[0].content).to.contain('Keep answers short.');
     expect(sent.messages[sent.messages.length - 1]).to.deep.equal({ role: 'user', content: 'Weather in Paris?' });
-    expect(stub.requests).to.have.length(1);
+    expect(turnRequests()).to.have.length(1);
     expect(asked.output).to.have.length(1);
     expect(asked.output[0]).to.include({ type: 'function_call', call_id: 'call_up1', name: 'get_weather', arguments: '{"city":"Paris"}' });
 
     stub.requests.length = 0;
     const answered = await client.responses.create({ model: agentId, previous_response_id: asked.id, tools: [WEATHER_TOOL], input: [{ type: 'function_call_output', call_id: 'call_up1', output: '{"sky":"sunny"}' }] });
     expect(answered.output_text).to.equal('It is sunny in Paris.');
-    const wire = stub.requests[0].body.messages;
+    const [followUp] = turnRequests();
+    const wire = followUp.body.messages;
     expect(wire.slice(-3)).to.deep.equal([
       { role: 'user', content: 'Weather in Paris?' },
       { role: 'assistant', content: null, tool_calls: [{ id: 'call_up1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
       { role: 'tool', tool_call_id: 'call_up1', content: '{"sky":"sunny"}' },
     ]);
-    expect(stub.requests[0].body.tool_choice).to.equal(undefined);
+    expect(followUp.body.tool_choice).to.equal(undefined);
     expect(answered.usage).to.deep.include({ input_tokens: 11, output_tokens: 7, total_tokens: 18 });
   });
 
