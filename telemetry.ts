@@ -95,6 +95,39 @@ export function scrubUrl(url: string, env: NodeJS.ProcessEnv = process.env): str
   return (q < 0 ? url : url.slice(0, q)).replace(/(%2B|\+)?\d{7,}/gi, '{redacted}');
 }
 
+/** Span attributes that hold a URL or a part of one (OpenTelemetry HTTP semantic conventions, old and stable). */
+const URL_ATTRIBUTES = ['http.url', 'http.target', 'url.full', 'url.path', 'url.query'] as const;
+
+/**
+ * A span processor that scrubs the URL attributes ({@link scrubUrl}; `url.query` emptied) of each span as it
+ * starts. It sees recorded (sampled) spans only, so a request that is not sampled costs no scrubbing (the
+ * instrumentations' start hooks ran for every request). First in the list: the exporters' processors see the result.
+ */
+function urlScrubbingProcessor(env: NodeJS.ProcessEnv): import('@opentelemetry/sdk-trace-base').SpanProcessor {
+  return {
+    onStart: (span) => {
+      const attrs = span.attributes;
+      for (const key of URL_ATTRIBUTES) {
+        const v = attrs[key];
+        if (typeof v === 'string' && v) span.setAttribute(key, key === 'url.query' ? '' : scrubUrl(v, env));
+      }
+    },
+    onEnd: () => undefined,
+    forceFlush: async () => undefined,
+    shutdown: async () => undefined,
+  };
+}
+
+/**
+ * The batch span processor's queue and batch sizes (OpenTelemetry SDK configuration, `OTEL_BSP_*`): the standard
+ * variables win; without them a larger queue and batch than the SDK's 2048 / 512, so a busy process (thousands of
+ * spans a second when every request is sampled) exports a quarter as often and drops nothing between exports.
+ */
+export function batchSpanOptions(env: NodeJS.ProcessEnv = process.env): { maxQueueSize?: number; maxExportBatchSize?: number } {
+  if (env.OTEL_BSP_MAX_QUEUE_SIZE || env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE) return {};
+  return { maxQueueSize: 8192, maxExportBatchSize: 2048 };
+}
+
 /** Running tracing: what the Temporal worker and clients are wired with. */
 export interface Tracing {
   /** Interceptors of a Temporal Client: its start/signal/query calls carry the caller's trace to the workflow. */
@@ -123,8 +156,10 @@ export function activeTracing(): Tracing | undefined {
  * Starts the OpenTelemetry SDK for Node when {@link tracingEnabled} (else does nothing and loads nothing, so
  * tracing off costs no more than the `@opentelemetry/api` no-op): the OTLP trace exporter of
  * `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf`, the default, or `http/json`) to `OTEL_EXPORTER_OTLP_ENDPOINT`,
- * resource from `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES`, W3C trace context, and spans of incoming and
- * outgoing HTTP (node:http, undici/fetch) and of SQL (pg, only inside a traced request or activity). Call it
+ * resource from `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES`, W3C trace context, and spans of outgoing HTTP
+ * (node:http, undici/fetch; the API's server spans are api/middleware/tracing.ts's) and of SQL (pg, only inside a traced request or activity); the sampler of
+ * `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG` (default `parentbased_always_on`; `parentbased_traceidratio` keeps
+ * a share of new traces, docs/operations.md "Observability"). Call it
  * at the top of an entry point, before the server and the database are opened. Idempotent.
  * @param defaultServiceName service.name when OTEL_SERVICE_NAME is unset
  */
@@ -143,36 +178,31 @@ export function startTracing(defaultServiceName: string, env: NodeJS.ProcessEnv 
 
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf';
   const exporters = (env.OTEL_TRACES_EXPORTER || 'otlp').split(',').map((s) => s.trim());
+  const batch = batchSpanOptions(env);
   const processors = exporters.map((name) => {
-    if (name === 'console') return new BatchSpanProcessor(new ConsoleSpanExporter());
+    if (name === 'console') return new BatchSpanProcessor(new ConsoleSpanExporter(), batch);
     if (protocol === 'http/json') {
       const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http'); // eslint-disable-line @typescript-eslint/no-require-imports
-      return new BatchSpanProcessor(new OTLPTraceExporter());
+      return new BatchSpanProcessor(new OTLPTraceExporter(), batch);
     }
     if (protocol !== 'http/protobuf') throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL=${protocol} is not supported; use "http/protobuf" or "http/json"`);
     const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto'); // eslint-disable-line @typescript-eslint/no-require-imports
-    return new BatchSpanProcessor(new OTLPTraceExporter());
+    return new BatchSpanProcessor(new OTLPTraceExporter(), batch);
   });
   const resource = new Resource({ 'service.name': env.OTEL_SERVICE_NAME || defaultServiceName }).merge(envDetectorSync.detect());
   const instrumentations = [
+      // URLs are scrubbed by urlScrubbingProcessor, on sampled spans only. The API's server spans are its own
+      // (api/middleware/tracing.ts): this instrumentation's incoming side cost more per request than the span.
       new HttpInstrumentation({
-        // Scrapes and health checks are not traces worth keeping.
-        ignoreIncomingRequestHook: (req) => req.url === '/metrics',
-        startIncomingSpanHook: (req) => ({ 'http.url': scrubUrl(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, env), 'http.target': scrubUrl(req.url ?? '/', env) }),
-        startOutgoingSpanHook: (req) => ({ 'http.target': scrubUrl(String(req.path ?? '/'), env) }),
+        disableIncomingRequestInstrumentation: true,
         // Outgoing node:http spans only inside a trace (no root span per background poll).
         requireParentforOutgoingSpans: true,
       }),
-      new UndiciInstrumentation({
-        requireParentforSpans: true,
-        requestHook: (span, req) => {
-          span.setAttribute('url.full', scrubUrl(`${req.origin}${req.path}`, env));
-          if (env.OTEL_RECORD_CONTENT !== 'true') span.setAttribute('url.query', '');
-        },
-      }),
+      new UndiciInstrumentation({ requireParentforSpans: true }),
       new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
   ];
-  const sdk = new NodeSDK({ resource, autoDetectResources: false, spanProcessors: processors, instrumentations });
+  const scrubbing = env.OTEL_RECORD_CONTENT === 'true' ? [] : [urlScrubbingProcessor(env)];
+  const sdk = new NodeSDK({ resource, autoDetectResources: false, spanProcessors: [...scrubbing, ...processors], instrumentations });
   sdk.start();
   // Modules loaded before the SDK started are patched on their next require (require-in-the-middle).
   for (const m of ['http', 'https', 'pg']) require(m); // eslint-disable-line @typescript-eslint/no-require-imports

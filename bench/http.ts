@@ -24,7 +24,9 @@
  * BENCH_LOG_LEVEL=silent measures without it. It profiles the compiled JavaScript under BENCH_DIST (default: `npm run build`'s
  * dist/, built first when missing) so each frame names its line. BENCH_TRACING=1: with one API process, each case
  * again on an API process tracing every request (OpenTelemetry SDK, OTLP http/protobuf to a loopback sink in this
- * process that discards the spans; docs/operations.md "Observability"), and the API CPU per request traced ÷ untraced.
+ * process that discards the spans; docs/operations.md "Observability") once per sampler of BENCH_TRACE_SAMPLERS (default
+ * `always_on,parentbased_traceidratio:0.01`), and the API CPU per request traced ÷ untraced and each ÷ bare; with
+ * BENCH_PROFILE=1 the traced servers are profiled as well.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -57,6 +59,15 @@ const SLICES = Math.max(1, Number(process.env.BENCH_SLICES ?? 4));
 const CASES = (process.env.BENCH_CASES ?? 'get,put').toLowerCase().split(',');
 /** BENCH_TRACING=1: the one-process cases again with tracing on. */
 const TRACING = process.env.BENCH_TRACING === '1';
+/**
+ * The samplers of the traced cases (BENCH_TRACE_SAMPLERS, `OTEL_TRACES_SAMPLER[:OTEL_TRACES_SAMPLER_ARG]` each;
+ * default every request, then 1 % of new traces as docs/operations.md advises).
+ */
+const TRACE_SAMPLERS = (process.env.BENCH_TRACE_SAMPLERS ?? 'always_on,parentbased_traceidratio:0.01').split(',').map((s) => {
+  const [sampler, arg] = s.trim().split(':');
+  const label = sampler === 'always_on' ? 'all' : arg ? `${Number(arg) * 100} %` : sampler;
+  return { label, env: { OTEL_TRACES_SAMPLER: sampler, ...(arg ? { OTEL_TRACES_SAMPLER_ARG: arg } : {}) } };
+});
 const PUT_BODY = JSON.stringify({ displayName: 'Bench Brand', city: 'Austin', useCase: 'MIXED', quietHoursRepliesExempt: true });
 
 interface Server {
@@ -344,6 +355,9 @@ export async function runHttpBench(): Promise<void> {
             await fetch(`${base}/sms`, { method: 'PUT', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: PUT_BODY });
           }
           registered = true;
+          // A case answered with errors measures the error path: say so at once.
+          const probe = await fetch(`${base}/sms`, { headers: { authorization: `Bearer ${keys[0]}` } });
+          if (!probe.ok) console.log(`warning: GET /sms answers ${probe.status}: ${(await probe.text()).slice(0, 300)}`);
         }
         // Warm-up so JIT, pools and caches are hot in every process before measuring.
         for (const c of group) await load('warm-up', processes, { child: api.child, toggleProfile: async () => undefined }, { url: `${base}/sms`, seconds: 2, ...c.job }, keys);
@@ -357,17 +371,22 @@ export async function runHttpBench(): Promise<void> {
         }
         await api.stop();
         if (profileDir) printProfile(`${group[0].name} (1 process)`, profileDir);
-        if (TRACING && processes === 1 && !profileDir) {
-          // The same cases on a process that traces every request (sampler always on) to a loopback OTLP sink.
-          const sink = await otlpSink();
-          closers.push(sink.close);
-          const traced = await startServer(['api', databaseUrl, '1'], undefined, { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: 'bench-api' });
-          servers.push(traced);
-          const tracedBase = `http://127.0.0.1:${traced.port}/api/v1`;
-          for (const c of group) await load('warm-up', 1, { child: traced.child, toggleProfile: async () => undefined }, { url: `${tracedBase}/sms`, seconds: 2, ...c.job }, keys);
-          for (const c of group) results.push(await measure(`${c.name} traced`, 1, traced, { url: `${tracedBase}/sms`, ...c.job }));
-          await traced.stop();
-          console.log(`OTLP sink received ${sink.requests()} export requests, ${(sink.bytes() / 1e6).toFixed(1)} MB`);
+        if (TRACING && processes === 1) {
+          // The same cases on a process that traces (each sampler in turn) to a loopback OTLP sink; with
+          // BENCH_PROFILE=1 each traced server is profiled too.
+          for (const sampler of TRACE_SAMPLERS) {
+            const sink = await otlpSink();
+            closers.push(sink.close);
+            const tracedProfile = PROFILE ? fs.mkdtempSync(path.join(os.tmpdir(), `acp-prof-traced-${group[0].job.method}-`)) : undefined;
+            const traced = await startServer(['api', databaseUrl, '1'], tracedProfile, { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: 'bench-api', ...sampler.env });
+            servers.push(traced);
+            const tracedBase = `http://127.0.0.1:${traced.port}/api/v1`;
+            for (const c of group) await load('warm-up', 1, { child: traced.child, toggleProfile: async () => undefined }, { url: `${tracedBase}/sms`, seconds: 2, ...c.job }, keys);
+            for (const c of group) results.push(await measure(`${c.name} traced ${sampler.label}`, 1, traced, { url: `${tracedBase}/sms`, ...c.job }));
+            await traced.stop();
+            console.log(`OTLP sink (${sampler.label}) received ${sink.requests()} export requests, ${(sink.bytes() / 1e6).toFixed(1)} MB`);
+            if (tracedProfile) printProfile(`${group[0].name} traced ${sampler.label} (1 process)`, tracedProfile);
+          }
         }
       }
     }
@@ -402,8 +421,14 @@ export async function runHttpBench(): Promise<void> {
       console.log(`  ${r.name} × ${r.processes}: ${need.toFixed(0)} µs per request → at most ${((CORES * 1e6) / need).toFixed(0)} req/s (measured ${r.rps.toFixed(0)})`);
     }
     for (const r of results) {
-      const off = results.find((o) => `${o.name} traced` === r.name && o.processes === 1);
-      if (off?.cpu && r.cpu) console.log(`tracing on-cost, ${off.name}: API CPU ${r.cpu.api.toFixed(0)} vs ${off.cpu.api.toFixed(0)} µs/request = ${(r.cpu.api / off.cpu.api).toFixed(2)}× (req/s ${r.rps.toFixed(0)} vs ${off.rps.toFixed(0)}, p99 ${r.p99.toFixed(1)} vs ${off.p99.toFixed(1)} ms)`);
+      const off = results.find((o) => r.name.startsWith(`${o.name} traced `) && o.processes === 1);
+      if (off?.cpu && r.cpu) {
+        const bareOf = (f: Figures) => f.bareApi ?? bareFig.cpu?.api ?? NaN;
+        console.log(
+          `tracing on-cost, ${r.name}: API CPU ${r.cpu.api.toFixed(0)} vs ${off.cpu.api.toFixed(0)} µs/request = ${(r.cpu.api / off.cpu.api).toFixed(2)}× untraced; ` +
+            `${(r.cpu.api / bareOf(r)).toFixed(2)}× vs ${(off.cpu.api / bareOf(off)).toFixed(2)}× bare (req/s ${r.rps.toFixed(0)} vs ${off.rps.toFixed(0)}, p99 ${r.p99.toFixed(1)} vs ${off.p99.toFixed(1)} ms)`,
+        );
+      }
     }
     console.log('targets: API CPU per request GET ≤ 2× and PUT ≤ 4× the bare Koa route, p99 < 25 ms; × ≥ 1.7 per doubling of processes up to 8 (needs cores for every party)');
   } finally {

@@ -39,6 +39,9 @@ import { callWithKey } from './helpers/api';
 import { createTestDatabase } from './helpers/postgres';
 import { testTemporal, uniqueTaskQueue } from './helpers/temporal';
 import { until } from './helpers/wait';
+import { createVoiceActivities } from '../activities/voice';
+import { sandboxInventory } from '../providers/telephony/sandbox';
+import { placeSandboxCall, RelayClient } from '../providers/telephony/sandboxCaller';
 
 const TOKEN = 'metrics-test-token';
 const TLS_DIR = path.join(__dirname, 'fixtures', 'tls');
@@ -269,6 +272,8 @@ describe('traces (OTLP/HTTP to a loopback receiver)', function () {
     });
     const w = await Worker.create({ ...tracing!.workerOptions({ prebuiltBundle: true }), connection: native, taskQueue, workflowBundle, activities: {
         ...createAgentActivities({ db }),
+        // The call workflow's status steps (the usage of a completed call).
+        ...createVoiceActivities({ db }),
         // The sandbox carrier holds its verdicts for an hour: the test looks at the brand submission only.
         ...createSmsActivities({ db, config, logger }, { carrierOptions: { delayMs: 3_600_000, callbackUrl: `${api.baseUrl}/sms/provider-callbacks/sandbox` } }),
       } });
@@ -460,11 +465,135 @@ describe('traces (OTLP/HTTP to a loopback receiver)', function () {
     const llm = trace.filter((s) => s.name.startsWith('provider.llm.') && reaches(trace, s, turn));
     expect(llm.length, trace.map((s) => s.name).join(', ')).to.be.greaterThan(0);
     expect(attrsOf(llm[0])).to.include({ 'provider.kind': 'llm', 'provider.name': 'sandbox' });
-    // The skill server's own span (node:http instrumentation) continues the trace from the outgoing request.
-    expect(trace.some((s) => s.parentSpanId === outgoing.spanId)).to.equal(true);
+    // The skill server was told the outgoing request's span as the parent of whatever it traces.
+    expect(skillTraceparents[0]!.split('-')[2]).to.equal(outgoing.spanId);
     const everything = JSON.stringify(trace);
     expect(everything).to.not.include('check order');
     expect(everything).to.not.include(key);
+  });
+
+  it('keeps no query and no phone number of an outgoing URL, node:http or fetch, in a sampled span', async () => {
+    const target = `${process.env.OTEL_EXPORTER_OTLP_ENDPOINT}/lookup/15551234567?token=secret-query`;
+    const traceId = await otelTrace.getTracer('telemetry-test').startActiveSpan('test.outgoing', async (parent) => {
+      await new Promise<void>((resolve, reject) => http.get(target, (res) => res.resume().on('end', resolve)).on('error', reject));
+      await (await fetch(target)).text();
+      parent.end();
+      return parent.spanContext().traceId;
+    });
+    const trace = await until(async () => {
+      await tracing!.flush();
+      const got = spansOf(traceId);
+      return got.length >= 3 ? got : null;
+    }, 20_000, 'the outgoing request spans');
+    const outgoing = trace.filter((s) => s.name !== 'test.outgoing');
+    expect(outgoing.map((s) => Object.keys(attrsOf(s)).find((k) => k === 'http.url' || k === 'url.full'))).to.have.members(['http.url', 'url.full']);
+    const everything = JSON.stringify(trace);
+    expect(everything).to.include('/lookup/{redacted}');
+    expect(everything).to.not.include('secret-query');
+    expect(everything).to.not.include('15551234567');
+  });
+
+  describe('a voice call', () => {
+    /** Every span of `traceId` once `done` holds of them (the exporter sends on its own schedule). */
+    const traceWhen = (traceId: string, done: (trace: OtlpSpan[]) => boolean, what: string) =>
+      until(async () => {
+        await tracing!.flush();
+        const trace = spansOf(traceId);
+        return done(trace) ? trace : null;
+      }, 30_000, what);
+    const turnsUnder = (trace: OtlpSpan[], call: OtlpSpan) => trace.filter((s) => s.name === 'conversation.turn' && s.parentSpanId === call.spanId);
+
+    it('is one voice.call trace of its turns and their LLM calls, continuing the talk page’s trace, with no phone number or text, and its post-call analysis linked to it', async () => {
+      const agent = await callWithKey(api.baseUrl, key, 'POST', '/agents', { name: 'Voice traced', greeting: 'Hello there.' });
+      expect(agent.status, JSON.stringify(agent.body)).to.equal(201);
+      const agentId = agent.body.data.id as string;
+      const talk = await callWithKey(api.baseUrl, key, 'POST', `/agents/${agentId}/talk-token`, { draftMode: true, channel: 'voice' });
+      expect(talk.status, JSON.stringify(talk.body)).to.equal(201);
+      const token = talk.body.data.token as string;
+      // What the talk page does: ask whom the token talks to, then open the relay with that answer's traceparent.
+      const info = await fetch(`${api.baseUrl}/voice/talk/info?token=${encodeURIComponent(token)}`);
+      expect(info.status).to.equal(200);
+      const traceparent = info.headers.get('traceparent')!;
+      expect(traceparent).to.match(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+      const [, traceId, pageSpan] = traceparent.split('-');
+
+      const c = await RelayClient.open(`${api.baseUrl.replace(/^http/, 'ws')}/voice/relay?token=${encodeURIComponent(token)}&traceparent=${traceparent}`);
+      c.send({ type: 'setup', sessionId: 'VXtraced', callSid: 'browser', from: '+15551234567', to: '+15557654321', direction: 'inbound' });
+      expect((await c.reply()).text).to.equal('Hello there.');
+      c.send({ type: 'prompt', voicePrompt: 'My number is +15551234567, when are you open?', last: true });
+      expect((await c.reply()).text).to.have.length.greaterThan(0);
+      c.send({ type: 'prompt', voicePrompt: 'And on the weekend?', last: true });
+      expect((await c.reply()).text).to.have.length.greaterThan(0);
+      c.hangUp();
+      await c.closedWith();
+
+      const trace = await traceWhen(traceId, (tr) => {
+        const call = tr.find((s) => s.name === 'voice.call');
+        return !!call && turnsUnder(tr, call).length === 2 && tr.filter((s) => s.name.startsWith('provider.llm.')).length >= 2;
+      }, 'the voice.call span, its two turns and their LLM spans');
+      const calls = trace.filter((s) => s.name === 'voice.call');
+      expect(calls, 'one call span').to.have.length(1);
+      const call = calls[0];
+      expect(call.parentSpanId, 'the call continues the talk page’s trace').to.equal(pageSpan);
+      expect(attrsOf(call)).to.include({ 'acp.agent_id': agentId, 'acp.agent_version_id': 'draft', 'acp.channel': 'voice', 'acp.voice.provider': 'talk_page', 'acp.voice.turns': 2, 'acp.voice.end_reason': 'ended_by_user' });
+      expect(attrsOf(call)['acp.conversation_id']).to.match(/^\w+_/);
+      const turns = turnsUnder(trace, call);
+      expect(turns.map((t) => attrsOf(t)['acp.turn']).sort()).to.have.length(2);
+      for (const turn of turns) {
+        const llm = trace.filter((s) => s.name.startsWith('provider.llm.') && reaches(trace, s, turn));
+        expect(llm.length, `LLM spans under turn ${attrsOf(turn)['acp.turn']}`).to.be.greaterThan(0);
+        expect(attrsOf(turn)).to.include({ 'acp.channel': 'voice', 'acp.agent_id': agentId });
+      }
+      const everything = JSON.stringify(trace);
+      expect(everything).to.not.include('5551234567');
+      expect(everything).to.not.include('5557654321');
+      expect(everything).to.not.include('when are you open');
+      expect(everything).to.not.include('weekend');
+      // The talk token went in the info request's query, which no span keeps.
+      expect(everything).to.not.include(token);
+      expect(attrsOf(trace.find((s) => s.spanId === pageSpan)!)).to.include({ 'url.path': '/api/v1/voice/talk/info', 'http.response.status_code': 200 });
+
+      // The analysis after the hang-up is a trace of its own, linked to the call (a span link, W3C/OTel).
+      const postCall = await until(async () => {
+        await tracing!.flush();
+        return spans.find((s) => s.name === 'voice.call.post_call' && (s as OtlpSpan & { links?: { spanId: string }[] }).links?.some((l) => l.spanId === call.spanId));
+      }, 30_000, 'the post-call span linked to the call');
+      expect(postCall.traceId).to.not.equal(traceId);
+      expect(attrsOf(postCall)['acp.conversation_id']).to.equal(attrsOf(call)['acp.conversation_id']);
+      const analysis = await traceWhen(postCall.traceId, (tr) => tr.some((s) => s.name.startsWith('provider.llm.')), 'the analysis LLM call');
+      expect(analysis.some((s) => s.name.startsWith('provider.llm.') && reaches(analysis, s, postCall)), 'the analysis’s LLM call is inside the post-call span').to.equal(true);
+    });
+
+    it('continues the carrier webhook’s trace through the relay reference, and the call workflow’s usage activity shares it', async () => {
+      const agent = await callWithKey(api.baseUrl, key, 'POST', '/agents', { name: 'Carrier traced', voiceId: 'voice_ava', greeting: 'Thanks for calling.' });
+      expect(agent.status, JSON.stringify(agent.body)).to.equal(201);
+      const agentId = agent.body.data.id as string;
+      const published = await callWithKey(api.baseUrl, key, 'POST', `/agents/${agentId}/publish`, { note: 'voice' }, { 'idempotency-key': 'voice-trace-1' });
+      expect(published.status, JSON.stringify(published.body)).to.equal(201);
+      const e164 = sandboxInventory('312')[3].e164;
+      const bought = await callWithKey(api.baseUrl, key, 'POST', '/numbers/purchase', { e164 });
+      expect(bought.status, JSON.stringify(bought.body)).to.equal(200);
+      expect((await callWithKey(api.baseUrl, key, 'POST', `/numbers/${bought.body.data.id}/assign`, { agentId })).status).to.equal(200);
+
+      const rec = await placeSandboxCall({ baseUrl: api.baseUrl, from: '+15551234567', to: e164, script: [{ say: 'What are your hours?' }, { say: 'Thank you' }] });
+      expect(rec.webhookStatus, rec.markup).to.equal(200);
+      expect(rec.close?.code).to.equal(1000);
+      const callId = /call_[A-Za-z0-9]+/.exec(Buffer.from(/ref=vrf_([A-Za-z0-9_-]+)\./.exec(rec.markup)![1], 'base64url').toString())![0];
+
+      const call = await until(async () => {
+        await tracing!.flush();
+        return spans.find((s) => s.name === 'voice.call' && attrsOf(s)['acp.call_id'] === callId && turnsUnder(spansOf(s.traceId), s).length === 2);
+      }, 30_000, 'the carrier call’s voice.call span and its two turns');
+      const trace = await traceWhen(call.traceId, (tr) => tr.some((s) => s.name === 'RunActivity:completeVoiceCall'), 'the call workflow’s completeVoiceCall activity');
+      const webhook = trace.find((s) => s.spanId === call.parentSpanId);
+      expect(webhook, 'the call’s parent is the inbound webhook’s request span').to.not.equal(undefined);
+      expect(webhook!.name).to.match(/^POST/);
+      expect(attrsOf(call)).to.include({ 'acp.voice.provider': 'sandbox', 'acp.agent_id': agentId, 'acp.call_id': callId, 'acp.voice.turns': 2 });
+      expect(attrsOf(call)['acp.agent_version_id']).to.match(/^ver_/);
+      for (const turn of turnsUnder(trace, call)) expect(trace.some((s) => s.name.startsWith('provider.llm.') && reaches(trace, s, turn))).to.equal(true);
+      expect(JSON.stringify(trace)).to.not.include('5551234567');
+      expect(JSON.stringify(trace)).to.not.include('What are your hours');
+    });
   });
 });
 

@@ -6,7 +6,8 @@
  * answered 401 and the socket destroyed. Each socket runs one {@link RelaySession}; one session's failure
  * closes that socket only. A talk-token socket re-checks its token's signature every
  * {@link TALK_TOKEN_RECHECK_MS} ms and closes (1008) once the organization's talk-token secret was rotated
- * (docs/security.md "Revocation").
+ * (docs/security.md "Revocation"). With tracing on, the session's `voice.call` span continues the trace the socket
+ * was opened in ({@link relayTraceContext}).
  */
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -21,6 +22,7 @@ import { getPlacedCall } from '../../db/repositories/calls';
 import { resolveTalkToken, talkTokenStillSigned } from '../agents/talkToken';
 import { BASE_PATH } from '../app';
 import { voiceRelaySockets } from '../../metrics';
+import { propagation, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 
 /** How often a talk-token socket re-checks its token's signature, ms (docs/security.md "Revocation"). */
 export const TALK_TOKEN_RECHECK_MS = 1000;
@@ -46,8 +48,12 @@ export async function relayGrant(deps: Pick<ConversationDeps, 'db'>, url: URL): 
     const c = await verifyRelayReference(deps.db, ref);
     if (!c) return undefined;
     // Single-use: the first upgrade for the call claims its relay; a replayed reference (or a second socket) is refused.
-    if (!(await claimCallRelay(deps.db, c.org, c.call))) return undefined;
-    const grant: RelayGrant = { orgId: c.org, agentId: c.agt, versionId: c.ver ?? null, callId: c.call, speakGreeting: c.grt === 1, keyId: null, campaignId: c.cmp ?? null };
+    const claimed = await claimCallRelay(deps.db, c.org, c.call);
+    if (!claimed) return undefined;
+    const grant: RelayGrant = {
+      orgId: c.org, agentId: c.agt, versionId: c.ver ?? null, callId: c.call, speakGreeting: c.grt === 1, keyId: null, campaignId: c.cmp ?? null,
+      provider: claimed.provider, ...(c.tp ? { traceparent: c.tp } : {}),
+    };
     if (c.plc !== 1) return grant;
     // A call placed by POST /calls: the conversation gets the variables and metadata it was placed with.
     const placed = await getPlacedCall(deps.db, c.org, c.call);
@@ -57,9 +63,23 @@ export async function relayGrant(deps: Pick<ConversationDeps, 'db'>, url: URL): 
   if (token) {
     const c = await resolveTalkToken(deps.db, token);
     if (!c || c.ch !== 'voice') return undefined;
-    return { orgId: c.org, agentId: c.agt, versionId: c.ver, callId: null, speakGreeting: true, keyId: c.jti, campaignId: null };
+    return { orgId: c.org, agentId: c.agt, versionId: c.ver, callId: null, speakGreeting: true, keyId: c.jti, campaignId: null, provider: 'talk_page' };
   }
   return undefined;
+}
+
+/**
+ * The trace context a relay socket's `voice.call` span continues (W3C Trace Context,
+ * https://www.w3.org/TR/trace-context/): the upgrade request's `traceparent` (and `tracestate`) header, else its
+ * `traceparent` query parameter (a browser's WebSocket sends no headers: the talk page passes the one its info
+ * request was answered with), else the carrier webhook's that the relay reference carries. ROOT_CONTEXT (a new
+ * trace) when none is given, or a malformed one, or tracing is off.
+ */
+export function relayTraceContext(req: http.IncomingMessage, url: URL, grant: RelayGrant): Context {
+  const header = req.headers.traceparent;
+  if (typeof header === 'string') return propagation.extract(ROOT_CONTEXT, { traceparent: header, ...(typeof req.headers.tracestate === 'string' ? { tracestate: req.headers.tracestate } : {}) });
+  const traceparent = url.searchParams.get('traceparent') ?? grant.traceparent;
+  return traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent }) : ROOT_CONTEXT;
 }
 
 function refuse(socket: Duplex, status: number, text: string): void {
@@ -80,7 +100,8 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
     relayGrant(deps, url).then(
       (grant) => {
         if (!grant) return refuse(socket, 401, 'Unauthorized');
-        wss.handleUpgrade(req, socket, head, (ws) => open(ws, grant, socket, url.searchParams.get('ref') ? null : url.searchParams.get('token')));
+        const parent = relayTraceContext(req, url, grant);
+        wss.handleUpgrade(req, socket, head, (ws) => open(ws, grant, socket, url.searchParams.get('ref') ? null : url.searchParams.get('token'), parent));
       },
       (err) => {
         logger.error({ err }, 'relay: checking the credential failed');
@@ -89,7 +110,7 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
     );
   };
   /** `socket`: the upgraded connection, which `ws` writes its frames to (handleUpgrade takes it over). */
-  const open = (ws: WebSocket, grant: RelayGrant, socket: Duplex, token: string | null) => {
+  const open = (ws: WebSocket, grant: RelayGrant, socket: Duplex, token: string | null, parent: Context) => {
     // Frames sent in one run of the event loop (an answer's `text` tokens when the model streams faster than
     // the loop turns) leave in one write: the socket is corked until the queued callbacks ran.
     let corked = false;
@@ -113,6 +134,7 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
       },
       logger,
       hooks,
+      parent,
     );
     sessions.add(session);
     voiceRelaySockets.inc();

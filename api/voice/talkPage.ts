@@ -6,7 +6,9 @@
  * then a final `prompt` per typed line (or per recognized utterance where the browser has the Web Speech
  * API's SpeechRecognition), `dtmf` for keypad buttons (shown only when the agent takes keypad input) — and
  * shows (and, with speechSynthesis, speaks) the agent's `text` tokens. Hang-up closes the socket (1000).
- * The relay checks the token again on its own. It wears the shared page frame (api/pages/theme.ts).
+ * The relay checks the token again on its own. With tracing on, the info answer's `traceparent` goes with the relay
+ * URL, so the call's `voice.call` span continues the page's trace (api/voice/relay.ts `relayTraceContext`). It wears
+ * the shared page frame (api/pages/theme.ts).
  */
 import type { Db } from '../../db';
 import { getAgent } from '../../db/repositories/agents';
@@ -75,7 +77,7 @@ export const TALK_PAGE_HTML = `<!doctype html>
   var token = new URLSearchParams(location.search).get('token') || '';
   var $ = function (id) { return document.getElementById(id); };
   var log = $('log'), status = $('status'), phase = $('phase'), start = $('start'), hangup = $('hangup'), mic = $('mic');
-  var ws = null, current = null, recognition = null;
+  var ws = null, current = null, recognition = null, traceparent = '';
   var PHASES = { idle: 'Not started', connecting: 'Connecting…', listening: 'Listening', speaking: 'Agent speaking', ended: 'Call ended' };
   function setPhase(p) { phase.setAttribute('data-phase', p); phase.textContent = PHASES[p]; }
   function line(cls, text) { var p = document.createElement('p'); p.className = cls; p.textContent = text; log.appendChild(p); return p; }
@@ -91,7 +93,7 @@ export const TALK_PAGE_HTML = `<!doctype html>
   if (!SR) mic.textContent = 'Speaking needs a browser with speech recognition';
 
   fetch('/api/v1/voice/talk/info?token=' + encodeURIComponent(token), { cache: 'no-store' })
-    .then(function (r) { return r.json(); })
+    .then(function (r) { traceparent = r.headers.get('traceparent') || ''; return r.json(); })
     .then(function (info) {
       if (!info || !info.valid) return invalid();
       var a = $('agent'); a.hidden = false;
@@ -104,7 +106,7 @@ export const TALK_PAGE_HTML = `<!doctype html>
     var opened = false;
     log.textContent = ''; $('digits').textContent = ''; current = null;
     start.disabled = true; setPhase('connecting'); status.textContent = 'Connecting…';
-    ws = new WebSocket((location.protocol === 'https:' ? 'wss:' : 'ws:') + '//' + location.host + '/api/v1/voice/relay?token=' + encodeURIComponent(token));
+    ws = new WebSocket((location.protocol === 'https:' ? 'wss:' : 'ws:') + '//' + location.host + '/api/v1/voice/relay?token=' + encodeURIComponent(token) + (traceparent ? '&traceparent=' + encodeURIComponent(traceparent) : ''));
     ws.onopen = function () {
       opened = true; inCall(true); setPhase('listening');
       status.textContent = 'Connected';

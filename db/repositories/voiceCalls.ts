@@ -162,10 +162,12 @@ export async function recordCallRecording(conn: Conn, orgId: string, id: string,
 
 /**
  * Claims a call's relay: the first upgrade of a reference to the call sets `relay_opened_at`; the call must
- * still be ringing or answered. @returns false when the relay was opened before or the call has ended
+ * still be ringing or answered. @returns the call's carrier (`provider`), or null when the relay was opened before
+ * or the call has ended
  */
-export async function claimCallRelay(conn: Conn, orgId: string, id: string): Promise<boolean> {
-  return (await conn('voice_calls').where({ org_id: orgId, id }).whereNull('relay_opened_at').whereIn('status', ['ringing', 'answered']).update({ relay_opened_at: conn.fn.now() })) > 0;
+export async function claimCallRelay(conn: Conn, orgId: string, id: string): Promise<{ provider: string } | null> {
+  const rows: Array<{ provider: string }> = await conn('voice_calls').where({ org_id: orgId, id }).whereNull('relay_opened_at').whereIn('status', ['ringing', 'answered']).update({ relay_opened_at: conn.fn.now() }, ['provider']);
+  return rows[0] ?? null;
 }
 
 /** Whether a call's relay was opened (a reference to it was used). */

@@ -8,6 +8,7 @@
 import type { Db } from '../../db';
 import { existingTalkTokenSecret, talkTokenSecret } from '../../db/repositories/agentVersions';
 import { macMatches, tokenMac } from '../../domain/tokenMac';
+import { context, propagation } from '@opentelemetry/api';
 
 /** Lifetime of a reference, seconds: the carrier opens the socket right after reading the markup. */
 export const RELAY_REFERENCE_TTL_SECONDS = 120;
@@ -30,6 +31,11 @@ export interface RelayReferenceClaims {
   cmp?: string;
   /** 1 for a call placed by `POST /calls`: its variables and metadata are read from the stored call. */
   plc?: 1;
+  /**
+   * The W3C `traceparent` (https://www.w3.org/TR/trace-context/#traceparent-header) of the trace the reference was
+   * signed in (the carrier webhook's request), when tracing is on: the relay's `voice.call` span continues it.
+   */
+  tp?: string;
   /** Expiry, Unix seconds. */
   exp: number;
 }
@@ -38,9 +44,14 @@ function mac(secret: Buffer, body: string): Buffer {
   return tokenMac('relayReference', secret, body);
 }
 
-/** Signs a reference for the claims' organization (creating its secret on first use). */
-export async function signRelayReference(db: Db, claims: Omit<RelayReferenceClaims, 'v' | 'exp'>, ttlSeconds = RELAY_REFERENCE_TTL_SECONDS): Promise<string> {
-  const full: RelayReferenceClaims = { v: 1, ...claims, exp: Math.floor(Date.now() / 1000) + ttlSeconds };
+/**
+ * Signs a reference for the claims' organization (creating its secret on first use). Inside a sampled trace (the
+ * carrier webhook's request span) the reference carries its `traceparent` as `tp`, so the call's relay joins it.
+ */
+export async function signRelayReference(db: Db, claims: Omit<RelayReferenceClaims, 'v' | 'exp' | 'tp'>, ttlSeconds = RELAY_REFERENCE_TTL_SECONDS): Promise<string> {
+  const carrier: { traceparent?: string } = {};
+  propagation.inject(context.active(), carrier);
+  const full: RelayReferenceClaims = { v: 1, ...claims, ...(carrier.traceparent ? { tp: carrier.traceparent } : {}), exp: Math.floor(Date.now() / 1000) + ttlSeconds };
   const body = Buffer.from(JSON.stringify(full)).toString('base64url');
   return `vrf_${body}.${mac(await talkTokenSecret(db, claims.org), body).toString('base64url')}`;
 }

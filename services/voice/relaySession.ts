@@ -15,6 +15,11 @@
  * - a turn ending the conversation sends `end` — with `handoffData` naming the destination on a
  *   transfer of a carrier call (a browser talk-token session gets `end` alone) — and closes the socket.
  * - the socket closing without an end closes the conversation (`ended_by_user`).
+ * - with tracing on (docs/operations.md "Observability"), the session is one `voice.call` span from the socket's
+ *   opening to the hang-up — continuing the trace context the relay was opened with (the carrier webhook's or
+ *   the talk page's) — and every step runs inside it (`context.with`: a call spans many socket messages, none
+ *   of which carries the context), so each `conversation.turn` with its LLM, knowledge, skill and provider
+ *   spans is its child. The post-call analysis after a hang-up is its own trace, linked to the call's span.
  *
  * Transport-agnostic: the API wires it to a `ws` socket (api/voice/relay.ts).
  */
@@ -28,6 +33,8 @@ import { heardPart, parseCarrierFrame, type RelayFrame, type SetupFrame } from '
 import { finishConversation, sendMessage, startConversation, type ConversationDeps } from '../conversations/service';
 import type { TurnResult } from '../../domain/conversations/runtime';
 import { ApiError } from '../../domain/errors';
+import { analyzeAfterEnd } from '../conversations/analysis';
+import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span } from '@opentelemetry/api';
 
 /** What a relay socket was opened for (a verified relay reference or voice talk token). */
 export interface RelayGrant {
@@ -43,6 +50,10 @@ export interface RelayGrant {
   keyId: string | null;
   /** The campaign of an outbound campaign call. */
   campaignId: string | null;
+  /** The carrier of the call (`twilio`, `telnyx`, `sandbox`), or `talk_page` for a browser test session (absent: `carrier` / `browser` on the span). */
+  provider?: string;
+  /** The W3C `traceparent` the relay reference carried (the carrier webhook's trace), if any. */
+  traceparent?: string;
   /** A call placed by `POST /calls`: the conversation variables and labels it was placed with. */
   variables?: Record<string, string>;
   metadata?: Record<string, string | number | boolean | null>;
@@ -69,6 +80,24 @@ export interface RelayHooks {
 /** WebSocket close codes the relay uses (RFC 6455 §7.4.1). */
 export const CLOSE = { normal: 1000, invalid: 1007, policy: 1008, internal: 1011 } as const;
 
+const tracer = trace.getTracer('agent-control-plane');
+
+/**
+ * The `voice.call` span's opening attributes (docs/operations.md "Observability"): organization, agent, version
+ * (`draft` for a draft session), channel, carrier, call and campaign ids — never a phone number.
+ */
+function callAttributes(g: RelayGrant): Attributes {
+  return {
+    'acp.org_id': g.orgId,
+    'acp.agent_id': g.agentId,
+    'acp.agent_version_id': g.versionId ?? 'draft',
+    'acp.channel': 'voice',
+    'acp.voice.provider': g.provider ?? (g.callId ? 'carrier' : 'browser'),
+    ...(g.callId ? { 'acp.call_id': g.callId } : {}),
+    ...(g.campaignId ? { 'acp.campaign_id': g.campaignId } : {}),
+  };
+}
+
 interface Line {
   said: string;
   /** What the carrier reported heard when interrupted, else null. */
@@ -87,22 +116,39 @@ export class RelaySession {
   private digitTimer: NodeJS.Timeout | null = null;
   private closed = false;
   private ended = false;
+  /** The `voice.call` span (a no-op span when tracing is off) and the context every step runs in. */
+  private readonly span: Span;
+  private readonly ctx: Context;
+  private turns = 0;
+  private endReason: string | null = null;
 
+  /**
+   * @param parent the trace context the relay was opened with (W3C Trace Context: the upgrade request's
+   *   `traceparent`, or the carrier webhook's carried by the relay reference); ROOT_CONTEXT starts a new trace
+   */
   constructor(
     private readonly deps: ConversationDeps,
     private readonly grant: RelayGrant,
     private readonly transport: RelayTransport,
     private readonly log: Logger,
     private readonly hooks: RelayHooks = {},
-  ) {}
+    parent: Context = ROOT_CONTEXT,
+  ) {
+    this.span = tracer.startSpan('voice.call', { kind: SpanKind.SERVER, attributes: callAttributes(grant) }, parent);
+    this.ctx = trace.setSpan(parent, this.span);
+  }
 
   /** The conversation id once `setup` opened it. */
   get conversationId(): string | null {
     return this.conversation?.id ?? null;
   }
 
-  /** Handles one text frame; a malformed frame closes the socket with the reason. */
+  /** Handles one text frame, inside the call's trace context; a malformed frame closes the socket with the reason. */
   receive(text: string): void {
+    context.with(this.ctx, () => this.handle(text));
+  }
+
+  private handle(text: string): void {
     if (this.closed || this.ended) return;
     const frame = parseCarrierFrame(text);
     if ('error' in frame) return this.fail(CLOSE.invalid, frame.error);
@@ -130,17 +176,45 @@ export class RelaySession {
 
   private setupSeen = false;
 
-  /** The socket closed (either side): the conversation ends once the running turn is stored. */
+  /**
+   * The socket closed (either side): the conversation ends once the running turn is stored, which ends the
+   * `voice.call` span; a conversation the caller hung up on is then analysed (its own trace, linked to the call).
+   */
   socketClosed(): void {
     if (this.closed) return;
     this.closed = true;
     if (this.digitTimer) clearTimeout(this.digitTimer);
-    this.queue = this.queue.then(async () => {
-      if (this.conversation && this.conversation.status === 'active') {
-        this.conversation = await finishConversation(this.deps.db, this.conversation, 'ended_by_user', { db: this.deps.db, llm: this.deps.llm, log: this.log });
+    this.queue = context.with(this.ctx, () => this.queue.then(async () => {
+      let hungUp: ConversationRecord | null = null;
+      try {
+        if (this.conversation && this.conversation.status === 'active') {
+          this.conversation = hungUp = await finishConversation(this.deps.db, this.conversation, 'ended_by_user');
+        }
+        this.hooks.onClosed?.(this.grant, this.conversationId);
+      } finally {
+        this.endCall();
       }
-      this.hooks.onClosed?.(this.grant, this.conversationId);
-    }).catch((err) => this.log.error({ err, conversationId: this.conversationId }, 'relay: closing the conversation failed'));
+      if (hungUp) await this.postCall(hungUp);
+    })).catch((err) => this.log.error({ err, conversationId: this.conversationId }, 'relay: closing the conversation failed'));
+  }
+
+  /** Ends the `voice.call` span with the call's turn count and how it ended. */
+  private endCall(): void {
+    if (!this.span.isRecording()) return;
+    this.span.setAttributes({ 'acp.voice.turns': this.turns, 'acp.voice.end_reason': this.endReason ?? this.conversation?.endReason ?? 'ended_by_user' });
+    this.span.end();
+  }
+
+  /** The post-call analysis of a hung-up conversation: a trace of its own (`voice.call.post_call`) linked to the call. */
+  private postCall(c: ConversationRecord): Promise<void> {
+    const analyse = () => analyzeAfterEnd({ db: this.deps.db, llm: this.deps.llm, log: this.log }, c);
+    // The call's span has ended (no longer recording): whether it was traced is in its sampled flag.
+    if (!(this.span.spanContext().traceFlags & TraceFlags.SAMPLED)) return context.with(ROOT_CONTEXT, analyse);
+    return tracer.startActiveSpan(
+      'voice.call.post_call',
+      { root: true, links: [{ context: this.span.spanContext() }], attributes: { 'acp.org_id': c.orgId, 'acp.agent_id': c.agentId, 'acp.conversation_id': c.id, ...(this.grant.callId ? { 'acp.call_id': this.grant.callId } : {}) } },
+      (span) => analyse().finally(() => span.end()),
+    );
   }
 
   /** Resolves when every queued step is done (tests, shutdown). */
@@ -149,7 +223,7 @@ export class RelaySession {
   }
 
   private enqueue(step: () => Promise<void>): void {
-    this.queue = this.queue.then(step).catch((err) => {
+    this.queue = this.queue.then(() => context.with(this.ctx, step)).catch((err) => {
       this.log.error({ err, conversationId: this.conversationId }, 'relay: session step failed');
       this.fail(CLOSE.internal, 'internal error');
     });
@@ -161,6 +235,9 @@ export class RelaySession {
 
   private fail(code: number, reason: string): void {
     if (this.closed) return;
+    this.endReason = `closed_${code}`;
+    // The close code only: a malformed frame's reason may quote the frame.
+    if (code !== CLOSE.normal) this.span.setStatus({ code: SpanStatusCode.ERROR, message: `closed ${code}` });
     this.transport.close(code, reason.slice(0, 120));
     this.socketClosed();
   }
@@ -187,6 +264,12 @@ export class RelaySession {
     }
     const { conversation, greeting, agent, pinPrompt } = started;
     this.conversation = conversation;
+    if (this.span.isRecording()) {
+      this.span.setAttributes({ 'acp.conversation_id': conversation.id, 'acp.agent_version_id': conversation.versionId ?? 'draft', 'acp.conversation_mode': conversation.mode });
+      if (frame.direction) this.span.setAttribute('acp.voice.direction', frame.direction);
+      // The numbers identify people: recorded only when asked to (docs/operations.md "Observability").
+      if (process.env.OTEL_RECORD_CONTENT === 'true') this.span.setAttributes({ 'acp.voice.from': frame.from ?? '', 'acp.voice.to': frame.to ?? '' });
+    }
     this.agent = agent;
     this.digits = new DigitGatherer(agent.dtmf);
     if (g.callId) await linkCallConversation(this.deps.db, g.orgId, g.callId, conversation.id);
@@ -203,6 +286,7 @@ export class RelaySession {
     if (!this.conversation || this.conversation.status !== 'active' || this.ended) return;
     const line: Line = { said: '', cut: null };
     this.line = line;
+    this.turns++;
     let result: TurnResult;
     try {
       const out = await sendMessage(this.deps, this.conversation, text, (e) => {
@@ -234,6 +318,7 @@ export class RelaySession {
   /** Sends `end` (with `handoffData` on a transfer) and closes the socket. */
   private end(result: TurnResult): void {
     this.ended = true;
+    this.endReason = result.end ?? 'ended';
     const frame: RelayFrame = { type: 'end' };
     // The carrier acts on handoffData; a browser talk-token session (no call) is a public counterpart and
     // gets the end of the stream only (docs/security.md "Public sessions").
