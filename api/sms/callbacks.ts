@@ -29,7 +29,7 @@ import { newId } from '../../db/ids';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { carrierEventSignal } from '../../workflows/definitions';
 import { SANDBOX_PROVIDER, type SandboxCallbackPayload } from '../../providers/carrier/sandbox';
-import { optInConfirmation, optOutConfirmation, parseInboundKeyword } from '../../domain/sms/keywords';
+import { optInConfirmation, optOutConfirmation, parseInboundKeyword, type InboundKeyword } from '../../domain/sms/keywords';
 import { messageChanged, messageReceived } from '../../events/sms';
 import { answerAndDeliver } from '../../services/sms/answer';
 import { createTelephony, type TelephonyAdapter } from '../../providers/telephony';
@@ -135,8 +135,10 @@ export async function applyProviderCallback(deps: CallbackDeps, provider: string
   // The stored event keeps the attachments' types and sizes, not their bytes (those go to sms_media).
   const inboundPayload = { ...body, media: media.map((m) => ({ contentType: m.contentType, sizeBytes: m.data.length })) } as unknown as Record<string, unknown>;
   const messageId = newId('msg');
-  // The number's agent owes an answer to a text that is no STOP/START/HELP keyword (CTIA: those are the keyword handler's).
-  const owed = !!owner.number.agentId && !parseInboundKeyword(body.text!);
+  // Parsed once here: the number's agent owes an answer to a text that is no STOP/START/HELP keyword (CTIA: those
+  // are the keyword handler's), and the handler below applies it.
+  const keyword = parseInboundKeyword(body.text!);
+  const owed = !!owner.number.agentId && !keyword;
   const stored = await db.transaction(async (trx) => {
     if (!(await storeProviderEvent(trx, owner.orgId, { provider, objectType: 'inbound', externalId: body.id, status: 'RECEIVED', revision: 0, payload: inboundPayload }))) return false;
     // Attachments are stored first, in the same transaction, so `sms.message.received` lists their ids.
@@ -145,7 +147,7 @@ export async function applyProviderCallback(deps: CallbackDeps, provider: string
     return true;
   });
   if (!stored) return { received: true, duplicate: true };
-  await handleInboundKeyword(deps, owner.orgId, { from: body.from!, to: body.to!, text: body.text! });
+  await handleInboundKeyword(deps, owner.orgId, { from: body.from!, to: body.to!, text: body.text!, keyword });
   if (owed) answerSoon(deps, owner.orgId, messageId);
   return { received: true, duplicate: false };
 }
@@ -182,10 +184,12 @@ function answerSoon(deps: CallbackDeps, orgId: string, messageId: string): void 
  * The reply is never held for quiet hours (CTIA: keyword responses answer the recipient at once), and
  * the delivery activity lets exactly this confirmation through to a number that has just opted out.
  * Without Temporal the reply is recorded as failed; the keyword itself is applied either way.
+ * @param msg the text and its keyword as the caller parsed it (domain/sms/keywords.ts `parseInboundKeyword`; null
+ *   for ordinary text), so a callback parses it once
  * @returns the keyword handled, or null for ordinary text
  */
-export async function handleInboundKeyword(deps: CallbackDeps, orgId: string, msg: { from: string; to: string; text: string }): Promise<'STOP' | 'START' | 'HELP' | null> {
-  const keyword = parseInboundKeyword(msg.text);
+export async function handleInboundKeyword(deps: CallbackDeps, orgId: string, msg: { from: string; to: string; text: string; keyword: InboundKeyword | null }): Promise<InboundKeyword | null> {
+  const { keyword } = msg;
   if (!keyword) return null;
   const reg = await getRegistration(deps.db, orgId);
   const brand = reg?.displayName || reg?.legalName || 'This number';

@@ -159,11 +159,18 @@ export async function settleInboundAnswer(db: Db, orgId: string, id: string, sta
 
 /**
  * Inbound texts still owed an answer that arrived before `before` (their process died before answering),
- * across organizations like the other housekeeping sweeps, oldest first. @returns at most `limit`
+ * across organizations like the other housekeeping sweeps, oldest first, each with its arrival time — one
+ * query for the whole sweep. @returns at most `limit`
  */
-export async function pendingAnswers(db: Db, before: Date, limit: number): Promise<{ orgId: string; id: string }[]> {
-  const rows = await db('sms_messages').where({ answer_state: 'pending' }).where('created_at', '<', before).orderBy('created_at').limit(limit).select('org_id', 'id');
-  return rows.map((r: { org_id: string; id: string }) => ({ orgId: r.org_id, id: r.id }));
+export async function pendingAnswers(db: Db, before: Date, limit: number): Promise<{ orgId: string; id: string; createdAt: Date }[]> {
+  const rows = await db('sms_messages').where({ answer_state: 'pending' }).where('created_at', '<', before).orderBy('created_at').limit(limit).select('org_id', 'id', 'created_at');
+  return rows.map((r: { org_id: string; id: string; created_at: Date | string }) => ({ orgId: r.org_id, id: r.id, createdAt: new Date(r.created_at) }));
+}
+
+/** {@link settleInboundAnswer} for many texts of one organization in one statement (the recovery sweep's too-old ones). */
+export async function settleInboundAnswers(db: Db, orgId: string, ids: string[], state: 'answered' | 'declined', note: string | null = null): Promise<void> {
+  if (!ids.length) return;
+  await db('sms_messages').where({ org_id: orgId, direction: 'inbound', answer_state: 'pending' }).whereIn('id', ids).update({ answer_state: state, answer_note: note });
 }
 
 /** Records on an inbound text the agent conversation that took it up and, once the turn ran, its reply. */

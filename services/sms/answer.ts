@@ -21,7 +21,7 @@ import { getAgent, isUniqueViolation } from '../../db/repositories/agents';
 import { findOpenSmsConversation, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
 import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
 import { getContact } from '../../db/repositories/smsContacts';
-import { findReplyTo, getMessageRecord, pendingAnswers, setInboundAnswer, settleInboundAnswer, type SmsMessageRecord } from '../../db/repositories/smsMessages';
+import { findReplyTo, getMessageRecord, pendingAnswers, setInboundAnswer, settleInboundAnswer, settleInboundAnswers, type SmsMessageRecord } from '../../db/repositories/smsMessages';
 import type { TelephonyAdapter } from '../../providers/telephony';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { deliverText, type DeliveryResult } from './deliver';
@@ -119,14 +119,17 @@ export const PENDING_ANSWER_MAX_AGE_SECONDS = 86_400;
  * @returns how many were handed over
  */
 export async function recoverPendingAnswers(db: Db, temporal: { client: Client; taskQueue: string }, now = new Date(), limit = 100): Promise<number> {
-  const due = await pendingAnswers(db, new Date(now.getTime() - PENDING_ANSWER_GRACE_SECONDS * 1000), limit);
+  // One read for the sweep (arrival times included), then one write per organization for the texts too old to answer.
+  const pending = await pendingAnswers(db, new Date(now.getTime() - PENDING_ANSWER_GRACE_SECONDS * 1000), limit);
+  const tooOld = new Map<string, string[]>();
+  const due: typeof pending = [];
+  for (const t of pending) {
+    if (now.getTime() - t.createdAt.getTime() > PENDING_ANSWER_MAX_AGE_SECONDS * 1000) tooOld.set(t.orgId, [...(tooOld.get(t.orgId) ?? []), t.id]);
+    else due.push(t);
+  }
+  for (const [orgId, ids] of tooOld) await settleInboundAnswers(db, orgId, ids, 'declined', 'too_old');
   let started = 0;
   for (const t of due) {
-    const created = await getMessageRecord(db, t.orgId, t.id);
-    if (!created || now.getTime() - Date.parse(created.createdAt) > PENDING_ANSWER_MAX_AGE_SECONDS * 1000) {
-      await settleInboundAnswer(db, t.orgId, t.id, 'declined', 'too_old');
-      continue;
-    }
     await startWorkflow(temporal, 'smsReply', { workflowId: workflowIds.smsReply(t.id), args: [{ orgId: t.orgId, messageId: t.id }], orgId: t.orgId, resourceId: t.id, workflowIdConflictPolicy: 'USE_EXISTING' });
     started++;
   }

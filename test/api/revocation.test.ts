@@ -9,6 +9,7 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import WebSocket from 'ws';
+import OpenAI from 'openai';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
@@ -158,6 +159,39 @@ describe('revocation is immediate everywhere; each token kind has its own MAC', 
     const r = await streamAndRevoke(`/chat/sessions/${s.id}/messages`, { authorization: `Bearer ${key}` }, () => t.call('DELETE', `/api-keys/${id}`, { key: org.key }));
     expectClosedByRevocation(r);
     expect((await t.call('GET', `/chat/sessions/${s.id}`, { key })).status).to.equal(401);
+  });
+
+  it('revoking a secret key ends its open POST /responses stream with an error event; the response is still stored', async () => {
+    const created = await t.call('POST', '/api-keys', { key: org.key, json: { name: 'responses streamer', scopes: ['chat:read', 'chat:write'] } });
+    expect(created.status, created.text).to.equal(201);
+    const { id, secret: key } = created.body.data;
+    const client = new OpenAI({ apiKey: key, baseURL: t.api.baseUrl, maxRetries: 0 });
+    const stream = await client.responses.create({ model: agentId, input: LONG, stream: true });
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    let revoking: Promise<number> | undefined;
+    for await (const e of stream) {
+      events.push(e);
+      if (e.type === 'response.output_text.delta' && !revoking) revoking = t.call('DELETE', `/api-keys/${id}`, { key: org.key }).then((r) => {
+          expect(r.status, r.text).to.be.below(300);
+          return Date.now();
+        });
+    }
+    const openAfterMs = Date.now() - (await revoking!);
+    const types = events.map((e) => e.type);
+    expect(types[types.length - 1], types.join(',')).to.equal('error');
+    expect(types).to.not.include('response.completed');
+    expect(events[events.length - 1]).to.deep.include({ type: 'error', code: 'credential_revoked', param: null });
+    expect(events.map((e) => e.sequence_number)).to.deep.equal(events.map((_e, i) => i));
+    expect(openAfterMs).to.be.below(2500);
+    // The turn ran on and its response is stored, as a chat turn is (docs/security.md "Revocation").
+    const responseId = (events[0] as OpenAI.Responses.ResponseCreatedEvent).response.id;
+    let stored = await t.call('GET', `/responses/${responseId}`, { key: org.key });
+    for (const started = Date.now(); stored.status === 404 && Date.now() - started < 20_000; stored = await t.call('GET', `/responses/${responseId}`, { key: org.key })) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(stored.status, stored.text).to.equal(200);
+    expect(stored.body.status).to.equal('completed');
+    expect((await t.call('GET', `/responses/${responseId}`, { key })).status).to.equal(401);
   });
 
   it('deleting an OAuth app closes the streams of its tokens and ends the widget sessions of publishable keys they minted; removing a member does the same', async () => {

@@ -8,6 +8,7 @@
  */
 import crypto from 'node:crypto';
 import { expect } from 'chai';
+import knex from 'knex';
 import { COMPLETE_BRAND, postCallback, startSmsTestApi } from './sms-fixtures';
 import type { TestApi } from '../helpers/api';
 import { createActivities } from '../../activities';
@@ -188,5 +189,34 @@ describe('agents answer texts (inbound SMS → turn → reply)', function () {
     // Answered: the next sweep hands over nothing of it.
     await recoverPendingAnswers(t.db, { client, taskQueue: t.taskQueue! }, new Date(), 1000);
     expect(await t.db('sms_messages').where({ org_id: o.orgId, reply_to: id })).to.have.length(1);
+  });
+
+  it('sweeps texts owed an answer with one read: the too old declined in one write, the others handed to sms-reply', async () => {
+    const o = await textingOrg();
+    const orphan = (sender: string, ageMs: number) => {
+      const id = `msg_sweep${crypto.randomBytes(4).toString('hex')}`;
+      return { id, org_id: o.orgId, direction: 'inbound', from_e164: sender, to_e164: o.ours, body: 'Still open?', status: 'received', media_ids: [], answer_state: 'pending', created_at: new Date(Date.now() - ageMs) };
+    };
+    const tooOld = [orphan('+12125550151', 2 * 86_400_000), orphan('+12125550152', 2 * 86_400_000), orphan('+12125550153', 3 * 86_400_000)];
+    const due = [orphan('+12125550154', 60_000), orphan('+12125550155', 90_000)];
+    await t.db('sms_messages').insert([...tooOld, ...due]);
+    const { client } = await testTemporal();
+    // The sweep on a connection of its own, so only its statements are counted.
+    const sweepDb = knex(t.db.client.config);
+    const statements: string[] = [];
+    sweepDb.on('query', (q: { sql: string }) => statements.push(q.sql));
+    try {
+      const started = await recoverPendingAnswers(sweepDb, { client, taskQueue: t.taskQueue! }, new Date(), 1000);
+      expect(started).to.be.at.least(due.length);
+    } finally {
+      await sweepDb.destroy();
+    }
+    expect(statements.filter((q) => /^select/i.test(q)), statements.join('\n')).to.have.length(1);
+    expect(statements.filter((q) => /^update/i.test(q)), statements.join('\n')).to.have.length(1);
+    const old = await t.db('sms_messages').whereIn('id', tooOld.map((m) => m.id)).select('answer_state', 'answer_note');
+    expect(old).to.deep.equal(tooOld.map(() => ({ answer_state: 'declined', answer_note: 'too_old' })));
+    for (const m of due) expect(await client.workflow.getHandle(`sms-reply/${m.id}`).result()).to.include({ answered: true });
+    expect(await t.db('sms_messages').where({ org_id: o.orgId }).whereIn('reply_to', tooOld.map((m) => m.id))).to.have.length(0);
+    expect(await t.db('sms_messages').where({ org_id: o.orgId }).whereIn('reply_to', due.map((m) => m.id))).to.have.length(due.length);
   });
 });
