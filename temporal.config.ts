@@ -29,6 +29,8 @@ export const workflowIds = {
   smsReply: (inboundMessageId: string) => `sms-reply/${inboundMessageId}`,
   /** One simulated conversation of an agent (`POST /agents/{agentId}/simulate`). */
   agentSimulation: (simulationId: string) => `agent-simulation/${simulationId}`,
+  /** One run of an evaluation suite (`POST /eval-suites/{id}/runs`, a gated publish; docs/evals.md). */
+  agentEval: (runId: string) => `agent-eval/${runId}`,
   /** Closing of the months' invoices for every organization (docs/api-notes.md "Billing"); continues as new each month. */
   billingMonth: () => 'billing-month',
   /** Records sync of one integration connection (docs/api-notes.md "Integrations and records"). */
@@ -37,8 +39,12 @@ export const workflowIds = {
   voiceCall: (callId: string) => `voice-call/${callId}`,
   /** The post-conversation analysis of one conversation (docs/api-notes.md "Conversation analysis"). */
   conversationAnalysis: (conversationId: string) => `conversation-analysis/${conversationId}`,
+  /** A bulk re-run of the analysis over a filter (`POST /conversations/analysis-runs`). */
+  analysisRun: (runId: string) => `analysis-run/${runId}`,
   /** One webhook delivery with its retries. */
   webhookDelivery: (deliveryId: string) => `webhook-delivery/${deliveryId}`,
+  /** One replay of past events to a webhook endpoint (`POST /webhooks/{id}/replay`). */
+  webhookReplay: (replayId: string) => `webhook-replay/${replayId}`,
   /** One report export, on demand or on its schedule (`POST /reports`). */
   reportExport: (reportId: string) => `report-export/${reportId}`,
 } as const;

@@ -6,6 +6,7 @@
 import type { ActivityDeps } from './index';
 import { compileDraft, snapshotChecksum } from '../domain/agents/compile';
 import { emitEvent } from '../events/emit';
+import { resetTrafficSplit } from '../services/agents/traffic';
 import { publishDraft, type PublishInput, type PublishOutcome } from '../db/repositories/agentVersions';
 
 /** Input of the publish activity and workflow. */
@@ -33,8 +34,11 @@ export function createAgentActivities(deps: Pick<ActivityDeps, 'db'> & { config?
           const r = compileDraft(models ? { ...bundle, models } : bundle);
           return { snapshot: r.snapshot, checksum: snapshotChecksum(r.snapshot), errors: r.errors };
         },
-        (trx, version) =>
-          emitEvent(trx, input.orgId, 'agent.published', { agentId: version.agentId, versionId: version.id, version: version.number, publishedAt: version.createdAt }),
+        async (trx, version) => {
+          await emitEvent(trx, input.orgId, 'agent.published', { agentId: version.agentId, versionId: version.id, version: version.number, publishedAt: version.createdAt });
+          // A publish resets the traffic split to 100 % on the new version (docs/api-notes.md "Traffic splits").
+          await resetTrafficSplit(trx, input.orgId, version.agentId, version.id, 'published');
+        },
       );
     },
   };

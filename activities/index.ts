@@ -12,6 +12,7 @@ import { createWebhookActivities } from './webhooks';
 import { createSmsActivities } from './sms';
 import { createOutboundActivities } from './outbound';
 import { createSimulationActivities } from './simulations';
+import { createEvalActivities } from './evals';
 import { createBillingActivities } from './billing';
 import { createReportActivities } from './reports';
 import { createIntegrationActivities } from './integrations';
@@ -28,5 +29,5 @@ export interface ActivityDeps {
 
 /** Every activity function by name (the worker registers this object). */
 export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
-  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createBillingActivities(deps), ...createReportActivities(deps), ...createIntegrationActivities(deps), ...createVoiceActivities(deps), ...createCallActivities(deps), ...createAnalysisActivities(deps) };
+  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createEvalActivities(deps), ...createBillingActivities(deps), ...createReportActivities(deps), ...createIntegrationActivities(deps), ...createVoiceActivities(deps), ...createCallActivities(deps), ...createAnalysisActivities(deps) };
 }

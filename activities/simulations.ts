@@ -10,39 +10,20 @@ import type { ActivityDeps } from './index';
 import { createLlm } from '../providers/llm';
 import { createSkillHttpClient, type SkillHttpClient } from '../providers/http/request';
 import type { LlmMessage, LlmProvider } from '../domain/conversations/llm';
+import { simulatedCallerMessage } from '../services/conversations/simulatedCaller';
 import { evaluateExpectations } from '../domain/conversations/expectations';
 
 export { simulationTurns } from '../domain/conversations/expectations';
 import { ApiError } from '../domain/errors';
 import { allMessages, getConversation, turnReceipts } from '../db/repositories/conversations';
 import { isUniqueViolation } from '../db/repositories/agents';
-import { completeSimulation, failSimulation, getSimulation, setSimulationProgress, simulationConversationId, type SimulationRecord } from '../db/repositories/simulations';
+import { completeSimulation, failSimulation, getSimulation, setSimulationProgress, simulationConversationId } from '../db/repositories/simulations';
 import { finishConversation, sendMessage, startConversation } from '../services/conversations/service';
 
 /** Reference to one simulation. */
 export interface SimulationRef {
   orgId: string;
   simulationId: string;
-}
-
-/**
- * The simulated caller's next message: the model plays the caller (persona and goal in the system prompt),
- * seeing the agent's replies as the other party. The first message is the goal itself.
- */
-async function callerMessage(llm: LlmProvider, req: SimulationRecord['request'], transcript: LlmMessage[]): Promise<string> {
-  const caller = req.caller!;
-  if (!transcript.some((m) => m.role === 'user')) return caller.goal;
-  const swapped: LlmMessage[] = transcript
-    .filter((m) => (m.role === 'user' || m.role === 'assistant') && m.content)
-    .map((m) => ({ role: m.role === 'user' ? 'assistant' : 'user', content: m.content }));
-  const res = await llm.complete({
-    messages: [
-      { role: 'system', content: `You are a caller talking to a company's agent. Who you are: ${caller.persona}\nWhat you want: ${caller.goal}\nReply with your next message only, in one or two sentences.` },
-      ...swapped,
-    ],
-    maxTokens: 200,
-  });
-  return (res.content ?? '').trim() || caller.goal;
 }
 
 /** Builds the simulation activities; `providers` replace the configured LLM and skill HTTP client (tests). */
@@ -80,6 +61,7 @@ export function createSimulationActivities(deps: ActivityDeps, providers: { llm?
             metadata: { simulationId: sim.id },
             keyId: null,
             simulation: true,
+            skillStubs: sim.request.skillStubs ?? {},
           });
         } catch (err) {
           if (!isUniqueViolation(err)) nonRetryable(err);
@@ -96,7 +78,7 @@ export function createSimulationActivities(deps: ActivityDeps, providers: { llm?
       if (!c) throw ApplicationFailure.nonRetryable('the simulated conversation was not started', 'conversation_not_found');
       if (c.turnCount >= input.turn || c.status !== 'active') return { ended: c.status !== 'active' };
       const transcript = (await allMessages(db, input.orgId, c.id)).map((m) => ({ role: m.role, content: m.content }) as LlmMessage);
-      const text = sim.request.script ? sim.request.script[input.turn - 1] : await callerMessage(conv().llm, sim.request, transcript);
+      const text = sim.request.script ? sim.request.script[input.turn - 1] : await simulatedCallerMessage(conv().llm, sim.request.caller!, transcript);
       try {
         const out = await sendMessage(conv(), c, text);
         await setSimulationProgress(db, input.orgId, sim.id, { turns: input.turn });

@@ -9,7 +9,11 @@ import { assertHostLiteralAllowed, SsrfRefusedError, type AllowList } from '../d
 import { guardedConnector } from '../providers/http';
 import type { ActivityDeps } from './index';
 import { webhookDeliveries } from '../metrics';
-import { abandonDelivery, loadDeliveryContext, recordAttempt } from '../db/repositories/webhooks';
+import { abandonDelivery, loadDeliveryContext, recordAttempt, replayStep, type EndpointDisabled } from '../db/repositories/webhooks';
+import { insertAuditLogs } from '../db/repositories/auditLogs';
+import { emitEvent } from '../events/emit';
+import type { Knex } from 'knex';
+import type { WebhookReplay } from '../schemas/types/webhooks';
 import { openSecret, signatureHeaders } from '../domain/webhooks/signing';
 import { loadWebhookSettings, type WebhookSettings } from '../domain/webhooks/settings';
 import { webhookUrlProblem } from '../domain/webhooks/urlPolicy';
@@ -150,6 +154,47 @@ export interface WebhookAttemptResult {
 }
 
 /**
+ * Reports an endpoint its deliveries just disabled, in the transaction that disabled it: the
+ * `webhook.endpoint.disabled` event (to the organization's other enabled endpoints subscribed to it: the
+ * disabled one no longer matches) and an audit entry by the system (actor: the delivery that disabled it).
+ */
+export async function reportEndpointDisabled(trx: Knex.Transaction, orgId: string, d: EndpointDisabled): Promise<void> {
+  const { event } = await emitEvent(trx, orgId, 'webhook.endpoint.disabled', {
+    webhookId: d.endpointId,
+    url: d.url,
+    reason: d.reason === 'gone' ? 'gone' : 'consecutive_failures',
+    lastStatusCode: d.lastStatusCode,
+    lastError: d.lastError,
+    disabledAt: d.disabledAt.toISOString(),
+  });
+  await insertAuditLogs(trx, [
+    {
+      orgId,
+      rec: {
+        actorId: d.deliveryId,
+        actorKind: 'system',
+        operationId: 'disableWebhook',
+        method: 'DISABLE',
+        path: `/webhooks/${d.endpointId}`,
+        resourceType: 'webhook',
+        resourceId: d.endpointId,
+        requestId: event.id,
+        sourceIp: null,
+        statusCode: d.reason === 'gone' ? 410 : 200,
+      },
+    },
+  ]);
+}
+
+/** Input of one replay step (workflows/webhookReplay.ts). */
+export interface WebhookReplayStepInput {
+  orgId: string;
+  replayId: string;
+  /** The step the workflow is at (0, 1, …): a retried step that already committed changes nothing. */
+  step: number;
+}
+
+/**
  * The webhook activities.
  * @param overrides settings that win over the environment (tests: allow-lists, timeouts)
  * @param sender an existing sender (benchmarks share one); default: one per factory
@@ -181,6 +226,7 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
       attempt: input.attempt,
       disableAfterFailingMs: settings.disableAfterFailingMs,
       clock: input.clockMs ? new Date(input.clockMs) : undefined,
+      onDisabled: (trx: Knex.Transaction, d: EndpointDisabled) => reportEndpointDisabled(trx, orgId, d),
     };
     const problem = webhookUrlProblem(ctx.endpoint.url, settings);
     if (problem) {
@@ -232,7 +278,20 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
     return abandonDelivery(deps.db, input.orgId, input.deliveryId, input.run, input.reason);
   }
 
+  /**
+   * One step of a replay: queues the next WEBHOOK_REPLAY_BATCH events of its window as deliveries to
+   * the endpoint (db/repositories/webhooks.ts `replayStep`). Idempotent per step.
+   * @returns the replay's progress; `status` other than `running` ends the workflow
+   * @throws Error when the replay does not exist (it cannot be deleted, so only a wrong id)
+   */
+  async function replayWebhookEvents(input: WebhookReplayStepInput): Promise<WebhookReplay & { step: number }> {
+    const r = await replayStep(deps.db, input.orgId, input.replayId, input.step, settings.replayBatchSize);
+    if (!r) throw new Error(`replay ${input.replayId} not found`);
+    return r;
+  }
+
   return {
+    replayWebhookEvents,
     attemptWebhookDelivery: async (input: WebhookAttemptInput): Promise<WebhookAttemptResult> => {
       const result = await attemptWebhookDelivery(input);
       webhookDeliveries.inc({ outcome: result.outcome });

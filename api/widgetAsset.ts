@@ -41,9 +41,9 @@ export function widgetBundle(): Promise<WidgetBundle> {
 
 /**
  * `GET /widget/status?key=<publishable key>`: whether the page's `Origin` may use that key
- * (`{"originAllowed": boolean}`, readable from any origin). The widget asks when the browser blocked its
- * session request — a refused origin's CORS preflight answers 403 without CORS headers, so the page cannot
- * read that refusal — to tell "this site is not allowed" from "the service is unreachable".
+ * (`{"originAllowed": boolean}`, readable from any origin). The widget asks before it shows anything — a
+ * refused origin's CORS preflight answers 403 without CORS headers, so the page could not read that refusal
+ * later — and on a refused origin shows no launcher, only a `console.warn` for the site owner.
  */
 async function serveStatus(ctx: AppContext, keys: KeyCache): Promise<void> {
   const key = typeof ctx.query.key === 'string' ? ctx.query.key : '';

@@ -16,6 +16,7 @@ import { runSettingsBench } from './settings';
 import { runWebhooksBench } from './webhooks';
 import { runOAuthBench } from './oauth';
 import { runVoiceBench } from './voice';
+import { runEvalsBench } from './evals';
 import { runBench } from './entry';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
@@ -33,6 +34,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   oauth: runOAuthBench,
   records: runRecordsBench,
   voice: runVoiceBench,
+  evals: runEvalsBench,
 };
 
 async function main(): Promise<void> {

@@ -13,6 +13,8 @@ export const TOKEN_LABELS = {
   talkToken: 'talk-token',
   /** `wst_…` widget session tokens (api/widgetSession.ts). */
   widgetSession: 'widget-session',
+  /** `wvt_…` widget voice tokens (api/widgetVoice.ts). */
+  widgetVoice: 'widget-voice-token',
   /** `vrf_…` ConversationRelay references (services/voice/reference.ts). */
   relayReference: 'voice-relay-reference',
   /** Signed text-attachment links (api/sms/media.ts). */

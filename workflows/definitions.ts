@@ -7,6 +7,7 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { CarrierEvent } from '../domain/sms/carrierStatus';
 import type { SmsRegistrationProgress } from '../schemas/types/sms';
 import type { WebhookDeliveryProgress } from './webhookDelivery';
+import type { WebhookReplayProgress } from './webhookReplay';
 
 // 10DLC registration `sms-registration/{orgId}`
 
@@ -52,6 +53,11 @@ export const ingestionStageQuery = defineQuery<IngestionStage>('ingestionStage')
 
 /** Query: the run's progress. */
 export const webhookDeliveryProgressQuery = defineQuery<WebhookDeliveryProgress>('webhookDeliveryProgress');
+
+// Webhook replay `webhook-replay/{replayId}`
+
+/** Query: how far the replay is. */
+export const webhookReplayProgressQuery = defineQuery<WebhookReplayProgress>('webhookReplayProgress');
 
 // Phone call `voice-call/{callId}`
 

@@ -4,6 +4,7 @@
  */
 export {};
 export { webhookDelivery } from './webhookDelivery';
+export { webhookReplay } from './webhookReplay';
 export { knowledgeIngestionWorkflow } from './knowledgeIngestion';
 export { agentPublishWorkflow } from './agentPublish';
 export { smsRegistration } from './smsRegistration';
@@ -11,8 +12,10 @@ export { smsMessage } from './smsMessage';
 export { smsReply } from './smsReply';
 export { campaignDialer, contactImport } from './outboundCampaign';
 export { agentSimulation } from './agentSimulation';
+export { agentEval } from './agentEval';
 export { billingMonth } from './billingMonth';
 export { reportExport } from './reportExport';
 export { recordsSync } from './recordsSync';
 export { voiceCall } from './voiceCall';
 export { conversationAnalysis } from './conversationAnalysis';
+export { analysisRun } from './analysisRun';

@@ -1,6 +1,6 @@
 /**
  * CORS for the widget (docs/api-notes.md "Widget"; Fetch standard "CORS protocol"): the chat routes a browser calls
- * from a customer's page — `/api/v1/chat/widget/sessions` and `/api/v1/chat/sessions/…` — answer an
+ * from a customer's page — `/api/v1/chat/widget/sessions[/{id}/voice-token]` and `/api/v1/chat/sessions/…` — answer an
  * allowed `Origin` with `Access-Control-Allow-Origin` (and `Vary: Origin`), on errors too, so the page
  * can read a refusal. A preflight (`OPTIONS`) carries no key, so it passes when some live publishable key
  * lists the origin (cached for {@link ORIGIN_CACHE_MS}); any other origin gets 403 `origin_not_allowed`.
@@ -15,7 +15,7 @@ import type { AppContext } from '../context';
 /** How long an origin's verdict is reused by preflights, ms. */
 export const ORIGIN_CACHE_MS = 30_000;
 
-const WIDGET_PATHS = /^\/api\/v1\/chat\/(widget\/sessions|sessions\/[^/]+(\/messages)?)$/;
+const WIDGET_PATHS = /^\/api\/v1\/chat\/(widget\/sessions(\/[^/]+\/voice-token)?|sessions\/[^/]+(\/messages)?)$/;
 
 /** The CORS middleware for the widget's routes. */
 export function widgetCors(db: Db) {

@@ -27,6 +27,7 @@ import { etag, expectedVersion, rethrowDuplicate, versionConflict } from '../age
 import { orgOf, pageParams, paged, requireTemporal } from '../http';
 import { toAgentView } from '../agents/present';
 import { buildPrepublishReport } from '../../domain/agents/report';
+import { publishGate } from './evals';
 import { recordSchemaRules } from '../../db/repositories/records';
 import { agentNumberSettings } from '../../db/repositories/phoneSettings';
 import { destinations } from '../../db/repositories/escalationDestinations';
@@ -34,6 +35,7 @@ import { telephonyProviderName } from '../../providers/telephony';
 import { speechCarrierOf } from '../../services/voice/calls';
 import { DEFAULT_LANGUAGE, findVoice, isSupportedLanguage, SPEECH_ENGINE_LANGUAGES } from '../../domain/agents/voices';
 import { conversationLimits, type ConversationLimits } from '../../domain/conversations/limits';
+import { resetTrafficSplit } from '../../services/agents/traffic';
 
 /** Path parameter of the current route. */
 export function param(ctx: AppContext, name: string): string {
@@ -185,7 +187,8 @@ function publishResponse(outcome: PublishOutcome): { data: unknown; status: numb
  * workflow `agent-publish/{agentId}/{key}` and answers 201 with the version once it has compiled.
  * The compile activity also records the key with the version, so a workflow retried after a crash
  * finds the version it published instead of publishing twice.
- * 503 `temporal_unavailable` when the API runs without Temporal.
+ * 503 `temporal_unavailable` when the API runs without Temporal. With `gate: {suiteId, minPassRate}` the draft runs
+ * the evaluation suite first (./evals.ts `publishGate`): 409 `evaluation_failed` below the pass rate, nothing published.
  */
 export const publishAgent: Handler = async (ctx, deps) => {
   const { db } = deps;
@@ -204,6 +207,8 @@ export const publishAgent: Handler = async (ctx, deps) => {
     return publishResponse({ kind: 'published', version: (await getVersion(db, orgId, agentId, prior.versionId))!.version, replayed: true });
   }
   const temporal = requireTemporal(deps);
+  // The gate (docs/evals.md "Publish gate"): the draft runs the suite first; below the pass rate, 409 and no publish.
+  if (body.gate) await publishGate(ctx, deps, orgId, agentId, key, body.gate, ctx.request.body);
   let outcome: PublishOutcome;
   try {
     const handle = await startWorkflow(temporal, 'agentPublishWorkflow', {
@@ -233,15 +238,17 @@ export const rollbackAgent: Handler = async (ctx, { db }) => {
   const orgId = orgOf(ctx);
   const agentId = param(ctx, 'id');
   const body = validateBody<RollbackRequest>('RollbackRequest', ctx.request.body);
-  const outcome = await rollbackTo(db, orgId, agentId, body.versionId, (trx, target, previousVersionId) =>
-    emitEvent(trx, orgId, 'agent.rolled_back', {
+  const outcome = await rollbackTo(db, orgId, agentId, body.versionId, async (trx, target, previousVersionId) => {
+    await emitEvent(trx, orgId, 'agent.rolled_back', {
       agentId,
       versionId: target.id,
       version: target.number,
       previousVersionId,
       rolledBackAt: new Date().toISOString(),
-    }),
-  );
+    });
+    // A rollback resets the traffic split to 100 % on the version now live (docs/api-notes.md "Traffic splits").
+    await resetTrafficSplit(trx, orgId, agentId, target.id, 'rolled_back');
+  });
   switch (outcome.kind) {
     case 'not_found':
       throw notFound('Agent', 'agent_not_found');

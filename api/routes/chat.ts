@@ -37,7 +37,7 @@ export function variableErrors(vars: Record<string, string> | undefined, prefix 
 }
 
 /**
- * POST /chat/sessions (createChatSession, chat:write) `{agentId, draftMode?, variables?, metadata?}` → 201
+ * POST /chat/sessions (createChatSession, chat:write) `{agentId, draftMode?, variables?, metadata?, customerId?}` → 201
  * `{session, greeting}`. 404 `agent_not_found` naming `agentId`; 409 `no_published_version` for an agent
  * never published unless `draftMode: true`.
  */
@@ -52,6 +52,8 @@ export const createChatSession: Handler = async (ctx, deps) => {
     variables: body.variables,
     metadata: body.metadata,
     keyId: ctx.state.auth?.keyId ?? null,
+    // The agent's traffic split keeps one customer on one version (docs/api-notes.md "Traffic splits").
+    stickinessKey: body.customerId ?? null,
   });
   const data: ChatSessionStarted = { session: toChatSession(conversation), greeting };
   return { data, status: 201 };

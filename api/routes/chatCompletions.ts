@@ -212,6 +212,8 @@ export const chatCompletion: Handler = async (ctx, deps) => {
       metadata: meta.metadata,
       keyId: ctx.state.auth?.keyId ?? null,
       seed,
+      // Without `@vN`/`@draft` the agent's traffic split picks the version, sticky on the caller's end user.
+      stickinessKey: body.safety_identifier ?? body.user ?? null,
     }).catch((err: unknown) => {
       const e = toApiError(err);
       if (e && e.status === 404) throw new ApiError(404, e.code, e.message, { errors: [{ field: 'model', message: 'names no agent (or version) of this organization' }] });

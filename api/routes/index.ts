@@ -12,6 +12,7 @@ import * as guardrails from './guardrails';
 import * as playbooks from './playbooks';
 import * as voices from './voices';
 import * as agentTest from './test';
+import * as evals from './evals';
 import * as webhooks from './webhooks';
 import * as audit from './audit';
 import * as knowledge from './knowledge';
@@ -37,6 +38,9 @@ import * as records from './records';
 import * as calls from './calls';
 import * as models from './models';
 import * as responses from './responses';
+import * as deletes from './deletes';
+import * as analysis from './analysis';
+import * as traffic from './traffic';
 
 /** What an area module exports. */
 export interface AreaModule {
@@ -45,7 +49,7 @@ export interface AreaModule {
   routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema' | 'bodyChecks'>>>;
 }
 
-const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys, billing, variables, escalation, onboarding, meta, dashboards, reports, phoneSettings, team, oauthClients, integrations, records, calls, responses, models];
+const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, evals, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys, billing, variables, escalation, onboarding, meta, dashboards, reports, phoneSettings, team, oauthClients, integrations, records, calls, responses, models, traffic, deletes, analysis];
 
 /** operationId → handler. */
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));

@@ -5,7 +5,7 @@
  * the workflow moves it to `processing` and then `ready` or `failed` (with the reason).
  */
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { agentExists, createSource, FileExpiredError, listSources, searchChunks } from '../../db/repositories/knowledge';
+import { agentExists, createSource, draftSourceIds, FileExpiredError, listSources, searchChunks } from '../../db/repositories/knowledge';
 import type { KnowledgePreviewRequest, KnowledgeSourceCreate } from '../../schemas/types/knowledge';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { orgOf, pageParams, paged, requireTemporal, temporalUnavailable } from '../http';
@@ -126,7 +126,7 @@ export const previewKnowledge: Handler = async (ctx, deps) => {
   const body = validateBody<KnowledgePreviewRequest>('KnowledgePreviewRequest', ctx.request.body);
   if (!body.query.trim()) throw validationError([{ field: 'query', message: 'must contain some non-blank text' }]);
   await requireAgent(deps, orgId, agentId);
-  const results = await searchChunks(deps.db, orgId, agentId, body.query, body.limit ?? 5);
+  const results = await searchChunks(deps.db, orgId, agentId, body.query, body.limit ?? 5, await draftSourceIds(deps.db, orgId, agentId));
   return { data: { query: body.query, results } };
 };
 

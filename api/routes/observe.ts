@@ -7,7 +7,7 @@
 import type { AppContext, Handler } from '../context';
 import { orgOf, pageParams, paged } from '../http';
 import { notFound, validationError, type FieldError } from '../../domain/errors';
-import { analytics, conversationReceipts, getConversationSummary, listConversations, transcriptMessages, type ConversationFilters } from '../../db/repositories/observe';
+import { analytics, analyticsByVersion, conversationReceipts, getConversationSummary, listConversations, transcriptMessages, type ConversationFilters } from '../../db/repositories/observe';
 import { requireAgent } from '../agents/http';
 import { getAnalysis } from '../../db/repositories/conversationAnalyses';
 import type { ConversationReceipt, ConversationTranscript } from '../../schemas/types/observe';
@@ -32,7 +32,7 @@ function dateParam(ctx: AppContext, name: string, errors: FieldError[]): string 
 
 /**
  * GET /conversations (listConversations, analytics:read): every conversation of the organization, newest
- * first. Filters: `agentId`, `channel` (chat, web, sms, voice), `status` (active, ended), `campaignId`,
+ * first. Filters: `agentId`, `versionId` (the published version it ran on), `channel` (chat, web, sms, voice), `status` (active, ended), `campaignId`,
  * `simulation` (true/false), `from`/`to` (start time, ISO 8601); cursor pagination.
  */
 export const listConversationsHandler: Handler = async (ctx, { db }) => {
@@ -42,7 +42,7 @@ export const listConversationsHandler: Handler = async (ctx, { db }) => {
   if (channel !== undefined) (CHANNELS as readonly string[]).includes(channel) ? (f.channel = channel as ConversationFilters['channel']) : errors.push({ field: 'channel', message: `must be one of ${CHANNELS.join(', ')}` });
   const status = one(ctx, 'status');
   if (status !== undefined) status === 'active' || status === 'ended' ? (f.status = status) : errors.push({ field: 'status', message: 'must be active or ended' });
-  for (const k of ['agentId', 'campaignId'] as const) {
+  for (const k of ['agentId', 'campaignId', 'versionId'] as const) {
     const v = one(ctx, k);
     if (v !== undefined) ID.test(v) ? (f[k] = v) : errors.push({ field: k, message: 'must be an id' });
   }
@@ -107,10 +107,18 @@ function analyticsRange(ctx: AppContext): { from: string; to: string; timeZone: 
 /** GET /analytics/overview (analytics:read): the organization's analytics over `from`/`to` in `timeZone`. */
 export const getAnalyticsOverview: Handler = async (ctx, { db }) => ({ data: await analytics(db, orgOf(ctx), analyticsRange(ctx)) });
 
-/** GET /agents/{agentId}/analytics (analytics:read): one agent's analytics. 404 `agent_not_found`. */
+/**
+ * GET /agents/{agentId}/analytics (analytics:read): one agent's analytics; with `groupBy=version`, also its figures
+ * per published version (`versions`; docs/api-notes.md "Traffic splits"). 404 `agent_not_found`; 400 naming `groupBy`.
+ */
 export const getAgentAnalytics: Handler = async (ctx, { db }) => {
+  const groupBy = one(ctx, 'groupBy');
+  if (groupBy !== undefined && groupBy !== 'version') throw validationError([{ field: 'groupBy', message: 'must be version' }]);
+  const range = analyticsRange(ctx);
   const agent = await requireAgent(db, orgOf(ctx), String(ctx.params.agentId));
-  return { data: await analytics(db, orgOf(ctx), { ...analyticsRange(ctx), agentId: agent.id }) };
+  const data = await analytics(db, orgOf(ctx), { ...range, agentId: agent.id });
+  if (groupBy === 'version') data.versions = await analyticsByVersion(db, orgOf(ctx), { agentId: agent.id, from: range.from, to: range.to });
+  return { data };
 };
 
 /** Handlers of this area by operationId. */

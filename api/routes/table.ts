@@ -69,8 +69,12 @@ export const ROUTES: RouteDef[] = [
   r('POST', '/agents/{id}/publish', 'publishAgent', 'Agents', ['agents:write'], 'Publish the draft as a new frozen version (Idempotency-Key)', { idempotencyKey: 'required' }),
   r('POST', '/agents/{id}/rollback', 'rollbackAgent', 'Agents', ['agents:write'], 'Re-point the published version at an earlier one'),
   r('GET', '/agents/{id}/versions', 'listAgentVersions', 'Agents', ['agents:read'], 'List frozen versions'),
+  r('GET', '/agents/{id}/traffic', 'getAgentTraffic', 'Agents', ['agents:read'], 'The traffic split of new conversations over published versions'),
+  r('PUT', '/agents/{id}/traffic', 'setAgentTraffic', 'Agents', ['agents:write'], 'Split new conversations over published versions (sticky per counterpart)'),
   r('GET', '/agents/{id}/versions/{versionId}/diff', 'diffAgentVersion', 'Agents', ['agents:read'], 'Diff a version against the current draft'),
   r('GET', '/agents/{id}/prepublish-report', 'getPrepublishReport', 'Agents', ['agents:read'], 'Pre-publish report of the draft'),
+  // Deletes (not in the spec's rows; docs/api-notes.md "Deletes")
+  r('DELETE', '/agents/{id}', 'deleteAgent', 'Agents', ['agents:write'], 'Delete (archive) an agent: numbers unassigned, publishable keys revoked; versions and conversations stay (409 while a campaign runs)'),
   // Voice
   r('GET', '/voices', 'listVoices', 'Voices', ['agents:read'], 'List voices'),
   r('POST', '/voices/search', 'searchVoices', 'Voices', ['agents:read'], 'Search voices'),
@@ -78,6 +82,7 @@ export const ROUTES: RouteDef[] = [
   // Knowledge
   r('GET', '/agents/{agentId}/knowledge/sources', 'listKnowledgeSources', 'Knowledge', ['knowledge:read'], 'List knowledge sources'),
   r('POST', '/agents/{agentId}/knowledge/sources', 'createKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Add a knowledge source (ingested asynchronously)', { successStatus: 202 }),
+  r('DELETE', '/agents/{agentId}/knowledge/sources/{id}', 'deleteKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Delete a ready or failed source from the draft (published versions keep its chunks)'),
   r('POST', '/agents/{agentId}/knowledge/preview', 'previewKnowledge', 'Knowledge', ['knowledge:read'], 'Preview knowledge retrieval for a query'),
   r('POST', '/uploads', 'createUpload', 'Uploads', [], 'Upload a file (25 MB limit): knowledge:write or outbound:write, or sms:send for purpose=sms', { successStatus: 201, scopesAnyOf: ['knowledge:write', 'outbound:write', 'sms:send'], idempotencyKey: 'none' }),
   // Skills
@@ -114,16 +119,26 @@ export const ROUTES: RouteDef[] = [
   r('PATCH', '/agents/{agentId}/playbooks/{id}', 'updatePlaybook', 'Playbooks', ['playbooks:write'], 'Update a playbook (description and when it starts)'),
   r('GET', '/agents/{agentId}/playbooks/{id}/graph', 'getPlaybookGraph', 'Playbooks', ['playbooks:read'], 'Get a playbook graph'),
   r('PUT', '/agents/{agentId}/playbooks/{id}/graph', 'putPlaybookGraph', 'Playbooks', ['playbooks:write'], 'Replace a playbook graph'),
+  r('DELETE', '/agents/{agentId}/playbooks/{id}', 'deletePlaybook', 'Playbooks', ['playbooks:write'], 'Delete a playbook from the draft'),
   // Numbers
   r('GET', '/numbers/search', 'searchNumbers', 'Numbers', ['numbers:read'], 'Search available numbers'),
   r('POST', '/numbers/reserve', 'reserveNumber', 'Numbers', ['numbers:write'], 'Reserve a number'),
   r('POST', '/numbers/purchase', 'purchaseNumber', 'Numbers', ['numbers:write'], 'Purchase a number'),
   r('POST', '/numbers/{id}/assign', 'assignNumber', 'Numbers', ['numbers:write'], 'Assign a number to an agent'),
   r('GET', '/numbers', 'listNumbers', 'Numbers', ['numbers:read'], "The organization's numbers"),
+  r('DELETE', '/numbers/{id}', 'releaseNumber', 'Numbers', ['numbers:write'], 'Release a number at the provider (409 while assigned)'),
   // Test
   r('POST', '/agents/{agentId}/talk-token', 'createTalkToken', 'Test', ['agents:write'], 'Short-lived talk token (published version unless draftMode)'),
   r('POST', '/agents/{agentId}/simulate', 'simulateAgent', 'Test', ['agents:write'], 'Simulate a conversation (202; workflow agent-simulation/{id})', { successStatus: 202 }),
   r('GET', '/agents/{agentId}/simulations/{id}', 'getSimulation', 'Test', ['agents:read'], 'Get a simulation: progress, transcript and the verdict on each expectation'),
+  r('GET', '/agents/{id}/eval-suites', 'listEvalSuites', 'Test', ['agents:read'], "List the agent's evaluation suites"),
+  r('POST', '/agents/{id}/eval-suites', 'createEvalSuite', 'Test', ['agents:write'], 'Create an evaluation suite: scenarios, expectations, skill stubs, repeat count', { successStatus: 201 }),
+  r('GET', '/agents/{id}/eval-suites/{suiteId}', 'getEvalSuite', 'Test', ['agents:read'], 'Get an evaluation suite'),
+  r('PATCH', '/agents/{id}/eval-suites/{suiteId}', 'updateEvalSuite', 'Test', ['agents:write'], 'Update an evaluation suite'),
+  r('DELETE', '/agents/{id}/eval-suites/{suiteId}', 'deleteEvalSuite', 'Test', ['agents:write'], 'Delete an evaluation suite (its runs stay readable)'),
+  r('POST', '/eval-suites/{id}/runs', 'createEvalRun', 'Test', ['agents:write'], 'Run a suite against the draft or a version (202; workflow agent-eval/{runId})', { successStatus: 202 }),
+  r('GET', '/eval-suites/{id}/runs', 'listEvalRuns', 'Test', ['agents:read'], "List a suite's runs, newest first"),
+  r('GET', '/eval-suites/{id}/runs/{runId}', 'getEvalRun', 'Test', ['agents:read'], 'Get a run: results per scenario and repeat, pass rate, flakiness, transcripts'),
   // Chat
   r('POST', '/chat/sessions', 'createChatSession', 'Chat', ['chat:write'], 'Start a chat session (published version, or the draft with draftMode)', { successStatus: 201 }),
   r('GET', '/chat/sessions/{id}', 'getChatSession', 'Chat', ['chat:read'], 'Get a chat session and its messages', { sessionToken: true }),
@@ -139,12 +154,19 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/agents/{agentId}/widget', 'getWidget', 'Widget', ['widgets:read'], 'Get widget settings'),
   r('PUT', '/agents/{agentId}/widget', 'putWidget', 'Widget', ['widgets:write'], 'Replace widget settings'),
   r('POST', '/chat/widget/sessions', 'createWidgetSession', 'Widget', [], 'Start a widget chat session (publishable key; the page Origin must be allowed)', { auth: 'publishable', successStatus: 201, idempotencyKey: 'none' }),
+  r('POST', '/chat/widget/sessions/{id}/voice-token', 'createWidgetVoiceToken', 'Widget', [], "Mint a short-lived widget voice token for the voice relay (the session's widget session token, from its origin)", { auth: 'publishable', sessionToken: true, successStatus: 201, idempotencyKey: 'none' }),
   // Observe
   r('GET', '/agents/{agentId}/analytics', 'getAgentAnalytics', 'Observe', ['analytics:read'], 'Agent analytics'),
   r('GET', '/analytics/overview', 'getAnalyticsOverview', 'Observe', ['analytics:read'], 'Analytics overview'),
   r('GET', '/conversations', 'listConversations', 'Observe', ['analytics:read'], 'List conversations of every channel'),
   r('GET', '/conversations/{id}/transcript', 'getTranscript', 'Observe', [], 'Verbatim transcript (calls:read; with only analytics:read it is empty)', { scopesAnyOf: ['calls:read', 'analytics:read'] }),
   r('GET', '/conversations/{id}/receipt', 'getReceipt', 'Observe', ['calls:read'], 'Conversation receipt'),
+  // Analysis re-runs (paths not shown in the spec; docs/api-notes.md "Conversation analysis")
+  r('POST', '/conversations/{id}/analysis', 'reanalyzeConversation', 'Observe', ['calls:read', 'agents:write'], "Analyse an ended conversation again (the agent's current plan, or the fields given): a new revision", { successStatus: 201 }),
+  r('GET', '/conversations/{id}/analysis/revisions', 'listAnalysisRevisions', 'Observe', ['calls:read'], "Every revision of a conversation's analysis, newest first"),
+  r('POST', '/conversations/analysis-runs', 'createAnalysisRun', 'Observe', ['calls:read', 'agents:write'], 'Re-run the analysis over a filter (agent, channel, time range): 202; workflow analysis-run/{id}', { successStatus: 202 }),
+  r('GET', '/conversations/analysis-runs', 'listAnalysisRuns', 'Observe', ['analytics:read'], 'Bulk analysis runs, newest first'),
+  r('GET', '/conversations/analysis-runs/{id}', 'getAnalysisRun', 'Observe', ['analytics:read'], 'A bulk analysis run and its progress'),
   // Billing
   r('GET', '/billing/wallet', 'getWallet', 'Billing', ['billing:read'], 'Wallet balance'),
   r('POST', '/billing/wallet/topup', 'topUpWallet', 'Billing', ['billing:write'], 'Top up the wallet (Idempotency-Key)', { successStatus: 201, idempotencyKey: 'required' }),
@@ -184,6 +206,8 @@ export const ROUTES: RouteDef[] = [
   r('POST', '/webhooks/{id}/test', 'testWebhook', 'Webhooks', ['webhooks:write'], 'Send a webhook.test event', { successStatus: 202 }),
   r('GET', '/webhooks/{id}/deliveries', 'listWebhookDeliveries', 'Webhooks', ['webhooks:write'], 'List deliveries and attempts'),
   r('POST', '/webhooks/{id}/deliveries/{deliveryId}/retry', 'retryWebhookDelivery', 'Webhooks', ['webhooks:write'], 'Retry a failed delivery', { successStatus: 202 }),
+  r('POST', '/webhooks/{id}/replay', 'replayWebhook', 'Webhooks', ['webhooks:write'], 'Replay past events of a window to the endpoint', { successStatus: 202 }),
+  r('GET', '/webhooks/{id}/replays/{replayId}', 'getWebhookReplay', 'Webhooks', ['webhooks:write'], 'Get a replay and its progress'),
   // Audit
   r('GET', '/audit-logs', 'listAuditLogs', 'AuditLogs', ['audit:read'], 'Audit log entries'),
   // Outbound

@@ -22,6 +22,8 @@ import { createSimulation, failSimulation, getSimulation, type SimulationRecord 
 import { simulationTurns } from '../../domain/conversations/expectations';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import type { Simulation, SimulationRequest } from '../../schemas/types/chat';
+import { missingStubErrors } from '../../domain/conversations/skillStubs';
+import { targetSkills } from '../../services/evals/run';
 
 /** Default talk-token lifetime in seconds. */
 export const DEFAULT_TALK_TOKEN_TTL_SECONDS = 300;
@@ -66,7 +68,9 @@ export const createTalkToken: Handler = async (ctx, { db }) => {
  * POST /agents/{agentId}/simulate (simulateAgent, agents:write) `SimulationRequest` → 202 `Simulation`
  * (status `running`, `Location` of the result). Exactly one of `script` or `caller`; 404
  * `agent_not_found`; 409 `no_published_version` unless `draftMode: true`; 503 without Temporal (nothing
- * stored). The workflow `agent-simulation/{id}` runs one activity per caller turn.
+ * stored); 400 `validation_error` naming `skillStubs.<skill>` for each skill that would reach a real endpoint
+ * without a stub (nothing started). The workflow `agent-simulation/{id}` runs one activity per caller turn, its
+ * skills on the stubs.
  */
 export const simulateAgent: Handler = async (ctx, deps) => {
   const orgId = orgOf(ctx);
@@ -81,6 +85,10 @@ export const simulateAgent: Handler = async (ctx, deps) => {
   if (body.draftMode !== true && !agent.publishedVersionId) {
     throw new ApiError(409, 'no_published_version', 'The agent has never been published; publish it, or simulate its draft with draftMode: true');
   }
+  // A simulation never calls a real skill endpoint (docs/evals.md "Skill stubs"): each skill that would needs a stub.
+  const skills = await targetSkills(deps.db, orgId, agent.id, body.draftMode === true ? { kind: 'draft' } : { kind: 'version', versionId: agent.publishedVersionId! });
+  const missing = missingStubErrors(skills ?? [], body.skillStubs);
+  if (missing.length) throw validationError(missing, `Simulations never call real skills: give skillStubs for ${missing.map((m) => m.field.slice('skillStubs.'.length)).join(', ')}; nothing was started`);
   const temporal = requireTemporal(deps);
   const sim = await createSimulation(deps.db, orgId, agent.id, body);
   try {

@@ -6,9 +6,9 @@
  * a worker runs.
  */
 import type { Handler } from '../context';
-import { ApiError, notFound, validationError } from '../../domain/errors';
+import { ApiError, notFound, temporalUnavailable, validationError } from '../../domain/errors';
 import { mergeFieldErrors, schemaErrors } from '../../domain/validation';
-import { listHandler, orgOf, pageParams, paged } from '../http';
+import { listHandler, orgOf, pageParams, paged, requireTemporal } from '../http';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -19,7 +19,12 @@ import {
   rotateEndpointSecret,
   updateEndpoint,
   getDelivery,
+  createReplay,
+  getReplay,
+  stopReplay,
 } from '../../db/repositories/webhooks';
+import { startWorkflow, workflowIds } from '../../temporal.config';
+import { replayWindow } from '../../domain/webhooks/replay';
 import { emitEvent } from '../../events/emit';
 import { setAuditResource } from '../middleware/audit';
 import { generateSecret, sealSecret, secretDisplayPrefix } from '../../domain/webhooks/signing';
@@ -30,6 +35,7 @@ import type {
   WebhookEndpointCreate,
   WebhookEndpointUpdate,
   WebhookEndpointWithSecret,
+  WebhookReplayCreate,
   WebhookSecretRotate,
   WebhookSecretRotation,
 } from '../../schemas/types/webhooks';
@@ -156,6 +162,52 @@ export const retryWebhookDelivery: Handler = async (ctx, deps) => {
   return { data: r.delivery, status: 202 };
 };
 
+/**
+ * POST /webhooks/{id}/replay: resends the organization's events of [since, until) to this endpoint as new
+ * deliveries, in paced batches (workflow `webhook-replay/{replayId}`); 202 with the replay. An event the
+ * endpoint already has (delivered, or on its way) is skipped, so replaying a window twice sends nothing
+ * twice; a failed delivery gets a new run (docs/api-notes.md "Replaying missed events").
+ * Order of answers: 400 (body; `since` before the retention or not before `until`) → 404 → 409
+ * `webhook_disabled` (enable it with PATCH first) → 503 (no Temporal; the replay is marked stopped).
+ */
+export const replayWebhook: Handler = async (ctx, deps) => {
+  const orgId = orgOf(ctx);
+  const raw = ctx.request.body as unknown;
+  const shape = schemaErrors('WebhookReplayCreate', raw);
+  if (shape.length) throw validationError(shape);
+  const body = raw as WebhookReplayCreate;
+  const settings = loadWebhookSettings();
+  const { window, errors } = replayWindow(body, new Date(), settings.eventRetentionMs);
+  if (!window) throw validationError(errors);
+  const ep = await endpointOr404(ctx, deps);
+  if (!ep.enabled) throw new ApiError(409, 'webhook_disabled', `Webhook ${ep.id} is disabled (${ep.disabledReason}); enable it with PATCH before replaying`);
+  const temporal = requireTemporal(deps);
+  const replay = await createReplay(deps.db, orgId, ep.id, { ...window, eventTypes: body.eventTypes ?? [] });
+  if (!replay) throw notFound(`Webhook ${ep.id}`, 'webhook_not_found');
+  setAuditResource(ctx, 'webhook_replay', replay.id);
+  try {
+    await startWorkflow(temporal, 'webhookReplay', {
+      workflowId: workflowIds.webhookReplay(replay.id),
+      args: [{ orgId, replayId: replay.id, intervalMs: settings.replayIntervalMs }],
+      orgId,
+      resourceId: ep.id,
+    });
+  } catch (err) {
+    await stopReplay(deps.db, orgId, replay.id, 'workflow_not_started');
+    ctx.state.log.error({ err, orgId, replayId: replay.id }, 'starting webhook-replay workflow failed');
+    throw temporalUnavailable('The replay could not be started; request it again');
+  }
+  return { data: replay, status: 202, headers: { Location: `/api/v1/webhooks/${ep.id}/replays/${replay.id}` } };
+};
+
+/** GET /webhooks/{id}/replays/{replayId}: the replay with its progress. @throws 404 `replay_not_found` */
+export const getWebhookReplay: Handler = async (ctx, deps) => {
+  const ep = await endpointOr404(ctx, deps);
+  const replay = await getReplay(deps.db, orgOf(ctx), ep.id, ctx.params.replayId);
+  if (!replay) throw notFound(`Replay ${ctx.params.replayId}`, 'replay_not_found');
+  return { data: replay };
+};
+
 /** Handlers of this area by operationId (api/routes/index.ts). */
 export const handlers = {
   listWebhooks,
@@ -167,6 +219,8 @@ export const handlers = {
   testWebhook,
   listWebhookDeliveries,
   retryWebhookDelivery,
+  replayWebhook,
+  getWebhookReplay,
 };
 
 /** Schemas of this area's operations (merged into the route table). */
@@ -179,5 +233,7 @@ export const routeSchemas = {
   testWebhook: { responseSchema: 'WebhookDelivery' },
   listWebhookDeliveries: { responseSchema: 'WebhookDeliveryList' },
   retryWebhookDelivery: { responseSchema: 'WebhookDelivery' },
+  replayWebhook: { requestSchema: 'WebhookReplayCreate', responseSchema: 'WebhookReplay' },
+  getWebhookReplay: { responseSchema: 'WebhookReplay' },
 };
 

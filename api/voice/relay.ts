@@ -2,7 +2,9 @@
  * The ConversationRelay WebSocket endpoint (docs/voice.md): `GET /api/v1/voice/relay` upgraded
  * to a WebSocket (the `ws` library, on the API's own HTTP server), opened by a carrier with
  * `?ref=vrf_…` (the relay reference of a voice webhook's markup) or by the talk page with
- * `?token=tt_…` (a voice talk token). The credential is checked before the upgrade: anything else is
+ * `?token=tt_…` (a voice talk token), or by the chat widget with `?token=wvt_…` (a widget voice token,
+ * api/widgetVoice.ts: from its page origin only, re-checked like a talk token and also ended once its publishable
+ * key, that key's origin list or the widget changes). The credential is checked before the upgrade: anything else is
  * answered 401 and the socket destroyed. Each socket runs one {@link RelaySession}; one session's failure
  * closes that socket only. A talk-token socket re-checks its token's signature every
  * {@link TALK_TOKEN_RECHECK_MS} ms and closes (1008) once the organization's talk-token secret was rotated
@@ -20,6 +22,7 @@ import { verifyRelayReference } from '../../services/voice/reference';
 import { claimCallRelay } from '../../db/repositories/voiceCalls';
 import { getPlacedCall } from '../../db/repositories/calls';
 import { resolveTalkToken, talkTokenStillSigned } from '../agents/talkToken';
+import { isWidgetVoiceToken, liveWidgetVoiceToken, widgetVoiceTokenStillHolds } from '../widgetVoice';
 import { BASE_PATH } from '../app';
 import { voiceRelaySockets } from '../../metrics';
 import { propagation, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
@@ -42,7 +45,7 @@ export interface VoiceRelay {
  * The grant a relay URL's credential carries, or undefined when it is missing, forged or expired.
  * A voice talk token of a published agent pins the token's version; a draft-mode token compiles the draft.
  */
-export async function relayGrant(deps: Pick<ConversationDeps, 'db'>, url: URL): Promise<RelayGrant | undefined> {
+export async function relayGrant(deps: Pick<ConversationDeps, 'db'>, url: URL, origin?: string): Promise<RelayGrant | undefined> {
   const ref = url.searchParams.get('ref');
   if (ref) {
     const c = await verifyRelayReference(deps.db, ref);
@@ -60,6 +63,14 @@ export async function relayGrant(deps: Pick<ConversationDeps, 'db'>, url: URL): 
     return placed ? { ...grant, variables: placed.variables, metadata: placed.metadata } : undefined;
   }
   const token = url.searchParams.get('token');
+  // A widget voice token (api/widgetVoice.ts) holds only from its page origin: the handshake's `Origin`, which
+  // browsers always send on a WebSocket handshake (RFC 6455 §4.1). The call is a conversation of the widget's
+  // publishable key, labelled with the page and the widget's chat session.
+  if (token && isWidgetVoiceToken(token)) {
+    const w = await liveWidgetVoiceToken(deps.db, token, origin);
+    if (!w) return undefined;
+    return { orgId: w.org, agentId: w.agt, versionId: w.ver, callId: null, speakGreeting: true, keyId: w.kid, campaignId: null, provider: 'widget', metadata: { origin: w.ori, widgetSessionId: w.cnv } };
+  }
   if (token) {
     const c = await resolveTalkToken(deps.db, token);
     if (!c || c.ch !== 'voice') return undefined;
@@ -97,7 +108,7 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
     socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://relay');
     if (url.pathname !== RELAY_PATH) return refuse(socket, 404, 'Not Found');
-    relayGrant(deps, url).then(
+    relayGrant(deps, url, typeof req.headers.origin === 'string' ? req.headers.origin : undefined).then(
       (grant) => {
         if (!grant) return refuse(socket, 401, 'Unauthorized');
         const parent = relayTraceContext(req, url, grant);
@@ -143,7 +154,7 @@ export function attachVoiceRelay(server: http.Server, deps: ConversationDeps, lo
     // authenticated by the carrier's signed webhook and keep their socket.
     const recheck = token
       ? setInterval(() => {
-          talkTokenStillSigned(deps.db, token).then(
+          (isWidgetVoiceToken(token) ? widgetVoiceTokenStillHolds(deps.db, token) : talkTokenStillSigned(deps.db, token)).then(
             (ok) => {
               if (!ok && ws.readyState === ws.OPEN) ws.close(CLOSE.policy, 'credential revoked');
             },

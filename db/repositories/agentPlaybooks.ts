@@ -71,3 +71,13 @@ export async function playbooksUsingSkill(conn: Conn, orgId: string, agentId: st
     .select('name');
   return rows.map((r: any) => r.name);
 }
+
+/**
+ * Deletes a playbook from the draft (inside the `editDraft` transaction that bumps the draft version); frozen
+ * versions keep their own copy of it in their snapshots (docs/api-notes.md "Deletes").
+ * @returns the deleted playbook, or undefined when the agent has no playbook with this id
+ */
+export async function deletePlaybookRow(trx: Knex.Transaction, orgId: string, agentId: string, playbookId: string): Promise<Playbook | undefined> {
+  const [row] = await trx('agent_playbooks').where({ org_id: orgId, agent_id: agentId, id: playbookId }).delete().returning('*');
+  return row ? toPlaybook(row) : undefined;
+}

@@ -99,7 +99,7 @@ export async function publishDraft(
   };
   try {
     return await db.transaction(async (trx) => {
-      const locked = await trx('agents').where({ org_id: input.orgId, id: input.agentId }).forUpdate().first('id');
+      const locked = await trx('agents').where({ org_id: input.orgId, id: input.agentId }).whereNull('archived_at').forUpdate().first('id');
       if (!locked) return { kind: 'not_found' };
       const prior = await replay(trx);
       if (prior) return prior;
@@ -159,7 +159,7 @@ export async function rollbackTo(
   onRolledBack?: (trx: Knex.Transaction, target: AgentVersion, previousVersionId: string) => Promise<unknown>,
 ): Promise<RollbackOutcome> {
   return db.transaction(async (trx) => {
-    const agent = await trx('agents').where({ org_id: orgId, id: agentId }).forUpdate().first('id', 'published_version_id');
+    const agent = await trx('agents').where({ org_id: orgId, id: agentId }).whereNull('archived_at').forUpdate().first('id', 'published_version_id');
     if (!agent) return { kind: 'not_found' };
     const target = await trx('agent_versions').where({ org_id: orgId, agent_id: agentId, id: versionId }).first();
     if (!target) return { kind: 'version_not_found' };
@@ -242,6 +242,7 @@ export async function listAgentModels(db: Db, orgId: string, agentId?: string): 
   const agents = await db('agents as a')
     .leftJoin('agent_versions as p', 'p.id', 'a.published_version_id')
     .where({ 'a.org_id': orgId, ...(agentId ? { 'a.id': agentId } : {}) })
+    .whereNull('a.archived_at')
     .orderBy('a.seq')
     .select('a.id', 'a.created_at', 'p.number as published_number');
   if (!agents.length) return [];

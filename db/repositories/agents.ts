@@ -13,6 +13,7 @@ import { iso } from '../timestamps';
 import type { AgentProfile, AgentRecord, DraftBundle, KnowledgeSourceSummary } from '../../domain/agents/types';
 import { variableRefs } from './variables';
 import { DEFAULT_CONVERSATION_LIMITS, type ConversationLimits } from '../../domain/conversations/limits';
+import { CAMPAIGN_STATUSES_HOLDING_AGENT } from '../../domain/agents/deletes';
 
 export type { AgentRecord, DraftBundle, KnowledgeSourceSummary } from '../../domain/agents/types';
 
@@ -98,7 +99,7 @@ async function attach(conn: Conn, orgId: string, rows: any[]): Promise<AgentReco
   const playbooks = await conn('agent_playbooks').where({ org_id: orgId }).whereIn('agent_id', ids).orderBy('seq').select('id', 'agent_id', 'name');
   const knowledge = new Map<string, number>();
   if (await hasTable(conn, 'knowledge_sources')) {
-    const counts = await conn('knowledge_sources').where({ org_id: orgId }).whereIn('agent_id', ids).groupBy('agent_id').select('agent_id').count({ n: '*' });
+    const counts = await conn('knowledge_sources').where({ org_id: orgId }).whereIn('agent_id', ids).whereNull('deleted_at').groupBy('agent_id').select('agent_id').count({ n: '*' });
     for (const c of counts as any[]) knowledge.set(c.agent_id, Number(c.n));
   }
   return rows.map((r) => ({
@@ -140,13 +141,14 @@ async function attach(conn: Conn, orgId: string, rows: any[]): Promise<AgentReco
 
 /** The agent, or undefined when it does not exist in this organization. */
 export async function getAgent(conn: Conn, orgId: string, agentId: string): Promise<AgentRecord | undefined> {
-  const row = await SELECT_AGENT(conn).where({ 'a.org_id': orgId, 'a.id': agentId }).first();
+  // An archived (deleted) agent is gone from the API and from live traffic (docs/api-notes.md "Deletes").
+  const row = await SELECT_AGENT(conn).where({ 'a.org_id': orgId, 'a.id': agentId }).whereNull('a.archived_at').first();
   return row ? (await attach(conn, orgId, [row]))[0] : undefined;
 }
 
 /** Agents of the organization in creation order. @throws InvalidCursorError */
 export async function listAgents(db: Db, orgId: string, page: { limit: number; cursor?: string }): Promise<Page<AgentRecord>> {
-  const p = await keysetPage(SELECT_AGENT(db).where({ 'a.org_id': orgId }), {
+  const p = await keysetPage(SELECT_AGENT(db).where({ 'a.org_id': orgId }).whereNull('a.archived_at'), {
     ...page,
     column: 'a.seq',
     map: (r) => r,
@@ -181,7 +183,7 @@ export type UpdateOutcome =
  * @throws DuplicateNameError on a name taken by another agent
  */
 export async function updateAgent(db: Db, orgId: string, agentId: string, expectedVersion: number | null, fields: AgentFields): Promise<UpdateOutcome> {
-  const q = db('agents').where({ org_id: orgId, id: agentId });
+  const q = db('agents').where({ org_id: orgId, id: agentId }).whereNull('archived_at');
   if (expectedVersion !== null) q.andWhere({ version: expectedVersion });
   let n: number;
   try {
@@ -221,7 +223,7 @@ export async function editDraft<T>(
   expectedVersion: number | null = null,
 ): Promise<{ kind: 'ok'; result: T; version: number } | { kind: 'not_found' } | { kind: 'version_conflict'; agent: AgentRecord }> {
   const out = await db.transaction(async (trx) => {
-    const q = trx('agents').where({ org_id: orgId, id: agentId });
+    const q = trx('agents').where({ org_id: orgId, id: agentId }).whereNull('archived_at');
     if (expectedVersion !== null) q.andWhere({ version: expectedVersion });
     const [row] = await q.update({ version: trx.raw('version + 1'), updated_at: trx.fn.now() }).returning(['id', 'version', 'language', 'variables', 'voice_id', 'caller_verification']);
     if (!row) return undefined;
@@ -261,7 +263,8 @@ export async function knowledgeSummary(conn: Conn, orgId: string, agentId: strin
     knowledgeColumns = ['id', 'kind', 'type', 'source_type', 'name', 'title', 'url', 'file_name', 'filename', 'status', 'chunk_count'].filter((c) => cols.includes(c));
   }
   const wanted = knowledgeColumns;
-  const rows: any[] = await conn('knowledge_sources').where({ org_id: orgId, agent_id: agentId }).select(wanted);
+  // A deleted source has left the draft (its chunks stay for the versions that list it).
+  const rows: any[] = await conn('knowledge_sources').where({ org_id: orgId, agent_id: agentId }).whereNull('deleted_at').select(wanted);
   const chunkCounts = new Map<string, number>();
   if (rows.length && rows.every((r) => r.chunk_count === undefined) && (await hasTable(conn, 'knowledge_chunks'))) {
     const chunkCols: string[] = await conn('information_schema.columns').where({ table_name: 'knowledge_chunks' }).pluck('column_name');
@@ -308,4 +311,43 @@ export async function loadDraftBundle(conn: Conn, orgId: string, agentId: string
     orgVariables,
     escalationDestinationIds,
   };
+}
+
+/** What archiving (deleting) an agent found (docs/api-notes.md "Deletes"). */
+export type AgentArchiveOutcome =
+  | { kind: 'not_found' }
+  | { kind: 'campaign_running'; campaignIds: string[] }
+  | { kind: 'archived'; agent: AgentRecord; archivedAt: string; unassignedNumberIds: string[]; revokedPublishableKeyIds: string[] };
+
+/**
+ * Archives an agent in one transaction (docs/api-notes.md "Deletes"): refused while one of its campaigns runs or is
+ * paused; otherwise `archived_at` is set (writes and `GET /agents/{id}` answer 404 from then on, its name is free),
+ * its numbers are unassigned and its publishable keys revoked (the key cache follows the change feed). Versions,
+ * conversations and their analyses are kept for Observe and audit. `inTransaction` runs last (the event).
+ */
+export async function archiveAgent(
+  db: Db,
+  orgId: string,
+  agentId: string,
+  inTransaction: (trx: Knex.Transaction, out: Extract<AgentArchiveOutcome, { kind: 'archived' }>) => Promise<unknown>,
+): Promise<AgentArchiveOutcome> {
+  return db.transaction(async (trx) => {
+    const locked = await trx('agents').where({ org_id: orgId, id: agentId }).whereNull('archived_at').forUpdate().first('id');
+    if (!locked) return { kind: 'not_found' as const };
+    const agent = (await getAgent(trx, orgId, agentId))!;
+    const campaignIds: string[] = await trx('campaigns').where({ org_id: orgId, agent_id: agentId }).whereIn('status', [...CAMPAIGN_STATUSES_HOLDING_AGENT]).orderBy('seq').pluck('id');
+    if (campaignIds.length) return { kind: 'campaign_running' as const, campaignIds };
+    const [{ archived_at }] = await trx('agents').where({ org_id: orgId, id: agentId }).update({ archived_at: trx.fn.now(), updated_at: trx.fn.now() }).returning('archived_at');
+    const numbers = await trx('phone_numbers').where({ org_id: orgId, agent_id: agentId }).update({ agent_id: null, updated_at: trx.fn.now() }).returning('id');
+    const keys = await trx('api_keys').where({ org_id: orgId, agent_id: agentId, kind: 'publishable' }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() }).returning('id');
+    const out = {
+      kind: 'archived' as const,
+      agent,
+      archivedAt: (archived_at as Date).toISOString(),
+      unassignedNumberIds: numbers.map((r: { id: string }) => r.id).sort(),
+      revokedPublishableKeyIds: keys.map((r: { id: string }) => r.id).sort(),
+    };
+    await inTransaction(trx, out);
+    return out;
+  });
 }

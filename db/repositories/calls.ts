@@ -59,6 +59,8 @@ export interface NewPlacedCall {
   timeZone: string | null;
   variables: Record<string, string>;
   metadata: Record<string, string | number | boolean | null>;
+  /** The traffic split `versionId` was picked from (domain/agents/traffic.ts); absent in `draft` mode. */
+  trafficSplit?: { splits: { versionId: string; percent: number }[]; stickiness: string } | null;
 }
 
 /** Stores a placed call `queued` (outbound, no campaign, no carrier call id yet). @returns the call */
@@ -79,6 +81,7 @@ export async function insertPlacedCall(conn: Conn, orgId: string, c: NewPlacedCa
       time_zone: c.timeZone,
       variables: JSON.stringify(c.variables),
       metadata: JSON.stringify(c.metadata),
+      traffic_split: c.trafficSplit ? JSON.stringify(c.trafficSplit) : null,
     })
     .returning('*');
   return toCall(row);

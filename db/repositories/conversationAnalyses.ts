@@ -6,8 +6,12 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { iso } from '../timestamps';
+import { newId } from '../ids';
 import type { ConversationAnalysis } from '../../schemas/types/observe';
 import type { AnalysisLine } from '../../domain/conversations/analysis';
+import type { AnalysisRevision } from '../../schemas/types/analysis';
+import type { AnalysisField } from '../../schemas/types/agents';
+import { keysetPage, type Page } from '../pagination';
 
 /** Knex handle or transaction. */
 type Conn = Db | Knex.Transaction;
@@ -67,6 +71,7 @@ export async function completeAnalysis(
   conversationId: string,
   row: AnalysisOutcomeRow,
   inTransaction: (trx: Knex.Transaction, stored: ConversationAnalysis) => Promise<void>,
+  plan: readonly AnalysisField[] = [],
 ): Promise<ConversationAnalysis | undefined> {
   return db.transaction(async (trx) => {
     const [r] = await trx('conversation_analyses')
@@ -74,6 +79,8 @@ export async function completeAnalysis(
       .update({ ...row, fields: JSON.stringify(row.fields), notes: JSON.stringify(row.notes), completed_at: trx.fn.now() })
       .returning('*');
     if (!r) return undefined;
+    // The first analysis is revision 1 of the conversation's history (re-runs append: appendRevision).
+    await insertRevision(trx, orgId, conversationId, { id: newId('anr'), trigger: 'end', plan }, row);
     const stored = toAnalysis(r);
     await inTransaction(trx, stored);
     return stored;
@@ -89,4 +96,102 @@ export async function analysisTranscript(db: Db, orgId: string, conversationId: 
     .orderBy('seq')
     .select('role', 'content');
   return rows.map((m: any) => ({ speaker: m.role === 'user' ? 'user' : 'agent', text: m.content }));
+}
+
+/** Who asked for a revision: the end of the conversation, a re-run of one conversation, or a bulk run. */
+export type RevisionTrigger = 'end' | 'rerun' | 'run';
+
+function toRevision(r: any): AnalysisRevision {
+  return {
+    id: r.id,
+    conversationId: r.conversation_id,
+    revision: r.revision,
+    trigger: r.trigger,
+    runId: r.run_id ?? null,
+    status: r.status,
+    summary: r.summary ?? null,
+    outcome: r.outcome ?? null,
+    sentiment: r.sentiment ?? null,
+    fields: r.fields ?? {},
+    notes: r.notes ?? [],
+    plan: r.plan ?? [],
+    error: r.error ?? null,
+    model: r.model ?? null,
+    createdAt: iso(r.created_at)!,
+  };
+}
+
+/**
+ * Inserts the next revision of a conversation's analysis, numbered under a per-conversation lock.
+ * @returns the row, or undefined when the bulk run `rev.runId` stored one for this conversation already
+ */
+async function insertRevision(
+  trx: Knex.Transaction,
+  orgId: string,
+  conversationId: string,
+  rev: { id: string; trigger: RevisionTrigger; runId?: string | null; plan: readonly AnalysisField[] },
+  row: AnalysisOutcomeRow,
+): Promise<any | undefined> {
+  await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`analysis-revision:${conversationId}`]);
+  if (rev.runId && (await trx('conversation_analysis_revisions').where({ org_id: orgId, run_id: rev.runId, conversation_id: conversationId }).first('id'))) return undefined;
+  const { max } = (await trx('conversation_analysis_revisions').where({ org_id: orgId, conversation_id: conversationId }).max({ max: 'revision' }).first()) as { max: number | null };
+  const [r] = await trx('conversation_analysis_revisions')
+    .insert({
+      id: rev.id,
+      org_id: orgId,
+      conversation_id: conversationId,
+      revision: (max ?? 0) + 1,
+      trigger: rev.trigger,
+      run_id: rev.runId ?? null,
+      status: row.status,
+      summary: row.summary,
+      outcome: row.outcome,
+      sentiment: row.sentiment,
+      fields: JSON.stringify(row.fields),
+      notes: JSON.stringify(row.notes),
+      plan: JSON.stringify(rev.plan),
+      error: row.error,
+      model: row.model,
+    })
+    .returning('*');
+  return r;
+}
+
+/**
+ * Appends a revision of a conversation's analysis and makes it the latest (the `conversation_analyses` row Observe
+ * shows), numbering it after the last one under a per-conversation lock; then `inTransaction` (event, usage).
+ * @param rev.id the revision's id (`anr_…`), chosen by the caller so its usage entry can name it beforehand
+ * @returns the stored revision, or undefined when the bulk run `rev.runId` already stored one for this conversation
+ */
+export async function appendRevision(
+  db: Db,
+  orgId: string,
+  conversationId: string,
+  rev: { id: string; trigger: RevisionTrigger; runId?: string | null; plan: readonly AnalysisField[] },
+  row: AnalysisOutcomeRow,
+  inTransaction: (trx: Knex.Transaction, stored: AnalysisRevision) => Promise<void>,
+): Promise<AnalysisRevision | undefined> {
+  return db.transaction(async (trx) => {
+    const r = await insertRevision(trx, orgId, conversationId, rev, row);
+    if (!r) return undefined;
+    const latest = { ...row, fields: JSON.stringify(row.fields), notes: JSON.stringify(row.notes), completed_at: r.created_at };
+    await trx('conversation_analyses')
+      .insert({ org_id: orgId, conversation_id: conversationId, ...latest })
+      .onConflict('conversation_id')
+      .merge(latest);
+    const stored = toRevision(r);
+    await inTransaction(trx, stored);
+    return stored;
+  });
+}
+
+/** The revisions of a conversation's analysis, newest first. @throws InvalidCursorError */
+export async function listRevisions(db: Db, orgId: string, conversationId: string, page: { limit: number; cursor?: string }): Promise<Page<AnalysisRevision>> {
+  return keysetPage(db('conversation_analysis_revisions').where({ org_id: orgId, conversation_id: conversationId }), {
+    ...page,
+    column: 'revision',
+    key: 'int',
+    direction: 'desc',
+    map: toRevision,
+  });
 }

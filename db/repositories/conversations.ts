@@ -34,6 +34,11 @@ export interface ConversationRecord {
   variables: Record<string, string>;
   playbook: PlaybookState | null;
   metadata: Record<string, string | number | boolean | null>;
+  /**
+   * Skill name → canned output (docs/evals.md "Skill stubs"); not null: no skill of the conversation reaches a real
+   * endpoint (services/conversations/skills.ts). Every simulation and evaluation has stubs (maybe none given: `{}`).
+   */
+  skillStubs: Record<string, unknown> | null;
   turnCount: number;
   messageCount: number;
   promptTokens: number;
@@ -51,6 +56,7 @@ function toRecord(r: any): ConversationRecord {
     variables: r.variables ?? {},
     playbook: r.playbook_state ?? null,
     metadata: r.metadata ?? {},
+    skillStubs: r.skill_stubs ?? null,
     ...fromColumns(r, ['turnCount', 'messageCount', 'promptTokens', 'completionTokens']),
     ...fromTimestampColumns(r, ['startedAt', 'endedAt']),
   };
@@ -125,6 +131,8 @@ export interface NewConversation
   /** A chosen id (`cnv_…`; simulations derive theirs), else a new one. */
   id?: string;
   simulation?: boolean;
+  /** Skill stubs (simulations and evaluations; ConversationRecord `skillStubs`). */
+  skillStubs?: Record<string, unknown> | null;
   keyId: string | null;
   /** The greeting, stored as the last message of turn 0 (null: none). */
   greeting: string | null;
@@ -132,6 +140,8 @@ export interface NewConversation
   seed?: LlmMessage[];
   /** The other party of a voice or SMS conversation, E.164 (listed as the conversation's counterpart). */
   counterpart?: string | null;
+  /** The traffic split `versionId` was picked from (domain/agents/traffic.ts); null or absent: pinned explicitly. */
+  trafficSplit?: { splits: { versionId: string; percent: number }[]; stickiness: string } | null;
 }
 
 /** Called inside the transaction that stores a change, with what was stored (events are emitted here). */
@@ -156,10 +166,12 @@ export async function createConversation(
         draft_version: c.draftVersion,
         draft_snapshot: c.draftSnapshot === null ? null : JSON.stringify(c.draftSnapshot),
         simulation: c.simulation ?? false,
+        skill_stubs: c.skillStubs ? JSON.stringify(c.skillStubs) : null,
         variables: JSON.stringify(c.variables),
         metadata: JSON.stringify(c.metadata),
         key_id: c.keyId,
         counterpart: c.counterpart ?? null,
+        traffic_split: c.trafficSplit ? JSON.stringify(c.trafficSplit) : null,
         message_count: (c.seed?.length ?? 0) + (c.greeting === null ? 0 : 1),
       })
       .returning('*');

@@ -11,6 +11,7 @@ import { keysetPage, type Page } from '../pagination';
 import { attachUpload } from './uploads';
 import type { KnowledgePreviewHit, KnowledgeSource, KnowledgeSourceKind, KnowledgeSourceStatus } from '../../schemas/types/knowledge';
 import { fromColumns, fromNullableColumns, fromTimestampColumns } from '../rows';
+import { knowledgeSourceDeletable } from '../../domain/agents/deletes';
 
 type Conn = Db | Knex.Transaction;
 
@@ -34,7 +35,7 @@ const PUBLIC_COLUMNS = [
 
 /** True when the agent exists in the organization (agents table of the agents area: id, org_id). */
 export async function agentExists(db: Conn, orgId: string, agentId: string): Promise<boolean> {
-  const row = await db('agents').where({ org_id: orgId, id: agentId }).first('id');
+  const row = await db('agents').where({ org_id: orgId, id: agentId }).whereNull('archived_at').first('id');
   return !!row;
 }
 
@@ -103,7 +104,7 @@ function firstWords(text: string): string {
 
 /** One page of an agent's sources, oldest first. @throws InvalidCursorError */
 export async function listSources(db: Conn, orgId: string, agentId: string, page: { limit: number; cursor?: string }): Promise<Page<KnowledgeSource>> {
-  return keysetPage(db('knowledge_sources').where({ org_id: orgId, agent_id: agentId }).select(PUBLIC_COLUMNS), {
+  return keysetPage(db('knowledge_sources').where({ org_id: orgId, agent_id: agentId }).whereNull('deleted_at').select(PUBLIC_COLUMNS), {
     limit: page.limit,
     cursor: page.cursor,
     column: 'seq',
@@ -113,7 +114,7 @@ export async function listSources(db: Conn, orgId: string, agentId: string, page
 
 /** A source by id (API shape), or undefined. */
 export async function getSource(db: Conn, orgId: string, sourceId: string): Promise<KnowledgeSource | undefined> {
-  const row = await db('knowledge_sources').where({ org_id: orgId, id: sourceId }).first(PUBLIC_COLUMNS);
+  const row = await db('knowledge_sources').where({ org_id: orgId, id: sourceId }).whereNull('deleted_at').first(PUBLIC_COLUMNS);
   return row ? toKnowledgeSource(row) : undefined;
 }
 
@@ -294,4 +295,47 @@ export async function searchChunks(db: Conn, orgId: string, agentId: string, que
     score: Number(Number(r.score).toFixed(6)),
     source: { id: r.source_id, kind: r.kind, name: r.name ?? null, title: r.title ?? null, url: r.url ?? null },
   }));
+}
+
+/**
+ * Ids of the sources in the agent's draft (not deleted), for retrieval over the draft (the knowledge preview):
+ * chunks of deleted sources stay for the published versions that list them (docs/api-notes.md "Deletes").
+ */
+export async function draftSourceIds(db: Conn, orgId: string, agentId: string): Promise<string[]> {
+  return db('knowledge_sources').where({ org_id: orgId, agent_id: agentId }).whereNull('deleted_at').orderBy('seq').pluck('id');
+}
+
+/** What deleting a source found (docs/api-notes.md "Deletes"). */
+export type SourceDeletion =
+  | { kind: 'not_found' }
+  | { kind: 'ingesting'; status: KnowledgeSourceStatus }
+  | { kind: 'deleted'; source: KnowledgeSource; deletedAt: string; chunksKept: boolean };
+
+/**
+ * Deletes a `ready` or `failed` source of an agent: it leaves the draft (lists, preview, the next publish) and is
+ * marked `deleted_at`. Its chunks stay when a frozen version's snapshot lists it (a conversation pinned to that
+ * version still retrieves them by source id); otherwise they are removed. `inTransaction` runs in the same
+ * transaction (the event). A pending or processing source is refused (its ingestion is still writing).
+ */
+export async function deleteSource(
+  db: Db,
+  orgId: string,
+  agentId: string,
+  sourceId: string,
+  inTransaction: (trx: Knex.Transaction, d: { source: KnowledgeSource; deletedAt: string; chunksKept: boolean }) => Promise<unknown>,
+): Promise<SourceDeletion> {
+  return db.transaction(async (trx) => {
+    const row = await trx('knowledge_sources').where({ org_id: orgId, agent_id: agentId, id: sourceId }).whereNull('deleted_at').forUpdate().first(PUBLIC_COLUMNS);
+    if (!row) return { kind: 'not_found' as const };
+    if (!knowledgeSourceDeletable(row.status)) return { kind: 'ingesting' as const, status: row.status };
+    const [{ deleted_at }] = await trx('knowledge_sources').where({ org_id: orgId, id: sourceId }).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() }).returning('deleted_at');
+    const pinned = await trx('agent_versions')
+      .where({ org_id: orgId, agent_id: agentId })
+      .whereRaw(`snapshot -> 'knowledge' @> ?::jsonb`, [JSON.stringify([{ id: sourceId }])])
+      .first('id');
+    if (!pinned) await trx('knowledge_chunks').where({ org_id: orgId, source_id: sourceId }).delete();
+    const d = { source: toKnowledgeSource(row), deletedAt: (deleted_at as Date).toISOString(), chunksKept: !!pinned };
+    await inTransaction(trx, d);
+    return { kind: 'deleted' as const, ...d };
+  });
 }

@@ -8,6 +8,8 @@ import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import type { PhoneNumber } from '../../schemas/types/numbers';
 import { iso } from '../timestamps';
+import type { Knex } from 'knex';
+import { numberReleaseBlocker } from '../../domain/agents/deletes';
 
 /** How long a reservation holds a number. */
 export const RESERVATION_MINUTES = 15;
@@ -139,4 +141,43 @@ export async function setSmsEnabled(db: Db, orgId: string, id: string, enabled: 
 /** One page of the organization's purchased numbers (oldest first). */
 export async function listOwnedNumbers(db: Db, orgId: string, opts: { limit: number; cursor?: string }): Promise<Page<PhoneNumber>> {
   return keysetPage(db('phone_numbers').where({ org_id: orgId, status: 'purchased' }), { ...opts, column: 'seq', map: toPhoneNumber });
+}
+
+/** What releasing a number found (docs/api-notes.md "Deletes"). */
+export type NumberRelease =
+  | { kind: 'not_found' }
+  | { kind: 'assigned'; number: PhoneNumber }
+  | { kind: 'released'; number: PhoneNumber; purchased: boolean; providerNumberId: string | null };
+
+/**
+ * Releases a number the organization holds, its row locked throughout: refused while assigned to an agent
+ * (`numberReleaseBlocker`); a purchased number is first released at the provider by `release` (given the provider's
+ * number id from the purchase's intent; it runs before the row changes and may throw, leaving the number held);
+ * then the row becomes `released` (unassigned, SMS off) and `after` runs in the same transaction (the event).
+ * A reservation is simply let go (nothing was bought).
+ */
+export async function releaseHeldNumber(
+  db: Db,
+  orgId: string,
+  id: string,
+  release: (trx: Knex.Transaction, n: PhoneNumber, providerNumberId: string | null) => Promise<void>,
+  after: (trx: Knex.Transaction, n: PhoneNumber, released: { purchased: boolean; providerNumberId: string | null }) => Promise<unknown>,
+): Promise<NumberRelease> {
+  return db.transaction(async (trx) => {
+    const row = await trx('phone_numbers').where({ id, org_id: orgId }).whereNot({ status: 'released' }).forUpdate().first();
+    if (!row) return { kind: 'not_found' as const };
+    const n = toPhoneNumber(row);
+    if (numberReleaseBlocker(n)) return { kind: 'assigned' as const, number: n };
+    const purchased = row.status === 'purchased';
+    const intent = purchased ? await trx('provider_intents').where({ org_id: orgId, kind: 'number_purchase', reference: id }).first('result') : undefined;
+    const providerNumberId: string | null = intent?.result?.providerNumberId ?? null;
+    if (purchased) await release(trx, n, providerNumberId);
+    const [updated] = await trx('phone_numbers')
+      .where({ id, org_id: orgId })
+      .update({ status: 'released', agent_id: null, sms_enabled: false, reserved_until: null, updated_at: trx.fn.now() })
+      .returning('*');
+    const released = toPhoneNumber(updated);
+    await after(trx, released, { purchased, providerNumberId });
+    return { kind: 'released' as const, number: released, purchased, providerNumberId };
+  });
 }

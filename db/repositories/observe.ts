@@ -32,6 +32,8 @@ export function parseSmsThreadId(id: string): { ours: string; counterpart: strin
 /** Filters of `GET /conversations`. */
 export interface ConversationFilters {
   agentId?: string;
+  /** Conversations that ran on this published version (docs/api-notes.md "Traffic splits"). */
+  versionId?: string;
   channel?: 'chat' | 'web' | 'sms' | 'voice';
   status?: 'active' | 'ended';
   campaignId?: string;
@@ -58,7 +60,7 @@ export async function listConversations(db: Db, orgId: string, f: ConversationFi
   const add = (sql: string, ...v: any[]) => (where.push(sql), binds.push(...v));
   // Runtime conversations and calls.
   const conv = `SELECT c.id, c.channel, c.agent_id, c.status, c.simulation, c.started_at, c.ended_at, c.message_count, c.campaign_id,
-                       c.counterpart, c.outcome, c.duration_seconds, c.end_reason, c.version_id, c.prompt_tokens + c.completion_tokens AS tokens,
+                       c.counterpart, c.outcome, c.duration_seconds, c.end_reason, c.version_id, c.traffic_split, c.prompt_tokens + c.completion_tokens AS tokens,
                        a.status AS analysis_status, a.outcome AS analysis_outcome, a.sentiment AS analysis_sentiment
                   FROM conversations c
                   LEFT JOIN conversation_analyses a ON a.conversation_id = c.id AND a.org_id = c.org_id
@@ -67,7 +69,7 @@ export async function listConversations(db: Db, orgId: string, f: ConversationFi
   const sms = `SELECT 'smt_' || translate(rtrim(replace(encode(convert_to(t.ours || ':' || t.theirs, 'UTF8'), 'base64'), E'\\n', ''), '='), '+/', '-_') AS id,
                       'sms' AS channel, n.agent_id, 'active' AS status, false AS simulation, t.started_at, t.last_at AS ended_at,
                       t.message_count, NULL AS campaign_id, t.theirs AS counterpart, NULL AS outcome, NULL::int AS duration_seconds,
-                      NULL AS end_reason, NULL AS version_id, 0 AS tokens,
+                      NULL AS end_reason, NULL AS version_id, NULL::jsonb AS traffic_split, 0 AS tokens,
                       NULL AS analysis_status, NULL AS analysis_outcome, NULL AS analysis_sentiment
                  FROM (SELECT ${OURS} AS ours, ${THEIRS} AS theirs, min(m.created_at) AS started_at, max(m.created_at) AS last_at, count(*)::int AS message_count
                          FROM sms_messages m WHERE m.org_id = ? AND m.conversation_id IS NULL GROUP BY 1, 2) t
@@ -79,9 +81,10 @@ export async function listConversations(db: Db, orgId: string, f: ConversationFi
   const parts: string[] = [];
   const partBinds: any[] = [];
   if (wantConv) (parts.push(conv), partBinds.push(orgId));
-  if (wantSms && !f.campaignId && f.simulation !== true) (parts.push(sms), partBinds.push(orgId, orgId));
+  if (wantSms && !f.campaignId && !f.versionId && f.simulation !== true) (parts.push(sms), partBinds.push(orgId, orgId));
   if (!parts.length) return { items: [], nextCursor: null, hasMore: false };
   if (f.agentId) add('u.agent_id = ?', f.agentId);
+  if (f.versionId) add('u.version_id = ?', f.versionId);
   if (f.channel) add('u.channel = ?', f.channel);
   if (f.status) add('u.status = ?', f.status);
   if (f.campaignId) add('u.campaign_id = ?', f.campaignId);
@@ -115,6 +118,7 @@ function toSummary(r: any): ConversationSummary {
     durationSeconds: duration,
     messageCount: r.message_count,
     ...fromNullableColumns(r, ['campaignId', 'counterpart', 'outcome', 'endReason', 'versionId']),
+    trafficSplit: r.traffic_split ?? null,
     totalTokens: Number(r.tokens ?? 0),
     analysis: r.analysis_status ? { status: r.analysis_status, outcome: r.analysis_outcome ?? null, sentiment: r.analysis_sentiment ?? null } : null,
   };
@@ -137,7 +141,7 @@ export async function getConversationSummary(db: Db, orgId: string, id: string):
     .leftJoin('conversation_analyses as a', (j) => j.on('a.conversation_id', 'c.id').andOn('a.org_id', 'c.org_id'))
     .where({ 'c.org_id': orgId, 'c.id': id })
     .first(
-      ...['id', 'channel', 'agent_id', 'status', 'simulation', 'started_at', 'ended_at', 'message_count', 'campaign_id', 'counterpart', 'outcome', 'duration_seconds', 'end_reason', 'version_id'].map((col) => `c.${col}`),
+      ...['id', 'channel', 'agent_id', 'status', 'simulation', 'started_at', 'ended_at', 'message_count', 'campaign_id', 'counterpart', 'outcome', 'duration_seconds', 'end_reason', 'version_id', 'traffic_split'].map((col) => `c.${col}`),
       db.raw('c.prompt_tokens + c.completion_tokens AS tokens'),
       'a.status as analysis_status',
       'a.outcome as analysis_outcome',
@@ -259,4 +263,30 @@ export async function analytics(db: Db, orgId: string, q: { agentId?: string; fr
   const total = rows.find((r) => r.total === true);
   const series = rows.filter((r) => r.total !== true).map((r) => ({ start: String(r.start), ...figures(r) }));
   return { agentId: q.agentId ?? null, from: q.from, to: q.to, timeZone: q.timeZone, bucket, totals: figures(total), series };
+}
+
+/**
+ * An agent's figures per published version over `[from, to)` (docs/api-notes.md "Traffic splits": analytics by
+ * version), read live from the conversations that started in the range (simulations left out; the hourly rollup
+ * has no version). Durations are of the ended ones (their recorded duration, else end − start); p95 is exact
+ * (`percentile_cont`). Most conversations first.
+ */
+export async function analyticsByVersion(db: Db, orgId: string, q: { agentId: string; from: string; to: string }): Promise<({ versionId: string; versionNumber: number } & AnalyticsFigures)[]> {
+  const dur = `CASE WHEN c.status = 'ended' AND c.ended_at IS NOT NULL THEN coalesce(c.duration_seconds, EXTRACT(EPOCH FROM (c.ended_at - c.started_at))) END`;
+  const res = await db.raw(
+    `SELECT c.version_id, v.number, count(*) AS conversations, count(*) FILTER (WHERE c.status = 'ended') AS ended,
+            count(*) FILTER (WHERE c.status = 'ended' AND coalesce(c.end_reason, '') NOT IN ('transferred', 'escalated')) AS contained,
+            sum(c.message_count) AS messages, avg(${dur}) AS avg_duration, percentile_cont(0.95) WITHIN GROUP (ORDER BY ${dur}) AS p95_duration,
+            sum(c.tool_calls) AS tool_calls, sum(c.tool_calls_ok) AS tool_ok, sum(c.guardrail_triggers) AS guardrails,
+            sum(c.knowledge_lookups) AS lookups, sum(c.knowledge_hits) AS hits, sum(c.prompt_tokens + c.completion_tokens) AS tokens,
+            sum(c.cost_cents) AS cost_cents
+       FROM conversations c
+       JOIN agent_versions v ON v.id = c.version_id AND v.org_id = c.org_id
+      WHERE c.org_id = ? AND c.agent_id = ? AND c.version_id IS NOT NULL AND c.simulation = false
+        AND c.started_at >= ?::timestamptz AND c.started_at < ?::timestamptz
+      GROUP BY c.version_id, v.number
+      ORDER BY count(*) DESC, v.number DESC`,
+    [orgId, q.agentId, q.from, q.to],
+  );
+  return (res.rows as FigureRow[]).map((r) => ({ versionId: String(r.version_id), versionNumber: Number(r.number), ...toFigures(r) }));
 }

@@ -27,6 +27,10 @@ export type OwnedKind = keyof typeof OWNED_TABLES;
  */
 export async function ownedIds(db: Db | Knex.Transaction, orgId: string, kind: OwnedKind, ids: readonly string[]): Promise<Set<string>> {
   if (!ids.length) return new Set();
-  const rows: { id: string }[] = await db(OWNED_TABLES[kind]).where({ org_id: orgId }).whereIn('id', [...new Set(ids)]).select('id');
+  const q = db(OWNED_TABLES[kind]).where({ org_id: orgId }).whereIn('id', [...new Set(ids)]);
+  // A deleted agent or knowledge source is kept for history but can no longer be referenced (docs/api-notes.md "Deletes").
+  if (kind === 'agent') q.whereNull('archived_at');
+  if (kind === 'knowledgeSource') q.whereNull('deleted_at');
+  const rows: { id: string }[] = await q.select('id');
   return new Set(rows.map((r) => r.id));
 }

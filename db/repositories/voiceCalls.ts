@@ -79,6 +79,8 @@ export interface NewVoiceCall {
   voicemailMessage?: string | null;
   /** How an inbound call was routed (`agent`, `voicemail`, `message`, `escalation`). */
   routing?: string | null;
+  /** The traffic split `versionId` was picked from (domain/agents/traffic.ts); absent: pinned explicitly. */
+  trafficSplit?: { splits: { versionId: string; percent: number }[]; stickiness: string } | null;
 }
 
 /**
@@ -102,6 +104,7 @@ export async function createVoiceCall(conn: Conn, orgId: string, c: NewVoiceCall
       campaign_id: c.campaignId ?? null,
       voicemail_message: c.voicemailMessage ?? null,
       routing: c.routing ?? null,
+      traffic_split: c.trafficSplit ? JSON.stringify(c.trafficSplit) : null,
       ended_at: c.status === 'failed' ? conn.fn.now() : null,
     })
     .onConflict(['provider', 'provider_call_id'])

@@ -32,6 +32,12 @@ export interface WebhookSettings {
   secretKey: Buffer | null;
   /** The key before a rotation (WEBHOOK_SECRET_KEY_PREVIOUS): still opens secrets, never seals. */
   previousSecretKey: Buffer | null;
+  /** How far back events can be replayed to an endpoint, ms (WEBHOOK_EVENT_RETENTION, default `30d`). */
+  eventRetentionMs: number;
+  /** Events queued per step of a replay (WEBHOOK_REPLAY_BATCH, default 50). */
+  replayBatchSize: number;
+  /** Pause between two steps of a replay, ms (WEBHOOK_REPLAY_INTERVAL, default `1s`): paces the receiver. */
+  replayIntervalMs: number;
 }
 
 /** A 32-byte key from base64 `value` of variable `name`, or null when unset. @throws Error when not 32 bytes */
@@ -65,6 +71,14 @@ export function parseRetrySchedule(text: string): number[] {
   return out;
 }
 
+/** A positive integer variable, or `fallback` when unset. @throws Error naming the variable when malformed */
+function positiveInt(name: string, value: string | undefined, fallback: number): number {
+  if (!value) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer`);
+  return n;
+}
+
 /** Reads the settings from the environment; `overrides` win (tests, benchmarks). @throws Error on malformed values */
 export function loadWebhookSettings(overrides: Partial<WebhookSettings> = {}, env: NodeJS.ProcessEnv = process.env): WebhookSettings {
   const key = sealingKey('WEBHOOK_SECRET_KEY', env.WEBHOOK_SECRET_KEY);
@@ -81,6 +95,9 @@ export function loadWebhookSettings(overrides: Partial<WebhookSettings> = {}, en
     dispatchIntervalMs: env.WEBHOOK_DISPATCH_INTERVAL_MS ? parseDuration(env.WEBHOOK_DISPATCH_INTERVAL_MS) : 1000,
     secretKey: key,
     previousSecretKey: previousKey,
+    eventRetentionMs: parseDuration(env.WEBHOOK_EVENT_RETENTION || '30d'),
+    replayBatchSize: positiveInt('WEBHOOK_REPLAY_BATCH', env.WEBHOOK_REPLAY_BATCH, 50),
+    replayIntervalMs: parseDuration(env.WEBHOOK_REPLAY_INTERVAL || '1s'),
     ...overrides,
   };
 }

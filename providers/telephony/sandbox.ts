@@ -113,6 +113,11 @@ export class SandboxTelephony extends SandboxAdapter implements TelephonyAdapter
     return { providerNumberId };
   }
 
+  /** Releases a bought number: the sandbox has no inventory to return it to, so the request is only recorded (`provider_requests`). */
+  async releaseNumber(orgId: string, providerNumberId: string): Promise<void> {
+    await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, 'releaseNumber', { providerNumberId });
+  }
+
   async findNumberOrder(orgId: string, reference: string): Promise<Lookup<{ providerNumberId: string }>> {
     if (this.lookupsUnavailable) return { cannotTell: 'sandbox: number order look-ups are unavailable' };
     await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, 'findNumberOrder', { reference });

@@ -482,6 +482,16 @@ export interface AgentVoiceSet {
 export interface PublishRequest {
   /** @maxLength 1000 */
   note?: string | null;
+  /**
+   * Evaluate the draft with a suite of this agent first (docs/evals.md "Publish gate"): the publish is refused with
+   * 409 `evaluation_failed` when the run's pass rate is below `minPassRate`.
+   */
+  gate?: {
+    /** `evs_…` of this agent. @minLength 1 @maxLength 64 */
+    suiteId: string;
+    /** 0..1. @minimum 0 @maximum 1 */
+    minPassRate: number;
+  };
 }
 
 /** A frozen, immutable version of an agent (spec "Agent versions"). */
@@ -518,6 +528,39 @@ export interface AgentVersionPage {
 export interface RollbackRequest {
   /** An earlier frozen version of this agent (`ver_…`). @maxLength 64 */
   versionId: string;
+}
+
+/** One share of a traffic split: a published version of the agent and its percentage of new conversations. */
+export interface TrafficSplitEntry {
+  /** A frozen (published) version of this agent (`ver_…`). @maxLength 64 */
+  versionId: string;
+  /** Whole percent of new conversations, 1..100. @asType integer @minimum 1 @maximum 100 */
+  percent: number;
+}
+
+/**
+ * Request body of `PUT /agents/{id}/traffic` (setAgentTraffic; docs/api-notes.md "Traffic splits"): the shares sum
+ * to 100, no version twice. `stickiness` `counterpart` (default) keeps a repeat caller, texter, widget visitor or
+ * chat customer on one version (a stable hash of the key); `none` picks at random per conversation.
+ * @additionalProperties false
+ */
+export interface TrafficSplitUpdate {
+  /** @minItems 1 @maxItems 20 */
+  splits: TrafficSplitEntry[];
+  stickiness?: 'counterpart' | 'none';
+}
+
+/** Response data of `GET`/`PUT /agents/{id}/traffic`: the split new conversations are picked from. */
+export interface TrafficSplit {
+  agentId: string;
+  splits: TrafficSplitEntry[];
+  stickiness: 'counterpart' | 'none';
+  /** The live published version (what the default split and a reset send 100 % to). */
+  publishedVersionId: string;
+  /** False: the default (100 % on the live version; no split was set since the last publish or rollback). */
+  custom: boolean;
+  /** When the split was last set (null: the default). @format date-time */
+  updatedAt: string | null;
 }
 
 /** One difference between a version and the current draft (spec "Agent versions"). */
@@ -816,4 +859,9 @@ export interface WidgetSettings {
   position: 'bottom-right' | 'bottom-left';
   /** Label of the launcher button. @minLength 1 @maxLength 40 */
   launcherText: string;
+  /**
+   * Offer a voice call in the widget (docs/api-notes.md "Voice in the widget"); absent means true. Offered only
+   * where the published version has a voice.
+   */
+  voice?: boolean;
 }

@@ -11,9 +11,9 @@ export interface AuditLogEntry {
   occurredAt: string;
   /** The credential that made the request. */
   actor: {
-    /** Credential id (`key_…`), or the conversation (`conv_…`) whose skill read a record (`agent`). */
+    /** Credential id (`key_…`), the conversation (`conv_…`) whose skill read a record (`agent`), or the delivery (`whd_…`) that disabled a webhook endpoint (`system`). */
     id: string;
-    kind: 'secret' | 'publishable' | 'oauth' | 'agent';
+    kind: 'secret' | 'publishable' | 'oauth' | 'agent' | 'system';
   };
   /** Operation of the route table, e.g. `createWebhook`. */
   operationId: string;

@@ -24,6 +24,11 @@ export interface ChatSessionCreate {
   variables?: { [name: string]: string };
   /** Free-form labels kept with the conversation (at most 50 keys). @maxProperties 50 */
   metadata?: { [key: string]: string | number | boolean | null };
+  /**
+   * Your id of the person chatting: the stickiness key of the agent's traffic split, so one customer stays on one
+   * version (docs/api-notes.md "Traffic splits"). @minLength 1 @maxLength 200
+   */
+  customerId?: string;
 }
 
 /** One stored message of a conversation, verbatim. */
@@ -74,6 +79,18 @@ export interface ChatSessionStarted {
   greeting: ConversationMessage | null;
 }
 
+/**
+ * Request body of `POST /chat/widget/sessions` (createWidgetSession); optional.
+ * @additionalProperties false
+ */
+export interface WidgetSessionCreate {
+  /**
+   * A stable id of the browser's visitor: the stickiness key of the agent's traffic split, so a returning visitor
+   * stays on one version (docs/api-notes.md "Traffic splits"). @minLength 1 @maxLength 200
+   */
+  visitorId?: string;
+}
+
 /** Response data of `POST /chat/widget/sessions` (docs/api-notes.md "Widget"). */
 export interface WidgetSessionStarted {
   session: ChatSession;
@@ -84,6 +101,28 @@ export interface WidgetSessionStarted {
   expiresAt: string;
   /** The widget settings of the published version. */
   widget: WidgetSettings;
+  /**
+   * Whether the widget offers a voice call (the published version has a usable voice): its widget voice
+   * token comes from `POST /chat/widget/sessions/{id}/voice-token`.
+   */
+  voice: boolean;
+}
+
+/**
+ * Response data of `POST /chat/widget/sessions/{id}/voice-token` (docs/api-notes.md "Voice in the widget"): a
+ * short-lived widget voice token for the ConversationRelay endpoint, from this session's page origin only.
+ */
+export interface WidgetVoiceToken {
+  /** `wvt_…`: pass as `?token=` on the relay URL. */
+  token: string;
+  /** The relay WebSocket URL, token included (`wss://…/api/v1/voice/relay?token=…`). */
+  relayUrl: string;
+  /** The agent the call talks to (`agt_…`). */
+  agentId: string;
+  /** Its published version the call runs (`ver_…`). */
+  versionId: string;
+  /** When the token stops opening calls (a call already open keeps going). @format date-time */
+  expiresAt: string;
 }
 
 /**
@@ -358,6 +397,11 @@ export interface SimulationRequest {
   variables?: { [name: string]: string };
   /** @maxItems 50 */
   expectations?: SimulationExpectation[];
+  /**
+   * Skill name → the output it answers with instead of running (docs/evals.md "Skill stubs"): a simulation never
+   * calls a real skill endpoint, so an agent with HTTP skills needs a stub for each. @maxProperties 50
+   */
+  skillStubs?: { [skill: string]: unknown };
 }
 
 /** The verdict on one expectation, with the evidence. */

@@ -5,6 +5,8 @@
  * `emitEvent` validates every payload against. Text-message payloads carry attachment ids.
  */
 
+import type { EvalCompletedEventData } from './evals';
+
 /** Every event type a webhook endpoint can subscribe to. */
 export type WebhookEventType =
   | 'sms.registration.updated'
@@ -12,6 +14,8 @@ export type WebhookEventType =
   | 'sms.message.updated'
   | 'agent.published'
   | 'agent.rolled_back'
+  | 'eval.completed'
+  | 'traffic.updated'
   | 'knowledge.source.updated'
   | 'campaign.updated'
   | 'call.started'
@@ -22,11 +26,17 @@ export type WebhookEventType =
   | 'conversation.started'
   | 'conversation.ended'
   | 'conversation.analyzed'
+  | 'analysis.completed'
+  | 'agent.deleted'
+  | 'knowledge.source.deleted'
+  | 'playbook.deleted'
+  | 'number.released'
   | 'message.created'
   | 'billing.wallet.low'
   | 'invoice.finalized'
   | 'provider.intent.unknown'
-  | 'webhook.test';
+  | 'webhook.test'
+  | 'webhook.endpoint.disabled';
 
 /** `sms.registration.updated`: the 10DLC registration changed status (e.g. submitted → brand_approved). */
 export interface SmsRegistrationUpdatedEventData {
@@ -99,6 +109,20 @@ export interface AgentRolledBackEventData {
   previousVersionId: string | null;
   /** @format date-time */
   rolledBackAt: string;
+}
+
+/**
+ * `traffic.updated`: an agent's traffic split changed — set by `PUT /agents/{id}/traffic`, or reset to 100 % on the
+ * new live version by a publish or a rollback (docs/api-notes.md "Traffic splits").
+ */
+export interface TrafficUpdatedEventData {
+  agentId: string;
+  splits: { versionId: string; percent: number }[];
+  stickiness: 'counterpart' | 'none';
+  /** `put`: set through the API; `published` / `rolled_back`: reset by a publish or a rollback. */
+  reason: 'put' | 'published' | 'rolled_back';
+  /** @format date-time */
+  updatedAt: string;
 }
 
 /** `knowledge.source.updated`: ingestion of a knowledge source progressed, finished or failed. */
@@ -243,6 +267,72 @@ export interface ConversationAnalyzedEventData {
   error: string | null;
   /** @format date-time */
   analyzedAt: string;
+  /** The revision this analysis is (1: after the conversation ended; higher: a re-run). */
+  revision?: number;
+  /** The bulk run (`arn_…`) that re-ran it, when one did. */
+  runId?: string | null;
+}
+
+/** `analysis.completed`: a bulk analysis re-run (`POST /conversations/analysis-runs`) finished. */
+export interface AnalysisCompletedEventData {
+  /** `arn_…` */
+  runId: string;
+  status: 'completed' | 'failed';
+  /** Conversations the run covered. */
+  total: number;
+  /** Of those, analysed (`completed`) and failed analyses. */
+  completed: number;
+  failed: number;
+  filter: { agentId?: string; channel?: string; from?: string; to?: string };
+  /** @format date-time */
+  completedAt: string;
+}
+
+/** `agent.deleted`: an agent was deleted (archived: its versions and conversations stay readable). */
+export interface AgentDeletedEventData {
+  agentId: string;
+  name: string;
+  /** Numbers that were assigned to it and are now unassigned. */
+  unassignedNumberIds: string[];
+  /** Its publishable (widget) keys, revoked. */
+  revokedPublishableKeyIds: string[];
+  /** @format date-time */
+  archivedAt: string;
+}
+
+/** `knowledge.source.deleted`: a knowledge source left the agent's draft. */
+export interface KnowledgeSourceDeletedEventData {
+  agentId: string;
+  sourceId: string;
+  /** `ready` or `failed`. */
+  status: string;
+  chunkCount: number;
+  /** True when a published version lists the source and keeps its chunks. */
+  chunksKept: boolean;
+  /** @format date-time */
+  deletedAt: string;
+}
+
+/** `playbook.deleted`: a playbook left the agent's draft (published versions keep their copy). */
+export interface PlaybookDeletedEventData {
+  agentId: string;
+  playbookId: string;
+  name: string;
+  /** The draft version after the delete. */
+  draftVersion: number;
+  /** @format date-time */
+  deletedAt: string;
+}
+
+/** `number.released`: a number the organization held was released (at the provider, when it was bought). */
+export interface NumberReleasedEventData {
+  numberId: string;
+  e164: string;
+  /** The telephony provider; null for a reservation let go (nothing was bought). */
+  provider: string | null;
+  providerNumberId: string | null;
+  /** @format date-time */
+  releasedAt: string;
 }
 
 /** `message.created`: a user or agent message was stored (verbatim; tool exchanges are in the receipt). */
@@ -308,7 +398,7 @@ export interface InvoiceFinalizedEventData {
 export interface ProviderIntentUnknownEventData {
   /** `pin_…` */
   intentId: string;
-  kind: 'dial' | 'brand_create' | 'campaign_create' | 'number_purchase' | 'sms_send';
+  kind: 'dial' | 'brand_create' | 'campaign_create' | 'number_purchase' | 'sms_send' | 'number_release';
   /** The client reference the request carried (dial key, registration, number or message id). */
   reference: string;
   /** Our resource the write was for (attempt, registration, number or message id). */
@@ -324,6 +414,25 @@ export interface WebhookTestEventData {
   message: string;
 }
 
+/**
+ * `webhook.endpoint.disabled`: an endpoint was disabled by its deliveries, after failing continuously for
+ * WEBHOOK_DISABLE_AFTER_FAILING (`consecutive_failures`) or on a 410 Gone answer (`gone`). Delivered to the
+ * organization's other enabled endpoints subscribed to it (never to the disabled one) and written to the
+ * audit log (docs/api-notes.md "Webhooks and audit logs").
+ */
+export interface WebhookEndpointDisabledEventData {
+  /** `whk_…` */
+  webhookId: string;
+  url: string;
+  reason: 'consecutive_failures' | 'gone';
+  /** HTTP status of the last attempt; null when it got no answer (timeout, network error). */
+  lastStatusCode: number | null;
+  /** The last attempt's error, or null (a 410 is its own explanation). */
+  lastError: string | null;
+  /** @format date-time */
+  disabledAt: string;
+}
+
 /** Payload type of each event type (used by `emitEvent` to type `data`). */
 export interface WebhookEventDataMap {
   'sms.registration.updated': SmsRegistrationUpdatedEventData;
@@ -331,6 +440,8 @@ export interface WebhookEventDataMap {
   'sms.message.updated': SmsMessageUpdatedEventData;
   'agent.published': AgentPublishedEventData;
   'agent.rolled_back': AgentRolledBackEventData;
+  'eval.completed': EvalCompletedEventData;
+  'traffic.updated': TrafficUpdatedEventData;
   'knowledge.source.updated': KnowledgeSourceUpdatedEventData;
   'campaign.updated': CampaignUpdatedEventData;
   'call.started': CallStartedEventData;
@@ -341,11 +452,17 @@ export interface WebhookEventDataMap {
   'conversation.started': ConversationStartedEventData;
   'conversation.ended': ConversationEndedEventData;
   'conversation.analyzed': ConversationAnalyzedEventData;
+  'analysis.completed': AnalysisCompletedEventData;
+  'agent.deleted': AgentDeletedEventData;
+  'knowledge.source.deleted': KnowledgeSourceDeletedEventData;
+  'playbook.deleted': PlaybookDeletedEventData;
+  'number.released': NumberReleasedEventData;
   'message.created': MessageCreatedEventData;
   'billing.wallet.low': BillingWalletLowEventData;
   'invoice.finalized': InvoiceFinalizedEventData;
   'provider.intent.unknown': ProviderIntentUnknownEventData;
   'webhook.test': WebhookTestEventData;
+  'webhook.endpoint.disabled': WebhookEndpointDisabledEventData;
 }
 
 /**

@@ -28,6 +28,11 @@ export interface ConversationSummary {
   outcome: string | null;
   endReason: string | null;
   versionId: string | null;
+  /**
+   * The traffic split the version was picked from (docs/api-notes.md "Traffic splits"); null when the version was
+   * pinned explicitly (a talk token, `@vN`, a draft) and for SMS threads and calls recorded without a conversation.
+   */
+  trafficSplit?: { splits: { versionId: string; percent: number }[]; stickiness: 'counterpart' | 'none' } | null;
   totalTokens: number;
   /** The post-conversation analysis at a glance; null until it ran (and always for SMS threads). */
   analysis: ConversationAnalysisBrief | null;
@@ -120,4 +125,9 @@ export interface Analytics {
   bucket: 'day' | 'hour';
   totals: AnalyticsFigures;
   series: ({ start: string } & AnalyticsFigures)[];
+  /**
+   * With `groupBy=version` (an agent's analytics): the figures per published version the conversations ran on, most
+   * conversations first (docs/api-notes.md "Traffic splits"); absent otherwise.
+   */
+  versions?: ({ versionId: string; versionNumber: number } & AnalyticsFigures)[];
 }

@@ -163,3 +163,60 @@ export interface WebhookDeliveryList {
   nextCursor: string | null;
   hasMore: boolean;
 }
+
+/**
+ * Request body of `POST /webhooks/{id}/replay` (replayWebhook): resend the organization's past events of
+ * a window to this endpoint, as new deliveries (docs/api-notes.md "Replaying missed events").
+ * @additionalProperties false
+ */
+export interface WebhookReplayCreate {
+  /**
+   * Start of the window (inclusive): not before the event retention (WEBHOOK_EVENT_RETENTION) and not after `until`.
+   * @format date-time
+   */
+  since: string;
+  /**
+   * End of the window (exclusive); default: the time of the request.
+   * @format date-time
+   */
+  until?: string;
+  /**
+   * Only these event types (each must also be one the endpoint subscribes to); omitted or empty: every type it subscribes to.
+   * @uniqueItems true
+   * @maxItems 50
+   */
+  eventTypes?: WebhookEventType[];
+}
+
+/** Where a replay is: queuing deliveries, done, or stopped (the endpoint was disabled or deleted meanwhile). */
+export type WebhookReplayStatus = 'running' | 'completed' | 'stopped';
+
+/** A replay of past events to one endpoint (`webhook-replay/{replayId}`), with its progress. */
+export interface WebhookReplay {
+  /** `rpl_…` */
+  id: string;
+  webhookId: string;
+  status: WebhookReplayStatus;
+  /** @format date-time */
+  since: string;
+  /** @format date-time */
+  until: string;
+  /** Event types replayed; empty: every type the endpoint subscribes to. */
+  eventTypes: WebhookEventType[];
+  /** Events of the window, counted when the replay was created. */
+  total: number;
+  /** Events looked at so far. */
+  processed: number;
+  /** Events given to the endpoint as a delivery by this replay (a new one, or a new run of a failed one). */
+  queued: number;
+  /** Events skipped because the endpoint already has them (delivered, or on their way). */
+  skipped: number;
+  /** Why the replay stopped, when `status` is `stopped`. */
+  error: string | null;
+  /** @format date-time */
+  createdAt: string;
+  /** @format date-time */
+  updatedAt: string;
+  /** @format date-time */
+  completedAt: string | null;
+}

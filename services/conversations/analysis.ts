@@ -16,7 +16,11 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { Db } from '../../db';
 import { getConversation, type ConversationRecord } from '../../db/repositories/conversations';
-import { analysisTranscript, claimAnalysis, completeAnalysis, getAnalysis, type AnalysisOutcomeRow } from '../../db/repositories/conversationAnalyses';
+import { analysisTranscript, appendRevision, claimAnalysis, completeAnalysis, getAnalysis, type AnalysisOutcomeRow } from '../../db/repositories/conversationAnalyses';
+import { getAgent } from '../../db/repositories/agents';
+import { newId } from '../../db/ids';
+import type { AnalysisField } from '../../schemas/types/agents';
+import type { AnalysisRevision } from '../../schemas/types/analysis';
 import { analysisMessages, parseAnalysis, type AnalysisRequest } from '../../domain/conversations/analysis';
 import type { LlmProvider, LlmUsage } from '../../domain/conversations/llm';
 import { recordUsage } from '../billing/usage';
@@ -58,21 +62,8 @@ export async function analyzeConversation(
   const c = await getConversation(db, orgId, conversationId);
   if (!c || !isAnalysed(c)) return undefined;
   if (!(await claimAnalysis(db, orgId, conversationId, opts.retake ?? false))) return getAnalysis(db, orgId, conversationId);
-  let row: AnalysisOutcomeRow;
-  // What the model answered with, when it answered: its tokens are charged even when its answer is unusable.
-  let spent: { usage: LlmUsage; model: string } | undefined;
-  try {
-    const agent = await pinnedAgent(db, c);
-    const fields = agent.analysis?.fields ?? [];
-    const req: AnalysisRequest = { transcript: await analysisTranscript(db, orgId, conversationId), fields, endReason: c.endReason };
-    const res = await deps.llm.complete({ messages: analysisMessages(req), hints: { analysis: req }, temperature: 0, responseFormat: 'json_object' });
-    spent = { usage: res.usage, model: res.model };
-    const parsed = parseAnalysis(res.content, fields);
-    row = { status: 'completed', ...parsed, error: null, model: res.model };
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    row = { status: 'failed', summary: null, outcome: null, sentiment: null, fields: {}, notes: [], error: message.slice(0, ERROR_MAX_CHARS), model: null };
-  }
+  let plan: AnalysisField[] = [];
+  const { row, spent } = await runAnalysis(deps, c, async () => (plan = (await pinnedAgent(db, c)).analysis?.fields ?? []));
   const stored = await completeAnalysis(db, orgId, conversationId, row, async (trx, a) => {
     // The analysis's LLM tokens as usage (docs/api-notes.md "Billing"), once per conversation, with the analysis.
     const tokens = spent && tokenCharge(spent.usage, spent.model, `conversation:${conversationId}:analysis:tokens`, { conversationId, agentId: c.agentId, purpose: 'analysis' });
@@ -92,11 +83,99 @@ export async function analyzeConversation(
           notes: a.notes,
           error: a.error,
           analyzedAt: a.analyzedAt!,
+          revision: 1,
+          runId: null,
+        },
+      },
+    ]);
+  }, plan);
+  return stored ?? getAnalysis(db, orgId, conversationId);
+}
+
+/**
+ * Asks the LLM for the analysis of an ended conversation with the extraction fields `plan` resolves to. Never
+ * throws: every error (LLM, unreadable answer, vanished version) becomes a `failed` row with its reason.
+ * @returns the row to store, and the model's usage when it answered (charged even when the answer is unusable)
+ */
+async function runAnalysis(
+  deps: Pick<AnalysisDeps, 'db' | 'llm'>,
+  c: ConversationRecord,
+  plan: () => Promise<readonly AnalysisField[]>,
+): Promise<{ row: AnalysisOutcomeRow; spent?: { usage: LlmUsage; model: string } }> {
+  let spent: { usage: LlmUsage; model: string } | undefined;
+  try {
+    const fields = await plan();
+    const req: AnalysisRequest = { transcript: await analysisTranscript(deps.db, c.orgId, c.id), fields: [...fields], endReason: c.endReason };
+    const res = await deps.llm.complete({ messages: analysisMessages(req), hints: { analysis: req }, temperature: 0, responseFormat: 'json_object' });
+    spent = { usage: res.usage, model: res.model };
+    const parsed = parseAnalysis(res.content, fields);
+    return { row: { status: 'completed', ...parsed, error: null, model: res.model }, spent };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    return { row: { status: 'failed', summary: null, outcome: null, sentiment: null, fields: {}, notes: [], error: message.slice(0, ERROR_MAX_CHARS), model: null }, spent };
+  }
+}
+
+/** What a re-run of one conversation's analysis found. */
+export type ReanalysisOutcome =
+  | { kind: 'not_found' }
+  | { kind: 'not_ended' }
+  | { kind: 'not_analysed' }
+  /** A bulk run that had analysed this conversation already (a retried batch). */
+  | { kind: 'already_done' }
+  | { kind: 'analysed'; revision: AnalysisRevision };
+
+/**
+ * Analyses an ended conversation again and stores the result as a new revision, which becomes the analysis the
+ * conversation shows (docs/api-notes.md "Conversation analysis"); the earlier revisions are kept. The extraction fields are
+ * `opts.fields` when given, else the agent's current plan (its draft's `analysis.fields`), else — for a deleted
+ * agent — the plan of the version the conversation ran on. Its tokens are usage, charged once per revision; the
+ * `conversation.analyzed` event carries the revision number. A failed LLM call is stored as a `failed` revision.
+ * @param opts.runId the bulk run asking (one revision per run and conversation)
+ */
+export async function reanalyzeConversation(
+  deps: Pick<AnalysisDeps, 'db' | 'llm'>,
+  orgId: string,
+  conversationId: string,
+  opts: { fields?: readonly AnalysisField[]; runId?: string } = {},
+): Promise<ReanalysisOutcome> {
+  const { db } = deps;
+  const c = await getConversation(db, orgId, conversationId);
+  if (!c) return { kind: 'not_found' };
+  if (c.status !== 'ended') return { kind: 'not_ended' };
+  if (!isAnalysed(c)) return { kind: 'not_analysed' };
+  let plan: readonly AnalysisField[] = [];
+  const { row, spent } = await runAnalysis(deps, c, async () => {
+    plan = opts.fields ?? (await getAgent(db, orgId, c.agentId))?.analysis?.fields ?? (await pinnedAgent(db, c)).analysis?.fields ?? [];
+    return plan;
+  });
+  const id = newId('anr');
+  const trigger = opts.runId ? 'run' : 'rerun';
+  const revision = await appendRevision(db, orgId, conversationId, { id, trigger, runId: opts.runId ?? null, plan }, row, async (trx, r) => {
+    const tokens = spent && tokenCharge(spent.usage, spent.model, `conversation:${conversationId}:analysis:${id}:tokens`, { conversationId, agentId: c.agentId, purpose: 'analysis', revision: r.revision });
+    if (tokens) await recordUsage(trx, orgId, tokens);
+    await emitEvents(trx, orgId, [
+      {
+        type: 'conversation.analyzed',
+        data: {
+          conversationId,
+          agentId: c.agentId,
+          channel: c.channel,
+          status: r.status,
+          summary: r.summary,
+          outcome: r.outcome,
+          sentiment: r.sentiment as 'positive' | 'neutral' | 'negative' | null,
+          fields: r.fields,
+          notes: r.notes,
+          error: r.error,
+          analyzedAt: r.createdAt,
+          revision: r.revision,
+          runId: r.runId,
         },
       },
     ]);
   });
-  return stored ?? getAnalysis(db, orgId, conversationId);
+  return revision ? { kind: 'analysed', revision } : { kind: 'already_done' };
 }
 
 /**

@@ -241,6 +241,8 @@ export async function prepareResponse(deps: ConversationDeps, orgId: string, key
       metadata: { api: 'responses' },
       keyId,
       seed,
+      // Without `@vN`/`@draft` the agent's traffic split picks the version, sticky on the caller's end user.
+      stickinessKey: typeof body.safety_identifier === 'string' ? body.safety_identifier : (body.user ?? null),
     }).catch((err: unknown) => {
       const e = err as ApiError;
       if (e instanceof ApiError && e.status === 404) throw new ApiError(404, e.code, e.message, { errors: [{ field: 'model', message: 'names no agent (or version) of this organization' }] });

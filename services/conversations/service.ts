@@ -1,6 +1,7 @@
 /**
  * Conversations as a service (docs/api-notes.md "Conversations"; spec "Agent lifecycle" rules 1–2, "Events"): starts
- * a conversation pinned to the published version (or the draft compiled now), runs turns through the
+ * a conversation pinned to a published version — the one asked for, else the one the agent's traffic split picks
+ * (services/agents/traffic.ts) — or to the draft compiled now, runs turns through the
  * pure runtime (domain/conversations/runtime.ts) with Postgres retrieval, the LLM provider and the skills,
  * and stores each turn — messages verbatim, receipt, token counts, usage entries and the events
  * `conversation.started`, `message.created`, `conversation.ended`, `conversation.escalated` — in one transaction;
@@ -47,6 +48,8 @@ import { GroupCommit } from '../../db/groupCommit';
 import { DEFAULT_CONVERSATION_LIMITS, SHORTEST_IDLE_TIMEOUT_SECONDS } from '../../domain/conversations/limits';
 import { contactOf, summarizeForEscalation } from '../../domain/conversations/escalation';
 import { escalationRouteFor } from './escalation';
+import { pickAgentVersion } from '../agents/traffic';
+import type { TrafficSplitRule } from '../../domain/agents/traffic';
 import { conversationFirstToken, conversationTurnDuration, conversationTurns } from '../../metrics';
 import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 
@@ -153,6 +156,8 @@ export interface StartRequest {
   metadata?: Record<string, string | number | boolean | null>;
   keyId: string | null;
   simulation?: boolean;
+  /** Skill name → canned output (simulations and evaluations; docs/evals.md "Skill stubs"); `simulation` implies `{}`. */
+  skillStubs?: Record<string, unknown>;
   /** Store no greeting, and these earlier messages instead (`/chat/completions`). */
   seed?: LlmMessage[];
   /**
@@ -160,6 +165,13 @@ export interface StartRequest {
    * the caller identity of caller verification, stored as `caller_phone` (docs/api-notes.md "Caller verification").
    */
   counterpart?: string;
+  /**
+   * The stickiness key of the agent's traffic split when no version is pinned (docs/api-notes.md "Traffic splits"):
+   * a chat `customerId`, a widget visitor id, a `/chat/completions` `user`; absent: `counterpart`; neither: a random pick.
+   */
+  stickinessKey?: string | null;
+  /** With `versionId`: the traffic split that version was picked from (a call's), recorded on the conversation. */
+  trafficSplit?: TrafficSplitRule | null;
 }
 
 /**
@@ -176,6 +188,7 @@ export async function startConversation(
   if (!record) throw new ApiError(404, 'agent_not_found', 'Agent not found', { errors: [{ field: 'agentId', message: 'no agent with this id in this organization' }] });
   let agent: CompiledAgent;
   let versionId: string | null = null;
+  let trafficSplit: TrafficSplitRule | null = null;
   let draftVersion: number | null = null;
   if (req.draftMode) {
     const bundle = await loadDraftBundle(db, orgId, req.agentId);
@@ -188,11 +201,18 @@ export async function startConversation(
     versionId = id;
   } else if (req.versionId !== undefined) {
     versionId = req.versionId;
-  } else {
-    if (!record.publishedVersionId) {
-      throw new ApiError(409, 'no_published_version', 'The agent has never been published; publish it, or start a draft-mode session with draftMode: true');
-    }
+    trafficSplit = req.trafficSplit ?? null;
+  } else if (!record.publishedVersionId) {
+    throw new ApiError(409, 'no_published_version', 'The agent has never been published; publish it, or start a draft-mode session with draftMode: true');
+  } else if (req.simulation) {
+    // A simulation tests the live version (its skill stubs were checked against it), never a share of the split.
     versionId = record.publishedVersionId;
+  } else {
+    // No explicit pin: the agent's traffic split picks the version (services/agents/traffic.ts).
+    const picked = await pickAgentVersion(db, orgId, req.agentId, req.stickinessKey ?? req.counterpart);
+    if (!picked) throw new ApiError(409, 'no_published_version', 'The agent has never been published; publish it, or start a draft-mode session with draftMode: true');
+    versionId = picked.versionId;
+    trafficSplit = picked.split;
   }
   if (versionId) {
     const v = await getVersion(db, orgId, req.agentId, versionId);
@@ -218,9 +238,11 @@ export async function startConversation(
       channel: req.channel,
       mode: req.draftMode ? 'draft' : 'published',
       versionId,
+      trafficSplit,
       draftVersion,
       draftSnapshot: req.draftMode ? agent! : null,
       simulation: req.simulation,
+      skillStubs: req.skillStubs ?? (req.simulation ? {} : null),
       variables: vars,
       metadata: req.metadata ?? {},
       keyId: req.keyId,
@@ -295,7 +317,8 @@ export function turnPorts(deps: ConversationDeps, c: ConversationRecord, agent: 
     // Sensitive record fields are never tool parameters the model fills (./boundary.ts, docs/security.md "Sensitive record fields").
     llm: modelFacingLlm(deps.db, c.orgId, deps.llm),
     searchKnowledge: async (query, limit) => (await searchChunks(deps.db, c.orgId, c.agentId, query, limit, sourceIds)).map((h) => ({ ...h, source: { ...h.source } })),
-    runSkill: createSkillRunner(deps),
+    // Simulations and evaluations run on stubs, never a real endpoint (docs/evals.md "Skill stubs").
+    runSkill: createSkillRunner({ ...deps, stubs: c.skillStubs ?? (c.simulation ? {} : null) }),
     now: () => performance.now(),
     wallClock: () => Date.now(),
     checkPin: pinChecker(deps.db, c.orgId, c.id, agent, c.variables),

@@ -26,12 +26,15 @@ import { queueText } from '../sms/send';
 import { transferDestination, withSecretValues } from '../settings/references';
 import { integrationHeaders, runIntegrationSkill } from '../integrations/skills';
 import { boundedOutcome, fillSensitiveInputs } from './boundary';
+import { skillNeedsStub } from '../../domain/conversations/skillStubs';
 
 /** What skills need from the outside. */
 export interface SkillDeps {
   db: Db;
   temporal?: { client: Client; taskQueue: string };
   http: SkillHttpClient;
+  /** The conversation's skill stubs (ConversationRecord `skillStubs`); given (even `{}`): no real endpoint is called. */
+  stubs?: Record<string, unknown> | null;
 }
 
 /**
@@ -39,10 +42,26 @@ export interface SkillDeps {
  * before the call, and the outcome cut to the skill's output schema (./boundary.ts; docs/security.md "Sensitive record fields").
  */
 export function createSkillRunner(deps: SkillDeps): (call: SkillCall) => Promise<SkillOutcome> {
-  const run = skillRunner(deps);
+  const run = deps.stubs ? stubbedRunner(deps.stubs, skillRunner(deps)) : skillRunner(deps);
   return async (given) => {
     const { call, filled } = await fillSensitiveInputs(deps.db, given);
     return boundedOutcome(call, await run(call), filled);
+  };
+}
+
+/**
+ * The runner of a conversation with stubs: a skill that reaches outside (domain/conversations/skillStubs.ts) answers
+ * its stub or fails with `skill_not_stubbed` and never runs; the others run, answering their stub when given.
+ */
+function stubbedRunner(stubs: Record<string, unknown>, run: (call: SkillCall) => Promise<SkillOutcome>): (call: SkillCall) => Promise<SkillOutcome> {
+  return async (call) => {
+    const stubbed = Object.prototype.hasOwnProperty.call(stubs, call.skill.name);
+    if (skillNeedsStub({ type: call.skill.type, config: call.skill.config })) {
+      if (!stubbed) throw new SkillError(`Skill "${call.skill.name}" has no stub in this simulation; it was not called`, 'skill_not_stubbed');
+      return { output: stubs[call.skill.name] };
+    }
+    const outcome = await run(call);
+    return stubbed ? { ...outcome, output: stubs[call.skill.name] } : outcome;
   };
 }
 

@@ -245,8 +245,9 @@ async function earlierReply(db: Db, c: ConversationRecord, m: SmsMessageRecord):
 
 /**
  * The agent's open `sms` conversation with the sender, resumed while its idle timeout has not passed;
- * otherwise it ends `idle` (with its analysis) and a new one starts, pinned to the current published
- * version, with no greeting (the person wrote first). Concurrent texts of one sender share one conversation
+ * otherwise it ends `idle` (with its analysis) and a new one starts, pinned to the published version the
+ * agent's traffic split picks for the sender (services/agents/traffic.ts), with no greeting (the person wrote
+ * first). Concurrent texts of one sender share one conversation
  * (a partial unique index; the loser reads the winner's).
  * @returns null when the agent is not published
  */

@@ -19,6 +19,7 @@ import { recordUsage } from '../billing/usage';
 import { finishConversation } from '../conversations/service';
 import type { AnalysisDeps } from '../conversations/analysis';
 import { signRelayReference } from './reference';
+import { pickAgentVersion } from '../agents/traffic';
 import type { CompiledAgent } from '../../domain/agents/compile';
 import { conversationVariables } from '../../domain/conversations/prompt';
 import { greetingFor } from '../../domain/conversations/runtime';
@@ -97,11 +98,14 @@ export async function answerInboundCall(
   const routing = inboundRouting(settings, at);
   if (routing.action !== 'agent' && urls) return answerAfterHours(db, orgId, base, agentRecord ?? null, routing, settings, urls);
   if (!agentRecord) return refuse('number_unassigned');
-  if (!agentRecord.publishedVersionId) return refuse('agent_not_published');
-  const version = await getVersion(db, orgId, agentRecord.id, agentRecord.publishedVersionId);
+  // The agent's traffic split picks the version, sticky on the caller's number (docs/api-notes.md "Traffic splits").
+  const picked = agentRecord.publishedVersionId ? await pickAgentVersion(db, orgId, agentRecord.id, incoming.from) : null;
+  if (!picked) return refuse('agent_not_published');
+  const version = await getVersion(db, orgId, agentRecord.id, picked.versionId);
   if (!version) return refuse('agent_not_published');
-  const agent = version.snapshot as CompiledAgent;
-  const call = await createVoiceCall(db, orgId, { ...base, agentId: agentRecord.id, versionId: agentRecord.publishedVersionId, status: 'ringing', routing: 'agent' });
+  const call = await createVoiceCall(db, orgId, { ...base, agentId: agentRecord.id, versionId: picked.versionId, status: 'ringing', routing: 'agent', trafficSplit: picked.split });
+  // A replayed webhook gets the call stored first, on the version picked then.
+  const agent = (call.versionId && call.versionId !== picked.versionId ? (await getVersion(db, orgId, agentRecord.id, call.versionId))?.snapshot ?? version.snapshot : version.snapshot) as CompiledAgent;
   // A carrier call id seen before (a retried or replayed webhook): its markup again only while it rings and
   // its relay is unopened; never a reference for a call that was answered or has ended.
   if (call.status !== 'ringing' || (await callRelayOpened(db, orgId, call.id))) return { markup: HANGUP, call, refused: null, routing: 'agent' };
@@ -366,7 +370,8 @@ export interface PreparedCall {
 }
 
 /**
- * Stores an answered campaign dial as an outbound call pinned to the agent's published version and
+ * Stores an answered campaign dial as an outbound call pinned to the published version the agent's traffic split
+ * picks for the callee (services/agents/traffic.ts) and
  * returns the relay URL (under `apiBaseUrl`, `…/api/v1`) whose reference has the relay speak the
  * greeting first — what the carrier's call instructions connect the answered call to — and the
  * published version's compiled agent (its language and keypad settings, for those instructions).
@@ -379,15 +384,18 @@ export async function prepareCampaignCall(db: Db, apiBaseUrl: string, dial: Camp
   if (dial.callId) return preparePlacedCall(db, apiBaseUrl, dial, dial.callId);
   const agent = await getAgent(db, dial.orgId, dial.agentId);
   const base = { provider: dial.provider, providerCallId: dial.providerCallId, direction: 'outbound' as const, from: dial.from, to: dial.to, campaignId: dial.campaignId };
-  if (!agent?.publishedVersionId) {
+  // The agent's traffic split picks the version, sticky on the callee's number (docs/api-notes.md "Traffic splits").
+  const picked = agent?.publishedVersionId ? await pickAgentVersion(db, dial.orgId, agent.id, dial.to) : null;
+  if (!agent || !picked) {
     await createVoiceCall(db, dial.orgId, { ...base, agentId: dial.agentId, versionId: null, status: 'failed', failureReason: 'agent_not_published' });
     return null;
   }
-  const call = await createVoiceCall(db, dial.orgId, { ...base, agentId: agent.id, versionId: agent.publishedVersionId, status: 'answered' });
+  const call = await createVoiceCall(db, dial.orgId, { ...base, agentId: agent.id, versionId: picked.versionId, status: 'answered', trafficSplit: picked.split });
   // A replayed webhook of a call that ended, or whose relay opened already, mints no reference.
   if (call.status !== 'answered' || (await callRelayOpened(db, dial.orgId, call.id))) return null;
-  const ref = await signRelayReference(db, { org: dial.orgId, agt: agent.id, ver: agent.publishedVersionId, call: call.id, grt: 1, ...(dial.campaignId ? { cmp: dial.campaignId } : {}) });
-  const version = await getVersion(db, dial.orgId, agent.id, agent.publishedVersionId);
+  const versionId = call.versionId ?? picked.versionId;
+  const ref = await signRelayReference(db, { org: dial.orgId, agt: agent.id, ver: versionId, call: call.id, grt: 1, ...(dial.campaignId ? { cmp: dial.campaignId } : {}) });
+  const version = await getVersion(db, dial.orgId, agent.id, versionId);
   const compiled = version?.snapshot as CompiledAgent | undefined;
   return { call, relayUrl: relayUrlOf(apiBaseUrl, ref), agent: compiled, language: compiled?.language ?? agent.language ?? 'en-US', dtmfEnabled: compiled?.dtmf.enabled ?? true };
 }

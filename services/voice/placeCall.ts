@@ -13,6 +13,7 @@ import { getAgent } from '../../db/repositories/agents';
 import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
 import { scrubFacts } from '../../db/repositories/contactLists';
 import { insertPlacedCall } from '../../db/repositories/calls';
+import { pickAgentVersion } from '../agents/traffic';
 import { recipientOrProblem, singleCallProblem } from '../../domain/outbound/singleCall';
 import { emitEvent } from '../../events/emit';
 import { telephonyProviderName } from '../../providers/telephony';
@@ -61,12 +62,16 @@ export async function placeCall(
   if ('problem' in recipient) throw recipient.problem;
   const problem = singleCallProblem({ to: recipient.e164, timeZone: req.timeZone ?? null }, await recipientFacts(db, orgId, recipient.e164), opts.at ?? new Date());
   if (problem) throw problem;
+  // The agent's traffic split picks the version, sticky on the callee's number (docs/api-notes.md "Traffic splits").
+  const picked = mode === 'published' ? await pickAgentVersion(db, orgId, agent.id, recipient.e164) : null;
+  if (mode === 'published' && !picked) throw new ApiError(409, 'no_published_version', 'The agent has never been published', { errors: [{ field: 'agentId', message: 'has no published version' }] });
   if (!temporal) throw temporalUnavailable('The call cannot be placed now: the workflow service is not configured');
 
   return db.transaction(async (trx) => {
     const call = await insertPlacedCall(trx, orgId, {
       agentId: agent.id,
-      versionId: mode === 'published' ? agent.publishedVersionId : null,
+      versionId: picked?.versionId ?? null,
+      trafficSplit: picked?.split ?? null,
       mode,
       provider: telephonyProviderName(),
       from: number.e164,

@@ -33,6 +33,7 @@ import { heardPart, parseCarrierFrame, type RelayFrame, type SetupFrame } from '
 import { finishConversation, sendMessage, startConversation, type ConversationDeps } from '../conversations/service';
 import type { TurnResult } from '../../domain/conversations/runtime';
 import { ApiError } from '../../domain/errors';
+import { callTrafficSplit } from '../../db/repositories/traffic';
 import { analyzeAfterEnd } from '../conversations/analysis';
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span } from '@opentelemetry/api';
 
@@ -250,6 +251,8 @@ export class RelaySession {
         agentId: g.agentId,
         channel: 'voice',
         ...(g.versionId ? { versionId: g.versionId } : { draftMode: true }),
+        // The split the call's version was picked from, recorded on its conversation (services/agents/traffic.ts).
+        ...(g.versionId && g.callId ? { trafficSplit: await callTrafficSplit(this.deps.db, g.orgId, g.callId) } : {}),
         keyId: g.keyId,
         // The caller identity of caller verification: the caller, or the callee of an outbound call.
         counterpart: frame.direction?.startsWith('outbound') ? frame.to : frame.from,

@@ -7,6 +7,7 @@
  * non-ISO timestamps, tuples of the wrong arity, and garbage.
  */
 import { expect } from 'chai';
+import { createConversation } from '../../db/repositories/conversations';
 import { newId } from '../../db/ids';
 import { startOutboundEnv, type OutboundEnv } from './outbound-fixtures';
 
@@ -61,6 +62,19 @@ describe('cursors are validated before the query on every cursor-paginated list'
       expect((await env.call(key, 'POST', `/agents/${agentId}/playbooks`, { name: `book_${name}` })).status).to.equal(201);
       await db('knowledge_sources').insert({ id: newId('ks'), org_id: orgId, agent_id: agentId, kind: 'text', name, text_content: name, status: 'ready' });
     }
+    // An evaluation suite with two runs (GET /eval-suites/{id}/runs), stored as a run starts them.
+    const suite = (await env.call(key, 'POST', `/agents/${agentId}/eval-suites`, { name: 'Smoke', scenarios: [{ name: 'hello', turns: [{ say: 'Hello' }] }] })).body.data;
+    await env.call(key, 'POST', `/agents/${agentId}/eval-suites`, { name: 'Smoke two', scenarios: [{ name: 'hello', turns: [{ say: 'Hello' }] }] });
+    for (let i = 0; i < 2; i++) {
+      await db('eval_runs').insert({ id: newId('evr'), org_id: orgId, agent_id: agentId, suite_id: suite.id, target: JSON.stringify({ kind: 'version', versionId: firstVersion.id }), suite: JSON.stringify(suite), total: 1 });
+    }
+    // A conversation with two analysis revisions, and two bulk analysis runs, as the analysis stores them.
+    const { conversation } = await createConversation(db, orgId, { agentId, channel: 'chat', mode: 'published', versionId: firstVersion.id, draftVersion: null, draftSnapshot: null, variables: {}, metadata: {}, keyId: null, greeting: null });
+    const conversationId = conversation.id;
+    for (const revision of [1, 2]) {
+      await db('conversation_analysis_revisions').insert({ id: newId('anr'), org_id: orgId, conversation_id: conversationId, revision, trigger: revision === 1 ? 'end' : 'rerun', status: 'completed' });
+    }
+    for (let i = 0; i < 2; i++) await db('analysis_runs').insert({ id: newId('arn'), org_id: orgId, cutoff: new Date() });
     await env.ownNumber(key);
     const numberId = await env.ownNumber(key);
     const list = await env.importList(key, 'phone\n+14155550101\n+14155550102\n+14155550103\n');
@@ -123,6 +137,8 @@ describe('cursors are validated before the query on every cursor-paginated list'
       listContactListContacts: { id: list.id },
       listCampaignAttempts: { id: campaign.id },
       listWebhookDeliveries: { id: hookId },
+      listEvalRuns: { id: suite.id },
+      listAnalysisRevisions: { id: conversationId },
     };
     const doc = (await (await fetch(`${env.api.baseUrl}/openapi.json`)).json()) as Json;
     for (const [path, item] of Object.entries<Json>(doc.paths)) {

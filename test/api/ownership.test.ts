@@ -13,6 +13,9 @@ const GLOBAL_FIELDS = new Set([
   'voiceId',
   // The calendar's id at the connected provider (docs/api-notes.md "Integrations and records"), not a resource of this service.
   'calendarId',
+  // The caller's own identifiers of its customer and widget visitor (the traffic split's stickiness key), not resources.
+  'customerId',
+  'visitorId',
 ]);
 
 type Json = Record<string, any>;
@@ -60,6 +63,9 @@ describe('ids in request bodies belong to the caller (every write operation of t
     ours.e164 = (await env.db('phone_numbers').where({ id: ours.number }).first()).e164;
     ours.list = (await env.call(b.key, 'POST', '/contact-lists', { name: 'B list' })).body.data.id;
     theirs.destination = (await env.call(a.key, 'POST', '/escalation-destinations', { name: 'A desk', kind: 'email', address: 'desk@a.test', timeZone: 'UTC' })).body.data.id;
+    const suite = { name: 'Smoke', scenarios: [{ name: 'hello', turns: [{ say: 'Hello' }] }] };
+    theirs.suite = (await env.call(a.key, 'POST', `/agents/${theirs.agent}/eval-suites`, suite)).body.data.id;
+    ours.suite = (await env.call(b.key, 'POST', `/agents/${ours.agent}/eval-suites`, suite)).body.data.id;
     ours.dashboard = (await env.call(b.key, 'POST', '/dashboards', { name: 'B', widgets: [{ title: 't', metric: 'conversations', rangeDays: 1 }] })).body.data.id;
   });
   after(async () => env?.close());
@@ -77,9 +83,13 @@ describe('ids in request bodies belong to the caller (every write operation of t
       'createCampaign agentId': { method: 'POST', path: '/campaigns', body: { ...campaign, agentId: theirs.agent }, code: 'agent_not_found' },
       'createCampaign callerIdNumberId': { method: 'POST', path: '/campaigns', body: { ...campaign, callerIdNumberId: theirs.number }, code: 'number_not_found' },
       'createChatSession agentId': { method: 'POST', path: '/chat/sessions', body: { agentId: theirs.agent }, code: 'agent_not_found' },
+      'createAnalysisRun agentId': { method: 'POST', path: '/conversations/analysis-runs', body: { agentId: theirs.agent }, code: 'agent_not_found' },
       'createPublishableKey agentId': { method: 'POST', path: '/publishable-keys', body: { name: 'w', agentId: theirs.agent, allowedOrigins: ['https://a.example'] }, code: 'agent_not_found' },
       'createCampaign contactListId': { method: 'POST', path: '/campaigns', body: { ...campaign, contactListId: theirs.list }, code: 'contact_list_not_found' },
       'createCall agentId': { method: 'POST', path: '/calls', body: { agentId: theirs.agent, from: ours.e164, to: '+12125550101' }, code: 'agent_not_found', headers: { 'idempotency-key': 'ownership-call' } },
+      'setAgentTraffic splits.[].versionId': { method: 'PUT', path: `/agents/${ours.agent}/traffic`, body: { splits: [{ versionId: theirs.version, percent: 100 }] }, code: 'version_not_found' },
+      'createEvalRun target.versionId': { method: 'POST', path: `/eval-suites/${ours.suite}/runs`, body: { target: { versionId: theirs.version } }, code: 'version_not_found' },
+      'publishAgent gate.suiteId': { method: 'POST', path: `/agents/${ours.agent}/publish`, body: { gate: { suiteId: theirs.suite, minPassRate: 1 } }, code: 'eval_suite_not_found', headers: { 'idempotency-key': 'ownership-gate' } },
       'createDashboard widgets.[].agentId': { method: 'POST', path: '/dashboards', body: { name: 'D', widgets: [widget] }, code: 'agent_not_found' },
       'updateDashboard widgets.[].agentId': { method: 'PATCH', path: `/dashboards/${ours.dashboard}`, body: { widgets: [widget] }, code: 'agent_not_found' },
       'putPhoneSettings businessHours.escalationDestinationId': {
@@ -116,8 +126,8 @@ describe('ids in request bodies belong to the caller (every write operation of t
       const res = c.headers ? await callWithKey(env.api.baseUrl, b.key, c.method, c.path, c.body, c.headers) : await env.call(b.key, c.method, c.path, c.body);
       expect(res.status, name).to.equal(404);
       expect(res.body.code, name).to.equal(c.code);
-      // An array index in the field (`widgets[0].agentId`) reads as the schema path's `[]`.
-      expect(res.body.errors?.[0]?.field?.replace(/\[\d+\]/g, '.[]'), name).to.equal(name.split(' ')[1]);
+      // An array index in the field (`widgets[0].agentId`, `splits.0.versionId`) reads as the schema path's `[]`.
+      expect(res.body.errors?.[0]?.field?.replace(/\[\d+\]|\.\d+(?=\.)/g, '.[]'), name).to.equal(name.split(' ')[1]);
     }
     expect((await env.db('phone_numbers').where({ id: ours.number }).first()).agent_id).to.equal(null);
     expect(await env.db('campaigns').where({ org_id: b.orgId })).to.have.length(0);

@@ -16,14 +16,15 @@ function findChromium(): string | undefined {
 
 /**
  * Launches headless Chromium for a suite's `before` hook, or skips the suite when none is installed.
+ * @param extraArgs more command-line switches (e.g. `--use-fake-device-for-media-stream` for a fake microphone)
  * @throws Error under `CI` when no Chromium is found (.ci/run installs Debian's)
  */
-export async function launchChromium(ctx: Mocha.Context): Promise<Browser> {
+export async function launchChromium(ctx: Mocha.Context, extraArgs: string[] = []): Promise<Browser> {
   const executablePath = findChromium();
   if (!executablePath) {
     if (process.env.CI) throw new Error("No Chromium found: .ci/run installs Debian's chromium; set CHROMIUM_PATH otherwise");
     console.warn("    (skipped: no Chromium found; install Debian's chromium or set CHROMIUM_PATH)");
     ctx.skip();
   }
-  return chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  return chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage', ...extraArgs] });
 }
