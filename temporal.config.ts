@@ -17,6 +17,12 @@ export const workflowIds = {
   smsRegistration: (orgId: string) => `sms-registration/${orgId}`,
   /** Ingestion of one knowledge source. */
   knowledgeSource: (sourceId: string) => `knowledge-source/${sourceId}`,
+  /** Re-embedding of one organization's knowledge with the configured embeddings model (docs/knowledge.md). */
+  knowledgeReembed: (orgId: string) => `knowledge-reembed/${orgId}`,
+  /** Refresh schedule of one URL knowledge source (docs/knowledge.md "Refresh and crawl"); its runs are `knowledge-refresh/{sourceId}-<time>`. */
+  knowledgeRefresh: (sourceId: string) => `knowledge-refresh/${sourceId}`,
+  /** A refresh asked for now (`POST /agents/{agentId}/knowledge/sources/{id}/refresh`). */
+  knowledgeRefreshNow: (sourceId: string) => `knowledge-refresh/${sourceId}/now`,
   /** One publish of an agent; the Idempotency-Key makes retries find the same workflow. */
   agentPublish: (agentId: string, idempotencyKey: string) => `agent-publish/${agentId}/${idempotencyKey}`,
   /** Import and scrub of one contact list's CSV. */

@@ -7,6 +7,8 @@ import type { Logger } from 'pino';
 import type { AppConfig } from '../config';
 import type { Db } from '../db';
 import { createKnowledgeActivities } from './knowledge';
+import { createKnowledgeReembedActivities } from './knowledgeReembed';
+import { createKnowledgeRefreshActivities } from './knowledgeRefresh';
 import { createAgentActivities } from './agents';
 import { createWebhookActivities } from './webhooks';
 import { createSmsActivities } from './sms';
@@ -29,5 +31,5 @@ export interface ActivityDeps {
 
 /** Every activity function by name (the worker registers this object). */
 export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
-  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createEvalActivities(deps), ...createBillingActivities(deps), ...createReportActivities(deps), ...createIntegrationActivities(deps), ...createVoiceActivities(deps), ...createCallActivities(deps), ...createAnalysisActivities(deps) };
+  return { ...createAgentActivities(deps), ...createKnowledgeActivities(deps), ...createKnowledgeReembedActivities(deps), ...createKnowledgeRefreshActivities(deps), ...createWebhookActivities(deps), ...createSmsActivities(deps), ...createOutboundActivities(deps), ...createSimulationActivities(deps), ...createEvalActivities(deps), ...createBillingActivities(deps), ...createReportActivities(deps), ...createIntegrationActivities(deps), ...createVoiceActivities(deps), ...createCallActivities(deps), ...createAnalysisActivities(deps) };
 }

@@ -18,6 +18,12 @@ import { getUploadContent } from '../db/repositories/uploads';
 import { emitEvent } from '../events/emit';
 import { createHttpClient, HttpFetchError, type HttpClient } from '../providers/http';
 import type { ActivityDeps } from './index';
+import { EmbeddingsError, type EmbeddingsProvider } from '../providers/embeddings';
+import { configuredEmbeddings } from '../services/knowledge/retrieval';
+import { agentLanguage, ensureVectorIndex } from '../db/repositories/knowledgeEmbeddings';
+import { sourceTextSearchConfig } from '../domain/knowledge/language';
+import { saveSourceValidators } from '../db/repositories/knowledgeRefresh';
+import { contentHash } from '../domain/knowledge/crawl';
 
 /** Input of every knowledge activity. */
 export interface KnowledgeSourceRef {
@@ -30,6 +36,8 @@ export interface KnowledgeActivityOptions {
   /** HTTP client (default: guarded client configured from the environment). */
   http?: HttpClient;
   chunking?: ChunkOptions;
+  /** Embeddings of the chunks (default: the configured provider, EMBEDDINGS_PROVIDER; docs/knowledge.md "Retrieval"). */
+  embeddings?: EmbeddingsProvider;
 }
 
 const ACCEPT = 'text/html, application/xhtml+xml, application/pdf, text/markdown, text/plain;q=0.9, */*;q=0.1';
@@ -76,6 +84,8 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
         bytes = res.body;
         contentType = res.contentTypeHeader;
         filename = urlFilename(res.url);
+        // The validators and hash let the first refresh answer 304 / unchanged (docs/knowledge.md "Refresh and crawl").
+        await saveSourceValidators(db, orgId, source.id, { etag: res.etag ?? null, lastModified: res.lastModified ?? null, contentHash: contentHash(bytes) });
       } catch (err) {
         if (err instanceof HttpFetchError) throw fromFetchError(err);
         throw err;
@@ -96,6 +106,12 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
     }
   }
 
+  // Composed when the worker starts, so a misconfigured EMBEDDINGS_PROVIDER stops it with one line.
+  const provider = opts.embeddings ?? configuredEmbeddings();
+
+  const embedChunks = (ref: KnowledgeSourceRef, texts: string[]) =>
+    embedForIndex({ db, logger: deps.logger, provider }, texts, { sourceId: ref.sourceId }, 'embedding the chunks failed; the source is indexed for full-text search only');
+
   return {
     /**
      * pending → processing.
@@ -103,7 +119,7 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
      * @throws retryable ApplicationFailure `source_not_found` while the source does not exist: the API
      *   commits the source just after starting the workflow, so the workflow retries a few times
      */
-    async startKnowledgeIngestion(ref: KnowledgeSourceRef): Promise<{ status: string; kind: string }> {
+    async startKnowledgeIngestion(ref: KnowledgeSourceRef): Promise<{ status: string; kind: string; crawl?: boolean }> {
       let source = await markProcessing(db, ref.orgId, ref.sourceId, notify(ref.orgId));
       // The API's transaction commits a moment after the start reaches Temporal: wait briefly for it
       // here rather than paying a whole retry interval.
@@ -112,7 +128,8 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
         source = await markProcessing(db, ref.orgId, ref.sourceId, notify(ref.orgId));
       }
       if (!source) throw ApplicationFailure.create({ type: 'source_not_found', message: `Knowledge source ${ref.sourceId} does not exist (yet)` });
-      return { status: source.status, kind: source.kind };
+      // A crawling URL source is ingested by the crawl (activities/knowledgeRefresh.ts).
+      return { status: source.status, kind: source.kind, crawl: source.kind === 'url' && !!source.crawl };
     },
 
     /**
@@ -142,7 +159,10 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
         throw nonRetryable('source_not_processing', `Knowledge source ${ref.sourceId} has no extracted text to index`);
       }
       const chunks = chunkText(extraction.text, opts.chunking);
-      const n = await indexChunks(db, ref.orgId, ref.sourceId, chunks, notify(ref.orgId));
+      // The source's language decides its stemmer and stop words (docs/knowledge.md "Languages").
+      const textSearchConfig = sourceTextSearchConfig(extraction.text, await agentLanguage(db, ref.orgId, extraction.agentId));
+      const embeddings = await embedChunks(ref, chunks.map((c) => c.content));
+      const n = await indexChunks(db, ref.orgId, ref.sourceId, chunks, notify(ref.orgId), { textSearchConfig, embeddings });
       if (n === undefined) {
         const current = await getSource(db, ref.orgId, ref.sourceId);
         if (current?.status === 'ready') return { chunkCount: current.chunkCount };
@@ -160,3 +180,31 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
 
 /** The activity functions' types, for `proxyActivities` in the workflow. */
 export type KnowledgeActivities = ReturnType<typeof createKnowledgeActivities>;
+
+/**
+ * Vectors of chunks about to be indexed, with the configured embeddings model (undefined from a lexical-only provider
+ * or for no text). A transient provider failure is thrown as `embeddings_unavailable` for Temporal to retry; one a
+ * retry cannot fix (a refused key, a rejected request) is logged with `warning` and leaves the chunks searchable by
+ * full-text alone — the re-embedding backfills them (services/knowledge/reembed.ts). Shared by ingestion and refresh.
+ * @returns the model id and one unit vector per text
+ */
+export async function embedForIndex(
+  deps: Pick<ActivityDeps, 'db' | 'logger'> & { provider: EmbeddingsProvider },
+  texts: string[],
+  logFields: Record<string, unknown>,
+  warning: string,
+): Promise<{ model: string; vectors: number[][] } | undefined> {
+  const { provider } = deps;
+  if (!provider.model || !texts.length) return undefined;
+  try {
+    const vectors = await provider.embed(texts);
+    if (vectors[0]) await ensureVectorIndex(deps.db, vectors[0].length);
+    return { model: provider.model, vectors };
+  } catch (err) {
+    if (err instanceof EmbeddingsError && !err.retryable) {
+      deps.logger.warn({ err, ...logFields }, warning);
+      return undefined;
+    }
+    throw ApplicationFailure.create({ type: 'embeddings_unavailable', message: err instanceof Error ? err.message : String(err) });
+  }
+}

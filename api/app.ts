@@ -36,6 +36,7 @@ import { validateRequestBody } from './middleware/validate';
 import { ROUTES, toKoaPath } from './routes/table';
 import type { AppContext, AppDeps, AppProviders, AppState } from './context';
 import { createLlm } from '../providers/llm';
+import { configuredEmbeddings } from '../services/knowledge/retrieval';
 import { createSkillHttpClient } from '../providers/http/request';
 import { createMailer } from '../providers/mailer';
 import { oauthRoutes } from './oauth';
@@ -89,6 +90,7 @@ export function createApp(deps: AppOptions): BuiltApp {
   const ownMailer = !deps.providers?.mailer;
   const providers: AppProviders = {
     llm: deps.providers?.llm ?? createLlm(),
+    embeddings: deps.providers?.embeddings ?? configuredEmbeddings(),
     skillHttp: deps.providers?.skillHttp ?? createSkillHttpClient(),
     mailer: deps.providers?.mailer ?? createMailer(process.env, { dataDir: config.dataDir, logger }),
   };

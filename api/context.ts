@@ -12,6 +12,7 @@ import type { Scope } from '../domain/scopes';
 import type { LlmProvider } from '../domain/conversations/llm';
 import type { SkillHttpClient } from '../providers/http/request';
 import type { Mailer } from '../providers/mailer';
+import type { EmbeddingsProvider } from '../providers/embeddings';
 
 /** The authenticated caller: the credential alone decides the organization (spec "Authentication"). */
 export interface AuthContext {
@@ -82,6 +83,8 @@ export interface AppProviders {
   skillHttp: SkillHttpClient;
   /** Sends team invitations (docs/team-and-oauth.md "Team"). */
   mailer: Mailer;
+  /** Embeddings of knowledge retrieval (docs/knowledge.md "Retrieval"; EMBEDDINGS_PROVIDER). */
+  embeddings?: EmbeddingsProvider;
 }
 
 /** Koa context of this API. */

@@ -9,6 +9,7 @@ import { runChatBench } from './chat';
 import { runObserveBench } from './observe';
 import { runHttpBench } from './http';
 import { runKnowledgeBench } from './knowledge';
+import { runRetrievalBench } from './retrieval';
 import { runOutboundBench } from './outbound';
 import { runSmsBench } from './sms';
 import { runSmsRepliesBench } from './smsReplies';
@@ -24,6 +25,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   webhooks: runWebhooksBench,
   agents: runAgentsBench,
   knowledge: runKnowledgeBench,
+  retrieval: runRetrievalBench,
   sms: runSmsBench,
   'sms-replies': runSmsRepliesBench,
   outbound: runOutboundBench,

@@ -14,7 +14,10 @@
  *   `sweepIdleConversations`; rows are locked with SKIP LOCKED, so every process may run it). A sweep rather than
  *   a durable timer per conversation: one indexed statement serves every open conversation, a message moves no
  *   timer (no workflow signal per turn), and it works where no Temporal runs; a conversation ends within one
- *   interval of its timeout.
+ *   interval of its timeout;
+ * - the re-embedding check (docs/knowledge.md "Changing the embeddings model"): once at start and every
+ *   `reembedIntervalMs`, organizations whose knowledge vectors are not of the configured embeddings model get the
+ *   `knowledge-reembed/{orgId}` workflow (services/knowledge/reembed.ts; USE_EXISTING, so several processes may run it).
  */
 import { recoverPendingAnswers } from './sms/answer';
 import type { Logger } from 'pino';
@@ -26,6 +29,7 @@ import type { Client } from '@temporalio/client';
 import type { LlmProvider } from '../domain/conversations/llm';
 import { createLlm } from '../providers/llm';
 import { IDLE_SWEEP_BATCH, sweepIdleConversations } from './conversations/service';
+import { startKnowledgeReembeds } from './knowledge/reembed';
 
 /** Conversations rolled up per statement. */
 export const ROLLUP_BATCH = 500;
@@ -49,6 +53,12 @@ export interface Housekeeping {
    * @param now the time to judge by (default now) @returns how many were handed over
    */
   recoverAnswers(now?: Date): Promise<number>;
+  /**
+   * Starts `knowledge-reembed/{orgId}` for every organization whose knowledge vectors are not of the configured
+   * embeddings model (services/knowledge/reembed.ts); none without a Temporal client or with a lexical-only provider.
+   * @returns the organizations concerned
+   */
+  reconcileEmbeddings(): Promise<string[]>;
   /** Stops the timers and waits for the work in progress. */
   stop(): Promise<void>;
 }
@@ -69,6 +79,8 @@ export function startHousekeeping(opts: {
   idleIntervalMs?: number;
   /** How often texts still owed an agent's answer are looked for, ms (default 15 s; 0: never). */
   answersIntervalMs?: number;
+  /** How often knowledge vectors are checked against the configured embeddings model, ms (default 5 min, and once at start; 0: never). */
+  reembedIntervalMs?: number;
   llm?: LlmProvider;
   temporal?: { client: Client; taskQueue: string };
 }): Housekeeping {
@@ -149,7 +161,15 @@ export function startHousekeeping(opts: {
   every(opts.answersIntervalMs ?? 15_000, 'pending SMS answers sweep', () => recoverAnswers());
   every(opts.idleIntervalMs ?? 30_000, 'idle conversation sweep', () => sweepIdle());
   every(opts.purgeIntervalMs ?? 3_600_000, 'OAuth purge', purgeExpired);
+  // A changed EMBEDDINGS_MODEL takes effect on restart: reconcile once now, then now and then (docs/knowledge.md).
+  const reconcileEmbeddings = single(async () => (opts.temporal ? startKnowledgeReembeds({ db: opts.db, temporal: opts.temporal }) : []));
+  const reembedMs = opts.reembedIntervalMs ?? 300_000;
+  if (reembedMs > 0) {
+    reconcileEmbeddings().catch((err: unknown) => opts.logger.warn({ err }, 'knowledge re-embedding check failed; retrying at the next interval'));
+    every(reembedMs, 'knowledge re-embedding check', reconcileEmbeddings);
+  }
   return {
+    reconcileEmbeddings,
     sweepRollup,
     purgeExpired,
     sweepIdle,

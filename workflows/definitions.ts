@@ -66,3 +66,8 @@ export type CallStatusUpdate = { status: 'ringing' | 'answered' } | { status: 'c
 
 /** The carrier reported the call's progress. */
 export const callStatusSignal = defineSignal<[CallStatusUpdate]>('callStatus');
+
+// Knowledge re-embedding `knowledge-reembed/{orgId}` (docs/knowledge.md "Changing the embeddings model")
+
+/** Progress of a re-embedding: target model, chunks of the organization, chunks embedded, and whether it switched. */
+export const reembedProgressQuery = defineQuery<{ model: string | null; total: number; done: number; status: 'embedding' | 'complete' }>('progress');

@@ -10,6 +10,7 @@
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { KnowledgeActivities, KnowledgeSourceRef } from '../activities/knowledge';
+import type { KnowledgeRefreshActivities } from '../activities/knowledgeRefresh';
 import { RETRY } from './retryPolicies';
 import { ingestionStageQuery, type IngestionStage } from './definitions';
 
@@ -37,6 +38,13 @@ const { extractKnowledgeSource, indexKnowledgeSource } = proxyActivities<Knowled
   },
 });
 
+// A crawling URL source (docs/knowledge.md "Refresh and crawl") is fetched page by page, as its refreshes are.
+const { refreshKnowledgeSource: crawlKnowledgeSource } = proxyActivities<KnowledgeRefreshActivities>({
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '3 minutes',
+  retry: RETRY.fetch,
+});
+
 const { failKnowledgeSource } = proxyActivities<KnowledgeActivities>({
   startToCloseTimeout: '30 seconds',
   retry: RETRY.standard,
@@ -61,6 +69,12 @@ export async function knowledgeIngestionWorkflow(input: KnowledgeSourceRef): Pro
       return { status: started.status, chunkCount: 0 };
     }
     stage = 'extracting';
+    if (started.crawl) {
+      const crawled = await crawlKnowledgeSource({ ...input, ingestion: true });
+      stage = crawled.status === 'ready' ? 'ready' : 'failed';
+      if (crawled.status === 'ready') return { status: 'ready', chunkCount: crawled.chunkCount ?? 0 };
+      return { status: 'failed', chunkCount: 0, failureCode: crawled.failureCode ?? undefined, failureReason: crawled.failureReason ?? undefined };
+    }
     await extractKnowledgeSource(input);
     stage = 'indexing';
     const { chunkCount } = await indexKnowledgeSource(input);

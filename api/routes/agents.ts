@@ -27,6 +27,7 @@ import { etag, expectedVersion, rethrowDuplicate, versionConflict } from '../age
 import { orgOf, pageParams, paged, requireTemporal } from '../http';
 import { toAgentView } from '../agents/present';
 import { buildPrepublishReport } from '../../domain/agents/report';
+import { probeMcpServers } from '../../services/conversations/mcp';
 import { publishGate } from './evals';
 import { recordSchemaRules } from '../../db/repositories/records';
 import { agentNumberSettings } from '../../db/repositories/phoneSettings';
@@ -306,7 +307,9 @@ export const getPrepublishReport: Handler = async (ctx, { db, config }) => {
     destinations: await destinations.all(db, orgId),
     carrier: speechCarrierOf(telephonyProviderName()),
   };
-  return { data: buildPrepublishReport(bundle, await recordSchemaRules(db, orgId), reach), headers: etag(bundle.agent.version) };
+  // Each `mcp` skill's server is asked for its tools now, its config resolved as a publish would (an unreachable one is a status, not a failure).
+  const mcpServers = await probeMcpServers(db, orgId, compileDraft(bundle).snapshot.skills);
+  return { data: buildPrepublishReport(bundle, await recordSchemaRules(db, orgId), reach, mcpServers), headers: etag(bundle.agent.version) };
 };
 
 /** Handlers of this area by operationId (api/routes/index.ts). */

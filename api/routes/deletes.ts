@@ -10,6 +10,7 @@ import { orgOf } from '../http';
 import { setAuditResource } from '../middleware/audit';
 import { param } from './agents';
 import { etag, expectedVersion, requireAgent, versionConflict } from '../agents/http';
+import { removeKnowledgeRefreshSchedule } from '../../services/knowledge/refreshSchedule';
 import { deleteAgent as archive, deleteKnowledgeSource as dropSource, deletePlaybook as dropPlaybook, releaseNumber as release, ProviderReleaseUnknownError } from '../../services/deletes';
 import { createTelephony } from '../../providers/telephony';
 import type { AgentDeletion, KnowledgeSourceDeletion, PlaybookDeletion, ReleasedNumber } from '../../schemas/types/deletes';
@@ -35,7 +36,7 @@ export const deleteAgent: Handler = async (ctx, { db }) => {
  * draft (the next publish leaves it out); a published version that lists it keeps answering from its chunks.
  * 404 `agent_not_found` / `knowledge_source_not_found`; 409 `source_ingesting` while it is pending or processing.
  */
-export const deleteKnowledgeSource: Handler = async (ctx, { db }) => {
+export const deleteKnowledgeSource: Handler = async (ctx, { db, temporal }) => {
   const orgId = orgOf(ctx);
   const agentId = param(ctx, 'agentId');
   setAuditResource(ctx, 'knowledge_source', param(ctx, 'id'));
@@ -43,6 +44,9 @@ export const deleteKnowledgeSource: Handler = async (ctx, { db }) => {
   const out = await dropSource(db, orgId, agentId, param(ctx, 'id'));
   if (out.kind === 'not_found') throw notFound('Knowledge source', 'knowledge_source_not_found');
   if (out.kind === 'ingesting') throw new ApiError(409, 'source_ingesting', `The source is ${out.status}; delete it once its ingestion is ready or failed`);
+  // Its refresh schedule goes with it; when Temporal cannot be reached now, the schedule's next run finds the
+  // source deleted and removes itself (workflows/knowledgeRefresh.ts).
+  if (temporal) await removeKnowledgeRefreshSchedule(temporal.client, out.source.id).catch(() => false);
   const data: KnowledgeSourceDeletion = { id: out.source.id, agentId, deleted: true, deletedAt: out.deletedAt, chunksKept: out.chunksKept };
   return { data };
 };

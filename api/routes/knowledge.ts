@@ -5,8 +5,9 @@
  * the workflow moves it to `processing` and then `ready` or `failed` (with the reason).
  */
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { agentExists, createSource, draftSourceIds, FileExpiredError, listSources, searchChunks } from '../../db/repositories/knowledge';
-import type { KnowledgePreviewRequest, KnowledgeSourceCreate } from '../../schemas/types/knowledge';
+import { agentExists, createSource, draftSourceIds, FileExpiredError, getSource, listSources } from '../../db/repositories/knowledge';
+import { retrieveKnowledge } from '../../services/knowledge/retrieval';
+import type { KnowledgePreviewRequest, KnowledgeSource, KnowledgeSourceCreate, KnowledgeSourceUpdate } from '../../schemas/types/knowledge';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { orgOf, pageParams, paged, requireTemporal, temporalUnavailable } from '../http';
 import type { AppDeps, Handler } from '../context';
@@ -14,6 +15,9 @@ import { ApiError, notFound, validationError, type FieldError } from '../../doma
 import { mergeFieldErrors, schemaErrors, validateBody } from '../../domain/validation';
 import { getUploadHead } from '../../db/repositories/uploads';
 import { knowledgeFileProblem } from '../../domain/knowledge/extract';
+import { listPages, setRefreshInterval } from '../../db/repositories/knowledgeRefresh';
+import { refreshCrawlErrors } from '../../domain/knowledge/crawl';
+import { putKnowledgeRefreshSchedule, removeKnowledgeRefreshSchedule } from '../../services/knowledge/refreshSchedule';
 
 /** Bytes of an upload read to judge its type before it becomes a source. */
 const SNIFF_BYTES = 64 * 1024;
@@ -78,7 +82,7 @@ export const createKnowledgeSource: Handler = async (ctx, deps) => {
   const shape = schemaErrors('KnowledgeSourceCreate', raw);
   if (shape.some((e) => e.field === '(body)' || e.field === 'kind')) throw validationError(shape);
   const body = raw as KnowledgeSourceCreate;
-  const errors = mergeFieldErrors(shape, kindErrors(body));
+  const errors = mergeFieldErrors(shape, kindErrors(body), refreshCrawlErrors(body.kind, body));
   if (errors.length) throw validationError(errors);
   await requireAgent(deps, orgId, agentId);
   if (body.kind === 'file' && body.fileId) {
@@ -92,17 +96,36 @@ export const createKnowledgeSource: Handler = async (ctx, deps) => {
     const source = await createSource(
       deps.db,
       orgId,
-      { agentId, kind: body.kind, name: body.name?.trim() || null, url: body.url, fileId: body.fileId, text: body.text },
+      {
+        agentId,
+        kind: body.kind,
+        name: body.name?.trim() || null,
+        url: body.url,
+        fileId: body.fileId,
+        text: body.text,
+        refreshEveryHours: body.refresh?.everyHours ?? null,
+        crawl: body.crawl ? { ...body.crawl, sameOrigin: true } : null,
+      },
       async (src) => {
         // Checked here, after the upload check, so an expired file answers file_expired even without Temporal.
         const t = requireTemporal(deps);
         const workflowId = workflowIds.knowledgeSource(src.id);
+        // The refresh schedule first: when it cannot be made, nothing was started (docs/knowledge.md "Refresh and crawl").
+        if (body.refresh) {
+          try {
+            await putKnowledgeRefreshSchedule(t, { orgId, sourceId: src.id }, body.refresh.everyHours);
+          } catch (err) {
+            ctx.state.log.error({ err, sourceId: src.id }, 'could not create the knowledge refresh schedule');
+            throw temporalUnavailable('The refresh schedule could not be created; nothing was saved, try again later');
+          }
+        }
         try {
           await startWorkflow(t, 'knowledgeIngestionWorkflow', { workflowId, args: [{ orgId, sourceId: src.id }], orgId, resourceId: src.id });
         } catch (err) {
           // The id is new, so "already started" means a previous attempt of this very transaction got through.
           if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
             ctx.state.log.error({ err, sourceId: src.id }, 'could not start the knowledge ingestion workflow');
+            if (body.refresh) await removeKnowledgeRefreshSchedule(t.client, src.id).catch(() => false);
             throw temporalUnavailable('The ingestion workflow could not be started; nothing was saved, try again later');
           }
         }
@@ -126,16 +149,97 @@ export const previewKnowledge: Handler = async (ctx, deps) => {
   const body = validateBody<KnowledgePreviewRequest>('KnowledgePreviewRequest', ctx.request.body);
   if (!body.query.trim()) throw validationError([{ field: 'query', message: 'must contain some non-blank text' }]);
   await requireAgent(deps, orgId, agentId);
-  const results = await searchChunks(deps.db, orgId, agentId, body.query, body.limit ?? 5, await draftSourceIds(deps.db, orgId, agentId));
+  // The same hybrid retrieval a conversation turn uses (docs/knowledge.md "Retrieval").
+  // The draft's sources only: a deleted source's chunks stay for published versions (docs/api-notes.md "Deletes").
+  const results = await retrieveKnowledge({ db: deps.db, embeddings: deps.providers.embeddings, log: ctx.state.log }, orgId, agentId, { text: body.query }, body.limit ?? 5, await draftSourceIds(deps.db, orgId, agentId));
   return { data: { query: body.query, results } };
 };
 
+/** The agent's source `id` (404 `knowledge_source_not_found` when missing, deleted or another agent's). */
+async function requireSource(deps: AppDeps, orgId: string, agentId: string, sourceId: string): Promise<KnowledgeSource> {
+  await requireAgent(deps, orgId, agentId);
+  const source = await getSource(deps.db, orgId, sourceId);
+  if (!source || source.agentId !== agentId) throw notFound('Knowledge source', 'knowledge_source_not_found');
+  return source;
+}
+
+/** 409 `source_not_refreshable` for a file or text source (only URL sources are fetched again). */
+function requireUrlSource(source: KnowledgeSource): void {
+  if (source.kind !== 'url') throw new ApiError(409, 'source_not_refreshable', `Only URL sources are refreshed; this source is of kind ${source.kind}`);
+}
+
+/**
+ * POST /agents/{agentId}/knowledge/sources/{id}/refresh → 202 with the source: starts workflow
+ * `knowledge-refresh/{id}/now` (one at a time: a refresh already running is the answer), which checks the URL for
+ * changes, re-indexes what changed and records the check (`lastCheck`). A failed URL source is retried this way.
+ * 404 `knowledge_source_not_found`; 409 `source_not_refreshable` (file/text), `source_ingesting` (pending or
+ * processing); 503 without Temporal.
+ */
+export const refreshKnowledgeSource: Handler = async (ctx, deps) => {
+  const orgId = orgOf(ctx);
+  const { agentId, id } = ctx.params as { agentId: string; id: string };
+  const source = await requireSource(deps, orgId, agentId, id);
+  requireUrlSource(source);
+  if (source.status === 'pending' || source.status === 'processing') {
+    throw new ApiError(409, 'source_ingesting', `The source is ${source.status}; refresh it once its ingestion is ready or failed`);
+  }
+  const t = requireTemporal(deps);
+  try {
+    await startWorkflow(t, 'knowledgeRefreshWorkflow', {
+      workflowId: workflowIds.knowledgeRefreshNow(id),
+      args: [{ orgId, sourceId: id }],
+      orgId,
+      resourceId: id,
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+  } catch (err) {
+    ctx.state.log.error({ err, sourceId: id }, 'could not start the knowledge refresh workflow');
+    throw temporalUnavailable('The refresh could not be started; try again later');
+  }
+  return { data: source, status: 202 };
+};
+
+/**
+ * PATCH /agents/{agentId}/knowledge/sources/{id} {refresh: {everyHours} | null} → the source: creates or updates
+ * the schedule `knowledge-refresh/{id}`, or removes it for null. 400 naming `refresh.everyHours`; 404; 409
+ * `source_not_refreshable`; 503 without Temporal (nothing changed).
+ */
+export const updateKnowledgeSource: Handler = async (ctx, deps) => {
+  const orgId = orgOf(ctx);
+  const { agentId, id } = ctx.params as { agentId: string; id: string };
+  const body = validateBody<KnowledgeSourceUpdate>('KnowledgeSourceUpdate', ctx.request.body);
+  const source = await requireSource(deps, orgId, agentId, id);
+  requireUrlSource(source);
+  const t = requireTemporal(deps);
+  try {
+    if (body.refresh) await putKnowledgeRefreshSchedule(t, { orgId, sourceId: id }, body.refresh.everyHours);
+    else await removeKnowledgeRefreshSchedule(t.client, id);
+  } catch (err) {
+    ctx.state.log.error({ err, sourceId: id }, 'could not change the knowledge refresh schedule');
+    throw temporalUnavailable('The refresh schedule could not be changed; nothing was saved, try again later');
+  }
+  if (!(await setRefreshInterval(deps.db, orgId, agentId, id, body.refresh?.everyHours ?? null))) throw notFound('Knowledge source', 'knowledge_source_not_found');
+  return { data: (await getSource(deps.db, orgId, id))! };
+};
+
+/** GET /agents/{agentId}/knowledge/sources/{id}/pages: a crawling source's pages with their status, oldest first. */
+export const listKnowledgeSourcePages: Handler = async (ctx, deps) => {
+  const orgId = orgOf(ctx);
+  const { agentId, id } = ctx.params as { agentId: string; id: string };
+  const page = pageParams(ctx);
+  await requireSource(deps, orgId, agentId, id);
+  return { data: await paged(() => listPages(deps.db, orgId, id, page)) };
+};
+
 /** Handlers of this area by operationId (api/routes/index.ts). */
-export const handlers = { listKnowledgeSources, createKnowledgeSource, previewKnowledge };
+export const handlers = { listKnowledgeSources, createKnowledgeSource, previewKnowledge, refreshKnowledgeSource, updateKnowledgeSource, listKnowledgeSourcePages };
 
 /** Schemas of this area's operations (merged into the route table). */
 export const routeSchemas = {
   listKnowledgeSources: { responseSchema: 'KnowledgeSourcePage' },
   createKnowledgeSource: { requestSchema: 'KnowledgeSourceCreate', responseSchema: 'KnowledgeSource' },
   previewKnowledge: { requestSchema: 'KnowledgePreviewRequest', responseSchema: 'KnowledgePreview' },
+  refreshKnowledgeSource: { responseSchema: 'KnowledgeSource' },
+  updateKnowledgeSource: { requestSchema: 'KnowledgeSourceUpdate', responseSchema: 'KnowledgeSource' },
+  listKnowledgeSourcePages: { responseSchema: 'KnowledgeCrawlPageList' },
 };

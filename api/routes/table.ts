@@ -82,8 +82,11 @@ export const ROUTES: RouteDef[] = [
   // Knowledge
   r('GET', '/agents/{agentId}/knowledge/sources', 'listKnowledgeSources', 'Knowledge', ['knowledge:read'], 'List knowledge sources'),
   r('POST', '/agents/{agentId}/knowledge/sources', 'createKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Add a knowledge source (ingested asynchronously)', { successStatus: 202 }),
-  r('DELETE', '/agents/{agentId}/knowledge/sources/{id}', 'deleteKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Delete a ready or failed source from the draft (published versions keep its chunks)'),
   r('POST', '/agents/{agentId}/knowledge/preview', 'previewKnowledge', 'Knowledge', ['knowledge:read'], 'Preview knowledge retrieval for a query'),
+  r('DELETE', '/agents/{agentId}/knowledge/sources/{id}', 'deleteKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Delete a ready or failed source from the draft (published versions keep its chunks)'),
+  r('PATCH', '/agents/{agentId}/knowledge/sources/{id}', 'updateKnowledgeSource', 'Knowledge', ['knowledge:write'], "Set or remove a URL source's refresh schedule"),
+  r('POST', '/agents/{agentId}/knowledge/sources/{id}/refresh', 'refreshKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Check a URL source for changes now (also retries a failed one)', { successStatus: 202 }),
+  r('GET', '/agents/{agentId}/knowledge/sources/{id}/pages', 'listKnowledgeSourcePages', 'Knowledge', ['knowledge:read'], "List a crawling source's pages with their status"),
   r('POST', '/uploads', 'createUpload', 'Uploads', [], 'Upload a file (25 MB limit): knowledge:write or outbound:write, or sms:send for purpose=sms', { successStatus: 201, scopesAnyOf: ['knowledge:write', 'outbound:write', 'sms:send'], idempotencyKey: 'none' }),
   // Skills
   r('GET', '/skill-types', 'listSkillTypes', 'Skills', ['skills:read'], 'Skill type catalogue'),

@@ -9,8 +9,10 @@ import { prepared, type Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import { attachUpload } from './uploads';
-import type { KnowledgePreviewHit, KnowledgeSource, KnowledgeSourceKind, KnowledgeSourceStatus } from '../../schemas/types/knowledge';
+import type { KnowledgeCrawl, KnowledgePreviewHit, KnowledgeSource, KnowledgeSourceKind, KnowledgeSourceStatus } from '../../schemas/types/knowledge';
 import { fromColumns, fromNullableColumns, fromTimestampColumns } from '../rows';
+import { adoptModelIfNone, insertChunkVectors } from './knowledgeEmbeddings';
+import type { TextSearchConfig } from '../../domain/knowledge/language';
 import { knowledgeSourceDeletable } from '../../domain/agents/deletes';
 
 type Conn = Db | Knex.Transaction;
@@ -25,12 +27,33 @@ export function toKnowledgeSource(r: Record<string, any>): KnowledgeSource {
     ...fromNullableColumns(r, ['failureCode', 'failureReason', 'format', 'title', 'charCount']),
     chunkCount: r.chunk_count ?? 0,
     ...fromTimestampColumns(r, ['createdAt', 'updatedAt', 'readyAt']),
+    // Refresh and crawl (docs/knowledge.md "Refresh and crawl").
+    ...(r.kind === 'url' ? refreshFields(r) : {}),
+  };
+}
+
+/** The refresh, crawl and last-check fields of a URL source's row. */
+function refreshFields(r: Record<string, any>): Pick<KnowledgeSource, 'refresh' | 'crawl' | 'lastCheck'> {
+  return {
+    refresh: r.refresh_every_hours ? { everyHours: r.refresh_every_hours } : null,
+    crawl: r.crawl ?? null,
+    lastCheck: r.last_checked_at
+      ? {
+          checkedAt: new Date(r.last_checked_at).toISOString(),
+          outcome: r.last_check_outcome,
+          statusCode: r.last_check_status ?? null,
+          failureCode: r.last_check_code ?? null,
+          failureReason: r.last_check_reason ?? null,
+          pages: r.last_check_pages ?? null,
+        }
+      : null,
   };
 }
 
 const PUBLIC_COLUMNS = [
   'seq', 'id', 'agent_id', 'kind', 'name', 'url', 'file_id', 'status', 'failure_code', 'failure_reason', 'format',
   'title', 'char_count', 'chunk_count', 'created_at', 'updated_at', 'ready_at',
+  'refresh_every_hours', 'crawl', 'last_checked_at', 'last_check_outcome', 'last_check_status', 'last_check_code', 'last_check_reason', 'last_check_pages',
 ];
 
 /** True when the agent exists in the organization (agents table of the agents area: id, org_id). */
@@ -55,6 +78,10 @@ export interface NewKnowledgeSource {
   url?: string | null;
   fileId?: string | null;
   text?: string | null;
+  /** Kind `url`: hours between refreshes (docs/knowledge.md "Refresh and crawl"). */
+  refreshEveryHours?: number | null;
+  /** Kind `url`: crawl settings. */
+  crawl?: KnowledgeCrawl | null;
 }
 
 /**
@@ -88,6 +115,8 @@ export async function createSource(
         url: input.kind === 'url' ? input.url : null,
         file_id: input.kind === 'file' ? input.fileId : null,
         text_content: input.kind === 'text' ? input.text : null,
+        refresh_every_hours: input.kind === 'url' ? (input.refreshEveryHours ?? null) : null,
+        crawl: input.kind === 'url' && input.crawl ? JSON.stringify(input.crawl) : null,
       })
       .returning(PUBLIC_COLUMNS);
     const source = toKnowledgeSource(row);
@@ -127,6 +156,8 @@ export interface SourceInput {
   url: string | null;
   fileId: string | null;
   text: string | null;
+  /** Kind `url`: crawl settings, or null for a single document. */
+  crawl?: KnowledgeCrawl | null;
 }
 
 /** A status transition of a source, handed to the caller inside the transaction that makes it (events). */
@@ -154,9 +185,9 @@ export async function markProcessing(db: Db, orgId: string, sourceId: string, on
       .update({ status: 'processing', processing_started_at: trx.fn.now(), updated_at: trx.fn.now() })
       .returning(['agent_id']);
     if (moved.length && onChange) await onChange(trx, { agentId: moved[0].agent_id, sourceId, status: 'processing' });
-    const r = await trx('knowledge_sources').where({ org_id: orgId, id: sourceId }).first('id', 'agent_id', 'kind', 'status', 'url', 'file_id', 'text_content');
+    const r = await trx('knowledge_sources').where({ org_id: orgId, id: sourceId }).first('id', 'agent_id', 'kind', 'status', 'url', 'file_id', 'text_content', 'crawl');
     if (!r) return undefined;
-    return { id: r.id, agentId: r.agent_id, kind: r.kind, status: r.status, url: r.url, fileId: r.file_id, text: r.text_content };
+    return { id: r.id, agentId: r.agent_id, kind: r.kind, status: r.status, url: r.url, fileId: r.file_id, text: r.text_content, crawl: r.crawl ?? null };
   });
 }
 
@@ -178,11 +209,20 @@ export async function getExtraction(db: Conn, orgId: string, sourceId: string): 
   return r && typeof r.extracted_text === 'string' ? { agentId: r.agent_id, text: r.extracted_text } : undefined;
 }
 
+/** What {@link indexChunks} stores besides the chunks (docs/knowledge.md "Retrieval", "Languages"). */
+export interface IndexChunksOptions {
+  textSearchConfig?: TextSearchConfig;
+  embeddings?: { model: string; vectors: readonly (readonly number[])[] };
+}
+
 /**
  * Replaces the source's chunks and marks it `ready` in one transaction (idempotent: a retry replaces
  * the same chunks). Does nothing unless the source is `processing`. `onChange` runs for the
  * processing → ready transition, in its transaction.
  * @param chunks ordinal + content, in order
+ * @param opts the source's text-search configuration (default `english`) and, when the embeddings provider makes
+ *   vectors, one per chunk with their model id (stored in the same transaction; the organization's first vectors make
+ *   their model its active one)
  * @returns the number of chunks stored, or undefined when the source was not processing
  */
 export async function indexChunks(
@@ -191,17 +231,25 @@ export async function indexChunks(
   sourceId: string,
   chunks: { ordinal: number; content: string }[],
   onChange?: OnSourceChange,
+  opts: IndexChunksOptions = {},
 ): Promise<number | undefined> {
+  const config = opts.textSearchConfig ?? 'english';
+  if (opts.embeddings && opts.embeddings.vectors.length !== chunks.length) throw new RangeError('one vector per chunk is needed');
   const n = await db.transaction(async (trx) => {
     const src = await trx('knowledge_sources').where({ org_id: orgId, id: sourceId }).forUpdate().first('agent_id', 'status');
     if (!src || src.status !== 'processing') return undefined;
     await trx('knowledge_chunks').where({ org_id: orgId, source_id: sourceId }).delete();
-    const rows = chunks.map((c) => ({ id: newId('chk'), org_id: orgId, agent_id: src.agent_id, source_id: sourceId, ordinal: c.ordinal, content: c.content }));
-    // 6 parameters per row; stay well below Postgres's 65 535 bind parameters per statement.
+    const rows = chunks.map((c) => ({ id: newId('chk'), org_id: orgId, agent_id: src.agent_id, source_id: sourceId, ordinal: c.ordinal, content: c.content, text_search_config: config }));
+    // 7 parameters per row; stay well below Postgres's 65 535 bind parameters per statement.
     for (let i = 0; i < rows.length; i += 2000) await trx('knowledge_chunks').insert(rows.slice(i, i + 2000));
+    if (opts.embeddings && rows.length) {
+      const { model, vectors } = opts.embeddings;
+      await insertChunkVectors(trx, orgId, model, rows.map((r, i) => ({ chunkId: r.id, agentId: src.agent_id, sourceId, vector: vectors[i] })));
+      await adoptModelIfNone(trx, orgId, model);
+    }
     await trx('knowledge_sources')
       .where({ org_id: orgId, id: sourceId })
-      .update({ status: 'ready', chunk_count: rows.length, ready_at: trx.fn.now(), updated_at: trx.fn.now(), failure_code: null, failure_reason: null });
+      .update({ status: 'ready', chunk_count: rows.length, ready_at: trx.fn.now(), updated_at: trx.fn.now(), failure_code: null, failure_reason: null, text_search_config: config });
     if (onChange) await onChange(trx, { agentId: src.agent_id, sourceId, status: 'ready', chunkCount: rows.length });
     return rows.length;
   });
@@ -244,10 +292,12 @@ export const CANDIDATES_PER_TERM = 2000;
 export const MAX_QUERY_TERMS = 32;
 
 /**
- * Full-text retrieval over an agent's chunks. Query words are stemmed with the `english`
- * configuration (stop words dropped) and OR-ed, because a caller's question rarely shares every word
- * with the answer; chunks are ranked with `ts_rank` normalized to 0..1 (normalization 32:
- * rank/(rank+1)), so chunks holding more of the words, more often, rank higher.
+ * Full-text retrieval over an agent's chunks. Query words are stemmed with each chunk's own text-search
+ * configuration (docs/knowledge.md "Languages": a Spanish source's chunks are searched with the `spanish` stemmer
+ * and stop words, an English one's with `english`; the query is parsed once per configuration the agent's sources
+ * use) and OR-ed, because a caller's question rarely shares every word with the answer; chunks are ranked with
+ * `ts_rank` normalized to 0..1 (normalization 32: rank/(rank+1)), so chunks holding more of the words, more often,
+ * rank higher.
  *
  * Cost is bounded: each word contributes at most CANDIDATES_PER_TERM chunks to the ranked set, so a
  * word found in most chunks cannot make a query rank the whole corpus. Below that many matches per
@@ -260,41 +310,69 @@ export const MAX_QUERY_TERMS = 32;
 export async function searchChunks(db: Conn, orgId: string, agentId: string, query: string, limit: number, sourceIds?: readonly string[]): Promise<KnowledgePreviewHit[]> {
   if (sourceIds && sourceIds.length === 0) return [];
   // Chunks exist only for ready sources (indexChunks writes them and sets `ready` in one
-  // transaction), so no status filter is needed. MATERIALIZED keeps the plan in this order: words →
-  // bounded candidates → rank once each → join the sources of the top rows only.
-  const sql = `WITH lx AS MATERIALIZED (
-       SELECT quoted, to_tsquery('simple', quoted) AS tq
-         FROM (SELECT DISTINCT '''' || replace(replace(lex, '\\', '\\\\'), '''', '''''') || '''' AS quoted
-                 FROM unnest(tsvector_to_array(to_tsvector('english', ?))) AS lex) words
-        LIMIT ${MAX_QUERY_TERMS}
+  // transaction), so no status filter is needed. Equal ranks keep document order (source, then ordinal), so a ranking
+  // is the same on every run. MATERIALIZED keeps the plan in this order: the agent's
+  // configurations → words per configuration → bounded candidates → rank once each → join the sources of the top rows only.
+  const src = sourceIds ? ' AND c.source_id = ANY(?)' : '';
+  const sql = `WITH cfg AS MATERIALIZED (
+       SELECT DISTINCT text_search_config AS cfg FROM knowledge_sources WHERE org_id = ? AND agent_id = ?${sourceIds ? ' AND id = ANY(?)' : ''}
      ),
-     q AS MATERIALIZED (SELECT to_tsquery('simple', string_agg(quoted, ' | ')) AS q FROM lx),
+     lx AS MATERIALIZED (
+       SELECT cfg, quoted, to_tsquery('simple', quoted) AS tq
+         FROM (SELECT cfg, quoted, row_number() OVER (PARTITION BY cfg ORDER BY quoted) AS n
+                 FROM (SELECT DISTINCT cfg.cfg, '''' || replace(replace(lex, '\\', '\\\\'), '''', '''''') || '''' AS quoted
+                         FROM cfg CROSS JOIN LATERAL unnest(tsvector_to_array(knowledge_tsvector(cfg.cfg, ?))) AS lex) w) words
+        WHERE n <= ${MAX_QUERY_TERMS}
+     ),
+     q AS MATERIALIZED (SELECT cfg, to_tsquery('simple', string_agg(quoted, ' | ')) AS q FROM lx GROUP BY cfg),
      cand AS MATERIALIZED (
        SELECT DISTINCT m.id
          FROM lx CROSS JOIN LATERAL (
            SELECT c.id FROM knowledge_chunks c
-            WHERE c.tsv @@ lx.tq AND c.org_id = ? AND c.agent_id = ?${sourceIds ? ' AND c.source_id = ANY(?)' : ''}
+            WHERE c.tsv @@ lx.tq AND c.org_id = ? AND c.agent_id = ? AND c.text_search_config = lx.cfg${src}
             LIMIT ${CANDIDATES_PER_TERM}
          ) m
      ),
      top AS MATERIALIZED (
-       SELECT c.id, c.source_id, c.ordinal, c.content, ts_rank(c.tsv, (SELECT q FROM q), 32) AS score
-         FROM knowledge_chunks c
+       SELECT c.id, c.source_id, c.ordinal, c.content, ts_rank(c.tsv, q.q, 32) AS score
+         FROM knowledge_chunks c JOIN q ON q.cfg = c.text_search_config
         WHERE c.id IN (SELECT id FROM cand)
-        ORDER BY score DESC, c.id
+        ORDER BY score DESC, c.source_id, c.ordinal
         LIMIT ?
      )
      SELECT top.id, top.ordinal, top.content, top.score, s.id AS source_id, s.kind, s.name, s.title, s.url
        FROM top JOIN knowledge_sources s ON s.id = top.source_id AND s.org_id = ?
-      ORDER BY top.score DESC, top.id`;
-  const res = await db.raw(sql, sourceIds ? [query, orgId, agentId, [...sourceIds], limit, orgId] : [query, orgId, agentId, limit, orgId]).options(prepared(sql));
-  return (res.rows as any[]).map((r) => ({
+      ORDER BY top.score DESC, top.source_id, top.ordinal`;
+  const ids = sourceIds ? [[...sourceIds]] : [];
+  const res = await db.raw(sql, [orgId, agentId, ...ids, query, orgId, agentId, ...ids, limit, orgId]).options(prepared(sql));
+  return (res.rows as any[]).map(toPreviewHit);
+}
+
+/** A chunk row joined with its source → the API's hit shape. */
+function toPreviewHit(r: any): KnowledgePreviewHit {
+  return {
     chunkId: r.id,
     ordinal: r.ordinal,
     content: r.content,
     score: Number(Number(r.score).toFixed(6)),
     source: { id: r.source_id, kind: r.kind, name: r.name ?? null, title: r.title ?? null, url: r.url ?? null },
-  }));
+  };
+}
+
+/**
+ * Chunks by id with their sources, in the order of `ids` (ids not found, or of another organization, are left out).
+ * @param scores the score each hit carries, by chunk id (default 0)
+ */
+export async function chunksByIds(db: Conn, orgId: string, ids: readonly string[], scores: ReadonlyMap<string, number> = new Map()): Promise<KnowledgePreviewHit[]> {
+  if (!ids.length) return [];
+  const res = await db.raw(
+    `SELECT c.id, c.ordinal, c.content, s.id AS source_id, s.kind, s.name, s.title, s.url
+       FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id AND s.org_id = c.org_id
+      WHERE c.org_id = ? AND c.id = ANY(?)`,
+    [orgId, [...ids]],
+  );
+  const byId = new Map((res.rows as any[]).map((r) => [r.id as string, r]));
+  return ids.filter((id) => byId.has(id)).map((id) => toPreviewHit({ ...byId.get(id), score: scores.get(id) ?? 0 }));
 }
 
 /**

@@ -7,6 +7,7 @@ import type { ModelVisibility, ReportWarning } from '../../schemas/types/agents'
 import type { CompiledAgent } from './compile';
 import { skillInputs, skillOutputSchema } from './skillTypes';
 import { outputPaths } from './skillOutput';
+import { approvalOf, type McpToolRule } from './mcp';
 import { protectedSkill } from '../conversations/callerVerification';
 import { DEFAULT_PIN_FIELD } from '../conversations/callerVerification';
 import { SENSITIVE_NAME_WORDS, sensitiveName, type RecordRules } from '../records/sensitive';
@@ -37,6 +38,14 @@ export function modelVisibility(snapshot: CompiledAgent, rules: RecordRules): Mo
     const schema = skillOutputSchema(s.type, config);
     let sees = schema ? outputPaths(schema) : ['(entire output)'];
     let hidden: string[] = [];
+    // An MCP server's tools each have their own output schema (./mcp.ts): listed per tool that can run.
+    const mcpTools = s.type === 'mcp' && Array.isArray(config.tools) ? (config.tools as McpToolRule[]).filter((t) => approvalOf(t) !== 'never') : null;
+    if (mcpTools) {
+      sees = mcpTools.flatMap((t) => {
+        const own = skillOutputSchema(s.type, config, t.name);
+        return (own ? outputPaths(own) : ['(entire output)']).map((p) => `${t.name}: ${p}`);
+      });
+    }
     if (s.type === 'lookup_record') {
       const f = recordFieldPaths(rules, 'matches[].fields');
       sees = [...sees.filter((p) => p !== 'matches[].fields.*'), ...f.sees];
@@ -50,7 +59,7 @@ export function modelVisibility(snapshot: CompiledAgent, rules: RecordRules): Mo
       filledServerSide: skillInputs(s.type, config)
         .map((i) => i.name)
         .filter((n) => sensitiveName(rules, n)),
-      outputSchema: !!schema,
+      outputSchema: mcpTools ? mcpTools.length > 0 && mcpTools.every((t) => !!skillOutputSchema(s.type, config, t.name)) : !!schema,
       requiresVerifiedCaller: !!protectedSkill(cv, s),
     });
   }

@@ -16,6 +16,8 @@ import type { RecordRules } from '../records/sensitive';
 import { protectedPlaybook, protectedSkill, verificationRequired } from '../conversations/callerVerification';
 import { playbookLabel, playbookToolName } from '../conversations/playbook';
 import { reachReport, type ReachFacts } from './reachReport';
+import { mcpReport } from './mcpReport';
+import type { ReportMcpServer } from '../../schemas/types/agents';
 
 /** No numbers and no escalation destinations (a report built without reading them). */
 const NO_REACH_FACTS: ReachFacts = { numbers: [], destinations: [], carrier: 'twilio' };
@@ -86,9 +88,10 @@ export function protectedActions(snapshot: CompiledAgent): ProtectedAction[] {
 /**
  * Builds the report of a draft. Pure; `bundle` comes from loadDraftBundle, `rules` are the organization's
  * record rules (db/repositories/records.ts `recordSchemaRules`; none: only the by-name defaults apply), `reachFacts`
- * the agent's numbers with their phone settings and the organization's escalation destinations (./reachReport.ts).
+ * the agent's numbers with their phone settings and the organization's escalation destinations (./reachReport.ts),
+ * `mcpServers` the `mcp` skills' servers as probed now (services/conversations/mcp.ts; none given: `not_checked`).
  */
-export function buildPrepublishReport(bundle: DraftBundle, rules: RecordRules = new Map(), reachFacts: ReachFacts = NO_REACH_FACTS): PrepublishReport {
+export function buildPrepublishReport(bundle: DraftBundle, rules: RecordRules = new Map(), reachFacts: ReachFacts = NO_REACH_FACTS, mcpServers: readonly ReportMcpServer[] = []): PrepublishReport {
   const { snapshot, errors, warnings } = compileDraft(bundle);
   const cv = snapshot.callerVerification;
   const willSay: string[] = [];
@@ -169,7 +172,10 @@ export function buildPrepublishReport(bundle: DraftBundle, rules: RecordRules = 
   // Numbers, escalation and idle timeouts (./reachReport.ts).
   const reach = reachReport(snapshot, reachFacts);
   willSay.push(...reach.willSay);
-  const allWarnings = [...warnings, ...pinFieldWarnings(snapshot, rules), ...reach.warnings];
+  // MCP servers as probed by the caller (./mcpReport.ts); unprobed ones are `not_checked`.
+  const mcp = mcpReport(snapshot, mcpServers);
+  willSay.push(...mcp.willSay);
+  const allWarnings = [...warnings, ...pinFieldWarnings(snapshot, rules), ...reach.warnings, ...mcp.warnings];
   if (!activeGuardrails(g).length) allWarnings.push({ code: 'no_guardrails', field: 'guardrails', message: 'No guardrail is active' });
   if (bundle.agent.publishedDraftVersion !== null && bundle.agent.publishedDraftVersion === bundle.agent.version) {
     allWarnings.push({ code: 'no_changes', message: 'The draft has not changed since the published version was compiled' });
@@ -192,6 +198,7 @@ export function buildPrepublishReport(bundle: DraftBundle, rules: RecordRules = 
     numbers: reach.numbers,
     escalation: reach.escalation,
     conversationLimits: reach.conversationLimits,
+    mcpServers: mcp.mcpServers,
     blockingErrors: errors,
     warnings: allWarnings,
   };

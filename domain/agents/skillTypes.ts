@@ -9,6 +9,8 @@ import addFormats from 'ajv-formats';
 import type { FieldError } from '../errors';
 import { toFieldErrors } from '../validation';
 import { isOutputSchema, type OutputSchema } from './skillOutput';
+import { plainHttpPolicy, plainHttpProblem } from '../net/plainHttp';
+import { approvalOf, MCP_DEFAULT_TIMEOUT_MS, mcpConfigErrors, mcpToolRule, type McpSkillConfig } from './mcp';
 
 /** One input a skill needs from the conversation. */
 export interface SkillInput {
@@ -41,7 +43,12 @@ export interface SkillTypeDef {
    * output reaches the model). Only the members it declares reach the model and the receipt
    * (domain/agents/skillOutput.ts; docs/security.md "Sensitive record fields").
    */
-  output?(config: Record<string, any>): OutputSchema | undefined;
+  output?(config: Record<string, any>, tool?: string): OutputSchema | undefined;
+  /**
+   * The skill offers the tools its server lists (`mcp`: ./mcp.ts), each a tool of its own, instead of one tool
+   * with its inputs; the runtime gets them through `TurnPorts.remoteTools`.
+   */
+  remoteTools?: boolean;
 }
 
 const INPUT_NAME = '^[a-z][a-z0-9_]{0,63}$';
@@ -61,6 +68,12 @@ const inputsSchema = {
       description: { type: 'string', maxLength: 500 },
     },
   },
+};
+
+/** `url` must be https, or plain http to a host of HTTP_ALLOW_PRIVATE_HOSTS outside production (../net/plainHttp.ts). */
+const urlErrors = (url: unknown): FieldError[] => {
+  const problem = typeof url === 'string' ? plainHttpProblem(url, plainHttpPolicy()) : null;
+  return problem ? [{ field: 'url', message: problem }] : [];
 };
 
 const hostOf = (url: unknown): string | null => {
@@ -92,7 +105,7 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
       additionalProperties: false,
       required: ['url', 'method'],
       properties: {
-        url: { type: 'string', format: 'uri', pattern: '^https://', maxLength: 2000, description: 'HTTPS endpoint.' },
+        url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description: 'HTTPS endpoint (plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production).' },
         method: { type: 'string', enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] },
         headers: {
           type: 'object',
@@ -110,7 +123,10 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
         },
       },
     },
-    check: (c) => (c.outputSchema !== undefined && !isOutputSchema(c.outputSchema) ? [{ field: 'outputSchema', message: 'must be a JSON Schema object (properties, items and additionalProperties schemas themselves)' }] : []),
+    check: (c) => [
+      ...urlErrors(c.url),
+      ...(c.outputSchema !== undefined && !isOutputSchema(c.outputSchema) ? [{ field: 'outputSchema', message: 'must be a JSON Schema object (properties, items and additionalProperties schemas themselves)' }] : []),
+    ],
     output: (c) => (isOutputSchema(c.outputSchema) ? c.outputSchema : undefined),
     inputs: declaredInputs,
     dataFlow: (c) => ({ destination: hostOf(c.url), fields: declaredInputs(c).map((i) => i.name) }),
@@ -126,7 +142,7 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
       required: ['durationMinutes', 'timeZone'],
       oneOf: [{ required: ['url'] }, { required: ['integration'] }],
       properties: {
-        url: { type: 'string', format: 'uri', pattern: '^https://', maxLength: 2000, description: 'Booking endpoint (HTTPS); or `integration` instead.' },
+        url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description: 'Booking endpoint (HTTPS; plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production); or `integration` instead.' },
         integration: { const: 'google_calendar', description: 'Books on the connected calendar instead of `url` (set by provisioning).' },
         calendarId: { type: 'string', minLength: 1, maxLength: 200, description: 'Calendar of the connected account (default `primary`).' },
         durationMinutes: { type: 'integer', minimum: 5, maximum: 480 },
@@ -134,6 +150,7 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
         collectNotes: { type: 'boolean', default: false, description: 'Also send free-text notes from the caller.' },
       },
     },
+    check: (c) => urlErrors(c.url),
     inputs: (c) => [
       { name: 'name', required: true },
       { name: 'phone', required: true },
@@ -223,6 +240,56 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     dataFlow: () => ({ destination: null, fields: [] }),
     output: () => objectOf(['status']),
   },
+  {
+    type: 'mcp',
+    name: 'MCP server',
+    description:
+      'Offers the allow-listed tools of a remote MCP server (Streamable HTTP, or HTTP+SSE) to the model, each with its own JSON Schema and approval policy (auto, verified_caller_only, never).',
+    sendsData: true,
+    remoteTools: true,
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['url', 'tools'],
+      properties: {
+        url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description: 'MCP endpoint (HTTPS; plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production).' },
+        headers: {
+          type: 'object',
+          maxProperties: 20,
+          propertyNames: { pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$" },
+          additionalProperties: { type: 'string', maxLength: 2000 },
+          description: 'Request headers; values may reference organization variables and secrets as {{vars.<name>}} (filled when the server is called).',
+        },
+        tools: {
+          type: 'array',
+          minItems: 1,
+          maxItems: 50,
+          description: 'The allow-list: only these tools of the server are offered or run.',
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['name'],
+            properties: {
+              name: { type: 'string', minLength: 1, maxLength: 128, description: 'The tool name as the server lists it.' },
+              approval: { enum: ['auto', 'verified_caller_only', 'never'], default: 'auto' },
+              outputSchema: { type: 'object', description: 'JSON Schema of the result: only the members it declares reach the model and the receipt.' },
+            },
+          },
+        },
+        timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: MCP_DEFAULT_TIMEOUT_MS, description: 'Cap on listing the tools or on one call, ms.' },
+      },
+    },
+    check: (c) => mcpConfigErrors(c),
+    output: (c, tool) => {
+      const schema = tool !== undefined ? mcpToolRule(c as McpSkillConfig, tool)?.outputSchema : undefined;
+      return isOutputSchema(schema) ? schema : undefined;
+    },
+    inputs: () => [],
+    dataFlow: (c) => ({
+      destination: hostOf(c.url),
+      fields: (Array.isArray(c.tools) ? (c.tools as McpSkillConfig['tools']) : []).filter((t) => approvalOf(t) !== 'never').map((t) => `${t.name}(arguments)`),
+    }),
+  },
 ];
 
 const BY_TYPE = new Map(SKILL_TYPES.map((t) => [t.type, t]));
@@ -249,12 +316,17 @@ export function skillConfigErrors(type: string, config: unknown, prefix = 'confi
     validators.set(type, v);
   }
   if (v(config)) return (def.check?.(config as Record<string, any>) ?? []).map((e) => ({ field: `${prefix}.${e.field}`, message: e.message }));
-  return toFieldErrors(v.errors ?? []).map((e) => ({ field: e.field === '(body)' ? prefix : `${prefix}.${e.field}`, message: e.message }));
+  const schemaErrors = toFieldErrors(v.errors ?? []).map((e) => ({ field: e.field === '(body)' ? prefix : `${prefix}.${e.field}`, message: e.message }));
+  // The scheme rule needs only the url itself, so a refused config still names a plain-http url with the rest.
+  const urlField = `${prefix}.url`;
+  const hasUrl = Boolean((def.configSchema as { properties?: Record<string, unknown> }).properties?.url);
+  const scheme = hasUrl && !schemaErrors.some((e) => e.field === urlField) ? urlErrors((config as Record<string, unknown>).url).map((e) => ({ field: urlField, message: e.message })) : [];
+  return [...schemaErrors, ...scheme];
 }
 
-/** The output schema of a skill (undefined: none, its whole output reaches the model). */
-export function skillOutputSchema(type: string, config: Record<string, any>): OutputSchema | undefined {
-  return BY_TYPE.get(type)?.output?.(config);
+/** The output schema of a skill, or of one of its server's tools (`mcp`); undefined: none, its whole output reaches the model. */
+export function skillOutputSchema(type: string, config: Record<string, any>, tool?: string): OutputSchema | undefined {
+  return BY_TYPE.get(type)?.output?.(config, tool);
 }
 
 /** Required and optional inputs of a skill (empty for an unknown type). */

@@ -15,7 +15,7 @@ import { topicRules } from './guardrails';
 export interface KnowledgeHit {
   chunkId: string;
   content: string;
-  /** ts_rank normalized to 0..1 (db/repositories/knowledge.ts `searchChunks`). */
+  /** 0..1: `ts_rank` normalized, or the reciprocal-rank-fusion score of hybrid retrieval (services/knowledge/retrieval.ts). */
   score: number;
   source: { id: string; title: string | null; name: string | null; url: string | null };
 }
@@ -154,7 +154,8 @@ export function playbookHints(agent: CompiledAgent, tools: readonly LlmTool[]): 
 /** The agent's skills as tools: one string property per skill input, required ones listed. */
 export function skillTools(agent: CompiledAgent): LlmTool[] {
   return agent.skills
-    .filter((s) => skillType(s.type))
+    // An `mcp` skill's tools are its server's (TurnPorts.remoteTools), not one tool of its own.
+    .filter((s) => skillType(s.type) && !skillType(s.type)!.remoteTools)
     .map((s) => {
       const inputs = skillInputs(s.type, s.config as Record<string, any>);
       return {

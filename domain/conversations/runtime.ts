@@ -25,6 +25,7 @@ import type { ConversationChannel, ReceiptToolCall, TurnReceipt } from '../../sc
 
 export type { ConversationChannel, ReceiptToolCall, TurnReceipt } from '../../schemas/types/chat';
 import { skillInputs, skillType } from '../agents/skillTypes';
+import type { RemoteTool } from '../agents/mcp';
 import { checkInput, checkOutput, redactPii, semanticTopics, type GuardrailDecision } from './guardrails';
 import type { LlmMessage, LlmProvider, LlmRequest, LlmResponse, LlmTool, LlmToolCall, LlmUsage, SandboxHints } from './llm';
 import { checkSemanticTopics } from './topicClassifier';
@@ -95,6 +96,12 @@ export interface SkillCall {
   skill: CompiledAgent['skills'][number];
   args: Record<string, string>;
   conversation: Pick<TurnContext, 'id' | 'orgId' | 'agentId' | 'channel' | 'variables'>;
+  /**
+   * A tool of the skill's server (`mcp`, {@link TurnPorts.remoteTools}): its name there, the model's arguments as
+   * typed JSON, and whether caller verification succeeded in this conversation (the agent verifies callers and
+   * `caller_verified` is `true`: with verification off, a session's own variables could claim it).
+   */
+  tool?: { name: string; arguments: Record<string, unknown>; callerVerified: boolean };
 }
 
 /** What a skill returned; `effect` ends or transfers the conversation after this turn's reply. */
@@ -119,8 +126,12 @@ export class SkillError extends Error {
 /** What the runtime needs from the outside. */
 export interface TurnPorts {
   llm: LlmProvider;
-  /** Best chunks of the pinned version's knowledge sources for `query`, best first (already scoped). */
-  searchKnowledge(query: string, limit: number): Promise<KnowledgeHit[]>;
+  /**
+   * Best chunks of the pinned version's knowledge sources for `query`, best first (already scoped).
+   * @param earlierUserTurns the person's earlier messages, oldest first: the retrieval query reads the last few
+   *   turns, the current one weighted most (docs/knowledge.md "Retrieval")
+   */
+  searchKnowledge(query: string, limit: number, earlierUserTurns?: readonly string[]): Promise<KnowledgeHit[]>;
   /** Runs a skill. @throws SkillError (anything else is treated the same, with its message) */
   runSkill(call: SkillCall): Promise<SkillOutcome>;
   /** Monotonic clock in ms (performance.now) for latency samples. */
@@ -139,6 +150,13 @@ export interface TurnPorts {
    * person will be reached. Absent, or failing: no destination.
    */
   escalationRoute?(): Promise<EscalationRoute>;
+  /**
+   * The tools the agent's `mcp` skills' servers list, allow-listed and namespaced (domain/agents/mcp.ts): offered to
+   * the model beside the skills (the `offered: false` ones only recognised, so a call of one is refused), each call
+   * run by `runSkill` with its `tool`; and the skills whose server failed (the receipt's `unavailableSkills`).
+   * Absent, or failing: none (the turn goes on without them).
+   */
+  remoteTools?(): Promise<{ tools: RemoteTool[]; unavailable: { skill: string; error: string }[] }>;
 }
 
 /** Streamed while a turn runs (spec "Events": `event:<type>`); `message.completed` is sent by the caller after the turn is stored. */
@@ -299,6 +317,16 @@ export function toolArguments(call: LlmToolCall): Record<string, string> {
   return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]));
 }
 
+/** A model's tool-call arguments as typed JSON (an MCP tool's own schema types them); bad JSON is no argument. */
+export function rawToolArguments(call: LlmToolCall): Record<string, unknown> {
+  try {
+    const parsed = JSON.parse(call.arguments || '{}');
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {};
+  } catch {
+    return {};
+  }
+}
+
 /** Output of a skill flattened into conversation variables `<skill>_<key>` (strings, at most 1,000 characters). */
 export function outputVariables(skill: string, output: unknown): Record<string, string> {
   const vars: Record<string, string> = {};
@@ -341,6 +369,8 @@ export async function runTurn(
   let escalation: TurnResult['escalation'];
   // Looked up at once, beside the rest of the turn: the tools and an escalation's reply need it.
   const route: Promise<EscalationRoute | null> = ports.escalationRoute ? ports.escalationRoute().catch(() => null) : Promise.resolve(null);
+  // Listed beside the rest of the turn too (an unreachable server costs no more than its timeout, and no tools).
+  const listed = ports.remoteTools ? ports.remoteTools().catch(() => ({ tools: [], unavailable: [] })) : Promise.resolve({ tools: [] as RemoteTool[], unavailable: [] });
   /** Ends the conversation `escalated` for `reason`; `line` said, then how the person will be reached (text channels). */
   const escalate = async (reason: EscalationReason, line: string): Promise<string> => {
     end = 'escalated';
@@ -532,7 +562,7 @@ export async function runTurn(
   const leadSaid = lead ? sayScripted(`${lead} `) : '';
   const withLead = (text: string) => (leadSaid ? `${leadSaid}${text}`.trim() : text);
   const tr = ports.now();
-  const hits = agent.knowledge.length && request !== null ? (await ports.searchKnowledge(request, KNOWLEDGE_RESULTS)).filter((h) => h.score >= MIN_KNOWLEDGE_SCORE) : [];
+  const hits = agent.knowledge.length && request !== null ? (await ports.searchKnowledge(request, KNOWLEDGE_RESULTS, earlierUserTurns(ctx.history))).filter((h) => h.score >= MIN_KNOWLEDGE_SCORE) : [];
   if (agent.knowledge.length && request !== null) {
     const ms = round(ports.now() - tr);
     receipt.knowledge.push({
@@ -542,7 +572,12 @@ export async function runTurn(
     });
     receipt.latency.push({ stage: 'retrieval', ms });
   }
-  const tools = [...skillTools(agent), ...playbookTools(agent)];
+  const ownTools = [...skillTools(agent), ...playbookTools(agent)];
+  const { tools: listedTools, unavailable } = await listed;
+  if (unavailable.length) receipt.unavailableSkills = unavailable;
+  // A server's tool whose namespaced name another tool of the agent has is left out (the agent's own wins).
+  const remote = listedTools.filter((r) => !ownTools.some((t) => t.name === r.tool.name));
+  const tools = [...skillTools(agent), ...remote.filter((r) => r.offered).map((r) => r.tool), ...playbookTools(agent)];
   // With somewhere to hand the person to, the model may escalate (a skill or playbook tool of that name keeps it).
   const escalateOffered = !!(await route)?.destination && !tools.some((t) => t.name === ESCALATE_TOOL);
   if (escalateOffered) tools.push(escalateTool(ctx.channel));
@@ -622,7 +657,8 @@ export async function runTurn(
         answer({ ok: true, output });
         continue;
       }
-      const skill = agent.skills.find((s) => s.name === call.name);
+      const remoteCall = remote.find((r) => r.tool.name === call.name);
+      const skill = agent.skills.find((s) => s.name === (remoteCall ? remoteCall.skill : call.name));
       const playbook = skill ? undefined : agent.playbooks.find((p) => playbookToolName(p.name) === call.name);
       if (playbook) {
         if (start || instead) {
@@ -659,7 +695,8 @@ export async function runTurn(
         answer({ ok: false, error: 'The caller must verify with their PIN first; the agent asked for it.' });
         continue;
       }
-      const outcome = await callSkill(ctx, skill, call.name, call.id, toolArguments(call), 'model', vars, ports, emit, receipt);
+      const remoteArgs = remoteCall ? { name: remoteCall.remoteName, arguments: rawToolArguments(call), callerVerified: !!cv?.enabled && vars.caller_verified === 'true' } : undefined;
+      const outcome = await callSkill(ctx, skill, skill?.name ?? call.name, call.id, toolArguments(call), 'model', vars, ports, emit, receipt, remoteArgs);
       answer(outcome ? { ok: true, output: outcome.output } : { ok: false, error: receipt.toolCalls[receipt.toolCalls.length - 1]?.error });
       if (outcome?.say) closing.push(outcome.say);
       if (outcome?.effect === 'end') end = 'end_call';
@@ -699,6 +736,13 @@ export function modelRequestSettings(agent: CompiledAgent, asked: TurnOptions['s
 /** Said when a playbook's skill succeeded and nothing else is left to say. */
 const DONE_REPLY = "That's done. Is there anything else I can help with?";
 
+/** The person's last messages before this turn, oldest first (what retrieval reads besides the current one). */
+function earlierUserTurns(history: readonly LlmMessage[]): string[] {
+  const out: string[] = [];
+  for (let i = history.length - 1; i >= 0 && out.length < 2; i--) if (history[i].role === 'user' && history[i].content) out.unshift(history[i].content!);
+  return out;
+}
+
 /** The content of the last user message of `history`, if any. */
 function lastUserContent(history: readonly LlmMessage[]): string | undefined {
   for (let i = history.length - 1; i >= 0; i--) if (history[i].role === 'user' && history[i].content) return history[i].content!;
@@ -722,10 +766,11 @@ async function callSkill(
   ports: TurnPorts,
   emit: (e: TurnEvent) => void,
   receipt: TurnReceipt,
+  tool?: SkillCall['tool'],
 ): Promise<SkillOutcome | null> {
   emit({ type: 'tool.call', data: { id: callId, skill: name, arguments: inputs } });
   const t = ports.now();
-  const entry: ReceiptToolCall = { id: callId, skill: name, type: skill?.type ?? 'unknown', source, inputs, durationMs: 0 };
+  const entry: ReceiptToolCall = { id: callId, skill: name, type: skill?.type ?? 'unknown', ...(tool ? { tool: tool.name } : {}), source, inputs, durationMs: 0 };
   receipt.toolCalls.push(entry);
   let outcome: SkillOutcome | null = null;
   try {
@@ -736,7 +781,9 @@ async function callSkill(
     if (ctx.agent.guardrails.redactPii) {
       for (const [k, v] of Object.entries(inputs)) inputs[k] = redactPii(v).text;
     }
-    outcome = await ports.runSkill({ callId, skill, args: inputs, conversation: { id: ctx.id, orgId: ctx.orgId, agentId: ctx.agentId, channel: ctx.channel, variables: vars } });
+    // An MCP tool's typed arguments carry the redacted text of their string members.
+    const remoteTool = tool && { ...tool, arguments: Object.fromEntries(Object.entries(tool.arguments).map(([k, v]) => [k, typeof v === 'string' ? (inputs[k] ?? v) : v])) };
+    outcome = await ports.runSkill({ callId, skill, args: inputs, conversation: { id: ctx.id, orgId: ctx.orgId, agentId: ctx.agentId, channel: ctx.channel, variables: vars }, ...(remoteTool ? { tool: remoteTool } : {}) });
     entry.output = outcome.output;
   } catch (err) {
     entry.error = (err as Error).message?.slice(0, 1000) || 'skill failed';

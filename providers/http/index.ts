@@ -69,17 +69,33 @@ export interface HttpResponse {
   contentType: string | null;
   /** The full Content-Type header (charset included), or null. */
   contentTypeHeader: string | null;
+  /** Empty for a 304 Not Modified. */
   body: Buffer;
+  /** The ETag validator (RFC 9110 §8.8.3), or null. */
+  etag?: string | null;
+  /** The Last-Modified validator (RFC 9110 §8.8.2), or null. */
+  lastModified?: string | null;
+}
+
+/** Options of {@link HttpClient.get}. */
+export interface HttpGetOptions {
+  /** Accept header. */
+  accept?: string;
+  /**
+   * Validators of a copy already held (RFC 9110 §13.1): sent as If-None-Match / If-Modified-Since; a 304 answer is
+   * then returned (status 304, empty body) instead of thrown.
+   */
+  conditional?: { etag?: string | null; lastModified?: string | null };
 }
 
 /** GET-only client with the SSRF guard; `close()` releases pooled connections. */
 export interface HttpClient {
   /**
    * Fetches `url` (http/https only).
-   * @param opts.accept Accept header
+   * @param opts.accept Accept header; opts.conditional validators for a conditional GET (304 answered, not thrown)
    * @throws HttpFetchError
    */
-  get(url: string, opts?: { accept?: string }): Promise<HttpResponse>;
+  get(url: string, opts?: HttpGetOptions): Promise<HttpResponse>;
   close(): Promise<void>;
 }
 
@@ -173,7 +189,10 @@ export function createHttpClient(opts: HttpClientOptions = {}): HttpClient {
   });
   const userAgent = opts.userAgent ?? 'agent-control-plane/1.0 (+knowledge ingestion)';
 
-  async function get(url: string, getOpts: { accept?: string } = {}): Promise<HttpResponse> {
+  async function get(url: string, getOpts: HttpGetOptions = {}): Promise<HttpResponse> {
+    const conditionalHeaders: Record<string, string> = {};
+    if (getOpts.conditional?.etag) conditionalHeaders['if-none-match'] = getOpts.conditional.etag;
+    if (getOpts.conditional?.lastModified) conditionalHeaders['if-modified-since'] = getOpts.conditional.lastModified;
     const signal = AbortSignal.timeout(totalTimeoutMs);
     let current: URL;
     try {
@@ -198,7 +217,7 @@ export function createHttpClient(opts: HttpClientOptions = {}): HttpClient {
         res = await request(current, {
           dispatcher: agent,
           method: 'GET',
-          headers: { 'user-agent': userAgent, accept: getOpts.accept ?? '*/*' },
+          headers: { 'user-agent': userAgent, accept: getOpts.accept ?? '*/*', ...conditionalHeaders },
           signal,
         });
       } catch (err) {
@@ -217,6 +236,15 @@ export function createHttpClient(opts: HttpClientOptions = {}): HttpClient {
           throw new HttpFetchError('bad_url', `Redirect to an invalid URL "${loc}"`, false, status);
         }
         continue;
+      }
+      const header1 = (name: string): string | null => {
+        const v = res.headers[name];
+        return (Array.isArray(v) ? v[0] : v) ?? null;
+      };
+      if (status === 304 && getOpts.conditional) {
+        await res.body.dump().catch(() => undefined);
+        const type = header1('content-type');
+        return { url: current.toString(), status, contentType: null, contentTypeHeader: type, body: Buffer.alloc(0), etag: header1('etag'), lastModified: header1('last-modified') };
       }
       if (status < 200 || status >= 300) {
         await res.body.dump().catch(() => undefined);
@@ -237,6 +265,8 @@ export function createHttpClient(opts: HttpClientOptions = {}): HttpClient {
         contentType: contentTypeHeader ? contentTypeHeader.split(';')[0].trim().toLowerCase() || null : null,
         contentTypeHeader,
         body: bodyBytes,
+        etag: header1('etag'),
+        lastModified: header1('last-modified'),
       };
     }
   }

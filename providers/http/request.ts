@@ -6,6 +6,7 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import { assertHostLiteralAllowed, parseAllowList, type AllowList } from '../../domain/net/guard';
+import { isListedHost } from '../../domain/net/plainHttp';
 import { ALLOW_PRIVATE_ENV, guardedConnector, HttpFetchError, readCappedBody, toFetchError } from './index';
 
 /** One request. */
@@ -33,13 +34,16 @@ export interface SkillHttpClient {
 }
 
 /**
- * Creates a client. Only `https:` URLs are requested, as skill configurations require.
- * @param opts.allow non-public addresses permitted (default HTTP_ALLOW_PRIVATE_HOSTS)
+ * Creates a client. Only `https:` URLs are requested, as skill configurations require, and plain `http:`
+ * to an address of `opts.allow` outside production (local development; domain/net/plainHttp.ts).
+ * @param opts.allow non-public addresses permitted, and the only ones plain http may reach (default HTTP_ALLOW_PRIVATE_HOSTS)
+ * @param opts.production refuse plain http altogether (default NODE_ENV=production)
  * @param opts.ca extra trusted CA certificates (PEM)
  * @param opts.maxBytes largest response read (default 1 MiB)
  */
-export function createSkillHttpClient(opts: { allow?: AllowList; ca?: string | Buffer; maxBytes?: number } = {}): SkillHttpClient {
+export function createSkillHttpClient(opts: { allow?: AllowList; ca?: string | Buffer; maxBytes?: number; production?: boolean } = {}): SkillHttpClient {
   const allow = opts.allow ?? parseAllowList(process.env[ALLOW_PRIVATE_ENV]);
+  const production = opts.production ?? process.env.NODE_ENV === 'production';
   const maxBytes = opts.maxBytes ?? 1024 * 1024;
   const agent: Dispatcher = new Agent({ connect: guardedConnector(allow, 10_000, { ca: opts.ca }), connections: 32 });
 
@@ -50,7 +54,12 @@ export function createSkillHttpClient(opts: { allow?: AllowList; ca?: string | B
     } catch {
       throw new HttpFetchError('bad_url', `"${req.url}" is not an absolute URL`, false);
     }
-    if (url.protocol !== 'https:') throw new HttpFetchError('bad_url', 'Skills call https URLs only', false);
+    // Plain http only to a listed host outside production (domain/net/plainHttp.ts): a skill stored under
+    // another configuration, or an address the list no longer holds, is refused here too.
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new HttpFetchError('bad_url', 'Skills call https URLs only', false);
+    if (url.protocol === 'http:' && (production || !isListedHost(url.hostname, allow))) {
+      throw new HttpFetchError('bad_url', production ? 'Skills call https URLs only (plain http is refused with NODE_ENV=production)' : `Skills call https URLs only; plain http only to an address listed in ${ALLOW_PRIVATE_ENV}`, false);
+    }
     if (url.username || url.password) throw new HttpFetchError('bad_url', 'URLs with credentials are not requested', false);
     assertHostLiteralAllowed(url.hostname, allow);
     let body: string | undefined;

@@ -716,9 +716,43 @@ export interface PrepublishReport {
   escalation: ReportEscalation;
   /** Idle timeouts and the SMS reply length (docs/api-notes.md "Conversations": idle timeouts). */
   conversationLimits: ReportConversationLimits;
+  /**
+   * Per `mcp` skill, its MCP server as it answers now: reachable with the tools it lists (which are allowed, under
+   * which name and approval) or unreachable and why (docs/api-notes.md "MCP skills").
+   */
+  mcpServers: ReportMcpServer[];
   /** Problems that would make a publish answer 400 (the same errors[] publish would answer). */
   blockingErrors: { field: string; message: string }[];
   warnings: ReportWarning[];
+}
+
+/** A tool an MCP server lists, as the pre-publish report shows it. */
+export interface ReportMcpTool {
+  /** Its name on the server. */
+  name: string;
+  description: string | null;
+  /** Named by the skill's allow-list. */
+  allowed: boolean;
+  /** Its approval policy (null: not allowed). */
+  approval: 'auto' | 'verified_caller_only' | 'never' | null;
+  /** The name the model is offered it by (null: not offered — not allowed, or `never`). */
+  toolName: string | null;
+}
+
+/** An `mcp` skill's server in the pre-publish report. */
+export interface ReportMcpServer {
+  skill: string;
+  url: string;
+  /** `reachable`: it listed its tools just now; `unreachable`: it could not be reached or refused (see `error`); `not_checked`: not probed. */
+  status: 'reachable' | 'unreachable' | 'not_checked';
+  /** The transport it answered on. */
+  transport: 'streamable_http' | 'sse' | null;
+  /** Why it is unreachable (`<code>: <message>`). */
+  error: string | null;
+  /** Every tool it lists. */
+  tools: ReportMcpTool[];
+  /** Allow-listed tools it does not list. */
+  missingTools: string[];
 }
 
 /** An escalation destination as the pre-publish report lists it. */

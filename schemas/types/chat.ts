@@ -149,6 +149,8 @@ export interface ReceiptToolCall {
   id: string;
   skill: string;
   type: string;
+  /** The tool of the skill's MCP server that was called (`mcp` skills: docs/api-notes.md "MCP skills"). */
+  tool?: string;
   /** `model` (a tool call of the model) or `playbook` (a skill node). */
   source: 'model' | 'playbook';
   inputs: { [name: string]: string };
@@ -185,6 +187,11 @@ export interface TurnReceipt {
    * unsaid because a placeholder had no value; `exited`, the person left it ("never mind", "cancel", "stop").
    */
   playbook: { name: string; nodes: string[]; skipped?: string[]; exited?: boolean } | null;
+  /**
+   * `mcp` skills whose server could not list its tools for this turn (`<code>: <message>`): their tools were not
+   * offered and the agent answered without them (docs/api-notes.md "MCP skills"). Absent when none failed.
+   */
+  unavailableSkills?: { skill: string; error: string }[];
 }
 
 /**

@@ -25,6 +25,88 @@ export interface KnowledgeSourceCreate {
   fileId?: string;
   /** The text itself (kind `text`). @minLength 1 @maxLength 1000000 */
   text?: string;
+  /** Re-fetch the URL on a schedule (kind `url`; docs/knowledge.md "Refresh and crawl"). */
+  refresh?: KnowledgeRefresh;
+  /** Crawl the site from the URL (kind `url`): pages from sitemap.xml and links, robots.txt honoured. */
+  crawl?: KnowledgeCrawl;
+}
+
+/**
+ * How often a URL source is checked for changes (a Temporal schedule `knowledge-refresh/{sourceId}`).
+ * @additionalProperties false
+ */
+export interface KnowledgeRefresh {
+  /** Hours between checks. @minimum 1 @maximum 8760 @asType integer */
+  everyHours: number;
+}
+
+/**
+ * Crawl settings of a URL source: the pages found from its sitemap.xml and links, same origin only, robots.txt
+ * honoured (RFC 9309), each indexed as a page of the source.
+ * @additionalProperties false
+ */
+export interface KnowledgeCrawl {
+  /** Pages fetched per crawl, the start URL included. @minimum 1 @maximum 500 @asType integer */
+  maxPages: number;
+  /** Only pages of the start URL's origin are crawled (the only mode offered). */
+  sameOrigin?: true;
+  /** Path prefixes a page must start with (`*` matches any characters); all paths when omitted. @maxItems 50 */
+  includePaths?: string[];
+  /** Path prefixes never crawled (`*` matches any characters). @maxItems 50 */
+  excludePaths?: string[];
+}
+
+/** The last check of a URL source for changes (a refresh). */
+export interface KnowledgeSourceCheck {
+  /** ISO 8601. @format date-time */
+  checkedAt: string;
+  /** `unchanged` (304, or the same bytes), `updated` (re-indexed) or `failed` (the indexed chunks were kept). */
+  outcome: 'unchanged' | 'updated' | 'failed';
+  /** HTTP status of the (start) page, or null when no answer came. */
+  statusCode: number | null;
+  /** Why the check failed (outcome `failed`), e.g. `network`, `http_status`, `too_large`, `unsupported_content`. */
+  failureCode: string | null;
+  failureReason: string | null;
+  /** Crawling sources: pages by outcome of this check. */
+  pages: { checked: number; updated: number; unchanged: number; failed: number } | null;
+}
+
+/**
+ * Request body of `PATCH /agents/{agentId}/knowledge/sources/{id}` (updateKnowledgeSource): sets or removes the
+ * refresh schedule of a URL source.
+ * @additionalProperties false
+ */
+export interface KnowledgeSourceUpdate {
+  /** The new interval, or null to stop refreshing. */
+  refresh: KnowledgeRefresh | null;
+}
+
+/** One page of a crawling source, with its own status. */
+export interface KnowledgeCrawlPage {
+  /** `kpg_…` */
+  id: string;
+  sourceId: string;
+  url: string;
+  /** `ready` (its chunks are indexed) or `failed` (see failureCode; chunks of an earlier version are kept). */
+  status: 'ready' | 'failed';
+  failureCode: string | null;
+  failureReason: string | null;
+  /** HTTP status of the last fetch, or null when no answer came. */
+  httpStatus: number | null;
+  format: string | null;
+  title: string | null;
+  chunkCount: number;
+  /** Outcome of the last check of this page. */
+  lastOutcome: 'unchanged' | 'updated' | 'failed' | null;
+  /** ISO 8601. @format date-time */
+  checkedAt: string | null;
+}
+
+/** One page of a crawling source's pages (oldest first). */
+export interface KnowledgeCrawlPageList {
+  items: KnowledgeCrawlPage[];
+  nextCursor: string | null;
+  hasMore: boolean;
 }
 
 /** A knowledge source of an agent. */
@@ -57,6 +139,12 @@ export interface KnowledgeSource {
   updatedAt: string;
   /** When ingestion finished successfully. ISO 8601. @format date-time */
   readyAt: string | null;
+  /** Kind `url`: the refresh schedule, or null when the source is not refreshed. */
+  refresh?: KnowledgeRefresh | null;
+  /** Kind `url`: the crawl settings, or null for a single document. */
+  crawl?: KnowledgeCrawl | null;
+  /** Kind `url`: the last check for changes, or null before the first. */
+  lastCheck?: KnowledgeSourceCheck | null;
 }
 
 /** One page of knowledge sources (oldest first). */
@@ -84,7 +172,7 @@ export interface KnowledgePreviewHit {
   /** Position of the chunk within its source, from 0. */
   ordinal: number;
   content: string;
-  /** Full-text relevance (Postgres ts_rank, normalized to 0..1 as rank/(rank+1)); higher is better. */
+  /** Relevance, 0..1, higher is better: with full-text search alone, Postgres ts_rank normalized as rank/(rank+1); with hybrid retrieval (embeddings configured, or several conversation turns), the reciprocal-rank-fusion score divided by its maximum (docs/knowledge.md). */
   score: number;
   source: {
     id: string;

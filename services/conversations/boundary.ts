@@ -108,7 +108,7 @@ export function maskValues(value: unknown, secrets: readonly string[]): unknown 
 
 /** The outcome as the model, the receipt and the playbook see it: its output cut to the output schema, filled values masked. */
 export function boundedOutcome(call: SkillCall, outcome: SkillOutcome, filled: readonly string[]): SkillOutcome {
-  const schema = skillOutputSchema(call.skill.type, call.skill.config as Record<string, any>);
+  const schema = skillOutputSchema(call.skill.type, call.skill.config as Record<string, any>, call.tool?.name);
   const output = schema ? projectOutput(schema, outcome.output) : outcome.output;
   return { ...outcome, output: maskValues(output, filled) };
 }

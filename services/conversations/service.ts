@@ -13,7 +13,8 @@ import type { Client } from '@temporalio/client';
 import type { Db } from '../../db';
 import { getAgent, loadDraftBundle } from '../../db/repositories/agents';
 import { getVersion, versionIdByNumber } from '../../db/repositories/agentVersions';
-import { searchChunks } from '../../db/repositories/knowledge';
+import { retrieveKnowledge } from '../knowledge/retrieval';
+import type { EmbeddingsProvider } from '../../providers/embeddings';
 import type { UsageInput } from '../../db/repositories/usage';
 import { amountFor, feeOf, PRICES } from '../../domain/billing/prices';
 import {
@@ -39,6 +40,8 @@ import { checkedEvents, emitEvents, type EventOf } from '../../events/emit';
 import type { ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
 import type { SkillHttpClient } from '../../providers/http/request';
 import { createSkillRunner } from './skills';
+import { remoteToolsOf } from './mcp';
+import type { McpProvider } from '../../providers/mcp';
 import { modelFacingLlm } from './boundary';
 import { pinChecker, verifyCallerAtStart } from './callerVerification';
 import { callerIdentity, pinPrompt, verificationRequired } from '../../domain/conversations/callerVerification';
@@ -85,9 +88,13 @@ export interface ConversationDeps {
   db: Db;
   llm: LlmProvider;
   http: SkillHttpClient;
+  /** The MCP client of `mcp` skills (providers/mcp); absent: the process's shared one. */
+  mcp?: McpProvider;
   temporal?: { client: Client; taskQueue: string };
   /** Where semantic guardrail decisions are logged (pino-like; docs/api-notes.md "Conversations"); absent: not logged. */
   log?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void };
+  /** Embeddings of knowledge retrieval; absent: the configured provider (services/knowledge/retrieval.ts). */
+  embeddings?: EmbeddingsProvider;
 }
 
 /** Compiled versions are immutable: cached by organization and version id. */
@@ -262,6 +269,8 @@ export async function startConversation(
       ]);
     },
   );
+  // The tools of its MCP servers are listed as it starts, in the background (./mcp.ts: the first turn then finds them cached).
+  if (agent!.skills.some((s) => s.type === 'mcp')) void remoteToolsOf({ db }, orgId, agent!.skills).catch(() => undefined);
   return { conversation, greeting, agent: agent!, pinPrompt: askPin };
 }
 
@@ -316,13 +325,17 @@ export function turnPorts(deps: ConversationDeps, c: ConversationRecord, agent: 
   return {
     // Sensitive record fields are never tool parameters the model fills (./boundary.ts, docs/security.md "Sensitive record fields").
     llm: modelFacingLlm(deps.db, c.orgId, deps.llm),
-    searchKnowledge: async (query, limit) => (await searchChunks(deps.db, c.orgId, c.agentId, query, limit, sourceIds)).map((h) => ({ ...h, source: { ...h.source } })),
+    // Hybrid retrieval over the recent user turns (services/knowledge/retrieval.ts; docs/knowledge.md "Retrieval").
+    searchKnowledge: async (query, limit, earlierUserTurns) =>
+      (await retrieveKnowledge({ db: deps.db, embeddings: deps.embeddings, log: deps.log }, c.orgId, c.agentId, { text: query, earlierUserTurns }, limit, sourceIds)).map((h) => ({ ...h, source: { ...h.source } })),
     // Simulations and evaluations run on stubs, never a real endpoint (docs/evals.md "Skill stubs").
     runSkill: createSkillRunner({ ...deps, stubs: c.skillStubs ?? (c.simulation ? {} : null) }),
     now: () => performance.now(),
     wallClock: () => Date.now(),
     checkPin: pinChecker(deps.db, c.orgId, c.id, agent, c.variables),
     escalationRoute: () => escalationRouteFor(deps.db, c.orgId, c.channel, c.variables),
+    // The tools of the agent's MCP servers (./mcp.ts; cached per server for a minute), when it has `mcp` skills.
+    ...(agent.skills.some((s) => s.type === 'mcp') ? { remoteTools: () => remoteToolsOf(deps, c.orgId, agent.skills) } : {}),
   };
 }
 

@@ -11,8 +11,12 @@
  * - provisioned skills (docs/api-notes.md "Integrations and records"): `book_appointment` with `integration` books on
  *   the connected calendar, `http_request` with `integration: http` adds the connection's sealed
  *   Authorization header, `lookup_record` searches the organization's Records (every read audited);
+ * - `mcp`: the called tool of the skill's MCP server, after its approval policy allowed it (./mcp.ts `runMcpTool`);
  * - every skill: sensitive record fields it declares as inputs are filled server-side, and only the members
- *   of its output schema reach the model (./boundary.ts).
+ *   of its output schema reach the model (./boundary.ts);
+ * - a conversation with skill stubs (every simulation and evaluation; docs/evals.md "Skill stubs"): a stubbed skill
+ *   answers its canned output, a skill that only acts on the conversation runs, and any other skill fails with
+ *   `skill_not_stubbed` before anything is sent: such a conversation never reaches a real endpoint.
  */
 import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
@@ -26,6 +30,9 @@ import { queueText } from '../sms/send';
 import { transferDestination, withSecretValues } from '../settings/references';
 import { integrationHeaders, runIntegrationSkill } from '../integrations/skills';
 import { boundedOutcome, fillSensitiveInputs } from './boundary';
+import { runMcpTool } from './mcp';
+import { sharedMcpProvider, type McpProvider } from '../../providers/mcp';
+import type { McpSkillConfig } from '../../domain/agents/mcp';
 import { skillNeedsStub } from '../../domain/conversations/skillStubs';
 
 /** What skills need from the outside. */
@@ -33,6 +40,8 @@ export interface SkillDeps {
   db: Db;
   temporal?: { client: Client; taskQueue: string };
   http: SkillHttpClient;
+  /** The MCP client of `mcp` skills (providers/mcp); absent: the process's shared one. */
+  mcp?: McpProvider;
   /** The conversation's skill stubs (ConversationRecord `skillStubs`); given (even `{}`): no real endpoint is called. */
   stubs?: Record<string, unknown> | null;
 }
@@ -112,6 +121,8 @@ function skillRunner(deps: SkillDeps): (call: SkillCall) => Promise<SkillOutcome
         const to = dest ? { to: dest.address, destinationId: dest.id, kind: dest.kind, openNow: dest.openNow } : { to: config.phoneNumber };
         return { output: { status: 'transferring', ...to }, effect: 'transfer', say: 'Transferring you to a member of our team now.' };
       }
+      case 'mcp':
+        return runMcpTool(deps.mcp ?? sharedMcpProvider(), call, config as McpSkillConfig);
       case 'end_call':
         return { output: { status: 'ended' }, effect: 'end', say: config.closingLine || 'Thank you, goodbye.' };
       default:

@@ -62,6 +62,10 @@ describe('cursors are validated before the query on every cursor-paginated list'
       expect((await env.call(key, 'POST', `/agents/${agentId}/playbooks`, { name: `book_${name}` })).status).to.equal(201);
       await db('knowledge_sources').insert({ id: newId('ks'), org_id: orgId, agent_id: agentId, kind: 'text', name, text_content: name, status: 'ready' });
     }
+    // A crawling URL source with two pages (GET …/sources/{id}/pages), as the crawl stores them.
+    const crawlSourceId = newId('ks');
+    await db('knowledge_sources').insert({ id: crawlSourceId, org_id: orgId, agent_id: agentId, kind: 'url', name: 'site', url: 'https://site.example/', crawl: JSON.stringify({ maxPages: 10, sameOrigin: true }), status: 'ready' });
+    for (const page of ['a', 'b']) await db('knowledge_source_pages').insert({ id: newId('kpg'), org_id: orgId, source_id: crawlSourceId, url: `https://site.example/${page}`, status: 'ready' });
     // An evaluation suite with two runs (GET /eval-suites/{id}/runs), stored as a run starts them.
     const suite = (await env.call(key, 'POST', `/agents/${agentId}/eval-suites`, { name: 'Smoke', scenarios: [{ name: 'hello', turns: [{ say: 'Hello' }] }] })).body.data;
     await env.call(key, 'POST', `/agents/${agentId}/eval-suites`, { name: 'Smoke two', scenarios: [{ name: 'hello', turns: [{ say: 'Hello' }] }] });
@@ -137,6 +141,7 @@ describe('cursors are validated before the query on every cursor-paginated list'
       listContactListContacts: { id: list.id },
       listCampaignAttempts: { id: campaign.id },
       listWebhookDeliveries: { id: hookId },
+      listKnowledgeSourcePages: { id: crawlSourceId },
       listEvalRuns: { id: suite.id },
       listAnalysisRevisions: { id: conversationId },
     };
