@@ -13,9 +13,14 @@
  *    one query costs this process (retrieval and the loopback embeddings double) and Postgres, and the latency of
  *    the vector search alone (db/repositories/knowledgeEmbeddings.ts `nearestChunks`).
  * 3. The pgvector HNSW figure over 100,000 chunks, only where pgvector is installed (DATABASE_URL of such a
- *    server); otherwise it prints "skipped".
+ *    server); otherwise it prints "skipped". With BENCH_PGVECTOR=pglite, instead on PGlite's pgvector (Postgres
+ *    compiled to WebAssembly, behind a loopback socket; test/db/pglite.ts) over RETRIEVAL_PGVECTOR_CHUNKS chunks of
+ *    RETRIEVAL_PGVECTOR_DIMS (default 256) dimensions: the HNSW build time, the latency of the vector search alone
+ *    (`nearestChunks`) and its recall@10 against brute force — PGlite's figures, not native pgvector's (WebAssembly,
+ *    one connection).
  */
 import os from 'node:os';
+import type { Knex } from 'knex';
 import type { Db } from '../db';
 import { createAgent } from '../db/repositories/agents';
 import { createSource, indexChunks, markProcessing } from '../db/repositories/knowledge';
@@ -24,6 +29,7 @@ import { createOrganization } from '../db/repositories/organizations';
 import { createEmbeddings, type EmbeddingsProvider } from '../providers/embeddings';
 import { holdAgentVectors, nearestChunkVectors } from '../services/knowledge/exactVectors';
 import { retrieveKnowledge } from '../services/knowledge/retrieval';
+import { startPgliteVector } from '../test/db/pglite';
 import { conceptEmbedding, startEmbeddingsStub } from '../test/helpers/embeddings';
 import { formatScores, loadRetrievalSet, scoreRetrieval, seedRetrievalSet } from '../test/helpers/retrievalEval';
 import { runBench } from './entry';
@@ -31,6 +37,7 @@ import { cpuSnapshot, openBenchDatabase } from './harness';
 
 const CHUNKS = Number(process.env.RETRIEVAL_CHUNKS ?? 10_000);
 const PGVECTOR_CHUNKS = Number(process.env.RETRIEVAL_PGVECTOR_CHUNKS ?? 100_000);
+const PGVECTOR_DIMS = Number(process.env.RETRIEVAL_PGVECTOR_DIMS ?? 256);
 const QUERIES = Number(process.env.RETRIEVAL_QUERIES ?? 300);
 /** The p99 the exact path must stay under over an agent's 10,000 chunks, ms. */
 const P99_TARGET_MS = 80;
@@ -144,6 +151,78 @@ function latencyLine(label: string, sorted: number[], target = true): string {
   return `${label}: ${sorted.length} queries: p50 ${percentile(sorted, 50).toFixed(1)} ms, p95 ${percentile(sorted, 95).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms${verdict}, max ${sorted[sorted.length - 1].toFixed(1)} ms`;
 }
 
+/**
+ * Part 3 on PGlite's pgvector (module docstring): seeds one agent with PGVECTOR_CHUNKS chunks and their
+ * PGVECTOR_DIMS-dimension concept-double vectors, creates the HNSW index (`ensureVectorIndex`), then times
+ * `nearestChunks` (top 50, retrieval's candidate count) for random unit queries and measures recall@10 of the
+ * labelled questions' vectors against a brute-force scan of the same vectors in this process.
+ */
+async function benchPglitePgvector(): Promise<void> {
+  const t0 = performance.now();
+  const server = await startPgliteVector();
+  try {
+    const { db } = server;
+    // PGlite's one session (test/db/pglite.ts): room for the HNSW graph in memory while it is built (pgvector README
+    // "Index Build Time"); the build is slower once it no longer fits.
+    await db.raw(`SET maintenance_work_mem = '512MB'`);
+    const orgId = (await createOrganization(db, 'Retrieval bench pglite')).id;
+    const dims = PGVECTOR_DIMS;
+    const model = `bench-hnsw@${dims}`;
+    const agentId = await seedAgent(db, orgId, PGVECTOR_CHUNKS, model, dims);
+    const seeded = performance.now();
+    console.log(`PGlite ${server.serverVersion.split(' on ')[0]}, pgvector ${server.pgvectorVersion}: seeded ${PGVECTOR_CHUNKS} chunks with ${dims}-dimension vectors in ${((seeded - t0) / 1000).toFixed(1)} s`);
+    if (!(await ensureVectorIndex(db, dims))) throw new Error('the HNSW index could not be created');
+    await db.raw('ANALYZE knowledge_chunk_embeddings');
+    console.log(`  HNSW index built in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
+    const search = await timeVectorSearch(db, orgId, agentId, model, dims, undefined, nearestChunks);
+    console.log(`  vector search alone (top 50): ${latencyLine(`PGlite pgvector HNSW, ${dims} dims, ${PGVECTOR_CHUNKS} chunks`, search.sorted, false)}`);
+    // The plan of one more such search, under the settings it ran with: the figure is the index's only if it used it.
+    const statements: { sql: string; bindings: Knex.RawBinding[] }[] = [];
+    const onQuery = (q: { sql: string; bindings?: Knex.RawBinding[] }) => void statements.push({ sql: q.sql, bindings: q.bindings ?? [] });
+    db.on('query', onQuery);
+    await nearestChunks(db, orgId, agentId, model, conceptEmbedding('How do I get there from the airport?', dims), 50);
+    db.removeListener('query', onQuery);
+    const last = statements.find((x) => /ORDER BY embedding_vector/.test(x.sql))!;
+    const plan = await db.transaction(async (trx) => {
+      for (const x of statements.filter((y) => /^SET LOCAL /.test(y.sql))) await trx.raw(x.sql);
+      const res = await trx.raw(`EXPLAIN ${last.sql.replace(/\$\d+/g, '?')}`, last.bindings);
+      return (res.rows as { 'QUERY PLAN': string }[]).map((r) => r['QUERY PLAN']).join('\n');
+    });
+    const node = /Index Scan using \S+|Bitmap Heap Scan|Seq Scan/.exec(plan)?.[0] ?? plan;
+    console.log(`  plan: ${node}${/_hnsw_/.test(node) ? '' : ' — NOT the HNSW index'}`);
+
+    // Recall@10 of the labelled questions' vectors: the HNSW top 10 against the exact top 10 of the same vectors.
+    const rows = (await db('knowledge_chunks').where({ org_id: orgId, agent_id: agentId }).select('id', 'content')) as { id: string; content: string }[];
+    const unit = (v: number[]) => {
+      const n = Math.hypot(...v) || 1;
+      return Float32Array.from(v, (x) => x / n);
+    };
+    const stored = rows.map((r) => ({ id: r.id, v: unit(conceptEmbedding(r.content, dims)) }));
+    const cosines = (qv: Float32Array) =>
+      stored.map((c) => {
+        let dot = 0;
+        for (let i = 0; i < dims; i++) dot += c.v[i] * qv[i];
+        return { id: c.id, dot };
+      });
+    const questions = loadRetrievalSet()
+      .filter((kb) => kb.language === 'english')
+      .flatMap((kb) => kb.questions.map((q) => q.q));
+    let found = 0;
+    for (const q of questions) {
+      const qv = unit(conceptEmbedding(q, dims));
+      const all = cosines(qv);
+      const byId = new Map(all.map((c) => [c.id, c.dot]));
+      // A hit counts when it is as similar as the exact 10th (passages may share a vector: ties are equally right).
+      const tenth = all.map((c) => c.dot).sort((a, b) => b - a)[9];
+      const hits = await nearestChunks(db, orgId, agentId, model, [...qv], 10);
+      found += hits.filter((h) => byId.get(h.chunkId)! >= tenth - 1e-6).length;
+    }
+    console.log(`  recall@10 against brute force, ${questions.length} labelled questions: ${(found / (questions.length * 10)).toFixed(3)}`);
+  } finally {
+    await server.close();
+  }
+}
+
 /** Runs the three parts and prints their figures. */
 export async function runRetrievalBench(): Promise<void> {
   const started = performance.now();
@@ -196,8 +275,10 @@ export async function runRetrievalBench(): Promise<void> {
       }
     }
 
-    // 3. pgvector HNSW over PGVECTOR_CHUNKS chunks: only with the extension.
-    if ((await vectorStore(db, 1536)) !== 'pgvector') {
+    // 3. pgvector HNSW over PGVECTOR_CHUNKS chunks: only with the extension (or on PGlite's, BENCH_PGVECTOR=pglite).
+    if (process.env.BENCH_PGVECTOR === 'pglite') {
+      await benchPglitePgvector();
+    } else if ((await vectorStore(db, 1536)) !== 'pgvector') {
       console.log(`pgvector HNSW, ${PGVECTOR_CHUNKS} chunks: skipped (pgvector is not installed on this server; run with DATABASE_URL of a pgvector/pgvector server)`);
     } else {
       const dims = 256;

@@ -9,8 +9,9 @@
  *   beside the old ones, which serve until it completes). The vector is a `real[]` (unit length, so cosine = dot
  *   product). When the `cube` contrib extension can be created (trusted since PostgreSQL 13), vectors of at most 100
  *   dimensions (cube's limit) also get a generated `cube`, whose C `cube_distance` ranks exactly (for unit vectors
- *   |a − b|² = 2 − 2·cos). When pgvector is installed, a generated `vector` column is added; its HNSW index
- *   (one per dimension) is created at startup (db/repositories/knowledge.ts `ensureVectorIndex`).
+ *   |a − b|² = 2 − 2·cos). When pgvector is installed, a generated `vector` column is added; its HNSW indexes
+ *   (one per dimension, partial) are created when vectors of a dimension are first written
+ *   (db/repositories/knowledgeEmbeddings.ts `ensureVectorIndex`). Run on PGlite's pgvector by test/db/pgvector.test.ts.
  * - `knowledge_embedding_state`: per organization, the model whose vectors retrieval reads and the re-embedding in
  *   progress (workflow `knowledge-reembed/{orgId}`).
  */

@@ -6,7 +6,8 @@
  *
  * Nearest chunks by cosine similarity, by the best store the database has (detected once per process from the
  * table's columns, which the migration created according to the extensions it could install):
- * - `pgvector`: the HNSW index of the vector's dimension (`<=>`, cosine distance; pgvector README "HNSW");
+ * - `pgvector`: the HNSW index of the vector's dimension (`<=>`, cosine distance; pgvector README "HNSW"), planned
+ *   for the agent's own row count (custom plan); tested on PGlite's pgvector (test/db/pgvector.test.ts);
  * - `cube`: exact, for vectors of at most 100 dimensions — C `cube_distance` over the generated cube column;
  * - `cube_blocks`: exact, for vectors of more than 100 dimensions where the migration 20261127000900 could add the
  *   generated `embedding_blocks` (the vector cut into cubes of ≤ 100 coordinates) and `embedding_sumsq` (|v|²): the
@@ -100,6 +101,18 @@ export async function ensureVectorIndex(db: Db, dims: number): Promise<boolean> 
     done.delete(d);
     return false;
   }
+}
+
+/** Largest `hnsw.ef_search` pgvector accepts (its GUC range is 1..1000; pgvector README "Query Options"). */
+export const HNSW_MAX_EF_SEARCH = 1000;
+
+/**
+ * The HNSW candidate list size for a search of `limit` rows: twice the limit, at least pgvector's default 40, at most
+ * {@link HNSW_MAX_EF_SEARCH} (setting more is an error). With iterative scans a limit above it is still filled: the
+ * scan continues past the first ef_search candidates (pgvector 0.8 "Iterative Index Scans").
+ */
+export function hnswEfSearch(limit: number): number {
+  return Math.min(HNSW_MAX_EF_SEARCH, Math.max(40, Math.trunc(limit) * 2));
 }
 
 /** One chunk's vector to store. */
@@ -282,13 +295,30 @@ export async function nearestChunks(
             WHERE ${filter} ORDER BY sim DESC NULLS LAST LIMIT ?`;
     args = [v, ...filterArgs, limit];
   }
+  const iterative = store === 'pgvector' && (await vectorColumns(db)).iterative;
   const res =
-    store === 'pgvector' && (await vectorColumns(db)).iterative
-      ? // HNSW returns the ef_search nearest of every tenant before the WHERE filters them: iterative scans (pgvector
-        // 0.8 "Iterative Index Scans") keep reading the index until `limit` rows of this agent are found.
-        await (db as Db).transaction(async (trx) => {
-          await trx.raw(`SET LOCAL hnsw.iterative_scan = strict_order`);
-          await trx.raw(`SET LOCAL hnsw.ef_search = ${Math.max(40, Math.trunc(limit) * 2)}`);
+    store === 'pgvector'
+      ? await (db as Db).transaction(async (trx) => {
+          // Planned for this agent's values: a generic plan (the pool's default plan_cache_mode, db/index.ts
+          // planCacheMode) estimates an agent's rows as an average tenant's — a few — and so always sorts them by
+          // distance through the tenant btree, never using the HNSW index, even for an agent of 100,000 chunks.
+          // A custom plan uses the agent's statistics: exact sort for a small agent, HNSW for a large one.
+          await trx.raw(`SET LOCAL plan_cache_mode = force_custom_plan`);
+          // Vectors over ~500 dimensions are stored out of line (TOAST), which a sequential or bitmap heap scan's cost
+          // leaves out (pgvector README "Troubleshooting": "SET LOCAL enable_seqscan = off"): the planner then
+          // prefers reading every row of an agent of 20,000 1,536-dimension vectors to the HNSW index (measured on
+          // PGlite: a 222 ms sequential scan). Left: a btree scan of the agent's rows, each fetched from the heap, then
+          // sorted — what an agent of a few hundred rows still gets, exactly — or the HNSW index. That btree cost
+          // still leaves out decompressing vectors kept inline (compressible, e.g. sparse ones): docs/benchmarks.md
+          // "Knowledge retrieval", pgvector on PGlite.
+          await trx.raw(`SET LOCAL enable_seqscan = off`);
+          await trx.raw(`SET LOCAL enable_bitmapscan = off`);
+          if (iterative) {
+            // HNSW returns the ef_search nearest of every tenant before the WHERE filters them: iterative scans
+            // (pgvector 0.8 "Iterative Index Scans") keep reading the index until `limit` rows of this agent are found.
+            await trx.raw(`SET LOCAL hnsw.iterative_scan = strict_order`);
+            await trx.raw(`SET LOCAL hnsw.ef_search = ${hnswEfSearch(limit)}`);
+          }
           return trx.raw(sql, args as any[]);
         })
       : await db.raw(sql, args as any[]);
