@@ -21,24 +21,13 @@ import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
 import { runBench } from './entry';
 import { openBenchDatabase } from './harness';
+import { seededRandom } from '../test/helpers/random';
 
 const TOTAL_CHUNKS = Number(process.env.BENCH_CHUNKS ?? 100_000);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 1000);
 const CHUNKS_PER_SOURCE = 1000;
 
-/** Deterministic PRNG (mulberry32) so runs are comparable. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const rand = rng(42);
+const rand = seededRandom(42);
 const SYLLABLES = ['ka', 'lo', 'mi', 'ren', 'tas', 'vo', 'pel', 'dri', 'sun', 'bar', 'qui', 'nor', 'fe', 'gal', 'hu', 'zet', 'mar', 'cle', 'ost', 'wen'];
 /** Postgres's English stop words: as in real text, they take the most frequent ranks (and are not indexed). */
 const STOP_WORDS = (

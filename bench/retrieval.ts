@@ -34,6 +34,7 @@ import { conceptEmbedding, startEmbeddingsStub } from '../test/helpers/embedding
 import { formatScores, loadRetrievalSet, scoreRetrieval, seedRetrievalSet } from '../test/helpers/retrievalEval';
 import { runBench } from './entry';
 import { cpuSnapshot, openBenchDatabase } from './harness';
+import { seededRandom } from '../test/helpers/random';
 
 const CHUNKS = Number(process.env.RETRIEVAL_CHUNKS ?? 10_000);
 const PGVECTOR_CHUNKS = Number(process.env.RETRIEVAL_PGVECTOR_CHUNKS ?? 100_000);
@@ -46,20 +47,9 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Sentences of the labelled set, reshuffled into `n` passages of 3-5 sentences (realistic words and concepts). */
 function syntheticPassages(n: number): string[] {
-  const rand = rng(7);
+  const rand = seededRandom(7);
   const sentences = loadRetrievalSet()
     .filter((kb) => kb.language === 'english')
     .flatMap((kb) => Object.values(kb.chunks).flatMap((c) => c.split(/(?<=\.)\s+/)));
@@ -125,7 +115,7 @@ async function timeVectorSearch(
   postmasterPid: number | undefined,
   search: typeof nearestChunks = nearestChunkVectors,
 ): Promise<{ sorted: number[]; cpu: string }> {
-  const rand = rng(dims);
+  const rand = seededRandom(dims);
   const query = () => {
     const v = Array.from({ length: dims }, () => rand() - 0.5);
     const n = Math.hypot(...v);

@@ -22,17 +22,7 @@ import {
 } from '../../db/repositories/knowledgeEmbeddings';
 import { createOrganization } from '../../db/repositories/organizations';
 import { startPgliteVector, type PgliteVectorServer } from './pglite';
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../helpers/random';
 
 /** `v` scaled to unit length, its coordinates rounded to `real` (float32) as they are stored. */
 function unit(v: readonly number[]): number[] {
@@ -52,7 +42,7 @@ function gauss(rand: () => number): number {
  * are not (measured on PGlite: recall@10 0.61 at pgvector's default ef_search 40, 0.88 at 100, 0.985 at 200).
  */
 function embeddingLike(seed: number, dims: number, topics = 50): () => number[] {
-  const rand = rng(seed);
+  const rand = seededRandom(seed);
   const centres = Array.from({ length: topics }, () => unit(Array.from({ length: dims }, () => gauss(rand))));
   const spread = 1 / Math.sqrt(dims);
   return () => {

@@ -15,6 +15,7 @@ import { conceptEmbedding, startEmbeddingsStub } from '../../helpers/embeddings'
 import type { OpenAiStub } from '../../helpers/llm';
 import { useMigratedDb } from '../../helpers/postgres';
 import { formatScores, loadRetrievalSet, scoreRetrieval, seedRetrievalSet, type SeededKnowledgeBase } from '../../helpers/retrievalEval';
+import { seededRandom } from '../../helpers/random';
 
 /** Floors of the hybrid ranking on the set with the loopback double (a real model is measured by the bench). */
 const HYBRID_RECALL_AT_3_FLOOR = 0.8;
@@ -113,18 +114,7 @@ describe('hybrid knowledge retrieval on the labelled set', function () {
     /** Each chunk's vector as stored (`real`), with its source. */
     const stored = new Map<string, { sourceId: string; v: number[] }>();
 
-    /** Mulberry32: deterministic uniform numbers in [0, 1). */
-    function rng(seed: number): () => number {
-      let a = seed >>> 0;
-      return () => {
-        a = (a + 0x6d2b79f5) >>> 0;
-        let t = a;
-        t = Math.imul(t ^ (t >>> 15), t | 1);
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-      };
-    }
-    const rand = rng(20261127);
+    const rand = seededRandom(20261127);
     /** A random unit vector (Box–Muller normals, so directions are uniform). */
     const randomUnit = (): number[] => {
       const v = Array.from({ length: DIMS }, () => Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand()));
