@@ -25,7 +25,7 @@ import type { TurnOptions } from '../../domain/conversations/runtime';
 import { compileAnswerSchema, structuredOutputProblem } from '../../domain/conversations/structuredOutput';
 import { finishConversation, requireConversation, sendMessage, startConversation, type StoredTurnOutcome } from '../../services/conversations/service';
 import type { ChatCompletionCreate, ChatCompletionMessage } from '../../schemas/types/chat';
-import { conversationDeps } from './chat';
+import { conversationDeps, STREAM_RECHECK_MS } from './chat';
 
 /** Conversation variable names (docs/api-notes.md "Variables"). */
 const VARIABLE_NAME = /^[a-z][a-z0-9_]{0,63}$/;
@@ -270,7 +270,28 @@ export const chatCompletion: Handler = async (ctx, deps) => {
   }
 
   const stream = new PassThrough();
-  const send = (data: unknown) => !stream.destroyed && stream.write(`data: ${JSON.stringify(data)}\n\n`);
+  let closed = false;
+  const send = (data: unknown) => !closed && !stream.destroyed && stream.write(`data: ${JSON.stringify(data)}\n\n`);
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(recheck);
+    if (!stream.destroyed) stream.end('data: [DONE]\n\n');
+  };
+  // An open stream re-checks its credential as the chat session stream does (docs/security.md "Revocation"): once
+  // revoked it ends with an error event in OpenAI's shape and [DONE]; the turn runs on and is stored.
+  const still = deps.credentialStillValid;
+  const recheck = setInterval(() => {
+    still?.(ctx).then(
+      (ok) => {
+        if (ok || closed) return;
+        send(openAiErrorBody(new ApiError(401, 'credential_revoked', 'The credential of this stream was revoked; the stream is closed')));
+        close();
+      },
+      (err: unknown) => ctx.state.log.warn({ err }, 'chat completion stream: re-checking the credential failed'),
+    );
+  }, STREAM_RECHECK_MS);
+  recheck.unref();
   const chunk = (delta: Record<string, unknown>, finish: string | null) => ({
     id,
     object: 'chat.completion.chunk',
@@ -298,8 +319,6 @@ export const chatCompletion: Handler = async (ctx, deps) => {
       // The openai client raises an APIError for a data event carrying `error` (OpenAI API reference "Streaming").
       send(openAiErrorBody(e));
     })
-    .finally(() => {
-      if (!stream.destroyed) stream.end('data: [DONE]\n\n');
-    });
+    .finally(close);
   return { stream: { body: stream, contentType: 'text/event-stream; charset=utf-8' }, headers: { 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' } };
 };

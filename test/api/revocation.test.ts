@@ -196,6 +196,33 @@ describe('revocation is immediate everywhere; each token kind has its own MAC', 
     expect((await t.call('GET', `/responses/${responseId}`, { key })).status).to.equal(401);
   });
 
+  it('revoking a secret key ends its open /chat/completions stream with an error event the openai client raises', async () => {
+    const created = await t.call('POST', '/api-keys', { key: org.key, json: { name: 'completions streamer', scopes: ['chat:read', 'chat:write'] } });
+    expect(created.status, created.text).to.equal(201);
+    const { id, secret: key } = created.body.data;
+    const client = new OpenAI({ apiKey: key, baseURL: t.api.baseUrl, maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: agentId, messages: [{ role: 'user', content: LONG }], stream: true });
+    let deltas = 0;
+    let revoking: Promise<number> | undefined;
+    let raised: unknown;
+    try {
+      for await (const c of stream) {
+        if (c.choices[0]?.delta?.content) deltas++;
+        if (deltas === 1 && !revoking) revoking = t.call('DELETE', `/api-keys/${id}`, { key: org.key }).then((r) => {
+            expect(r.status, r.text).to.be.below(300);
+            return Date.now();
+          });
+      }
+    } catch (err) {
+      raised = err;
+    }
+    const openAfterMs = Date.now() - (await revoking!);
+    expect(raised, 'the stream ended without an error').to.be.instanceOf(OpenAI.APIError);
+    expect((raised as InstanceType<typeof OpenAI.APIError>).code).to.equal('credential_revoked');
+    expect(openAfterMs).to.be.below(2500);
+    expect((await t.call('GET', '/models', { key })).status).to.equal(401);
+  });
+
   it('deleting an OAuth app closes the streams of its tokens and ends the widget sessions of publishable keys they minted; removing a member does the same', async () => {
     const issue = async (email: string) => {
       const member = await createMember(t.db, org.orgId, { email, role: 'admin', passwordHash: null });
