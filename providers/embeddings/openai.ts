@@ -8,6 +8,7 @@
  * connection → unavailable, any other 4xx → bad_request (EmbeddingsError).
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
+import { createOpenAiClient } from '../openaiClient';
 import { normalize } from '../../domain/knowledge/fusion';
 import { EMBEDDINGS_TIMEOUT_MS, EmbeddingsError, embeddingsModelId, parseEmbeddingsModelId, type EmbeddingsProvider } from './index';
 
@@ -35,18 +36,7 @@ export class OpenAiEmbeddings implements EmbeddingsProvider {
   /** @param opts base URL, key, model and optional dimensions */
   constructor(opts: OpenAiEmbeddingsOptions) {
     this.model = embeddingsModelId(opts.model, opts.dimensions);
-    // Every option is explicit, so the SDK reads none of its own OPENAI_* variables.
-    this.client = new OpenAI({
-      apiKey: opts.apiKey,
-      baseURL: opts.baseUrl,
-      organization: null,
-      project: null,
-      adminAPIKey: null,
-      webhookSecret: null,
-      timeout: opts.timeoutMs ?? EMBEDDINGS_TIMEOUT_MS,
-      maxRetries: 1,
-      logLevel: 'warn',
-    });
+    this.client = createOpenAiClient({ apiKey: opts.apiKey, baseUrl: opts.baseUrl, timeoutMs: opts.timeoutMs ?? EMBEDDINGS_TIMEOUT_MS, maxRetries: 1 });
   }
 
   /** Unit vectors of `texts`, in order (module docstring). @throws EmbeddingsError */

@@ -29,6 +29,7 @@
  * - Usage is the server's; a server that reports none gets the local `gpt-tokenizer` count (./tokens).
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { createOpenAiClient } from '../openaiClient';
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -69,19 +70,7 @@ export class OpenAiLlm implements LlmProvider {
   constructor(opts: OpenAiLlmOptions) {
     this.model = opts.model;
     this.timeoutMs = opts.timeoutMs ?? 30_000;
-    // Every option is explicit, so the SDK reads none of its own OPENAI_* variables.
-    this.client = new OpenAI({
-      apiKey: opts.apiKey,
-      baseURL: opts.baseUrl,
-      organization: null,
-      project: null,
-      adminAPIKey: null,
-      webhookSecret: null,
-      timeout: this.timeoutMs,
-      maxRetries: opts.maxRetries ?? 1,
-      logLevel: 'warn',
-      fetch: boundedRetryFetch,
-    });
+    this.client = createOpenAiClient({ apiKey: opts.apiKey, baseUrl: opts.baseUrl, timeoutMs: this.timeoutMs, maxRetries: opts.maxRetries ?? 1, fetch: boundedRetryFetch });
   }
 
   /** One answer (`stream: false`), from the fallback model when the model failed (module docstring). @throws LlmProviderError; the signal's reason when aborted */
