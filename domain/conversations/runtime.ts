@@ -5,19 +5,20 @@
  * wire them to Postgres and the providers), so chat, widget, simulation and voice run the same code and
  * the runtime's own overhead can be measured apart from the model.
  *
- * A turn, in order: caller verification by PIN when it is due (docs/api-notes.md "Caller verification") → input
- * guardrails (PII redaction for storage, blocked topics by phrase, escalation, then semantic blocked topics judged by one
- * classification call of the agent's model, fail-closed: ./topicClassifier.ts) → a person leaving a running playbook
- * ("never mind", "cancel", "stop") → a running playbook advances (ask → gather → skill → say → end), or a
- * message naming a playbook starts it, or else knowledge is retrieved and the model answers, calling skills,
- * the playbooks' `start_playbook_<name>` tools and — when the organization has an escalation destination —
- * `escalate` (at most {@link MAX_TOOL_ROUNDS} rounds) → output
- * guardrails and {@link speakable} rewrite what is said while it streams (no citation, placeholder, JSON or
- * internal code reaches a person; they stay in the receipt). A protected action the caller is not verified
- * for is not run: the agent asks for the PIN (and runs it once the PIN matched) or declines.
- * A turn that escalates (`escalateOn`, failed PIN attempts, the `escalate` tool, a playbook `escalate` node) ends the
- * conversation `escalated`; in chat, the widget and SMS its reply also says how the person will be reached
- * (./escalation.ts `reachLine`).
+ * A turn is a pipeline of named stages over one turn state (./turn/, drawn in docs/architecture.md "A turn"):
+ * admit (PII redaction for storage) → duration limit → caller verification by PIN when it is due
+ * (docs/api-notes.md "Caller verification") → input guardrails (blocked topics by phrase, escalation, then semantic
+ * blocked topics judged by one classification call of the agent's model, fail-closed: ./topicClassifier.ts) → a
+ * person leaving a running playbook → a running playbook advances (ask → gather → skill → say → end), or a message
+ * naming a playbook starts it → knowledge retrieval → the tools (skills, MCP tools, the playbooks'
+ * `start_playbook_<name>` tools, `escalate` when the organization has an escalation destination, the client's
+ * function tools) → the model answers, calling tools (at most {@link MAX_TOOL_ROUNDS} rounds) → finish. Any stage
+ * before retrieval may end the turn. Output guardrails and {@link speakable} rewrite everything said while it
+ * streams (no citation, placeholder, JSON or internal code reaches a person; they stay in the receipt). A protected
+ * action the caller is not verified for is not run: the agent asks for the PIN (and runs it once the PIN matched)
+ * or declines. A turn that escalates (`escalateOn`, failed PIN attempts, the `escalate` tool, a playbook `escalate`
+ * node) ends the conversation `escalated`; in chat, the widget and SMS its reply also says how the person will be
+ * reached (./escalation.ts `reachLine`).
  * Everything the turn did is returned as a receipt.
  */
 import type { CompiledAgent } from '../agents/compile';
