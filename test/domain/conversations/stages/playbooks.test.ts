@@ -86,7 +86,7 @@ describe('turn stages: playbooks', () => {
     expect(run.state.receipt.toolCalls[0].error).to.equal('HTTP 500');
 
     const skillOnly = { nodes: bookingGraph.nodes.filter((n) => n.id !== 'confirm' && n.id !== 'ask_name'), edges: [{ from: 'start', to: 'book' }, { from: 'book', to: 'end' }] };
-    const quiet = clinic({ playbooks: [{ name: 'quick_book', graph: skillOnly }] });
+    const quiet = clinic({ playbooks: [{ name: 'quick_book', description: 'Books at once', graph: skillOnly }] });
     const q = begin(conversationOf(quiet, { variables: { name: 'Ada' } }), 'quick book', portsOf());
     const done = await runPlaybook(q.turn, q.state, quiet.playbooks[0], startPlaybook(skillOnly, 'quick_book', q.state.vars), null);
     expect(done.said).to.deep.equal([DONE_REPLY]);
