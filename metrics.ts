@@ -33,78 +33,38 @@ export function statusClass(status: number): string {
   return `${Math.floor(status / 100)}xx`;
 }
 
+/** A latency histogram over {@link LATENCY_BUCKETS} (seconds), labelled by `labels`. */
+function latency<L extends string>(name: string, help: string, labels: readonly L[]): Histogram<L> {
+  return new Histogram<L>({ name, help, labelNames: labels, buckets: LATENCY_BUCKETS });
+}
+
+/** A `_total` counter labelled by `labels`. */
+function counter<L extends string>(name: string, help: string, labels: readonly L[]): Counter<L> {
+  return new Counter<L>({ name, help, labelNames: labels });
+}
+
 /** One API request, labelled by the route table's operationId (`unmatched` for none) and status class. */
-export const httpRequestDuration = new Histogram({
-  name: 'http_server_request_duration_seconds',
-  help: 'Duration of HTTP requests served by the API, by operationId, method and status class',
-  labelNames: ['operation_id', 'http_request_method', 'status_class'] as const,
-  buckets: LATENCY_BUCKETS,
-});
-
+export const httpRequestDuration = latency('http_server_request_duration_seconds', 'Duration of HTTP requests served by the API, by operationId, method and status class', ['operation_id', 'http_request_method', 'status_class']);
 /** Requests refused with 429 by the rate limiter: `limit` = `key` (the credential's budget) or `ip` (widget per-address budget). */
-export const rateLimitRejections = new Counter({
-  name: 'http_rate_limit_rejections_total',
-  help: 'Requests refused with 429 rate_limited, by the budget that ran out (key or ip)',
-  labelNames: ['limit'] as const,
-});
-
+export const rateLimitRejections = counter('http_rate_limit_rejections_total', 'Requests refused with 429 rate_limited, by the budget that ran out (key or ip)', ['limit']);
 /** Conversation turns run, by channel and outcome (`ok`, `error`). */
-export const conversationTurns = new Counter({
-  name: 'conversation_turns_total',
-  help: 'Conversation turns run, by channel and outcome',
-  labelNames: ['channel', 'outcome'] as const,
-});
-
+export const conversationTurns = counter('conversation_turns_total', 'Conversation turns run, by channel and outcome', ['channel', 'outcome']);
 /** Whole turn latency (the receipt's `turn` stage), by channel. */
-export const conversationTurnDuration = new Histogram({
-  name: 'conversation_turn_duration_seconds',
-  help: 'Latency of a conversation turn from the user message to the stored reply, by channel',
-  labelNames: ['channel'] as const,
-  buckets: LATENCY_BUCKETS,
-});
-
+export const conversationTurnDuration = latency('conversation_turn_duration_seconds', 'Latency of a conversation turn from the user message to the stored reply, by channel', ['channel']);
 /** Time to the LLM's first token within a turn (the receipt's `llm_first_token` stage), by channel. */
-export const conversationFirstToken = new Histogram({
-  name: 'conversation_turn_first_token_seconds',
-  help: "Latency from the LLM request to its first token within a turn, by channel",
-  labelNames: ['channel'] as const,
-  buckets: LATENCY_BUCKETS,
-});
-
+export const conversationFirstToken = latency('conversation_turn_first_token_seconds', 'Latency from the LLM request to its first token within a turn, by channel', ['channel']);
 /** ConversationRelay sockets open on this process (api/voice/relay.ts). */
-export const voiceRelaySockets = new Gauge({
-  name: 'voice_relay_open_sockets',
-  help: 'Voice relay (ConversationRelay) WebSockets open on this process',
-});
-
+export const voiceRelaySockets = new Gauge({ name: 'voice_relay_open_sockets', help: 'Voice relay (ConversationRelay) WebSockets open on this process' });
 /** Outbound texts that reached `sent`, `delivered` or `failed` (each transition written once). */
-export const smsMessages = new Counter({
-  name: 'sms_messages_total',
-  help: 'Outbound SMS messages by the status they reached (sent, delivered, failed)',
-  labelNames: ['status'] as const,
-});
-
+export const smsMessages = counter('sms_messages_total', 'Outbound SMS messages by the status they reached (sent, delivered, failed)', ['status']);
 /** Webhook delivery attempts by outcome (`succeeded`, `retry`, `failed`, `stale`). */
-export const webhookDeliveries = new Counter({
-  name: 'webhook_delivery_attempts_total',
-  help: 'Webhook delivery attempts by outcome (succeeded, retry, failed, stale)',
-  labelNames: ['outcome'] as const,
-});
-
-/** Calls into a provider adapter: kind (carrier, telephony, llm, mailer), adapter (sandbox, telnyx …) and method. */
-export const providerCallDuration = new Histogram({
-  name: 'provider_call_duration_seconds',
-  help: 'Duration of provider adapter calls, by provider kind, adapter and operation',
-  labelNames: ['provider_kind', 'provider', 'operation'] as const,
-  buckets: LATENCY_BUCKETS,
-});
-
+export const webhookDeliveries = counter('webhook_delivery_attempts_total', 'Webhook delivery attempts by outcome (succeeded, retry, failed, stale)', ['outcome']);
+/** Labels of a provider adapter call: kind (carrier, telephony, llm, mailer), adapter (sandbox, telnyx …) and method. */
+const PROVIDER_LABELS = ['provider_kind', 'provider', 'operation'] as const;
+/** Calls into a provider adapter, by {@link PROVIDER_LABELS}. */
+export const providerCallDuration = latency('provider_call_duration_seconds', 'Duration of provider adapter calls, by provider kind, adapter and operation', PROVIDER_LABELS);
 /** Provider adapter calls that threw, same labels as {@link providerCallDuration}. */
-export const providerCallErrors = new Counter({
-  name: 'provider_call_errors_total',
-  help: 'Provider adapter calls that failed, by provider kind, adapter and operation',
-  labelNames: ['provider_kind', 'provider', 'operation'] as const,
-});
+export const providerCallErrors = counter('provider_call_errors_total', 'Provider adapter calls that failed, by provider kind, adapter and operation', PROVIDER_LABELS);
 
 /** A knex (tarn) pool as far as the gauges need it. */
 interface PoolLike {

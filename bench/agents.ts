@@ -31,7 +31,7 @@ import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
 import { startDevServer } from '../devserver';
-import type { PlaybookEdge, PlaybookGraph, PlaybookNode } from '../schemas/types/agents';
+import type { PlaybookEdge, PlaybookGraph, PlaybookNode } from '../schemas/types/playbooks';
 import { runBench } from './entry';
 import { benchCaller, installBenchRuntime, openBenchDatabase } from './harness';
 

@@ -17,6 +17,9 @@ import { createDb, ensureDatabase, migrate, type Db } from '../db';
 import { startEmbeddedPostgres } from '../db/embedded';
 import { startDevServer } from '../devserver';
 import { createAgentActivities } from '../activities/agents';
+import { createOrganization } from '../db/repositories/organizations';
+import { createSecretKey } from '../db/repositories/apiKeys';
+import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { publishRequestHash } from '../domain/agents/compile';
 
 /** Installs the Temporal SDK runtime once per process, quiet (every section of `npm run bench` shares one process). */
@@ -126,6 +129,54 @@ export async function startBenchApi(stack: BenchStack, label: string): Promise<B
   const taskQueue = `bench-${label}-${crypto.randomBytes(4).toString('hex')}`;
   const api = await startApi({ db: stack.db, databaseUrl: stack.databaseUrl, config, logger, temporal: { client: stack.client, taskQueue } });
   return { api, config, logger, taskQueue };
+}
+
+/** Milliseconds at percentile `p` (0–100) of `xs` (nearest rank; `xs` need not be sorted). */
+export function percentile(xs: readonly number[], p: number): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** One organization served over HTTP for a read benchmark ({@link openBenchOrganization}). */
+export interface BenchOrganization {
+  db: Db;
+  orgId: string;
+  /** A secret key of every non-reserved scope, with a rate limit no run reaches. */
+  key: string;
+  baseUrl: string;
+  /** GETs `p` with the key, reads the whole body, and answers the milliseconds it took. @throws Error unless 200 */
+  timedGet: (p: string) => Promise<number>;
+  /** Stops the API, then the database. */
+  close: () => Promise<void>;
+}
+
+/**
+ * A fresh bench database (`openBenchDatabase`) with one organization `name` and its key, served by the API
+ * (no Temporal, silent logs): what an HTTP read benchmark over generated rows needs. The caller calls `close`.
+ */
+export async function openBenchOrganization(label: string, name: string, opts: { poolMax?: number } = {}): Promise<BenchOrganization> {
+  const { db, databaseUrl, close: closeDatabase } = await openBenchDatabase(label, opts);
+  const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 10_000_000 });
+  const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
+  const close = async () => {
+    await api.close();
+    await closeDatabase();
+  };
+  try {
+    const org = await createOrganization(db, name);
+    const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES, rateLimitPoints: 10_000_000 });
+    const timedGet = async (p: string) => {
+      const s = performance.now();
+      const res = await fetch(`${api.baseUrl}${p}`, { headers: { authorization: `Bearer ${key}` } });
+      if (res.status !== 200) throw new Error(`${p} → ${res.status} ${await res.text()}`);
+      await res.arrayBuffer();
+      return performance.now() - s;
+    };
+    return { db, orgId: org.id, key, baseUrl: api.baseUrl, timedGet, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
 }
 
 /** The workflow bundle of workflows/index.ts, built once per benchmark with webpack's output silenced. */

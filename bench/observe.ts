@@ -9,33 +9,22 @@
  * (100,000) and BENCH_OBSERVE_RUNS (50) set the size. Target: overview p99 < 100 ms.
  */
 import os from 'node:os';
-import { createOrganization } from '../db/repositories/organizations';
-import { createSecretKey } from '../db/repositories/apiKeys';
-import { NON_RESERVED_SCOPES } from '../domain/scopes';
-import { startApi } from '../api/server';
-import { loadConfig } from '../config';
-import { createLogger } from '../runtime';
 import { runBench } from './entry';
 import { rollUpEnded } from '../db/repositories/conversations';
-import { openBenchDatabase } from './harness';
+import { openBenchOrganization, percentile } from './harness';
 
 const CONVERSATIONS = Number(process.env.BENCH_OBSERVE_CONVERSATIONS ?? 100_000);
 const RUNS = Number(process.env.BENCH_OBSERVE_RUNS ?? 50);
 const MESSAGES_PER_CONVERSATION = 10;
 const TURNS_PER_CONVERSATION = 5;
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
 /** Runs the observe section and prints its figures. */
 export async function runObserveBench(): Promise<void> {
-  const { db, databaseUrl, close: closeDatabase } = await openBenchDatabase('observe', { poolMax: 20 });
-  const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 10_000_000 });
-  const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
+  const { db, orgId, key, baseUrl, timedGet: get, close } = await openBenchOrganization('observe', 'Observe bench', { poolMax: 20 });
   try {
-    const org = await createOrganization(db, 'Observe bench');
-    const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES, rateLimitPoints: 10_000_000 });
     const agentId = 'agt_benchobserve01';
-    await db('agents').insert({ id: agentId, org_id: org.id, name: 'Bench agent' });
+    await db('agents').insert({ id: agentId, org_id: orgId, name: 'Bench agent' });
     const t0 = performance.now();
     // Conversations spread over the last 30 days, 1 in 10 escalated, 1 in 20 a call.
     await db.raw(
@@ -46,14 +35,14 @@ export async function runObserveBench(): Promise<void> {
               1, 1, CASE WHEN g % 10 = 0 THEN 1 ELSE 0 END, 5, 3, 5,
               now() - (g::float / ? * interval '30 days'), now() - (g::float / ? * interval '30 days') + ((g % 600) * interval '1 second')
          FROM generate_series(1, ?) g`,
-      [org.id, agentId, MESSAGES_PER_CONVERSATION, CONVERSATIONS, CONVERSATIONS, CONVERSATIONS],
+      [orgId, agentId, MESSAGES_PER_CONVERSATION, CONVERSATIONS, CONVERSATIONS, CONVERSATIONS],
     );
     await db.raw(
       `INSERT INTO conversation_messages (id, org_id, conversation_id, seq, turn, role, content)
        SELECT 'cmsg_b' || lpad(g::text, 9, '0') || lpad(s::text, 2, '0'), ?, 'cnv_bench' || lpad(g::text, 9, '0'), s, s / 2,
               CASE WHEN s % 2 = 0 THEN 'assistant' ELSE 'user' END, 'A message of the benchmark conversation number ' || g
          FROM generate_series(1, ?) g, generate_series(0, ? - 1) s`,
-      [org.id, CONVERSATIONS, MESSAGES_PER_CONVERSATION],
+      [orgId, CONVERSATIONS, MESSAGES_PER_CONVERSATION],
     );
     await db.raw(
       `INSERT INTO conversation_turns (org_id, conversation_id, turn, receipt, prompt_tokens, completion_tokens, model)
@@ -65,27 +54,20 @@ export async function runObserveBench(): Promise<void> {
                 'latency', '[]'::jsonb, 'playbook', null),
               80, 24, 'sandbox'
          FROM generate_series(1, ?) g, generate_series(1, ?) t`,
-      [org.id, CONVERSATIONS, TURNS_PER_CONVERSATION],
+      [orgId, CONVERSATIONS, TURNS_PER_CONVERSATION],
     );
     await db.raw(
       `INSERT INTO usage_entries (id, org_id, kind, quantity, unit_price_cents, amount_cents, dedupe_key, details, created_at)
        SELECT 'use_b' || lpad(g::text, 9, '0'), ?, 'conversation_message', 5, 1, 5, 'bench:' || g, jsonb_build_object('conversationId', 'cnv_bench' || lpad(g::text, 9, '0'), 'agentId', ?::text),
               now() - (g::float / ? * interval '30 days')
          FROM generate_series(1, ?) g`,
-      [org.id, agentId, CONVERSATIONS, CONVERSATIONS],
+      [orgId, agentId, CONVERSATIONS, CONVERSATIONS],
     );
     // What the rollup sweep adds to the hourly rollup for the ended conversations (db/analyticsRollup.ts).
     while ((await rollUpEnded(db, 10_000)) > 0);
     await db.raw('VACUUM ANALYZE'); // as autovacuum would: sets the visibility map the index-only scan needs
     const loadSeconds = (performance.now() - t0) / 1000;
-    const get = async (p: string) => {
-      const s = performance.now();
-      const res = await fetch(`${api.baseUrl}${p}`, { headers: { authorization: `Bearer ${key}` } });
-      if (res.status !== 200) throw new Error(`${p} → ${res.status} ${await res.text()}`);
-      await res.arrayBuffer();
-      return performance.now() - s;
-    };
-    const check = (await (await fetch(`${api.baseUrl}/analytics/overview`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: { totals: { conversations: number; messages: number } } };
+    const check = (await (await fetch(`${baseUrl}/analytics/overview`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: { totals: { conversations: number; messages: number } } };
     const overview: number[] = [];
     const byAgent: number[] = [];
     const lists: number[] = [];
@@ -97,12 +79,11 @@ export async function runObserveBench(): Promise<void> {
     }
     console.log(`observe: ${CONVERSATIONS.toLocaleString('en-US')} conversations, ${(CONVERSATIONS * MESSAGES_PER_CONVERSATION).toLocaleString('en-US')} messages, ${(CONVERSATIONS * TURNS_PER_CONVERSATION).toLocaleString('en-US')} turn receipts over 30 days (loaded in ${loadSeconds.toFixed(1)} s), ${os.cpus().length} cores`);
     console.log(`  the overview counts ${check.data.totals.conversations.toLocaleString('en-US')} conversations and ${check.data.totals.messages.toLocaleString('en-US')} messages`);
-    console.log(`  GET /analytics/overview (30 days, per day)         p50 ${pct(overview, 50).toFixed(1)} ms   p99 ${pct(overview, 99).toFixed(1)} ms   target p99 < 100 ms`);
-    console.log(`  GET /agents/{id}/analytics (America/Chicago)       p50 ${pct(byAgent, 50).toFixed(1)} ms   p99 ${pct(byAgent, 99).toFixed(1)} ms`);
-    console.log(`  GET /conversations?limit=50&channel=chat           p50 ${pct(lists, 50).toFixed(1)} ms   p99 ${pct(lists, 99).toFixed(1)} ms`);
+    console.log(`  GET /analytics/overview (30 days, per day)         p50 ${percentile(overview, 50).toFixed(1)} ms   p99 ${percentile(overview, 99).toFixed(1)} ms   target p99 < 100 ms`);
+    console.log(`  GET /agents/{id}/analytics (America/Chicago)       p50 ${percentile(byAgent, 50).toFixed(1)} ms   p99 ${percentile(byAgent, 99).toFixed(1)} ms`);
+    console.log(`  GET /conversations?limit=50&channel=chat           p50 ${percentile(lists, 50).toFixed(1)} ms   p99 ${percentile(lists, 99).toFixed(1)} ms`);
   } finally {
-    await api.close();
-    await closeDatabase();
+    await close();
   }
 }
 

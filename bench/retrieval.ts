@@ -24,7 +24,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../db';
 import { createAgent } from '../db/repositories/agents';
 import { createSource, indexChunks, markProcessing } from '../db/repositories/knowledge';
-import { CUBE_MAX_DIMS, ensureVectorIndex, nearestChunks, vectorStore } from '../db/repositories/knowledgeEmbeddings';
+import { CUBE_MAX_DIMS, ensureVectorIndex, nearestChunks, vectorStore, type VectorSearch } from '../db/repositories/knowledgeEmbeddings';
 import { createOrganization } from '../db/repositories/organizations';
 import { createEmbeddings, type EmbeddingsProvider } from '../providers/embeddings';
 import { holdAgentVectors, nearestChunkVectors } from '../services/knowledge/exactVectors';
@@ -113,7 +113,7 @@ async function timeVectorSearch(
   model: string,
   dims: number,
   postmasterPid: number | undefined,
-  search: typeof nearestChunks = nearestChunkVectors,
+  search: VectorSearch = nearestChunkVectors,
 ): Promise<{ sorted: number[]; cpu: string }> {
   const rand = seededRandom(dims);
   const query = () => {

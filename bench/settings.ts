@@ -8,54 +8,36 @@
  * (100,000) and BENCH_SETTINGS_RUNS (50) set the size.
  */
 import os from 'node:os';
-import { createOrganization } from '../db/repositories/organizations';
-import { createSecretKey } from '../db/repositories/apiKeys';
 import { createReport } from '../db/repositories/reports';
-import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { createReportActivities } from '../activities/reports';
-import { startApi } from '../api/server';
-import { loadConfig } from '../config';
-import { createLogger } from '../runtime';
 import { runBench } from './entry';
-import { openBenchDatabase } from './harness';
+import { openBenchOrganization, percentile } from './harness';
 
 const CONVERSATIONS = Number(process.env.BENCH_SETTINGS_CONVERSATIONS ?? 100_000);
 const RUNS = Number(process.env.BENCH_SETTINGS_RUNS ?? 50);
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
 /** Runs the settings section and prints its figures. */
 export async function runSettingsBench(): Promise<void> {
-  const { db, databaseUrl, close: closeDatabase } = await openBenchDatabase('settings', { poolMax: 10 });
-  const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 10_000_000 });
-  const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
+  const { db, orgId, timedGet: get, close } = await openBenchOrganization('settings', 'Settings bench', { poolMax: 10 });
   try {
-    const org = await createOrganization(db, 'Settings bench');
-    const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES, rateLimitPoints: 10_000_000 });
-    await db('agents').insert({ id: 'agt_benchsettings1', org_id: org.id, name: 'Bench agent' });
+    await db('agents').insert({ id: 'agt_benchsettings1', org_id: orgId, name: 'Bench agent' });
     await db.raw(
       `INSERT INTO conversations (id, org_id, agent_id, channel, mode, version_id, status, end_reason, message_count, prompt_tokens, completion_tokens, cost_cents, started_at, ended_at)
        SELECT 'cnv_bset' || lpad(g::text, 9, '0'), ?, 'agt_benchsettings1', 'chat', 'published', 'ver_bench', 'ended', 'ended_by_user', 10, 400, 120, 5,
               now() - (g::float / ? * interval '30 days'), now() - (g::float / ? * interval '30 days') + interval '3 minutes'
          FROM generate_series(1, ?) g`,
-      [org.id, CONVERSATIONS, CONVERSATIONS, CONVERSATIONS],
+      [orgId, CONVERSATIONS, CONVERSATIONS, CONVERSATIONS],
     );
     await db.raw('VACUUM ANALYZE conversations');
     const to = new Date().toISOString();
     const from = new Date(Date.now() - 31 * 86_400_000).toISOString();
-    const report = await createReport(db, org.id, { kind: 'conversations', schedule: null, timeZone: 'America/Chicago', from, to });
+    const report = await createReport(db, orgId, { kind: 'conversations', schedule: null, timeZone: 'America/Chicago', from, to });
     const t0 = performance.now();
-    const out = await createReportActivities({ db }).exportReportPeriod({ orgId: org.id, reportId: report.id, period: { from, to }, final: true });
+    const out = await createReportActivities({ db }).exportReportPeriod({ orgId, reportId: report.id, period: { from, to }, final: true });
     const exportMs = performance.now() - t0;
     const size = (await db('report_files').where({ report_id: report.id }).first('byte_size')).byte_size as number;
 
-    const get = async (p: string) => {
-      const s = performance.now();
-      const res = await fetch(`${api.baseUrl}${p}`, { headers: { authorization: `Bearer ${key}` } });
-      if (res.status !== 200) throw new Error(`${p} → ${res.status} ${await res.text()}`);
-      await res.arrayBuffer();
-      return performance.now() - s;
-    };
     const onboarding: number[] = [];
     const meta: number[] = [];
     await get('/onboarding');
@@ -65,11 +47,10 @@ export async function runSettingsBench(): Promise<void> {
     }
     console.log(`settings: ${CONVERSATIONS.toLocaleString('en-US')} conversations of one organization, ${os.cpus().length} cores`);
     console.log(`  conversations report (export activity)   ${out.rowCount.toLocaleString('en-US')} rows, ${(size / 1e6).toFixed(1)} MB CSV in ${(exportMs / 1000).toFixed(2)} s`);
-    console.log(`  GET /onboarding                          p50 ${pct(onboarding, 50).toFixed(1)} ms   p99 ${pct(onboarding, 99).toFixed(1)} ms`);
-    console.log(`  GET /meta                                p50 ${pct(meta, 50).toFixed(1)} ms   p99 ${pct(meta, 99).toFixed(1)} ms`);
+    console.log(`  GET /onboarding                          p50 ${percentile(onboarding, 50).toFixed(1)} ms   p99 ${percentile(onboarding, 99).toFixed(1)} ms`);
+    console.log(`  GET /meta                                p50 ${percentile(meta, 50).toFixed(1)} ms   p99 ${percentile(meta, 99).toFixed(1)} ms`);
   } finally {
-    await api.close();
-    await closeDatabase();
+    await close();
   }
 }
 

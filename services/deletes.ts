@@ -17,7 +17,7 @@ import { resolveIntent } from '../db/repositories/providerIntents';
 import { logProviderRequest } from '../db/repositories/smsProviderEvents';
 import { emitEvent } from '../events/emit';
 import type { TelephonyAdapter } from '../providers/telephony';
-import type { Playbook } from '../schemas/types/agents';
+import type { Playbook } from '../schemas/types/playbooks';
 import { performOnce, type FaultHook } from './effects';
 
 /**

@@ -18,7 +18,8 @@ import {
   type AgentRecord,
 } from '../../db/repositories/agents';
 import { getVersion, listVersions, publishedWithKey, rollbackTo, type PublishOutcome } from '../../db/repositories/agentVersions';
-import type { AgentCreate, AgentPatch, AgentVariable, PublishRequest, RollbackRequest } from '../../schemas/types/agents';
+import type { AgentCreate, AgentPatch, AgentVariable } from '../../schemas/types/agents';
+import type { PublishRequest, RollbackRequest } from '../../schemas/types/versions';
 import { compileDraft, modelSettingProblems, publishRequestHash } from '../../domain/agents/compile';
 import type { AppConfig } from '../../config';
 import { diffSnapshots } from '../../domain/agents/diff';

@@ -9,7 +9,7 @@ import { validateBody } from '../../domain/validation';
 import type { Knex } from 'knex';
 import { setAgentFields, type AgentFields, type AgentRecord } from '../../db/repositories/agents';
 import { skillsByName } from '../../db/repositories/agentSkills';
-import type { CallerVerification } from '../../schemas/types/agents';
+import type { CallerVerification } from '../../schemas/types/guardrails';
 import { effectiveCallerVerification, effectiveGuardrails } from '../../domain/agents/compile';
 import { etag, requireAgent, runDraftEdit } from '../agents/http';
 import { param } from './agents';

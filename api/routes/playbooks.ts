@@ -12,7 +12,7 @@ import { validateBody } from '../../domain/validation';
 import type { DraftHead } from '../../db/repositories/agents';
 import { skillsByName } from '../../db/repositories/agentSkills';
 import { getPlaybook, insertPlaybook, listPlaybooks as pagePlaybooks, replacePlaybookGraph, updatePlaybook as patchPlaybook } from '../../db/repositories/agentPlaybooks';
-import type { PlaybookCreate, PlaybookGraph, PlaybookPatch } from '../../schemas/types/agents';
+import type { PlaybookCreate, PlaybookGraph, PlaybookPatch } from '../../schemas/types/playbooks';
 import type { FieldError } from '../../domain/errors';
 import { agentListHandler, etag, requireAgent, runDraftEdit } from '../agents/http';
 import { orgOf } from '../http';

@@ -11,7 +11,7 @@ import { deleteSkillRow, getSkill, insertSkill, listSkills as pageSkills, update
 import { playbooksUsingSkill } from '../../db/repositories/agentPlaybooks';
 import type { Knex } from 'knex';
 import type { DraftHead } from '../../db/repositories/agents';
-import type { SkillCreate, SkillPatch } from '../../schemas/types/agents';
+import type { SkillCreate, SkillPatch } from '../../schemas/types/skills';
 import { effectiveCallerVerification } from '../../domain/agents/compile';
 import { agentListHandler, etag, requireAgent, runDraftEdit } from '../agents/http';
 import { orgOf } from '../http';

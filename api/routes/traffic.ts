@@ -7,7 +7,7 @@ import type { Handler } from '../context';
 import { orgOf } from '../http';
 import { splitShapeErrors } from '../../domain/agents/traffic';
 import { getTrafficSplit, setTrafficSplit } from '../../services/agents/traffic';
-import type { TrafficSplitUpdate } from '../../schemas/types/agents';
+import type { TrafficSplitUpdate } from '../../schemas/types/versions';
 
 /** Path parameter `id`. */
 function agentIdOf(ctx: Parameters<Handler>[0]): string {

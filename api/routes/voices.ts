@@ -7,7 +7,7 @@ import { ApiError, validationError } from '../../domain/errors';
 import { validateBody } from '../../domain/validation';
 import { encodeCursor } from '../../db/pagination';
 import { getAgent, setAgentFields } from '../../db/repositories/agents';
-import type { AgentVoiceSet, Voice, VoiceSearch } from '../../schemas/types/agents';
+import type { AgentVoiceSet, Voice, VoiceSearch } from '../../schemas/types/voices';
 import { etag, runDraftEdit } from '../agents/http';
 import { decodeCursorOr400, orgOf, pageParams } from '../http';
 import { toAgentView } from '../agents/present';

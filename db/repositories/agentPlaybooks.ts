@@ -4,7 +4,7 @@
  * transactions so each one bumps the agent's draft version.
  */
 import type { Knex } from 'knex';
-import type { Playbook, PlaybookGraph, PlaybookPatch } from '../../schemas/types/agents';
+import type { Playbook, PlaybookGraph, PlaybookPatch } from '../../schemas/types/playbooks';
 import type { Conn } from './agents';
 import { draftPartRepository } from './draftParts';
 import { fromColumns, fromTimestampColumns } from '../rows';

@@ -3,7 +3,7 @@
  * (db/repositories/agents.ts) so each one bumps the agent's draft version.
  */
 import type { Knex } from 'knex';
-import type { Skill } from '../../schemas/types/agents';
+import type { Skill } from '../../schemas/types/skills';
 import { DuplicateNameError, isUniqueViolation, type Conn } from './agents';
 import { draftPartRepository } from './draftParts';
 import { fromColumns, fromTimestampColumns } from '../rows';

@@ -9,7 +9,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
-import type { AgentVersion } from '../../schemas/types/agents';
+import type { AgentVersion } from '../../schemas/types/versions';
 import { isUniqueViolation, loadDraftBundle, type Conn, type DraftBundle } from './agents';
 import { iso } from '../timestamps';
 import { fromColumns } from '../rows';

@@ -15,7 +15,7 @@ function jsonObject<T>(v: unknown): T {
   return (typeof v === 'string' ? JSON.parse(v) : v) as T;
 }
 
-/** A `voice_calls` row as the Call resource (schemas/types/calls.ts). */
+/** A `voice_calls` row as the Call resource (schemas/types/calls.ts): the one mapping of the row, which the placed-call and voice-call records (./voiceCalls.ts) are read through. */
 export function toCall(r: any): Call {
   const recorded = r.recording_url != null || r.recording_seconds != null || r.recording_received_at != null;
   return {
@@ -60,28 +60,49 @@ export interface NewPlacedCall {
   variables: Record<string, string>;
   metadata: Record<string, string | number | boolean | null>;
   /** The traffic split `versionId` was picked from (domain/agents/traffic.ts); absent in `draft` mode. */
+  trafficSplit?: NewCallRow['trafficSplit'];
+}
+
+/** What every new `voice_calls` row states: a call placed by `POST /calls` and one a carrier reports alike. */
+export interface NewCallRow {
+  agentId: string | null;
+  versionId: string | null;
+  provider: string;
+  providerCallId: string | null;
+  direction: 'inbound' | 'outbound';
+  from: string;
+  to: string;
+  status: Call['status'];
+  /** The traffic split `versionId` was picked from (domain/agents/traffic.ts); absent: pinned explicitly. */
   trafficSplit?: { splits: { versionId: string; percent: number }[]; stickiness: string } | null;
+}
+
+/** The columns of a new `voice_calls` row: a fresh `call_…` id, the organization, and `c` under the column names. */
+export function newCallColumns(orgId: string, c: NewCallRow): Record<string, unknown> {
+  return {
+    id: newId('call'),
+    org_id: orgId,
+    agent_id: c.agentId,
+    version_id: c.versionId,
+    provider: c.provider,
+    provider_call_id: c.providerCallId,
+    direction: c.direction,
+    from_e164: c.from,
+    to_e164: c.to,
+    status: c.status,
+    traffic_split: c.trafficSplit ? JSON.stringify(c.trafficSplit) : null,
+  };
 }
 
 /** Stores a placed call `queued` (outbound, no campaign, no carrier call id yet). @returns the call */
 export async function insertPlacedCall(conn: Conn, orgId: string, c: NewPlacedCall): Promise<Call> {
   const [row] = await conn('voice_calls')
     .insert({
-      id: newId('call'),
-      org_id: orgId,
-      agent_id: c.agentId,
-      version_id: c.versionId,
+      ...newCallColumns(orgId, { ...c, providerCallId: null, direction: 'outbound', status: 'queued' }),
       mode: c.mode,
-      provider: c.provider,
-      provider_call_id: null,
-      direction: 'outbound',
-      from_e164: c.from,
-      to_e164: c.to,
-      status: 'queued',
       time_zone: c.timeZone,
       variables: JSON.stringify(c.variables),
       metadata: JSON.stringify(c.metadata),
-      traffic_split: c.trafficSplit ? JSON.stringify(c.trafficSplit) : null,
     })
     .returning('*');
   return toCall(row);
@@ -134,24 +155,10 @@ export interface PlacedCall {
   createdAt: string;
 }
 
+/** A `voice_calls` row as a placed call: the Call resource's members a dial reads ({@link toCall}), with its organization and time zone. */
 function toPlaced(r: any): PlacedCall {
-  return {
-    id: r.id,
-    orgId: r.org_id,
-    agentId: r.agent_id,
-    versionId: r.version_id ?? null,
-    mode: r.mode === 'draft' ? 'draft' : 'published',
-    provider: r.provider,
-    providerCallId: r.provider_call_id ?? null,
-    from: r.from_e164,
-    to: r.to_e164,
-    timeZone: r.time_zone ?? null,
-    variables: jsonObject(r.variables),
-    metadata: jsonObject(r.metadata),
-    status: r.status,
-    outcome: r.outcome ?? null,
-    createdAt: iso(r.created_at),
-  };
+  const { direction, source, failureReason, campaignId, conversationId, durationSeconds, routing, voicemailMessage, recording, transfer, endedAt, ...placed } = toCall(r);
+  return { ...placed, orgId: r.org_id, agentId: r.agent_id, timeZone: r.time_zone ?? null };
 }
 
 /** A call of this organization placed by `POST /calls` (outbound, no campaign), or undefined. */

@@ -49,17 +49,8 @@ export async function claimAnalysis(db: Db, orgId: string, conversationId: strin
   return rows.length > 0;
 }
 
-/** What a finished analysis stores. */
-export interface AnalysisOutcomeRow {
-  status: 'completed' | 'failed';
-  summary: string | null;
-  outcome: string | null;
-  sentiment: string | null;
-  fields: Record<string, string | number | boolean>;
-  notes: string[];
-  error: string | null;
-  model: string | null;
-}
+/** What a finished analysis stores: the result members of a revision (schemas/types/analysis.ts AnalysisRevision). */
+export type AnalysisOutcomeRow = Pick<AnalysisRevision, 'status' | 'summary' | 'outcome' | 'sentiment' | 'fields' | 'notes' | 'error' | 'model'>;
 
 /**
  * Stores the finished analysis of a `running` row, then `inTransaction` (the event) in the same transaction.

@@ -238,21 +238,26 @@ export interface VectorHit {
   similarity: number;
 }
 
+/** What narrows a nearest-vector search. */
+export interface VectorSearchOptions {
+  /** Chunks below this cosine similarity (-1..1) are left out. */
+  minSimilarity?: number;
+  /** Only chunks of these sources; all when omitted (none when empty). */
+  sourceIds?: readonly string[];
+}
+
 /**
- * The agent's chunks nearest `vector` among the vectors of `model`, most similar first (module docstring for how).
- * @param vector unit length, of the model's dimension
- * @param minSimilarity chunks below this cosine similarity are left out
- * @param sourceIds only chunks of these sources; all when omitted
+ * A search for the agent's chunks nearest `vector` among the vectors of `model`, at most `limit`, most similar first:
+ * `nearestChunks` here, and services/knowledge/exactVectors.ts `nearestChunkVectors`, which answers the same in
+ * process where Postgres has no fast kernel. @param vector of the model's dimension
  */
-export async function nearestChunks(
-  db: Conn,
-  orgId: string,
-  agentId: string,
-  model: string,
-  vector: readonly number[],
-  limit: number,
-  opts: { minSimilarity?: number; sourceIds?: readonly string[] } = {},
-): Promise<VectorHit[]> {
+export type VectorSearch = (db: Db, orgId: string, agentId: string, model: string, vector: readonly number[], limit: number, opts?: VectorSearchOptions) => Promise<VectorHit[]>;
+
+/**
+ * The agent's chunks nearest `vector` among the vectors of `model`, most similar first (module docstring for how;
+ * {@link VectorSearch}). @param vector unit length, of the model's dimension
+ */
+export async function nearestChunks(db: Conn, orgId: string, agentId: string, model: string, vector: readonly number[], limit: number, opts: VectorSearchOptions = {}): Promise<VectorHit[]> {
   if (opts.sourceIds && opts.sourceIds.length === 0) return [];
   const dims = Math.trunc(vector.length);
   const store = await vectorStore(db, dims);

@@ -3,9 +3,9 @@
  * to a stored transcript: truncating the agent's interrupted line to what the caller heard. Every
  * function takes the organization id first.
  */
-import { newId } from '../ids';
 import { iso } from '../timestamps';
 import type { Conn } from './agents';
+import { newCallColumns, toCall, type NewCallRow } from './calls';
 
 /** A call as stored. */
 export interface VoiceCallRecord {
@@ -38,49 +38,25 @@ export interface VoiceCallRecord {
   endedAt: string | null;
 }
 
+/** A `voice_calls` row as stored: the Call resource's members (./calls.ts `toCall`) with its organization and the recording's URL. */
 function toRecord(r: any): VoiceCallRecord {
+  const { source, outcome, mode, variables, metadata, recording, ...call } = toCall(r);
   return {
-    id: r.id,
+    ...call,
     orgId: r.org_id,
-    agentId: r.agent_id ?? null,
-    versionId: r.version_id ?? null,
-    conversationId: r.conversation_id ?? null,
-    provider: r.provider,
-    providerCallId: r.provider_call_id,
-    direction: r.direction,
-    from: r.from_e164,
-    to: r.to_e164,
-    status: r.status,
-    failureReason: r.failure_reason ?? null,
-    durationSeconds: r.duration_seconds ?? null,
-    campaignId: r.campaign_id ?? null,
-    voicemailMessage: r.voicemail_message ?? null,
-    routing: r.routing ?? null,
     recording: r.recording_url ? { url: r.recording_url, seconds: r.recording_seconds ?? 0, transcript: r.recording_transcript ?? null, receivedAt: iso(r.recording_received_at) } : null,
-    transfer: r.transferred_to ? { to: r.transferred_to, destinationId: r.transfer_destination_id ?? null } : null,
-    createdAt: iso(r.created_at),
-    endedAt: r.ended_at ? iso(r.ended_at) : null,
   };
 }
 
-/** What a new call is stored with. */
-export interface NewVoiceCall {
-  agentId: string | null;
-  versionId: string | null;
-  provider: string;
+/** What a new call a carrier reports is stored with (besides ./calls.ts NewCallRow: its carrier call id is known). */
+export interface NewVoiceCall extends NewCallRow {
   providerCallId: string;
-  direction: 'inbound' | 'outbound';
-  from: string;
-  to: string;
-  status: VoiceCallRecord['status'];
   failureReason?: string | null;
   campaignId?: string | null;
   /** The message this call leaves on an answering machine (docs/voice.md "Voicemail"). */
   voicemailMessage?: string | null;
   /** How an inbound call was routed (`agent`, `voicemail`, `message`, `escalation`). */
   routing?: string | null;
-  /** The traffic split `versionId` was picked from (domain/agents/traffic.ts); absent: pinned explicitly. */
-  trafficSplit?: { splits: { versionId: string; percent: number }[]; stickiness: string } | null;
 }
 
 /**
@@ -90,21 +66,11 @@ export interface NewVoiceCall {
 export async function createVoiceCall(conn: Conn, orgId: string, c: NewVoiceCall): Promise<VoiceCallRecord> {
   const [row] = await conn('voice_calls')
     .insert({
-      id: newId('call'),
-      org_id: orgId,
-      agent_id: c.agentId,
-      version_id: c.versionId,
-      provider: c.provider,
-      provider_call_id: c.providerCallId,
-      direction: c.direction,
-      from_e164: c.from,
-      to_e164: c.to,
-      status: c.status,
+      ...newCallColumns(orgId, c),
       failure_reason: c.failureReason ?? null,
       campaign_id: c.campaignId ?? null,
       voicemail_message: c.voicemailMessage ?? null,
       routing: c.routing ?? null,
-      traffic_split: c.trafficSplit ? JSON.stringify(c.trafficSplit) : null,
       ended_at: c.status === 'failed' ? conn.fn.now() : null,
     })
     .onConflict(['provider', 'provider_call_id'])

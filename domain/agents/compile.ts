@@ -8,17 +8,10 @@
  */
 import crypto from 'node:crypto';
 import type { DraftBundle, KnowledgeSourceSummary } from './types';
-import type {
-  Agent,
-  AgentVariable,
-  CallerVerification,
-  DtmfSettings,
-  Guardrails,
-  PlaybookGraph,
-  ReportWarning,
-  WidgetSettings,
-  AnalysisSettings,
-} from '../../schemas/types/agents';
+import type { Agent, AgentVariable, DtmfSettings, WidgetSettings, AnalysisSettings } from '../../schemas/types/agents';
+import type { CallerVerification, Guardrails } from '../../schemas/types/guardrails';
+import type { PlaybookGraph } from '../../schemas/types/playbooks';
+import type { ReportWarning } from '../../schemas/types/prepublish';
 import type { FieldError } from '../errors';
 import { validatePlaybookGraph } from './playbookGraph';
 import { skillConfigErrors, skillType } from './skillTypes';

@@ -5,7 +5,7 @@
  * (`playbooks[intake].graph.nodes[ask_name].prompt`) or, for edges, by `from->to`; arrays of plain
  * values (e.g. `guardrails.blockedTopics`) compare as one value.
  */
-import type { DiffEntry } from '../../schemas/types/agents';
+import type { DiffEntry } from '../../schemas/types/versions';
 import { canonicalJson } from './compile';
 
 type Json = unknown;

@@ -4,7 +4,7 @@
  * statements and warnings — an unreachable server said plainly. Pure: the servers are probed by the caller
  * (services/conversations/mcp.ts `probeMcpServers`).
  */
-import type { ReportMcpServer, ReportWarning } from '../../schemas/types/agents';
+import type { ReportMcpServer, ReportWarning } from '../../schemas/types/prepublish';
 import type { CompiledAgent } from './compile';
 import { approvalOf, type McpSkillConfig } from './mcp';
 

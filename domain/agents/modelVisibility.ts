@@ -3,7 +3,7 @@
  * report's `modelVisibility` (spec "Agent versions": the report says what data goes where; docs/security.md
  * "Sensitive record fields"). Pure: the organization's record rules come from the caller.
  */
-import type { ModelVisibility, ReportWarning } from '../../schemas/types/agents';
+import type { ModelVisibility, ReportWarning } from '../../schemas/types/prepublish';
 import type { CompiledAgent } from './compile';
 import { skillInputs, skillOutputSchema } from './skillTypes';
 import { outputPaths } from './skillOutput';

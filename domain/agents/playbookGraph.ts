@@ -13,7 +13,7 @@
  *   the start to the node that uses it (agent variables count as gathered at the start).
  */
 import type { FieldError } from '../errors';
-import type { PlaybookGraph, PlaybookNode } from '../../schemas/types/agents';
+import type { PlaybookGraph, PlaybookNode } from '../../schemas/types/playbooks';
 import { skillInputs } from './skillTypes';
 
 /** What a graph may refer to outside itself. */

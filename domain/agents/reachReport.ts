@@ -8,7 +8,7 @@
  */
 import type { CompiledAgent } from './compile';
 import type { PhoneSettings } from '../../schemas/types/settings';
-import type { ReportConversationLimits, ReportEscalation, ReportEscalationDestination, ReportNumber, ReportWarning } from '../../schemas/types/agents';
+import type { ReportConversationLimits, ReportEscalation, ReportEscalationDestination, ReportNumber, ReportWarning } from '../../schemas/types/prepublish';
 import { DEFAULT_VOICEMAIL_GREETING, effectivePhoneSettings, recordingNotice, voicemailRouting, DEFAULT_AFTER_HOURS_MESSAGE } from '../settings/phone';
 import { carrierSpeech, type SpeechCarrier } from '../voice/carrierVoices';
 import { conversationLimits, durationWords } from '../conversations/limits';

@@ -5,7 +5,8 @@
  * publish runs, so `blockingErrors` are exactly the errors a publish would answer.
  */
 import type { DraftBundle } from './types';
-import type { DataFlow, Guardrails, PlaybookStart, PrepublishReport, ProtectedAction, ReportBlockedTopic, ReportModelSettings } from '../../schemas/types/agents';
+import type { Guardrails } from '../../schemas/types/guardrails';
+import type { DataFlow, PlaybookStart, PrepublishReport, ProtectedAction, ReportBlockedTopic, ReportModelSettings } from '../../schemas/types/prepublish';
 import { topicRules } from '../conversations/guardrails';
 import { DEFAULT_TIME_ZONE } from '../conversations/prompt';
 import { activeGuardrails, compileDraft, type CompiledAgent } from './compile';
@@ -17,7 +18,7 @@ import { protectedPlaybook, protectedSkill, verificationRequired } from '../conv
 import { playbookLabel, playbookToolName } from '../conversations/playbook';
 import { reachReport, type ReachFacts } from './reachReport';
 import { mcpReport } from './mcpReport';
-import type { ReportMcpServer } from '../../schemas/types/agents';
+import type { ReportMcpServer } from '../../schemas/types/prepublish';
 
 /** No numbers and no escalation destinations (a report built without reading them). */
 const NO_REACH_FACTS: ReachFacts = { numbers: [], destinations: [], carrier: 'twilio' };

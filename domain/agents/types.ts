@@ -3,7 +3,9 @@
  * db/repositories/agents.ts load them; nothing here touches the database.
  */
 import type { WidgetSettings } from '../../schemas/types/agents';
-import type { Agent, CallerVerification, Guardrails, PlaybookGraph } from '../../schemas/types/agents';
+import type { Agent } from '../../schemas/types/agents';
+import type { CallerVerification, Guardrails } from '../../schemas/types/guardrails';
+import type { PlaybookGraph } from '../../schemas/types/playbooks';
 import type { OrgVariableRef } from '../settings/variables';
 import type { ConversationLimits } from '../conversations/limits';
 

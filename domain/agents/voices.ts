@@ -3,7 +3,7 @@
  * list (spec "Errors": 422 for a language the plan's speech engine does not support). The sandbox
  * behaves like a real TTS provider's catalogue: stable ids, languages per voice, style tags.
  */
-import type { Voice, VoiceSearch } from '../../schemas/types/agents';
+import type { Voice, VoiceSearch } from '../../schemas/types/voices';
 
 /**
  * BCP 47 tags the plan's speech engine (speech-to-text and text-to-speech) supports. One plan exists in

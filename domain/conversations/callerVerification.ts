@@ -20,7 +20,8 @@
  * PIN-shaped answer ({@link pinDigits}) counts as an attempt. Versions compiled before `required` existed run
  * as `always` ({@link verificationRequired}).
  */
-import type { CallerVerification, CallerVerificationRequired, PlaybookGraph } from '../../schemas/types/agents';
+import type { CallerVerification, CallerVerificationRequired } from '../../schemas/types/guardrails';
+import type { PlaybookGraph } from '../../schemas/types/playbooks';
 import type { ConversationChannel } from '../../schemas/types/chat';
 
 /** Outcome of the verification, as stored in `caller_verification`. */

@@ -3,7 +3,7 @@
  * "Conversations"): input checks decide whether the agent answers at all, output checks rewrite what it
  * says, and each decision is recorded in the turn's receipt. Pure functions.
  */
-import type { BlockedTopic, Guardrails, TopicMatch } from '../../schemas/types/agents';
+import type { BlockedTopic, Guardrails, TopicMatch } from '../../schemas/types/guardrails';
 import type { TurnReceipt } from '../../schemas/types/chat';
 
 /** One guardrail decision for the receipt: which rule, what it did (`refused`, `escalated`, `replaced`, `redacted`, `ended`), what matched (≤ 200 characters) and on which side of the turn. */
@@ -27,7 +27,7 @@ export function mentions(text: string, phrase: string): boolean {
   return p.length > 0 && t.includes(` ${p} `);
 }
 
-/** A blocked topic with its match mode made explicit (schemas/types/agents.ts `BlockedTopic`). */
+/** A blocked topic with its match mode made explicit (schemas/types/guardrails.ts `BlockedTopic`). */
 export interface TopicRule {
   topic: string;
   match: TopicMatch;

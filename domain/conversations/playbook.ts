@@ -13,7 +13,7 @@
  * node with a placeholder no variable fills is not said at all (a `skip` step), so neither a false
  * confirmation nor a raw `{{placeholder}}` reaches a person.
  */
-import type { PlaybookGraph, PlaybookNode } from '../../schemas/types/agents';
+import type { PlaybookGraph, PlaybookNode } from '../../schemas/types/playbooks';
 import { mentions } from './guardrails';
 import { SPOKEN_ESCALATION } from './escalation';
 

@@ -1,5 +1,5 @@
 /**
- * Semantic topic guardrails (docs/api-notes.md "Conversations"; schemas/types/agents.ts `TopicMatch`): a blocked
+ * Semantic topic guardrails (docs/api-notes.md "Conversations"; schemas/types/guardrails.ts `TopicMatch`): a blocked
  * topic with `match: semantic` is judged by the agent's model, not by its words — "is it an infection? Should I take
  * amoxicillin?" is about "medical advice" although it never says so. One classification call per turn covers every
  * semantic topic of the agent:

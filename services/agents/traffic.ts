@@ -13,7 +13,7 @@ import { agentTraffic, deleteSplit, publishedVersionIds, upsertSplit } from '../
 import { defaultSplit, pickVersion, splitErrors, type TrafficSplitRule } from '../../domain/agents/traffic';
 import { ApiError, notFound, validationError } from '../../domain/errors';
 import { emitEvent } from '../../events/emit';
-import type { TrafficSplit, TrafficSplitUpdate } from '../../schemas/types/agents';
+import type { TrafficSplit, TrafficSplitUpdate } from '../../schemas/types/versions';
 
 /** 409 `no_published_version` (spec "Errors"): a split needs a published version. */
 function noPublishedVersion(): ApiError {

@@ -26,6 +26,7 @@ import type { LlmProvider, LlmUsage } from '../../domain/conversations/llm';
 import { recordUsage } from '../billing/usage';
 import { emitEvents } from '../../events/emit';
 import type { ConversationAnalysis } from '../../schemas/types/observe';
+import type { ConversationAnalyzedEventData } from '../../schemas/types/events';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { pinnedAgent, tokenCharge } from './service';
 
@@ -64,31 +65,20 @@ export async function analyzeConversation(
   if (!(await claimAnalysis(db, orgId, conversationId, opts.retake ?? false))) return getAnalysis(db, orgId, conversationId);
   let plan: AnalysisField[] = [];
   const { row, spent } = await runAnalysis(deps, c, async () => (plan = (await pinnedAgent(db, c)).analysis?.fields ?? []));
-  const stored = await completeAnalysis(db, orgId, conversationId, row, async (trx, a) => {
-    // The analysis's LLM tokens as usage (docs/api-notes.md "Billing"), once per conversation, with the analysis.
-    const tokens = spent && tokenCharge(spent.usage, spent.model, `conversation:${conversationId}:analysis:tokens`, { conversationId, agentId: c.agentId, purpose: 'analysis' });
-    if (tokens) await recordUsage(trx, orgId, tokens);
-    await emitEvents(trx, orgId, [
-      {
-        type: 'conversation.analyzed',
-        data: {
-          conversationId,
-          agentId: c.agentId,
-          channel: c.channel,
-          status: a.status as 'completed' | 'failed',
-          summary: a.summary,
-          outcome: a.outcome,
-          sentiment: a.sentiment,
-          fields: a.fields,
-          notes: a.notes,
-          error: a.error,
-          analyzedAt: a.analyzedAt!,
-          revision: 1,
-          runId: null,
-        },
-      },
-    ]);
-  }, plan);
+  const stored = await completeAnalysis(db, orgId, conversationId, row, (trx, a) =>
+    chargeAndAnnounce(trx, c, spent, { key: `conversation:${conversationId}:analysis:tokens` }, {
+      status: a.status as 'completed' | 'failed',
+      summary: a.summary,
+      outcome: a.outcome,
+      sentiment: a.sentiment,
+      fields: a.fields,
+      notes: a.notes,
+      error: a.error,
+      analyzedAt: a.analyzedAt!,
+      revision: 1,
+      runId: null,
+    }),
+  plan);
   return stored ?? getAnalysis(db, orgId, conversationId);
 }
 
@@ -114,6 +104,24 @@ async function runAnalysis(
     const message = err instanceof Error ? err.message : String(err);
     return { row: { status: 'failed', summary: null, outcome: null, sentiment: null, fields: {}, notes: [], error: message.slice(0, ERROR_MAX_CHARS), model: null }, spent };
   }
+}
+
+/**
+ * In the transaction that stores an analysis or a revision of it: charges the model's tokens as usage
+ * (docs/api-notes.md "Billing"; once per `charge.key`, the revision number in the entry's metadata when given) and
+ * emits `conversation.analyzed` (schemas/types/events.ts ConversationAnalyzedEventData) with what was stored.
+ */
+async function chargeAndAnnounce(
+  trx: Parameters<typeof emitEvents>[0],
+  c: ConversationRecord,
+  spent: { usage: LlmUsage; model: string } | undefined,
+  charge: { key: string; revision?: number },
+  analysis: Omit<ConversationAnalyzedEventData, 'conversationId' | 'agentId' | 'channel'>,
+): Promise<void> {
+  const meta = { conversationId: c.id, agentId: c.agentId, purpose: 'analysis', ...(charge.revision !== undefined ? { revision: charge.revision } : {}) };
+  const tokens = spent && tokenCharge(spent.usage, spent.model, charge.key, meta);
+  if (tokens) await recordUsage(trx, c.orgId, tokens);
+  await emitEvents(trx, c.orgId, [{ type: 'conversation.analyzed', data: { conversationId: c.id, agentId: c.agentId, channel: c.channel, ...analysis } }]);
 }
 
 /** What a re-run of one conversation's analysis found. */
@@ -151,30 +159,20 @@ export async function reanalyzeConversation(
   });
   const id = newId('anr');
   const trigger = opts.runId ? 'run' : 'rerun';
-  const revision = await appendRevision(db, orgId, conversationId, { id, trigger, runId: opts.runId ?? null, plan }, row, async (trx, r) => {
-    const tokens = spent && tokenCharge(spent.usage, spent.model, `conversation:${conversationId}:analysis:${id}:tokens`, { conversationId, agentId: c.agentId, purpose: 'analysis', revision: r.revision });
-    if (tokens) await recordUsage(trx, orgId, tokens);
-    await emitEvents(trx, orgId, [
-      {
-        type: 'conversation.analyzed',
-        data: {
-          conversationId,
-          agentId: c.agentId,
-          channel: c.channel,
-          status: r.status,
-          summary: r.summary,
-          outcome: r.outcome,
-          sentiment: r.sentiment as 'positive' | 'neutral' | 'negative' | null,
-          fields: r.fields,
-          notes: r.notes,
-          error: r.error,
-          analyzedAt: r.createdAt,
-          revision: r.revision,
-          runId: r.runId,
-        },
-      },
-    ]);
-  });
+  const revision = await appendRevision(db, orgId, conversationId, { id, trigger, runId: opts.runId ?? null, plan }, row, (trx, r) =>
+    chargeAndAnnounce(trx, c, spent, { key: `conversation:${conversationId}:analysis:${id}:tokens`, revision: r.revision }, {
+      status: r.status,
+      summary: r.summary,
+      outcome: r.outcome,
+      sentiment: r.sentiment as 'positive' | 'neutral' | 'negative' | null,
+      fields: r.fields,
+      notes: r.notes,
+      error: r.error,
+      analyzedAt: r.createdAt,
+      revision: r.revision,
+      runId: r.runId,
+    }),
+  );
   return revision ? { kind: 'analysed', revision } : { kind: 'already_done' };
 }
 

@@ -11,7 +11,7 @@ import type { Db } from '../../db';
 import { MCP_DEFAULT_TIMEOUT_MS, MCP_TOOLS_TTL_MS, mcpCallRefusal, mcpOutput, missingTools, remoteTools, approvalOf, type McpSkillConfig, type RemoteTool } from '../../domain/agents/mcp';
 import { SkillError, type SkillCall, type SkillOutcome } from '../../domain/conversations/runtime';
 import { McpError, sharedMcpProvider, type McpProvider, type McpServerRef, type McpToolInfo, type McpTransportKind } from '../../providers/mcp';
-import type { ReportMcpServer } from '../../schemas/types/agents';
+import type { ReportMcpServer } from '../../schemas/types/prepublish';
 import { withSecretValues } from '../settings/references';
 
 /** How long a failed listing is remembered (so each turn does not wait for an unreachable server), ms. */

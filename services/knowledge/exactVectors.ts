@@ -27,6 +27,7 @@ import {
   vectorsOfChunks,
   vectorStore,
   type VectorHit,
+  type VectorSearch,
 } from '../../db/repositories/knowledgeEmbeddings';
 
 /** Bytes of vectors one process holds at most (float32: 10,000 vectors of 1,536 dimensions are 61 MB). */
@@ -164,13 +165,18 @@ async function currentSet(db: Db, orgId: string, agentId: string, model: string,
   return startLoad(cache, key, db, orgId, agentId, model, dims, cache.sets.get(key));
 }
 
+/** Whether vectors of `dims` dimensions are searched in this process (module docstring): no pgvector, over CUBE_MAX_DIMS. */
+async function searchedHere(db: Db, dims: number): Promise<boolean> {
+  return (await vectorStore(db, dims)) !== 'pgvector' && dims > CUBE_MAX_DIMS;
+}
+
 /**
  * Reads an agent's vectors of `model` and dimension `dims` into this process now, rather than in the background
  * after the first search (benchmarks, and tests that must exercise the in-process search from the first query).
  * @returns whether they are held (false: pgvector serves, 100 dimensions or fewer, or over VECTOR_CACHE_BYTES)
  */
 export async function holdAgentVectors(db: Db, orgId: string, agentId: string, model: string, dims: number): Promise<boolean> {
-  if ((await vectorStore(db, dims)) === 'pgvector' || dims <= CUBE_MAX_DIMS) return false;
+  if (!(await searchedHere(db, dims))) return false;
   return (await currentSet(db, orgId, agentId, model, Math.trunc(dims), true)) !== null;
 }
 
@@ -226,27 +232,12 @@ async function topK(set: VectorSet, query: readonly number[], limit: number, min
 
 /**
  * The agent's chunks nearest `vector` among the vectors of `model`, most similar first — what
- * db/repositories/knowledgeEmbeddings.ts `nearestChunks` answers, searched in this process when the database has no
- * pgvector and the vectors have more than 100 dimensions (module docstring).
- * @param vector the query vector, of the model's dimension
- * @param limit how many chunks at most
- * @param opts.minSimilarity chunks below this cosine similarity are left out
- * @param opts.sourceIds only chunks of these sources; all when omitted
+ * db/repositories/knowledgeEmbeddings.ts `nearestChunks` answers ({@link VectorSearch}), searched in this process
+ * when the database has no pgvector and the vectors have more than 100 dimensions (module docstring); by
+ * `nearestChunks` otherwise, and while the set is not held or exceeds VECTOR_CACHE_BYTES.
  */
-export async function nearestChunkVectors(
-  db: Db,
-  orgId: string,
-  agentId: string,
-  model: string,
-  vector: readonly number[],
-  limit: number,
-  opts: { minSimilarity?: number; sourceIds?: readonly string[] } = {},
-): Promise<VectorHit[]> {
-  if (opts.sourceIds && opts.sourceIds.length === 0) return [];
+export const nearestChunkVectors: VectorSearch = async (db, orgId, agentId, model, vector, limit, opts = {}) => {
   const dims = Math.trunc(vector.length);
-  const store = await vectorStore(db, dims);
-  if (store === 'pgvector' || dims <= CUBE_MAX_DIMS) return nearestChunks(db, orgId, agentId, model, vector, limit, opts);
-  const set = await currentSet(db, orgId, agentId, model, dims);
-  if (!set) return nearestChunks(db, orgId, agentId, model, vector, limit, opts);
-  return topK(set, vector, limit, opts.minSimilarity ?? -1, opts.sourceIds);
-}
+  const set = opts.sourceIds?.length !== 0 && (await searchedHere(db, dims)) ? await currentSet(db, orgId, agentId, model, dims) : null;
+  return set ? topK(set, vector, limit, opts.minSimilarity ?? -1, opts.sourceIds) : nearestChunks(db, orgId, agentId, model, vector, limit, opts);
+};

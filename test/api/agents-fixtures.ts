@@ -1,11 +1,11 @@
 /** Shared fixtures of the agent suites. */
-import type { PlaybookGraph } from '../../schemas/types/agents';
+import type { PlaybookGraph } from '../../schemas/types/playbooks';
 import type { Db } from '../../db';
 import { createAgentActivities } from '../../activities/agents';
 import { publishRequestHash } from '../../domain/agents/compile';
 
 /**
- * The edges of a path through a playbook graph (schemas/types/agents.ts `PlaybookGraph`):
+ * The edges of a path through a playbook graph (schemas/types/playbooks.ts `PlaybookGraph`):
  * `chain('a', 'b', 'c')` is `[{ from: 'a', to: 'b' }, { from: 'b', to: 'c' }]`, unconditional edges in order.
  */
 export function chain(...ids: string[]): PlaybookGraph['edges'] {

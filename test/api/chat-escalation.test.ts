@@ -11,7 +11,7 @@ import { useTestApi } from '../helpers/api';
 import { chain, publishDraft } from './agents-fixtures';
 import { createLlm } from '../../providers/llm';
 import { createSkillHttpClient } from '../../providers/http/request';
-import { matchEscalation } from '../../providers/llm/sandbox';
+import { matchEscalation } from '../../providers/llm/sandboxTools';
 import { sandboxInventory } from '../../providers/telephony/sandbox';
 import { sendMessage, startConversation } from '../../services/conversations/service';
 import { escalateTool, reachLine, summarizeForEscalation } from '../../domain/conversations/escalation';

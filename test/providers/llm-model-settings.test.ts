@@ -8,7 +8,8 @@
 import { expect } from 'chai';
 import { LlmProviderError, type LlmStreamEvent } from '../../providers/llm';
 import { OpenAiLlm } from '../../providers/llm/openai';
-import { SandboxLlm, sandboxClassification, sandboxModelFailure } from '../../providers/llm/sandbox';
+import { SandboxLlm, sandboxModelFailure } from '../../providers/llm/sandbox';
+import { sandboxClassification } from '../../providers/llm/sandboxJudging';
 import { answerWith, sendError, sendSse, startOpenAiStub, type OpenAiStub, collect, failure } from '../helpers/llm';
 
 const hi = [{ role: 'user' as const, content: 'hi' }];

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import type { AgentRecord, DraftBundle } from '../../../domain/agents/types';
-import type { PlaybookGraph } from '../../../schemas/types/agents';
+import type { PlaybookGraph } from '../../../schemas/types/playbooks';
 import { canonicalJson, compileDraft, snapshotChecksum } from '../../../domain/agents/compile';
 import { diffSnapshots } from '../../../domain/agents/diff';
 import { validatePlaybookGraph } from '../../../domain/agents/playbookGraph';

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { analysisFieldErrors, checkFieldValue, isIsoDate, parseAnalysis } from '../../../domain/conversations/analysis';
-import { sandboxAnalysis } from '../../../providers/llm/sandbox';
+import { sandboxAnalysis } from '../../../providers/llm/sandboxJudging';
 import type { AnalysisField } from '../../../schemas/types/agents';
 
 const FIELDS: AnalysisField[] = [

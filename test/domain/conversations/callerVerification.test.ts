@@ -11,7 +11,7 @@ import {
   startVariables,
   type VerificationRecord,
 } from '../../../domain/conversations/callerVerification';
-import type { CallerVerification } from '../../../schemas/types/agents';
+import type { CallerVerification } from '../../../schemas/types/guardrails';
 
 const cv = (over: Partial<CallerVerification> = {}): CallerVerification => ({ enabled: true, method: 'pin', requiredForSkills: [], maxAttempts: 3, ...over });
 const grace: VerificationRecord = { id: 'rec_1', name: 'Grace', email: 'g@example.com', phone: '+12065550100', hasPin: true };

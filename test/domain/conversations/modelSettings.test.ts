@@ -22,7 +22,7 @@ import type { DraftBundle } from '../../../domain/agents/types';
 import type { LlmProvider, LlmRequest } from '../../../domain/conversations/llm';
 import { LlmProviderError } from '../../../providers/llm';
 import { SandboxLlm } from '../../../providers/llm/sandbox';
-import type { Guardrails } from '../../../schemas/types/agents';
+import type { Guardrails } from '../../../schemas/types/guardrails';
 import { compiledAgent } from '../../helpers/agents';
 
 const agent = (over: Partial<CompiledAgent> = {}): CompiledAgent => compiledAgent({ name: 'Front desk', ...over });

@@ -8,7 +8,7 @@ import { answerPlaybook, playbookFor, startPlaybook } from '../../../domain/conv
 import { runTurn, type TurnContext, type TurnEvent, type TurnPorts } from '../../../domain/conversations/runtime';
 import { DEFAULT_GUARDRAILS, type CompiledAgent } from '../../../domain/agents/compile';
 import type { LlmProvider, LlmStreamEvent } from '../../../domain/conversations/llm';
-import type { PlaybookGraph } from '../../../schemas/types/agents';
+import type { PlaybookGraph } from '../../../schemas/types/playbooks';
 import { chain } from '../../api/agents-fixtures';
 import { createLlm } from '../../../providers/llm';
 import { compiledAgent } from '../../helpers/agents';

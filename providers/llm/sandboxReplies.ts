@@ -1,0 +1,144 @@
+/**
+ * What the sandbox LLM says when it calls no tool (docs/api-notes.md "Sandbox LLM"; ./sandbox.ts): tool results as
+ * plain sentences (rule 4), an answer from knowledge chunks (rule 7) and the generic reply (rule 8).
+ */
+import type { LlmMessage } from './index';
+import { excerpt, keyWords } from './sandboxWords';
+
+/** Longest knowledge answer, characters (rule 7). */
+export const KNOWLEDGE_QUOTE_CHARS = 300;
+/** Longest excerpt of a tool result or of an echoed user message, characters. */
+export const EXCERPT_CHARS = 200;
+
+/** Said for a failed tool result (rule 4): an apology and an offer of a person, never the error itself. */
+export const TOOL_FAILURE_SENTENCE = "I'm sorry, I couldn't complete that just now. Would you like me to connect you with a member of our team?";
+
+/** `startTime` / `booking_id` → `start time` / `booking id`. */
+function humanKey(key: string): string {
+  return key
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/[_-]+/g, ' ')
+    .toLowerCase()
+    .trim();
+}
+
+/** Up to four `key: value` details of a result's top-level text, number and true/false members. */
+function resultDetails(output: unknown): string[] {
+  if (!output || typeof output !== 'object' || Array.isArray(output)) return [];
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(output as Record<string, unknown>)) {
+    if (out.length === 4) break;
+    if (typeof v === 'boolean') out.push(`${humanKey(k)}: ${v ? 'yes' : 'no'}`);
+    else if (typeof v === 'number') out.push(`${humanKey(k)}: ${v}`);
+    else if (typeof v === 'string' && v.trim() && v.length <= 80 && !/[{}[\]]/.test(v)) out.push(`${humanKey(k)}: ${v.trim()}`);
+  }
+  return out;
+}
+
+/**
+ * Rule 4: the trailing `tool` messages said as plain sentences. A result is a failure when it is a JSON object
+ * with `ok: false` or a string `error`: then `TOOL_FAILURE_SENTENCE` (some failed, some not: `Part of that went
+ * through, but not all of it.` before the offer). Otherwise `All done.`, followed by up to four details of the
+ * result (its `output` when wrapped as `{ok, output}`): top-level text (≤ 80 characters), number and true/false
+ * members as `Key: value, key: value.` with keys read as words; a text result adds its first `EXCERPT_CHARS`.
+ */
+export function toolResultSentence(messages: readonly LlmMessage[]): string {
+  const results: LlmMessage[] = [];
+  for (let i = messages.length - 1; i >= 0 && messages[i].role === 'tool'; i--) results.unshift(messages[i]);
+  const details: string[] = [];
+  let failed = 0;
+  for (const m of results) {
+    const content = m.content ?? '';
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(content);
+    } catch {
+      const flat = excerpt(content, EXCERPT_CHARS);
+      if (flat) details.push(flat);
+      continue;
+    }
+    const obj = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+    if (obj && (obj.ok === false || typeof obj.error === 'string')) {
+      failed++;
+      continue;
+    }
+    const d = resultDetails(obj && 'ok' in obj && 'output' in obj ? obj.output : obj);
+    if (d.length) details.push(`${d.join(', ').replace(/^./, (c) => c.toUpperCase())}.`);
+  }
+  if (failed === results.length && failed > 0) return TOOL_FAILURE_SENTENCE;
+  if (failed) return `Part of that went through, but not all of it. ${TOOL_FAILURE_SENTENCE.replace(/^I'm sorry, I couldn't complete that just now\. /, '')}`;
+  return ['All done.', ...details].join(' ');
+}
+
+/** Whether a line of a knowledge chunk is a heading: Markdown `#`, or a short line (≤ 8 words) without closing punctuation. */
+function isHeading(line: string): boolean {
+  if (/^#{1,6}\s/.test(line)) return true;
+  if (/^([-*•]|\d+[.)])\s/.test(line)) return false;
+  return !/[.!?:;)"'”’]$/.test(line) && line.split(/\s+/).length <= 8;
+}
+
+const sentenceSegmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
+
+/** The sentences of a chunk in order, headings left out, list markers dropped. */
+function chunkSentences(text: string): string[] {
+  const lines = text.split(/\n+/).map((l) => l.trim()).filter(Boolean);
+  const out: string[] = [];
+  for (const line of lines) {
+    if (lines.length > 1 && isHeading(line)) continue;
+    const body = line.replace(/^([-*•]|\d+[.)])\s+/, '');
+    for (const { segment } of sentenceSegmenter.segment(body)) {
+      const sentence = segment.replace(/\s+/g, ' ').trim();
+      if (sentence) out.push(sentence);
+    }
+  }
+  return out;
+}
+
+/**
+ * Rule 7: an answer from the retrieved chunks, without headings and without citing them (the receipt names the
+ * sources). Sentences are read from every chunk (a line that is a heading — Markdown `#`, or at most eight words
+ * without closing punctuation — is left out); each scores the number of the question's key words (`keyWords`) it
+ * has. The best-scoring sentences (ties: the better chunk, then the earlier sentence) are taken while they fit in
+ * `KNOWLEDGE_QUOTE_CHARS`, and said in document order. When no sentence shares a key word, the best chunk's first
+ * sentences that fit are said. A single sentence longer than that is cut at a word with `…`.
+ */
+export function answerFromKnowledge(question: string, chunks: readonly { text: string; source: string }[]): string {
+  const wanted = keyWords(question);
+  const seen = new Set<string>();
+  const all: { text: string; order: number; score: number }[] = [];
+  chunks.forEach((c, ci) => {
+    chunkSentences(c.text).forEach((sentence, si) => {
+      if (seen.has(sentence)) return;
+      seen.add(sentence);
+      const words = keyWords(sentence);
+      all.push({ text: sentence, order: ci * 100_000 + si, score: [...wanted].filter((w) => words.has(w)).length });
+    });
+  });
+  if (!all.length) return excerpt(chunks[0]?.text ?? '', KNOWLEDGE_QUOTE_CHARS);
+  const ranked = all.some((x) => x.score > 0) ? [...all].filter((x) => x.score > 0).sort((a, b) => b.score - a.score || a.order - b.order) : all.filter((x) => x.order < 100_000);
+  const picked: typeof all = [];
+  let length = 0;
+  for (const x of ranked) {
+    const next = length + (picked.length ? 1 : 0) + x.text.length;
+    if (next > KNOWLEDGE_QUOTE_CHARS) {
+      if (picked.length) break;
+      return excerpt(x.text, KNOWLEDGE_QUOTE_CHARS);
+    }
+    picked.push(x);
+    length = next;
+  }
+  return picked
+    .sort((a, b) => a.order - b.order)
+    .map((x) => x.text)
+    .join(' ');
+}
+
+/**
+ * Rule 8: `Hello! How can I help you today?` before any user message; after one,
+ * `I understand you said: "<excerpt of the last user message>". How can I help further?`.
+ */
+export function genericReply(messages: readonly LlmMessage[]): string {
+  const lastUser = [...messages].reverse().find((m) => m.role === 'user');
+  if (!lastUser) return 'Hello! How can I help you today?';
+  return `I understand you said: "${excerpt(lastUser.content ?? '', EXCERPT_CHARS)}". How can I help further?`;
+}
