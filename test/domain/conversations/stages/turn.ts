@@ -7,7 +7,8 @@ import type { LlmRequest, LlmResponse, LlmStreamEvent, LlmToolCall, LlmProvider 
 import type { SkillCall, TurnContext, TurnEvent, TurnOptions, TurnPorts } from '../../../../domain/conversations/turn/contract';
 import { admit, openTurn } from '../../../../domain/conversations/turn/admit';
 import type { Turn, TurnState } from '../../../../domain/conversations/turn/state';
-import type { CallerVerification, PlaybookGraph } from '../../../../schemas/types/agents';
+import type { CallerVerification } from '../../../../schemas/types/guardrails';
+import type { PlaybookGraph } from '../../../../schemas/types/playbooks';
 import { chain } from '../../../api/agents-fixtures';
 import { compiledAgent } from '../../../helpers/agents';
 
