@@ -6,6 +6,8 @@ ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
+# The workflow code is bundled once here; start:worker loads dist/workflow-bundle.js (docs/operations.md "Workflow bundle").
+RUN npm run build:workflows
 USER node
 EXPOSE 8080
 CMD ["npm", "run", "start:api"]

@@ -3,6 +3,8 @@
  * activities/ on the service's task queue. `npm run start:worker` in production (TEMPORAL_ADDRESS
  * required); `npm start` embeds it beside the API and the embedded dev server.
  */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
@@ -60,7 +62,8 @@ export async function startWorker(opts: {
   // Bad carrier credentials stop the worker here, with one line (docs/going-live.md).
   await checkProviderCredentials();
   const connection = await NativeConnection.connect({ address: opts.address });
-  const traced = activeTracing()?.workerOptions({ prebuiltBundle: !!opts.workflowBundle });
+  // A prebuilt bundle carries the OpenTelemetry workflow interceptor; untraced, its span sink goes nowhere.
+  const traced = activeTracing()?.workerOptions({ prebuiltBundle: !!opts.workflowBundle }) ?? (opts.workflowBundle && 'codePath' in opts.workflowBundle ? { sinks: { exporter: { export: { fn: () => undefined } } } as never } : undefined);
   const worker = await Worker.create({
     ...traced,
     connection,
@@ -96,6 +99,29 @@ export const WORKFLOW_BUNDLER_OPTIONS = {
   }),
 };
 
+/** The OpenTelemetry workflow interceptor module, which the prebuilt bundle always includes (telemetry.ts). */
+export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+
+/** Where `npm run build:workflows` writes the prebuilt workflow bundle, and `start:worker` reads it (`WORKFLOW_BUNDLE_PATH` overrides). */
+export const DEFAULT_WORKFLOW_BUNDLE_PATH = path.join(__dirname, 'dist', 'workflow-bundle.js');
+
+/**
+ * The workflow bundle `npm run build:workflows` built, for `start:worker` (docs/operations.md "Workflow bundle"):
+ * `WORKFLOW_BUNDLE_PATH`, else dist/workflow-bundle.js when it exists.
+ * @returns the bundle's path and the first 12 hex digits of its SHA-256, or undefined when none was built
+ *   (the worker then bundles workflows/index.ts at start, as `npm start` does)
+ * @throws Error when `WORKFLOW_BUNDLE_PATH` names a file that does not exist
+ */
+export function prebuiltWorkflowBundle(): { codePath: string; sha256: string } | undefined {
+  const explicit = process.env.WORKFLOW_BUNDLE_PATH;
+  const codePath = explicit ? path.resolve(explicit) : DEFAULT_WORKFLOW_BUNDLE_PATH;
+  if (!fs.existsSync(codePath)) {
+    if (explicit) throw new Error(`WORKFLOW_BUNDLE_PATH=${explicit}: no such file (build it with npm run build:workflows)`);
+    return undefined;
+  }
+  return { codePath, sha256: crypto.createHash('sha256').update(fs.readFileSync(codePath)).digest('hex').slice(0, 12) };
+}
+
 /**
  * `npm run start:worker`: `WORKER_PROCESSES` worker processes (default 1; docs/operations.md "Scaling out"), each
  * polling the task queue and running the webhook outbox dispatcher (rows are locked, so several may).
@@ -118,7 +144,10 @@ async function main(): Promise<void> {
     return;
   }
   const metrics = await startMetricsListener({ port: config.metricsPort, host: config.host, logger });
-  const running = await startWorker({ address: config.temporalAddress, namespace: config.temporalNamespace, db: database.db, config, logger });
+  // Production workers run the bundle built once at build time; without one, the code is bundled now.
+  const bundle = prebuiltWorkflowBundle();
+  logger.info(bundle ? { workflowBundle: path.relative(process.cwd(), bundle.codePath), sha256: bundle.sha256 } : { workflowBundle: 'bundled at start (npm run build:workflows prebuilds it)' }, 'workflow code');
+  const running = await startWorker({ address: config.temporalAddress, namespace: config.temporalNamespace, db: database.db, config, logger, ...(bundle ? { workflowBundle: { codePath: bundle.codePath } } : {}) });
   // The webhook outbox dispatcher runs beside the worker; several workers may run it (rows are locked).
   const connection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection, namespace: config.temporalNamespace, interceptors: tracing?.clientInterceptors });

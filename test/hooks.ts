@@ -2,6 +2,7 @@
 import { startTestPostgres, stopTestPostgres } from './helpers/postgres';
 import { cleanUpAfterSuite, cleanUpAfterTest, noteTemporalBeforeTest, stopTestTemporal } from './helpers/temporal';
 import { useEphemeralSecrets } from '../secrets';
+import { writeRecordedHistories } from './helpers/histories';
 
 // No secret has a default value (docs/security.md): the run gets random ones; a suite may set its own.
 useEphemeralSecrets();
@@ -29,6 +30,10 @@ export const mochaHooks = {
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
     await stopTestTemporal();
+    if (process.env.RECORD_HISTORIES) {
+      const manifest = writeRecordedHistories(process.env.RECORD_HISTORIES);
+      console.log(`    recorded ${manifest.length} histories of ${new Set(manifest.map((m) => m.workflowType)).size} workflow types into ${process.env.RECORD_HISTORIES}`);
+    }
     await stopTestPostgres();
   },
 };

@@ -10,6 +10,7 @@ import { InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connecti
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../../devserver';
 import { installTemporalRuntime, WORKFLOW_BUNDLER_OPTIONS } from '../../worker';
+import { collectHistories } from './histories';
 
 installTemporalRuntime();
 
@@ -273,6 +274,8 @@ export async function cleanUpAfterSuite(): Promise<void> {
 export async function stopTestTemporal(): Promise<void> {
   if (connections) {
     const c = await connections.catch(() => undefined);
+    // `npm run histories:record`: the run's workflow histories become the replay suite's fixtures.
+    if (c) await collectHistories(c.connection);
     await c?.connection.close().catch(() => undefined);
     await c?.native.close().catch(() => undefined);
   }

@@ -7,7 +7,8 @@ import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { startDevServer, type DevServer } from '../../devserver';
+import type { DevServer } from '../../devserver';
+import { startRecordingDevServer } from '../helpers/histories';
 import { loadConfig } from '../../config';
 import { createDb, migrate, type Db } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
@@ -49,7 +50,7 @@ describe('agent publish workflow (dev server, real SDK)', function () {
   const publish = (agentId: string, idem: string, note?: string) => call('POST', `/agents/${agentId}/publish`, note === undefined ? {} : { note }, { 'idempotency-key': idem });
 
   before(async () => {
-    server = await startDevServer({ log: () => {} });
+    server = await startRecordingDevServer({ log: () => {} });
     connection = await Connection.connect({ address: server.address });
     native = await NativeConnection.connect({ address: server.address });
     const databaseUrl = await createTestDatabase('agentpublishwf');

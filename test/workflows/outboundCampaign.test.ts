@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { Client, Connection } from '@temporalio/client';
-import { startDevServer } from '../../devserver';
+import { startRecordingDevServer } from '../helpers/histories';
 import { loadConfig } from '../../config';
 import { createDb, migrate } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
@@ -167,7 +167,7 @@ describe('campaign dialer across a restart of the worker and a durable dev serve
     const databaseUrl = await createTestDatabase('outbound_restart');
     const db = createDb(databaseUrl);
     await migrate(db);
-    let server = await startDevServer({ databaseUrl, log: () => undefined });
+    let server = await startRecordingDevServer({ databaseUrl, log: () => undefined });
     const port = server.port;
     const connection = await Connection.connect({ address: server.address });
     const client = new Client({ connection });
@@ -203,7 +203,7 @@ describe('campaign dialer across a restart of the worker and a durable dev serve
 
       await worker.stop();
       await server.stop();
-      server = await startDevServer({ databaseUrl, port, log: () => undefined });
+      server = await startRecordingDevServer({ databaseUrl, port, log: () => undefined });
       worker = await startWorker(server.address);
 
       let last: any;

@@ -9,7 +9,8 @@ import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { startDevServer, type DevServer } from '../../devserver';
+import type { DevServer } from '../../devserver';
+import { startRecordingDevServer } from '../helpers/histories';
 import { loadConfig, type AppConfig } from '../../config';
 import { createDb, migrate, type Db } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
@@ -52,7 +53,7 @@ interface Env {
 }
 
 async function startEnv(label: string, opts: { timeSkipping: boolean }): Promise<Env> {
-  const server = await startDevServer({ timeSkipping: opts.timeSkipping });
+  const server = await startRecordingDevServer({ timeSkipping: opts.timeSkipping });
   const connection = await Connection.connect({ address: server.address });
   const native = await NativeConnection.connect({ address: server.address });
   const client = new Client({ connection });
@@ -306,7 +307,7 @@ describe('SMS registration across a restart of the worker and the dev server', f
     const databaseUrl = await createTestDatabase('sms_restart');
     const db = createDb(databaseUrl);
     await migrate(db);
-    let server = await startDevServer({ databaseUrl });
+    let server = await startRecordingDevServer({ databaseUrl });
     const port = server.port;
     const connection = await Connection.connect({ address: server.address });
     const client = new Client({ connection });
@@ -344,7 +345,7 @@ describe('SMS registration across a restart of the worker and the dev server', f
 
       await worker.stop();
       await server.stop();
-      server = await startDevServer({ databaseUrl, port });
+      server = await startRecordingDevServer({ databaseUrl, port });
       worker = await startWorker(server.address);
 
       expect(await callback({ type: 'campaign.status', id: campaignId, revision: 1, status: 'APPROVED', reference })).to.equal(200);

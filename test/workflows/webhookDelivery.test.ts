@@ -10,7 +10,8 @@ import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { startDevServer, type DevServer } from '../../devserver';
+import type { DevServer } from '../../devserver';
+import { startRecordingDevServer } from '../helpers/histories';
 import { createDb, migrate, type Db } from '../../db';
 import { createTestDatabase } from '../helpers/postgres';
 import { createOrganization } from '../../db/repositories/organizations';
@@ -54,7 +55,7 @@ describe('webhookDelivery workflow (dev server, time skipping)', function () {
     db = createDb(url);
     await migrate(db);
     orgId = (await createOrganization(db, 'Workflow org')).id;
-    server = await startDevServer({ timeSkipping: true });
+    server = await startRecordingDevServer({ timeSkipping: true });
     connection = await Connection.connect({ address: server.address });
     native = await NativeConnection.connect({ address: server.address });
     client = new Client({ connection });
