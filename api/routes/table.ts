@@ -173,6 +173,7 @@ export const ROUTES: RouteDef[] = [
   // Billing
   r('GET', '/billing/wallet', 'getWallet', 'Billing', ['billing:read'], 'Wallet balance'),
   r('POST', '/billing/wallet/topup', 'topUpWallet', 'Billing', ['billing:write'], 'Top up the wallet (Idempotency-Key)', { successStatus: 201, idempotencyKey: 'required' }),
+  r('POST', '/billing/provider-webhooks/{provider}', 'receivePaymentProviderWebhook', 'Billing', [], "Payments provider webhook (Stripe), authenticated by its signature (Stripe-Signature)", { auth: 'none' }),
   r('GET', '/billing/usage', 'listUsage', 'Billing', ['billing:read'], 'Usage entries'),
   r('GET', '/billing/invoices', 'listInvoices', 'Billing', ['billing:read'], 'Invoices'),
   // ApiKeys (paths not shown in the spec; docs/api-notes.md "Credentials and tenancy"). Creating and
