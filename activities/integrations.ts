@@ -11,7 +11,8 @@ import { upsertSourcedRecords } from '../db/repositories/records';
 import { recordWriter } from '../services/records/sealing';
 import { integrationsAdapter, IntegrationProviderError } from '../providers/integrations';
 import { openCredentials } from '../services/integrations/connections';
-import { writeBackConversationNote } from '../services/integrations/crm';
+import { hubspotAccessToken, usesHubSpotApi, writeBackConversationNote } from '../services/integrations/crm';
+import { HubSpotCrm } from '../providers/integrations/hubspot';
 import type { IntegrationKind } from '../domain/integrations/catalog';
 import type { RecordsSyncProgress } from '../schemas/types/integrations';
 
@@ -59,7 +60,9 @@ export function createIntegrationActivities(deps: Pick<ActivityDeps, 'db'>): Int
       if (!c) throw ApplicationFailure.nonRetryable('The connection was removed during the sync', 'connection_gone');
       let page;
       try {
-        page = await integrationsAdapter().listRecords(c.kind as IntegrationKind, openCredentials(c.credentialsSealed), { spreadsheetId: c.config.spreadsheetId as string | undefined }, cursor);
+        page = usesHubSpotApi(c)
+          ? await new HubSpotCrm().listContacts(await hubspotAccessToken(db, c), cursor)
+          : await integrationsAdapter().listRecords(c.kind as IntegrationKind, openCredentials(c.credentialsSealed), { spreadsheetId: c.config.spreadsheetId as string | undefined }, cursor);
       } catch (err) {
         if (err instanceof IntegrationProviderError && err.code !== 'unavailable') throw ApplicationFailure.nonRetryable(err.message, err.code);
         throw err;

@@ -11,7 +11,7 @@
  */
 import { Client } from '@hubspot/api-client';
 import type { Lookup } from '../lookup';
-import { IntegrationProviderError, type ExternalRecord } from './index';
+import { IntegrationProviderError, type ExternalRecord, type ExternalRecordPage } from './index';
 
 /** HubSpot's settings (docs/configuration.md). */
 export interface HubSpotSettings {
@@ -89,6 +89,15 @@ export class HubSpotCrm {
   async validateToken(accessToken: string): Promise<string> {
     await this.call('the token check', () => this.client(accessToken).crm.contacts.basicApi.getPage(1, undefined, ['email']));
     return 'HubSpot portal (private app token)';
+  }
+
+  /**
+   * One page of contacts (`GET /crm/v3/objects/contacts`, 100 per page, HubSpot's `after` cursor): the records sync.
+   * @throws IntegrationProviderError
+   */
+  async listContacts(accessToken: string, cursor: string | null): Promise<ExternalRecordPage> {
+    const res = await this.call('the contacts page', () => this.client(accessToken).crm.contacts.basicApi.getPage(100, cursor ?? undefined, CONTACT_PROPERTIES));
+    return { items: res.results.map(contactRecord), nextCursor: res.paging?.next?.after ?? null, total: null };
   }
 
   /**

@@ -20,6 +20,13 @@ import { createLlm } from '../../providers/llm';
 import { SimulatedCrash } from '../../services/effects';
 import { TOOL_FAILURE_SENTENCE } from '../../providers/llm/sandbox';
 import { HubSpotStub } from './hubspotStub';
+import { startTestApi, type TestApi } from '../helpers/api';
+import { until } from '../helpers/wait';
+import { testTemporal } from '../helpers/temporal';
+import { publishDraft } from '../api/agents-fixtures';
+import { createActivities } from '../../activities';
+import { createIntegrationActivities } from '../../activities/integrations';
+import { noteReference } from '../../services/integrations/crm';
 
 const TOKEN = `pat-na1-${crypto.randomUUID()}`;
 
@@ -77,6 +84,14 @@ describe('HubSpot CRM on its API (loopback HubSpot)', function () {
     expect(slow.code).to.equal('unavailable');
     expect(slow.message).to.match(/within 1000 ms/);
     expect((await getConnection(t.db, org.orgId, 'hubspot'))!.lastError).to.match(/within 1000 ms/);
+  });
+
+  it("syncs the connection's records from HubSpot's contacts (not the sandbox's)", async () => {
+    const c = (await getConnection(t.db, org.orgId, 'hubspot'))!;
+    const page = await createIntegrationActivities({ db: t.db }).recordsSyncPage(org.orgId, c.id, null, 0);
+    expect(page).to.deep.equal({ nextCursor: null, processed: stub.contacts.length });
+    const rows = await t.db('records').where({ org_id: org.orgId, source: 'hubspot' }).select('name', 'external_id');
+    expect(rows.map((r: any) => r.external_id).sort()).to.deep.equal(stub.contacts.map((x) => x.id).sort());
   });
 
   it('never presents a failed lookup to the caller as a found record', async () => {
@@ -143,5 +158,35 @@ describe('HubSpot CRM on its API (loopback HubSpot)', function () {
     expect(note.associations).to.deep.equal([{ to: { id: contact!.id }, types: [{ associationCategory: 'HUBSPOT_DEFINED', associationTypeId: 202 }] }]);
     const intents = await listIntents(t.db, org.orgId, { kind: 'crm_note' });
     expect(intents.map((i) => [i.subjectId, i.status])).to.deep.equal([[conversationId, 'done']]);
+  });
+});
+
+describe('HubSpot note write-back on the worker (conversation-analysis/{id})', function () {
+  this.timeout(90_000);
+  const stub = useResource('HubSpot stub', () => new HubSpotStub(TOKEN).start(), (s) => s.stop());
+  useEnvVars(() => ({ INTEGRATIONS_LIVE: 'hubspot', HUBSPOT_API_BASE: stub.baseUrl }));
+  let t: TestApi;
+  before(async () => {
+    t = await startTestApi('crm_hubspot_wf', {}, { worker: (deps) => createActivities(deps) });
+  });
+  after(async () => t?.close());
+
+  it('writes the summary of an ended chat as one note on the caller\'s contact after the analysis', async () => {
+    const org = await t.org('Notes');
+    expect((await t.call('POST', '/integrations/hubspot/connect', { key: org.key, json: { credentials: { accessToken: TOKEN } } })).status).to.equal(200);
+    const agent = (await t.call('POST', '/agents', { key: org.key, json: { name: 'Desk', voiceId: 'voice_ava' } })).body.data;
+    await publishDraft(t.db, org, agent.id, 'w1');
+    const id = (await t.call('POST', '/chat/sessions', { key: org.key, json: { agentId: agent.id, variables: { email: 'sam@example.com', name: 'Sam Lee' } } })).body.data.session.id as string;
+    await t.call('POST', `/chat/sessions/${id}/messages`, { key: org.key, json: { content: 'Please move my visit to Friday' } });
+    expect((await t.call('POST', `/chat/sessions/${id}/end`, { key: org.key })).status).to.equal(200);
+    expect(await (await testTemporal()).client.workflow.getHandle(`conversation-analysis/${id}`).result()).to.equal('completed');
+    const notes = await until(async () => {
+      const n = stub.notes.filter((x) => x.properties.hs_note_body.includes(noteReference(id)));
+      return n.length ? n : undefined;
+    }, 10_000, 'the note');
+    expect(notes).to.have.length(1);
+    const contact = stub.contacts.find((c) => c.properties.email === 'sam@example.com');
+    expect(contact?.properties).to.include({ firstname: 'Sam', lastname: 'Lee' });
+    expect(stub.problems).to.deep.equal([]);
   });
 });
