@@ -11,6 +11,8 @@ import { upsertSourcedRecords } from '../db/repositories/records';
 import { recordWriter } from '../services/records/sealing';
 import { integrationsAdapter, IntegrationProviderError } from '../providers/integrations';
 import { openCredentials } from '../services/integrations/connections';
+import { hubspotAccessToken, usesHubSpotApi, writeBackConversationNote } from '../services/integrations/crm';
+import { HubSpotCrm } from '../providers/integrations/hubspot';
 import type { IntegrationKind } from '../domain/integrations/catalog';
 import type { RecordsSyncProgress } from '../schemas/types/integrations';
 
@@ -33,6 +35,13 @@ export interface IntegrationActivities {
   recordsSyncPage(orgId: string, connectionId: string, cursor: string | null, processed: number): Promise<RecordsSyncPageResult>;
   /** Ends the run: `succeeded`, or `failed` with the error (also the connection's last error). */
   recordsSyncFinish(orgId: string, connectionId: string, outcome: { processed: number; error: string | null; startedAt: string }): Promise<void>;
+  /**
+   * Writes an ended conversation's summary to the caller's HubSpot contact as a note, once (services/integrations/
+   * crm.ts; a retried attempt looks the note up instead of writing again).
+   * @returns `written`, `unknown` or `skipped:<reason>`
+   * @throws ApplicationFailure non-retryable for a refused token or request; IntegrationProviderError `unavailable` (retried)
+   */
+  writeBackCrmNote(ref: { orgId: string; conversationId: string }): Promise<string>;
 }
 
 /** Builds the activities. */
@@ -51,7 +60,9 @@ export function createIntegrationActivities(deps: Pick<ActivityDeps, 'db'>): Int
       if (!c) throw ApplicationFailure.nonRetryable('The connection was removed during the sync', 'connection_gone');
       let page;
       try {
-        page = await integrationsAdapter().listRecords(c.kind as IntegrationKind, openCredentials(c.credentialsSealed), { spreadsheetId: c.config.spreadsheetId as string | undefined }, cursor);
+        page = usesHubSpotApi(c)
+          ? await new HubSpotCrm().listContacts(await hubspotAccessToken(db, c), cursor)
+          : await integrationsAdapter().listRecords(c.kind as IntegrationKind, openCredentials(c.credentialsSealed), { spreadsheetId: c.config.spreadsheetId as string | undefined }, cursor);
       } catch (err) {
         if (err instanceof IntegrationProviderError && err.code !== 'unavailable') throw ApplicationFailure.nonRetryable(err.message, err.code);
         throw err;
@@ -65,6 +76,16 @@ export function createIntegrationActivities(deps: Pick<ActivityDeps, 'db'>): Int
         await setSyncProgress(trx, orgId, connectionId, sync);
         return { nextCursor: page.nextCursor, processed: total };
       });
+    },
+
+    async writeBackCrmNote(ref) {
+      try {
+        const r = await writeBackConversationNote(db, ref.orgId, ref.conversationId);
+        return r.status === 'skipped' ? `skipped:${r.reason}` : r.status;
+      } catch (err) {
+        if (err instanceof IntegrationProviderError && err.code !== 'unavailable') throw ApplicationFailure.nonRetryable(err.message, err.code);
+        throw err;
+      }
     },
 
     async recordsSyncFinish(orgId, connectionId, outcome) {

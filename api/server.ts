@@ -6,6 +6,7 @@ import { transferOverCallControl } from '../services/voice/calls';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../config';
+import { checkPaymentsAndIntegrationSettings } from '../providers/credentials';
 import { announceReady, coreCount, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, runEntryPoint, runPrimary } from '../runtime';
 import { createApp, BASE_PATH, type AppOptions } from './app';
 import { attachVoiceRelay, type VoiceRelay } from './voice/relay';
@@ -70,6 +71,7 @@ export async function startApi(deps: AppOptions): Promise<RunningApi> {
 async function main(): Promise<void> {
   const config = loadConfig();
   loadServiceSecrets(config);
+  checkPaymentsAndIntegrationSettings();
   const logger = createLogger(config.logLevel);
   const processes = isClusterChild() ? 1 : processCount('API_PROCESSES', coreCount());
   // The processes that serve requests trace them (OTEL_*; off by default); a primary of several serves none.

@@ -6,12 +6,27 @@
 import { checkTelnyxCredentials } from './telephony/telnyxClient';
 import { checkTwilioCredentials } from './telephony/twilioClient';
 import { requiredEnv } from './telephony/live';
+import { createPayments } from './payments';
+import { loadIntegrationSettings } from '../domain/integrations/settings';
+import { loadHubSpotSettings } from './integrations/hubspot';
+
+/**
+ * Checks the settings of the payments provider (PAYMENTS_PROVIDER; Stripe's keys) and of the real integration
+ * adapters (INTEGRATIONS_LIVE; HUBSPOT_API_BASE, HUBSPOT_TIMEOUT_MS), so a process refuses to start with one line
+ * naming the setting instead of failing the first top-up or lookup. Called by `start:api` and by the worker.
+ * @throws Error naming the setting
+ */
+export function checkPaymentsAndIntegrationSettings(): void {
+  createPayments();
+  if (loadIntegrationSettings().live.has('hubspot')) loadHubSpotSettings();
+}
 
 /**
  * Checks the providers named by CARRIER_PROVIDER and TELEPHONY_PROVIDER (the sandboxes need nothing).
  * @throws Error with one line naming the missing or refused setting
  */
 export async function checkProviderCredentials(): Promise<void> {
+  checkPaymentsAndIntegrationSettings();
   const names = new Set([process.env.CARRIER_PROVIDER || 'sandbox', process.env.TELEPHONY_PROVIDER || 'sandbox']);
   if (names.has('telnyx')) {
     requiredEnv('TELNYX_PUBLIC_KEY', 'verifying Telnyx webhooks');

@@ -8,12 +8,13 @@ import { ApiError, validationError } from '../../domain/errors';
 import { validateBody } from '../../domain/validation';
 import { topUpAmountProblem, WALLET_CURRENCY } from '../../domain/billing/wallet';
 import { periodOf, previousPeriod } from '../../domain/billing/periods';
-import { closedInvoicesBefore, creditPayment, getClosedInvoice, getWallet, openInvoice, type LedgerEntry, type WalletRecord } from '../../db/repositories/billing';
+import { closedInvoicesBefore, getClosedInvoice, getWallet, openInvoice, type LedgerEntry, type WalletRecord } from '../../db/repositories/billing';
 import { pageUsage, usageByDay, type UsageEntry, type UsageFilter } from '../../db/repositories/usage';
-import { createPayments, PaymentError } from '../../providers/payments';
+import { createPayments, PaymentError, PaymentWebhookSignatureError } from '../../providers/payments';
+import { applyPaymentWebhook, chargeTopUp, creditTopUp } from '../../services/billing/payments';
 import { encodeCursor } from '../../db/pagination';
 import { decodeCursorOr400, orgOf, pageParams, paged } from '../http';
-import type { Invoice, LedgerEntryView, UsageEntryView, Wallet, WalletTopUpRequest, WalletTopUpResult } from '../../schemas/types/billing';
+import type { Invoice, LedgerEntryView, PaymentWebhookResult, UsageEntryView, Wallet, WalletTopUpRequest, WalletTopUpResult } from '../../schemas/types/billing';
 
 /** Longest range of `GET /billing/usage?groupBy=day`, days. */
 export const USAGE_GROUP_MAX_DAYS = 366;
@@ -52,9 +53,11 @@ export const getWalletHandler: Handler = async (ctx, { db }) => ({ data: walletV
 
 /**
  * POST /billing/wallet/topup (topUpWallet, billing:write; `Idempotency-Key` required): charges
- * `amountCents` (500..1,000,000) through the payments provider and credits it to the ledger once per
- * payment, in the same transaction as the stored idempotent response. 201 `{entry, wallet}`.
- * @throws ApiError 400 naming `amountCents`; 402 `payment_declined` (nothing credited); 502
+ * `amountCents` (500..1,000,000) through the payments provider (services/billing/payments.ts). A payment that
+ * succeeded is credited to the ledger once per payment, in the same transaction as the stored idempotent
+ * response → 201 `{entry, wallet, payment}`; one still processing at the provider → 202 with `entry: null`
+ * (its webhook credits it).
+ * @throws ApiError 400 naming `amountCents`; 402 `payment_declined` (nothing credited; `declineCode`); 502
  *   `payment_unavailable`
  */
 export const topUpWallet: Handler = async (ctx, deps) => {
@@ -65,7 +68,7 @@ export const topUpWallet: Handler = async (ctx, deps) => {
   const claim = ctx.state.idempotency!;
   let payment;
   try {
-    payment = await createPayments().charge(orgId, { amountCents: body.amountCents, currency: WALLET_CURRENCY, idempotencyKey: claim.key, description: body.description });
+    payment = await chargeTopUp(deps.db, orgId, { amountCents: body.amountCents, idempotencyKey: claim.key, description: body.description });
   } catch (err) {
     if (err instanceof PaymentError && err.code !== 'provider_unavailable') {
       throw new ApiError(402, 'payment_declined', err.message, { errors: [{ field: 'amountCents', message: `was declined (${err.code})` }], extra: { declineCode: err.code } });
@@ -73,13 +76,38 @@ export const topUpWallet: Handler = async (ctx, deps) => {
     if (err instanceof PaymentError) throw new ApiError(502, 'payment_unavailable', err.message);
     throw err;
   }
+  const status = payment.status === 'succeeded' ? 201 : 202;
   const data = await deps.db.transaction(async (trx) => {
-    const credit = await creditPayment(trx, orgId, { kind: 'topup', amountCents: payment.amountCents, paymentId: payment.paymentId, description: body.description ?? 'Wallet top-up' });
-    const result: WalletTopUpResult = { entry: ledgerView(credit.entry), wallet: walletView(await getWallet(trx, orgId)) };
-    await claim.complete(trx, 201, result);
+    const credit = payment.status === 'succeeded' ? await creditTopUp(trx, orgId, { paymentId: payment.paymentId, amountCents: payment.amountCents, description: body.description }) : null;
+    const result: WalletTopUpResult = { entry: credit ? ledgerView(credit.entry) : null, wallet: walletView(await getWallet(trx, orgId)), payment: { id: payment.paymentId, status: payment.status } };
+    await claim.complete(trx, status, result);
     return result;
   });
-  return { data, status: 201 };
+  return { data, status };
+};
+
+/**
+ * POST /billing/provider-webhooks/{provider} (receivePaymentProviderWebhook, no API key): the payments
+ * provider's signed webhook (Stripe: `Stripe-Signature`, checked by `stripe.webhooks.constructEvent` over the
+ * raw body). Applied once per event id → `{received: true, duplicate}`.
+ * @throws ApiError 404 naming `provider` when it is not the configured one; 400 `invalid_signature` (nothing
+ *   recorded); 502 `payment_unavailable` when a look-up at the provider failed (the provider re-delivers)
+ */
+export const receivePaymentProviderWebhook: Handler = async (ctx, { db }) => {
+  const payments = createPayments();
+  if (ctx.params.provider !== payments.provider) {
+    throw new ApiError(404, 'not_found', `This deployment takes payment webhooks from ${payments.provider} only`, { errors: [{ field: 'provider', message: `must be ${payments.provider}` }] });
+  }
+  const raw = (ctx.request as unknown as { rawBody?: string }).rawBody ?? '';
+  try {
+    const outcome = await applyPaymentWebhook(db, raw, ctx.headers, payments);
+    const data: PaymentWebhookResult = { received: true, duplicate: outcome.duplicate, recorded: outcome.recorded };
+    return { data };
+  } catch (err) {
+    if (err instanceof PaymentWebhookSignatureError) throw new ApiError(400, 'invalid_signature', err.message, { errors: [{ field: 'Stripe-Signature', message: 'does not verify' }] });
+    if (err instanceof PaymentError) throw new ApiError(502, 'payment_unavailable', err.message);
+    throw err;
+  }
 };
 
 /** Filters `kind`, `from`, `to` of a usage request. @throws ApiError 400 naming the field */
@@ -143,6 +171,7 @@ export const listInvoices: Handler = async (ctx, { db }) => {
 export const handlers = {
   getWallet: getWalletHandler,
   topUpWallet,
+  receivePaymentProviderWebhook,
   listUsage: listUsageHandler,
   listInvoices,
 };
@@ -151,6 +180,7 @@ export const handlers = {
 export const routeSchemas = {
   getWallet: { responseSchema: 'Wallet' },
   topUpWallet: { requestSchema: 'WalletTopUpRequest', responseSchema: 'WalletTopUpResult' },
+  receivePaymentProviderWebhook: { responseSchema: 'PaymentWebhookResult' },
   listUsage: { responseSchema: 'UsagePage' },
   listInvoices: { responseSchema: 'InvoicePage' },
 };

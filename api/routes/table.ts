@@ -247,6 +247,7 @@ export const ROUTES: RouteDef[] = [
   ...rows('Billing', [
     ['GET', '/billing/wallet', 'getWallet', 'Wallet balance'],
     ['POST', '/billing/wallet/topup', 'topUpWallet', 'Top up the wallet (Idempotency-Key)', CREATED, { idempotencyKey: 'required' }],
+    ['POST', '/billing/provider-webhooks/{provider}', 'receivePaymentProviderWebhook', 'Payments provider webhook (Stripe), authenticated by its signature (Stripe-Signature)', { scopes: [], auth: 'none' }],
     ['GET', '/billing/usage', 'listUsage', 'Usage entries'],
     ['GET', '/billing/invoices', 'listInvoices', 'Invoices'],
   ]),

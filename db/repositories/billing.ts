@@ -10,7 +10,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
-import { DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, WALLET_CURRENCY, type LedgerKind } from '../../domain/billing/wallet';
+import { DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, WALLET_CURRENCY, type LedgerKind, type PaymentLedgerKind } from '../../domain/billing/wallet';
 import { periodRange, type Period } from '../../domain/billing/periods';
 import type { LedgerEntryView, Wallet } from '../../schemas/types/billing';
 import { fromNullableColumns, fromNumericColumns } from '../rows';
@@ -82,14 +82,17 @@ async function appendLocked(
 }
 
 /**
- * Credits a settled payment (ledger kind `topup` or `refund`) once per `(orgId, paymentId)`.
- * @param amountCents positive whole cents
- * @returns the change, or the existing entry (and `duplicate: true`) when this payment was credited before
+ * Records a payment provider's object in the ledger once per `(orgId, paymentId)`: a settled payment
+ * (`topup`, `refund`, `dispute_won`: a credit) or a card refund or dispute of a top-up (`topup_refund`,
+ * `dispute`: a debit).
+ * @param p.amountCents signed whole cents: > 0 for the credits, < 0 for the debits (the table's CHECK refuses others)
+ * @param p.paymentId the provider's object id (payment, refund, dispute)
+ * @returns the change, or the existing entry (and `duplicate: true`) when this object was recorded before
  */
 export async function creditPayment(
   trx: Knex.Transaction,
   orgId: string,
-  p: { kind: 'topup' | 'refund'; amountCents: number; paymentId: string; description?: string },
+  p: { kind: PaymentLedgerKind; amountCents: number; paymentId: string; description?: string },
 ): Promise<WalletChange & { duplicate: boolean }> {
   const wallet = await lockWallet(trx, orgId);
   const existing = await trx('wallet_ledger').where({ org_id: orgId, payment_id: p.paymentId }).first();

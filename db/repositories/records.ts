@@ -153,6 +153,14 @@ export async function findRecords(db: Conn, orgId: string, filter: RecordFilter,
   return rows.map((r: Record<string, any>) => toRecord(r, rules));
 }
 
+/** The records of `source` with these external ids (a CRM lookup's matches), in the given order, sensitive fields masked. */
+export async function findRecordsByExternalIds(db: Conn, orgId: string, source: string, externalIds: readonly string[]): Promise<CustomerRecord[]> {
+  if (!externalIds.length) return [];
+  const [rules, rows] = await Promise.all([recordSchemaRules(db, orgId), db('records').where({ org_id: orgId, source }).whereIn('external_id', externalIds)]);
+  const byId = new Map(rows.map((r: Record<string, any>) => [r.external_id as string, r]));
+  return externalIds.flatMap((id) => (byId.has(id) ? [toRecord(byId.get(id)!, rules)] : []));
+}
+
 /** One record, or undefined. */
 export async function getRecord(db: Conn, orgId: string, id: string): Promise<CustomerRecord | undefined> {
   const [rules, row] = await Promise.all([recordSchemaRules(db, orgId), db('records').where({ org_id: orgId, id }).first()]);

@@ -13,8 +13,14 @@ export const TOPUP_MAX_CENTS = 1_000_000;
 /** Low-balance threshold of a new wallet, in cents ($10.00). */
 export const DEFAULT_LOW_BALANCE_THRESHOLD_CENTS = 1000;
 
-/** Kinds of ledger entries: `topup` and `refund` credit (amount > 0), `usage` debits (amount < 0). */
-export type LedgerKind = 'topup' | 'usage' | 'refund';
+/**
+ * Kinds of ledger entries: `topup`, `refund` and `dispute_won` credit (amount > 0); `usage`,
+ * `topup_refund` (a card refund of a top-up) and `dispute` (a disputed top-up withdrawn) debit (amount < 0).
+ */
+export type LedgerKind = 'topup' | 'usage' | 'refund' | 'topup_refund' | 'dispute' | 'dispute_won';
+
+/** Ledger kinds that reference a payment provider's object (`payment_id`), credits or debits. */
+export type PaymentLedgerKind = Exclude<LedgerKind, 'usage'>;
 
 /**
  * True when a change moved the balance from at or above the threshold to below it: the moment

@@ -71,7 +71,7 @@ export const INTEGRATION_KINDS: readonly IntegrationKindDef[] = [
     connectMethod: 'credentials',
     pkce: false,
     oauthScopes: [],
-    credentialFields: [{ name: 'accessToken', description: 'Private app access token (pat-…) with crm.objects.contacts.read', secret: true, required: true }],
+    credentialFields: [{ name: 'accessToken', description: 'Private app access token (pat-…) with crm.objects.contacts.read (and crm.objects.contacts.write for the notes written back on the HubSpot API)', secret: true, required: true }],
     provisions: [{ skillName: 'lookup_record', skillType: 'lookup_record' }],
     syncsRecords: true,
   },

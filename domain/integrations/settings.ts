@@ -13,7 +13,15 @@ export interface IntegrationSettings {
    * connecting one answers 400 `integration_unavailable` and the catalogue shows `available: false`.
    */
   unavailable: ReadonlySet<IntegrationKind>;
+  /**
+   * Kinds a new connection makes on the provider's real API instead of the sandbox (INTEGRATIONS_LIVE,
+   * comma-separated; `hubspot` so far). Each connection keeps the adapter it was made with (its config's `adapter`).
+   */
+  live: ReadonlySet<IntegrationKind>;
 }
+
+/** Kinds with a real adapter (INTEGRATIONS_LIVE). */
+export const LIVE_INTEGRATION_KINDS: readonly IntegrationKind[] = ['hubspot'];
 
 /** Reads the settings. @throws Error naming an unknown kind or provider */
 export function loadIntegrationSettings(env: NodeJS.ProcessEnv = process.env): IntegrationSettings {
@@ -25,5 +33,10 @@ export function loadIntegrationSettings(env: NodeJS.ProcessEnv = process.env): I
     if (!known.has(k)) throw new Error(`INTEGRATIONS_UNAVAILABLE names "${k}", which is not an integration kind (${[...known].join(', ')})`);
     unavailable.add(k as IntegrationKind);
   }
-  return { provider, unavailable };
+  const live = new Set<IntegrationKind>();
+  for (const k of (env.INTEGRATIONS_LIVE ?? '').split(/[\s,]+/).filter(Boolean)) {
+    if (!LIVE_INTEGRATION_KINDS.includes(k as IntegrationKind)) throw new Error(`INTEGRATIONS_LIVE names "${k}", which has no real adapter (${LIVE_INTEGRATION_KINDS.join(', ')})`);
+    live.add(k as IntegrationKind);
+  }
+  return { provider, unavailable, live };
 }

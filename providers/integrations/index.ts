@@ -39,10 +39,13 @@ export interface ExternalRecordPage {
   total: number | null;
 }
 
-/** A provider refused or failed a request; `code` is stable (`credentials_rejected`, `invalid_grant`, `not_found`, `unavailable`). */
+/**
+ * A provider refused or failed a request; `code` is stable (`credentials_rejected`, `invalid_grant`, `not_found`,
+ * `rejected`: another 4xx, `unavailable`: 429, 5xx, a timeout or no answer).
+ */
 export class IntegrationProviderError extends Error {
   constructor(
-    readonly code: 'credentials_rejected' | 'invalid_grant' | 'not_found' | 'unavailable',
+    readonly code: 'credentials_rejected' | 'invalid_grant' | 'not_found' | 'rejected' | 'unavailable',
     message: string,
   ) {
     super(message);

@@ -33,24 +33,45 @@ export interface WalletTopUpRequest {
 export interface LedgerEntryView {
   /** `led_…` */
   id: string;
-  /** `topup` and `refund` credit, `usage` debits. */
-  kind: 'topup' | 'usage' | 'refund';
+  /**
+   * `topup`, `refund` and `dispute_won` credit; `usage`, `topup_refund` (a card refund of a top-up) and
+   * `dispute` (a disputed top-up withdrawn) debit.
+   */
+  kind: 'topup' | 'usage' | 'refund' | 'topup_refund' | 'dispute' | 'dispute_won';
   /** Signed US cents. */
   amountCents: number;
   /** Balance right after this entry, US cents. */
   balanceAfterCents: number;
   usageEntryId: string | null;
-  /** The payment provider's id of a top-up or refund. */
+  /** The payment provider's id of a top-up, refund or dispute (Stripe `pi_…`, `re_…`, `dp_…`). */
   paymentId: string | null;
   description: string | null;
   /** @format date-time */
   createdAt: string;
 }
 
-/** Answer of a top-up: the credit and the wallet after it. */
+/** The payment behind a top-up, at the payments provider. */
+export interface TopUpPayment {
+  /** The provider's id (sandbox `pay_sbx_…`, Stripe `pi_…`). */
+  id: string;
+  /** `succeeded`: credited; `processing`: credited once the provider reports it succeeded (its webhook). */
+  status: 'succeeded' | 'processing';
+}
+
+/** Answer of a top-up: the credit (null while the payment is processing) and the wallet after it. */
 export interface WalletTopUpResult {
-  entry: LedgerEntryView;
+  entry: LedgerEntryView | null;
   wallet: Wallet;
+  payment: TopUpPayment;
+}
+
+/** Answer to a payments provider's webhook (`POST /billing/provider-webhooks/{provider}`). */
+export interface PaymentWebhookResult {
+  received: true;
+  /** The provider's event id was seen before: nothing was recorded. */
+  duplicate: boolean;
+  /** Ledger entries this delivery wrote (top-up credits, refund and dispute debits). */
+  recorded: number;
 }
 
 /** One usage entry (`GET /billing/usage`). */

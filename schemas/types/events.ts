@@ -398,7 +398,7 @@ export interface InvoiceFinalizedEventData {
 export interface ProviderIntentUnknownEventData {
   /** `pin_…` */
   intentId: string;
-  kind: 'dial' | 'brand_create' | 'campaign_create' | 'number_purchase' | 'sms_send' | 'number_release';
+  kind: 'dial' | 'brand_create' | 'campaign_create' | 'number_purchase' | 'sms_send' | 'number_release' | 'crm_note';
   /** The client reference the request carried (dial key, registration, number or message id). */
   reference: string;
   /** Our resource the write was for (attempt, registration, number or message id). */

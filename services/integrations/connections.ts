@@ -14,8 +14,9 @@ import { hashOAuthState, newOAuthState, newPkcePair, OAUTH_STATE_TTL_MS } from '
 import { loadIntegrationSettings } from '../../domain/integrations/settings';
 import { openSecret, sealSecret } from '../../domain/webhooks/signing';
 import { loadWebhookSettings } from '../../domain/webhooks/settings';
-import { consumeOAuthState, getConnection, insertOAuthState, upsertConnection, type ConnectionRecord } from '../../db/repositories/integrations';
-import { integrationsAdapter, IntegrationProviderError, type IntegrationSecrets } from '../../providers/integrations';
+import { consumeOAuthState, getConnection, insertOAuthState, mergeConnectionConfig, upsertConnection, type ConnectionRecord } from '../../db/repositories/integrations';
+import { integrationsAdapter, IntegrationProviderError, type ConnectedAccount, type IntegrationSecrets } from '../../providers/integrations';
+import { HubSpotCrm } from '../../providers/integrations/hubspot';
 
 /** Seals a connection's secrets (JSON) with WEBHOOK_SECRET_KEY. @throws Error when the key is not set */
 export function sealCredentials(secrets: IntegrationSecrets): string {
@@ -56,17 +57,26 @@ function providerRefusal(err: unknown, field: string): never {
 }
 
 /**
- * Validates credentials against the provider and stores them sealed (a reconnect replaces them).
+ * Validates credentials against the provider and stores them sealed (a reconnect replaces them). A kind listed
+ * in INTEGRATIONS_LIVE connects on the provider's real API (HubSpot: one contacts read with the token) and the
+ * connection records it (`config.adapter`), so later calls for it go there; otherwise on the sandbox.
  * @throws ApiError 422 `integration_credentials_rejected` naming `credentials` when the provider refuses them
  */
 export async function connectWithCredentials(db: Db, orgId: string, def: IntegrationKindDef, credentials: Record<string, string>): Promise<ConnectionRecord> {
-  let account;
+  const live = def.kind === 'hubspot' && loadIntegrationSettings().live.has('hubspot');
+  let account: ConnectedAccount;
   try {
-    account = await integrationsAdapter().validateCredentials(def.kind, credentials);
+    if (live) {
+      const token = credentials.accessToken ?? '';
+      account = { accountLabel: await new HubSpotCrm().validateToken(token), scopes: ['crm.objects.contacts.read', 'crm.objects.contacts.write'], secrets: { accessToken: token } };
+    } else account = await integrationsAdapter().validateCredentials(def.kind, credentials);
   } catch (err) {
     providerRefusal(err, 'credentials');
   }
-  return upsertConnection(db, orgId, { kind: def.kind, accountLabel: account.accountLabel, scopes: account.scopes, credentialsSealed: sealCredentials(account.secrets) });
+  const c = await upsertConnection(db, orgId, { kind: def.kind, accountLabel: account.accountLabel, scopes: account.scopes, credentialsSealed: sealCredentials(account.secrets) });
+  const adapter = live ? 'hubspot' : 'sandbox';
+  await mergeConnectionConfig(db, orgId, c.id, { adapter });
+  return { ...c, config: { ...c.config, adapter } };
 }
 
 /** The redirect URI the provider sends the browser back to. */

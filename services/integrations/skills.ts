@@ -1,7 +1,8 @@
 /**
  * Provisioned skills at run time (docs/api-notes.md "Integrations and records"), called by the conversation
  * runtime's skill runner (services/conversations/skills.ts):
- * - `lookup_record`: up to `maxResults` Records matching the conversation's phone, email or name (the
+ * - `lookup_record`: with `integration: hubspot` on a connection made on HubSpot's API, the contacts HubSpot
+ *   finds at run time (kept as Records: services/integrations/crm.ts); otherwise up to `maxResults` Records matching the conversation's phone, email or name (the
  *   call's arguments, else the conversation's `caller_phone` / `phone` / `email` / `name` variables),
  *   without their sensitive fields; each lookup is an audit entry (actor kind `agent`, actor id the conversation);
  * - `book_appointment` with `integration: google_calendar`: an event on the connected calendar; the
@@ -10,13 +11,14 @@
  * A missing connection or a provider refusal is a SkillError the model sees (`integration_not_connected`, …).
  */
 import type { Db } from '../../db';
-import { getConnection, setConnectionError } from '../../db/repositories/integrations';
+import { getConnection, setConnectionError, type ConnectionRecord } from '../../db/repositories/integrations';
 import { findRecords, type RecordFilter } from '../../db/repositories/records';
 import { insertAuditLogs } from '../../db/repositories/auditLogs';
 import { SkillError, type SkillCall, type SkillOutcome } from '../../domain/conversations/runtime';
 import type { IntegrationKind } from '../../domain/integrations/catalog';
 import { integrationsAdapter, IntegrationProviderError } from '../../providers/integrations';
 import { openCredentials } from './connections';
+import { lookupHubSpotContacts, usesHubSpotApi } from './crm';
 
 async function connectionOf(db: Db, orgId: string, kind: IntegrationKind) {
   const c = await getConnection(db, orgId, kind);
@@ -29,6 +31,20 @@ export async function integrationHeaders(db: Db, orgId: string): Promise<Record<
   const c = await connectionOf(db, orgId, 'http');
   const secrets = openCredentials(c.credentialsSealed);
   return secrets.authorization ? { authorization: secrets.authorization } : {};
+}
+
+/**
+ * `lookup_record` on HubSpot's API (services/integrations/crm.ts): a provider failure is a failed skill
+ * (`integration_<code>`), never an empty or made-up match.
+ * @throws SkillError
+ */
+async function hubspotMatches(db: Db, orgId: string, c: ConnectionRecord, key: 'phone' | 'email' | 'name', value: string, limit: number) {
+  try {
+    return await lookupHubSpotContacts(db, orgId, c, key === 'phone' ? { phone: value } : key === 'email' ? { email: value } : { query: value }, limit);
+  } catch (err) {
+    if (!(err instanceof IntegrationProviderError)) throw err;
+    throw new SkillError(`The CRM lookup failed: ${err.message}`, `integration_${err.code}`);
+  }
 }
 
 const first = (...values: (string | undefined)[]) => values.find((v) => typeof v === 'string' && v.trim() !== '')?.trim();
@@ -47,8 +63,8 @@ export async function runIntegrationSkill(db: Db, call: SkillCall): Promise<Skil
     // Match on the most specific key given: phone, then email, then name.
     const key = (['phone', 'email', 'name'] as const).find((k) => filter[k]);
     if (!key) throw new SkillError('Give a phone number, email or name to look up', 'invalid_input');
-    if (config.integration) await connectionOf(db, orgId, config.integration);
-    const found = await findRecords(db, orgId, { [key]: filter[key], source: config.integration }, config.maxResults ?? 3);
+    const connection = config.integration ? await connectionOf(db, orgId, config.integration) : null;
+    const found = connection && usesHubSpotApi(connection) ? await hubspotMatches(db, orgId, connection, key, filter[key]!, config.maxResults ?? 3) : await findRecords(db, orgId, { [key]: filter[key], source: config.integration }, config.maxResults ?? 3);
     await insertAuditLogs(db, [
       {
         orgId,
