@@ -83,6 +83,7 @@ export const ROUTES: RouteDef[] = [
   r('GET', '/agents/{agentId}/knowledge/sources', 'listKnowledgeSources', 'Knowledge', ['knowledge:read'], 'List knowledge sources'),
   r('POST', '/agents/{agentId}/knowledge/sources', 'createKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Add a knowledge source (ingested asynchronously)', { successStatus: 202 }),
   r('POST', '/agents/{agentId}/knowledge/preview', 'previewKnowledge', 'Knowledge', ['knowledge:read'], 'Preview knowledge retrieval for a query'),
+  r('GET', '/agents/{agentId}/knowledge/sources/{id}', 'getKnowledgeSource', 'Knowledge', ['knowledge:read'], 'Get one knowledge source (its status, name and chunk count)'),
   r('DELETE', '/agents/{agentId}/knowledge/sources/{id}', 'deleteKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Delete a ready or failed source from the draft (published versions keep its chunks)'),
   r('PATCH', '/agents/{agentId}/knowledge/sources/{id}', 'updateKnowledgeSource', 'Knowledge', ['knowledge:write'], "Set or remove a URL source's refresh schedule"),
   r('POST', '/agents/{agentId}/knowledge/sources/{id}/refresh', 'refreshKnowledgeSource', 'Knowledge', ['knowledge:write'], 'Check a URL source for changes now (also retries a failed one)', { successStatus: 202 }),
