@@ -32,7 +32,7 @@ export function playbookStarts(snapshot: CompiledAgent): PlaybookStart[] {
     const phrases = p.triggerPhrases ?? [];
     const ways = [`the person names it ("${playbookLabel(p.name)}")`];
     if (phrases.length) ways.push(`says ${phrases.map((x) => `"${x}"`).join(' or ')}`);
-    ways.push(p.whenToUse ? `the model judges that ${p.whenToUse.replace(/[.\s]+$/, '')}` : 'the model calls its tool (no whenToUse: it has only the name and description to go on)');
+    ways.push(p.whenToUse ? `the model judges that ${clause(p.whenToUse)}` : 'the model calls its tool (no whenToUse: it has only the name and description to go on)');
     const isProtected = !!protectedPlaybook(cv, p, snapshot.skills);
     return {
       name: p.name,
@@ -45,6 +45,16 @@ export function playbookStarts(snapshot: CompiledAgent): PlaybookStart[] {
       requiresVerifiedCaller: isProtected,
     };
   });
+}
+
+/**
+ * A `whenToUse` sentence as a clause after "that": trailing stops dropped, and a capital that only opened the sentence
+ * lowered ("The caller asks…" → "the caller asks…"; "I", acronyms such as "SMS" and words with inner capitals kept).
+ */
+export function clause(sentence: string): string {
+  const s = sentence.trim().replace(/[.\s]+$/, '');
+  const first = /^[\p{L}'’-]+/u.exec(s)?.[0] ?? '';
+  return first !== 'I' && /^\p{Lu}[\p{Ll}'’-]*$/u.test(first) ? s[0].toLowerCase() + s.slice(1) : s;
 }
 
 /** Every blocked topic with its match mode and description (docs/api-notes.md "Agents": guardrails). */
