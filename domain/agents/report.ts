@@ -106,6 +106,8 @@ export function buildPrepublishReport(bundle: DraftBundle, rules: RecordRules = 
   const cv = snapshot.callerVerification;
   const willSay: string[] = [];
   if (snapshot.greeting) willSay.push(`Greets callers with: "${snapshot.greeting}"`);
+  if (snapshot.outboundFirstMessageMode === 'wait_for_callee') willSay.push('Opens outbound calls (campaigns, POST /calls) by waiting for the callee to speak first');
+  else if (snapshot.outboundGreeting) willSay.push(`Opens outbound calls (campaigns, POST /calls) with: "${snapshot.outboundGreeting}"`);
   if (snapshot.voicemailMessage) willSay.push(`Leaves on answering machines (campaign calls): "${snapshot.voicemailMessage}"`);
   if (snapshot.persona) willSay.push(`Speaks as: ${snapshot.persona}`);
   willSay.push(`Speaks ${snapshot.language}${snapshot.voice ? ` with the voice ${snapshot.voice.name} (${snapshot.voice.id})` : ''}`);

@@ -179,6 +179,23 @@ export interface StartRequest {
   stickinessKey?: string | null;
   /** With `versionId`: the traffic split that version was picked from (a call's), recorded on the conversation. */
   trafficSplit?: TrafficSplitRule | null;
+  /**
+   * An outbound call (a campaign's, or one placed by `POST /calls`): it opens with the agent's `outboundGreeting`
+   * (else its greeting), or with nothing when its `outboundFirstMessageMode` is `wait_for_callee` (docs/voice.md
+   * "Outbound first line").
+   */
+  outbound?: boolean;
+}
+
+/**
+ * The agent whose `greeting` opens a conversation: the widget's greeting on the `web` channel (docs/api-notes.md
+ * "Widget"); on an outbound call the `outboundGreeting` (else the greeting), none when the callee speaks first.
+ */
+function openingAgent(agent: CompiledAgent, req: Pick<StartRequest, 'channel' | 'outbound'>): CompiledAgent {
+  if (req.channel === 'web' && agent.widget?.greeting) return { ...agent, greeting: agent.widget.greeting };
+  if (!req.outbound) return agent;
+  if (agent.outboundFirstMessageMode === 'wait_for_callee') return { ...agent, greeting: null };
+  return agent.outboundGreeting ? { ...agent, greeting: agent.outboundGreeting } : agent;
 }
 
 /**
@@ -235,7 +252,7 @@ export async function startConversation(
   // Method `pin` with `required: always`: the opening asks for the PIN after the greeting; with
   // `for_protected_actions` it is asked for only with a protected action (docs/api-notes.md "Caller verification").
   const askPin = vars.caller_verification === 'pin_required' && verificationRequired(agent!.callerVerification) === 'always' && !req.seed ? pinPrompt(req.channel) : null;
-  const opening = greetingFor(req.channel === 'web' && agent!.widget?.greeting ? { ...agent!, greeting: agent!.widget.greeting } : agent!, vars);
+  const opening = greetingFor(openingAgent(agent!, req), vars);
   const { conversation, greeting } = await createConversation(
     db,
     orgId,
