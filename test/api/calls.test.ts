@@ -465,7 +465,8 @@ describe('calls on demand over Telnyx Call Control (loopback stub)', function ()
     expect(call).to.include({ provider: 'telnyx', providerCallId: relay.callControlId, status: 'completed', outcome: 'answered', durationSeconds: 42 });
     const transcript = (await t.call('GET', `/conversations/${call.conversationId}/transcript`, { key })).body.data;
     expect(transcript.messages.slice(0, 2).map((m: any) => `${m.speaker}: ${m.text}`)).to.deep.equal(['agent: Hi Grace, this is Acme calling.', `user: ${stub.relayCallee[0]}`]);
-    const minutes = await t.db('usage_entries').where({ org_id: orgId, kind: 'voice_minutes' }).whereRaw(`details->>'callId' = ?`, [callId]);
+    // The call reads completed once its end is stored; its minutes are charged right after (services/voice/calls.ts completeCall).
+    const minutes = await until(async () => ((rows) => (rows.length ? rows : undefined))(await t.db('usage_entries').where({ org_id: orgId, kind: 'voice_minutes' }).whereRaw(`details->>'callId' = ?`, [callId])), 10_000, 'the minutes');
     expect(minutes.map((m) => Number(m.quantity))).to.deep.equal([1]);
     const completed = await t.db('events').where({ org_id: orgId, type: 'call.completed' }).whereRaw(`data->>'callId' = ?`, [callId]);
     expect(completed.map((e) => e.data.outcome)).to.deep.equal(['answered']);
