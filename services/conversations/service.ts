@@ -179,11 +179,7 @@ export interface StartRequest {
   stickinessKey?: string | null;
   /** With `versionId`: the traffic split that version was picked from (a call's), recorded on the conversation. */
   trafficSplit?: TrafficSplitRule | null;
-  /**
-   * An outbound call (a campaign's, or one placed by `POST /calls`): it opens with the agent's `outboundGreeting`
-   * (else its greeting), or with nothing when its `outboundFirstMessageMode` is `wait_for_callee` (docs/voice.md
-   * "Outbound first line").
-   */
+  /** An outbound call (a campaign's, `POST /calls`): opened as docs/voice.md "Outbound first line" says. */
   outbound?: boolean;
 }
 
@@ -194,8 +190,7 @@ export interface StartRequest {
 function openingAgent(agent: CompiledAgent, req: Pick<StartRequest, 'channel' | 'outbound'>): CompiledAgent {
   if (req.channel === 'web' && agent.widget?.greeting) return { ...agent, greeting: agent.widget.greeting };
   if (!req.outbound) return agent;
-  if (agent.outboundFirstMessageMode === 'wait_for_callee') return { ...agent, greeting: null };
-  return agent.outboundGreeting ? { ...agent, greeting: agent.outboundGreeting } : agent;
+  return agent.outboundFirstMessageMode === 'wait_for_callee' ? { ...agent, greeting: null } : { ...agent, greeting: agent.outboundGreeting ?? agent.greeting };
 }
 
 /**
