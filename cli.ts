@@ -10,6 +10,9 @@
  *   calls place --to <E164> [--from <E164>] [--url <api base>] <line|keys:digits>...
  *                                           place a sandbox phone call through the running API (docs/voice.md): each argument is a spoken line, `keys:1234#`
  *                                           presses keys; prints the conversation as heard
+ *   texts send --to <E164> [--from <E164>] [--url <api base>] [--wait <seconds>] <text>...
+ *                                           text an SMS-enabled number through the running API as the sandbox carrier reports
+ *                                           an inbound text (a signed `message.inbound` callback, docs/sms.md); prints the agent's reply
  *   secrets reseal-webhooks                 re-seal every stored webhook signing secret, secret variable, integration credential and sensitive record field with WEBHOOK_SECRET_KEY
  *                                           (opening with it or WEBHOOK_SECRET_KEY_PREVIOUS), after a key rotation
  *   secrets rotate-talk-tokens --org <id>   replace the organization's talk-token signing secret: every talk token, widget
@@ -32,13 +35,15 @@ import { rotateTalkTokenSecret } from './db/repositories/agentVersions';
 import { loadWebhookSettings } from './domain/webhooks/settings';
 import { openSecret, sealSecret } from './domain/webhooks/signing';
 import { placeSandboxCall, type CallStep } from './providers/telephony/sandboxCaller';
+import { sendSandboxText } from './providers/telephony/sandboxTexter';
+import { findInboundByProviderId, findReplyTo, getMessageRecord } from './db/repositories/smsMessages';
 
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-const USAGE = `usage: npm run cli -- orgs create <name> | orgs list | keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S] | keys list --org <id> | keys revoke <keyId> | secrets generate | secrets reseal-webhooks | secrets rotate-talk-tokens --org <id> | calls place --to <E164> [--from <E164>] [--url <api base>] <line|keys:digits>...`;
+const USAGE = `usage: npm run cli -- orgs create <name> | orgs list | keys create --org <id> --scopes a,b [--name n] [--rate-limit N] [--rate-window S] | keys list --org <id> | keys revoke <keyId> | secrets generate | secrets reseal-webhooks | secrets rotate-talk-tokens --org <id> | calls place --to <E164> [--from <E164>] [--url <api base>] <line|keys:digits>... | texts send --to <E164> [--from <E164>] [--url <api base>] [--wait <seconds>] <text>...`;
 
 /**
  * Runs one CLI command.
@@ -57,6 +62,7 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
     return 0;
   }
   if (group === 'calls' && cmd === 'place') return placeCall(rest, out, err);
+  if (group === 'texts' && cmd === 'send') return sendText(rest, out, err);
   let database: Awaited<ReturnType<typeof openDatabase>>;
   let config: ReturnType<typeof loadConfig>;
   try {
@@ -186,5 +192,70 @@ async function placeCall(args: string[], out: (line: string) => void, err: (line
   } catch (e) {
     err(`error: ${failureLine(e)}`);
     return 1;
+  }
+}
+
+/** Longest `texts send` waits for the agent's reply by default, seconds. */
+const TEXT_REPLY_WAIT_SECONDS = 30;
+
+/**
+ * `texts send`: posts a signed sandbox `message.inbound` callback for `--to` from `--from` (default +12065550100) to
+ * the running API (providers/telephony/sandboxTexter.ts), then reads the stored text and the agent's reply from the
+ * database (`--wait` seconds, default 30; 0 does not wait) and prints it. Signs with CARRIER_CALLBACK_SECRET
+ * (environment, else DATA_DIR/secrets).
+ * @returns 0 when the text was received (and answered, or declined with why), 1 otherwise
+ */
+async function sendText(args: string[], out: (line: string) => void, err: (line: string) => void): Promise<number> {
+  let database: Awaited<ReturnType<typeof openDatabase>> | undefined;
+  try {
+    const config = loadConfig();
+    loadServiceSecrets(config);
+    const to = flag(args, 'to');
+    if (!to || !/^\+[1-9]\d{6,14}$/.test(to)) throw new Error('texts send needs --to <E.164 number of the organization, SMS-enabled>');
+    const from = flag(args, 'from') ?? '+12065550100';
+    if (!/^\+[1-9]\d{6,14}$/.test(from)) throw new Error('--from must be an E.164 number');
+    const waitArg = flag(args, 'wait');
+    const waitSeconds = waitArg === undefined ? TEXT_REPLY_WAIT_SECONDS : Number(waitArg);
+    if (!Number.isFinite(waitSeconds) || waitSeconds < 0 || waitSeconds > 600) throw new Error('--wait must be 0 to 600 seconds');
+    const valued = new Set(['--to', '--from', '--url', '--wait']);
+    const text = args.filter((a, i) => !valued.has(a) && !valued.has(args[i - 1])).join(' ').trim();
+    if (!text) throw new Error('texts send needs the text to send');
+    const baseUrl = flag(args, 'url') ?? `${config.publicBaseUrl.replace(/\/$/, '')}/api/v1`;
+    const sent = await sendSandboxText({ baseUrl, from, to, text });
+    if (sent.status !== 200) {
+      out(`refused (${sent.status}): ${typeof sent.body === 'string' ? sent.body.slice(0, 200) : JSON.stringify(sent.body)}`);
+      return 1;
+    }
+    out(`texter: ${text}`);
+    if (waitSeconds === 0) {
+      out(`text ${sent.providerMessageId} received`);
+      return 0;
+    }
+    database = await openDatabase(config, createLogger(process.env.LOG_LEVEL ?? 'warn'), { attach: true });
+    const { db } = database;
+    const deadline = Date.now() + waitSeconds * 1000;
+    for (;;) {
+      const inbound = await findInboundByProviderId(db, sent.providerMessageId);
+      const reply = inbound ? await findReplyTo(db, inbound.orgId, inbound.id) : undefined;
+      if (inbound && reply && reply.status !== 'queued') {
+        out(`agent : ${(await getMessageRecord(db, inbound.orgId, reply.id))?.body ?? ''}`);
+        out(`text ${inbound.id} answered by ${reply.id} (${reply.status})`);
+        return 0;
+      }
+      if (inbound && inbound.answerState !== 'pending' && !reply) {
+        out(`text ${inbound.id} received; no reply from the agent${inbound.answerNote ? ` (${inbound.answerNote})` : inbound.answerState ? ` (${inbound.answerState})` : ' (no agent answers this number, or a keyword)'}`);
+        return 0;
+      }
+      if (Date.now() > deadline) {
+        out(`text ${inbound?.id ?? sent.providerMessageId} received; no reply within ${waitSeconds} s`);
+        return 1;
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } catch (e) {
+    err(`error: ${failureLine(e)}`);
+    return 1;
+  } finally {
+    await database?.close();
   }
 }

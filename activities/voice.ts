@@ -15,7 +15,8 @@ export { SANDBOX_CALLEE_SCRIPT } from '../services/voice/sandboxCallee';
 
 /**
  * The sandbox carrier's answered campaign call (docs/voice.md): the call is stored and connected
- * to the relay as a carrier would connect it, the agent greets first, the sandbox callee answers, asks one
+ * to the relay as a carrier would connect it, the agent opens (its outbound first line; or the callee speaks first when
+ * the agent waits for the callee), the sandbox callee answers, asks one
  * question (services/voice/sandboxCallee.ts: about the agent's knowledge, else a scripted line) and hangs up; the call is then completed with `durationSeconds` (minutes
  * charged once, conversation closed and analysed once when `analysis` is given). A real carrier reaches the same relay through the markup
  * `prepareCampaignCall` serves. A call placed by `POST /calls` (`dial.callId`) converses the same way.
@@ -36,7 +37,8 @@ export async function converseSandboxCampaignCall(
   try {
     const client = await RelayClient.open(prepared.relayUrl);
     client.send({ type: 'setup', sessionId: `VX${dial.providerCallId}`, callSid: dial.providerCallId, from: dial.from, to: dial.to, direction: 'outbound-api', callStatus: 'in-progress', customParameters: {} });
-    await client.reply(); // the greeting
+    // The agent's opening line, unless it waits for the callee (docs/voice.md "Outbound first line").
+    if (prepared.agent?.outboundFirstMessageMode !== 'wait_for_callee') await client.reply();
     for (const line of script ?? sandboxCalleeScript(prepared.agent)) {
       if (client.closed || client.end) break;
       client.send({ type: 'prompt', voicePrompt: line, lang: 'en-US', last: true });

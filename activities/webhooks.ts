@@ -162,7 +162,7 @@ export async function reportEndpointDisabled(trx: Knex.Transaction, orgId: strin
   const { event } = await emitEvent(trx, orgId, 'webhook.endpoint.disabled', {
     webhookId: d.endpointId,
     url: d.url,
-    reason: d.reason === 'gone' ? 'gone' : 'consecutive_failures',
+    reason: d.reason,
     lastStatusCode: d.lastStatusCode,
     lastError: d.lastError,
     disabledAt: d.disabledAt.toISOString(),

@@ -121,7 +121,7 @@ async function ingestionSection(db: Db, orgId: string, agentId: string): Promise
   const byFormat = new Map<string, { bytes: number; chars: number; chunks: number; ms: number }>();
   for (const d of docs) {
     const upload = await createUpload(db, orgId, { filename: d.name, contentType: d.type, data: d.data });
-    const src = await createSource(db, orgId, { agentId, kind: 'file', fileId: upload.fileId }, async () => undefined);
+    const src = await createSource(db, orgId, { agentId, kind: 'file', fileId: upload.id }, async () => undefined);
     const ref = { orgId, sourceId: src.id };
     const t0 = performance.now();
     await acts.startKnowledgeIngestion(ref);

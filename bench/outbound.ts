@@ -81,7 +81,7 @@ export async function runOutboundBench(): Promise<void> {
     const fd = new FormData();
     fd.append('file', new Blob([csv], { type: 'text/csv' }), 'bench.csv');
     const up = await fetch(`${api.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
-    const fileId = ((await up.json()) as any).data.fileId;
+    const fileId = ((await up.json()) as any).data.id;
     const list = (await call('POST', '/contact-lists', { name: 'Bench list' })).body.data;
 
     // 1. import + scrub

@@ -14,6 +14,8 @@ export function toAgentView(a: AgentRecord): Agent {
     instructions: a.instructions,
     greeting: a.greeting,
     voicemailMessage: a.voicemailMessage,
+    outboundGreeting: a.outboundGreeting ?? null,
+    outboundFirstMessageMode: a.outboundFirstMessageMode ?? 'agent_speaks_first',
     language: a.language,
     voiceId: a.voiceId,
     dtmf: effectiveDtmf(a.dtmf),

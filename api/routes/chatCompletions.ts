@@ -37,6 +37,19 @@ function textOf(content: ChatCompletionMessage['content']): string {
   return '';
 }
 
+/** The ids `model` may take (`agt_…`, `agt_…@draft`, `agt_…@vN`). */
+const MODEL_ID = /^agt_[A-Za-z0-9]{8,40}(@(draft|v[0-9]{1,9}))?$/;
+
+/**
+ * 404 `model_not_found` naming `model`, as OpenAI answers a model that does not exist or the key cannot reach (OpenAI
+ * API reference "Error codes"; the official clients raise `NotFoundError`).
+ */
+function modelNotFound(model: string, why: string): ApiError {
+  return new ApiError(404, 'model_not_found', `The model '${model}' does not exist or you do not have access to it (models are this organization's agents: GET /models)`, {
+    errors: [{ field: 'model', message: why }],
+  });
+}
+
 /** `agt_…[@draft|@vN]` → agent id and pin. */
 function parseModel(model: string): { agentId: string; draftMode: boolean; versionNumber?: number } {
   const [agentId, pin] = model.split('@');
@@ -147,9 +160,10 @@ function storedMetadata(body: ChatCompletionCreate): { metadata: Record<string, 
   return { metadata, variables, errors };
 }
 
-/** POST /chat/completions: see the module comment. 404 `agent_not_found` / `version_not_found` (field `model`), 409 `no_published_version`. */
+/** POST /chat/completions: see the module comment. 404 `model_not_found` (param `model`: no such agent or version), 409 `no_published_version`. */
 export const chatCompletion: Handler = async (ctx, deps) => {
   const body = validateBody<ChatCompletionCreate>('ChatCompletionCreate', ctx.request.body);
+  if (!MODEL_ID.test(body.model)) throw modelNotFound(body.model, 'must be an agent id (agt_…), agt_…@draft or agt_…@vN');
   const { options, errors } = completionOptions(body);
   const meta = storedMetadata(body);
   errors.push(...meta.errors);
@@ -216,7 +230,7 @@ export const chatCompletion: Handler = async (ctx, deps) => {
       stickinessKey: body.safety_identifier ?? body.user ?? null,
     }).catch((err: unknown) => {
       const e = toApiError(err);
-      if (e && e.status === 404) throw new ApiError(404, e.code, e.message, { errors: [{ field: 'model', message: 'names no agent (or version) of this organization' }] });
+      if (e && e.status === 404) throw modelNotFound(body.model, `names no agent (or version) of this organization (${e.code})`);
       throw err;
     }));
   }

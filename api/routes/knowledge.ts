@@ -222,6 +222,15 @@ export const updateKnowledgeSource: Handler = async (ctx, deps) => {
   return { data: (await getSource(deps.db, orgId, id))! };
 };
 
+/**
+ * GET /agents/{agentId}/knowledge/sources/{id} (getKnowledgeSource, knowledge:read) → the source, as the list shows it.
+ * 404 `knowledge_source_not_found` for a source of another agent or organization, or a deleted one.
+ */
+export const getKnowledgeSource: Handler = async (ctx, deps) => {
+  const { agentId, id } = ctx.params as { agentId: string; id: string };
+  return { data: await requireSource(deps, orgOf(ctx), agentId, id) };
+};
+
 /** GET /agents/{agentId}/knowledge/sources/{id}/pages: a crawling source's pages with their status, oldest first. */
 export const listKnowledgeSourcePages: Handler = async (ctx, deps) => {
   const orgId = orgOf(ctx);
@@ -232,11 +241,12 @@ export const listKnowledgeSourcePages: Handler = async (ctx, deps) => {
 };
 
 /** Handlers of this area by operationId (api/routes/index.ts). */
-export const handlers = { listKnowledgeSources, createKnowledgeSource, previewKnowledge, refreshKnowledgeSource, updateKnowledgeSource, listKnowledgeSourcePages };
+export const handlers = { listKnowledgeSources, getKnowledgeSource, createKnowledgeSource, previewKnowledge, refreshKnowledgeSource, updateKnowledgeSource, listKnowledgeSourcePages };
 
 /** Schemas of this area's operations (merged into the route table). */
 export const routeSchemas = {
   listKnowledgeSources: { responseSchema: 'KnowledgeSourcePage' },
+  getKnowledgeSource: { responseSchema: 'KnowledgeSource' },
   createKnowledgeSource: { requestSchema: 'KnowledgeSourceCreate', responseSchema: 'KnowledgeSource' },
   previewKnowledge: { requestSchema: 'KnowledgePreviewRequest', responseSchema: 'KnowledgePreview' },
   refreshKnowledgeSource: { responseSchema: 'KnowledgeSource' },

@@ -133,6 +133,7 @@ export const ROUTES: RouteDef[] = [
     ['GET', '/agents/{agentId}/knowledge/sources', 'listKnowledgeSources', 'List knowledge sources'],
     ['POST', '/agents/{agentId}/knowledge/sources', 'createKnowledgeSource', 'Add a knowledge source (ingested asynchronously)', ACCEPTED],
     ['POST', '/agents/{agentId}/knowledge/preview', 'previewKnowledge', 'Preview knowledge retrieval for a query', { scopes: ['knowledge:read'] }],
+    ['GET', '/agents/{agentId}/knowledge/sources/{id}', 'getKnowledgeSource', 'Get one knowledge source (its status, name and chunk count)'],
     ['DELETE', '/agents/{agentId}/knowledge/sources/{id}', 'deleteKnowledgeSource', 'Delete a ready or failed source from the draft (published versions keep its chunks)'],
     ['PATCH', '/agents/{agentId}/knowledge/sources/{id}', 'updateKnowledgeSource', "Set or remove a URL source's refresh schedule"],
     ['POST', '/agents/{agentId}/knowledge/sources/{id}/refresh', 'refreshKnowledgeSource', 'Check a URL source for changes now (also retries a failed one)', ACCEPTED],

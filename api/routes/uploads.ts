@@ -1,7 +1,7 @@
 /**
  * `POST /uploads` (createUpload; spec "Limits": upload size 25 MB → 413 `file_too_large`): one file
  * as `multipart/form-data` (field name `file`; any single file part is accepted). The bytes are stored
- * in Postgres and the answer carries a `fileId` (`file_…`) to use as a knowledge source within 24 h;
+ * in Postgres and the answer carries its `id` (`file_…`, passed as `fileId` where a file is used) to use as a knowledge source within 24 h;
  * after that an unattached upload is collected and its id answers 404 `file_expired`.
  *
  * An optional text field `purpose` (`general` by default, or `sms`) marks what the file is for: only

@@ -8,7 +8,14 @@
  *   carrier's answering-machine detection says a machine finished its greeting (`AnsweredBy`
  *   `machine_end_*`), answered with the agent's voicemail message (`<Say>`) and `<Hangup/>` (docs/voice.md "Voicemail").
  * - `POST /api/v1/voice/{provider}/status` — the carrier's status callback (`CallStatus`,
- *   `CallDuration`): moves the call forward (the `voice-call/{callId}` workflow when Temporal is there).
+ *   `CallDuration`): moves the call forward (the `voice-call/{callId}` workflow when Temporal is there); a final
+ *   status (`completed`, `busy`, `failed`, `no-answer`, `canceled`) ends the stored call at once, before the workflow
+ *   charges it, so a replayed inbound webhook is refused from that moment. A child leg's status (a `<Dial>`ed
+ *   number's, which carries `ParentCallSid`) is not the call's and changes nothing.
+ * - `POST /api/v1/voice/{provider}/whisper` — the `<Number url>` of a transfer: requested for the dialed (child)
+ *   leg with its own `CallSid` and the transferred call's in `ParentCallSid` (Twilio "TwiML Voice: <Number>",
+ *   "Twilio's request to your application"; Telnyx TeXML keeps Twilio's parameters): the call is found by
+ *   `ParentCallSid`, and the person answering hears the conversation's summary.
  * - `GET /api/v1/voice/talk` and `GET /api/v1/voice/talk/info?token=tt_…` — the voice talk page and what its
  *   token names (api/voice/talkPage.ts).
  * - `POST /api/v1/voice/{provider}/relay-ended` — the `<Connect action>` callback after the relay ends:
@@ -25,7 +32,7 @@ import type { AppContext, AppDeps } from '../context';
 import { ApiError } from '../../domain/errors';
 import { callbackSecret } from '../../domain/sms/callbackSignature';
 import { telnyxPublicKey, telnyxSignatureProblem, verifyTwilioSignature } from '../../domain/voice/signatures';
-import { advanceVoiceCall, findVoiceCallByProviderId } from '../../db/repositories/voiceCalls';
+import { advanceVoiceCall, findVoiceCallByProviderId, type VoiceCallRecord } from '../../db/repositories/voiceCalls';
 import { answerCampaignCall, answerDialEnded, answerInboundCall, answerRelayEnded, completeCall, receiveRecording, relayEndedMarkup, whisperMarkup, type CallUrls, type CampaignCallDial } from '../../services/voice/calls';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { startWorkflow, workflowIds } from '../../temporal.config';
@@ -127,7 +134,9 @@ export function voiceWebhooks(deps: AppDeps) {
     const params = Object.fromEntries(new URLSearchParams(raw.toString('utf8')));
     verify(ctx, deps, provider, raw, params);
     const callSid = params.CallSid ?? '';
-    if (!/^[A-Za-z0-9:_.-]{1,128}$/.test(callSid)) throw new ApiError(400, 'validation_error', 'CallSid is missing or malformed', { errors: [{ field: 'CallSid', message: 'must be the carrier call id' }] });
+    if (!CARRIER_CALL_ID.test(callSid)) throw new ApiError(400, 'validation_error', 'CallSid is missing or malformed', { errors: [{ field: 'CallSid', message: 'must be the carrier call id' }] });
+    const parentSid = params.ParentCallSid || null;
+    if (parentSid !== null && !CARRIER_CALL_ID.test(parentSid)) throw new ApiError(400, 'validation_error', 'ParentCallSid is malformed', { errors: [{ field: 'ParentCallSid', message: 'must be the carrier call id of the parent leg' }] });
     const origin = publicOrigin(ctx, deps.config.publicBaseUrl);
     const base = `${origin}${BASE_PATH}/voice/${provider}`;
     const urls: CallUrls = {
@@ -161,17 +170,23 @@ export function voiceWebhooks(deps: AppDeps) {
         return xml(ctx, answer.markup);
       }
       case 'status': {
+        // A dialed child leg reports its own progress (`<Number statusCallback>`); the call it belongs to is not ending.
+        if (parentSid) {
+          ctx.status = 204;
+          return;
+        }
         const call = await findVoiceCallByProviderId(deps.db, provider, callSid);
         const update = statusUpdate(params);
-        if (call && update) await reportStatus(ctx, deps, call.orgId, call.id, update);
+        if (call && update) await reportStatus(ctx, deps, call, update);
         ctx.status = 204;
         return;
       }
       case 'recording':
       case 'dial-ended':
       case 'whisper': {
-        // The call is found by the carrier's id the request is signed with; the URL's `call` must name the same call.
-        const call = await findVoiceCallByProviderId(deps.db, provider, callSid);
+        // The call is found by the carrier's id the request is signed with — for the whisper, the dialed child leg's
+        // request, by its parent's (`ParentCallSid`); the URL's `call` must name the same call.
+        const call = await findVoiceCallByProviderId(deps.db, provider, m[2] === 'whisper' && parentSid ? parentSid : callSid);
         if (!call || (ctx.query.call !== undefined && ctx.query.call !== call.id)) return xml(ctx, HANGUP_MARKUP);
         if (m[2] === 'whisper') return xml(ctx, await whisperMarkup(deps.db, call));
         if (m[2] === 'dial-ended') return xml(ctx, await answerDialEnded(deps.db, call, params.DialCallStatus, urls));
@@ -185,6 +200,9 @@ export function voiceWebhooks(deps: AppDeps) {
     }
   }
 }
+
+/** A carrier's call id (`CallSid`, `ParentCallSid`): Twilio's `CA…`, Telnyx's call control ids. */
+const CARRIER_CALL_ID = /^[A-Za-z0-9:_.-]{1,128}$/;
 
 /** The answer that ends a call. */
 const HANGUP_MARKUP = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
@@ -236,7 +254,13 @@ async function startCallWorkflow(ctx: AppContext, deps: AppDeps, orgId: string, 
  * Hands a status to the call's workflow; without Temporal, or when the workflow cannot be reached, the
  * same steps run inline (services/voice/calls.ts), so a call is still completed and charged once.
  */
-async function reportStatus(ctx: AppContext, deps: AppDeps, orgId: string, callId: string, update: CallStatusUpdate): Promise<void> {
+async function reportStatus(ctx: AppContext, deps: AppDeps, call: VoiceCallRecord, update: CallStatusUpdate): Promise<void> {
+  const { orgId, id: callId } = call;
+  // The end is stored at once (the workflow then charges the minutes and closes the conversation): a webhook replayed
+  // after it finds the call ended. A call placed by `POST /calls` is ended by its dial, with its `call.completed`.
+  const placed = call.direction === 'outbound' && !call.campaignId;
+  if (!placed && update.status === 'completed') await advanceVoiceCall(deps.db, orgId, callId, { status: 'completed', durationSeconds: update.durationSeconds });
+  else if (!placed && update.status === 'failed') await advanceVoiceCall(deps.db, orgId, callId, { status: 'failed', reason: update.reason });
   if (deps.temporal) {
     try {
       await deps.temporal.client.workflow.getHandle(workflowIds.voiceCall(callId)).signal(callStatusSignal, update);

@@ -37,6 +37,7 @@ export function toCall(r: any): Call {
     providerCallId: r.provider_call_id ?? null,
     routing: r.routing ?? null,
     voicemailMessage: r.voicemail_message ?? null,
+    attemptId: r.attempt_id ?? null,
     recording: recorded ? { durationSeconds: r.recording_seconds ?? null, transcript: r.recording_transcript ?? null, receivedAt: iso(r.recording_received_at) } : null,
     transfer: r.transferred_to ? { to: r.transferred_to, destinationId: r.transfer_destination_id ?? null } : null,
     variables: jsonObject(r.variables),
@@ -108,9 +109,17 @@ export async function insertPlacedCall(conn: Conn, orgId: string, c: NewPlacedCa
   return toCall(row);
 }
 
+/**
+ * The attempt a campaign call dialed: the dial's record (a `voice` conversation of mode `none`,
+ * ./conversations.ts recordCallConversation) names the carrier's call id and the dial's key `{attemptId}:{n}`.
+ */
+const ATTEMPT_ID_SQL = `(SELECT split_part(d.metadata->>'dialKey', ':', 1) FROM conversations d
+  WHERE d.org_id = voice_calls.org_id AND d.campaign_id = voice_calls.campaign_id AND d.mode = 'none'
+    AND d.metadata->>'providerCallId' = voice_calls.provider_call_id LIMIT 1) AS attempt_id`;
+
 /** A call of this organization, or undefined. */
 export async function getCall(conn: Conn, orgId: string, id: string): Promise<Call | undefined> {
-  const r = await conn('voice_calls').where({ org_id: orgId, id }).first();
+  const r = await conn('voice_calls').where({ org_id: orgId, id }).first('voice_calls.*', conn.raw(ATTEMPT_ID_SQL));
   return r ? toCall(r) : undefined;
 }
 
@@ -133,7 +142,7 @@ export async function listCalls(conn: Conn, orgId: string, filter: CallFilter, p
   if (filter.status) q.where({ status: filter.status });
   if (filter.since) q.where('created_at', '>=', filter.since);
   if (filter.until) q.where('created_at', '<', filter.until);
-  return keysetPage(q.select('*'), { ...page, column: 'seq', direction: 'desc', map: toCall });
+  return keysetPage(q.select('voice_calls.*', conn.raw(ATTEMPT_ID_SQL)), { ...page, column: 'seq', direction: 'desc', map: toCall });
 }
 
 /** What dialing a placed call needs (a `voice_calls` row that `POST /calls` stored). */

@@ -339,12 +339,26 @@ function toAttempt(r: any): CallAttempt {
     ...fromNullableColumns(r, ['lastOutcome', 'lastDurationSeconds']),
     ...fromTimestampColumns(r, ['lastDialedAt', 'notBefore']),
     voicemailLeft: r.voicemail_left === true,
+    callId: r.linked?.callId ?? null,
+    conversationId: r.linked?.conversationId ?? null,
   };
 }
 
+/**
+ * The call and conversation of an attempt's last dial: its record (a `voice` conversation of mode `none` keyed by the
+ * dial, ./conversations.ts recordCallConversation) names the carrier's call id and, once linked, the conversation the
+ * call held; the call is the campaign's `voice_calls` row of that carrier call id.
+ */
+const LINKED_SQL = `(SELECT jsonb_build_object('callId', vc.id, 'conversationId', coalesce(d.metadata->>'conversationId', vc.conversation_id))
+  FROM conversations d
+  LEFT JOIN voice_calls vc ON vc.org_id = d.org_id AND vc.campaign_id = d.campaign_id AND vc.provider_call_id = d.metadata->>'providerCallId'
+  WHERE d.org_id = call_attempts.org_id AND d.campaign_id = call_attempts.campaign_id AND d.mode = 'none'
+    AND d.metadata->>'dialKey' = call_attempts.id || ':' || call_attempts.dials
+  LIMIT 1) AS linked`;
+
 /** One page of a campaign's attempts in launch order. @throws InvalidCursorError */
 export async function listAttempts(db: Db, orgId: string, campaignId: string, page: { limit: number; cursor?: string; status?: string }): Promise<Page<CallAttempt>> {
-  const q = db('call_attempts').where({ org_id: orgId, campaign_id: campaignId });
+  const q = db('call_attempts').where({ org_id: orgId, campaign_id: campaignId }).select('call_attempts.*', db.raw(LINKED_SQL));
   if (page.status) q.where({ status: page.status });
   return keysetPage(q, { limit: page.limit, cursor: page.cursor, column: 'seq', map: toAttempt });
 }

@@ -191,7 +191,10 @@ export async function markProcessing(db: Db, orgId: string, sourceId: string, on
   });
 }
 
-/** Stores the extracted text of a processing source (the index step reads it back). */
+/**
+ * Stores the extracted text of a processing source (the index step reads it back). A URL source still named by its URL
+ * (created without a `name`) takes the page's title as its name (docs/knowledge.md "Sources").
+ */
 export async function saveExtraction(
   db: Conn,
   orgId: string,
@@ -200,7 +203,15 @@ export async function saveExtraction(
 ): Promise<void> {
   await db('knowledge_sources')
     .where({ org_id: orgId, id: sourceId, status: 'processing' })
-    .update({ format: doc.format, title: doc.title, content_type: doc.contentType, extracted_text: doc.text, char_count: doc.text.length, updated_at: db.fn.now() });
+    .update({
+      format: doc.format,
+      title: doc.title,
+      ...(doc.title ? { name: db.raw(`CASE WHEN kind = 'url' AND name = url THEN ?::text ELSE name END`, [doc.title.slice(0, 200)]) } : {}),
+      content_type: doc.contentType,
+      extracted_text: doc.text,
+      char_count: doc.text.length,
+      updated_at: db.fn.now(),
+    });
 }
 
 /** The stored extracted text of a processing source, or undefined (not processing, or not extracted yet). */

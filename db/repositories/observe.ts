@@ -64,7 +64,9 @@ export async function listConversations(db: Db, orgId: string, f: ConversationFi
                        a.status AS analysis_status, a.outcome AS analysis_outcome, a.sentiment AS analysis_sentiment
                   FROM conversations c
                   LEFT JOIN conversation_analyses a ON a.conversation_id = c.id AND a.org_id = c.org_id
-                 WHERE c.org_id = ?`;
+                 WHERE c.org_id = ?
+                   -- A dial's record whose call held a conversation is that conversation's (listed itself): not a second row.
+                   AND NOT (c.mode = 'none' AND c.metadata->>'conversationId' IS NOT NULL)`;
   // SMS threads: one row per (our number, counterpart) of the texts no agent conversation holds; the agent is the number's.
   const sms = `SELECT 'smt_' || translate(rtrim(replace(encode(convert_to(t.ours || ':' || t.theirs, 'UTF8'), 'base64'), E'\\n', ''), '='), '+/', '-_') AS id,
                       'sms' AS channel, n.agent_id, 'active' AS status, false AS simulation, t.started_at, t.last_at AS ended_at,

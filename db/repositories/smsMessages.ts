@@ -229,6 +229,15 @@ export async function findOutboundMessageById(db: Db, messageId: string): Promis
   return r ? { orgId: r.org_id, id: r.id } : undefined;
 }
 
+/**
+ * The inbound text a carrier's message id names (unique per carrier), with its organization and owed answer
+ * (`answer_state`: pending, answered, declined, or null for a keyword or a text no agent takes up).
+ */
+export async function findInboundByProviderId(db: Db, providerMessageId: string): Promise<{ orgId: string; id: string; answerState: string | null; answerNote: string | null } | undefined> {
+  const r = await db('sms_messages').where({ provider_message_id: providerMessageId, direction: 'inbound' }).first('org_id', 'id', 'answer_state', 'answer_note');
+  return r ? { orgId: r.org_id, id: r.id, answerState: r.answer_state ?? null, answerNote: r.answer_note ?? null } : undefined;
+}
+
 /** The outbound message with this provider id (delivery receipts: a cross-organization lookup by the provider's id). */
 export async function findMessageByProviderId(db: Db, providerMessageId: string): Promise<{ orgId: string; id: string } | undefined> {
   const r = await db('sms_messages').where({ provider_message_id: providerMessageId, direction: 'outbound' }).first('org_id', 'id');

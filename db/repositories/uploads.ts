@@ -25,7 +25,7 @@ export const UPLOAD_TTL_SECONDS = 24 * 60 * 60;
 
 function toUpload(r: Record<string, any>): Upload {
   return {
-    fileId: r.id,
+    id: r.id,
     filename: r.filename,
     contentType: r.content_type,
     sizeBytes: Number(r.size_bytes),
@@ -40,7 +40,7 @@ function toUpload(r: Record<string, any>): Upload {
  * @param file.data the bytes (the caller enforces the size limit)
  * @param file.ttlSeconds lifetime before attachment (default UPLOAD_TTL_SECONDS)
  * @param file.purpose what the file is for (default `general`; see UploadPurpose)
- * @returns the upload's public shape (`fileId` = `file_…`)
+ * @returns the upload's public shape (`id` = `file_…`)
  */
 export async function createUpload(
   db: Conn,

@@ -88,9 +88,16 @@ export async function getVoiceCall(conn: Conn, orgId: string, id: string): Promi
   return r ? toRecord(r) : undefined;
 }
 
-/** Links the conversation the relay opened for the call (first link wins). */
+/**
+ * Links the conversation the relay opened for the call (first link wins); the conversation of a campaign call takes
+ * the call's campaign (`GET /conversations?campaignId=` lists it).
+ */
 export async function linkCallConversation(conn: Conn, orgId: string, id: string, conversationId: string): Promise<void> {
   await conn('voice_calls').where({ org_id: orgId, id }).whereNull('conversation_id').update({ conversation_id: conversationId });
+  await conn('conversations')
+    .where({ org_id: orgId, id: conversationId })
+    .whereNull('campaign_id')
+    .update({ campaign_id: conn('voice_calls').select('campaign_id').where({ org_id: orgId, id, conversation_id: conversationId }) });
 }
 
 /**

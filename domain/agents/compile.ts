@@ -8,7 +8,7 @@
  */
 import crypto from 'node:crypto';
 import type { DraftBundle, KnowledgeSourceSummary } from './types';
-import type { Agent, AgentVariable, DtmfSettings, WidgetSettings, AnalysisSettings } from '../../schemas/types/agents';
+import type { Agent, AgentVariable, DtmfSettings, WidgetSettings, AnalysisSettings, OutboundFirstMessageMode } from '../../schemas/types/agents';
 import type { CallerVerification, Guardrails } from '../../schemas/types/guardrails';
 import type { PlaybookGraph } from '../../schemas/types/playbooks';
 import type { ReportWarning } from '../../schemas/types/prepublish';
@@ -125,6 +125,12 @@ export interface CompiledAgent extends Pick<Agent, 'name' | 'description' | 'per
    */
   voicemailMessage?: string | null;
   /**
+   * The first line of outbound calls, organization variables in place, and who opens them (docs/voice.md "Outbound
+   * first line"); absent in versions published before they existed: the greeting, the agent first.
+   */
+  outboundGreeting?: string | null;
+  outboundFirstMessageMode?: OutboundFirstMessageMode;
+  /**
    * Idle timeouts and the SMS reply length (domain/conversations/limits.ts; docs/api-notes.md "Conversations"): absent
    * in versions published before they existed, which run on the defaults (`conversationLimits`).
    */
@@ -213,6 +219,7 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
   const instructions = resolve(agent.instructions, 'instructions', false);
   const greeting = resolve(agent.greeting, 'greeting', false);
   const voicemailMessage = resolve(agent.voicemailMessage ?? null, 'voicemailMessage', false);
+  const outboundGreeting = resolve(agent.outboundGreeting ?? null, 'outboundGreeting', false);
 
   const skills = [...bundle.skills].sort(byName).map((s) => ({ ...s, config: resolve(s.config, `skills[${s.name}].config`, true) }));
   for (const s of skills) {
@@ -300,6 +307,8 @@ export function compileDraft(bundle: DraftBundle): CompileResult {
     instructions,
     greeting,
     voicemailMessage,
+    outboundGreeting,
+    outboundFirstMessageMode: agent.outboundFirstMessageMode ?? 'agent_speaks_first',
     language: agent.language,
     voice,
     dtmf: effectiveDtmf(agent.dtmf),

@@ -33,7 +33,7 @@ export function playbookStarts(snapshot: CompiledAgent): PlaybookStart[] {
     const phrases = p.triggerPhrases ?? [];
     const ways = [`the person names it ("${playbookLabel(p.name)}")`];
     if (phrases.length) ways.push(`says ${phrases.map((x) => `"${x}"`).join(' or ')}`);
-    ways.push(p.whenToUse ? `the model judges that ${p.whenToUse.replace(/[.\s]+$/, '')}` : 'the model calls its tool (no whenToUse: it has only the name and description to go on)');
+    ways.push(p.whenToUse ? `the model judges that ${clause(p.whenToUse)}` : 'the model calls its tool (no whenToUse: it has only the name and description to go on)');
     const isProtected = !!protectedPlaybook(cv, p, snapshot.skills);
     return {
       name: p.name,
@@ -46,6 +46,16 @@ export function playbookStarts(snapshot: CompiledAgent): PlaybookStart[] {
       requiresVerifiedCaller: isProtected,
     };
   });
+}
+
+/**
+ * A `whenToUse` sentence as a clause after "that": trailing stops dropped, and a capital that only opened the sentence
+ * lowered ("The caller asks…" → "the caller asks…"; "I", acronyms such as "SMS" and words with inner capitals kept).
+ */
+export function clause(sentence: string): string {
+  const s = sentence.trim().replace(/[.\s]+$/, '');
+  const first = /^[\p{L}'’-]+/u.exec(s)?.[0] ?? '';
+  return first !== 'I' && /^\p{Lu}[\p{Ll}'’-]*$/u.test(first) ? s[0].toLowerCase() + s.slice(1) : s;
 }
 
 /** Every blocked topic with its match mode and description (docs/api-notes.md "Agents": guardrails). */
@@ -97,6 +107,8 @@ export function buildPrepublishReport(bundle: DraftBundle, rules: RecordRules = 
   const cv = snapshot.callerVerification;
   const willSay: string[] = [];
   if (snapshot.greeting) willSay.push(`Greets callers with: "${snapshot.greeting}"`);
+  if (snapshot.outboundFirstMessageMode === 'wait_for_callee') willSay.push('Opens outbound calls (campaigns, POST /calls) by waiting for the callee to speak first');
+  else if (snapshot.outboundGreeting) willSay.push(`Opens outbound calls (campaigns, POST /calls) with: "${snapshot.outboundGreeting}"`);
   if (snapshot.voicemailMessage) willSay.push(`Leaves on answering machines (campaign calls): "${snapshot.voicemailMessage}"`);
   if (snapshot.persona) willSay.push(`Speaks as: ${snapshot.persona}`);
   willSay.push(`Speaks ${snapshot.language}${snapshot.voice ? ` with the voice ${snapshot.voice.name} (${snapshot.voice.id})` : ''}`);

@@ -11,6 +11,8 @@ import type { ConversationLimits } from '../conversations/limits';
 
 /** The draft's own profile fields, as the API shows them (schemas/types/agents.ts Agent). */
 export type AgentProfile = Pick<Agent, 'name' | 'description' | 'persona' | 'instructions' | 'greeting' | 'voicemailMessage' | 'language' | 'voiceId' | 'dtmf' | 'variables'> &
+  // The outbound first line (docs/voice.md "Outbound first line"); absent: the greeting, the agent first.
+  Partial<Pick<Agent, 'outboundGreeting' | 'outboundFirstMessageMode'>> &
   Partial<AgentModelSettings>;
 
 /**

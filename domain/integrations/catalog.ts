@@ -5,6 +5,7 @@
  * provisions into an agent's draft skills, and whether it feeds Records. Availability depends on the
  * deployment (domain/integrations/settings.ts).
  */
+import { plainHttpPolicy, plainHttpProblem, type PlainHttpPolicy } from '../net/plainHttp';
 import type { FieldError } from '../errors';
 
 /** One integration kind. */
@@ -100,9 +101,11 @@ export function integrationKind(kind: string): IntegrationKindDef | undefined {
 
 /**
  * Field errors of the `credentials` of a credentials kind: required fields present, strings of at most
- * 4096 characters, no unknown fields; `baseUrl` must be an https URL.
+ * 4096 characters, no unknown fields; `baseUrl` must be an https URL, or plain http to a host of
+ * HTTP_ALLOW_PRIVATE_HOSTS outside production, as an HTTP skill's `url` (../net/plainHttp.ts).
+ * @param policy who plain http may reach (default: the environment's)
  */
-export function credentialErrors(def: IntegrationKindDef, credentials: unknown): FieldError[] {
+export function credentialErrors(def: IntegrationKindDef, credentials: unknown, policy: PlainHttpPolicy = plainHttpPolicy()): FieldError[] {
   if (!credentials || typeof credentials !== 'object' || Array.isArray(credentials)) return [{ field: 'credentials', message: 'must be an object' }];
   const c = credentials as Record<string, unknown>;
   const errors: FieldError[] = [];
@@ -116,7 +119,10 @@ export function credentialErrors(def: IntegrationKindDef, credentials: unknown):
     }
     if (typeof v !== 'string' || v.length > 4096) errors.push({ field: `credentials.${f.name}`, message: 'must be a string of at most 4096 characters' });
   }
-  if (typeof c.baseUrl === 'string' && !/^https:\/\/[^/\s]+/.test(c.baseUrl)) errors.push({ field: 'credentials.baseUrl', message: 'must be an https:// URL' });
+  if (typeof c.baseUrl === 'string' && c.baseUrl) {
+    const problem = /^https?:\/\/[^/\s]+/.test(c.baseUrl) ? plainHttpProblem(c.baseUrl, policy) : 'must be an https:// URL';
+    if (problem) errors.push({ field: 'credentials.baseUrl', message: problem });
+  }
   return errors;
 }
 

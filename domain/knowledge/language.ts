@@ -2,12 +2,14 @@
  * The Postgres text-search configuration of a knowledge text (docs/knowledge.md "Languages"): which stemmer and
  * stop-word list `to_tsvector` / `to_tsquery` use for a source's chunks and for the queries that search them.
  *
- * Detection counts the most frequent function words (stop words) of each supported language in the text: they make
- * up a large, stable share of any running prose (Zipf), so a few hundred words are enough to tell English from
- * Spanish or German, and the count needs no model. When the text is too short or no language clearly leads, the
- * agent's language setting (BCP 47, e.g. `es-MX`) decides; a language Postgres ships no stemmer for gets `simple`
- * (lower-cased words, no stemming, no stop words). Pure and deterministic.
+ * Detection is tinyld's (https://github.com/komodojp/tinyld): a character n-gram model of about 60 languages that
+ * scores each candidate 0..1. The agent's language setting (BCP 47, e.g. `es-MX`) is the prior: it decides when the
+ * text is too short to tell, when the detector is unsure (no candidate reaches {@link MIN_ACCURACY}), and when its
+ * own score is within {@link PRIOR_WEIGHT} of the leader's (a Spanish text that also scores as Portuguese stays
+ * Spanish on a Spanish agent). A language Postgres ships no stemmer for gets `simple` (lower-cased words, no
+ * stemming, no stop words). Pure and deterministic.
  */
+import { detectAll } from 'tinyld';
 
 /** Text-search configurations knowledge uses: ones every PostgreSQL installation ships (PostgreSQL docs §12.6 "Dictionaries"; `\dF`). */
 export const TEXT_SEARCH_CONFIGS = ['english', 'spanish', 'french', 'german', 'portuguese', 'italian', 'dutch', 'simple'] as const;
@@ -19,69 +21,56 @@ const BY_LANGUAGE: Record<string, TextSearchConfig> = {
   en: 'english', es: 'spanish', fr: 'french', de: 'german', pt: 'portuguese', it: 'italian', nl: 'dutch',
 };
 
+/** Fewest letters a text needs before the detector is asked; below it the agent's language decides. */
+export const MIN_LETTERS = 40;
+/** Lowest tinyld score (0..1) a detection needs to count; below it the detector is unsure and the agent's language decides. */
+export const MIN_ACCURACY = 0.05;
+/** The agent's language wins when its score is at least this share of the leading language's. */
+export const PRIOR_WEIGHT = 0.5;
+/** Characters read from a text (detection is stable long before; tinyld's cost grows with the length). */
+const SAMPLE_CHARS = 20_000;
+
+/** ISO 639-1 primary subtag of a BCP 47 tag (`es-MX` → `es`), or '' when absent. */
+function primaryOf(tag: string | null | undefined): string {
+  return (tag ?? '').split('-')[0].toLowerCase();
+}
+
 /**
- * Function words per language: frequent in running text and rare in the others' (words shared by two languages,
- * such as `de`, `la`, `en`, `a`, `e`, `o`, are left out so they do not blur the vote).
+ * The language a text is written in (ISO 639-1), by tinyld, with the agent's language as the prior (module docstring).
+ * @param agentLanguage BCP 47 tag of the agent, or null/undefined for no prior
+ * @returns the ISO 639-1 code, or null when the text is too short or the detector unsure and there is no prior
  */
-const STOP_WORDS: Record<Exclude<TextSearchConfig, 'simple'>, readonly string[]> = {
-  english: ['the', 'and', 'of', 'to', 'is', 'in', 'that', 'it', 'for', 'you', 'with', 'are', 'on', 'this', 'be', 'or', 'have', 'we', 'your', 'at', 'by', 'from', 'not', 'can', 'will', 'our', 'an', 'if', 'what', 'which'],
-  spanish: ['el', 'los', 'las', 'del', 'y', 'que', 'es', 'por', 'para', 'con', 'una', 'un', 'su', 'sus', 'al', 'lo', 'como', 'más', 'pero', 'este', 'esta', 'son', 'también', 'nuestro', 'nuestros', 'usted', 'puede', 'hasta', 'cuando', 'está'],
-  french: ['le', 'les', 'des', 'et', 'est', 'du', 'une', 'que', 'qui', 'dans', 'pour', 'pas', 'sur', 'au', 'avec', 'ce', 'ne', 'vous', 'nous', 'sont', 'aux', 'mais', 'ou', 'leur', 'cette', 'être', 'peut', 'votre', 'nos', 'sans'],
-  german: ['der', 'die', 'und', 'das', 'ist', 'nicht', 'mit', 'den', 'sie', 'auf', 'ein', 'eine', 'zu', 'dem', 'von', 'für', 'sich', 'auch', 'wir', 'ihr', 'werden', 'oder', 'bei', 'nach', 'wie', 'kann', 'sind', 'einen', 'wird', 'noch'],
-  portuguese: ['os', 'as', 'do', 'da', 'dos', 'das', 'não', 'uma', 'um', 'em', 'para', 'com', 'no', 'na', 'pelo', 'pela', 'seu', 'sua', 'você', 'mais', 'mas', 'ao', 'são', 'também', 'nosso', 'nossa', 'pode', 'até', 'quando', 'está'],
-  italian: ['il', 'di', 'che', 'è', 'per', 'non', 'una', 'sono', 'della', 'delle', 'del', 'gli', 'dei', 'nel', 'nella', 'alla', 'con', 'anche', 'come', 'più', 'ma', 'questo', 'questa', 'suo', 'loro', 'può', 'ci', 'si', 'ed', 'degli'],
-  dutch: ['de', 'het', 'een', 'en', 'van', 'is', 'dat', 'niet', 'zijn', 'op', 'te', 'met', 'voor', 'ook', 'aan', 'wij', 'bij', 'uw', 'u', 'naar', 'kan', 'wordt', 'worden', 'ons', 'onze', 'maar', 'als', 'dan', 'nog', 'heeft'],
-};
-
-// A word in several lists counts for none of them.
-const OWNER = new Map<string, TextSearchConfig | null>();
-for (const [cfg, words] of Object.entries(STOP_WORDS) as [TextSearchConfig, readonly string[]][]) {
-  for (const w of words) OWNER.set(w, OWNER.has(w) && OWNER.get(w) !== cfg ? null : cfg);
-}
-
-/** Fewest recognised function words for a detection to count; below it the agent's language decides. */
-export const MIN_EVIDENCE_WORDS = 4;
-/** Share of the recognised function words the leading language needs (the rest is noise: names, quotes, code). */
-export const MIN_LEAD_SHARE = 0.5;
-
-/** Words of a text, lower-cased (Unicode letters, so `más` and `être` stay whole). Only the first 20,000 characters are read. */
-function words(text: string): string[] {
-  return text.slice(0, 20_000).toLowerCase().match(/\p{L}+/gu) ?? [];
+export function detectLanguage(text: string, agentLanguage?: string | null): string | null {
+  const prior = primaryOf(agentLanguage) || null;
+  const sample = text.slice(0, SAMPLE_CHARS);
+  if ((sample.match(/\p{L}/gu)?.length ?? 0) < MIN_LETTERS) return prior;
+  const scores = detectAll(sample);
+  const top = scores[0];
+  if (!top || top.accuracy < MIN_ACCURACY) return prior;
+  const priorScore = prior ? (scores.find((s) => s.lang === prior)?.accuracy ?? 0) : 0;
+  return prior && priorScore >= top.accuracy * PRIOR_WEIGHT ? prior : top.lang;
 }
 
 /**
- * The language a text is written in, by function-word counts.
- * @returns the configuration, or null when the text holds fewer than MIN_EVIDENCE_WORDS function words or no
- *   language has MIN_LEAD_SHARE of them
+ * The configuration of a text detected without a prior (tinyld alone).
+ * @returns the configuration, or null when the text is too short or the detector unsure
  */
 export function detectTextSearchConfig(text: string): TextSearchConfig | null {
-  const counts = new Map<TextSearchConfig, number>();
-  let total = 0;
-  for (const w of words(text)) {
-    const cfg = OWNER.get(w);
-    if (!cfg) continue;
-    counts.set(cfg, (counts.get(cfg) ?? 0) + 1);
-    total++;
-  }
-  if (total < MIN_EVIDENCE_WORDS) return null;
-  let best: TextSearchConfig | null = null;
-  let bestCount = 0;
-  for (const [cfg, n] of counts) if (n > bestCount) [best, bestCount] = [cfg, n];
-  return best && bestCount / total >= MIN_LEAD_SHARE ? best : null;
+  const lang = detectLanguage(text, null);
+  return lang ? textSearchConfigForLanguage(lang) : null;
 }
 
 /** The configuration of a BCP 47 language tag (`es-MX` → `spanish`); `simple` for a language without a Postgres stemmer. */
 export function textSearchConfigForLanguage(tag: string | null | undefined): TextSearchConfig {
-  const primary = (tag ?? '').split('-')[0].toLowerCase();
-  return BY_LANGUAGE[primary] ?? 'simple';
+  return BY_LANGUAGE[primaryOf(tag)] ?? 'simple';
 }
 
 /**
- * The configuration of a knowledge source: detected from its text, else the agent's language (module docstring).
- * @param agentLanguage BCP 47 tag of the agent (agents.language), used when detection is inconclusive
+ * The configuration of a knowledge source: its detected language, the agent's as the prior (module docstring).
+ * @param agentLanguage BCP 47 tag of the agent (agents.language)
  */
 export function sourceTextSearchConfig(text: string, agentLanguage: string | null | undefined): TextSearchConfig {
-  return detectTextSearchConfig(text) ?? textSearchConfigForLanguage(agentLanguage);
+  return textSearchConfigForLanguage(detectLanguage(text, agentLanguage));
 }
 
 /** True when `value` is one of {@link TEXT_SEARCH_CONFIGS} (values are interpolated into SQL only after this check). */

@@ -76,6 +76,17 @@ export interface AgentCreate {
    */
   voicemailMessage?: string | null;
   /**
+   * First line of an outbound call — a campaign's or one placed by `POST /calls` — once the callee answers
+   * (docs/voice.md "Outbound first line"); `{{variables}}` are filled as in the greeting. Null: the `greeting`.
+   * @minLength 1 @maxLength 1000
+   */
+  outboundGreeting?: string | null;
+  /**
+   * Who opens an outbound call: `agent_speaks_first` (the agent says `outboundGreeting`, else `greeting`; the default)
+   * or `wait_for_callee` (the agent says nothing until the callee has spoken).
+   */
+  outboundFirstMessageMode?: OutboundFirstMessageMode;
+  /**
    * BCP 47 tag of the conversation language (default `en-US`); a well-formed tag the plan's speech engine
    * does not support answers 422 `unsupported_language`. @pattern ^[a-z]{2,3}(-[A-Z][a-z]{3})?(-([A-Z]{2}|[0-9]{3}))?$
    */
@@ -141,6 +152,9 @@ export interface AgentAttachments {
   callerVerification: boolean;
 }
 
+/** Who opens an outbound call (docs/voice.md "Outbound first line"): the agent with its line, or the callee. */
+export type OutboundFirstMessageMode = 'agent_speaks_first' | 'wait_for_callee';
+
 /** An agent: its draft plus a pointer to the published version. `ETag` carries `version`. */
 export interface Agent {
   /** `agt_…` */
@@ -152,6 +166,9 @@ export interface Agent {
   greeting: string | null;
   /** Left on an answering machine by campaign calls (docs/voice.md "Voicemail"); null: none. */
   voicemailMessage: string | null;
+  /** First line of an outbound call; null: the greeting (docs/voice.md "Outbound first line"). */
+  outboundGreeting: string | null;
+  outboundFirstMessageMode: OutboundFirstMessageMode;
   language: string;
   voiceId: string | null;
   dtmf: DtmfSettings;

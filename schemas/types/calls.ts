@@ -94,6 +94,8 @@ export interface Call {
   voicemailMessage: string | null;
   /** The voicemail a caller left, or null. */
   recording: CallRecording | null;
+  /** The campaign's call attempt (`att_…`) this call is a dial of; null for other calls (docs/voice.md "Campaign calls"). */
+  attemptId: string | null;
   /** The transfer of the call, or null. */
   transfer: CallTransfer | null;
   /** The conversation variables the call was placed with (`POST /calls`); empty for other calls. */

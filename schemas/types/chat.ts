@@ -224,7 +224,11 @@ type TopLogprobs = number;
  * passed to the upstream model or refused: docs/api-notes.md "OpenAI compatibility".
  */
 export interface ChatCompletionCreate {
-  /** @pattern ^agt_[A-Za-z0-9]{8,40}(@(draft|v[0-9]{1,9}))?$ */
+  /**
+   * `agt_…`, `agt_…@draft` or `agt_…@vN`; any other value is a model that does not exist: 404 `model_not_found` (as OpenAI answers).
+   * @minLength 1
+   * @maxLength 200
+   */
   model: string;
   /** @minItems 1 @maxItems 200 */
   messages: ChatCompletionMessage[];

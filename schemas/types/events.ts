@@ -416,7 +416,7 @@ export interface WebhookTestEventData {
 
 /**
  * `webhook.endpoint.disabled`: an endpoint was disabled by its deliveries, after failing continuously for
- * WEBHOOK_DISABLE_AFTER_FAILING (`consecutive_failures`) or on a 410 Gone answer (`gone`). Delivered to the
+ * WEBHOOK_DISABLE_AFTER_FAILING (`failing`) or on a 410 Gone answer (`gone`). Delivered to the
  * organization's other enabled endpoints subscribed to it (never to the disabled one) and written to the
  * audit log (docs/api-notes.md "Webhooks and audit logs").
  */
@@ -424,7 +424,8 @@ export interface WebhookEndpointDisabledEventData {
   /** `whk_…` */
   webhookId: string;
   url: string;
-  reason: 'consecutive_failures' | 'gone';
+  /** The endpoint's `disabledReason` (schemas/types/webhooks.ts WebhookDisabledReason), the same value. */
+  reason: 'failing' | 'gone';
   /** HTTP status of the last attempt; null when it got no answer (timeout, network error). */
   lastStatusCode: number | null;
   /** The last attempt's error, or null (a 410 is its own explanation). */

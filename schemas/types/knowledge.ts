@@ -191,8 +191,8 @@ export interface KnowledgePreview {
 
 /** Response data of `POST /uploads` (createUpload). */
 export interface Upload {
-  /** `file_…`: pass as `fileId` when adding a knowledge source. */
-  fileId: string;
+  /** `file_…`: pass as `fileId` when adding a knowledge source, importing contacts or records, or attaching media to a text. */
+  id: string;
   filename: string;
   contentType: string;
   sizeBytes: number;

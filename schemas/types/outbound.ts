@@ -239,6 +239,10 @@ export interface CallAttempt {
   notBefore: string;
   /** Whether the last dial left the agent's voicemail message on an answering machine (docs/voice.md "Voicemail"). */
   voicemailLeft: boolean;
+  /** The call of the last dial (`call_…`, `GET /calls/{id}`) once the carrier connected it; else null. */
+  callId: string | null;
+  /** The conversation the last dial held (`cnv_…`: its transcript and analysis), or null when it held none. */
+  conversationId: string | null;
 }
 
 /** A page of call attempts. */

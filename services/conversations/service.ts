@@ -179,6 +179,18 @@ export interface StartRequest {
   stickinessKey?: string | null;
   /** With `versionId`: the traffic split that version was picked from (a call's), recorded on the conversation. */
   trafficSplit?: TrafficSplitRule | null;
+  /** An outbound call (a campaign's, `POST /calls`): opened as docs/voice.md "Outbound first line" says. */
+  outbound?: boolean;
+}
+
+/**
+ * The agent whose `greeting` opens a conversation: the widget's greeting on the `web` channel (docs/api-notes.md
+ * "Widget"); on an outbound call the `outboundGreeting` (else the greeting), none when the callee speaks first.
+ */
+function openingAgent(agent: CompiledAgent, req: Pick<StartRequest, 'channel' | 'outbound'>): CompiledAgent {
+  if (req.channel === 'web' && agent.widget?.greeting) return { ...agent, greeting: agent.widget.greeting };
+  if (!req.outbound) return agent;
+  return agent.outboundFirstMessageMode === 'wait_for_callee' ? { ...agent, greeting: null } : { ...agent, greeting: agent.outboundGreeting ?? agent.greeting };
 }
 
 /**
@@ -235,7 +247,7 @@ export async function startConversation(
   // Method `pin` with `required: always`: the opening asks for the PIN after the greeting; with
   // `for_protected_actions` it is asked for only with a protected action (docs/api-notes.md "Caller verification").
   const askPin = vars.caller_verification === 'pin_required' && verificationRequired(agent!.callerVerification) === 'always' && !req.seed ? pinPrompt(req.channel) : null;
-  const opening = greetingFor(req.channel === 'web' && agent!.widget?.greeting ? { ...agent!, greeting: agent!.widget.greeting } : agent!, vars);
+  const opening = greetingFor(openingAgent(agent!, req), vars);
   const { conversation, greeting } = await createConversation(
     db,
     orgId,

@@ -27,7 +27,7 @@ import { connectRelayMarkup, refusalMarkup, transferMarkup, voicemailMarkup } fr
 import { carrierSpeech, type SpeechCarrier } from '../../domain/voice/carrierVoices';
 import { effectivePhoneSettings, inboundRouting, recordingNotice, voicemailRouting, type InboundRouting } from '../../domain/settings/phone';
 import { getPhoneSettings } from '../../db/repositories/phoneSettings';
-import { callRelayOpened, recordCallRecording, recordCallTransfer } from '../../db/repositories/voiceCalls';
+import { callRelayOpened, findVoiceCallByProviderId, recordCallRecording, recordCallTransfer } from '../../db/repositories/voiceCalls';
 import { setConversationDuration } from '../../db/repositories/conversations';
 import { emitEvent } from '../../events/emit';
 import { escalationDestinationFor, escalationSummary } from '../conversations/escalation';
@@ -44,8 +44,11 @@ export interface IncomingCall {
 export interface CallAnswer {
   markup: string;
   call?: VoiceCallRecord;
-  /** Why the call was refused, else null. */
-  refused: 'number_not_in_service' | 'number_unassigned' | 'agent_not_published' | null;
+  /**
+   * Why the call was refused, else null. `call_ended`: a webhook for a carrier call id whose call has ended (a replay
+   * or a late retry), answered with a hang-up and nothing minted.
+   */
+  refused: 'number_not_in_service' | 'number_unassigned' | 'agent_not_published' | 'call_ended' | null;
   /** How the call was routed by the number's business hours (`agent` when answered by the agent). */
   routing?: InboundRouting['action'];
 }
@@ -85,6 +88,9 @@ export async function answerInboundCall(
   urls?: CallUrls,
   at: Date = new Date(),
 ): Promise<CallAnswer> {
+  // A carrier call id whose call has ended (a replayed or late webhook) is hung up: no relay reference, no voicemail.
+  const seen = await findVoiceCallByProviderId(db, incoming.provider, incoming.providerCallId);
+  if (seen && (seen.status === 'completed' || seen.status === 'failed')) return { markup: HANGUP, call: seen, refused: 'call_ended' };
   const owner = await findOwnerOfNumber(db, incoming.to);
   if (!owner) return { markup: refusalMarkup(REFUSALS.number_not_in_service), refused: 'number_not_in_service' };
   const orgId = owner.orgId;
@@ -409,7 +415,8 @@ async function preparePlacedCall(db: Db, apiBaseUrl: string, dial: CampaignCallD
   const placed = await getPlacedCall(db, dial.orgId, callId);
   if (!placed || placed.agentId !== dial.agentId) return null;
   const connected = await connectPlacedCall(db, dial.orgId, callId, { provider: dial.provider, providerCallId: dial.providerCallId });
-  if (!connected) return null;
+  // A replayed webhook of a call that ended, or whose relay opened already, mints no reference.
+  if (!connected || (await callRelayOpened(db, dial.orgId, callId))) return null;
   const ref = await signRelayReference(db, { org: dial.orgId, agt: placed.agentId, ver: placed.versionId, call: callId, grt: 1, plc: 1 });
   const call = (await getVoiceCall(db, dial.orgId, callId))!;
   const version = placed.versionId ? await getVersion(db, dial.orgId, placed.agentId, placed.versionId) : undefined;

@@ -254,6 +254,8 @@ export class RelaySession {
         // The split the call's version was picked from, recorded on its conversation (services/agents/traffic.ts).
         ...(g.versionId && g.callId ? { trafficSplit: await callTrafficSplit(this.deps.db, g.orgId, g.callId) } : {}),
         keyId: g.keyId,
+        // A campaign call or one placed by POST /calls (the relay speaks its opening): the outbound first line.
+        outbound: !!g.callId && g.speakGreeting,
         // The caller identity of caller verification: the caller, or the callee of an outbound call.
         counterpart: frame.direction?.startsWith('outbound') ? frame.to : frame.from,
         ...(g.variables ? { variables: g.variables } : {}),

@@ -127,6 +127,44 @@ describe('calls on demand (POST /calls, GET /calls) on the sandbox carrier', fun
     expect(await t.db('sandbox_dials').where({ org_id: orgId, idempotency_key: call.id })).to.have.length(1);
   });
 
+  it("opens with the agent's outboundGreeting (not its inbound greeting), versioned and in the report; wait_for_callee lets the callee speak first", async () => {
+    const created = await t.call('POST', '/agents', {
+      key,
+      json: {
+        name: 'Outbound opener',
+        voiceId: 'voice_ava',
+        greeting: 'Thanks for calling Acme, how can I help you today?',
+        outboundGreeting: 'Hi {{first_name}}, this is Acme calling back about your order.',
+        variables: [{ name: 'first_name', defaultValue: 'there' }],
+      },
+    });
+    expect(created.status, created.text).to.equal(201);
+    expect(created.body.data).to.include({ outboundGreeting: 'Hi {{first_name}}, this is Acme calling back about your order.', outboundFirstMessageMode: 'agent_speaks_first' });
+    const opener = created.body.data.id as string;
+    const report = (await t.call('GET', `/agents/${opener}/prepublish-report`, { key })).body.data;
+    expect(report.willSay).to.include('Opens outbound calls (campaigns, POST /calls) with: "Hi {{first_name}}, this is Acme calling back about your order."');
+    await publishDraft(t.db, { orgId, keyId }, opener, 'opener-v1');
+    const version = await t.db('agent_versions').where({ org_id: orgId, agent_id: opener }).first();
+    expect(version.snapshot).to.include({ outboundGreeting: 'Hi {{first_name}}, this is Acme calling back about your order.', outboundFirstMessageMode: 'agent_speaks_first' });
+
+    const first = await ended((await place({ agentId: opener, from, to: phone('212', 7, '0001'), timeZone: noon(), variables: { first_name: 'Ada' } })).body.data.id);
+    const lines = (await t.call('GET', `/conversations/${first.conversationId}/transcript`, { key })).body.data.messages.map((m: any) => `${m.speaker}: ${m.text}`);
+    expect(lines[0]).to.equal('agent: Hi Ada, this is Acme calling back about your order.');
+    expect(lines.join('\n')).to.not.contain('How can I help you today');
+
+    const draft = (await t.call('GET', `/agents/${opener}`, { key })).body.data.version;
+    const patched = await t.call('PATCH', `/agents/${opener}`, { key, json: { outboundFirstMessageMode: 'wait_for_callee' }, headers: { 'if-match': `"${draft}"` } });
+    expect(patched.status, patched.text).to.equal(200);
+    const bad = await t.call('PATCH', `/agents/${opener}`, { key, json: { outboundFirstMessageMode: 'model_decides' }, headers: { 'if-match': `"${patched.body.data.version}"` } });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.errors.map((e: { field: string }) => e.field)).to.include('outboundFirstMessageMode');
+    expect((await t.call('GET', `/agents/${opener}/prepublish-report`, { key })).body.data.willSay).to.include('Opens outbound calls (campaigns, POST /calls) by waiting for the callee to speak first');
+    await publishDraft(t.db, { orgId, keyId }, opener, 'opener-v2');
+    const second = await ended((await place({ agentId: opener, from, to: phone('212', 8, '0001'), timeZone: noon() })).body.data.id);
+    const waited = (await t.call('GET', `/conversations/${second.conversationId}/transcript`, { key })).body.data.messages.map((m: any) => `${m.speaker}: ${m.text}`);
+    expect(waited[0]).to.equal(`user: ${SANDBOX_CALLEE_SCRIPT[0]}`);
+  });
+
   it('answers a replay with the same Idempotency-Key with the first response, and places one call', async () => {
     const to = phone('212', 2, '0001');
     const body = { agentId, from, to, timeZone: noon() };
@@ -427,7 +465,8 @@ describe('calls on demand over Telnyx Call Control (loopback stub)', function ()
     expect(call).to.include({ provider: 'telnyx', providerCallId: relay.callControlId, status: 'completed', outcome: 'answered', durationSeconds: 42 });
     const transcript = (await t.call('GET', `/conversations/${call.conversationId}/transcript`, { key })).body.data;
     expect(transcript.messages.slice(0, 2).map((m: any) => `${m.speaker}: ${m.text}`)).to.deep.equal(['agent: Hi Grace, this is Acme calling.', `user: ${stub.relayCallee[0]}`]);
-    const minutes = await t.db('usage_entries').where({ org_id: orgId, kind: 'voice_minutes' }).whereRaw(`details->>'callId' = ?`, [callId]);
+    // The call reads completed once its end is stored; its minutes are charged right after (services/voice/calls.ts completeCall).
+    const minutes = await until(async () => ((rows) => (rows.length ? rows : undefined))(await t.db('usage_entries').where({ org_id: orgId, kind: 'voice_minutes' }).whereRaw(`details->>'callId' = ?`, [callId])), 10_000, 'the minutes');
     expect(minutes.map((m) => Number(m.quantity))).to.deep.equal([1]);
     const completed = await t.db('events').where({ org_id: orgId, type: 'call.completed' }).whereRaw(`data->>'callId' = ?`, [callId]);
     expect(completed.map((e) => e.data.outcome)).to.deep.equal(['answered']);

@@ -48,11 +48,11 @@ describe('POST /uploads', () => {
     const res = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name: 'hours.txt', type: 'text/plain', data }) });
     expect(res.status).to.equal(201);
     const up = res.body.data;
-    expect(up.fileId).to.match(/^file_[0-9A-Za-z]+$/);
+    expect(up.id).to.match(/^file_[0-9A-Za-z]+$/);
     expect(up).to.include({ filename: 'hours.txt', contentType: 'text/plain', sizeBytes: data.length, sha256: crypto.createHash('sha256').update(data).digest('hex') });
     const ttl = Date.parse(up.expiresAt) - Date.parse(up.createdAt);
     expect(ttl).to.equal(24 * 3600 * 1000);
-    const stored = await getUploadContent(t.db, org.orgId, up.fileId);
+    const stored = await getUploadContent(t.db, org.orgId, up.id);
     expect(stored!.data.equals(data)).to.equal(true);
   });
 
@@ -159,18 +159,18 @@ describe('POST /uploads', () => {
     const addSource = (fileId: string) => t.call('POST', `/agents/${agent.id}/knowledge/sources`, { key: org.key, json: { kind: 'file', fileId } });
     // Stored as an older version would have stored it (no check at upload).
     const elf = await createUpload(t.db, org.orgId, { filename: 'manual.txt', contentType: 'text/plain', data: ELF });
-    const res = await addSource(elf.fileId);
+    const res = await addSource(elf.id);
     expect(res.status, res.text).to.equal(415);
     expect(res.body.code).to.equal('content_type_mismatch');
     expect(res.body.errors).to.deep.equal([{ field: 'fileId', message: 'is declared text/plain but its bytes are application/x-elf' }]);
     expect(await t.db('knowledge_sources').where({ org_id: org.orgId, agent_id: agent.id })).to.have.length(0);
     const image = await createUpload(t.db, org.orgId, { filename: 'photo.png', contentType: 'image/png', data: PNG });
-    const img = await addSource(image.fileId);
+    const img = await addSource(image.id);
     expect(img.status).to.equal(415);
     expect(img.body.code).to.equal('unsupported_media_type');
     // A text file passes the check (then this API, without Temporal, answers 503).
     const text = await createUpload(t.db, org.orgId, { filename: 'faq.txt', contentType: 'text/plain', data: Buffer.from('Open 9 to 5.') });
-    expect((await addSource(text.fileId)).status).to.equal(503);
+    expect((await addSource(text.id)).status).to.equal(503);
   });
 
   it('requires knowledge:write', async () => {
@@ -182,7 +182,7 @@ describe('POST /uploads', () => {
   it('answers 404 file_expired when an upload was garbage-collected before a source took it', async () => {
     const agent = await createAgent(t.db, org.orgId, { name: 'Upload desk' });
     const res = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name: 'faq.md', type: 'text/markdown', data: Buffer.from('# FAQ') }) });
-    const fileId = res.body.data.fileId;
+    const fileId = res.body.data.id;
     await t.db('uploads').where({ id: fileId }).update({ expires_at: new Date(Date.now() - 1000) });
     await collectExpiredUploads(t.db);
     expect(await getUploadContent(t.db, org.orgId, fileId)).to.equal(undefined);
@@ -193,7 +193,7 @@ describe('POST /uploads', () => {
 
   it('never collects an upload a source has attached', async () => {
     const res = await t.call('POST', '/uploads', { key: org.key, ...multipart({ name: 'kept.txt', type: 'text/plain', data: Buffer.from('kept') }) });
-    const fileId = res.body.data.fileId;
+    const fileId = res.body.data.id;
     await t.db.transaction((trx) => attachUpload(trx, org.orgId, fileId));
     await t.db('uploads').where({ id: fileId }).update({ expires_at: new Date(Date.now() - 1000) });
     await collectExpiredUploads(t.db);

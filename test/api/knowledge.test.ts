@@ -132,7 +132,7 @@ describe('knowledge sources and preview', () => {
     it('answers 404 file_expired for an upload that expired, was collected, or belongs to another organization', async () => {
       const expired = await createUpload(t.db, org.orgId, { filename: 'old.txt', contentType: 'text/plain', data: Buffer.from('old'), ttlSeconds: 0 });
       const theirs = await createUpload(t.db, other.orgId, { filename: 'theirs.txt', contentType: 'text/plain', data: Buffer.from('theirs') });
-      for (const fileId of [expired.fileId, 'file_neverexisted', theirs.fileId]) {
+      for (const fileId of [expired.id, 'file_neverexisted', theirs.id]) {
         const res = await t.call('POST', `/agents/${agentId}/knowledge/sources`, { key: org.key, json: { kind: 'file', fileId } });
         expect(res.status, fileId).to.equal(404);
         expect(res.body.code, fileId).to.equal('file_expired');
@@ -187,7 +187,7 @@ describe('knowledge sources and preview', () => {
     it('ingests a real HTML page by URL and a real PDF upload; preview ranks the matching chunk first with its source', async () => {
       const page = await createSource(t.db, org.orgId, { agentId, kind: 'url', url: `${base}/hours.html` }, noWorkflow);
       const upload = await createUpload(t.db, org.orgId, { filename: 'handbook.pdf', contentType: 'application/pdf', data: pdf });
-      const file = await createSource(t.db, org.orgId, { agentId, kind: 'file', fileId: upload.fileId }, noWorkflow);
+      const file = await createSource(t.db, org.orgId, { agentId, kind: 'file', fileId: upload.id }, noWorkflow);
       expect(file.name).to.equal('handbook.pdf');
       expect((await ingest(acts, org.orgId, page.id)).status).to.equal('ready');
       expect((await ingest(acts, org.orgId, file.id)).status).to.equal('ready');
@@ -258,8 +258,8 @@ describe('knowledge sources and preview', () => {
 
     it('fails a file source whose upload disappeared before ingestion with file_expired', async () => {
       const upload = await createUpload(t.db, org.orgId, { filename: 'gone.txt', contentType: 'text/plain', data: Buffer.from('soon gone') });
-      const src = await createSource(t.db, org.orgId, { agentId, kind: 'file', fileId: upload.fileId }, noWorkflow);
-      await t.db('uploads').where({ id: upload.fileId }).delete();
+      const src = await createSource(t.db, org.orgId, { agentId, kind: 'file', fileId: upload.id }, noWorkflow);
+      await t.db('uploads').where({ id: upload.id }).delete();
       const outcome = await ingest(acts, org.orgId, src.id);
       expect(outcome.error!.type).to.equal('file_expired');
     });

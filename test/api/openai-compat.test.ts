@@ -109,6 +109,14 @@ describe('OpenAI compatibility on the sandbox model', () => {
     const missing = (await client.chat.completions.create({ model: `${agentId}@v9`, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)) as ApiErr;
     expect(missing).to.be.instanceOf(OpenAI.NotFoundError);
     expect(missing.param).to.equal('model');
+    expect(missing.code).to.equal('model_not_found');
+    for (const model of ['gpt-4o', 'agt_NoSuchAgent123']) {
+      const unknown = (await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)) as ApiErr;
+      expect(unknown, model).to.be.instanceOf(OpenAI.NotFoundError);
+      expect(unknown.status).to.equal(404);
+      expect(unknown).to.include({ code: 'model_not_found', type: 'invalid_request_error', param: 'model' });
+      expect(unknown.message).to.contain(`The model '${model}' does not exist`);
+    }
     const unauth = (await new OpenAI({ apiKey: 'nope', baseURL: t.api.baseUrl, maxRetries: 0 }).models.list().catch((e: unknown) => e)) as ApiErr;
     expect(unauth).to.be.instanceOf(OpenAI.AuthenticationError);
     expect(unauth.type).to.equal('authentication_error');

@@ -112,7 +112,7 @@ export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: nu
       const res = await fetch(`${api.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
       const body = (await res.json()) as any;
       if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(body)}`);
-      return body.data.fileId as string;
+      return body.data.id as string;
     },
     async importList(key, csv, o = {}) {
       const list = (await call(key, 'POST', '/contact-lists', { name: `List ${++n}`, ...(o.purpose ? { purpose: o.purpose } : {}) })).body.data;

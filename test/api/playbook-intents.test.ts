@@ -232,7 +232,7 @@ describe('playbook fields and callerVerification.required on the API', () => {
     expect(report.playbooks[0]).to.include({ name: 'book_appointment', tool: 'start_playbook_book_appointment', whenToUse: 'The caller wants to book an appointment', requiresVerifiedCaller: true });
     expect(report.playbooks[0].triggerPhrases).to.deep.equal(['see the dentist']);
     expect(report.playbooks[0].asks).to.deep.equal(['name', 'start_time']);
-    expect(report.playbooks[0].startsWhen).to.contain('"see the dentist"').and.contain('The caller wants to book an appointment').and.contain('verified caller');
+    expect(report.playbooks[0].startsWhen).to.contain('"see the dentist"').and.contain('the model judges that the caller wants to book an appointment').and.contain('verified caller');
     expect(report.callerVerificationRequired).to.equal('for_protected_actions');
     expect(report.protectedActions).to.deep.equal([
       { kind: 'skill', name: 'book_visit', reason: 'listed in requiredForSkills' },

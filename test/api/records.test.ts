@@ -20,7 +20,7 @@ describe('records', () => {
     const res = await fetch(`${t.api.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
     const body = (await res.json()) as any;
     expect(res.status, JSON.stringify(body)).to.equal(201);
-    return body.data.fileId as string;
+    return body.data.id as string;
   };
   const audits = async (orgId: string, operationId: string) => t.db('audit_logs').where({ org_id: orgId, operation_id: operationId }).orderBy('seq');
 

@@ -71,6 +71,20 @@ describe('HTTP skills on plain http for local development', () => {
     expect(res.body.data.receipt.toolCalls[0]).to.deep.include({ skill: 'check_order', output: { status: 'shipped', carrier: 'UPS' } });
   });
 
+  it('connects the http integration to a loopback http base URL listed in HTTP_ALLOW_PRIVATE_HOSTS, as skills, and its provisioned skill runs', async () => {
+    const c = await t.call('POST', '/integrations/http/connect', { key: org.key, json: { credentials: { baseUrl: `${base}/v1/`, authorization: 'Bearer local-token' } } });
+    expect(c.status, c.text).to.equal(200);
+    const agentId = await newAgent('Local integration');
+    const p = await t.call('POST', `/agents/${agentId}/integrations/http/provision`, { key: org.key, json: { path: '/orders', method: 'POST' } });
+    expect(p.status, p.text).to.equal(201);
+    expect(p.body.data.skills[0].config).to.include({ url: `${base}/v1/orders` });
+    for (const baseUrl of ['http://10.1.2.3/v1', 'http://localhost:8080/v1', 'ftp://127.0.0.1/v1']) {
+      const refused = await t.call('POST', '/integrations/http/connect', { key: org.key, json: { credentials: { baseUrl, authorization: 'Bearer x' } } });
+      expect(refused.status, `${baseUrl}: ${refused.text}`).to.equal(400);
+      expect(refused.body.errors.map((e: { field: string }) => e.field)).to.deep.equal(['credentials.baseUrl']);
+    }
+  });
+
   it('answers 400 naming config.url for plain http to an address not listed, on create and on update', async () => {
     const agentId = await newAgent('Unlisted');
     for (const url of ['http://10.1.2.3/orders', 'http://example.com/orders', 'http://localhost:8080/orders']) {

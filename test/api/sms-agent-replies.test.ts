@@ -22,6 +22,7 @@ import { createLlm } from '../../providers/llm';
 import { createSkillHttpClient } from '../../providers/http/request';
 import { testTemporal } from '../helpers/temporal';
 import { countSegments, fitToSegments } from '../../domain/sms/segments';
+import { runCli } from '../../cli';
 
 describe('SMS segments (3GPP TS 23.038 / 23.040)', () => {
   it('counts GSM-7 septets (extension characters twice) and UCS-2 code units, 160/153 and 70/67 per segment', () => {
@@ -125,6 +126,30 @@ describe('agents answer texts (inbound SMS → turn → reply)', function () {
     const reply2 = await until(async () => replyTo(o.orgId, second.id), 30_000, 'the second reply');
     expect(reply2.conversation_id).to.equal(conversation.id);
     expect((await allMessages(t.db, o.orgId, conversation.id)).filter((m) => m.role === 'user').map((m) => m.content)).to.deep.equal(['What time do you open on Saturday?', 'And on Sunday?']);
+  });
+
+  it('texts the agent from the CLI (`texts send`), signed as the sandbox carrier, and prints its reply', async () => {
+    const o = await textingOrg();
+    const saved = process.env.DATABASE_URL;
+    process.env.DATABASE_URL = t.databaseUrl;
+    const out: string[] = [];
+    try {
+      const code = await runCli(['texts', 'send', '--to', o.ours, '--from', '+12125550149', '--url', t.api.baseUrl, 'What time do you open on Saturday?'], (l) => out.push(l), (l) => out.push(l));
+      expect(code, out.join('\n')).to.equal(0);
+    } finally {
+      if (saved === undefined) delete process.env.DATABASE_URL;
+      else process.env.DATABASE_URL = saved;
+    }
+    const stored = await t.db('sms_messages').where({ org_id: o.orgId, direction: 'inbound', from_e164: '+12125550149' }).first();
+    expect(stored).to.include({ body: 'What time do you open on Saturday?', to_e164: o.ours });
+    const reply = await replyTo(o.orgId, stored.id);
+    expect(out[0]).to.equal('texter: What time do you open on Saturday?');
+    expect(out[1]).to.equal(`agent : ${reply.body}`);
+    expect(out[2]).to.match(new RegExp(`^text ${stored.id} answered by ${reply.id}`));
+    // A number of no organization is refused as the callback endpoint refuses it.
+    const refused: string[] = [];
+    expect(await runCli(['texts', 'send', '--to', '+19995550003', '--url', t.api.baseUrl, '--wait', '0', 'hi'], (l) => refused.push(l), (l) => refused.push(l))).to.equal(1);
+    expect(refused[0]).to.match(/^refused \(404\).*unknown_external_id/);
   });
 
   it('leaves STOP and HELP to the keyword handler: the model answers neither, and nothing follows an opt-out', async () => {

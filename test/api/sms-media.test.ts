@@ -138,7 +138,7 @@ describe('SMS attachments (mediaIds, inbound media, GET /sms/media/{id} signed l
     const org = await smsOrg();
     const up = await upload(org.key, 'sms');
     expect(up.status, JSON.stringify(up.body)).to.equal(201);
-    const fileId = up.body.data.fileId;
+    const fileId = up.body.data.id;
     const to = '+12125550148';
     const sent = await call('POST', '/sms/messages', { key: org.key, json: { from: org.from, to, body: 'Acme Dental: your x-ray', trigger: 'reply', mediaIds: [fileId] } });
     expect(sent.status, JSON.stringify(sent.body)).to.equal(202);
@@ -214,16 +214,16 @@ describe('SMS attachments (mediaIds, inbound media, GET /sms/media/{id} signed l
     const org = await smsOrg();
     const other = await smsOrg('Other Org');
     const chat = await createUpload(db, org.orgId, { filename: 'chat.png', contentType: 'image/png', data: PNG, purpose: 'chat' });
-    const foreignUpload = (await upload(other.key, 'sms')).body.data.fileId;
+    const foreignUpload = (await upload(other.key, 'sms')).body.data.id;
     const foreignMedia = (await inbound(other.from, [{ contentType: 'image/png', contentBase64: PNG.toString('base64') }])).media_ids[0];
-    const general = (await upload(org.key)).body.data.fileId;
-    const good = (await upload(org.key, 'sms')).body.data.fileId;
+    const general = (await upload(org.key)).body.data.id;
+    const good = (await upload(org.key, 'sms')).body.data.id;
     // Made after the last POST /uploads, whose opportunistic collection would delete it (then: media_not_found).
     const expired = await createUpload(db, org.orgId, { filename: 'old.png', contentType: 'image/png', data: PNG, purpose: 'sms', ttlSeconds: 0 });
     const send = (mediaIds: string[]) => call('POST', '/sms/messages', { key: org.key, json: { from: org.from, to: '+12125550150', body: 'Acme Dental: hello', trigger: 'reply', mediaIds } });
     const before = await db('sms_messages').where({ org_id: org.orgId }).count<{ count: string }[]>('* as count');
 
-    const hidden = await send([good, chat.fileId, foreignUpload, foreignMedia, 'med_doesnotexist']);
+    const hidden = await send([good, chat.id, foreignUpload, foreignMedia, 'med_doesnotexist']);
     expect(hidden.status).to.equal(404);
     expect(hidden.body.code).to.equal('media_not_found');
     expect(hidden.body.errors.map((e: any) => e.field)).to.deep.equal(['mediaIds[1]', 'mediaIds[2]', 'mediaIds[3]', 'mediaIds[4]']);
@@ -235,7 +235,7 @@ describe('SMS attachments (mediaIds, inbound media, GET /sms/media/{id} signed l
     expect(notSms.body.code).to.equal('upload_not_for_sms');
     expect(notSms.body.errors[0].field).to.equal('mediaIds[0]');
 
-    const old = await send([expired.fileId]);
+    const old = await send([expired.id]);
     expect(old.status).to.equal(404);
     expect(old.body.code).to.equal('file_expired');
 
@@ -269,7 +269,7 @@ describe('SMS attachments (mediaIds, inbound media, GET /sms/media/{id} signed l
     expect(content.headers.get('x-content-type-options')).to.equal('nosniff');
     expect(Buffer.compare(content.bytes, PNG)).to.equal(0);
     // An outbound attachment made from an upload is served from the upload's bytes.
-    const up = (await upload(org.key, 'sms', Buffer.from('GIF89a-bytes'), 'a.gif', 'image/gif')).body.data.fileId;
+    const up = (await upload(org.key, 'sms', Buffer.from('GIF89a-bytes'), 'a.gif', 'image/gif')).body.data.id;
     const sent = await call('POST', '/sms/messages', { key: org.key, json: { from: org.from, to: '+12125550151', body: 'Acme Dental: gif', trigger: 'reply', mediaIds: [up] } });
     const outLink = await call('GET', `/sms/media/${sent.body.data.mediaIds[0]}`, { key: org.key });
     expect(outLink.body.data.direction).to.equal('outbound');

@@ -58,7 +58,12 @@ describe('campaign calls converse on the worker as npm start composes it (sandbo
   const { env, dialer } = useDialerEnv('voice_campaign_worker');
 
   it("a launched campaign's answered dial holds a voice conversation with the greeting and the callee's turns, its duration, minutes charged once and the analysis", async () => {
-    const agent = await env.call(dialer.key, 'POST', '/agents', { name: 'Launched reminder agent', voiceId: 'voice_ava', greeting: 'Hi, this is Acme with a reminder about your cleaning.' });
+    const agent = await env.call(dialer.key, 'POST', '/agents', {
+      name: 'Launched reminder agent',
+      voiceId: 'voice_ava',
+      greeting: 'Thanks for calling Acme, how can I help you today?',
+      outboundGreeting: 'Hi, this is Acme with a reminder about your cleaning.',
+    });
     const agentId = agent.body.data.id as string;
     await publishDraft(env.db, { orgId: dialer.orgId, keyId: 'key_test' }, agentId, 'v1');
     // The dev server's clock (which earlier suites may have skipped ahead) decides the calling window: a zone where it is noon.
@@ -90,6 +95,17 @@ describe('campaign calls converse on the worker as npm start composes it (sandbo
       expect(lines.filter((l) => l.startsWith('user:')).length).to.be.greaterThan(0);
       const attempt = (await env.call(dialer.key, 'GET', `/campaigns/${campaignId}/attempts`)).body.data.items[0];
       expect(attempt, JSON.stringify(attempt)).to.have.property('status', 'answered');
+      // Linked both ways: the attempt names its call and conversation, the call its attempt.
+      expect(attempt).to.include({ callId: call.id, conversationId: conversation.id });
+      expect((await env.call(dialer.key, 'GET', `/calls/${call.id}`)).body.data).to.include({ attemptId: attempt.id, campaignId, conversationId: conversation.id });
+      // Where an operator looks: the campaign's conversations are the one the call held (no empty dial record beside it).
+      const analysed = await until(async () => ((c) => (c?.analysis && c.analysis.status !== 'running' ? c : undefined))((await env.call(dialer.key, 'GET', `/conversations?campaignId=${campaignId}`)).body.data.items[0]), 20_000, 'the analysed conversation');
+      const listed = (await env.call(dialer.key, 'GET', `/conversations?campaignId=${campaignId}`)).body.data.items;
+      expect(listed.map((c: { id: string }) => c.id)).to.deep.equal([conversation.id]);
+      expect(analysed).to.include({ campaignId, channel: 'voice' });
+      expect(analysed.messageCount).to.be.greaterThan(1);
+      const transcript = (await env.call(dialer.key, 'GET', `/conversations/${conversation.id}/transcript`)).body.data;
+      expect(transcript.messages[0].text).to.equal('Hi, this is Acme with a reminder about your cleaning.');
       const minutes = await env.db('usage_entries').where({ org_id: dialer.orgId, kind: 'voice_minutes' }).whereRaw("details->>'callId' = ?", [call.id]);
       expect(minutes).to.have.length(1);
       expect(Number(minutes[0].quantity)).to.equal(Math.ceil(call.duration_seconds / 60));

@@ -174,12 +174,12 @@ describe('Webhook endpoints report being disabled, and replay missed events', fu
     const target = await endpoint(org.key, '/target', []);
     const watcher = await endpoint(org.key, '/watcher2', ['webhook.endpoint.disabled']);
 
-    target.path.status = 503; // down: the first failure disables it (consecutive_failures)
+    target.path.status = 503; // down: the first failure disables it (failing)
     const first = await emitCall(org.orgId, 'call_down');
     await deliver(first.deliveryIds);
     await deliverAll(org.orgId);
     expect((await t.call('GET', `/webhooks/${target.id}`, { key: org.key })).body.data).to.include({ enabled: false, disabledReason: 'failing' });
-    expect(watcher.path.received.map((r) => [r.type, r.data.reason, r.data.lastStatusCode, r.verified])).to.deep.equal([['webhook.endpoint.disabled', 'consecutive_failures', 503, true]]);
+    expect(watcher.path.received.map((r) => [r.type, r.data.reason, r.data.lastStatusCode, r.verified])).to.deep.equal([['webhook.endpoint.disabled', 'failing', 503, true]]);
 
     // Missed while disabled: no delivery is even created for the endpoint.
     const missed = [await emitCall(org.orgId, 'call_m1'), await emitCall(org.orgId, 'call_m2'), await emitRollback(org.orgId)];

@@ -49,12 +49,13 @@ export interface TestWorkerDeps {
 /**
  * Starts an API on a free port over a fresh database. With `opts.worker`, the API gets the run's
  * Temporal dev server and a worker of the service's workflows runs on a task queue of its own with the
- * activities the function builds (stopped by `close`).
+ * activities the function builds (stopped by `close`). With `opts.temporal` alone, the API gets the dev server and no
+ * worker: the workflows it starts wait, as behind a busy worker.
  */
 export async function startTestApi(
   label: string,
   overrides: Partial<AppConfig> = {},
-  opts: { worker?: (deps: TestWorkerDeps) => WorkerOptions['activities']; providers?: Partial<AppProviders>; temporalUiUrl?: string } = {},
+  opts: { worker?: (deps: TestWorkerDeps) => WorkerOptions['activities']; temporal?: boolean; providers?: Partial<AppProviders>; temporalUiUrl?: string } = {},
 ): Promise<TestApi> {
   const databaseUrl = await createTestDatabase(label);
   const db = createDb(databaseUrl);
@@ -62,7 +63,7 @@ export async function startTestApi(
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: process.env.TEST_LOG_LEVEL ?? 'silent', ...overrides });
   const logger = createLogger(config.logLevel);
   const taskQueue = uniqueTaskQueue(label);
-  const temporal = opts.worker ? { client: (await testTemporal()).client, taskQueue } : undefined;
+  const temporal = opts.worker || opts.temporal ? { client: (await testTemporal()).client, taskQueue } : undefined;
   const api = await startApi({ db, databaseUrl, config, logger, temporal, providers: opts.providers, temporalUiUrl: opts.temporalUiUrl });
   const worker = opts.worker ? await startTestWorker(taskQueue, opts.worker({ db, config, logger, baseUrl: api.baseUrl })) : undefined;
   return {

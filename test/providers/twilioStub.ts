@@ -54,6 +54,82 @@ export class TwilioStub extends StubServer {
     }));
   }
 
+  /**
+   * Requests `url` now, signed as Twilio signs it, and returns the application's answer (TwiML, or the status of a
+   * callback) — the synchronous requests of a call: its voice URL, `<Connect action>`, `<Number url>`, `<Dial action>`.
+   */
+  async request(url: string, params: Record<string, string>): Promise<{ status: number; text: string }> {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-twilio-signature': twilio.getExpectedTwilioSignature(this.authToken, url, params),
+        'i-twilio-idempotency-token': crypto.randomUUID(),
+      },
+      body: new URLSearchParams(params).toString(),
+    });
+    return { status: res.status, text: await res.text() };
+  }
+
+  /** The parameters of every voice request about a call (Twilio "Twilio's request to your application"). */
+  private voiceParams(callSid: string, from: string, to: string, direction: string, callStatus: string): Record<string, string> {
+    return { AccountSid: this.accountSid, ApiVersion: '2010-04-01', CallSid: callSid, CallStatus: callStatus, Called: to, Caller: from, Direction: direction, From: from, To: to };
+  }
+
+  /** A person calls our number `to`: Twilio requests the number's voice URL. @returns the call's sid and the TwiML answered */
+  async incomingCall(voiceUrl: string, from: string, to: string, callSid = sid('CA')): Promise<{ callSid: string; status: number; text: string }> {
+    return { callSid, ...(await this.request(voiceUrl, this.voiceParams(callSid, from, to, 'inbound', 'ringing'))) };
+  }
+
+  /**
+   * The ConversationRelay session of a call ended: Twilio requests the `<Connect action>` URL with the session's
+   * outcome and the `handoffData` of the relay's `end` message (Twilio "TwiML Voice: <ConversationRelay>").
+   */
+  connectAction(actionUrl: string, call: { callSid: string; from: string; to: string }, handoffData: string | null): Promise<{ status: number; text: string }> {
+    return this.request(actionUrl, {
+      ...this.voiceParams(call.callSid, call.from, call.to, 'inbound', 'in-progress'),
+      SessionId: sid('VX'),
+      SessionStatus: 'ended',
+      SessionDuration: '12',
+      ...(handoffData === null ? {} : { HandoffData: handoffData }),
+    });
+  }
+
+  /**
+   * `<Dial><Number url>` answered by the person dialed: Twilio creates a child leg (its own `CallSid`, the call it was
+   * dialed from in `ParentCallSid`, direction `outbound-dial`) and requests the `<Number url>` on that leg before the
+   * two are bridged (Twilio "TwiML Voice: <Number>").
+   */
+  async dialedLeg(numberUrl: string, parent: { callSid: string; from: string }, to: string, childSid = sid('CA')): Promise<{ callSid: string; status: number; text: string }> {
+    return { callSid: childSid, ...(await this.request(numberUrl, { ...this.voiceParams(childSid, parent.from, to, 'outbound-dial', 'in-progress'), ParentCallSid: parent.callSid })) };
+  }
+
+  /** The dialed leg ended: Twilio requests the `<Dial action>` URL on the parent call with `DialCallSid`, `DialCallStatus`, `DialCallDuration`. */
+  dialAction(actionUrl: string, call: { callSid: string; from: string; to: string }, child: { callSid: string; status: string; seconds: number }): Promise<{ status: number; text: string }> {
+    return this.request(actionUrl, {
+      ...this.voiceParams(call.callSid, call.from, call.to, 'inbound', 'in-progress'),
+      DialCallSid: child.callSid,
+      DialCallStatus: child.status,
+      DialCallDuration: String(child.seconds),
+      DialBridged: String(child.status === 'completed'),
+    });
+  }
+
+  /**
+   * A status callback of a call (Twilio "Call status callbacks": `CallStatus`, `CallDuration` when completed,
+   * `CallbackSource`, `SequenceNumber`, `Timestamp`); `parentCallSid` for a dialed child leg's.
+   */
+  callStatus(statusUrl: string, call: { callSid: string; from: string; to: string; direction?: string }, status: string, seconds?: number, parentCallSid?: string): Promise<{ status: number; text: string }> {
+    return this.request(statusUrl, {
+      ...this.voiceParams(call.callSid, call.from, call.to, call.direction ?? 'inbound', status),
+      ...(seconds === undefined ? {} : { CallDuration: String(seconds), Duration: String(Math.ceil(seconds / 60)) }),
+      ...(parentCallSid ? { ParentCallSid: parentCallSid } : {}),
+      CallbackSource: 'call-progress-events',
+      SequenceNumber: '0',
+      Timestamp: rfc2822(),
+    });
+  }
+
   /** An inbound text to our number `to`, POSTed to the number's SmsUrl. */
   inbound(from: string, to: string, text: string): void {
     const n = this.numbers.find((x) => x.phone_number === to);

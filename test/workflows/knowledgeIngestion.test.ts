@@ -107,15 +107,46 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
     const described = await handle.describe();
     expect(described.searchAttributes).to.deep.include({ OrganizationId: [orgId], ResourceId: [res.body.data.id] });
     const src = await listedSource(res.body.data.id);
-    expect(src).to.include({ status: 'ready', format: 'html', chunkCount: result.chunkCount });
+    // Created without a name, the source takes the page's title once extracted.
+    expect(src).to.include({ status: 'ready', format: 'html', chunkCount: result.chunkCount, title: 'Sunrise Dental & Care — Opening hours', name: 'Sunrise Dental & Care — Opening hours' });
+    const one = await call('GET', `/agents/${agentId}/knowledge/sources/${res.body.data.id}`);
+    expect(one.status).to.equal(200);
+    expect(one.body.data).to.deep.equal(src);
     const preview = await call('POST', `/agents/${agentId}/knowledge/preview`, { query: 'Saturday opening hours' });
     expect(preview.body.data.results[0].source.id).to.equal(res.body.data.id);
+  });
+
+  it("keeps a URL source's own name, and answers 404 for another agent's or organization's source", async () => {
+    const res = await call('POST', `/agents/${agentId}/knowledge/sources`, { kind: 'url', url: `${base}/hours.html`, name: 'Hours page' });
+    expect((await resultOf(res.body.data.id)).status).to.equal('ready');
+    expect((await call('GET', `/agents/${agentId}/knowledge/sources/${res.body.data.id}`)).body.data).to.include({ name: 'Hours page', title: 'Sunrise Dental & Care — Opening hours' });
+    const otherAgent = (await createAgent(db, orgId, { name: 'Other desk' })).id;
+    const wrongAgent = await call('GET', `/agents/${otherAgent}/knowledge/sources/${res.body.data.id}`);
+    expect([wrongAgent.status, wrongAgent.body.code]).to.deep.equal([404, 'knowledge_source_not_found']);
+    const otherOrg = (await createOrganization(db, 'Other org')).id;
+    const otherKey = (await createSecretKey(db, otherOrg, { brand: loadConfig({}).keyBrandPrefix, scopes: NON_RESERVED_SCOPES })).key;
+    const foreign = await callWithKey(api.baseUrl, otherKey, 'GET', `/agents/${agentId}/knowledge/sources/${res.body.data.id}`);
+    expect(foreign.status).to.equal(404);
+    expect((await call('GET', `/agents/${agentId}/knowledge/sources/ks_doesnotexist1`)).status).to.equal(404);
+  });
+
+  it('indexes a Spanish text on a Spanish agent as spanish (not dutch), and a Spanish question finds it', async () => {
+    const spanishAgent = (await createAgent(db, orgId, { name: 'Mesa', language: 'es-ES' })).id;
+    const text = 'Reservamos mesas para grupos grandes. Aceptamos pagos con tarjeta de crédito. Abrimos de martes a domingo desde las nueve de la mañana.';
+    const res = await call('POST', `/agents/${spanishAgent}/knowledge/sources`, { kind: 'text', text });
+    expect((await resultOf(res.body.data.id)).status).to.equal('ready');
+    const stored = await db('knowledge_sources').where({ org_id: orgId, id: res.body.data.id }).first('text_search_config');
+    expect(stored.text_search_config).to.equal('spanish');
+    const chunks = await db('knowledge_chunks').where({ org_id: orgId, source_id: res.body.data.id }).distinct('text_search_config');
+    expect(chunks.map((c: any) => c.text_search_config)).to.deep.equal(['spanish']);
+    const preview = await call('POST', `/agents/${spanishAgent}/knowledge/preview`, { query: '¿Me reservan y aceptan?' });
+    expect(preview.body.data.results.map((r: any) => r.source.id)).to.include(res.body.data.id);
   });
 
   it('ingests an uploaded PDF through a file source', async () => {
     const pdf = await makePdf(['Parking. Free parking is available behind the building on Elm Street.']);
     const upload = await createUpload(db, orgId, { filename: 'parking.pdf', contentType: 'application/pdf', data: pdf });
-    const res = await call('POST', `/agents/${agentId}/knowledge/sources`, { kind: 'file', fileId: upload.fileId });
+    const res = await call('POST', `/agents/${agentId}/knowledge/sources`, { kind: 'file', fileId: upload.id });
     expect(res.status).to.equal(202);
     expect((await resultOf(res.body.data.id)).status).to.equal('ready');
     const preview = await call('POST', `/agents/${agentId}/knowledge/preview`, { query: 'where can I park?' });

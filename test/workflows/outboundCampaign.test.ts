@@ -193,7 +193,7 @@ describe('campaign dialer across a restart of the worker and a durable dev serve
       const numbers = Array.from({ length: 30 }, (_, i) => phone(['212', '312', '415'][i % 3], 500 + i));
       const fd = new FormData();
       fd.append('file', new Blob([['phone,time_zone', ...numbers.map((n) => `${n},${noonZone}`), 'garbage,'].join('\n')], { type: 'text/csv' }), 'c.csv');
-      const fileId = ((await (await fetch(`${api.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd })).json()) as any).data.fileId;
+      const fileId = ((await (await fetch(`${api.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd })).json()) as any).data.id;
       const list = (await call('POST', '/contact-lists', { name: 'Restart list' })).data;
       await call('POST', `/contact-lists/${list.id}/imports`, { fileId });
       await until(async () => (await call('GET', `/contact-lists/${list.id}`)).data.import.status === 'ready', 20_000, 'import');

@@ -17,6 +17,19 @@ describe('knowledge text-search language', () => {
     expect(textSearchConfigForLanguage('ja-JP')).to.equal('simple');
     expect(sourceTextSearchConfig('営業時間は午前9時から午後5時までです', 'ja-JP')).to.equal('simple');
   });
+
+  it('reads Spanish prose rich in "de" as Spanish, not Dutch, on a Spanish agent and without a prior', () => {
+    const text = 'Reservamos mesas para grupos grandes. Aceptamos pagos con tarjeta de crédito. Abrimos de martes a domingo desde las nueve de la mañana.';
+    expect(sourceTextSearchConfig(text, 'es-ES')).to.equal('spanish');
+    expect(detectTextSearchConfig(text)).to.equal('spanish');
+  });
+
+  it("lets a clear detection overrule the agent's language, and the agent's language settle a close call", () => {
+    const english = 'The clinic is open Monday to Friday and we are closed on Sundays. You can pay with your card.';
+    expect(sourceTextSearchConfig(english, 'es-MX')).to.equal('english');
+    // Short Portuguese-or-Spanish text: the agent's language decides.
+    expect(sourceTextSearchConfig('Aceitamos cartões de crédito e reservas para grupos.', 'pt-BR')).to.equal('portuguese');
+  });
 });
 
 describe('hybrid retrieval arithmetic', () => {
