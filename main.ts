@@ -18,6 +18,7 @@ import { serveWebUi, webUiVersion } from './devserver/http/ui';
 import { ensureUiBuilt, UI_BUILD_DIR } from './scripts/build-ui';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { startHousekeeping } from './services/housekeeping';
+import { startWorkflowStartSweep } from './services/workflowStarts';
 import { resumeSandboxCallbacks } from './providers/carrier/sandbox';
 import { ensureBillingCalendar } from './activities/billing';
 
@@ -87,6 +88,9 @@ async function main(): Promise<void> {
     const client = new Client({ connection, namespace: config.temporalNamespace, interceptors: tracing?.clientInterceptors });
     const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
     closers.push(() => dispatcher.stop());
+    // Workflow starts a crash or an unreachable Temporal left owed (services/workflowStarts.ts; docs/operations.md).
+    const startSweep = startWorkflowStartSweep({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
+    closers.push(() => startSweep.stop());
     // Idle conversations' analyses run as workflows on the worker (docs/api-notes.md "Conversations": idle timeouts).
     const housekeeping = startHousekeeping({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
     closers.push(() => housekeeping.stop());

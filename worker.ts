@@ -15,6 +15,7 @@ import { activeTracing, startMetricsListener, startTracing, temporalSdkMetricsOp
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { startHousekeeping } from './services/housekeeping';
+import { startWorkflowStartSweep } from './services/workflowStarts';
 import { resumeSandboxCallbacks } from './providers/carrier/sandbox';
 import { checkProviderCredentials } from './providers/credentials';
 import { ensureBillingCalendar } from './activities/billing';
@@ -123,6 +124,8 @@ async function main(): Promise<void> {
   const connection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection, namespace: config.temporalNamespace, interceptors: tracing?.clientInterceptors });
   const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
+  // Workflow starts a crash or an unreachable Temporal left owed (services/workflowStarts.ts); rows are locked, so several may sweep.
+  const startSweep = startWorkflowStartSweep({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
   // Idle conversations' analyses run as workflows on the worker (docs/api-notes.md "Conversations": idle timeouts).
   const housekeeping = startHousekeeping({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
   // Sandbox carrier callbacks still owed from before a restart are delivered again (by one process).
@@ -130,6 +133,7 @@ async function main(): Promise<void> {
   // The billing calendar (schedule `billing-month`) exists once per cluster; creating it again is a no-op (docs/api-notes.md "Billing").
   await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
   exitOnSignal(async () => {
+    await startSweep.stop();
     await dispatcher.stop();
     await housekeeping.stop();
     await connection.close();
