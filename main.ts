@@ -8,7 +8,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { envNumber, loadConfig } from './config';
 import { startMetricsListener, startTracing } from './telemetry';
-import { createLogger, exitOnSignal, loadServiceSecrets, openDatabase, runEntryPoint } from './runtime';
+import { createLogger, exitOnSignal, loadServiceSecrets, openDatabase, runEntryPoint, stopRequested } from './runtime';
 import { startApi } from './api/server';
 import { bootstrapIfEmpty } from './bootstrap';
 import { startWorker } from './worker';
@@ -32,6 +32,7 @@ async function main(): Promise<void> {
   const closers: (() => Promise<unknown>)[] = [() => database.close()];
   if (tracing) closers.unshift(() => tracing.shutdown());
   const close = async () => {
+    database.beginClose();
     for (const fn of closers.reverse()) await fn().catch((err) => logger.warn({ err }, 'shutdown step failed'));
   };
   try {
@@ -62,7 +63,7 @@ async function main(): Promise<void> {
       const building = ensureUiBuilt((line) => logger.info(line), stopBuild.signal).then((built) => {
         if (built.built) logger.info({ ms: built.ms }, 'Temporal Web UI built');
       });
-      building.catch((err: unknown) => stopBuild.signal.aborted || logger.warn({ err: err instanceof Error ? err.message.split('\n')[0] : String(err) }, 'Temporal Web UI not built'));
+      building.catch((err: unknown) => stopBuild.signal.aborted || stopRequested() || logger.warn({ err: err instanceof Error ? err.message.split('\n')[0] : String(err) }, 'Temporal Web UI not built'));
       try {
         const ui = await serveWebUi({
           buildDir: UI_BUILD_DIR,

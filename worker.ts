@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { loadConfig, type AppConfig } from './config';
+import { envNumber, loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
 import { createActivities } from './activities';
 import { announceReady, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, processIndex, runEntryPoint, runPrimary } from './runtime';
@@ -32,6 +32,21 @@ export function installTemporalRuntime(): void {
   } catch {
     // already installed in this process
   }
+}
+
+/** Default of WORKER_SHUTDOWN_GRACE_MS: how long a stopping worker lets running activities finish, ms. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * How a worker stops (docs/operations.md "Shutdown"): it stops polling at once, lets running activities finish for
+ * WORKER_SHUTDOWN_GRACE_MS (Temporal's `shutdownGraceTime`), then cancels them (an activity sees it through its
+ * cancellation signal or its next heartbeat; the server retries the attempt elsewhere), and gives up waiting 3 s
+ * later (`shutdownForceTime`), so a stop always ends.
+ * @throws Error when WORKER_SHUTDOWN_GRACE_MS is not a non-negative number
+ */
+export function workerShutdownOptions(env: NodeJS.ProcessEnv = process.env): Pick<WorkerOptions, 'shutdownGraceTime' | 'shutdownForceTime'> {
+  const graceMs = envNumber('WORKER_SHUTDOWN_GRACE_MS', DEFAULT_SHUTDOWN_GRACE_MS, env);
+  return { shutdownGraceTime: graceMs, shutdownForceTime: graceMs + 3_000 };
 }
 
 /** A running worker and how to stop it. */
@@ -68,6 +83,7 @@ export async function startWorker(opts: {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     activities: createActivities({ db: opts.db, config: opts.config, logger: opts.logger }),
+    ...workerShutdownOptions(),
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: path.join(__dirname, 'workflows', 'index.ts'), bundlerOptions: WORKFLOW_BUNDLER_OPTIONS }),
   });
   const done = worker.run().finally(() => connection.close());
@@ -133,6 +149,7 @@ async function main(): Promise<void> {
   // The billing calendar (schedule `billing-month`) exists once per cluster; creating it again is a no-op (docs/api-notes.md "Billing").
   await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
   exitOnSignal(async () => {
+    database.beginClose();
     await startSweep.stop();
     await dispatcher.stop();
     await housekeeping.stop();
