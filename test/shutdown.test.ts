@@ -2,7 +2,8 @@
  * A stop with work in flight is quiet and prompt (docs/operations.md "Shutdown"): `npm start` as a real process
  * group, with hundreds of webhook deliveries hanging on a loopback endpoint that accepts and never answers and an
  * outbound campaign running, gets Ctrl-C (SIGINT to the whole group, as a terminal sends it) and exits 0 within
- * 15 s, printing no line at warn level or above and nothing on stderr.
+ * 15 s, printing no line at warn level or above and nothing on stderr. On the way, a workflow start left owed in
+ * `workflow_starts` (a crash after its commit) is started by the start sweep `npm start` runs (services/workflowStarts.ts).
  */
 import { expect } from 'chai';
 import fs from 'node:fs';
@@ -51,14 +52,16 @@ describe('stopping npm start with work in flight', function () {
       const password = fs.readFileSync(path.join(dir, 'secrets', 'EMBEDDED_POSTGRES_PASSWORD'), 'utf8').trim();
       const db = createDb(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${postgresPort(dir)}/acp`);
       let agentId: string;
+      let orgId: string;
       try {
-        const orgId = (await db('api_keys').first('org_id')).org_id as string;
+        orgId = (await db('api_keys').first('org_id')).org_id as string;
         agentId = (await api(service, 'POST', '/agents', key, { name: 'Dialer' })).body.data.id;
         const versionId = newId('ver');
         await db('agent_versions').insert({ id: versionId, org_id: orgId, agent_id: agentId, number: 1, snapshot: '{}', checksum: 'x', draft_version: 1, published_by: 'test', idempotency_key: 'k', request_hash: 'h' });
         await db('agents').where({ org_id: orgId, id: agentId }).update({ published_version_id: versionId });
-      } finally {
+      } catch (err) {
         await db.destroy();
+        throw err;
       }
       const offered = (await api(service, 'GET', '/numbers/search?areaCode=415&limit=20', key)).body.data.items as { e164: string }[];
       const bought = await api(service, 'POST', '/numbers/purchase', key, { e164: offered[0].e164 });
@@ -71,6 +74,17 @@ describe('stopping npm start with work in flight', function () {
       await until(async () => (await api(service, 'GET', `/contact-lists/${list.id}`, key)).body.data.import.status === 'ready' || undefined, 60_000, 'the import');
       const campaign = (await api(service, 'POST', '/campaigns', key, { name: 'Reminders', agentId: agentId!, callerIdNumberId: bought.body.data.id, contactListId: list.id, purpose: 'informational' })).body.data;
       expect((await api(service, 'POST', `/campaigns/${campaign.id}/launch`, key)).status).to.equal(200);
+
+      // A start owed by a process that died after its commit: npm start's start sweep starts it (the list is
+      // imported already, so the run changes nothing) and deletes the row.
+      try {
+        const [owed] = await db('workflow_starts')
+          .insert({ org_id: orgId!, workflow_type: 'contactImport', workflow_id: `contact-import/${list.id}`, args: JSON.stringify([{ orgId: orgId!, listId: list.id }]), resource_id: list.id, options: '{}', created_at: db.raw("now() - interval '1 minute'") })
+          .returning('id');
+        await until(async () => (await db('workflow_starts').where({ id: owed.id }).first()) === undefined || undefined, 30_000, 'the start sweep');
+      } finally {
+        await db.destroy();
+      }
 
       // Hundreds of deliveries to the black hole.
       const endpoints: string[] = [];
