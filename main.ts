@@ -8,7 +8,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { envNumber, loadConfig } from './config';
 import { startMetricsListener, startTracing } from './telemetry';
-import { createLogger, exitOnSignal, loadServiceSecrets, openDatabase, runEntryPoint } from './runtime';
+import { createLogger, exitOnSignal, loadServiceSecrets, openDatabase, runEntryPoint, stopRequested } from './runtime';
 import { startApi } from './api/server';
 import { bootstrapIfEmpty } from './bootstrap';
 import { startWorker } from './worker';
@@ -18,6 +18,7 @@ import { serveWebUi, webUiVersion } from './devserver/http/ui';
 import { ensureUiBuilt, UI_BUILD_DIR } from './scripts/build-ui';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { startHousekeeping } from './services/housekeeping';
+import { startWorkflowStartSweep } from './services/workflowStarts';
 import { resumeSandboxCallbacks } from './providers/carrier/sandbox';
 import { ensureBillingCalendar } from './activities/billing';
 
@@ -31,6 +32,7 @@ async function main(): Promise<void> {
   const closers: (() => Promise<unknown>)[] = [() => database.close()];
   if (tracing) closers.unshift(() => tracing.shutdown());
   const close = async () => {
+    database.beginClose();
     for (const fn of closers.reverse()) await fn().catch((err) => logger.warn({ err }, 'shutdown step failed'));
   };
   try {
@@ -61,7 +63,7 @@ async function main(): Promise<void> {
       const building = ensureUiBuilt((line) => logger.info(line), stopBuild.signal).then((built) => {
         if (built.built) logger.info({ ms: built.ms }, 'Temporal Web UI built');
       });
-      building.catch((err: unknown) => stopBuild.signal.aborted || logger.warn({ err: err instanceof Error ? err.message.split('\n')[0] : String(err) }, 'Temporal Web UI not built'));
+      building.catch((err: unknown) => stopBuild.signal.aborted || stopRequested() || logger.warn({ err: err instanceof Error ? err.message.split('\n')[0] : String(err) }, 'Temporal Web UI not built'));
       try {
         const ui = await serveWebUi({
           buildDir: UI_BUILD_DIR,
@@ -87,6 +89,9 @@ async function main(): Promise<void> {
     const client = new Client({ connection, namespace: config.temporalNamespace, interceptors: tracing?.clientInterceptors });
     const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
     closers.push(() => dispatcher.stop());
+    // Workflow starts a crash or an unreachable Temporal left owed (services/workflowStarts.ts; docs/operations.md).
+    const startSweep = startWorkflowStartSweep({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
+    closers.push(() => startSweep.stop());
     // Idle conversations' analyses run as workflows on the worker (docs/api-notes.md "Conversations": idle timeouts).
     const housekeeping = startHousekeeping({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
     closers.push(() => housekeeping.stop());

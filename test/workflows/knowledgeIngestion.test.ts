@@ -14,6 +14,7 @@ import { createUpload } from '../../db/repositories/uploads';
 import { startApi, type RunningApi } from '../../api/server';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { createLogger } from '../../runtime';
+import { startWorkflowStartSweep } from '../../services/workflowStarts';
 import { createKnowledgeActivities } from '../../activities/knowledge';
 import { createHttpClient, parseAllowList } from '../../providers/http';
 import { workflowIds } from '../../temporal.config';
@@ -194,7 +195,7 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
     expect(result.failureReason).to.match(/404/);
   });
 
-  it('leaves no source behind when the workflow cannot be started', async () => {
+  it('keeps the source and its owed start when Temporal refuses the start, and the start sweep ingests it once Temporal takes it', async () => {
     const broken = await startApi({
       db,
       databaseUrl,
@@ -202,19 +203,26 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
       logger: createLogger('silent'),
       temporal: { client: new Client({ connection: client.connection, namespace: 'no-such-namespace' }), taskQueue },
     });
+    let sourceId: string;
     try {
       const res = await fetch(`${broken.baseUrl}/agents/${agentId}/knowledge/sources`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ kind: 'text', text: 'Orphan check text.' }),
+        body: JSON.stringify({ kind: 'text', text: 'Owed start check text.' }),
       });
       const body = (await res.json()) as any;
-      expect(res.status, JSON.stringify(body)).to.equal(503);
-      expect(body.code).to.equal('temporal_unavailable');
-      expect(await db('knowledge_sources').where({ org_id: orgId, text_content: 'Orphan check text.' }).count({ n: '*' })).to.deep.equal([{ n: 0 }]);
+      expect(res.status, JSON.stringify(body)).to.equal(202);
+      sourceId = body.data.id;
     } finally {
       await broken.close();
     }
+    const owed = await db('workflow_starts').where({ org_id: orgId, workflow_id: workflowIds.knowledgeSource(sourceId) }).first();
+    expect(owed).to.include({ workflow_type: 'knowledgeIngestionWorkflow', attempts: 1 });
+    await db('workflow_starts').where({ org_id: orgId, id: owed.id }).update({ next_attempt_at: db.raw("now() - interval '1 second'") });
+    const sweep = startWorkflowStartSweep({ db, logger: createLogger('silent'), temporal: { client, taskQueue }, intervalMs: 0, minAgeMs: 0 });
+    expect(await sweep.sweep()).to.equal(1);
+    await sweep.stop();
+    expect((await resultOf(sourceId)).status).to.equal('ready');
   });
 
   it('has no workflow for a source that was never created', async () => {
