@@ -18,7 +18,7 @@ import { lookupHubSpotContacts, writeBackConversationNote } from '../../services
 import { analyzeConversation } from '../../services/conversations/analysis';
 import { createLlm } from '../../providers/llm';
 import { SimulatedCrash } from '../../services/effects';
-import { TOOL_FAILURE_SENTENCE } from '../../providers/llm/sandbox';
+import { TOOL_FAILURE_SENTENCE } from '../../providers/llm/sandboxReplies';
 import { HubSpotStub } from './hubspotStub';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { until } from '../helpers/wait';
