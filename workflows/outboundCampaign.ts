@@ -13,7 +13,7 @@
  * `contact-import/{listId}` — the import of a list's CSV as one activity, failing the list on error.
  */
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
-import { condition, continueAsNew, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, patched, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { OutboundActivities } from '../activities/outbound';
 import { RETRY } from './retryPolicies';
 import { campaignProgressQuery, cancelCampaignSignal, pauseCampaignSignal, resumeCampaignSignal } from './definitions';
@@ -105,8 +105,10 @@ export async function campaignDialer(input: CampaignDialerInput): Promise<string
     const got = await outboundClaimAttempts({ orgId, campaignId, token: `${workflowInfo().runId}:${batch++}`, now: new Date().toISOString(), limit: maxConcurrent - inFlight.size });
     maxConcurrent = got.maxConcurrentCalls;
     if (got.campaignStatus === 'draft') {
-      // The launch starts this workflow just before its transaction commits: give the commit a moment;
-      // a launch that rolled back leaves the campaign draft for good, and this run ends.
+      // A launch starts this workflow after its transaction commits (services/workflowStarts.ts), so a draft is a
+      // launch that never committed: the run ends at once. Runs started before that change waited for the
+      // commit, one second at a time; they replay that way (docs/operations.md "Changing a workflow with runs in flight").
+      if (patched('campaign-started-after-commit')) return 'not_launched';
       if (++draftChecks > LAUNCH_COMMIT_CHECKS) return 'not_launched';
       await sleep('1 second');
       continue;

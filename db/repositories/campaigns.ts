@@ -166,10 +166,13 @@ export async function agentPublication(db: Conn, orgId: string, agentId: string)
   return { exists: !!row, publishedVersionId: row?.published_version_id ?? null };
 }
 
-/** An attempt handed to the dialer. */
+/**
+ * An attempt handed to the dialer: its id only. The claim is an activity result, stored in the campaign
+ * workflow's history, which carries identifiers, not personal data (DESIGN.md "Durable processes"); the dial
+ * activity reads the number by id.
+ */
 export interface AttemptToDial {
   id: string;
-  e164: string;
 }
 
 /** Result of one claim. */
@@ -203,7 +206,7 @@ export async function claimAttempts(
   return db.transaction(async (trx) => {
     const camp = await trx('campaigns').where({ org_id: orgId, id: campaignId }).first('status', 'max_concurrent_calls');
     if (!camp) throw new Error(`campaign ${campaignId} not found`);
-    let claimed: AttemptToDial[] = await trx('call_attempts').where({ campaign_id: campaignId, claim_token: token, status: 'dialing' }).orderBy('seq').select('id', 'e164');
+    let claimed: AttemptToDial[] = await trx('call_attempts').where({ campaign_id: campaignId, claim_token: token, status: 'dialing' }).orderBy('seq').select('id');
     if (!claimed.length && camp.status === 'running') {
       const cache = new Map<string, Date | undefined>();
       for (let pass = 0; pass < 20 && claimed.length < limit; pass++) {
@@ -214,7 +217,7 @@ export async function claimAttempts(
           .limit(Math.max(limit - claimed.length, 100))
           .forUpdate()
           .skipLocked()
-          .select('id', 'e164', 'zones');
+          .select('id', 'zones');
         if (!rows.length) break;
         const dialNow: AttemptToDial[] = [];
         const later = new Map<number, string[]>();
@@ -224,7 +227,7 @@ export async function claimAttempts(
           if (!cache.has(key)) cache.set(key, dialTime(r.zones));
           const t = cache.get(key);
           if (!t) never.push(r.id);
-          else if (t.getTime() <= now.getTime() && claimed.length + dialNow.length < limit) dialNow.push({ id: r.id, e164: r.e164 });
+          else if (t.getTime() <= now.getTime() && claimed.length + dialNow.length < limit) dialNow.push({ id: r.id });
           else if (t.getTime() > now.getTime()) later.set(t.getTime(), [...(later.get(t.getTime()) ?? []), r.id]);
           // open now but over the limit: left pending and due, for the next claim
         }

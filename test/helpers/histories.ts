@@ -27,6 +27,11 @@ export interface RecordedHistory {
   /** The notable event kinds the history holds (the shape it was chosen for). */
   features: string[];
   events: number;
+  /**
+   * Why the history is kept by hand (a branch the scenario tests no longer reach, such as the old side of a
+   * `patched` change): {@link writeRecordedHistories} carries kept entries over when it records anew.
+   */
+  kept?: string;
 }
 
 /** The service's workflow type names (workflows/index.ts exports). */
@@ -140,9 +145,15 @@ export async function startRecordingDevServer(opts: Parameters<typeof startDevSe
 export function writeRecordedHistories(dir: string): RecordedHistory[] {
   const byType = new Map<string, Candidate[]>();
   for (const v of collected.values()) byType.set(v.entry.workflowType, [...(byType.get(v.entry.workflowType) ?? []), v]);
+  const kept = loadRecordedHistories(dir).filter((h) => h.entry.kept);
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
   const manifest: RecordedHistory[] = [];
+  for (const { entry, history } of kept) {
+    fs.mkdirSync(path.dirname(path.join(dir, entry.file)), { recursive: true });
+    fs.writeFileSync(path.join(dir, entry.file), JSON.stringify(temporal.api.history.v1.History.toObject(temporal.api.history.v1.History.fromObject(history), PROTO_JSON), null, 1) + '\n');
+    manifest.push(entry);
+  }
   for (const [type, list] of [...byType].sort(([a], [b]) => a.localeCompare(b))) {
     // The richest shapes first: they exercise the most of the workflow's code.
     list.sort((a, b) => b.entry.features.length - a.entry.features.length || a.entry.events - b.entry.events);

@@ -139,6 +139,20 @@ describe('campaign dialer workflow (dev server, real SDK)', function () {
     expect(new Date(busyAttempt.lastDialedAt).getTime() - start.getTime()).to.be.at.least(60 * 60_000); // two 30-minute delays
   });
 
+  it('ends a run whose campaign was never launched (still a draft) at once, dialing nobody', async () => {
+    const number = phone('415', 900);
+    const id = await campaign(['phone', number].join('\n'));
+    const handle = await env.client.workflow.start('campaignDialer', { taskQueue: env.taskQueue, workflowId: workflowIds.campaign(id), args: [{ orgId: dialer.orgId, campaignId: id }] });
+    expect(await withTimeSkipping(() => handle.result())).to.equal('not_launched');
+    // Launches start the dialer after their transaction commits (services/workflowStarts.ts): a draft is not a
+    // commit still on its way, so the run neither waits for one on a timer (patched 'campaign-started-after-commit').
+    const events = (await handle.fetchHistory()).events ?? [];
+    expect(events.filter((e) => e.timerStartedEventAttributes), 'timers').to.have.length(0);
+    expect(events.filter((e) => e.markerRecordedEventAttributes), 'the patch marker').to.have.length(1);
+    expect((await get(id)).status).to.equal('draft');
+    expect(await dialsTo([number])).to.have.length(0);
+  });
+
   it('continues as new every N dials and still dials every contact once', async () => {
     await moveClockTo('America/New_York', 12, 0);
     const numbers = Array.from({ length: 9 }, (_, i) => phone('415', 400 + i));
