@@ -5,11 +5,14 @@
  * loading the workflow bundle built once (docs/operations.md "Workflow bundle"). Through both APIs in turn
  * the test drives an outbound campaign over the sandbox telephony, a 10DLC registration over the sandbox
  * carrier (its signed callbacks reach both APIs) and webhook deliveries to a loopback receiver; mid-campaign
- * it SIGKILLs one worker's process group and starts it again, as a supervisor would. Then: every contact
- * was dialed exactly once (the sandbox's ledger of dials, docs/operations.md "Provider calls happen once"),
- * the registration is active, and every webhook delivery reached the receiver exactly once, signed.
+ * it SIGKILLs the process group of a worker holding dials in flight and starts it again, as a supervisor
+ * would. Then: every contact was dialed exactly once (the sandbox's ledger of dials, docs/operations.md
+ * "Provider calls happen once"), the registration is active, and every webhook delivery reached the receiver
+ * exactly once, signed.
  */
 import { expect } from 'chai';
+import { Client, Connection } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -28,6 +31,7 @@ import { sandboxDials } from '../db/repositories/sandboxProviders';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { SERVICE_SECRETS } from '../secrets';
 import { buildWorkflowBundle } from '../scripts/build-workflow-bundle';
+import { workflowIds } from '../temporal.config';
 import { COMPLETE_BRAND } from './api/sms-fixtures';
 import { callWithKey } from './helpers/api';
 import { createTestDatabase } from './helpers/postgres';
@@ -44,6 +48,7 @@ const MAX_CONCURRENT_CALLS = 8;
 const KILL_AFTER_DIALS = 30;
 /** Event types the receiver subscribes to. */
 const EVENT_TYPES = ['sms.registration.updated', 'campaign.updated'];
+const STARTED = proto.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
 
 /** A JSON log line of an entry point (runtime.ts `createLogger`). */
 interface LogLine {
@@ -51,6 +56,7 @@ interface LogLine {
   pid?: number;
   url?: string;
   keyId?: string;
+  sha256?: string;
 }
 
 /** One `npm run …` process, in its own process group. */
@@ -160,8 +166,10 @@ describe('the production shape: dev server, two start:api and two start:worker p
   const procs: Proc[] = [];
   let db: Db | undefined;
   let receiver: Receiver | undefined;
+  let temporal: Client | undefined;
   let bundleDir = '';
   let workerEnv: (i: number) => NodeJS.ProcessEnv;
+  let bundleSha = '';
   const apiUrls: string[] = [];
 
   before(async function () {
@@ -171,6 +179,7 @@ describe('the production shape: dev server, two start:api and two start:worker p
     db = createDb(appUrl);
     // Migrated once here, as a deploy's release step does; the processes find nothing to apply.
     const [, bundle] = await Promise.all([migrate(db), buildWorkflowBundle(path.join(bundleDir, 'workflow-bundle.js'))]);
+    bundleSha = bundle.sha256.slice(0, 12);
     receiver = await startReceiver();
 
     const temporalPort = await freePort();
@@ -192,6 +201,8 @@ describe('the production shape: dev server, two start:api and two start:worker p
       API_PROCESSES: '1',
       WORKER_PROCESSES: '1',
       WORKFLOW_BUNDLE_PATH: bundle.path,
+      CARRIER_PROVIDER: 'sandbox',
+      TELEPHONY_PROVIDER: 'sandbox',
       WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
       HTTP_ALLOW_PRIVATE_HOSTS: '127.0.0.1',
       SANDBOX_DIAL_LATENCY_MS: String(DIAL_LATENCY_MS),
@@ -204,6 +215,7 @@ describe('the production shape: dev server, two start:api and two start:worker p
     workerEnv = (i) => ({ ...base, PUBLIC_BASE_URL: apiUrls[i] });
 
     await started(devserver, (p) => p.stdout.includes('Temporal dev server listening on'));
+    temporal = new Client({ connection: await Connection.connect({ address: `127.0.0.1:${temporalPort}` }) });
     const apis = ports.map((port, i) => npmRun(`api-${i}`, 'start:api', [], { ...base, PORT: String(port), PUBLIC_BASE_URL: apiUrls[i] }));
     const workers = [0, 1].map((i) => npmRun(`worker-${i}`, 'start:worker', [], workerEnv(i)));
     procs.push(...apis, ...workers);
@@ -215,6 +227,7 @@ describe('the production shape: dev server, two start:api and two start:worker p
 
   after(async function () {
     this.timeout(60_000);
+    await temporal?.connection.close();
     await Promise.all(procs.map((p) => killGroup(p, 'SIGKILL')));
     await receiver?.close();
     await db?.destroy();
@@ -273,23 +286,31 @@ describe('the production shape: dev server, two start:api and two start:worker p
       const open = Number((await appDb('webhook_deliveries').where({ org_id: org.id }).whereIn('status', ['pending', 'retrying']).count<{ count: string }[]>('* as count'))[0].count);
       return open === 0 && new Set(rec.received.map((r) => r.id)).size === events;
     };
-    const dialsAtKill = await until(
+    // The victim is a worker holding started dials (the frontend's pending activities name the worker,
+    // `pid@host`, the SDK's default identity), so the kill lands on dials in flight.
+    const workerPids = new Map(procs.filter((p) => p.name.startsWith('worker-')).map((p) => [p.name, p.lines.find((l) => l.msg === 'worker running')!.pid!]));
+    const heldDials = async () => {
+      const { raw } = await temporal!.workflow.getHandle(workflowIds.campaign(campaign.id)).describe();
+      const started = (raw.pendingActivities ?? []).filter((a) => a.activityType?.name === 'outboundDial' && a.state === STARTED);
+      return [...workerPids].map(([name, pid]) => ({ name, held: started.filter((a) => a.lastWorkerIdentity?.startsWith(`${pid}@`)).length })).sort((a, b) => b.held - a.held)[0];
+    };
+    const atKill = await until(
       async () => {
         const c = (await call('GET', `/campaigns/${campaign.id}`)).body.data;
-        return c.counters.dials >= KILL_AFTER_DIALS && (await quiet()) ? (c.counters.dials as number) : undefined;
+        if (c.counters.dials < KILL_AFTER_DIALS || !(await quiet())) return undefined;
+        const victim = await heldDials();
+        return victim.held > 0 ? { dials: c.counters.dials as number, ...victim } : undefined;
       },
       60_000,
-      `${KILL_AFTER_DIALS} dials with no webhook delivery in flight`,
+      `${KILL_AFTER_DIALS} dials, one worker holding some, and no webhook delivery in flight`,
       10,
     );
-    const pendingDials = Number((await appDb('provider_intents').where({ org_id: org.id, kind: 'dial', status: 'pending' }).count<{ count: string }[]>('* as count'))[0].count);
-    const victim = procs.find((p) => p.name === 'worker-1')!;
+    const victim = procs.find((p) => p.name === atKill.name)!;
     await killGroup(victim, 'SIGKILL');
     expect(victim.child.signalCode).to.equal('SIGKILL');
-    expect(dialsAtKill, 'the campaign was still dialing at the kill').to.be.lessThan(CONTACTS);
-    expect(pendingDials, 'dials were in flight at the kill').to.be.greaterThan(0);
+    expect(atKill.dials, 'the campaign was still dialing at the kill').to.be.lessThan(CONTACTS);
     // Started again, as a supervisor would: it resumes the sandbox carrier callbacks owed from before.
-    const restarted = npmRun('worker-1 restarted', 'start:worker', [], workerEnv(1));
+    const restarted = npmRun(`${victim.name} restarted`, 'start:worker', [], workerEnv(Number(victim.name.slice(-1))));
     procs.push(restarted);
     await started(restarted, (p) => p.lines.some((l) => l.msg === 'worker running'));
 
@@ -315,6 +336,11 @@ describe('the production shape: dev server, two start:api and two start:worker p
     expect(receivedIds).to.deep.equal(eventIds);
     expect(rec.received.every((r) => r.verified), 'signatures verified').to.equal(true);
     expect(rec.received.some((r) => r.type === 'sms.registration.updated' && r.data.status === 'active')).to.equal(true);
+
+    // Every worker process, the restarted one included, ran the bundle built once.
+    const workerProcs = procs.filter((p) => p.name.startsWith('worker-'));
+    expect(workerProcs).to.have.length(3);
+    for (const w of workerProcs) expect(w.lines.find((l) => l.msg === 'workflow code')?.sha256, w.name).to.equal(bundleSha);
 
     // Both API processes served this organization's requests.
     const served = procs.filter((p) => p.name.startsWith('api-')).map((p) => p.lines.filter((l) => l.msg === 'request' && l.keyId === info.id).length);
