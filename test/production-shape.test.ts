@@ -177,7 +177,7 @@ describe('the production shape: dev server, two start:api and two start:worker p
     bundleDir = fs.mkdtempSync(path.join(os.tmpdir(), 'acp-prodshape-'));
     const [appUrl, temporalUrl] = await Promise.all([createTestDatabase('prodshape'), createTestDatabase('prodshape_temporal')]);
     db = createDb(appUrl);
-    // Migrated once here, as a deploy's release step does; the processes find nothing to apply.
+    // Migrated here while the bundle builds; the processes find nothing to apply.
     const [, bundle] = await Promise.all([migrate(db), buildWorkflowBundle(path.join(bundleDir, 'workflow-bundle.js'))]);
     bundleSha = bundle.sha256.slice(0, 12);
     receiver = await startReceiver();
