@@ -190,11 +190,12 @@ describe('the production shape: dev server, two start:api and two start:worker p
     // signs and verifies with the same ones, nothing is generated under a data directory.
     for (const s of SERVICE_SECRETS) expect(process.env[s.name], s.name).to.be.a('string');
     const base: NodeJS.ProcessEnv = { ...process.env };
-    for (const k of ['PORT', 'METRICS_PORT', 'TEMPORAL_SDK_METRICS_PORT', 'PUBLIC_BASE_URL', 'SANDBOX_CALLBACK_URL', 'DATA_DIR']) delete base[k];
+    for (const k of ['PORT', 'METRICS_PORT', 'TEMPORAL_SDK_METRICS_PORT', 'PUBLIC_BASE_URL', 'SANDBOX_CALLBACK_URL', 'DATA_DIR', 'KEY_BRAND_PREFIX', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_TRACES_EXPORTER']) delete base[k];
     Object.assign(base, {
       NODE_ENV: 'production',
       DATABASE_URL: appUrl,
       TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
+      TEMPORAL_NAMESPACE: 'default',
       TEMPORAL_TASK_QUEUE: uniqueTaskQueue('prodshape'),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
