@@ -207,7 +207,7 @@ describe('the production shape: dev server, two start:api and two start:worker p
       WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
       HTTP_ALLOW_PRIVATE_HOSTS: '127.0.0.1',
       SANDBOX_DIAL_LATENCY_MS: String(DIAL_LATENCY_MS),
-      SANDBOX_CARRIER_DELAY_MS: '700',
+      SANDBOX_CARRIER_DELAY_MS: '2500',
       SANDBOX_TELEPHONY_DELAY_MS: '200',
     });
     const ports = [await freePort(), await freePort()];
