@@ -11,6 +11,8 @@ import { announceReady, coreCount, createLogger, exitOnSignal, isClusterChild, l
 import { createApp, BASE_PATH, type AppOptions } from './app';
 import { attachVoiceRelay, type VoiceRelay } from './voice/relay';
 import { startMetricsListener, startTracing } from '../telemetry';
+import { Client, Connection } from '@temporalio/client';
+import { TASK_QUEUE } from '../temporal.config';
 
 /** A listening API server. */
 export interface RunningApi {
@@ -66,7 +68,8 @@ export async function startApi(deps: AppOptions): Promise<RunningApi> {
  * `npm run start:api`: `API_PROCESSES` processes (default: the number of cores; docs/operations.md "Scaling out")
  * sharing one listening socket through node:cluster. The primary opens the database once (the embedded
  * Postgres when DATABASE_URL is unset, migrations) and hands its URL to the children; with one process
- * the primary serves itself.
+ * the primary serves itself. Each serving process is a Temporal client of `TEMPORAL_ADDRESS` (the routes
+ * that start, signal or query workflows); without it those routes answer 503 `temporal_unavailable`.
  */
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -84,9 +87,15 @@ async function main(): Promise<void> {
     return;
   }
   const metrics = await startMetricsListener({ port: config.metricsPort, host: config.host, logger });
-  const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger });
+  // Connected on first use (the SDK's `Connection.lazy`): while the frontend is down, the routes that need it
+  // answer 503 temporal_unavailable and every other route is served.
+  const connection = config.temporalAddress ? Connection.lazy({ address: config.temporalAddress }) : undefined;
+  const temporal = connection ? { client: new Client({ connection, namespace: config.temporalNamespace, interceptors: tracing?.clientInterceptors }), taskQueue: TASK_QUEUE } : undefined;
+  if (!temporal) logger.warn('TEMPORAL_ADDRESS is unset: routes that start workflows answer 503 temporal_unavailable');
+  const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger, temporal });
   exitOnSignal(async () => {
     await api.close();
+    await connection?.close();
     await metrics.close();
     await tracing?.shutdown();
     await database.close();
