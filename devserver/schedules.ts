@@ -413,6 +413,7 @@ export class Scheduler {
         retryPolicy: a.retryPolicy,
         memo: a.memo,
         header: a.header,
+        priority: a.priority,
         searchAttributes: { indexedFields: sa },
         identity: `temporal-scheduler-${s.scheduleId}`,
         requestId: `${s.namespace}/${s.scheduleId}/${nominalMs}/${manual ? actualMs : 0}`,

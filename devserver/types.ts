@@ -13,6 +13,7 @@ import {
   ParentClosePolicy,
   Payload,
   Payloads,
+  Priority,
   WorkflowExecutionStatus,
 } from './protoTypes';
 
@@ -91,6 +92,8 @@ export interface ActivityState {
   cancelRequestedEventId?: number;
   identity?: string;
   requestId?: string;
+  /** The command's temporal.api.common.v1.Priority (unmerged; dispatch inherits from the run). */
+  priority?: Priority | null;
 }
 
 /** RetryPolicy with durations in ms (0 = unset/unlimited). */

@@ -110,6 +110,7 @@ export abstract class Activities extends WorkflowTasks {
       scheduledTime: now,
       attemptScheduledTime: now,
       cancelRequested: false,
+      priority: a.priority,
     };
     exec.activities[id] = act;
     this.armActivity(exec, act);

@@ -21,6 +21,7 @@ import {
 import { Execution, ParentRef, ServiceError, Status } from '../types';
 import { CloseOutcome, DEFAULT_WORKFLOW_TASK_TIMEOUT_MS, execKey, TQ_NORMAL, wfKey } from './state';
 import { Signals } from './signals';
+import { mergePriority } from '../queues';
 
 type StartChildInitiatedAttrs = EventAttrs<typeof EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED>;
 
@@ -50,6 +51,7 @@ export abstract class Children extends Signals {
       header: a.header,
       memo: a.memo,
       searchAttributes: a.searchAttributes,
+      priority: a.priority,
     };
     const initiated = this.emit(exec, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED, attrs);
     exec.children[initiated] = {
@@ -159,6 +161,8 @@ export abstract class Children extends Signals {
           memo: attrs.memo,
           searchAttributes: attrs.searchAttributes,
           identity: 'devserver',
+          // The child inherits the parent's priority field by field unless it sets its own.
+          priority: mergePriority(parent.startAttrs.priority, attrs.priority),
         },
         {
           parent: { namespace: parent.namespace, workflowId: parent.workflowId, runId: parent.runId, initiatedEventId: initiatedId },

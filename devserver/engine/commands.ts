@@ -21,6 +21,7 @@ import { Execution, ServiceError, Status } from '../types';
 import { decodeToken, DEFAULT_STICKY_SCHEDULE_TO_START_MS } from './state';
 import { Children } from './children';
 import { validateCronSchedule } from '../cron';
+import { priorityError } from '../queues';
 
 /** Commands that close the workflow run. */
 const CLOSE_COMMANDS = new Set<CommandType | null | undefined>([
@@ -73,6 +74,9 @@ function validateCommands(commands: Command[]): void {
         throw new ServiceError(Code.INVALID_ARGUMENT, `BadStartChildExecutionAttributes: ${(err as Error).message}`);
       }
     }
+    const priority = c.scheduleActivityTaskCommandAttributes?.priority ?? c.startChildWorkflowExecutionCommandAttributes?.priority;
+    const priorityInvalid = priorityError(priority);
+    if (priorityInvalid) throw new ServiceError(Code.INVALID_ARGUMENT, `Invalid Priorities: ${priorityInvalid}.`);
     if (c.commandType === CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK) {
       const a = c.scheduleActivityTaskCommandAttributes ?? {};
       if (!a.activityId || !a.activityType?.name) throw new ServiceError(Code.INVALID_ARGUMENT, 'ActivityId or ActivityType is not set on command.');

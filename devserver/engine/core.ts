@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import { status as Code } from '@grpc/grpc-js';
 import { Clock } from '../clock';
-import { Poller, TaskList } from '../queues';
+import { mergePriority, Poller, TaskList } from '../queues';
 import { Execution, NamespaceState, ServiceError, Status } from '../types';
 import { ActEntry, EngineOptions, execKey, LogFn, PendingQuery, PersistenceSink, POLL_TIMEOUT_MS, TaskPoll, WfEntry, wfKey } from './state';
 
@@ -172,7 +172,11 @@ export abstract class EngineCore {
     const k = wfKey(ns, name);
     let l = this.wfLists.get(k);
     if (!l) {
-      l = new TaskList<WfEntry>((e) => this.wfEntryValid(e, name));
+      // Query tasks go ahead of every priority (level 0); workflow tasks carry the run's priority.
+      l = new TaskList<WfEntry>(
+        (e) => this.wfEntryValid(e, name),
+        (e) => (e.kind === 'query' ? 0 : e.exec.startAttrs.priority),
+      );
       this.wfLists.set(k, l);
     }
     return l;
@@ -182,7 +186,11 @@ export abstract class EngineCore {
     const k = wfKey(ns, name);
     let l = this.actLists.get(k);
     if (!l) {
-      l = new TaskList<ActEntry>((e) => this.actEntryValid(e));
+      // An activity inherits its workflow's priority field by field (common/priorities Merge).
+      l = new TaskList<ActEntry>(
+        (e) => this.actEntryValid(e),
+        (e) => mergePriority(e.exec.startAttrs.priority, e.exec.activities[e.scheduledEventId]?.priority),
+      );
       this.actLists.set(k, l);
     }
     return l;

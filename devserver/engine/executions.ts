@@ -24,6 +24,7 @@ import { CloseOutcome, DEFAULT_WORKFLOW_TASK_TIMEOUT_MS, execKey, StartExtra, TQ
 import { normalizeRetryPolicy, retryDecision, retryPolicyProto } from './retry';
 import { UserTimers } from './timers';
 import { cronBackoffMs, validateCronSchedule } from '../cron';
+import { priorityError } from '../queues';
 
 /** ALREADY_EXISTS with WorkflowExecutionAlreadyStartedFailure details, as the real frontend answers. */
 function alreadyStarted(prev: Execution, workflowId: string): ServiceError {
@@ -50,6 +51,8 @@ export abstract class Executions extends UserTimers {
     if (!req.workflowId) throw new ServiceError(Code.INVALID_ARGUMENT, 'WorkflowId is not set on request.');
     if (!req.workflowType?.name) throw new ServiceError(Code.INVALID_ARGUMENT, 'WorkflowType is not set on request.');
     if (!req.taskQueue?.name) throw new ServiceError(Code.INVALID_ARGUMENT, 'TaskQueue is not set on request.');
+    const priorityInvalid = priorityError(req.priority);
+    if (priorityInvalid) throw new ServiceError(Code.INVALID_ARGUMENT, priorityInvalid);
     if (req.cronSchedule) {
       try {
         validateCronSchedule(req.cronSchedule);
@@ -246,6 +249,7 @@ export abstract class Executions extends UserTimers {
       header: s.header,
       identity: s.identity,
       cronSchedule: s.cronSchedule,
+      priority: s.priority,
     };
   }
 
@@ -315,6 +319,8 @@ export abstract class Executions extends UserTimers {
         header: a.header,
         identity: s.identity,
         cronSchedule: a.cronSchedule || s.cronSchedule,
+        // The new run keeps the run's priority (ContinueAsNew has no priority of its own).
+        priority: s.priority,
       },
       {
         continuedFrom: exec.runId,

@@ -97,6 +97,8 @@ export function executionInfo(e: Execution): WorkflowExecutionInfo {
     rootExecution: e.startAttrs.rootWorkflowExecution,
     firstRunId: e.firstRunId,
     executionDuration: e.closeTime !== null ? fromMs(e.closeTime - e.startTime) : undefined,
+    // WorkflowExecutionInfo.priority: the run's own Priority (the Web UI shows it on the workflow).
+    priority: e.startAttrs.priority ?? undefined,
   };
 }
 

@@ -208,6 +208,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
           lastStartedTime: a.startedTime ? fromMs(a.startedTime) : undefined,
           attempt: a.attempt,
           maximumAttempts: a.retryPolicy.maximumAttempts,
+          priority: a.priority ?? undefined,
           // As the real server's describe: a started attempt has its start time and no scheduled time
           // (the Web UI shows a scheduled time as "Next Retry"); one waiting to start or to retry has
           // the time it is (to be) scheduled.
