@@ -168,6 +168,18 @@ export abstract class Executions extends UserTimers {
     return { exec, started: true };
   }
 
+  /**
+   * Ends a start delay or first-task backoff: the first workflow task is scheduled now and the
+   * timer that would have scheduled it is dropped (the real server's backoff timer task is a no-op
+   * once the run had a workflow task).
+   */
+  protected endFirstTaskBackoff(exec: Execution): void {
+    if (exec.firstTaskAt === null || exec.status !== Status.Running) return;
+    exec.firstTaskAt = null;
+    this.clearTimer(exec, 'first');
+    this.scheduleWorkflowTask(exec);
+  }
+
   /** Arms run/execution deadline and delayed-first-task timers (also after reload). */
   protected armExecution(exec: Execution): void {
     if (exec.status !== Status.Running) return;
