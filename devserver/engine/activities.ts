@@ -253,10 +253,15 @@ export abstract class Activities extends WorkflowTasks {
     }
     const t = decodeToken(req.taskToken);
     if (t.k !== 'a') throw new ServiceError(Code.INVALID_ARGUMENT, 'not an activity task token');
-    const exec = this.executions.get(execKey(t.n, t.w, t.r));
+    const ns = t.nid ? this.namespaceById(t.nid).name : t.n;
+    const exec = this.executions.get(execKey(ns, t.w, t.r));
     const act = exec?.activities[t.s];
     if (!exec || !act || exec.status !== Status.Running || act.attempt !== t.a || act.state !== 'started') {
-      throw new ServiceError(Code.NOT_FOUND, 'invalid activityID or activity already timed out or invoking workflow is completed');
+      // The real server's ErrActivityTaskNotFound (service/history/consts).
+      throw new ServiceError(Code.NOT_FOUND, 'invalid activityID or activity already timed out or invoking workflow is completed', {
+        typeName: 'temporal.api.errordetails.v1.NotFoundFailure',
+        value: { currentCluster: 'active', activeCluster: 'active' },
+      });
     }
     return { exec, act };
   }

@@ -11,6 +11,14 @@ import { mergePriority, Poller, TaskList } from '../queues';
 import { Execution, NamespaceState, ServiceError, Status } from '../types';
 import { ActEntry, EngineOptions, execKey, LogFn, PendingQuery, PersistenceSink, POLL_TIMEOUT_MS, TaskPoll, WfEntry, wfKey } from './state';
 
+/** NOT_FOUND with temporal.api.errordetails.v1.NamespaceNotFoundFailure (the real server's message). */
+export function namespaceNotFound(name: string): ServiceError {
+  return new ServiceError(Code.NOT_FOUND, `Namespace ${name} is not found.`, {
+    typeName: 'temporal.api.errordetails.v1.NamespaceNotFoundFailure',
+    value: { namespace: name },
+  });
+}
+
 /** Base layer of the engine (see `index.ts` for how the layers compose). */
 export abstract class EngineCore {
   readonly clock: Clock;
@@ -60,6 +68,12 @@ export abstract class EngineCore {
     const ns = this.namespaces.get(name || 'default');
     if (!ns) throw new ServiceError(Code.NOT_FOUND, `Namespace ${name} is not found.`);
     return ns;
+  }
+
+  /** The namespace with this id (task tokens of the real server's format name it by id); NOT_FOUND otherwise. */
+  namespaceById(id: string): NamespaceState {
+    for (const ns of this.namespaces.values()) if (ns.id === id) return ns;
+    throw namespaceNotFound(id);
   }
 
   /** Finds a run (or the current run when runId is empty); throws NOT_FOUND. */

@@ -1,10 +1,10 @@
 /**
  * Finer server behaviour that SDKs lean on, each checked against what the real server does (the
  * source is named in each test): start delays ended by updates and signal-with-start, queries
- * before the first workflow task.
+ * before the first workflow task, task tokens.
  */
 import { expect } from 'chai';
-import { Client } from '@temporalio/client';
+import { ActivityNotFoundError, Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { startDevServer, DevServer } from '../../devserver';
 import { connect, uniqueQueue, withWorker } from './helpers';
@@ -101,6 +101,52 @@ describe('devserver parity with the real server', function () {
         return r;
       });
       expect(answered.ok, answered.ok ? '' : String(answered.e)).to.equal(true);
+    });
+  });
+
+  describe('task tokens (service/history/consts ErrActivityTaskNotFound; server token proto temporal.server.api.token.v1.Task)', () => {
+    /** A task token in the real server's format: 1 namespace id, 2 workflow id, 3 run id, 4 scheduled event id, 5 attempt, 6 activity id, 8 activity type. */
+    function serverToken(namespaceId: string, workflowId: string, runId: string): Uint8Array {
+      const str = (field: number, v: string) => {
+        const b = Buffer.from(v);
+        return Buffer.concat([Buffer.from([(field << 3) | 2, b.length]), b]);
+      };
+      return Buffer.concat([str(1, namespaceId), str(2, workflowId), str(3, runId), Buffer.from([4 << 3, 5, 5 << 3, 1]), str(6, '1'), str(8, 'completeAsync')]);
+    }
+
+    it('answers NOT_FOUND (ActivityNotFoundError) to a real-server-format token of an activity that does not exist', async () => {
+      const { namespaceInfo } = await svc.describeNamespace({ namespace: ns });
+      const token = serverToken(namespaceInfo!.id!, 'c787f7af-23c4-486b-98b2-f57997ad0ae6', '33fe12c8-be49-41a2-8abd-1765496ede9e');
+      for (const call of [
+        () => conn.client.activity.complete(token, 'success'),
+        () => conn.client.activity.fail(token, new Error('failure')),
+        () => conn.client.activity.reportCancellation(token, 'cancelled'),
+      ]) {
+        const err = await call().catch((e: Error) => e);
+        expect(err).to.be.instanceOf(ActivityNotFoundError);
+      }
+    });
+
+    it('answers NOT_FOUND to the token of an activity that already finished', async () => {
+      const q = uniqueQueue('done-act');
+      const { workflowId } = await startRaw(q);
+      const wt = await svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      await svc.respondWorkflowTaskCompleted({
+        namespace: ns,
+        taskToken: wt.taskToken,
+        identity: 't',
+        commands: [
+          {
+            commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK,
+            scheduleActivityTaskCommandAttributes: { activityId: '1', activityType: { name: 'a' }, taskQueue: { name: q }, startToCloseTimeout: { seconds: 30 as never } },
+          },
+        ],
+      });
+      const at = await svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      expect(at.workflowExecution?.workflowId).to.equal(workflowId);
+      await conn.client.activity.complete(at.taskToken!, 'first');
+      const err = await conn.client.activity.complete(at.taskToken!, 'again').catch((e: Error) => e);
+      expect(err).to.be.instanceOf(ActivityNotFoundError);
     });
   });
 });
