@@ -63,10 +63,14 @@ export abstract class EngineCore {
     return ns;
   }
 
-  /** Returns the namespace or throws NOT_FOUND (like the real frontend). */
+  /**
+   * Returns the namespace or throws NOT_FOUND with the `NamespaceNotFoundFailure` detail, as the
+   * real frontend does (go.temporal.io/api serviceerror.NewNamespaceNotFound), so clients raise
+   * their namespace-not-found error rather than a workflow- or schedule-not-found one.
+   */
   namespace(name: string | undefined): NamespaceState {
     const ns = this.namespaces.get(name || 'default');
-    if (!ns) throw new ServiceError(Code.NOT_FOUND, `Namespace ${name} is not found.`);
+    if (!ns) throw namespaceNotFound(name || 'default');
     return ns;
   }
 

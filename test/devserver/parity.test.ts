@@ -1,10 +1,12 @@
 /**
  * Finer server behaviour that SDKs lean on, each checked against what the real server does (the
  * source is named in each test): start delays ended by updates and signal-with-start, queries
- * before the first workflow task, task tokens.
+ * before the first workflow task, task tokens, unknown namespaces, the started event of a
+ * top-level run.
  */
 import { expect } from 'chai';
 import { ActivityNotFoundError, Client } from '@temporalio/client';
+import { NamespaceNotFoundError } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { startDevServer, DevServer } from '../../devserver';
 import { connect, uniqueQueue, withWorker } from './helpers';
@@ -147,6 +149,18 @@ describe('devserver parity with the real server', function () {
       await conn.client.activity.complete(at.taskToken!, 'first');
       const err = await conn.client.activity.complete(at.taskToken!, 'again').catch((e: Error) => e);
       expect(err).to.be.instanceOf(ActivityNotFoundError);
+    });
+  });
+
+  describe('unknown namespace (go.temporal.io/api serviceerror.NamespaceNotFound)', () => {
+    it('answers NOT_FOUND with the NamespaceNotFoundFailure detail, which clients raise as NamespaceNotFoundError', async () => {
+      const client = new Client({ connection: conn.connection, namespace: 'no-such-namespace' });
+      const described = await client.workflow.getHandle('any').describe().catch((e: Error) => e);
+      expect(described).to.be.instanceOf(NamespaceNotFoundError);
+      const schedule = await client.schedule.getHandle('any').describe().catch((e: Error) => e);
+      expect(schedule).to.be.instanceOf(NamespaceNotFoundError);
+      const raw = await svc.describeNamespace({ namespace: 'no-such-namespace' }).catch((e: Error & { code?: number }) => e);
+      expect((raw as { code?: number }).code).to.equal(5);
     });
   });
 });
