@@ -166,7 +166,7 @@ export abstract class Children extends Signals {
         },
         {
           parent: { namespace: parent.namespace, workflowId: parent.workflowId, runId: parent.runId, initiatedEventId: initiatedId },
-          root: parent.startAttrs.rootWorkflowExecution,
+          root: parent.startAttrs.rootWorkflowExecution ?? { workflowId: parent.workflowId, runId: parent.runId },
         },
       );
       parent.children[initiatedId].runId = exec.runId;

@@ -134,8 +134,9 @@ export abstract class Executions extends UserTimers {
       parentInitiatedEventId: extra.parent?.initiatedEventId,
       taskQueue: { name: req.taskQueue.name, kind: TQ_NORMAL },
       input: req.input,
-      workflowExecutionTimeout: fromMs(execTimeoutMs),
-      workflowRunTimeout: fromMs(runTimeoutMs),
+      // Unset timeouts stay out of the event, as the real server's history builder leaves them.
+      workflowExecutionTimeout: execTimeoutMs > 0 ? fromMs(execTimeoutMs) : undefined,
+      workflowRunTimeout: runTimeoutMs > 0 ? fromMs(runTimeoutMs) : undefined,
       workflowTaskTimeout: fromMs(wtTimeoutMs),
       continuedExecutionRunId: extra.continuedFrom,
       initiator: extra.initiator,
@@ -153,7 +154,8 @@ export abstract class Executions extends UserTimers {
       searchAttributes: req.searchAttributes,
       header: req.header,
       workflowId: req.workflowId,
-      rootWorkflowExecution: extra.root ?? { workflowId: req.workflowId, runId },
+      // Only a child run names its root (the top of its parent chain); a top-level run leaves it out.
+      rootWorkflowExecution: extra.root ?? undefined,
       priority: req.priority,
     };
     this.executions.set(execKey(ns, exec.workflowId, runId), exec);

@@ -94,7 +94,8 @@ export function executionInfo(e: Execution): WorkflowExecutionInfo {
     searchAttributes: { indexedFields: e.searchAttributes },
     taskQueue: e.taskQueue,
     stateTransitionCount: e.nextEventId,
-    rootExecution: e.startAttrs.rootWorkflowExecution,
+    // A top-level run is its own root (WorkflowExecutionInfo.root_execution).
+    rootExecution: e.startAttrs.rootWorkflowExecution ?? { workflowId: e.workflowId, runId: e.runId },
     firstRunId: e.firstRunId,
     executionDuration: e.closeTime !== null ? fromMs(e.closeTime - e.startTime) : undefined,
     // WorkflowExecutionInfo.priority: the run's own Priority (the Web UI shows it on the workflow).

@@ -163,4 +163,48 @@ describe('devserver parity with the real server', function () {
       expect((raw as { code?: number }).code).to.equal(5);
     });
   });
+
+  describe('WorkflowExecutionStarted of a top-level run (history builder: unset fields stay unset)', () => {
+    const startedAttrs = async (workflowId: string) => {
+      const h = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+      return h.history!.events![0].workflowExecutionStartedEventAttributes!;
+    };
+
+    it('leaves out rootWorkflowExecution and the unset timeouts; a child names its root', async () => {
+      const q = uniqueQueue('top');
+      const { workflowId, runId } = await startRaw(q);
+      const a = await startedAttrs(workflowId);
+      expect(a.rootWorkflowExecution ?? null).to.equal(null);
+      expect(a.workflowExecutionTimeout ?? null).to.equal(null);
+      expect(a.workflowRunTimeout ?? null).to.equal(null);
+      expect(Number(a.workflowTaskTimeout?.seconds)).to.equal(10);
+      // Describe still names the run its own root.
+      const d = await svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId } });
+      expect(d.workflowExecutionInfo?.rootExecution).to.deep.include({ workflowId, runId });
+      const timed = await startRaw(q, { workflowRunTimeout: { seconds: 60 as never } });
+      expect(Number((await startedAttrs(timed.workflowId)).workflowRunTimeout?.seconds)).to.equal(60);
+
+      const wt = await svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      const parentId = wt.workflowExecution!.workflowId!;
+      const childId = uniqueQueue('child');
+      await svc.respondWorkflowTaskCompleted({
+        namespace: ns,
+        taskToken: wt.taskToken,
+        identity: 't',
+        commands: [
+          {
+            commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION,
+            startChildWorkflowExecutionCommandAttributes: { workflowId: childId, workflowType: { name: 'raw' }, taskQueue: { name: q } },
+          },
+        ],
+      });
+      let child: Awaited<ReturnType<typeof startedAttrs>> | undefined;
+      for (let i = 0; i < 50 && !child; i++) {
+        child = await startedAttrs(childId).catch(() => undefined);
+        if (!child) await new Promise((r) => setImmediate(r));
+      }
+      expect(child?.rootWorkflowExecution?.workflowId).to.equal(parentId);
+      expect(child?.parentWorkflowExecution?.workflowId).to.equal(parentId);
+    });
+  });
 });
