@@ -14,6 +14,7 @@ import {
   Payload,
   Payloads,
   Priority,
+  UserMetadata,
   WorkflowExecutionStatus,
 } from './protoTypes';
 
@@ -176,6 +177,8 @@ export interface Execution {
   /** First workflow task held back until this time (start delay / retry backoff), epoch ms. */
   firstTaskAt: number | null;
   newRunId?: string;
+  /** The start request's temporal.api.sdk.v1.UserMetadata (static summary and details). */
+  userMetadata?: UserMetadata | null;
   /** Workflow updates of this run by update id (engine/updates.ts). */
   updates?: Record<string, UpdateState>;
   history: HistoryEvent[];

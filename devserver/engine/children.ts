@@ -16,6 +16,7 @@ import {
   SignalExternalWorkflowExecutionFailedCause,
   StartChildWorkflowAttrs,
   StartChildWorkflowExecutionFailedCause,
+  UserMetadata,
   WorkflowExecutionStatus,
 } from '../protoTypes';
 import { Execution, ParentRef, ServiceError, Status } from '../types';
@@ -53,6 +54,7 @@ export abstract class Children extends Signals {
       searchAttributes: a.searchAttributes,
       priority: a.priority,
     };
+    const userMetadata = this.commandUserMetadata;
     const initiated = this.emit(exec, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED, attrs);
     exec.children[initiated] = {
       initiatedEventId: initiated,
@@ -61,7 +63,7 @@ export abstract class Children extends Signals {
       workflowType: a.workflowType?.name ?? '',
       parentClosePolicy: a.parentClosePolicy || ParentClosePolicy.PARENT_CLOSE_POLICY_TERMINATE,
     };
-    this.defer(() => this.startChild(exec, initiated, attrs));
+    this.defer(() => this.startChild(exec, initiated, attrs, userMetadata));
   }
 
   /** SignalExternalWorkflowExecution command: the Initiated event now, delivery after this completion. */
@@ -141,7 +143,7 @@ export abstract class Children extends Signals {
     this.scheduleWorkflowTask(parent);
   }
 
-  protected startChild(parent: Execution, initiatedId: number, attrs: StartChildInitiatedAttrs): void {
+  protected startChild(parent: Execution, initiatedId: number, attrs: StartChildInitiatedAttrs, userMetadata?: UserMetadata | null): void {
     if (parent.status !== Status.Running || !parent.children[initiatedId]) return;
     try {
       const { exec } = this.startWorkflow(
@@ -163,6 +165,8 @@ export abstract class Children extends Signals {
           identity: 'devserver',
           // The child inherits the parent's priority field by field unless it sets its own.
           priority: mergePriority(parent.startAttrs.priority, attrs.priority),
+          // The child's own summary and details (StartChildWorkflowExecution's user metadata).
+          userMetadata,
         },
         {
           parent: { namespace: parent.namespace, workflowId: parent.workflowId, runId: parent.runId, initiatedEventId: initiatedId },

@@ -159,7 +159,9 @@ export abstract class Commands extends Children {
     try {
       for (const cmd of commands) {
         if (exec.status !== Status.Running) break;
+        this.commandUserMetadata = cmd.userMetadata?.summary || cmd.userMetadata?.details ? cmd.userMetadata : null;
         newTask = this.applyCommand(exec, cmd, completedId) || newTask;
+        this.commandUserMetadata = null;
       }
     } catch (err) {
       // Nothing will be returned: activities held for eager dispatch go to their queue.
@@ -167,6 +169,7 @@ export abstract class Commands extends Children {
       throw err;
     } finally {
       this.eagerActivities = null;
+      this.commandUserMetadata = null;
     }
     exec.buffer = held;
     if (exec.status === Status.Running) {

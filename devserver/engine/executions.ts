@@ -160,7 +160,8 @@ export abstract class Executions extends UserTimers {
     };
     this.executions.set(execKey(ns, exec.workflowId, runId), exec);
     this.current.set(wfKey(ns, exec.workflowId), exec);
-    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, exec.startAttrs);
+    if (req.userMetadata?.summary || req.userMetadata?.details) exec.userMetadata = req.userMetadata;
+    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, exec.startAttrs, { userMetadata: exec.userMetadata ?? null });
     if (extra.signal) {
       this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, extra.signal);
     }

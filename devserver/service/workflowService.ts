@@ -193,6 +193,8 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
           workflowExecutionTimeout: e.startAttrs.workflowExecutionTimeout,
           workflowRunTimeout: e.startAttrs.workflowRunTimeout,
           defaultWorkflowTaskTimeout: fromMs(e.workflowTaskTimeoutMs),
+          // WorkflowExecutionConfig.user_metadata: the static summary and details the UI shows.
+          userMetadata: e.userMetadata ?? undefined,
         },
         workflowExecutionInfo: executionInfo(e),
         pendingActivities: Object.values(e.activities).map((a) => ({

@@ -207,4 +207,36 @@ describe('devserver parity with the real server', function () {
       expect(child?.parentWorkflowExecution?.workflowId).to.equal(parentId);
     });
   });
+
+  describe('user metadata (HistoryEvent.user_metadata, WorkflowExecutionConfig.user_metadata)', () => {
+    it("stores a workflow's static summary and details and a timer's summary, and returns them", async () => {
+      const q = uniqueQueue('meta');
+      const workflowId = uniqueQueue('meta-wf');
+      const h = await conn.client.workflow.start('raw', { taskQueue: q, workflowId, staticSummary: 'the summary', staticDetails: 'the **details**' });
+      const d = await h.describe();
+      expect(await d.staticSummary()).to.equal('the summary');
+      expect(await d.staticDetails()).to.equal('the **details**');
+      const wt = await svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      expect(wt.history!.events![0].userMetadata?.summary?.data?.length).to.be.greaterThan(0);
+      const summary = { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('"wait a bit"') };
+      await svc.respondWorkflowTaskCompleted({
+        namespace: ns,
+        taskToken: wt.taskToken,
+        identity: 't',
+        commands: [
+          {
+            commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_START_TIMER,
+            startTimerCommandAttributes: { timerId: '1', startToFireTimeout: { seconds: 3600 as never } },
+            userMetadata: { summary },
+          },
+        ],
+      });
+      const hist = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+      const timer = hist.history!.events!.find((e) => e.eventType === ET.EVENT_TYPE_TIMER_STARTED)!;
+      expect(Buffer.from(timer.userMetadata!.summary!.data!).toString()).to.equal('"wait a bit"');
+      const completed = hist.history!.events!.find((e) => e.eventType === ET.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)!;
+      expect(completed.userMetadata ?? null).to.equal(null);
+      await h.terminate();
+    });
+  });
 });
