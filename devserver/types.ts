@@ -177,6 +177,10 @@ export interface Execution {
   /** First workflow task held back until this time (start delay / retry backoff), epoch ms. */
   firstTaskAt: number | null;
   newRunId?: string;
+  /** WorkerVersionStamp of the last completed workflow task (describe's mostRecentWorkerVersionStamp). */
+  workerStamp?: { buildId?: string | null; useVersioning?: boolean | null } | null;
+  /** The BuildIds search attribute: `unversioned` and `unversioned:<id>` / `versioned:<id>` per stamp seen. */
+  buildIds?: string[];
   /** The start request's temporal.api.sdk.v1.UserMetadata (static summary and details). */
   userMetadata?: UserMetadata | null;
   /** Workflow updates of this run by update id (engine/updates.ts). */

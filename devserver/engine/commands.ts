@@ -99,6 +99,19 @@ function mergePayloadMap(target: Record<string, Payload>, fields: Record<string,
 /** Engine layer applying workflow task completions (see `index.ts`). */
 export abstract class Commands extends Children {
   /**
+   * Keeps the completing worker's version stamp and adds it to the run's BuildIds search attribute
+   * as the real server does (common/worker_versioning `VersionStampToBuildIdSearchAttribute`: an
+   * unversioned worker adds the `unversioned` sentinel and `unversioned:<build id>`).
+   */
+  protected recordBuildId(exec: Execution, stamp: { buildId?: string | null; useVersioning?: boolean | null }): void {
+    exec.workerStamp = { buildId: stamp.buildId ?? '', useVersioning: !!stamp.useVersioning };
+    const ids = (exec.buildIds ??= []);
+    const add = (v: string) => !ids.includes(v) && ids.push(v);
+    if (!stamp.useVersioning) add('unversioned');
+    if (stamp.buildId) add(`${stamp.useVersioning ? 'versioned' : 'unversioned'}:${stamp.buildId}`);
+  }
+
+  /**
    * RespondWorkflowTaskCompleted: writes WorkflowTaskCompleted, one event group per command, then
    * the events held during the task; schedules the next task when new events arrived.
    */
@@ -145,6 +158,7 @@ export abstract class Commands extends Children {
       workerVersion: req.workerVersionStamp,
     });
     exec.lastCompletedStartedEventId = wt.startedEventId;
+    if (req.workerVersionStamp) this.recordBuildId(exec, req.workerVersionStamp);
     if (req.stickyAttributes?.workerTaskQueue?.name) {
       exec.sticky = {
         queue: req.stickyAttributes.workerTaskQueue.name,

@@ -107,7 +107,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
           activityFailureIncludeHeartbeat: true,
           supportsSchedules: true,
           encodedFailureAttributes: true,
-          buildIdBasedVersioning: false,
+          buildIdBasedVersioning: true,
           upsertMemo: true,
           eagerWorkflowStart: false,
           sdkMetadata: true,

@@ -10,7 +10,7 @@ import { NamespaceNotFoundError } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { startDevServer, DevServer } from '../../devserver';
 import { connect, uniqueQueue, withWorker } from './helpers';
-import { addUpdate, updatable, stopSignal } from './workflows';
+import { addUpdate, buildIdProbe, updatable, stopSignal } from './workflows';
 
 type Svc = Client['workflowService'];
 const ET = temporal.api.enums.v1.EventType;
@@ -237,6 +237,24 @@ describe('devserver parity with the real server', function () {
       const completed = hist.history!.events!.find((e) => e.eventType === ET.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)!;
       expect(completed.userMetadata ?? null).to.equal(null);
       await h.terminate();
+    });
+  });
+
+  describe('build ids (GetSystemInfo buildIdBasedVersioning; common/worker_versioning BuildIds values)', () => {
+    it("records the worker's build id: workflowInfo().currentBuildId, WorkflowTaskCompleted, describe and the BuildIds attribute", async () => {
+      const q = uniqueQueue('build-id');
+      const workflowId = uniqueQueue('build-id');
+      const seen = await withWorker(conn.native, q, async () => conn.client.workflow.execute(buildIdProbe, { taskQueue: q, workflowId }), { buildId: '1.0' });
+      expect(seen).to.deep.equal(['1.0', '1.0']);
+      const h = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+      const completed = h.history!.events!.filter((e) => e.eventType === ET.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+      expect(completed.map((e) => e.workflowTaskCompletedEventAttributes!.workerVersion?.buildId)).to.deep.equal(['1.0', '1.0']);
+      const d = await svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId } });
+      expect(d.workflowExecutionInfo!.mostRecentWorkerVersionStamp?.buildId).to.equal('1.0');
+      const list = await svc.listWorkflowExecutions({ namespace: ns, query: `BuildIds = 'unversioned:1.0' AND WorkflowId = '${workflowId}'` });
+      expect(list.executions).to.have.length(1);
+      const ids = JSON.parse(Buffer.from(list.executions![0].searchAttributes!.indexedFields!.BuildIds.data!).toString());
+      expect(ids).to.deep.equal(['unversioned', 'unversioned:1.0']);
     });
   });
 });

@@ -324,3 +324,10 @@ export async function priorityParent(): Promise<unknown[]> {
   const overridden = await executeChild(ownPriority, { args: [], priority: { priorityKey: 5 } });
   return [inherited, overridden];
 }
+
+/** workflowInfo().currentBuildId before and after a workflow task boundary. */
+export async function buildIdProbe(): Promise<string[]> {
+  const first = workflowInfo().currentBuildId ?? '';
+  await sleep(1);
+  return [first, workflowInfo().currentBuildId ?? ''];
+}
