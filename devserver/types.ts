@@ -213,6 +213,8 @@ export interface NamespaceState {
   ownerEmail: string;
   retentionMs: number;
   data: Record<string, string>;
+  /** Registered custom search attributes: name → temporal.api.enums.v1.IndexedValueType. */
+  searchAttributes?: Record<string, number>;
 }
 
 /** gRPC-status-carrying error thrown by the engine; the service layer maps it to a status. */

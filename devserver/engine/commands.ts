@@ -22,6 +22,7 @@ import { decodeToken, DEFAULT_STICKY_SCHEDULE_TO_START_MS } from './state';
 import { Children } from './children';
 import { validateCronSchedule } from '../cron';
 import { priorityError } from '../queues';
+import { applyTypeMap } from '../searchAttributes';
 
 /** Commands that close the workflow run. */
 const CLOSE_COMMANDS = new Set<CommandType | null | undefined>([
@@ -270,6 +271,7 @@ export abstract class Commands extends Children {
         return false;
       case CommandType.COMMAND_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES: {
         const sa = cmd.upsertWorkflowSearchAttributesCommandAttributes?.searchAttributes ?? {};
+        applyTypeMap(this.namespace(exec.namespace), sa.indexedFields);
         this.emit(exec, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES, { workflowTaskCompletedEventId: completedId, searchAttributes: sa });
         mergePayloadMap(exec.searchAttributes, sa.indexedFields);
         return false;

@@ -25,6 +25,7 @@ import { normalizeRetryPolicy, retryDecision, retryPolicyProto } from './retry';
 import { UserTimers } from './timers';
 import { cronBackoffMs, validateCronSchedule } from '../cron';
 import { priorityError } from '../queues';
+import { applyTypeMap } from '../searchAttributes';
 
 /** ALREADY_EXISTS with WorkflowExecutionAlreadyStartedFailure details, as the real frontend answers. */
 function alreadyStarted(prev: Execution, workflowId: string): ServiceError {
@@ -47,7 +48,8 @@ export abstract class Executions extends UserTimers {
    */
   startWorkflow(req: StartWorkflowExecutionRequest, extra: StartExtra = {}): { exec: Execution; started: boolean } {
     const ns = req.namespace || 'default';
-    this.namespace(ns);
+    // Registered search attributes get their type on the way in (devserver/searchAttributes.ts).
+    applyTypeMap(this.namespace(ns), req.searchAttributes?.indexedFields);
     if (!req.workflowId) throw new ServiceError(Code.INVALID_ARGUMENT, 'WorkflowId is not set on request.');
     if (!req.workflowType?.name) throw new ServiceError(Code.INVALID_ARGUMENT, 'WorkflowType is not set on request.');
     if (!req.taskQueue?.name) throw new ServiceError(Code.INVALID_ARGUMENT, 'TaskQueue is not set on request.');

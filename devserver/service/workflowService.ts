@@ -24,35 +24,22 @@ import { Handlers, onCancelOf, pageToken } from './common';
 import { countExecutions } from './count';
 import { PollerRegistry } from './pollers';
 import { executionInfo, listExecutions } from './visibility';
+import { customAttributes, SYSTEM_ATTRIBUTES } from '../searchAttributes';
 import { updateHandlers } from './updates';
 import { scheduleHandlers } from './schedules';
 
 import ws = temporal.api.workflowservice.v1;
 
 /** temporal.api.enums.v1.IndexedValueType by the `type` metadata name of a search attribute payload. */
-const INDEXED_VALUE_TYPES: Record<string, number> = {
-  Text: IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
-  Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-  Int: IndexedValueType.INDEXED_VALUE_TYPE_INT,
-  Double: IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
-  Bool: IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
-  Datetime: IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
-  KeywordList: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-};
 
 /** Server version reported by GetSystemInfo. */
 export const SERVER_VERSION = '1.27.0-acp-devserver';
 
-/** Custom search attributes some execution carries, typed by their payload's `type` metadata (Keyword when absent). */
+/** Custom search attributes of the default namespace: registered ones and those some run carries (GetSearchAttributes). */
 export function searchAttributeKeys(engine: Engine): Record<string, number> {
-  const keys: Record<string, number> = {};
-  for (const e of engine.allExecutions()) {
-    for (const [k, p] of Object.entries(e.searchAttributes)) {
-      const t = p?.metadata?.type ? Buffer.from(p.metadata.type).toString('utf8') : 'Keyword';
-      keys[k] = INDEXED_VALUE_TYPES[t] ?? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
-    }
-  }
-  return keys;
+  const ns = engine.namespace('default');
+  const seen = [...engine.allExecutions()].filter((e) => e.namespace === ns.name).map((e) => e.searchAttributes);
+  return { ...SYSTEM_ATTRIBUTES, ...customAttributes(ns, seen) };
 }
 
 /** A unary method that runs `fn` and answers the empty response (the Respond… calls return nothing). */
