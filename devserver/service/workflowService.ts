@@ -27,6 +27,7 @@ import { executionInfo, listExecutions } from './visibility';
 import { customAttributes, SYSTEM_ATTRIBUTES } from '../searchAttributes';
 import { updateHandlers } from './updates';
 import { scheduleHandlers } from './schedules';
+import { multiOperationHandlers } from './multiOperation';
 
 import ws = temporal.api.workflowservice.v1;
 
@@ -85,6 +86,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
   return {
     ...updateHandlers(engine),
     ...scheduleHandlers(engine),
+    ...multiOperationHandlers(engine),
     async GetSystemInfo() {
       return {
         serverVersion: SERVER_VERSION,

@@ -5,8 +5,8 @@
  * top-level run.
  */
 import { expect } from 'chai';
-import { ActivityNotFoundError, Client } from '@temporalio/client';
-import { NamespaceNotFoundError } from '@temporalio/common';
+import { ActivityNotFoundError, Client, WithStartWorkflowOperation } from '@temporalio/client';
+import { NamespaceNotFoundError, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { startDevServer, DevServer } from '../../devserver';
 import { connect, uniqueQueue, withWorker } from './helpers';
@@ -255,6 +255,63 @@ describe('devserver parity with the real server', function () {
       expect(list.executions).to.have.length(1);
       const ids = JSON.parse(Buffer.from(list.executions![0].searchAttributes!.indexedFields!.BuildIds.data!).toString());
       expect(ids).to.deep.equal(['unversioned', 'unversioned:1.0']);
+    });
+  });
+
+  describe('update-with-start (ExecuteMultiOperation; go.temporal.io/api serviceerror.MultiOperationExecution)', () => {
+    it('starts the workflow and returns the update outcome in one call, then with USE_EXISTING updates the running run', async () => {
+      const q = uniqueQueue('uws');
+      const workflowId = uniqueQueue('uws');
+      const op = () => new WithStartWorkflowOperation(updatable, { workflowId, taskQueue: q, workflowIdConflictPolicy: 'USE_EXISTING' });
+      const result = await withWorker(conn.native, q, async () => {
+        const first = op();
+        const a = await conn.client.workflow.executeUpdateWithStart(addUpdate, { args: [2], startWorkflowOperation: first });
+        const h1 = await first.workflowHandle();
+        const second = op();
+        const b = await conn.client.workflow.executeUpdateWithStart(addUpdate, { args: [3], startWorkflowOperation: second });
+        const h2 = await second.workflowHandle();
+        expect((await h2.describe()).runId).to.equal((await h1.describe()).runId);
+        await h1.signal(stopSignal);
+        return [a, b, await h1.result()];
+      });
+      expect(result).to.deep.equal([2, 5, 5]);
+    });
+
+    it('with FAIL refuses a running workflow: WorkflowExecutionAlreadyStartedError, the update aborted', async () => {
+      const q = uniqueQueue('uws-fail');
+      const workflowId = uniqueQueue('uws-fail');
+      await conn.client.workflow.start(updatable, { workflowId, taskQueue: q });
+      const err = await conn.client.workflow
+        .executeUpdateWithStart(addUpdate, {
+          args: [1],
+          startWorkflowOperation: new WithStartWorkflowOperation(updatable, { workflowId, taskQueue: q, workflowIdConflictPolicy: 'FAIL' }),
+        })
+        .catch((e: Error) => e);
+      expect(err).to.be.instanceOf(WorkflowExecutionAlreadyStartedError);
+      const raw = await svc
+        .executeMultiOperation({
+          namespace: ns,
+          operations: [
+            { startWorkflow: { workflowId, workflowType: { name: 'updatable' }, taskQueue: { name: q }, requestId: uniqueQueue('r'), workflowIdConflictPolicy: 1 } },
+            { updateWorkflow: { workflowExecution: { workflowId }, request: { meta: { updateId: 'u1' }, input: { name: 'add' } } } },
+          ],
+        })
+        .catch((e: Error & { code?: number }) => e);
+      expect((raw as { code?: number }).code).to.equal(6); // ALREADY_EXISTS, the start's own code
+      await conn.client.workflow.getHandle(workflowId).terminate();
+    });
+
+    it('refuses an update-with-start without a conflict policy (INVALID_ARGUMENT)', async () => {
+      const err = await svc
+        .executeMultiOperation({
+          namespace: ns,
+          operations: [
+            { startWorkflow: { workflowId: 'x', workflowType: { name: 'raw' }, taskQueue: { name: 'q' } } },
+            { updateWorkflow: { workflowExecution: { workflowId: 'x' }, request: { meta: { updateId: 'u' }, input: { name: 'add' } } } },
+          ],
+        })
+        .catch((e: Error & { code?: number }) => e);
+      expect((err as { code?: number }).code).to.equal(3);
     });
   });
 });
