@@ -95,6 +95,10 @@ export interface ActivityState {
   requestId?: string;
   /** The command's temporal.api.common.v1.Priority (unmerged; dispatch inherits from the run). */
   priority?: Priority | null;
+  /** PauseActivity: not dispatched nor retried until unpaused (epoch ms of the pause). */
+  pausedAt?: number;
+  /** ResetActivity on a started attempt: the next attempt is attempt 1, at once. */
+  resetPending?: boolean;
 }
 
 /** RetryPolicy with durations in ms (0 = unset/unlimited). */

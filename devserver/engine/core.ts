@@ -231,7 +231,7 @@ export abstract class EngineCore {
 
   protected actEntryValid(e: ActEntry): boolean {
     const a = e.exec.activities[e.scheduledEventId];
-    return e.exec.status === Status.Running && !!a && a.state === 'scheduled' && a.attempt === e.attempt;
+    return e.exec.status === Status.Running && !!a && a.state === 'scheduled' && a.attempt === e.attempt && a.pausedAt === undefined;
   }
 
   /**

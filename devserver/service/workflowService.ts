@@ -200,6 +200,8 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
           attempt: a.attempt,
           maximumAttempts: a.retryPolicy.maximumAttempts,
           priority: a.priority ?? undefined,
+          paused: a.pausedAt !== undefined,
+          pauseInfo: a.pausedAt !== undefined ? { pauseTime: fromMs(a.pausedAt), manual: {} } : undefined,
           // As the real server's describe: a started attempt has its start time and no scheduled time
           // (the Web UI shows a scheduled time as "Next Retry"); one waiting to start or to retry has
           // the time it is (to be) scheduled.
@@ -275,6 +277,21 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
     async PollActivityTaskQueue(req: Plain<ws.IPollActivityTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
       pollers.record(nsOf(req), req.taskQueue?.name ?? '', 2, req.identity ?? '');
       return engine.pollActivityTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', workerInstanceKey: req.workerInstanceKey ?? undefined, ...onCancelOf(call) });
+    },
+    // Activity pause / unpause / reset (the Web UI's buttons; the real server's activity operations).
+    async PauseActivity(req: Plain<ws.IPauseActivityRequest>) {
+      engine.pauseActivity(engine.getExecution(nsOf(req), req.execution?.workflowId, req.execution?.runId), req);
+      return {};
+    },
+    async UnpauseActivity(req: Plain<ws.IUnpauseActivityRequest>) {
+      const exec = engine.getExecution(nsOf(req), req.execution?.workflowId, req.execution?.runId);
+      engine.unpauseActivity(exec, { id: req.id, type: req.type, all: req.unpauseAll }, req);
+      return {};
+    },
+    async ResetActivity(req: Plain<ws.IResetActivityRequest>) {
+      const exec = engine.getExecution(nsOf(req), req.execution?.workflowId, req.execution?.runId);
+      engine.resetActivity(exec, { id: req.id, type: req.type, all: req.matchAll }, req);
+      return {};
     },
     async RecordActivityTaskHeartbeat(req: Plain<ws.IRecordActivityTaskHeartbeatRequest>) {
       return engine.heartbeatActivity(req, false);

@@ -314,4 +314,50 @@ describe('devserver parity with the real server', function () {
       expect((err as { code?: number }).code).to.equal(3);
     });
   });
+
+  describe('activity pause, unpause and reset (WorkflowService PauseActivity / UnpauseActivity / ResetActivity)', () => {
+    it('keeps a paused activity from retrying until unpaused, then dispatches at once; reset restarts at attempt 1', async () => {
+      const q = uniqueQueue('pause');
+      const { workflowId } = await startRaw(q);
+      const wt = await svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      await svc.respondWorkflowTaskCompleted({
+        namespace: ns,
+        taskToken: wt.taskToken,
+        identity: 't',
+        commands: [
+          {
+            commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK,
+            scheduleActivityTaskCommandAttributes: {
+              activityId: 'a1',
+              activityType: { name: 'flaky' },
+              taskQueue: { name: q },
+              startToCloseTimeout: { seconds: 60 as never },
+              // A one-hour backoff: a retry within the test can only come from unpause or reset.
+              retryPolicy: { initialInterval: { seconds: 3600 as never }, backoffCoefficient: 1 },
+            },
+          },
+        ],
+      });
+      const execution = { workflowId };
+      const pollAct = () => svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      const first = await pollAct();
+      expect(first.attempt).to.equal(1);
+      await svc.pauseActivity({ namespace: ns, execution, id: 'a1', identity: 't', reason: 'test' });
+      const hb = await svc.recordActivityTaskHeartbeat({ namespace: ns, taskToken: first.taskToken });
+      expect(hb.activityPaused).to.equal(true);
+      await svc.respondActivityTaskFailed({ namespace: ns, taskToken: first.taskToken, failure: { message: 'boom', applicationFailureInfo: {} } });
+      const paused = await svc.describeWorkflowExecution({ namespace: ns, execution });
+      expect(paused.pendingActivities![0].paused).to.equal(true);
+      await svc.unpauseActivity({ namespace: ns, execution, id: 'a1', identity: 't' });
+      const second = await pollAct();
+      expect(second.attempt).to.equal(2);
+      await svc.respondActivityTaskFailed({ namespace: ns, taskToken: second.taskToken, failure: { message: 'boom', applicationFailureInfo: {} } });
+      await svc.resetActivity({ namespace: ns, execution, id: 'a1', identity: 't' });
+      const third = await pollAct();
+      expect(third.attempt).to.equal(1);
+      const missing = await svc.pauseActivity({ namespace: ns, execution, id: 'nope', identity: 't' }).catch((e: { code?: number }) => e);
+      expect((missing as { code?: number }).code).to.equal(5);
+      await conn.client.workflow.getHandle(workflowId).terminate();
+    });
+  });
 });
