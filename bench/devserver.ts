@@ -5,7 +5,8 @@
  * process; a last run puts the server in a child process to split CPU per workflow between the
  * server and the SDK worker + client. `--db <url>` (or DATABASE_URL) benchmarks with Postgres
  * write-through instead of memory; `--proto-only` runs only the protocol-level (server capacity)
- * part, `--sdk-only` only the SDK part.
+ * part, `--sdk-only` only the SDK part, `--split-only` only the out-of-process CPU split (the dev
+ * server's own CPU per completed workflow).
  */
 import { spawn } from 'node:child_process';
 import os from 'node:os';
@@ -60,6 +61,7 @@ async function protocolLevel(client: Client, taskQueue: string, starters: number
   let left = total;
   let n = 0;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   await Promise.all(
     Array.from({ length: starters }, async () => {
       while (left-- > 0) {
@@ -72,6 +74,7 @@ async function protocolLevel(client: Client, taskQueue: string, starters: number
     }),
   );
   const secs = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   stop = true;
   // Wake the idle long-polls so the loops end.
   for (let i = 0; i < 8; i++) await client.workflow.start('protocolLevel', { taskQueue, workflowId: `proto-${taskQueue}-wake-${i}` });
@@ -79,7 +82,8 @@ async function protocolLevel(client: Client, taskQueue: string, starters: number
   void pollers;
   return (
     `protocol-level worker, starters=${String(starters).padStart(3)}  workflows=${lat.length}  ${(lat.length / secs).toFixed(0).padStart(5)} completed/s  ` +
-    `p50=${pct(lat, 50).toFixed(1)}ms  p99=${pct(lat, 99).toFixed(1)}ms`
+    `p50=${pct(lat, 50).toFixed(1)}ms  p99=${pct(lat, 99).toFixed(1)}ms  ` +
+    `cpu=${((cpu.user + cpu.system) / 1000 / lat.length).toFixed(2)}ms/workflow (server + raw worker + client, one process)`
   );
 }
 
@@ -176,6 +180,15 @@ async function main(): Promise<void> {
   const taskQueue = `bench-${Date.now()}`;
   let seq = 0;
   const report: string[] = [];
+  if (process.argv.includes('--split-only')) {
+    // Only the out-of-process split: the dev server's own CPU per completed workflow.
+    const line = await cpuAttribution(workflowBundle, 100, 2000);
+    process.stdout.write(line + '\n');
+    await connection.close();
+    await native.close();
+    await server.stop();
+    return;
+  }
   for (const [starters, total] of process.argv.includes('--sdk-only')
     ? []
     : ([

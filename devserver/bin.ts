@@ -2,14 +2,15 @@
  * Dev server CLI.
  *
  *   tsx devserver/bin.ts [--port 7233] [--http-port 7243] [--metrics-port 9466] [--host 127.0.0.1] [--db <postgres-url>] [--namespace <ns>]
- *                        [--log-level debug|info|warn|error] [--time-skipping]
- *   tsx devserver/bin.ts <port> [extra args ignored]
+ *                        [--log-level debug|info|warn|error] [--time-skipping] [--search-attribute KEY=Type …]
+ *   tsx devserver/bin.ts <port> [--search-attribute KEY=Type …] [other args ignored]
  *
  * The second (bare port) form is how @temporalio/testing starts a test server from an
  * `existing-path` executable (see devserver/bin/temporal-test-server): in-memory, time skipping
  * on and initially locked, and the process exits when its parent process dies.
  */
 import { startDevServer } from './index';
+import { parseSearchAttributeFlag } from './searchAttributes';
 import type { LogFn } from './engine';
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
@@ -27,18 +28,24 @@ interface CliOptions {
   httpPort?: number;
   /** Port of the Prometheus `/metrics` (`--metrics-port`, as `temporal server start-dev`); unset = none. */
   metricsPort?: number;
+  /** Custom search attributes registered at start (`--search-attribute KEY=Type`, repeatable). */
+  searchAttributes: Record<string, number>;
 }
 
 /** Parses argv (without node and script). Unknown flags are ignored, as the test server must. */
 export function parseArgs(argv: string[]): CliOptions {
-  const o: CliOptions = { port: 7233, host: '127.0.0.1', level: 'info', timeSkipping: false, testServer: false };
-  if (argv[0] && /^\d+$/.test(argv[0])) {
-    return { ...o, port: Number(argv[0]), timeSkipping: true, testServer: true, level: 'warn' };
-  }
-  for (let i = 0; i < argv.length; i++) {
+  const o: CliOptions = { port: 7233, host: '127.0.0.1', level: 'info', timeSkipping: false, testServer: false, searchAttributes: {} };
+  const testServer = !!argv[0] && /^\d+$/.test(argv[0]);
+  if (testServer) Object.assign(o, { port: Number(argv[0]), timeSkipping: true, testServer: true, level: 'warn' });
+  for (let i = testServer ? 1 : 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => argv[++i];
-    if (a === '--port') o.port = Number(next());
+    // Both forms register search attributes, as `temporal server start-dev --search-attribute` does.
+    if (a === '--search-attribute') {
+      const [name, type] = parseSearchAttributeFlag(next() ?? '');
+      o.searchAttributes[name] = type;
+    } else if (testServer) continue; // the test-server form ignores its other arguments
+    else if (a === '--port') o.port = Number(next());
     else if (a === '--host' || a === '--ip') o.host = next();
     else if (a === '--db' || a === '--database-url') o.databaseUrl = next();
     else if (a === '--namespace') o.namespace = next();
@@ -70,6 +77,7 @@ async function main(): Promise<void> {
     log,
     httpPort: o.httpPort,
     metricsPort: o.metricsPort,
+    searchAttributes: o.searchAttributes,
   });
   if (!o.testServer) process.stdout.write(`Temporal dev server listening on ${server.address}${server.httpUrl ? `, HTTP API on ${server.httpUrl}/api/v1` : ''}${server.metricsUrl ? `, metrics on ${server.metricsUrl}` : ''}\n`);
   let stopping = false;

@@ -11,6 +11,7 @@ import { buildImplementation, NO_COMMIT_WAIT, operatorServiceHandlers, testServi
 import { PgStore } from './store';
 import { schedulerOf } from './schedules';
 import { serveDevServerMetrics } from './metrics';
+import { addSearchAttributes } from './searchAttributes';
 
 export type { LogFn } from './engine';
 
@@ -37,6 +38,11 @@ export interface DevServerOptions {
   httpPort?: number;
   /** Port of the dev server's Prometheus `/metrics` (devserver/metrics.ts); 0 = a free port; omitted = none. */
   metricsPort?: number;
+  /**
+   * Custom search attributes registered in every namespace created at start, name → IndexedValueType
+   * (as `temporal server start-dev --search-attribute KEY=Type`).
+   */
+  searchAttributes?: Record<string, number>;
 }
 
 /** A running dev server. */
@@ -80,6 +86,12 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   engine.sink = store;
   engine.ensureNamespace('default');
   if (opts.namespace) engine.ensureNamespace(opts.namespace);
+  if (opts.searchAttributes) {
+    for (const ns of [engine.namespace('default'), ...(opts.namespace ? [engine.namespace(opts.namespace)] : [])]) {
+      addSearchAttributes(ns, opts.searchAttributes);
+      engine.sink?.markNamespaceDirty(ns);
+    }
+  }
   for (const e of loaded?.executions ?? []) engine.restore(e);
   const scheduler = schedulerOf(engine);
   scheduler.sink = store;

@@ -93,6 +93,10 @@ export type Payload = Plain<common.IPayload>;
 export type Payloads = Plain<common.IPayloads>;
 /** temporal.api.common.v1.Header. */
 export type Header = Plain<common.IHeader>;
+/** temporal.api.sdk.v1.UserMetadata (a workflow's, timer's, activity's or child's summary and details). */
+export type UserMetadata = Plain<temporal.api.sdk.v1.IUserMetadata>;
+/** temporal.api.common.v1.Priority (priority key, fairness key and weight). */
+export type Priority = Plain<common.IPriority>;
 /** temporal.api.common.v1.RetryPolicy. */
 export type RetryPolicy = Plain<common.IRetryPolicy>;
 /** temporal.api.common.v1.WorkflowExecution. */

@@ -413,6 +413,8 @@ export class Scheduler {
         retryPolicy: a.retryPolicy,
         memo: a.memo,
         header: a.header,
+        priority: a.priority,
+        userMetadata: a.userMetadata,
         searchAttributes: { indexedFields: sa },
         identity: `temporal-scheduler-${s.scheduleId}`,
         requestId: `${s.namespace}/${s.scheduleId}/${nominalMs}/${manual ? actualMs : 0}`,

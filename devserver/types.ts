@@ -13,6 +13,8 @@ import {
   ParentClosePolicy,
   Payload,
   Payloads,
+  Priority,
+  UserMetadata,
   WorkflowExecutionStatus,
 } from './protoTypes';
 
@@ -91,6 +93,12 @@ export interface ActivityState {
   cancelRequestedEventId?: number;
   identity?: string;
   requestId?: string;
+  /** The command's temporal.api.common.v1.Priority (unmerged; dispatch inherits from the run). */
+  priority?: Priority | null;
+  /** PauseActivity: not dispatched nor retried until unpaused (epoch ms of the pause). */
+  pausedAt?: number;
+  /** ResetActivity on a started attempt: the next attempt is attempt 1, at once. */
+  resetPending?: boolean;
 }
 
 /** RetryPolicy with durations in ms (0 = unset/unlimited). */
@@ -173,6 +181,12 @@ export interface Execution {
   /** First workflow task held back until this time (start delay / retry backoff), epoch ms. */
   firstTaskAt: number | null;
   newRunId?: string;
+  /** WorkerVersionStamp of the last completed workflow task (describe's mostRecentWorkerVersionStamp). */
+  workerStamp?: { buildId?: string | null; useVersioning?: boolean | null } | null;
+  /** The BuildIds search attribute: `unversioned` and `unversioned:<id>` / `versioned:<id>` per stamp seen. */
+  buildIds?: string[];
+  /** The start request's temporal.api.sdk.v1.UserMetadata (static summary and details). */
+  userMetadata?: UserMetadata | null;
   /** Workflow updates of this run by update id (engine/updates.ts). */
   updates?: Record<string, UpdateState>;
   history: HistoryEvent[];
@@ -203,6 +217,8 @@ export interface NamespaceState {
   ownerEmail: string;
   retentionMs: number;
   data: Record<string, string>;
+  /** Registered custom search attributes: name → temporal.api.enums.v1.IndexedValueType. */
+  searchAttributes?: Record<string, number>;
 }
 
 /** gRPC-status-carrying error thrown by the engine; the service layer maps it to a status. */

@@ -110,6 +110,7 @@ export abstract class Activities extends WorkflowTasks {
       scheduledTime: now,
       attemptScheduledTime: now,
       cancelRequested: false,
+      priority: a.priority,
     };
     exec.activities[id] = act;
     this.armActivity(exec, act);
@@ -178,7 +179,8 @@ export abstract class Activities extends WorkflowTasks {
         if (cur !== act || act.state !== 'backoff' || act.attempt !== attempt) return;
         act.state = 'scheduled';
         this.armActivity(exec, act);
-        this.actList(exec.namespace, act.taskQueue).add({ exec, scheduledEventId: act.scheduledEventId, attempt });
+        // A paused activity waits for UnpauseActivity instead of its retry.
+        if (act.pausedAt === undefined) this.actList(exec.namespace, act.taskQueue).add({ exec, scheduledEventId: act.scheduledEventId, attempt });
         this.dirty(exec);
       });
     }
@@ -252,10 +254,15 @@ export abstract class Activities extends WorkflowTasks {
     }
     const t = decodeToken(req.taskToken);
     if (t.k !== 'a') throw new ServiceError(Code.INVALID_ARGUMENT, 'not an activity task token');
-    const exec = this.executions.get(execKey(t.n, t.w, t.r));
+    const ns = t.nid ? this.namespaceById(t.nid).name : t.n;
+    const exec = this.executions.get(execKey(ns, t.w, t.r));
     const act = exec?.activities[t.s];
     if (!exec || !act || exec.status !== Status.Running || act.attempt !== t.a || act.state !== 'started') {
-      throw new ServiceError(Code.NOT_FOUND, 'invalid activityID or activity already timed out or invoking workflow is completed');
+      // The real server's ErrActivityTaskNotFound (service/history/consts).
+      throw new ServiceError(Code.NOT_FOUND, 'invalid activityID or activity already timed out or invoking workflow is completed', {
+        typeName: 'temporal.api.errordetails.v1.NotFoundFailure',
+        value: { currentCluster: 'active', activeCluster: 'active' },
+      });
     }
     return { exec, act };
   }
@@ -277,7 +284,68 @@ export abstract class Activities extends WorkflowTasks {
     act.lastHeartbeatTime = this.clock.now();
     this.armHeartbeat(exec, act);
     this.dirty(exec);
-    return { cancelRequested: act.cancelRequested };
+    return { cancelRequested: act.cancelRequested, activityPaused: act.pausedAt !== undefined, activityReset: !!act.resetPending };
+  }
+
+  /** Pending activities of a run selected by activity id or type (`all` for every one). */
+  private selectActivities(exec: Execution, sel: { id?: string | null; type?: string | null; all?: boolean | null }): ActivityState[] {
+    if (exec.status !== Status.Running) throw new ServiceError(Code.NOT_FOUND, 'workflow execution already completed');
+    const acts = Object.values(exec.activities).filter((a) => sel.all || (sel.id ? a.activityId === sel.id : !!sel.type && a.activityType === sel.type));
+    if (!acts.length) throw new ServiceError(Code.NOT_FOUND, `activity not found: ${sel.id || sel.type || ''}`);
+    return acts;
+  }
+
+  /** Dispatches a not-started attempt now (after unpause or reset), on a fresh queue entry. */
+  private dispatchNow(exec: Execution, act: ActivityState): void {
+    if (act.state === 'started') return;
+    act.state = 'scheduled';
+    act.attemptScheduledTime = this.clock.now();
+    this.armActivity(exec, act);
+    if (act.pausedAt === undefined) this.actList(exec.namespace, act.taskQueue).add({ exec, scheduledEventId: act.scheduledEventId, attempt: act.attempt });
+  }
+
+  /**
+   * PauseActivity (the real server's activity pause): a pending activity is no longer dispatched
+   * nor retried; a running attempt runs on and its heartbeats answer `activityPaused`.
+   * @throws ServiceError NOT_FOUND when no pending activity matches.
+   */
+  pauseActivity(exec: Execution, sel: { id?: string | null; type?: string | null }): void {
+    for (const act of this.selectActivities(exec, sel)) act.pausedAt ??= this.clock.now();
+    this.dirty(exec);
+  }
+
+  /**
+   * UnpauseActivity: a paused activity waiting to start or to retry is dispatched at once,
+   * optionally with its attempts (`resetAttempts`) and heartbeat details (`resetHeartbeat`) reset.
+   */
+  unpauseActivity(exec: Execution, sel: { id?: string | null; type?: string | null; all?: boolean | null }, opts: { resetAttempts?: boolean | null; resetHeartbeat?: boolean | null }): void {
+    for (const act of this.selectActivities(exec, sel)) {
+      if (act.pausedAt === undefined) continue;
+      act.pausedAt = undefined;
+      if (opts.resetAttempts && act.state !== 'started') act.attempt = 1;
+      if (opts.resetHeartbeat) act.heartbeatDetails = null;
+      this.dispatchNow(exec, act);
+    }
+    this.dirty(exec);
+  }
+
+  /**
+   * ResetActivity: attempt 1 at once for an activity waiting to start or to retry; a running
+   * attempt runs on (its heartbeats answer `activityReset`) and, if it fails, is followed by
+   * attempt 1 at once. `keepPaused` leaves a paused activity paused; otherwise reset unpauses it.
+   */
+  resetActivity(exec: Execution, sel: { id?: string | null; type?: string | null; all?: boolean | null }, opts: { keepPaused?: boolean | null; resetHeartbeat?: boolean | null }): void {
+    for (const act of this.selectActivities(exec, sel)) {
+      if (!opts.keepPaused) act.pausedAt = undefined;
+      if (opts.resetHeartbeat) act.heartbeatDetails = null;
+      if (act.state === 'started') {
+        act.resetPending = true;
+        continue;
+      }
+      act.attempt = 1;
+      this.dispatchNow(exec, act);
+    }
+    this.dirty(exec);
   }
 
   /** RespondActivityTaskCompleted(ById). */
@@ -310,10 +378,11 @@ export abstract class Activities extends WorkflowTasks {
       : retryDecision(act.retryPolicy, act.attempt, failure, now, deadline);
     if ('backoffMs' in d) {
       act.lastFailure = failure;
-      act.attempt++;
+      act.attempt = act.resetPending ? 1 : act.attempt + 1;
       act.state = 'backoff';
       act.startedTime = undefined;
-      act.attemptScheduledTime = now + d.backoffMs;
+      act.attemptScheduledTime = act.resetPending ? now : now + d.backoffMs;
+      act.resetPending = undefined;
       this.armActivity(exec, act);
       this.dirty(exec);
       return;

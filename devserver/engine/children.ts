@@ -16,11 +16,13 @@ import {
   SignalExternalWorkflowExecutionFailedCause,
   StartChildWorkflowAttrs,
   StartChildWorkflowExecutionFailedCause,
+  UserMetadata,
   WorkflowExecutionStatus,
 } from '../protoTypes';
 import { Execution, ParentRef, ServiceError, Status } from '../types';
 import { CloseOutcome, DEFAULT_WORKFLOW_TASK_TIMEOUT_MS, execKey, TQ_NORMAL, wfKey } from './state';
 import { Signals } from './signals';
+import { mergePriority } from '../queues';
 
 type StartChildInitiatedAttrs = EventAttrs<typeof EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED>;
 
@@ -50,7 +52,9 @@ export abstract class Children extends Signals {
       header: a.header,
       memo: a.memo,
       searchAttributes: a.searchAttributes,
+      priority: a.priority,
     };
+    const userMetadata = this.commandUserMetadata;
     const initiated = this.emit(exec, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED, attrs);
     exec.children[initiated] = {
       initiatedEventId: initiated,
@@ -59,7 +63,7 @@ export abstract class Children extends Signals {
       workflowType: a.workflowType?.name ?? '',
       parentClosePolicy: a.parentClosePolicy || ParentClosePolicy.PARENT_CLOSE_POLICY_TERMINATE,
     };
-    this.defer(() => this.startChild(exec, initiated, attrs));
+    this.defer(() => this.startChild(exec, initiated, attrs, userMetadata));
   }
 
   /** SignalExternalWorkflowExecution command: the Initiated event now, delivery after this completion. */
@@ -139,7 +143,7 @@ export abstract class Children extends Signals {
     this.scheduleWorkflowTask(parent);
   }
 
-  protected startChild(parent: Execution, initiatedId: number, attrs: StartChildInitiatedAttrs): void {
+  protected startChild(parent: Execution, initiatedId: number, attrs: StartChildInitiatedAttrs, userMetadata?: UserMetadata | null): void {
     if (parent.status !== Status.Running || !parent.children[initiatedId]) return;
     try {
       const { exec } = this.startWorkflow(
@@ -159,10 +163,14 @@ export abstract class Children extends Signals {
           memo: attrs.memo,
           searchAttributes: attrs.searchAttributes,
           identity: 'devserver',
+          // The child inherits the parent's priority field by field unless it sets its own.
+          priority: mergePriority(parent.startAttrs.priority, attrs.priority),
+          // The child's own summary and details (StartChildWorkflowExecution's user metadata).
+          userMetadata,
         },
         {
           parent: { namespace: parent.namespace, workflowId: parent.workflowId, runId: parent.runId, initiatedEventId: initiatedId },
-          root: parent.startAttrs.rootWorkflowExecution,
+          root: parent.startAttrs.rootWorkflowExecution ?? { workflowId: parent.workflowId, runId: parent.runId },
         },
       );
       parent.children[initiatedId].runId = exec.runId;

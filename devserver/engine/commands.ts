@@ -21,6 +21,8 @@ import { Execution, ServiceError, Status } from '../types';
 import { decodeToken, DEFAULT_STICKY_SCHEDULE_TO_START_MS } from './state';
 import { Children } from './children';
 import { validateCronSchedule } from '../cron';
+import { priorityError } from '../queues';
+import { applyTypeMap } from '../searchAttributes';
 
 /** Commands that close the workflow run. */
 const CLOSE_COMMANDS = new Set<CommandType | null | undefined>([
@@ -73,6 +75,9 @@ function validateCommands(commands: Command[]): void {
         throw new ServiceError(Code.INVALID_ARGUMENT, `BadStartChildExecutionAttributes: ${(err as Error).message}`);
       }
     }
+    const priority = c.scheduleActivityTaskCommandAttributes?.priority ?? c.startChildWorkflowExecutionCommandAttributes?.priority;
+    const priorityInvalid = priorityError(priority);
+    if (priorityInvalid) throw new ServiceError(Code.INVALID_ARGUMENT, `Invalid Priorities: ${priorityInvalid}.`);
     if (c.commandType === CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK) {
       const a = c.scheduleActivityTaskCommandAttributes ?? {};
       if (!a.activityId || !a.activityType?.name) throw new ServiceError(Code.INVALID_ARGUMENT, 'ActivityId or ActivityType is not set on command.');
@@ -94,6 +99,19 @@ function mergePayloadMap(target: Record<string, Payload>, fields: Record<string,
 
 /** Engine layer applying workflow task completions (see `index.ts`). */
 export abstract class Commands extends Children {
+  /**
+   * Keeps the completing worker's version stamp and adds it to the run's BuildIds search attribute
+   * as the real server does (common/worker_versioning `VersionStampToBuildIdSearchAttribute`: an
+   * unversioned worker adds the `unversioned` sentinel and `unversioned:<build id>`).
+   */
+  protected recordBuildId(exec: Execution, stamp: { buildId?: string | null; useVersioning?: boolean | null }): void {
+    exec.workerStamp = { buildId: stamp.buildId ?? '', useVersioning: !!stamp.useVersioning };
+    const ids = (exec.buildIds ??= []);
+    const add = (v: string) => !ids.includes(v) && ids.push(v);
+    if (!stamp.useVersioning) add('unversioned');
+    if (stamp.buildId) add(`${stamp.useVersioning ? 'versioned' : 'unversioned'}:${stamp.buildId}`);
+  }
+
   /**
    * RespondWorkflowTaskCompleted: writes WorkflowTaskCompleted, one event group per command, then
    * the events held during the task; schedules the next task when new events arrived.
@@ -141,6 +159,7 @@ export abstract class Commands extends Children {
       workerVersion: req.workerVersionStamp,
     });
     exec.lastCompletedStartedEventId = wt.startedEventId;
+    if (req.workerVersionStamp) this.recordBuildId(exec, req.workerVersionStamp);
     if (req.stickyAttributes?.workerTaskQueue?.name) {
       exec.sticky = {
         queue: req.stickyAttributes.workerTaskQueue.name,
@@ -155,7 +174,9 @@ export abstract class Commands extends Children {
     try {
       for (const cmd of commands) {
         if (exec.status !== Status.Running) break;
+        this.commandUserMetadata = cmd.userMetadata?.summary || cmd.userMetadata?.details ? cmd.userMetadata : null;
         newTask = this.applyCommand(exec, cmd, completedId) || newTask;
+        this.commandUserMetadata = null;
       }
     } catch (err) {
       // Nothing will be returned: activities held for eager dispatch go to their queue.
@@ -163,6 +184,7 @@ export abstract class Commands extends Children {
       throw err;
     } finally {
       this.eagerActivities = null;
+      this.commandUserMetadata = null;
     }
     exec.buffer = held;
     if (exec.status === Status.Running) {
@@ -249,6 +271,7 @@ export abstract class Commands extends Children {
         return false;
       case CommandType.COMMAND_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES: {
         const sa = cmd.upsertWorkflowSearchAttributesCommandAttributes?.searchAttributes ?? {};
+        applyTypeMap(this.namespace(exec.namespace), sa.indexedFields);
         this.emit(exec, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES, { workflowTaskCompletedEventId: completedId, searchAttributes: sa });
         mergePayloadMap(exec.searchAttributes, sa.indexedFields);
         return false;

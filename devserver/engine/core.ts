@@ -7,9 +7,17 @@
 import crypto from 'node:crypto';
 import { status as Code } from '@grpc/grpc-js';
 import { Clock } from '../clock';
-import { Poller, TaskList } from '../queues';
+import { mergePriority, Poller, TaskList } from '../queues';
 import { Execution, NamespaceState, ServiceError, Status } from '../types';
 import { ActEntry, EngineOptions, execKey, LogFn, PendingQuery, PersistenceSink, POLL_TIMEOUT_MS, TaskPoll, WfEntry, wfKey } from './state';
+
+/** NOT_FOUND with temporal.api.errordetails.v1.NamespaceNotFoundFailure (the real server's message). */
+export function namespaceNotFound(name: string): ServiceError {
+  return new ServiceError(Code.NOT_FOUND, `Namespace ${name} is not found.`, {
+    typeName: 'temporal.api.errordetails.v1.NamespaceNotFoundFailure',
+    value: { namespace: name },
+  });
+}
 
 /** Base layer of the engine (see `index.ts` for how the layers compose). */
 export abstract class EngineCore {
@@ -55,11 +63,21 @@ export abstract class EngineCore {
     return ns;
   }
 
-  /** Returns the namespace or throws NOT_FOUND (like the real frontend). */
+  /**
+   * Returns the namespace or throws NOT_FOUND with the `NamespaceNotFoundFailure` detail, as the
+   * real frontend does (go.temporal.io/api serviceerror.NewNamespaceNotFound), so clients raise
+   * their namespace-not-found error rather than a workflow- or schedule-not-found one.
+   */
   namespace(name: string | undefined): NamespaceState {
     const ns = this.namespaces.get(name || 'default');
-    if (!ns) throw new ServiceError(Code.NOT_FOUND, `Namespace ${name} is not found.`);
+    if (!ns) throw namespaceNotFound(name || 'default');
     return ns;
+  }
+
+  /** The namespace with this id (task tokens of the real server's format name it by id); NOT_FOUND otherwise. */
+  namespaceById(id: string): NamespaceState {
+    for (const ns of this.namespaces.values()) if (ns.id === id) return ns;
+    throw namespaceNotFound(id);
   }
 
   /** Finds a run (or the current run when runId is empty); throws NOT_FOUND. */
@@ -172,7 +190,11 @@ export abstract class EngineCore {
     const k = wfKey(ns, name);
     let l = this.wfLists.get(k);
     if (!l) {
-      l = new TaskList<WfEntry>((e) => this.wfEntryValid(e, name));
+      // Query tasks go ahead of every priority (level 0); workflow tasks carry the run's priority.
+      l = new TaskList<WfEntry>(
+        (e) => this.wfEntryValid(e, name),
+        (e) => (e.kind === 'query' ? 0 : e.exec.startAttrs.priority),
+      );
       this.wfLists.set(k, l);
     }
     return l;
@@ -182,7 +204,11 @@ export abstract class EngineCore {
     const k = wfKey(ns, name);
     let l = this.actLists.get(k);
     if (!l) {
-      l = new TaskList<ActEntry>((e) => this.actEntryValid(e));
+      // An activity inherits its workflow's priority field by field (common/priorities Merge).
+      l = new TaskList<ActEntry>(
+        (e) => this.actEntryValid(e),
+        (e) => mergePriority(e.exec.startAttrs.priority, e.exec.activities[e.scheduledEventId]?.priority),
+      );
       this.actLists.set(k, l);
     }
     return l;
@@ -205,7 +231,7 @@ export abstract class EngineCore {
 
   protected actEntryValid(e: ActEntry): boolean {
     const a = e.exec.activities[e.scheduledEventId];
-    return e.exec.status === Status.Running && !!a && a.state === 'scheduled' && a.attempt === e.attempt;
+    return e.exec.status === Status.Running && !!a && a.state === 'scheduled' && a.attempt === e.attempt && a.pausedAt === undefined;
   }
 
   /**

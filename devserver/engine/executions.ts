@@ -24,6 +24,8 @@ import { CloseOutcome, DEFAULT_WORKFLOW_TASK_TIMEOUT_MS, execKey, StartExtra, TQ
 import { normalizeRetryPolicy, retryDecision, retryPolicyProto } from './retry';
 import { UserTimers } from './timers';
 import { cronBackoffMs, validateCronSchedule } from '../cron';
+import { priorityError } from '../queues';
+import { applyTypeMap } from '../searchAttributes';
 
 /** ALREADY_EXISTS with WorkflowExecutionAlreadyStartedFailure details, as the real frontend answers. */
 function alreadyStarted(prev: Execution, workflowId: string): ServiceError {
@@ -46,10 +48,13 @@ export abstract class Executions extends UserTimers {
    */
   startWorkflow(req: StartWorkflowExecutionRequest, extra: StartExtra = {}): { exec: Execution; started: boolean } {
     const ns = req.namespace || 'default';
-    this.namespace(ns);
+    // Registered search attributes get their type on the way in (devserver/searchAttributes.ts).
+    applyTypeMap(this.namespace(ns), req.searchAttributes?.indexedFields);
     if (!req.workflowId) throw new ServiceError(Code.INVALID_ARGUMENT, 'WorkflowId is not set on request.');
     if (!req.workflowType?.name) throw new ServiceError(Code.INVALID_ARGUMENT, 'WorkflowType is not set on request.');
     if (!req.taskQueue?.name) throw new ServiceError(Code.INVALID_ARGUMENT, 'TaskQueue is not set on request.');
+    const priorityInvalid = priorityError(req.priority);
+    if (priorityInvalid) throw new ServiceError(Code.INVALID_ARGUMENT, priorityInvalid);
     if (req.cronSchedule) {
       try {
         validateCronSchedule(req.cronSchedule);
@@ -131,8 +136,9 @@ export abstract class Executions extends UserTimers {
       parentInitiatedEventId: extra.parent?.initiatedEventId,
       taskQueue: { name: req.taskQueue.name, kind: TQ_NORMAL },
       input: req.input,
-      workflowExecutionTimeout: fromMs(execTimeoutMs),
-      workflowRunTimeout: fromMs(runTimeoutMs),
+      // Unset timeouts stay out of the event, as the real server's history builder leaves them.
+      workflowExecutionTimeout: execTimeoutMs > 0 ? fromMs(execTimeoutMs) : undefined,
+      workflowRunTimeout: runTimeoutMs > 0 ? fromMs(runTimeoutMs) : undefined,
       workflowTaskTimeout: fromMs(wtTimeoutMs),
       continuedExecutionRunId: extra.continuedFrom,
       initiator: extra.initiator,
@@ -150,12 +156,14 @@ export abstract class Executions extends UserTimers {
       searchAttributes: req.searchAttributes,
       header: req.header,
       workflowId: req.workflowId,
-      rootWorkflowExecution: extra.root ?? { workflowId: req.workflowId, runId },
+      // Only a child run names its root (the top of its parent chain); a top-level run leaves it out.
+      rootWorkflowExecution: extra.root ?? undefined,
       priority: req.priority,
     };
     this.executions.set(execKey(ns, exec.workflowId, runId), exec);
     this.current.set(wfKey(ns, exec.workflowId), exec);
-    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, exec.startAttrs);
+    if (req.userMetadata?.summary || req.userMetadata?.details) exec.userMetadata = req.userMetadata;
+    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, exec.startAttrs, { userMetadata: exec.userMetadata ?? null });
     if (extra.signal) {
       this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, extra.signal);
     }
@@ -163,6 +171,18 @@ export abstract class Executions extends UserTimers {
     this.scheduleWorkflowTask(exec);
     this.dirty(exec);
     return { exec, started: true };
+  }
+
+  /**
+   * Ends a start delay or first-task backoff: the first workflow task is scheduled now and the
+   * timer that would have scheduled it is dropped (the real server's backoff timer task is a no-op
+   * once the run had a workflow task).
+   */
+  protected endFirstTaskBackoff(exec: Execution): void {
+    if (exec.firstTaskAt === null || exec.status !== Status.Running) return;
+    exec.firstTaskAt = null;
+    this.clearTimer(exec, 'first');
+    this.scheduleWorkflowTask(exec);
   }
 
   /** Arms run/execution deadline and delayed-first-task timers (also after reload). */
@@ -246,6 +266,7 @@ export abstract class Executions extends UserTimers {
       header: s.header,
       identity: s.identity,
       cronSchedule: s.cronSchedule,
+      priority: s.priority,
     };
   }
 
@@ -315,6 +336,8 @@ export abstract class Executions extends UserTimers {
         header: a.header,
         identity: s.identity,
         cronSchedule: a.cronSchedule || s.cronSchedule,
+        // The new run keeps the run's priority (ContinueAsNew has no priority of its own).
+        priority: s.priority,
       },
       {
         continuedFrom: exec.runId,

@@ -4,13 +4,16 @@
  * that follows the real server": History events, Events during a workflow task, History).
  */
 import { encodeHistoryEvent, fromMs } from '../proto';
-import { EventAttrs, EventAttributesByType, EventType } from '../protoTypes';
+import { EventAttrs, EventAttributesByType, EventType, UserMetadata } from '../protoTypes';
 import { ATTR_FIELD, Execution, HistoryEvent, Status } from '../types';
 import { HISTORY_LONG_POLL_MS } from './state';
 import { EngineCore } from './core';
 
 /** Engine layer that writes history (see `index.ts`). */
 export abstract class HistoryEvents extends EngineCore {
+  /** User metadata of the command being applied, until its first event is written. */
+  protected commandUserMetadata: UserMetadata | null = null;
+
   /**
    * Appends an event, or holds it (provisional negative id) while a workflow task is started.
    * Returns the (possibly provisional) event id.
@@ -19,7 +22,7 @@ export abstract class HistoryEvents extends EngineCore {
     exec: Execution,
     eventType: E,
     attrs: EventAttrs<E>,
-    opts: { direct?: boolean } = {},
+    opts: { direct?: boolean; userMetadata?: UserMetadata | null } = {},
   ): number {
     const ev = {
       eventId: 0,
@@ -28,6 +31,13 @@ export abstract class HistoryEvents extends EngineCore {
       taskId: ++this.seq,
       [ATTR_FIELD[eventType]]: attrs,
     } as HistoryEvent;
+    // HistoryEvent.user_metadata: the command's (or start request's) summary and details go on the
+    // first event the command writes (TimerStarted, ActivityTaskScheduled, …), as on the real server.
+    const meta = opts.userMetadata ?? this.commandUserMetadata;
+    if (meta) {
+      ev.userMetadata = meta;
+      this.commandUserMetadata = null;
+    }
     if (!opts.direct && exec.wt.state === 'started') {
       ev.eventId = -(exec.buffer.length + 1);
       exec.buffer.push(ev);

@@ -24,6 +24,17 @@ export abstract class Queries extends TimeSkipping {
    * next workflow task when one is scheduled, or held until the in-flight task completes.
    */
   query(exec: Execution, query: WorkflowQuery): Promise<QueryAnswer> {
+    // A run still waiting out its start delay or first-task backoff has no workflow task the query
+    // could ride on: the real server answers at once (history queryworkflow/api.go,
+    // ErrWorkflowTaskNotScheduled) instead of buffering a query that would time out.
+    if (exec.wt.seq === 0) {
+      return Promise.reject(
+        new ServiceError(Code.FAILED_PRECONDITION, 'Workflow task is not scheduled yet.', {
+          typeName: 'temporal.api.errordetails.v1.WorkflowNotReadyFailure',
+          value: {},
+        }),
+      );
+    }
     return new Promise((resolve, reject) => {
       const id = crypto.randomUUID();
       const timer = setTimeout(() => {
@@ -48,6 +59,9 @@ export abstract class Queries extends TimeSkipping {
 
   protected dispatchWaitingQueries(exec: Execution): void {
     if (exec.wt.state !== 'none' && exec.status === Status.Running) return; // attached to / waits for the task
+    // Straight to a worker only once a workflow task has started (the worker knows the run); until
+    // then the query waits for the first task, as the real server buffers it.
+    if (exec.lastCompletedStartedEventId === 0 && exec.wt.startedEventId === 0) return;
     for (const q of this.queries.values()) {
       if (q.exec !== exec || q.dispatched !== 'no') continue;
       q.dispatched = 'legacy';

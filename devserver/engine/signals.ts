@@ -36,6 +36,9 @@ export abstract class Signals extends Executions {
     const cur = this.current.get(wfKey(ns, req.workflowId ?? ''));
     if (cur && cur.status === Status.Running && req.workflowIdConflictPolicy !== terminateExisting) {
       this.signal(cur, { signalName: req.signalName, input: req.signalInput, identity: req.identity, header: req.header, requestId: req.requestId });
+      // A signal-with-start to a run waiting out its start delay ends the delay (the request's
+      // workflowStartDelay docs; a cron or retry backoff is kept, as signalwithstart does).
+      if (!cur.startAttrs.initiator && !cur.startAttrs.cronSchedule) this.endFirstTaskBackoff(cur);
       return { exec: cur, started: false };
     }
     const conflict = req.workflowIdConflictPolicy === terminateExisting ? terminateExisting : WorkflowIdConflictPolicy.WORKFLOW_ID_CONFLICT_POLICY_FAIL;

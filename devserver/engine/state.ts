@@ -97,10 +97,13 @@ export const execKey = (ns: string, wf: string | null | undefined, run: string |
 /** Map key of a workflow id (its current run) or of a task queue. */
 export const wfKey = (ns: string, wf: string | null | undefined) => `${ns}\u0000${wf}`;
 
-/** Task token payloads (JSON in the token bytes). */
+/**
+ * Task token payloads: JSON in the tokens this server issues; a token in the real server's format
+ * (below) names its namespace by id (`nid`) instead of by name (`n`).
+ */
 export type Token =
-  | { k: 'w'; n: string; w: string; r: string; q: number }
-  | { k: 'a'; n: string; w: string; r: string; s: number; a: number }
+  | { k: 'w'; n: string; w: string; r: string; q: number; nid?: string }
+  | { k: 'a'; n: string; w: string; r: string; s: number; a: number; nid?: string }
   | { k: 'q'; id: string };
 
 /** Encodes a task token as JSON bytes. */
@@ -109,15 +112,67 @@ export function encodeToken(t: Token): Buffer {
 }
 
 /**
- * Decodes a task token.
- * @throws ServiceError INVALID_ARGUMENT when the bytes are not a token this server issued.
+ * Reads the real server's task token, the protobuf message `temporal.server.api.token.v1.Task`
+ * (temporalio/temporal proto/internal/temporal/server/api/token/v1/message.proto): 1 namespace_id,
+ * 2 workflow_id, 3 run_id, 4 scheduled_event_id, 5 attempt, 6 activity_id. Tokens SDK tests build
+ * in that format (async completion of an activity that does not exist) then answer NOT_FOUND as on
+ * the real server, not INVALID_ARGUMENT. Returns undefined when the bytes are not such a message.
+ */
+function decodeServerToken(b: Buffer): Token | undefined {
+  let i = 0;
+  const varint = (): number => {
+    let v = 0;
+    let mul = 1;
+    for (let n = 0; n < 10; n++) {
+      if (i >= b.length) throw new Error('truncated');
+      const c = b[i++];
+      v += (c & 0x7f) * mul;
+      if (c < 0x80) return v;
+      mul *= 128;
+    }
+    throw new Error('varint too long');
+  };
+  const f: Record<number, string | number> = {};
+  try {
+    while (i < b.length) {
+      const key = varint();
+      const field = Math.floor(key / 8);
+      const wire = key & 7;
+      if (wire === 0) f[field] = varint();
+      else if (wire === 2) {
+        const len = varint();
+        if (i + len > b.length) return undefined;
+        f[field] = b.subarray(i, i + len).toString('utf8');
+        i += len;
+      } else if (wire === 1) i += 8;
+      else if (wire === 5) i += 4;
+      else return undefined;
+    }
+  } catch {
+    return undefined;
+  }
+  if (typeof f[1] !== 'string' || typeof f[2] !== 'string') return undefined;
+  const base = { n: '', nid: f[1], w: f[2], r: typeof f[3] === 'string' ? f[3] : '' };
+  if (typeof f[6] === 'string' && f[6]) return { k: 'a', ...base, s: Number(f[4] ?? 0), a: Number(f[5] ?? 0) };
+  return { k: 'w', ...base, q: -1 };
+}
+
+/**
+ * Decodes a task token: one this server issued (JSON), or one in the real server's format.
+ * @throws ServiceError INVALID_ARGUMENT when the bytes are neither.
  */
 export function decodeToken(b: Uint8Array | null | undefined): Token {
-  try {
-    return JSON.parse(Buffer.from(b ?? []).toString('utf8')) as Token;
-  } catch {
-    throw new ServiceError(Code.INVALID_ARGUMENT, 'malformed task token');
+  const buf = Buffer.from(b ?? []);
+  if (buf[0] === 0x7b) {
+    try {
+      return JSON.parse(buf.toString('utf8')) as Token;
+    } catch {
+      // not JSON after all: try the real server's format
+    }
   }
+  const t = decodeServerToken(buf);
+  if (!t) throw new ServiceError(Code.INVALID_ARGUMENT, 'malformed task token');
+  return t;
 }
 
 /** How a run closed, for its parent's child event and the close bookkeeping. */

@@ -128,6 +128,9 @@ export abstract class Updates extends Commands {
       exec.updates ??= {};
       exec.updates[updateId] = { updateId, request: request as Record<string, unknown>, stage: 'admitted' };
       this.dirty(exec);
+      // The update needs a workflow task now, also on a run waiting out a start delay or backoff
+      // (the real server's updateworkflow API schedules one whenever none is pending).
+      this.endFirstTaskBackoff(exec);
       this.scheduleWorkflowTask(exec);
     }
     const wanted = Math.max(req.waitPolicy?.lifecycleStage ?? 0, Stage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED);

@@ -249,7 +249,8 @@ export abstract class WorkflowTasks extends Queries {
 
   protected workflowTaskForToken(token: Token): Execution {
     if (token.k !== 'w') throw new ServiceError(Code.INVALID_ARGUMENT, 'not a workflow task token');
-    const exec = this.executions.get(execKey(token.n, token.w, token.r));
+    const ns = token.nid ? this.namespaceById(token.nid).name : token.n;
+    const exec = this.executions.get(execKey(ns, token.w, token.r));
     if (!exec || exec.status !== Status.Running || exec.wt.state !== 'started' || exec.wt.seq !== token.q) {
       throw new ServiceError(Code.NOT_FOUND, 'Workflow task not found.');
     }

@@ -69,6 +69,35 @@ function toGrpcError(err: unknown): Partial<grpc.StatusObject> & Error {
 }
 
 /**
+ * The feature an unimplemented method belongs to, for its UNIMPLEMENTED message (checked in order;
+ * the first match names the feature).
+ */
+const UNIMPLEMENTED_FEATURES: Array<[RegExp, string]> = [
+  [/Nexus/, 'Nexus (endpoints and operations)'],
+  [/ActivityExecution/, 'standalone activities'],
+  [/Deployment|BuildIdCompatibility|VersioningRules|TaskReachability/, 'worker versioning and deployments'],
+  [/BatchOperation/, 'batch operations'],
+  [/Worker(Heartbeat|Config)?$|Workers$|WorkerHeartbeat|WorkerConfig/, 'worker heartbeats and listing'],
+  [/WorkflowRule/, 'workflow rules'],
+  [/^(Pause|Unpause)WorkflowExecution$/, 'workflow pause'],
+  [/^UpdateActivityOptions$/, 'activity options updates'],
+  [/^ResetWorkflowExecution$/, 'workflow reset'],
+  [/^DeleteWorkflowExecution$/, 'workflow deletion'],
+  [/Archived/, 'archival'],
+  [/RemoteCluster|ListClusters/, 'multi-cluster replication'],
+  [/^(DeleteNamespace|DeprecateNamespace|UpdateNamespace)$/, 'namespace administration'],
+  [/TaskQueueConfig|TaskQueuePartitions/, 'task queue configuration'],
+  [/UpdateWorkflowExecutionOptions/, 'workflow options updates'],
+  [/CountSchedules/, 'schedule counts'],
+];
+
+/** UNIMPLEMENTED message naming the method and, when known, its feature. */
+export function unimplementedMessage(serviceName: string, method: string): string {
+  const feature = UNIMPLEMENTED_FEATURES.find(([re]) => re.test(method))?.[1];
+  return `${serviceName}/${method} is not implemented by the dev server${feature ? ` (${feature} is not supported)` : ''}`;
+}
+
+/**
  * Builds the grpc-js implementation object for a service: known handlers wrapped with error
  * mapping and commit-before-reply; every other method answers UNIMPLEMENTED naming itself.
  */
@@ -84,7 +113,7 @@ export function buildImplementation(
     const h = handlers[m];
     implementation[m] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       if (!h) {
-        callback({ code: Code.UNIMPLEMENTED, details: `${serviceName}/${m} is not implemented by the dev server` });
+        callback({ code: Code.UNIMPLEMENTED, details: unimplementedMessage(serviceName, m) });
         return;
       }
       const done = timeCall(m);

@@ -1,38 +1,35 @@
 /**
- * temporal.api.operatorservice.v1.OperatorService: `ListSearchAttributes`, which the Web UI
- * calls to learn the custom search attributes it can filter by. The dev server takes custom
- * attributes as they come (no registration): the list holds the system attributes and every
- * custom attribute some execution carries, typed by its payload's `type` metadata.
+ * temporal.api.operatorservice.v1.OperatorService: custom search attribute registration per
+ * namespace — `AddSearchAttributes`, `ListSearchAttributes` (the Web UI calls it to learn what it
+ * can filter by), `RemoveSearchAttributes` — with the real server's semantics (devserver/searchAttributes.ts).
  */
 import type { Engine } from '../engine';
-import { IndexedValueType } from '../protoTypes';
+import { Plain } from '../protoTypes';
+import { temporal } from '@temporalio/proto';
+import { addSearchAttributes, customAttributes, removeSearchAttributes, SYSTEM_ATTRIBUTES } from '../searchAttributes';
 import { Handlers } from './common';
-import { searchAttributeKeys } from './workflowService';
 
-/** System search attributes of the real server's visibility, with their types. */
-const SYSTEM_ATTRIBUTES: Record<string, number> = {
-  WorkflowId: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-  RunId: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-  WorkflowType: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-  ExecutionStatus: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-  StartTime: IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
-  CloseTime: IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
-  ExecutionTime: IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
-  ExecutionDuration: IndexedValueType.INDEXED_VALUE_TYPE_INT,
-  HistoryLength: IndexedValueType.INDEXED_VALUE_TYPE_INT,
-  TaskQueue: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-  TemporalChangeVersion: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-  BinaryChecksums: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-  BuildIds: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-  ParentWorkflowId: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-  RootWorkflowId: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-};
+import ops = temporal.api.operatorservice.v1;
 
 /** OperatorService handlers; every other method of the service answers UNIMPLEMENTED. */
 export function operatorServiceHandlers(engine: Engine): Handlers {
   return {
-    async ListSearchAttributes() {
-      return { systemAttributes: SYSTEM_ATTRIBUTES, customAttributes: searchAttributeKeys(engine), storageSchema: {} };
+    async ListSearchAttributes(req: Plain<ops.IListSearchAttributesRequest>) {
+      const ns = engine.namespace(req.namespace || 'default');
+      const seen = [...engine.allExecutions()].filter((e) => e.namespace === ns.name).map((e) => e.searchAttributes);
+      return { systemAttributes: SYSTEM_ATTRIBUTES, customAttributes: customAttributes(ns, seen), storageSchema: {} };
+    },
+    async AddSearchAttributes(req: Plain<ops.IAddSearchAttributesRequest>) {
+      const ns = engine.namespace(req.namespace || 'default');
+      addSearchAttributes(ns, (req.searchAttributes ?? {}) as Record<string, number>);
+      engine.sink?.markNamespaceDirty(ns);
+      return {};
+    },
+    async RemoveSearchAttributes(req: Plain<ops.IRemoveSearchAttributesRequest>) {
+      const ns = engine.namespace(req.namespace || 'default');
+      removeSearchAttributes(ns, req.searchAttributes ?? []);
+      engine.sink?.markNamespaceDirty(ns);
+      return {};
     },
   };
 }

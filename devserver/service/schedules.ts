@@ -7,7 +7,8 @@ import { status as Code } from '@grpc/grpc-js';
 import { temporal } from '@temporalio/proto';
 import type { Engine } from '../engine';
 import { fromMs, toMs } from '../proto';
-import { Plain } from '../protoTypes';
+import { Payload, Plain } from '../protoTypes';
+import { applyTypeMap } from '../searchAttributes';
 import { scheduleInfo, schedulerOf } from '../schedules';
 import { ServiceError } from '../types';
 import { Handlers, pageToken } from './common';
@@ -18,12 +19,18 @@ import ws = temporal.api.workflowservice.v1;
 export function scheduleHandlers(engine: Engine): Handlers {
   const sch = schedulerOf(engine);
   const nsOf = (req: { namespace?: string | null }) => req.namespace || 'default';
+  /** Types the untyped search attributes of the schedule and of its start action (applyTypeMap). */
+  const typed = (ns: string, schedule: Plain<ws.ICreateScheduleRequest>['schedule'], own?: Record<string, Payload> | null) => {
+    const state = engine.namespace(ns);
+    applyTypeMap(state, schedule?.action?.startWorkflow?.searchAttributes?.indexedFields);
+    return applyTypeMap(state, own);
+  };
   return {
     async CreateSchedule(req: Plain<ws.ICreateScheduleRequest>) {
       if (!req.schedule) throw new ServiceError(Code.INVALID_ARGUMENT, 'Schedule is not set on request.');
       const s = sch.create(nsOf(req), req.scheduleId ?? '', req.schedule, {
         memo: req.memo?.fields,
-        searchAttributes: req.searchAttributes?.indexedFields,
+        searchAttributes: typed(nsOf(req), req.schedule, req.searchAttributes?.indexedFields),
         requestId: req.requestId,
         initialPatch: req.initialPatch,
       });
@@ -42,7 +49,7 @@ export function scheduleHandlers(engine: Engine): Handlers {
     async UpdateSchedule(req: Plain<ws.IUpdateScheduleRequest>) {
       const s = sch.get(nsOf(req), req.scheduleId);
       if (!req.schedule) throw new ServiceError(Code.INVALID_ARGUMENT, 'Schedule is not set on request.');
-      sch.update(s, req.schedule, req.conflictToken, req.searchAttributes?.indexedFields);
+      sch.update(s, req.schedule, req.conflictToken, typed(nsOf(req), req.schedule, req.searchAttributes?.indexedFields));
       return {};
     },
     async PatchSchedule(req: Plain<ws.IPatchScheduleRequest>) {

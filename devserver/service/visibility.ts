@@ -62,6 +62,7 @@ export function decodeSearchAttribute(p: Payload | null | undefined): unknown {
 function visibilityRecord(e: Execution): VisibilityRecord {
   const sa: Record<string, unknown> = {};
   for (const [k, p] of Object.entries(e.searchAttributes)) sa[k] = decodeSearchAttribute(p);
+  if (e.buildIds?.length) sa.BuildIds = e.buildIds;
   return {
     namespace: e.namespace,
     workflowId: e.workflowId,
@@ -74,6 +75,11 @@ function visibilityRecord(e: Execution): VisibilityRecord {
     closeTime: e.closeTime !== null ? new Date(e.closeTime) : null,
     searchAttributes: sa,
   };
+}
+
+/** A KeywordList search attribute payload (json/plain with its type in the metadata). */
+function keywordList(values: string[]): Payload {
+  return { metadata: { encoding: Buffer.from('json/plain'), type: Buffer.from('KeywordList') }, data: Buffer.from(JSON.stringify(values)) };
 }
 
 /** WorkflowExecutionInfo as Describe/List return it. */
@@ -91,12 +97,17 @@ export function executionInfo(e: Execution): WorkflowExecutionInfo {
     parentExecution: e.parent ? { workflowId: e.parent.workflowId, runId: e.parent.runId } : undefined,
     executionTime: fromMs(e.executionTime),
     memo: { fields: e.memo },
-    searchAttributes: { indexedFields: e.searchAttributes },
+    searchAttributes: { indexedFields: e.buildIds?.length ? { ...e.searchAttributes, BuildIds: keywordList(e.buildIds) } : e.searchAttributes },
+    // The stamp of the worker that completed the last workflow task (buildIdBasedVersioning).
+    mostRecentWorkerVersionStamp: e.workerStamp ?? undefined,
     taskQueue: e.taskQueue,
     stateTransitionCount: e.nextEventId,
-    rootExecution: e.startAttrs.rootWorkflowExecution,
+    // A top-level run is its own root (WorkflowExecutionInfo.root_execution).
+    rootExecution: e.startAttrs.rootWorkflowExecution ?? { workflowId: e.workflowId, runId: e.runId },
     firstRunId: e.firstRunId,
     executionDuration: e.closeTime !== null ? fromMs(e.closeTime - e.startTime) : undefined,
+    // WorkflowExecutionInfo.priority: the run's own Priority (the Web UI shows it on the workflow).
+    priority: e.startAttrs.priority ?? undefined,
   };
 }
 

@@ -24,35 +24,23 @@ import { Handlers, onCancelOf, pageToken } from './common';
 import { countExecutions } from './count';
 import { PollerRegistry } from './pollers';
 import { executionInfo, listExecutions } from './visibility';
+import { customAttributes, SYSTEM_ATTRIBUTES } from '../searchAttributes';
 import { updateHandlers } from './updates';
 import { scheduleHandlers } from './schedules';
+import { multiOperationHandlers } from './multiOperation';
 
 import ws = temporal.api.workflowservice.v1;
 
 /** temporal.api.enums.v1.IndexedValueType by the `type` metadata name of a search attribute payload. */
-const INDEXED_VALUE_TYPES: Record<string, number> = {
-  Text: IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
-  Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-  Int: IndexedValueType.INDEXED_VALUE_TYPE_INT,
-  Double: IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
-  Bool: IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
-  Datetime: IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
-  KeywordList: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-};
 
 /** Server version reported by GetSystemInfo. */
 export const SERVER_VERSION = '1.27.0-acp-devserver';
 
-/** Custom search attributes some execution carries, typed by their payload's `type` metadata (Keyword when absent). */
+/** Custom search attributes of the default namespace: registered ones and those some run carries (GetSearchAttributes). */
 export function searchAttributeKeys(engine: Engine): Record<string, number> {
-  const keys: Record<string, number> = {};
-  for (const e of engine.allExecutions()) {
-    for (const [k, p] of Object.entries(e.searchAttributes)) {
-      const t = p?.metadata?.type ? Buffer.from(p.metadata.type).toString('utf8') : 'Keyword';
-      keys[k] = INDEXED_VALUE_TYPES[t] ?? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
-    }
-  }
-  return keys;
+  const ns = engine.namespace('default');
+  const seen = [...engine.allExecutions()].filter((e) => e.namespace === ns.name).map((e) => e.searchAttributes);
+  return { ...SYSTEM_ATTRIBUTES, ...customAttributes(ns, seen) };
 }
 
 /** A unary method that runs `fn` and answers the empty response (the Respond… calls return nothing). */
@@ -98,6 +86,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
   return {
     ...updateHandlers(engine),
     ...scheduleHandlers(engine),
+    ...multiOperationHandlers(engine),
     async GetSystemInfo() {
       return {
         serverVersion: SERVER_VERSION,
@@ -107,7 +96,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
           activityFailureIncludeHeartbeat: true,
           supportsSchedules: true,
           encodedFailureAttributes: true,
-          buildIdBasedVersioning: false,
+          buildIdBasedVersioning: true,
           upsertMemo: true,
           eagerWorkflowStart: false,
           sdkMetadata: true,
@@ -193,6 +182,8 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
           workflowExecutionTimeout: e.startAttrs.workflowExecutionTimeout,
           workflowRunTimeout: e.startAttrs.workflowRunTimeout,
           defaultWorkflowTaskTimeout: fromMs(e.workflowTaskTimeoutMs),
+          // WorkflowExecutionConfig.user_metadata: the static summary and details the UI shows.
+          userMetadata: e.userMetadata ?? undefined,
         },
         workflowExecutionInfo: executionInfo(e),
         pendingActivities: Object.values(e.activities).map((a) => ({
@@ -208,6 +199,9 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
           lastStartedTime: a.startedTime ? fromMs(a.startedTime) : undefined,
           attempt: a.attempt,
           maximumAttempts: a.retryPolicy.maximumAttempts,
+          priority: a.priority ?? undefined,
+          paused: a.pausedAt !== undefined,
+          pauseInfo: a.pausedAt !== undefined ? { pauseTime: fromMs(a.pausedAt), manual: {} } : undefined,
           // As the real server's describe: a started attempt has its start time and no scheduled time
           // (the Web UI shows a scheduled time as "Next Retry"); one waiting to start or to retry has
           // the time it is (to be) scheduled.
@@ -283,6 +277,21 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
     async PollActivityTaskQueue(req: Plain<ws.IPollActivityTaskQueueRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
       pollers.record(nsOf(req), req.taskQueue?.name ?? '', 2, req.identity ?? '');
       return engine.pollActivityTask({ ns: nsOf(req), queue: req.taskQueue?.name ?? '', identity: req.identity ?? '', workerInstanceKey: req.workerInstanceKey ?? undefined, ...onCancelOf(call) });
+    },
+    // Activity pause / unpause / reset (the Web UI's buttons; the real server's activity operations).
+    async PauseActivity(req: Plain<ws.IPauseActivityRequest>) {
+      engine.pauseActivity(engine.getExecution(nsOf(req), req.execution?.workflowId, req.execution?.runId), req);
+      return {};
+    },
+    async UnpauseActivity(req: Plain<ws.IUnpauseActivityRequest>) {
+      const exec = engine.getExecution(nsOf(req), req.execution?.workflowId, req.execution?.runId);
+      engine.unpauseActivity(exec, { id: req.id, type: req.type, all: req.unpauseAll }, req);
+      return {};
+    },
+    async ResetActivity(req: Plain<ws.IResetActivityRequest>) {
+      const exec = engine.getExecution(nsOf(req), req.execution?.workflowId, req.execution?.runId);
+      engine.resetActivity(exec, { id: req.id, type: req.type, all: req.matchAll }, req);
+      return {};
     },
     async RecordActivityTaskHeartbeat(req: Plain<ws.IRecordActivityTaskHeartbeatRequest>) {
       return engine.heartbeatActivity(req, false);

@@ -87,10 +87,19 @@ describe('devserver with the real SDK', function () {
       expect(dup.code).to.equal(GrpcStatus.ALREADY_EXISTS);
     });
 
-    it('answers UNIMPLEMENTED naming the method for unsupported calls', async () => {
-      const err = await client.workflowService.resetWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId: 'x' } }).catch((e) => e);
-      expect(err.code).to.equal(GrpcStatus.UNIMPLEMENTED);
-      expect(err.details ?? err.message).to.contain('ResetWorkflowExecution');
+    it('answers UNIMPLEMENTED naming the method and its feature for unsupported calls', async () => {
+      const batch = await client.workflowService.listBatchOperations({ namespace: 'default' }).catch((e) => e);
+      expect(batch.code).to.equal(GrpcStatus.UNIMPLEMENTED);
+      expect(batch.details ?? batch.message).to.contain('ListBatchOperations').and.contain('batch operations');
+      const standalone = await client.workflowService.describeActivityExecution({ namespace: 'default', activityId: 'x' }).catch((e) => e);
+      expect(standalone.code).to.equal(GrpcStatus.UNIMPLEMENTED);
+      expect(standalone.details ?? standalone.message).to.contain('standalone activities');
+      const nexus = await client.connection.operatorService.listNexusEndpoints({}).then(
+        () => ({ code: 0, details: '', message: '' }),
+        (e: { code: number; details?: string; message: string }) => e,
+      );
+      expect(nexus.code).to.equal(GrpcStatus.UNIMPLEMENTED);
+      expect(nexus.details ?? nexus.message).to.contain('Nexus');
     });
   });
 

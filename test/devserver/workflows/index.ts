@@ -311,3 +311,23 @@ export async function bareHeartbeats(): Promise<string> {
   const { heartbeatBare } = proxyActivities<typeof activities>({ startToCloseTimeout: '1 minute', heartbeatTimeout: '5s' });
   return await heartbeatBare();
 }
+
+/** Its own workflowInfo().priority as plain fields (what a child reads of the priority it got). */
+export async function ownPriority(): Promise<{ priorityKey?: number; fairnessKey?: string; fairnessWeight?: number }> {
+  const p = workflowInfo().priority ?? {};
+  return { priorityKey: p.priorityKey, fairnessKey: p.fairnessKey, fairnessWeight: p.fairnessWeight };
+}
+
+/** Two children: one that inherits this workflow's priority and one that overrides its priority key. */
+export async function priorityParent(): Promise<unknown[]> {
+  const inherited = await executeChild(ownPriority, { args: [] });
+  const overridden = await executeChild(ownPriority, { args: [], priority: { priorityKey: 5 } });
+  return [inherited, overridden];
+}
+
+/** workflowInfo().currentBuildId before and after a workflow task boundary. */
+export async function buildIdProbe(): Promise<string[]> {
+  const first = workflowInfo().currentBuildId ?? '';
+  await sleep(1);
+  return [first, workflowInfo().currentBuildId ?? ''];
+}
