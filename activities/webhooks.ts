@@ -9,7 +9,8 @@ import { assertHostLiteralAllowed, SsrfRefusedError, type AllowList } from '../d
 import { guardedConnector } from '../providers/http';
 import type { ActivityDeps } from './index';
 import { webhookDeliveries } from '../metrics';
-import { abandonDelivery, loadDeliveryContext, recordAttempt, replayStep, type EndpointDisabled } from '../db/repositories/webhooks';
+import { abandonDelivery, loadDeliveryContext, recordAttempt, type EndpointDisabled } from '../db/repositories/webhookDeliveries';
+import { replayStep } from '../db/repositories/webhookEvents';
 import { insertAuditLogs } from '../db/repositories/auditLogs';
 import { emitEvent } from '../events/emit';
 import type { Knex } from 'knex';
@@ -280,7 +281,7 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
 
   /**
    * One step of a replay: queues the next WEBHOOK_REPLAY_BATCH events of its window as deliveries to
-   * the endpoint (db/repositories/webhooks.ts `replayStep`). Idempotent per step.
+   * the endpoint (db/repositories/webhookEvents.ts `replayStep`). Idempotent per step.
    * @returns the replay's progress; `status` other than `running` ends the workflow
    * @throws Error when the replay does not exist (it cannot be deleted, so only a wrong id)
    */

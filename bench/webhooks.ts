@@ -21,7 +21,7 @@ import { Webhook } from 'standardwebhooks';
 import { createDb, ensureDatabase, migrate, type Db } from '../db';
 import { startEmbeddedPostgres } from '../db/embedded';
 import { createOrganization } from '../db/repositories/organizations';
-import { createEndpoint } from '../db/repositories/webhooks';
+import { createEndpoint } from '../db/repositories/webhookEndpoints';
 import { createWebhookActivities, createWebhookSender } from '../activities/webhooks';
 import { parseAllowList } from '../domain/net/guard';
 import { emitEvent } from '../events/emit';
