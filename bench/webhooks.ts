@@ -34,6 +34,7 @@ import { startDevServer } from '../devserver';
 import { startWebhookDispatcher, temporalDeliveryStarter } from '../events/dispatcher';
 import { createLogger } from '../runtime';
 import { runBench } from './entry';
+import { taskQueueName } from '../temporal.config';
 import { installBenchRuntime } from './harness';
 
 const CONCURRENCY = 100;
@@ -214,7 +215,8 @@ async function workflowPath(
     const activities = createWebhookActivities({ db, config: loadConfig({ logLevel: 'silent' }), logger }, settings, sender);
     const worker = await Worker.create({
       connection: native,
-      taskQueue,
+      // Deliveries run on the webhooks queue of the base task queue (temporal.config.ts WORKFLOW_ROUTES).
+      taskQueue: taskQueueName(taskQueue, 'webhooks'),
       workflowBundle,
       activities,
       maxConcurrentActivityTaskExecutions: CONCURRENCY,

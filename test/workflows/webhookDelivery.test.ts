@@ -23,7 +23,7 @@ import { generateSecret, sealSecret, secretDisplayPrefix } from '../../domain/we
 import { loadWebhookSettings } from '../../domain/webhooks/settings';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../runtime';
-import { workflowIds } from '../../temporal.config';
+import { taskQueueName, workflowIds } from '../../temporal.config';
 import { parseAllowList } from '../../domain/net/guard';
 import type { WebhookDeliveryResult } from '../../workflows/webhookDelivery';
 import { serviceWorkflowBundle } from '../helpers/temporal';
@@ -97,7 +97,8 @@ describe('webhookDelivery workflow (dev server, time skipping)', function () {
     const settings = { allowHttpHosts: ['127.0.0.1'], allowPrivate: parseAllowList('127.0.0.1'), timeoutMs: 5000 };
     const sender = createWebhookSender(settings);
     const activities = createWebhookActivities({ db, config: loadConfig({ logLevel: 'silent' }), logger }, settings, sender);
-    const worker = await Worker.create({ connection: native, taskQueue, workflowBundle: bundle, activities });
+    // Deliveries run on the webhooks queue of the base task queue (temporal.config.ts WORKFLOW_ROUTES).
+    const worker = await Worker.create({ connection: native, taskQueue: taskQueueName(taskQueue, 'webhooks'), workflowBundle: bundle, activities });
     const dispatcher = await startWebhookDispatcher({ db, logger, starter: temporalDeliveryStarter(client, taskQueue), intervalMs: 0, retryScheduleMs: schedule });
     try {
       return await worker.runUntil(fn({ dispatcher, taskQueue }));
