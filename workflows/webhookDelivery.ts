@@ -6,6 +6,9 @@
  * Default schedule (WEBHOOK_RETRY_SCHEDULE, passed in by the dispatcher): immediately, 5 s, 5 min,
  * 30 min, 2 h, 5 h, 10 h, 10 h. Each attempt is one activity that records itself; the activity's own
  * Temporal retries only cover infrastructure errors (database down), never a receiver's failure.
+ * An attempt that finds its endpoint or organization at its limit of attempts in flight is deferred:
+ * the workflow waits the delay the activity names (a timer, no worker slot held) and tries the same
+ * attempt again (docs/operations.md "Fair sharing").
  * A workflow serves one `run` of a delivery; a manual retry starts a new run under the same id.
  */
 import { ActivityFailure, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
@@ -37,6 +40,8 @@ export interface WebhookDeliveryProgress {
   lastStatusCode: number | null;
   /** Delay being waited before the next attempt, ms; null while attempting or finished. */
   waitingMs: number | null;
+  /** Times attempts of this run were deferred for want of a place among the attempts in flight. */
+  deferrals: number;
 }
 
 
@@ -46,10 +51,13 @@ const { attemptWebhookDelivery, abandonWebhookDelivery } = proxyActivities<Webho
   retry: RETRY.webhookAttempt,
 });
 
+/** An attempt's result other than `deferred`. */
+type Decided = WebhookAttemptResult & { outcome: Exclude<WebhookAttemptResult['outcome'], 'deferred'> };
+
 /** Delivers one event to one endpoint on the retry schedule. */
 export async function webhookDelivery(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   const schedule = input.retryScheduleMs.length ? input.retryScheduleMs : [0];
-  const progress: WebhookDeliveryProgress = { attempts: 0, lastOutcome: null, lastStatusCode: null, waitingMs: null };
+  const progress: WebhookDeliveryProgress = { attempts: 0, lastOutcome: null, lastStatusCode: null, waitingMs: null, deferrals: 0 };
   setHandler(webhookDeliveryProgressQuery, () => progress);
 
   for (let i = 0; i < schedule.length; i++) {
@@ -59,16 +67,27 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
       progress.waitingMs = null;
     }
     const final = i === schedule.length - 1;
-    let result: WebhookAttemptResult;
+    let result: Decided;
     try {
-      result = await attemptWebhookDelivery({
-        orgId: input.orgId,
-        deliveryId: input.deliveryId,
-        run: input.run,
-        attempt: i + 1,
-        final,
-        clockMs: Date.now(), // workflow time: deterministic, and follows time skipping in tests
-      });
+      for (let deferrals = 0; ; deferrals++) {
+        const r = await attemptWebhookDelivery({
+          orgId: input.orgId,
+          deliveryId: input.deliveryId,
+          run: input.run,
+          attempt: i + 1,
+          final,
+          clockMs: Date.now(), // workflow time: deterministic, and follows time skipping in tests
+          deferrals,
+        });
+        if (r.outcome !== 'deferred') {
+          result = r as Decided;
+          break;
+        }
+        progress.deferrals++;
+        progress.waitingMs = r.retryInMs ?? 1000;
+        await sleep(progress.waitingMs);
+        progress.waitingMs = null;
+      }
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       // The attempt could not even be recorded (infrastructure down); count it and move on.
