@@ -147,7 +147,9 @@ export async function runWebhooksBench(): Promise<void> {
       secretSealed: sealSecret(secret, loadWebhookSettings().secretKey),
       secretPrefix: secretDisplayPrefix(secret),
     });
-    const settings = { allowHttpHosts: ['127.0.0.1'], allowPrivate: parseAllowList('127.0.0.1'), timeoutMs: 15_000 };
+    // The raw path's throughput: the per-endpoint and per-organization limits of attempts in flight
+    // (docs/operations.md "Fair sharing") are raised to the bench's concurrency; the noisy-neighbour section measures them.
+    const settings = { allowHttpHosts: ['127.0.0.1'], allowPrivate: parseAllowList('127.0.0.1'), timeoutMs: 15_000, maxInFlightPerEndpoint: CONCURRENCY, maxInFlightPerOrg: CONCURRENCY };
     const sender = createWebhookSender(settings, { connections: CONCURRENCY });
     const acts = createWebhookActivities({ db, config: loadConfig({ logLevel: 'silent' }), logger }, settings, sender);
     const attempt = (deliveryId: string, n: number) => acts.attemptWebhookDelivery({ orgId: org.id, deliveryId, run: 1, attempt: n, final: false });

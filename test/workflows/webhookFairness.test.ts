@@ -147,9 +147,9 @@ describe('Webhook deliveries cannot monopolize anything', function () {
   const result = (deliveryId: string) => client.workflow.getHandle(workflowIds.webhookDelivery(deliveryId)).result() as Promise<WebhookDeliveryResult>;
   const progress = (deliveryId: string) => client.workflow.getHandle(workflowIds.webhookDelivery(deliveryId)).query(webhookDeliveryProgressQuery);
 
-  it('reads a 5 s connect timeout, 4 attempts per endpoint and 8 per organization by default, and defers with growing, jittered waits', () => {
+  it('reads a 5 s connect timeout, 4 attempts per endpoint, 8 per organization and a 2 s first deferral by default, and defers with growing, jittered waits', () => {
     const d = loadWebhookSettings({}, {});
-    expect(d).to.include({ connectTimeoutMs: 5000, maxInFlightPerEndpoint: 4, maxInFlightPerOrg: 8, deferralDelayMs: 1000 });
+    expect(d).to.include({ connectTimeoutMs: 5000, maxInFlightPerEndpoint: 4, maxInFlightPerOrg: 8, deferralDelayMs: 2000 });
     expect(() => loadWebhookSettings({}, { WEBHOOK_MAX_IN_FLIGHT_PER_ORG: '0' })).to.throw(/WEBHOOK_MAX_IN_FLIGHT_PER_ORG/);
     expect(deferralDelayMs(1000, 0, () => 0)).to.equal(500);
     expect(deferralDelayMs(1000, 0, () => 1)).to.equal(1000);
