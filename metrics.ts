@@ -87,7 +87,7 @@ export const smsMessages = new Counter({
 /** Webhook delivery attempts by outcome (`succeeded`, `retry`, `failed`, `stale`). */
 export const webhookDeliveries = new Counter({
   name: 'webhook_delivery_attempts_total',
-  help: 'Webhook delivery attempts by outcome (succeeded, retry, failed, stale)',
+  help: 'Webhook delivery attempts by outcome (succeeded, retry, failed, stale; deferred: no place among the attempts in flight, nothing sent)',
   labelNames: ['outcome'] as const,
 });
 
