@@ -21,6 +21,7 @@ import {
   type WorkflowName,
 } from '../../temporal.config';
 import { serviceQueues } from '../../worker';
+import { ensureBillingCalendar } from '../../activities/billing';
 
 /** The queue and priority the dev server recorded on the first event of workflow `workflowId`. */
 async function recordedStart(client: Client, workflowId: string): Promise<{ taskQueue: string; priority: { priorityKey: number; fairnessKey: string; fairnessWeight: number } }> {
@@ -96,6 +97,22 @@ describe('Fair sharing: task queue and priority of every workflow (temporal.conf
       const start = await recordedStart(client, workflowId);
       expect(start).to.deep.equal({ taskQueue: t.taskQueue, priority: { priorityKey: PRIORITY_KEYS.bulk, fairnessKey: org.orgId, fairnessWeight: 1 } });
       await client.workflow.getHandle(workflowId).result();
+    });
+
+    it('a schedule starts its workflow on the queue and at the priority of its type (ensureSchedule)', async () => {
+      const scheduleId = `fair-billing-${t.taskQueue}`;
+      expect(await ensureBillingCalendar({ client, taskQueue: t.taskQueue!, scheduleId })).to.equal(true);
+      const schedule = client.schedule.getHandle(scheduleId);
+      try {
+        const { action } = await schedule.describe();
+        expect(action.type).to.equal('startWorkflow');
+        expect(action).to.include({ taskQueue: t.taskQueue });
+        // Work of every organization: the bulk priority and the server's default fairness key.
+        expect((action as { priority?: object }).priority).to.deep.include({ priorityKey: PRIORITY_KEYS.bulk });
+        expect((action as { priority?: { fairnessKey?: string } }).priority?.fairnessKey ?? '').to.equal('');
+      } finally {
+        await schedule.delete();
+      }
     });
   });
 });
