@@ -20,6 +20,7 @@ import { openSecret, signatureHeaders } from '../domain/webhooks/signing';
 import { loadWebhookSettings, type WebhookSettings } from '../domain/webhooks/settings';
 import { webhookUrlProblem } from '../domain/webhooks/urlPolicy';
 import type { WebhookEventEnvelope, WebhookEventType } from '../schemas/types/events';
+import { workflowIds } from '../temporal.config';
 
 /** Bytes of the response body kept on an attempt. */
 export const RESPONSE_EXCERPT_BYTES = 1024;
@@ -177,8 +178,10 @@ export interface WebhookAttemptInput {
  */
 export interface WebhookAttemptResult {
   outcome: 'succeeded' | 'retry' | 'failed' | 'stale' | 'deferred';
-  /** With `deferred`: how long to wait before trying the attempt again, ms. */
+  /** With `deferred`: how long to wait at most before trying the attempt again, ms (a freed place wakes it sooner). */
   retryInMs?: number;
+  /** Workflow id of a deferred delivery the place this attempt freed can serve: the workflow signals it `webhookPlaceFree`. */
+  wake?: string | null;
   statusCode: number | null;
   /** Set when this attempt disabled the endpoint. */
   endpointDisabled: 'gone' | 'failing' | null;
@@ -289,7 +292,7 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
 
     // A place among the endpoint's and the organization's attempts in flight, or wait without holding a worker slot.
     const leaseMs = settings.connectTimeoutMs + settings.timeoutMs + 60_000;
-    const limits = { perEndpoint: settings.maxInFlightPerEndpoint, perOrg: settings.maxInFlightPerOrg, leaseMs };
+    const limits = { perEndpoint: settings.maxInFlightPerEndpoint, perOrg: settings.maxInFlightPerOrg, leaseMs, waitMs: 60 * settings.deferralDelayMs + leaseMs };
     if (!(await takeAttemptSlot(deps.db, orgId, ctx.endpoint.id, deliveryId, limits))) {
       return { outcome: 'deferred', retryInMs: deferralDelayMs(settings.deferralDelayMs, input.deferrals ?? 0), statusCode: null, endpointDisabled: null, error: null };
     }
@@ -300,11 +303,16 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
     const headers = signatureHeaders(secrets, ctx.event.id, Math.floor(Date.now() / 1000), body);
     const attemptedAt = new Date();
     let res: WebhookPostResult;
+    let wake: string | null = null;
     try {
       res = await http.post(ctx.endpoint.url, headers, body);
     } finally {
       // A place not given back (database down) frees itself when its lease ends; the POST is not repeated for it.
-      await releaseAttemptSlot(deps.db, orgId, deliveryId).catch((err: unknown) => deps.logger.warn({ err: String(err), deliveryId }, 'webhook attempt place not released; its lease ends it'));
+      const waiter = await releaseAttemptSlot(deps.db, orgId, deliveryId, settings.maxInFlightPerEndpoint).catch((err: unknown) => {
+        deps.logger.warn({ err: String(err), deliveryId }, 'webhook attempt place not released; its lease ends it');
+        return null;
+      });
+      wake = waiter ? workflowIds.webhookDelivery(waiter) : null;
     }
 
     const ok = res.statusCode !== null && res.statusCode >= 200 && res.statusCode < 300;
@@ -322,9 +330,9 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
       nextStatus: ok ? 'succeeded' : permanent || input.final ? 'failed' : 'retrying',
       endpointEffect: ok ? 'success' : gone ? 'gone' : 'failure',
     });
-    if (!r.applied) return { outcome: 'stale', statusCode: res.statusCode, endpointDisabled: null, error };
+    if (!r.applied) return { outcome: 'stale', statusCode: res.statusCode, endpointDisabled: null, error, wake };
     const outcome = r.status === 'succeeded' ? 'succeeded' : r.status === 'failed' ? 'failed' : 'retry';
-    return { outcome, statusCode: res.statusCode, endpointDisabled: r.endpointDisabled === 'manual' ? null : r.endpointDisabled, error };
+    return { outcome, statusCode: res.statusCode, endpointDisabled: r.endpointDisabled === 'manual' ? null : r.endpointDisabled, error, wake };
   }
 
   /** Gives up a run without another attempt (the workflow's last resort when attempts kept erroring). */
@@ -348,6 +356,12 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
     replayWebhookEvents,
     attemptWebhookDelivery: async (input: WebhookAttemptInput): Promise<WebhookAttemptResult> => {
       const result = await attemptWebhookDelivery(input);
+      // A deferred attempt that was woken but ended before taking a place (stale, endpoint disabled, URL
+      // refused) passes the wake on, so the freed place still serves a waiter.
+      if (result.outcome !== 'deferred' && result.wake === undefined && (input.deferrals ?? 0) > 0) {
+        const waiter = await releaseAttemptSlot(deps.db, input.orgId, input.deliveryId, settings.maxInFlightPerEndpoint);
+        result.wake = waiter ? workflowIds.webhookDelivery(waiter) : null;
+      }
       webhookDeliveries.inc({ outcome: result.outcome });
       return result;
     },

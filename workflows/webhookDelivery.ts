@@ -7,14 +7,15 @@
  * 30 min, 2 h, 5 h, 10 h, 10 h. Each attempt is one activity that records itself; the activity's own
  * Temporal retries only cover infrastructure errors (database down), never a receiver's failure.
  * An attempt that finds its endpoint or organization at its limit of attempts in flight is deferred:
- * the workflow waits the delay the activity names (a timer, no worker slot held) and tries the same
- * attempt again (docs/operations.md "Fair sharing").
+ * the workflow waits (no worker slot held) until an attempt that freed a place signals it
+ * `webhookPlaceFree`, or at most the delay the activity names, and tries the same attempt again; an
+ * attempt that freed a place signals the waiter the activity names (docs/operations.md "Fair sharing").
  * A workflow serves one `run` of a delivery; a manual retry starts a new run under the same id.
  */
-import { ActivityFailure, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import { ActivityFailure, condition, getExternalWorkflowHandle, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { WebhookActivities, WebhookAttemptResult } from '../activities/webhooks';
 import { RETRY } from './retryPolicies';
-import { webhookDeliveryProgressQuery } from './definitions';
+import { webhookDeliveryProgressQuery, webhookPlaceFreeSignal } from './definitions';
 
 /** Input of the workflow. */
 export interface WebhookDeliveryInput {
@@ -59,6 +60,12 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
   const schedule = input.retryScheduleMs.length ? input.retryScheduleMs : [0];
   const progress: WebhookDeliveryProgress = { attempts: 0, lastOutcome: null, lastStatusCode: null, waitingMs: null, deferrals: 0 };
   setHandler(webhookDeliveryProgressQuery, () => progress);
+  let placeFree = false;
+  setHandler(webhookPlaceFreeSignal, () => void (placeFree = true));
+  /** Wakes the deferred delivery the freed place can serve (one that finished meanwhile is fine). */
+  const wake = async (workflowId: string | null | undefined) => {
+    if (workflowId) await getExternalWorkflowHandle(workflowId).signal(webhookPlaceFreeSignal).catch(() => undefined);
+  };
 
   for (let i = 0; i < schedule.length; i++) {
     if (schedule[i] > 0) {
@@ -70,6 +77,8 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
     let result: Decided;
     try {
       for (let deferrals = 0; ; deferrals++) {
+        // A signal arriving while the attempt runs (after it was noted waiting) is kept for the wait below.
+        placeFree = false;
         const r = await attemptWebhookDelivery({
           orgId: input.orgId,
           deliveryId: input.deliveryId,
@@ -85,7 +94,7 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
         }
         progress.deferrals++;
         progress.waitingMs = r.retryInMs ?? 1000;
-        await sleep(progress.waitingMs);
+        await condition(() => placeFree, progress.waitingMs);
         progress.waitingMs = null;
       }
     } catch (err) {
@@ -96,6 +105,7 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
         await abandonWebhookDelivery({ orgId: input.orgId, deliveryId: input.deliveryId, run: input.run, reason: `attempt errored: ${err.message}` });
       }
     }
+    await wake(result.wake);
     progress.attempts = i + 1;
     progress.lastOutcome = result.outcome;
     progress.lastStatusCode = result.statusCode;

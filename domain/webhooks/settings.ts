@@ -26,8 +26,9 @@ export interface WebhookSettings {
   /** Attempts in flight at once for one organization, across every worker (WEBHOOK_MAX_IN_FLIGHT_PER_ORG, default 8). */
   maxInFlightPerOrg: number;
   /**
-   * First wait of an attempt that found no free place, ms (WEBHOOK_DEFERRAL_DELAY, default `2s`); it doubles
-   * with each deferral of the same attempt, up to 60 times this, with equal jitter.
+   * Longest first wait of an attempt that found no free place, ms (WEBHOOK_DEFERRAL_DELAY, default `10s`): a freed
+   * place wakes the longest waiter sooner; this only bounds a wake that never comes. It doubles with each
+   * deferral of the same attempt, up to 60 times this, with equal jitter.
    */
   deferralDelayMs: number;
   /**
@@ -104,7 +105,7 @@ export function loadWebhookSettings(overrides: Partial<WebhookSettings> = {}, en
     connectTimeoutMs: parseDuration(env.WEBHOOK_CONNECT_TIMEOUT || '5s'),
     maxInFlightPerEndpoint: positiveInt('WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', env.WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT, 4),
     maxInFlightPerOrg: positiveInt('WEBHOOK_MAX_IN_FLIGHT_PER_ORG', env.WEBHOOK_MAX_IN_FLIGHT_PER_ORG, 8),
-    deferralDelayMs: parseDuration(env.WEBHOOK_DEFERRAL_DELAY || '2s'),
+    deferralDelayMs: parseDuration(env.WEBHOOK_DEFERRAL_DELAY || '10s'),
     allowHttpHosts: (env.WEBHOOK_ALLOW_HTTP_HOSTS ?? '')
       .split(/[\s,]+/)
       .map((h) => h.trim().toLowerCase())
