@@ -27,7 +27,7 @@ import { generateSecretLines } from './secrets';
 import { createOrganization, getOrganization, listOrganizations } from './db/repositories/organizations';
 import { createSecretKey, findKeyOwner, listKeys, revokeKey } from './db/repositories/apiKeys';
 import { parseScopes, NON_RESERVED_SCOPES, RESERVED_SCOPES } from './domain/scopes';
-import { resealEndpointSecrets } from './db/repositories/webhooks';
+import { resealEndpointSecrets } from './db/repositories/webhookEndpoints';
 import { resealVariableSecrets } from './db/repositories/variables';
 import { resealConnectionCredentials } from './db/repositories/integrations';
 import { resealRecordFields } from './db/repositories/records';

@@ -11,7 +11,7 @@ import { startMetricsListener, startTracing } from './telemetry';
 import { createLogger, exitOnSignal, loadServiceSecrets, openDatabase, runEntryPoint, stopRequested } from './runtime';
 import { startApi } from './api/server';
 import { bootstrapIfEmpty } from './bootstrap';
-import { startWorker } from './worker';
+import { serviceQueues, startWorker } from './worker';
 import { TASK_QUEUE } from './temporal.config';
 import { startDevServer } from './devserver';
 import { serveWebUi, webUiVersion } from './devserver/http/ui';
@@ -108,7 +108,7 @@ async function main(): Promise<void> {
       '',
       `Agent Control-Plane API: ${api.baseUrl}`,
       `API docs:                ${origin}/docs  (OpenAPI: ${api.baseUrl}/openapi.json)`,
-      `Temporal:                ${address}${config.temporalAddress ? '' : ' (embedded dev server)'}, task queue ${TASK_QUEUE}`,
+      `Temporal:                ${address}${config.temporalAddress ? '' : ' (embedded dev server)'}, task queues ${serviceQueues(TASK_QUEUE).map((q) => q.taskQueue).join(', ')}`,
     ];
     if (metrics.url) lines.push(`Metrics:                 ${metrics.url}`);
     if (uiUrl) lines.push(`Temporal Web UI:         ${uiUrl}/namespaces/${encodeURIComponent(config.temporalNamespace)}/workflows`);

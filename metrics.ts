@@ -58,7 +58,7 @@ export const voiceRelaySockets = new Gauge({ name: 'voice_relay_open_sockets', h
 /** Outbound texts that reached `sent`, `delivered` or `failed` (each transition written once). */
 export const smsMessages = counter('sms_messages_total', 'Outbound SMS messages by the status they reached (sent, delivered, failed)', ['status']);
 /** Webhook delivery attempts by outcome (`succeeded`, `retry`, `failed`, `stale`). */
-export const webhookDeliveries = counter('webhook_delivery_attempts_total', 'Webhook delivery attempts by outcome (succeeded, retry, failed, stale)', ['outcome']);
+export const webhookDeliveries = counter('webhook_delivery_attempts_total', 'Webhook delivery attempts by outcome (succeeded, retry, failed, stale; deferred: no place among the attempts in flight, nothing sent)', ['outcome']);
 /** Labels of a provider adapter call: kind (carrier, telephony, llm, mailer), adapter (sandbox, telnyx …) and method. */
 const PROVIDER_LABELS = ['provider_kind', 'provider', 'operation'] as const;
 /** Calls into a provider adapter, by {@link PROVIDER_LABELS}. */

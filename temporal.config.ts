@@ -1,15 +1,71 @@
 /**
- * One place for Temporal settings (DESIGN.md "temporal.config.ts"): address, namespace, task queue,
- * workflow id formats, search attributes and default activity retry policy. Workflow ids are
- * deterministic so that a repeated request finds the workflow it started before.
+ * One place for Temporal settings (DESIGN.md "temporal.config.ts"): address, namespace, task queues,
+ * which workflow runs on which queue at which priority, workflow id formats, search attributes and
+ * default activity retry policy. Workflow ids are deterministic so that a repeated request finds the
+ * workflow it started before.
  */
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 import { ScheduleAlreadyRunning } from '@temporalio/client';
+import type { Priority } from '@temporalio/common';
 import type { Client, ScheduleOptions, ScheduleSpec, WorkflowHandleWithFirstExecutionRunId, WorkflowStartOptions } from '@temporalio/client';
 import type * as workflows from './workflows';
 
-/** Task queue every workflow and activity of the service runs on. */
+/**
+ * The base task queue (TEMPORAL_TASK_QUEUE, default `control-plane`): the service's queues are named
+ * after it (see {@link TASK_QUEUES}). Everything that starts workflows is handed the base; the start
+ * picks the queue of the workflow type.
+ */
 export const TASK_QUEUE = process.env.TEMPORAL_TASK_QUEUE || 'control-plane';
+
+/**
+ * The service's task queues, each a suffix of the base task queue, so a base unique to a test keeps
+ * its queues unique too. A queue is a separate worker budget (Temporal "Task Queues": a worker's slots
+ * are per queue): webhook deliveries wait on other people's servers, so they get their own queue,
+ * and a slow receiver can hold only the slots of that queue (docs/operations.md "Fair sharing").
+ */
+export const TASK_QUEUES = {
+  /** Every workflow and activity but webhook deliveries; the SDK's default slot counts. */
+  main: { suffix: '' },
+  /** Webhook deliveries and replays; activity slots per worker process from WEBHOOK_WORKER_SLOTS. */
+  webhooks: { suffix: '-webhooks' },
+} as const;
+/** A queue of {@link TASK_QUEUES}. */
+export type QueueName = keyof typeof TASK_QUEUES;
+
+/** The name of `queue` for the base task queue `base` (`control-plane`, `control-plane-webhooks`). */
+export function taskQueueName(base: string, queue: QueueName): string {
+  return `${base}${TASK_QUEUES[queue].suffix}`;
+}
+
+/**
+ * Activity slots of the webhooks queue per worker process (WEBHOOK_WORKER_SLOTS, default 32):
+ * webhook attempts of every organization that run at once in one process.
+ * @throws Error naming the variable when it is not a positive integer
+ */
+export function webhookWorkerSlots(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.WEBHOOK_WORKER_SLOTS;
+  if (!raw) return 32;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error('WEBHOOK_WORKER_SLOTS must be a positive integer');
+  return n;
+}
+
+/**
+ * Temporal priority keys by workload class (Temporal "Task Queue Priority and Fairness": 1 to 5,
+ * lower first, 3 when unset). Interactive work is what a person is waiting on; bulk work may wait.
+ */
+export const PRIORITY_KEYS = { interactive: 1, bulk: 4 } as const;
+/** A workload class of {@link PRIORITY_KEYS}. */
+export type WorkloadClass = keyof typeof PRIORITY_KEYS;
+
+/**
+ * Fairness weight of every organization: each gets an equal share of a queue's dispatch within a
+ * priority (Temporal "Task Queue Priority and Fairness": weighted round-robin across fairness keys).
+ */
+export const FAIRNESS_WEIGHT = 1;
+
+/** Fairness keys are limited to 64 bytes (Temporal `Priority.fairnessKey`). */
+export const FAIRNESS_KEY_MAX_BYTES = 64;
 
 /** Workflow id formats (DESIGN.md "Durable processes"). */
 export const workflowIds = {
@@ -82,6 +138,66 @@ export type WorkflowTypes = typeof workflows;
 /** A workflow type name the worker registers. */
 export type WorkflowName = keyof WorkflowTypes & string;
 
+/**
+ * Which workflow type runs on which task queue at which priority: the one table of the service's
+ * workloads (docs/operations.md "Fair sharing"). Activities and child workflows inherit their
+ * workflow's priority (the server does that), so a row covers the whole workflow; no workflow of the
+ * service mixes classes, so no activity sets a priority of its own. A new workflow type fails to
+ * type-check until it has a row.
+ */
+export const WORKFLOW_ROUTES: { readonly [K in WorkflowName]: { queue: QueueName; workload: WorkloadClass } } = {
+  // Interactive: a person is waiting on it.
+  agentPublishWorkflow: { queue: 'main', workload: 'interactive' },
+  agentSimulation: { queue: 'main', workload: 'interactive' },
+  voiceCall: { queue: 'main', workload: 'interactive' },
+  smsMessage: { queue: 'main', workload: 'interactive' },
+  smsReply: { queue: 'main', workload: 'interactive' },
+  smsRegistration: { queue: 'main', workload: 'interactive' },
+  // Bulk: may wait behind interactive work.
+  webhookDelivery: { queue: 'webhooks', workload: 'bulk' },
+  webhookReplay: { queue: 'webhooks', workload: 'bulk' },
+  knowledgeIngestionWorkflow: { queue: 'main', workload: 'bulk' },
+  knowledgeRefreshWorkflow: { queue: 'main', workload: 'bulk' },
+  knowledgeReembedWorkflow: { queue: 'main', workload: 'bulk' },
+  conversationAnalysis: { queue: 'main', workload: 'bulk' },
+  analysisRun: { queue: 'main', workload: 'bulk' },
+  reportExport: { queue: 'main', workload: 'bulk' },
+  agentEval: { queue: 'main', workload: 'bulk' },
+  billingMonth: { queue: 'main', workload: 'bulk' },
+  recordsSync: { queue: 'main', workload: 'bulk' },
+  contactImport: { queue: 'main', workload: 'bulk' },
+  campaignDialer: { queue: 'main', workload: 'bulk' },
+};
+
+/**
+ * The longest prefix of `key` of at most 64 UTF-8 bytes, never splitting a character: the limit of a
+ * Temporal fairness key (Temporal `Priority.fairnessKey`).
+ */
+export function fairnessKeyOf(key: string): string {
+  if (Buffer.byteLength(key, 'utf8') <= FAIRNESS_KEY_MAX_BYTES) return key;
+  let out = '';
+  let bytes = 0;
+  for (const ch of key) {
+    const n = Buffer.byteLength(ch, 'utf8');
+    if (bytes + n > FAIRNESS_KEY_MAX_BYTES) break;
+    out += ch;
+    bytes += n;
+  }
+  return out;
+}
+
+/**
+ * Where and how a workflow of `type` owned by `orgId` runs: its task queue (from the base `taskQueue`)
+ * and its Temporal priority (the row's priority key; the organization as fairness key, cut to 64
+ * bytes, with {@link FAIRNESS_WEIGHT}). Work of every organization (`orgId` null) has no fairness key.
+ */
+export function workflowPlacement(taskQueue: string, type: WorkflowName, orgId: string | null): { taskQueue: string; priority: Priority } {
+  const route = WORKFLOW_ROUTES[type];
+  const priority: Priority = { priorityKey: PRIORITY_KEYS[route.workload] };
+  if (orgId) Object.assign(priority, { fairnessKey: fairnessKeyOf(orgId), fairnessWeight: FAIRNESS_WEIGHT });
+  return { taskQueue: taskQueueName(taskQueue, route.queue), priority };
+}
+
 /** Options of {@link startWorkflow}. */
 export interface StartWorkflowOptions<K extends WorkflowName> {
   /** Deterministic id from {@link workflowIds}. */
@@ -99,8 +215,9 @@ export interface StartWorkflowOptions<K extends WorkflowName> {
 
 /**
  * The one way the service starts a workflow: the type name and its arguments checked against the
- * workflow function, the id from {@link workflowIds}, and the search attributes every workflow carries.
- * @param target Temporal client and the task queue the worker polls
+ * workflow function, the id from {@link workflowIds}, the search attributes every workflow carries, and
+ * the task queue and priority of {@link WORKFLOW_ROUTES} (see {@link workflowPlacement}).
+ * @param target Temporal client and the base task queue
  * @returns the started (or, with `USE_EXISTING`, the running) workflow's handle
  * @throws WorkflowExecutionAlreadyStartedError when the id is running and the policy is `FAIL`; any
  *   connection error of the client
@@ -111,7 +228,7 @@ export function startWorkflow<K extends WorkflowName>(
   opts: StartWorkflowOptions<K>,
 ): Promise<WorkflowHandleWithFirstExecutionRunId<WorkflowTypes[K]>> {
   return target.client.workflow.start<WorkflowTypes[K]>(type, {
-    taskQueue: target.taskQueue,
+    ...workflowPlacement(target.taskQueue, type, opts.orgId),
     workflowId: opts.workflowId,
     args: opts.args,
     memo: opts.memo,
@@ -137,9 +254,9 @@ export interface EnsureScheduleOptions<K extends WorkflowName> {
 
 /**
  * The one way the service puts a workflow on a calendar: a Temporal schedule that starts `type`
- * with checked arguments and the search attributes every workflow carries. Creating it again is a
- * no-op (the existing schedule is kept as it is).
- * @param target Temporal client and the task queue the worker polls
+ * with checked arguments, the search attributes every workflow carries, and the task queue and
+ * priority of {@link WORKFLOW_ROUTES}. Creating it again is a no-op (the existing schedule is kept as it is).
+ * @param target Temporal client and the base task queue
  * @returns true when this call created the schedule, false when it existed
  * @throws any connection error of the client
  */
@@ -154,7 +271,7 @@ export async function ensureSchedule<K extends WorkflowName>(target: { client: C
         workflowType: type,
         workflowId: opts.scheduleId,
         args: opts.args as unknown[],
-        taskQueue: target.taskQueue,
+        ...workflowPlacement(target.taskQueue, type, opts.orgId),
         typedSearchAttributes: workflowSearchAttributes(opts.orgId, opts.resourceId),
       },
     });

@@ -1,18 +1,18 @@
 /**
  * The Temporal worker (DESIGN.md): runs every workflow in workflows/ and every activity from
- * activities/ on the service's task queue. `npm run start:worker` in production (TEMPORAL_ADDRESS
+ * activities/, polling every task queue of the service (temporal.config.ts `TASK_QUEUES`). `npm run start:worker` in production (TEMPORAL_ADDRESS
  * required); `npm start` embeds it beside the API and the embedded dev server.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { envNumber, loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
 import { createActivities } from './activities';
 import { announceReady, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, processIndex, runEntryPoint, runPrimary } from './runtime';
-import { TASK_QUEUE } from './temporal.config';
+import { TASK_QUEUE, taskQueueName, webhookWorkerSlots, type QueueName } from './temporal.config';
 import { activeTracing, startMetricsListener, startTracing, temporalSdkMetricsOptions } from './telemetry';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
@@ -51,17 +51,40 @@ export function workerShutdownOptions(env: NodeJS.ProcessEnv = process.env): Pic
   return { shutdownGraceTime: graceMs, shutdownForceTime: graceMs + 3_000 };
 }
 
-/** A running worker and how to stop it. */
+/** A running worker (one SDK Worker per task queue) and how to stop it. */
 export interface RunningWorker {
-  worker: Worker;
-  /** Resolves when the worker has stopped. */
+  /** The Worker of each queue, in the order of {@link serviceQueues}. */
+  workers: Worker[];
+  /** Resolves when every Worker has stopped. */
   done: Promise<void>;
   stop(): Promise<void>;
 }
 
+/** One task queue a worker of the service polls, with the SDK options of its own worker budget. */
+export interface ServiceQueue {
+  queue: QueueName;
+  taskQueue: string;
+  options: Partial<Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions'>>;
+}
+
 /**
- * Connects to Temporal at `address` and starts polling `taskQueue`. With tracing on (telemetry.ts `startTracing`)
- * activities and workflows get spans continuing the trace of whoever started the workflow.
+ * Every task queue of the service for the base task queue `base` (temporal.config.ts `TASK_QUEUES`):
+ * the main queue with the SDK's default slots, and the webhooks queue with WEBHOOK_WORKER_SLOTS
+ * activity slots, so webhook attempts waiting on slow receivers never take a slot of other work.
+ * @throws Error when WEBHOOK_WORKER_SLOTS is malformed
+ */
+export function serviceQueues(base: string, env: NodeJS.ProcessEnv = process.env): ServiceQueue[] {
+  return [
+    { queue: 'main', taskQueue: taskQueueName(base, 'main'), options: {} },
+    { queue: 'webhooks', taskQueue: taskQueueName(base, 'webhooks'), options: { maxConcurrentActivityTaskExecutions: webhookWorkerSlots(env) } },
+  ];
+}
+
+/**
+ * Connects to Temporal at `address` and starts polling every queue of the base `taskQueue` (one SDK
+ * Worker per queue, see {@link serviceQueues}), sharing one connection and one workflow bundle. With
+ * tracing on (telemetry.ts `startTracing`) activities and workflows get spans continuing the trace of
+ * whoever started the workflow.
  * @param opts.workflowBundle a pre-built bundle (tests build it once per run); default: bundle workflows/index.ts.
  *   With tracing on, a pre-built bundle must include `activeTracing().workflowInterceptorModules`
  */
@@ -77,24 +100,58 @@ export async function startWorker(opts: {
   installTemporalRuntime();
   // Bad carrier credentials stop the worker here, with one line (docs/going-live.md).
   await checkProviderCredentials();
+  const queues = serviceQueues(opts.taskQueue ?? TASK_QUEUE);
+  const tracing = activeTracing();
+  // Bundled once for every queue's Worker (with the tracing interceptors when tracing is on).
+  const workflowBundle =
+    opts.workflowBundle ??
+    (await bundleWorkflowCode({
+      workflowsPath: path.join(__dirname, 'workflows', 'index.ts'),
+      ...WORKFLOW_BUNDLER_OPTIONS,
+      workflowInterceptorModules: tracing?.workflowInterceptorModules,
+      logger: Runtime.instance().logger,
+    }));
   const connection = await NativeConnection.connect({ address: opts.address });
-  // A prebuilt bundle carries the OpenTelemetry workflow interceptor; untraced, its span sink goes nowhere.
-  const traced = activeTracing()?.workerOptions({ prebuiltBundle: !!opts.workflowBundle }) ?? (opts.workflowBundle && 'codePath' in opts.workflowBundle ? { sinks: { exporter: { export: { fn: () => undefined } } } as never } : undefined);
-  const worker = await Worker.create({
-    ...traced,
-    connection,
-    namespace: opts.namespace,
-    taskQueue: opts.taskQueue ?? TASK_QUEUE,
-    activities: createActivities({ db: opts.db, config: opts.config, logger: opts.logger }),
-    ...workerShutdownOptions(),
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: path.join(__dirname, 'workflows', 'index.ts'), bundlerOptions: WORKFLOW_BUNDLER_OPTIONS }),
+  const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger });
+  // A prebuilt bundle (npm run build:workflows) carries the OpenTelemetry workflow interceptor; untraced, its span sink goes nowhere.
+  const traced = tracing?.workerOptions({ prebuiltBundle: true }) ?? (opts.workflowBundle && 'codePath' in opts.workflowBundle ? { sinks: { exporter: { export: { fn: () => undefined } } } as never } : {});
+  const workers: Worker[] = [];
+  try {
+    for (const q of queues) {
+      workers.push(
+        await Worker.create({
+          ...traced,
+          ...q.options,
+          ...workerShutdownOptions(),
+          connection,
+          namespace: opts.namespace,
+          taskQueue: q.taskQueue,
+          activities,
+          workflowBundle,
+        }),
+      );
+    }
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
+  // One queue's Worker failing stops the others, so the process never runs with a queue unpolled.
+  const runs = workers.map((w) =>
+    w.run().catch((err: unknown) => {
+      for (const other of workers) if (other.getState() === 'RUNNING') other.shutdown();
+      throw err;
+    }),
+  );
+  const done = Promise.allSettled(runs).then(async (results) => {
+    await connection.close();
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   });
-  const done = worker.run().finally(() => connection.close());
   return {
-    worker,
+    workers,
     done,
     stop: async () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await done.catch(() => undefined);
     },
   };
@@ -141,7 +198,7 @@ export function prebuiltWorkflowBundle(): { codePath: string; sha256: string } |
 
 /**
  * `npm run start:worker`: `WORKER_PROCESSES` worker processes (default 1; docs/operations.md "Scaling out"), each
- * polling the task queue and running the webhook outbox dispatcher (rows are locked, so several may).
+ * polling every task queue and running the webhook outbox dispatcher (rows are locked, so several may).
  * The primary opens the database once (migrations) and hands its URL to the children; with one process
  * the primary works itself. Sandbox carrier callbacks owed from before a restart are resumed by one
  * process only (index 0), so each is delivered once.
@@ -157,7 +214,7 @@ async function main(): Promise<void> {
   if (processes > 1) {
     const { pids } = await runPrimary(processes, database, logger);
     await startMetricsListener({ port: config.metricsPort, host: config.host, logger, role: 'primary' });
-    logger.info({ address: config.temporalAddress, taskQueue: TASK_QUEUE, processes, pids }, 'worker running');
+    logger.info({ address: config.temporalAddress, taskQueues: serviceQueues(TASK_QUEUE).map((q) => q.taskQueue), processes, pids }, 'worker running');
     return;
   }
   const metrics = await startMetricsListener({ port: config.metricsPort, host: config.host, logger });
@@ -189,7 +246,7 @@ async function main(): Promise<void> {
     await database.close();
   });
   if (isClusterChild()) announceReady({ pid: process.pid });
-  else logger.info({ address: config.temporalAddress, taskQueue: TASK_QUEUE, processes: 1 }, 'worker running');
+  else logger.info({ address: config.temporalAddress, taskQueues: serviceQueues(TASK_QUEUE).map((q) => q.taskQueue), processes: 1 }, 'worker running');
   await running.done;
 }
 

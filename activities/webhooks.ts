@@ -6,11 +6,13 @@
  */
 import { Context } from '@temporalio/activity';
 import { Agent, request, type Dispatcher } from 'undici';
-import { assertHostLiteralAllowed, SsrfRefusedError, type AllowList } from '../domain/net/guard';
+import { assertHostLiteralAllowed, HostUnresolvableError, SsrfRefusedError, type AllowList } from '../domain/net/guard';
 import { guardedConnector } from '../providers/http';
 import type { ActivityDeps } from './index';
 import { webhookDeliveries } from '../metrics';
-import { abandonDelivery, loadDeliveryContext, recordAttempt, replayStep, type EndpointDisabled } from '../db/repositories/webhooks';
+import { abandonDelivery, loadDeliveryContext, recordAttempt, type EndpointDisabled } from '../db/repositories/webhookDeliveries';
+import { releaseAttemptSlot, takeAttemptSlot } from '../db/repositories/webhookAttemptSlots';
+import { replayStep } from '../db/repositories/webhookEvents';
 import { insertAuditLogs } from '../db/repositories/auditLogs';
 import { emitEvent } from '../events/emit';
 import type { Knex } from 'knex';
@@ -19,6 +21,7 @@ import { openSecret, signatureHeaders } from '../domain/webhooks/signing';
 import { loadWebhookSettings, type WebhookSettings } from '../domain/webhooks/settings';
 import { webhookUrlProblem } from '../domain/webhooks/urlPolicy';
 import type { WebhookEventEnvelope, WebhookEventType } from '../schemas/types/events';
+import { workflowIds } from '../temporal.config';
 
 /** The running activity's cancellation signal (Temporal `Context.cancellationSignal`); undefined outside an activity. */
 function activityCancellation(): AbortSignal | undefined {
@@ -41,7 +44,8 @@ export interface WebhookPostResult {
   /** First 1 KB of the response body as UTF-8 (NUL characters removed). */
   responseBody: string | null;
   error: string | null;
-  errorCode: 'timeout' | 'network' | 'ssrf_refused' | null;
+  /** `dns`: the host name did not resolve (ENOTFOUND, EAI_AGAIN…); `timeout`: connect or response timeout. */
+  errorCode: 'timeout' | 'dns' | 'network' | 'ssrf_refused' | null;
 }
 
 /** Signs and POSTs webhook bodies through the SSRF guard. */
@@ -63,15 +67,48 @@ function findSsrf(err: unknown): SsrfRefusedError | undefined {
   return undefined;
 }
 
+/** Resolver codes of a host name that did not resolve, or whose resolver did not answer (getaddrinfo, c-ares). */
+const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EAI_NODATA', 'ENODATA', 'EAI_FAIL', 'ESERVFAIL', 'ETIMEOUT']);
+
+/**
+ * What a failed POST was, from the error undici threw (the error or one of its causes): an SSRF refusal,
+ * a DNS failure, a connect timeout (undici `UND_ERR_CONNECT_TIMEOUT`), a response timeout, or another
+ * network error. A DNS failure or connect timeout ends the attempt at once: it is retried on the schedule.
+ */
+export function classifyPostError(err: unknown, timeouts: { connectTimeoutMs: number; timeoutMs: number }): Pick<WebhookPostResult, 'error' | 'errorCode'> {
+  const ssrf = findSsrf(err);
+  if (ssrf) return { error: ssrf.message, errorCode: 'ssrf_refused' };
+  const chain: Array<{ name?: string; code?: string; message?: string; hostname?: string; host?: string }> = [];
+  for (let e = err as { cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as never, i++) chain.push(e as never);
+  const dns = chain.find((e) => e instanceof HostUnresolvableError || DNS_CODES.has(e?.code ?? ''));
+  if (dns) {
+    const host = dns.hostname ?? dns.host;
+    return { error: `dns lookup failed: ${dns.code}${host ? ` ${host}` : ''}`, errorCode: 'dns' };
+  }
+  if (chain.some((e) => e?.code === 'UND_ERR_CONNECT_TIMEOUT')) return { error: `connect timeout after ${timeouts.connectTimeoutMs} ms`, errorCode: 'timeout' };
+  const timeoutCodes = ['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'];
+  if (chain.some((e) => e?.name === 'TimeoutError' || e?.name === 'AbortError' || timeoutCodes.includes(e?.code ?? ''))) {
+    return { error: `timeout after ${timeouts.timeoutMs} ms`, errorCode: 'timeout' };
+  }
+  const [e, cause] = chain;
+  const detail = cause?.code ?? e?.code ?? cause?.message ?? e?.message ?? String(err);
+  return { error: `connection failed: ${detail}`, errorCode: 'network' };
+}
+
 /**
  * Creates a sender: an undici Agent whose connections go only to addresses the SSRF guard allows
- * (checked on DNS answers and again on the socket's peer), with a total timeout per attempt.
+ * (checked on DNS answers and again on the socket's peer), with a connect timeout (DNS, TCP and TLS;
+ * `connectTimeoutMs`, default 5 s, at most `timeoutMs`) and a total timeout per attempt.
  * @param opts.connections connections kept per origin (default 128)
  */
-export function createWebhookSender(settings: Pick<WebhookSettings, 'allowPrivate' | 'timeoutMs'>, opts: { connections?: number; userAgent?: string } = {}): WebhookSender {
+export function createWebhookSender(
+  settings: Pick<WebhookSettings, 'allowPrivate' | 'timeoutMs'> & Partial<Pick<WebhookSettings, 'connectTimeoutMs'>>,
+  opts: { connections?: number; userAgent?: string } = {},
+): WebhookSender {
   const timeoutMs = settings.timeoutMs;
+  const connectTimeoutMs = Math.min(settings.connectTimeoutMs ?? 5000, timeoutMs);
   const agent: Dispatcher = new Agent({
-    connect: guardedConnector(settings.allowPrivate, timeoutMs),
+    connect: guardedConnector(settings.allowPrivate, connectTimeoutMs),
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
     connections: opts.connections ?? 128,
@@ -111,16 +148,7 @@ export function createWebhookSender(settings: Pick<WebhookSettings, 'allowPrivat
       return { statusCode: res.statusCode, durationMs: elapsed(), responseBody: text, error: null, errorCode: null };
     } catch (err) {
       if (cancel?.aborted) throw err;
-      const ssrf = findSsrf(err);
-      if (ssrf) return { statusCode: null, durationMs: elapsed(), responseBody: null, error: ssrf.message, errorCode: 'ssrf_refused' };
-      const e = err as { name?: string; code?: string; message?: string };
-      const timeoutCodes = ['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'];
-      if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || timeoutCodes.includes(e?.code ?? '')) {
-        return { statusCode: null, durationMs: elapsed(), responseBody: null, error: `timeout after ${timeoutMs} ms`, errorCode: 'timeout' };
-      }
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      const detail = cause?.code ?? e?.code ?? cause?.message ?? e?.message ?? String(err);
-      return { statusCode: null, durationMs: elapsed(), responseBody: null, error: `connection failed: ${detail}`, errorCode: 'network' };
+      return { statusCode: null, durationMs: elapsed(), responseBody: null, ...classifyPostError(err, { connectTimeoutMs, timeoutMs }) };
     }
   }
 
@@ -151,15 +179,22 @@ export interface WebhookAttemptInput {
   final: boolean;
   /** Workflow time (ms since epoch) for the endpoint's failing period; default now. */
   clockMs?: number;
+  /** Times this attempt was deferred already for want of a place (0 first): the next wait doubles with it. */
+  deferrals?: number;
 }
 
 /**
  * What an attempt decided: `succeeded` (2xx), `retry` (try again on the schedule), `failed` (given
  * up: final attempt, 410, endpoint disabled or deleted, URL refused), `stale` (another run owns the
- * delivery, or it is finished).
+ * delivery, or it is finished), `deferred` (the endpoint or the organization has its limit of attempts
+ * in flight: the same attempt again after `retryInMs`, nothing recorded).
  */
 export interface WebhookAttemptResult {
-  outcome: 'succeeded' | 'retry' | 'failed' | 'stale';
+  outcome: 'succeeded' | 'retry' | 'failed' | 'stale' | 'deferred';
+  /** With `deferred`: how long to wait at most before trying the attempt again, ms (a freed place wakes it sooner). */
+  retryInMs?: number;
+  /** Workflow id of a deferred delivery the place this attempt freed can serve: the workflow signals it `webhookPlaceFree`. */
+  wake?: string | null;
   statusCode: number | null;
   /** Set when this attempt disabled the endpoint. */
   endpointDisabled: 'gone' | 'failing' | null;
@@ -197,6 +232,16 @@ export async function reportEndpointDisabled(trx: Knex.Transaction, orgId: strin
       },
     },
   ]);
+}
+
+/**
+ * How long an attempt deferred `deferrals` times already waits before trying again, ms: `baseMs`
+ * doubled per deferral up to 60 × `baseMs`, with equal jitter (half fixed, half random), so deferred
+ * attempts of a busy endpoint spread out instead of asking together.
+ */
+export function deferralDelayMs(baseMs: number, deferrals: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(baseMs * 2 ** Math.min(deferrals, 16), baseMs * 60);
+  return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }
 
 /** Input of one replay step (workflows/webhookReplay.ts). */
@@ -258,13 +303,30 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
       return { outcome: r.applied ? 'failed' : 'stale', statusCode: null, endpointDisabled: r.endpointDisabled === 'failing' ? 'failing' : null, error };
     }
 
+    // A place among the endpoint's and the organization's attempts in flight, or wait without holding a worker slot.
+    const leaseMs = settings.connectTimeoutMs + settings.timeoutMs + 60_000;
+    const limits = { perEndpoint: settings.maxInFlightPerEndpoint, perOrg: settings.maxInFlightPerOrg, leaseMs, waitMs: 60 * settings.deferralDelayMs + leaseMs };
+    if (!(await takeAttemptSlot(deps.db, orgId, ctx.endpoint.id, deliveryId, limits))) {
+      return { outcome: 'deferred', retryInMs: deferralDelayMs(settings.deferralDelayMs, input.deferrals ?? 0), statusCode: null, endpointDisabled: null, error: null };
+    }
     const keys = [settings.secretKey, settings.previousSecretKey];
     const secrets = [openSecret(ctx.endpoint.secretSealed, keys)];
     if (ctx.endpoint.previousSecretSealed) secrets.push(openSecret(ctx.endpoint.previousSecretSealed, keys));
     const body = deliveryBody(orgId, ctx.event);
     const headers = signatureHeaders(secrets, ctx.event.id, Math.floor(Date.now() / 1000), body);
     const attemptedAt = new Date();
-    const res = await http.post(ctx.endpoint.url, headers, body, activityCancellation());
+    let res: WebhookPostResult;
+    let wake: string | null = null;
+    try {
+      res = await http.post(ctx.endpoint.url, headers, body, activityCancellation());
+    } finally {
+      // A place not given back (database down) frees itself when its lease ends; the POST is not repeated for it.
+      const waiter = await releaseAttemptSlot(deps.db, orgId, deliveryId, settings.maxInFlightPerEndpoint).catch((err: unknown) => {
+        deps.logger.warn({ err: String(err), deliveryId }, 'webhook attempt place not released; its lease ends it');
+        return null;
+      });
+      wake = waiter ? workflowIds.webhookDelivery(waiter) : null;
+    }
 
     const ok = res.statusCode !== null && res.statusCode >= 200 && res.statusCode < 300;
     const gone = res.statusCode === 410;
@@ -281,9 +343,9 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
       nextStatus: ok ? 'succeeded' : permanent || input.final ? 'failed' : 'retrying',
       endpointEffect: ok ? 'success' : gone ? 'gone' : 'failure',
     });
-    if (!r.applied) return { outcome: 'stale', statusCode: res.statusCode, endpointDisabled: null, error };
+    if (!r.applied) return { outcome: 'stale', statusCode: res.statusCode, endpointDisabled: null, error, wake };
     const outcome = r.status === 'succeeded' ? 'succeeded' : r.status === 'failed' ? 'failed' : 'retry';
-    return { outcome, statusCode: res.statusCode, endpointDisabled: r.endpointDisabled === 'manual' ? null : r.endpointDisabled, error };
+    return { outcome, statusCode: res.statusCode, endpointDisabled: r.endpointDisabled === 'manual' ? null : r.endpointDisabled, error, wake };
   }
 
   /** Gives up a run without another attempt (the workflow's last resort when attempts kept erroring). */
@@ -293,7 +355,7 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
 
   /**
    * One step of a replay: queues the next WEBHOOK_REPLAY_BATCH events of its window as deliveries to
-   * the endpoint (db/repositories/webhooks.ts `replayStep`). Idempotent per step.
+   * the endpoint (db/repositories/webhookEvents.ts `replayStep`). Idempotent per step.
    * @returns the replay's progress; `status` other than `running` ends the workflow
    * @throws Error when the replay does not exist (it cannot be deleted, so only a wrong id)
    */
@@ -307,6 +369,12 @@ export function createWebhookActivities(deps: ActivityDeps, overrides: Partial<W
     replayWebhookEvents,
     attemptWebhookDelivery: async (input: WebhookAttemptInput): Promise<WebhookAttemptResult> => {
       const result = await attemptWebhookDelivery(input);
+      // A deferred attempt that was woken but ended before taking a place (stale, endpoint disabled, URL
+      // refused) passes the wake on, so the freed place still serves a waiter.
+      if (result.outcome !== 'deferred' && result.wake === undefined && (input.deferrals ?? 0) > 0) {
+        const waiter = await releaseAttemptSlot(deps.db, input.orgId, input.deliveryId, settings.maxInFlightPerEndpoint);
+        result.wake = waiter ? workflowIds.webhookDelivery(waiter) : null;
+      }
       webhookDeliveries.inc({ outcome: result.outcome });
       return result;
     },

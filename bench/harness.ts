@@ -33,6 +33,8 @@ export function installBenchRuntime(): void {
 
 /** A running benchmark stack. */
 export interface BenchStack {
+  /** The dev server's gRPC address (`host:port`), for a worker on its own connection. */
+  address: string;
   db: Db;
   databaseUrl: string;
   client: Client;
@@ -97,6 +99,7 @@ export async function startBenchStack(label: string, opts: { poolMax?: number } 
   const connection = await Connection.connect({ address: server.address });
   const native = await NativeConnection.connect({ address: server.address });
   return {
+    address: server.address,
     db: database.db,
     databaseUrl: database.databaseUrl,
     client: new Client({ connection }),

@@ -19,6 +19,7 @@ import { runOAuthBench } from './oauth';
 import { runVoiceBench } from './voice';
 import { runEvalsBench } from './evals';
 import { runWorkerStartBench } from './workerStart';
+import { runNoisyNeighbourBench } from './noisyNeighbour';
 import { runBench } from './entry';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
@@ -39,6 +40,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   voice: runVoiceBench,
   evals: runEvalsBench,
   'worker-start': runWorkerStartBench,
+  'noisy-neighbour': runNoisyNeighbourBench,
 };
 
 async function main(): Promise<void> {

@@ -21,7 +21,7 @@ import { Webhook } from 'standardwebhooks';
 import { createDb, ensureDatabase, migrate, type Db } from '../db';
 import { startEmbeddedPostgres } from '../db/embedded';
 import { createOrganization } from '../db/repositories/organizations';
-import { createEndpoint } from '../db/repositories/webhooks';
+import { createEndpoint } from '../db/repositories/webhookEndpoints';
 import { createWebhookActivities, createWebhookSender } from '../activities/webhooks';
 import { parseAllowList } from '../domain/net/guard';
 import { emitEvent } from '../events/emit';
@@ -34,6 +34,7 @@ import { startDevServer } from '../devserver';
 import { startWebhookDispatcher, temporalDeliveryStarter } from '../events/dispatcher';
 import { createLogger } from '../runtime';
 import { runBench } from './entry';
+import { taskQueueName } from '../temporal.config';
 import { installBenchRuntime } from './harness';
 
 const CONCURRENCY = 100;
@@ -146,7 +147,9 @@ export async function runWebhooksBench(): Promise<void> {
       secretSealed: sealSecret(secret, loadWebhookSettings().secretKey),
       secretPrefix: secretDisplayPrefix(secret),
     });
-    const settings = { allowHttpHosts: ['127.0.0.1'], allowPrivate: parseAllowList('127.0.0.1'), timeoutMs: 15_000 };
+    // The raw path's throughput: the per-endpoint and per-organization limits of attempts in flight
+    // (docs/operations.md "Fair sharing") are raised to the bench's concurrency; the noisy-neighbour section measures them.
+    const settings = { allowHttpHosts: ['127.0.0.1'], allowPrivate: parseAllowList('127.0.0.1'), timeoutMs: 15_000, maxInFlightPerEndpoint: CONCURRENCY, maxInFlightPerOrg: CONCURRENCY };
     const sender = createWebhookSender(settings, { connections: CONCURRENCY });
     const acts = createWebhookActivities({ db, config: loadConfig({ logLevel: 'silent' }), logger }, settings, sender);
     const attempt = (deliveryId: string, n: number) => acts.attemptWebhookDelivery({ orgId: org.id, deliveryId, run: 1, attempt: n, final: false });
@@ -214,7 +217,8 @@ async function workflowPath(
     const activities = createWebhookActivities({ db, config: loadConfig({ logLevel: 'silent' }), logger }, settings, sender);
     const worker = await Worker.create({
       connection: native,
-      taskQueue,
+      // Deliveries run on the webhooks queue of the base task queue (temporal.config.ts WORKFLOW_ROUTES).
+      taskQueue: taskQueueName(taskQueue, 'webhooks'),
       workflowBundle,
       activities,
       maxConcurrentActivityTaskExecutions: CONCURRENCY,

@@ -54,6 +54,9 @@ export const ingestionStageQuery = defineQuery<IngestionStage>('ingestionStage')
 /** Query: the run's progress. */
 export const webhookDeliveryProgressQuery = defineQuery<WebhookDeliveryProgress>('webhookDeliveryProgress');
 
+/** A place among the attempts in flight was freed for this delivery's deferred attempt: try it now (docs/operations.md "Fair sharing"). */
+export const webhookPlaceFreeSignal = defineSignal('webhookPlaceFree');
+
 // Webhook replay `webhook-replay/{replayId}`
 
 /** Query: how far the replay is. */

@@ -6,12 +6,16 @@
  * Default schedule (WEBHOOK_RETRY_SCHEDULE, passed in by the dispatcher): immediately, 5 s, 5 min,
  * 30 min, 2 h, 5 h, 10 h, 10 h. Each attempt is one activity that records itself; the activity's own
  * Temporal retries only cover infrastructure errors (database down), never a receiver's failure.
+ * An attempt that finds its endpoint or organization at its limit of attempts in flight is deferred:
+ * the workflow waits (no worker slot held) until an attempt that freed a place signals it
+ * `webhookPlaceFree`, or at most the delay the activity names, and tries the same attempt again; an
+ * attempt that freed a place signals the waiter the activity names (docs/operations.md "Fair sharing").
  * A workflow serves one `run` of a delivery; a manual retry starts a new run under the same id.
  */
-import { ActivityFailure, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import { ActivityFailure, condition, getExternalWorkflowHandle, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { WebhookActivities, WebhookAttemptResult } from '../activities/webhooks';
 import { RETRY } from './retryPolicies';
-import { webhookDeliveryProgressQuery } from './definitions';
+import { webhookDeliveryProgressQuery, webhookPlaceFreeSignal } from './definitions';
 
 /** Input of the workflow. */
 export interface WebhookDeliveryInput {
@@ -37,6 +41,8 @@ export interface WebhookDeliveryProgress {
   lastStatusCode: number | null;
   /** Delay being waited before the next attempt, ms; null while attempting or finished. */
   waitingMs: number | null;
+  /** Times attempts of this run were deferred for want of a place among the attempts in flight. */
+  deferrals: number;
 }
 
 
@@ -46,11 +52,20 @@ const { attemptWebhookDelivery, abandonWebhookDelivery } = proxyActivities<Webho
   retry: RETRY.webhookAttempt,
 });
 
+/** An attempt's result other than `deferred`. */
+type Decided = WebhookAttemptResult & { outcome: Exclude<WebhookAttemptResult['outcome'], 'deferred'> };
+
 /** Delivers one event to one endpoint on the retry schedule. */
 export async function webhookDelivery(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   const schedule = input.retryScheduleMs.length ? input.retryScheduleMs : [0];
-  const progress: WebhookDeliveryProgress = { attempts: 0, lastOutcome: null, lastStatusCode: null, waitingMs: null };
+  const progress: WebhookDeliveryProgress = { attempts: 0, lastOutcome: null, lastStatusCode: null, waitingMs: null, deferrals: 0 };
   setHandler(webhookDeliveryProgressQuery, () => progress);
+  let placeFree = false;
+  setHandler(webhookPlaceFreeSignal, () => void (placeFree = true));
+  /** Wakes the deferred delivery the freed place can serve (one that finished meanwhile is fine). */
+  const wake = async (workflowId: string | null | undefined) => {
+    if (workflowId) await getExternalWorkflowHandle(workflowId).signal(webhookPlaceFreeSignal).catch(() => undefined);
+  };
 
   for (let i = 0; i < schedule.length; i++) {
     if (schedule[i] > 0) {
@@ -59,16 +74,29 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
       progress.waitingMs = null;
     }
     const final = i === schedule.length - 1;
-    let result: WebhookAttemptResult;
+    let result: Decided;
     try {
-      result = await attemptWebhookDelivery({
-        orgId: input.orgId,
-        deliveryId: input.deliveryId,
-        run: input.run,
-        attempt: i + 1,
-        final,
-        clockMs: Date.now(), // workflow time: deterministic, and follows time skipping in tests
-      });
+      for (let deferrals = 0; ; deferrals++) {
+        // A signal arriving while the attempt runs (after it was noted waiting) is kept for the wait below.
+        placeFree = false;
+        const r = await attemptWebhookDelivery({
+          orgId: input.orgId,
+          deliveryId: input.deliveryId,
+          run: input.run,
+          attempt: i + 1,
+          final,
+          clockMs: Date.now(), // workflow time: deterministic, and follows time skipping in tests
+          deferrals,
+        });
+        if (r.outcome !== 'deferred') {
+          result = r as Decided;
+          break;
+        }
+        progress.deferrals++;
+        progress.waitingMs = r.retryInMs ?? 1000;
+        await condition(() => placeFree, progress.waitingMs);
+        progress.waitingMs = null;
+      }
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       // The attempt could not even be recorded (infrastructure down); count it and move on.
@@ -77,6 +105,7 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
         await abandonWebhookDelivery({ orgId: input.orgId, deliveryId: input.deliveryId, run: input.run, reason: `attempt errored: ${err.message}` });
       }
     }
+    await wake(result.wake);
     progress.attempts = i + 1;
     progress.lastOutcome = result.outcome;
     progress.lastStatusCode = result.statusCode;

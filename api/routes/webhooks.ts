@@ -9,20 +9,9 @@ import type { Handler } from '../context';
 import { ApiError, notFound, temporalUnavailable, validationError } from '../../domain/errors';
 import { mergeFieldErrors, schemaErrors } from '../../domain/validation';
 import { listHandler, orgOf, pageParams, paged, requireTemporal } from '../http';
-import {
-  createEndpoint,
-  deleteEndpoint,
-  getEndpoint,
-  listDeliveries,
-  listEndpoints,
-  retryDelivery,
-  rotateEndpointSecret,
-  updateEndpoint,
-  getDelivery,
-  createReplay,
-  getReplay,
-  stopReplay,
-} from '../../db/repositories/webhooks';
+import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateEndpointSecret, updateEndpoint } from '../../db/repositories/webhookEndpoints';
+import { getDelivery, listDeliveries, retryDelivery } from '../../db/repositories/webhookDeliveries';
+import { createReplay, getReplay, stopReplay } from '../../db/repositories/webhookEvents';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { replayWindow } from '../../domain/webhooks/replay';
 import { emitEvent } from '../../events/emit';

@@ -17,6 +17,21 @@ export interface WebhookSettings {
   /** Timeout of one attempt, ms (WEBHOOK_TIMEOUT_MS, default 15000). */
   timeoutMs: number;
   /**
+   * Timeout of reaching the receiver, ms: DNS lookup, TCP connect and TLS handshake (WEBHOOK_CONNECT_TIMEOUT,
+   * default `5s`). A receiver that does not answer a connection fails the attempt after this, not after `timeoutMs`.
+   */
+  connectTimeoutMs: number;
+  /** Attempts in flight at once to one endpoint, across every worker (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT, default 4). */
+  maxInFlightPerEndpoint: number;
+  /** Attempts in flight at once for one organization, across every worker (WEBHOOK_MAX_IN_FLIGHT_PER_ORG, default 8). */
+  maxInFlightPerOrg: number;
+  /**
+   * Longest first wait of an attempt that found no free place, ms (WEBHOOK_DEFERRAL_DELAY, default `10s`): a freed
+   * place wakes the longest waiter sooner; this only bounds a wake that never comes. It doubles with each
+   * deferral of the same attempt, up to 60 times this, with equal jitter.
+   */
+  deferralDelayMs: number;
+  /**
    * Host names (lowercase, optionally `host:port`) to which plain `http://` deliveries are allowed
    * (WEBHOOK_ALLOW_HTTP_HOSTS, comma-separated; for local development and tests). Everything else
    * must be https.
@@ -87,6 +102,10 @@ export function loadWebhookSettings(overrides: Partial<WebhookSettings> = {}, en
     retryScheduleMs: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE),
     disableAfterFailingMs: parseDuration(env.WEBHOOK_DISABLE_AFTER_FAILING || '5d'),
     timeoutMs: env.WEBHOOK_TIMEOUT_MS ? parseDuration(env.WEBHOOK_TIMEOUT_MS) : 15_000,
+    connectTimeoutMs: parseDuration(env.WEBHOOK_CONNECT_TIMEOUT || '5s'),
+    maxInFlightPerEndpoint: positiveInt('WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', env.WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT, 4),
+    maxInFlightPerOrg: positiveInt('WEBHOOK_MAX_IN_FLIGHT_PER_ORG', env.WEBHOOK_MAX_IN_FLIGHT_PER_ORG, 8),
+    deferralDelayMs: parseDuration(env.WEBHOOK_DEFERRAL_DELAY || '10s'),
     allowHttpHosts: (env.WEBHOOK_ALLOW_HTTP_HOSTS ?? '')
       .split(/[\s,]+/)
       .map((h) => h.trim().toLowerCase())

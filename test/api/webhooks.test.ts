@@ -13,7 +13,7 @@ import { ROUTES } from '../../api/routes/table';
 import { createWebhookActivities, createWebhookSender } from '../../activities/webhooks';
 import { startWebhookDispatcher, type DeliveryStarter } from '../../events/dispatcher';
 import { emitEvent, InvalidEventError } from '../../events/emit';
-import { createEndpoint } from '../../db/repositories/webhooks';
+import { createEndpoint } from '../../db/repositories/webhookEndpoints';
 import { generateSecret, sealSecret, secretDisplayPrefix } from '../../domain/webhooks/signing';
 import { createLogger } from '../../runtime';
 import type { WebhookDeliveryInput } from '../../workflows/webhookDelivery';

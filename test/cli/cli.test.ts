@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { runCli } from '../../cli';
 import { startTestApi, type TestApi } from '../helpers/api';
 import crypto from 'node:crypto';
-import { createEndpoint } from '../../db/repositories/webhooks';
+import { createEndpoint } from '../../db/repositories/webhookEndpoints';
 import { upsertConnection } from '../../db/repositories/integrations';
 import { openSecret, sealSecret, secretDisplayPrefix, generateSecret } from '../../domain/webhooks/signing';
 

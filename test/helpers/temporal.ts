@@ -1,7 +1,7 @@
 /**
  * Temporal fixtures for workflow tests (DESIGN.md "Tests that stay fast"): one embedded dev server per
  * run (time skipping on, in memory), the service's workflow code bundled once per run, and a worker on
- * a unique task queue per test. Everything runs the real @temporalio/client and @temporalio/worker.
+ * a unique base task queue per test, polling every queue of that base as the service's worker does. Everything runs the real @temporalio/client and @temporalio/worker.
  */
 import crypto from 'node:crypto';
 import path from 'node:path';
@@ -9,7 +9,7 @@ import { Client, Connection } from '@temporalio/client';
 import { InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connection';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../../devserver';
-import { installTemporalRuntime, WORKFLOW_BUNDLER_OPTIONS } from '../../worker';
+import { installTemporalRuntime, serviceQueues, WORKFLOW_BUNDLER_OPTIONS } from '../../worker';
 import { collectHistories } from './histories';
 
 installTemporalRuntime();
@@ -109,28 +109,45 @@ export function uniqueTaskQueue(label: string): string {
 }
 
 /**
- * Starts a worker for the service's workflows on `taskQueue` with the given activities.
- * @returns the worker and a stop function that shuts it down and waits for it
+ * Creates one Worker per queue of the base `taskQueue` (worker.ts `serviceQueues`: each with the
+ * service's slot options, then `extra`) and runs them.
+ * @returns the Workers (the main queue's first) and a stop function that shuts them down and waits
  */
-export async function startTestWorker(
+async function runServiceWorkers(
+  connection: NativeConnection,
   taskQueue: string,
   activities: WorkerOptions['activities'],
-  extra: Partial<WorkerOptions> = {},
-): Promise<{ worker: Worker; stop(): Promise<void> }> {
-  const { native } = await testTemporal();
-  const worker = await Worker.create({ connection: native, taskQueue, workflowBundle: await serviceWorkflowBundle(), activities, ...extra });
-  const running = worker.run();
+  extra: Partial<WorkerOptions>,
+): Promise<{ workers: Worker[]; stop(): Promise<void> }> {
+  const workflowBundle = await serviceWorkflowBundle();
+  const workers: Worker[] = [];
+  for (const q of serviceQueues(taskQueue)) workers.push(await Worker.create({ ...q.options, connection, taskQueue: q.taskQueue, workflowBundle, activities, ...extra }));
+  const running = workers.map((w) => w.run());
   return {
-    worker,
+    workers,
     stop: async () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running.catch(() => undefined);
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await Promise.all(running.map((r) => r.catch(() => undefined)));
     },
   };
 }
 
 /**
- * Starts a worker for the service's workflows against the server at `address` on its own connection
+ * Starts a worker for the service's workflows on every queue of the base `taskQueue` with the given activities.
+ * @returns the main queue's Worker, every queue's Workers, and a stop function that shuts them down and waits
+ */
+export async function startTestWorker(
+  taskQueue: string,
+  activities: WorkerOptions['activities'],
+  extra: Partial<WorkerOptions> = {},
+): Promise<{ worker: Worker; workers: Worker[]; stop(): Promise<void> }> {
+  const { native } = await testTemporal();
+  const running = await runServiceWorkers(native, taskQueue, activities, extra);
+  return { worker: running.workers[0], ...running };
+}
+
+/**
+ * Starts a worker for the service's workflows (every queue of the base `taskQueue`) against the server at `address` on its own connection
  * (restart tests stop and start their own durable dev server, so they cannot use the run's one).
  * @returns a stop function that shuts the worker down and closes its connection
  */
@@ -140,12 +157,10 @@ export async function startWorkerAt(
   activities: WorkerOptions['activities'],
 ): Promise<{ stop(): Promise<void> }> {
   const native = await NativeConnection.connect({ address });
-  const worker = await Worker.create({ connection: native, taskQueue, workflowBundle: await serviceWorkflowBundle(), activities });
-  const running = worker.run();
+  const running = await runServiceWorkers(native, taskQueue, activities, {});
   return {
     async stop() {
-      worker.shutdown();
-      await running.catch(() => undefined);
+      await running.stop();
       await native.close();
     },
   };

@@ -15,7 +15,8 @@ import { startRecordingDevServer } from '../helpers/histories';
 import { createDb, migrate, type Db } from '../../db';
 import { createTestDatabase } from '../helpers/postgres';
 import { createOrganization } from '../../db/repositories/organizations';
-import { createEndpoint, getDelivery, retryDelivery } from '../../db/repositories/webhooks';
+import { createEndpoint } from '../../db/repositories/webhookEndpoints';
+import { getDelivery, retryDelivery } from '../../db/repositories/webhookDeliveries';
 import { createWebhookActivities, createWebhookSender } from '../../activities/webhooks';
 import { emitEvent } from '../../events/emit';
 import { startWebhookDispatcher, temporalDeliveryStarter, type WebhookDispatcher } from '../../events/dispatcher';
@@ -23,7 +24,7 @@ import { generateSecret, sealSecret, secretDisplayPrefix } from '../../domain/we
 import { loadWebhookSettings } from '../../domain/webhooks/settings';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../runtime';
-import { workflowIds } from '../../temporal.config';
+import { taskQueueName, workflowIds } from '../../temporal.config';
 import { parseAllowList } from '../../domain/net/guard';
 import type { WebhookDeliveryResult } from '../../workflows/webhookDelivery';
 import { serviceWorkflowBundle } from '../helpers/temporal';
@@ -97,7 +98,8 @@ describe('webhookDelivery workflow (dev server, time skipping)', function () {
     const settings = { allowHttpHosts: ['127.0.0.1'], allowPrivate: parseAllowList('127.0.0.1'), timeoutMs: 5000 };
     const sender = createWebhookSender(settings);
     const activities = createWebhookActivities({ db, config: loadConfig({ logLevel: 'silent' }), logger }, settings, sender);
-    const worker = await Worker.create({ connection: native, taskQueue, workflowBundle: bundle, activities });
+    // Deliveries run on the webhooks queue of the base task queue (temporal.config.ts WORKFLOW_ROUTES).
+    const worker = await Worker.create({ connection: native, taskQueue: taskQueueName(taskQueue, 'webhooks'), workflowBundle: bundle, activities });
     const dispatcher = await startWebhookDispatcher({ db, logger, starter: temporalDeliveryStarter(client, taskQueue), intervalMs: 0, retryScheduleMs: schedule });
     try {
       return await worker.runUntil(fn({ dispatcher, taskQueue }));

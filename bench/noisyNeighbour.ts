@@ -1,0 +1,287 @@
+/**
+ * Noisy-neighbour benchmark (docs/benchmarks.md, docs/operations.md "Fair sharing"): does one organization's
+ * bulk work stall another's interactive work? Everything in one process: an embedded Postgres, the embedded
+ * Temporal dev server, the real API over a socket, the service's own worker (worker.ts `startWorker`: every
+ * task queue, every activity, sandbox providers at zero delay) and the webhook outbox dispatcher.
+ *
+ * Quiet organizations (BENCH_NOISY_QUIET_ORGS, default 20) do, at a steady rate (BENCH_NOISY_RATE operations/s
+ * in all, default 8) for BENCH_NOISY_SECONDS (default 30): publish an agent (`POST /agents/{id}/publish`, until
+ * it answers), a chat turn (`POST /chat/sessions/{id}/messages`), send a text (`POST /sms/messages` until the
+ * `sms-message` workflow has sent it) and submit a 10DLC registration (`POST /sms/submit` until it is `active`;
+ * a registration is submitted once, so each submit is a fresh organization's). First alone, then while
+ * organization A floods: BENCH_NOISY_DELIVERIES webhook deliveries (default 2,000) across BENCH_NOISY_ENDPOINTS
+ * endpoints (default 20) on a black-hole host (accepts TCP, never completes TLS: each attempt ends at the
+ * connect timeout), and BENCH_NOISY_PAGES knowledge pages (default 1,000; text sources, one ingestion each).
+ * Prints p50/p99 per operation alone and under the flood, the p99 ratio (target ≤ 1.5), and A's delivery
+ * attempts per second and knowledge pages ingested during the flood.
+ *
+ * Run: `BENCH_ONLY=noisy-neighbour npm run bench` or `npx tsx bench/noisyNeighbour.ts`. Setup is not timed.
+ * The issue's scale is BENCH_NOISY_DELIVERIES=10000 BENCH_NOISY_PAGES=10000.
+ */
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import type { Db } from '../db';
+import { createOrganization } from '../db/repositories/organizations';
+import { createSecretKey } from '../db/repositories/apiKeys';
+import { NON_RESERVED_SCOPES } from '../domain/scopes';
+import { usAreaCodes } from '../domain/sms/nanp';
+import { emitEvent } from '../events/emit';
+import { startWebhookDispatcher, temporalDeliveryStarter } from '../events/dispatcher';
+import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
+import { sandboxInventory } from '../providers/telephony/sandbox';
+import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
+import { startWorker } from '../worker';
+import { bundleBenchWorkflows, startBenchApi, startBenchStack } from './harness';
+import { runBench } from './entry';
+
+const QUIET_ORGS = Number(process.env.BENCH_NOISY_QUIET_ORGS ?? 20);
+const RATE = Number(process.env.BENCH_NOISY_RATE ?? 8);
+const SECONDS = Number(process.env.BENCH_NOISY_SECONDS ?? 30);
+const DELIVERIES = Number(process.env.BENCH_NOISY_DELIVERIES ?? 2000);
+const ENDPOINTS = Number(process.env.BENCH_NOISY_ENDPOINTS ?? 20);
+const PAGES = Number(process.env.BENCH_NOISY_PAGES ?? 1000);
+/** An operation that takes longer than this counts as failed. */
+const OP_LIMIT_MS = 120_000;
+
+const OPS = ['publish', 'chat', 'text', '10dlc'] as const;
+type Op = (typeof OPS)[number];
+
+const RECIPIENT = '+12125550100';
+
+interface QuietOrg {
+  orgId: string;
+  key: string;
+  agentId: string;
+  sessionId: string;
+  from: string;
+}
+
+type Call = (key: string, method: string, p: string, json?: unknown, headers?: Record<string, string>) => Promise<{ status: number; body: any }>;
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : NaN;
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `fn` over `items` with `concurrency` in flight. */
+async function pool<T>(items: T[], concurrency: number, fn: (item: T, i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await fn(items[i], i);
+      }
+    }),
+  );
+}
+
+/** Polls `check` every 20 ms until it is true. @throws after OP_LIMIT_MS */
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  const end = performance.now() + OP_LIMIT_MS;
+  while (!(await check())) {
+    if (performance.now() > end) throw new Error(`${what}: not done after ${OP_LIMIT_MS / 1000} s`);
+    await sleep(20);
+  }
+}
+
+async function must(what: string, r: Promise<{ status: number; body: any }>, ok: number[]): Promise<any> {
+  const res = await r;
+  if (!ok.includes(res.status)) throw new Error(`${what} answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body?.data;
+}
+
+/** An organization with a key (untimed setup). */
+async function newOrg(db: Db, name: string, keyBrand: string): Promise<{ orgId: string; key: string }> {
+  const org = await createOrganization(db, name);
+  const { key } = await createSecretKey(db, org.id, { brand: keyBrand, scopes: NON_RESERVED_SCOPES });
+  return { orgId: org.id, key };
+}
+
+/** Distinct purchasable numbers, one per organization. */
+function numbersFor(n: number): string[] {
+  const out: string[] = [];
+  for (let round = 0; out.length < n; round++) {
+    for (const code of usAreaCodes()) {
+      const inv = sandboxInventory(code);
+      if (inv[round]) out.push(inv[round].e164);
+      if (out.length >= n) break;
+    }
+    if (round > 40) throw new Error(`the sandbox inventory cannot supply ${n} numbers`);
+  }
+  return out;
+}
+
+/** Waits until the organization's 10DLC registration is active. */
+const registrationActive = (db: Db, orgId: string) => until('10DLC registration', async () => (await db('sms_registrations').where({ org_id: orgId }).first('status'))?.status === 'active');
+
+/** Runs one quiet operation. @returns its latency, ms */
+async function runOp(op: Op, org: QuietOrg, registrant: { orgId: string; key: string } | undefined, db: Db, call: Call, n: number): Promise<number> {
+  const t0 = performance.now();
+  if (op === 'publish') {
+    await must('publish', call(org.key, 'POST', `/agents/${org.agentId}/publish`, {}, { 'idempotency-key': `noisy-${n}` }), [200, 201]);
+  } else if (op === 'chat') {
+    await must('chat turn', call(org.key, 'POST', `/chat/sessions/${org.sessionId}/messages`, { content: 'When are you open on Saturday?' }), [200]);
+  } else if (op === 'text') {
+    const msg = await must('text', call(org.key, 'POST', '/sms/messages', { from: org.from, to: RECIPIENT, body: `Your visit #${n} is confirmed. Reply STOP to opt out.`, trigger: 'reply' }), [202]);
+    await until('text sent', async () => ['sent', 'delivered'].includes((await db('sms_messages').where({ org_id: org.orgId, id: msg.id }).first('status'))?.status));
+  } else {
+    if (!registrant) throw new Error('no registrant left');
+    await must('10DLC submit', call(registrant.key, 'POST', '/sms/submit'), [200]);
+    await registrationActive(db, registrant.orgId);
+  }
+  return performance.now() - t0;
+}
+
+/** The quiet organizations' operations at a steady rate for SECONDS. @returns latencies and failures per operation */
+async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; key: string }>, db: Db, call: Call, base: number): Promise<Map<Op, { ms: number[]; failed: number }>> {
+  const out = new Map<Op, { ms: number[]; failed: number }>(OPS.map((op) => [op, { ms: [], failed: 0 }]));
+  const count = Math.max(OPS.length, Math.floor(SECONDS * RATE));
+  const pending: Array<Promise<void>> = [];
+  const t0 = performance.now();
+  for (let i = 0; i < count; i++) {
+    const op = OPS[i % OPS.length];
+    const org = orgs[Math.floor(i / OPS.length) % orgs.length];
+    const registrant = op === '10dlc' ? registrants.shift() : undefined;
+    pending.push(
+      runOp(op, org, registrant, db, call, base + i).then(
+        (ms) => void out.get(op)!.ms.push(ms),
+        () => void out.get(op)!.failed++,
+      ),
+    );
+    const due = t0 + ((i + 1) * 1000) / RATE;
+    if (due > performance.now()) await sleep(due - performance.now());
+  }
+  await Promise.all(pending);
+  return out;
+}
+
+/** Runs the noisy-neighbour section and prints its figures. */
+export async function runNoisyNeighbourBench(): Promise<void> {
+  process.env.SANDBOX_CARRIER_DELAY_MS ??= '0';
+  process.env.SANDBOX_TELEPHONY_DELAY_MS ??= '0';
+  process.env.HTTP_ALLOW_PRIVATE_HOSTS = '127.0.0.1';
+  const started = performance.now();
+  const stack = await startBenchStack('noisy');
+  const { db, client } = stack;
+  // Accepts TCP and never answers: a TLS handshake to it never completes (a receiver that black-holes).
+  const sockets = new Set<net.Socket>();
+  const blackHole = net.createServer((s) => {
+    sockets.add(s);
+    s.on('error', () => undefined);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', () => r()));
+  const closers: Array<() => Promise<unknown>> = [];
+  try {
+    const { api, config, logger, taskQueue } = await startBenchApi(stack, 'noisy');
+    closers.push(() => api.close());
+    const workerConfig = { ...config, publicBaseUrl: new URL(api.baseUrl).origin };
+    const worker = await startWorker({ address: stack.address, namespace: 'default', taskQueue, db, config: workerConfig, logger, workflowBundle: await bundleBenchWorkflows() });
+    closers.push(() => worker.stop());
+    const dispatcher = await startWebhookDispatcher({ db, logger, client, taskQueue, intervalMs: 200 });
+    closers.push(() => dispatcher.stop());
+    const call: Call = async (key, method, p, json, headers = {}) => {
+      const res = await fetch(`${api.baseUrl}${p}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+        body: json !== undefined ? JSON.stringify(json) : undefined,
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : undefined };
+    };
+
+    // Setup (untimed): quiet organizations with an agent, a chat session, an active 10DLC registration and a
+    // number; fresh organizations with a saved registration for the submits; organization A's endpoints and agent.
+    const s0 = performance.now();
+    const submitsPerPhase = Math.ceil(Math.max(OPS.length, Math.floor(SECONDS * RATE)) / OPS.length);
+    const numbers = numbersFor(QUIET_ORGS);
+    const quiet: QuietOrg[] = [];
+    await pool(
+      Array.from({ length: QUIET_ORGS }, (_, i) => i),
+      5,
+      async (i) => {
+        const o = await newOrg(db, `Quiet ${i}`, config.keyBrandPrefix);
+        const agent = await must('agent', call(o.key, 'POST', '/agents', { name: `Front desk ${i}`, greeting: 'Hello!', instructions: 'Answer briefly.' }), [201]);
+        await must('first publish', call(o.key, 'POST', `/agents/${agent.id}/publish`, {}, { 'idempotency-key': 'setup' }), [200, 201]);
+        const session = await must('chat session', call(o.key, 'POST', '/chat/sessions', { agentId: agent.id }), [201]);
+        await must('PUT /sms', call(o.key, 'PUT', '/sms', COMPLETE_BRAND), [200]);
+        await must('submit', call(o.key, 'POST', '/sms/submit'), [200]);
+        await registrationActive(db, o.orgId);
+        const bought = await must('buy number', call(o.key, 'POST', '/numbers/purchase', { e164: numbers[i] }), [200]);
+        await must('enable SMS', call(o.key, 'PUT', `/numbers/${bought.id}/sms`, { enabled: true }), [200]);
+        await must('consent', call(o.key, 'PUT', `/sms/contacts/${encodeURIComponent(RECIPIENT)}/consent`, { source: 'web_form', proofText: 'Checked "Text me appointment updates" on the booking form' }), [200]);
+        quiet.push({ ...o, agentId: agent.id, sessionId: session.session.id, from: numbers[i] });
+      },
+    );
+    const registrants: Array<{ orgId: string; key: string }> = [];
+    await pool(
+      Array.from({ length: 2 * submitsPerPhase }, (_, i) => i),
+      5,
+      async (i) => {
+        const o = await newOrg(db, `Registrant ${i}`, config.keyBrandPrefix);
+        await must('PUT /sms', call(o.key, 'PUT', '/sms', COMPLETE_BRAND), [200]);
+        registrants.push(o);
+      },
+    );
+    const noisy = await newOrg(db, 'Noisy A', config.keyBrandPrefix);
+    const holeUrl = `https://127.0.0.1:${(blackHole.address() as AddressInfo).port}/hook`;
+    for (let i = 0; i < ENDPOINTS; i++) await must('endpoint', call(noisy.key, 'POST', '/webhooks', { url: `${holeUrl}/${i}`, eventTypes: ['call.completed'] }), [201]);
+    const library = await must('agent', call(noisy.key, 'POST', '/agents', { name: 'Library' }), [201]);
+    console.log(`setup (untimed): ${QUIET_ORGS} quiet organizations, ${registrants.length} registrants, A with ${ENDPOINTS} black-hole endpoints in ${((performance.now() - s0) / 1000).toFixed(1)} s`);
+
+    // 1. Alone.
+    const alone = await quietPhase(quiet, registrants, db, call, 0);
+
+    // 2. Under the flood: A's deliveries (events emitted in batches) and knowledge pages (through the API).
+    const f0 = performance.now();
+    const events = Math.ceil(DELIVERIES / ENDPOINTS);
+    const now = new Date().toISOString();
+    const emitting = (async () => {
+      for (let done = 0; done < events; done += 100) {
+        await db.transaction(async (trx) => {
+          for (let i = done; i < Math.min(events, done + 100); i++) {
+            await emitEvent(trx, noisy.orgId, 'call.completed', { callId: `call_${i}`, direction: 'outbound', from: '+15550001111', to: '+15550002222', startedAt: now, endedAt: now, durationSeconds: 30 });
+          }
+        });
+      }
+    })();
+    const pages = pool(
+      Array.from({ length: PAGES }, (_, i) => i),
+      8,
+      (i) => must('knowledge page', call(noisy.key, 'POST', `/agents/${library.id}/knowledge/sources`, { kind: 'text', text: `Page ${i}: the clinic opens at ${7 + (i % 4)} on weekdays and parks in lot ${i % 9}.` }), [202]),
+    );
+    await emitting;
+    const flood = await quietPhase(quiet, registrants, db, call, 100_000);
+    const floodMs = performance.now() - f0;
+    await pages;
+    const [{ attempts }] = await db('webhook_delivery_attempts').where({ org_id: noisy.orgId }).count({ attempts: '*' });
+    const [{ started: deliveriesStarted }] = await db('webhook_deliveries').where({ org_id: noisy.orgId }).whereNot({ attempt_count: 0 }).count({ started: '*' });
+    const [{ ready }] = await db('knowledge_sources').where({ org_id: noisy.orgId, status: 'ready' }).count({ ready: '*' });
+
+    console.log(`quiet organizations: ${QUIET_ORGS}, ${RATE} operations/s for ${SECONDS} s per phase; flood: ${DELIVERIES} deliveries to ${ENDPOINTS} black-hole endpoints + ${PAGES} knowledge pages`);
+    console.log('operation   alone p50/p99 ms     flood p50/p99 ms     p99 ratio (target ≤ 1.5)   failed alone/flood');
+    for (const op of OPS) {
+      const a = alone.get(op)!;
+      const f = flood.get(op)!;
+      const ratio = pct(f.ms, 99) / pct(a.ms, 99);
+      console.log(
+        `${op.padEnd(10)}  ${`${pct(a.ms, 50).toFixed(0)} / ${pct(a.ms, 99).toFixed(0)}`.padEnd(19)}  ${`${pct(f.ms, 50).toFixed(0)} / ${pct(f.ms, 99).toFixed(0)}`.padEnd(19)}  ${ratio.toFixed(2).padEnd(25)}  ${a.failed}/${f.failed}`,
+      );
+    }
+    const s = floodMs / 1000;
+    console.log(
+      `organization A during the flood (${s.toFixed(1)} s): ${attempts} delivery attempts (${(Number(attempts) / s).toFixed(1)}/s; each ends at the 5 s connect timeout), ${deliveriesStarted}/${DELIVERIES} deliveries attempted; ${ready}/${PAGES} knowledge pages ingested`,
+    );
+    console.log(`total wall time ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  } finally {
+    stopSandboxDispatchers();
+    for (const s of sockets) s.destroy();
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+    await new Promise<void>((r) => blackHole.close(() => r()));
+    await stack.close();
+  }
+}
+
+if (require.main === module) runBench('bench noisy-neighbour', runNoisyNeighbourBench);

@@ -1,0 +1,118 @@
+/**
+ * Fair sharing (docs/operations.md "Fair sharing"): every workflow start carries the priority of its
+ * workload class and the organization as fairness key (Temporal "Task Queue Priority and Fairness"),
+ * on the task queue of its type (temporal.config.ts WORKFLOW_ROUTES). Checked on the unit level and on
+ * workflows started through the API (api/server.ts) and the webhook dispatcher, run by the service's
+ * activities on a worker polling every queue, as the dev server records them in each workflow's history.
+ */
+import { expect } from 'chai';
+import type { Client } from '@temporalio/client';
+import { startTestApi, type TestApi } from '../helpers/api';
+import { testTemporal } from '../helpers/temporal';
+import { createActivities } from '../../activities';
+import {
+  FAIRNESS_KEY_MAX_BYTES,
+  fairnessKeyOf,
+  PRIORITY_KEYS,
+  taskQueueName,
+  WORKFLOW_ROUTES,
+  workflowIds,
+  workflowPlacement,
+  type WorkflowName,
+} from '../../temporal.config';
+import { serviceQueues } from '../../worker';
+import { ensureBillingCalendar } from '../../activities/billing';
+
+/** The queue and priority the dev server recorded on the first event of workflow `workflowId`. */
+async function recordedStart(client: Client, workflowId: string): Promise<{ taskQueue: string; priority: { priorityKey: number; fairnessKey: string; fairnessWeight: number } }> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const started = history.events![0].workflowExecutionStartedEventAttributes!;
+  const p = started.priority ?? {};
+  return { taskQueue: started.taskQueue!.name!, priority: { priorityKey: p.priorityKey ?? 0, fairnessKey: p.fairnessKey ?? '', fairnessWeight: p.fairnessWeight ?? 0 } };
+}
+
+describe('Fair sharing: task queue and priority of every workflow (temporal.config.ts)', function () {
+  this.timeout(120_000);
+
+  describe('the table', () => {
+    it('runs what a person waits on ahead of bulk work, and webhook deliveries and replays on their own queue', () => {
+      const interactive: WorkflowName[] = ['agentPublishWorkflow', 'agentSimulation', 'voiceCall', 'smsMessage', 'smsReply', 'smsRegistration'];
+      for (const [type, route] of Object.entries(WORKFLOW_ROUTES) as Array<[WorkflowName, (typeof WORKFLOW_ROUTES)[WorkflowName]]>) {
+        expect(route.workload, type).to.equal(interactive.includes(type) ? 'interactive' : 'bulk');
+        expect(route.queue, type).to.equal(type === 'webhookDelivery' || type === 'webhookReplay' ? 'webhooks' : 'main');
+      }
+      expect(PRIORITY_KEYS.interactive).to.be.lessThan(PRIORITY_KEYS.bulk);
+      for (const key of Object.values(PRIORITY_KEYS)) expect(key).to.be.within(1, 5);
+    });
+
+    it('derives every queue from the base task queue, and the worker polls each of them', () => {
+      expect(taskQueueName('tq-1', 'main')).to.equal('tq-1');
+      expect(taskQueueName('tq-1', 'webhooks')).to.equal('tq-1-webhooks');
+      expect(serviceQueues('tq-1').map((q) => q.taskQueue)).to.deep.equal(['tq-1', 'tq-1-webhooks']);
+      expect(serviceQueues('tq-1', { WEBHOOK_WORKER_SLOTS: '7' })[1].options.maxConcurrentActivityTaskExecutions).to.equal(7);
+      expect(() => serviceQueues('tq-1', { WEBHOOK_WORKER_SLOTS: '0' })).to.throw(/WEBHOOK_WORKER_SLOTS/);
+    });
+
+    it('uses the organization as fairness key, cut to 64 bytes without splitting a character', () => {
+      expect(workflowPlacement('base', 'smsMessage', 'org_1')).to.deep.equal({ taskQueue: 'base', priority: { priorityKey: 1, fairnessKey: 'org_1', fairnessWeight: 1 } });
+      expect(workflowPlacement('base', 'webhookDelivery', 'org_1').taskQueue).to.equal('base-webhooks');
+      // Work of every organization (the billing month) has no fairness key: the server's default key.
+      expect(workflowPlacement('base', 'billingMonth', null).priority).to.deep.equal({ priorityKey: 4 });
+      expect(fairnessKeyOf('a'.repeat(70))).to.equal('a'.repeat(FAIRNESS_KEY_MAX_BYTES));
+      const cut = fairnessKeyOf('é'.repeat(40)); // 2 bytes each: 80 bytes
+      expect(Buffer.byteLength(cut)).to.equal(64);
+      expect(cut).to.equal('é'.repeat(32));
+      const odd = fairnessKeyOf('a' + 'é'.repeat(40)); // 1 + 2n bytes: the 64th byte would split an é
+      expect(Buffer.byteLength(odd)).to.equal(63);
+    });
+  });
+
+  describe('starts through the API', () => {
+    let t: TestApi;
+    let client: Client;
+    before(async () => {
+      t = await startTestApi('fairshare', {}, { worker: (deps) => createActivities(deps) });
+      client = (await testTemporal()).client;
+    });
+    after(async () => {
+      await t?.close();
+    });
+
+    it('a publish runs on the main queue at the interactive priority with the organization as fairness key', async () => {
+      const org = await t.org('Quiet org');
+      const agent = await t.call('POST', '/agents', { key: org.key, json: { name: 'Front desk' } });
+      expect(agent.status, agent.text).to.equal(201);
+      const res = await t.call('POST', `/agents/${agent.body.data.id}/publish`, { key: org.key, json: {}, headers: { 'idempotency-key': 'fair-1' } });
+      expect(res.status, res.text).to.be.oneOf([200, 201]);
+      const start = await recordedStart(client, workflowIds.agentPublish(agent.body.data.id, 'fair-1'));
+      expect(start).to.deep.equal({ taskQueue: t.taskQueue, priority: { priorityKey: PRIORITY_KEYS.interactive, fairnessKey: org.orgId, fairnessWeight: 1 } });
+    });
+
+    it('a knowledge ingestion runs at the bulk priority, fair per organization', async () => {
+      const org = await t.org('Bulk org');
+      const agent = await t.call('POST', '/agents', { key: org.key, json: { name: 'Library' } });
+      const res = await t.call('POST', `/agents/${agent.body.data.id}/knowledge/sources`, { key: org.key, json: { kind: 'text', text: 'We open at nine.' } });
+      expect(res.status, res.text).to.equal(202);
+      const workflowId = workflowIds.knowledgeSource(res.body.data.id);
+      const start = await recordedStart(client, workflowId);
+      expect(start).to.deep.equal({ taskQueue: t.taskQueue, priority: { priorityKey: PRIORITY_KEYS.bulk, fairnessKey: org.orgId, fairnessWeight: 1 } });
+      await client.workflow.getHandle(workflowId).result();
+    });
+
+    it('a schedule starts its workflow on the queue and at the priority of its type (ensureSchedule)', async () => {
+      const scheduleId = `fair-billing-${t.taskQueue}`;
+      expect(await ensureBillingCalendar({ client, taskQueue: t.taskQueue!, scheduleId })).to.equal(true);
+      const schedule = client.schedule.getHandle(scheduleId);
+      try {
+        const { action } = await schedule.describe();
+        expect(action.type).to.equal('startWorkflow');
+        expect(action).to.include({ taskQueue: t.taskQueue });
+        // Work of every organization: the bulk priority and the server's default fairness key.
+        expect((action as { priority?: object }).priority).to.deep.include({ priorityKey: PRIORITY_KEYS.bulk });
+        expect((action as { priority?: { fairnessKey?: string } }).priority?.fairnessKey ?? '').to.equal('');
+      } finally {
+        await schedule.delete();
+      }
+    });
+  });
+});
