@@ -51,7 +51,7 @@ export function createIntegrationActivities(deps: Pick<ActivityDeps, 'db'>): Int
       if (!c) throw ApplicationFailure.nonRetryable('The connection was removed during the sync', 'connection_gone');
       let page;
       try {
-        page = await integrationsAdapter().listRecords(c.kind as IntegrationKind, openCredentials(c.credentialsSealed), { spreadsheetId: c.config.spreadsheetId as string | undefined }, cursor);
+        page = await integrationsAdapter(process.env, c.provider).listRecords(c.kind as IntegrationKind, openCredentials(c.credentialsSealed), { spreadsheetId: c.config.spreadsheetId as string | undefined }, cursor);
       } catch (err) {
         if (err instanceof IntegrationProviderError && err.code !== 'unavailable') throw ApplicationFailure.nonRetryable(err.message, err.code);
         throw err;

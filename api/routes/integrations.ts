@@ -123,12 +123,17 @@ export const syncIntegrationRecords: Handler = async (ctx, deps) => {
 /** The skill config a kind provisions, after checking what the provider must confirm. */
 async function provisionConfig(db: AppDeps['db'], orgId: string, def: IntegrationKindDef, c: ConnectionRecord, body: IntegrationProvisionRequest): Promise<Record<string, unknown>> {
   switch (def.kind) {
-    case 'google_calendar': {
+    case 'google_calendar':
+    case 'calcom': {
       const timeZone = body.timeZone ?? 'UTC';
       try {
         new Intl.DateTimeFormat('en-US', { timeZone });
       } catch {
         throw validationError([{ field: 'timeZone', message: 'must be an IANA time zone, e.g. America/Chicago' }]);
+      }
+      if (def.kind === 'calcom') {
+        if (body.eventTypeId === undefined) throw validationError([{ field: 'eventTypeId', message: 'is required: the Cal.com event type bookings are made for' }]);
+        return { integration: 'calcom', eventTypeId: body.eventTypeId, durationMinutes: body.durationMinutes ?? 30, timeZone };
       }
       return { integration: 'google_calendar', calendarId: body.calendarId ?? 'primary', durationMinutes: body.durationMinutes ?? 30, timeZone };
     }
@@ -140,7 +145,7 @@ async function provisionConfig(db: AppDeps['db'], orgId: string, def: Integratio
       if (!id) throw notAccessible('the link is not a Google Sheets link (https://docs.google.com/spreadsheets/d/…)');
       let sheet;
       try {
-        sheet = await integrationsAdapter().openSpreadsheet(openCredentials(c.credentialsSealed), id);
+        sheet = await integrationsAdapter(process.env, c.provider).openSpreadsheet(openCredentials(c.credentialsSealed), id);
       } catch (err) {
         if (err instanceof IntegrationProviderError && err.code === 'not_found') throw notAccessible(`it is not shared with ${c.accountLabel ?? 'the connected account'}`);
         throw err;

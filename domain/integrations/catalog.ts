@@ -8,7 +8,7 @@
 import type { FieldError } from '../errors';
 
 /** One integration kind. */
-export type IntegrationKind = 'google_calendar' | 'google_sheets' | 'hubspot' | 'http';
+export type IntegrationKind = 'google_calendar' | 'calcom' | 'google_sheets' | 'hubspot' | 'http';
 
 /** What a kind is for. */
 export type IntegrationCategory = 'calendar' | 'spreadsheet' | 'crm' | 'http';
@@ -48,8 +48,21 @@ export const INTEGRATION_KINDS: readonly IntegrationKindDef[] = [
     category: 'calendar',
     connectMethod: 'oauth',
     pkce: true,
-    oauthScopes: ['https://www.googleapis.com/auth/calendar.events'],
+    // Least privilege (Calendar v3 discovery document, each method's `scopes`): events.insert/get, freebusy.query,
+    // calendars.get (the calendar's time zone).
+    oauthScopes: ['https://www.googleapis.com/auth/calendar.events', 'https://www.googleapis.com/auth/calendar.freebusy', 'https://www.googleapis.com/auth/calendar.calendars.readonly'],
     credentialFields: [],
+    provisions: [{ skillName: 'book_appointment', skillType: 'book_appointment' }],
+    syncsRecords: false,
+  },
+  {
+    kind: 'calcom',
+    name: 'Cal.com',
+    category: 'calendar',
+    connectMethod: 'credentials',
+    pkce: false,
+    oauthScopes: [],
+    credentialFields: [{ name: 'apiKey', description: 'Cal.com API key (cal_live_… or cal_test_…; Settings → Developer → API keys)', secret: true, required: true }],
     provisions: [{ skillName: 'book_appointment', skillType: 'book_appointment' }],
     syncsRecords: false,
   },

@@ -1,12 +1,16 @@
 /**
  * The integration providers' interface (DESIGN.md "Providers": one per integration kind — calendar,
- * spreadsheet, CRM, generic HTTP; docs/api-notes.md "Integrations and records"). The sandbox is the default and the
- * only adapter built in (INTEGRATIONS_PROVIDER); it answers like the real APIs, with outcomes chosen by
- * documented magic values (providers/integrations/sandbox.ts).
+ * spreadsheet, CRM, generic HTTP; docs/api-notes.md "Integrations and records"). The adapter is chosen per
+ * connection: a connection records the provider that made it (`sandbox`, `google`, `calcom`), and new connections
+ * of a kind use its real adapter only when INTEGRATIONS_LIVE lists the kind (docs/going-live.md). The sandbox is the
+ * default; it answers like the real APIs, with outcomes chosen by documented magic values (./sandbox.ts).
  */
 import type { IntegrationKind } from '../../domain/integrations/catalog';
 import { loadIntegrationSettings } from '../../domain/integrations/settings';
+import type { Interval, OpenHours } from '../../domain/booking/slots';
 import { SandboxIntegrations } from './sandbox';
+import { GoogleCalendarIntegrations } from './googleCalendar';
+import { CalcomIntegrations } from './calcom';
 
 /** What a connection holds at the provider: stored only sealed (docs/security.md). */
 export type IntegrationSecrets = Record<string, string>;
@@ -39,10 +43,15 @@ export interface ExternalRecordPage {
   total: number | null;
 }
 
-/** A provider refused or failed a request; `code` is stable (`credentials_rejected`, `invalid_grant`, `not_found`, `unavailable`). */
+/**
+ * A provider refused or failed a request; `code` is stable: `credentials_rejected` (401/403, `invalid_client`),
+ * `invalid_grant` (RFC 6749 §5.2: the OAuth grant is revoked or expired), `not_found`, `refused` (another 4xx, e.g.
+ * the slot is taken), `unavailable` (a 5xx or a connection failure), `timeout`, `bad_answer` (an answer off the
+ * provider's documented shape).
+ */
 export class IntegrationProviderError extends Error {
   constructor(
-    readonly code: 'credentials_rejected' | 'invalid_grant' | 'not_found' | 'unavailable',
+    readonly code: 'credentials_rejected' | 'invalid_grant' | 'not_found' | 'refused' | 'unavailable' | 'timeout' | 'bad_answer',
     message: string,
   ) {
     super(message);
@@ -63,18 +72,78 @@ export interface IntegrationsAdapter {
   openSpreadsheet(secrets: IntegrationSecrets, spreadsheetId: string): Promise<{ spreadsheetId: string; title: string }>;
   /** One page of records from a spreadsheet (`source.spreadsheetId`) or a CRM. @throws IntegrationProviderError */
   listRecords(kind: IntegrationKind, secrets: IntegrationSecrets, source: { spreadsheetId?: string }, cursor: string | null): Promise<ExternalRecordPage>;
-  /** Books an event on the connected calendar. @throws IntegrationProviderError */
-  createCalendarEvent(
-    secrets: IntegrationSecrets,
-    req: { calendarId: string; start: string; durationMinutes: number; timeZone: string; summary: string; attendee: { name: string | null; phone: string | null }; requestId: string },
-  ): Promise<{ eventId: string; start: string; end: string }>;
+  /**
+   * Books an event on the connected calendar (Google Calendar: `calendarId`; Cal.com: `eventTypeId`). `requestId`
+   * (the conversation and tool call) makes a retried booking find the event it made instead of making another.
+   * @throws IntegrationProviderError
+   */
+  createCalendarEvent(secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<{ eventId: string; start: string; end: string; status: 'confirmed' | 'pending' }>;
+  /**
+   * Free slots of `durationMinutes` in [`from`, `to`) (Google Calendar: free/busy inside `open`; Cal.com: the event
+   * type's own slots), at most `max`, earliest first, as UTC instants. @throws IntegrationProviderError
+   */
+  findFreeSlots(secrets: IntegrationSecrets, req: FreeSlotsRequest): Promise<Interval[]>;
+  /**
+   * The secrets with a fresh access token when the stored one expires within a minute (OAuth kinds), else null.
+   * @throws IntegrationProviderError `invalid_grant` when the grant was revoked
+   */
+  refreshSecrets(kind: IntegrationKind, secrets: IntegrationSecrets, nowMs: number): Promise<IntegrationSecrets | null>;
 }
 
-let shared: IntegrationsAdapter | undefined;
+/** What a booking on a connected calendar asks for. */
+export interface CalendarEventRequest {
+  calendarId: string;
+  /** Cal.com event type (required there); null elsewhere. */
+  eventTypeId: number | null;
+  /** ISO 8601 instant. */
+  start: string;
+  durationMinutes: number;
+  /** IANA time zone of the skill (the person's). */
+  timeZone: string;
+  summary: string;
+  attendee: { name: string | null; phone: string | null; email: string | null };
+  notes: string | null;
+  requestId: string;
+}
 
-/** The configured integrations adapter (INTEGRATIONS_PROVIDER, default `sandbox`). @throws Error for another name */
-export function integrationsAdapter(env: NodeJS.ProcessEnv = process.env): IntegrationsAdapter {
-  loadIntegrationSettings(env);
-  shared ??= new SandboxIntegrations();
-  return shared;
+/** What a free-slot search asks for. */
+export interface FreeSlotsRequest {
+  calendarId: string;
+  eventTypeId: number | null;
+  /** ISO 8601 instants. */
+  from: string;
+  to: string;
+  durationMinutes: number;
+  timeZone: string;
+  open: OpenHours;
+  max: number;
+}
+
+/** The providers a connection may record. */
+export type IntegrationProviderName = 'sandbox' | 'google' | 'calcom';
+
+let sandbox: SandboxIntegrations | undefined;
+
+/**
+ * The adapter of `provider` (default `sandbox`). Real adapters are built from the settings of the call (base URLs,
+ * OAuth client; cheap: they hold no connection pool of their own), so a changed environment applies at once.
+ * @throws Error for an unknown provider, or a real one whose settings are missing (a Google connection without GOOGLE_OAUTH_CLIENT_ID)
+ */
+export function integrationsAdapter(env: NodeJS.ProcessEnv = process.env, provider: string = 'sandbox'): IntegrationsAdapter {
+  const settings = loadIntegrationSettings(env);
+  if (provider === 'sandbox') return (sandbox ??= new SandboxIntegrations());
+  if (provider === 'google') {
+    if (!settings.google) throw new Error('Google Calendar connections need GOOGLE_OAUTH_CLIENT_ID and GOOGLE_OAUTH_CLIENT_SECRET (docs/going-live.md "Google Calendar")');
+    return new GoogleCalendarIntegrations(settings.google, settings.timeoutMs);
+  }
+  if (provider === 'calcom') return new CalcomIntegrations(settings.calcomApiUrl, settings.timeoutMs);
+  throw new Error(`No integrations adapter "${provider}" (sandbox, google, calcom)`);
+}
+
+/** The provider new connections of `kind` are made with: its real one when INTEGRATIONS_LIVE lists the kind, else `sandbox`. */
+export function connectProvider(kind: IntegrationKind, env: NodeJS.ProcessEnv = process.env): IntegrationProviderName {
+  if (!loadIntegrationSettings(env).live.has(kind)) return 'sandbox';
+  if (kind === 'google_calendar') return 'google';
+  if (kind === 'calcom') return 'calcom';
+  return 'sandbox';
 }
