@@ -301,6 +301,15 @@ describe('booking skills: a plain endpoint, Google Calendar and Cal.com (loopbac
         failed(await turn('calcom', what === 'book' ? BOOK.replace('10:00', '11:00') : CHECK), what);
       });
     }
+    it('a slow Cal.com inside the time cap still answers the slots', async () => {
+      calcom.delayMs = 100;
+      try {
+        const out = await turn('calcom', CHECK);
+        expect(out.call.output).to.include({ available: true });
+      } finally {
+        calcom.delayMs = 0;
+      }
+    });
     it('no answer in time from Cal.com offers no time', async () => {
       calcom.hangNext(/^GET \/v2\/slots$/);
       failed(await turn('calcom', CHECK), 'check');
