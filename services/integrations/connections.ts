@@ -50,7 +50,7 @@ export async function requireConnection(db: Db, orgId: string, kind: Integration
 
 function providerRefusal(err: unknown, field: string): never {
   if (err instanceof IntegrationProviderError) {
-    if (err.code === 'unavailable') throw new ApiError(502, 'integration_provider_error', err.message);
+    if (err.code === 'unavailable' || err.code === 'timeout' || err.code === 'bad_answer') throw new ApiError(502, 'integration_provider_error', err.message);
     throw new ApiError(422, 'integration_credentials_rejected', `The provider refused: ${err.message}`, { errors: [{ field, message: err.message }] });
   }
   throw err;

@@ -11,7 +11,8 @@
 import http from 'node:http';
 import { expect } from 'chai';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { publishDraft } from '../api/agents-fixtures';
+import { chain, publishDraft } from '../api/agents-fixtures';
+import { SKILL_ERROR_REPLY } from '../../domain/conversations/playbook';
 import { StubServer, type StubAnswer, type StubRequest } from './stubServer';
 import { GoogleCalendarStub, googleError } from './googleCalendarStub';
 import { CalcomStub } from './calcomStub';
@@ -115,7 +116,7 @@ describe('booking skills: a plain endpoint, Google Calendar and Cal.com (loopbac
     Object.assign(process.env, {
       HTTP_ALLOW_PRIVATE_HOSTS: '127.0.0.1',
       INTEGRATIONS_LIVE: 'google_calendar,calcom',
-      INTEGRATIONS_TIMEOUT_MS: '500',
+      INTEGRATIONS_TIMEOUT_MS: '1500',
       GOOGLE_OAUTH_CLIENT_ID: google.clientId,
       GOOGLE_OAUTH_CLIENT_SECRET: google.clientSecret,
       GOOGLE_OAUTH_AUTHORIZE_URL: `${google.baseUrl}/o/oauth2/v2/auth`,
@@ -174,6 +175,33 @@ describe('booking skills: a plain endpoint, Google Calendar and Cal.com (loopbac
       const out = await turn('url', BOOK);
       failed(out, 'book');
       expect(out.call.error).to.match(/did not answer within 500 ms/);
+    });
+    it('a playbook whose booking endpoint answers 500 takes the error path: the confirmation line is never said', async () => {
+      const a = await t.call('POST', '/agents', { key: org.key, json: { name: 'Playbook desk', voiceId: 'voice_ava', variables: [{ name: 'phone', defaultValue: '+13125550100' }] } });
+      const id = a.body.data.id as string;
+      const skill = { name: 'book_visit', type: 'book_appointment', config: { url: `${endpoint.baseUrl}/book`, durationMinutes: 30, timeZone: 'America/Chicago', timeoutMs: 500 } };
+      expect((await t.call('POST', `/agents/${id}/skills`, { key: org.key, json: skill })).status).to.equal(201);
+      const graph = {
+        nodes: [
+          { id: 'start', type: 'start' },
+          { id: 'ask_name', type: 'ask', prompt: 'May I have your name?', gathers: 'name' },
+          { id: 'ask_time', type: 'ask', prompt: 'When would you like to come?', gathers: 'start_time' },
+          { id: 'book', type: 'skill', skill: 'book_visit' },
+          { id: 'done', type: 'say', prompt: 'You are all set, {{name}}: your visit is booked for {{start_time}}.' },
+          { id: 'end', type: 'end' },
+        ],
+        edges: chain('start', 'ask_name', 'ask_time', 'book', 'done', 'end'),
+      };
+      expect((await t.call('POST', `/agents/${id}/playbooks`, { key: org.key, json: { name: 'booking', graph } })).status).to.equal(201);
+      expect((await publishDraft(t.db, org, id, 'pb-1')).kind).to.equal('published');
+      const s = (await t.call('POST', '/chat/sessions', { key: org.key, json: { agentId: id } })).body.data.session.id;
+      const say = async (content: string) => (await t.call('POST', `/chat/sessions/${s}/messages`, { key: org.key, json: { content } })).body.data.reply.content as string;
+      expect(await say('I would like a booking please')).to.equal('May I have your name?');
+      expect(await say('Sam Lee')).to.equal('When would you like to come?');
+      endpoint.failNext(/^POST \/book$/, { status: 500, body: { error: 'boom' } });
+      expect(await say(START)).to.equal(SKILL_ERROR_REPLY);
+      const lines = (await t.db('conversation_messages').where({ org_id: org.orgId, conversation_id: s, role: 'assistant' }).whereNotNull('content')).map((r) => r.content as string);
+      for (const line of lines) expect(line).to.not.match(CLAIMS);
     });
     it('offers the free slots in the skill time zone, earliest first', async () => {
       const out = await turn('url', CHECK);
@@ -244,7 +272,7 @@ describe('booking skills: a plain endpoint, Google Calendar and Cal.com (loopbac
       google.hangNext(/^POST \/calendar\/v3\/calendars\/primary\/events$/);
       const out = await turn('google', BOOK.replace('10:00', '12:00'));
       failed(out, 'book');
-      expect(out.call.error).to.match(/no answer within 500 ms/);
+      expect(out.call.error).to.match(/no answer within 1500 ms/);
     });
     it('a revoked grant marks the connection needs_reauth with one event; the skill fails until it is connected again', async () => {
       google.revokeGrants();
