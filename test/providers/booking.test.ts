@@ -136,7 +136,7 @@ describe('booking skills: a plain endpoint, Google Calendar and Cal.com (loopbac
     expect(done.body.data).to.include({ connected: true, accountLabel: 'owner@example.com', provider: 'google', status: 'connected' });
     const cal = await t.call('POST', '/integrations/calcom/connect', { key: org.key, json: { credentials: { apiKey: calcom.apiKey } } });
     expect(cal.status, cal.text).to.equal(200);
-    agents.url = await agentWith('Url desk', { bookUrl: `${endpoint.baseUrl}/book`, slotsUrl: `${endpoint.baseUrl}/slots`, durationMinutes: 30, timeZone: 'America/Chicago', timeoutMs: 500 });
+    agents.url = await agentWith('Url desk', { bookUrl: `${endpoint.baseUrl}/book`, slotsUrl: `${endpoint.baseUrl}/slots`, durationMinutes: 30, timeZone: 'America/Chicago', timeoutMs: 1000 });
     agents.google = await agentWith('Google desk', { integration: 'google_calendar', durationMinutes: 30, timeZone: 'America/Chicago' });
     agents.calcom = await agentWith('Cal desk', { integration: 'calcom', eventTypeId: 42, durationMinutes: 30, timeZone: 'America/Chicago' });
   });
@@ -174,12 +174,12 @@ describe('booking skills: a plain endpoint, Google Calendar and Cal.com (loopbac
       endpoint.hangNext(/^POST \/book$/);
       const out = await turn('url', BOOK);
       failed(out, 'book');
-      expect(out.call.error).to.match(/did not answer within 500 ms/);
+      expect(out.call.error).to.match(/did not answer within 1000 ms/);
     });
     it('a playbook whose booking endpoint answers 500 takes the error path: the confirmation line is never said', async () => {
       const a = await t.call('POST', '/agents', { key: org.key, json: { name: 'Playbook desk', voiceId: 'voice_ava', variables: [{ name: 'phone', defaultValue: '+13125550100' }] } });
       const id = a.body.data.id as string;
-      const skill = { name: 'book_visit', type: 'book_appointment', config: { url: `${endpoint.baseUrl}/book`, durationMinutes: 30, timeZone: 'America/Chicago', timeoutMs: 500 } };
+      const skill = { name: 'book_visit', type: 'book_appointment', config: { url: `${endpoint.baseUrl}/book`, durationMinutes: 30, timeZone: 'America/Chicago', timeoutMs: 1000 } };
       expect((await t.call('POST', `/agents/${id}/skills`, { key: org.key, json: skill })).status).to.equal(201);
       const graph = {
         nodes: [
