@@ -228,12 +228,14 @@ describe('booking skills: a plain endpoint, Google Calendar and Cal.com (loopbac
   describe('Google Calendar (@googleapis/calendar, OAuth with PKCE)', () => {
     it('books an event in the calendar time zone after refreshing the access token; a retried booking finds the same event', async () => {
       const before = google.tokenRequests.length;
-      const out = await turn('google', BOOK);
+      const out = await turn('google', `${BOOK}, email: sam@example.com`);
       expect(out.call.output).to.include({ status: 'confirmed', startTime: START, endTime: '2026-12-03T10:30:00-06:00' });
       expect(google.tokenRequests.slice(before).map((r) => r.grant_type)).to.include('refresh_token');
       const ev = [...google.events.values()].find((e) => e.id === out.call.output.bookingId);
       expect(ev.start).to.deep.equal({ dateTime: START, timeZone: 'America/Chicago' });
       expect(ev.description).to.contain('Sam Lee').and.contain('+13125550100');
+      expect(ev.attendees).to.deep.equal([{ email: 'sam@example.com', displayName: 'Sam Lee', responseStatus: 'needsAction' }]);
+      expect(google.requests.find((r) => r.method === 'POST' && r.path.endsWith('/events'))!.query.get('sendUpdates')).to.equal('all');
       // The same request again (a retried turn): 409 on the client id, then the event it made is read.
       const conn = await t.db('integration_connections').where({ org_id: org.orgId, kind: 'google_calendar' }).first();
       const again = await integrationsAdapter(process.env, 'google').createCalendarEvent(openCredentials(conn.credentials_sealed), {
