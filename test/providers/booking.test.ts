@@ -4,7 +4,8 @@
  * Google, refresh before expiry, a revoked grant → `needs_reauth` with an event) and Cal.com (API key, API v2), each
  * a loopback stub that validates every request and answer against the provider's own document. For each target and
  * skill, a chat conversation on the sandbox model: success, a 4xx, a 5xx, no answer in time, an unparsable answer —
- * the person never hears that something was booked or offered when it was not. Plus: a retried booking books once,
+ * the person never hears that something was booked or offered when it was not (in chat, in a playbook and over the
+ * widget). Plus: a retried booking books once,
  * a private url is refused (400 naming `config.url`), and the pre-publish report names each target and flags the
  * unreachable one.
  */
@@ -201,6 +202,20 @@ describe('booking skills: a plain endpoint, Google Calendar and Cal.com (loopbac
       endpoint.failNext(/^POST \/book$/, { status: 500, body: { error: 'boom' } });
       expect(await say(START)).to.equal(SKILL_ERROR_REPLY);
       const lines = (await t.db('conversation_messages').where({ org_id: org.orgId, conversation_id: s, role: 'assistant' }).whereNotNull('content')).map((r) => r.content as string);
+      for (const line of lines) expect(line).to.not.match(CLAIMS);
+    });
+    it('the widget channel: a booking answered 502 is the same apology, and no line claims it', async () => {
+      const site = 'https://clinic.example.com';
+      const pk = (await t.call('POST', '/publishable-keys', { key: org.key, json: { name: 'site', agentId: agents.url, allowedOrigins: [site] } })).body.data.key;
+      const post = (path: string, bearer: string, body: unknown) =>
+        fetch(`${t.api.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: site, authorization: `Bearer ${bearer}` }, body: JSON.stringify(body) });
+      const started = ((await (await post('/chat/widget/sessions', pk, {})).json()) as { data: any }).data;
+      endpoint.failNext(/^POST \/book$/, { status: 502, body: { error: 'bad gateway' } });
+      const res = await post(`/chat/sessions/${started.session.id}/messages`, started.sessionToken, { content: BOOK });
+      expect(res.status).to.equal(200);
+      expect(((await res.json()) as { data: any }).data.reply.content).to.equal(TOOL_FAILURE_SENTENCE);
+      const lines = (await t.db('conversation_messages').where({ org_id: org.orgId, conversation_id: started.session.id, role: 'assistant' }).whereNotNull('content')).map((r) => r.content as string);
+      expect(lines).to.have.length.greaterThan(0);
       for (const line of lines) expect(line).to.not.match(CLAIMS);
     });
     it('offers the free slots in the skill time zone, earliest first', async () => {
