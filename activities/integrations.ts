@@ -9,10 +9,9 @@ import type { ActivityDeps } from './index';
 import { getConnectionById, setConnectionError, setSyncProgress } from '../db/repositories/integrations';
 import { upsertSourcedRecords } from '../db/repositories/records';
 import { recordWriter } from '../services/records/sealing';
-import { integrationsAdapter, IntegrationProviderError } from '../providers/integrations';
-import { openCredentials } from '../services/integrations/connections';
-import { hubspotAccessToken, usesHubSpotApi, writeBackConversationNote } from '../services/integrations/crm';
-import { HubSpotCrm } from '../providers/integrations/hubspot';
+import { integrationsAdapter, IntegrationProviderError, retryableProviderError } from '../providers/integrations';
+import { ConnectionNeedsReauthError, connectionSecrets } from '../services/integrations/connections';
+import { writeBackConversationNote } from '../services/integrations/crm';
 import type { IntegrationKind } from '../domain/integrations/catalog';
 import type { RecordsSyncProgress } from '../schemas/types/integrations';
 
@@ -44,6 +43,16 @@ export interface IntegrationActivities {
   writeBackCrmNote(ref: { orgId: string; conversationId: string }): Promise<string>;
 }
 
+/**
+ * A provider failure as the activity's failure: a refusal, a revoked grant (`needs_reauth`) or a bad answer is
+ * non-retryable; `unavailable` and `timeout` are retried.
+ */
+function asFailure(err: unknown): unknown {
+  if (err instanceof ConnectionNeedsReauthError) return ApplicationFailure.nonRetryable(err.message, 'needs_reauth');
+  if (err instanceof IntegrationProviderError && !retryableProviderError(err)) return ApplicationFailure.nonRetryable(err.message, err.code);
+  return err;
+}
+
 /** Builds the activities. */
 export function createIntegrationActivities(deps: Pick<ActivityDeps, 'db'>): IntegrationActivities {
   const { db } = deps;
@@ -60,12 +69,10 @@ export function createIntegrationActivities(deps: Pick<ActivityDeps, 'db'>): Int
       if (!c) throw ApplicationFailure.nonRetryable('The connection was removed during the sync', 'connection_gone');
       let page;
       try {
-        page = usesHubSpotApi(c)
-          ? await new HubSpotCrm().listContacts(await hubspotAccessToken(db, c), cursor)
-          : await integrationsAdapter().listRecords(c.kind as IntegrationKind, openCredentials(c.credentialsSealed), { spreadsheetId: c.config.spreadsheetId as string | undefined }, cursor);
+        // The connection's own adapter (its `provider`); an OAuth token about to expire is refreshed first.
+        page = await integrationsAdapter(process.env, c.provider).listRecords(c.kind as IntegrationKind, await connectionSecrets(db, c), { spreadsheetId: c.config.spreadsheetId as string | undefined }, cursor);
       } catch (err) {
-        if (err instanceof IntegrationProviderError && err.code !== 'unavailable') throw ApplicationFailure.nonRetryable(err.message, err.code);
-        throw err;
+        throw asFailure(err);
       }
       return db.transaction(async (trx) => {
         // Sensitive members of the provider's rows are sealed before they are stored (docs/security.md "Sensitive record fields").
@@ -83,8 +90,7 @@ export function createIntegrationActivities(deps: Pick<ActivityDeps, 'db'>): Int
         const r = await writeBackConversationNote(db, ref.orgId, ref.conversationId);
         return r.status === 'skipped' ? `skipped:${r.reason}` : r.status;
       } catch (err) {
-        if (err instanceof IntegrationProviderError && err.code !== 'unavailable') throw ApplicationFailure.nonRetryable(err.message, err.code);
-        throw err;
+        throw asFailure(err);
       }
     },
 

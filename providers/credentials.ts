@@ -8,21 +8,22 @@ import { checkTwilioCredentials } from './telephony/twilioClient';
 import { requiredEnv } from './telephony/live';
 import { createPayments } from './payments';
 import { loadIntegrationSettings } from '../domain/integrations/settings';
-import { loadHubSpotSettings } from './integrations/hubspot';
 
 /**
- * Checks the settings of the payments provider (PAYMENTS_PROVIDER; Stripe's keys) and of the real integration
- * adapters (INTEGRATIONS_LIVE; HUBSPOT_API_BASE, HUBSPOT_TIMEOUT_MS), so a process refuses to start with one line
- * naming the setting instead of failing the first top-up or lookup. Called by `start:api` and by the worker.
+ * Checks the settings of the payments provider (PAYMENTS_PROVIDER; Stripe's keys) and of the integrations
+ * (domain/integrations/settings.ts: INTEGRATIONS_LIVE, Google's OAuth client for a live google_calendar, Cal.com's
+ * origin, HubSpot's API base, timeout and OAuth app), so a process refuses to start with one line naming the
+ * setting instead of failing the first top-up, booking or lookup. Called by `start:api` and by the worker.
  * @throws Error naming the setting
  */
 export function checkPaymentsAndIntegrationSettings(): void {
   createPayments();
-  if (loadIntegrationSettings().live.has('hubspot')) loadHubSpotSettings();
+  loadIntegrationSettings();
 }
 
 /**
- * Checks the providers named by CARRIER_PROVIDER and TELEPHONY_PROVIDER (the sandboxes need nothing).
+ * Checks the payments and integration settings ({@link checkPaymentsAndIntegrationSettings}) and the providers named
+ * by CARRIER_PROVIDER and TELEPHONY_PROVIDER (the sandboxes need nothing).
  * @throws Error with one line naming the missing or refused setting
  */
 export async function checkProviderCredentials(): Promise<void> {

@@ -29,6 +29,8 @@ import { orgOf, pageParams, paged, requireTemporal } from '../http';
 import { toAgentView } from '../agents/present';
 import { buildPrepublishReport } from '../../domain/agents/report';
 import { probeMcpServers } from '../../services/conversations/mcp';
+import { probeBookingTargets } from '../../services/conversations/booking';
+import { getConnection } from '../../db/repositories/integrations';
 import { publishGate } from './evals';
 import { recordSchemaRules } from '../../db/repositories/records';
 import { agentNumberSettings } from '../../db/repositories/phoneSettings';
@@ -295,7 +297,7 @@ export const diffAgentVersion: Handler = async (ctx, { db }) => {
 };
 
 /** GET /agents/{id}/prepublish-report: what publishing the current draft would put live. */
-export const getPrepublishReport: Handler = async (ctx, { db, config }) => {
+export const getPrepublishReport: Handler = async (ctx, { db, config, providers }) => {
   const loaded = await loadDraftBundle(db, orgOf(ctx), param(ctx, 'id'));
   if (!loaded) throw notFound('Agent', 'agent_not_found');
   // The allowlist makes a model LLM_MODELS lost since it was saved a blocking error, as the publish will.
@@ -309,8 +311,11 @@ export const getPrepublishReport: Handler = async (ctx, { db, config }) => {
     carrier: speechCarrierOf(telephonyProviderName()),
   };
   // Each `mcp` skill's server is asked for its tools now, its config resolved as a publish would (an unreachable one is a status, not a failure).
-  const mcpServers = await probeMcpServers(db, orgId, compileDraft(bundle).snapshot.skills);
-  return { data: buildPrepublishReport(bundle, await recordSchemaRules(db, orgId), reach, mcpServers), headers: etag(bundle.agent.version) };
+  const skills = compileDraft(bundle).snapshot.skills;
+  const mcpServers = await probeMcpServers(db, orgId, skills);
+  // Each booking skill's endpoint is asked a GET (never a booking), or its calendar connection read.
+  const bookingProbes = await probeBookingTargets(providers.skillHttp, skills, (kind) => getConnection(db, orgId, kind));
+  return { data: buildPrepublishReport(bundle, await recordSchemaRules(db, orgId), reach, mcpServers, bookingProbes), headers: etag(bundle.agent.version) };
 };
 
 /** Handlers of this area by operationId (api/routes/index.ts). */

@@ -20,7 +20,7 @@ import { skillConfigErrors } from '../../domain/agents/skillTypes';
 import { deleteConnection, getConnection, listConnections, mergeConnectionConfig, toStatus, type ConnectionRecord } from '../../db/repositories/integrations';
 import { insertSkill, skillsByName, updateSkillRow } from '../../db/repositories/agentSkills';
 import { integrationsAdapter, IntegrationProviderError } from '../../providers/integrations';
-import { beginOAuth, completeOAuth, connectWithCredentials, kindAvailable, kindOr404, openCredentials, requireConnection } from '../../services/integrations/connections';
+import { beginOAuth, completeOAuth, connectMethodOf, connectWithCredentials, kindAvailable, kindOr404, openCredentials, requireConnection } from '../../services/integrations/connections';
 import { startWorkflow, workflowIds } from '../../temporal.config';
 import { orgOf, requireTemporal, temporalUnavailable } from '../http';
 import { etag, requireAgent, runDraftEdit } from '../agents/http';
@@ -31,7 +31,7 @@ import type { IntegrationCatalog, IntegrationConnectRequest, IntegrationConnectR
 /** GET /integrations/catalog: every kind with how it connects, what it provisions and whether this deployment offers it. */
 export const listIntegrationCatalog: Handler = async () => {
   const data: IntegrationCatalog = {
-    items: INTEGRATION_KINDS.map((k) => ({ ...k, oauthScopes: [...k.oauthScopes], credentialFields: [...k.credentialFields], provisions: [...k.provisions], available: k.connectMethod === 'credentials' || kindAvailable(k.kind) })),
+    items: INTEGRATION_KINDS.map((k) => ({ ...k, oauthScopes: [...k.oauthScopes], credentialFields: [...k.credentialFields], provisions: [...k.provisions], connectMethod: connectMethodOf(k), available: connectMethodOf(k) === 'credentials' || kindAvailable(k.kind) })),
   };
   return { data };
 };
@@ -68,7 +68,8 @@ export const connectIntegration: Handler = async (ctx, deps) => {
   const orgId = orgOf(ctx);
   const def = kindOr404(param(ctx, 'kind'));
   const body = (ctx.request.body ?? {}) as IntegrationConnectRequest;
-  if (def.connectMethod === 'oauth') {
+  // HubSpot with its OAuth app configured also takes a private app's token (services/integrations/connections.ts).
+  if (connectMethodOf(def) === 'oauth' && (def.connectMethod === 'oauth' || body.credentials === undefined)) {
     if (body.credentials !== undefined) throw validationError([{ field: 'credentials', message: `${def.kind} connects through OAuth: send no credentials and open the authorizationUrl` }]);
     const { authorizationUrl, expiresAt } = await beginOAuth(deps.db, orgId, def, deps.config.publicBaseUrl);
     const current = await getConnection(deps.db, orgId, def.kind);
@@ -123,12 +124,17 @@ export const syncIntegrationRecords: Handler = async (ctx, deps) => {
 /** The skill config a kind provisions, after checking what the provider must confirm. */
 async function provisionConfig(db: AppDeps['db'], orgId: string, def: IntegrationKindDef, c: ConnectionRecord, body: IntegrationProvisionRequest): Promise<Record<string, unknown>> {
   switch (def.kind) {
-    case 'google_calendar': {
+    case 'google_calendar':
+    case 'calcom': {
       const timeZone = body.timeZone ?? 'UTC';
       try {
         new Intl.DateTimeFormat('en-US', { timeZone });
       } catch {
         throw validationError([{ field: 'timeZone', message: 'must be an IANA time zone, e.g. America/Chicago' }]);
+      }
+      if (def.kind === 'calcom') {
+        if (body.eventTypeId === undefined) throw validationError([{ field: 'eventTypeId', message: 'is required: the Cal.com event type bookings are made for' }]);
+        return { integration: 'calcom', eventTypeId: body.eventTypeId, durationMinutes: body.durationMinutes ?? 30, timeZone };
       }
       return { integration: 'google_calendar', calendarId: body.calendarId ?? 'primary', durationMinutes: body.durationMinutes ?? 30, timeZone };
     }
@@ -140,7 +146,7 @@ async function provisionConfig(db: AppDeps['db'], orgId: string, def: Integratio
       if (!id) throw notAccessible('the link is not a Google Sheets link (https://docs.google.com/spreadsheets/d/…)');
       let sheet;
       try {
-        sheet = await integrationsAdapter().openSpreadsheet(openCredentials(c.credentialsSealed), id);
+        sheet = await integrationsAdapter(process.env, c.provider).openSpreadsheet(openCredentials(c.credentialsSealed), id);
       } catch (err) {
         if (err instanceof IntegrationProviderError && err.code === 'not_found') throw notAccessible(`it is not shared with ${c.accountLabel ?? 'the connected account'}`);
         throw err;

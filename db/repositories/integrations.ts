@@ -20,6 +20,10 @@ export interface ConnectionRecord {
   accountLabel: string | null;
   scopes: string[];
   credentialsSealed: string;
+  /** `sandbox`, `google`, `calcom`: the adapter that serves it (providers/integrations). */
+  provider: string;
+  /** `connected`, or `needs_reauth` once the provider revoked the grant. */
+  status: 'connected' | 'needs_reauth';
   config: Record<string, unknown>;
   lastError: string | null;
   sync: RecordsSyncProgress | null;
@@ -34,6 +38,8 @@ function toRecord(r: Record<string, any>): ConnectionRecord {
     accountLabel: r.account_label ?? null,
     scopes: r.scopes ?? [],
     credentialsSealed: r.credentials_sealed,
+    provider: r.provider ?? 'sandbox',
+    status: r.status === 'needs_reauth' ? 'needs_reauth' : 'connected',
     config: r.config ?? {},
     lastError: r.last_error ?? null,
     sync: r.sync ?? null,
@@ -50,6 +56,8 @@ export function toStatus(kind: string, c: ConnectionRecord | undefined): Integra
     accountLabel: c?.accountLabel ?? null,
     scopes: c?.scopes ?? [],
     lastError: c?.lastError ?? null,
+    status: c?.status ?? null,
+    provider: c?.provider ?? null,
     config: c?.config ?? {},
     sync: c?.sync ?? null,
     connectedAt: c?.connectedAt ?? null,
@@ -74,13 +82,13 @@ export async function getConnectionById(db: Conn, orgId: string, id: string): Pr
 }
 
 /**
- * Creates the connection of `kind`, or replaces its account, scopes and credentials (a reconnect keeps
- * the id, the provisioned config and the sync progress; it clears the last error).
+ * Creates the connection of `kind`, or replaces its account, scopes, credentials and provider (a reconnect keeps
+ * the id, the provisioned config and the sync progress; it clears the last error and `needs_reauth`).
  */
 export async function upsertConnection(
   db: Conn,
   orgId: string,
-  input: { kind: string; accountLabel: string; scopes: string[]; credentialsSealed: string },
+  input: { kind: string; accountLabel: string; scopes: string[]; credentialsSealed: string; provider?: string },
 ): Promise<ConnectionRecord> {
   const [row] = await db('integration_connections')
     .insert({
@@ -91,12 +99,15 @@ export async function upsertConnection(
       account_label: input.accountLabel,
       scopes: JSON.stringify(input.scopes),
       credentials_sealed: input.credentialsSealed,
+      provider: input.provider ?? 'sandbox',
     })
     .onConflict(['org_id', 'kind'])
     .merge({
       account_label: input.accountLabel,
       scopes: JSON.stringify(input.scopes),
       credentials_sealed: input.credentialsSealed,
+      provider: input.provider ?? 'sandbox',
+      status: 'connected',
       last_error: null,
       connected_at: db.fn.now(),
       updated_at: db.fn.now(),
@@ -121,6 +132,23 @@ export async function mergeConnectionConfig(db: Conn, orgId: string, id: string,
 /** Records (or clears, with null) the connection's last provider error. */
 export async function setConnectionError(db: Conn, orgId: string, id: string, error: string | null): Promise<void> {
   await db('integration_connections').where({ org_id: orgId, id }).update({ last_error: error?.slice(0, 1000) ?? null, updated_at: db.fn.now() });
+}
+
+/** Replaces the connection's sealed credentials (an OAuth refresh), unless it was marked `needs_reauth` meanwhile. */
+export async function updateConnectionCredentials(db: Conn, orgId: string, id: string, credentialsSealed: string): Promise<void> {
+  await db('integration_connections').where({ org_id: orgId, id, status: 'connected' }).update({ credentials_sealed: credentialsSealed, updated_at: db.fn.now() });
+}
+
+/**
+ * Marks the connection `needs_reauth` with the provider's answer as its last error.
+ * @returns true when this call changed it (so the caller emits the event once)
+ */
+export async function markConnectionNeedsReauth(db: Conn, orgId: string, id: string, error: string): Promise<boolean> {
+  const n = await db('integration_connections')
+    .where({ org_id: orgId, id })
+    .whereNot({ status: 'needs_reauth' })
+    .update({ status: 'needs_reauth', last_error: error.slice(0, 1000), updated_at: db.fn.now() });
+  return n > 0;
 }
 
 /** Replaces the sync progress of the connection. */

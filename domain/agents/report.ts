@@ -19,6 +19,7 @@ import { playbookLabel, playbookToolName } from '../conversations/playbook';
 import { reachReport, type ReachFacts } from './reachReport';
 import { mcpReport } from './mcpReport';
 import type { ReportMcpServer } from '../../schemas/types/prepublish';
+import { bookingReport, type BookingProbe } from './bookingReport';
 
 /** No numbers and no escalation destinations (a report built without reading them). */
 const NO_REACH_FACTS: ReachFacts = { numbers: [], destinations: [], carrier: 'twilio' };
@@ -102,7 +103,7 @@ export function protectedActions(snapshot: CompiledAgent): ProtectedAction[] {
  * the agent's numbers with their phone settings and the organization's escalation destinations (./reachReport.ts),
  * `mcpServers` the `mcp` skills' servers as probed now (services/conversations/mcp.ts; none given: `not_checked`).
  */
-export function buildPrepublishReport(bundle: DraftBundle, rules: RecordRules = new Map(), reachFacts: ReachFacts = NO_REACH_FACTS, mcpServers: readonly ReportMcpServer[] = []): PrepublishReport {
+export function buildPrepublishReport(bundle: DraftBundle, rules: RecordRules = new Map(), reachFacts: ReachFacts = NO_REACH_FACTS, mcpServers: readonly ReportMcpServer[] = [], bookingProbes: readonly BookingProbe[] = []): PrepublishReport {
   const { snapshot, errors, warnings } = compileDraft(bundle);
   const cv = snapshot.callerVerification;
   const willSay: string[] = [];
@@ -188,7 +189,10 @@ export function buildPrepublishReport(bundle: DraftBundle, rules: RecordRules = 
   // MCP servers as probed by the caller (./mcpReport.ts); unprobed ones are `not_checked`.
   const mcp = mcpReport(snapshot, mcpServers);
   willSay.push(...mcp.willSay);
-  const allWarnings = [...warnings, ...pinFieldWarnings(snapshot, rules), ...reach.warnings, ...mcp.warnings];
+  // Booking skills: what each really does, and a target that did not answer (./bookingReport.ts).
+  const booking = bookingReport(snapshot, bookingProbes);
+  willSay.push(...booking.willSay);
+  const allWarnings = [...warnings, ...pinFieldWarnings(snapshot, rules), ...reach.warnings, ...mcp.warnings, ...booking.warnings];
   if (!activeGuardrails(g).length) allWarnings.push({ code: 'no_guardrails', field: 'guardrails', message: 'No guardrail is active' });
   if (bundle.agent.publishedDraftVersion !== null && bundle.agent.publishedDraftVersion === bundle.agent.version) {
     allWarnings.push({ code: 'no_changes', message: 'The draft has not changed since the published version was compiled' });

@@ -11,6 +11,9 @@ import { toFieldErrors } from '../validation';
 import { isOutputSchema, type OutputSchema } from './skillOutput';
 import { plainHttpPolicy, plainHttpProblem } from '../net/plainHttp';
 import { approvalOf, MCP_DEFAULT_TIMEOUT_MS, mcpConfigErrors, mcpToolRule, type McpSkillConfig } from './mcp';
+import { isIP } from 'node:net';
+import { checkAddress } from '../net/guard';
+import { isTimeZone } from '../booking/slots';
 
 /** One input a skill needs from the conversation. */
 export interface SkillInput {
@@ -76,6 +79,47 @@ const urlErrors = (url: unknown): FieldError[] => {
   return problem ? [{ field: 'url', message: problem }] : [];
 };
 
+/**
+ * A booking endpoint written as a non-public address (or `localhost`) must be listed in HTTP_ALLOW_PRIVATE_HOSTS
+ * whatever the scheme: the SSRF guard (../net/guard.ts) would refuse every call, and every booking would fail.
+ */
+const privateHostErrors = (url: unknown): FieldError[] => {
+  if (typeof url !== 'string') return [];
+  let host: string;
+  try {
+    host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return [];
+  }
+  if (host === 'localhost' || host.endsWith('.localhost')) return [{ field: 'url', message: 'must not be localhost: write the address (e.g. 127.0.0.1) and list it in HTTP_ALLOW_PRIVATE_HOSTS (local development)' }];
+  if (!isIP(host)) return [];
+  const verdict = checkAddress(host, plainHttpPolicy().allow);
+  return verdict.allowed ? [] : [{ field: 'url', message: `must reach a public address: ${verdict.reason}, not listed in HTTP_ALLOW_PRIVATE_HOSTS` }];
+};
+
+/** Opening hours of calendar skills (domain/booking/slots.ts): `HH:MM` local times, ISO weekdays. */
+const openHoursSchema = {
+  type: 'object',
+  additionalProperties: false,
+  description: 'When slots may be offered (Google Calendar and url availability), in `timeZone`; default 09:00–17:00, Monday to Friday.',
+  properties: {
+    from: { type: 'string', pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', default: '09:00' },
+    until: { type: 'string', pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$|^24:00$', default: '17:00' },
+    days: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'integer', minimum: 1, maximum: 7 }, description: 'ISO weekdays, 1 = Monday … 7 = Sunday.', default: [1, 2, 3, 4, 5] },
+  },
+};
+
+/** Checks shared by the calendar skills: the url, a known time zone, Cal.com's event type, opening hours in order. */
+const calendarChecks = (c: Record<string, any>): FieldError[] => [
+  ...(urlErrors(c.url).length ? urlErrors(c.url) : privateHostErrors(c.url)),
+  ...(typeof c.timeZone === 'string' && !isTimeZone(c.timeZone) ? [{ field: 'timeZone', message: 'must be an IANA time zone, e.g. America/Chicago' }] : []),
+  ...(c.integration === 'calcom' && c.eventTypeId === undefined ? [{ field: 'eventTypeId', message: 'is required with integration calcom: the Cal.com event type' }] : []),
+  ...(c.openHours?.from && c.openHours?.until && c.openHours.from >= c.openHours.until ? [{ field: 'openHours.until', message: 'must be after openHours.from' }] : []),
+];
+
+/** Where a calendar skill's data goes: the endpoint's host, or the integration's API host. */
+const calendarDestination = (c: Record<string, any>): string | null => (c.integration === 'google_calendar' ? 'www.googleapis.com' : c.integration === 'calcom' ? 'api.cal.com' : hostOf(c.url));
+
 const hostOf = (url: unknown): string | null => {
   try {
     return new URL(String(url)).host || null;
@@ -134,7 +178,8 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
   {
     type: 'book_appointment',
     name: 'Book appointment',
-    description: "Books a slot through a booking endpoint with the caller's name, phone and the chosen start time.",
+    description:
+      "Books a slot with the caller's name, phone and the chosen start time: POSTs the booking contract to `url` (docs/api-notes.md \"Booking skills\"), or books on the connected calendar (`integration`). A failed booking is never confirmed.",
     sendsData: true,
     configSchema: {
       type: 'object',
@@ -143,22 +188,57 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
       oneOf: [{ required: ['url'] }, { required: ['integration'] }],
       properties: {
         url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description: 'Booking endpoint (HTTPS; plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production); or `integration` instead.' },
-        integration: { const: 'google_calendar', description: 'Books on the connected calendar instead of `url` (set by provisioning).' },
-        calendarId: { type: 'string', minLength: 1, maxLength: 200, description: 'Calendar of the connected account (default `primary`).' },
+        integration: { enum: ['google_calendar', 'calcom'], description: 'Books on the connected calendar instead of `url` (set by provisioning).' },
+        calendarId: { type: 'string', minLength: 1, maxLength: 200, description: 'Google Calendar: calendar of the connected account (default `primary`).' },
+        eventTypeId: { type: 'integer', minimum: 1, description: 'Cal.com: the event type bookings are made for (required with integration calcom).' },
         durationMinutes: { type: 'integer', minimum: 5, maximum: 480 },
-        timeZone: { type: 'string', minLength: 1, maxLength: 64, description: 'IANA time zone of the calendar, e.g. America/Chicago.' },
+        timeZone: { type: 'string', minLength: 1, maxLength: 64, description: 'IANA time zone of the business, e.g. America/Chicago: times are said in it.' },
         collectNotes: { type: 'boolean', default: false, description: 'Also send free-text notes from the caller.' },
+        timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000, description: 'Cap on the booking request (url), ms; no answer in time is a failed booking.' },
       },
     },
-    check: (c) => urlErrors(c.url),
+    check: calendarChecks,
     inputs: (c) => [
       { name: 'name', required: true },
       { name: 'phone', required: true },
       { name: 'start_time', required: true },
+      { name: 'email', required: false },
       ...(c.collectNotes ? [{ name: 'notes', required: false }] : []),
     ],
-    dataFlow: (c) => ({ destination: c.integration ? 'www.googleapis.com' : hostOf(c.url), fields: ['name', 'phone', 'start_time', ...(c.collectNotes ? ['notes'] : [])] }),
+    dataFlow: (c) => ({ destination: calendarDestination(c), fields: ['name', 'phone', 'email', 'start_time', ...(c.collectNotes ? ['notes'] : [])] }),
     output: () => objectOf(['bookingId', 'status', 'startTime', 'endTime', 'durationMinutes', 'timeZone']),
+  },
+  {
+    type: 'check_availability',
+    name: 'Check availability',
+    description:
+      'Finds free slots to offer before booking: POSTs the availability contract to `url` (docs/api-notes.md "Booking skills"), or reads the connected calendar (`integration`: Google Calendar free/busy inside opening hours, Cal.com slots).',
+    sendsData: true,
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['durationMinutes', 'timeZone'],
+      oneOf: [{ required: ['url'] }, { required: ['integration'] }],
+      properties: {
+        url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description: 'Availability endpoint (HTTPS; plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production); or `integration` instead.' },
+        integration: { enum: ['google_calendar', 'calcom'], description: 'Reads the connected calendar instead of `url`.' },
+        calendarId: { type: 'string', minLength: 1, maxLength: 200, description: 'Google Calendar: calendar of the connected account (default `primary`).' },
+        eventTypeId: { type: 'integer', minimum: 1, description: 'Cal.com: the event type whose slots are read (required with integration calcom).' },
+        durationMinutes: { type: 'integer', minimum: 5, maximum: 480 },
+        timeZone: { type: 'string', minLength: 1, maxLength: 64, description: 'IANA time zone of the business, e.g. America/Chicago: slots are said in it.' },
+        openHours: openHoursSchema,
+        windowDays: { type: 'integer', minimum: 1, maximum: 31, default: 7, description: 'Without a `date`, how many days ahead are searched.' },
+        maxSlots: { type: 'integer', minimum: 1, maximum: 20, default: 5, description: 'Most slots answered.' },
+        timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000, description: 'Cap on the availability request (url), ms.' },
+      },
+    },
+    check: calendarChecks,
+    inputs: () => [{ name: 'date', required: false }],
+    dataFlow: (c) => ({ destination: calendarDestination(c), fields: ['date'] }),
+    output: () => ({
+      type: 'object',
+      properties: { available: {}, slotCount: {}, nextSlot: {}, timeZone: {}, slots: { type: 'array', items: { type: 'object', properties: { start: {}, end: {} } } } },
+    }),
   },
   {
     type: 'lookup_record',

@@ -15,16 +15,14 @@ export interface StubbableSkill {
 /**
  * Whether a skill reaches outside the conversation when it runs, so a simulated conversation must stub it:
  * `http_request` (an HTTP endpoint), `send_sms` (a text to a real number), `lookup_record` (the organization's
- * records, audited) and `book_appointment` on a connected calendar. `end_call`, `transfer_call` and the sandbox
- * `book_appointment` only change the conversation (or answer a deterministic confirmation) and run unstubbed.
+ * records, audited), `book_appointment` and `check_availability` (a booking endpoint or a connected calendar).
+ * `end_call` and `transfer_call` only change the conversation and run unstubbed.
  */
 export function skillNeedsStub(skill: Pick<StubbableSkill, 'type' | 'config'>): boolean {
   switch (skill.type) {
     case 'end_call':
     case 'transfer_call':
       return false;
-    case 'book_appointment':
-      return Boolean(skill.config.integration);
     default:
       return true;
   }

@@ -9,7 +9,7 @@ import { plainHttpPolicy, plainHttpProblem, type PlainHttpPolicy } from '../net/
 import type { FieldError } from '../errors';
 
 /** One integration kind. */
-export type IntegrationKind = 'google_calendar' | 'google_sheets' | 'hubspot' | 'http';
+export type IntegrationKind = 'google_calendar' | 'calcom' | 'google_sheets' | 'hubspot' | 'http';
 
 /** What a kind is for. */
 export type IntegrationCategory = 'calendar' | 'spreadsheet' | 'crm' | 'http';
@@ -49,8 +49,21 @@ export const INTEGRATION_KINDS: readonly IntegrationKindDef[] = [
     category: 'calendar',
     connectMethod: 'oauth',
     pkce: true,
-    oauthScopes: ['https://www.googleapis.com/auth/calendar.events'],
+    // Least privilege (Calendar v3 discovery document, each method's `scopes`): events.insert/get, freebusy.query,
+    // calendars.get (the calendar's time zone).
+    oauthScopes: ['https://www.googleapis.com/auth/calendar.events', 'https://www.googleapis.com/auth/calendar.freebusy', 'https://www.googleapis.com/auth/calendar.calendars.readonly'],
     credentialFields: [],
+    provisions: [{ skillName: 'book_appointment', skillType: 'book_appointment' }],
+    syncsRecords: false,
+  },
+  {
+    kind: 'calcom',
+    name: 'Cal.com',
+    category: 'calendar',
+    connectMethod: 'credentials',
+    pkce: false,
+    oauthScopes: [],
+    credentialFields: [{ name: 'apiKey', description: 'Cal.com API key (cal_live_… or cal_test_…; Settings → Developer → API keys)', secret: true, required: true }],
     provisions: [{ skillName: 'book_appointment', skillType: 'book_appointment' }],
     syncsRecords: false,
   },
@@ -69,9 +82,11 @@ export const INTEGRATION_KINDS: readonly IntegrationKindDef[] = [
     kind: 'hubspot',
     name: 'HubSpot CRM',
     category: 'crm',
+    // A private app's token; or, where HubSpot's OAuth app is configured (services/integrations/connections.ts
+    // `connectMethodOf`), OAuth with PKCE and these scopes (HubSpot "Scopes": contacts read, and write for the notes).
     connectMethod: 'credentials',
-    pkce: false,
-    oauthScopes: [],
+    pkce: true,
+    oauthScopes: ['crm.objects.contacts.read', 'crm.objects.contacts.write'],
     credentialFields: [{ name: 'accessToken', description: 'Private app access token (pat-…) with crm.objects.contacts.read (and crm.objects.contacts.write for the notes written back on the HubSpot API)', secret: true, required: true }],
     provisions: [{ skillName: 'lookup_record', skillType: 'lookup_record' }],
     syncsRecords: true,

@@ -40,6 +40,7 @@ export const EVENT_CATALOG: readonly EventTypeInfo[] = [
   { type: 'billing.wallet.low', schema: 'BillingWalletLowEventData', description: 'A usage charge took the wallet balance below its low-balance threshold (once per crossing)' },
   { type: 'invoice.finalized', schema: 'InvoiceFinalizedEventData', description: "A month's invoice was closed (once per organization and month)" },
   { type: 'provider.intent.unknown', schema: 'ProviderIntentUnknownEventData', description: 'A write at a provider (dial, brand or campaign create, number purchase, text) may have happened and the provider cannot tell: an operator settles it' },
+  { type: 'integration.needs_reauth', schema: 'IntegrationNeedsReauthEventData', description: "The provider revoked an integration's OAuth grant: the connection is needs_reauth and its skills fail until it is connected again" },
   { type: 'webhook.test', schema: 'WebhookTestEventData', description: 'Test event sent by POST /webhooks/{id}/test to one endpoint' },
   { type: 'webhook.endpoint.disabled', schema: 'WebhookEndpointDisabledEventData', description: "An endpoint was disabled by its deliveries (failing continuously, or 410 Gone); sent to the organization's other endpoints" },
 ];

@@ -12,13 +12,16 @@
  * - Spreadsheets: an id starting with `private` is not shared with the account (`not_found`); an id
  *   containing `rows-<n>` holds `n` rows (default 5). Row i (1-based) is `Customer i`,
  *   `+1415555` + i padded to 4 digits, `customer<i>@example.com`, plus a `plan` column.
- * - Calendar: every booking succeeds with an event id derived from the request id (a retried booking
- *   finds the same event), except a start time on a Sunday, which is refused (`unavailable`).
+ * - Cal.com: an `apiKey` must start with `cal_`; `cal_invalid…` is refused (as Cal.com's 401).
+ * - Calendar (Google Calendar and Cal.com alike): every booking succeeds with an event id derived from the request id
+ *   (a retried booking finds the same event), except a start time on a Sunday, which is refused (`unavailable`);
+ *   the free slots are the opening hours' slots with nothing busy. OAuth tokens never expire.
  */
 import crypto from 'node:crypto';
 import type { IntegrationKind } from '../../domain/integrations/catalog';
 import { pkceChallenge } from '../../domain/integrations/oauth';
-import { IntegrationProviderError, type ConnectedAccount, type ExternalRecordPage, type IntegrationSecrets, type IntegrationsAdapter } from './index';
+import { freeSlots, type Interval } from '../../domain/booking/slots';
+import { IntegrationProviderError, type CalendarEventRequest, type ConnectedAccount, type ExternalRecordPage, type FreeSlotsRequest, type IntegrationSecrets, type IntegrationsAdapter } from './index';
 
 const AUTHORIZE_BASE = 'https://sandbox.integrations.invalid';
 const PAGE = 100;
@@ -41,12 +44,19 @@ function row(i: number, prefix: string): ExternalRecordPage['items'][number] {
 /** The sandbox adapter. */
 export class SandboxIntegrations implements IntegrationsAdapter {
   readonly provider = 'sandbox';
+  /** No CRM operations (a calendar, or the sandbox's synced Records). */
+  readonly crm = null;
 
   async validateCredentials(kind: IntegrationKind, c: Record<string, string>): Promise<ConnectedAccount> {
     if (kind === 'hubspot') {
       const token = c.accessToken ?? '';
       if (!token.startsWith('pat-') || token.startsWith('pat-invalid')) throw new IntegrationProviderError('credentials_rejected', 'HubSpot answered 401: the access token is invalid or expired');
       return { accountLabel: 'Sandbox HubSpot portal 12345', scopes: ['crm.objects.contacts.read'], secrets: { accessToken: token } };
+    }
+    if (kind === 'calcom') {
+      const key = c.apiKey ?? '';
+      if (!key.startsWith('cal_') || key.startsWith('cal_invalid')) throw new IntegrationProviderError('credentials_rejected', 'Cal.com answered 401: the API key is invalid');
+      return { accountLabel: 'owner@sandbox.example.com', scopes: [], secrets: { apiKey: key } };
     }
     if (kind === 'http') {
       if (c.authorization === 'invalid') throw new IntegrationProviderError('credentials_rejected', 'The API answered 401 to the configured Authorization header');
@@ -110,14 +120,19 @@ export class SandboxIntegrations implements IntegrationsAdapter {
     return { items, nextCursor: end < total ? String(end) : null, total };
   }
 
-  async createCalendarEvent(
-    _secrets: IntegrationSecrets,
-    req: { calendarId: string; start: string; durationMinutes: number; timeZone: string; summary: string; requestId: string },
-  ): Promise<{ eventId: string; start: string; end: string }> {
+  async createCalendarEvent(_secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<{ eventId: string; start: string; end: string; status: 'confirmed' | 'pending' }> {
     const start = new Date(req.start);
     if (start.getUTCDay() === 0) throw new IntegrationProviderError('unavailable', 'The calendar is closed on Sundays');
     const eventId = `evt_${crypto.createHash('sha256').update(`${req.calendarId}:${req.requestId}`).digest('hex').slice(0, 20)}`;
-    return { eventId, start: start.toISOString(), end: new Date(start.getTime() + req.durationMinutes * 60_000).toISOString() };
+    return { eventId, start: start.toISOString(), end: new Date(start.getTime() + req.durationMinutes * 60_000).toISOString(), status: 'confirmed' };
+  }
+
+  async findFreeSlots(_secrets: IntegrationSecrets, req: FreeSlotsRequest): Promise<Interval[]> {
+    return freeSlots(Date.parse(req.from), Date.parse(req.to), req.timeZone, req.durationMinutes, req.open, [], req.max);
+  }
+
+  async refreshSecrets(): Promise<IntegrationSecrets | null> {
+    return null;
   }
 }
 

@@ -35,6 +35,7 @@ export type WebhookEventType =
   | 'billing.wallet.low'
   | 'invoice.finalized'
   | 'provider.intent.unknown'
+  | 'integration.needs_reauth'
   | 'webhook.test'
   | 'webhook.endpoint.disabled';
 
@@ -408,6 +409,20 @@ export interface ProviderIntentUnknownEventData {
   reason: string;
 }
 
+/**
+ * `integration.needs_reauth`: the provider refused the connection's OAuth grant (RFC 6749 §5.2 `invalid_grant`: revoked
+ * or expired); its skills fail until someone connects it again (`POST /integrations/{kind}/connect`).
+ */
+export interface IntegrationNeedsReauthEventData {
+  /** `int_…` */
+  connectionId: string;
+  kind: string;
+  /** `google`, `hubspot`, … */
+  provider: string;
+  /** The provider's answer. */
+  reason: string;
+}
+
 /** `webhook.test`: sent by `POST /webhooks/{id}/test` to that endpoint only. */
 export interface WebhookTestEventData {
   webhookId: string;
@@ -462,6 +477,7 @@ export interface WebhookEventDataMap {
   'billing.wallet.low': BillingWalletLowEventData;
   'invoice.finalized': InvoiceFinalizedEventData;
   'provider.intent.unknown': ProviderIntentUnknownEventData;
+  'integration.needs_reauth': IntegrationNeedsReauthEventData;
   'webhook.test': WebhookTestEventData;
   'webhook.endpoint.disabled': WebhookEndpointDisabledEventData;
 }

@@ -57,6 +57,10 @@ export interface IntegrationStatus {
   scopes: string[];
   /** Last provider error of this connection (sync or skill). */
   lastError: string | null;
+  /** `connected`, or `needs_reauth` once the provider revoked the OAuth grant (connect again); null when not connected. */
+  status: 'connected' | 'needs_reauth' | null;
+  /** The provider the connection was made with: `sandbox`, or the real one (`google`, `calcom`, `hubspot`); null when not connected. */
+  provider: string | null;
   /** Non-secret settings set by provisioning (e.g. `spreadsheetId`). */
   config: Record<string, unknown>;
   sync: RecordsSyncProgress | null;
@@ -100,6 +104,8 @@ export interface IntegrationProvisionRequest {
   spreadsheetUrl?: string;
   /** Calendar kinds: the calendar (default `primary`). @maxLength 200 */
   calendarId?: string;
+  /** Cal.com: the event type bookings are made for (required there). @asType integer @minimum 1 */
+  eventTypeId?: number;
   /** Calendar kinds: booking length (default 30). @asType integer @minimum 5 @maximum 480 */
   durationMinutes?: number;
   /** Calendar kinds: IANA time zone (default `UTC`). @maxLength 64 */

@@ -5,11 +5,12 @@
  * - `send_sms`: the template filled from the conversation's variables, sent from the agent's SMS-enabled
  *   number through `sms-message/{id}` with every SMS rule (services/sms/send.ts); `to: caller` is the
  *   conversation's `caller_phone` variable (or `phone`);
- * - `book_appointment`, `transfer_call`, `end_call`: the sandbox adapters — a booking confirmation with a
- *   deterministic id, a transfer recorded and the conversation ended as `transferred`, the conversation
+ * - `book_appointment` and `check_availability` with `url`: the booking and availability contracts of
+ *   ./booking.ts (docs/api-notes.md "Booking skills"); a failure is never a confirmation;
+ * - `transfer_call`, `end_call`: a transfer recorded and the conversation ended as `transferred`, the conversation
  *   ended with the configured closing line;
- * - provisioned skills (docs/api-notes.md "Integrations and records"): `book_appointment` with `integration` books on
- *   the connected calendar, `http_request` with `integration: http` adds the connection's sealed
+ * - provisioned skills (docs/api-notes.md "Integrations and records"): `book_appointment` and `check_availability` with
+ *   `integration` use the connected calendar, `http_request` with `integration: http` adds the connection's sealed
  *   Authorization header, `lookup_record` searches the organization's Records (every read audited);
  * - `mcp`: the called tool of the skill's MCP server, after its approval policy allowed it (./mcp.ts `runMcpTool`);
  * - every skill: sensitive record fields it declares as inputs are filled server-side, and only the members
@@ -18,7 +19,6 @@
  *   answers its canned output, a skill that only acts on the conversation runs, and any other skill fails with
  *   `skill_not_stubbed` before anything is sent: such a conversation never reaches a real endpoint.
  */
-import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Db } from '../../db';
 import { getAgentNumberForSms } from '../../db/repositories/numbers';
@@ -34,6 +34,7 @@ import { runMcpTool } from './mcp';
 import { sharedMcpProvider, type McpProvider } from '../../providers/mcp';
 import type { McpSkillConfig } from '../../domain/agents/mcp';
 import { skillNeedsStub } from '../../domain/conversations/skillStubs';
+import { availabilityThroughUrl, bookThroughUrl } from './booking';
 
 /** What skills need from the outside. */
 export interface SkillDeps {
@@ -82,7 +83,8 @@ function skillRunner(deps: SkillDeps): (call: SkillCall) => Promise<SkillOutcome
     } catch (err) {
       throw new SkillError((err as Error).message, 'variable_unavailable');
     }
-    if (call.skill.type === 'lookup_record' || (call.skill.type === 'book_appointment' && config.integration)) return runIntegrationSkill(deps.db, call);
+    const calendarSkill = call.skill.type === 'book_appointment' || call.skill.type === 'check_availability';
+    if (call.skill.type === 'lookup_record' || (calendarSkill && config.integration)) return runIntegrationSkill(deps.db, call);
     switch (call.skill.type) {
       case 'http_request': {
         const headers = config.integration ? { ...config.headers, ...(await integrationHeaders(deps.db, call.conversation.orgId)) } : config.headers;
@@ -108,13 +110,10 @@ function skillRunner(deps: SkillDeps): (call: SkillCall) => Promise<SkillOutcome
           throw err;
         }
       }
-      case 'book_appointment': {
-        if (!call.args.start_time || Number.isNaN(Date.parse(call.args.start_time))) throw new SkillError('start_time must be a date and time (ISO 8601)', 'invalid_input');
-        const bookingId = `bk_${crypto.createHash('sha256').update(`${call.conversation.id}:${call.callId}`).digest('hex').slice(0, 16)}`;
-        return {
-          output: { bookingId, status: 'confirmed', startTime: new Date(call.args.start_time).toISOString(), durationMinutes: config.durationMinutes, timeZone: config.timeZone },
-        };
-      }
+      case 'book_appointment':
+        return bookThroughUrl(deps.http, call, config);
+      case 'check_availability':
+        return availabilityThroughUrl(deps.http, call, config, Date.now());
       case 'transfer_call': {
         const dest = await transferDestination(deps.db, call.conversation.orgId, config);
         if (config.destinationId && !dest) throw new SkillError(`Escalation destination ${config.destinationId} no longer exists`, 'destination_not_found');

@@ -14,9 +14,9 @@ import { hashOAuthState, newOAuthState, newPkcePair, OAUTH_STATE_TTL_MS } from '
 import { loadIntegrationSettings } from '../../domain/integrations/settings';
 import { openSecret, sealSecret } from '../../domain/webhooks/signing';
 import { loadWebhookSettings } from '../../domain/webhooks/settings';
-import { consumeOAuthState, getConnection, insertOAuthState, mergeConnectionConfig, upsertConnection, type ConnectionRecord } from '../../db/repositories/integrations';
-import { integrationsAdapter, IntegrationProviderError, type ConnectedAccount, type IntegrationSecrets } from '../../providers/integrations';
-import { HubSpotCrm } from '../../providers/integrations/hubspot';
+import { consumeOAuthState, getConnection, insertOAuthState, markConnectionNeedsReauth, updateConnectionCredentials, upsertConnection, type ConnectionRecord } from '../../db/repositories/integrations';
+import { connectProvider, integrationsAdapter, IntegrationProviderError, type IntegrationSecrets } from '../../providers/integrations';
+import { emitEvent } from '../../events/emit';
 
 /** Seals a connection's secrets (JSON) with WEBHOOK_SECRET_KEY. @throws Error when the key is not set */
 export function sealCredentials(secrets: IntegrationSecrets): string {
@@ -41,6 +41,17 @@ export function kindAvailable(kind: IntegrationKind): boolean {
   return !loadIntegrationSettings().unavailable.has(kind);
 }
 
+/**
+ * How `def` connects here: its catalogue method, except HubSpot, which connects through OAuth (authorization code
+ * with PKCE against HubSpot's endpoints) when INTEGRATIONS_LIVE lists it and HubSpot's OAuth app is configured
+ * (HUBSPOT_OAUTH_CLIENT_ID; docs/going-live.md "HubSpot") — a private app's token in `credentials` is still taken.
+ */
+export function connectMethodOf(def: IntegrationKindDef): 'oauth' | 'credentials' {
+  if (def.connectMethod === 'oauth') return 'oauth';
+  const settings = def.kind === 'hubspot' ? loadIntegrationSettings() : null;
+  return settings?.live.has('hubspot') && settings.hubspot.oauth ? 'oauth' : 'credentials';
+}
+
 /** The organization's connection of `kind`. @throws ApiError 409 `integration_not_connected` (spec "Errors") */
 export async function requireConnection(db: Db, orgId: string, kind: IntegrationKind): Promise<ConnectionRecord> {
   const c = await getConnection(db, orgId, kind);
@@ -50,33 +61,25 @@ export async function requireConnection(db: Db, orgId: string, kind: Integration
 
 function providerRefusal(err: unknown, field: string): never {
   if (err instanceof IntegrationProviderError) {
-    if (err.code === 'unavailable') throw new ApiError(502, 'integration_provider_error', err.message);
+    if (err.code === 'unavailable' || err.code === 'timeout' || err.code === 'bad_answer') throw new ApiError(502, 'integration_provider_error', err.message);
     throw new ApiError(422, 'integration_credentials_rejected', `The provider refused: ${err.message}`, { errors: [{ field, message: err.message }] });
   }
   throw err;
 }
 
 /**
- * Validates credentials against the provider and stores them sealed (a reconnect replaces them). A kind listed
- * in INTEGRATIONS_LIVE connects on the provider's real API (HubSpot: one contacts read with the token) and the
- * connection records it (`config.adapter`), so later calls for it go there; otherwise on the sandbox.
+ * Validates credentials against the provider and stores them sealed (a reconnect replaces them).
  * @throws ApiError 422 `integration_credentials_rejected` naming `credentials` when the provider refuses them
  */
 export async function connectWithCredentials(db: Db, orgId: string, def: IntegrationKindDef, credentials: Record<string, string>): Promise<ConnectionRecord> {
-  const live = def.kind === 'hubspot' && loadIntegrationSettings().live.has('hubspot');
-  let account: ConnectedAccount;
+  const provider = connectProvider(def.kind);
+  let account;
   try {
-    if (live) {
-      const token = credentials.accessToken ?? '';
-      account = { accountLabel: await new HubSpotCrm().validateToken(token), scopes: ['crm.objects.contacts.read', 'crm.objects.contacts.write'], secrets: { accessToken: token } };
-    } else account = await integrationsAdapter().validateCredentials(def.kind, credentials);
+    account = await integrationsAdapter(process.env, provider).validateCredentials(def.kind, credentials);
   } catch (err) {
     providerRefusal(err, 'credentials');
   }
-  const c = await upsertConnection(db, orgId, { kind: def.kind, accountLabel: account.accountLabel, scopes: account.scopes, credentialsSealed: sealCredentials(account.secrets) });
-  const adapter = live ? 'hubspot' : 'sandbox';
-  await mergeConnectionConfig(db, orgId, c.id, { adapter });
-  return { ...c, config: { ...c.config, adapter } };
+  return upsertConnection(db, orgId, { kind: def.kind, accountLabel: account.accountLabel, scopes: account.scopes, credentialsSealed: sealCredentials(account.secrets), provider });
 }
 
 /** The redirect URI the provider sends the browser back to. */
@@ -96,7 +99,7 @@ export async function beginOAuth(db: Db, orgId: string, def: IntegrationKindDef,
   const redirectUri = oauthRedirectUri(publicBaseUrl, def.kind);
   const expiresAt = new Date(Date.now() + OAUTH_STATE_TTL_MS);
   await insertOAuthState(db, orgId, { stateHash: hash, kind: def.kind, codeVerifierSealed: pkce ? sealCredentials({ verifier: pkce.verifier }) : null, redirectUri, expiresAt });
-  const authorizationUrl = integrationsAdapter().authorizationUrl(def.kind, { redirectUri, state, scopes: def.oauthScopes, codeChallenge: pkce?.challenge ?? null });
+  const authorizationUrl = integrationsAdapter(process.env, connectProvider(def.kind)).authorizationUrl(def.kind, { redirectUri, state, scopes: def.oauthScopes, codeChallenge: pkce?.challenge ?? null });
   return { authorizationUrl, expiresAt };
 }
 
@@ -114,11 +117,53 @@ export async function completeOAuth(db: Db, def: IntegrationKindDef, q: { state?
   if (q.error) throw new ApiError(400, 'oauth_denied', `The provider answered ${q.error.slice(0, 100)}: the connection was not made`, { errors: [{ field: 'error', message: q.error.slice(0, 100) }] });
   if (!q.code) throw new ApiError(400, 'validation_error', 'The callback carries no code', { errors: [{ field: 'code', message: 'is required' }] });
   const verifier = bound.codeVerifierSealed ? openCredentials(bound.codeVerifierSealed).verifier : null;
+  // The provider of the kind now: a deployment that turned the kind live between begin and callback fails the
+  // exchange (the code is the other provider's) and the person begins again.
+  const provider = connectProvider(def.kind);
   let account;
   try {
-    account = await integrationsAdapter().exchangeCode(def.kind, { code: q.code, redirectUri: bound.redirectUri, codeVerifier: verifier });
+    account = await integrationsAdapter(process.env, provider).exchangeCode(def.kind, { code: q.code, redirectUri: bound.redirectUri, codeVerifier: verifier });
   } catch (err) {
     providerRefusal(err, 'code');
   }
-  return upsertConnection(db, bound.orgId, { kind: def.kind, accountLabel: account.accountLabel, scopes: account.scopes, credentialsSealed: sealCredentials(account.secrets) });
+  return upsertConnection(db, bound.orgId, { kind: def.kind, accountLabel: account.accountLabel, scopes: account.scopes, credentialsSealed: sealCredentials(account.secrets), provider });
+}
+
+/** A connection that cannot be used until someone connects it again (the provider revoked its grant). */
+export class ConnectionNeedsReauthError extends Error {
+  constructor(
+    readonly kind: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConnectionNeedsReauthError';
+  }
+}
+
+/**
+ * The connection's secrets, ready for a provider call: an OAuth access token about to expire is refreshed first
+ * (RFC 6749 §6) and the new tokens stored sealed. A refused refresh (`invalid_grant`: revoked or expired) marks the
+ * connection `needs_reauth` and emits `integration.needs_reauth` once.
+ * @throws ConnectionNeedsReauthError when the connection is (or has just become) `needs_reauth`;
+ *   IntegrationProviderError when the provider could not refresh (unavailable, timeout)
+ */
+export async function connectionSecrets(db: Db, c: ConnectionRecord, nowMs = Date.now()): Promise<IntegrationSecrets> {
+  const reconnect = `connect ${c.kind} again with POST /integrations/${c.kind}/connect`;
+  if (c.status === 'needs_reauth') throw new ConnectionNeedsReauthError(c.kind, `The ${c.kind} connection needs a new consent (${c.lastError ?? 'the grant was revoked'}); ${reconnect}`);
+  const secrets = openCredentials(c.credentialsSealed);
+  let fresh: IntegrationSecrets | null;
+  try {
+    fresh = await integrationsAdapter(process.env, c.provider).refreshSecrets(c.kind as IntegrationKind, secrets, nowMs);
+  } catch (err) {
+    if (!(err instanceof IntegrationProviderError) || err.code !== 'invalid_grant') throw err;
+    await db.transaction(async (trx) => {
+      if (await markConnectionNeedsReauth(trx, c.orgId, c.id, err.message)) {
+        await emitEvent(trx, c.orgId, 'integration.needs_reauth', { connectionId: c.id, kind: c.kind, provider: c.provider, reason: err.message.slice(0, 500) });
+      }
+    });
+    throw new ConnectionNeedsReauthError(c.kind, `The ${c.kind} provider refused the stored grant (${err.message}); ${reconnect}`);
+  }
+  if (!fresh) return secrets;
+  await updateConnectionCredentials(db, c.orgId, c.id, sealCredentials(fresh));
+  return fresh;
 }

@@ -1,8 +1,9 @@
 /**
- * The CRM on HubSpot's real API for a connection made on it (docs/going-live.md "HubSpot"; docs/api-notes.md
- * "Integrations and records"):
- * - `lookup_record` with `integration: hubspot` searches HubSpot's contacts by phone, e-mail or name at run time
- *   and upserts the matches into the organization's Records (source `hubspot`, by contact id), so the skill
+ * The CRM on its real API for a connection made on it (provider `hubspot`: docs/going-live.md "HubSpot";
+ * docs/api-notes.md "Integrations and records"), through the connection's adapter's CRM operations
+ * (providers/integrations `IntegrationsAdapter.crm`):
+ * - `lookup_record` with `integration: hubspot` searches the CRM's contacts by phone, e-mail or name at run time
+ *   and upserts the matches into the organization's Records (source: the kind, by contact id), so the skill
  *   answers Records as it does for a synced CRM;
  * - when a conversation has ended and its analysis has a summary, the summary is written back as a note on the
  *   caller's contact (upserted by e-mail, else found or created by phone), once, through `performOnce`
@@ -16,24 +17,26 @@ import type { CustomerRecord } from '../../schemas/types/integrations';
 import { getConversation } from '../../db/repositories/conversations';
 import { getAnalysis } from '../../db/repositories/conversationAnalyses';
 import { resolveIntent } from '../../db/repositories/providerIntents';
-import { HubSpotCrm, type ContactQuery } from '../../providers/integrations/hubspot';
+import { integrationsAdapter, type ContactQuery, type CrmOperations } from '../../providers/integrations';
 import { performOnce, type FaultHook } from '../effects';
 import { recordWriter } from '../records/sealing';
-import { openCredentials } from './connections';
+import { connectionSecrets } from './connections';
 
-/** Whether a connection was made on HubSpot's real API (its config's `adapter`; else it is the sandbox's). */
-export function usesHubSpotApi(c: Pick<ConnectionRecord, 'kind' | 'config'>): boolean {
-  return c.kind === 'hubspot' && c.config.adapter === 'hubspot';
+/** The CRM operations of a connection made on a CRM's live API (its `provider`'s adapter); null for the sandbox's. */
+export function crmOf(c: Pick<ConnectionRecord, 'provider'>): CrmOperations | null {
+  return integrationsAdapter(process.env, c.provider).crm;
 }
 
 /**
- * The access token of a HubSpot connection: the one place HubSpot calls get it. Today the stored private-app
- * (or OAuth access) token, opened from the sealed credentials; an OAuth client refreshing tokens before expiry
- * replaces this body.
- * @throws Error when the credentials hold no token
+ * The access token of a HubSpot connection: the one place HubSpot calls get it. A private app's token as stored;
+ * an OAuth access token refreshed first when it expires within a minute, the new tokens stored sealed; a refused
+ * refresh (`invalid_grant`) marks the connection `needs_reauth` with `integration.needs_reauth`
+ * (./connections.ts `connectionSecrets`).
+ * @throws ConnectionNeedsReauthError; IntegrationProviderError when the refresh could not be made; Error when the
+ *   credentials hold no token
  */
-export async function hubspotAccessToken(_db: Db, c: ConnectionRecord): Promise<string> {
-  const token = openCredentials(c.credentialsSealed).accessToken;
+export async function hubspotAccessToken(db: Db, c: ConnectionRecord): Promise<string> {
+  const token = (await connectionSecrets(db, c)).accessToken;
   if (!token) throw new Error(`The HubSpot connection ${c.id} holds no access token`);
   return token;
 }
@@ -44,7 +47,8 @@ export async function hubspotAccessToken(_db: Db, c: ConnectionRecord): Promise<
  * @returns the matching Records, in HubSpot's order
  * @throws IntegrationProviderError (the connection's last error is set)
  */
-export async function lookupHubSpotContacts(db: Db, orgId: string, c: ConnectionRecord, by: ContactQuery, limit: number, crm = new HubSpotCrm()): Promise<CustomerRecord[]> {
+export async function lookupCrmContacts(db: Db, orgId: string, c: ConnectionRecord, by: ContactQuery, limit: number, crm: CrmOperations | null = crmOf(c)): Promise<CustomerRecord[]> {
+  if (!crm) throw new Error(`The ${c.kind} connection ${c.id} is not on a CRM's live API`);
   let items;
   try {
     items = await crm.searchContacts(await hubspotAccessToken(db, c), by, limit);
@@ -55,8 +59,8 @@ export async function lookupHubSpotContacts(db: Db, orgId: string, c: Connection
   if (!items.length) return [];
   return db.transaction(async (trx) => {
     const protect = await recordWriter(trx, orgId);
-    await upsertSourcedRecords(trx, orgId, 'hubspot', c.id, items.map((row) => ({ ...row, ...protect(row.fields) })));
-    return findRecordsByExternalIds(trx, orgId, 'hubspot', items.map((i) => i.externalId));
+    await upsertSourcedRecords(trx, orgId, c.kind, c.id, items.map((row) => ({ ...row, ...protect(row.fields) })));
+    return findRecordsByExternalIds(trx, orgId, c.kind, items.map((i) => i.externalId));
   });
 }
 
@@ -77,9 +81,10 @@ export function noteReference(conversationId: string): string {
  * a summary, or without the caller's phone or e-mail.
  * @throws IntegrationProviderError (the activity retries; the intent stays pending and a retry looks the note up)
  */
-export async function writeBackConversationNote(db: Db, orgId: string, conversationId: string, opts: { crm?: HubSpotCrm; fault?: FaultHook } = {}): Promise<NoteWriteBack> {
+export async function writeBackConversationNote(db: Db, orgId: string, conversationId: string, opts: { crm?: CrmOperations; fault?: FaultHook } = {}): Promise<NoteWriteBack> {
   const c = await getConnection(db, orgId, 'hubspot');
-  if (!c || !usesHubSpotApi(c)) return { status: 'skipped', reason: 'not_connected' };
+  const live = c ? crmOf(c) : null;
+  if (!c || !live) return { status: 'skipped', reason: 'not_connected' };
   const conv = await getConversation(db, orgId, conversationId);
   if (!conv) return { status: 'skipped', reason: 'no_conversation' };
   if (conv.simulation || conv.skillStubs) return { status: 'skipped', reason: 'not_live' };
@@ -89,7 +94,7 @@ export async function writeBackConversationNote(db: Db, orgId: string, conversat
   const phone = v.caller_phone || v.phone || null;
   const email = v.email || null;
   if (!phone && !email) return { status: 'skipped', reason: 'no_contact' };
-  const crm = opts.crm ?? new HubSpotCrm();
+  const crm = opts.crm ?? live;
   const token = await hubspotAccessToken(db, c);
   const reference = noteReference(conversationId);
   const [firstname, ...rest] = (v.name ?? '').trim().split(/\s+/);
@@ -97,7 +102,7 @@ export async function writeBackConversationNote(db: Db, orgId: string, conversat
     kind: 'crm_note',
     reference,
     subjectId: conversationId,
-    provider: 'hubspot',
+    provider: c.provider,
     request: { conversationId, channel: conv.channel },
     perform: async () => {
       const contactId = await crm.upsertContact(token, { email, phone, firstname: firstname || null, lastname: rest.join(' ') || null });

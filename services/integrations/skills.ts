@@ -1,14 +1,17 @@
 /**
  * Provisioned skills at run time (docs/api-notes.md "Integrations and records"), called by the conversation
  * runtime's skill runner (services/conversations/skills.ts):
- * - `lookup_record`: with `integration: hubspot` on a connection made on HubSpot's API, the contacts HubSpot
- *   finds at run time (kept as Records: services/integrations/crm.ts); otherwise up to `maxResults` Records matching the conversation's phone, email or name (the
+ * - `lookup_record`: with `integration` on a connection made on a CRM's live API (provider `hubspot`), the contacts
+ *   the CRM finds at run time (kept as Records: ./crm.ts); otherwise up to `maxResults` Records matching the
+ *   conversation's phone, email or name (the
  *   call's arguments, else the conversation's `caller_phone` / `phone` / `email` / `name` variables),
  *   without their sensitive fields; each lookup is an audit entry (actor kind `agent`, actor id the conversation);
- * - `book_appointment` with `integration: google_calendar`: an event on the connected calendar; the
- *   request id is the conversation and tool call, so a retried booking finds the same event;
+ * - `book_appointment` with `integration` (`google_calendar`, `calcom`): an event on the connected calendar; the
+ *   request id is the conversation and tool call, so a retried booking finds the same event; `check_availability`
+ *   with `integration`: the calendar's free slots (../conversations/booking.ts shapes both outputs and failures);
  * - `http_request` with `integration: http`: the connection's Authorization header ({@link integrationHeaders}).
- * A missing connection or a provider refusal is a SkillError the model sees (`integration_not_connected`, …).
+ * A missing connection or a provider refusal is a SkillError the model sees (`integration_not_connected`, …); a
+ * connection whose OAuth grant was revoked fails with `integration_needs_reauth` (./connections.ts `connectionSecrets`).
  */
 import type { Db } from '../../db';
 import { getConnection, setConnectionError, type ConnectionRecord } from '../../db/repositories/integrations';
@@ -17,8 +20,9 @@ import { insertAuditLogs } from '../../db/repositories/auditLogs';
 import { SkillError, type SkillCall, type SkillOutcome } from '../../domain/conversations/runtime';
 import type { IntegrationKind } from '../../domain/integrations/catalog';
 import { integrationsAdapter, IntegrationProviderError } from '../../providers/integrations';
-import { openCredentials } from './connections';
-import { lookupHubSpotContacts, usesHubSpotApi } from './crm';
+import { availabilityFailed, availabilityOutput, availabilityWindowOf, bookingFailed, bookingOutput, bookingPerson, bookingStart, openHoursOf } from '../conversations/booking';
+import { ConnectionNeedsReauthError, connectionSecrets, openCredentials } from './connections';
+import { crmOf, lookupCrmContacts } from './crm';
 
 async function connectionOf(db: Db, orgId: string, kind: IntegrationKind) {
   const c = await getConnection(db, orgId, kind);
@@ -34,14 +38,15 @@ export async function integrationHeaders(db: Db, orgId: string): Promise<Record<
 }
 
 /**
- * `lookup_record` on HubSpot's API (services/integrations/crm.ts): a provider failure is a failed skill
- * (`integration_<code>`), never an empty or made-up match.
+ * `lookup_record` on a CRM's live API (./crm.ts): a provider failure or a revoked grant is a failed skill
+ * (`integration_<code>`, `integration_needs_reauth`), never an empty or made-up match.
  * @throws SkillError
  */
-async function hubspotMatches(db: Db, orgId: string, c: ConnectionRecord, key: 'phone' | 'email' | 'name', value: string, limit: number) {
+async function crmMatches(db: Db, orgId: string, c: ConnectionRecord, key: 'phone' | 'email' | 'name', value: string, limit: number) {
   try {
-    return await lookupHubSpotContacts(db, orgId, c, key === 'phone' ? { phone: value } : key === 'email' ? { email: value } : { query: value }, limit);
+    return await lookupCrmContacts(db, orgId, c, key === 'phone' ? { phone: value } : key === 'email' ? { email: value } : { query: value }, limit);
   } catch (err) {
+    if (err instanceof ConnectionNeedsReauthError) throw new SkillError(`The CRM lookup failed: ${err.message}`, 'integration_needs_reauth');
     if (!(err instanceof IntegrationProviderError)) throw err;
     throw new SkillError(`The CRM lookup failed: ${err.message}`, `integration_${err.code}`);
   }
@@ -64,7 +69,7 @@ export async function runIntegrationSkill(db: Db, call: SkillCall): Promise<Skil
     const key = (['phone', 'email', 'name'] as const).find((k) => filter[k]);
     if (!key) throw new SkillError('Give a phone number, email or name to look up', 'invalid_input');
     const connection = config.integration ? await connectionOf(db, orgId, config.integration) : null;
-    const found = connection && usesHubSpotApi(connection) ? await hubspotMatches(db, orgId, connection, key, filter[key]!, config.maxResults ?? 3) : await findRecords(db, orgId, { [key]: filter[key], source: config.integration }, config.maxResults ?? 3);
+    const found = connection && crmOf(connection) ? await crmMatches(db, orgId, connection, key, filter[key]!, config.maxResults ?? 3) : await findRecords(db, orgId, { [key]: filter[key], source: config.integration }, config.maxResults ?? 3);
     await insertAuditLogs(db, [
       {
         orgId,
@@ -87,24 +92,51 @@ export async function runIntegrationSkill(db: Db, call: SkillCall): Promise<Skil
     const visible = (r: (typeof found)[number]) => Object.fromEntries(Object.entries(r.fields).filter(([k]) => !r.sensitiveFields.includes(k)));
     return { output: { matches: found.map((r) => ({ id: r.id, name: r.name, phone: r.phone, email: r.email, fields: visible(r) })), matchedOn: key } };
   }
-  // book_appointment on the connected calendar
-  const start = call.args.start_time;
-  if (!start || Number.isNaN(Date.parse(start))) throw new SkillError('start_time must be a date and time (ISO 8601)', 'invalid_input');
-  const c = await connectionOf(db, orgId, config.integration);
+  return runCalendarSkill(db, call, config);
+}
+
+/** `book_appointment` or `check_availability` on the connected calendar. @throws SkillError (a failed booking never reads as one) */
+async function runCalendarSkill(db: Db, call: SkillCall, config: Record<string, any>): Promise<SkillOutcome> {
+  const { orgId } = call.conversation;
+  const booking = call.skill.type === 'book_appointment';
+  const fail = booking ? bookingFailed : availabilityFailed;
+  const startMs = booking ? bookingStart(call) : 0;
+  const c = await getConnection(db, orgId, config.integration);
+  if (!c) throw fail(`the ${config.integration} integration is not connected`, 'integration_not_connected');
+  const adapter = integrationsAdapter(process.env, c.provider);
   try {
-    const ev = await integrationsAdapter().createCalendarEvent(openCredentials(c.credentialsSealed), {
+    const secrets = await connectionSecrets(db, c);
+    if (!booking) {
+      const { fromMs, toMs } = availabilityWindowOf(call, config, Date.now());
+      const slots = await adapter.findFreeSlots(secrets, {
+        calendarId: config.calendarId ?? 'primary',
+        eventTypeId: config.eventTypeId ?? null,
+        from: new Date(fromMs).toISOString(),
+        to: new Date(toMs).toISOString(),
+        durationMinutes: config.durationMinutes,
+        timeZone: config.timeZone,
+        open: openHoursOf(config),
+        max: config.maxSlots ?? 5,
+      });
+      return { output: availabilityOutput(slots, config) };
+    }
+    const person = bookingPerson(call);
+    const ev = await adapter.createCalendarEvent(secrets, {
       calendarId: config.calendarId ?? 'primary',
-      start,
+      eventTypeId: config.eventTypeId ?? null,
+      start: new Date(startMs).toISOString(),
       durationMinutes: config.durationMinutes,
       timeZone: config.timeZone,
-      summary: `Appointment: ${vars.name ?? 'caller'}`,
-      attendee: { name: vars.name ?? null, phone: vars.phone ?? vars.caller_phone ?? null },
+      summary: `Appointment: ${person.name ?? 'caller'}`,
+      attendee: { name: person.name, phone: person.phone, email: person.email },
+      notes: config.collectNotes ? person.notes : null,
       requestId: `${call.conversation.id}:${call.callId}`,
     });
-    return { output: { bookingId: ev.eventId, status: 'confirmed', startTime: ev.start, endTime: ev.end, timeZone: config.timeZone } };
+    return { output: bookingOutput({ bookingId: ev.eventId, status: ev.status, startMs: Date.parse(ev.start), endMs: Date.parse(ev.end) }, config) };
   } catch (err) {
+    if (err instanceof ConnectionNeedsReauthError) throw fail(err.message, 'integration_needs_reauth');
     if (!(err instanceof IntegrationProviderError)) throw err;
     await setConnectionError(db, orgId, c.id, err.message);
-    throw new SkillError(err.message, `integration_${err.code}`);
+    throw fail(err.message, `integration_${err.code}`);
   }
 }

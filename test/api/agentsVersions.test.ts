@@ -206,7 +206,7 @@ describe('agent versions', () => {
       expect(rep.willSay).to.include('Greets callers with: "Hello draft"');
       expect(rep.willNotSay).to.include('Will not discuss: politics');
       expect(rep.dataLeavingSystem).to.deep.equal([
-        { skill: 'book_appointment', type: 'book_appointment', destination: 'cal.example.com', fields: ['name', 'phone', 'start_time'], requiresVerifiedCaller: true },
+        { skill: 'book_appointment', type: 'book_appointment', destination: 'cal.example.com', fields: ['name', 'phone', 'email', 'start_time'], requiresVerifiedCaller: true },
       ]);
       expect(rep.activeGuardrails.map((g: any) => g.name)).to.include('blockedTopics');
       expect(rep.knowledgeCoverage).to.deep.equal({ sourcesByStatus: { pending: 0, processing: 0, ready: 0, failed: 0 }, totalSources: 0, chunkCount: 0 });

@@ -30,6 +30,7 @@ describe('chat sessions (sandbox LLM)', () => {
   let server: https.Server;
   let skillBase: string;
   const received: { method: string; url: string; body: unknown }[] = [];
+  const savedAllow = process.env.HTTP_ALLOW_PRIVATE_HOSTS;
 
   const publish = (agentId: string, k: string) =>
     publishDraft(t.db, org, agentId, k);
@@ -48,15 +49,19 @@ describe('chat sessions (sandbox LLM)', () => {
       req.on('end', () => {
         received.push({ method: req.method ?? '', url: req.url ?? '', body: raw ? JSON.parse(raw) : null });
         res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ status: 'shipped', carrier: 'UPS' }));
+        // The booking contract (docs/api-notes.md "Booking skills") at /book; an order status elsewhere.
+        res.end(JSON.stringify(req.url === '/book' ? { bookingId: 'bk_chat_1', status: 'confirmed' } : { status: 'shipped', carrier: 'UPS' }));
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     skillBase = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
     t = await startTestApi('chat', {}, { providers: { skillHttp: createSkillHttpClient({ allow: parseAllowList('127.0.0.1'), ca: TLS.cert }) } });
     org = await t.org('Chat');
+    process.env.HTTP_ALLOW_PRIVATE_HOSTS = '127.0.0.1';
   });
   after(async () => {
+    if (savedAllow === undefined) delete process.env.HTTP_ALLOW_PRIVATE_HOSTS;
+    else process.env.HTTP_ALLOW_PRIVATE_HOSTS = savedAllow;
     await t?.close();
     server?.closeAllConnections();
     await new Promise<void>((r) => server.close(() => r()));
@@ -176,10 +181,12 @@ describe('chat sessions (sandbox LLM)', () => {
 
   it('runs a playbook that gathers two inputs, then books through the skill, and records every node', async () => {
     const agentId = await newAgent({ name: 'Booker', variables: [{ name: 'phone', description: "caller's phone" }] });
-    await t.call('POST', `/agents/${agentId}/skills`, {
+    // A booking endpoint on a loopback address is saved and published only while HTTP_ALLOW_PRIVATE_HOSTS lists it (before()).
+    const skill = await t.call('POST', `/agents/${agentId}/skills`, {
       key: org.key,
-      json: { name: 'book', type: 'book_appointment', description: 'Books a visit', config: { url: 'https://cal.example.com/book', durationMinutes: 30, timeZone: 'America/Chicago' } },
+      json: { name: 'book', type: 'book_appointment', description: 'Books a visit', config: { url: `${skillBase}/book`, durationMinutes: 30, timeZone: 'America/Chicago' } },
     });
+    expect(skill.status, skill.text).to.equal(201);
     const pb = await t.call('POST', `/agents/${agentId}/playbooks`, {
       key: org.key,
       json: {
@@ -212,7 +219,10 @@ describe('chat sessions (sandbox LLM)', () => {
     const call = c.body.data.receipt.toolCalls[0];
     expect(call).to.include({ skill: 'book', type: 'book_appointment', source: 'playbook' });
     expect(call.inputs).to.deep.equal({ name: 'Ada Lovelace', phone: '+12065550100', start_time: '2026-12-01T15:00:00Z' });
-    expect(call.output).to.include({ status: 'confirmed', startTime: '2026-12-01T15:00:00.000Z' });
+    expect(call.output).to.include({ bookingId: 'bk_chat_1', status: 'confirmed', startTime: '2026-12-01T09:00:00-06:00' });
+    expect(received.filter((r) => r.url === '/book').map((r) => r.body)).to.deep.equal([
+      { startTime: '2026-12-01T15:00:00.000Z', durationMinutes: 30, timeZone: 'America/Chicago', name: 'Ada Lovelace', phone: '+12065550100', conversationId: s.id },
+    ]);
     expect(c.body.data.receipt.playbook).to.deep.equal({ name: 'booking', nodes: ['ask_time', 'do_book', 'done', 'end'] });
     expect(c.body.data.session.variables).to.include({ name: 'Ada Lovelace', start_time: '2026-12-01T15:00:00Z' });
   });

@@ -64,8 +64,11 @@ describe('integrations', () => {
     expect(r.status, r.text).to.equal(200);
     const byCategory = Object.fromEntries(r.body.data.items.map((i: any) => [i.category, i]));
     expect(Object.keys(byCategory).sort()).to.deep.equal(['calendar', 'crm', 'http', 'spreadsheet']);
-    expect(byCategory.calendar).to.include({ kind: 'google_calendar', connectMethod: 'oauth', pkce: true, available: true });
-    expect(byCategory.calendar.provisions).to.deep.equal([{ skillName: 'book_appointment', skillType: 'book_appointment' }]);
+    const calendars = r.body.data.items.filter((i: any) => i.category === 'calendar');
+    expect(calendars.map((c: any) => c.kind)).to.deep.equal(['google_calendar', 'calcom']);
+    expect(calendars[0]).to.include({ kind: 'google_calendar', connectMethod: 'oauth', pkce: true, available: true });
+    expect(calendars[1]).to.include({ kind: 'calcom', connectMethod: 'credentials', available: true });
+    for (const c of calendars) expect(c.provisions).to.deep.equal([{ skillName: 'book_appointment', skillType: 'book_appointment' }]);
     expect(byCategory.crm).to.include({ connectMethod: 'credentials', syncsRecords: true });
   });
 

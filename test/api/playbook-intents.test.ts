@@ -14,6 +14,42 @@ import { answerWith, startOpenAiStub, type OpenAiStub } from '../helpers/llm';
 import { OpenAiLlm } from '../../providers/llm/openai';
 import { SKILL_ERROR_REPLY } from '../../domain/conversations/playbook';
 import * as intentsMigration from '../../db/migrations/20261126000700_playbook_intents';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createSkillHttpClient } from '../../providers/http/request';
+import { parseAllowList } from '../../domain/net/guard';
+
+/** A loopback booking endpoint speaking the booking contract (docs/api-notes.md "Booking skills"), started once. */
+let endpoint: Promise<string> | undefined;
+function bookingEndpoint(): Promise<string> {
+  endpoint ??= new Promise((resolve) => {
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ bookingId: 'bk_clinic_1', status: 'confirmed' }));
+      });
+    });
+    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}/book`));
+    server.unref();
+  });
+  return endpoint;
+}
+
+/** Lists 127.0.0.1 in HTTP_ALLOW_PRIVATE_HOSTS for a suite (before), and puts the old value back (after). */
+function allowLoopback(): void {
+  const saved = process.env.HTTP_ALLOW_PRIVATE_HOSTS;
+  before(() => {
+    process.env.HTTP_ALLOW_PRIVATE_HOSTS = '127.0.0.1';
+  });
+  after(() => {
+    if (saved === undefined) delete process.env.HTTP_ALLOW_PRIVATE_HOSTS;
+    else process.env.HTTP_ALLOW_PRIVATE_HOSTS = saved;
+  });
+}
+
+/** The API's skill client, allowed to reach the loopback endpoint. */
+const loopbackSkills = () => createSkillHttpClient({ allow: parseAllowList('127.0.0.1') });
 
 /** ask name → ask start_time → book_visit → say confirmation → end (the graph of the reported problem). */
 const bookingGraph = {
@@ -33,9 +69,10 @@ async function clinicAgent(t: TestApi, org: { orgId: string; key: string; keyId:
   const a = await t.call('POST', '/agents', { key: org.key, json: { name, voiceId: 'voice_ava', variables: [{ name: 'phone', defaultValue: '+12065550100' }] } });
   expect(a.status, a.text).to.equal(201);
   const agentId = a.body.data.id as string;
+  // A plain-http loopback endpoint is accepted (and published) only while HTTP_ALLOW_PRIVATE_HOSTS lists it: allowLoopback().
   const skill = await t.call('POST', `/agents/${agentId}/skills`, {
     key: org.key,
-    json: { name: 'book_visit', type: 'book_appointment', description: 'Books a visit', config: { url: 'https://cal.example.com/book', durationMinutes: 30, timeZone: 'America/Chicago' } },
+    json: { name: 'book_visit', type: 'book_appointment', description: 'Books a visit', config: { url: await bookingEndpoint(), durationMinutes: 30, timeZone: 'America/Chicago' } },
   });
   expect(skill.status, skill.text).to.equal(201);
   const pb = await t.call('POST', `/agents/${agentId}/playbooks`, {
@@ -54,6 +91,7 @@ const noInternals = (text: string) => {
 };
 
 describe('playbooks by intent on the sandbox LLM (its documented rules)', () => {
+  allowLoopback();
   let t: TestApi;
   let org: { orgId: string; key: string; keyId: string };
   let agentId: string;
@@ -65,7 +103,7 @@ describe('playbooks by intent on the sandbox LLM (its documented rules)', () => 
   };
 
   before(async () => {
-    t = await startTestApi('pbintent');
+    t = await startTestApi('pbintent', {}, { providers: { skillHttp: loopbackSkills() } });
     org = await t.org('Clinic');
     agentId = await clinicAgent(t, org, 'Front desk');
   });
@@ -83,7 +121,7 @@ describe('playbooks by intent on the sandbox LLM (its documented rules)', () => 
     expect(done.reply.content).to.equal("That's done. Is there anything else I can help with?");
     expect(done.receipt.playbook.skipped).to.deep.equal(['confirm']);
     expect(done.receipt.toolCalls[0]).to.include({ skill: 'book_visit', source: 'playbook' });
-    expect(done.receipt.toolCalls[0].output).to.include({ status: 'confirmed' });
+    expect(done.receipt.toolCalls[0].output).to.include({ bookingId: 'bk_clinic_1', status: 'confirmed' });
   });
 
   it('a failing skill ends on the error path: an apology and an offer of a person, never "You\'re all set" or a placeholder', async () => {
@@ -108,6 +146,7 @@ describe('playbooks by intent on the sandbox LLM (its documented rules)', () => 
 });
 
 describe('playbooks by intent on the OpenAI-compatible adapter (loopback chat completions)', () => {
+  allowLoopback();
   let t: TestApi;
   let stub: OpenAiStub;
   let org: { orgId: string; key: string; keyId: string };
@@ -128,7 +167,7 @@ describe('playbooks by intent on the OpenAI-compatible adapter (loopback chat co
           : { content: 'Happy to help.' };
       }),
     );
-    t = await startTestApi('pbintentoai', {}, { providers: { llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 }) } });
+    t = await startTestApi('pbintentoai', {}, { providers: { skillHttp: loopbackSkills(), llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 }) } });
     org = await t.org('Clinic upstream');
     agentId = await clinicAgent(t, org, 'Upstream desk');
   });
@@ -164,6 +203,7 @@ describe('playbooks by intent on the OpenAI-compatible adapter (loopback chat co
 });
 
 describe('playbook fields and callerVerification.required on the API', () => {
+  allowLoopback();
   let t: TestApi;
   let org: { orgId: string; key: string; keyId: string };
 

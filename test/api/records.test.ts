@@ -176,7 +176,7 @@ describe('records', () => {
     await t.call('POST', `/chat/sessions/${sid}/messages`, { key: org.key, json: { content: 'Katherine Johnson' } });
     const b = await t.call('POST', `/chat/sessions/${sid}/messages`, { key: org.key, json: { content: '2026-12-01T15:00:00Z' } });
     const booked = b.body.data.receipt.toolCalls.find((c: any) => c.skill === 'book_appointment');
-    expect(booked.output).to.include({ status: 'confirmed', startTime: '2026-12-01T15:00:00.000Z', endTime: '2026-12-01T15:30:00.000Z' });
+    expect(booked.output).to.include({ status: 'confirmed', startTime: '2026-12-01T10:00:00-05:00', endTime: '2026-12-01T10:30:00-05:00', timeZone: 'America/New_York' });
     expect(booked.output.bookingId).to.match(/^evt_/);
     expect(b.body.data.reply.content).to.equal('All set.');
   });

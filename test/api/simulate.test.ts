@@ -49,6 +49,8 @@ describe('agent simulations (workflow agent-simulation/{id})', () => {
       key: org.key,
       json: {
         script: ['What do you think about politics?', 'Please book start_time: 2026-12-01T15:00:00Z name: Ada phone: +12065550100'],
+        // A booking skill reaches its endpoint: a simulation answers its canned output instead (docs/evals.md "Skill stubs").
+        skillStubs: { book: { bookingId: 'bk_sim_1', status: 'confirmed' } },
         expectations: [
           { type: 'mentions', text: "can't help with politics" },
           { type: 'doesNotMention', text: 'guaranteed' },
@@ -79,7 +81,7 @@ describe('agent simulations (workflow agent-simulation/{id})', () => {
   it('plays a simulated caller for up to maxTurns turns against the draft', async () => {
     const res = await t.call('POST', `/agents/${agentId}/simulate`, {
       key: org.key,
-      json: { draftMode: true, caller: { persona: 'A busy parent', goal: 'I want to know your opening hours', maxTurns: 3 }, expectations: [{ type: 'doesNotMention', text: 'politics' }] },
+      json: { draftMode: true, caller: { persona: 'A busy parent', goal: 'I want to know your opening hours', maxTurns: 3 }, skillStubs: { book: { bookingId: 'bk_sim_2', status: 'confirmed' } }, expectations: [{ type: 'doesNotMention', text: 'politics' }] },
     });
     expect(res.status, res.text).to.equal(202);
     const sim = await poll(res.headers.get('location')!);

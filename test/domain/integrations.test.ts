@@ -42,4 +42,15 @@ describe('integrations (domain)', () => {
     expect(() => loadIntegrationSettings({ INTEGRATIONS_UNAVAILABLE: 'dropbox' })).to.throw(/dropbox/);
     expect(() => loadIntegrationSettings({ INTEGRATIONS_PROVIDER: 'real' })).to.throw(/INTEGRATIONS_PROVIDER/);
   });
+
+  it('reads one INTEGRATIONS_LIVE for every live kind, with HubSpot OAuth endpoints on the API origin', () => {
+    const google = { GOOGLE_OAUTH_CLIENT_ID: 'g', GOOGLE_OAUTH_CLIENT_SECRET: 's' };
+    expect([...loadIntegrationSettings({ ...google, INTEGRATIONS_LIVE: 'google_calendar,calcom hubspot' }).live]).to.deep.equal(['google_calendar', 'calcom', 'hubspot']);
+    expect(() => loadIntegrationSettings({ INTEGRATIONS_LIVE: 'google_sheets' })).to.throw(/INTEGRATIONS_LIVE names "google_sheets"/);
+    expect(loadIntegrationSettings({}).hubspot).to.deep.equal({ apiBase: null, timeoutMs: 10_000, oauth: null });
+    const hs = loadIntegrationSettings({ HUBSPOT_API_BASE: 'http://127.0.0.1:9/', HUBSPOT_OAUTH_CLIENT_ID: 'id', HUBSPOT_OAUTH_CLIENT_SECRET: 'secret' }).hubspot;
+    expect(hs.oauth).to.deep.equal({ clientId: 'id', clientSecret: 'secret', authorizationEndpoint: 'https://app.hubspot.com/oauth/authorize', tokenEndpoint: 'http://127.0.0.1:9/oauth/v1/token' });
+    expect(() => loadIntegrationSettings({ HUBSPOT_OAUTH_CLIENT_ID: 'id' })).to.throw(/HUBSPOT_OAUTH_CLIENT_SECRET/);
+    expect(() => loadIntegrationSettings({ HUBSPOT_API_BASE: 'api.hubapi.com/x' })).to.throw(/HUBSPOT_API_BASE/);
+  });
 });

@@ -1,7 +1,7 @@
 /**
  * HubSpot on its real API (docs/going-live.md "HubSpot") against the loopback HubSpot (test/providers/hubspotStub.ts,
  * every request and answer checked against `@hubspot/api-client`'s models): a connection made with
- * INTEGRATIONS_LIVE=hubspot validates its token at HubSpot and remembers its adapter; `lookup_record` searches
+ * INTEGRATIONS_LIVE=hubspot validates its token at HubSpot and records its provider (`hubspot`); `lookup_record` searches
  * contacts at run time (success, 4xx, 5xx, timeout), and in a conversation a failed lookup is never presented as a
  * found record; an ended conversation's summary is written to the contact as one note however often the activity
  * is retried.
@@ -14,7 +14,7 @@ import { getConnection } from '../../db/repositories/integrations';
 import { listIntents } from '../../db/repositories/providerIntents';
 import { HubSpotCrm, loadHubSpotSettings } from '../../providers/integrations/hubspot';
 import { IntegrationProviderError } from '../../providers/integrations';
-import { lookupHubSpotContacts, writeBackConversationNote } from '../../services/integrations/crm';
+import { lookupCrmContacts, writeBackConversationNote } from '../../services/integrations/crm';
 import { analyzeConversation } from '../../services/conversations/analysis';
 import { createLlm } from '../../providers/llm';
 import { SimulatedCrash } from '../../services/effects';
@@ -52,23 +52,24 @@ describe('HubSpot CRM on its API (loopback HubSpot)', function () {
 
   const crm = () => new HubSpotCrm(loadHubSpotSettings());
 
-  it('connects on the API (the token checked at HubSpot) and remembers the adapter on the connection', async () => {
+  it('connects on the API (the token checked at HubSpot) and records its provider on the connection', async () => {
     const c = await getConnection(t.db, org.orgId, 'hubspot');
-    expect(c!.config.adapter).to.equal('hubspot');
+    expect(c!.provider).to.equal('hubspot');
+    expect(c!.config).not.to.have.property('adapter');
     expect(stub.requests.filter((r) => r.method === 'GET' && r.path === '/crm/v3/objects/contacts').length).to.be.at.least(2);
   });
 
   it('looks contacts up by phone and e-mail and keeps them as Records; 4xx, 5xx and a timeout are clear errors', async () => {
     const c = (await getConnection(t.db, org.orgId, 'hubspot'))!;
-    const byPhone = await lookupHubSpotContacts(t.db, org.orgId, c, { phone: '+17575550100' }, 3, crm());
+    const byPhone = await lookupCrmContacts(t.db, org.orgId, c, { phone: '+17575550100' }, 3, crm());
     expect(byPhone.map((r) => ({ name: r.name, phone: r.phone, email: r.email }))).to.deep.equal([{ name: 'Katherine Johnson', phone: '+17575550100', email: 'kj@example.com' }]);
-    const byEmail = await lookupHubSpotContacts(t.db, org.orgId, c, { email: 'KJ@example.com' }, 3, crm());
+    const byEmail = await lookupCrmContacts(t.db, org.orgId, c, { email: 'KJ@example.com' }, 3, crm());
     expect(byEmail.map((r) => r.id)).to.deep.equal(byPhone.map((r) => r.id)); // upserted once, by contact id
-    expect(await lookupHubSpotContacts(t.db, org.orgId, c, { phone: '+12025550199' }, 3, crm())).to.deep.equal([]);
+    expect(await lookupCrmContacts(t.db, org.orgId, c, { phone: '+12025550199' }, 3, crm())).to.deep.equal([]);
     const failing = async (answer: () => void): Promise<IntegrationProviderError> => {
       answer();
       try {
-        await lookupHubSpotContacts(t.db, org.orgId, c, { phone: '+17575550100' }, 3, crm());
+        await lookupCrmContacts(t.db, org.orgId, c, { phone: '+17575550100' }, 3, crm());
       } catch (err) {
         expect(err).to.be.instanceOf(IntegrationProviderError);
         return err as IntegrationProviderError;
@@ -77,11 +78,11 @@ describe('HubSpot CRM on its API (loopback HubSpot)', function () {
     };
     const search = /^POST \/crm\/v3\/objects\/contacts\/search$/;
     const bad = await failing(() => stub.failNext(search, { status: 400, body: { status: 'error', message: 'Invalid filter', correlationId: 'c0ffee00-0000-4000-8000-00000000000a', category: 'VALIDATION_ERROR' } }));
-    expect(bad.code).to.equal('rejected');
+    expect(bad.code).to.equal('refused');
     const down = await failing(() => stub.failNext(search, { status: 502, body: { status: 'error', message: 'Bad gateway', correlationId: 'c0ffee00-0000-4000-8000-00000000000b', category: 'INTERNAL_ERROR' } }));
     expect(down.code).to.equal('unavailable');
     const slow = await failing(() => stub.slowNext(search, 1500));
-    expect(slow.code).to.equal('unavailable');
+    expect(slow.code).to.equal('timeout');
     expect(slow.message).to.match(/within 1000 ms/);
     expect((await getConnection(t.db, org.orgId, 'hubspot'))!.lastError).to.match(/within 1000 ms/);
   });

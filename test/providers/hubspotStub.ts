@@ -4,10 +4,12 @@
  * and every request body and answer validated against the package's generated models (test/providers/
  * hubspotShapes.ts). Search follows HubSpot's semantics: filter groups OR'ed, filters within a group AND'ed,
  * `EQ` exact, `CONTAINS_TOKEN` a whole token of the text, `query` over the default text properties. Failures are
- * scripted with `failNext`; `slowNext` delays an answer (a timeout when longer than the client's).
+ * scripted with `failNext`; `slowNext` delays an answer (a timeout when longer than the client's). HubSpot's OAuth
+ * (install page, `POST /oauth/v1/token`) is ./hubspotOAuth.ts; its access tokens are accepted beside the private app's.
  */
 import { StubServer, type StubAnswer, type StubRequest } from './stubServer';
 import { hubspotShapeErrors, type HUBSPOT_MODELS } from './hubspotShapes';
+import { HubSpotOAuth } from './hubspotOAuth';
 
 type Api = keyof typeof HUBSPOT_MODELS;
 
@@ -27,8 +29,15 @@ export class HubSpotStub extends StubServer {
   private seq = 1000;
   private readonly slow: { match: RegExp; ms: number }[] = [];
 
-  constructor(readonly accessToken: string) {
+  /** The OAuth app and its grants (./hubspotOAuth.ts): its access tokens are accepted beside the private app's. */
+  readonly oauth: HubSpotOAuth;
+
+  constructor(
+    readonly accessToken: string,
+    oauthApp: { clientId: string; clientSecret: string } = { clientId: 'hubspot-client', clientSecret: 'hubspot-secret' },
+  ) {
     super();
+    this.oauth = new HubSpotOAuth(oauthApp.clientId, oauthApp.clientSecret, ['crm.objects.contacts.read', 'crm.objects.contacts.write'], (where, what) => this.problem(where, what));
   }
 
   /** Adds a contact (as the CRM holds it before the test). */
@@ -89,7 +98,9 @@ export class HubSpotStub extends StubServer {
   protected async handle(req: StubRequest): Promise<StubAnswer> {
     const s = this.slow.findIndex((x) => x.match.test(`${req.method} ${req.path}`));
     if (s >= 0) await new Promise((r) => setTimeout(r, this.slow.splice(s, 1)[0].ms));
-    if (req.headers.authorization !== `Bearer ${this.accessToken}`) {
+    if (req.method === 'POST' && req.path === '/oauth/v1/token') return this.oauth.token(req);
+    const bearer = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
+    if (bearer !== this.accessToken && !this.oauth.accepts(bearer)) {
       return { status: 401, body: { status: 'error', message: 'Authentication credentials not found.', correlationId: 'c0ffee00-0000-4000-8000-000000000001', category: 'INVALID_AUTHENTICATION' } };
     }
     const key = `${req.method} ${req.path}`;

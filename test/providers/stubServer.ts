@@ -20,6 +20,8 @@ export interface StubRequest {
 export interface StubAnswer {
   status: number;
   body?: unknown;
+  /** Sent verbatim instead of `body` as JSON (an unparsable answer). */
+  raw?: string;
   headers?: Record<string, string>;
 }
 
@@ -54,7 +56,7 @@ export abstract class StubServer {
           })
           .then((a) => {
             res.writeHead(a.status, { 'content-type': 'application/json', ...(a.headers ?? {}) });
-            res.end(a.body === undefined ? '' : JSON.stringify(a.body));
+            res.end(a.raw ?? (a.body === undefined ? '' : JSON.stringify(a.body)));
           });
       });
     });

@@ -220,7 +220,7 @@ describe('agents domain: pre-publish report', () => {
     });
     const r = buildPrepublishReport(b);
     expect(r.dataLeavingSystem).to.deep.equal([
-      { skill: 'book_appointment', type: 'book_appointment', destination: 'cal.example.com', fields: ['name', 'phone', 'start_time'], requiresVerifiedCaller: true },
+      { skill: 'book_appointment', type: 'book_appointment', destination: 'cal.example.com', fields: ['name', 'phone', 'email', 'start_time'], requiresVerifiedCaller: true },
     ]);
     expect(r.willNotSay).to.include('Will not discuss: medical advice');
     expect(r.willSay[0]).to.equal('Greets callers with: "Hello!"');
