@@ -8,7 +8,6 @@ import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair
 import { ScheduleAlreadyRunning } from '@temporalio/client';
 import type { Priority } from '@temporalio/common';
 import type { Client, ScheduleOptions, ScheduleSpec, WorkflowHandleWithFirstExecutionRunId, WorkflowStartOptions } from '@temporalio/client';
-import type * as workflows from './workflows';
 
 /**
  * The base task queue (TEMPORAL_TASK_QUEUE, default `control-plane`): the service's queues are named
@@ -131,10 +130,20 @@ export function workflowSearchAttributes(orgId: string | null, resourceId?: stri
 }
 
 // The named activity retry policies live in workflows/retryPolicies.ts: the workflow bundle loads them
-// there, and this module, read by every layer below the entry points, imports workflow code only as types.
+// there, and this module imports no workflow code.
 
-/** Workflow functions by type name: the worker's workflowsPath exports (workflows/index.ts). */
-export type WorkflowTypes = typeof workflows;
+/**
+ * The service's workflow functions by type name (the worker's workflowsPath exports, workflows/index.ts). Declared
+ * empty here and filled in by workflows/registry.ts through declaration merging (TypeScript module augmentation),
+ * so this module, which every layer below the entry points reads, imports no workflow code, not even its types:
+ * the import graph has a top and a bottom (docs/architecture.md "Layers").
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface WorkflowRegistry {}
+/** Workflow functions by type name (see {@link WorkflowRegistry}). */
+export type WorkflowTypes = WorkflowRegistry;
+/** The arguments a workflow type takes, checked against its function. */
+export type WorkflowArgs<K extends WorkflowName> = Parameters<WorkflowTypes[K]>;
 /** A workflow type name the worker registers. */
 export type WorkflowName = keyof WorkflowTypes & string;
 

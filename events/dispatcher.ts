@@ -17,9 +17,11 @@ import type { Logger } from 'pino';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { isServerShutdown, type Db } from '../db';
 import { deleteOutboxRows, lockOutboxBatch, OUTBOX_CHANNEL } from '../db/repositories/events';
-import { startWorkflow, TASK_QUEUE, workflowIds } from '../temporal.config';
+import { startWorkflow, TASK_QUEUE, workflowIds, type WorkflowArgs } from '../temporal.config';
 import { loadWebhookSettings } from '../domain/webhooks/settings';
-import type { WebhookDeliveryInput } from '../workflows/webhookDelivery';
+
+/** Input of one webhook delivery workflow (workflows/webhookDelivery.ts), by its registered signature. */
+type WebhookDeliveryInput = WorkflowArgs<'webhookDelivery'>[0];
 
 /**
  * Starts the work of one outbox row. Answers `started` (or `duplicate`: already running for this run)
