@@ -13,7 +13,7 @@ import { plainHttpPolicy, plainHttpProblem } from '../net/plainHttp';
 import { approvalOf, MCP_DEFAULT_TIMEOUT_MS, mcpConfigErrors, mcpToolRule, type McpSkillConfig } from './mcp';
 import { isIP } from 'node:net';
 import { checkAddress } from '../net/guard';
-import { isTimeZone } from '../booking/slots';
+import { isTimeZone } from '../settings/hours';
 
 /** One input a skill needs from the conversation. */
 export interface SkillInput {

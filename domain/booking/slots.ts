@@ -21,15 +21,7 @@ export interface OpenHours {
 /** Default opening hours: 09:00–17:00, Monday to Friday. */
 export const DEFAULT_OPEN_HOURS: OpenHours = { from: '09:00', until: '17:00', days: [1, 2, 3, 4, 5] };
 
-/** Whether `tz` is an IANA time zone this runtime knows. */
-export function isTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
+
 
 /** Offset of `tz` from UTC at instant `ms`, minutes (e.g. -360 for America/Chicago in winter). */
 export function zoneOffsetMinutes(tz: string, ms: number): number {
