@@ -95,7 +95,9 @@ describe('POST /chat/completions with the official openai client', () => {
     expect(missing).to.be.instanceOf(OpenAI.APIError);
     expect((missing as InstanceType<typeof OpenAI.APIError>).status).to.equal(404);
     const bad = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }).catch((e: unknown) => e);
-    expect((bad as InstanceType<typeof OpenAI.APIError>).status).to.equal(400);
+    // A model that names no agent is unknown, as OpenAI answers it: 404 model_not_found.
+    expect((bad as InstanceType<typeof OpenAI.APIError>).status).to.equal(404);
+    expect((bad as InstanceType<typeof OpenAI.APIError>).code).to.equal('model_not_found');
     const other = await t.org('Other');
     const foreign = await new OpenAI({ apiKey: other.key, baseURL: t.api.baseUrl, maxRetries: 0 }).chat.completions
       .create({ model: agentId, messages: [{ role: 'user', content: 'hello' }] })
