@@ -13,6 +13,8 @@ const GLOBAL_FIELDS = new Set([
   'voiceId',
   // The calendar's id at the connected provider (docs/api-notes.md "Integrations and records"), not a resource of this service.
   'calendarId',
+  // The Cal.com event type bookings are made for: an id at the provider too (docs/going-live.md "Cal.com").
+  'eventTypeId',
   // The caller's own identifiers of its customer and widget visitor (the traffic split's stickiness key), not resources.
   'customerId',
   'visitorId',
