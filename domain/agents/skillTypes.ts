@@ -129,7 +129,7 @@ const hostOf = (url: unknown): string | null => {
 };
 
 const placeholders = (text: unknown): string[] =>
-  [...new Set([...String(text ?? '').matchAll(/\{\{\s*([a-z][a-z0-9_]*)\s*\}\}/g)].map((m) => m[1]))];
+  [...new Set([...String(text ?? '').matchAll(/\{\{\s*([A-Za-z][A-Za-z0-9_]*)\s*\}\}/g)].map((m) => m[1]))];
 
 /** An output schema of scalar members. */
 const objectOf = (names: string[]): OutputSchema => ({ type: 'object', properties: Object.fromEntries(names.map((n) => [n, {}])) });

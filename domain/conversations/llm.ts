@@ -55,6 +55,8 @@ export interface LlmUsage {
 export interface SandboxHints {
   /** Said verbatim when the conversation has no user message yet. */
   greeting?: string;
+  /** The agent's IANA time zone: the sandbox says the dates and times of tool results in it (default UTC). */
+  timeZone?: string;
   /** Retrieved knowledge, best first; the sandbox answers with the sentences matching the question best. `score` in 0..1. */
   knowledge?: { text: string; source: string; score: number }[];
   /**

@@ -10,7 +10,7 @@
  *
  * Honest outcomes (docs/api-notes.md "Agents": playbooks): a skill that failed, timed out or was refused follows its
  * node's `onError` edge, or — without one — says {@link SKILL_ERROR_REPLY} and ends the playbook; a `say`
- * node with a placeholder no variable fills is not said at all (a `skip` step), so neither a false
+ * node with a placeholder no variable fills (or fills with blank text) is not said at all (a `skip` step), so neither a false
  * confirmation nor a raw `{{placeholder}}` reaches a person.
  */
 import type { PlaybookGraph, PlaybookNode } from '../../schemas/types/playbooks';
@@ -79,24 +79,28 @@ export interface PlaybookAdvance {
 export const MAX_STEPS_PER_TURN = 50;
 
 /**
- * The playbook a user message starts: the first (by name) whose name, with `_` read as spaces, the
- * message mentions as whole words — e.g. "I'd like to book an appointment" starts `book_appointment`.
+ * The playbook a user message starts before any model is asked (docs/api-notes.md "Agents": playbooks): the first
+ * (in the given order) whose name, with `_` read as spaces, the message mentions as whole words ("please book
+ * appointment" starts `book_appointment`); else the first with a trigger phrase the message contains as whole words,
+ * ignoring case and punctuation ("Can you show my code?" starts the playbook whose phrase is "show my code").
  */
-export function playbookFor(message: string, playbooks: readonly { name: string; graph: PlaybookGraph }[]): string | null {
+export function playbookFor(message: string, playbooks: readonly { name: string; graph: PlaybookGraph; triggerPhrases?: readonly string[] }[]): string | null {
   for (const p of playbooks) if (mentions(message, p.name.replace(/_/g, ' '))) return p.name;
+  for (const p of playbooks) if (p.triggerPhrases?.some((phrase) => mentions(message, phrase))) return p.name;
   return null;
 }
 
-const PLACEHOLDER = /\{\{\s*([a-z][a-z0-9_]*)\s*\}\}/g;
+/** `{{name}}`: a variable name as declared, case kept (a skill output `bookingId` → `{{book_appointment_bookingId}}`). */
+const PLACEHOLDER = /\{\{\s*([A-Za-z][A-Za-z0-9_]*)\s*\}\}/g;
 
 /** `{{name}}` placeholders replaced by variables (unknown ones are left as written). */
 export function renderTemplate(text: string, vars: Readonly<Record<string, string>>): string {
   return text.replace(PLACEHOLDER, (m, name: string) => (Object.hasOwn(vars, name) ? vars[name] : m));
 }
 
-/** Names of the `{{name}}` placeholders of `text` that no variable fills, in order. */
+/** Names of the `{{name}}` placeholders of `text` that no variable fills, or one fills with blank text, in order. */
 export function missingPlaceholders(text: string, vars: Readonly<Record<string, string>>): string[] {
-  return [...new Set([...text.matchAll(PLACEHOLDER)].map((m) => m[1]).filter((name) => !Object.hasOwn(vars, name)))];
+  return [...new Set([...text.matchAll(PLACEHOLDER)].map((m) => m[1]).filter((name) => !Object.hasOwn(vars, name) || !vars[name].trim()))];
 }
 
 /**

@@ -10,7 +10,7 @@
  * (docs/api-notes.md "Caller verification") → input guardrails (blocked topics by phrase, escalation, then semantic
  * blocked topics judged by one classification call of the agent's model, fail-closed: ./topicClassifier.ts) → a
  * person leaving a running playbook → a running playbook advances (ask → gather → skill → say → end), or a message
- * naming a playbook starts it → knowledge retrieval → the tools (skills, MCP tools, the playbooks'
+ * naming a playbook or containing one of its trigger phrases starts it → knowledge retrieval → the tools (skills, MCP tools, the playbooks'
  * `start_playbook_<name>` tools, `escalate` when the organization has an escalation destination, the client's
  * function tools) → the model answers, calling tools (at most {@link MAX_TOOL_ROUNDS} rounds) → finish. Any stage
  * before retrieval may end the turn. Output guardrails and {@link speakable} rewrite everything said while it

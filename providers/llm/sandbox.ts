@@ -8,8 +8,9 @@
  * 0. `hints.analysis` → the JSON of `sandboxAnalysis` (a post-conversation analysis read from the transcript);
  * 1. `hints.refusal` → said verbatim; 2. `hints.say` → verbatim;
  * 3. no user message yet and `hints.greeting` → the greeting verbatim;
- * 4. the last message(s) are `tool` results → plain sentences saying what happened (`toolResultSentence`): never
- *    the JSON, the error text or a tool name;
+ * 4. the last message(s) are `tool` results → what happened as a person would say it (`toolResultSentence`): never
+ *    the JSON, the error text, a tool name or an identifier not asked for; dates and times in words in
+ *    `hints.timeZone`;
  * 5. `tools` given and the last message is a user message that names a tool (`matchTool`), asks for a person while the
  *    `escalate` tool is offered (`matchEscalation`), or starts a playbook
  *    of `hints.playbooks` by a trigger phrase or the key words of its `whenToUse` (`matchPlaybook`) → one call of that
@@ -145,7 +146,7 @@ export function sandboxAnswer(req: LlmRequest): LlmResponse {
   if (hints.refusal) return text(hints.refusal);
   if (hints.say) return text(hints.say);
   if (!hasUser && hints.greeting) return text(hints.greeting);
-  if (last?.role === 'tool') return text(toolResultSentence(messages));
+  if (last?.role === 'tool') return text(toolResultSentence(messages, hints.timeZone));
   if (last?.role === 'user' && req.tools?.length && req.toolChoice !== 'none') {
     const message = last.content ?? '';
     const forced = typeof req.toolChoice === 'object' ? req.tools.find((t) => t.name === (req.toolChoice as { name: string }).name) : undefined;

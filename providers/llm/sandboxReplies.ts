@@ -1,9 +1,10 @@
 /**
  * What the sandbox LLM says when it calls no tool (docs/api-notes.md "Sandbox LLM"; ./sandbox.ts): tool results as
- * plain sentences (rule 4), an answer from knowledge chunks (rule 7) and the generic reply (rule 8).
+ * a person would say them (rule 4), an answer from knowledge chunks (rule 7) and the generic reply (rule 8).
  */
 import type { LlmMessage } from './index';
 import { excerpt, keyWords } from './sandboxWords';
+import { asksForIdentifier, spokenDetails } from './sandboxSpoken';
 
 /** Longest knowledge answer, characters (rule 7). */
 export const KNOWLEDGE_QUOTE_CHARS = 300;
@@ -13,38 +14,21 @@ export const EXCERPT_CHARS = 200;
 /** Said for a failed tool result (rule 4): an apology and an offer of a person, never the error itself. */
 export const TOOL_FAILURE_SENTENCE = "I'm sorry, I couldn't complete that just now. Would you like me to connect you with a member of our team?";
 
-/** `startTime` / `booking_id` → `start time` / `booking id`. */
-function humanKey(key: string): string {
-  return key
-    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-    .replace(/[_-]+/g, ' ')
-    .toLowerCase()
-    .trim();
-}
-
-/** Up to four `key: value` details of a result's top-level text, number and true/false members. */
-function resultDetails(output: unknown): string[] {
-  if (!output || typeof output !== 'object' || Array.isArray(output)) return [];
-  const out: string[] = [];
-  for (const [k, v] of Object.entries(output as Record<string, unknown>)) {
-    if (out.length === 4) break;
-    if (typeof v === 'boolean') out.push(`${humanKey(k)}: ${v ? 'yes' : 'no'}`);
-    else if (typeof v === 'number') out.push(`${humanKey(k)}: ${v}`);
-    else if (typeof v === 'string' && v.trim() && v.length <= 80 && !/[{}[\]]/.test(v)) out.push(`${humanKey(k)}: ${v.trim()}`);
-  }
-  return out;
-}
-
 /**
- * Rule 4: the trailing `tool` messages said as plain sentences. A result is a failure when it is a JSON object
+ * Rule 4: the trailing `tool` messages said as a person would. A result is a failure when it is a JSON object
  * with `ok: false` or a string `error`: then `TOOL_FAILURE_SENTENCE` (some failed, some not: `Part of that went
- * through, but not all of it.` before the offer). Otherwise `All done.`, followed by up to four details of the
- * result (its `output` when wrapped as `{ok, output}`): top-level text (≤ 80 characters), number and true/false
- * members as `Key: value, key: value.` with keys read as words; a text result adds its first `EXCERPT_CHARS`.
+ * through, but not all of it.` before the offer). Otherwise `All done.`, followed for each result (its `output` when
+ * wrapped as `{ok, output}`) by up to four of its top-level members in one sentence (./sandboxSpoken.ts): "the
+ * <key> is <value>", keys read as words, dates and times in words in `timeZone`, durations with their unit,
+ * true/false as "it is …", no identifier unless the person's last message asks for one, no lists, objects or texts
+ * over 80 characters; a text result adds its first `EXCERPT_CHARS`.
+ * @param timeZone the agent's IANA time zone (`SandboxHints.timeZone`; default UTC)
  */
-export function toolResultSentence(messages: readonly LlmMessage[]): string {
+export function toolResultSentence(messages: readonly LlmMessage[], timeZone = 'UTC'): string {
   const results: LlmMessage[] = [];
   for (let i = messages.length - 1; i >= 0 && messages[i].role === 'tool'; i--) results.unshift(messages[i]);
+  const lastUser = [...messages].reverse().find((m) => m.role === 'user');
+  const idsAsked = asksForIdentifier(lastUser?.content ?? '');
   const details: string[] = [];
   let failed = 0;
   for (const m of results) {
@@ -62,8 +46,8 @@ export function toolResultSentence(messages: readonly LlmMessage[]): string {
       failed++;
       continue;
     }
-    const d = resultDetails(obj && 'ok' in obj && 'output' in obj ? obj.output : obj);
-    if (d.length) details.push(`${d.join(', ').replace(/^./, (c) => c.toUpperCase())}.`);
+    const d = spokenDetails(obj && 'ok' in obj && 'output' in obj ? obj.output : obj, timeZone, idsAsked);
+    if (d) details.push(d);
   }
   if (failed === results.length && failed > 0) return TOOL_FAILURE_SENTENCE;
   if (failed) return `Part of that went through, but not all of it. ${TOOL_FAILURE_SENTENCE.replace(/^I'm sorry, I couldn't complete that just now\. /, '')}`;

@@ -200,6 +200,25 @@ describe('playbooks by intent on the OpenAI-compatible adapter (loopback chat co
     const callIdx = history.findIndex((m) => m.tool_calls?.[0]?.id === 'call_pb1');
     expect(history[callIdx + 1]).to.include({ role: 'tool', tool_call_id: 'call_pb1' });
   });
+
+  it('a trigger phrase starts the playbook before the model is asked (this model would only answer in words)', async () => {
+    const id = (await t.call('POST', '/chat/sessions', { key: org.key, json: { agentId } })).body.data.session.id as string;
+    stub.requests.length = 0;
+    const first = await say(id, 'Hello! Could I SEE the dentist, on Monday?');
+    expect(first.reply.content).to.equal('May I have your name?');
+    expect(first.session.playbook).to.deep.equal({ name: 'book_appointment', node: 'ask_name' });
+    expect(first.receipt.playbook).to.include({ name: 'book_appointment' });
+    expect(first.messages.map((m: { role: string }) => m.role)).to.deep.equal(['user', 'assistant']);
+    expect(stub.requests).to.have.length(0);
+    // Words that are not the phrase (nor the name) go to the model, which answers in words.
+    const other = await (async () => {
+      const s2 = (await t.call('POST', '/chat/sessions', { key: org.key, json: { agentId } })).body.data.session.id as string;
+      return say(s2, 'Does the dentist see children?');
+    })();
+    expect(other.reply.content).to.equal('Happy to help.');
+    expect(other.session.playbook).to.equal(null);
+    expect(stub.requests).to.have.length(1);
+  });
 });
 
 describe('playbook fields and callerVerification.required on the API', () => {

@@ -111,7 +111,7 @@ describe('POST /responses with the official openai client (sandbox LLM)', () => 
       input: [call, { type: 'function_call_output', call_id: call.call_id, output: JSON.stringify({ temperature: 21, sky: 'sunny' }) }],
     });
     expect(answered.status).to.equal('completed');
-    expect(answered.output_text).to.equal('All done. Temperature: 21, sky: sunny.');
+    expect(answered.output_text).to.equal('All done. The temperature is 21 and the sky is sunny.');
     const conversationId = (answered as unknown as { conversation: { id: string } }).conversation.id;
     const stored = (await t.call('GET', `/chat/sessions/${conversationId}`, { key: org.key })).body.data.messages;
     expect(stored.map((m: { role: string }) => m.role)).to.deep.equal(['user', 'assistant', 'tool', 'assistant']);

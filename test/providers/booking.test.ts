@@ -69,7 +69,7 @@ describe('booking skills: a plain endpoint, Google Calendar and Cal.com (loopbac
   const agents: Record<'url' | 'google' | 'calcom', string> = { url: '', google: '', calcom: '' };
 
   const agentWith = async (name: string, config: Record<string, unknown>) => {
-    const a = await t.call('POST', '/agents', { key: org.key, json: { name, voiceId: 'voice_ava' } });
+    const a = await t.call('POST', '/agents', { key: org.key, json: { name, voiceId: 'voice_ava', timeZone: 'America/Chicago' } });
     expect(a.status, a.text).to.equal(201);
     const id = a.body.data.id as string;
     for (const [skill, extra] of [
@@ -157,7 +157,9 @@ describe('booking skills: a plain endpoint, Google Calendar and Cal.com (loopbac
       expect(out.call.output).to.include({ status: 'confirmed', startTime: START, endTime: '2026-12-03T10:30:00-06:00', timeZone: 'America/Chicago' });
       const key = bookingIdempotencyKey(out.id, out.call.id);
       expect(endpoint.bookings.get(key)).to.deep.equal({ startTime: '2026-12-03T16:00:00.000Z', durationMinutes: 30, timeZone: 'America/Chicago', name: 'Sam Lee', phone: '+13125550100', conversationId: out.id });
-      expect(out.reply).to.contain('status: confirmed').and.contain(START);
+      // Said as a person would, in the agent's time zone: no booking id, no ISO timestamp.
+      expect(out.reply).to.match(/^All done\. The status is confirmed/).and.contain('the start time is Thursday, December 3 at 10:00 AM');
+      expect(out.reply).to.not.contain(String(out.call.output.bookingId)).and.not.match(/\d{4}-\d{2}-\d{2}/);
     });
     for (const [label, answer] of [
       ['a 4xx', { status: 409, body: { error: 'slot taken' } }],
@@ -222,7 +224,7 @@ describe('booking skills: a plain endpoint, Google Calendar and Cal.com (loopbac
       const out = await turn('url', CHECK);
       expect(out.call.output).to.deep.include({ available: true, slotCount: 2, nextSlot: '2026-12-03T09:00:00-06:00' });
       expect(out.call.output.slots[1]).to.deep.equal({ start: '2026-12-03T10:00:00-06:00', end: '2026-12-03T10:30:00-06:00' });
-      expect(out.reply).to.contain('next slot: 2026-12-03T09:00:00-06:00');
+      expect(out.reply).to.contain('the next slot is Thursday, December 3 at 9:00 AM').and.not.match(/\d{4}-\d{2}-\d{2}/);
     });
     for (const [label, answer] of [
       ['a 4xx', { status: 400, body: { error: 'bad' } }],

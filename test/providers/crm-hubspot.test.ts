@@ -110,7 +110,7 @@ describe('HubSpot CRM on its API (loopback HubSpot)', function () {
     };
     const found = await say();
     expect(found.call.output.matches.map((m: any) => m.name)).to.deep.equal(['Katherine Johnson']);
-    expect(found.reply).to.match(/^All done\. Matched on: phone/);
+    expect(found.reply).to.match(/^All done\. Matched on phone/);
     const search = /^POST \/crm\/v3\/objects\/contacts\/search$/;
     const failures: Array<[string, () => void]> = [
       ['4xx', () => stub.failNext(search, { status: 403, body: { status: 'error', message: 'Missing scopes', correlationId: 'c0ffee00-0000-4000-8000-00000000000c', category: 'MISSING_SCOPES' } })],

@@ -111,9 +111,9 @@ describe('sandbox LLM (docs/api-notes.md "Sandbox LLM")', () => {
     const call = { id: 'call_1', name: 'book_appointment', arguments: '{}' };
     const base: LlmMessage[] = [user('book appointment'), { role: 'assistant', content: null, toolCalls: [call] }];
     const ok = await llm.complete({ messages: [...base, { role: 'tool', toolCallId: 'call_1', content: '{ "confirmation": "A-17",\n "startTime": "2026-12-01T09:00", "deposit": 0, "paid": false, "slot": {"room": 2} }' }], tools: [bookAppointment], hints: { ask: 'What else?' } });
-    expect(ok).to.include({ content: 'All done. Confirmation: A-17, start time: 2026-12-01T09:00, deposit: 0, paid: no.', finishReason: 'stop' });
+    expect(ok).to.include({ content: 'All done. The confirmation is A-17, the start time is Tuesday, December 1 at 9:00 AM, the deposit is 0 and it is not paid.', finishReason: 'stop' });
     const wrapped = await llm.complete({ messages: [...base, { role: 'tool', toolCallId: 'call_1', content: '{"ok":true,"output":{"status":"shipped"}}' }] });
-    expect(wrapped.content).to.equal('All done. Status: shipped.');
+    expect(wrapped.content).to.equal('All done. The status is shipped.');
     for (const content of ['{"error":"slot taken"}', '{"ok":false,"error":"Skill \\"book_appointment\\" runs only for a verified caller"}']) {
       const failed = await llm.complete({ messages: [...base, { role: 'tool', toolCallId: 'call_1', content }] });
       expect(failed.content).to.equal("I'm sorry, I couldn't complete that just now. Would you like me to connect you with a member of our team?");
@@ -121,6 +121,26 @@ describe('sandbox LLM (docs/api-notes.md "Sandbox LLM")', () => {
     const long = await llm.complete({ messages: [...base, { role: 'tool', toolCallId: 'call_1', content: 'word '.repeat(200) }] });
     expect(long.content!.length).to.be.at.most('All done. '.length + 200);
     expect(long.content).to.match(/^All done\. word word .*…$/);
+  });
+
+  it('says a booking as a person would: times in words in the agent\'s time zone, no ids unless asked, durations with their unit', async () => {
+    const call = { id: 'call_1', name: 'book_appointment', arguments: '{}' };
+    const booked = JSON.stringify({ ok: true, output: { bookingId: 'bk_cb67f0a1c2', status: 'confirmed', startTime: '2026-12-03T16:00:00.000Z', durationMinutes: 30, timeZone: 'America/Chicago' } });
+    const turn = (ask: string, hints: LlmRequest['hints']) =>
+      llm.complete({ messages: [user(ask), { role: 'assistant', content: null, toolCalls: [call] }, { role: 'tool', toolCallId: 'call_1', content: booked }], hints });
+    const said = await turn('book me for Thursday at ten', { timeZone: 'America/Chicago' });
+    expect(said.content).to.equal('All done. The status is confirmed, the start time is Thursday, December 3 at 10:00 AM and the duration is 30 minutes.');
+    expect(said.content).to.not.match(/bk_|\d{4}-\d{2}-\d{2}|T\d{2}:|America\/Chicago|minutes:/);
+    // Another zone, another wall time; no zone given is UTC.
+    expect((await turn('book me', { timeZone: 'Europe/Paris' })).content).to.contain('Thursday, December 3 at 5:00 PM');
+    expect((await turn('book me', {})).content).to.contain('Thursday, December 3 at 4:00 PM');
+    // Asked for the reference, the id is said too.
+    expect((await turn('book me and give me the reference number', { timeZone: 'America/Chicago' })).content).to.equal(
+      'All done. The booking id is bk_cb67f0a1c2, the status is confirmed, the start time is Thursday, December 3 at 10:00 AM and the duration is 30 minutes.',
+    );
+    const slots = JSON.stringify({ available: true, slotCount: 1, nextSlot: '2026-12-04T09:30:00-06:00', conversationId: 'conv_a1b2c3d4e5', slots: [{ start: 'x' }] });
+    const free = await llm.complete({ messages: [user('any time friday?'), { role: 'assistant', content: null, toolCalls: [call] }, { role: 'tool', toolCallId: 'call_1', content: slots }], hints: { timeZone: 'America/New_York' } });
+    expect(free.content).to.equal('All done. It is available, the slot count is 1 and the next slot is Friday, December 4 at 10:30 AM.');
   });
 
   it('answers from knowledge with the sentences that match the question best, leaving out headings and citations', async () => {

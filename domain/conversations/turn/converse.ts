@@ -7,7 +7,7 @@
  */
 import type { LlmMessage, LlmRequest, LlmResponse, LlmToolCall, LlmUsage, SandboxHints } from '../llm';
 import { startPlaybook } from '../playbook';
-import { playbookHints, sourceLabel, systemPrompt } from '../prompt';
+import { DEFAULT_TIME_ZONE, playbookHints, sourceLabel, systemPrompt } from '../prompt';
 import { GuardedStream, decide, sayScripted } from './guardOutput';
 import { modelHistory, modelRequestSettings } from './model';
 import type { Equipped } from './offerTools';
@@ -74,7 +74,8 @@ export async function converse(turn: Turn, equipped: Equipped): Promise<TurnEnd>
   const { leadSaid } = equipped;
   const withLead = (text: string) => (leadSaid ? `${leadSaid}${text}`.trim() : text);
   const convo = modelMessages(turn, s);
-  const hints: SandboxHints = s.hits.length ? { knowledge: s.hits.map((h) => ({ text: h.content, source: sourceLabel(h), score: h.score })) } : {};
+  const hints: SandboxHints = { timeZone: ctx.agent.timeZone ?? DEFAULT_TIME_ZONE };
+  if (s.hits.length) hints.knowledge = s.hits.map((h) => ({ text: h.content, source: sourceLabel(h), score: h.score }));
   const starts = playbookHints(ctx.agent, s.tools);
   if (starts.length) hints.playbooks = starts;
   let usage = ZERO_USAGE;

@@ -1,9 +1,10 @@
 /**
  * Playbooks in a turn (docs/api-notes.md "Conversations": playbooks; ../playbook.ts is the state machine): a person
  * leaving a running playbook ("never mind", "cancel", "stop") hears what was not done; a running playbook takes the
- * answer, a message naming a playbook starts it, a playbook that waited for the PIN starts once it matched — and
- * its steps run (ask → gather → skill → say → end) until it waits for an answer or ends. A protected playbook
- * waits for the PIN, or is declined when the caller cannot be verified here (docs/api-notes.md "Caller verification").
+ * answer, a message naming a playbook or containing one of its trigger phrases starts it (before the model), a
+ * playbook that waited for the PIN starts once it matched — and its steps run (ask → gather → skill → say → end)
+ * until it waits for an answer or ends. A protected playbook waits for the PIN, or is declined when the caller
+ * cannot be verified here (docs/api-notes.md "Caller verification").
  */
 import type { CompiledPlaybook } from '../../agents/compile';
 import type { TurnReceipt } from '../../../schemas/types/chat';
@@ -42,8 +43,8 @@ export function holdPlaybook(turn: Turn, state: TurnState, pb: CompiledPlaybook)
 
 /**
  * Runs the playbook the turn is in, if any: the one resumed after a matching PIN, the running one with the person's
- * answer, or one the message names (held for the PIN first when protected). Ends the turn with what its steps said
- * (after the `lead`); goes on when no playbook runs.
+ * answer, or one the message names or has a trigger phrase of (held for the PIN first when protected). Ends the
+ * turn with what its steps said (after the `lead`); goes on when no playbook runs.
  */
 export async function continuePlaybook(turn: Turn, state: TurnState): Promise<Next<TurnState>> {
   const { ctx, userText } = turn;

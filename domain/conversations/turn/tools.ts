@@ -34,12 +34,16 @@ export function rawToolArguments(call: LlmToolCall): Record<string, unknown> {
   }
 }
 
-/** Output of a skill flattened into conversation variables `<skill>_<key>` (strings, at most 1,000 characters). */
+/**
+ * Output of a skill flattened into conversation variables `<skill>_<key>`, the key as the skill declares it (case
+ * kept: `bookingId` of `book_appointment` is `book_appointment_bookingId`; docs/api-notes.md "Agents": playbook
+ * graphs); names at most 64 characters, values strings of at most 1,000.
+ */
 export function outputVariables(skill: string, output: unknown): Record<string, string> {
   const vars: Record<string, string> = {};
   if (output && typeof output === 'object' && !Array.isArray(output)) {
     for (const [k, v] of Object.entries(output as Record<string, unknown>)) {
-      if (/^[a-z][a-z0-9_]*$/i.test(k)) vars[`${skill}_${k}`.toLowerCase().slice(0, 64)] = (typeof v === 'string' ? v : JSON.stringify(v)).slice(0, 1000);
+      if (/^[a-z][a-z0-9_]*$/i.test(k)) vars[`${skill}_${k}`.slice(0, 64)] = (typeof v === 'string' ? v : JSON.stringify(v)).slice(0, 1000);
     }
   } else if (output !== undefined) vars[`${skill}_result`] = (typeof output === 'string' ? output : JSON.stringify(output)).slice(0, 1000);
   return vars;

@@ -228,7 +228,7 @@ describe('verification only where it protects (runtime)', () => {
     await talk.say('please book visit name: Ada date: 2026-12-01');
     const done = await talk.say('4321');
     expect(talk.calls.map((c) => c.args)).to.deep.equal([{ name: 'Ada', date: '2026-12-01' }]);
-    expect(done.reply).to.equal('Thank you, Grace, you are verified. All done. Confirmation: A-17.');
+    expect(done.reply).to.equal('Thank you, Grace, you are verified. All done. The confirmation is A-17.');
   });
 
   it('declines a protected action the caller cannot be verified for here, and offers a person', async () => {
