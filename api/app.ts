@@ -13,6 +13,8 @@ import { ApiError, validationError } from '../domain/errors';
 import { KeyCache } from './keyCache';
 import { KeyUsageTracker } from './keyUsage';
 import { ChangeFeed, ReadCache } from '../db/changeFeed';
+import { CONTROLS_FEED_TABLE } from '../db/repositories/conversationControls';
+import { controlListener } from '../services/voice/liveCalls';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
 import { accessLog } from './middleware/accessLog';
 import { auditLog } from './middleware/audit';
@@ -232,6 +234,8 @@ export function createApp(deps: AppOptions): BuiltApp {
     return unmatched(ctx, next, segment.routes);
   });
 
+  // A control queued for a call reaches the process holding its relay socket (docs/api-notes.md "Live control").
+  feed.on(CONTROLS_FEED_TABLE, controlListener(db, (err) => logger.warn({ err }, 'live control: applying a queued control failed')));
   const ready = feed.start(databaseUrl).catch((err) => logger.warn({ err }, 'change feed unavailable; read caches stay off'));
   return {
     app,

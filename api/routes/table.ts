@@ -170,6 +170,9 @@ export const ROUTES: RouteDef[] = [
   r('POST', '/conversations/analysis-runs', 'createAnalysisRun', 'Observe', ['calls:read', 'agents:write'], 'Re-run the analysis over a filter (agent, channel, time range): 202; workflow analysis-run/{id}', { successStatus: 202 }),
   r('GET', '/conversations/analysis-runs', 'listAnalysisRuns', 'Observe', ['analytics:read'], 'Bulk analysis runs, newest first'),
   r('GET', '/conversations/analysis-runs/{id}', 'getAnalysisRun', 'Observe', ['analytics:read'], 'A bulk analysis run and its progress'),
+  // Live control beyond the spec's operations (docs/api-notes.md "Live control")
+  r('POST', '/conversations/{id}/control', 'controlConversation', 'Observe', ['calls:read', 'chat:write'], 'Control a conversation in progress: on a call say a line, add a message to the model\'s context, transfer or end; in chat, widget and SMS take over, write, hand back or end', { idempotencyKey: 'none' }),
+  r('GET', '/conversations/{id}/live', 'streamConversation', 'Observe', ['calls:read'], 'Follow a conversation as it happens (SSE: state, message … done)'),
   // Billing
   r('GET', '/billing/wallet', 'getWallet', 'Billing', ['billing:read'], 'Wallet balance'),
   r('POST', '/billing/wallet/topup', 'topUpWallet', 'Billing', ['billing:write'], 'Top up the wallet (Idempotency-Key)', { successStatus: 201, idempotencyKey: 'required' }),

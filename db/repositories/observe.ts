@@ -169,7 +169,19 @@ export async function transcriptMessages(db: Db, orgId: string, c: ConversationS
     }));
   }
   const rows = await db('conversation_messages').where({ org_id: orgId, conversation_id: c.id }).whereIn('role', ['user', 'assistant']).whereNotNull('content').orderBy('seq');
-  return rows.map((m: any) => ({ id: m.id, speaker: m.role === 'user' ? 'user' : 'agent', text: m.content, at: iso(m.created_at), channel: c.channel, attachmentIds: [] }));
+  return rows.map(toTranscriptMessage(c.channel));
+}
+
+/** A stored user or assistant message as a transcript line: a message named `operator:…` is a member's. */
+export function toTranscriptMessage(channel: TranscriptMessage['channel']): (m: any) => TranscriptMessage {
+  return (m) => ({
+    id: m.id,
+    speaker: m.role === 'user' ? 'user' : typeof m.name === 'string' && m.name.startsWith('operator:') ? 'operator' : 'agent',
+    text: m.content,
+    at: iso(m.created_at),
+    channel,
+    attachmentIds: [],
+  });
 }
 
 /** The receipts of a runtime conversation, one per turn (none for SMS threads and calls). */
