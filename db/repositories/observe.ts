@@ -42,6 +42,10 @@ export interface ConversationFilters {
   /** Started before (ISO 8601). */
   to?: string;
   simulation?: boolean;
+  /** The call's outcome or the analysis's (docs/api-notes.md "Observe"); SMS threads have none. */
+  outcome?: string;
+  /** Words one of the conversation's messages contains (case-insensitive); SMS threads are not searched. */
+  q?: string;
 }
 
 const OURS = `CASE WHEN m.direction = 'outbound' THEN m.from_e164 ELSE m.to_e164 END`;
@@ -81,7 +85,7 @@ export async function listConversations(db: Db, orgId: string, f: ConversationFi
   const parts: string[] = [];
   const partBinds: any[] = [];
   if (wantConv) (parts.push(conv), partBinds.push(orgId));
-  if (wantSms && !f.campaignId && !f.versionId && f.simulation !== true) (parts.push(sms), partBinds.push(orgId, orgId));
+  if (wantSms && !f.campaignId && !f.versionId && f.simulation !== true && !f.outcome && !f.q) (parts.push(sms), partBinds.push(orgId, orgId));
   if (!parts.length) return { items: [], nextCursor: null, hasMore: false };
   if (f.agentId) add('u.agent_id = ?', f.agentId);
   if (f.versionId) add('u.version_id = ?', f.versionId);
@@ -91,6 +95,11 @@ export async function listConversations(db: Db, orgId: string, f: ConversationFi
   if (f.from) add('u.started_at >= ?', f.from);
   if (f.to) add('u.started_at < ?', f.to);
   if (f.simulation !== undefined) add('u.simulation = ?', f.simulation);
+  if (f.outcome) add('(u.outcome = ? OR u.analysis_outcome = ?)', f.outcome, f.outcome);
+  if (f.q) {
+    const like = `%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    add(`EXISTS (SELECT 1 FROM conversation_messages m WHERE m.org_id = ? AND m.conversation_id = u.id AND m.content ILIKE ?)`, orgId, like);
+  }
   if (page.cursor) {
     const [at, id] = decodeCursor('conversations', page.cursor, CURSOR) as [string, string];
     add('(u.started_at, u.id) < (?::timestamptz, ?)', at, id);

@@ -1,0 +1,139 @@
+/**
+ * The operator console over a real socket and Postgres (docs/operations.md "Operator console"): signed-in members
+ * only, their organization only; conversations listed with filters and text search; a live chat taken over from
+ * the page, answered by the member and handed back; a viewer refused with a 403 page; another organization's
+ * conversation a 404 page; a control on an ended conversation a 409 page; the live stream with the session cookie.
+ */
+import { expect } from 'chai';
+import { startTestApi, type TestApi } from '../helpers/api';
+import { Browser, hiddenFields } from '../helpers/browser';
+import { publishDraft } from './agents-fixtures';
+import { createMember } from '../../db/repositories/team';
+import { hashPassword } from '../../services/team/passwords';
+import { getConversation } from '../../db/repositories/conversations';
+
+const PASSWORD = 'a long enough password';
+
+describe('operator console', () => {
+  let t: TestApi;
+  let origin: string;
+  let org: { orgId: string; key: string; keyId: string };
+  let admin: Browser;
+  let viewer: Browser;
+  let agentId: string;
+
+  before(async () => {
+    t = await startTestApi('console');
+    origin = new URL(t.api.baseUrl).origin;
+    org = await t.org('Console Org');
+    await createMember(t.db, org.orgId, { email: 'admin@console.example', role: 'admin', passwordHash: await hashPassword(PASSWORD) });
+    await createMember(t.db, org.orgId, { email: 'viewer@console.example', role: 'viewer', passwordHash: await hashPassword(PASSWORD) });
+    admin = new Browser(origin);
+    viewer = new Browser(origin);
+    expect((await admin.signIn('admin@console.example', PASSWORD)).status).to.equal(303);
+    expect((await viewer.signIn('viewer@console.example', PASSWORD)).status).to.equal(303);
+    const res = await t.call('POST', '/agents', { key: org.key, json: { name: 'Front desk', voiceId: 'voice_ava', greeting: 'Welcome to the front desk.' } });
+    agentId = res.body.data.id;
+    await publishDraft(t.db, org, agentId, 'v1');
+  });
+  after(async () => {
+    await t?.close();
+  });
+
+  const startChat = async (first?: string) => {
+    const res = await t.call('POST', '/chat/sessions', { key: org.key, json: { agentId } });
+    const id = res.body.data.session.id as string;
+    if (first) await t.call('POST', `/chat/sessions/${id}/messages`, { key: org.key, json: { content: first } });
+    return id;
+  };
+  /** Submits the control form of the live page whose hidden `action` is `action`. */
+  const control = async (b: Browser, id: string, action: string, extra: Record<string, string> = {}) => {
+    const page = await b.get(`/console/live/${id}`);
+    const csrf = hiddenFields(page.html).csrf ?? '';
+    return b.post(`/console/live/${id}/control`, { csrf, action, ...extra });
+  };
+
+  it('sends a signed-out visitor to sign in and back, and lists the conversations with filters and text search', async () => {
+    const out = await new Browser(origin).get('/console/conversations?channel=chat');
+    expect(out.status).to.equal(303);
+    expect(out.location).to.equal(`/login?next=${encodeURIComponent('/console/conversations?channel=chat')}`);
+    const id = await startChat('Do you sell marmalade?');
+    const list = await admin.get('/console/conversations');
+    expect(list.status).to.equal(200);
+    expect(list.headers.get('content-security-policy')).to.include("script-src 'self'");
+    expect(list.html).to.include(id);
+    expect((await admin.get('/console/conversations?q=marmalade')).html).to.include(id);
+    expect((await admin.get('/console/conversations?q=zebra')).html).to.not.include(id);
+    expect((await admin.get('/console/conversations?channel=voice')).html).to.not.include(id);
+    const bad = await admin.get('/console/conversations?channel=fax');
+    expect(bad.status).to.equal(400);
+    expect(bad.html).to.include('channel');
+    const page = await admin.get(`/console/conversations/${id}`);
+    expect(page.status).to.equal(200);
+    expect(page.html).to.include('Do you sell marmalade?');
+    expect(page.html).to.match(/Latency by stage/);
+  });
+
+  it('takes a live chat over from the page, writes to the person as a team member, and hands it back', async () => {
+    const id = await startChat();
+    const live = await admin.get('/console/live');
+    expect(live.html).to.include(id);
+    expect((await control(admin, id, 'take_over')).status).to.equal(303);
+    expect((await getConversation(t.db, org.orgId, id))?.takenOverBy).to.match(/^mem_/);
+    const held = await t.call('POST', `/chat/sessions/${id}/messages`, { key: org.key, json: { content: 'Hello? Anyone?' } });
+    expect(held.body.data.reply).to.equal(null);
+    expect((await control(admin, id, 'say', { content: 'Hi, this is Alex from the team.' })).status).to.equal(303);
+    const page = await admin.get(`/console/live/${id}`);
+    expect(page.html).to.include('Team member');
+    expect(page.html).to.include('Hi, this is Alex from the team.');
+    expect((await control(admin, id, 'hand_back')).status).to.equal(303);
+    expect((await getConversation(t.db, org.orgId, id))?.takenOverBy).to.equal(null);
+  });
+
+  it('refuses a viewer (403 page), another organization (404 page) and an ended conversation (409 page)', async () => {
+    const id = await startChat();
+    const watch = await viewer.get(`/console/live/${id}`);
+    expect(watch.status).to.equal(200);
+    expect(watch.html).to.not.include('name="action"');
+    const refused = await control(viewer, id, 'take_over');
+    expect(refused.status).to.equal(403);
+    expect(refused.html).to.include('may watch but not step in');
+    const other = await t.org('Other Org');
+    const theirs = (await t.call('POST', '/agents', { key: other.key, json: { name: 'Theirs', voiceId: 'voice_ava' } })).body.data.id;
+    await publishDraft(t.db, other, theirs, 'v1');
+    const foreign = (await t.call('POST', '/chat/sessions', { key: other.key, json: { agentId: theirs } })).body.data.session.id;
+    const missing = await admin.get(`/console/conversations/${foreign}`);
+    expect(missing.status).to.equal(404);
+    expect(missing.headers.get('content-type')).to.match(/text\/html/);
+    expect((await admin.get(`/console/live/${foreign}`)).status).to.equal(404);
+    const page = await admin.get(`/console/live/${id}`);
+    await t.call('POST', `/chat/sessions/${id}/end`, { key: org.key });
+    const ended = await admin.post(`/console/live/${id}/control`, { csrf: hiddenFields(page.html).csrf, action: 'take_over' });
+    expect(ended.status).to.equal(409);
+    expect(ended.html).to.include('ended');
+    const forged = await admin.post(`/console/live/${id}/control`, { csrf: 'not-the-token', action: 'take_over' });
+    expect(forged.status).to.equal(403);
+  });
+
+  it('streams a live conversation to a signed-in member, and serves its script and chart.js', async () => {
+    const id = await startChat();
+    const cookie = [...admin.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const ctrl = new AbortController();
+    const res = await fetch(`${origin}/console/live/${id}/events`, { headers: { cookie }, signal: ctrl.signal });
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/^text\/event-stream/);
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('event: message')) text += new TextDecoder().decode((await reader.read()).value);
+    expect(text).to.match(/^event: state\n/);
+    expect(text).to.include('Welcome to the front desk.');
+    ctrl.abort();
+    const js = await admin.get('/console/assets/console.js');
+    expect(js.status).to.equal(200);
+    expect(js.html).to.include('EventSource');
+    const chart = await admin.get('/console/assets/chart.umd.js');
+    expect(chart.status).to.equal(200);
+    expect(chart.html.length).to.be.greaterThan(100_000);
+    expect((await admin.get('/console/analytics')).html).to.include('id="chart-data"');
+  });
+});
