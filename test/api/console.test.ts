@@ -137,3 +137,53 @@ describe('operator console', () => {
     expect((await admin.get('/console/analytics')).html).to.include('id="chart-data"');
   });
 });
+
+describe('pages for browsers', () => {
+  let t: TestApi;
+  let origin: string;
+
+  before(async () => {
+    t = await startTestApi('console_pages');
+    origin = new URL(t.api.baseUrl).origin;
+    const org = await t.org('Pages Org');
+    await createMember(t.db, org.orgId, { email: 'owner@pages.example', role: 'owner', passwordHash: await hashPassword(PASSWORD) });
+  });
+  after(async () => {
+    await t?.close();
+  });
+
+  it('answers an unknown path with a styled page to a browser and problem+json to an API client', async () => {
+    const page = await fetch(`${origin}/no-such-page`, { headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' } });
+    expect(page.status).to.equal(404);
+    expect(page.headers.get('content-type')).to.match(/^text\/html/);
+    const html = await page.text();
+    expect(html).to.include('<title>Page not found · Agent Control Plane</title>');
+    expect(html).to.include('There is no page at /no-such-page.');
+    const json = await fetch(`${origin}/no-such-page`, { headers: { accept: 'application/json' } });
+    expect(json.headers.get('content-type')).to.match(/^application\/problem\+json/);
+    expect((await json.json()).code).to.equal('route_not_found');
+    const api = await fetch(`${origin}/api/v1/no-such-thing`, { headers: { accept: 'text/html' } });
+    expect(api.headers.get('content-type')).to.match(/^application\/problem\+json/);
+  });
+
+  it('shows a stale sign-in form again in words, confirms a sign-out, explains a forgotten password in words, and titles the home page once', async () => {
+    const b = new Browser(origin);
+    const form = await b.get('/login');
+    expect(form.html).to.not.include('/team/members');
+    expect(form.html).to.include('Ask an owner or admin of your organization to remove you from the team and invite your address again');
+    b.cookies.set('__Host-acp_csrf', 'a'.repeat(32));
+    const stale = await b.post('/login', { ...hiddenFields(form.html), email: 'owner@pages.example', password: PASSWORD });
+    expect(stale.status).to.equal(403);
+    expect(stale.headers.get('content-type')).to.match(/^text\/html/);
+    expect(stale.html).to.include('This sign-in form had expired');
+    // The form shown with the refusal works.
+    expect((await b.post('/login', { ...hiddenFields(stale.html), email: 'owner@pages.example', password: PASSWORD })).status).to.equal(303);
+    const home = await b.get('/login');
+    const out = await b.post('/logout', hiddenFields(home.html));
+    expect(out.location).to.equal('/login?signed_out=1');
+    expect((await b.get(out.location!)).html).to.include('You are signed out.');
+    const root = await b.get('/');
+    expect(root.html).to.include('<title>Agent Control Plane</title>');
+    expect(root.html).to.include('href="/console"');
+  });
+});

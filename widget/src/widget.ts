@@ -428,19 +428,29 @@ function mount(key: string): void {
   const SR = ((window as any).SpeechRecognition || (window as any).webkitSpeechRecognition) as (new () => Recognizer) | undefined;
   let ws: WebSocket | null = null;
   let recognizer: Recognizer | null = null;
+  /** Recognition failed for this call (no microphone, refused, no service): the visitor types instead. */
+  let speechFailed = false;
+  /** Speech recognition errors in words (Web Speech API `SpeechRecognitionErrorEvent.error`), never the raw code. */
+  const SPEECH_ERRORS: Record<string, string> = {
+    'not-allowed': 'Microphone access was refused — type to talk instead.',
+    'service-not-allowed': 'This browser does not allow speech recognition here — type to talk instead.',
+    'audio-capture': 'No microphone was found — type to talk instead.',
+    network: 'Speech recognition could not reach its service — type to talk instead.',
+    'language-not-supported': 'Speech recognition does not support this language here — type to talk instead.',
+  };
   let speaking = 0;
   let current: { el: HTMLElement; body: HTMLElement } | null = null;
   let currentText = '';
   const setPhase = (p: Phase) => {
     phaseEl.dataset.phase = p;
-    phaseEl.textContent = PHASES[p];
+    phaseEl.textContent = p === 'listening' && speechFailed ? 'Type to talk' : PHASES[p];
     if (p === 'listening') listen();
     else if (recognizer) recognizer.abort();
   };
   const inCall = () => !!ws && ws.readyState === WebSocket.OPEN;
   /** Listens for the visitor's next utterance (when the browser has SpeechRecognition and the agent is not speaking). */
   const listen = () => {
-    if (!SR || recognizer || !inCall()) return;
+    if (!SR || recognizer || speechFailed || !inCall()) return;
     const r = (recognizer = new SR());
     r.lang = document.documentElement.lang || 'en-US';
     r.continuous = false;
@@ -450,12 +460,16 @@ function mount(key: string): void {
       if (typeof said === 'string' && said.trim()) say(said.trim());
     };
     r.onerror = (e) => {
-      if (e.error === 'not-allowed' || e.error === 'service-not-allowed') note('notice', 'Microphone access was refused — type to talk instead.');
+      // Silence and our own abort are part of listening; any other error stops recognition for the call, said once.
+      if (e.error === 'no-speech' || e.error === 'aborted') return;
+      speechFailed = true;
+      phaseEl.textContent = 'Type to talk';
+      note('notice', SPEECH_ERRORS[e.error as string] ?? 'Speech recognition stopped working — type to talk instead.');
     };
     r.onend = () => {
       recognizer = null;
       // Recognition stops after each utterance or a silence: listen again while the call waits for the visitor.
-      if (inCall() && phaseEl.dataset.phase === 'listening') setTimeout(listen, 250);
+      if (inCall() && !speechFailed && phaseEl.dataset.phase === 'listening') setTimeout(listen, 250);
     };
     try {
       r.start();
@@ -500,6 +514,7 @@ function mount(key: string): void {
     voiceButton.disabled = true;
     callBar.hidden = false;
     hangup.hidden = false;
+    speechFailed = false;
     setPhase('connecting');
     const res = await fetch(`${apiBase()}/chat/widget/sessions/${session.id}/voice-token`, { method: 'POST', headers: { authorization: `Bearer ${session.token}` } }).catch(() => null);
     const body = res ? await res.json().catch(() => ({})) : {};
@@ -509,7 +524,11 @@ function mount(key: string): void {
       await navigator.mediaDevices
         .getUserMedia({ audio: true })
         .then((stream) => stream.getTracks().forEach((t) => t.stop()))
-        .catch(() => note('notice', 'Microphone access was refused — type to talk instead.'));
+        .catch((err: { name?: string }) => {
+          // Said once here; recognition is then not tried for this call (it would fail the same way).
+          speechFailed = true;
+          note('notice', SPEECH_ERRORS[err?.name === 'NotFoundError' ? 'audio-capture' : 'not-allowed']);
+        });
     }
     let opened = false;
     const socket = (ws = new WebSocket((body as { data: { relayUrl: string } }).data.relayUrl));
