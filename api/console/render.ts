@@ -53,7 +53,8 @@ dl.facts dd{margin:0;overflow-wrap:anywhere}
 .controls{display:grid;grid-template-columns:repeat(auto-fit,minmax(16rem,1fr));gap:1rem;margin-top:1rem}
 form.control{border:1px solid var(--line);border-radius:10px;padding:.8rem}
 form.control textarea{width:100%;min-height:4rem}
-.chart{position:relative;height:260px;margin:.5rem 0 1.5rem}
+.chart{position:relative;height:260px;width:100%;min-width:0;margin:.5rem 0 1.5rem}
+.chart canvas{max-width:100%}
 .timeline{list-style:none;padding:0;border-left:3px solid var(--line);margin:0 0 0 .4rem}
 .timeline li{padding:.2rem 0 .6rem .9rem}
 .progress{height:10px;background:var(--bg);border:1px solid var(--line);border-radius:999px;overflow:hidden}

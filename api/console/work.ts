@@ -17,6 +17,7 @@ import { agentNames, listTexts, registrationTimeline } from '../../db/repositori
 import { callOperation, may } from './operations';
 import { actionButton, badge, consolePage, esc, facts, idLink, pager, table, when, type Viewer } from './render';
 import { hidden } from '../oauth/forms';
+import { ApiError } from '../../domain/errors';
 
 function one(ctx: AppContext, name: string): string | undefined {
   const v = ctx.query[name];
@@ -88,18 +89,29 @@ export async function campaignPage(ctx: AppContext, deps: AppDeps, member: Membe
 
 /** GET /console/sms: the 10DLC registration and its status timeline, then the texts, newest first. */
 export async function smsPage(ctx: AppContext, deps: AppDeps, member: Member, v: Viewer): Promise<void> {
-  const { data: reg } = await callOperation<SmsRegistration>(ctx, deps, member, 'getSMSRegistration');
+  // An organization that never started a registration has none (the API's 404).
+  const reg = await callOperation<SmsRegistration>(ctx, deps, member, 'getSMSRegistration').then(
+    (r) => r.data,
+    (err: unknown) => {
+      if (err instanceof ApiError && err.status === 404) return null;
+      throw err;
+    },
+  );
   const timeline = await registrationTimeline(deps.db, member.orgId);
   const before = one(ctx, 'before');
   const [at, id] = before ? before.split('|') : [];
   const texts = await listTexts(deps.db, member.orgId, 50, at && id && !Number.isNaN(Date.parse(at)) ? { at, id } : undefined);
-  let body = `<h2>10DLC registration</h2>${facts([
-    ['Status', badge(reg.status)],
-    ['Brand', esc(reg.displayName ?? reg.legalName ?? '—')],
-    ['Use case', esc(reg.useCase ?? '—')],
-    ['Carrier status', esc(reg.providerStatus ?? '—')],
-    ['Last error', esc(reg.lastError ?? '—')],
-  ])}`;
+  let body = `<h2>10DLC registration</h2>${
+    reg
+      ? facts([
+          ['Status', badge(reg.status)],
+          ['Brand', esc(reg.displayName ?? reg.legalName ?? '—')],
+          ['Use case', esc(reg.useCase ?? '—')],
+          ['Carrier status', esc(reg.providerStatus ?? '—')],
+          ['Last error', esc(reg.lastError ?? '—')],
+        ])
+      : '<p class="muted">No 10DLC registration yet.</p>'
+  }`;
   body += `<h2>Status timeline</h2>${timeline.length ? `<ol class="timeline">${timeline.map((s) => `<li>${when(s.at)} ${badge(s.status)}${s.detail ? ` <span class="muted">${esc(s.detail)}</span>` : ''}</li>`).join('')}</ol>` : '<p class="muted">No status change yet.</p>'}`;
   body += `<h2>Texts</h2>${table(
     ['Direction', 'From', 'To', 'Text', 'Status', 'Conversation', 'At'],

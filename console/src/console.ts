@@ -29,7 +29,11 @@ function followLive(state: HTMLElement, url: string): void {
   if (!list) return;
   const seen = new Set<string>(Array.from(list.querySelectorAll<HTMLElement>('li[data-seq]')).map((li) => li.dataset.seq ?? ''));
   let known: string | null = null;
+  // A control submitted from this page navigates anyway: its own state change must not reload over it.
+  let leaving = false;
+  document.addEventListener('submit', () => (leaving = true));
   const source = new EventSource(url);
+  window.addEventListener('pagehide', () => source.close());
   source.addEventListener('message', (e) => {
     const m = JSON.parse((e as MessageEvent<string>).data) as LiveMessage;
     if (seen.has(m.id)) return;
@@ -49,7 +53,7 @@ function followLive(state: HTMLElement, url: string): void {
     // The controls on the page depend on the state: a change made elsewhere reloads them.
     if (known !== null && key !== known) {
       source.close();
-      window.location.reload();
+      if (!leaving) window.location.reload();
       return;
     }
     known = key;

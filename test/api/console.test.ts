@@ -161,7 +161,7 @@ describe('pages for browsers', () => {
     expect(html).to.include('There is no page at /no-such-page.');
     const json = await fetch(`${origin}/no-such-page`, { headers: { accept: 'application/json' } });
     expect(json.headers.get('content-type')).to.match(/^application\/problem\+json/);
-    expect((await json.json()).code).to.equal('route_not_found');
+    expect(((await json.json()) as { code: string }).code).to.equal('route_not_found');
     const api = await fetch(`${origin}/api/v1/no-such-thing`, { headers: { accept: 'text/html' } });
     expect(api.headers.get('content-type')).to.match(/^application\/problem\+json/);
   });
