@@ -18,6 +18,7 @@ import { runWebhooksBench } from './webhooks';
 import { runOAuthBench } from './oauth';
 import { runVoiceBench } from './voice';
 import { runEvalsBench } from './evals';
+import { runConsoleBench } from './console';
 import { runBench } from './entry';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
@@ -37,6 +38,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   records: runRecordsBench,
   voice: runVoiceBench,
   evals: runEvalsBench,
+  console: runConsoleBench,
 };
 
 async function main(): Promise<void> {
