@@ -28,7 +28,10 @@ export function isPublicSession(ctx: AppContext): boolean {
 
 /** The conversation's messages only: user and agent text (a member's too), no tool or context messages, no tool calls. */
 export function conversationMessages(messages: readonly ConversationMessage[]): ConversationMessage[] {
-  return messages.filter((m) => m.role !== 'tool' && m.role !== 'system' && !m.toolCalls?.length && m.content !== null);
+  return messages
+    .filter((m) => m.role !== 'tool' && m.role !== 'system' && !m.toolCalls?.length && m.content !== null)
+    // A member's line says it is a person's, never which member (docs/security.md "Public sessions").
+    .map((m) => (m.name?.startsWith('operator:') ? { ...m, name: 'operator' } : m));
 }
 
 /** The messages the caller may see. */

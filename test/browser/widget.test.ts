@@ -13,6 +13,7 @@
  * a message — except under CI, where a missing browser fails it.
  */
 import { expect } from 'chai';
+import { until } from '../helpers/wait';
 import { publishDraft } from '../api/agents-fixtures';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -68,6 +69,7 @@ describe('the widget in headless Chromium', function () {
   let site: { port: number; close(): Promise<void> };
   let orgId = '';
   let agentId = '';
+  let orgKey = '';
   let axeSource = '';
   const contexts: BrowserContext[] = [];
   const watched: Watched[] = [];
@@ -78,6 +80,7 @@ describe('the widget in headless Chromium', function () {
     t = await startTestApi('widgetbrowser', {}, { providers: { llm: new SandboxLlm({ tokenDelayMs: 40 }) } });
     const org = await t.org('Browser Co');
     orgId = org.orgId;
+    orgKey = org.key;
     agentId = (await t.call('POST', '/agents', { key: org.key, json: { name: 'Clinic', voiceId: 'voice_ava', greeting: 'Hello! Ask me anything about the clinic.' } })).body.data.id;
     const text = 'The clinic is open Monday to Friday from 8am to 6pm. Saturday visits are by appointment. Book a visit online at https://clinic.example/book today.';
     const source = await createSource(t.db, org.orgId, { agentId, kind: 'text', name: 'Opening hours', text }, async () => undefined);
@@ -193,6 +196,25 @@ describe('the widget in headless Chromium', function () {
     await page.screenshot({ path: path.join(ARTIFACTS, 'widget-answer.png') });
     await page.keyboard.press('Escape');
     expect(await panel.isHidden()).to.equal(true);
+  });
+
+  it("shows the lines of a team member who took the conversation over (docs/api-notes.md \"Live control\"), and the agent's again once handed back", async () => {
+    const { page } = await tab();
+    await page.goto(`http://127.0.0.1:${site.port}/`);
+    await page.locator(`${W} .launcher`).click();
+    await page.locator(`${W} .msg.agent`, { hasText: 'Ask me anything' }).waitFor();
+    const conv = await until(async () => (await t.db('conversations').where({ org_id: orgId, channel: 'web' }).orderBy('started_at', 'desc').first()) ?? null, 10_000, 'the widget session');
+    const control = (json: Record<string, unknown>) => t.call('POST', `/conversations/${conv.id}/control`, { key: orgKey, json });
+    expect((await control({ action: 'take_over' })).status).to.equal(200);
+    await ask(page, 'Can I talk to a person about my bill?');
+    await page.locator(`${W} .typing`).waitFor({ state: 'detached' });
+    expect(await page.locator(`${W} .msg.agent`).count(), 'the agent does not answer').to.equal(1);
+    expect((await control({ action: 'say', content: 'Hi, Sam from the front desk here.' })).status).to.equal(200);
+    await page.locator(`${W} .msg.agent`, { hasText: 'Hi, Sam from the front desk here.' }).waitFor({ timeout: 10_000 });
+    expect((await control({ action: 'hand_back' })).status).to.equal(200);
+    await ask(page, 'When is the clinic open on Monday?');
+    await page.locator(`${W} .msg.agent`, { hasText: 'Monday' }).waitFor({ timeout: 20_000 });
+    expect(await page.locator(`${W} .msg.agent`, { hasText: 'Hi, Sam from the front desk here.' }).count(), 'shown once').to.equal(1);
   });
 
   it('makes http(s) links clickable and opening apart, and never renders message text as HTML', async () => {

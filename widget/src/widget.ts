@@ -372,6 +372,32 @@ function mount(key: string): void {
     return el;
   };
 
+  /** While a person of the team holds the conversation: their lines, read every few seconds from the session. */
+  let following: ReturnType<typeof setInterval> | null = null;
+  const fromPerson = new Set<string>();
+  const stopFollowing = () => {
+    if (following) clearInterval(following);
+    following = null;
+  };
+  const followPerson = (since: string) => {
+    if (following) return;
+    const poll = async () => {
+      if (!session) return stopFollowing();
+      const res = await fetch(`${apiBase()}/chat/sessions/${encodeURIComponent(session.id)}`, { headers: { authorization: `Bearer ${session.token}` }, cache: 'no-store' }).catch(() => null);
+      const body = res?.ok ? ((await res.json().catch(() => null)) as { data?: { session: { status: string }; messages: (Message & { id: string; name?: string })[] } } | null) : null;
+      if (!body?.data) return;
+      for (const m of body.data.messages) {
+        if (m.role !== 'assistant' || !m.content || m.name !== 'operator' || m.createdAt < since || fromPerson.has(m.id)) continue;
+        fromPerson.add(m.id);
+        add('agent', m.content, new Date(m.createdAt));
+        scroll();
+      }
+      if (body.data.session.status !== 'active') stopFollowing();
+    };
+    following = setInterval(() => void poll(), 2000);
+    void poll();
+  };
+
   const chat = async (text: string) => {
     await start();
     if (!session) return;
@@ -405,6 +431,10 @@ function mount(key: string): void {
           } else if (type === 'message.completed' && data?.reply?.content) {
             raw = data.reply.content;
             reply ??= add('agent', '');
+            stopFollowing();
+          } else if (type === 'message.completed' && data && data.reply === null && Array.isArray(data.messages) && data.messages[0]?.createdAt) {
+            // No answer: a person of the team holds the conversation (docs/api-notes.md "Live control"); their lines are fetched.
+            followPerson(String(data.messages[0].createdAt));
           } else if (type === 'error') note('notice', data?.detail ?? 'The answer failed.');
           scroll();
         });
