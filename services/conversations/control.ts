@@ -19,7 +19,7 @@ import { checkedEvents, emitEvents } from '../../events/emit';
 import type { ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
 import { queueText } from '../sms/send';
 import { changeEvents, finishConversation, HISTORY_MESSAGES, pinnedAgent, storeTurn, type ConversationDeps, type StoredTurnOutcome } from './service';
-import { deliverControls } from '../voice/liveCalls';
+import { deliverControls, holdsCall } from '../voice/liveCalls';
 import type { AnalysisDeps } from './analysis';
 
 /** The actions of a control (docs/api-notes.md "Live control"). */
@@ -156,7 +156,8 @@ export async function controlConversation(deps: ControlDeps, orgId: string, id: 
     // The socket is held by this process: applied before answering; otherwise by its holder, on the feed's notice.
     const applied = await deliverControls(deps.db, orgId, c.id);
     const now = (await getConversation(deps.db, orgId, c.id)) ?? c;
-    return out(now, applied.includes(queued.id) ? 'applied' : 'queued');
+    // Held here, the control was applied by this delivery or by the feed's, which this one waited for.
+    return out(now, applied.includes(queued.id) || holdsCall(orgId, c.id) || now.status === 'ended' ? 'applied' : 'queued');
   }
 
   switch (req.action) {

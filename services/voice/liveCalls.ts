@@ -15,6 +15,8 @@ export interface LiveCall {
 }
 
 const calls = new Map<string, LiveCall>();
+/** Per conversation, the tail of its deliveries in progress. */
+const deliveries = new Map<string, Promise<void>>();
 
 /** Registers the relay session of a conversation (services/voice/relaySession.ts, after `setup`). */
 export function registerLiveCall(conversationId: string, call: LiveCall): void {
@@ -30,12 +32,30 @@ export function unregisterLiveCall(conversationId: string, call: LiveCall): void
  * Claims and applies, in order, the controls queued for a conversation whose socket this process holds.
  * @returns the ids of the controls applied (none when another process holds the socket)
  */
-export async function deliverControls(db: Db, orgId: string, conversationId: string): Promise<string[]> {
+export function deliverControls(db: Db, orgId: string, conversationId: string): Promise<string[]> {
   const call = calls.get(conversationId);
-  if (!call || call.orgId !== orgId) return [];
-  const claimed = await claimControls(db, orgId, conversationId);
-  for (const control of claimed) await call.apply(control);
-  return claimed.map((c) => c.id);
+  if (!call || call.orgId !== orgId) return Promise.resolve([]);
+  // One delivery of a conversation at a time (the change feed's notice and the API's own call race for the same
+  // control): a delivery that finds nothing left to claim resolves after the one that applied it.
+  const run = (deliveries.get(conversationId) ?? Promise.resolve()).then(async () => {
+    const claimed = await claimControls(db, orgId, conversationId);
+    for (const control of claimed) await call.apply(control);
+    return claimed.map((c) => c.id);
+  });
+  const tail = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  deliveries.set(conversationId, tail);
+  void tail.then(() => {
+    if (deliveries.get(conversationId) === tail) deliveries.delete(conversationId);
+  });
+  return run;
+}
+
+/** Whether this process holds the relay socket of a conversation (its controls are applied here). */
+export function holdsCall(orgId: string, conversationId: string): boolean {
+  return calls.get(conversationId)?.orgId === orgId;
 }
 
 /**
