@@ -53,6 +53,13 @@ export async function callOperation<T = any>(
   Object.defineProperty(op, 'query', { value: query });
   Object.defineProperty(op, 'params', { value: input.params ?? {} });
   Object.defineProperty(op, 'state', { value: { ...ctx.state, route, auth: memberAuth(member) } });
+  if (route.method !== 'GET') {
+    // A write (refused ones too) is audited like the API's (api/middleware/audit.ts reads the request's route, credential and
+    // parameters): the member is the actor.
+    ctx.state.route = route;
+    ctx.state.auth = memberAuth(member);
+    (ctx as unknown as { params: Record<string, string> }).params = input.params ?? {};
+  }
   authorizeGuard(route)(op);
   const schema = ROUTE_SCHEMAS[operationId]?.requestSchema ?? route.requestSchema;
   if (schema && input.body !== undefined) validateBody(schema, input.body);

@@ -11,6 +11,8 @@ import { publishDraft } from './agents-fixtures';
 import { createMember } from '../../db/repositories/team';
 import { hashPassword } from '../../services/team/passwords';
 import { getConversation } from '../../db/repositories/conversations';
+import { until } from '../helpers/wait';
+import { RelayClient } from '../../providers/telephony/sandboxCaller';
 
 const PASSWORD = 'a long enough password';
 
@@ -88,6 +90,38 @@ describe('operator console', () => {
     expect(page.html).to.include('Hi, this is Alex from the team.');
     expect((await control(admin, id, 'hand_back')).status).to.equal(303);
     expect((await getConversation(t.db, org.orgId, id))?.takenOverBy).to.equal(null);
+    // Each step is in the audit log with the member as the actor, as an API write would be.
+    const audited = await until(async () => {
+      const rows = await t.db('audit_logs').where({ org_id: org.orgId, operation_id: 'controlConversation' }).orderBy('seq');
+      return rows.length >= 3 ? rows : null;
+    }, 5000, 'the audit entries');
+    expect(audited.map((a: { actor_id: string; status_code: number }) => [a.actor_id.slice(0, 4), a.status_code])).to.deep.equal([
+      ['mem_', 303],
+      ['mem_', 303],
+      ['mem_', 303],
+    ]);
+  });
+
+  it("says a line on a live call from the page, adds a message to the model's context, and ends the call", async () => {
+    const token = await t.call('POST', `/agents/${agentId}/talk-token`, { key: org.key, json: { channel: 'voice' } });
+    const relay = await RelayClient.open(`${t.api.baseUrl.replace(/^http/, 'ws')}/voice/relay?token=${token.body.data.token}`);
+    relay.send({ type: 'setup', sessionId: 'VXconsole', callSid: 'web', from: '', to: '', direction: 'inbound' });
+    expect((await relay.reply()).text).to.equal('Welcome to the front desk.');
+    const call = await until(async () => (await t.db('conversations').where({ org_id: org.orgId, channel: 'voice', status: 'active' }).first()) ?? null, 5000, 'the call');
+    const page = await admin.get(`/console/live/${call.id}`);
+    expect(page.html).to.include('Say it');
+    expect(page.html).to.include('Transfer');
+    expect(page.html).to.not.include('Take over');
+    expect((await control(admin, call.id, 'say', { content: 'A colleague is joining the call.' })).status).to.equal(303);
+    expect((await relay.reply()).text).to.equal('A colleague is joining the call.');
+    expect((await control(admin, call.id, 'add_message', { content: 'The caller is a returning patient.' })).status).to.equal(303);
+    const badTransfer = await control(admin, call.id, 'transfer', { to: 'not a number' });
+    expect(badTransfer.status).to.equal(400);
+    expect(badTransfer.html).to.include('E.164');
+    expect((await control(admin, call.id, 'end')).status).to.equal(303);
+    await relay.closedWith();
+    expect(relay.end).to.not.equal(null);
+    expect((await getConversation(t.db, org.orgId, call.id))?.endReason).to.equal('ended_by_api');
   });
 
   it('refuses a viewer (403 page), another organization (404 page) and an ended conversation (409 page)', async () => {
