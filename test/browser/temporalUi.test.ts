@@ -301,6 +301,15 @@ describe('the Temporal Web UI in headless Chromium', function () {
       const page = await context.newPage();
       await page.goto(`${ui.url}/namespaces/default/schedules`);
       await page.getByText(scheduleId).first().waitFor({ timeout: 30_000 });
+      // The schedule list fits the window at 1366 and 390 px: the page never scrolls sideways (the list may, in its box).
+      for (const width of [1366, 390]) {
+        await page.setViewportSize({ width, height: 900 });
+        await page.waitForTimeout(100);
+        const pageWidth = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+        await page.screenshot({ path: path.join(ARTIFACTS, `temporal-ui-schedules-${width}.png`) });
+        expect(pageWidth, `the schedule list at ${width} px`).to.be.at.most(width);
+      }
+      await page.setViewportSize({ width: 1280, height: 900 });
       await page.goto(`${ui.url}/namespaces/default/schedules/${encodeURIComponent(scheduleId)}`);
       await page.getByText(/Recent Runs/i).first().waitFor({ timeout: 30_000 });
       await page.getByText(/Upcoming Runs/i).first().waitFor({ timeout: 30_000 });
