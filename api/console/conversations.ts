@@ -102,7 +102,8 @@ export async function conversationPage(ctx: AppContext, deps: AppDeps, member: M
     ['Tokens', String(c.totalTokens)],
     ['Workflow', workflow ? `<a href="${esc(workflow)}" rel="noopener" target="_blank">Open in the Temporal UI</a>` : '<span class="muted">none</span>'],
   ]);
-  if (c.status === 'active' && may(member, 'streamConversation')) body += `<p><a href="/console/live/${encodeURIComponent(c.id)}">Follow it live →</a></p>`;
+  // SMS threads (`smt_…`, texts no agent conversation holds) have no live stream or controls.
+  if (c.status === 'active' && c.id.startsWith('cnv_') && may(member, 'streamConversation')) body += `<p><a href="/console/live/${encodeURIComponent(c.id)}">Follow it live →</a></p>`;
   if (call?.recordingUrl) {
     body += `<h2>Recording</h2><audio controls preload="none" src="${esc(call.recordingUrl)}"></audio>${call.recordingSeconds ? `<p class="muted">${call.recordingSeconds} s</p>` : ''}`;
   }
@@ -165,6 +166,7 @@ function controlForms(id: string, channel: string, takenOverBy: string | null, c
 
 /** GET /console/live/{id}: the transcript so far, followed over SSE by the console script, and the controls. */
 export async function livePage(ctx: AppContext, deps: AppDeps, member: Member, v: Viewer, id: string, error?: { status: number; message: string }): Promise<void> {
+  if (!id.startsWith('cnv_')) throw new ApiError(404, 'conversation_not_found', 'Only agent conversations can be followed live');
   const { data: t } = await callOperation<ConversationTranscript>(ctx, deps, member, 'getTranscript', { params: { id } });
   const c = t.conversation;
   const takenOverBy = c.id.startsWith('cnv_') ? ((await getConversation(deps.db, member.orgId, c.id))?.takenOverBy ?? null) : null;

@@ -90,7 +90,7 @@ export function openAiErrorBody(err: ApiError): { error: { message: string; type
  * asking for a path outside the API (`/api/v1…` always answers problem+json, whatever the client).
  */
 function wantsHtmlPage(ctx: AppContext): boolean {
-  if (/^\/api\/v1(\/|$)/i.test(ctx.path) || ctx.method === 'POST' && !ctx.get('accept')) return false;
+  if (/^\/api\/v1(\/|$)/i.test(ctx.path)) return false;
   return ctx.accepts('json', 'html') === 'html' && /text\/html/.test(ctx.get('accept'));
 }
 

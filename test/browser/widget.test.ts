@@ -316,6 +316,28 @@ describe('the widget in headless Chromium', function () {
     expect(w.warnings).to.deep.equal([]);
   });
 
+  it('says a speech recognition error once in words and stops listening, so the visitor types instead', async () => {
+    // A recognizer with no microphone behind it (Web Speech API error \`audio-capture\`), counting its starts.
+    const failing = `window.__starts = 0; window.webkitSpeechRecognition = function () { var r = this; r.start = function () { window.__starts++; setTimeout(function () { r.onerror && r.onerror({ error: 'audio-capture' }); r.onend && r.onend(); }, 5); }; r.stop = r.abort = function () {}; }; window.SpeechRecognition = undefined; speechSynthesis.speak = function (u) { setTimeout(function () { u.onend && u.onend(); }, 20); };`;
+    const { page } = await tab(undefined, failing);
+    // Playwright's fake clock: time runs on its own until the test moves it on (no real wait below).
+    await page.clock.install();
+    await page.goto(`http://127.0.0.1:${site.port}/`);
+    await page.locator(`${W} .launcher`).click();
+    await page.locator(`${W} .msg.agent`, { hasText: 'Ask me anything' }).waitFor();
+    await page.locator(`${W} .voice`).click();
+    await page.locator(`${W} .msg.notice`, { hasText: 'No microphone was found' }).waitFor();
+    // The call's greeting arrives (said, then the call waits for the visitor).
+    await until(async () => ((await page.locator(`${W} .msg.agent`).count()) >= 2) || null, 10_000, 'the greeting of the call');
+    // Eight seconds of what used to be a restart every 250 ms (32 restarts): nothing more is tried, and it is said once.
+    await page.clock.runFor(8000);
+    expect(await page.evaluate('window.__starts')).to.equal(1);
+    expect(await page.locator(`${W} .msg.notice`, { hasText: 'No microphone was found' }).count()).to.equal(1);
+    expect(await page.locator(`${W} .phase`).textContent()).to.equal('Type to talk');
+    expect(await page.locator(`${W}`).evaluate((el) => (el as any).shadowRoot.textContent)).to.not.include('audio-capture');
+    await page.locator(`${W} .hangup`).click();
+  });
+
   it('shows no launcher on a page whose origin the key does not allow, and warns the site owner in the console', async () => {
     const w = await tab();
     const warned = w.page.waitForEvent('console', { predicate: (m) => m.type() === 'warning' });
