@@ -15,6 +15,9 @@
  * Keyboard and screen reader: every control is a labelled button, the input has a label, the message log is
  * an ARIA live region, Escape closes the panel and focus returns to the launcher.
  */
+import { personFollower } from './person';
+import { speechErrorText } from './speech';
+import { readEvents } from './sse';
 
 interface WidgetSettings {
   title: string;
@@ -118,36 +121,6 @@ input::placeholder { color: #6b7280; }
 form button { padding: 9px 14px; border: 0; border-radius: 8px; cursor: pointer; font-size: 14px; }
 form button:disabled { cursor: not-allowed; opacity: .6; }
 `;
-
-/** Reads an SSE stream (`event:` / `data:` / blank line) and calls `on` per event. */
-async function readEvents(res: Response, on: (type: string, data: any) => void): Promise<void> {
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let cut: number;
-    while ((cut = buffer.indexOf('\n\n')) >= 0) {
-      const frame = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      let type = 'message';
-      const data: string[] = [];
-      for (const line of frame.split('\n')) {
-        if (line.startsWith('event:')) type = line.slice(6).trim();
-        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-      }
-      let parsed: unknown = null;
-      try {
-        parsed = data.length ? JSON.parse(data.join('\n')) : null;
-      } catch {
-        parsed = data.join('\n');
-      }
-      on(type, parsed);
-    }
-  }
-}
 
 const URL_PATTERN = /\bhttps?:\/\/[^\s<>"']+/gi;
 
@@ -372,31 +345,19 @@ function mount(key: string): void {
     return el;
   };
 
-  /** While a person of the team holds the conversation: their lines, read every few seconds from the session. */
-  let following: ReturnType<typeof setInterval> | null = null;
-  const fromPerson = new Set<string>();
-  const stopFollowing = () => {
-    if (following) clearInterval(following);
-    following = null;
-  };
-  const followPerson = (since: string) => {
-    if (following) return;
-    const poll = async () => {
-      if (!session) return stopFollowing();
+  // A person of the team holding the conversation: their lines (./person.ts).
+  const person = personFollower({
+    read: async () => {
+      if (!session) return null;
       const res = await fetch(`${apiBase()}/chat/sessions/${encodeURIComponent(session.id)}`, { headers: { authorization: `Bearer ${session.token}` }, cache: 'no-store' }).catch(() => null);
-      const body = res?.ok ? ((await res.json().catch(() => null)) as { data?: { session: { status: string }; messages: (Message & { id: string; name?: string })[] } } | null) : null;
-      if (!body?.data) return;
-      for (const m of body.data.messages) {
-        if (m.role !== 'assistant' || !m.content || m.name !== 'operator' || m.createdAt < since || fromPerson.has(m.id)) continue;
-        fromPerson.add(m.id);
-        add('agent', m.content, new Date(m.createdAt));
-        scroll();
-      }
-      if (body.data.session.status !== 'active') stopFollowing();
-    };
-    following = setInterval(() => void poll(), 2000);
-    void poll();
-  };
+      const body = res?.ok ? ((await res.json().catch(() => null)) as { data?: { session: { status: string }; messages: { id: string; role: string; content: string | null; name?: string; createdAt: string }[] } } | null) : null;
+      return body?.data ? { status: body.data.session.status, messages: body.data.messages } : null;
+    },
+    show: (text, at) => {
+      add('agent', text, at);
+      scroll();
+    },
+  });
 
   const chat = async (text: string) => {
     await start();
@@ -431,10 +392,10 @@ function mount(key: string): void {
           } else if (type === 'message.completed' && data?.reply?.content) {
             raw = data.reply.content;
             reply ??= add('agent', '');
-            stopFollowing();
+            person.stop();
           } else if (type === 'message.completed' && data && data.reply === null && Array.isArray(data.messages) && data.messages[0]?.createdAt) {
             // No answer: a person of the team holds the conversation (docs/api-notes.md "Live control"); their lines are fetched.
-            followPerson(String(data.messages[0].createdAt));
+            person.follow(String(data.messages[0].createdAt));
           } else if (type === 'error') note('notice', data?.detail ?? 'The answer failed.');
           scroll();
         });
@@ -460,14 +421,6 @@ function mount(key: string): void {
   let recognizer: Recognizer | null = null;
   /** Recognition failed for this call (no microphone, refused, no service): the visitor types instead. */
   let speechFailed = false;
-  /** Speech recognition errors in words (Web Speech API `SpeechRecognitionErrorEvent.error`), never the raw code. */
-  const SPEECH_ERRORS: Record<string, string> = {
-    'not-allowed': 'Microphone access was refused — type to talk instead.',
-    'service-not-allowed': 'This browser does not allow speech recognition here — type to talk instead.',
-    'audio-capture': 'No microphone was found — type to talk instead.',
-    network: 'Speech recognition could not reach its service — type to talk instead.',
-    'language-not-supported': 'Speech recognition does not support this language here — type to talk instead.',
-  };
   let speaking = 0;
   let current: { el: HTMLElement; body: HTMLElement } | null = null;
   let currentText = '';
@@ -494,7 +447,7 @@ function mount(key: string): void {
       if (e.error === 'no-speech' || e.error === 'aborted') return;
       speechFailed = true;
       phaseEl.textContent = 'Type to talk';
-      note('notice', SPEECH_ERRORS[e.error as string] ?? 'Speech recognition stopped working — type to talk instead.');
+      note('notice', speechErrorText(String(e.error)));
     };
     r.onend = () => {
       recognizer = null;
@@ -557,7 +510,7 @@ function mount(key: string): void {
         .catch((err: { name?: string }) => {
           // Said once here; recognition is then not tried for this call (it would fail the same way).
           speechFailed = true;
-          note('notice', SPEECH_ERRORS[err?.name === 'NotFoundError' ? 'audio-capture' : 'not-allowed']);
+          note('notice', speechErrorText(err?.name === 'NotFoundError' ? 'audio-capture' : 'not-allowed'));
         });
     }
     let opened = false;
