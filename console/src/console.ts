@@ -87,7 +87,7 @@ function drawCharts(data: ChartData): void {
     const canvas = document.getElementById(id) as HTMLCanvasElement | null;
     if (canvas) new Chart(canvas, config);
   };
-  const options = { responsive: true, maintainAspectRatio: false, animation: false };
+  const options = { responsive: true, maintainAspectRatio: false, animation: false, scales: { y: { beginAtZero: true } } };
   make('chart-volume', { type: 'line', data: { labels: data.labels, datasets: [{ label: 'Conversations', data: data.volume, borderColor: '#3b4bd8', tension: 0.2 }] }, options });
   make('chart-outcomes', { type: 'bar', data: { labels: data.outcomes.map((o) => o.outcome), datasets: [{ label: 'Conversations', data: data.outcomes.map((o) => o.n), backgroundColor: '#3b4bd8' }] }, options });
   make('chart-latency', {
