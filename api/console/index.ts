@@ -63,15 +63,24 @@ async function serve(ctx: AppContext, deps: AppDeps): Promise<void> {
     if (ctx.method === 'POST') return await submit(ctx, deps, member, v, session.csrfToken);
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`, { headers: { Allow: 'GET' } });
     const events = /^\/console\/live\/([^/]+)\/events$/.exec(ctx.path);
-    if (events) return await liveEvents(ctx, deps, member, decodeURIComponent(events[1]));
+    if (events) return await liveEvents(ctx, deps, member, decode(events[1]));
     for (const [re, page] of PAGES) {
       const m = re.exec(ctx.path);
-      if (m) return await page(ctx, deps, member, v, m[1] ? decodeURIComponent(m[1]) : '');
+      if (m) return await page(ctx, deps, member, v, m[1] ? decode(m[1]) : '');
     }
     throw new ApiError(404, 'route_not_found', `There is no console page at ${ctx.path}`);
   } catch (err) {
     if (!(err instanceof ApiError) || err.status >= 500) throw err;
     refusal(ctx, v, err);
+  }
+}
+
+/** A path segment decoded; a malformed escape (`%zz`) is a page that does not exist, never a 500. */
+function decode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ApiError(404, 'route_not_found', 'There is no console page at this address');
   }
 }
 
@@ -89,7 +98,7 @@ async function submit(ctx: AppContext, deps: AppDeps, member: Member, v: Viewer,
   checkCsrf(form, csrf);
   const control = /^\/console\/live\/([^/]+)\/control$/.exec(ctx.path);
   if (control) {
-    const id = decodeURIComponent(control[1]);
+    const id = decode(control[1]);
     const body: Record<string, string> = { action: field(form, 'action') };
     if (field(form, 'content')) body.content = field(form, 'content');
     if (field(form, 'to')) body.to = field(form, 'to');
@@ -106,14 +115,14 @@ async function submit(ctx: AppContext, deps: AppDeps, member: Member, v: Viewer,
   }
   const retry = /^\/console\/webhooks\/([^/]+)\/deliveries\/([^/]+)\/retry$/.exec(ctx.path);
   if (retry) {
-    await callOperation(ctx, deps, member, 'retryWebhookDelivery', { params: { id: decodeURIComponent(retry[1]), deliveryId: decodeURIComponent(retry[2]) } });
-    return webhooksPage(ctx, deps, member, v, `Delivery ${decodeURIComponent(retry[2])} is being retried.`);
+    await callOperation(ctx, deps, member, 'retryWebhookDelivery', { params: { id: decode(retry[1]), deliveryId: decode(retry[2]) } });
+    return webhooksPage(ctx, deps, member, v, `Delivery ${decode(retry[2])} is being retried.`);
   }
   const replay = /^\/console\/webhooks\/([^/]+)\/replay$/.exec(ctx.path);
   if (replay) {
     const since = field(form, 'since');
     const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(since) ? `${since}:00Z` : since;
-    await callOperation(ctx, deps, member, 'replayWebhook', { params: { id: decodeURIComponent(replay[1]) }, body: { since: iso } });
+    await callOperation(ctx, deps, member, 'replayWebhook', { params: { id: decode(replay[1]) }, body: { since: iso } });
     return webhooksPage(ctx, deps, member, v, `Events since ${iso} are being replayed.`);
   }
   throw new ApiError(404, 'route_not_found', `There is no console form at ${ctx.path}`);

@@ -67,6 +67,8 @@ describe('operator console', () => {
     expect((await admin.get('/console/conversations?q=marmalade')).html).to.include(id);
     expect((await admin.get('/console/conversations?q=zebra')).html).to.not.include(id);
     expect((await admin.get('/console/conversations?channel=voice')).html).to.not.include(id);
+    expect((await admin.get('/console/conversations/%zz')).status).to.equal(404);
+    expect((await admin.get('/console/no-such-page')).status).to.equal(404);
     const bad = await admin.get('/console/conversations?channel=fax');
     expect(bad.status).to.equal(400);
     expect(bad.html).to.include('channel');
