@@ -13,6 +13,9 @@ import { ApiError, validationError } from '../domain/errors';
 import { KeyCache } from './keyCache';
 import { KeyUsageTracker } from './keyUsage';
 import { ChangeFeed, ReadCache } from '../db/changeFeed';
+import { CONTROLS_FEED_TABLE } from '../db/repositories/conversationControls';
+import { controlListener } from '../services/voice/liveCalls';
+import { consolePages } from './console';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
 import { accessLog } from './middleware/accessLog';
 import { auditLog } from './middleware/audit';
@@ -174,6 +177,7 @@ export function createApp(deps: AppOptions): BuiltApp {
   app.use(widgetCors(db));
   app.use(sitePages(handlerDeps)); // `/`, the `/api/v1` index, `/docs`, the stylesheet and favicon (docs/api-notes.md "Reference, landing page and index")
   app.use(oauthRoutes(handlerDeps)); // sign-in, consent and the OAuth endpoints at the origin root (docs/team-and-oauth.md "Connect an app with OAuth")
+  app.use(consolePages(handlerDeps)); // the operator console at /console (docs/operations.md "Operator console")
   app.use(voiceWebhooks(handlerDeps));
   // Paths no operation matches and the widget's assets: the routers' own 404/405
   // handling, mapped to problem details.
@@ -232,6 +236,8 @@ export function createApp(deps: AppOptions): BuiltApp {
     return unmatched(ctx, next, segment.routes);
   });
 
+  // A control queued for a call reaches the process holding its relay socket (docs/api-notes.md "Live control").
+  feed.on(CONTROLS_FEED_TABLE, controlListener(db, (err) => logger.warn({ err }, 'live control: applying a queued control failed')));
   const ready = feed.start(databaseUrl).catch((err) => logger.warn({ err }, 'change feed unavailable; read caches stay off'));
   return {
     app,

@@ -26,9 +26,12 @@ export function isPublicSession(ctx: AppContext): boolean {
   return kind === 'session' || kind === 'publishable';
 }
 
-/** The conversation's messages only: user and agent text, no tool messages, no tool calls. */
+/** The conversation's messages only: user and agent text (a member's too), no tool or context messages, no tool calls. */
 export function conversationMessages(messages: readonly ConversationMessage[]): ConversationMessage[] {
-  return messages.filter((m) => m.role !== 'tool' && !m.toolCalls?.length && m.content !== null);
+  return messages
+    .filter((m) => m.role !== 'tool' && m.role !== 'system' && !m.toolCalls?.length && m.content !== null)
+    // A member's line says it is a person's, never which member (docs/security.md "Public sessions").
+    .map((m) => (m.name?.startsWith('operator:') ? { ...m, name: 'operator' } : m));
 }
 
 /** The messages the caller may see. */

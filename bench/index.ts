@@ -20,6 +20,7 @@ import { runVoiceBench } from './voice';
 import { runEvalsBench } from './evals';
 import { runWorkerStartBench } from './workerStart';
 import { runNoisyNeighbourBench } from './noisyNeighbour';
+import { runConsoleBench } from './console';
 import { runBench } from './entry';
 
 const SECTIONS: Record<string, () => Promise<void>> = {
@@ -41,6 +42,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   evals: runEvalsBench,
   'worker-start': runWorkerStartBench,
   'noisy-neighbour': runNoisyNeighbourBench,
+  console: runConsoleBench,
 };
 
 async function main(): Promise<void> {

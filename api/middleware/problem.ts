@@ -8,6 +8,7 @@ import { ApiError, statusTitle } from '../../domain/errors';
 import { InvalidCursorError } from '../../db/pagination';
 import { invalidCursor } from '../http';
 import type { AppContext } from '../context';
+import { escapeHtml, htmlDocument } from '../pages/theme';
 
 /** Builds a problem body. `instance` is the request path (spec "Problem details"). */
 export function problemBody(ctx: AppContext, err: ApiError): Record<string, unknown> {
@@ -84,6 +85,30 @@ export function openAiErrorBody(err: ApiError): { error: { message: string; type
   return { error: { message, type: openAiErrorType(err.status), param: fields[0]?.field ?? null, code: err.code } };
 }
 
+/**
+ * Whether a failure is answered as an HTML page: a browser (its `Accept` prefers `text/html` to JSON, RFC 9110 §12.5.1)
+ * asking for a path outside the API (`/api/v1…` always answers problem+json, whatever the client).
+ */
+function wantsHtmlPage(ctx: AppContext): boolean {
+  if (/^\/api\/v1(\/|$)/i.test(ctx.path)) return false;
+  return ctx.accepts('json', 'html') === 'html' && /text\/html/.test(ctx.get('accept'));
+}
+
+/** A failure as a page in the sign-in pages' frame (api/pages/theme.ts): what happened in words, and where to go. */
+function errorPage(ctx: AppContext, err: ApiError): void {
+  const titles: Record<number, string> = { 403: 'Not allowed', 404: 'Page not found', 405: 'Not available this way', 413: 'Too large', 415: 'Not accepted', 429: 'Too many requests' };
+  const title = titles[err.status] ?? (err.status >= 500 ? 'Something went wrong' : 'Not accepted');
+  const detail = err.code === 'route_not_found' ? `There is no page at ${ctx.path}.` : err.message;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('X-Frame-Options', 'DENY');
+  ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'");
+  ctx.body = htmlDocument(
+    title,
+    `<p class="error" role="alert">${escapeHtml(detail)}</p><p class="muted">Code: ${escapeHtml(err.code)} · request ${escapeHtml(String(ctx.state.requestId ?? ''))}</p><p><a href="/">Home</a> · <a href="/console">Console</a> · <a href="/docs">API reference</a></p>`,
+  );
+}
+
 /** Catches everything downstream and writes one problem+json response (OpenAI's error shape on {@link speaksOpenAi} paths). */
 export function problem() {
   return async (ctx: AppContext, next: () => Promise<unknown>) => {
@@ -103,6 +128,10 @@ export function problem() {
       if (speaksOpenAi(ctx.path)) {
         ctx.type = 'application/json; charset=utf-8';
         ctx.body = JSON.stringify(openAiErrorBody(apiErr));
+        return;
+      }
+      if (wantsHtmlPage(ctx)) {
+        errorPage(ctx, apiErr);
         return;
       }
       ctx.type = 'application/problem+json';

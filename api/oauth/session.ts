@@ -50,7 +50,7 @@ const JOINED_COOKIE = '__Host-acp_joined';
  * address again; the new link sets a new password.
  */
 const FORGOT_PASSWORD =
-  'Forgot your password? Ask an owner or admin of your organization: they remove you from the team and invite your address again (<code>DELETE /team/members/{id}</code>, then <code>POST /team/invitations</code>); the new invitation link lets you set a new password.';
+  'Forgot your password? Ask an owner or admin of your organization to remove you from the team and invite your address again; the new invitation link lets you set a new password.';
 
 /** The address and organization name a `__Host-acp_joined` cookie carries, or undefined for anything else. */
 function readJoined(cookie: string): { email: string; organization?: string } | undefined {
@@ -129,7 +129,7 @@ export async function showLogin(ctx: AppContext, deps: AppDeps): Promise<void> {
     setCookie(ctx, JOINED_COOKIE, '', 0);
     return loginForm(ctx, deps, 200, { next, email: joined.email, notice: 'Your password is set. Sign in with it to continue.', organization: joined.organization });
   }
-  await loginForm(ctx, deps, 200, { next });
+  await loginForm(ctx, deps, 200, { next, ...(field(ctx.query, 'signed_out') === '1' ? { notice: 'You are signed out.' } : {}) });
 }
 
 /**
@@ -141,9 +141,15 @@ export async function showLogin(ctx: AppContext, deps: AppDeps): Promise<void> {
  */
 export async function submitLogin(ctx: AppContext, deps: AppDeps): Promise<void> {
   const form = await readForm(ctx);
-  checkCsrf(form, readCookie(ctx, CSRF_COOKIE));
   const next = safeNext(field(form, 'next'));
   const email = normalizeEmail(field(form, 'email')) ?? '';
+  try {
+    checkCsrf(form, readCookie(ctx, CSRF_COOKIE));
+  } catch {
+    // A stale form (its CSRF cookie expired or was replaced): the form again with a fresh token, in words.
+    await loginForm(ctx, deps, 403, { next, email, error: 'This sign-in form had expired. Enter your password again to sign in.' });
+    return;
+  }
   const password = field(form, 'password').slice(0, MAX_PASSWORD_LENGTH + 1);
   const throttle = signInKeys(email, ctx.ip, hashKey);
   const reserved = await reserveAttempt(deps.db, throttle);
@@ -167,7 +173,7 @@ export async function submitLogin(ctx: AppContext, deps: AppDeps): Promise<void>
   ctx.redirect(next);
 }
 
-/** POST /logout: ends the session (CSRF-checked) and clears the cookie; 303 to /login. */
+/** POST /logout: ends the session (CSRF-checked) and clears the cookie; 303 to /login, which confirms it. */
 export async function submitLogout(ctx: AppContext, deps: AppDeps): Promise<void> {
   const form = await readForm(ctx);
   const current = await currentSession(ctx, deps);
@@ -177,7 +183,7 @@ export async function submitLogout(ctx: AppContext, deps: AppDeps): Promise<void
   }
   setCookie(ctx, SESSION_COOKIE, '', 0);
   ctx.status = 303;
-  ctx.redirect('/login');
+  ctx.redirect('/login?signed_out=1');
 }
 
 /** Who invited, to start a sentence: the inviting member's name and address, or "An owner" when a secret key sent the invitation (keys act as owners). */

@@ -103,6 +103,7 @@ function landingHtml(deps: AppDeps): string {
     [OPENAPI_PATH, 'OpenAPI document', 'The machine-readable OpenAPI 3.1 description, for client generators and tools.'],
     ['/api/v1', 'API index', 'The API version and its links, as JSON.'],
     ['/healthz', 'Health', 'Whether this API process and its database answer (JSON; 503 when the database does not).'],
+    ['/console', 'Console', "For members: the organization's conversations, calls, campaigns, texts and webhooks, live conversations and analytics."],
     ['/login', 'Sign in', 'For members approving an app that asks to act for their organization (OAuth).'],
   ];
   return htmlDocument(

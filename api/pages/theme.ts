@@ -73,12 +73,12 @@ export function brandHeader(organization?: string): string {
 }
 
 /**
- * A whole HTML document in the shared frame: title "<title> · <product>", the header, and `body` inside
+ * A whole HTML document in the shared frame: title "<title> · <product>" (the product's name alone once), the header, and `body` inside
  * the card.
  * @param body inner HTML, already escaped
  * @param opts.organization the organization's name, when known; `wide` for a wider card
  */
 export function htmlDocument(title: string, body: string, opts: { organization?: string; wide?: boolean; head?: string } = {}): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)} · ${escapeHtml(PRODUCT_NAME)}</title>${HEAD_LINKS}${opts.head ?? ''}</head>
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${title === PRODUCT_NAME ? escapeHtml(title) : `${escapeHtml(title)} · ${escapeHtml(PRODUCT_NAME)}`}</title>${HEAD_LINKS}${opts.head ?? ''}</head>
 <body>${brandHeader(opts.organization)}<main class="card${opts.wide ? ' wide' : ''}"><h1>${escapeHtml(title)}</h1>${body}</main></body></html>`;
 }

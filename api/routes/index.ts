@@ -41,6 +41,7 @@ import * as responses from './responses';
 import * as deletes from './deletes';
 import * as analysis from './analysis';
 import * as traffic from './traffic';
+import * as control from './control';
 
 /** What an area module exports. */
 export interface AreaModule {
@@ -49,7 +50,7 @@ export interface AreaModule {
   routeSchemas?: Partial<Record<string, Pick<RouteDef, 'requestSchema' | 'responseSchema' | 'bodyChecks'>>>;
 }
 
-const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, evals, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys, billing, variables, escalation, onboarding, meta, dashboards, reports, phoneSettings, team, oauthClients, integrations, records, calls, responses, models, traffic, deletes, analysis];
+const AREAS: AreaModule[] = [sms, numbers, agents, skills, guardrails, playbooks, voices, agentTest, evals, knowledge, uploads, webhooks, audit, outbound, chat, observe, widget, apiKeys, publishableKeys, billing, variables, escalation, onboarding, meta, dashboards, reports, phoneSettings, team, oauthClients, integrations, records, calls, responses, models, traffic, deletes, analysis, control];
 
 /** operationId → handler. */
 export const HANDLERS: Partial<Record<string, Handler>> = Object.assign({}, ...AREAS.map((a) => a.handlers));

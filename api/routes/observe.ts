@@ -33,7 +33,8 @@ function dateParam(ctx: AppContext, name: string, errors: FieldError[]): string 
 /**
  * GET /conversations (listConversations, analytics:read): every conversation of the organization, newest
  * first. Filters: `agentId`, `versionId` (the published version it ran on), `channel` (chat, web, sms, voice), `status` (active, ended), `campaignId`,
- * `simulation` (true/false), `from`/`to` (start time, ISO 8601); cursor pagination.
+ * `simulation` (true/false), `from`/`to` (start time, ISO 8601), `outcome` (the call's or the analysis's) and `q`
+ * (words a message contains); cursor pagination.
  */
 export const listConversationsHandler: Handler = async (ctx, { db }) => {
   const errors: FieldError[] = [];
@@ -46,6 +47,10 @@ export const listConversationsHandler: Handler = async (ctx, { db }) => {
     const v = one(ctx, k);
     if (v !== undefined) ID.test(v) ? (f[k] = v) : errors.push({ field: k, message: 'must be an id' });
   }
+  const outcome = one(ctx, 'outcome');
+  if (outcome !== undefined) /^[A-Za-z0-9_ -]{1,100}$/.test(outcome) ? (f.outcome = outcome) : errors.push({ field: 'outcome', message: 'must be an outcome name (letters, digits, _ - and spaces, at most 100)' });
+  const q = one(ctx, 'q');
+  if (q !== undefined && q.trim()) q.length <= 200 ? (f.q = q.trim()) : errors.push({ field: 'q', message: 'must be at most 200 characters' });
   const sim = one(ctx, 'simulation');
   if (sim !== undefined) sim === 'true' || sim === 'false' ? (f.simulation = sim === 'true') : errors.push({ field: 'simulation', message: 'must be true or false' });
   f.from = dateParam(ctx, 'from', errors);

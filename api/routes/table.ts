@@ -243,6 +243,9 @@ export const ROUTES: RouteDef[] = [
     ['POST', '/conversations/analysis-runs', 'createAnalysisRun', 'Re-run the analysis over a filter (agent, channel, time range): 202; workflow analysis-run/{id}', ACCEPTED, { scopes: ['calls:read', 'agents:write'] }],
     ['GET', '/conversations/analysis-runs', 'listAnalysisRuns', 'Bulk analysis runs, newest first'],
     ['GET', '/conversations/analysis-runs/{id}', 'getAnalysisRun', 'A bulk analysis run and its progress'],
+    // Live control beyond the spec's operations (docs/api-notes.md "Live control")
+    ['POST', '/conversations/{id}/control', 'controlConversation', "Control a conversation in progress: on a call say a line, add a message to the model's context, transfer or end; in chat, widget and SMS take over, write, hand back or end", { scopes: ['calls:read', 'chat:write'], idempotencyKey: 'none' }],
+    ['GET', '/conversations/{id}/live', 'streamConversation', 'Follow a conversation as it happens (SSE: state, message … done)', { scopes: ['calls:read'] }],
   ]),
   // Billing
   ...rows('Billing', [

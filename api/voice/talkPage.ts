@@ -77,7 +77,16 @@ export const TALK_PAGE_HTML = `<!doctype html>
   var token = new URLSearchParams(location.search).get('token') || '';
   var $ = function (id) { return document.getElementById(id); };
   var log = $('log'), status = $('status'), phase = $('phase'), start = $('start'), hangup = $('hangup'), mic = $('mic');
-  var ws = null, current = null, recognition = null, traceparent = '';
+  var ws = null, current = null, recognition = null, traceparent = '', keys = null;
+  // Speech recognition errors in words (Web Speech API SpeechRecognitionErrorEvent.error), never the raw code.
+  var SPEECH_ERRORS = {
+    'not-allowed': 'Microphone access was refused. Allow it in the browser, or type instead.',
+    'service-not-allowed': 'This browser does not allow speech recognition here. Type instead.',
+    'audio-capture': 'No microphone was found. Connect one, or type instead.',
+    'network': 'Speech recognition could not reach its service. Type instead.',
+    'language-not-supported': 'Speech recognition does not support this language here. Type instead.'
+  };
+  function speechError(code) { return SPEECH_ERRORS[code] || 'Speech recognition stopped working. Type instead.'; }
   var PHASES = { idle: 'Not started', connecting: 'Connecting…', listening: 'Listening', speaking: 'Agent speaking', ended: 'Call ended' };
   function setPhase(p) { phase.setAttribute('data-phase', p); phase.textContent = PHASES[p]; }
   function line(cls, text) { var p = document.createElement('p'); p.className = cls; p.textContent = text; log.appendChild(p); return p; }
@@ -104,7 +113,8 @@ export const TALK_PAGE_HTML = `<!doctype html>
 
   start.onclick = function () {
     var opened = false;
-    log.textContent = ''; $('digits').textContent = ''; current = null;
+    log.textContent = ''; $('digits').textContent = ''; current = null; keys = null;
+    var err = $('speech-error'); err.hidden = true; err.textContent = '';
     start.disabled = true; setPhase('connecting'); status.textContent = 'Connecting…';
     ws = new WebSocket((location.protocol === 'https:' ? 'wss:' : 'ws:') + '//' + location.host + '/api/v1/voice/relay?token=' + encodeURIComponent(token) + (traceparent ? '&traceparent=' + encodeURIComponent(traceparent) : ''));
     ws.onopen = function () {
@@ -116,6 +126,7 @@ export const TALK_PAGE_HTML = `<!doctype html>
       var f = JSON.parse(e.data);
       if (f.type === 'text') {
         setPhase('speaking');
+        keys = null;
         if (!current) current = line('agent', '');
         current.textContent += f.token;
         if (f.last) {
@@ -140,13 +151,16 @@ export const TALK_PAGE_HTML = `<!doctype html>
   };
   hangup.onclick = function () { if (ws) ws.close(1000, 'hung up'); };
 
-  function say(text) { if (!text || !ws || ws.readyState !== 1) return; line('you', text); ws.send(JSON.stringify({ type: 'prompt', voicePrompt: text, lang: 'en-US', last: true })); }
+  function say(text) { if (!text || !ws || ws.readyState !== 1) return; keys = null; line('you', text); ws.send(JSON.stringify({ type: 'prompt', voicePrompt: text, lang: 'en-US', last: true })); }
   $('say').onsubmit = function (e) { e.preventDefault(); var i = $('line'); say(i.value.trim()); i.value = ''; };
   $('keys').onclick = function (e) {
     var b = e.target.closest && e.target.closest('button'), k = b && b.getAttribute('data-key');
     if (!k || !ws || ws.readyState !== 1) return;
     ws.send(JSON.stringify({ type: 'dtmf', digit: k }));
     $('digits').textContent += k;
+    // The caller's keypad input is a line of the transcript too, one per run of keys.
+    if (!keys) keys = line('you', 'Keypad: ');
+    keys.textContent += k;
     b.classList.add('pressed'); setTimeout(function () { b.classList.remove('pressed'); }, 150);
   };
   mic.onclick = function () {
@@ -156,9 +170,13 @@ export const TALK_PAGE_HTML = `<!doctype html>
     var err = $('speech-error'); err.hidden = true;
     r.onstart = function () { mic.classList.add('listening'); mic.textContent = 'Listening… (press to stop)'; };
     r.onresult = function (ev) { say(ev.results[0][0].transcript); };
-    r.onerror = function (ev) { err.hidden = false; err.textContent = 'Speech recognition failed: ' + (ev.error === 'not-allowed' ? 'microphone access was refused' : ev.error); };
+    r.onerror = function (ev) {
+      // Silence and our own stop are not failures; anything else is said once, in words.
+      if (ev.error === 'no-speech' || ev.error === 'aborted') return;
+      err.hidden = false; err.textContent = speechError(ev.error);
+    };
     r.onend = function () { recognition = null; mic.classList.remove('listening'); mic.textContent = 'Speak'; };
-    try { r.start(); } catch (x) { recognition = null; err.hidden = false; err.textContent = 'Speech recognition failed: ' + x.message; }
+    try { r.start(); } catch (x) { recognition = null; err.hidden = false; err.textContent = speechError(''); }
   };
 })();
 </script></body></html>`;

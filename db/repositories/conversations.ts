@@ -45,9 +45,15 @@ export interface ConversationRecord {
   completionTokens: number;
   startedAt: string;
   endedAt: string | null;
+  /**
+   * Who took the conversation over (`mem_…` or a key id; docs/api-notes.md "Live control"), or null: while set, the
+   * agent does not answer and the person's messages are only stored.
+   */
+  takenOverBy: string | null;
 }
 
-function toRecord(r: any): ConversationRecord {
+/** A `conversations` row as a record. */
+export function toRecord(r: any): ConversationRecord {
   return {
     ...fromColumns(r, ['id', 'orgId', 'agentId', 'channel', 'mode']),
     ...fromNullableColumns(r, ['versionId', 'draftVersion', 'draftSnapshot']),
@@ -59,6 +65,7 @@ function toRecord(r: any): ConversationRecord {
     skillStubs: r.skill_stubs ?? null,
     ...fromColumns(r, ['turnCount', 'messageCount', 'promptTokens', 'completionTokens']),
     ...fromTimestampColumns(r, ['startedAt', 'endedAt']),
+    takenOverBy: r.taken_over_by ?? null,
   };
 }
 
@@ -108,7 +115,8 @@ export function toChatSession(c: ConversationRecord): ChatSession {
   };
 }
 
-function toMessage(r: any): ConversationMessage {
+/** A `conversation_messages` row as a message. */
+export function toMessage(r: any): ConversationMessage {
   const m: ConversationMessage = { id: r.id, role: r.role, content: r.content ?? null, turn: r.turn, createdAt: iso(r.created_at) };
   if (r.tool_calls) m.toolCalls = r.tool_calls;
   if (r.tool_call_id) m.toolCallId = r.tool_call_id;

@@ -42,6 +42,10 @@ export interface ConversationFilters {
   /** Started before (ISO 8601). */
   to?: string;
   simulation?: boolean;
+  /** The call's outcome or the analysis's (docs/api-notes.md "Observe"); SMS threads have none. */
+  outcome?: string;
+  /** Words one of the conversation's messages contains (case-insensitive); SMS threads are not searched. */
+  q?: string;
 }
 
 const OURS = `CASE WHEN m.direction = 'outbound' THEN m.from_e164 ELSE m.to_e164 END`;
@@ -81,9 +85,9 @@ export async function listConversations(db: Db, orgId: string, f: ConversationFi
   // other texts of a number (API sends, keyword replies) are listed as its threads.
   const wantConv = true;
   const parts: string[] = [];
-  const partBinds: any[] = [];
-  if (wantConv) (parts.push(conv), partBinds.push(orgId));
-  if (wantSms && !f.campaignId && !f.versionId && f.simulation !== true) (parts.push(sms), partBinds.push(orgId, orgId));
+  const partBindsOf: any[][] = [];
+  if (wantConv) (parts.push(conv), partBindsOf.push([orgId]));
+  if (wantSms && !f.campaignId && !f.versionId && f.simulation !== true && !f.outcome && !f.q) (parts.push(sms), partBindsOf.push([orgId, orgId]));
   if (!parts.length) return { items: [], nextCursor: null, hasMore: false };
   if (f.agentId) add('u.agent_id = ?', f.agentId);
   if (f.versionId) add('u.version_id = ?', f.versionId);
@@ -93,13 +97,23 @@ export async function listConversations(db: Db, orgId: string, f: ConversationFi
   if (f.from) add('u.started_at >= ?', f.from);
   if (f.to) add('u.started_at < ?', f.to);
   if (f.simulation !== undefined) add('u.simulation = ?', f.simulation);
+  if (f.outcome) add('(u.outcome = ? OR u.analysis_outcome = ?)', f.outcome, f.outcome);
+  if (f.q) {
+    const like = `%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    add(`EXISTS (SELECT 1 FROM conversation_messages m WHERE m.org_id = ? AND m.conversation_id = u.id AND m.content ILIKE ?)`, orgId, like);
+  }
   if (page.cursor) {
     const [at, id] = decodeCursor('conversations', page.cursor, CURSOR) as [string, string];
     add('(u.started_at, u.id) < (?::timestamptz, ?)', at, id);
   }
-  const sql = `SELECT * FROM (${parts.join(' UNION ALL ')}) u ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-               ORDER BY u.started_at DESC, u.id DESC LIMIT ?`;
-  const res = await db.raw(sql, [...partBinds, ...binds, page.limit + 1]);
+  // Each part is filtered, ordered and cut to the page on its own, then the parts are merged: the conversations'
+  // part then reads its index (org_id, started_at, id) newest first and stops after a page, instead of sorting
+  // every conversation of the organization under the union (docs/benchmarks.md "Console").
+  const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
+  const cut = (part: string) => `(SELECT * FROM (${part}) u ${filter} ORDER BY u.started_at DESC, u.id DESC LIMIT ?)`;
+  const sql = parts.length === 1 ? cut(parts[0]) : `SELECT * FROM (${parts.map(cut).join(' UNION ALL ')}) u ORDER BY u.started_at DESC, u.id DESC LIMIT ?`;
+  const perPart = parts.map((_, i) => [...partBindsOf[i], ...binds, page.limit + 1]).flat();
+  const res = await db.raw(sql, parts.length === 1 ? perPart : [...perPart, page.limit + 1]);
   const rows: any[] = res.rows;
   const hasMore = rows.length > page.limit;
   const items = rows.slice(0, page.limit).map(toSummary);
@@ -171,7 +185,19 @@ export async function transcriptMessages(db: Db, orgId: string, c: ConversationS
     }));
   }
   const rows = await db('conversation_messages').where({ org_id: orgId, conversation_id: c.id }).whereIn('role', ['user', 'assistant']).whereNotNull('content').orderBy('seq');
-  return rows.map((m: any) => ({ id: m.id, speaker: m.role === 'user' ? 'user' : 'agent', text: m.content, at: iso(m.created_at), channel: c.channel, attachmentIds: [] }));
+  return rows.map(toTranscriptMessage(c.channel));
+}
+
+/** A stored user or assistant message as a transcript line: a message named `operator:…` is a member's. */
+export function toTranscriptMessage(channel: TranscriptMessage['channel']): (m: any) => TranscriptMessage {
+  return (m) => ({
+    id: m.id,
+    speaker: m.role === 'user' ? 'user' : typeof m.name === 'string' && m.name.startsWith('operator:') ? 'operator' : 'agent',
+    text: m.content,
+    at: iso(m.created_at),
+    channel,
+    attachmentIds: [],
+  });
 }
 
 /** The receipts of a runtime conversation, one per turn (none for SMS threads and calls). */

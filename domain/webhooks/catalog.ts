@@ -31,6 +31,9 @@ export const EVENT_CATALOG: readonly EventTypeInfo[] = [
   { type: 'conversation.started', schema: 'ConversationStartedEventData', description: 'A conversation began (chat, widget, SMS, voice or a simulation)' },
   { type: 'conversation.ended', schema: 'ConversationEndedEventData', description: 'A conversation ended, with why and its message and token counts' },
   { type: 'conversation.analyzed', schema: 'ConversationAnalyzedEventData', description: 'The post-conversation analysis of an ended conversation finished: summary, outcome, sentiment and extracted fields (or failed)' },
+  // Beyond the spec's list: live control (docs/api-notes.md "Live control").
+  { type: 'conversation.taken_over', schema: 'ConversationTakeoverEventData', description: 'A member took a chat, widget or SMS conversation over: the agent stops answering until it is handed back' },
+  { type: 'conversation.handed_back', schema: 'ConversationTakeoverEventData', description: 'A member handed a conversation they took over back to its agent' },
   { type: 'analysis.completed', schema: 'AnalysisCompletedEventData', description: 'A bulk analysis re-run (POST /conversations/analysis-runs) finished: how many conversations were analysed and failed' },
   { type: 'agent.deleted', schema: 'AgentDeletedEventData', description: 'An agent was deleted (archived): its numbers unassigned and publishable keys revoked; versions and conversations stay' },
   { type: 'knowledge.source.deleted', schema: 'KnowledgeSourceDeletedEventData', description: "A knowledge source left an agent's draft (published versions that list it keep its chunks)" },

@@ -35,7 +35,11 @@ export interface ChatSessionCreate {
 export interface ConversationMessage {
   /** `cmsg_…` */
   id: string;
-  role: 'user' | 'assistant' | 'tool';
+  /**
+   * `system`: a line a member added to the model's context (docs/api-notes.md "Live control"); with `name`
+   * `operator:<actor>`, an `assistant` message is one a member wrote while the conversation was taken over.
+   */
+  role: 'user' | 'assistant' | 'tool' | 'system';
   content: string | null;
   /** Turn number (0 is the greeting). */
   turn: number;

@@ -26,6 +26,8 @@ export type WebhookEventType =
   | 'conversation.started'
   | 'conversation.ended'
   | 'conversation.analyzed'
+  | 'conversation.taken_over'
+  | 'conversation.handed_back'
   | 'analysis.completed'
   | 'agent.deleted'
   | 'knowledge.source.deleted'
@@ -203,6 +205,20 @@ export interface ConversationEscalatedEventData {
   reason: string;
   /** What the conversation was about. */
   summary: string | null;
+}
+
+/**
+ * `conversation.taken_over` / `conversation.handed_back`: a member (or a key) took a chat, widget or SMS conversation
+ * over — the agent stops answering — or handed it back (docs/api-notes.md "Live control").
+ */
+export interface ConversationTakeoverEventData {
+  conversationId: string;
+  agentId: string;
+  channel: 'chat' | 'web' | 'sms' | 'voice';
+  /** Who: a member (`mem_…`) or the key (`key_…`) of the control. */
+  actor: string;
+  /** @format date-time */
+  at: string;
 }
 
 /** `call.completed`: a call ended. */
@@ -468,6 +484,8 @@ export interface WebhookEventDataMap {
   'conversation.started': ConversationStartedEventData;
   'conversation.ended': ConversationEndedEventData;
   'conversation.analyzed': ConversationAnalyzedEventData;
+  'conversation.taken_over': ConversationTakeoverEventData;
+  'conversation.handed_back': ConversationTakeoverEventData;
   'analysis.completed': AnalysisCompletedEventData;
   'agent.deleted': AgentDeletedEventData;
   'knowledge.source.deleted': KnowledgeSourceDeletedEventData;

@@ -63,8 +63,11 @@ export interface ConversationAnalysis extends ConversationAnalysisBrief {
 /** One message of a transcript, verbatim. */
 export interface TranscriptMessage {
   id: string;
-  /** `user` (chat/widget caller), `agent`, or `contact` (the other party of an SMS thread). */
-  speaker: 'user' | 'agent' | 'contact';
+  /**
+   * `user` (chat/widget caller), `agent`, `contact` (the other party of an SMS thread), or `operator`: a member who
+   * took the conversation over or said a line on a call (docs/api-notes.md "Live control").
+   */
+  speaker: 'user' | 'agent' | 'contact' | 'operator';
   text: string;
   /** @format date-time */
   at: string;

@@ -54,6 +54,7 @@ import { escalationRouteFor } from './escalation';
 import { pickAgentVersion } from '../agents/traffic';
 import type { TrafficSplitRule } from '../../domain/agents/traffic';
 import { conversationFirstToken, conversationTurnDuration, conversationTurns } from '../../metrics';
+import { heldTurn } from './control';
 import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 
 /** Messages of history handed to each turn. */
@@ -115,7 +116,7 @@ export async function pinnedAgent(db: Db, c: ConversationRecord): Promise<Compil
 }
 
 /** The events of a stored change: `message.created` per user and agent message, `conversation.ended` when it ended. */
-function changeEvents(c: ConversationRecord, messages: readonly ConversationMessage[]): EventOf[] {
+export function changeEvents(c: ConversationRecord, messages: readonly ConversationMessage[]): EventOf[] {
   const events: EventOf[] = [];
   for (const m of messages) {
     if ((m.role === 'user' || m.role === 'assistant') && m.content) {
@@ -415,6 +416,7 @@ function countTurn(channel: string, latency: Array<{ stage: string; ms: number }
  * @param text the user's message; null: none (a Responses API turn answering `opts.toolOutputs`)
  * @param emit receives the turn's streamed events (deltas, tool calls, guardrail decisions)
  * @param opts client tools, their outputs and a response format (Responses API; domain/conversations/runtime.ts `TurnOptions`)
+ * While the conversation is taken over (`takenOverBy`), the message is stored without an answer (./control.ts `heldTurn`).
  * @throws ApiError 409 `conversation_ended`; 409 `conversation_busy` (another turn of this conversation
  *   was stored while this one ran: nothing of this turn is stored); 502/503 from the LLM (llmProblem)
  */
@@ -426,6 +428,8 @@ export async function sendMessage(
   opts: TurnOptions = {},
 ): Promise<StoredTurnOutcome> {
   if (c.status !== 'active') throw new ApiError(409, 'conversation_ended', `The conversation ended (${c.endReason ?? 'ended'}); start a new one`);
+  // Taken over by a member (docs/api-notes.md "Live control"): the message is stored and the model does not answer.
+  if (c.takenOverBy && text !== null) return heldTurn(deps, c, text);
   const agent = await pinnedAgent(deps.db, c);
   const before = c.recent ?? (await recentMessages(deps.db, c.orgId, c.id, HISTORY_MESSAGES));
   const history = before.map(toLlmMessage);
@@ -528,7 +532,7 @@ const turnWriters = new WeakMap<Db, Map<string, GroupCommit<TurnWrite, SavedTurn
  * @returns the stored turn, or `conflict` (see saveTurns)
  * @throws what storing this turn alone threw
  */
-function storeTurn(db: Db, write: TurnWrite): Promise<SavedTurn> {
+export function storeTurn(db: Db, write: TurnWrite): Promise<SavedTurn> {
   const orgId = write.c.orgId;
   let perOrg = turnWriters.get(db);
   if (!perOrg) turnWriters.set(db, (perOrg = new Map()));

@@ -35,6 +35,9 @@ import type { TurnResult } from '../../domain/conversations/runtime';
 import { ApiError } from '../../domain/errors';
 import { callTrafficSplit } from '../../db/repositories/traffic';
 import { analyzeAfterEnd } from '../conversations/analysis';
+import { registerLiveCall, unregisterLiveCall, type LiveCall } from './liveCalls';
+import { operatorName, storeMessages } from '../conversations/control';
+import type { QueuedControl } from '../../db/repositories/conversationControls';
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span } from '@opentelemetry/api';
 
 /** What a relay socket was opened for (a verified relay reference or voice talk token). */
@@ -122,6 +125,8 @@ export class RelaySession {
   private readonly ctx: Context;
   private turns = 0;
   private endReason: string | null = null;
+  /** This session in the registry of live calls (./liveCalls.ts): how a member's controls reach it. */
+  private readonly live: LiveCall;
 
   /**
    * @param parent the trace context the relay was opened with (W3C Trace Context: the upgrade request's
@@ -137,6 +142,7 @@ export class RelaySession {
   ) {
     this.span = tracer.startSpan('voice.call', { kind: SpanKind.SERVER, attributes: callAttributes(grant) }, parent);
     this.ctx = trace.setSpan(parent, this.span);
+    this.live = { orgId: grant.orgId, apply: (c) => this.control(c) };
   }
 
   /** The conversation id once `setup` opened it. */
@@ -185,6 +191,7 @@ export class RelaySession {
     if (this.closed) return;
     this.closed = true;
     if (this.digitTimer) clearTimeout(this.digitTimer);
+    if (this.conversation) unregisterLiveCall(this.conversation.id, this.live);
     this.queue = context.with(this.ctx, () => this.queue.then(async () => {
       let hungUp: ConversationRecord | null = null;
       try {
@@ -278,6 +285,7 @@ export class RelaySession {
     this.agent = agent;
     this.digits = new DigitGatherer(agent.dtmf);
     if (g.callId) await linkCallConversation(this.deps.db, g.orgId, g.callId, conversation.id);
+    registerLiveCall(conversation.id, this.live);
     this.hooks.onConversation?.(g, conversation.id);
     if (greeting?.content) {
       this.lastSaid = greeting.content;
@@ -335,6 +343,47 @@ export class RelaySession {
     }
     this.send(frame);
     this.transport.close(CLOSE.normal, result.end ?? 'ended');
+    this.socketClosed();
+  }
+
+  /**
+   * A member's control (docs/api-notes.md "Live control"), run in turn with the caller's turns: `say` speaks the line
+   * and stores it as the member's; `add_message` stores a `system` line the model reads from the next turn; `transfer`
+   * ends with `handoffData` naming the destination (as the agent's transfer does); `end` hangs up.
+   */
+  control(c: QueuedControl): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.enqueue(async () => {
+        try {
+          await this.applyControl(c);
+        } finally {
+          resolve();
+        }
+      });
+    });
+  }
+
+  private async applyControl(c: QueuedControl): Promise<void> {
+    const conv = this.conversation;
+    if (!conv || conv.status !== 'active' || this.ended || this.closed) return;
+    if (c.action === 'say' || c.action === 'add_message') {
+      if (c.action === 'say') this.send({ type: 'text', token: c.content ?? '', last: true });
+      const stored = await storeMessages(this.deps, conv, [{ role: c.action === 'say' ? 'assistant' : 'system', content: c.content, name: operatorName(c.actor) }]);
+      this.conversation = { ...stored.conversation, recent: [...(conv.recent ?? []), ...stored.messages].slice(-30) };
+      if (c.action === 'say') this.lastSaid = c.content ?? '';
+      return;
+    }
+    this.ended = true;
+    this.endReason = c.action === 'transfer' ? 'transferred' : 'ended_by_api';
+    const frame: RelayFrame = { type: 'end' };
+    if (c.action === 'transfer' && this.grant.callId) {
+      frame.handoffData = JSON.stringify({ reason: 'transferred', destination: c.destination, conversationId: conv.id, callId: this.grant.callId });
+      this.hooks.onHandoff?.(this.grant, { reason: 'transferred', destination: c.destination, conversationId: conv.id });
+    }
+    // Analysed once, like every end (docs/api-notes.md "Conversation analysis").
+    this.conversation = await finishConversation(this.deps.db, conv, c.action === 'transfer' ? 'transferred' : 'ended_by_api', { db: this.deps.db, llm: this.deps.llm, log: this.log });
+    this.send(frame);
+    this.transport.close(CLOSE.normal, this.endReason);
     this.socketClosed();
   }
 

@@ -152,6 +152,32 @@ describe('agents answer texts (inbound SMS → turn → reply)', function () {
     expect(refused[0]).to.match(/^refused \(404\).*unknown_external_id/);
   });
 
+  it('leaves a text unanswered while a member holds the conversation, texts the member\'s line, and answers again once handed back (docs/api-notes.md "Live control")', async () => {
+    const o = await textingOrg();
+    const sender = '+12125550149';
+    const first = await inbound(o.ours, sender, 'Do you take new patients?');
+    const reply = await until(async () => replyTo(o.orgId, first.id), 30_000, 'the reply');
+    const conversationId = reply.conversation_id as string;
+    const control = (json: Record<string, unknown>) => t.call('POST', `/conversations/${conversationId}/control`, { key: o.key, json });
+    expect((await control({ action: 'take_over' })).status).to.equal(200);
+    const held = await inbound(o.ours, sender, 'Can a person call me about my bill?');
+    const settled = await until(async () => ((r) => (r.answer_state !== 'pending' ? r : undefined))(await t.db('sms_messages').where({ id: held.id }).first()), 20_000, 'the held text settled');
+    expect(settled.answer_state).to.not.equal('answered');
+    expect(await replyTo(o.orgId, held.id)).to.equal(undefined);
+    const said = await control({ action: 'say', content: 'Hi, this is Sam from the front desk. I will call you in five minutes.' });
+    expect(said.status, said.text).to.equal(200);
+    const texted = await until(async () => t.db('sms_messages').where({ org_id: o.orgId, direction: 'outbound', to_e164: sender, body: 'Hi, this is Sam from the front desk. I will call you in five minutes.' }).first(), 20_000, "the member's text");
+    expect(texted).to.include({ from_e164: o.ours });
+    const lines = (await allMessages(t.db, o.orgId, conversationId)).filter((m) => m.content && !m.toolCalls).map((m) => [m.role, m.name ?? null, m.content]);
+    expect(lines.slice(-2)).to.deep.equal([
+      ['user', null, 'Can a person call me about my bill?'],
+      ['assistant', `operator:${o.keyId}`, 'Hi, this is Sam from the front desk. I will call you in five minutes.'],
+    ]);
+    expect((await control({ action: 'hand_back' })).status).to.equal(200);
+    const after = await inbound(o.ours, sender, 'Thanks! What are your hours?');
+    expect((await until(async () => replyTo(o.orgId, after.id), 30_000, 'the agent answering again')).conversation_id).to.equal(conversationId);
+  });
+
   it('leaves STOP and HELP to the keyword handler: the model answers neither, and nothing follows an opt-out', async () => {
     const o = await textingOrg();
     const sender = '+12125550142';

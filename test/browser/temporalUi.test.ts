@@ -168,16 +168,23 @@ describe('the Temporal Web UI in headless Chromium', function () {
       const total = Number(((await count.json()) as { count: string }).count);
       expect(total).to.be.greaterThan(0);
       await page.getByText(new RegExp(`^\\s*${total}\\s+Workflows?\\s*$`)).first().waitFor({ timeout: 30_000 });
-      // Nothing wider than the window: the table's columns are the official UI's first ones.
-      const widths = await page.evaluate(() => {
-        type El = { scrollWidth: number; getBoundingClientRect(): { right: number } };
-        const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): ArrayLike<El>; documentElement: El } }).document;
-        const tables = Array.from(doc.querySelectorAll('table'));
-        return { tableRight: Math.max(...tables.map((t) => t.getBoundingClientRect().right)), page: doc.documentElement.scrollWidth };
-      });
-      await page.screenshot({ path: path.join(ARTIFACTS, 'temporal-ui-landing-1280.png') });
-      expect(widths.tableRight, 'the table ends inside the window').to.be.at.most(1280);
-      expect(widths.page, 'no horizontal scrolling').to.be.at.most(1280);
+      // The official layout: each row one line high (ids never break a character per line), the table scrolling
+      // sideways inside its own box, and the page itself never wider than the window — at 1280 and at 390 px.
+      for (const width of [1280, 390]) {
+        await page.setViewportSize({ width, height: 900 });
+        await page.waitForTimeout(100);
+        const layout = await page.evaluate(() => {
+          type El = { scrollWidth: number; clientWidth: number; getBoundingClientRect(): { right: number; height: number } };
+          const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): ArrayLike<El>; documentElement: El } }).document;
+          const rows = Array.from(doc.querySelectorAll('.paginated-table-body tr'));
+          const wrappers = Array.from(doc.querySelectorAll('.paginated-table-wrapper'));
+          return { rowHeight: Math.max(...rows.map((r) => r.getBoundingClientRect().height)), wrapperRight: Math.max(...wrappers.map((w) => w.getBoundingClientRect().right)), page: doc.documentElement.scrollWidth };
+        });
+        await page.screenshot({ path: path.join(ARTIFACTS, `temporal-ui-landing-${width}.png`) });
+        expect(layout.rowHeight, `one line per row at ${width} px`).to.be.at.most(60);
+        expect(layout.wrapperRight, `the list's box ends inside the window at ${width} px`).to.be.at.most(width);
+        expect(layout.page, `no horizontal scrolling of the page at ${width} px`).to.be.at.most(width);
+      }
       await context.close();
     });
   });
@@ -294,6 +301,15 @@ describe('the Temporal Web UI in headless Chromium', function () {
       const page = await context.newPage();
       await page.goto(`${ui.url}/namespaces/default/schedules`);
       await page.getByText(scheduleId).first().waitFor({ timeout: 30_000 });
+      // The schedule list fits the window at 1366 and 390 px: the page never scrolls sideways (the list may, in its box).
+      for (const width of [1366, 390]) {
+        await page.setViewportSize({ width, height: 900 });
+        await page.waitForTimeout(100);
+        const pageWidth = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+        await page.screenshot({ path: path.join(ARTIFACTS, `temporal-ui-schedules-${width}.png`) });
+        expect(pageWidth, `the schedule list at ${width} px`).to.be.at.most(width);
+      }
+      await page.setViewportSize({ width: 1280, height: 900 });
       await page.goto(`${ui.url}/namespaces/default/schedules/${encodeURIComponent(scheduleId)}`);
       await page.getByText(/Recent Runs/i).first().waitFor({ timeout: 30_000 });
       await page.getByText(/Upcoming Runs/i).first().waitFor({ timeout: 30_000 });

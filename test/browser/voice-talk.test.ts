@@ -81,7 +81,8 @@ describe('the voice test page in headless Chromium', function () {
     expect(await page.locator('#status').textContent()).to.equal('Connected');
     await page.click('#mic');
     await page.locator('#speech-error').waitFor();
-    expect(await page.locator('#speech-error').textContent()).to.equal('Speech recognition failed: network');
+    // Said in words, never the Web Speech API's raw code.
+    expect(await page.locator('#speech-error').textContent()).to.equal('Speech recognition could not reach its service. Type instead.');
     expect(await page.locator('#mic').textContent()).to.equal('Speak');
 
     // A 3×4 keypad whose presses are echoed.
@@ -90,6 +91,8 @@ describe('the voice test page in headless Chromium', function () {
     expect(new Set(boxes.map((b) => b[1])).size).to.equal(4);
     for (const k of ['4', '2', '#']) await page.click(`#keys button[data-key="${k}"]`);
     expect(await page.locator('#digits').textContent()).to.equal('42#');
+    // The keypad input is the caller's line in the transcript too.
+    expect(await page.locator('#log .you').last().textContent()).to.equal('Keypad: 42#');
     // It wears the shared frame: the product's header and the one stylesheet.
     expect(await page.locator('header.brand').textContent()).to.include('Agent Control Plane');
     expect(await page.locator('main.card').evaluate((el) => (globalThis as any).getComputedStyle(el).borderTopLeftRadius)).to.equal('12px');
@@ -99,6 +102,12 @@ describe('the voice test page in headless Chromium', function () {
     await page.waitForFunction("document.getElementById('phase').dataset.phase === 'ended'");
     expect(await page.locator('#status').textContent()).to.match(/^Call ended/);
     expect(await page.locator('#start').isEnabled()).to.equal(true);
+    // A new call starts without the last call's speech error.
+    await page.click('#start');
+    await page.locator('#log .agent').first().waitFor();
+    expect(await page.locator('#speech-error').isVisible()).to.equal(false);
+    await page.click('#hangup');
+    await page.waitForFunction("document.getElementById('phase').dataset.phase === 'ended'");
     const stored = await t!.db('conversations').where({ org_id: org.orgId, agent_id: agentId }).first();
     expect(stored).to.include({ channel: 'voice', mode: 'draft' });
     await page.close();

@@ -13,6 +13,7 @@
  * a message — except under CI, where a missing browser fails it.
  */
 import { expect } from 'chai';
+import { until } from '../helpers/wait';
 import { publishDraft } from '../api/agents-fixtures';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -68,6 +69,7 @@ describe('the widget in headless Chromium', function () {
   let site: { port: number; close(): Promise<void> };
   let orgId = '';
   let agentId = '';
+  let orgKey = '';
   let axeSource = '';
   const contexts: BrowserContext[] = [];
   const watched: Watched[] = [];
@@ -78,6 +80,7 @@ describe('the widget in headless Chromium', function () {
     t = await startTestApi('widgetbrowser', {}, { providers: { llm: new SandboxLlm({ tokenDelayMs: 40 }) } });
     const org = await t.org('Browser Co');
     orgId = org.orgId;
+    orgKey = org.key;
     agentId = (await t.call('POST', '/agents', { key: org.key, json: { name: 'Clinic', voiceId: 'voice_ava', greeting: 'Hello! Ask me anything about the clinic.' } })).body.data.id;
     const text = 'The clinic is open Monday to Friday from 8am to 6pm. Saturday visits are by appointment. Book a visit online at https://clinic.example/book today.';
     const source = await createSource(t.db, org.orgId, { agentId, kind: 'text', name: 'Opening hours', text }, async () => undefined);
@@ -195,6 +198,25 @@ describe('the widget in headless Chromium', function () {
     expect(await panel.isHidden()).to.equal(true);
   });
 
+  it("shows the lines of a team member who took the conversation over (docs/api-notes.md \"Live control\"), and the agent's again once handed back", async () => {
+    const { page } = await tab();
+    await page.goto(`http://127.0.0.1:${site.port}/`);
+    await page.locator(`${W} .launcher`).click();
+    await page.locator(`${W} .msg.agent`, { hasText: 'Ask me anything' }).waitFor();
+    const conv = await until(async () => (await t.db('conversations').where({ org_id: orgId, channel: 'web' }).orderBy('started_at', 'desc').first()) ?? null, 10_000, 'the widget session');
+    const control = (json: Record<string, unknown>) => t.call('POST', `/conversations/${conv.id}/control`, { key: orgKey, json });
+    expect((await control({ action: 'take_over' })).status).to.equal(200);
+    await ask(page, 'Can I talk to a person about my bill?');
+    await page.locator(`${W} .typing`).waitFor({ state: 'detached' });
+    expect(await page.locator(`${W} .msg.agent`).count(), 'the agent does not answer').to.equal(1);
+    expect((await control({ action: 'say', content: 'Hi, Sam from the front desk here.' })).status).to.equal(200);
+    await page.locator(`${W} .msg.agent`, { hasText: 'Hi, Sam from the front desk here.' }).waitFor({ timeout: 10_000 });
+    expect((await control({ action: 'hand_back' })).status).to.equal(200);
+    await ask(page, 'When is the clinic open on Monday?');
+    await page.locator(`${W} .msg.agent`, { hasText: 'Monday' }).waitFor({ timeout: 20_000 });
+    expect(await page.locator(`${W} .msg.agent`, { hasText: 'Hi, Sam from the front desk here.' }).count(), 'shown once').to.equal(1);
+  });
+
   it('makes http(s) links clickable and opening apart, and never renders message text as HTML', async () => {
     const { page } = await tab();
     await page.goto(`http://127.0.0.1:${site.port}/`);
@@ -292,6 +314,28 @@ describe('the widget in headless Chromium', function () {
     expect(call.metadata).to.include({ origin: `http://127.0.0.1:${site.port}` });
     expect(call.metadata.widgetSessionId).to.match(/^cnv_/);
     expect(w.warnings).to.deep.equal([]);
+  });
+
+  it('says a speech recognition error once in words and stops listening, so the visitor types instead', async () => {
+    // A recognizer with no microphone behind it (Web Speech API error \`audio-capture\`), counting its starts.
+    const failing = `window.__starts = 0; window.webkitSpeechRecognition = function () { var r = this; r.start = function () { window.__starts++; setTimeout(function () { r.onerror && r.onerror({ error: 'audio-capture' }); r.onend && r.onend(); }, 5); }; r.stop = r.abort = function () {}; }; window.SpeechRecognition = undefined; speechSynthesis.speak = function (u) { setTimeout(function () { u.onend && u.onend(); }, 20); };`;
+    const { page } = await tab(undefined, failing);
+    // Playwright's fake clock: time runs on its own until the test moves it on (no real wait below).
+    await page.clock.install();
+    await page.goto(`http://127.0.0.1:${site.port}/`);
+    await page.locator(`${W} .launcher`).click();
+    await page.locator(`${W} .msg.agent`, { hasText: 'Ask me anything' }).waitFor();
+    await page.locator(`${W} .voice`).click();
+    await page.locator(`${W} .msg.notice`, { hasText: 'No microphone was found' }).waitFor();
+    // The call's greeting arrives (said, then the call waits for the visitor).
+    await until(async () => ((await page.locator(`${W} .msg.agent`).count()) >= 2) || null, 10_000, 'the greeting of the call');
+    // Eight seconds of what used to be a restart every 250 ms (32 restarts): nothing more is tried, and it is said once.
+    await page.clock.runFor(8000);
+    expect(await page.evaluate('window.__starts')).to.equal(1);
+    expect(await page.locator(`${W} .msg.notice`, { hasText: 'No microphone was found' }).count()).to.equal(1);
+    expect(await page.locator(`${W} .phase`).textContent()).to.equal('Type to talk');
+    expect(await page.locator(`${W}`).evaluate((el) => (el as any).shadowRoot.textContent)).to.not.include('audio-capture');
+    await page.locator(`${W} .hangup`).click();
   });
 
   it('shows no launcher on a page whose origin the key does not allow, and warns the site owner in the console', async () => {

@@ -15,6 +15,9 @@
  * Keyboard and screen reader: every control is a labelled button, the input has a label, the message log is
  * an ARIA live region, Escape closes the panel and focus returns to the launcher.
  */
+import { personFollower } from './person';
+import { speechErrorText } from './speech';
+import { readEvents } from './sse';
 
 interface WidgetSettings {
   title: string;
@@ -118,36 +121,6 @@ input::placeholder { color: #6b7280; }
 form button { padding: 9px 14px; border: 0; border-radius: 8px; cursor: pointer; font-size: 14px; }
 form button:disabled { cursor: not-allowed; opacity: .6; }
 `;
-
-/** Reads an SSE stream (`event:` / `data:` / blank line) and calls `on` per event. */
-async function readEvents(res: Response, on: (type: string, data: any) => void): Promise<void> {
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let cut: number;
-    while ((cut = buffer.indexOf('\n\n')) >= 0) {
-      const frame = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      let type = 'message';
-      const data: string[] = [];
-      for (const line of frame.split('\n')) {
-        if (line.startsWith('event:')) type = line.slice(6).trim();
-        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-      }
-      let parsed: unknown = null;
-      try {
-        parsed = data.length ? JSON.parse(data.join('\n')) : null;
-      } catch {
-        parsed = data.join('\n');
-      }
-      on(type, parsed);
-    }
-  }
-}
 
 const URL_PATTERN = /\bhttps?:\/\/[^\s<>"']+/gi;
 
@@ -372,6 +345,20 @@ function mount(key: string): void {
     return el;
   };
 
+  // A person of the team holding the conversation: their lines (./person.ts).
+  const person = personFollower({
+    read: async () => {
+      if (!session) return null;
+      const res = await fetch(`${apiBase()}/chat/sessions/${encodeURIComponent(session.id)}`, { headers: { authorization: `Bearer ${session.token}` }, cache: 'no-store' }).catch(() => null);
+      const body = res?.ok ? ((await res.json().catch(() => null)) as { data?: { session: { status: string }; messages: { id: string; role: string; content: string | null; name?: string; createdAt: string }[] } } | null) : null;
+      return body?.data ? { status: body.data.session.status, messages: body.data.messages } : null;
+    },
+    show: (text, at) => {
+      add('agent', text, at);
+      scroll();
+    },
+  });
+
   const chat = async (text: string) => {
     await start();
     if (!session) return;
@@ -405,6 +392,10 @@ function mount(key: string): void {
           } else if (type === 'message.completed' && data?.reply?.content) {
             raw = data.reply.content;
             reply ??= add('agent', '');
+            person.stop();
+          } else if (type === 'message.completed' && data && data.reply === null && Array.isArray(data.messages) && data.messages[0]?.createdAt) {
+            // No answer: a person of the team holds the conversation (docs/api-notes.md "Live control"); their lines are fetched.
+            person.follow(String(data.messages[0].createdAt));
           } else if (type === 'error') note('notice', data?.detail ?? 'The answer failed.');
           scroll();
         });
@@ -428,19 +419,21 @@ function mount(key: string): void {
   const SR = ((window as any).SpeechRecognition || (window as any).webkitSpeechRecognition) as (new () => Recognizer) | undefined;
   let ws: WebSocket | null = null;
   let recognizer: Recognizer | null = null;
+  /** Recognition failed for this call (no microphone, refused, no service): the visitor types instead. */
+  let speechFailed = false;
   let speaking = 0;
   let current: { el: HTMLElement; body: HTMLElement } | null = null;
   let currentText = '';
   const setPhase = (p: Phase) => {
     phaseEl.dataset.phase = p;
-    phaseEl.textContent = PHASES[p];
+    phaseEl.textContent = p === 'listening' && speechFailed ? 'Type to talk' : PHASES[p];
     if (p === 'listening') listen();
     else if (recognizer) recognizer.abort();
   };
   const inCall = () => !!ws && ws.readyState === WebSocket.OPEN;
   /** Listens for the visitor's next utterance (when the browser has SpeechRecognition and the agent is not speaking). */
   const listen = () => {
-    if (!SR || recognizer || !inCall()) return;
+    if (!SR || recognizer || speechFailed || !inCall()) return;
     const r = (recognizer = new SR());
     r.lang = document.documentElement.lang || 'en-US';
     r.continuous = false;
@@ -450,12 +443,16 @@ function mount(key: string): void {
       if (typeof said === 'string' && said.trim()) say(said.trim());
     };
     r.onerror = (e) => {
-      if (e.error === 'not-allowed' || e.error === 'service-not-allowed') note('notice', 'Microphone access was refused — type to talk instead.');
+      // Silence and our own abort are part of listening; any other error stops recognition for the call, said once.
+      if (e.error === 'no-speech' || e.error === 'aborted') return;
+      speechFailed = true;
+      phaseEl.textContent = 'Type to talk';
+      note('notice', speechErrorText(String(e.error)));
     };
     r.onend = () => {
       recognizer = null;
       // Recognition stops after each utterance or a silence: listen again while the call waits for the visitor.
-      if (inCall() && phaseEl.dataset.phase === 'listening') setTimeout(listen, 250);
+      if (inCall() && !speechFailed && phaseEl.dataset.phase === 'listening') setTimeout(listen, 250);
     };
     try {
       r.start();
@@ -500,6 +497,7 @@ function mount(key: string): void {
     voiceButton.disabled = true;
     callBar.hidden = false;
     hangup.hidden = false;
+    speechFailed = false;
     setPhase('connecting');
     const res = await fetch(`${apiBase()}/chat/widget/sessions/${session.id}/voice-token`, { method: 'POST', headers: { authorization: `Bearer ${session.token}` } }).catch(() => null);
     const body = res ? await res.json().catch(() => ({})) : {};
@@ -509,7 +507,11 @@ function mount(key: string): void {
       await navigator.mediaDevices
         .getUserMedia({ audio: true })
         .then((stream) => stream.getTracks().forEach((t) => t.stop()))
-        .catch(() => note('notice', 'Microphone access was refused — type to talk instead.'));
+        .catch((err: { name?: string }) => {
+          // Said once here; recognition is then not tried for this call (it would fail the same way).
+          speechFailed = true;
+          note('notice', speechErrorText(err?.name === 'NotFoundError' ? 'audio-capture' : 'not-allowed'));
+        });
     }
     let opened = false;
     const socket = (ws = new WebSocket((body as { data: { relayUrl: string } }).data.relayUrl));
