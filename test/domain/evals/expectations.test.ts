@@ -60,8 +60,10 @@ describe('evaluation expectations', () => {
 
   it('asks a stub of every skill that reaches outside the conversation, and of no other', () => {
     expect(['http_request', 'send_sms', 'lookup_record', 'end_call', 'transfer_call'].map((type) => skillNeedsStub({ type, config: {} }))).to.deep.equal([true, true, true, false, false]);
-    expect(skillNeedsStub({ type: 'book_appointment', config: {} })).to.equal(false);
-    expect(skillNeedsStub({ type: 'book_appointment', config: { integration: 'calendar' } })).to.equal(true);
+    // A booking reaches its endpoint or its calendar either way (docs/api-notes.md "Booking skills").
+    expect(skillNeedsStub({ type: 'book_appointment', config: { url: 'https://book.example.com/' } })).to.equal(true);
+    expect(skillNeedsStub({ type: 'book_appointment', config: { integration: 'google_calendar' } })).to.equal(true);
+    expect(skillNeedsStub({ type: 'check_availability', config: { integration: 'calcom' } })).to.equal(true);
     const skills = [{ name: 'crm', type: 'http_request', config: {} }, { name: 'bye', type: 'end_call', config: {} }];
     expect(missingStubErrors(skills, { crm: null })).to.deep.equal([]);
     expect(missingStubErrors(skills, undefined, 'scenarios[0].skillStubs').map((e) => e.field)).to.deep.equal(['scenarios[0].skillStubs.crm']);
