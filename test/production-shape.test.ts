@@ -267,7 +267,7 @@ describe('the production shape: dev server, two start:api and two start:worker p
     fd.append('file', new Blob([['phone,time_zone', ...numbers.map((n) => `${n},${zone}`)].join('\n')], { type: 'text/csv' }), 'contacts.csv');
     const uploaded = await fetch(`${apiUrls[turn++ % 2]}/api/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
     expect(uploaded.status).to.equal(201);
-    const fileId = ((await uploaded.json()) as any).data.fileId as string;
+    const fileId = ((await uploaded.json()) as any).data.id as string;
     const list = await ok('POST', '/contact-lists', { name: 'Everyone' }, 201);
     await ok('POST', `/contact-lists/${list.id}/imports`, { fileId }, 202);
     const imported = await until(async () => ((l) => (l.import.status === 'ready' || l.import.status === 'failed' ? l : undefined))((await call('GET', `/contact-lists/${list.id}`)).body.data), 60_000, 'the import');

@@ -70,7 +70,7 @@ describe('stopping npm start with work in flight', function () {
       const form = new FormData();
       form.append('file', new Blob(['phone\n+12125550101\n+12125550102\n'], { type: 'text/csv' }), 'contacts.csv');
       const uploaded = (await (await fetch(`${service.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form })).json()) as any;
-      expect((await api(service, 'POST', `/contact-lists/${list.id}/imports`, key, { fileId: uploaded.data.fileId })).status).to.equal(202);
+      expect((await api(service, 'POST', `/contact-lists/${list.id}/imports`, key, { fileId: uploaded.data.id })).status).to.equal(202);
       await until(async () => (await api(service, 'GET', `/contact-lists/${list.id}`, key)).body.data.import.status === 'ready' || undefined, 60_000, 'the import');
       const campaign = (await api(service, 'POST', '/campaigns', key, { name: 'Reminders', agentId: agentId!, callerIdNumberId: bought.body.data.id, contactListId: list.id, purpose: 'informational' })).body.data;
       expect((await api(service, 'POST', `/campaigns/${campaign.id}/launch`, key)).status).to.equal(200);
