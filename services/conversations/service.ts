@@ -97,8 +97,8 @@ export interface ConversationDeps {
   embeddings?: EmbeddingsProvider;
 }
 
-/** Compiled versions are immutable: cached by organization and version id. */
-const versionCache = new Map<string, CompiledAgent>();
+/** Compiled versions are immutable: cached by organization and version id, one read shared by the turns that miss at once. */
+const versionCache = new Map<string, Promise<CompiledAgent>>();
 const VERSION_CACHE_MAX = 1000;
 
 /** The compiled configuration a conversation is pinned to. @throws ApiError 404 when its version vanished */
@@ -107,11 +107,12 @@ export async function pinnedAgent(db: Db, c: ConversationRecord): Promise<Compil
   const key = `${c.orgId}:${c.versionId}`;
   const hit = versionCache.get(key);
   if (hit) return hit;
-  const v = await getVersion(db, c.orgId, c.agentId, c.versionId!);
-  if (!v) throw notFound('Agent version', 'version_not_found');
+  const read = getVersion(db, c.orgId, c.agentId, c.versionId!).then((v) => (v ? (v.snapshot as CompiledAgent) : Promise.reject(notFound('Agent version', 'version_not_found'))));
   if (versionCache.size >= VERSION_CACHE_MAX) versionCache.delete(versionCache.keys().next().value as string);
-  versionCache.set(key, v.snapshot as CompiledAgent);
-  return v.snapshot as CompiledAgent;
+  versionCache.set(key, read);
+  // A failed read is not kept: the next turn reads again.
+  read.catch(() => versionCache.get(key) === read && versionCache.delete(key));
+  return read;
 }
 
 /** The events of a stored change: `message.created` per user and agent message, `conversation.ended` when it ended. */
