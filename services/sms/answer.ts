@@ -17,8 +17,8 @@
  */
 import type { Client } from '@temporalio/client';
 import type { Db } from '../../db';
-import { getAgent, isUniqueViolation } from '../../db/repositories/agents';
-import { findOpenSmsConversation, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
+import { isUniqueViolation } from '../../db/repositories/agents';
+import { findOpenSmsConversation, findOpenSmsConversationWithHistory, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
 import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
 import { getContact } from '../../db/repositories/smsContacts';
 import { findReplyTo, getMessageRecord, pendingAnswers, setInboundAnswer, settleInboundAnswer, settleInboundAnswers, type SmsMessageRecord } from '../../db/repositories/smsMessages';
@@ -33,7 +33,7 @@ import { feeOf, PRICES } from '../../domain/billing/prices';
 import type { CompiledAgent } from '../../domain/agents/compile';
 import { conversationLimits, DEFAULT_CONVERSATION_LIMITS } from '../../domain/conversations/limits';
 import { recordUsage } from '../billing/usage';
-import { finishConversation, pinnedAgent, sendMessage, startConversation, type ConversationDeps } from '../conversations/service';
+import { finishConversation, HISTORY_MESSAGES, pinnedAgent, sendMessage, startConversation, type ConversationDeps } from '../conversations/service';
 import { queueText } from './send';
 
 /** Segments of an agent's SMS reply when the agent names none (domain/conversations/limits.ts). */
@@ -257,7 +257,8 @@ async function conversationFor(deps: ConversationDeps, orgId: string, agentId: s
     const known = await getConversation(db, orgId, m.conversationId);
     if (known) return known;
   }
-  const open = await findOpenSmsConversation(db, orgId, agentId, m.from);
+  // With the history its turn reads (one round trip instead of two).
+  const open = await findOpenSmsConversationWithHistory(db, orgId, agentId, m.from, HISTORY_MESSAGES);
   if (open) {
     const agent = await pinnedAgent(db, open);
     if (now - Date.parse(open.lastActivityAt) < smsSettingsOf(agent).idleTimeoutSeconds * 1000) {
@@ -266,12 +267,12 @@ async function conversationFor(deps: ConversationDeps, orgId: string, agentId: s
     }
     await finishConversation(db, open, 'idle', { db, llm: deps.llm, temporal: deps.temporal });
   }
-  const agent = await getAgent(db, orgId, agentId);
-  if (!agent?.publishedVersionId) return null;
   let started: ConversationRecord;
   try {
     started = (await startConversation(db, orgId, { agentId, channel: 'sms', keyId: null, counterpart: m.from, metadata: { from: m.from, to: m.to, firstMessageId: m.id }, seed: [] })).conversation;
   } catch (err) {
+    // An agent gone or never published (startConversation reads it): no conversation.
+    if (err instanceof ApiError && (err.code === 'agent_not_found' || err.code === 'no_published_version')) return null;
     if (!isUniqueViolation(err)) throw err;
     const winner = await findOpenSmsConversation(db, orgId, agentId, m.from);
     if (!winner) throw err;
