@@ -17,7 +17,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { AppDeps } from '../context';
 import { ApiError, validationError } from '../../domain/errors';
 import { callbackSecret, verifyCallbackSignature } from '../../domain/sms/callbackSignature';
-import { findOrgByCarrierId, findOrgByRegistrationId, getRegistration } from '../../db/repositories/smsRegistrations';
+import { findOrgByCarrierId, findOrgByRegistrationId, getRegistration, getRegistrationRecord } from '../../db/repositories/smsRegistrations';
 import { deleteProviderEvent, storeProviderEvent } from '../../db/repositories/smsProviderEvents';
 import { advanceMessage, findMessageByProviderId, findOutboundMessageById, insertMessage, type SmsMessageRecord } from '../../db/repositories/smsMessages';
 import { findOwnerOfNumber } from '../../db/repositories/numbers';
@@ -68,7 +68,7 @@ function parseBody(raw: string): { body: CallbackBody; media: InboundMediaItem[]
 }
 
 /** What the callback processing needs (keyword replies are started on Temporal when the API has it). */
-export type CallbackDeps = Pick<AppDeps, 'db' | 'config' | 'logger' | 'temporal' | 'providers'>;
+export type CallbackDeps = Pick<AppDeps, 'db' | 'config' | 'logger' | 'temporal' | 'providers'> & Partial<Pick<AppDeps, 'caches'>>;
 
 /**
  * Verifies, stores and applies one provider callback.
@@ -149,7 +149,10 @@ export async function applyProviderCallback(deps: CallbackDeps, provider: string
   if (!stored) return { received: true, duplicate: true };
   await handleInboundKeyword(deps, owner.orgId, { from: body.from!, to: body.to!, text: body.text!, keyword });
   // The answer starts from the text and number just stored and read (not read again).
-  if (owed) answerSoon(deps, owner.orgId, messageId, { message: stored, number: owner.number });
+  // The registration through the process's read cache, kept coherent by the change feed (docs/operations.md "Scaling out").
+  const registrations = deps.caches?.smsRegistrations;
+  const registration = registrations ? async () => (await registrations.get(owner.orgId, () => getRegistrationRecord(db, owner.orgId)))?.registration : undefined;
+  if (owed) answerSoon(deps, owner.orgId, messageId, { message: stored, number: owner.number, registration });
   return { received: true, duplicate: false };
 }
 

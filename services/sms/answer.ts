@@ -21,6 +21,7 @@ import { isUniqueViolation } from '../../db/repositories/agents';
 import { findOpenSmsConversation, findOpenSmsConversationWithHistory, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
 import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
 import type { PhoneNumber } from '../../schemas/types/numbers';
+import type { SmsRegistration } from '../../schemas/types/sms';
 import { getContact } from '../../db/repositories/smsContacts';
 import { findReplyTo, getMessageRecord, pendingAnswers, setInboundAnswer, settleInboundAnswer, settleInboundAnswers, type SmsMessageRecord } from '../../db/repositories/smsMessages';
 import type { TelephonyAdapter } from '../../providers/telephony';
@@ -67,6 +68,8 @@ export function smsSettingsOf(agent: Partial<CompiledAgent>): { maxSegments: num
 export interface KnownRecords {
   message?: SmsMessageRecord;
   number?: PhoneNumber;
+  /** The organization's registration through a read cache the change feed keeps coherent (api/app.ts). */
+  registration?: () => Promise<SmsRegistration | undefined>;
 }
 
 /**
@@ -163,7 +166,7 @@ async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Cli
   const contact = await getContact(db, orgId, m.from);
   if (contact?.optedOut) return { answered: false, reason: 'recipient_opted_out' };
   if (!number.smsEnabled) return { answered: false, reason: 'number_not_sms_enabled' };
-  const registration = await getRegistration(db, orgId);
+  const registration = await (known.registration ? known.registration() : getRegistration(db, orgId));
   if (registration?.status !== 'active') return { answered: false, reason: 'registration_not_active' };
 
   const conversation = await conversationFor(deps, orgId, number.agentId, m, now);
