@@ -15,7 +15,8 @@
  *
  * Run: `BENCH_ONLY=chat npm run bench` or `npx tsx bench/chat.ts`. BENCH_CHAT_SESSIONS (100) and
  * BENCH_CHAT_SECONDS (10) set the load, BENCH_CHAT_GUARD_TURNS (4,000) the turns of (c), BENCH_CHAT_POOL the pool size (default: the service's, 20); BENCH_PROFILE_DIR writes a CPU profile of the API process
- * during the load. Targets on a 2-core machine: ≥ 500 turns/s, overhead p99 < 20 ms.
+ * during the load; BENCH_PROFILE=1 also prints its top self-time functions; BENCH_COUNT_QUERIES=1 prints the statements per
+ * turn (counted at pg's Client, every pool of the process). Targets on a 2-core machine: ≥ 500 turns/s, overhead p99 < 20 ms.
  */
 import os from 'node:os';
 import pg from 'pg';
