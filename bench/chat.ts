@@ -15,9 +15,11 @@
  *
  * Run: `BENCH_ONLY=chat npm run bench` or `npx tsx bench/chat.ts`. BENCH_CHAT_SESSIONS (100) and
  * BENCH_CHAT_SECONDS (10) set the load, BENCH_CHAT_GUARD_TURNS (4,000) the turns of (c), BENCH_CHAT_POOL the pool size (default: the service's, 20); BENCH_PROFILE_DIR writes a CPU profile of the API process
- * during the load. Targets on a 2-core machine: ≥ 500 turns/s, overhead p99 < 20 ms.
+ * during the load; BENCH_PROFILE=1 also prints its top self-time functions; BENCH_COUNT_QUERIES=1 prints the statements per
+ * turn (counted at pg's Client, every pool of the process). Targets on a 2-core machine: ≥ 500 turns/s, overhead p99 < 20 ms.
  */
 import os from 'node:os';
+import pg from 'pg';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { createSource, indexChunks, markProcessing } from '../db/repositories/knowledge';
@@ -32,7 +34,9 @@ import type { LlmProvider } from '../domain/conversations/llm';
 import { SandboxLlm } from '../providers/llm/sandbox';
 import { DEFAULT_GUARDRAILS } from '../domain/agents/compile';
 import { runBench } from './entry';
-import { startLoadGen } from './http';
+import { printProfile, startLoadGen } from './http';
+import fs from 'node:fs';
+import path from 'node:path';
 
 const SESSIONS = Number(process.env.BENCH_CHAT_SESSIONS ?? 100);
 const SECONDS = Number(process.env.BENCH_CHAT_SECONDS ?? 10);
@@ -198,14 +202,29 @@ export async function runChatBench(): Promise<void> {
         QUESTIONS.map((_, n) => ({ method: 'POST' as const, path: `${new URL(api.baseUrl).pathname}/chat/sessions/${id}/messages`, body: JSON.stringify({ content: QUESTIONS[(i + n) % QUESTIONS.length] }) })),
       ),
     });
+    // BENCH_COUNT_QUERIES=1: the statements each turn costs through the API's pool, by their first words.
+    // Counted at pg's Client, so every pool of the process is seen (the service's, the rate limits', the change feed's).
+    const counted = new Map<string, number>();
+    const pgQuery = pg.Client.prototype.query;
+    if (process.env.BENCH_COUNT_QUERIES) {
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        const q = args[0] as string | { text?: string };
+        const k = (typeof q === 'string' ? q : q?.text ?? '?').replace(/\s+/g, ' ').slice(0, 70);
+        counted.set(k, (counted.get(k) ?? 0) + 1);
+        return (pgQuery as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof pgQuery;
+    }
     const cpu0 = cpuSnapshot({ process: process.pid }, { postmasterPid });
     const t0 = performance.now();
-    const profiled = profileWindow(process.env.BENCH_PROFILE_DIR, 'chat');
+    // BENCH_PROFILE=1: a V8 profile of the API process during the load, its top self-time functions printed.
+    const profileDir = process.env.BENCH_PROFILE_DIR ?? (process.env.BENCH_PROFILE === '1' ? fs.mkdtempSync(path.join(os.tmpdir(), 'acp-prof-chat-')) : undefined);
+    const profiled = profileWindow(profileDir, 'chat');
     const result = await gen.go();
     await profiled();
     const elapsed = (performance.now() - t0) / 1000;
     const cpu1 = cpuSnapshot({ process: process.pid }, { postmasterPid });
     const turns = result.requests - result.non2xx - result.errors;
+    pg.Client.prototype.query = pgQuery;
     const rows = await db('conversation_turns').where({ org_id: org.id }).select('receipt');
     const overhead: number[] = [];
     for (const r of rows) {
@@ -219,6 +238,12 @@ export async function runChatBench(): Promise<void> {
     console.log(`  HTTP turn latency  p50 ${result.p50.toFixed(1)} ms   p99 ${result.p99.toFixed(1)} ms`);
     console.log(`  runtime overhead   (a) pure, in-process: p50 ${pct(pure, 50).toFixed(3)} ms   p99 ${pct(pure, 99).toFixed(3)} ms   target p99 < 20 ms`);
     console.log(`                     (b) under load, turn minus LLM per stored receipt: p50 ${pct(overhead, 50).toFixed(2)} ms   p99 ${pct(overhead, 99).toFixed(2)} ms`);
+    if (counted.size) {
+      const all = [...counted.values()].reduce((a, b) => a + b, 0);
+      console.log(`  statements per turn ${(all / Math.max(1, turns)).toFixed(1)} through the API's pool; the most frequent:`);
+      for (const [k, n] of [...counted].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`    ${(n / Math.max(1, turns)).toFixed(2)}  ${k}`);
+    }
+    if (profileDir) printProfile('the chat load (API process)', profileDir);
     await printSemanticGuardrailCost();
     if (cpu0.process !== undefined) {
       const perTurn = (k: string) => (((cpu1[k] ?? 0) - (cpu0[k] ?? 0)) * 1000) / Math.max(1, turns);

@@ -236,7 +236,7 @@ function merge(slices: Figures[]): Figures {
 }
 
 /** The top self-time functions and packages of every `.cpuprofile` in `dir` (Chrome DevTools format). */
-function printProfile(label: string, dir: string): void {
+export function printProfile(label: string, dir: string): void {
   type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] };
   const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
   const byFn = new Map<string, number>();

@@ -106,6 +106,8 @@ export async function runSmsRepliesBench(): Promise<void> {
       posts.push(
         fetch(`${api.baseUrl}/sms/provider-callbacks/sandbox`, { method: 'POST', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(secret, body) }, body }).then(async (r) => {
           if (r.status !== 200) throw new Error(`callback answered ${r.status}: ${await r.text()}`);
+        }, (err: Error & { cause?: unknown }) => {
+          throw new Error(`callback ${i} failed: ${err.message} (${String((err.cause as Error | undefined)?.message ?? err.cause)})`);
         }),
       );
     }

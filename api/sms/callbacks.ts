@@ -17,9 +17,9 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { AppDeps } from '../context';
 import { ApiError, validationError } from '../../domain/errors';
 import { callbackSecret, verifyCallbackSignature } from '../../domain/sms/callbackSignature';
-import { findOrgByCarrierId, findOrgByRegistrationId, getRegistration } from '../../db/repositories/smsRegistrations';
+import { findOrgByCarrierId, findOrgByRegistrationId, getRegistration, getRegistrationRecord } from '../../db/repositories/smsRegistrations';
 import { deleteProviderEvent, storeProviderEvent } from '../../db/repositories/smsProviderEvents';
-import { advanceMessage, findMessageByProviderId, findOutboundMessageById, insertMessage } from '../../db/repositories/smsMessages';
+import { advanceMessage, findMessageByProviderId, findOutboundMessageById, insertMessage, type SmsMessageRecord } from '../../db/repositories/smsMessages';
 import { findOwnerOfNumber } from '../../db/repositories/numbers';
 import { storableJson } from '../../domain/text';
 import { applyKeyword } from '../../db/repositories/smsContacts';
@@ -31,7 +31,7 @@ import { carrierEventSignal } from '../../workflows/definitions';
 import { SANDBOX_PROVIDER, type SandboxCallbackPayload } from '../../providers/carrier/sandbox';
 import { optInConfirmation, optOutConfirmation, parseInboundKeyword, type InboundKeyword } from '../../domain/sms/keywords';
 import { messageChanged, messageReceived } from '../../events/sms';
-import { answerAndDeliver } from '../../services/sms/answer';
+import { answerAndDeliver, type KnownRecords } from '../../services/sms/answer';
 import { createTelephony, type TelephonyAdapter } from '../../providers/telephony';
 import type { SmsProviderCallbackResult } from '../../schemas/types/sms';
 
@@ -68,7 +68,7 @@ function parseBody(raw: string): { body: CallbackBody; media: InboundMediaItem[]
 }
 
 /** What the callback processing needs (keyword replies are started on Temporal when the API has it). */
-export type CallbackDeps = Pick<AppDeps, 'db' | 'config' | 'logger' | 'temporal' | 'providers'>;
+export type CallbackDeps = Pick<AppDeps, 'db' | 'config' | 'logger' | 'temporal' | 'providers'> & Partial<Pick<AppDeps, 'caches'>>;
 
 /**
  * Verifies, stores and applies one provider callback.
@@ -139,16 +139,20 @@ export async function applyProviderCallback(deps: CallbackDeps, provider: string
   // are the keyword handler's), and the handler below applies it.
   const keyword = parseInboundKeyword(body.text!);
   const owed = !!owner.number.agentId && !keyword;
-  const stored = await db.transaction(async (trx) => {
-    if (!(await storeProviderEvent(trx, owner.orgId, { provider, objectType: 'inbound', externalId: body.id, status: 'RECEIVED', revision: 0, payload: inboundPayload }))) return false;
+  const stored = await db.transaction(async (trx): Promise<SmsMessageRecord | null> => {
+    if (!(await storeProviderEvent(trx, owner.orgId, { provider, objectType: 'inbound', externalId: body.id, status: 'RECEIVED', revision: 0, payload: inboundPayload }))) return null;
     // Attachments are stored first, in the same transaction, so `sms.message.received` lists their ids.
     const mediaIds = await storeInboundMedia(trx, owner.orgId, messageId, media);
-    await insertMessage(trx, owner.orgId, { id: messageId, direction: 'inbound', trigger: null, from: body.from!, to: body.to!, body: body.text!, mediaIds, status: 'received', providerMessageId: body.id, answerState: owed ? 'pending' : null }, messageReceived(owner.orgId));
-    return true;
+    const text = await insertMessage(trx, owner.orgId, { id: messageId, direction: 'inbound', trigger: null, from: body.from!, to: body.to!, body: body.text!, mediaIds, status: 'received', providerMessageId: body.id, answerState: owed ? 'pending' : null }, messageReceived(owner.orgId));
+    return { ...text, body: body.text!, mediaIds, providerMessageId: body.id!, conversationId: null, agentReply: null, replyTo: null };
   });
   if (!stored) return { received: true, duplicate: true };
   await handleInboundKeyword(deps, owner.orgId, { from: body.from!, to: body.to!, text: body.text!, keyword });
-  if (owed) answerSoon(deps, owner.orgId, messageId);
+  // The answer starts from the text and number just stored and read (not read again).
+  // The registration through the process's read cache, kept coherent by the change feed (docs/operations.md "Scaling out").
+  const registrations = deps.caches?.smsRegistrations;
+  const registration = registrations ? async () => (await registrations.get(owner.orgId, () => getRegistrationRecord(db, owner.orgId)))?.registration : undefined;
+  if (owed) answerSoon(deps, owner.orgId, messageId, { message: stored, number: owner.number, registration });
   return { received: true, duplicate: false };
 }
 
@@ -161,12 +165,12 @@ const telephonyByDb = new WeakMap<object, TelephonyAdapter>();
  * the text to `sms-reply/{messageId}`, which retries durably; a process that dies meanwhile leaves the text
  * `pending`, for the housekeeping sweep to hand over.
  */
-function answerSoon(deps: CallbackDeps, orgId: string, messageId: string): void {
+function answerSoon(deps: CallbackDeps, orgId: string, messageId: string, known?: KnownRecords): void {
   let telephony = telephonyByDb.get(deps.db);
   if (!telephony) telephonyByDb.set(deps.db, (telephony = createTelephony({ db: deps.db, config: deps.config })));
   const conversationDeps = { db: deps.db, llm: deps.providers.llm, http: deps.providers.skillHttp, temporal: deps.temporal, telephony };
   setImmediate(() => {
-    answerAndDeliver(conversationDeps, orgId, messageId).catch(async (err) => {
+    answerAndDeliver(conversationDeps, orgId, messageId, known).catch(async (err) => {
       deps.logger.warn({ err, orgId, messageId }, 'answering the text failed; the sms-reply workflow retries it');
       try {
         if (!deps.temporal) return;

@@ -101,10 +101,8 @@ async function attach(conn: Conn, orgId: string, rows: any[]): Promise<AgentReco
   const skills = await conn('agent_skills').where({ org_id: orgId }).whereIn('agent_id', ids).orderBy('seq').select('id', 'agent_id', 'name', 'type');
   const playbooks = await conn('agent_playbooks').where({ org_id: orgId }).whereIn('agent_id', ids).orderBy('seq').select('id', 'agent_id', 'name');
   const knowledge = new Map<string, number>();
-  if (await hasTable(conn, 'knowledge_sources')) {
-    const counts = await conn('knowledge_sources').where({ org_id: orgId }).whereIn('agent_id', ids).whereNull('deleted_at').groupBy('agent_id').select('agent_id').count({ n: '*' });
-    for (const c of counts as any[]) knowledge.set(c.agent_id, Number(c.n));
-  }
+  const counts = await conn('knowledge_sources').where({ org_id: orgId }).whereIn('agent_id', ids).whereNull('deleted_at').groupBy('agent_id').select('agent_id').count({ n: '*' });
+  for (const c of counts as any[]) knowledge.set(c.agent_id, Number(c.n));
   return rows.map((r) => ({
     id: r.id,
     orgId: r.org_id,

@@ -209,6 +209,28 @@ export async function findOpenSmsConversation(conn: Conn, orgId: string, agentId
   return r ? { ...toRecord(r), lastActivityAt: new Date(r.last_activity_at ?? r.started_at).toISOString() } : undefined;
 }
 
+const OPEN_SMS_WITH_HISTORY_SQL = `SELECT c.*, (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
+                    FROM (SELECT * FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id ORDER BY m.seq DESC LIMIT ?) x) AS recent
+       FROM conversations c
+      WHERE c.org_id = ? AND c.agent_id = ? AND c.counterpart = ? AND c.channel = 'sms' AND c.status = 'active' AND c.mode = 'published' AND c.simulation = false
+      LIMIT 1`;
+
+/**
+ * {@link findOpenSmsConversation} with the conversation's last `historyLimit` messages (oldest first) in the same
+ * round trip, as {@link getConversationWithHistory} reads them for a turn (a prepared statement).
+ */
+export async function findOpenSmsConversationWithHistory(
+  conn: Conn,
+  orgId: string,
+  agentId: string,
+  counterpart: string,
+  historyLimit: number,
+): Promise<(ConversationRecord & { lastActivityAt: string; recent: ConversationMessage[] }) | undefined> {
+  const res = await conn.raw(OPEN_SMS_WITH_HISTORY_SQL, [historyLimit, orgId, agentId, counterpart]).options(prepared(OPEN_SMS_WITH_HISTORY_SQL));
+  const r = res.rows[0];
+  return r ? { ...toRecord(r), lastActivityAt: new Date(r.last_activity_at ?? r.started_at).toISOString(), recent: (r.recent as any[]).map(toMessage) } : undefined;
+}
+
 /** Records a call's connected seconds on its conversation (listed as the conversation's duration). */
 export async function setConversationDuration(conn: Conn, orgId: string, id: string, durationSeconds: number): Promise<void> {
   await conn('conversations').where({ org_id: orgId, id }).update({ duration_seconds: Math.max(0, Math.round(durationSeconds)) });

@@ -359,6 +359,55 @@ export async function searchChunks(db: Conn, orgId: string, agentId: string, que
   return (res.rows as any[]).map(toPreviewHit);
 }
 
+/** One ranked list of {@link rankChunkLists}: chunk ids best first, with their `ts_rank` scores (0..1, 6 decimals). */
+export type RankedChunks = Array<{ chunkId: string; score: number }>;
+
+/**
+ * {@link searchChunks}' ranking of several queries in one statement, ids and scores only (a retrieval's full-text
+ * lists, one per recent user turn: services/knowledge/retrieval.ts). Each list is the order `searchChunks` gives
+ * its query (same words, candidates, `ts_rank` and ties by source and ordinal); the chunks' text is read
+ * afterwards for the fused hits alone (`chunksByIds`).
+ * @param limit chunks per list, 1..50
+ * @param sourceIds only chunks of these sources; all when omitted
+ * @returns one list per query, in the order of `queries`
+ */
+export async function rankChunkLists(db: Conn, orgId: string, agentId: string, queries: readonly string[], limit: number, sourceIds?: readonly string[]): Promise<RankedChunks[]> {
+  const lists: RankedChunks[] = queries.map(() => []);
+  if (!queries.length || (sourceIds && sourceIds.length === 0)) return lists;
+  const src = sourceIds ? ' AND c.source_id = ANY(?)' : '';
+  const sql = `WITH cfg AS MATERIALIZED (
+       SELECT DISTINCT text_search_config AS cfg FROM knowledge_sources WHERE org_id = ? AND agent_id = ?${sourceIds ? ' AND id = ANY(?)' : ''}
+     ),
+     qs AS MATERIALIZED (SELECT (ord - 1)::int AS qi, text FROM unnest(?::text[]) WITH ORDINALITY AS t(text, ord)),
+     lx AS MATERIALIZED (
+       SELECT qi, cfg, quoted, to_tsquery('simple', quoted) AS tq
+         FROM (SELECT qi, cfg, quoted, row_number() OVER (PARTITION BY qi, cfg ORDER BY quoted) AS n
+                 FROM (SELECT DISTINCT qs.qi, cfg.cfg, '''' || replace(replace(lex, '\\', '\\\\'), '''', '''''') || '''' AS quoted
+                         FROM qs CROSS JOIN cfg CROSS JOIN LATERAL unnest(tsvector_to_array(knowledge_tsvector(cfg.cfg, qs.text))) AS lex) w) words
+        WHERE n <= ${MAX_QUERY_TERMS}
+     ),
+     q AS MATERIALIZED (SELECT qi, cfg, to_tsquery('simple', string_agg(quoted, ' | ' ORDER BY quoted)) AS q FROM lx GROUP BY qi, cfg),
+     cand AS MATERIALIZED (
+       SELECT DISTINCT lx.qi, m.id
+         FROM lx CROSS JOIN LATERAL (
+           SELECT c.id FROM knowledge_chunks c
+            WHERE c.tsv @@ lx.tq AND c.org_id = ? AND c.agent_id = ? AND c.text_search_config = lx.cfg${src}
+            LIMIT ${CANDIDATES_PER_TERM}
+         ) m
+     ),
+     ranked AS MATERIALIZED (
+       SELECT cand.qi, c.id, ts_rank(c.tsv, q.q, 32) AS score, c.source_id, c.ordinal
+         FROM cand JOIN knowledge_chunks c ON c.id = cand.id JOIN q ON q.qi = cand.qi AND q.cfg = c.text_search_config
+     )
+     SELECT qi, id, score FROM (
+       SELECT qi, id, score, row_number() OVER (PARTITION BY qi ORDER BY score DESC, source_id, ordinal) AS rn FROM ranked
+     ) r WHERE rn <= ? ORDER BY qi, rn`;
+  const ids = sourceIds ? [[...sourceIds]] : [];
+  const res = await db.raw(sql, [orgId, agentId, ...ids, [...queries], orgId, agentId, ...ids, limit]).options(prepared(sql));
+  for (const r of res.rows as Array<{ qi: number; id: string; score: number }>) lists[r.qi].push({ chunkId: r.id, score: Number(Number(r.score).toFixed(6)) });
+  return lists;
+}
+
 /** A chunk row joined with its source → the API's hit shape. */
 function toPreviewHit(r: any): KnowledgePreviewHit {
   return {

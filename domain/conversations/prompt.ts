@@ -59,6 +59,21 @@ const momentFormats = new Map<string, Intl.DateTimeFormat>();
  * `Tuesday, November 25, 2025, 14:05 in America/Chicago (UTC-06:00; ISO 8601 2025-11-25T14:05-06:00)`.
  */
 export function describeMoment(nowMs: number, timeZone: string): string {
+  // The text names the minute: turns of the same minute and zone share it (formatToParts is the costly part).
+  const minute = Math.floor(nowMs / 60_000);
+  const last = lastMoments.get(timeZone);
+  if (last?.minute === minute) return last.text;
+  const text = formatMoment(nowMs, timeZone);
+  if (lastMoments.size >= 1000) lastMoments.clear();
+  lastMoments.set(timeZone, { minute, text });
+  return text;
+}
+
+/** The last minute described per time zone, and its text. */
+const lastMoments = new Map<string, { minute: number; text: string }>();
+
+/** {@link describeMoment} without its per-minute memo. */
+function formatMoment(nowMs: number, timeZone: string): string {
   let fmt = momentFormats.get(timeZone);
   if (!fmt) {
     try {
@@ -67,7 +82,7 @@ export function describeMoment(nowMs: number, timeZone: string): string {
         weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZoneName: 'longOffset',
       });
     } catch {
-      return timeZone === DEFAULT_TIME_ZONE ? new Date(nowMs).toISOString() : describeMoment(nowMs, DEFAULT_TIME_ZONE);
+      return timeZone === DEFAULT_TIME_ZONE ? new Date(nowMs).toISOString() : formatMoment(nowMs, DEFAULT_TIME_ZONE);
     }
     momentFormats.set(timeZone, fmt);
   }

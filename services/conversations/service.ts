@@ -98,21 +98,26 @@ export interface ConversationDeps {
   embeddings?: EmbeddingsProvider;
 }
 
-/** Compiled versions are immutable: cached by organization and version id. */
-const versionCache = new Map<string, CompiledAgent>();
+/** Compiled versions are immutable: cached by organization, agent and version id, one read shared by the turns that miss at once. */
+const versionCache = new Map<string, Promise<CompiledAgent>>();
 const VERSION_CACHE_MAX = 1000;
+
+/** A published version's compiled configuration (cached, above). @throws ApiError 404 `version_not_found` */
+function compiledVersion(db: Db, orgId: string, agentId: string, versionId: string): Promise<CompiledAgent> {
+  const key = `${orgId}:${agentId}:${versionId}`;
+  const hit = versionCache.get(key);
+  if (hit) return hit;
+  const read = getVersion(db, orgId, agentId, versionId).then((v) => (v ? (v.snapshot as CompiledAgent) : Promise.reject(notFound('Agent version', 'version_not_found'))));
+  if (versionCache.size >= VERSION_CACHE_MAX) versionCache.delete(versionCache.keys().next().value as string);
+  versionCache.set(key, read);
+  // A failed read is not kept: the next turn reads again.
+  read.catch(() => versionCache.get(key) === read && versionCache.delete(key));
+  return read;
+}
 
 /** The compiled configuration a conversation is pinned to. @throws ApiError 404 when its version vanished */
 export async function pinnedAgent(db: Db, c: ConversationRecord): Promise<CompiledAgent> {
-  if (c.mode === 'draft') return c.draftSnapshot as CompiledAgent;
-  const key = `${c.orgId}:${c.versionId}`;
-  const hit = versionCache.get(key);
-  if (hit) return hit;
-  const v = await getVersion(db, c.orgId, c.agentId, c.versionId!);
-  if (!v) throw notFound('Agent version', 'version_not_found');
-  if (versionCache.size >= VERSION_CACHE_MAX) versionCache.delete(versionCache.keys().next().value as string);
-  versionCache.set(key, v.snapshot as CompiledAgent);
-  return v.snapshot as CompiledAgent;
+  return c.mode === 'draft' ? (c.draftSnapshot as CompiledAgent) : compiledVersion(db, c.orgId, c.agentId, c.versionId!);
 }
 
 /** The events of a stored change: `message.created` per user and agent message, `conversation.ended` when it ended. */
@@ -235,9 +240,7 @@ export async function startConversation(
     trafficSplit = picked.split;
   }
   if (versionId) {
-    const v = await getVersion(db, orgId, req.agentId, versionId);
-    if (!v) throw notFound('Agent version', 'version_not_found');
-    agent = v.snapshot as CompiledAgent;
+    agent = await compiledVersion(db, orgId, req.agentId, versionId);
   }
   const conversationId = req.id ?? newId('cnv');
   const identity = callerIdentity(req.channel, req.counterpart, req.variables ?? {});

@@ -3,7 +3,7 @@
  * read from an agent's knowledge.
  *
  * - Lexical: Postgres full-text search (db/repositories/knowledge.ts `searchChunks`, each chunk's own language),
- *   once per recent user turn — the current one and up to two before it (domain/knowledge/fusion.ts
+ *   one list per recent user turn, all ranked in one statement (`rankChunkLists`) — the current one and up to two before it (domain/knowledge/fusion.ts
  *   `retrievalTurns`), weighted 1, ½, ¼.
  * - Semantic, when the organization has vectors (an active embeddings model) and the provider can embed the query
  *   with that model: the turns are embedded in one request, combined with the same weights into one query vector,
@@ -15,7 +15,7 @@
  * A failure of the embeddings provider costs the semantic list only (logged), never the turn.
  */
 import type { Db } from '../../db';
-import { chunksByIds, searchChunks } from '../../db/repositories/knowledge';
+import { chunksByIds, rankChunkLists, searchChunks } from '../../db/repositories/knowledge';
 import { getEmbeddingState } from '../../db/repositories/knowledgeEmbeddings';
 import { reciprocalRankFusion, retrievalTurns, turnWeight, weightedQueryVector, type RankedList } from '../../domain/knowledge/fusion';
 import { createEmbeddings, type EmbeddingsProvider } from '../../providers/embeddings';
@@ -80,25 +80,23 @@ export async function retrieveKnowledge(
     trace?.({ mode: 'full_text', turns: 1 });
     return searchChunks(deps.db, orgId, agentId, query.text, limit, sourceIds);
   }
-  // The lists are independent: the semantic one (an embeddings request, then the vector search) runs beside the lexical ones.
+  // The lists are independent: the semantic one (an embeddings request, then the vector search) runs beside the
+  // lexical ones, which are ranked in one statement (ids only; the text is read for the fused hits alone).
   const [vectorHits, lexical] = await Promise.all([
     embeddings.model ? semanticList(deps, embeddings, orgId, agentId, turns, sourceIds) : null,
-    Promise.all(turns.map((t) => searchChunks(deps.db, orgId, agentId, t, CANDIDATES_PER_LIST, sourceIds))),
+    rankChunkLists(deps.db, orgId, agentId, turns, CANDIDATES_PER_LIST, sourceIds),
   ]);
   if (turns.length === 1 && !vectorHits) {
     // No vectors after all (none stored, or the query could not be embedded): full-text search's own ranking and scores.
     trace?.({ mode: 'full_text', turns: 1 });
-    return lexical[0].slice(0, limit);
+    const top = lexical[0].slice(0, limit);
+    return chunksByIds(deps.db, orgId, top.map((h) => h.chunkId), new Map(top.map((h) => [h.chunkId, h.score])));
   }
   const lists: RankedList[] = lexical.map((hits, i) => ({ ids: hits.map((h) => h.chunkId), weight: turnWeight(i) }));
   if (vectorHits) lists.push({ ids: vectorHits, weight: 1 });
   trace?.({ mode: vectorHits ? 'hybrid' : 'full_text', turns: turns.length });
   const fused = reciprocalRankFusion(lists).slice(0, limit);
-  const scores = new Map(fused.map((f) => [f.id, Number(f.score.toFixed(6))]));
-  const known = new Map(lexical.flat().map((h) => [h.chunkId, h]));
-  const missing = fused.filter((f) => !known.has(f.id)).map((f) => f.id);
-  for (const h of await chunksByIds(deps.db, orgId, missing)) known.set(h.chunkId, h);
-  return fused.filter((f) => known.has(f.id)).map((f) => ({ ...known.get(f.id)!, score: scores.get(f.id)! }));
+  return chunksByIds(deps.db, orgId, fused.map((f) => f.id), new Map(fused.map((f) => [f.id, Number(f.score.toFixed(6))])));
 }
 
 /** Chunk ids nearest the turns' weighted query vector, or null when the organization has no vectors or embedding failed. */

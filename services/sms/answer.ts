@@ -17,9 +17,11 @@
  */
 import type { Client } from '@temporalio/client';
 import type { Db } from '../../db';
-import { getAgent, isUniqueViolation } from '../../db/repositories/agents';
-import { findOpenSmsConversation, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
+import { isUniqueViolation } from '../../db/repositories/agents';
+import { findOpenSmsConversation, findOpenSmsConversationWithHistory, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
 import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
+import type { PhoneNumber } from '../../schemas/types/numbers';
+import type { SmsRegistration } from '../../schemas/types/sms';
 import { getContact } from '../../db/repositories/smsContacts';
 import { findReplyTo, getMessageRecord, pendingAnswers, setInboundAnswer, settleInboundAnswer, settleInboundAnswers, type SmsMessageRecord } from '../../db/repositories/smsMessages';
 import type { TelephonyAdapter } from '../../providers/telephony';
@@ -33,7 +35,7 @@ import { feeOf, PRICES } from '../../domain/billing/prices';
 import type { CompiledAgent } from '../../domain/agents/compile';
 import { conversationLimits, DEFAULT_CONVERSATION_LIMITS } from '../../domain/conversations/limits';
 import { recordUsage } from '../billing/usage';
-import { finishConversation, pinnedAgent, sendMessage, startConversation, type ConversationDeps } from '../conversations/service';
+import { finishConversation, HISTORY_MESSAGES, pinnedAgent, sendMessage, startConversation, type ConversationDeps } from '../conversations/service';
 import { queueText } from './send';
 
 /** Segments of an agent's SMS reply when the agent names none (domain/conversations/limits.ts). */
@@ -47,7 +49,7 @@ const SEGMENT_FEE = feeOf(PRICES.smsSegments);
 
 /** What became of an inbound text. */
 export type InboundAnswer =
-  | { answered: true; replyMessageId: string; conversationId: string; segments: number; heldUntil: string | null }
+  | { answered: true; replyMessageId: string; conversationId: string; segments: number; heldUntil: string | null; reply?: SmsMessageRecord }
   | { answered: false; reason: 'not_found' | 'keyword' | 'no_agent' | 'agent_not_published' | 'recipient_opted_out' | 'number_not_sms_enabled' | 'registration_not_active' | 'no_reply' | 'already_answered' | string };
 
 /**
@@ -57,6 +59,17 @@ export type InboundAnswer =
 export function smsSettingsOf(agent: Partial<CompiledAgent>): { maxSegments: number; idleTimeoutSeconds: number } {
   const limits = conversationLimits(agent);
   return { maxSegments: limits.smsMaxSegments, idleTimeoutSeconds: limits.smsIdleTimeoutSeconds };
+}
+
+/**
+ * What the caller read or wrote a moment ago and need not be read again: the inbound text as stored (its callback's
+ * transaction) and the number it was sent to (the callback's lookup of its owner).
+ */
+export interface KnownRecords {
+  message?: SmsMessageRecord;
+  number?: PhoneNumber;
+  /** The organization's registration through a read cache the change feed keeps coherent (api/app.ts). */
+  registration?: () => Promise<SmsRegistration | undefined>;
 }
 
 /**
@@ -71,9 +84,9 @@ export async function answerInboundText(
   orgId: string,
   messageId: string,
   now = Date.now(),
-  opts: { settleAnswered?: boolean } = {},
+  opts: { settleAnswered?: boolean; known?: KnownRecords } = {},
 ): Promise<InboundAnswer> {
-  const answer = await composeAnswer(deps, orgId, messageId, now);
+  const answer = await composeAnswer(deps, orgId, messageId, now, opts.known);
   // The owed answer ends here when there is none, or (the workflow, which delivers durably) when it is queued.
   if (!answer.answered && answer.reason !== 'not_found') await settleInboundAnswer(deps.db, orgId, messageId, 'declined', answer.reason);
   else if (answer.answered && opts.settleAnswered) await settleInboundAnswer(deps.db, orgId, messageId, 'answered');
@@ -92,8 +105,9 @@ export async function answerAndDeliver(
   deps: ConversationDeps & { temporal?: { client: Client; taskQueue: string }; telephony: TelephonyAdapter },
   orgId: string,
   messageId: string,
+  known?: KnownRecords,
 ): Promise<{ answer: InboundAnswer; delivery?: DeliveryResult }> {
-  const answer = await answerInboundText(deps, orgId, messageId);
+  const answer = await answerInboundText(deps, orgId, messageId, Date.now(), { known });
   if (!answer.answered) return { answer };
   if (answer.heldUntil) {
     if (!deps.temporal) return { answer }; // stays pending: the recovery sweep's workflow holds it once Temporal is back
@@ -102,7 +116,7 @@ export async function answerAndDeliver(
     return { answer };
   }
   // Queued a moment ago under every rule: handed to the carrier without reading the rules again.
-  const delivery = await deliverText(deps.db, deps.telephony, orgId, answer.replyMessageId, undefined, { checkedNow: true });
+  const delivery = await deliverText(deps.db, deps.telephony, orgId, answer.replyMessageId, undefined, { checkedNow: true, message: answer.reply });
   await settleInboundAnswer(deps.db, orgId, messageId, 'answered');
   return { answer, delivery };
 }
@@ -137,22 +151,22 @@ export async function recoverPendingAnswers(db: Db, temporal: { client: Client; 
 }
 
 /** Composes the answer (see {@link answerInboundText}). */
-async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Client; taskQueue: string } }, orgId: string, messageId: string, now: number): Promise<InboundAnswer> {
+async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Client; taskQueue: string } }, orgId: string, messageId: string, now: number, known: KnownRecords = {}): Promise<InboundAnswer> {
   const { db } = deps;
-  const m = await getMessageRecord(db, orgId, messageId);
+  const m = known.message?.id === messageId ? known.message : await getMessageRecord(db, orgId, messageId);
   if (!m || m.direction !== 'inbound') return { answered: false, reason: 'not_found' };
   // Answered before (a retried activity): the same reply, which the workflow delivers once (its delivery is
   // idempotent). A reply is stored only after the turn's text was recorded on the inbound text.
   const already = m.agentReply !== null ? await replied(db, orgId, m) : null;
   if (already) return already;
   if (parseInboundKeyword(m.body)) return { answered: false, reason: 'keyword' };
-  const number = await getOwnedNumberByE164(db, orgId, m.to);
+  const number = known.number?.e164 === m.to ? known.number : await getOwnedNumberByE164(db, orgId, m.to);
   if (!number?.agentId) return { answered: false, reason: 'no_agent' };
   // Rules that would refuse the reply are checked before the model runs (docs/sms.md).
   const contact = await getContact(db, orgId, m.from);
   if (contact?.optedOut) return { answered: false, reason: 'recipient_opted_out' };
   if (!number.smsEnabled) return { answered: false, reason: 'number_not_sms_enabled' };
-  const registration = await getRegistration(db, orgId);
+  const registration = await (known.registration ? known.registration() : getRegistration(db, orgId));
   if (registration?.status !== 'active') return { answered: false, reason: 'registration_not_active' };
 
   const conversation = await conversationFor(deps, orgId, number.agentId, m, now);
@@ -181,7 +195,9 @@ async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Cli
         details: { messageId: data.id, inReplyTo: m.id, conversationId: conversation.id, agentId: conversation.agentId, segments, encoding: countSegments(body).encoding },
       }),
     );
-    return { answered: true, replyMessageId: queued.id, conversationId: conversation.id, segments, heldUntil: queued.heldUntil };
+    // The reply as stored, for its delivery in this process (deliverText need not read it again).
+    const stored: SmsMessageRecord = { ...queued, body, mediaIds: [], providerMessageId: null, conversationId: conversation.id, agentReply: null, replyTo: m.id };
+    return { answered: true, replyMessageId: queued.id, conversationId: conversation.id, segments, heldUntil: queued.heldUntil, reply: stored };
   } catch (err) {
     if (isUniqueViolation(err)) return (await replied(db, orgId, m)) ?? { answered: false, reason: 'already_answered' };
     // A rule that changed since the checks above (an opt-out, a disabled number): the text stays unanswered.
@@ -257,7 +273,8 @@ async function conversationFor(deps: ConversationDeps, orgId: string, agentId: s
     const known = await getConversation(db, orgId, m.conversationId);
     if (known) return known;
   }
-  const open = await findOpenSmsConversation(db, orgId, agentId, m.from);
+  // With the history its turn reads (one round trip instead of two).
+  const open = await findOpenSmsConversationWithHistory(db, orgId, agentId, m.from, HISTORY_MESSAGES);
   if (open) {
     const agent = await pinnedAgent(db, open);
     if (now - Date.parse(open.lastActivityAt) < smsSettingsOf(agent).idleTimeoutSeconds * 1000) {
@@ -266,12 +283,12 @@ async function conversationFor(deps: ConversationDeps, orgId: string, agentId: s
     }
     await finishConversation(db, open, 'idle', { db, llm: deps.llm, temporal: deps.temporal });
   }
-  const agent = await getAgent(db, orgId, agentId);
-  if (!agent?.publishedVersionId) return null;
   let started: ConversationRecord;
   try {
     started = (await startConversation(db, orgId, { agentId, channel: 'sms', keyId: null, counterpart: m.from, metadata: { from: m.from, to: m.to, firstMessageId: m.id }, seed: [] })).conversation;
   } catch (err) {
+    // An agent gone or never published (startConversation reads it): no conversation.
+    if (err instanceof ApiError && (err.code === 'agent_not_found' || err.code === 'no_published_version')) return null;
     if (!isUniqueViolation(err)) throw err;
     const winner = await findOpenSmsConversation(db, orgId, agentId, m.from);
     if (!winner) throw err;

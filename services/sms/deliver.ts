@@ -7,7 +7,8 @@
  * again. When the provider cannot tell, the message is `failed` with error `provider_outcome_unknown`.
  */
 import type { Db } from '../../db';
-import { advanceMessage, getMessageRecord } from '../../db/repositories/smsMessages';
+import { advanceMessage, getMessageRecord } from '../../db/repositories/smsMessages'
+import type { SmsMessageRecord } from '../../db/repositories/smsMessages';
 import { getContact } from '../../db/repositories/smsContacts';
 import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
 import { getRegistration } from '../../db/repositories/smsRegistrations';
@@ -28,9 +29,10 @@ export interface DeliveryResult {
  * @param faults tests only: crash points of the provider write
  * @param opts.checkedNow the text was queued a moment ago by this process under every rule (an agent's
  *   answer delivered at once): the rules are not read again
+ * @param opts.message the text as this process stored it a moment ago (not read again)
  */
-export async function deliverText(db: Db, telephony: TelephonyAdapter, orgId: string, messageId: string, faults?: FaultHook, opts: { checkedNow?: boolean } = {}): Promise<DeliveryResult> {
-  const m = await getMessageRecord(db, orgId, messageId);
+export async function deliverText(db: Db, telephony: TelephonyAdapter, orgId: string, messageId: string, faults?: FaultHook, opts: { checkedNow?: boolean; message?: SmsMessageRecord } = {}): Promise<DeliveryResult> {
+  const m = opts.message?.id === messageId ? opts.message : await getMessageRecord(db, orgId, messageId);
   if (!m) return { status: 'failed', error: 'message not found' };
   if (m.status === 'sent' || m.status === 'delivered') return { status: 'sent', error: null };
   if (m.status === 'failed') return { status: 'failed', error: m.error };
