@@ -10,6 +10,7 @@ import type { AppContext } from './context';
 import type { KeyCache } from './keyCache';
 import { hashKey } from '../db/repositories/apiKeys';
 import { originAllowed } from '../domain/keys';
+import { browserBundle } from './browserBundle';
 
 /** A built bundle and its content hash (hex, 16 characters). */
 export interface WidgetBundle {
@@ -17,24 +18,12 @@ export interface WidgetBundle {
   hash: string;
 }
 
+const widgetScript = browserBundle(path.join(__dirname, '..', 'widget', 'src', 'widget.ts'));
 let bundle: Promise<WidgetBundle> | undefined;
 
 /** Builds (once) and returns the widget bundle. @throws when esbuild fails (a build error in widget/src) */
 export function widgetBundle(): Promise<WidgetBundle> {
-  bundle ??= (async () => {
-    const esbuild = await import('esbuild');
-    const out = await esbuild.build({
-      entryPoints: [path.join(__dirname, '..', 'widget', 'src', 'widget.ts')],
-      bundle: true,
-      minify: true,
-      write: false,
-      format: 'iife',
-      target: 'es2020',
-      legalComments: 'none',
-    });
-    const code = out.outputFiles[0].text;
-    return { code, hash: crypto.createHash('sha256').update(code).digest('hex').slice(0, 16) };
-  })();
+  bundle ??= widgetScript().then((code) => ({ code, hash: crypto.createHash('sha256').update(code).digest('hex').slice(0, 16) }));
   bundle.catch(() => (bundle = undefined));
   return bundle;
 }
