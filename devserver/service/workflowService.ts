@@ -156,6 +156,11 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       engine.terminate(exec, req.reason ?? '', req.details, req.identity ?? '');
       return {};
     },
+    // ResetWorkflowExecution (the Web UI's Reset; devserver/engine/reset.ts).
+    async ResetWorkflowExecution(req: Plain<ws.IResetWorkflowExecutionRequest>) {
+      const exec = engine.getExecution(nsOf(req), req.workflowExecution?.workflowId, req.workflowExecution?.runId);
+      return { runId: engine.resetWorkflow(exec, req) };
+    },
     async QueryWorkflow(req: Plain<ws.IQueryWorkflowRequest>) {
       const exec = engine.getExecution(nsOf(req), req.execution?.workflowId, req.execution?.runId);
       if (req.queryRejectCondition && exec.status !== Status.Running) {
@@ -231,6 +236,8 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
                 startedTime: e.wt.state === 'started' ? fromMs(e.wt.startedTime) : undefined,
                 attempt: e.wt.attempt,
               },
+        // WorkflowExecutionExtendedInfo.reset_run_id: the run the last reset of this run created.
+        workflowExtendedInfo: e.resetRunId ? { resetRunId: e.resetRunId } : undefined,
       };
     },
     async GetWorkflowExecutionHistory(req: Plain<ws.IGetWorkflowExecutionHistoryRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {
