@@ -62,6 +62,11 @@ export class Engine extends Resets {
     return this.stopped;
   }
 
+  /** Logs a warning through the server's log function (for modules outside the engine). */
+  logWarn(msg: string, fields?: Record<string, unknown>): void {
+    this.log('warn', msg, fields);
+  }
+
   /** Logs an error through the server's log function (for modules outside the engine). */
   logError(msg: string, fields?: Record<string, unknown>): void {
     this.log('error', msg, fields);

@@ -28,6 +28,7 @@ import { customAttributes, SYSTEM_ATTRIBUTES } from '../searchAttributes';
 import { updateHandlers } from './updates';
 import { scheduleHandlers } from './schedules';
 import { multiOperationHandlers } from './multiOperation';
+import { BLOB_SIZE_ERROR, checkRequestBlob, MEMO_SIZE_ERROR } from '../engine/blobSize';
 
 import ws = temporal.api.workflowservice.v1;
 
@@ -73,6 +74,8 @@ function namespaceDescription(engine: Engine, name: string): Record<string, unkn
         pollerAutoscaling: false,
       },
       supportsSchedules: true,
+      // NamespaceInfo.limits: the blob and memo size error limits (limit.blobSize.error, limit.memoSize.error).
+      limits: { blobSizeLimitError: BLOB_SIZE_ERROR, memoSizeLimitError: MEMO_SIZE_ERROR },
     },
     config: { workflowExecutionRetentionTtl: fromMs(ns.retentionMs), historyArchivalState: ArchivalState.ARCHIVAL_STATE_DISABLED, visibilityArchivalState: ArchivalState.ARCHIVAL_STATE_DISABLED },
     isGlobalNamespace: false,
@@ -83,6 +86,7 @@ function namespaceDescription(engine: Engine, name: string): Record<string, unkn
 export function workflowServiceHandlers(engine: Engine): Handlers {
   const nsOf = (req: { namespace?: string | null }) => req.namespace || 'default';
   const pollers = new PollerRegistry();
+  const warnBlob = (size: number) => engine.logWarn('Blob data size exceeds the warning limit.', { size });
   return {
     ...updateHandlers(engine),
     ...scheduleHandlers(engine),
@@ -134,14 +138,18 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return { keys: searchAttributeKeys(engine) };
     },
     async StartWorkflowExecution(req: Plain<ws.IStartWorkflowExecutionRequest>) {
+      checkRequestBlob(req.input, warnBlob);
       const { exec, started } = engine.startWorkflow(req);
       return { runId: exec.runId, started, status: exec.status };
     },
     async SignalWithStartWorkflowExecution(req: Plain<ws.ISignalWithStartWorkflowExecutionRequest>) {
+      checkRequestBlob(req.input, warnBlob);
+      checkRequestBlob(req.signalInput, warnBlob);
       const { exec, started } = engine.signalWithStart(req);
       return { runId: exec.runId, started };
     },
     async SignalWorkflowExecution(req: Plain<ws.ISignalWorkflowExecutionRequest>) {
+      checkRequestBlob(req.input, warnBlob);
       const exec = engine.getExecution(nsOf(req), req.workflowExecution?.workflowId, req.workflowExecution?.runId);
       engine.signal(exec, req);
       return {};
