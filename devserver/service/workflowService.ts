@@ -63,7 +63,7 @@ function namespaceDescription(engine: Engine, name: string): Record<string, unkn
       data: ns.data,
       id: ns.id,
       capabilities: {
-        eagerWorkflowStart: false,
+        eagerWorkflowStart: true,
         syncUpdate: true,
         asyncUpdate: true,
         workerHeartbeats: false,
@@ -102,7 +102,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
           encodedFailureAttributes: true,
           buildIdBasedVersioning: true,
           upsertMemo: true,
-          eagerWorkflowStart: false,
+          eagerWorkflowStart: true,
           sdkMetadata: true,
           countGroupByExecutionStatus: false,
           nexus: false,
@@ -139,8 +139,11 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
     },
     async StartWorkflowExecution(req: Plain<ws.IStartWorkflowExecutionRequest>) {
       checkRequestBlob(req.input, warnBlob);
+      const fresh = engine.currentRun(nsOf(req), req.workflowId ?? '');
       const { exec, started } = engine.startWorkflow(req);
-      return { runId: exec.runId, started, status: exec.status };
+      // Eager workflow start: a run this call created hands its first workflow task to the caller.
+      const eager = req.requestEagerExecution && started && exec !== fresh ? engine.startEagerWorkflowTask(exec, req.identity ?? '') : undefined;
+      return { runId: exec.runId, started, status: exec.status, eagerWorkflowTask: eager };
     },
     async SignalWithStartWorkflowExecution(req: Plain<ws.ISignalWithStartWorkflowExecutionRequest>) {
       checkRequestBlob(req.input, warnBlob);
