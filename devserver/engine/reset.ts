@@ -83,7 +83,9 @@ export abstract class Resets extends Updates {
       throw new ServiceError(Code.INVALID_ARGUMENT, 'The dev server cannot reset to a point where child workflows are pending.');
     }
     const reason = req.reason ?? '';
-    if (base.status === Status.Running) this.terminate(base, reason, null, HISTORY_SERVICE);
+    // The workflow's current run, when running, is terminated (the base run or a later one).
+    const current = this.current.get(wfKey(base.namespace, base.workflowId));
+    if (current && current.status === Status.Running) this.terminate(current, reason, null, HISTORY_SERVICE);
     const after = base.history.slice(finishId);
     const exclude = reapplyExcludes(req.resetReapplyType, req.resetReapplyExcludeTypes);
 

@@ -48,7 +48,7 @@ describe('devserver ResetWorkflowExecution', function () {
       expect(await h.executeUpdate(addUpdate, { args: [5] })).to.equal(5);
       expect(await h.executeUpdate(addUpdate, { args: [7] })).to.equal(12);
       const point = await firstTaskCompleted(h.workflowId, h.firstExecutionRunId);
-      const { runId } = await conn.client.workflowService.resetWorkflowExecution({
+      let { runId } = await conn.client.workflowService.resetWorkflowExecution({
         namespace: ns,
         workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
         reason: 'bad deploy',
@@ -65,6 +65,17 @@ describe('devserver ResetWorkflowExecution', function () {
         requestId: 'reset-req-1',
       });
       expect(again.runId).to.equal(runId);
+      // Resetting the base run again terminates the workflow's current run, the first reset's.
+      const second = await conn.client.workflowService.resetWorkflowExecution({
+        namespace: ns,
+        workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
+        reason: 'bad deploy',
+        workflowTaskFinishEventId: point as never,
+        requestId: 'reset-req-2',
+      });
+      const first = await conn.client.workflowService.describeWorkflowExecution({ namespace: ns, execution: { workflowId: h.workflowId, runId } });
+      expect(first.workflowExecutionInfo?.status).to.equal(temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_TERMINATED);
+      runId = second.runId;
 
       const base = await history(h.workflowId, h.firstExecutionRunId);
       const term = base[base.length - 1];
