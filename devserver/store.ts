@@ -92,6 +92,8 @@ export class PgStore implements PersistenceSink, ScheduleSink {
     for (const r of execRows.rows) {
       const e = JSON.parse(r.state, reviver) as Execution;
       e.history = [];
+      // Counted again from the stored rows below (WorkflowExecutionInfo.history_size_bytes).
+      e.historySizeBytes = 0;
       e.rt = { timers: new Map(), waiters: new Set() };
       byKey.set(`${e.namespace}\u0000${e.workflowId}\u0000${e.runId}`, e);
     }
@@ -105,9 +107,6 @@ export class PgStore implements PersistenceSink, ScheduleSink {
         e.history.push(decodePlain(T, r.data) as HistoryEvent);
         e.historySizeBytes = (e.historySizeBytes ?? 0) + r.data.length;
       }
-    }
-    for (const e of byKey.values()) {
-      e.historySizeBytes = 0;
     }
     for (const e of byKey.values()) {
       // History rows are committed together with the state that counts them; trust the rows.

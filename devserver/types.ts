@@ -181,6 +181,10 @@ export interface Execution {
   /** First workflow task held back until this time (start delay / retry backoff), epoch ms. */
   firstTaskAt: number | null;
   newRunId?: string;
+  /** ResetWorkflowExecution: the run a reset of this run created (WorkflowExecutionExtendedInfo.reset_run_id). */
+  resetRunId?: string;
+  /** The request id of that reset (a repeated request answers the same run). */
+  resetRequestId?: string;
   /** WorkerVersionStamp of the last completed workflow task (describe's mostRecentWorkerVersionStamp). */
   workerStamp?: { buildId?: string | null; useVersioning?: boolean | null } | null;
   /** The BuildIds search attribute: `unversioned` and `unversioned:<id>` / `versioned:<id>` per stamp seen. */

@@ -23,6 +23,7 @@ import { Children } from './children';
 import { validateCronSchedule } from '../cron';
 import { priorityError } from '../queues';
 import { applyTypeMap } from '../searchAttributes';
+import { oversizedCommand } from './blobSize';
 
 /** Commands that close the workflow run. */
 const CLOSE_COMMANDS = new Set<CommandType | null | undefined>([
@@ -121,6 +122,30 @@ export abstract class Commands extends Children {
     const wt = exec.wt;
     const commands: Command[] = req.commands ?? [];
     validateCommands(commands);
+    // Blob size limits (engine/blobSize.ts): the task fails with the command's cause and the run is
+    // terminated, as the real server's workflow size checker does.
+    const oversized = oversizedCommand(commands, (field, size) => this.log('warn', 'Blob data size exceeds the warning limit.', { workflowId: exec.workflowId, runId: exec.runId, field, size }));
+    if (oversized) {
+      this.answerAttachedQueries(exec, req.queryResults);
+      this.clearTimer(exec, 'wt');
+      if (wt.transient) this.writeTransient(exec);
+      this.emit(
+        exec,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+        {
+          scheduledEventId: wt.scheduledEventId,
+          startedEventId: wt.startedEventId,
+          cause: oversized.cause,
+          failure: { message: oversized.message, serverFailureInfo: { nonRetryable: true } },
+          identity: req.identity ?? '',
+        },
+        { direct: true },
+      );
+      wt.state = 'none';
+      this.flushBuffer(exec);
+      this.terminate(exec, `${oversized.causeName}: ${oversized.message}`, null, 'history-service');
+      return {};
+    }
     const closes = commands.some((c) => CLOSE_COMMANDS.has(c.commandType));
     // A close command while new events are waiting is rejected, like the real server
     // (UNHANDLED_COMMAND): the worker must see the new events first.

@@ -39,6 +39,11 @@ export abstract class EngineCore {
   protected readonly log: LogFn;
   /** Time skipping: locked while > 0 (LockTimeSkipping increments, UnlockTimeSkipping decrements). */
   timeSkippingLocks = 0;
+  /**
+   * TestService sleeps in progress (Sleep, SleepUntil, UnlockTimeSkippingWithSleep): while one
+   * waits, a started activity does not keep time from skipping (engine/timeSkipping.ts).
+   */
+  testSleeps = 0;
   readonly timeSkipping: boolean;
   protected idleCheckScheduled = false;
   protected stopped = false;

@@ -9,17 +9,17 @@
  * One class split by concern into layers, each a module that extends the one before it and calls
  * the layers below it (the three calls that go upwards are abstract methods):
  * core → history → timeSkipping → queries → workflowTasks → activities → timers → executions →
- * signals → children → commands → updates → Engine (reload and stop).
+ * signals → children → commands → updates → reset → Engine (reload and stop).
  */
 import { Execution, Status } from '../types';
-import { Updates } from './updates';
+import { Resets } from './reset';
 import { execKey, wfKey } from './state';
 
 export type { EngineOptions, LogFn, PersistenceSink, StartExtra } from './state';
 export { normalizeRetryPolicy, retryDecision } from './retry';
 
 /** The history engine. Public methods are called by the gRPC service layer. */
-export class Engine extends Updates {
+export class Engine extends Resets {
   /** Re-arms timers and re-queues tasks after loading state from Postgres. */
   restore(exec: Execution): void {
     this.executions.set(execKey(exec.namespace, exec.workflowId, exec.runId), exec);
@@ -60,6 +60,11 @@ export class Engine extends Updates {
   /** True once `stop()` was called. */
   isStopped(): boolean {
     return this.stopped;
+  }
+
+  /** Logs a warning through the server's log function (for modules outside the engine). */
+  logWarn(msg: string, fields?: Record<string, unknown>): void {
+    this.log('warn', msg, fields);
   }
 
   /** Logs an error through the server's log function (for modules outside the engine). */

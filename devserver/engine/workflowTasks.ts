@@ -142,6 +142,17 @@ export abstract class WorkflowTasks extends Queries {
     }
   }
 
+  /**
+   * Eager workflow start (StartWorkflowExecutionRequest.request_eager_execution): the run's first
+   * workflow task, when it is scheduled on the normal queue, is started for the caller and
+   * returned with the start response instead of waiting for a poll; undefined otherwise (start
+   * delay, an existing run), and the task stays on its queue.
+   */
+  startEagerWorkflowTask(exec: Execution, identity: string): PollWorkflowTaskQueueResponse | undefined {
+    if (exec.status !== Status.Running || exec.wt.state !== 'scheduled' || exec.wt.sticky || exec.wt.backoffUntil !== undefined) return undefined;
+    return this.startWorkflowTask({ kind: 'wt', exec, seq: exec.wt.seq }, identity);
+  }
+
   protected startWorkflowTask(e: WfEntry, identity: string): PollWorkflowTaskQueueResponse {
     if (e.kind === 'query') return this.legacyQueryTask(e.exec, e.queryId);
     const exec = e.exec;

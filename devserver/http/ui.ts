@@ -62,9 +62,10 @@ const TYPES: Record<string, string> = {
 
 /**
  * The UI's settings (the shape of the real UI server's `/api/v1/settings`): no auth, no codec
- * server, write actions on (signal, update, cancel, terminate: the dev server implements
- * UpdateWorkflowExecution, and the UI's Update action reads `WorkflowUpdateDisabled`); reset,
- * starting workflows and batch actions off, as the dev server does not implement them.
+ * server, write actions on (signal, update, cancel, terminate, reset: the dev server implements
+ * UpdateWorkflowExecution and ResetWorkflowExecution, and the UI's Update and Reset actions read
+ * `WorkflowUpdateDisabled` / `WorkflowResetDisabled`); starting workflows and batch actions off,
+ * as the dev server does not implement them.
  */
 export function uiSettings(defaultNamespace: string, version: string): Record<string, unknown> {
   return {
@@ -81,7 +82,7 @@ export function uiSettings(defaultNamespace: string, version: string): Record<st
     WorkflowCancelDisabled: false,
     WorkflowSignalDisabled: false,
     WorkflowUpdateDisabled: false,
-    WorkflowResetDisabled: true,
+    WorkflowResetDisabled: false,
     BatchActionsDisabled: true,
     StartWorkflowDisabled: true,
     HideWorkflowQueryErrors: false,

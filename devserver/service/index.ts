@@ -81,7 +81,6 @@ const UNIMPLEMENTED_FEATURES: Array<[RegExp, string]> = [
   [/WorkflowRule/, 'workflow rules'],
   [/^(Pause|Unpause)WorkflowExecution$/, 'workflow pause'],
   [/^UpdateActivityOptions$/, 'activity options updates'],
-  [/^ResetWorkflowExecution$/, 'workflow reset'],
   [/^DeleteWorkflowExecution$/, 'workflow deletion'],
   [/Archived/, 'archival'],
   [/RemoteCluster|ListClusters/, 'multi-cluster replication'],

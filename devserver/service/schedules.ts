@@ -12,6 +12,8 @@ import { applyTypeMap } from '../searchAttributes';
 import { scheduleInfo, schedulerOf } from '../schedules';
 import { ServiceError } from '../types';
 import { Handlers, pageToken } from './common';
+import { matchesVisibilityQuery, parseVisibilityQuery, VisibilityQueryError } from '../visibility/query';
+import { scheduleVisibilityRecord } from './visibility';
 
 import ws = temporal.api.workflowservice.v1;
 
@@ -61,8 +63,19 @@ export function scheduleHandlers(engine: Engine): Handlers {
       return {};
     },
     async ListSchedules(req: Plain<ws.IListSchedulesRequest>) {
-      if (req.query) throw new ServiceError(Code.INVALID_ARGUMENT, 'ListSchedules query filters are not supported by the dev server');
-      const all = sch.list(nsOf(req));
+      // The query filters the schedules as the real server's visibility records of them
+      // (ScheduleId, TemporalSchedulePaused, custom search attributes; scheduleVisibilityRecord).
+      let all = sch.list(nsOf(req));
+      if (req.query) {
+        let q;
+        try {
+          q = parseVisibilityQuery(req.query);
+        } catch (err) {
+          if (err instanceof VisibilityQueryError) throw new ServiceError(Code.INVALID_ARGUMENT, err.message);
+          throw err;
+        }
+        all = all.filter((s) => matchesVisibilityQuery(q, scheduleVisibilityRecord(s)));
+      }
       const start = pageToken.decode<number>(req.nextPageToken) ?? 0;
       const size = req.maximumPageSize && req.maximumPageSize > 0 ? req.maximumPageSize : 1000;
       const page = all.slice(start, start + size);

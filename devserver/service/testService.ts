@@ -14,10 +14,15 @@ import tsv = temporal.api.testservice.v1;
 
 /** TestService handlers (time skipping), compatible with @temporalio/testing. */
 export function testServiceHandlers(engine: Engine): Handlers {
+  // While a test-service sleep waits, started activities do not hold the clock (engine.testSleeps).
   const sleepUntil = (at: number) =>
     new Promise<void>((resolve) => {
       if (at <= engine.clock.now()) return resolve();
-      engine.clock.schedule(at, resolve);
+      engine.testSleeps++;
+      engine.clock.schedule(at, () => {
+        engine.testSleeps--;
+        resolve();
+      });
       engine.scheduleIdleCheck();
     });
   return {

@@ -18,6 +18,7 @@ import {
   VisibilityStatus,
 } from '../visibility/query';
 import { pageToken } from './common';
+import type { ScheduleState } from '../schedules';
 
 /** temporal.api.workflow.v1.WorkflowExecutionInfo. */
 type WorkflowExecutionInfo = Plain<temporal.api.workflow.v1.IWorkflowExecutionInfo>;
@@ -73,6 +74,32 @@ function visibilityRecord(e: Execution): VisibilityRecord {
     startTime: new Date(e.startTime),
     executionTime: new Date(e.executionTime),
     closeTime: e.closeTime !== null ? new Date(e.closeTime) : null,
+    searchAttributes: sa,
+  };
+}
+
+/**
+ * A schedule as the real server's visibility holds it (a schedule is a scheduler workflow there):
+ * `TemporalNamespaceDivision = 'TemporalScheduler'`, `TemporalSchedulePaused`, `ScheduleId`
+ * and the schedule's own search attributes, status Running. ListSchedules' `query` and the Web
+ * UI's schedule count (`TemporalNamespaceDivision="TemporalScheduler"`) filter these records.
+ */
+export function scheduleVisibilityRecord(s: ScheduleState): VisibilityRecord {
+  const sa: Record<string, unknown> = {};
+  for (const [k, p] of Object.entries(s.searchAttributes ?? {})) sa[k] = decodeSearchAttribute(p);
+  sa.TemporalNamespaceDivision = 'TemporalScheduler';
+  sa.TemporalSchedulePaused = !!s.schedule.state?.paused;
+  sa.ScheduleId = s.scheduleId;
+  return {
+    namespace: s.namespace,
+    workflowId: `temporal-sys-scheduler:${s.scheduleId}`,
+    runId: '',
+    workflowType: 'temporal-sys-scheduler-workflow',
+    taskQueue: 'temporal-sys-per-ns-tq',
+    status: 'Running',
+    startTime: new Date(s.createMs),
+    executionTime: new Date(s.createMs),
+    closeTime: null,
     searchAttributes: sa,
   };
 }

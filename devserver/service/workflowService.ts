@@ -28,6 +28,7 @@ import { customAttributes, SYSTEM_ATTRIBUTES } from '../searchAttributes';
 import { updateHandlers } from './updates';
 import { scheduleHandlers } from './schedules';
 import { multiOperationHandlers } from './multiOperation';
+import { BLOB_SIZE_ERROR, checkRequestBlob, MEMO_SIZE_ERROR } from '../engine/blobSize';
 
 import ws = temporal.api.workflowservice.v1;
 
@@ -62,7 +63,7 @@ function namespaceDescription(engine: Engine, name: string): Record<string, unkn
       data: ns.data,
       id: ns.id,
       capabilities: {
-        eagerWorkflowStart: false,
+        eagerWorkflowStart: true,
         syncUpdate: true,
         asyncUpdate: true,
         workerHeartbeats: false,
@@ -73,6 +74,8 @@ function namespaceDescription(engine: Engine, name: string): Record<string, unkn
         pollerAutoscaling: false,
       },
       supportsSchedules: true,
+      // NamespaceInfo.limits: the blob and memo size error limits (limit.blobSize.error, limit.memoSize.error).
+      limits: { blobSizeLimitError: BLOB_SIZE_ERROR, memoSizeLimitError: MEMO_SIZE_ERROR },
     },
     config: { workflowExecutionRetentionTtl: fromMs(ns.retentionMs), historyArchivalState: ArchivalState.ARCHIVAL_STATE_DISABLED, visibilityArchivalState: ArchivalState.ARCHIVAL_STATE_DISABLED },
     isGlobalNamespace: false,
@@ -83,6 +86,7 @@ function namespaceDescription(engine: Engine, name: string): Record<string, unkn
 export function workflowServiceHandlers(engine: Engine): Handlers {
   const nsOf = (req: { namespace?: string | null }) => req.namespace || 'default';
   const pollers = new PollerRegistry();
+  const warnBlob = (size: number) => engine.logWarn('Blob data size exceeds the warning limit.', { size });
   return {
     ...updateHandlers(engine),
     ...scheduleHandlers(engine),
@@ -98,7 +102,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
           encodedFailureAttributes: true,
           buildIdBasedVersioning: true,
           upsertMemo: true,
-          eagerWorkflowStart: false,
+          eagerWorkflowStart: true,
           sdkMetadata: true,
           countGroupByExecutionStatus: false,
           nexus: false,
@@ -134,14 +138,21 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return { keys: searchAttributeKeys(engine) };
     },
     async StartWorkflowExecution(req: Plain<ws.IStartWorkflowExecutionRequest>) {
+      checkRequestBlob(req.input, warnBlob);
+      const fresh = engine.currentRun(nsOf(req), req.workflowId ?? '');
       const { exec, started } = engine.startWorkflow(req);
-      return { runId: exec.runId, started, status: exec.status };
+      // Eager workflow start: a run this call created hands its first workflow task to the caller.
+      const eager = req.requestEagerExecution && started && exec !== fresh ? engine.startEagerWorkflowTask(exec, req.identity ?? '') : undefined;
+      return { runId: exec.runId, started, status: exec.status, eagerWorkflowTask: eager };
     },
     async SignalWithStartWorkflowExecution(req: Plain<ws.ISignalWithStartWorkflowExecutionRequest>) {
+      checkRequestBlob(req.input, warnBlob);
+      checkRequestBlob(req.signalInput, warnBlob);
       const { exec, started } = engine.signalWithStart(req);
       return { runId: exec.runId, started };
     },
     async SignalWorkflowExecution(req: Plain<ws.ISignalWorkflowExecutionRequest>) {
+      checkRequestBlob(req.input, warnBlob);
       const exec = engine.getExecution(nsOf(req), req.workflowExecution?.workflowId, req.workflowExecution?.runId);
       engine.signal(exec, req);
       return {};
@@ -155,6 +166,11 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       const exec = engine.getExecution(nsOf(req), req.workflowExecution?.workflowId, req.workflowExecution?.runId);
       engine.terminate(exec, req.reason ?? '', req.details, req.identity ?? '');
       return {};
+    },
+    // ResetWorkflowExecution (the Web UI's Reset; devserver/engine/reset.ts).
+    async ResetWorkflowExecution(req: Plain<ws.IResetWorkflowExecutionRequest>) {
+      const exec = engine.getExecution(nsOf(req), req.workflowExecution?.workflowId, req.workflowExecution?.runId);
+      return { runId: engine.resetWorkflow(exec, req) };
     },
     async QueryWorkflow(req: Plain<ws.IQueryWorkflowRequest>) {
       const exec = engine.getExecution(nsOf(req), req.execution?.workflowId, req.execution?.runId);
@@ -231,6 +247,8 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
                 startedTime: e.wt.state === 'started' ? fromMs(e.wt.startedTime) : undefined,
                 attempt: e.wt.attempt,
               },
+        // WorkflowExecutionExtendedInfo.reset_run_id: the run the last reset of this run created.
+        workflowExtendedInfo: e.resetRunId ? { resetRunId: e.resetRunId } : undefined,
       };
     },
     async GetWorkflowExecutionHistory(req: Plain<ws.IGetWorkflowExecutionHistoryRequest>, call: grpc.ServerUnaryCall<unknown, unknown>) {

@@ -360,4 +360,38 @@ describe('devserver parity with the real server', function () {
       await conn.client.workflow.getHandle(workflowId).terminate();
     });
   });
+
+  describe('eager workflow start (StartWorkflowExecutionRequest.request_eager_execution; NamespaceInfo.Capabilities.eager_workflow_start)', () => {
+    it('hands the first workflow task to a start that asked for it, started under its identity; a plain start gets none', async () => {
+      const d = await svc.describeNamespace({ namespace: ns });
+      expect(d.namespaceInfo?.capabilities?.eagerWorkflowStart).to.equal(true);
+      const q = uniqueQueue('eager');
+      const workflowId = uniqueQueue('eager');
+      const r = await svc.startWorkflowExecution({
+        namespace: ns,
+        workflowId,
+        workflowType: { name: 'raw' },
+        taskQueue: { name: q },
+        requestId: uniqueQueue('req'),
+        identity: 'eager-worker',
+        requestEagerExecution: true,
+      });
+      const task = r.eagerWorkflowTask!;
+      expect(task.taskToken?.length).to.be.greaterThan(0);
+      const events = task.history?.events ?? [];
+      expect(events.map((e) => e.eventType)).to.deep.equal([ET.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, ET.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, ET.EVENT_TYPE_WORKFLOW_TASK_STARTED]);
+      expect(events[2].workflowTaskStartedEventAttributes?.identity).to.equal('eager-worker');
+      await svc.respondWorkflowTaskCompleted({
+        taskToken: task.taskToken,
+        identity: 'eager-worker',
+        commands: [{ commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION, completeWorkflowExecutionCommandAttributes: {} }],
+      });
+      const described = await svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId } });
+      expect(described.workflowExecutionInfo?.status).to.equal(temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED);
+      const plain = await startRaw(q);
+      const again = await svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId: plain.workflowId } });
+      expect(again.pendingWorkflowTask?.state).to.equal(temporal.api.enums.v1.PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_SCHEDULED);
+      await conn.client.workflow.getHandle(plain.workflowId).terminate();
+    });
+  });
 });

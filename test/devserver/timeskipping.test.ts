@@ -43,6 +43,25 @@ describe('devserver time skipping', function () {
     }
   });
 
+  it("skips time for an activity's env.sleep while that activity runs, as the real test server does (TestService UnlockTimeSkippingWithSleep)", async () => {
+    const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: BIN } } });
+    try {
+      const taskQueue = uniqueQueue('ts-activity-sleep');
+      // The activity waits two virtual minutes through the test service; the workflow gives it an hour.
+      const sleepingGreet = async (name: string) => {
+        const before = await env.currentTimeMs();
+        await env.sleep('2 minutes');
+        return `${name} after ${(await env.currentTimeMs()) - before} ms`;
+      };
+      const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(), activities: { ...activities, greet: sleepingGreet } });
+      const answer = await worker.runUntil(env.client.workflow.execute('longGreeting', { taskQueue, workflowId: uniqueQueue('ts-act'), args: ['Ada'] }));
+      const slept = Number(/after (\d+) ms/.exec(answer as string)?.[1]);
+      expect(slept).to.be.at.least(120_000);
+    } finally {
+      await env.teardown();
+    }
+  });
+
   it('exits the test-server process when its parent dies', async () => {
     const port = 20000 + Math.floor(Math.random() * 20000);
     const parent = spawn('sh', ['-c', `"${BIN}" ${port} & echo $!; wait`], { stdio: ['ignore', 'pipe', 'ignore'] });

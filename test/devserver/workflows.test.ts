@@ -71,7 +71,7 @@ describe('devserver with the real SDK', function () {
       expect(info.capabilities?.signalAndQueryHeader).to.equal(true);
       expect(info.capabilities?.sdkMetadata).to.equal(true);
       expect(info.capabilities?.supportsSchedules).to.equal(true);
-      expect(info.capabilities?.eagerWorkflowStart).to.not.equal(true);
+      expect(info.capabilities?.eagerWorkflowStart).to.equal(true);
     });
 
     it('has default, registers, describes and lists namespaces', async () => {

@@ -36,6 +36,12 @@ export async function greeting(name: string): Promise<string> {
   return await greet(name);
 }
 
+/** One activity with a start-to-close timeout (1 hour) long enough for an activity that sleeps through skipped time. */
+export async function longGreeting(name: string): Promise<string> {
+  const { greet: g } = proxyActivities<typeof activities>({ startToCloseTimeout: '1 hour', retry: { maximumAttempts: 1 } });
+  return await g(name);
+}
+
 /** Returns its input immediately. */
 export async function echo(value: string): Promise<string> {
   return value;
