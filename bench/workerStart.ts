@@ -4,7 +4,8 @@
  * does). Each start is a fresh process (bench/workerStartChild.ts) against an in-memory dev server; prints the
  * median time to a created worker, the RSS and heap after it, and the ratio (docs/benchmarks.md).
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,17 +22,18 @@ export async function runWorkerStartBench(): Promise<void> {
   try {
     const built = await buildWorkflowBundle(path.join(dir, 'workflow-bundle.js'));
     console.log(`prebuilt bundle: ${(built.bytes / 1024).toFixed(0)} KiB, sha256 ${built.sha256.slice(0, 12)}`);
-    const start = (bundle?: string) => {
-      const out = execFileSync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'workerStartChild.ts')], {
+    // Asynchronously: the dev server answering the child runs in this process's event loop.
+    const start = async (bundle?: string) => {
+      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(__dirname, 'workerStartChild.ts')], {
         env: { ...process.env, BENCH_TEMPORAL_ADDRESS: server.address, ...(bundle ? { BENCH_WORKFLOW_BUNDLE: bundle } : {}) },
         encoding: 'utf8',
       });
-      return JSON.parse(out.trim().split('\n').pop()!) as { ms: number; rssMb: number; heapMb: number };
+      return JSON.parse(stdout.trim().split('\n').pop()!) as { ms: number; rssMb: number; heapMb: number };
     };
     const results: Record<string, { ms: number; rssMb: number; heapMb: number }[]> = { 'bundled at start': [], prebuilt: [] };
     for (let i = 0; i < runs; i++) {
-      results['bundled at start'].push(start());
-      results.prebuilt.push(start(built.path));
+      results['bundled at start'].push(await start());
+      results.prebuilt.push(await start(built.path));
     }
     for (const [kind, rs] of Object.entries(results)) {
       console.log(`${kind.padEnd(17)} worker created in ${median(rs.map((r) => r.ms)).toFixed(0)} ms (median of ${runs}), RSS ${median(rs.map((r) => r.rssMb)).toFixed(0)} MB, heap ${median(rs.map((r) => r.heapMb)).toFixed(0)} MB`);
