@@ -53,9 +53,10 @@ import { contactOf, summarizeForEscalation } from '../../domain/conversations/es
 import { escalationRouteFor } from './escalation';
 import { pickAgentVersion } from '../agents/traffic';
 import type { TrafficSplitRule } from '../../domain/agents/traffic';
-import { conversationFirstToken, conversationTurnDuration, conversationTurns } from '../../metrics';
+import { conversationTurns } from '../../metrics';
 import { heldTurn } from './control';
-import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { SpanStatusCode } from '@opentelemetry/api';
+import { countTurn, describeTurn, runTurnIn, tracer } from './turnTelemetry';
 
 /** Messages of history handed to each turn. */
 export const HISTORY_MESSAGES = 30;
@@ -378,40 +379,6 @@ function escalatedEvent(c: ConversationRecord, result: TurnResult, history: read
       summary: summarizeForEscalation(lines, route?.phone ?? contactOf(c.variables).phone),
     },
   };
-}
-
-const tracer = trace.getTracer('agent-control-plane');
-
-/**
- * The `conversation.turn` span's attributes: agent, version, channel, mode and each latency stage (ms); the
- * message text and reply only with `OTEL_RECORD_CONTENT=true` (never a phone number or text by default).
- */
-function describeTurn(span: Span, c: ConversationRecord, text: string | null, result?: TurnResult): void {
-  if (!span.isRecording()) return;
-  span.setAttributes({ 'acp.agent_id': c.agentId, 'acp.agent_version_id': c.versionId ?? 'draft', 'acp.channel': c.channel, 'acp.conversation_id': c.id, 'acp.conversation_mode': c.mode });
-  if (!result) return;
-  span.setAttribute('acp.turn', result.receipt.turn);
-  for (const l of result.receipt.latency) if (!l.detail) span.setAttribute(`acp.latency.${l.stage}_ms`, l.ms);
-  span.setAttribute('acp.tool_calls', result.receipt.toolCalls.length);
-  if (process.env.OTEL_RECORD_CONTENT === 'true') {
-    if (text !== null) span.setAttribute('acp.message', text);
-    if (result.reply) span.setAttribute('acp.reply', typeof result.reply === 'string' ? result.reply : JSON.stringify(result.reply));
-  }
-}
-
-/** Runs `fn` with `span` active (its LLM and SQL spans are its children); a no-op span when tracing is off. */
-function runTurnIn<T>(span: Span, fn: () => Promise<T>): Promise<T> {
-  if (!span.isRecording()) return fn();
-  return context.with(trace.setSpan(context.active(), span), fn);
-}
-
-/** Counts a turn that ran, with its latency stages (the receipt's `turn` and `llm_first_token`, in ms). */
-function countTurn(channel: string, latency: Array<{ stage: string; ms: number }>): void {
-  conversationTurns.inc({ channel, outcome: 'ok' });
-  for (const l of latency) {
-    if (l.stage === 'turn') conversationTurnDuration.observe({ channel }, l.ms / 1000);
-    else if (l.stage === 'llm_first_token') conversationFirstToken.observe({ channel }, l.ms / 1000);
-  }
 }
 
 /**
