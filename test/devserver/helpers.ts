@@ -2,6 +2,7 @@
  * Shared fixtures for the dev server tests: the workflow bundle (built once per run), unique task
  * queues, and a helper that runs a real SDK worker against a dev server while a callback runs.
  */
+import { temporal } from '@temporalio/proto';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
@@ -62,4 +63,20 @@ export async function withWorker<T>(
     ...extra,
   });
   return worker.runUntil(fn(worker));
+}
+
+/**
+ * Starts a workflow of type `raw` on `taskQueue` through the raw gRPC service (no SDK client options in between),
+ * with a unique workflow id and request id; `extra` adds or overrides request fields.
+ * @returns the workflow id and the run id the server answered
+ */
+export async function startRawWorkflow(
+  svc: Client['workflowService'],
+  taskQueue: string,
+  extra: Partial<temporal.api.workflowservice.v1.IStartWorkflowExecutionRequest> = {},
+  namespace = 'default',
+): Promise<{ workflowId: string; runId: string }> {
+  const workflowId = uniqueQueue('raw');
+  const r = await svc.startWorkflowExecution({ namespace, workflowId, workflowType: { name: 'raw' }, taskQueue: { name: taskQueue }, requestId: uniqueQueue('req'), ...extra });
+  return { workflowId, runId: r.runId! };
 }

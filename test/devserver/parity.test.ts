@@ -9,7 +9,7 @@ import { ActivityNotFoundError, Client, WithStartWorkflowOperation } from '@temp
 import { NamespaceNotFoundError, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { startDevServer, DevServer } from '../../devserver';
-import { connect, uniqueQueue, withWorker } from './helpers';
+import { connect, uniqueQueue, withWorker, startRawWorkflow } from './helpers';
 import { addUpdate, buildIdProbe, updatable, stopSignal } from './workflows';
 
 type Svc = Client['workflowService'];
@@ -32,18 +32,7 @@ describe('devserver parity with the real server', function () {
     await server?.stop();
   });
 
-  async function startRaw(taskQueue: string, extra: Partial<temporal.api.workflowservice.v1.IStartWorkflowExecutionRequest> = {}) {
-    const workflowId = uniqueQueue('raw');
-    const r = await svc.startWorkflowExecution({
-      namespace: ns,
-      workflowId,
-      workflowType: { name: 'raw' },
-      taskQueue: { name: taskQueue },
-      requestId: uniqueQueue('req'),
-      ...extra,
-    });
-    return { workflowId, runId: r.runId! };
-  }
+  const startRaw = (taskQueue: string, extra: Partial<temporal.api.workflowservice.v1.IStartWorkflowExecutionRequest> = {}) => startRawWorkflow(svc, taskQueue, extra, ns);
 
   describe('start delay and early queries (history updateworkflow, signalwithstart and queryworkflow APIs)', () => {
     it('ends a start delay when an update arrives: the first workflow task runs at once', async () => {

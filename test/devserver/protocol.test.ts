@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { startDevServer, DevServer } from '../../devserver';
-import { connect, uniqueQueue } from './helpers';
+import { connect, uniqueQueue, startRawWorkflow } from './helpers';
 
 const ET = temporal.api.enums.v1.EventType;
 type Svc = Client['workflowService'];
@@ -30,18 +30,7 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     await server?.stop();
   });
 
-  async function start(taskQueue: string, extra: Partial<temporal.api.workflowservice.v1.IStartWorkflowExecutionRequest> = {}) {
-    const workflowId = uniqueQueue('raw');
-    const r = await svc.startWorkflowExecution({
-      namespace: ns,
-      workflowId,
-      workflowType: { name: 'raw' },
-      taskQueue: { name: taskQueue },
-      requestId: uniqueQueue('req'),
-      ...extra,
-    });
-    return { workflowId, runId: r.runId! };
-  }
+  const start = (taskQueue: string, extra: Partial<temporal.api.workflowservice.v1.IStartWorkflowExecutionRequest> = {}) => startRawWorkflow(svc, taskQueue, extra, ns);
   const poll = (name: string) => svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name }, identity: 'raw-test' });
   async function events(workflowId: string) {
     const r = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
