@@ -1,50 +1,23 @@
 /**
  * Skill outputs as conversation variables (docs/api-notes.md "Agents": playbook graphs): a skill's output member
  * keeps the name the skill declares (`bookingId` of `book_appointment` is `{{book_appointment_bookingId}}`, case
- * kept), and a `say` line whose placeholder has no value or a blank one is not said; on chat and on an SMS reply,
- * over HTTP and Postgres with the skill's endpoint on loopback.
+ * kept), and a `say` line whose placeholder has no value or a blank one is not said; on every channel — chat, an
+ * SMS reply, a phone call over ConversationRelay and the web widget — over HTTP and Postgres with the skill's
+ * endpoint on loopback.
  */
 import crypto from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { chain, publishDraft } from './agents-fixtures';
-import { COMPLETE_BRAND, postCallback, startSmsTestApi } from './sms-fixtures';
+import { chain } from './agents-fixtures';
+import { CONFIRMATION, createBookingAgent, RESERVE_GRAPH as graph, useBookingEndpoint } from './booking-fixtures';
+import { postCallback, startSmsTestApi, textingNumber } from './sms-fixtures';
 import type { TestApi } from '../helpers/api';
 import { until } from '../helpers/wait';
-import { createSkillHttpClient } from '../../providers/http/request';
-import { parseAllowList } from '../../domain/net/guard';
 import { sandboxInventory } from '../../providers/telephony/sandbox';
+import { placeSandboxCall } from '../../providers/telephony/sandboxCaller';
 import { stopSandboxDispatchers } from '../../providers/carrier/sandbox';
+import { allMessages, getConversation } from '../../db/repositories/conversations';
 import { outputVariables } from '../../domain/conversations/runtime';
 import { missingPlaceholders, startPlaybook } from '../../domain/conversations/playbook';
-
-/** A loopback endpoint answering every request with a booking whose `note` is blank. */
-function bookingEndpoint(): Promise<{ url: string; close: () => void }> {
-  return new Promise((resolve) => {
-    const server = http.createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ bookingId: 'BK-7', status: 'confirmed', note: '  ' }));
-      });
-    });
-    server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/book`, close: () => server.close() }));
-  });
-}
-
-/** The playbook `reserve`: run `book_appointment`, say its booking id, say its note (blank: not said), end. */
-const graph = {
-  nodes: [
-    { id: 'start', type: 'start' },
-    { id: 'book', type: 'skill', skill: 'book_appointment' },
-    { id: 'confirm', type: 'say', prompt: 'You are booked: your reference is {{book_appointment_bookingId}} ({{ book_appointment_status }}).' },
-    { id: 'note', type: 'say', prompt: 'Please note: {{book_appointment_note}}.' },
-    { id: 'end', type: 'end' },
-  ],
-  edges: chain('start', 'book', 'confirm', 'note', 'end'),
-};
-const CONFIRMATION = 'You are booked: your reference is BK-7 (confirmed).';
 
 describe('skill outputs as variables (pure)', () => {
   it('keeps the case of each output key and treats a blank value as missing', () => {
@@ -64,38 +37,26 @@ describe('skill outputs as variables (pure)', () => {
   });
 });
 
-describe('skill outputs as variables on chat and SMS', function () {
+describe('skill outputs as variables on every channel', function () {
   this.timeout(60_000);
   let t: TestApi;
-  let endpoint: { url: string; close: () => void };
-  const saved = process.env.HTTP_ALLOW_PRIVATE_HOSTS;
+  const booking = useBookingEndpoint();
+  const SITE = 'https://shop.example.com';
 
   before(async () => {
-    process.env.HTTP_ALLOW_PRIVATE_HOSTS = '127.0.0.1';
-    endpoint = await bookingEndpoint();
-    t = await startSmsTestApi('pbvars', {}, { providers: { skillHttp: createSkillHttpClient({ allow: parseAllowList('127.0.0.1') }) } });
+    t = await startSmsTestApi('pbvars', {}, { providers: { skillHttp: booking.skillHttp() } });
     process.env.SANDBOX_CALLBACK_URL = `${t.api.baseUrl}/sms/provider-callbacks/sandbox`;
   });
   after(async () => {
     stopSandboxDispatchers();
     delete process.env.SANDBOX_CALLBACK_URL;
-    if (saved === undefined) delete process.env.HTTP_ALLOW_PRIVATE_HOSTS;
-    else process.env.HTTP_ALLOW_PRIVATE_HOSTS = saved;
     await t?.close();
-    endpoint?.close();
   });
 
   /** An organization whose published agent has the skill `book_appointment` and the playbook `reserve`. */
-  async function bookingAgent(name: string) {
+  async function bookingAgent(name: string, agent: Record<string, unknown> = {}) {
     const org = await t.org(name);
-    const agent = await t.call('POST', '/agents', { key: org.key, json: { name: 'Desk', voiceId: 'voice_ava' } });
-    const agentId = agent.body.data.id as string;
-    const skill = await t.call('POST', `/agents/${agentId}/skills`, { key: org.key, json: { name: 'book_appointment', type: 'http_request', config: { url: endpoint.url, method: 'POST' } } });
-    expect(skill.status, skill.text).to.equal(201);
-    const pb = await t.call('POST', `/agents/${agentId}/playbooks`, { key: org.key, json: { name: 'reserve', description: 'Books a table', graph } });
-    expect(pb.status, pb.text).to.equal(201);
-    expect((await publishDraft(t.db, org, agentId, `${name}-1`)).kind).to.equal('published');
-    return { ...org, agentId };
+    return { ...org, agentId: await createBookingAgent(t, org, booking.endpoint().url, { agent }) };
   }
 
   it('chat: {{book_appointment_bookingId}} is filled from the output `bookingId`, and the line with a blank placeholder is skipped', async () => {
@@ -114,19 +75,62 @@ describe('skill outputs as variables on chat and SMS', function () {
 
   it('SMS: the agent\'s reply text says the booking reference and not the blank note', async () => {
     const o = await bookingAgent('Text bookings');
-    expect((await t.call('PUT', '/sms', { key: o.key, json: COMPLETE_BRAND })).status).to.equal(200);
     const ours = sandboxInventory('312')[3].e164;
-    const bought = await t.call('POST', '/numbers/purchase', { key: o.key, json: { e164: ours } });
-    expect(bought.status, bought.text).to.be.oneOf([200, 201]);
-    const numberId = bought.body.data.id as string;
-    expect((await t.call('POST', `/numbers/${numberId}/assign`, { key: o.key, json: { agentId: o.agentId } })).status).to.equal(200);
-    expect((await t.call('PUT', `/numbers/${numberId}/sms`, { key: o.key, json: { enabled: true } })).status).to.equal(200);
-    await t.db('sms_registrations').where({ org_id: o.orgId }).update({ status: 'active' });
+    await textingNumber(t, o, o.agentId, ours);
     const providerId = `SMin${crypto.randomBytes(6).toString('hex')}`;
     const res = await postCallback(t, { type: 'message.inbound', id: providerId, from: '+12125550177', to: ours, text: 'Reserve for tonight' });
     expect(res.status, res.text).to.equal(200);
     const inbound = await t.db('sms_messages').where({ provider_message_id: providerId }).first();
     const reply = await until(async () => t.db('sms_messages').where({ org_id: o.orgId, reply_to: inbound.id }).first(), 30_000, 'the reply');
     expect(reply.body).to.equal(CONFIRMATION);
+  });
+
+  it('voice: the caller hears the booking reference over ConversationRelay and no line for the blank note', async () => {
+    const o = await bookingAgent('Phone bookings', { greeting: 'Desk here, how can I help?' });
+    const ours = sandboxInventory('206')[2].e164;
+    const bought = await t.call('POST', '/numbers/purchase', { key: o.key, json: { e164: ours } });
+    expect(bought.status, bought.text).to.equal(200);
+    expect((await t.call('POST', `/numbers/${bought.body.data.id}/assign`, { key: o.key, json: { agentId: o.agentId } })).status).to.equal(200);
+    const rec = await placeSandboxCall({ baseUrl: t.api.baseUrl, from: '+12065550123', to: ours, script: [{ say: 'I would like to reserve, please' }] });
+    expect(rec.webhookStatus).to.equal(200);
+    expect(rec.lines).to.deep.equal([
+      { who: 'agent', text: 'Desk here, how can I help?' },
+      { who: 'caller', text: 'I would like to reserve, please' },
+      { who: 'agent', text: CONFIRMATION },
+    ]);
+    expect(rec.lines.map((l) => l.text).join(' ')).to.not.contain('Please note');
+    const callId = /name="callId" value="(call_[A-Za-z0-9]+)"/.exec(rec.markup)![1];
+    const conversationId = await until(async () => (await t.db('voice_calls').where({ id: callId }).first())?.conversation_id as string | null, 10_000, 'the call\'s conversation');
+    const conversation = (await getConversation(t.db, o.orgId, conversationId))!;
+    expect(conversation.variables).to.include({ book_appointment_bookingId: 'BK-7', book_appointment_status: 'confirmed' });
+    expect(conversation.variables).to.not.have.property('book_appointment_bookingid');
+    const said = (await allMessages(t.db, o.orgId, conversationId)).filter((m) => m.role === 'assistant' && m.content && !m.toolCalls).map((m) => m.content);
+    expect(said).to.include(CONFIRMATION);
+    expect(said.join(' ')).to.not.contain('Please note');
+  });
+
+  it('widget: the web session reads the booking reference and no line for the blank note', async () => {
+    const o = await bookingAgent('Widget bookings');
+    const pk = await t.call('POST', '/publishable-keys', { key: o.key, json: { name: 'site', agentId: o.agentId, allowedOrigins: [SITE] } });
+    expect(pk.status, pk.text).to.equal(201);
+    const started = await t.call('POST', '/chat/widget/sessions', { headers: { authorization: `Bearer ${pk.body.data.key}`, origin: SITE }, json: {} });
+    expect(started.status, started.text).to.equal(201);
+    const { session, sessionToken } = started.body.data;
+    const auth = { authorization: `Bearer ${sessionToken}`, origin: SITE };
+    const res = await t.call('POST', `/chat/sessions/${session.id}/messages`, { headers: auth, json: { content: 'I would like to reserve, please' } });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.data.reply.content).to.equal(CONFIRMATION);
+    const read = await t.call('GET', `/chat/sessions/${session.id}`, { headers: auth });
+    expect(read.status, read.text).to.equal(200);
+    expect(read.body.data.messages.filter((m: { role: string }) => m.role === 'assistant').map((m: { content: string }) => m.content)).to.deep.equal([
+      ...(started.body.data.greeting ? [started.body.data.greeting.content] : []),
+      CONFIRMATION,
+    ]);
+    // The page sees only the conversation (docs/api-notes.md "Widget"); the organization sees the variables as named.
+    expect(read.body.data.session).to.include({ channel: 'web' });
+    expect(read.body.data.session.variables).to.deep.equal({});
+    const operator = await t.call('GET', `/chat/sessions/${session.id}`, { key: o.key });
+    expect(operator.body.data.session.variables).to.include({ book_appointment_bookingId: 'BK-7', book_appointment_status: 'confirmed' });
+    expect(operator.body.data.session.variables).to.not.have.property('book_appointment_bookingid');
   });
 });

@@ -50,3 +50,19 @@ export async function expectNoRegistration(t: TestApi, method: string, path: str
   expect(res.status).to.equal(404);
   expect(res.body.code).to.equal('sms_registration_not_found');
 }
+
+/**
+ * Makes `e164` (a sandbox inventory number) the agent's texting number: bought, assigned to `agentId`, SMS-enabled,
+ * with the organization's registration saved ({@link COMPLETE_BRAND}) and marked `active` (docs/sms.md: a number
+ * answers texts once its registration is active). @returns the number's id
+ */
+export async function textingNumber(t: Pick<TestApi, 'call' | 'db'>, org: { orgId: string; key: string }, agentId: string, e164: string): Promise<string> {
+  expect((await t.call('PUT', '/sms', { key: org.key, json: COMPLETE_BRAND })).status).to.equal(200);
+  const bought = await t.call('POST', '/numbers/purchase', { key: org.key, json: { e164 } });
+  expect(bought.status, bought.text).to.be.oneOf([200, 201]);
+  const numberId = bought.body.data.id as string;
+  expect((await t.call('POST', `/numbers/${numberId}/assign`, { key: org.key, json: { agentId } })).status).to.equal(200);
+  expect((await t.call('PUT', `/numbers/${numberId}/sms`, { key: org.key, json: { enabled: true } })).status).to.equal(200);
+  await t.db('sms_registrations').where({ org_id: org.orgId }).update({ status: 'active' });
+  return numberId;
+}
