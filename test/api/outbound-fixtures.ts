@@ -19,7 +19,7 @@ import { createOutboundActivities } from '../../activities/outbound';
 import { callWithKey } from '../helpers/api';
 import { useResource } from '../helpers/mocha';
 import { createTestDatabase } from '../helpers/postgres';
-import { startTestWorker, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { serverNow, startTestWorker, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 
 /** A response with its parsed JSON body. */
 export interface Res {
@@ -106,24 +106,8 @@ export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: nu
       }
       throw new Error('no sandbox number could be bought');
     },
-    async upload(key, csv) {
-      const fd = new FormData();
-      fd.append('file', new Blob([csv], { type: 'text/csv' }), 'contacts.csv');
-      const res = await fetch(`${api.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
-      const body = (await res.json()) as any;
-      if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(body)}`);
-      return body.data.id as string;
-    },
-    async importList(key, csv, o = {}) {
-      const list = (await call(key, 'POST', '/contact-lists', { name: `List ${++n}`, ...(o.purpose ? { purpose: o.purpose } : {}) })).body.data;
-      const fileId = await env.upload(key, csv);
-      const r = await call(key, 'POST', `/contact-lists/${list.id}/imports`, { fileId, ...(o.columnMapping ? { columnMapping: o.columnMapping } : {}) });
-      if (r.status !== 202) throw new Error(`import refused: ${r.status} ${JSON.stringify(r.body)}`);
-      return until(async () => {
-        const l = (await call(key, 'GET', `/contact-lists/${list.id}`)).body.data;
-        return l.import.status === 'ready' || l.import.status === 'failed' ? l : undefined;
-      }, 20_000, 'the import');
-    },
+    upload: (key, csv) => uploadCsv(api.baseUrl, key, csv),
+    importList: (key, csv, o = {}) => importContactList(api.baseUrl, key, csv, { name: `List ${++n}`, ...o }),
     async startWorker(dialLatencyMs = opts.dialLatencyMs ?? 0) {
       await worker?.stop();
       worker = await startTestWorker(taskQueue, createOutboundActivities({ db, config, logger }, { telephonyOptions: { dialLatencyMs } }));
@@ -140,6 +124,42 @@ export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: nu
   };
   await env.startWorker();
   return env;
+}
+
+/** Uploads a CSV through `POST /uploads` as `key`. @returns the file id. @throws Error when the upload is refused */
+export async function uploadCsv(baseUrl: string, key: string, csv: string): Promise<string> {
+  const fd = new FormData();
+  fd.append('file', new Blob([csv], { type: 'text/csv' }), 'contacts.csv');
+  const res = await fetch(`${baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
+  const body = (await res.json()) as any;
+  if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(body)}`);
+  return body.data.id as string;
+}
+
+/**
+ * Creates a contact list (`POST /contact-lists`), uploads `csv` and imports it into the list, waiting (up to 20 s) for
+ * the import to end; a worker must run the `contactImport` workflow. @returns the list (import `ready` or `failed`)
+ * @throws Error when the import is refused
+ */
+export async function importContactList(baseUrl: string, key: string, csv: string, o: { name?: string; purpose?: string; columnMapping?: Record<string, string> } = {}): Promise<any> {
+  const call = (method: string, path: string, json?: unknown) => callWithKey(baseUrl, key, method, path, json);
+  const list = (await call('POST', '/contact-lists', { name: o.name ?? 'Contacts', ...(o.purpose ? { purpose: o.purpose } : {}) })).body.data;
+  const fileId = await uploadCsv(baseUrl, key, csv);
+  const r = await call('POST', `/contact-lists/${list.id}/imports`, { fileId, ...(o.columnMapping ? { columnMapping: o.columnMapping } : {}) });
+  if (r.status !== 202) throw new Error(`import refused: ${r.status} ${JSON.stringify(r.body)}`);
+  return until(async () => {
+    const l = (await call('GET', `/contact-lists/${list.id}`)).body.data;
+    return l.import.status === 'ready' || l.import.status === 'failed' ? l : undefined;
+  }, 20_000, 'the import');
+}
+
+/**
+ * A fixed-offset zone (`Etc/GMT±h`) where the run's dev server clock reads noon, inside every default calling window:
+ * the dialer judges the window by workflow time, which earlier suites may have skipped ahead of the wall clock.
+ */
+export async function noonZone(): Promise<string> {
+  const offset = 12 - (await serverNow()).getUTCHours();
+  return offset === 0 ? 'Etc/GMT' : `Etc/GMT${offset > 0 ? '-' : '+'}${Math.abs(offset)}`;
 }
 
 /** Milliseconds from `now` to the next instant that is hh:mm in `zone` (at least one minute ahead). */

@@ -8,7 +8,7 @@
  * every call webhook is signed as Telnyx signs it.
  */
 import { expect } from 'chai';
-import { phone, runningCampaign, useDialerEnv } from './outbound-fixtures';
+import { noonZone, phone, runningCampaign, useDialerEnv } from './outbound-fixtures';
 import { publishDraft } from './agents-fixtures';
 import { createOutboundActivities } from '../../activities/outbound';
 import { SANDBOX_CALLEE_SCRIPT } from '../../activities/voice';
@@ -16,7 +16,7 @@ import { allMessages, getConversation } from '../../db/repositories/conversation
 import { createLogger } from '../../runtime';
 import { TelnyxStub } from '../providers/telnyxStub';
 import { startWorker } from '../../worker';
-import { serverNow, serviceWorkflowBundle, testTemporal } from '../helpers/temporal';
+import { serviceWorkflowBundle, testTemporal } from '../helpers/temporal';
 import { until } from '../helpers/wait';
 
 describe('campaign calls converse over the relay (sandbox carrier)', function () {
@@ -66,11 +66,8 @@ describe('campaign calls converse on the worker as npm start composes it (sandbo
     });
     const agentId = agent.body.data.id as string;
     await publishDraft(env.db, { orgId: dialer.orgId, keyId: 'key_test' }, agentId, 'v1');
-    // The dev server's clock (which earlier suites may have skipped ahead) decides the calling window: a zone where it is noon.
-    const offset = 12 - (await serverNow()).getUTCHours();
-    const noonZone = offset === 0 ? 'Etc/GMT' : `Etc/GMT${offset > 0 ? '-' : '+'}${Math.abs(offset)}`;
     const contact = phone('212', 7, '0001'); // sandbox: answered
-    const list = await env.importList(dialer.key, `phone,time_zone\n${contact},${noonZone}`);
+    const list = await env.importList(dialer.key, `phone,time_zone\n${contact},${await noonZone()}`);
 
     // The fixture's worker is replaced by worker.ts's startWorker with the service's own activities
     // (createActivities), as npm start and npm run start:worker build it; PUBLIC_BASE_URL is this API.

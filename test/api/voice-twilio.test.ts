@@ -12,20 +12,12 @@ import { startTestApi, type TestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
 import { sandboxInventory } from '../../providers/telephony/sandbox';
 import { RelayClient } from '../../providers/telephony/sandboxCaller';
-import { TwilioStub } from '../providers/twilioStub';
+import { twimlAttr as attr, TwilioStub } from '../providers/twilioStub';
 
 const TWILIO_SID = `AC${crypto.randomBytes(16).toString('hex')}`;
 const TWILIO_TOKEN = crypto.randomBytes(16).toString('hex');
 const TELNYX_KEYS = crypto.generateKeyPairSync('ed25519');
 const TELNYX_PUBLIC = (TELNYX_KEYS.publicKey.export({ format: 'der', type: 'spki' }) as Buffer).subarray(12).toString('base64');
-
-/** The value of attribute `name` in the first `<tag …>` of TwiML, entities decoded. */
-function attr(markup: string, tag: string, name: string): string {
-  const el = new RegExp(`<${tag}\\b[^>]*>`).exec(markup)?.[0] ?? '';
-  const v = new RegExp(`\\b${name}="([^"]*)"`).exec(el)?.[1];
-  if (v === undefined) throw new Error(`no ${tag}@${name} in ${markup}`);
-  return v.replace(/&amp;/g, '&').replace(/&quot;/g, '"');
-}
 
 describe('voice webhooks with Twilio request shapes (transfer, whisper, status, replay)', function () {
   this.timeout(60_000);

@@ -22,6 +22,14 @@ const ACCOUNT = '/2010-04-01/Accounts/{AccountSid}';
 const rfc2822 = () => new Date().toUTCString().replace('GMT', '+0000');
 const sid = (prefix: string) => `${prefix}${crypto.randomBytes(16).toString('hex')}`;
 
+/** The value of attribute `name` in the first `<tag …>` of TwiML, entities decoded. @throws Error when there is none */
+export function twimlAttr(markup: string, tag: string, name: string): string {
+  const el = new RegExp(`<${tag}\\b[^>]*>`).exec(markup)?.[0] ?? '';
+  const v = new RegExp(`\\b${name}="([^"]*)"`).exec(el)?.[1];
+  if (v === undefined) throw new Error(`no ${tag}@${name} in ${markup}`);
+  return v.replace(/&amp;/g, '&').replace(/&quot;/g, '"');
+}
+
 /** The loopback Twilio. */
 export class TwilioStub extends StubServer {
   readonly taken = new Set<string>();
