@@ -15,9 +15,10 @@
  * Prints p50/p99 per operation alone and under the flood, the p99 ratio (target ≤ 1.5), and A's delivery
  * attempts per second and knowledge pages ingested during the flood.
  *
- * Shape (BENCH_NOISY_SHAPE): `split` (the default, the production shape of docker-compose.yml) runs the bulk queues in a
- * worker process of their own (`worker.ts`, WORKER_QUEUES=webhooks,bulk, as `start:worker`), this process polling only
- * the main queue; `one` runs every queue in this process (as `npm start`). Beside the figures it prints, per phase, the
+ * Shape (BENCH_NOISY_SHAPE): `split` (the default, the production shape of docker-compose.yml) runs the Temporal dev
+ * server in a process of its own and the bulk queues in a worker process of their own (`worker.ts`,
+ * WORKER_QUEUES=webhooks,bulk, as `start:worker`), this process (API, main-queue worker, outbox dispatcher) polling only
+ * the main queue; `one` runs everything in this process (as `npm start`). Beside the figures it prints, per phase, the
  * load average, the CPU of each process and of Postgres, this process's event-loop delay, each queue's backlog by
  * priority key and the in-process worker slots in use (bench/noisyObserve.ts); BENCH_PROFILE_DIR writes a CPU profile
  * of this process during the flood phase.
@@ -40,6 +41,7 @@ import { startWebhookDispatcher, temporalDeliveryStarter } from '../events/dispa
 import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
 import { sandboxInventory } from '../providers/telephony/sandbox';
 import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
+import { Client, Connection } from '@temporalio/client';
 import { startWorker } from '../worker';
 import { serviceQueues } from '../worker';
 import { bundleBenchWorkflows, profileWindow, startBenchApi, startBenchStack } from './harness';
@@ -190,13 +192,45 @@ async function startBulkWorkerProcess(env: Record<string, string>): Promise<Chil
   return child;
 }
 
+/**
+ * Starts the Temporal dev server as a child process (`npm run devserver`, in memory), the Temporal frontend of the
+ * production shape being a service of its own. @returns the child and its `host:port` once it listens
+ * @throws when it exits or does not listen within 60 s
+ */
+async function startDevServerProcess(): Promise<{ child: ChildProcess; address: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'devserver', 'bin.ts'), '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the dev server process did not listen within 60 s')), 60_000);
+    child.once('exit', (code) => reject(new Error(`the dev server process exited with ${code}`)));
+    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+      const m = /listening on (\S+?)(,|$)/.exec(line);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+  });
+  return { child, address };
+}
+
+/** Stops a child process with SIGTERM and waits for its exit. */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
 /** Runs the noisy-neighbour section and prints its figures. */
 export async function runNoisyNeighbourBench(): Promise<void> {
   process.env.SANDBOX_CARRIER_DELAY_MS ??= '0';
   process.env.SANDBOX_TELEPHONY_DELAY_MS ??= '0';
   process.env.HTTP_ALLOW_PRIVATE_HOSTS = '127.0.0.1';
   const started = performance.now();
-  const stack = await startBenchStack('noisy');
+  const base = await startBenchStack('noisy');
+  // `split`: the Temporal frontend is a process of its own, as in production (docker-compose.yml `temporal`).
+  const devServer = SHAPE === 'split' ? await startDevServerProcess() : undefined;
+  const stack = devServer ? { ...base, address: devServer.address, client: new Client({ connection: await Connection.connect({ address: devServer.address }) }) } : base;
   const { db, client } = stack;
   // Accepts TCP and never answers: a TLS handshake to it never completes (a receiver that black-holes).
   const sockets = new Set<net.Socket>();
@@ -220,10 +254,7 @@ export async function runNoisyNeighbourBench(): Promise<void> {
       SHAPE === 'split'
         ? await startBulkWorkerProcess({ TEMPORAL_ADDRESS: stack.address, DATABASE_URL: stack.databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue, PUBLIC_BASE_URL: workerConfig.publicBaseUrl })
         : undefined;
-    if (bulkWorker) closers.push(async () => {
-      bulkWorker.kill('SIGTERM');
-      await new Promise((r) => (bulkWorker.exitCode !== null ? r(null) : bulkWorker.once('exit', r)));
-    });
+    if (bulkWorker) closers.push(() => stopChild(bulkWorker));
     const dispatcher = await startWebhookDispatcher({ db, logger, client, taskQueue, intervalMs: 200 });
     closers.push(() => dispatcher.stop());
     const call: Call = async (key, method, p, json, headers = {}) => {
@@ -276,7 +307,9 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     console.log(`setup (untimed): ${QUIET_ORGS} quiet organizations, ${registrants.length} registrants, A with ${ENDPOINTS} black-hole endpoints in ${((performance.now() - s0) / 1000).toFixed(1)} s`);
 
     const watched: WatchedQueue[] = serviceQueues(taskQueue, {}).map((q) => ({ label: q.queue, taskQueue: q.taskQueue, worker: worker.workers.find((w) => w.options.taskQueue === q.taskQueue) }));
-    const pids: Record<string, number> = bulkWorker?.pid ? { 'bulk worker': bulkWorker.pid } : {};
+    const pids: Record<string, number> = {};
+    if (bulkWorker?.pid) pids['bulk worker'] = bulkWorker.pid;
+    if (devServer?.child.pid) pids['dev server'] = devServer.child.pid;
     const observations: string[] = [];
 
     // 1. Alone.
@@ -298,10 +331,14 @@ export async function runNoisyNeighbourBench(): Promise<void> {
       }
     })();
     let flooding = true;
+    let pagesFailed = 0;
+    // A page refused or failed (a 429 under the organization's rate limit, a connection error) is counted, not fatal.
+    const pageCall = (i: number) =>
+      must('knowledge page', call(noisy.key, 'POST', `/agents/${library.id}/knowledge/sources`, { kind: 'text', text: `Page ${i}: the clinic opens at ${7 + (i % 4)} on weekdays and parks in lot ${i % 9}.` }), [202]).catch(() => void pagesFailed++);
     const pages = pool(
       Array.from({ length: PAGES }, (_, i) => i),
       8,
-      async (i) => flooding && must('knowledge page', call(noisy.key, 'POST', `/agents/${library.id}/knowledge/sources`, { kind: 'text', text: `Page ${i}: the clinic opens at ${7 + (i % 4)} on weekdays and parks in lot ${i % 9}.` }), [202]),
+      async (i) => flooding && pageCall(i),
     );
     await emitting;
     const watchFlood = watchPhase('flood', client, watched, { postmasterPid: stack.postmasterPid, pids });
@@ -318,7 +355,7 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const [{ started: deliveriesStarted }] = await db('webhook_deliveries').where({ org_id: noisy.orgId }).whereNot({ attempt_count: 0 }).count({ started: '*' });
     const [{ ready }] = await db('knowledge_sources').where({ org_id: noisy.orgId, status: 'ready' }).count({ ready: '*' });
 
-    console.log(`shape: ${SHAPE === 'split' ? 'bulk queues in a worker process of their own (production shape)' : 'every queue in one process (npm start)'}`);
+    console.log(`shape: ${SHAPE === 'split' ? 'dev server and bulk queues in processes of their own (production shape)' : 'every queue in one process (npm start)'}`);
     console.log(`quiet organizations: ${QUIET_ORGS}, ${RATE} operations/s for ${SECONDS} s per phase; flood: ${DELIVERIES} deliveries to ${ENDPOINTS} black-hole endpoints + ${PAGES} knowledge pages`);
     console.log('operation   alone p50/p99 ms     flood p50/p99 ms     p99 ratio (target ≤ 1.5)   failed alone/flood');
     for (const op of OPS) {
@@ -331,7 +368,7 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     }
     const s = floodMs / 1000;
     console.log(
-      `organization A during the flood (${s.toFixed(1)} s): ${attempts} delivery attempts (${(Number(attempts) / s).toFixed(1)}/s; each ends at the 5 s connect timeout), ${deliveriesStarted}/${DELIVERIES} deliveries attempted; ${ready}/${PAGES} knowledge pages ingested`,
+      `organization A during the flood (${s.toFixed(1)} s): ${attempts} delivery attempts (${(Number(attempts) / s).toFixed(1)}/s; each ends at the 5 s connect timeout), ${deliveriesStarted}/${DELIVERIES} deliveries attempted; ${ready}/${PAGES} knowledge pages ingested (${pagesFailed} page requests failed)`,
     );
     for (const line of observations) console.log(line);
     console.log(`total wall time ${((performance.now() - started) / 1000).toFixed(1)} s`);
@@ -340,7 +377,11 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     for (const s of sockets) s.destroy();
     for (const close of closers.reverse()) await close().catch(() => undefined);
     await new Promise<void>((r) => blackHole.close(() => r()));
-    await stack.close();
+    if (devServer) {
+      await stack.client.connection.close();
+      await stopChild(devServer.child);
+    }
+    await base.close();
   }
 }
 
