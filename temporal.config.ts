@@ -19,21 +19,36 @@ export const TASK_QUEUE = process.env.TEMPORAL_TASK_QUEUE || 'control-plane';
 /**
  * The service's task queues, each a suffix of the base task queue, so a base unique to a test keeps
  * its queues unique too. A queue is a separate worker budget (Temporal "Task Queues": a worker's slots
- * are per queue): webhook deliveries wait on other people's servers, so they get their own queue,
- * and a slow receiver can hold only the slots of that queue (docs/operations.md "Fair sharing").
+ * are per queue, and a task a worker has polled waits for that worker's slots whatever its priority):
+ * interactive work has the main queue to itself, so its workflow and activity tasks never wait behind a
+ * bulk task a worker took first; bulk work runs on a queue with a small budget, and webhook deliveries,
+ * which wait on other people's servers, on one of their own (docs/operations.md "Fair sharing").
  */
 export const TASK_QUEUES = {
-  /** Every workflow and activity but webhook deliveries; the SDK's default slot counts. */
+  /** Interactive work (a person waits on it); the SDK's default slot counts. */
   main: { suffix: '' },
   /** Webhook deliveries and replays; activity slots per worker process from WEBHOOK_WORKER_SLOTS. */
   webhooks: { suffix: '-webhooks' },
+  /** Every other bulk workflow (knowledge, analysis, reports, evaluations, billing …); activity slots from BULK_WORKER_SLOTS. */
+  bulk: { suffix: '-bulk' },
 } as const;
 /** A queue of {@link TASK_QUEUES}. */
 export type QueueName = keyof typeof TASK_QUEUES;
+/** Every queue of {@link TASK_QUEUES}, main first. */
+export const QUEUE_NAMES = Object.keys(TASK_QUEUES) as QueueName[];
 
-/** The name of `queue` for the base task queue `base` (`control-plane`, `control-plane-webhooks`). */
+/** The name of `queue` for the base task queue `base` (`control-plane`, `control-plane-webhooks`, `control-plane-bulk`). */
 export function taskQueueName(base: string, queue: QueueName): string {
   return `${base}${TASK_QUEUES[queue].suffix}`;
+}
+
+/** A positive integer from `env[name]`, else `fallback`. @throws Error naming the variable when malformed */
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (!raw) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer`);
+  return n;
 }
 
 /**
@@ -42,11 +57,38 @@ export function taskQueueName(base: string, queue: QueueName): string {
  * @throws Error naming the variable when it is not a positive integer
  */
 export function webhookWorkerSlots(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.WEBHOOK_WORKER_SLOTS;
-  if (!raw) return 32;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error('WEBHOOK_WORKER_SLOTS must be a positive integer');
-  return n;
+  return positiveInteger(env, 'WEBHOOK_WORKER_SLOTS', 32);
+}
+
+/**
+ * Activity slots of the bulk queue per worker process (BULK_WORKER_SLOTS, default 4): bulk activities
+ * (ingestion, re-embedding, analysis, reports, evaluations, billing, imports …) that run at once in one
+ * process, which bounds the CPU bulk work can take from interactive work in that process.
+ * @throws Error naming the variable when it is not a positive integer
+ */
+export function bulkWorkerSlots(env: NodeJS.ProcessEnv = process.env): number {
+  return positiveInteger(env, 'BULK_WORKER_SLOTS', 4);
+}
+
+/**
+ * Workflow task slots of the webhooks and bulk queues per worker process: few, since bulk workflow tasks
+ * are short and may wait, and every one in flight takes CPU from interactive work (the SDK's default, 40,
+ * stays on the main queue).
+ */
+export const BULK_WORKFLOW_TASK_SLOTS = 8;
+
+/**
+ * The queues a worker process polls (WORKER_QUEUES: comma-separated names of {@link TASK_QUEUES},
+ * default every queue), so bulk queues can run in processes of their own (docs/operations.md "Fair sharing").
+ * @throws Error naming the variable when it is empty or names an unknown queue
+ */
+export function workerQueueSelection(env: NodeJS.ProcessEnv = process.env): QueueName[] {
+  const raw = env.WORKER_QUEUES?.trim();
+  if (!raw) return [...QUEUE_NAMES];
+  const names = [...new Set(raw.split(',').map((s) => s.trim()).filter(Boolean))];
+  const unknown = names.filter((n) => !(QUEUE_NAMES as string[]).includes(n));
+  if (!names.length || unknown.length) throw new Error(`WORKER_QUEUES must name queues among ${QUEUE_NAMES.join(', ')}${unknown.length ? ` (unknown: ${unknown.join(', ')})` : ''}`);
+  return QUEUE_NAMES.filter((q) => names.includes(q));
 }
 
 /**
@@ -162,20 +204,20 @@ export const WORKFLOW_ROUTES: { readonly [K in WorkflowName]: { queue: QueueName
   smsMessage: { queue: 'main', workload: 'interactive' },
   smsReply: { queue: 'main', workload: 'interactive' },
   smsRegistration: { queue: 'main', workload: 'interactive' },
-  // Bulk: may wait behind interactive work.
+  // Bulk: may wait behind interactive work, on queues of their own.
   webhookDelivery: { queue: 'webhooks', workload: 'bulk' },
   webhookReplay: { queue: 'webhooks', workload: 'bulk' },
-  knowledgeIngestionWorkflow: { queue: 'main', workload: 'bulk' },
-  knowledgeRefreshWorkflow: { queue: 'main', workload: 'bulk' },
-  knowledgeReembedWorkflow: { queue: 'main', workload: 'bulk' },
-  conversationAnalysis: { queue: 'main', workload: 'bulk' },
-  analysisRun: { queue: 'main', workload: 'bulk' },
-  reportExport: { queue: 'main', workload: 'bulk' },
-  agentEval: { queue: 'main', workload: 'bulk' },
-  billingMonth: { queue: 'main', workload: 'bulk' },
-  recordsSync: { queue: 'main', workload: 'bulk' },
-  contactImport: { queue: 'main', workload: 'bulk' },
-  campaignDialer: { queue: 'main', workload: 'bulk' },
+  knowledgeIngestionWorkflow: { queue: 'bulk', workload: 'bulk' },
+  knowledgeRefreshWorkflow: { queue: 'bulk', workload: 'bulk' },
+  knowledgeReembedWorkflow: { queue: 'bulk', workload: 'bulk' },
+  conversationAnalysis: { queue: 'bulk', workload: 'bulk' },
+  analysisRun: { queue: 'bulk', workload: 'bulk' },
+  reportExport: { queue: 'bulk', workload: 'bulk' },
+  agentEval: { queue: 'bulk', workload: 'bulk' },
+  billingMonth: { queue: 'bulk', workload: 'bulk' },
+  recordsSync: { queue: 'bulk', workload: 'bulk' },
+  contactImport: { queue: 'bulk', workload: 'bulk' },
+  campaignDialer: { queue: 'bulk', workload: 'bulk' },
 };
 
 /**

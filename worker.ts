@@ -12,7 +12,7 @@ import { envNumber, loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
 import { createActivities } from './activities';
 import { announceReady, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, processIndex, runEntryPoint, runPrimary } from './runtime';
-import { TASK_QUEUE, taskQueueName, webhookWorkerSlots, type QueueName } from './temporal.config';
+import { BULK_WORKFLOW_TASK_SLOTS, bulkWorkerSlots, TASK_QUEUE, taskQueueName, webhookWorkerSlots, workerQueueSelection, type QueueName } from './temporal.config';
 import { activeTracing, startMetricsListener, startTracing, temporalSdkMetricsOptions } from './telemetry';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
@@ -68,16 +68,20 @@ export interface ServiceQueue {
 }
 
 /**
- * Every task queue of the service for the base task queue `base` (temporal.config.ts `TASK_QUEUES`):
- * the main queue with the SDK's default slots, and the webhooks queue with WEBHOOK_WORKER_SLOTS
- * activity slots, so webhook attempts waiting on slow receivers never take a slot of other work.
- * @throws Error when WEBHOOK_WORKER_SLOTS is malformed
+ * The task queues of the service a worker process polls for the base task queue `base`
+ * (temporal.config.ts `TASK_QUEUES`, those WORKER_QUEUES names, default all): the main queue with the SDK's
+ * default slots; the webhooks queue with WEBHOOK_WORKER_SLOTS activity slots and the bulk queue with
+ * BULK_WORKER_SLOTS, each with BULK_WORKFLOW_TASK_SLOTS workflow task slots, so bulk work never takes a
+ * slot of interactive work and takes a bounded share of the process.
+ * @throws Error when WEBHOOK_WORKER_SLOTS, BULK_WORKER_SLOTS or WORKER_QUEUES is malformed
  */
 export function serviceQueues(base: string, env: NodeJS.ProcessEnv = process.env): ServiceQueue[] {
-  return [
-    { queue: 'main', taskQueue: taskQueueName(base, 'main'), options: {} },
-    { queue: 'webhooks', taskQueue: taskQueueName(base, 'webhooks'), options: { maxConcurrentActivityTaskExecutions: webhookWorkerSlots(env) } },
-  ];
+  const options: Record<QueueName, ServiceQueue['options']> = {
+    main: {},
+    webhooks: { maxConcurrentActivityTaskExecutions: webhookWorkerSlots(env), maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS },
+    bulk: { maxConcurrentActivityTaskExecutions: bulkWorkerSlots(env), maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS },
+  };
+  return workerQueueSelection(env).map((queue) => ({ queue, taskQueue: taskQueueName(base, queue), options: options[queue] }));
 }
 
 /**

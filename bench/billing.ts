@@ -20,7 +20,7 @@ import { createBillingActivities } from '../activities/billing';
 import { creditPayment, getWallet, ledgerSum } from '../db/repositories/billing';
 import { recordUsage } from '../services/billing/usage';
 import { periodOf, periodRange, previousPeriod } from '../domain/billing/periods';
-import { startWorkflow } from '../temporal.config';
+import { startWorkflow, taskQueueName } from '../temporal.config';
 
 const ORGS = Number(process.env.BENCH_BILLING_ORGS ?? 10_000);
 const USAGE_PER_ORG = Number(process.env.BENCH_BILLING_USAGE ?? 10);
@@ -47,9 +47,10 @@ export async function runBillingBench(): Promise<void> {
     await db.raw('ANALYZE usage_entries; ANALYZE organizations');
     const expected = Number((await db('usage_entries').sum({ s: 'amount_cents' }).first())!.s);
 
+    // The billing month is bulk work: its queue (temporal.config.ts WORKFLOW_ROUTES).
     worker = await Worker.create({
       connection: native,
-      taskQueue,
+      taskQueue: taskQueueName(taskQueue, 'bulk'),
       workflowsPath: path.join(__dirname, '..', 'workflows', 'index.ts'),
       activities: createBillingActivities({ db }) as never,
     });

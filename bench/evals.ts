@@ -16,6 +16,7 @@ import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { createActivities } from '../activities';
+import { taskQueueName } from '../temporal.config';
 import { apiCaller, bundleBenchWorkflows, cpuSnapshot, startBenchApi, startBenchStack } from './harness';
 import { runBench } from './entry';
 
@@ -55,9 +56,10 @@ export async function runEvalsBench(): Promise<void> {
     }));
     const suite = await call('POST', `/agents/${agent.id}/eval-suites`, { name: 'Bench', scenarios, repeat: REPEAT, concurrency: CONCURRENCY });
 
+    // Evaluation runs are bulk work: their queue (temporal.config.ts WORKFLOW_ROUTES).
     worker = await Worker.create({
       connection: stack.native,
-      taskQueue,
+      taskQueue: taskQueueName(taskQueue, 'bulk'),
       workflowBundle: await bundleBenchWorkflows(),
       activities: createActivities({ db: stack.db, config, logger }),
       maxConcurrentActivityTaskExecutions: 32,

@@ -15,10 +15,21 @@
  * Prints p50/p99 per operation alone and under the flood, the p99 ratio (target ≤ 1.5), and A's delivery
  * attempts per second and knowledge pages ingested during the flood.
  *
+ * Shape (BENCH_NOISY_SHAPE): `split` (the default, the production shape of docker-compose.yml) runs the Temporal dev
+ * server in a process of its own and the bulk queues in a worker process of their own (`worker.ts`,
+ * WORKER_QUEUES=webhooks,bulk, as `start:worker`), this process (API, main-queue worker, outbox dispatcher) polling only
+ * the main queue; `one` runs everything in this process (as `npm start`). Beside the figures it prints, per phase, the
+ * load average, the CPU of each process and of Postgres, this process's event-loop delay, each queue's backlog by
+ * priority key and the in-process worker slots in use (bench/noisyObserve.ts); BENCH_PROFILE_DIR writes a CPU profile
+ * of this process during the flood phase.
+ *
  * Run: `BENCH_ONLY=noisy-neighbour npm run bench` or `npx tsx bench/noisyNeighbour.ts`. Setup is not timed.
  * The issue's scale is BENCH_NOISY_DELIVERIES=10000 BENCH_NOISY_PAGES=10000.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import path from 'node:path';
+import readline from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import type { Db } from '../db';
 import { createOrganization } from '../db/repositories/organizations';
@@ -30,8 +41,11 @@ import { startWebhookDispatcher, temporalDeliveryStarter } from '../events/dispa
 import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
 import { sandboxInventory } from '../providers/telephony/sandbox';
 import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
+import { Client, Connection } from '@temporalio/client';
 import { startWorker } from '../worker';
-import { bundleBenchWorkflows, startBenchApi, startBenchStack } from './harness';
+import { serviceQueues } from '../worker';
+import { bundleBenchWorkflows, profileWindow, startBenchApi, startBenchStack } from './harness';
+import { watchPhase, type WatchedQueue } from './noisyObserve';
 import { runBench } from './entry';
 
 const QUIET_ORGS = Number(process.env.BENCH_NOISY_QUIET_ORGS ?? 20);
@@ -40,6 +54,7 @@ const SECONDS = Number(process.env.BENCH_NOISY_SECONDS ?? 30);
 const DELIVERIES = Number(process.env.BENCH_NOISY_DELIVERIES ?? 2000);
 const ENDPOINTS = Number(process.env.BENCH_NOISY_ENDPOINTS ?? 20);
 const PAGES = Number(process.env.BENCH_NOISY_PAGES ?? 1000);
+const SHAPE = process.env.BENCH_NOISY_SHAPE === 'one' ? 'one' : 'split';
 /** An operation that takes longer than this counts as failed. */
 const OP_LIMIT_MS = 120_000;
 
@@ -157,13 +172,65 @@ async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; 
   return out;
 }
 
+/**
+ * Starts `start:worker` (worker.ts) as a child process polling only the bulk queues of `taskQueue`, as docker-compose.yml's
+ * `worker-bulk` does. @returns the child once it logged `worker running`
+ * @throws when it exits or does not start within 120 s
+ */
+async function startBulkWorkerProcess(env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'worker.ts')], { env: { ...process.env, ...env, WORKER_QUEUES: 'webhooks,bulk', WORKER_PROCESSES: '1', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the bulk worker process did not start within 120 s')), 120_000);
+    child.once('exit', (code) => reject(new Error(`the bulk worker process exited with ${code}`)));
+    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.includes('"worker running"')) {
+        clearTimeout(timer);
+        resolve();
+      } else if (/"level":(40|50|60)/.test(line)) process.stderr.write(`[bulk worker] ${line}\n`);
+    });
+  });
+  return child;
+}
+
+/**
+ * Starts the Temporal dev server as a child process (`npm run devserver`, in memory), the Temporal frontend of the
+ * production shape being a service of its own. @returns the child and its `host:port` once it listens
+ * @throws when it exits or does not listen within 60 s
+ */
+async function startDevServerProcess(): Promise<{ child: ChildProcess; address: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'devserver', 'bin.ts'), '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the dev server process did not listen within 60 s')), 60_000);
+    child.once('exit', (code) => reject(new Error(`the dev server process exited with ${code}`)));
+    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+      const m = /listening on (\S+?)(,|$)/.exec(line);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+  });
+  return { child, address };
+}
+
+/** Stops a child process with SIGTERM and waits for its exit. */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
 /** Runs the noisy-neighbour section and prints its figures. */
 export async function runNoisyNeighbourBench(): Promise<void> {
   process.env.SANDBOX_CARRIER_DELAY_MS ??= '0';
   process.env.SANDBOX_TELEPHONY_DELAY_MS ??= '0';
   process.env.HTTP_ALLOW_PRIVATE_HOSTS = '127.0.0.1';
   const started = performance.now();
-  const stack = await startBenchStack('noisy');
+  const base = await startBenchStack('noisy');
+  // `split`: the Temporal frontend is a process of its own, as in production (docker-compose.yml `temporal`).
+  const devServer = SHAPE === 'split' ? await startDevServerProcess() : undefined;
+  const stack = devServer ? { ...base, address: devServer.address, client: new Client({ connection: await Connection.connect({ address: devServer.address }) }) } : base;
   const { db, client } = stack;
   // Accepts TCP and never answers: a TLS handshake to it never completes (a receiver that black-holes).
   const sockets = new Set<net.Socket>();
@@ -178,8 +245,16 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const { api, config, logger, taskQueue } = await startBenchApi(stack, 'noisy');
     closers.push(() => api.close());
     const workerConfig = { ...config, publicBaseUrl: new URL(api.baseUrl).origin };
+    // `split`: this process polls the main queue only; a child process (start:worker) the bulk queues.
+    if (SHAPE === 'split') process.env.WORKER_QUEUES = 'main';
     const worker = await startWorker({ address: stack.address, namespace: 'default', taskQueue, db, config: workerConfig, logger, workflowBundle: await bundleBenchWorkflows() });
+    delete process.env.WORKER_QUEUES;
     closers.push(() => worker.stop());
+    const bulkWorker =
+      SHAPE === 'split'
+        ? await startBulkWorkerProcess({ TEMPORAL_ADDRESS: stack.address, DATABASE_URL: stack.databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue, PUBLIC_BASE_URL: workerConfig.publicBaseUrl })
+        : undefined;
+    if (bulkWorker) closers.push(() => stopChild(bulkWorker));
     const dispatcher = await startWebhookDispatcher({ db, logger, client, taskQueue, intervalMs: 200 });
     closers.push(() => dispatcher.stop());
     const call: Call = async (key, method, p, json, headers = {}) => {
@@ -231,8 +306,16 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const library = await must('agent', call(noisy.key, 'POST', '/agents', { name: 'Library' }), [201]);
     console.log(`setup (untimed): ${QUIET_ORGS} quiet organizations, ${registrants.length} registrants, A with ${ENDPOINTS} black-hole endpoints in ${((performance.now() - s0) / 1000).toFixed(1)} s`);
 
+    const watched: WatchedQueue[] = serviceQueues(taskQueue, {}).map((q) => ({ label: q.queue, taskQueue: q.taskQueue, worker: worker.workers.find((w) => w.options.taskQueue === q.taskQueue) }));
+    const pids: Record<string, number> = {};
+    if (bulkWorker?.pid) pids['bulk worker'] = bulkWorker.pid;
+    if (devServer?.child.pid) pids['dev server'] = devServer.child.pid;
+    const observations: string[] = [];
+
     // 1. Alone.
+    const watchAlone = watchPhase('alone', client, watched, { postmasterPid: stack.postmasterPid, pids });
     const alone = await quietPhase(quiet, registrants, db, call, 0);
+    observations.push(...(await watchAlone()));
 
     // 2. Under the flood: A's deliveries (events emitted in batches) and knowledge pages (through the API).
     const f0 = performance.now();
@@ -247,19 +330,32 @@ export async function runNoisyNeighbourBench(): Promise<void> {
         });
       }
     })();
+    let flooding = true;
+    let pagesFailed = 0;
+    // A page refused or failed (a 429 under the organization's rate limit, a connection error) is counted, not fatal.
+    const pageCall = (i: number) =>
+      must('knowledge page', call(noisy.key, 'POST', `/agents/${library.id}/knowledge/sources`, { kind: 'text', text: `Page ${i}: the clinic opens at ${7 + (i % 4)} on weekdays and parks in lot ${i % 9}.` }), [202]).catch(() => void pagesFailed++);
     const pages = pool(
       Array.from({ length: PAGES }, (_, i) => i),
       8,
-      (i) => must('knowledge page', call(noisy.key, 'POST', `/agents/${library.id}/knowledge/sources`, { kind: 'text', text: `Page ${i}: the clinic opens at ${7 + (i % 4)} on weekdays and parks in lot ${i % 9}.` }), [202]),
+      async (i) => flooding && pageCall(i),
     );
     await emitting;
+    const watchFlood = watchPhase('flood', client, watched, { postmasterPid: stack.postmasterPid, pids });
+    // BENCH_PROFILE_DIR: a V8 CPU profile of this process during the flood phase.
+    const stopProfile = profileWindow(process.env.BENCH_PROFILE_DIR, 'noisy-flood');
     const flood = await quietPhase(quiet, registrants, db, call, 100_000);
+    await stopProfile();
+    observations.push(...(await watchFlood()));
     const floodMs = performance.now() - f0;
+    // Pages not yet sent when the quiet phase ends are not sent.
+    flooding = false;
     await pages;
     const [{ attempts }] = await db('webhook_delivery_attempts').where({ org_id: noisy.orgId }).count({ attempts: '*' });
     const [{ started: deliveriesStarted }] = await db('webhook_deliveries').where({ org_id: noisy.orgId }).whereNot({ attempt_count: 0 }).count({ started: '*' });
     const [{ ready }] = await db('knowledge_sources').where({ org_id: noisy.orgId, status: 'ready' }).count({ ready: '*' });
 
+    console.log(`shape: ${SHAPE === 'split' ? 'dev server and bulk queues in processes of their own (production shape)' : 'every queue in one process (npm start)'}`);
     console.log(`quiet organizations: ${QUIET_ORGS}, ${RATE} operations/s for ${SECONDS} s per phase; flood: ${DELIVERIES} deliveries to ${ENDPOINTS} black-hole endpoints + ${PAGES} knowledge pages`);
     console.log('operation   alone p50/p99 ms     flood p50/p99 ms     p99 ratio (target ≤ 1.5)   failed alone/flood');
     for (const op of OPS) {
@@ -272,15 +368,20 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     }
     const s = floodMs / 1000;
     console.log(
-      `organization A during the flood (${s.toFixed(1)} s): ${attempts} delivery attempts (${(Number(attempts) / s).toFixed(1)}/s; each ends at the 5 s connect timeout), ${deliveriesStarted}/${DELIVERIES} deliveries attempted; ${ready}/${PAGES} knowledge pages ingested`,
+      `organization A during the flood (${s.toFixed(1)} s): ${attempts} delivery attempts (${(Number(attempts) / s).toFixed(1)}/s; each ends at the 5 s connect timeout), ${deliveriesStarted}/${DELIVERIES} deliveries attempted; ${ready}/${PAGES} knowledge pages ingested (${pagesFailed} page requests failed)`,
     );
+    for (const line of observations) console.log(line);
     console.log(`total wall time ${((performance.now() - started) / 1000).toFixed(1)} s`);
   } finally {
     stopSandboxDispatchers();
     for (const s of sockets) s.destroy();
     for (const close of closers.reverse()) await close().catch(() => undefined);
     await new Promise<void>((r) => blackHole.close(() => r()));
-    await stack.close();
+    if (devServer) {
+      await stack.client.connection.close();
+      await stopChild(devServer.child);
+    }
+    await base.close();
   }
 }
 

@@ -22,6 +22,7 @@ import { createSecretKey } from '../db/repositories/apiKeys';
 import { createAgent } from '../db/repositories/agents';
 import { newId } from '../db/ids';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
+import { taskQueueName } from '../temporal.config';
 import { benchCaller, bundleBenchWorkflows, startBenchApi, startBenchStack } from './harness';
 import { createOutboundActivities } from '../activities/outbound';
 import { runBench } from './entry';
@@ -50,20 +51,20 @@ function generateCsv(rows: number, zone: string): string {
 export async function runOutboundBench(): Promise<void> {
   const stack = await startBenchStack('outbound');
   const { db, client, native } = stack;
-  let worker: Worker | undefined;
-  let running: Promise<void> | undefined;
+  const workers: Worker[] = [];
+  const running: Array<Promise<void>> = [];
   let closeApi: (() => Promise<void>) | undefined;
   try {
     const { api, config, logger, taskQueue } = await startBenchApi(stack, 'outbound');
     closeApi = () => api.close();
-    worker = await Worker.create({
-      connection: native,
-      taskQueue,
-      workflowBundle: await bundleBenchWorkflows(),
-      activities: createOutboundActivities({ db, config, logger }, { telephonyOptions: { dialLatencyMs: 0 } }),
-      maxConcurrentActivityTaskExecutions: Math.max(CONCURRENCY * 2, 100),
-    });
-    running = worker.run();
+    // The import and the dialer run on the bulk queue, the calls on the main queue (temporal.config.ts WORKFLOW_ROUTES).
+    const workflowBundle = await bundleBenchWorkflows();
+    const activities = createOutboundActivities({ db, config, logger }, { telephonyOptions: { dialLatencyMs: 0 } });
+    for (const queue of ['main', 'bulk'] as const) {
+      const w = await Worker.create({ connection: native, taskQueue: taskQueueName(taskQueue, queue), workflowBundle, activities, maxConcurrentActivityTaskExecutions: Math.max(CONCURRENCY * 2, 100) });
+      workers.push(w);
+      running.push(w.run());
+    }
 
     const org = await createOrganization(db, 'Bench Outbound');
     const { key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES });
@@ -123,8 +124,8 @@ export async function runOutboundBench(): Promise<void> {
     console.log(`cancel: counters ${JSON.stringify(cancelled.body.data?.counters)}`);
     await client.workflow.getHandle(`campaign/${camp.id}`).result().catch(() => undefined);
   } finally {
-    worker?.shutdown();
-    await running?.catch(() => undefined);
+    for (const w of workers) w.shutdown();
+    await Promise.allSettled(running);
     await closeApi?.();
     await stack.close();
   }

@@ -271,4 +271,17 @@ export class TaskList<E> {
   get backlog(): number {
     return this.queued;
   }
+
+  /**
+   * Queued tasks by priority key (1–5; stale ones included until they are reached), as DescribeTaskQueue
+   * `statsByPriorityKey` reports them. Query tasks (level 0) are left out: the real server never backlogs them.
+   */
+  backlogByPriorityKey(): Map<number, number> {
+    const out = new Map<number, number>();
+    for (let level = 1; level < this.levels.length; level++) {
+      const l = this.levels[level];
+      if (l && l.size > 0) out.set(level, l.size);
+    }
+    return out;
+  }
 }

@@ -191,6 +191,15 @@ export abstract class EngineCore {
     for (const cancel of polls ?? []) cancel();
   }
 
+  /**
+   * Backlog of one task queue's workflow (`kind` 1) or activity (2) tasks by priority key, for
+   * DescribeTaskQueue `reportStats` (an unknown queue has none).
+   */
+  backlogByPriorityKey(ns: string, name: string, kind: 1 | 2): Map<number, number> {
+    const l = (kind === 1 ? this.wfLists : this.actLists).get(wfKey(ns, name));
+    return l ? l.backlogByPriorityKey() : new Map();
+  }
+
   protected wfList(ns: string, name: string): TaskList<WfEntry> {
     const k = wfKey(ns, name);
     let l = this.wfLists.get(k);

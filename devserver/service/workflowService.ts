@@ -348,7 +348,18 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
     },
     async DescribeTaskQueue(req: Plain<ws.IDescribeTaskQueueRequest>) {
       const kind = req.taskQueueType === 2 ? 2 : 1;
-      return { pollers: pollers.list(nsOf(req), req.taskQueue?.name ?? '', kind) };
+      const list = pollers.list(nsOf(req), req.taskQueue?.name ?? '', kind);
+      if (!req.reportStats) return { pollers: list };
+      // reportStats: the backlog in all and by priority key (TaskQueueStats.approximateBacklogCount; the
+      // dev server keeps no add/dispatch rates or backlog age).
+      const byKey = engine.backlogByPriorityKey(nsOf(req), req.taskQueue?.name ?? '', kind);
+      const statsByPriorityKey: Record<number, { approximateBacklogCount: number }> = {};
+      let total = 0;
+      for (const [key, n] of byKey) {
+        statsByPriorityKey[key] = { approximateBacklogCount: n };
+        total += n;
+      }
+      return { pollers: list, stats: { approximateBacklogCount: total }, statsByPriorityKey };
     },
   };
 }

@@ -81,6 +81,26 @@ describe('devserver task queue priority and fairness', function () {
     expect(await drain(q, 2)).to.include('b-1');
   });
 
+  it('reports the backlog in all and per priority key (DescribeTaskQueue reportStats)', async () => {
+    const q = uniqueQueue('stats');
+    await start(q, 's1-a', { priorityKey: 1 });
+    await start(q, 's4-a', { priorityKey: 4, fairnessKey: 'org-a' });
+    await start(q, 's4-b', { priorityKey: 4, fairnessKey: 'org-b' });
+    await start(q, 's3-unset');
+    const describe = async () => {
+      const r = await svc.describeTaskQueue({ namespace: ns, taskQueue: { name: q }, taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, reportStats: true });
+      const byKey = Object.fromEntries(Object.entries(r.statsByPriorityKey ?? {}).map(([k, v]) => [k, Number(v.approximateBacklogCount)]));
+      return { total: Number(r.stats?.approximateBacklogCount ?? 0), byKey };
+    };
+    expect(await describe()).to.deep.equal({ total: 4, byKey: { 1: 1, 3: 1, 4: 2 } });
+    await drain(q, 2);
+    expect(await describe()).to.deep.equal({ total: 2, byKey: { 4: 2 } });
+    // Without reportStats: no stats, as the real server.
+    const plain = await svc.describeTaskQueue({ namespace: ns, taskQueue: { name: q }, taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW });
+    expect(plain.stats).to.equal(null);
+    await drain(q, 2);
+  });
+
   it('dispatches fairness keys in proportion to their weights (3:1)', async () => {
     const q = uniqueQueue('weight');
     for (let i = 0; i < 60; i++) {

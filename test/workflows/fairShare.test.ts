@@ -11,12 +11,14 @@ import { startTestApi, type TestApi } from '../helpers/api';
 import { testTemporal } from '../helpers/temporal';
 import { createActivities } from '../../activities';
 import {
+  BULK_WORKFLOW_TASK_SLOTS,
   FAIRNESS_KEY_MAX_BYTES,
   fairnessKeyOf,
   PRIORITY_KEYS,
   taskQueueName,
   WORKFLOW_ROUTES,
   workflowIds,
+  workerQueueSelection,
   workflowPlacement,
   type WorkflowName,
 } from '../../temporal.config';
@@ -35,11 +37,12 @@ describe('Fair sharing: task queue and priority of every workflow (temporal.conf
   this.timeout(120_000);
 
   describe('the table', () => {
-    it('runs what a person waits on ahead of bulk work, and webhook deliveries and replays on their own queue', () => {
+    it('runs what a person waits on ahead of bulk work and alone on the main queue, webhook deliveries and replays on a queue of their own, other bulk work on the bulk queue', () => {
       const interactive: WorkflowName[] = ['agentPublishWorkflow', 'agentSimulation', 'voiceCall', 'smsMessage', 'smsReply', 'smsRegistration'];
       for (const [type, route] of Object.entries(WORKFLOW_ROUTES) as Array<[WorkflowName, (typeof WORKFLOW_ROUTES)[WorkflowName]]>) {
         expect(route.workload, type).to.equal(interactive.includes(type) ? 'interactive' : 'bulk');
-        expect(route.queue, type).to.equal(type === 'webhookDelivery' || type === 'webhookReplay' ? 'webhooks' : 'main');
+        const queue = type === 'webhookDelivery' || type === 'webhookReplay' ? 'webhooks' : route.workload === 'bulk' ? 'bulk' : 'main';
+        expect(route.queue, type).to.equal(queue);
       }
       expect(PRIORITY_KEYS.interactive).to.be.lessThan(PRIORITY_KEYS.bulk);
       for (const key of Object.values(PRIORITY_KEYS)) expect(key).to.be.within(1, 5);
@@ -48,9 +51,23 @@ describe('Fair sharing: task queue and priority of every workflow (temporal.conf
     it('derives every queue from the base task queue, and the worker polls each of them', () => {
       expect(taskQueueName('tq-1', 'main')).to.equal('tq-1');
       expect(taskQueueName('tq-1', 'webhooks')).to.equal('tq-1-webhooks');
-      expect(serviceQueues('tq-1').map((q) => q.taskQueue)).to.deep.equal(['tq-1', 'tq-1-webhooks']);
-      expect(serviceQueues('tq-1', { WEBHOOK_WORKER_SLOTS: '7' })[1].options.maxConcurrentActivityTaskExecutions).to.equal(7);
+      expect(taskQueueName('tq-1', 'bulk')).to.equal('tq-1-bulk');
+      expect(serviceQueues('tq-1', {}).map((q) => q.taskQueue)).to.deep.equal(['tq-1', 'tq-1-webhooks', 'tq-1-bulk']);
+      const [main, webhooks, bulk] = serviceQueues('tq-1', { WEBHOOK_WORKER_SLOTS: '7', BULK_WORKER_SLOTS: '3' });
+      expect(main.options).to.deep.equal({});
+      expect(webhooks.options).to.deep.equal({ maxConcurrentActivityTaskExecutions: 7, maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS });
+      expect(bulk.options).to.deep.equal({ maxConcurrentActivityTaskExecutions: 3, maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS });
+      expect(serviceQueues('tq-1', {})[2].options.maxConcurrentActivityTaskExecutions).to.equal(4);
       expect(() => serviceQueues('tq-1', { WEBHOOK_WORKER_SLOTS: '0' })).to.throw(/WEBHOOK_WORKER_SLOTS/);
+      expect(() => serviceQueues('tq-1', { BULK_WORKER_SLOTS: '1.5' })).to.throw(/BULK_WORKER_SLOTS/);
+    });
+
+    it('polls only the queues WORKER_QUEUES names, so bulk queues can run in processes of their own', () => {
+      expect(serviceQueues('tq-1', { WORKER_QUEUES: 'main' }).map((q) => q.taskQueue)).to.deep.equal(['tq-1']);
+      expect(serviceQueues('tq-1', { WORKER_QUEUES: ' bulk, webhooks ' }).map((q) => q.queue)).to.deep.equal(['webhooks', 'bulk']);
+      expect(workerQueueSelection({})).to.deep.equal(['main', 'webhooks', 'bulk']);
+      expect(() => workerQueueSelection({ WORKER_QUEUES: 'main,reports' })).to.throw(/WORKER_QUEUES.*unknown: reports/);
+      expect(() => workerQueueSelection({ WORKER_QUEUES: ' , ' })).to.throw(/WORKER_QUEUES/);
     });
 
     it('uses the organization as fairness key, cut to 64 bytes without splitting a character', () => {
@@ -88,14 +105,14 @@ describe('Fair sharing: task queue and priority of every workflow (temporal.conf
       expect(start).to.deep.equal({ taskQueue: t.taskQueue, priority: { priorityKey: PRIORITY_KEYS.interactive, fairnessKey: org.orgId, fairnessWeight: 1 } });
     });
 
-    it('a knowledge ingestion runs at the bulk priority, fair per organization', async () => {
+    it('a knowledge ingestion runs on the bulk queue at the bulk priority, fair per organization', async () => {
       const org = await t.org('Bulk org');
       const agent = await t.call('POST', '/agents', { key: org.key, json: { name: 'Library' } });
       const res = await t.call('POST', `/agents/${agent.body.data.id}/knowledge/sources`, { key: org.key, json: { kind: 'text', text: 'We open at nine.' } });
       expect(res.status, res.text).to.equal(202);
       const workflowId = workflowIds.knowledgeSource(res.body.data.id);
       const start = await recordedStart(client, workflowId);
-      expect(start).to.deep.equal({ taskQueue: t.taskQueue, priority: { priorityKey: PRIORITY_KEYS.bulk, fairnessKey: org.orgId, fairnessWeight: 1 } });
+      expect(start).to.deep.equal({ taskQueue: taskQueueName(t.taskQueue!, 'bulk'), priority: { priorityKey: PRIORITY_KEYS.bulk, fairnessKey: org.orgId, fairnessWeight: 1 } });
       await client.workflow.getHandle(workflowId).result();
     });
 
@@ -106,7 +123,7 @@ describe('Fair sharing: task queue and priority of every workflow (temporal.conf
       try {
         const { action } = await schedule.describe();
         expect(action.type).to.equal('startWorkflow');
-        expect(action).to.include({ taskQueue: t.taskQueue });
+        expect(action).to.include({ taskQueue: taskQueueName(t.taskQueue!, 'bulk') });
         // Work of every organization: the bulk priority and the server's default fairness key.
         expect((action as { priority?: object }).priority).to.deep.include({ priorityKey: PRIORITY_KEYS.bulk });
         expect((action as { priority?: { fairnessKey?: string } }).priority?.fairnessKey ?? '').to.equal('');

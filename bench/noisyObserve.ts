@@ -1,0 +1,88 @@
+/**
+ * What the noisy-neighbour benchmark watches during a phase (bench/noisyNeighbour.ts): where the quiet
+ * organizations' time goes. Per phase: the machine's load average at its start, the CPU of this process and of
+ * the bench's Postgres (and of worker child processes), the event-loop delay of this process (Node
+ * `monitorEventLoopDelay`), and, sampled every 500 ms, each task queue's backlog by priority key (DescribeTaskQueue
+ * `reportStats`, Temporal "Task Queue Priority and Fairness") and each in-process SDK Worker's slots in use
+ * (`Worker.getStatus()`: workflow activations and activities in flight).
+ */
+import os from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { Client } from '@temporalio/client';
+import type { Worker } from '@temporalio/worker';
+import { cpuSnapshot } from './harness';
+
+/** One task queue to watch. */
+export interface WatchedQueue {
+  /** Short label, e.g. `main`. */
+  label: string;
+  taskQueue: string;
+  /** The in-process SDK Worker polling it, when there is one. */
+  worker?: Worker;
+}
+
+interface Peak {
+  max: number;
+  sum: number;
+  n: number;
+}
+const note = (m: Map<string, Peak>, k: string, v: number) => {
+  const p = m.get(k) ?? { max: 0, sum: 0, n: 0 };
+  p.max = Math.max(p.max, v);
+  p.sum += v;
+  p.n++;
+  m.set(k, p);
+};
+
+/**
+ * Starts watching a phase. @returns `stop()`, which resolves with the phase's lines to print
+ * @param pids extra processes whose CPU to report (e.g. a bulk worker child), by label
+ */
+export function watchPhase(label: string, client: Client, queues: WatchedQueue[], opts: { postmasterPid?: number; pids?: Record<string, number> } = {}): () => Promise<string[]> {
+  const load = os.loadavg();
+  const pids = { service: process.pid, ...opts.pids };
+  const cpu0 = cpuSnapshot(pids, { postmasterPid: opts.postmasterPid });
+  const t0 = performance.now();
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const backlog = new Map<string, Peak>();
+  const slots = new Map<string, Peak>();
+  let sampling = Promise.resolve();
+  const sample = async () => {
+    for (const q of queues) {
+      for (const [kind, type] of [['wf', 1], ['act', 2]] as const) {
+        const r = await client.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: q.taskQueue }, taskQueueType: type, reportStats: true }).catch(() => undefined);
+        const byKey = r?.statsByPriorityKey ?? {};
+        for (const key of [1, 3, 4]) note(backlog, `${q.label} ${kind} p${key}`, Number(byKey[key]?.approximateBacklogCount ?? 0));
+      }
+      if (q.worker) {
+        const s = q.worker.getStatus();
+        note(slots, `${q.label} wf`, s.numInFlightWorkflowActivations);
+        note(slots, `${q.label} act`, s.numInFlightActivities);
+      }
+    }
+  };
+  const timer = setInterval(() => {
+    sampling = sampling.then(sample);
+  }, 500);
+  return async () => {
+    clearInterval(timer);
+    await sampling;
+    loop.disable();
+    const wallMs = performance.now() - t0;
+    const cpu1 = cpuSnapshot(pids, { postmasterPid: opts.postmasterPid });
+    const cores = Object.keys(cpu1)
+      .map((k) => `${k} ${((cpu1[k] - (cpu0[k] ?? 0)) / wallMs).toFixed(2)}`)
+      .join(', ');
+    const fmt = (m: Map<string, Peak>) =>
+      [...m]
+        .filter(([, p]) => p.max > 0)
+        .map(([k, p]) => `${k} ${(p.sum / p.n).toFixed(0)}/${p.max}`)
+        .join(', ') || 'none';
+    return [
+      `[${label}] load average at start ${load.map((x) => x.toFixed(2)).join(' ')}; cores used: ${cores}; event-loop delay p50/p99/max ${(loop.percentile(50) / 1e6).toFixed(0)}/${(loop.percentile(99) / 1e6).toFixed(0)}/${(loop.max / 1e6).toFixed(0)} ms`,
+      `[${label}] backlog mean/max: ${fmt(backlog)}`,
+      `[${label}] in-process worker slots in use mean/max: ${fmt(slots)}`,
+    ];
+  };
+}
