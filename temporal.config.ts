@@ -217,7 +217,9 @@ export const WORKFLOW_ROUTES: { readonly [K in WorkflowName]: { queue: QueueName
   billingMonth: { queue: 'bulk', workload: 'bulk' },
   recordsSync: { queue: 'bulk', workload: 'bulk' },
   contactImport: { queue: 'bulk', workload: 'bulk' },
-  campaignDialer: { queue: 'bulk', workload: 'bulk' },
+  // Bulk priority on the main queue: each dial is an activity, and a campaign's concurrency (up to
+  // hundreds of calls) must not be capped by the bulk queue's few slots.
+  campaignDialer: { queue: 'main', workload: 'bulk' },
 };
 
 /**

@@ -57,7 +57,7 @@ export async function runOutboundBench(): Promise<void> {
   try {
     const { api, config, logger, taskQueue } = await startBenchApi(stack, 'outbound');
     closeApi = () => api.close();
-    // The import and the dialer run on the bulk queue, the calls on the main queue (temporal.config.ts WORKFLOW_ROUTES).
+    // The import runs on the bulk queue, the dialer and its dials on the main queue (temporal.config.ts WORKFLOW_ROUTES).
     const workflowBundle = await bundleBenchWorkflows();
     const activities = createOutboundActivities({ db, config, logger }, { telephonyOptions: { dialLatencyMs: 0 } });
     for (const queue of ['main', 'bulk'] as const) {

@@ -37,11 +37,11 @@ describe('Fair sharing: task queue and priority of every workflow (temporal.conf
   this.timeout(120_000);
 
   describe('the table', () => {
-    it('runs what a person waits on ahead of bulk work and alone on the main queue, webhook deliveries and replays on a queue of their own, other bulk work on the bulk queue', () => {
+    it('runs what a person waits on ahead of bulk work on the main queue, webhook deliveries and replays on a queue of their own, other bulk work on the bulk queue but the campaign dialer (whose dials need the main queue\'s slots)', () => {
       const interactive: WorkflowName[] = ['agentPublishWorkflow', 'agentSimulation', 'voiceCall', 'smsMessage', 'smsReply', 'smsRegistration'];
       for (const [type, route] of Object.entries(WORKFLOW_ROUTES) as Array<[WorkflowName, (typeof WORKFLOW_ROUTES)[WorkflowName]]>) {
         expect(route.workload, type).to.equal(interactive.includes(type) ? 'interactive' : 'bulk');
-        const queue = type === 'webhookDelivery' || type === 'webhookReplay' ? 'webhooks' : route.workload === 'bulk' ? 'bulk' : 'main';
+        const queue = type === 'webhookDelivery' || type === 'webhookReplay' ? 'webhooks' : route.workload === 'bulk' && type !== 'campaignDialer' ? 'bulk' : 'main';
         expect(route.queue, type).to.equal(queue);
       }
       expect(PRIORITY_KEYS.interactive).to.be.lessThan(PRIORITY_KEYS.bulk);
