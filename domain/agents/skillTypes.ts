@@ -117,6 +117,41 @@ const calendarChecks = (c: Record<string, any>): FieldError[] => [
   ...(c.openHours?.from && c.openHours?.until && c.openHours.from >= c.openHours.until ? [{ field: 'openHours.until', message: 'must be after openHours.from' }] : []),
 ];
 
+/** What tells the two calendar skills' configs apart: their descriptions and their own fields. */
+interface CalendarConfigParts {
+  /** What the `url` endpoint is, e.g. `Booking endpoint`. */
+  url: string;
+  integration: string;
+  eventTypeId: string;
+  /** How `timeZone` is used, after "IANA time zone of the business, e.g. America/Chicago: ". */
+  timeZone: string;
+  timeoutMs: string;
+  /** The skill's own properties, placed between `timeZone` and `timeoutMs`. */
+  extra: Record<string, unknown>;
+}
+
+/**
+ * The config schema of a calendar skill (`book_appointment`, `check_availability`): a `url` or a connected
+ * calendar (`integration`), the slot length in minutes, the business's time zone and a request cap in ms,
+ * plus the skill's own fields (docs/api-notes.md "Booking skills").
+ */
+const calendarConfigSchema = (parts: CalendarConfigParts): Record<string, unknown> => ({
+  type: 'object',
+  additionalProperties: false,
+  required: ['durationMinutes', 'timeZone'],
+  oneOf: [{ required: ['url'] }, { required: ['integration'] }],
+  properties: {
+    url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description: `${parts.url} (HTTPS; plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production); or \`integration\` instead.` },
+    integration: { enum: ['google_calendar', 'calcom'], description: parts.integration },
+    calendarId: { type: 'string', minLength: 1, maxLength: 200, description: 'Google Calendar: calendar of the connected account (default `primary`).' },
+    eventTypeId: { type: 'integer', minimum: 1, description: parts.eventTypeId },
+    durationMinutes: { type: 'integer', minimum: 5, maximum: 480 },
+    timeZone: { type: 'string', minLength: 1, maxLength: 64, description: `IANA time zone of the business, e.g. America/Chicago: ${parts.timeZone}` },
+    ...parts.extra,
+    timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000, description: parts.timeoutMs },
+  },
+});
+
 /** Where a calendar skill's data goes: the endpoint's host, or the integration's API host. */
 const calendarDestination = (c: Record<string, any>): string | null => (c.integration === 'google_calendar' ? 'www.googleapis.com' : c.integration === 'calcom' ? 'api.cal.com' : hostOf(c.url));
 
@@ -181,22 +216,14 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     description:
       "Books a slot with the caller's name, phone and the chosen start time: POSTs the booking contract to `url` (docs/api-notes.md \"Booking skills\"), or books on the connected calendar (`integration`). A failed booking is never confirmed.",
     sendsData: true,
-    configSchema: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['durationMinutes', 'timeZone'],
-      oneOf: [{ required: ['url'] }, { required: ['integration'] }],
-      properties: {
-        url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description: 'Booking endpoint (HTTPS; plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production); or `integration` instead.' },
-        integration: { enum: ['google_calendar', 'calcom'], description: 'Books on the connected calendar instead of `url` (set by provisioning).' },
-        calendarId: { type: 'string', minLength: 1, maxLength: 200, description: 'Google Calendar: calendar of the connected account (default `primary`).' },
-        eventTypeId: { type: 'integer', minimum: 1, description: 'Cal.com: the event type bookings are made for (required with integration calcom).' },
-        durationMinutes: { type: 'integer', minimum: 5, maximum: 480 },
-        timeZone: { type: 'string', minLength: 1, maxLength: 64, description: 'IANA time zone of the business, e.g. America/Chicago: times are said in it.' },
-        collectNotes: { type: 'boolean', default: false, description: 'Also send free-text notes from the caller.' },
-        timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000, description: 'Cap on the booking request (url), ms; no answer in time is a failed booking.' },
-      },
-    },
+    configSchema: calendarConfigSchema({
+      url: 'Booking endpoint',
+      integration: 'Books on the connected calendar instead of `url` (set by provisioning).',
+      eventTypeId: 'Cal.com: the event type bookings are made for (required with integration calcom).',
+      timeZone: 'times are said in it.',
+      timeoutMs: 'Cap on the booking request (url), ms; no answer in time is a failed booking.',
+      extra: { collectNotes: { type: 'boolean', default: false, description: 'Also send free-text notes from the caller.' } },
+    }),
     check: calendarChecks,
     inputs: (c) => [
       { name: 'name', required: true },
@@ -214,24 +241,18 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     description:
       'Finds free slots to offer before booking: POSTs the availability contract to `url` (docs/api-notes.md "Booking skills"), or reads the connected calendar (`integration`: Google Calendar free/busy inside opening hours, Cal.com slots).',
     sendsData: true,
-    configSchema: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['durationMinutes', 'timeZone'],
-      oneOf: [{ required: ['url'] }, { required: ['integration'] }],
-      properties: {
-        url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description: 'Availability endpoint (HTTPS; plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production); or `integration` instead.' },
-        integration: { enum: ['google_calendar', 'calcom'], description: 'Reads the connected calendar instead of `url`.' },
-        calendarId: { type: 'string', minLength: 1, maxLength: 200, description: 'Google Calendar: calendar of the connected account (default `primary`).' },
-        eventTypeId: { type: 'integer', minimum: 1, description: 'Cal.com: the event type whose slots are read (required with integration calcom).' },
-        durationMinutes: { type: 'integer', minimum: 5, maximum: 480 },
-        timeZone: { type: 'string', minLength: 1, maxLength: 64, description: 'IANA time zone of the business, e.g. America/Chicago: slots are said in it.' },
+    configSchema: calendarConfigSchema({
+      url: 'Availability endpoint',
+      integration: 'Reads the connected calendar instead of `url`.',
+      eventTypeId: 'Cal.com: the event type whose slots are read (required with integration calcom).',
+      timeZone: 'slots are said in it.',
+      timeoutMs: 'Cap on the availability request (url), ms.',
+      extra: {
         openHours: openHoursSchema,
         windowDays: { type: 'integer', minimum: 1, maximum: 31, default: 7, description: 'Without a `date`, how many days ahead are searched.' },
         maxSlots: { type: 'integer', minimum: 1, maximum: 20, default: 5, description: 'Most slots answered.' },
-        timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000, description: 'Cap on the availability request (url), ms.' },
       },
-    },
+    }),
     check: calendarChecks,
     inputs: () => [{ name: 'date', required: false }],
     dataFlow: (c) => ({ destination: calendarDestination(c), fields: ['date'] }),
