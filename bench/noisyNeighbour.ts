@@ -31,7 +31,7 @@ import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
 import { sandboxInventory } from '../providers/telephony/sandbox';
 import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
 import { startWorker } from '../worker';
-import { bundleBenchWorkflows, startBenchApi, startBenchStack } from './harness';
+import { bundleBenchWorkflows, pool, startBenchApi, startBenchStack } from './harness';
 import { runBench } from './entry';
 
 const QUIET_ORGS = Number(process.env.BENCH_NOISY_QUIET_ORGS ?? 20);
@@ -63,19 +63,6 @@ const pct = (xs: number[], p: number) => {
   return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : NaN;
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Runs `fn` over `items` with `concurrency` in flight. */
-async function pool<T>(items: T[], concurrency: number, fn: (item: T, i: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await fn(items[i], i);
-      }
-    }),
-  );
-}
 
 /** Polls `check` every 20 ms until it is true. @throws after OP_LIMIT_MS */
 async function until(what: string, check: () => Promise<boolean>): Promise<void> {
