@@ -140,6 +140,19 @@ export function percentile(xs: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
+/** Runs `fn` over `items` (with its index) with at most `concurrency` calls in flight; rejects with the first failure. */
+export async function pool<T>(items: T[], concurrency: number, fn: (item: T, i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await fn(items[i], i);
+      }
+    }),
+  );
+}
+
 /** One organization served over HTTP for a read benchmark ({@link openBenchOrganization}). */
 export interface BenchOrganization {
   db: Db;

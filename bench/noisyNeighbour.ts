@@ -44,7 +44,7 @@ import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
 import { Client, Connection } from '@temporalio/client';
 import { startWorker } from '../worker';
 import { serviceQueues } from '../worker';
-import { bundleBenchWorkflows, profileWindow, startBenchApi, startBenchStack } from './harness';
+import { bundleBenchWorkflows, pool, profileWindow, startBenchApi, startBenchStack } from './harness';
 import { watchPhase, type WatchedQueue } from './noisyObserve';
 import { runBench } from './entry';
 
@@ -78,19 +78,6 @@ const pct = (xs: number[], p: number) => {
   return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : NaN;
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Runs `fn` over `items` with `concurrency` in flight. */
-async function pool<T>(items: T[], concurrency: number, fn: (item: T, i: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await fn(items[i], i);
-      }
-    }),
-  );
-}
 
 /** Polls `check` every 20 ms until it is true. @throws after OP_LIMIT_MS */
 async function until(what: string, check: () => Promise<boolean>): Promise<void> {

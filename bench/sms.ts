@@ -22,7 +22,7 @@ import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { usAreaCodes } from '../domain/sms/nanp';
-import { bundleBenchWorkflows, startBenchApi, startBenchStack } from './harness';
+import { bundleBenchWorkflows, pool, startBenchApi, startBenchStack } from './harness';
 import { createSmsActivities } from '../activities/sms';
 import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
 import { sandboxInventory } from '../providers/telephony/sandbox';
@@ -49,19 +49,6 @@ interface BenchOrg {
 }
 
 type Caller = (key: string, method: string, p: string, json?: unknown) => Promise<{ status: number; body: any; ms: number }>;
-
-/** Runs `fn` over `items` with `concurrency` in flight. */
-async function pool<T>(items: T[], concurrency: number, fn: (item: T, i: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await fn(items[i], i);
-      }
-    }),
-  );
-}
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);

@@ -32,3 +32,27 @@ export function appendOnlyTriggers(table: string, fn: string): string {
     `CREATE TRIGGER ${table}_no_truncate BEFORE TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${fn}();`,
   ].join('\n');
 }
+
+/**
+ * `DROP TRIGGER IF EXISTS <trigger> ON <table>;` for each `[trigger, table]`, then `DROP FUNCTION IF EXISTS <fn>();`
+ * for each function: what a `down` runs to remove the triggers its `up` created and the functions they ran.
+ * @returns the statements in that order, one an item
+ */
+export function dropTriggers(triggers: ReadonlyArray<readonly [trigger: string, table: string]>, functions: readonly string[]): string[] {
+  return [...triggers.map(([trigger, table]) => `DROP TRIGGER IF EXISTS ${trigger} ON ${table};`), ...functions.map((fn) => `DROP FUNCTION IF EXISTS ${fn}();`)];
+}
+
+/**
+ * The closing columns of a table of runs that finish (a simulation, an eval run): `error text`, `created_at`
+ * (`timestamptz not null default now()`) and `completed_at timestamptz`, null until the run finished.
+ */
+export function runEndColumns(t: Knex.CreateTableBuilder, knex: Knex): void {
+  t.text('error');
+  timestampsNow(t, knex, 'created_at');
+  t.timestamp('completed_at', { useTz: true });
+}
+
+/** `ALTER TABLE <table> ADD CONSTRAINT <table>_status_check …`: a run's `status` is `running`, `completed` or `failed`. */
+export function runStatusCheck(table: string): string {
+  return `ALTER TABLE ${table} ADD CONSTRAINT ${table}_status_check CHECK (status IN ('running', 'completed', 'failed'))`;
+}

@@ -40,3 +40,41 @@ export function fromTimestampColumns<F extends string>(r: Record<string, any>, f
 export function fromNumericColumns<F extends string>(r: Record<string, any>, fields: readonly F[]): { [K in F]: any } {
   return pick(r, fields, Number);
 }
+
+/**
+ * How {@link rowMapper} reads a field from its column `snake_case(field)`: `value` as stored; `nullable` null where
+ * the column is NULL or not selected; `list` and `object` an empty array or object there (a fresh one per row);
+ * `iso` a `timestamptz` as ISO 8601 UTC, null where unset (db/timestamps.ts `iso`). A function reads the whole row,
+ * for a field whose column has another name or whose value is computed.
+ */
+export type ColumnRead = 'value' | 'nullable' | 'list' | 'object' | 'iso' | ((r: Record<string, any>) => unknown);
+
+function reader(column: string, read: ColumnRead): (r: Record<string, any>) => unknown {
+  if (typeof read === 'function') return read;
+  switch (read) {
+    case 'value':
+      return (r) => r[column];
+    case 'nullable':
+      return (r) => r[column] ?? null;
+    case 'list':
+      return (r) => r[column] ?? [];
+    case 'object':
+      return (r) => r[column] ?? {};
+    case 'iso':
+      return (r) => iso(r[column]);
+  }
+}
+
+/**
+ * A row → record mapper declared once per shape (at module load): every field of `T` names how it is read
+ * ({@link ColumnRead}), in the order of the record's members, which is the order of its JSON. Per row it
+ * runs one small function per field.
+ */
+export function rowMapper<T>(fields: { readonly [K in keyof T]-?: ColumnRead }): (r: Record<string, any>) => T {
+  const plan = Object.entries(fields as Record<string, ColumnRead>).map(([field, read]) => [field, reader(columnOf(field), read)] as const);
+  return (r) => {
+    const out: Record<string, unknown> = {};
+    for (const [field, read] of plan) out[field] = read(r);
+    return out as T;
+  };
+}

@@ -57,6 +57,7 @@ export const ContinueAsNewInitiator = enums.ContinueAsNewInitiator;
 export type ContinueAsNewInitiator = enums.ContinueAsNewInitiator;
 /** temporal.api.enums.v1.WorkflowTaskFailedCause. */
 export const WorkflowTaskFailedCause = enums.WorkflowTaskFailedCause;
+export type WorkflowTaskFailedCause = enums.WorkflowTaskFailedCause;
 /** temporal.api.enums.v1.StartChildWorkflowExecutionFailedCause. */
 export const StartChildWorkflowExecutionFailedCause = enums.StartChildWorkflowExecutionFailedCause;
 /** temporal.api.enums.v1.SignalExternalWorkflowExecutionFailedCause. */

@@ -5,6 +5,7 @@
  * bumped by a trigger on every update; the draft save uses it for a one-round-trip optimistic update.
  */
 import type { Knex } from 'knex';
+import { dropTriggers } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('sms_registrations', (t) => {
@@ -43,11 +44,14 @@ export async function up(knex: Knex): Promise<void> {
 
 export async function down(knex: Knex): Promise<void> {
   await knex.raw(`
-    DROP TRIGGER IF EXISTS api_keys_changes ON api_keys;
-    DROP TRIGGER IF EXISTS sms_registrations_changes ON sms_registrations;
-    DROP TRIGGER IF EXISTS sms_registrations_version ON sms_registrations;
-    DROP FUNCTION IF EXISTS acp_bump_version();
-    DROP FUNCTION IF EXISTS acp_notify_change();
+    ${dropTriggers(
+      [
+        ['api_keys_changes', 'api_keys'],
+        ['sms_registrations_changes', 'sms_registrations'],
+        ['sms_registrations_version', 'sms_registrations'],
+      ],
+      ['acp_bump_version', 'acp_notify_change'],
+    ).join('\n    ')}
   `);
   await knex.schema.alterTable('sms_registrations', (t) => t.dropColumn('version'));
 }

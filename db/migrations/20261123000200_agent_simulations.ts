@@ -4,7 +4,7 @@
  * completes, the verdict on each expectation.
  */
 import type { Knex } from 'knex';
-import { timestampsNow } from '../migrationHelpers';
+import { runEndColumns, runStatusCheck } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('agent_simulations', (t) => {
@@ -17,12 +17,10 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('turns').notNullable().defaultTo(0);
     t.jsonb('results');
     t.boolean('passed');
-    t.text('error');
-    timestampsNow(t, knex, 'created_at');
-    t.timestamp('completed_at', { useTz: true });
+    runEndColumns(t, knex);
     t.index(['org_id', 'agent_id', 'created_at']);
   });
-  await knex.raw(`ALTER TABLE agent_simulations ADD CONSTRAINT agent_simulations_status_check CHECK (status IN ('running', 'completed', 'failed'))`);
+  await knex.raw(runStatusCheck('agent_simulations'));
 }
 
 export async function down(knex: Knex): Promise<void> {

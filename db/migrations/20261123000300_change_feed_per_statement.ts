@@ -8,6 +8,7 @@
  * entry per notification is the same format).
  */
 import type { Knex } from 'knex';
+import { dropTriggers } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
@@ -45,10 +46,7 @@ export async function up(knex: Knex): Promise<void> {
 
 export async function down(knex: Knex): Promise<void> {
   await knex.raw(`
-    DROP TRIGGER IF EXISTS sms_registrations_inserts ON sms_registrations;
-    DROP TRIGGER IF EXISTS sms_registrations_updates ON sms_registrations;
-    DROP TRIGGER IF EXISTS sms_registrations_deletes ON sms_registrations;
-    DROP FUNCTION IF EXISTS acp_notify_rows();
+    ${dropTriggers(['inserts', 'updates', 'deletes'].map((op) => [`sms_registrations_${op}`, 'sms_registrations'] as const), ['acp_notify_rows']).join('\n    ')}
     CREATE TRIGGER sms_registrations_changes AFTER INSERT OR UPDATE OR DELETE ON sms_registrations
       FOR EACH ROW EXECUTE FUNCTION acp_notify_change();
   `);

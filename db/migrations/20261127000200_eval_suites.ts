@@ -7,7 +7,7 @@
  * real skill endpoint (services/conversations/skills.ts).
  */
 import type { Knex } from 'knex';
-import { tenantKeys, timestampsNow } from '../migrationHelpers';
+import { runEndColumns, runStatusCheck, tenantKeys, timestampsNow } from '../migrationHelpers';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('conversations', (t) => {
@@ -39,12 +39,10 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('passed');
     t.integer('total').notNullable();
     t.jsonb('flaky');
-    t.text('error');
-    timestampsNow(t, knex, 'created_at');
-    t.timestamp('completed_at', { useTz: true });
+    runEndColumns(t, knex);
     t.index(['org_id', 'suite_id', 'seq']);
   });
-  await knex.raw(`ALTER TABLE eval_runs ADD CONSTRAINT eval_runs_status_check CHECK (status IN ('running', 'completed', 'failed'))`);
+  await knex.raw(runStatusCheck('eval_runs'));
   await knex.schema.createTable('eval_run_results', (t) => {
     t.text('org_id').notNullable().references('organizations.id').onDelete('CASCADE');
     t.text('run_id').notNullable();

@@ -11,6 +11,7 @@ import { keysetPage, type Page } from '../pagination';
 import type { AgentVariable, AnalysisSettings, WidgetSettings } from '../../schemas/types/agents';
 import type { CallerVerification, Guardrails } from '../../schemas/types/guardrails';
 import { iso } from '../timestamps';
+import { rowMapper } from '../rows';
 import type { AgentProfile, AgentRecord, DraftBundle, KnowledgeSourceSummary } from '../../domain/agents/types';
 import { variableRefs } from './variables';
 import { DEFAULT_CONVERSATION_LIMITS, type ConversationLimits } from '../../domain/conversations/limits';
@@ -94,6 +95,40 @@ async function hasTable(conn: Conn, name: string): Promise<boolean> {
   return !!r.rows[0]?.t;
 }
 
+/** The agent's own columns; {@link attach} adds its skills, playbooks and knowledge count. */
+const toAgentSettings = rowMapper<Omit<AgentRecord, 'skills' | 'playbooks' | 'knowledgeSourceCount' | 'createdAt' | 'updatedAt'>>({
+  id: 'value',
+  orgId: 'value',
+  name: 'value',
+  description: 'nullable',
+  persona: 'nullable',
+  instructions: 'nullable',
+  greeting: 'nullable',
+  voicemailMessage: 'nullable',
+  outboundGreeting: 'nullable',
+  outboundFirstMessageMode: (r) => r.outbound_first_message_mode ?? 'agent_speaks_first',
+  idleTimeoutSeconds: (r) => r.idle_timeout_seconds ?? DEFAULT_CONVERSATION_LIMITS.idleTimeoutSeconds,
+  smsIdleTimeoutSeconds: (r) => r.sms_idle_timeout_seconds ?? DEFAULT_CONVERSATION_LIMITS.smsIdleTimeoutSeconds,
+  smsMaxSegments: (r) => r.sms_max_segments ?? DEFAULT_CONVERSATION_LIMITS.smsMaxSegments,
+  language: 'value',
+  voiceId: 'nullable',
+  dtmf: 'value',
+  variables: 'value',
+  guardrails: 'value',
+  callerVerification: 'value',
+  widget: 'object',
+  analysis: (r) => r.analysis ?? { fields: [] },
+  model: 'nullable',
+  temperature: 'nullable',
+  maxTokens: 'nullable',
+  fallbackModel: 'nullable',
+  timeZone: 'nullable',
+  version: 'value',
+  publishedVersionId: 'nullable',
+  publishedVersionNumber: (r) => r.published_number ?? null,
+  publishedDraftVersion: 'nullable',
+});
+
 async function attach(conn: Conn, orgId: string, rows: any[]): Promise<AgentRecord[]> {
   if (!rows.length) return [];
   const ids = rows.map((r) => r.id);
@@ -104,36 +139,7 @@ async function attach(conn: Conn, orgId: string, rows: any[]): Promise<AgentReco
   const counts = await conn('knowledge_sources').where({ org_id: orgId }).whereIn('agent_id', ids).whereNull('deleted_at').groupBy('agent_id').select('agent_id').count({ n: '*' });
   for (const c of counts as any[]) knowledge.set(c.agent_id, Number(c.n));
   return rows.map((r) => ({
-    id: r.id,
-    orgId: r.org_id,
-    name: r.name,
-    description: r.description ?? null,
-    persona: r.persona ?? null,
-    instructions: r.instructions ?? null,
-    greeting: r.greeting ?? null,
-    voicemailMessage: r.voicemail_message ?? null,
-    outboundGreeting: r.outbound_greeting ?? null,
-    outboundFirstMessageMode: r.outbound_first_message_mode ?? 'agent_speaks_first',
-    idleTimeoutSeconds: r.idle_timeout_seconds ?? DEFAULT_CONVERSATION_LIMITS.idleTimeoutSeconds,
-    smsIdleTimeoutSeconds: r.sms_idle_timeout_seconds ?? DEFAULT_CONVERSATION_LIMITS.smsIdleTimeoutSeconds,
-    smsMaxSegments: r.sms_max_segments ?? DEFAULT_CONVERSATION_LIMITS.smsMaxSegments,
-    language: r.language,
-    voiceId: r.voice_id ?? null,
-    dtmf: r.dtmf,
-    variables: r.variables,
-    guardrails: r.guardrails,
-    callerVerification: r.caller_verification,
-    widget: r.widget ?? {},
-    analysis: r.analysis ?? { fields: [] },
-    model: r.model ?? null,
-    temperature: r.temperature ?? null,
-    maxTokens: r.max_tokens ?? null,
-    fallbackModel: r.fallback_model ?? null,
-    timeZone: r.time_zone ?? null,
-    version: r.version,
-    publishedVersionId: r.published_version_id ?? null,
-    publishedVersionNumber: r.published_number ?? null,
-    publishedDraftVersion: r.published_draft_version ?? null,
+    ...toAgentSettings(r),
     skills: skills.filter((s: any) => s.agent_id === r.id).map((s: any) => ({ id: s.id, name: s.name, type: s.type })),
     playbooks: playbooks.filter((p: any) => p.agent_id === r.id).map((p: any) => ({ id: p.id, name: p.name })),
     knowledgeSourceCount: knowledge.get(r.id) ?? 0,

@@ -11,7 +11,7 @@ import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import type { CallAttempt, Campaign, CampaignCounters, CampaignPurpose, DayOfWeek } from '../../schemas/types/outbound';
 import { iso } from '../timestamps';
-import { fromColumns, fromNullableColumns, fromTimestampColumns } from '../rows';
+import { fromColumns, fromNullableColumns, fromTimestampColumns, rowMapper } from '../rows';
 
 type Conn = Db | Knex.Transaction;
 const clock = (m: number) => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
@@ -272,25 +272,26 @@ export interface DialContext {
   retryDelayMinutes: number;
 }
 
+const toDialContext = rowMapper<DialContext>({
+  attemptId: (r) => r.id,
+  campaignId: 'value',
+  campaignStatus: 'value',
+  agentId: 'value',
+  status: 'value',
+  dials: 'value',
+  e164: 'value',
+  callerId: 'value',
+  maxAttempts: 'value',
+  retryDelayMinutes: 'value',
+});
+
 /** The attempt and its campaign's dial settings, or undefined. */
 export async function dialContext(db: Conn, orgId: string, attemptId: string): Promise<DialContext | undefined> {
   const r = await db('call_attempts as a')
     .join('campaigns as c', 'c.id', 'a.campaign_id')
     .where({ 'a.org_id': orgId, 'a.id': attemptId })
     .first('a.id', 'a.campaign_id', 'a.status', 'a.dials', 'a.e164', 'c.status as campaign_status', 'c.agent_id', 'c.caller_id', 'c.max_attempts', 'c.retry_delay_minutes');
-  if (!r) return undefined;
-  return {
-    attemptId: r.id,
-    campaignId: r.campaign_id,
-    campaignStatus: r.campaign_status,
-    agentId: r.agent_id,
-    status: r.status,
-    dials: r.dials,
-    e164: r.e164,
-    callerId: r.caller_id,
-    maxAttempts: r.max_attempts,
-    retryDelayMinutes: r.retry_delay_minutes,
-  };
+  return r ? toDialContext(r) : undefined;
 }
 
 /**

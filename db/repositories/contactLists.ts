@@ -9,31 +9,31 @@ import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import type { CampaignPurpose, Contact, ContactColumnMapping, ContactList } from '../../schemas/types/outbound';
 import { iso } from '../timestamps';
-import { fromNullableColumns } from '../rows';
+import { fromNullableColumns, rowMapper } from '../rows';
 
 type Conn = Db | Knex.Transaction;
 
+const toImport = rowMapper<ContactList['import']>({
+  status: 'value',
+  fileId: 'nullable',
+  rowsRead: 'value',
+  accepted: 'value',
+  rejected: 'value',
+  counts: 'object',
+  error: 'nullable',
+  startedAt: (r) => iso(r.import_started_at),
+  finishedAt: (r) => iso(r.import_finished_at),
+});
+
 /** Row → API shape. */
-export function toContactList(r: any): ContactList {
-  return {
-    id: r.id,
-    name: r.name,
-    purpose: r.purpose,
-    import: {
-      status: r.status,
-      fileId: r.file_id ?? null,
-      rowsRead: r.rows_read,
-      accepted: r.accepted,
-      rejected: r.rejected,
-      counts: r.counts ?? {},
-      error: r.error ?? null,
-      startedAt: iso(r.import_started_at),
-      finishedAt: iso(r.import_finished_at),
-    },
-    createdAt: iso(r.created_at)!,
-    updatedAt: iso(r.updated_at)!,
-  };
-}
+export const toContactList: (r: any) => ContactList = rowMapper<ContactList>({
+  id: 'value',
+  name: 'value',
+  purpose: 'value',
+  import: toImport,
+  createdAt: 'iso',
+  updatedAt: 'iso',
+});
 
 function toContact(r: any): Contact {
   return {

@@ -12,23 +12,22 @@ import type { AnalysisLine } from '../../domain/conversations/analysis';
 import type { AnalysisRevision } from '../../schemas/types/analysis';
 import type { AnalysisField } from '../../schemas/types/agents';
 import { keysetPage, type Page } from '../pagination';
+import { rowMapper } from '../rows';
 
 /** Knex handle or transaction. */
 type Conn = Db | Knex.Transaction;
 
-function toAnalysis(r: any): ConversationAnalysis {
-  return {
-    status: r.status,
-    outcome: r.outcome ?? null,
-    sentiment: r.sentiment ?? null,
-    summary: r.summary ?? null,
-    fields: r.fields ?? {},
-    notes: r.notes ?? [],
-    error: r.error ?? null,
-    model: r.model ?? null,
-    analyzedAt: iso(r.completed_at) ?? null,
-  };
-}
+const toAnalysis = rowMapper<ConversationAnalysis>({
+  status: 'value',
+  outcome: 'nullable',
+  sentiment: 'nullable',
+  summary: 'nullable',
+  fields: 'object',
+  notes: 'list',
+  error: 'nullable',
+  model: 'nullable',
+  analyzedAt: (r) => iso(r.completed_at),
+});
 
 /** The analysis of a conversation of the organization, or undefined before it ran. */
 export async function getAnalysis(conn: Conn, orgId: string, conversationId: string): Promise<ConversationAnalysis | undefined> {
@@ -92,25 +91,23 @@ export async function analysisTranscript(db: Db, orgId: string, conversationId: 
 /** Who asked for a revision: the end of the conversation, a re-run of one conversation, or a bulk run. */
 export type RevisionTrigger = 'end' | 'rerun' | 'run';
 
-function toRevision(r: any): AnalysisRevision {
-  return {
-    id: r.id,
-    conversationId: r.conversation_id,
-    revision: r.revision,
-    trigger: r.trigger,
-    runId: r.run_id ?? null,
-    status: r.status,
-    summary: r.summary ?? null,
-    outcome: r.outcome ?? null,
-    sentiment: r.sentiment ?? null,
-    fields: r.fields ?? {},
-    notes: r.notes ?? [],
-    plan: r.plan ?? [],
-    error: r.error ?? null,
-    model: r.model ?? null,
-    createdAt: iso(r.created_at)!,
-  };
-}
+const toRevision = rowMapper<AnalysisRevision>({
+  id: 'value',
+  conversationId: 'value',
+  revision: 'value',
+  trigger: 'value',
+  runId: 'nullable',
+  status: 'value',
+  summary: 'nullable',
+  outcome: 'nullable',
+  sentiment: 'nullable',
+  fields: 'object',
+  notes: 'list',
+  plan: 'list',
+  error: 'nullable',
+  model: 'nullable',
+  createdAt: 'iso',
+});
 
 /**
  * Inserts the next revision of a conversation's analysis, numbered under a per-conversation lock.

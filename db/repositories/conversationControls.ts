@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
 import { iso } from '../timestamps';
+import { rowMapper } from '../rows';
 import type { Conn } from './agents';
 import { toMessage, toRecord, type ConversationRecord } from './conversations';
 import type { ConversationMessage } from '../../schemas/types/chat';
@@ -106,6 +107,18 @@ export interface LiveConversation {
   lastActivityAt: string;
 }
 
+const toLiveConversation = rowMapper<LiveConversation>({
+  id: 'value',
+  agentId: 'value',
+  agentName: 'nullable',
+  channel: 'value',
+  counterpart: 'nullable',
+  takenOverBy: 'nullable',
+  messageCount: 'value',
+  startedAt: 'iso',
+  lastActivityAt: (r) => iso(r.last_activity_at ?? r.started_at),
+});
+
 /** The organization's active conversations (simulations excepted), most recently active first. */
 export async function liveConversations(db: Db, orgId: string, limit = 100): Promise<LiveConversation[]> {
   const rows = await db('conversations as c')
@@ -114,15 +127,6 @@ export async function liveConversations(db: Db, orgId: string, limit = 100): Pro
     .orderBy('c.started_at', 'desc')
     .limit(limit)
     .select('c.id', 'c.agent_id', 'a.name as agent_name', 'c.channel', 'c.counterpart', 'c.taken_over_by', 'c.message_count', 'c.started_at', 'c.last_activity_at');
-  return rows.map((r: any) => ({
-    id: r.id,
-    agentId: r.agent_id,
-    agentName: r.agent_name ?? null,
-    channel: r.channel,
-    counterpart: r.counterpart ?? null,
-    takenOverBy: r.taken_over_by ?? null,
-    messageCount: r.message_count,
-    startedAt: iso(r.started_at)!,
-    lastActivityAt: iso(r.last_activity_at ?? r.started_at)!,
-  }));
+  return rows.map(toLiveConversation);
 }
+

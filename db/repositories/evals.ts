@@ -5,7 +5,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { derivedId, newId } from '../ids';
-import { iso } from '../timestamps';
+import { rowMapper } from '../rows';
 import { keysetPage, type Page } from '../pagination';
 import type { Conn } from './agents';
 import type { EvalRepeatResult, EvalRun, EvalScenario, EvalSuite, EvalSuiteCreate, EvalSuitePatch } from '../../schemas/types/evals';
@@ -34,40 +34,36 @@ export class DuplicateSuiteNameError extends Error {
   }
 }
 
-function toSuite(r: any): EvalSuite {
-  return {
-    id: r.id,
-    agentId: r.agent_id,
-    name: r.name,
-    description: r.description ?? null,
-    scenarios: r.scenarios,
-    repeat: r.repeat,
-    concurrency: r.concurrency,
-    createdAt: iso(r.created_at),
-    updatedAt: iso(r.updated_at),
-  };
-}
+const toSuite = rowMapper<EvalSuite>({
+  id: 'value',
+  agentId: 'value',
+  name: 'value',
+  description: 'nullable',
+  scenarios: 'value',
+  repeat: 'value',
+  concurrency: 'value',
+  createdAt: 'iso',
+  updatedAt: 'iso',
+});
 
-function toRun(r: any): EvalRunRecord {
-  return {
-    id: r.id,
-    suiteId: r.suite_id,
-    agentId: r.agent_id,
-    target: r.target,
-    status: r.status,
-    passRate: r.pass_rate ?? null,
-    passed: r.passed ?? null,
-    total: r.total,
-    flaky: r.flaky ?? [],
-    gate: r.gate_key !== null && r.gate_key !== undefined,
-    error: r.error ?? null,
-    createdAt: iso(r.created_at),
-    completedAt: iso(r.completed_at),
-    suite: r.suite,
-    gateKey: r.gate_key ?? null,
-    requestHash: r.request_hash ?? null,
-  };
-}
+const toRun = rowMapper<EvalRunRecord>({
+  id: 'value',
+  suiteId: 'value',
+  agentId: 'value',
+  target: 'value',
+  status: 'value',
+  passRate: 'nullable',
+  passed: 'nullable',
+  total: 'value',
+  flaky: 'list',
+  gate: (r) => r.gate_key !== null && r.gate_key !== undefined,
+  error: 'nullable',
+  createdAt: 'iso',
+  completedAt: 'iso',
+  suite: 'value',
+  gateKey: 'nullable',
+  requestHash: 'nullable',
+});
 
 const isDuplicate = (err: unknown) => (err as { code?: string })?.code === '23505';
 

@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
-import { fromColumns, fromNullableColumns } from '../rows';
+import { fromColumns, fromNullableColumns, rowMapper } from '../rows';
 import { adoptModelIfNone, insertChunkVectors } from './knowledgeEmbeddings';
 import type { OnSourceChange } from './knowledge';
 import type { KnowledgeCrawl, KnowledgeSourceCheck, KnowledgeCrawlPage, KnowledgeSourceStatus } from '../../schemas/types/knowledge';
@@ -36,26 +36,27 @@ export interface RefreshTarget extends FetchValidators {
   deleted: boolean;
 }
 
+const toRefreshTarget = rowMapper<RefreshTarget>({
+  id: 'value',
+  agentId: 'value',
+  kind: 'value',
+  status: 'value',
+  url: 'value',
+  crawl: 'nullable',
+  refreshEveryHours: 'nullable',
+  chunkCount: (r) => r.chunk_count ?? 0,
+  etag: 'nullable',
+  lastModified: 'nullable',
+  contentHash: 'nullable',
+  deleted: (r) => !!r.deleted_at,
+});
+
 /** The source a refresh works on, deleted ones included (flagged), or undefined when it never existed. */
 export async function getRefreshTarget(db: Conn, orgId: string, sourceId: string): Promise<RefreshTarget | undefined> {
   const r = await db('knowledge_sources')
     .where({ org_id: orgId, id: sourceId })
     .first('id', 'agent_id', 'kind', 'status', 'url', 'crawl', 'refresh_every_hours', 'chunk_count', 'etag', 'last_modified', 'content_hash', 'deleted_at');
-  if (!r) return undefined;
-  return {
-    id: r.id,
-    agentId: r.agent_id,
-    kind: r.kind,
-    status: r.status,
-    url: r.url,
-    crawl: r.crawl ?? null,
-    refreshEveryHours: r.refresh_every_hours ?? null,
-    chunkCount: r.chunk_count ?? 0,
-    etag: r.etag ?? null,
-    lastModified: r.last_modified ?? null,
-    contentHash: r.content_hash ?? null,
-    deleted: !!r.deleted_at,
-  };
+  return r ? toRefreshTarget(r) : undefined;
 }
 
 /** Stores the validators and hash of the document the ingestion just fetched (the first refresh can then answer 304). */

@@ -5,6 +5,7 @@
  * invisible, exactly like a missing one.
  */
 import type { Conn } from './agents';
+import { rowMapper } from '../rows';
 
 /** A client function call a response left waiting for the client's `function_call_output`. */
 export interface PendingCall {
@@ -25,17 +26,15 @@ export interface ResponseRecord {
   body: Record<string, unknown>;
 }
 
-function toRecord(r: any): ResponseRecord {
-  return {
-    id: r.id,
-    orgId: r.org_id,
-    conversationId: r.conversation_id,
-    previousResponseId: r.previous_response_id ?? null,
-    turn: r.turn,
-    pendingCalls: r.pending_calls ?? [],
-    body: r.body,
-  };
-}
+const toRecord = rowMapper<ResponseRecord>({
+  id: 'value',
+  orgId: 'value',
+  conversationId: 'value',
+  previousResponseId: 'nullable',
+  turn: 'value',
+  pendingCalls: 'list',
+  body: 'value',
+});
 
 /** Stores a response. */
 export async function insertResponse(conn: Conn, orgId: string, r: Omit<ResponseRecord, 'orgId'>): Promise<void> {

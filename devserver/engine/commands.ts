@@ -11,6 +11,7 @@ import {
   Command,
   CommandType,
   EventType,
+  Failure,
   Payload,
   PollActivityTaskQueueResponse,
   RespondWorkflowTaskCompletedRequest,
@@ -114,6 +115,22 @@ export abstract class Commands extends Children {
   }
 
   /**
+   * Fails the task a completion belongs to instead of applying its commands: the attached queries are
+   * answered, WorkflowTaskFailed is written with `cause` (and `failure` when given), then the events held
+   * during the task. The caller decides what follows (a new task, or the run's termination).
+   */
+  private rejectCompletion(exec: Execution, req: RespondWorkflowTaskCompletedRequest, cause: WorkflowTaskFailedCause, failure?: Failure): void {
+    const wt = exec.wt;
+    this.answerAttachedQueries(exec, req.queryResults);
+    this.clearTimer(exec, 'wt');
+    if (wt.transient) this.writeTransient(exec);
+    const attributes = { scheduledEventId: wt.scheduledEventId, startedEventId: wt.startedEventId, cause, ...(failure ? { failure } : {}), identity: req.identity ?? '' };
+    this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, attributes, { direct: true });
+    wt.state = 'none';
+    this.flushBuffer(exec);
+  }
+
+  /**
    * RespondWorkflowTaskCompleted: writes WorkflowTaskCompleted, one event group per command, then
    * the events held during the task; schedules the next task when new events arrived.
    */
@@ -126,23 +143,7 @@ export abstract class Commands extends Children {
     // terminated, as the real server's workflow size checker does.
     const oversized = oversizedCommand(commands, (field, size) => this.log('warn', 'Blob data size exceeds the warning limit.', { workflowId: exec.workflowId, runId: exec.runId, field, size }));
     if (oversized) {
-      this.answerAttachedQueries(exec, req.queryResults);
-      this.clearTimer(exec, 'wt');
-      if (wt.transient) this.writeTransient(exec);
-      this.emit(
-        exec,
-        EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
-        {
-          scheduledEventId: wt.scheduledEventId,
-          startedEventId: wt.startedEventId,
-          cause: oversized.cause,
-          failure: { message: oversized.message, serverFailureInfo: { nonRetryable: true } },
-          identity: req.identity ?? '',
-        },
-        { direct: true },
-      );
-      wt.state = 'none';
-      this.flushBuffer(exec);
+      this.rejectCompletion(exec, req, oversized.cause, { message: oversized.message, serverFailureInfo: { nonRetryable: true } });
       this.terminate(exec, `${oversized.causeName}: ${oversized.message}`, null, 'history-service');
       return {};
     }
@@ -150,22 +151,7 @@ export abstract class Commands extends Children {
     // A close command while new events are waiting is rejected, like the real server
     // (UNHANDLED_COMMAND): the worker must see the new events first.
     if (closes && exec.buffer.length > 0) {
-      this.answerAttachedQueries(exec, req.queryResults);
-      this.clearTimer(exec, 'wt');
-      if (wt.transient) this.writeTransient(exec);
-      this.emit(
-        exec,
-        EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
-        {
-          scheduledEventId: wt.scheduledEventId,
-          startedEventId: wt.startedEventId,
-          cause: WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
-          identity: req.identity ?? '',
-        },
-        { direct: true },
-      );
-      wt.state = 'none';
-      this.flushBuffer(exec);
+      this.rejectCompletion(exec, req, WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND);
       this.scheduleWorkflowTask(exec);
       return {};
     }

@@ -97,6 +97,21 @@ const privateHostErrors = (url: unknown): FieldError[] => {
   return verdict.allowed ? [] : [{ field: 'url', message: `must reach a public address: ${verdict.reason}, not listed in HTTP_ALLOW_PRIVATE_HOSTS` }];
 };
 
+/**
+ * A skill's `config` schema: a closed JSON Schema object (a member it does not declare is an error) with its
+ * `required` members (none: no `required` keyword) and further keywords such as `oneOf`, then `properties`.
+ */
+const skillConfig = (required: readonly string[], properties: Record<string, unknown>, keywords: Record<string, unknown> = {}): Record<string, unknown> => ({
+  type: 'object',
+  additionalProperties: false,
+  ...(required.length ? { required } : {}),
+  ...keywords,
+  properties,
+});
+
+/** An endpoint a skill calls: an absolute http(s) URI of at most 2,000 characters (the https rule is `urlErrors`). */
+const endpointUrl = (description: string) => ({ type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description });
+
 /** Opening hours of calendar skills (domain/booking/slots.ts): `HH:MM` local times, ISO weekdays. */
 const openHoursSchema = {
   type: 'object',
@@ -116,6 +131,40 @@ const calendarChecks = (c: Record<string, any>): FieldError[] => [
   ...(c.integration === 'calcom' && c.eventTypeId === undefined ? [{ field: 'eventTypeId', message: 'is required with integration calcom: the Cal.com event type' }] : []),
   ...(c.openHours?.from && c.openHours?.until && c.openHours.from >= c.openHours.until ? [{ field: 'openHours.until', message: 'must be after openHours.from' }] : []),
 ];
+
+/** What tells the two calendar skills' configs apart: their descriptions and their own fields. */
+interface CalendarConfigParts {
+  /** What the `url` endpoint is, e.g. `Booking endpoint`. */
+  url: string;
+  integration: string;
+  eventTypeId: string;
+  /** How `timeZone` is used, after "IANA time zone of the business, e.g. America/Chicago: ". */
+  timeZone: string;
+  timeoutMs: string;
+  /** The skill's own properties, placed between `timeZone` and `timeoutMs`. */
+  extra: Record<string, unknown>;
+}
+
+/**
+ * The config schema of a calendar skill (`book_appointment`, `check_availability`): a `url` or a connected
+ * calendar (`integration`), the slot length in minutes, the business's time zone and a request cap in ms,
+ * plus the skill's own fields (docs/api-notes.md "Booking skills").
+ */
+const calendarConfigSchema = (parts: CalendarConfigParts): Record<string, unknown> =>
+  skillConfig(
+    ['durationMinutes', 'timeZone'],
+    {
+      url: endpointUrl(`${parts.url} (HTTPS; plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production); or \`integration\` instead.`),
+      integration: { enum: ['google_calendar', 'calcom'], description: parts.integration },
+      calendarId: { type: 'string', minLength: 1, maxLength: 200, description: 'Google Calendar: calendar of the connected account (default `primary`).' },
+      eventTypeId: { type: 'integer', minimum: 1, description: parts.eventTypeId },
+      durationMinutes: { type: 'integer', minimum: 5, maximum: 480 },
+      timeZone: { type: 'string', minLength: 1, maxLength: 64, description: `IANA time zone of the business, e.g. America/Chicago: ${parts.timeZone}` },
+      ...parts.extra,
+      timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000, description: parts.timeoutMs },
+    },
+    { oneOf: [{ required: ['url'] }, { required: ['integration'] }] },
+  );
 
 /** Where a calendar skill's data goes: the endpoint's host, or the integration's API host. */
 const calendarDestination = (c: Record<string, any>): string | null => (c.integration === 'google_calendar' ? 'www.googleapis.com' : c.integration === 'calcom' ? 'api.cal.com' : hostOf(c.url));
@@ -144,29 +193,24 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     name: 'HTTP request',
     description: 'Calls one HTTPS endpoint with conversation variables as a JSON body (or query for GET) and reads the JSON answer.',
     sendsData: true,
-    configSchema: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['url', 'method'],
-      properties: {
-        url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description: 'HTTPS endpoint (plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production).' },
-        method: { type: 'string', enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] },
-        headers: {
-          type: 'object',
-          maxProperties: 20,
-          additionalProperties: { type: 'string', maxLength: 1000 },
-          description: 'Static request headers (secrets belong in integrations, not here).',
-        },
-        inputs: inputsSchema,
-        timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000 },
-        integration: { const: 'http', description: "Set by provisioning: the connection's sealed Authorization header is added at run time (docs/api-notes.md \"Integrations and records\")." },
-        outputSchema: {
-          type: 'object',
-          description:
-            'JSON Schema of the answer (type, properties, additionalProperties, items): only the members it declares reach the model and the receipt. Absent: the whole answer does (docs/security.md "Sensitive record fields").',
-        },
+    configSchema: skillConfig(['url', 'method'], {
+      url: endpointUrl('HTTPS endpoint (plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production).'),
+      method: { type: 'string', enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] },
+      headers: {
+        type: 'object',
+        maxProperties: 20,
+        additionalProperties: { type: 'string', maxLength: 1000 },
+        description: 'Static request headers (secrets belong in integrations, not here).',
       },
-    },
+      inputs: inputsSchema,
+      timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000 },
+      integration: { const: 'http', description: "Set by provisioning: the connection's sealed Authorization header is added at run time (docs/api-notes.md \"Integrations and records\")." },
+      outputSchema: {
+        type: 'object',
+        description:
+          'JSON Schema of the answer (type, properties, additionalProperties, items): only the members it declares reach the model and the receipt. Absent: the whole answer does (docs/security.md "Sensitive record fields").',
+      },
+    }),
     check: (c) => [
       ...urlErrors(c.url),
       ...(c.outputSchema !== undefined && !isOutputSchema(c.outputSchema) ? [{ field: 'outputSchema', message: 'must be a JSON Schema object (properties, items and additionalProperties schemas themselves)' }] : []),
@@ -181,22 +225,14 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     description:
       "Books a slot with the caller's name, phone and the chosen start time: POSTs the booking contract to `url` (docs/api-notes.md \"Booking skills\"), or books on the connected calendar (`integration`). A failed booking is never confirmed.",
     sendsData: true,
-    configSchema: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['durationMinutes', 'timeZone'],
-      oneOf: [{ required: ['url'] }, { required: ['integration'] }],
-      properties: {
-        url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description: 'Booking endpoint (HTTPS; plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production); or `integration` instead.' },
-        integration: { enum: ['google_calendar', 'calcom'], description: 'Books on the connected calendar instead of `url` (set by provisioning).' },
-        calendarId: { type: 'string', minLength: 1, maxLength: 200, description: 'Google Calendar: calendar of the connected account (default `primary`).' },
-        eventTypeId: { type: 'integer', minimum: 1, description: 'Cal.com: the event type bookings are made for (required with integration calcom).' },
-        durationMinutes: { type: 'integer', minimum: 5, maximum: 480 },
-        timeZone: { type: 'string', minLength: 1, maxLength: 64, description: 'IANA time zone of the business, e.g. America/Chicago: times are said in it.' },
-        collectNotes: { type: 'boolean', default: false, description: 'Also send free-text notes from the caller.' },
-        timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000, description: 'Cap on the booking request (url), ms; no answer in time is a failed booking.' },
-      },
-    },
+    configSchema: calendarConfigSchema({
+      url: 'Booking endpoint',
+      integration: 'Books on the connected calendar instead of `url` (set by provisioning).',
+      eventTypeId: 'Cal.com: the event type bookings are made for (required with integration calcom).',
+      timeZone: 'times are said in it.',
+      timeoutMs: 'Cap on the booking request (url), ms; no answer in time is a failed booking.',
+      extra: { collectNotes: { type: 'boolean', default: false, description: 'Also send free-text notes from the caller.' } },
+    }),
     check: calendarChecks,
     inputs: (c) => [
       { name: 'name', required: true },
@@ -214,24 +250,18 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     description:
       'Finds free slots to offer before booking: POSTs the availability contract to `url` (docs/api-notes.md "Booking skills"), or reads the connected calendar (`integration`: Google Calendar free/busy inside opening hours, Cal.com slots).',
     sendsData: true,
-    configSchema: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['durationMinutes', 'timeZone'],
-      oneOf: [{ required: ['url'] }, { required: ['integration'] }],
-      properties: {
-        url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description: 'Availability endpoint (HTTPS; plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production); or `integration` instead.' },
-        integration: { enum: ['google_calendar', 'calcom'], description: 'Reads the connected calendar instead of `url`.' },
-        calendarId: { type: 'string', minLength: 1, maxLength: 200, description: 'Google Calendar: calendar of the connected account (default `primary`).' },
-        eventTypeId: { type: 'integer', minimum: 1, description: 'Cal.com: the event type whose slots are read (required with integration calcom).' },
-        durationMinutes: { type: 'integer', minimum: 5, maximum: 480 },
-        timeZone: { type: 'string', minLength: 1, maxLength: 64, description: 'IANA time zone of the business, e.g. America/Chicago: slots are said in it.' },
+    configSchema: calendarConfigSchema({
+      url: 'Availability endpoint',
+      integration: 'Reads the connected calendar instead of `url`.',
+      eventTypeId: 'Cal.com: the event type whose slots are read (required with integration calcom).',
+      timeZone: 'slots are said in it.',
+      timeoutMs: 'Cap on the availability request (url), ms.',
+      extra: {
         openHours: openHoursSchema,
         windowDays: { type: 'integer', minimum: 1, maximum: 31, default: 7, description: 'Without a `date`, how many days ahead are searched.' },
         maxSlots: { type: 'integer', minimum: 1, maximum: 20, default: 5, description: 'Most slots answered.' },
-        timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: 10000, description: 'Cap on the availability request (url), ms.' },
       },
-    },
+    }),
     check: calendarChecks,
     inputs: () => [{ name: 'date', required: false }],
     dataFlow: (c) => ({ destination: calendarDestination(c), fields: ['date'] }),
@@ -245,15 +275,11 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     name: 'Look up customer record',
     description: "Finds the caller's record among the organization's Records (synced from a spreadsheet or CRM, imported or created) by phone, email or name.",
     sendsData: false,
-    configSchema: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        integration: { enum: ['google_sheets', 'hubspot'], description: 'Only records synced from this integration (set by provisioning); absent: every record.' },
-        matchOn: { type: 'array', minItems: 1, uniqueItems: true, items: { enum: ['phone', 'email', 'name'] }, default: ['phone', 'email', 'name'] },
-        maxResults: { type: 'integer', minimum: 1, maximum: 10, default: 3 },
-      },
-    },
+    configSchema: skillConfig([], {
+      integration: { enum: ['google_sheets', 'hubspot'], description: 'Only records synced from this integration (set by provisioning); absent: every record.' },
+      matchOn: { type: 'array', minItems: 1, uniqueItems: true, items: { enum: ['phone', 'email', 'name'] }, default: ['phone', 'email', 'name'] },
+      maxResults: { type: 'integer', minimum: 1, maximum: 10, default: 3 },
+    }),
     inputs: (c) => (Array.isArray(c.matchOn) ? c.matchOn : ['phone', 'email', 'name']).map((name: string) => ({ name, required: false })),
     dataFlow: () => ({ destination: null, fields: [] }),
     // Sensitive record fields are left out of `fields` before this applies (services/integrations/skills.ts).
@@ -270,15 +296,10 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     name: 'Send text message',
     description: "Texts the caller (or a fixed number) from the organization's number; `{{variable}}` placeholders are filled from the conversation.",
     sendsData: true,
-    configSchema: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['to', 'template'],
-      properties: {
-        to: { type: 'string', description: '`caller` or an E.164 number.', anyOf: [{ const: 'caller' }, { pattern: E164 }] },
-        template: { type: 'string', minLength: 1, maxLength: 1600 },
-      },
-    },
+    configSchema: skillConfig(['to', 'template'], {
+      to: { type: 'string', description: '`caller` or an E.164 number.', anyOf: [{ const: 'caller' }, { pattern: E164 }] },
+      template: { type: 'string', minLength: 1, maxLength: 1600 },
+    }),
     inputs: (c) => placeholders(c.template).map((name) => ({ name, required: true })),
     dataFlow: (c) => ({ destination: c.to === 'caller' ? 'caller' : String(c.to), fields: placeholders(c.template) }),
     output: () => objectOf(['messageId', 'status', 'heldUntil']),
@@ -289,15 +310,11 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     description:
       'Transfers the live call to an escalation destination (`destinationId`, docs/api-notes.md "Variables, escalation, onboarding, meta and settings") or a phone number, optionally announcing a summary to the person answering.',
     sendsData: true,
-    configSchema: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        destinationId: { type: 'string', pattern: '^esc_[A-Za-z0-9]{10,40}$', description: 'Escalation destination (`esc_…`) of the organization.' },
-        phoneNumber: { type: 'string', pattern: E164, description: 'E.164 destination (when no destinationId is given).' },
-        announceSummary: { type: 'boolean', default: false },
-      },
-    },
+    configSchema: skillConfig([], {
+      destinationId: { type: 'string', pattern: '^esc_[A-Za-z0-9]{10,40}$', description: 'Escalation destination (`esc_…`) of the organization.' },
+      phoneNumber: { type: 'string', pattern: E164, description: 'E.164 destination (when no destinationId is given).' },
+      announceSummary: { type: 'boolean', default: false },
+    }),
     check: (c) =>
       (c.destinationId === undefined) === (c.phoneNumber === undefined)
         ? [{ field: 'destinationId', message: 'exactly one of destinationId and phoneNumber is required' }]
@@ -311,11 +328,7 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
     name: 'End conversation',
     description: 'Ends the conversation politely, with an optional closing line.',
     sendsData: false,
-    configSchema: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { closingLine: { type: 'string', maxLength: 500 } },
-    },
+    configSchema: skillConfig([], { closingLine: { type: 'string', maxLength: 500 } }),
     inputs: () => [],
     dataFlow: () => ({ destination: null, fields: [] }),
     output: () => objectOf(['status']),
@@ -327,38 +340,33 @@ export const SKILL_TYPES: readonly SkillTypeDef[] = [
       'Offers the allow-listed tools of a remote MCP server (Streamable HTTP, or HTTP+SSE) to the model, each with its own JSON Schema and approval policy (auto, verified_caller_only, never).',
     sendsData: true,
     remoteTools: true,
-    configSchema: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['url', 'tools'],
-      properties: {
-        url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000, description: 'MCP endpoint (HTTPS; plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production).' },
-        headers: {
+    configSchema: skillConfig(['url', 'tools'], {
+      url: endpointUrl('MCP endpoint (HTTPS; plain http only to HTTP_ALLOW_PRIVATE_HOSTS outside production).'),
+      headers: {
+        type: 'object',
+        maxProperties: 20,
+        propertyNames: { pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$" },
+        additionalProperties: { type: 'string', maxLength: 2000 },
+        description: 'Request headers; values may reference organization variables and secrets as {{vars.<name>}} (filled when the server is called).',
+      },
+      tools: {
+        type: 'array',
+        minItems: 1,
+        maxItems: 50,
+        description: 'The allow-list: only these tools of the server are offered or run.',
+        items: {
           type: 'object',
-          maxProperties: 20,
-          propertyNames: { pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$" },
-          additionalProperties: { type: 'string', maxLength: 2000 },
-          description: 'Request headers; values may reference organization variables and secrets as {{vars.<name>}} (filled when the server is called).',
-        },
-        tools: {
-          type: 'array',
-          minItems: 1,
-          maxItems: 50,
-          description: 'The allow-list: only these tools of the server are offered or run.',
-          items: {
-            type: 'object',
-            additionalProperties: false,
-            required: ['name'],
-            properties: {
-              name: { type: 'string', minLength: 1, maxLength: 128, description: 'The tool name as the server lists it.' },
-              approval: { enum: ['auto', 'verified_caller_only', 'never'], default: 'auto' },
-              outputSchema: { type: 'object', description: 'JSON Schema of the result: only the members it declares reach the model and the receipt.' },
-            },
+          additionalProperties: false,
+          required: ['name'],
+          properties: {
+            name: { type: 'string', minLength: 1, maxLength: 128, description: 'The tool name as the server lists it.' },
+            approval: { enum: ['auto', 'verified_caller_only', 'never'], default: 'auto' },
+            outputSchema: { type: 'object', description: 'JSON Schema of the result: only the members it declares reach the model and the receipt.' },
           },
         },
-        timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: MCP_DEFAULT_TIMEOUT_MS, description: 'Cap on listing the tools or on one call, ms.' },
       },
-    },
+      timeoutMs: { type: 'integer', minimum: 500, maximum: 30000, default: MCP_DEFAULT_TIMEOUT_MS, description: 'Cap on listing the tools or on one call, ms.' },
+    }),
     check: (c) => mcpConfigErrors(c),
     output: (c, tool) => {
       const schema = tool !== undefined ? mcpToolRule(c as McpSkillConfig, tool)?.outputSchema : undefined;

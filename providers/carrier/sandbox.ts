@@ -217,6 +217,12 @@ export abstract class SandboxAdapter {
   }
 }
 
+/** The sandbox's verdict on a brand and a campaign, approved or rejected (by the magic values of the module comment). */
+const VERDICTS = {
+  brand: { approved: 'VERIFIED', rejected: 'UNVERIFIED', reason: 'Sandbox: the brand identity could not be verified (magic value "Reject Brand")' },
+  campaign: { approved: 'APPROVED', rejected: 'REJECTED', reason: 'Sandbox: the campaign was rejected in vetting (magic value "Reject Campaign")' },
+} as const;
+
 /** The sandbox CSP. See the module comment for its magic values. */
 export class SandboxCarrier extends SandboxAdapter implements CarrierAdapter {
   constructor(deps: { db: Db; config: AppConfig }, opts: CarrierOptions = {}) {
@@ -225,76 +231,55 @@ export class SandboxCarrier extends SandboxAdapter implements CarrierAdapter {
 
   /**
    * Stores a brand or campaign under its existing id (an update bumps the revision) or a new `B…`/`C…`
-   * id, with the verdict it will get after `delayMs` (and, approved, provisioning after `provisionDelayMs`),
-   * and the callbacks that will announce it, in one transaction: as at a real CSP, an object that exists
-   * always gets its verdicts, even when the caller dies before the answer (a retry finds the object by
-   * reference and waits for the callback).
-   * @param callbacks the callbacks to schedule for the stored object: payload and delay, ms
+   * id, with the verdict it will get after `delayMs` (and, an approved campaign, provisioning after twice
+   * that), and the callbacks that will announce it, in one transaction: as at a real CSP, an object that
+   * exists always gets its verdicts, even when the caller dies before the answer (a retry finds the object
+   * by reference and waits for the callback).
+   * @param rejected the magic value of {@link VERDICTS} asked for the rejection
+   * @param silent no callback is ever sent ("No Callback"): the verdict is visible only by polling
+   * @returns the submission, always `PENDING` (the verdict comes by callback)
    */
-  private async store(
+  private async submit(
     orgId: string,
     kind: 'brand' | 'campaign',
     request: CarrierBrandRequest | CarrierCampaignRequest,
     existingId: string | null | undefined,
-    verdict: { outcome: string; reason: string | null; provisionDelayMs: number | null },
-    callbacks: (id: string, obj: { revision: number; outcome: string; reason: string | null }) => Array<{ payload: Omit<SandboxCallbackPayload, 'eventId' | 'occurredAt'>; delayMs: number }>,
-  ) {
+    rejected: boolean,
+    silent: boolean,
+  ): Promise<CarrierSubmission> {
+    const verdicts = VERDICTS[kind];
+    const provisions = kind === 'campaign' && !rejected;
+    const verdict = { outcome: rejected ? verdicts.rejected : verdicts.approved, reason: rejected ? verdicts.reason : null, provisionDelayMs: provisions ? 2 * this.delayMs : null };
     const id = existingId || newCarrierId(kind === 'brand' ? 'B' : 'C');
     const { obj, delays } = await this.db.transaction(async (trx) => {
       const t = trx as unknown as Db;
       const stored = await upsertSandboxObject(t, orgId, { id, kind, reference: request.reference, delayMs: this.delayMs, request, ...verdict });
-      const due = callbacks(id, stored);
+      const announce = { type: `${kind}.status` as const, id, revision: stored.revision, reference: request.reference };
+      const due = silent
+        ? []
+        : [
+            { payload: { ...announce, status: stored.outcome, reason: stored.reason }, delayMs: this.delayMs },
+            ...(provisions ? [{ payload: { ...announce, status: 'PROVISIONED', reason: null }, delayMs: 2 * this.delayMs }] : []),
+          ];
       for (const c of due) await this.callback(orgId, c.payload, c.delayMs, t);
       return { obj: stored, delays: due.map((c) => c.delayMs) };
     });
     for (const d of delays) this.dispatcher.kick(d);
-    return { id, obj };
+    return { id, revision: obj.revision, status: 'PENDING' };
   }
 
   async createOrUpdateBrand(orgId: string, brand: CarrierBrandRequest, existingBrandId?: string | null): Promise<CarrierSubmission> {
     await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, existingBrandId ? 'updateBrand' : 'createBrand', { ...brand, brandId: existingBrandId ?? null });
-    const names = `${brand.legalName ?? ''} ${brand.displayName ?? ''}`;
-    const rejected = /reject brand/i.test(names);
-    const silent = /no callback/i.test(brand.legalName ?? '');
-    const { id, obj } = await this.store(
-      orgId,
-      'brand',
-      brand,
-      existingBrandId,
-      {
-        outcome: rejected ? 'UNVERIFIED' : 'VERIFIED',
-        reason: rejected ? 'Sandbox: the brand identity could not be verified (magic value "Reject Brand")' : null,
-        provisionDelayMs: null,
-      },
-      (newId, o) => (silent ? [] : [{ payload: { type: 'brand.status', id: newId, revision: o.revision, status: o.outcome, reason: o.reason, reference: brand.reference }, delayMs: this.delayMs }]),
-    );
-    return { id, revision: obj.revision, status: 'PENDING' };
+    const rejected = /reject brand/i.test(`${brand.legalName ?? ''} ${brand.displayName ?? ''}`);
+    return this.submit(orgId, 'brand', brand, existingBrandId, rejected, /no callback/i.test(brand.legalName ?? ''));
   }
 
   async createOrUpdateCampaign(orgId: string, campaign: CarrierCampaignRequest, existingCampaignId?: string | null): Promise<CarrierSubmission> {
     await logProviderRequest(this.db, orgId, SANDBOX_PROVIDER, existingCampaignId ? 'updateCampaign' : 'createCampaign', { ...campaign, campaignId: existingCampaignId ?? null });
     const brand = await getSandboxObject(this.db, orgId, campaign.brandId);
     if (!brand) throw new Error(`sandbox carrier: unknown brand ${campaign.brandId}`);
-    const rejected = /reject campaign/i.test(campaign.description);
-    const silent = /no callback/i.test(String(brand.request.legalName ?? ''));
-    const { id, obj } = await this.store(
-      orgId,
-      'campaign',
-      campaign,
-      existingCampaignId,
-      {
-        outcome: rejected ? 'REJECTED' : 'APPROVED',
-        reason: rejected ? 'Sandbox: the campaign was rejected in vetting (magic value "Reject Campaign")' : null,
-        provisionDelayMs: rejected ? null : 2 * this.delayMs,
-      },
-      (newId, o) => {
-        if (silent) return [];
-        const base = { type: 'campaign.status' as const, id: newId, revision: o.revision, reference: campaign.reference };
-        const verdict = { payload: { ...base, status: o.outcome, reason: o.reason }, delayMs: this.delayMs };
-        return rejected ? [verdict] : [verdict, { payload: { ...base, status: 'PROVISIONED', reason: null }, delayMs: 2 * this.delayMs }];
-      },
-    );
-    return { id, revision: obj.revision, status: 'PENDING' };
+    // A brand registered with "No Callback" keeps its campaigns silent too.
+    return this.submit(orgId, 'campaign', campaign, existingCampaignId, /reject campaign/i.test(campaign.description), /no callback/i.test(String(brand.request.legalName ?? '')));
   }
 
   private async status(orgId: string, id: string, operation: string): Promise<CarrierStatus> {

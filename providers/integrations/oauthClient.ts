@@ -117,8 +117,12 @@ async function refusal(p: OAuthProviderConfig, err: unknown): Promise<never> {
   throw new IntegrationProviderError('unavailable', `${p.name}'s token endpoint failed: ${e?.message ?? String(err)}`);
 }
 
-/** The authorization URL (RFC 6749 §4.1.1) with `state` and, when given, the S256 `code_challenge` (RFC 7636 §4.3). */
-export function oauthAuthorizationUrl(p: OAuthProviderConfig, req: { redirectUri: string; state: string; codeChallenge: string | null }): string {
+/**
+ * The authorization URL (RFC 6749 §4.1.1) with `state` and, when given, the S256 `code_challenge` (RFC 7636 §4.3).
+ * Only the provider's authorization endpoint, client id, scopes and extra parameters are read (the sandbox adapter
+ * builds its own URL with it too).
+ */
+export function oauthAuthorizationUrl(p: Pick<OAuthProviderConfig, 'authorizationEndpoint' | 'clientId' | 'scopes' | 'authorizationParams'>, req: { redirectUri: string; state: string; codeChallenge: string | null }): string {
   const u = new URL(p.authorizationEndpoint);
   u.searchParams.set('response_type', 'code');
   u.searchParams.set('client_id', p.clientId);

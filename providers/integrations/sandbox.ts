@@ -20,6 +20,7 @@
 import crypto from 'node:crypto';
 import type { IntegrationKind } from '../../domain/integrations/catalog';
 import { pkceChallenge } from '../../domain/integrations/oauth';
+import { oauthAuthorizationUrl } from './oauthClient';
 import { freeSlots, type Interval } from '../../domain/booking/slots';
 import { IntegrationProviderError, type CalendarEventRequest, type ConnectedAccount, type ExternalRecordPage, type FreeSlotsRequest, type IntegrationSecrets, type IntegrationsAdapter } from './index';
 
@@ -68,17 +69,7 @@ export class SandboxIntegrations implements IntegrationsAdapter {
   }
 
   authorizationUrl(kind: IntegrationKind, req: { redirectUri: string; state: string; scopes: string[]; codeChallenge: string | null }): string {
-    const u = new URL(`${AUTHORIZE_BASE}/${kind}/authorize`);
-    u.searchParams.set('response_type', 'code');
-    u.searchParams.set('client_id', `sandbox-${kind}`);
-    u.searchParams.set('redirect_uri', req.redirectUri);
-    u.searchParams.set('scope', req.scopes.join(' '));
-    u.searchParams.set('state', req.state);
-    if (req.codeChallenge) {
-      u.searchParams.set('code_challenge', req.codeChallenge);
-      u.searchParams.set('code_challenge_method', 'S256');
-    }
-    return u.toString();
+    return oauthAuthorizationUrl({ authorizationEndpoint: `${AUTHORIZE_BASE}/${kind}/authorize`, clientId: `sandbox-${kind}`, scopes: req.scopes }, req);
   }
 
   async exchangeCode(kind: IntegrationKind, req: { code: string; redirectUri: string; codeVerifier: string | null }): Promise<ConnectedAccount> {

@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
 import * as activities from './workflows/activities';
+import { startDevServer, type DevServer } from '../../devserver';
 
 let bundlePromise: Promise<{ code: string }> | undefined;
 
@@ -30,6 +31,31 @@ export function workflowBundle(): Promise<{ code: string }> {
 /** A task queue name unique to one test. */
 export function uniqueQueue(label: string): string {
   return `${label}-${crypto.randomBytes(4).toString('hex')}`;
+}
+
+/** What {@link useDevServer} gives a suite: the server, a client and native connection to it, and its WorkflowService. */
+export interface DevServerSuite {
+  server: DevServer;
+  conn: Awaited<ReturnType<typeof connect>>;
+  svc: Client['workflowService'];
+}
+
+/**
+ * A dev server and a connection to it for the enclosing mocha suite, started in `before` and closed in `after`.
+ * @returns the suite's handles, set once `before` ran (read them inside hooks and tests)
+ */
+export function useDevServer(): DevServerSuite {
+  const suite = {} as DevServerSuite;
+  before(async () => {
+    suite.server = await startDevServer({});
+    suite.conn = await connect(suite.server.address);
+    suite.svc = suite.conn.client.workflowService;
+  });
+  after(async () => {
+    await suite.conn?.close();
+    await suite.server?.stop();
+  });
+  return suite;
 }
 
 /** Client + native connection for a dev server address. */

@@ -7,8 +7,7 @@
  */
 import { expect } from 'chai';
 import { temporal } from '@temporalio/proto';
-import { startDevServer, DevServer } from '../../devserver';
-import { connect, uniqueQueue } from './helpers';
+import { uniqueQueue, useDevServer } from './helpers';
 
 const ET = temporal.api.enums.v1.EventType;
 const MiB = 1024 * 1024;
@@ -20,27 +19,17 @@ function bigPayloads(bytes: number) {
 
 describe('devserver blob size limits', function () {
   this.timeout(30_000);
-  let server: DevServer;
-  let conn: Awaited<ReturnType<typeof connect>>;
+  const dev = useDevServer();
   const ns = 'default';
 
-  before(async () => {
-    server = await startDevServer({});
-    conn = await connect(server.address);
-  });
-  after(async () => {
-    await conn?.close();
-    await server?.stop();
-  });
-
   it('advertises the error limits in DescribeNamespace (NamespaceInfo.limits)', async () => {
-    const d = await conn.client.workflowService.describeNamespace({ namespace: ns });
+    const d = await dev.conn.client.workflowService.describeNamespace({ namespace: ns });
     expect(Number(d.namespaceInfo?.limits?.blobSizeLimitError)).to.equal(2 * MiB);
     expect(Number(d.namespaceInfo?.limits?.memoSizeLimitError)).to.equal(2 * MiB);
   });
 
   it('refuses a start or a signal whose input is over 2 MiB with INVALID_ARGUMENT "Blob data size exceeds limit."; 1 MiB (over the warn limit) passes', async () => {
-    const svc = conn.client.workflowService;
+    const svc = dev.conn.client.workflowService;
     const q = uniqueQueue('blob');
     const start = (bytes: number) =>
       svc.startWorkflowExecution({ namespace: ns, workflowId: uniqueQueue('blob'), workflowType: { name: 'raw' }, taskQueue: { name: q }, requestId: uniqueQueue('r'), input: bigPayloads(bytes) });
@@ -57,7 +46,7 @@ describe('devserver blob size limits', function () {
   });
 
   it('fails the workflow task of a command over the limit with its cause and terminates the run', async () => {
-    const svc = conn.client.workflowService;
+    const svc = dev.conn.client.workflowService;
     const q = uniqueQueue('blob-cmd');
     const workflowId = uniqueQueue('blob-cmd');
     await svc.startWorkflowExecution({ namespace: ns, workflowId, workflowType: { name: 'raw' }, taskQueue: { name: q }, requestId: uniqueQueue('r') });

@@ -8,37 +8,23 @@ import { expect } from 'chai';
 import { ActivityNotFoundError, Client, WithStartWorkflowOperation } from '@temporalio/client';
 import { NamespaceNotFoundError, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { startDevServer, DevServer } from '../../devserver';
-import { connect, uniqueQueue, withWorker, startRawWorkflow } from './helpers';
+import { uniqueQueue, withWorker, startRawWorkflow, useDevServer } from './helpers';
 import { addUpdate, buildIdProbe, updatable, stopSignal } from './workflows';
 
-type Svc = Client['workflowService'];
 const ET = temporal.api.enums.v1.EventType;
 
 describe('devserver parity with the real server', function () {
   this.timeout(30_000);
-  let server: DevServer;
-  let conn: Awaited<ReturnType<typeof connect>>;
-  let svc: Svc;
+  const dev = useDevServer();
   const ns = 'default';
 
-  before(async () => {
-    server = await startDevServer({});
-    conn = await connect(server.address);
-    svc = conn.client.workflowService;
-  });
-  after(async () => {
-    await conn?.close();
-    await server?.stop();
-  });
-
-  const startRaw = (taskQueue: string, extra: Partial<temporal.api.workflowservice.v1.IStartWorkflowExecutionRequest> = {}) => startRawWorkflow(svc, taskQueue, extra, ns);
+  const startRaw = (taskQueue: string, extra: Partial<temporal.api.workflowservice.v1.IStartWorkflowExecutionRequest> = {}) => startRawWorkflow(dev.svc, taskQueue, extra, ns);
 
   describe('start delay and early queries (history updateworkflow, signalwithstart and queryworkflow APIs)', () => {
     it('ends a start delay when an update arrives: the first workflow task runs at once', async () => {
       const q = uniqueQueue('delay-update');
-      const total = await withWorker(conn.native, q, async () => {
-        const h = await conn.client.workflow.start(updatable, { taskQueue: q, workflowId: uniqueQueue('delayed'), startDelay: '1 hour' });
+      const total = await withWorker(dev.conn.native, q, async () => {
+        const h = await dev.conn.client.workflow.start(updatable, { taskQueue: q, workflowId: uniqueQueue('delayed'), startDelay: '1 hour' });
         const n = await h.executeUpdate(addUpdate, { args: [5] });
         await h.signal(stopSignal);
         expect(n).to.equal(5);
@@ -58,12 +44,12 @@ describe('devserver parity with the real server', function () {
         workflowStartDelay: { seconds: 3600 as never },
         requestId: uniqueQueue('req'),
       });
-      await svc.signalWithStartWorkflowExecution(req('first'));
-      await svc.signalWorkflowExecution({ namespace: ns, workflowExecution: { workflowId: 'sws-delayed-' + q }, signalName: 'plain', identity: 't' });
-      const h0 = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId: 'sws-delayed-' + q } });
+      await dev.svc.signalWithStartWorkflowExecution(req('first'));
+      await dev.svc.signalWorkflowExecution({ namespace: ns, workflowExecution: { workflowId: 'sws-delayed-' + q }, signalName: 'plain', identity: 't' });
+      const h0 = await dev.svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId: 'sws-delayed-' + q } });
       expect((h0.history?.events ?? []).map((e) => e.eventType)).to.not.include(ET.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED);
-      await svc.signalWithStartWorkflowExecution(req('second'));
-      const t = await svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      await dev.svc.signalWithStartWorkflowExecution(req('second'));
+      const t = await dev.svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
       const types = (t.history?.events ?? []).map((e) => e.eventType);
       expect(types.filter((e) => e === ET.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)).to.have.length(3);
     });
@@ -71,7 +57,7 @@ describe('devserver parity with the real server', function () {
     it('answers a query to a run still in its start delay with WorkflowNotReady instead of sending it to a worker', async () => {
       const q = uniqueQueue('delay-query');
       const { workflowId } = await startRaw(q, { workflowStartDelay: { seconds: 3600 as never } });
-      const err = await svc
+      const err = await dev.svc
         .queryWorkflow({ namespace: ns, execution: { workflowId }, query: { queryType: 'status' } })
         .catch((e: Error & { code?: number }) => e);
       expect((err as { code?: number }).code).to.equal(9); // FAILED_PRECONDITION
@@ -80,12 +66,12 @@ describe('devserver parity with the real server', function () {
 
     it('holds a query sent before the first workflow task and answers it once a worker ran that task', async () => {
       const q = uniqueQueue('early-query');
-      const h = await conn.client.workflow.start(updatable, { taskQueue: q, workflowId: uniqueQueue('early') });
+      const h = await dev.conn.client.workflow.start(updatable, { taskQueue: q, workflowId: uniqueQueue('early') });
       const pending = h.query<number>('__stack_trace').then(
         (v) => ({ ok: true as const, v }),
         (e: Error) => ({ ok: false as const, e }),
       );
-      const answered = await withWorker(conn.native, q, async () => {
+      const answered = await withWorker(dev.conn.native, q, async () => {
         const r = await pending;
         await h.signal(stopSignal);
         await h.result();
@@ -106,12 +92,12 @@ describe('devserver parity with the real server', function () {
     }
 
     it('answers NOT_FOUND (ActivityNotFoundError) to a real-server-format token of an activity that does not exist', async () => {
-      const { namespaceInfo } = await svc.describeNamespace({ namespace: ns });
+      const { namespaceInfo } = await dev.svc.describeNamespace({ namespace: ns });
       const token = serverToken(namespaceInfo!.id!, 'c787f7af-23c4-486b-98b2-f57997ad0ae6', '33fe12c8-be49-41a2-8abd-1765496ede9e');
       for (const call of [
-        () => conn.client.activity.complete(token, 'success'),
-        () => conn.client.activity.fail(token, new Error('failure')),
-        () => conn.client.activity.reportCancellation(token, 'cancelled'),
+        () => dev.conn.client.activity.complete(token, 'success'),
+        () => dev.conn.client.activity.fail(token, new Error('failure')),
+        () => dev.conn.client.activity.reportCancellation(token, 'cancelled'),
       ]) {
         const err = await call().catch((e: Error) => e);
         expect(err).to.be.instanceOf(ActivityNotFoundError);
@@ -121,8 +107,8 @@ describe('devserver parity with the real server', function () {
     it('answers NOT_FOUND to the token of an activity that already finished', async () => {
       const q = uniqueQueue('done-act');
       const { workflowId } = await startRaw(q);
-      const wt = await svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
-      await svc.respondWorkflowTaskCompleted({
+      const wt = await dev.svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      await dev.svc.respondWorkflowTaskCompleted({
         namespace: ns,
         taskToken: wt.taskToken,
         identity: 't',
@@ -133,29 +119,29 @@ describe('devserver parity with the real server', function () {
           },
         ],
       });
-      const at = await svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      const at = await dev.svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
       expect(at.workflowExecution?.workflowId).to.equal(workflowId);
-      await conn.client.activity.complete(at.taskToken!, 'first');
-      const err = await conn.client.activity.complete(at.taskToken!, 'again').catch((e: Error) => e);
+      await dev.conn.client.activity.complete(at.taskToken!, 'first');
+      const err = await dev.conn.client.activity.complete(at.taskToken!, 'again').catch((e: Error) => e);
       expect(err).to.be.instanceOf(ActivityNotFoundError);
     });
   });
 
   describe('unknown namespace (go.temporal.io/api serviceerror.NamespaceNotFound)', () => {
     it('answers NOT_FOUND with the NamespaceNotFoundFailure detail, which clients raise as NamespaceNotFoundError', async () => {
-      const client = new Client({ connection: conn.connection, namespace: 'no-such-namespace' });
+      const client = new Client({ connection: dev.conn.connection, namespace: 'no-such-namespace' });
       const described = await client.workflow.getHandle('any').describe().catch((e: Error) => e);
       expect(described).to.be.instanceOf(NamespaceNotFoundError);
       const schedule = await client.schedule.getHandle('any').describe().catch((e: Error) => e);
       expect(schedule).to.be.instanceOf(NamespaceNotFoundError);
-      const raw = await svc.describeNamespace({ namespace: 'no-such-namespace' }).catch((e: Error & { code?: number }) => e);
+      const raw = await dev.svc.describeNamespace({ namespace: 'no-such-namespace' }).catch((e: Error & { code?: number }) => e);
       expect((raw as { code?: number }).code).to.equal(5);
     });
   });
 
   describe('WorkflowExecutionStarted of a top-level run (history builder: unset fields stay unset)', () => {
     const startedAttrs = async (workflowId: string) => {
-      const h = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+      const h = await dev.svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
       return h.history!.events![0].workflowExecutionStartedEventAttributes!;
     };
 
@@ -168,15 +154,15 @@ describe('devserver parity with the real server', function () {
       expect(a.workflowRunTimeout ?? null).to.equal(null);
       expect(Number(a.workflowTaskTimeout?.seconds)).to.equal(10);
       // Describe still names the run its own root.
-      const d = await svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId } });
+      const d = await dev.svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId } });
       expect(d.workflowExecutionInfo?.rootExecution).to.deep.include({ workflowId, runId });
       const timed = await startRaw(q, { workflowRunTimeout: { seconds: 60 as never } });
       expect(Number((await startedAttrs(timed.workflowId)).workflowRunTimeout?.seconds)).to.equal(60);
 
-      const wt = await svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      const wt = await dev.svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
       const parentId = wt.workflowExecution!.workflowId!;
       const childId = uniqueQueue('child');
-      await svc.respondWorkflowTaskCompleted({
+      await dev.svc.respondWorkflowTaskCompleted({
         namespace: ns,
         taskToken: wt.taskToken,
         identity: 't',
@@ -201,14 +187,14 @@ describe('devserver parity with the real server', function () {
     it("stores a workflow's static summary and details and a timer's summary, and returns them", async () => {
       const q = uniqueQueue('meta');
       const workflowId = uniqueQueue('meta-wf');
-      const h = await conn.client.workflow.start('raw', { taskQueue: q, workflowId, staticSummary: 'the summary', staticDetails: 'the **details**' });
+      const h = await dev.conn.client.workflow.start('raw', { taskQueue: q, workflowId, staticSummary: 'the summary', staticDetails: 'the **details**' });
       const d = await h.describe();
       expect(await d.staticSummary()).to.equal('the summary');
       expect(await d.staticDetails()).to.equal('the **details**');
-      const wt = await svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      const wt = await dev.svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
       expect(wt.history!.events![0].userMetadata?.summary?.data?.length).to.be.greaterThan(0);
       const summary = { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('"wait a bit"') };
-      await svc.respondWorkflowTaskCompleted({
+      await dev.svc.respondWorkflowTaskCompleted({
         namespace: ns,
         taskToken: wt.taskToken,
         identity: 't',
@@ -220,7 +206,7 @@ describe('devserver parity with the real server', function () {
           },
         ],
       });
-      const hist = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+      const hist = await dev.svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
       const timer = hist.history!.events!.find((e) => e.eventType === ET.EVENT_TYPE_TIMER_STARTED)!;
       expect(Buffer.from(timer.userMetadata!.summary!.data!).toString()).to.equal('"wait a bit"');
       const completed = hist.history!.events!.find((e) => e.eventType === ET.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)!;
@@ -233,14 +219,14 @@ describe('devserver parity with the real server', function () {
     it("records the worker's build id: workflowInfo().currentBuildId, WorkflowTaskCompleted, describe and the BuildIds attribute", async () => {
       const q = uniqueQueue('build-id');
       const workflowId = uniqueQueue('build-id');
-      const seen = await withWorker(conn.native, q, async () => conn.client.workflow.execute(buildIdProbe, { taskQueue: q, workflowId }), { buildId: '1.0' });
+      const seen = await withWorker(dev.conn.native, q, async () => dev.conn.client.workflow.execute(buildIdProbe, { taskQueue: q, workflowId }), { buildId: '1.0' });
       expect(seen).to.deep.equal(['1.0', '1.0']);
-      const h = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+      const h = await dev.svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
       const completed = h.history!.events!.filter((e) => e.eventType === ET.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
       expect(completed.map((e) => e.workflowTaskCompletedEventAttributes!.workerVersion?.buildId)).to.deep.equal(['1.0', '1.0']);
-      const d = await svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId } });
+      const d = await dev.svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId } });
       expect(d.workflowExecutionInfo!.mostRecentWorkerVersionStamp?.buildId).to.equal('1.0');
-      const list = await svc.listWorkflowExecutions({ namespace: ns, query: `BuildIds = 'unversioned:1.0' AND WorkflowId = '${workflowId}'` });
+      const list = await dev.svc.listWorkflowExecutions({ namespace: ns, query: `BuildIds = 'unversioned:1.0' AND WorkflowId = '${workflowId}'` });
       expect(list.executions).to.have.length(1);
       const ids = JSON.parse(Buffer.from(list.executions![0].searchAttributes!.indexedFields!.BuildIds.data!).toString());
       expect(ids).to.deep.equal(['unversioned', 'unversioned:1.0']);
@@ -252,12 +238,12 @@ describe('devserver parity with the real server', function () {
       const q = uniqueQueue('uws');
       const workflowId = uniqueQueue('uws');
       const op = () => new WithStartWorkflowOperation(updatable, { workflowId, taskQueue: q, workflowIdConflictPolicy: 'USE_EXISTING' });
-      const result = await withWorker(conn.native, q, async () => {
+      const result = await withWorker(dev.conn.native, q, async () => {
         const first = op();
-        const a = await conn.client.workflow.executeUpdateWithStart(addUpdate, { args: [2], startWorkflowOperation: first });
+        const a = await dev.conn.client.workflow.executeUpdateWithStart(addUpdate, { args: [2], startWorkflowOperation: first });
         const h1 = await first.workflowHandle();
         const second = op();
-        const b = await conn.client.workflow.executeUpdateWithStart(addUpdate, { args: [3], startWorkflowOperation: second });
+        const b = await dev.conn.client.workflow.executeUpdateWithStart(addUpdate, { args: [3], startWorkflowOperation: second });
         const h2 = await second.workflowHandle();
         expect((await h2.describe()).runId).to.equal((await h1.describe()).runId);
         await h1.signal(stopSignal);
@@ -269,15 +255,15 @@ describe('devserver parity with the real server', function () {
     it('with FAIL refuses a running workflow: WorkflowExecutionAlreadyStartedError, the update aborted', async () => {
       const q = uniqueQueue('uws-fail');
       const workflowId = uniqueQueue('uws-fail');
-      await conn.client.workflow.start(updatable, { workflowId, taskQueue: q });
-      const err = await conn.client.workflow
+      await dev.conn.client.workflow.start(updatable, { workflowId, taskQueue: q });
+      const err = await dev.conn.client.workflow
         .executeUpdateWithStart(addUpdate, {
           args: [1],
           startWorkflowOperation: new WithStartWorkflowOperation(updatable, { workflowId, taskQueue: q, workflowIdConflictPolicy: 'FAIL' }),
         })
         .catch((e: Error) => e);
       expect(err).to.be.instanceOf(WorkflowExecutionAlreadyStartedError);
-      const raw = await svc
+      const raw = await dev.svc
         .executeMultiOperation({
           namespace: ns,
           operations: [
@@ -287,11 +273,11 @@ describe('devserver parity with the real server', function () {
         })
         .catch((e: Error & { code?: number }) => e);
       expect((raw as { code?: number }).code).to.equal(6); // ALREADY_EXISTS, the start's own code
-      await conn.client.workflow.getHandle(workflowId).terminate();
+      await dev.conn.client.workflow.getHandle(workflowId).terminate();
     });
 
     it('refuses an update-with-start without a conflict policy (INVALID_ARGUMENT)', async () => {
-      const err = await svc
+      const err = await dev.svc
         .executeMultiOperation({
           namespace: ns,
           operations: [
@@ -308,8 +294,8 @@ describe('devserver parity with the real server', function () {
     it('keeps a paused activity from retrying until unpaused, then dispatches at once; reset restarts at attempt 1', async () => {
       const q = uniqueQueue('pause');
       const { workflowId } = await startRaw(q);
-      const wt = await svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
-      await svc.respondWorkflowTaskCompleted({
+      const wt = await dev.svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      await dev.svc.respondWorkflowTaskCompleted({
         namespace: ns,
         taskToken: wt.taskToken,
         identity: 't',
@@ -328,35 +314,35 @@ describe('devserver parity with the real server', function () {
         ],
       });
       const execution = { workflowId };
-      const pollAct = () => svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
+      const pollAct = () => dev.svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 't' });
       const first = await pollAct();
       expect(first.attempt).to.equal(1);
-      await svc.pauseActivity({ namespace: ns, execution, id: 'a1', identity: 't', reason: 'test' });
-      const hb = await svc.recordActivityTaskHeartbeat({ namespace: ns, taskToken: first.taskToken });
+      await dev.svc.pauseActivity({ namespace: ns, execution, id: 'a1', identity: 't', reason: 'test' });
+      const hb = await dev.svc.recordActivityTaskHeartbeat({ namespace: ns, taskToken: first.taskToken });
       expect(hb.activityPaused).to.equal(true);
-      await svc.respondActivityTaskFailed({ namespace: ns, taskToken: first.taskToken, failure: { message: 'boom', applicationFailureInfo: {} } });
-      const paused = await svc.describeWorkflowExecution({ namespace: ns, execution });
+      await dev.svc.respondActivityTaskFailed({ namespace: ns, taskToken: first.taskToken, failure: { message: 'boom', applicationFailureInfo: {} } });
+      const paused = await dev.svc.describeWorkflowExecution({ namespace: ns, execution });
       expect(paused.pendingActivities![0].paused).to.equal(true);
-      await svc.unpauseActivity({ namespace: ns, execution, id: 'a1', identity: 't' });
+      await dev.svc.unpauseActivity({ namespace: ns, execution, id: 'a1', identity: 't' });
       const second = await pollAct();
       expect(second.attempt).to.equal(2);
-      await svc.respondActivityTaskFailed({ namespace: ns, taskToken: second.taskToken, failure: { message: 'boom', applicationFailureInfo: {} } });
-      await svc.resetActivity({ namespace: ns, execution, id: 'a1', identity: 't' });
+      await dev.svc.respondActivityTaskFailed({ namespace: ns, taskToken: second.taskToken, failure: { message: 'boom', applicationFailureInfo: {} } });
+      await dev.svc.resetActivity({ namespace: ns, execution, id: 'a1', identity: 't' });
       const third = await pollAct();
       expect(third.attempt).to.equal(1);
-      const missing = await svc.pauseActivity({ namespace: ns, execution, id: 'nope', identity: 't' }).catch((e: { code?: number }) => e);
+      const missing = await dev.svc.pauseActivity({ namespace: ns, execution, id: 'nope', identity: 't' }).catch((e: { code?: number }) => e);
       expect((missing as { code?: number }).code).to.equal(5);
-      await conn.client.workflow.getHandle(workflowId).terminate();
+      await dev.conn.client.workflow.getHandle(workflowId).terminate();
     });
   });
 
   describe('eager workflow start (StartWorkflowExecutionRequest.request_eager_execution; NamespaceInfo.Capabilities.eager_workflow_start)', () => {
     it('hands the first workflow task to a start that asked for it, started under its identity; a plain start gets none', async () => {
-      const d = await svc.describeNamespace({ namespace: ns });
+      const d = await dev.svc.describeNamespace({ namespace: ns });
       expect(d.namespaceInfo?.capabilities?.eagerWorkflowStart).to.equal(true);
       const q = uniqueQueue('eager');
       const workflowId = uniqueQueue('eager');
-      const r = await svc.startWorkflowExecution({
+      const r = await dev.svc.startWorkflowExecution({
         namespace: ns,
         workflowId,
         workflowType: { name: 'raw' },
@@ -370,17 +356,17 @@ describe('devserver parity with the real server', function () {
       const events = task.history?.events ?? [];
       expect(events.map((e) => e.eventType)).to.deep.equal([ET.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, ET.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, ET.EVENT_TYPE_WORKFLOW_TASK_STARTED]);
       expect(events[2].workflowTaskStartedEventAttributes?.identity).to.equal('eager-worker');
-      await svc.respondWorkflowTaskCompleted({
+      await dev.svc.respondWorkflowTaskCompleted({
         taskToken: task.taskToken,
         identity: 'eager-worker',
         commands: [{ commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION, completeWorkflowExecutionCommandAttributes: {} }],
       });
-      const described = await svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId } });
+      const described = await dev.svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId } });
       expect(described.workflowExecutionInfo?.status).to.equal(temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED);
       const plain = await startRaw(q);
-      const again = await svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId: plain.workflowId } });
+      const again = await dev.svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId: plain.workflowId } });
       expect(again.pendingWorkflowTask?.state).to.equal(temporal.api.enums.v1.PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_SCHEDULED);
-      await conn.client.workflow.getHandle(plain.workflowId).terminate();
+      await dev.conn.client.workflow.getHandle(plain.workflowId).terminate();
     });
   });
 });

@@ -8,36 +8,21 @@
  * fair_task_writer.go pickPasses, fairness_util.go getEffectiveWeight).
  */
 import { expect } from 'chai';
-import { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { startDevServer, DevServer } from '../../devserver';
-import { connect, uniqueQueue, withWorker } from './helpers';
+import { uniqueQueue, withWorker, useDevServer } from './helpers';
 import { priorityParent } from './workflows';
 
-type Svc = Client['workflowService'];
 type IPriority = temporal.api.common.v1.IPriority;
 const CT = temporal.api.enums.v1.CommandType;
 const ET = temporal.api.enums.v1.EventType;
 
 describe('devserver task queue priority and fairness', function () {
   this.timeout(30_000);
-  let server: DevServer;
-  let conn: Awaited<ReturnType<typeof connect>>;
-  let svc: Svc;
+  const dev = useDevServer();
   const ns = 'default';
 
-  before(async () => {
-    server = await startDevServer({});
-    conn = await connect(server.address);
-    svc = conn.client.workflowService;
-  });
-  after(async () => {
-    await conn?.close();
-    await server?.stop();
-  });
-
   async function start(taskQueue: string, workflowId: string, priority?: IPriority) {
-    await svc.startWorkflowExecution({
+    await dev.svc.startWorkflowExecution({
       namespace: ns,
       workflowId,
       workflowType: { name: 'raw' },
@@ -50,7 +35,7 @@ describe('devserver task queue priority and fairness', function () {
   async function drain(taskQueue: string, n: number): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
-      const t = await svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: taskQueue }, identity: 'prio-test' });
+      const t = await dev.svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: taskQueue }, identity: 'prio-test' });
       ids.push(t.workflowExecution!.workflowId!);
     }
     return ids;
@@ -88,7 +73,7 @@ describe('devserver task queue priority and fairness', function () {
     await start(q, 's4-b', { priorityKey: 4, fairnessKey: 'org-b' });
     await start(q, 's3-unset');
     const describe = async () => {
-      const r = await svc.describeTaskQueue({ namespace: ns, taskQueue: { name: q }, taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, reportStats: true });
+      const r = await dev.svc.describeTaskQueue({ namespace: ns, taskQueue: { name: q }, taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, reportStats: true });
       const byKey = Object.fromEntries(Object.entries(r.statsByPriorityKey ?? {}).map(([k, v]) => [k, Number(v.approximateBacklogCount)]));
       return { total: Number(r.stats?.approximateBacklogCount ?? 0), byKey };
     };
@@ -96,7 +81,7 @@ describe('devserver task queue priority and fairness', function () {
     await drain(q, 2);
     expect(await describe()).to.deep.equal({ total: 2, byKey: { 4: 2 } });
     // Without reportStats: no stats, as the real server.
-    const plain = await svc.describeTaskQueue({ namespace: ns, taskQueue: { name: q }, taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW });
+    const plain = await dev.svc.describeTaskQueue({ namespace: ns, taskQueue: { name: q }, taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW });
     expect(plain.stats).to.equal(null);
     await drain(q, 2);
   });
@@ -129,33 +114,33 @@ describe('devserver task queue priority and fairness', function () {
     await start(wq, 'wf-p4', { priorityKey: 4, fairnessKey: 'org-4' });
     await start(wq, 'wf-p2', { priorityKey: 2 });
     for (let i = 0; i < 2; i++) {
-      const t = await svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: wq }, identity: 'prio-test' });
+      const t = await dev.svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: wq }, identity: 'prio-test' });
       const commands =
         t.workflowExecution!.workflowId === 'wf-p4'
           ? [schedule('inherits-4')]
           : [schedule('overrides-5', { priorityKey: 5 }), schedule('inherits-2')];
-      await svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t.taskToken, commands, identity: 'prio-test' });
+      await dev.svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t.taskToken, commands, identity: 'prio-test' });
     }
     const order: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const t = await svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: aq }, identity: 'prio-test' });
+      const t = await dev.svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: aq }, identity: 'prio-test' });
       order.push(t.activityId!);
     }
     expect(order).to.deep.equal(['inherits-2', 'inherits-4', 'overrides-5']);
     // The scheduled event keeps the command's own priority; describe shows the workflow's.
-    const h = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId: 'wf-p2' } });
+    const h = await dev.svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId: 'wf-p2' } });
     const scheduled = h.history!.events!.filter((e) => e.eventType === ET.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
     expect(scheduled.map((e) => e.activityTaskScheduledEventAttributes!.priority?.priorityKey ?? 0)).to.deep.equal([5, 0]);
-    const d = await svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId: 'wf-p4' } });
+    const d = await dev.svc.describeWorkflowExecution({ namespace: ns, execution: { workflowId: 'wf-p4' } });
     expect(d.workflowExecutionInfo!.priority).to.include({ priorityKey: 4, fairnessKey: 'org-4' });
-    const list = await svc.listWorkflowExecutions({ namespace: ns, query: `WorkflowId = 'wf-p2'` });
+    const list = await dev.svc.listWorkflowExecutions({ namespace: ns, query: `WorkflowId = 'wf-p2'` });
     expect(list.executions![0].priority?.priorityKey).to.equal(2);
   });
 
   it('gives a child workflow its parent priority, field by field, in its started event and workflowInfo().priority', async () => {
     const q = uniqueQueue('child-prio');
-    const result = await withWorker(conn.native, q, async () =>
-      conn.client.workflow.execute(priorityParent, {
+    const result = await withWorker(dev.conn.native, q, async () =>
+      dev.conn.client.workflow.execute(priorityParent, {
         taskQueue: q,
         workflowId: uniqueQueue('prio-parent'),
         priority: { priorityKey: 2, fairnessKey: 'org-7', fairnessWeight: 2 },

@@ -5,38 +5,23 @@
  * queries arriving while a workflow task is in flight.
  */
 import { expect } from 'chai';
-import { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { startDevServer, DevServer } from '../../devserver';
-import { connect, uniqueQueue, startRawWorkflow } from './helpers';
+import { uniqueQueue, startRawWorkflow, useDevServer } from './helpers';
 
 const ET = temporal.api.enums.v1.EventType;
-type Svc = Client['workflowService'];
 
 describe('devserver workflow-task protocol (raw gRPC)', function () {
   this.timeout(20_000);
-  let server: DevServer;
-  let conn: Awaited<ReturnType<typeof connect>>;
-  let svc: Svc;
+  const dev = useDevServer();
   const ns = 'default';
 
-  before(async () => {
-    server = await startDevServer({});
-    conn = await connect(server.address);
-    svc = conn.client.workflowService;
-  });
-  after(async () => {
-    await conn?.close();
-    await server?.stop();
-  });
-
-  const start = (taskQueue: string, extra: Partial<temporal.api.workflowservice.v1.IStartWorkflowExecutionRequest> = {}) => startRawWorkflow(svc, taskQueue, extra, ns);
-  const poll = (name: string) => svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name }, identity: 'raw-test' });
+  const start = (taskQueue: string, extra: Partial<temporal.api.workflowservice.v1.IStartWorkflowExecutionRequest> = {}) => startRawWorkflow(dev.svc, taskQueue, extra, ns);
+  const poll = (name: string) => dev.svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name }, identity: 'raw-test' });
   async function events(workflowId: string) {
-    const r = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+    const r = await dev.svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
     return (r.history?.events ?? []).map((e) => ET[e.eventType!].replace('EVENT_TYPE_', ''));
   }
-  const signal = (workflowId: string, name = 's') => svc.signalWorkflowExecution({ namespace: ns, workflowExecution: { workflowId }, signalName: name, identity: 't' });
+  const signal = (workflowId: string, name = 's') => dev.svc.signalWorkflowExecution({ namespace: ns, workflowExecution: { workflowId }, signalName: name, identity: 't' });
 
   it('holds events that arrive during a workflow task and writes them after its completion', async () => {
     const q = uniqueQueue('held');
@@ -45,7 +30,7 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     expect(Number(t.startedEventId)).to.equal(3);
     await signal(workflowId);
     expect(await events(workflowId)).to.deep.equal(['WORKFLOW_EXECUTION_STARTED', 'WORKFLOW_TASK_SCHEDULED', 'WORKFLOW_TASK_STARTED']);
-    await svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t.taskToken, commands: [], identity: 'raw-test' });
+    await dev.svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t.taskToken, commands: [], identity: 'raw-test' });
     expect((await events(workflowId)).slice(3)).to.deep.equal(['WORKFLOW_TASK_COMPLETED', 'WORKFLOW_EXECUTION_SIGNALED', 'WORKFLOW_TASK_SCHEDULED']);
     const t2 = await poll(q);
     expect(Number(t2.previousStartedEventId)).to.equal(3);
@@ -57,12 +42,12 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     const { workflowId } = await start(q);
     const t = await poll(q);
     await signal(workflowId);
-    await svc.respondWorkflowTaskCompleted({
+    await dev.svc.respondWorkflowTaskCompleted({
       namespace: ns,
       taskToken: t.taskToken,
       commands: [{ commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION, completeWorkflowExecutionCommandAttributes: {} }],
     });
-    const h = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+    const h = await dev.svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
     const evs = h.history!.events!;
     expect(evs.map((e) => ET[e.eventType!].replace('EVENT_TYPE_', '')).slice(3)).to.deep.equal([
       'WORKFLOW_TASK_FAILED',
@@ -77,7 +62,7 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     const sticky = uniqueQueue('sticky-worker');
     const { workflowId } = await start(q);
     const t = await poll(q);
-    await svc.respondWorkflowTaskCompleted({
+    await dev.svc.respondWorkflowTaskCompleted({
       namespace: ns,
       taskToken: t.taskToken,
       commands: [],
@@ -111,9 +96,9 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     ]);
     // The transient attempt is not in the stored history until it completes.
     expect(await events(workflowId)).to.have.length(4);
-    const old = await svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t1.taskToken, commands: [] }).catch((e) => e);
+    const old = await dev.svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t1.taskToken, commands: [] }).catch((e) => e);
     expect(old.code).to.equal(5);
-    await svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t2.taskToken, commands: [] });
+    await dev.svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t2.taskToken, commands: [] });
     expect((await events(workflowId)).slice(4)).to.deep.equal(['WORKFLOW_TASK_SCHEDULED', 'WORKFLOW_TASK_STARTED', 'WORKFLOW_TASK_COMPLETED']);
   });
 
@@ -121,7 +106,7 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     const q = uniqueQueue('defaults');
     const { workflowId } = await start(q, { workflowRunTimeout: { seconds: 3600 as never } });
     const t = await poll(q);
-    await svc.respondWorkflowTaskCompleted({
+    await dev.svc.respondWorkflowTaskCompleted({
       namespace: ns,
       taskToken: t.taskToken,
       commands: [
@@ -137,7 +122,7 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
         },
       ],
     });
-    const h = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+    const h = await dev.svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
     const a = h.history!.events!.find((e) => e.activityTaskScheduledEventAttributes)!.activityTaskScheduledEventAttributes!;
     expect(Number(a.scheduleToCloseTimeout?.seconds)).to.equal(3600);
     expect(Number(a.scheduleToStartTimeout?.seconds)).to.equal(3600);
@@ -147,7 +132,7 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     expect(a.retryPolicy?.maximumAttempts).to.equal(3);
     expect(Number(a.retryPolicy?.initialInterval?.seconds)).to.equal(1);
     expect(a.retryPolicy?.backoffCoefficient).to.equal(2);
-    const bad = await svc
+    const bad = await dev.svc
       .respondWorkflowTaskCompleted({
         namespace: ns,
         taskToken: (await (async () => {
@@ -175,7 +160,7 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
         ...(taskQueue ? { taskQueue: { name: taskQueue } } : {}),
       },
     });
-    const r = await svc.respondWorkflowTaskCompleted({
+    const r = await dev.svc.respondWorkflowTaskCompleted({
       namespace: ns,
       taskToken: t.taskToken,
       identity: 'eager-worker',
@@ -188,19 +173,19 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     expect(a.workflowExecution?.workflowId).to.equal(workflowId);
     expect(Number(a.startToCloseTimeout?.seconds)).to.equal(30);
     // The others are on their queues; the eager one is not handed out again.
-    const p1 = await svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 'p' });
+    const p1 = await dev.svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 'p' });
     expect(p1.activityId).to.equal('n1');
-    const p2 = await svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: other }, identity: 'p' });
+    const p2 = await dev.svc.pollActivityTaskQueue({ namespace: ns, taskQueue: { name: other }, identity: 'p' });
     expect(p2.activityId).to.equal('o1');
-    await svc.respondActivityTaskCompleted({ namespace: ns, taskToken: a.taskToken, identity: 'eager-worker' });
-    const h = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
+    await dev.svc.respondActivityTaskCompleted({ namespace: ns, taskToken: a.taskToken, identity: 'eager-worker' });
+    const h = await dev.svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId } });
     const evs = h.history!.events!;
     const started = evs.find((e) => e.activityTaskStartedEventAttributes)!;
     expect(started.activityTaskStartedEventAttributes!.identity).to.equal('eager-worker');
     expect(evs.filter((e) => e.activityTaskCompletedEventAttributes)).to.have.length(1);
     // A completion that closes the workflow returns no activity task.
     const t2 = await poll(q);
-    const r2 = await svc.respondWorkflowTaskCompleted({
+    const r2 = await dev.svc.respondWorkflowTaskCompleted({
       namespace: ns,
       taskToken: t2.taskToken,
       commands: [sched('e2', true), { commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION, completeWorkflowExecutionCommandAttributes: {} }],
@@ -213,7 +198,7 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     const { workflowId } = await start(q);
     const t = await poll(q);
     let answered = false;
-    const query = svc
+    const query = dev.svc
       .queryWorkflow({ namespace: ns, execution: { workflowId }, query: { queryType: 'state' } })
       .then((r) => {
         answered = true;
@@ -221,11 +206,11 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
       });
     await new Promise((r) => setTimeout(r, 100));
     expect(answered).to.equal(false);
-    await svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t.taskToken, commands: [] });
+    await dev.svc.respondWorkflowTaskCompleted({ namespace: ns, taskToken: t.taskToken, commands: [] });
     const qt = await poll(q);
     expect(qt.query?.queryType).to.equal('state');
     expect(Number(qt.history?.events?.length)).to.equal(4);
-    await svc.respondQueryTaskCompleted({
+    await dev.svc.respondQueryTaskCompleted({
       namespace: ns,
       taskToken: qt.taskToken,
       completedType: temporal.api.enums.v1.QueryResultType.QUERY_RESULT_TYPE_ANSWERED,

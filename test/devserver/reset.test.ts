@@ -8,8 +8,7 @@
  */
 import { expect } from 'chai';
 import { temporal } from '@temporalio/proto';
-import { startDevServer, DevServer } from '../../devserver';
-import { connect, uniqueQueue, withWorker } from './helpers';
+import { uniqueQueue, withWorker, useDevServer } from './helpers';
 import { addUpdate, updatable, stopSignal } from './workflows';
 
 const ET = temporal.api.enums.v1.EventType;
@@ -17,21 +16,11 @@ const Reapply = temporal.api.enums.v1.ResetReapplyType;
 
 describe('devserver ResetWorkflowExecution', function () {
   this.timeout(30_000);
-  let server: DevServer;
-  let conn: Awaited<ReturnType<typeof connect>>;
+  const dev = useDevServer();
   const ns = 'default';
 
-  before(async () => {
-    server = await startDevServer({});
-    conn = await connect(server.address);
-  });
-  after(async () => {
-    await conn?.close();
-    await server?.stop();
-  });
-
   async function history(workflowId: string, runId: string) {
-    const h = await conn.client.workflowService.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId, runId } });
+    const h = await dev.conn.client.workflowService.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId, runId } });
     return h.history?.events ?? [];
   }
 
@@ -43,12 +32,12 @@ describe('devserver ResetWorkflowExecution', function () {
 
   it('terminates the running base run, links the new run and reapplies updates by default (ALL_ELIGIBLE)', async () => {
     const q = uniqueQueue('reset-run');
-    await withWorker(conn.native, q, async () => {
-      const h = await conn.client.workflow.start(updatable, { taskQueue: q, workflowId: uniqueQueue('reset') });
+    await withWorker(dev.conn.native, q, async () => {
+      const h = await dev.conn.client.workflow.start(updatable, { taskQueue: q, workflowId: uniqueQueue('reset') });
       expect(await h.executeUpdate(addUpdate, { args: [5] })).to.equal(5);
       expect(await h.executeUpdate(addUpdate, { args: [7] })).to.equal(12);
       const point = await firstTaskCompleted(h.workflowId, h.firstExecutionRunId);
-      let { runId } = await conn.client.workflowService.resetWorkflowExecution({
+      let { runId } = await dev.conn.client.workflowService.resetWorkflowExecution({
         namespace: ns,
         workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
         reason: 'bad deploy',
@@ -57,7 +46,7 @@ describe('devserver ResetWorkflowExecution', function () {
       });
       expect(runId).to.be.a('string').and.not.equal(h.firstExecutionRunId);
       // The same request id answers the same new run (resetworkflow dedups by request id).
-      const again = await conn.client.workflowService.resetWorkflowExecution({
+      const again = await dev.conn.client.workflowService.resetWorkflowExecution({
         namespace: ns,
         workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
         reason: 'bad deploy',
@@ -66,14 +55,14 @@ describe('devserver ResetWorkflowExecution', function () {
       });
       expect(again.runId).to.equal(runId);
       // Resetting the base run again terminates the workflow's current run, the first reset's.
-      const second = await conn.client.workflowService.resetWorkflowExecution({
+      const second = await dev.conn.client.workflowService.resetWorkflowExecution({
         namespace: ns,
         workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
         reason: 'bad deploy',
         workflowTaskFinishEventId: point as never,
         requestId: 'reset-req-2',
       });
-      const first = await conn.client.workflowService.describeWorkflowExecution({ namespace: ns, execution: { workflowId: h.workflowId, runId } });
+      const first = await dev.conn.client.workflowService.describeWorkflowExecution({ namespace: ns, execution: { workflowId: h.workflowId, runId } });
       expect(first.workflowExecutionInfo?.status).to.equal(temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_TERMINATED);
       runId = second.runId;
 
@@ -82,10 +71,10 @@ describe('devserver ResetWorkflowExecution', function () {
       expect(term.eventType).to.equal(ET.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED);
       expect(term.workflowExecutionTerminatedEventAttributes?.reason).to.equal('bad deploy');
       expect(term.workflowExecutionTerminatedEventAttributes?.identity).to.equal('history-service');
-      const described = await conn.client.workflowService.describeWorkflowExecution({ namespace: ns, execution: { workflowId: h.workflowId, runId: h.firstExecutionRunId } });
+      const described = await dev.conn.client.workflowService.describeWorkflowExecution({ namespace: ns, execution: { workflowId: h.workflowId, runId: h.firstExecutionRunId } });
       expect(described.workflowExtendedInfo?.resetRunId).to.equal(runId);
 
-      const fresh = conn.client.workflow.getHandle(h.workflowId, runId);
+      const fresh = dev.conn.client.workflow.getHandle(h.workflowId, runId);
       await fresh.signal(stopSignal);
       expect(await fresh.result()).to.equal(12);
       const events = await history(h.workflowId, runId);
@@ -104,12 +93,12 @@ describe('devserver ResetWorkflowExecution', function () {
 
   it('with RESET_REAPPLY_TYPE_SIGNAL reapplies signals only; a closed run can be reset', async () => {
     const q = uniqueQueue('reset-signal');
-    await withWorker(conn.native, q, async () => {
-      const h = await conn.client.workflow.start(updatable, { taskQueue: q, workflowId: uniqueQueue('reset') });
+    await withWorker(dev.conn.native, q, async () => {
+      const h = await dev.conn.client.workflow.start(updatable, { taskQueue: q, workflowId: uniqueQueue('reset') });
       await h.executeUpdate(addUpdate, { args: [5] });
       await h.signal(stopSignal);
       expect(await h.result()).to.equal(5);
-      const { runId } = await conn.client.workflowService.resetWorkflowExecution({
+      const { runId } = await dev.conn.client.workflowService.resetWorkflowExecution({
         namespace: ns,
         workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
         reason: 'replay without updates',
@@ -117,14 +106,14 @@ describe('devserver ResetWorkflowExecution', function () {
         resetReapplyType: Reapply.RESET_REAPPLY_TYPE_SIGNAL,
         requestId: uniqueQueue('req'),
       });
-      expect(await conn.client.workflow.getHandle(h.workflowId, runId).result()).to.equal(0);
+      expect(await dev.conn.client.workflow.getHandle(h.workflowId, runId).result()).to.equal(0);
     });
   });
 
   it('refuses a finish event id outside the history or not ending a workflow task (INVALID_ARGUMENT)', async () => {
-    const h = await conn.client.workflow.start(updatable, { taskQueue: uniqueQueue('reset-nobody'), workflowId: uniqueQueue('reset') });
+    const h = await dev.conn.client.workflow.start(updatable, { taskQueue: uniqueQueue('reset-nobody'), workflowId: uniqueQueue('reset') });
     const reset = (id: number) =>
-      conn.client.workflowService
+      dev.conn.client.workflowService
         .resetWorkflowExecution({ namespace: ns, workflowExecution: { workflowId: h.workflowId }, reason: 'x', workflowTaskFinishEventId: id as never, requestId: uniqueQueue('req') })
         .catch((e: { code: number; details: string }) => e);
     const outside = (await reset(99)) as { code: number; details: string };

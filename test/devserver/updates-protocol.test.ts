@@ -6,16 +6,13 @@
  * that continues as new is in flight delivered on the new run.
  */
 import { expect } from 'chai';
-import { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { startDevServer, DevServer } from '../../devserver';
-import { connect, uniqueQueue } from './helpers';
+import { uniqueQueue, useDevServer } from './helpers';
 
 const ET = temporal.api.enums.v1.EventType;
 const CT = temporal.api.enums.v1.CommandType;
 const Stage = temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage;
 const up = temporal.api.update.v1;
-type Svc = Client['workflowService'];
 
 /** An Any holding `msg` of message type `name` (temporal.api.update.v1.*). */
 function any(name: 'Acceptance' | 'Response', msg: object): temporal.api.protocol.v1.IMessage['body'] {
@@ -25,39 +22,27 @@ function any(name: 'Acceptance' | 'Response', msg: object): temporal.api.protoco
 
 describe('devserver update protocol (raw gRPC)', function () {
   this.timeout(20_000);
-  let server: DevServer;
-  let conn: Awaited<ReturnType<typeof connect>>;
-  let svc: Svc;
+  const dev = useDevServer();
   const ns = 'default';
 
-  before(async () => {
-    server = await startDevServer({});
-    conn = await connect(server.address);
-    svc = conn.client.workflowService;
-  });
-  after(async () => {
-    await conn?.close();
-    await server?.stop();
-  });
-
-  const poll = (name: string) => svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name }, identity: 'raw-test' });
+  const poll = (name: string) => dev.svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name }, identity: 'raw-test' });
   const payloads = (s: string) => ({ payloads: [{ metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(s)) }] });
 
   it('delivers an update admitted during a continue-as-new task on the new run, and writes accepted/completed events there', async () => {
     const q = uniqueQueue('upd-raw');
     const workflowId = uniqueQueue('upd-raw-wf');
-    const first = await svc.startWorkflowExecution({ namespace: ns, workflowId, workflowType: { name: 'raw' }, taskQueue: { name: q }, requestId: uniqueQueue('req') });
+    const first = await dev.svc.startWorkflowExecution({ namespace: ns, workflowId, workflowType: { name: 'raw' }, taskQueue: { name: q }, requestId: uniqueQueue('req') });
     const t1 = await poll(q);
     // The update arrives while the task that continues as new is started.
     const request = { meta: { updateId: 'u1', identity: 'client' }, input: { name: 'add', args: payloads('x') } };
-    const pending = svc.updateWorkflowExecution({
+    const pending = dev.svc.updateWorkflowExecution({
       namespace: ns,
       workflowExecution: { workflowId },
       request,
       waitPolicy: { lifecycleStage: Stage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED },
     });
     await new Promise((r) => setTimeout(r, 100));
-    await svc.respondWorkflowTaskCompleted({
+    await dev.svc.respondWorkflowTaskCompleted({
       namespace: ns,
       taskToken: t1.taskToken,
       identity: 'raw-test',
@@ -71,7 +56,7 @@ describe('devserver update protocol (raw gRPC)', function () {
     expect(m.protocolInstanceId).to.equal('u1');
     expect(Number(m.eventId)).to.equal(Number(t2.startedEventId) - 1);
     expect(m.body?.type_url).to.equal('type.googleapis.com/temporal.api.update.v1.Request');
-    await svc.respondWorkflowTaskCompleted({
+    await dev.svc.respondWorkflowTaskCompleted({
       namespace: ns,
       taskToken: t2.taskToken,
       identity: 'raw-test',
@@ -88,7 +73,7 @@ describe('devserver update protocol (raw gRPC)', function () {
     expect(r.stage).to.equal(Stage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED);
     expect(r.updateRef?.workflowExecution?.runId).to.equal(t2.workflowExecution?.runId);
     expect(Buffer.from(r.outcome!.success!.payloads![0].data!).toString()).to.equal('"done"');
-    const h = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId, runId: t2.workflowExecution!.runId } });
+    const h = await dev.svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId, runId: t2.workflowExecution!.runId } });
     const evs = h.history!.events!;
     expect(evs.map((e) => ET[e.eventType!].replace('EVENT_TYPE_', ''))).to.deep.equal([
       'WORKFLOW_EXECUTION_STARTED',
@@ -103,10 +88,10 @@ describe('devserver update protocol (raw gRPC)', function () {
     expect(Number(accepted.acceptedRequestSequencingEventId)).to.equal(Number(m.eventId));
     expect(Number(evs[5].workflowExecutionUpdateCompletedEventAttributes!.acceptedEventId)).to.equal(5);
     // The first run has no update events; the same id again answers the same outcome.
-    const firstRun = await svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId, runId: first.runId } });
+    const firstRun = await dev.svc.getWorkflowExecutionHistory({ namespace: ns, execution: { workflowId, runId: first.runId } });
     expect(firstRun.history!.events!.map((e) => e.eventType)).to.not.include(ET.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED);
-    const again = await svc.pollWorkflowExecutionUpdate({ namespace: ns, updateRef: { workflowExecution: { workflowId }, updateId: 'u1' }, waitPolicy: { lifecycleStage: Stage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED } });
+    const again = await dev.svc.pollWorkflowExecutionUpdate({ namespace: ns, updateRef: { workflowExecution: { workflowId }, updateId: 'u1' }, waitPolicy: { lifecycleStage: Stage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED } });
     expect(again.stage).to.equal(Stage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED);
-    await svc.terminateWorkflowExecution({ namespace: ns, workflowExecution: { workflowId }, reason: 'test done' });
+    await dev.svc.terminateWorkflowExecution({ namespace: ns, workflowExecution: { workflowId }, reason: 'test done' });
   });
 });
