@@ -24,7 +24,7 @@ import { Children } from './children';
 import { validateCronSchedule } from '../cron';
 import { priorityError } from '../queues';
 import { applyTypeMap } from '../searchAttributes';
-import { oversizedCommand } from './blobSize';
+import { oversizedCommand, type SizedMessage } from './blobSize';
 
 /** Commands that close the workflow run. */
 const CLOSE_COMMANDS = new Set<CommandType | null | undefined>([
@@ -141,7 +141,7 @@ export abstract class Commands extends Children {
     validateCommands(commands);
     // Blob size limits (engine/blobSize.ts): the task fails with the command's cause and the run is
     // terminated, as the real server's workflow size checker does.
-    const oversized = oversizedCommand(commands, (field, size) => this.log('warn', 'Blob data size exceeds the warning limit.', { workflowId: exec.workflowId, runId: exec.runId, field, size }));
+    const oversized = oversizedCommand(commands, (field, size) => this.log('warn', 'Blob data size exceeds the warning limit.', { workflowId: exec.workflowId, runId: exec.runId, field, size }), exec.memo, (req.messages ?? []) as SizedMessage[]);
     if (oversized) {
       this.rejectCompletion(exec, req, oversized.cause, { message: oversized.message, serverFailureInfo: { nonRetryable: true } });
       this.terminate(exec, `${oversized.causeName}: ${oversized.message}`, null, 'history-service');

@@ -27,9 +27,19 @@ import { cronBackoffMs, validateCronSchedule } from '../cron';
 import { priorityError } from '../queues';
 import { applyTypeMap } from '../searchAttributes';
 
-/** ALREADY_EXISTS with WorkflowExecutionAlreadyStartedFailure details, as the real frontend answers. */
-function alreadyStarted(prev: Execution, workflowId: string): ServiceError {
-  return new ServiceError(Code.ALREADY_EXISTS, `Workflow execution is already running. WorkflowId: ${workflowId}, RunId: ${prev.runId}.`, {
+/** The real server's messages for a start refused by a closed run (service/history/api create_workflow_util.go, id reuse policy check). */
+const REUSE_MESSAGES = {
+  running: 'Workflow execution is already running. WorkflowId: %w, RunId: %r.',
+  rejectDuplicate: 'Workflow execution already finished. WorkflowId: %w, RunId: %r. Workflow Id reuse policy: reject duplicate workflow Id.',
+  failedOnly: 'Workflow execution already finished successfully. WorkflowId: %w, RunId: %r. Workflow Id reuse policy: allow duplicate workflow Id if last run failed.',
+};
+
+/**
+ * ALREADY_EXISTS with WorkflowExecutionAlreadyStartedFailure details, as the real frontend answers:
+ * `why` picks the message (a running run, or a closed one under REJECT_DUPLICATE / ALLOW_DUPLICATE_FAILED_ONLY).
+ */
+function alreadyStarted(prev: Execution, workflowId: string, why: keyof typeof REUSE_MESSAGES = 'running'): ServiceError {
+  return new ServiceError(Code.ALREADY_EXISTS, REUSE_MESSAGES[why].replace('%w', workflowId).replace('%r', prev.runId), {
     typeName: 'temporal.api.errordetails.v1.WorkflowExecutionAlreadyStartedFailure',
     value: { startRequestId: prev.startRequestId, runId: prev.runId },
   });
@@ -78,9 +88,9 @@ export abstract class Executions extends UserTimers {
         }
       } else {
         const reuse = req.workflowIdReusePolicy || WorkflowIdReusePolicy.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE;
-        if (reuse === WorkflowIdReusePolicy.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE) throw alreadyStarted(prev, req.workflowId);
+        if (reuse === WorkflowIdReusePolicy.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE) throw alreadyStarted(prev, req.workflowId, 'rejectDuplicate');
         if (reuse === WorkflowIdReusePolicy.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY && (prev.status === Status.Completed || prev.status === Status.ContinuedAsNew)) {
-          throw alreadyStarted(prev, req.workflowId);
+          throw alreadyStarted(prev, req.workflowId, 'failedOnly');
         }
       }
     }

@@ -44,6 +44,8 @@ export function retryDecision(
   if (!rp) return { retryState: RetryState.RETRY_STATE_RETRY_POLICY_NOT_SET };
   const app = failure?.applicationFailureInfo;
   if (app?.nonRetryable) return { retryState: RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE };
+  // A non-retryable server failure (e.g. a result over the blob size limit) is not retried either (the real server's isRetryable).
+  if (failure?.serverFailureInfo?.nonRetryable) return { retryState: RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE };
   if (app?.type && rp.nonRetryableErrorTypes.includes(app.type)) return { retryState: RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE };
   const tt = failure?.timeoutFailureInfo?.timeoutType;
   if (tt === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START || tt === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE) return { retryState: RetryState.RETRY_STATE_TIMEOUT };

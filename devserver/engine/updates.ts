@@ -178,7 +178,8 @@ export abstract class Updates extends Commands {
     let resp: RespondWorkflowTaskCompletedResponse;
     try {
       resp = super.completeWorkflowTask(req);
-      for (const m of this.completionMessages.values()) this.applyUpdateMessage(exec, m);
+      // A run the completion closed (or a size check terminated) takes no more update messages.
+      if (exec.status === Status.Running) for (const m of this.completionMessages.values()) this.applyUpdateMessage(exec, m);
     } finally {
       this.completionMessages = null;
     }

@@ -9,6 +9,7 @@
  * `MultiOperationExecutionAborted` for the other, the top-level code being the failing one's
  * (go.temporal.io/api serviceerror.MultiOperationExecution).
  */
+import { checkRequestBlob, checkRequestMemo } from '../engine/blobSize';
 import type * as grpc from '@grpc/grpc-js';
 import { status as Code } from '@grpc/grpc-js';
 import { temporal } from '@temporalio/proto';
@@ -65,6 +66,9 @@ export function multiOperationHandlers(engine: Engine): Handlers {
       }
       let started: ReturnType<Engine['startWorkflow']>;
       try {
+        // The start's input and memo limits (ValidateStartWorkflowExecutionRequest, engine/blobSize.ts).
+        checkRequestBlob(start.input, (size) => engine.logWarn('Blob data size exceeds the warning limit.', { size }));
+        checkRequestMemo(start.memo, (size) => engine.logWarn('Memo size exceeds the warning limit.', { size }));
         started = engine.startWorkflow({ ...start, namespace: ns });
       } catch (err) {
         throw multiFailure(0, err);

@@ -28,7 +28,7 @@ import { customAttributes, SYSTEM_ATTRIBUTES } from '../searchAttributes';
 import { updateHandlers } from './updates';
 import { scheduleHandlers } from './schedules';
 import { multiOperationHandlers } from './multiOperation';
-import { BLOB_SIZE_ERROR, checkRequestBlob, MEMO_SIZE_ERROR } from '../engine/blobSize';
+import { BLOB_SIZE_ERROR, BLOB_SIZE_WARN, checkRequestBlob, checkRequestMemo, failureSize, MEMO_SIZE_ERROR, payloadsSize, serverFailure, truncateFailure } from '../engine/blobSize';
 
 import ws = temporal.api.workflowservice.v1;
 
@@ -87,6 +87,32 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
   const nsOf = (req: { namespace?: string | null }) => req.namespace || 'default';
   const pollers = new PollerRegistry();
   const warnBlob = (size: number) => engine.logWarn('Blob data size exceeds the warning limit.', { size });
+  const warnMemo = (size: number) => engine.logWarn('Memo size exceeds the warning limit.', { size });
+  // Activity results, failures, cancel details and heartbeat details over the blob error limit never
+  // fail the call: the activity fails with a non-retryable server failure instead
+  // (service/frontend/workflow_handler.go; engine/blobSize.ts).
+  const tooLarge = (p: Parameters<typeof payloadsSize>[0]) => payloadsSize(p) > BLOB_SIZE_ERROR;
+  type ActivityRef = { taskToken?: Uint8Array | null; namespace?: string | null; workflowId?: string | null; runId?: string | null; activityId?: string | null; identity?: string | null };
+  const failInstead = (req: ActivityRef, byId: boolean, message: string) =>
+    engine.failActivity({ taskToken: req.taskToken, namespace: req.namespace, workflowId: req.workflowId, runId: req.runId, activityId: req.activityId, identity: req.identity, failure: serverFailure(message) }, byId);
+  /**
+   * RespondActivityTaskFailed(ById) over the limits, as the real frontend answers it: heartbeat details
+   * over the blob error limit are dropped, a failure over it is replaced by the server failure "Failure
+   * exceeds size limit." caused by the original cut to the warn limit; each replacement is listed in
+   * the response's `failures`. Mutates `req`.
+   */
+  const capFailure = (req: Plain<ws.IRespondActivityTaskFailedRequest>) => {
+    const failures: ReturnType<typeof serverFailure>[] = [];
+    if (req.lastHeartbeatDetails && tooLarge(req.lastHeartbeatDetails)) {
+      failures.push(serverFailure('Heartbeat details exceed size limit.'));
+      req.lastHeartbeatDetails = undefined;
+    }
+    if (failureSize(req.failure) > BLOB_SIZE_ERROR) {
+      req.failure = { ...serverFailure('Failure exceeds size limit.'), cause: truncateFailure(req.failure, BLOB_SIZE_WARN) };
+      failures.push(req.failure);
+    }
+    return failures;
+  };
   return {
     ...updateHandlers(engine),
     ...scheduleHandlers(engine),
@@ -139,6 +165,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
     },
     async StartWorkflowExecution(req: Plain<ws.IStartWorkflowExecutionRequest>) {
       checkRequestBlob(req.input, warnBlob);
+      checkRequestMemo(req.memo, warnMemo);
       const fresh = engine.currentRun(nsOf(req), req.workflowId ?? '');
       const { exec, started } = engine.startWorkflow(req);
       // Eager workflow start: a run this call created hands its first workflow task to the caller.
@@ -147,6 +174,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
     },
     async SignalWithStartWorkflowExecution(req: Plain<ws.ISignalWithStartWorkflowExecutionRequest>) {
       checkRequestBlob(req.input, warnBlob);
+      checkRequestMemo(req.memo, warnMemo);
       checkRequestBlob(req.signalInput, warnBlob);
       const { exec, started } = engine.signalWithStart(req);
       return { runId: exec.runId, started };
@@ -312,17 +340,29 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       return {};
     },
     async RecordActivityTaskHeartbeat(req: Plain<ws.IRecordActivityTaskHeartbeatRequest>) {
-      return engine.heartbeatActivity(req, false);
+      if (!tooLarge(req.details)) return engine.heartbeatActivity(req, false);
+      failInstead(req, false, 'Heartbeat details exceed size limit.');
+      return { cancelRequested: true };
     },
     async RecordActivityTaskHeartbeatById(req: Plain<ws.IRecordActivityTaskHeartbeatByIdRequest>) {
-      return engine.heartbeatActivity(req, true);
+      if (!tooLarge(req.details)) return engine.heartbeatActivity(req, true);
+      failInstead(req, true, 'Heartbeat details exceed size limit.');
+      return { cancelRequested: true };
     },
-    RespondActivityTaskCompleted: ack((req: Plain<ws.IRespondActivityTaskCompletedRequest>) => engine.completeActivity(req, false)),
-    RespondActivityTaskCompletedById: ack((req: Plain<ws.IRespondActivityTaskCompletedByIdRequest>) => engine.completeActivity(req, true)),
-    RespondActivityTaskFailed: ack((req: Plain<ws.IRespondActivityTaskFailedRequest>) => engine.failActivity(req, false)),
-    RespondActivityTaskFailedById: ack((req: Plain<ws.IRespondActivityTaskFailedByIdRequest>) => engine.failActivity(req, true)),
-    RespondActivityTaskCanceled: ack((req: Plain<ws.IRespondActivityTaskCanceledRequest>) => engine.cancelActivity(req, false)),
-    RespondActivityTaskCanceledById: ack((req: Plain<ws.IRespondActivityTaskCanceledByIdRequest>) => engine.cancelActivity(req, true)),
+    RespondActivityTaskCompleted: ack((req: Plain<ws.IRespondActivityTaskCompletedRequest>) => (tooLarge(req.result) ? failInstead(req, false, 'Complete result exceeds size limit.') : engine.completeActivity(req, false))),
+    RespondActivityTaskCompletedById: ack((req: Plain<ws.IRespondActivityTaskCompletedByIdRequest>) => (tooLarge(req.result) ? failInstead(req, true, 'Complete result exceeds size limit.') : engine.completeActivity(req, true))),
+    async RespondActivityTaskFailed(req: Plain<ws.IRespondActivityTaskFailedRequest>) {
+      const failures = capFailure(req);
+      engine.failActivity(req, false);
+      return { failures };
+    },
+    async RespondActivityTaskFailedById(req: Plain<ws.IRespondActivityTaskFailedByIdRequest>) {
+      const failures = capFailure(req);
+      engine.failActivity(req, true);
+      return { failures };
+    },
+    RespondActivityTaskCanceled: ack((req: Plain<ws.IRespondActivityTaskCanceledRequest>) => (tooLarge(req.details) ? failInstead(req, false, 'Cancel details exceed size limit.') : engine.cancelActivity(req, false))),
+    RespondActivityTaskCanceledById: ack((req: Plain<ws.IRespondActivityTaskCanceledByIdRequest>) => (tooLarge(req.details) ? failInstead(req, true, 'Cancel details exceed size limit.') : engine.cancelActivity(req, true))),
     async RespondQueryTaskCompleted(req: Plain<ws.IRespondQueryTaskCompletedRequest>) {
       engine.respondQuery(req);
       return {};

@@ -12,11 +12,15 @@
  * list, each of these workflows and a schedule, a crawl (test/helpers/uiCrawl.ts) opens every link
  * the UI renders at 1280 px and fails on an error page, an unexpected redirect, a console error or a
  * failing API request; the landing counts the namespace's workflows and the list fits the window.
+ * A failed run is reset from the Reset dialog to its workflow task (ResetWorkflowExecution as the UI
+ * sends it) and the page links the new run; the schedules page counts the namespace's schedules as
+ * ListSchedules lists them (a paused one counts, a deleted one no more).
  * Screenshots land in `test-artifacts/`. The UI is built
  * once per change of its inputs (scripts/build-ui.ts); without a browser the test is skipped with a
  * message, except under CI.
  */
 import { expect } from 'chai';
+import { temporal } from '@temporalio/proto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
@@ -281,6 +285,70 @@ describe('the Temporal Web UI in headless Chromium', function () {
     });
   });
 
+  describe('a failed workflow', () => {
+    const workflowId = `ui-reset-${Date.now().toString(36)}`;
+    const taskQueue = `ui-reset-${Date.now().toString(36)}`;
+    after(async () => {
+      await (await testTemporal()).client.workflow.getHandle(workflowId).terminate('test over').catch(() => undefined);
+    });
+
+    it('resets the failed run from the Reset dialog to its workflow task and links the new run', async () => {
+      const { client } = await testTemporal();
+      const svc = client.workflowService;
+      // A run that fails on its first workflow task's FailWorkflowExecution command (a raw worker on its own queue):
+      // Started, WorkflowTaskScheduled, WorkflowTaskStarted, WorkflowTaskCompleted (event 4), WorkflowExecutionFailed.
+      const { runId } = await svc.startWorkflowExecution({ namespace: 'default', workflowId, workflowType: { name: 'uiResetTarget' }, taskQueue: { name: taskQueue }, requestId: `${workflowId}-start` });
+      const task = await svc.pollWorkflowTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, identity: 'ui-test-worker' });
+      await svc.respondWorkflowTaskCompleted({
+        taskToken: task.taskToken,
+        identity: 'ui-test-worker',
+        commands: [{ commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_FAIL_WORKFLOW_EXECUTION, failWorkflowExecutionCommandAttributes: { failure: { message: 'bad deploy' } } }],
+      });
+      const consoleErrors: string[] = [];
+      const page = await open(`${ui.url}/namespaces/default/workflows/${encodeURIComponent(workflowId)}/${runId}/history`);
+      page.on('console', (m) => void (m.type() === 'error' && consoleErrors.push(m.text())));
+      page.on('pageerror', (e) => consoleErrors.push(e.message));
+      await page.getByText('Workflow Execution Failed').first().waitFor({ timeout: 30_000 });
+      // A closed run offers Reset as its primary action; the dialog lists the reset points (workflow task events).
+      // (The header renders the button twice, for wide and narrow layouts; one is visible.)
+      await page.locator('[data-testid="workflow-reset-button"]:visible').click();
+      const dialog = page.locator('[data-testid="reset-confirmation-modal"]:visible');
+      await dialog.getByTestId('workflow-reset-event-id-select-button').click();
+      await page.getByRole('option', { name: /^4 - WorkflowTaskCompleted/ }).click();
+      await dialog.locator('#reset-reason').fill('retry after the fix');
+      await page.screenshot({ path: path.join(ARTIFACTS, 'temporal-ui-reset-dialog.png'), fullPage: true });
+      await dialog.getByRole('button', { name: 'Confirm' }).click();
+      // The base run names the new one (describe's workflowExtendedInfo.resetRunId), and the page links it.
+      const newRunId = await until(async () => {
+        const d = await svc.describeWorkflowExecution({ namespace: 'default', execution: { workflowId, runId } });
+        return d.workflowExtendedInfo?.resetRunId || undefined;
+      }, 30_000, 'the reset run');
+      expect(newRunId).to.not.equal(runId);
+      const alert = page.locator('[data-testid="workflow-reset-alert"]:visible');
+      await alert.waitFor({ timeout: 30_000 });
+      await page.screenshot({ path: path.join(ARTIFACTS, 'temporal-ui-reset-alert.png'), fullPage: true });
+      const href = await alert.getByRole('link', { name: 'here' }).getAttribute('href');
+      expect(href).to.include(`/workflows/${encodeURIComponent(workflowId)}/${newRunId}/history`);
+      // A fresh load of the base run still links the new run (from the server, not the page's memory).
+      await page.reload();
+      await alert.waitFor({ timeout: 30_000 });
+      await alert.getByRole('link', { name: 'here' }).click();
+      await page.waitForURL(new RegExp(`/${newRunId}/history`), { timeout: 30_000 });
+      // The new run: running, its history continued to the reset point and the reset's WorkflowTaskFailed.
+      await page.getByText('Running').first().waitFor({ timeout: 30_000 });
+      await page.getByText('Workflow Task Failed').first().waitFor({ timeout: 30_000 });
+      const events = (await svc.getWorkflowExecutionHistory({ namespace: 'default', execution: { workflowId, runId: newRunId } })).history?.events ?? [];
+      const resetFailure = events.find((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED)?.workflowTaskFailedEventAttributes;
+      expect(resetFailure?.cause).to.equal(temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW);
+      expect(resetFailure?.baseRunId).to.equal(runId);
+      expect(resetFailure?.newRunId).to.equal(newRunId);
+      expect(resetFailure?.failure?.message).to.match(/retry after the fix/);
+      expect(consoleErrors, consoleErrors.join('\n')).to.deep.equal([]);
+      expect(failedRequests, failedRequests.join('\n')).to.deep.equal([]);
+      await page.context().close();
+    });
+  });
+
   describe('a schedule', () => {
     const scheduleId = `billing-month-ui-${Date.now().toString(36)}`;
     after(async () => {
@@ -322,6 +390,41 @@ describe('the Temporal Web UI in headless Chromium', function () {
         log: CRAWL_LOG,
       });
       expect(report.problems, report.problems.join('\n')).to.deep.equal([]);
+    });
+
+    it("counts the namespace's schedules on the schedules page (a paused one too, a deleted one no more)", async () => {
+      const { client } = await testTemporal();
+      const extra = [`${scheduleId}-a`, `${scheduleId}-b`];
+      for (const id of extra) {
+        await client.schedule.create({
+          scheduleId: id,
+          spec: { intervals: [{ every: '1 day' }] },
+          action: { type: 'startWorkflow', workflowType: 'uiCountTarget', taskQueue: `ui-count-${scheduleId}` },
+          state: { paused: id.endsWith('-b') },
+        });
+      }
+      await client.schedule.getHandle(extra[1]).delete();
+      // The right count is what ListSchedules lists: every schedule of the namespace, paused or not (the
+      // scheduler workflow runs while its schedule exists), never a deleted one.
+      const listed: string[] = [];
+      for await (const s of client.schedule.list()) listed.push(s.scheduleId);
+      expect(listed).to.include(extra[0]);
+      expect(listed).to.not.include(extra[1]);
+      const context = await browser!.newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      const consoleErrors: string[] = [];
+      page.on('console', (m) => void (m.type() === 'error' && consoleErrors.push(m.text())));
+      page.on('response', (r) => {
+        if (r.url().includes('/api/v1/') && r.status() >= 400) consoleErrors.push(`${r.status()} ${r.url()}`);
+      });
+      await page.goto(`${ui.url}/namespaces/default/schedules`);
+      await page.getByText(extra[0]).first().waitFor({ timeout: 30_000 });
+      const label = `${listed.length} Schedule${listed.length === 1 ? '' : 's'}`;
+      await page.getByText(new RegExp(`^\\s*${label}\\s*$`)).first().waitFor({ timeout: 30_000 });
+      await page.screenshot({ path: path.join(ARTIFACTS, 'temporal-ui-schedules-count.png') });
+      expect(consoleErrors, consoleErrors.join('\n')).to.deep.equal([]);
+      await client.schedule.getHandle(extra[0]).delete();
+      await context.close();
     });
 
     it('shows a 404 page naming an unknown workflow id instead of redirecting', async () => {

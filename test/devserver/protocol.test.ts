@@ -2,7 +2,9 @@
  * Workflow-task protocol details checked with raw WorkflowService calls (a hand-driven worker),
  * where timing must be deterministic: held events, UNHANDLED_COMMAND, sticky schedule-to-start
  * fallback, workflow-task timeouts with transient attempts, server-filled activity defaults, and
- * queries arriving while a workflow task is in flight.
+ * queries arriving while a workflow task is in flight, and the id reuse policy's refusals of a start
+ * over a closed run (ALREADY_EXISTS with the real server's messages, service/history/api
+ * create_workflow_util.go).
  */
 import { expect } from 'chai';
 import { temporal } from '@temporalio/proto';
@@ -218,5 +220,34 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     });
     const r = await query;
     expect(Buffer.from(r.queryResult!.payloads![0].data!).toString()).to.equal('"ok"');
+  });
+  it("refuses a start over a closed run per id reuse policy with the real server's messages", async () => {
+    const Reuse = temporal.api.enums.v1.WorkflowIdReusePolicy;
+    const q = uniqueQueue('reuse');
+    const { workflowId, runId } = await start(q);
+    const t = await poll(q);
+    await dev.svc.respondWorkflowTaskCompleted({
+      taskToken: t.taskToken,
+      identity: 'raw-test',
+      commands: [{ commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION, completeWorkflowExecutionCommandAttributes: {} }],
+    });
+    const again = (policy: number) =>
+      dev.svc
+        .startWorkflowExecution({ namespace: ns, workflowId, workflowType: { name: 'raw' }, taskQueue: { name: q }, requestId: uniqueQueue('r'), workflowIdReusePolicy: policy })
+        .catch((e: { code: number; details: string }) => e);
+    expect(await again(Reuse.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE)).to.include({
+      code: 6,
+      details: `Workflow execution already finished. WorkflowId: ${workflowId}, RunId: ${runId}. Workflow Id reuse policy: reject duplicate workflow Id.`,
+    });
+    expect(await again(Reuse.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY)).to.include({
+      code: 6,
+      details: `Workflow execution already finished successfully. WorkflowId: ${workflowId}, RunId: ${runId}. Workflow Id reuse policy: allow duplicate workflow Id if last run failed.`,
+    });
+    // A terminated run counts as failed: FAILED_ONLY starts a new run.
+    const second = (await again(Reuse.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)) as { runId?: string };
+    expect(second.runId).to.be.a('string');
+    await dev.svc.terminateWorkflowExecution({ namespace: ns, workflowExecution: { workflowId }, reason: 'test' });
+    expect(((await again(Reuse.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY)) as { runId?: string }).runId).to.be.a('string');
+    await dev.svc.terminateWorkflowExecution({ namespace: ns, workflowExecution: { workflowId }, reason: 'test done' });
   });
 });

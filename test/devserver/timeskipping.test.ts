@@ -1,6 +1,11 @@
 /**
  * Time skipping: TestService compatible with @temporalio/testing, using our executable as the
- * `existing-path` test server, plus the programmatic timeSkipping option.
+ * `existing-path` test server, plus the programmatic timeSkipping option. The rule for activities is
+ * the real test server's (temporalio/sdk-java temporal-test-server TestWorkflowMutableStateImpl:
+ * `processScheduleActivityTask` locks time skipping, `completeActivityTask` / `failActivityTask` /
+ * `cancelActivityTask` / `timeoutActivity` unlock it, `addActivityRetryTimer` leaves it unlocked while
+ * the retry waits): an outstanding activity attempt, queued or running, keeps the clock from jumping;
+ * its retry backoff is skipped.
  */
 import net from 'node:net';
 import path from 'node:path';
@@ -8,6 +13,9 @@ import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
+import { temporal } from '@temporalio/proto';
+import { Connection } from '@temporalio/client';
+import { InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connection';
 import { startDevServer } from '../../devserver';
 import { connect, uniqueQueue, withWorker, workflowBundle } from './helpers';
 import * as activities from './workflows/activities';
@@ -109,6 +117,63 @@ describe('devserver time skipping', function () {
         );
       });
     } finally {
+      await c.close();
+      await server.stop();
+    }
+  });
+  it('holds the clock while an activity attempt is outstanding (queued or running) and skips its retry backoff, as the real test server locks per attempt', async () => {
+    const server = await startDevServer({ timeSkipping: true });
+    const c = await connect(server.address);
+    const svc = c.client.workflowService;
+    // The SDK builds its TestService stub only when asked to, as @temporalio/testing does.
+    const testConn = await Connection.connect({ address: server.address, [InternalConnectionOptionsSymbol]: { supportsTestService: true } } as never);
+    const ts = testConn.testService!;
+    const DAY = 24 * 3600 * 1000;
+    const now = async () => {
+      const t = (await ts.getCurrentTime({})).time!;
+      return Number(t.seconds) * 1000 + Math.floor((t.nanos ?? 0) / 1e6);
+    };
+    try {
+      const q = uniqueQueue('ts-act');
+      const workflowId = uniqueQueue('ts-act');
+      await svc.startWorkflowExecution({ namespace: 'default', workflowId, workflowType: { name: 'raw' }, taskQueue: { name: q }, requestId: uniqueQueue('r') });
+      const wt = await svc.pollWorkflowTaskQueue({ namespace: 'default', taskQueue: { name: q }, identity: 'raw' });
+      // A one-day timer beside an activity retried after one day.
+      await svc.respondWorkflowTaskCompleted({
+        taskToken: wt.taskToken,
+        identity: 'raw',
+        commands: [
+          { commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_START_TIMER, startTimerCommandAttributes: { timerId: 't', startToFireTimeout: { seconds: (DAY / 1000) as never } } },
+          {
+            commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK,
+            scheduleActivityTaskCommandAttributes: {
+              activityId: 'a',
+              activityType: { name: 'work' },
+              taskQueue: { name: q },
+              startToCloseTimeout: { seconds: (3 * DAY / 1000) as never },
+              retryPolicy: { initialInterval: { seconds: (DAY / 1000) as never }, maximumAttempts: 3 },
+            },
+          },
+        ],
+      });
+      const t0 = await now();
+      // Queued: the clock does not jump to the timer.
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await now()) - t0).to.be.below(DAY);
+      const first = await svc.pollActivityTaskQueue({ namespace: 'default', taskQueue: { name: q }, identity: 'raw' });
+      expect(first.attempt).to.equal(1);
+      // Running: still held.
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await now()) - t0).to.be.below(DAY);
+      // The attempt fails: its one-day backoff is skipped (and the timer fires on the way).
+      const started = Date.now();
+      await svc.respondActivityTaskFailed({ taskToken: first.taskToken, identity: 'raw', failure: { message: 'again', applicationFailureInfo: { type: 'Again' } } });
+      const second = await svc.pollActivityTaskQueue({ namespace: 'default', taskQueue: { name: q }, identity: 'raw' });
+      expect(second.attempt).to.equal(2);
+      expect(Date.now() - started).to.be.below(5_000);
+      expect((await now()) - t0).to.be.at.least(DAY);
+    } finally {
+      await testConn.close();
       await c.close();
       await server.stop();
     }
