@@ -15,6 +15,7 @@ import { getAgent, loadDraftBundle } from '../../db/repositories/agents';
 import { getVersion, versionIdByNumber } from '../../db/repositories/agentVersions';
 import { retrieveKnowledge } from '../knowledge/retrieval';
 import type { EmbeddingsProvider } from '../../providers/embeddings';
+import type { KnowledgeIndexes } from '../knowledge/lexicalIndex';
 import type { UsageInput } from '../../db/repositories/usage';
 import { amountFor, feeOf, PRICES } from '../../domain/billing/prices';
 import {
@@ -97,6 +98,8 @@ export interface ConversationDeps {
   log?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void };
   /** Embeddings of knowledge retrieval; absent: the configured provider (services/knowledge/retrieval.ts). */
   embeddings?: EmbeddingsProvider;
+  /** In-process full-text indexes of knowledge retrieval (services/knowledge/lexicalIndex.ts); absent: Postgres ranks. */
+  indexes?: KnowledgeIndexes;
 }
 
 /** Compiled versions are immutable: cached by organization, agent and version id, one read shared by the turns that miss at once. */
@@ -344,7 +347,7 @@ export function turnPorts(deps: ConversationDeps, c: ConversationRecord, agent: 
     llm: modelFacingLlm(deps.db, c.orgId, deps.llm),
     // Hybrid retrieval over the recent user turns (services/knowledge/retrieval.ts; docs/knowledge.md "Retrieval").
     searchKnowledge: async (query, limit, earlierUserTurns) =>
-      (await retrieveKnowledge({ db: deps.db, embeddings: deps.embeddings, log: deps.log }, c.orgId, c.agentId, { text: query, earlierUserTurns }, limit, sourceIds)).map((h) => ({ ...h, source: { ...h.source } })),
+      (await retrieveKnowledge({ db: deps.db, embeddings: deps.embeddings, log: deps.log, indexes: deps.indexes }, c.orgId, c.agentId, { text: query, earlierUserTurns }, limit, sourceIds)).map((h) => ({ ...h, source: { ...h.source } })),
     // Simulations and evaluations run on stubs, never a real endpoint (docs/evals.md "Skill stubs").
     runSkill: createSkillRunner({ ...deps, stubs: c.skillStubs ?? (c.simulation ? {} : null) }),
     now: () => performance.now(),
