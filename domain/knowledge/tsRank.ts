@@ -98,9 +98,20 @@ export function tsRankOr(doc: LexemeWeights, lexemes: readonly string[]): number
  */
 export function float4AsClientReads(x: number): number {
   if (x === 0 || !Number.isFinite(x)) return x;
+  const held = clientReads.get(x);
+  if (held !== undefined) return held;
+  let out = x;
   for (let p = 1; p <= 9; p++) {
     const v = Number(x.toPrecision(p));
-    if (f(v) === x) return v;
+    if (f(v) === x) {
+      out = v;
+      break;
+    }
   }
-  return x;
+  if (clientReads.size >= 100_000) clientReads.clear();
+  clientReads.set(x, out);
+  return out;
 }
+
+/** float4AsClientReads' answers (a function of the value alone). */
+const clientReads = new Map<number, number>();

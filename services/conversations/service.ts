@@ -23,7 +23,6 @@ import {
   endConversation,
   endIdleConversations,
   getConversation,
-  getConversationWithHistory,
   recentMessages,
   saveTurns,
   type SavedTurn,
@@ -58,6 +57,7 @@ import { conversationTurns } from '../../metrics';
 import { heldTurn } from './control';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { countTurn, describeTurn, runTurnIn, tracer } from './turnTelemetry';
+import { conversationWithHistory, holdWindow } from './history';
 
 /** Messages of history handed to each turn. */
 export const HISTORY_MESSAGES = 30;
@@ -307,7 +307,7 @@ export async function requireConversation(
   opts: { withHistory?: boolean } = {},
 ): Promise<ConversationRecord & { recent?: ConversationMessage[] }> {
   const valid = /^cnv_[A-Za-z0-9]{8,40}$/.test(id);
-  const c = !valid ? undefined : opts.withHistory ? await getConversationWithHistory(db, orgId, id, HISTORY_MESSAGES) : await getConversation(db, orgId, id);
+  const c = !valid ? undefined : opts.withHistory ? await conversationWithHistory(db, orgId, id, HISTORY_MESSAGES) : await getConversation(db, orgId, id);
   if (!c || (channels && !channels.includes(c.channel))) throw notFound('Conversation', 'conversation_not_found');
   return c;
 }
@@ -478,7 +478,9 @@ export async function sendMessage(
   // analyzeAfterEnd never rejects.
   if (stored.conversation.status === 'ended') void analyzeAfterEnd({ db: deps.db, llm: deps.llm }, stored.conversation);
   const reply = [...stored.messages].reverse().find((m) => m.role === 'assistant' && m.content !== null && !m.toolCalls) ?? null;
-  return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result, recent: [...before, ...stored.messages].slice(-HISTORY_MESSAGES) };
+  const recent = [...before, ...stored.messages].slice(-HISTORY_MESSAGES);
+  holdWindow(stored.conversation, recent);
+  return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result, recent };
 }
 
 /**

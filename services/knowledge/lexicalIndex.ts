@@ -22,6 +22,8 @@ import type { KnowledgePreviewHit } from '../../schemas/types/knowledge';
 export const MAX_INDEXED_CHUNKS = CANDIDATES_PER_TERM;
 /** Source sets held at most per process (cleared wholesale beyond it). */
 const MAX_SETS = 500;
+/** Ranked lists kept per index (the earlier turns of a conversation are ranked again on each turn; oldest dropped). */
+const MAX_LISTS = 1000;
 /** Query lexeme lists kept (least recently used dropped). */
 const MAX_LEXEME_ENTRIES = 20_000;
 /** A lexeme the `simple` configuration reads back as itself. */
@@ -39,6 +41,8 @@ export class KnowledgeCorpus {
   private readonly sources = new Map<string, CorpusSource>();
   /** config → lexeme → chunks holding it. */
   private readonly postings = new Map<string, Map<string, IndexedChunk[]>>();
+  /** Ranked lists by agent, limit and query lexemes (an index never changes: a change of its knowledge replaces it). */
+  private readonly lists = new Map<string, RankedChunks>();
 
   constructor(sources: readonly CorpusSource[], chunks: readonly CorpusChunk[]) {
     for (const s of sources) this.sources.set(s.id, s);
@@ -69,6 +73,12 @@ export class KnowledgeCorpus {
   rank(agentId: string, lexemes: ReadonlyArray<ReadonlyMap<string, readonly string[]>>, limit: number): RankedChunks[] | null {
     const lists: RankedChunks[] = [];
     for (const perConfig of lexemes) {
+      const key = `${agentId}\n${limit}\n${[...perConfig].map(([config, words]) => `${config}:${words.join(' ')}`).join('\n')}`;
+      const held = this.lists.get(key);
+      if (held) {
+        lists.push(held);
+        continue;
+      }
       const scored: Array<{ c: IndexedChunk; score: number }> = [];
       for (const [config, words] of perConfig) {
         if (words.length > MAX_QUERY_TERMS || words.some((w) => !PLAIN_LEXEME.test(w))) return null;
@@ -79,7 +89,10 @@ export class KnowledgeCorpus {
         for (const c of seen) scored.push({ c, score: tsRankOr(c.doc, words) });
       }
       scored.sort((a, b) => b.score - a.score || a.c.sourceOrder - b.c.sourceOrder || a.c.ordinal - b.c.ordinal);
-      lists.push(scored.slice(0, limit).map(({ c, score }) => ({ chunkId: c.id, score: Number(float4AsClientReads(score).toFixed(6)) })));
+      const list = scored.slice(0, limit).map(({ c, score }) => ({ chunkId: c.id, score: Number(float4AsClientReads(score).toFixed(6)) }));
+      if (this.lists.size >= MAX_LISTS) this.lists.delete(this.lists.keys().next().value as string);
+      this.lists.set(key, list);
+      lists.push(list);
     }
     return lists;
   }
