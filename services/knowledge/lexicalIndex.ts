@@ -20,8 +20,8 @@ import type { KnowledgePreviewHit } from '../../schemas/types/knowledge';
 
 /** Chunks of one source set held at most: up to it no word can match more than CANDIDATES_PER_TERM chunks, so Postgres's ranking is exact. */
 export const MAX_INDEXED_CHUNKS = CANDIDATES_PER_TERM;
-/** Source sets held at most per process (cleared wholesale beyond it). */
-const MAX_SETS = 500;
+/** Chunks read at most per process between wholesale clears of every set: bounds the memory the indexes hold. */
+const MAX_HELD_CHUNKS = 100_000;
 /** Ranked lists kept per index (the earlier turns of a conversation are ranked again on each turn; oldest dropped). */
 const MAX_LISTS = 1000;
 /** Query lexeme lists kept (least recently used dropped). */
@@ -116,6 +116,8 @@ export class KnowledgeCorpus {
  */
 export class KnowledgeIndexes {
   private readonly sets = new Map<string, { corpus: Promise<KnowledgeCorpus | null>; expiresAt: number }>();
+  /** Chunks read since the last wholesale clear: an upper bound of those held (evicted and expired sets are not subtracted). */
+  private heldChunks = 0;
   private readonly generations = new Map<string, number>();
   private readonly lexemes = new Map<string, readonly string[]>();
 
@@ -132,7 +134,13 @@ export class KnowledgeIndexes {
     };
     feed.on('knowledge_sources', evict);
     feed.on('knowledge_chunks', evict);
-    feed.onLost(() => this.sets.clear());
+    feed.onLost(() => this.clear());
+  }
+
+  /** Drops every set (the count of chunks held restarts: sets still being read add theirs when they are in). */
+  private clear(): void {
+    this.sets.clear();
+    this.heldChunks = 0;
   }
 
   /** The index of `sourceIds`' chunks, read on first use. @returns null while the feed is not live or beyond MAX_INDEXED_CHUNKS */
@@ -142,9 +150,13 @@ export class KnowledgeIndexes {
     const hit = this.sets.get(key);
     if (hit && hit.expiresAt > Date.now()) return hit.corpus;
     const gen = this.generations.get(orgId) ?? 0;
-    const corpus = lexicalCorpus(db, orgId, sourceIds, MAX_INDEXED_CHUNKS).then(({ sources, chunks }) => (chunks.length > MAX_INDEXED_CHUNKS ? null : new KnowledgeCorpus(sources, chunks)));
+    const corpus = lexicalCorpus(db, orgId, sourceIds, MAX_INDEXED_CHUNKS).then(({ sources, chunks }) => {
+      if (chunks.length > MAX_INDEXED_CHUNKS) return null;
+      this.heldChunks += chunks.length;
+      if (this.heldChunks > MAX_HELD_CHUNKS) this.clear();
+      return new KnowledgeCorpus(sources, chunks);
+    });
     // A read that overlapped a change of the organization's knowledge is used once and not kept.
-    if (this.sets.size >= MAX_SETS) this.sets.clear();
     this.sets.set(key, { corpus, expiresAt: Date.now() + this.ttlSeconds * 1000 });
     corpus.then(
       () => (this.generations.get(orgId) ?? 0) !== gen && this.sets.get(key)?.corpus === corpus && this.sets.delete(key),
