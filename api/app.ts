@@ -13,6 +13,7 @@ import { ApiError, validationError } from '../domain/errors';
 import { KeyCache } from './keyCache';
 import { KeyUsageTracker } from './keyUsage';
 import { ChangeFeed, ReadCache } from '../db/changeFeed';
+import { KnowledgeIndexes } from '../services/knowledge/lexicalIndex';
 import { CONTROLS_FEED_TABLE } from '../db/repositories/conversationControls';
 import { controlListener } from '../services/voice/liveCalls';
 import { consolePages } from './console';
@@ -87,6 +88,8 @@ export function createApp(deps: AppOptions): BuiltApp {
   const keyUsage = new KeyUsageTracker(db, logger, config.keyLastUsedFlushMs);
   const caches: AppDeps['caches'] = {
     smsRegistrations: new ReadCache<RegistrationRecord>(feed, 'sms_registrations', config.cacheTtlSeconds, { versionOf: (r) => r.version }),
+    // Conversation turns rank their knowledge in process (docs/knowledge.md "Retrieval").
+    knowledge: new KnowledgeIndexes(feed, config.cacheTtlSeconds),
   };
   const limits = new RateLimits(databaseUrl, { points: config.rateLimitPoints, windowSeconds: config.rateLimitWindowSeconds });
   const ownHttp = !deps.providers?.skillHttp;

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { AppConfig } from '../config';
 import type { Db } from '../db';
 import type { ReadCache } from '../db/changeFeed';
+import type { KnowledgeIndexes } from '../services/knowledge/lexicalIndex';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
 import type { RouteDef } from './routes/table';
 import type { IdempotencyClaim } from './middleware/idempotency';
@@ -63,7 +64,7 @@ export interface AppDeps {
   config: AppConfig;
   logger: Logger;
   /** In-process read caches evicted by the Postgres change feed (db/changeFeed.ts). */
-  caches: { smsRegistrations: ReadCache<RegistrationRecord> };
+  caches: { smsRegistrations: ReadCache<RegistrationRecord>; knowledge: KnowledgeIndexes };
   /** Temporal client (starts and signals workflows); absent when the API runs without Temporal. */
   temporal?: { client: Client; taskQueue: string };
   /** Providers of the conversation runtime (docs/api-notes.md "Conversations"): the chat model and the skills' HTTP client. */

@@ -23,7 +23,7 @@ const VARIABLE_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
 /** The conversation service's dependencies from the app's. */
 export function conversationDeps(deps: AppDeps): ConversationDeps {
-  return { db: deps.db, llm: deps.providers.llm, http: deps.providers.skillHttp, temporal: deps.temporal, log: deps.logger, embeddings: deps.providers.embeddings };
+  return { db: deps.db, llm: deps.providers.llm, http: deps.providers.skillHttp, temporal: deps.temporal, log: deps.logger, embeddings: deps.providers.embeddings, indexes: deps.caches.knowledge };
 }
 
 /** Field errors of session variables: names as agent variables, values at most 1,000 characters. */

@@ -242,16 +242,26 @@ export async function getConversation(conn: Conn, orgId: string, id: string): Pr
   return r ? toRecord(r) : undefined;
 }
 
+// Messages are numbered 0 … message_count - 1 (createConversation, saveTurns), so the window is an index range of
+// (conversation_id, seq): it costs the window, not the conversation's whole history.
 const WITH_HISTORY_SQL = `SELECT c.*, (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
-                    FROM (SELECT * FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id ORDER BY m.seq DESC LIMIT ?) x) AS recent
+                    FROM (SELECT * FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id
+                             AND m.seq >= greatest(c.message_count - ?, ?) ORDER BY m.seq DESC LIMIT ?) x) AS recent
        FROM conversations c WHERE c.org_id = ? AND c.id = ?`;
 
 /**
  * A conversation with its last `historyLimit` messages (oldest first), in one round trip (a turn's read;
  * a prepared statement).
+ * @param fromSeq read no message numbered below it (the caller holds those: services/conversations/history.ts)
  */
-export async function getConversationWithHistory(conn: Conn, orgId: string, id: string, historyLimit: number): Promise<(ConversationRecord & { recent: ConversationMessage[] }) | undefined> {
-  const res = await conn.raw(WITH_HISTORY_SQL, [historyLimit, orgId, id]).options(prepared(WITH_HISTORY_SQL));
+export async function getConversationWithHistory(
+  conn: Conn,
+  orgId: string,
+  id: string,
+  historyLimit: number,
+  fromSeq = 0,
+): Promise<(ConversationRecord & { recent: ConversationMessage[] }) | undefined> {
+  const res = await conn.raw(WITH_HISTORY_SQL, [historyLimit, fromSeq, historyLimit, orgId, id]).options(prepared(WITH_HISTORY_SQL));
   const r = res.rows[0];
   return r ? { ...toRecord(r), recent: (r.recent as any[]).map(toMessage) } : undefined;
 }

@@ -15,6 +15,7 @@ import { getAgent, loadDraftBundle } from '../../db/repositories/agents';
 import { getVersion, versionIdByNumber } from '../../db/repositories/agentVersions';
 import { retrieveKnowledge } from '../knowledge/retrieval';
 import type { EmbeddingsProvider } from '../../providers/embeddings';
+import type { KnowledgeIndexes } from '../knowledge/lexicalIndex';
 import type { UsageInput } from '../../db/repositories/usage';
 import { amountFor, feeOf, PRICES } from '../../domain/billing/prices';
 import {
@@ -22,7 +23,6 @@ import {
   endConversation,
   endIdleConversations,
   getConversation,
-  getConversationWithHistory,
   recentMessages,
   saveTurns,
   type SavedTurn,
@@ -57,6 +57,7 @@ import { conversationTurns } from '../../metrics';
 import { heldTurn } from './control';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { countTurn, describeTurn, runTurnIn, tracer } from './turnTelemetry';
+import { conversationWithHistory, holdWindow } from './history';
 
 /** Messages of history handed to each turn. */
 export const HISTORY_MESSAGES = 30;
@@ -97,6 +98,8 @@ export interface ConversationDeps {
   log?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void };
   /** Embeddings of knowledge retrieval; absent: the configured provider (services/knowledge/retrieval.ts). */
   embeddings?: EmbeddingsProvider;
+  /** In-process full-text indexes of knowledge retrieval (services/knowledge/lexicalIndex.ts); absent: Postgres ranks. */
+  indexes?: KnowledgeIndexes;
 }
 
 /** Compiled versions are immutable: cached by organization, agent and version id, one read shared by the turns that miss at once. */
@@ -304,7 +307,7 @@ export async function requireConversation(
   opts: { withHistory?: boolean } = {},
 ): Promise<ConversationRecord & { recent?: ConversationMessage[] }> {
   const valid = /^cnv_[A-Za-z0-9]{8,40}$/.test(id);
-  const c = !valid ? undefined : opts.withHistory ? await getConversationWithHistory(db, orgId, id, HISTORY_MESSAGES) : await getConversation(db, orgId, id);
+  const c = !valid ? undefined : opts.withHistory ? await conversationWithHistory(db, orgId, id, HISTORY_MESSAGES) : await getConversation(db, orgId, id);
   if (!c || (channels && !channels.includes(c.channel))) throw notFound('Conversation', 'conversation_not_found');
   return c;
 }
@@ -344,7 +347,7 @@ export function turnPorts(deps: ConversationDeps, c: ConversationRecord, agent: 
     llm: modelFacingLlm(deps.db, c.orgId, deps.llm),
     // Hybrid retrieval over the recent user turns (services/knowledge/retrieval.ts; docs/knowledge.md "Retrieval").
     searchKnowledge: async (query, limit, earlierUserTurns) =>
-      (await retrieveKnowledge({ db: deps.db, embeddings: deps.embeddings, log: deps.log }, c.orgId, c.agentId, { text: query, earlierUserTurns }, limit, sourceIds)).map((h) => ({ ...h, source: { ...h.source } })),
+      (await retrieveKnowledge({ db: deps.db, embeddings: deps.embeddings, log: deps.log, indexes: deps.indexes }, c.orgId, c.agentId, { text: query, earlierUserTurns }, limit, sourceIds)).map((h) => ({ ...h, source: { ...h.source } })),
     // Simulations and evaluations run on stubs, never a real endpoint (docs/evals.md "Skill stubs").
     runSkill: createSkillRunner({ ...deps, stubs: c.skillStubs ?? (c.simulation ? {} : null) }),
     now: () => performance.now(),
@@ -475,7 +478,9 @@ export async function sendMessage(
   // analyzeAfterEnd never rejects.
   if (stored.conversation.status === 'ended') void analyzeAfterEnd({ db: deps.db, llm: deps.llm }, stored.conversation);
   const reply = [...stored.messages].reverse().find((m) => m.role === 'assistant' && m.content !== null && !m.toolCalls) ?? null;
-  return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result, recent: [...before, ...stored.messages].slice(-HISTORY_MESSAGES) };
+  const recent = [...before, ...stored.messages].slice(-HISTORY_MESSAGES);
+  holdWindow(stored.conversation, recent);
+  return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result, recent };
 }
 
 /**
