@@ -111,6 +111,13 @@ export async function runSmsRepliesBench(): Promise<void> {
     }
     // BENCH_PROFILE=1: a V8 profile of this process during the load, its top self-time functions printed.
     const profileDir = process.env.BENCH_PROFILE_DIR ?? (process.env.BENCH_PROFILE === '1' ? fs.mkdtempSync(path.join(os.tmpdir(), 'acp-prof-sms-')) : undefined);
+    // The CPU this process and Postgres spend with no text (the worker's and dev server's polls, timers) over 2 s,
+    // so the per-text figure can be told apart from the background a slow (contended) run accrues.
+    const idle0 = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
+    const idleT0 = performance.now();
+    await new Promise((r) => setTimeout(r, 2000));
+    const idle1 = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
+    const idlePerS = (name: string) => ((idle1[name] ?? 0) - (idle0[name] ?? 0)) / ((performance.now() - idleT0) / 1000);
     const before = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
     const profiled = profileWindow(profileDir, 'sms-replies');
     const t0 = performance.now();
@@ -160,6 +167,8 @@ export async function runSmsRepliesBench(): Promise<void> {
     }
     if (profileDir) printProfile('the sms-replies load (this process: API, worker, dev server, sender)', profileDir);
     console.log(`sms-replies: CPU per text: this process (API + worker + dev server + sender) ${perText('node')} ms, Postgres ${perText('postgres')} ms (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+    const net = (name: string) => ((after[name] ?? 0) - (before[name] ?? 0) - idlePerS(name) * doneS) / total;
+    console.log(`sms-replies: of which background with no text: this process ${idlePerS('node').toFixed(0)} ms/s, Postgres ${idlePerS('postgres').toFixed(0)} ms/s over ${doneS.toFixed(1)} s; net of it ${net('node').toFixed(2)} + ${net('postgres').toFixed(2)} = ${(net('node') + net('postgres')).toFixed(2)} ms per text`);
   } finally {
     delete process.env.SANDBOX_CALLBACK_URL;
     if (receiptDelay === undefined) delete process.env.SANDBOX_TELEPHONY_DELAY_MS;
