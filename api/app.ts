@@ -17,6 +17,7 @@ import { CONTROLS_FEED_TABLE } from '../db/repositories/conversationControls';
 import { controlListener } from '../services/voice/liveCalls';
 import { consolePages } from './console';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
+import type { NumberOwner } from '../db/repositories/numbers';
 import { accessLog } from './middleware/accessLog';
 import { auditLog } from './middleware/audit';
 import { authenticateGuard, authorizeGuard, credentialCheck, type Guard } from './middleware/auth';
@@ -87,6 +88,7 @@ export function createApp(deps: AppOptions): BuiltApp {
   const keyUsage = new KeyUsageTracker(db, logger, config.keyLastUsedFlushMs);
   const caches: AppDeps['caches'] = {
     smsRegistrations: new ReadCache<RegistrationRecord>(feed, 'sms_registrations', config.cacheTtlSeconds, { versionOf: (r) => r.version }),
+    numberOwners: new ReadCache<NumberOwner>(feed, 'phone_numbers', config.cacheTtlSeconds),
   };
   const limits = new RateLimits(databaseUrl, { points: config.rateLimitPoints, windowSeconds: config.rateLimitWindowSeconds });
   const ownHttp = !deps.providers?.skillHttp;

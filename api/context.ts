@@ -6,6 +6,7 @@ import type { AppConfig } from '../config';
 import type { Db } from '../db';
 import type { ReadCache } from '../db/changeFeed';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
+import type { NumberOwner } from '../db/repositories/numbers';
 import type { RouteDef } from './routes/table';
 import type { IdempotencyClaim } from './middleware/idempotency';
 import type { Scope } from '../domain/scopes';
@@ -63,7 +64,11 @@ export interface AppDeps {
   config: AppConfig;
   logger: Logger;
   /** In-process read caches evicted by the Postgres change feed (db/changeFeed.ts). */
-  caches: { smsRegistrations: ReadCache<RegistrationRecord> };
+  caches: {
+    smsRegistrations: ReadCache<RegistrationRecord>;
+    /** A purchased number's organization and number (its agent, its SMS toggle), by E.164 (inbound texts). */
+    numberOwners: ReadCache<NumberOwner>;
+  };
   /** Temporal client (starts and signals workflows); absent when the API runs without Temporal. */
   temporal?: { client: Client; taskQueue: string };
   /** Providers of the conversation runtime (docs/api-notes.md "Conversations"): the chat model and the skills' HTTP client. */

@@ -130,7 +130,9 @@ export async function applyProviderCallback(deps: CallbackDeps, provider: string
   }
 
   // message.inbound
-  const owner = await findOwnerOfNumber(db, body.to!);
+  // Through the process's read cache, kept coherent by the change feed (migration 20261129001600).
+  const owners = deps.caches?.numberOwners;
+  const owner = owners ? await owners.get(body.to!, () => findOwnerOfNumber(db, body.to!)) : await findOwnerOfNumber(db, body.to!);
   if (!owner) throw new ApiError(404, 'unknown_external_id', `No organization owns ${body.to}`);
   // The stored event keeps the attachments' types and sizes, not their bytes (those go to sms_media).
   const inboundPayload = { ...body, media: media.map((m) => ({ contentType: m.contentType, sizeBytes: m.data.length })) } as unknown as Record<string, unknown>;
