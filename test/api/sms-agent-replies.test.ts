@@ -16,7 +16,8 @@ import { stopSandboxDispatchers } from '../../providers/carrier/sandbox';
 import { sandboxInventory } from '../../providers/telephony/sandbox';
 import { publishDraft } from './agents-fixtures';
 import { until } from '../helpers/wait';
-import { allMessages, getConversation } from '../../db/repositories/conversations';
+import { allMessages, findOpenSmsConversation, getConversation } from '../../db/repositories/conversations';
+import { sendMessage } from '../../services/conversations/service';
 import { answerAndDeliver, answerInboundText, recoverPendingAnswers } from '../../services/sms/answer';
 import { getMessageRecord } from '../../db/repositories/smsMessages';
 import { createTelephony } from '../../providers/telephony';
@@ -273,6 +274,24 @@ describe('agents answer texts (inbound SMS → turn → reply)', function () {
     const sends = await t.db('provider_requests').where({ org_id: o.orgId, operation: 'sendMessage' });
     expect(sends.filter((r: { request: { reference?: string } }) => r.request.reference === queued.id)).to.have.length(1);
     expect(await t.db('conversation_turns').where({ org_id: o.orgId, conversation_id: queued.conversation_id })).to.have.length(1);
+  });
+
+  it('sends the turn a process that died before recording it already ran, without a second turn', async () => {
+    const o = await textingOrg();
+    const sender = '+12125550147';
+    const first = await inbound(o.ours, sender, 'Do you take new patients?');
+    const reply = await until(async () => replyTo(o.orgId, first.id), 30_000, 'the first reply');
+    // A second text whose callback ran its turn and died before recording anything on the text.
+    const id = `msg_turned${crypto.randomBytes(4).toString('hex')}`;
+    await t.db('sms_messages').insert({ id, org_id: o.orgId, direction: 'inbound', from_e164: sender, to_e164: o.ours, body: 'And on Saturdays?', status: 'received', media_ids: [], answer_state: 'pending' });
+    const open = (await findOpenSmsConversation(t.db, o.orgId, o.agentId, sender))!;
+    const turned = await sendMessage({ db: t.db, llm: createLlm(), http: createSkillHttpClient() }, open, 'And on Saturdays?');
+    const { client } = await testTemporal();
+    expect(await recoverPendingAnswers(t.db, { client, taskQueue: t.taskQueue! }, new Date(Date.now() + 60_000), 1000)).to.be.at.least(1);
+    const result = await client.workflow.getHandle(`sms-reply/${id}`).result();
+    expect(result).to.include({ answered: true, conversationId: reply.conversation_id });
+    expect((await replyTo(o.orgId, id)).body).to.equal(fitToSegments(turned.reply!.content!, 3));
+    expect(await t.db('conversation_turns').where({ org_id: o.orgId, conversation_id: reply.conversation_id })).to.have.length(2);
   });
 
   it('sweeps texts owed an answer with one read: the too old declined in one write, the others handed to sms-reply', async () => {
