@@ -18,6 +18,7 @@ import { CONTROLS_FEED_TABLE } from '../db/repositories/conversationControls';
 import { controlListener } from '../services/voice/liveCalls';
 import { consolePages } from './console';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
+import type { NumberOwner } from '../db/repositories/numbers';
 import { accessLog } from './middleware/accessLog';
 import { auditLog } from './middleware/audit';
 import { authenticateGuard, authorizeGuard, credentialCheck, type Guard } from './middleware/auth';
@@ -90,6 +91,7 @@ export function createApp(deps: AppOptions): BuiltApp {
     smsRegistrations: new ReadCache<RegistrationRecord>(feed, 'sms_registrations', config.cacheTtlSeconds, { versionOf: (r) => r.version }),
     // Conversation turns rank their knowledge in process (docs/knowledge.md "Retrieval").
     knowledge: new KnowledgeIndexes(feed, config.cacheTtlSeconds),
+    numberOwners: new ReadCache<NumberOwner>(feed, 'phone_numbers', config.cacheTtlSeconds),
   };
   const limits = new RateLimits(databaseUrl, { points: config.rateLimitPoints, windowSeconds: config.rateLimitWindowSeconds });
   const ownHttp = !deps.providers?.skillHttp;

@@ -7,6 +7,7 @@ import type { Db } from '../db';
 import type { ReadCache } from '../db/changeFeed';
 import type { KnowledgeIndexes } from '../services/knowledge/lexicalIndex';
 import type { RegistrationRecord } from '../db/repositories/smsRegistrations';
+import type { NumberOwner } from '../db/repositories/numbers';
 import type { RouteDef } from './routes/table';
 import type { IdempotencyClaim } from './middleware/idempotency';
 import type { Scope } from '../domain/scopes';
@@ -64,7 +65,13 @@ export interface AppDeps {
   config: AppConfig;
   logger: Logger;
   /** In-process read caches evicted by the Postgres change feed (db/changeFeed.ts). */
-  caches: { smsRegistrations: ReadCache<RegistrationRecord>; knowledge: KnowledgeIndexes };
+  caches: {
+    smsRegistrations: ReadCache<RegistrationRecord>;
+    /** Knowledge indexes of conversation turns, by version's sources (docs/knowledge.md "Retrieval"). */
+    knowledge: KnowledgeIndexes;
+    /** A purchased number's organization and number (its agent, its SMS toggle), by E.164 (inbound texts). */
+    numberOwners: ReadCache<NumberOwner>;
+  };
   /** Temporal client (starts and signals workflows); absent when the API runs without Temporal. */
   temporal?: { client: Client; taskQueue: string };
   /** Providers of the conversation runtime (docs/api-notes.md "Conversations"): the chat model and the skills' HTTP client. */

@@ -11,15 +11,25 @@
  * of this process (API + worker + dev server) and of Postgres. Delivery receipts are held back
  * (SANDBOX_TELEPHONY_DELAY_MS) so the reply's `updated_at` is its `sent` time.
  *
- * `BENCH_COUNT_QUERIES=1` also prints the statements each text costs through this process's pool, most frequent first.
+ * `BENCH_COUNT_QUERIES=1` also prints the statements each text costs, counted at pg's `Client` (every pool of the
+ * process: the service's, the change feed's, the turn writer's), most frequent first, the carrier sandbox's own
+ * records (`provider_requests`, `sandbox_callbacks`: what a real carrier keeps on its side) counted apart.
+ * `BENCH_PROFILE=1` profiles this process during the load (V8, 100 µs sampling) and prints its top self-time
+ * functions and packages; the sender's share is the fetch client's (`undici`) and the signing (`signCallback`).
+ * `BENCH_PROFILE_DIR` keeps the `.cpuprofile`.
  *
  * Run: `BENCH_ONLY=sms-replies npm run bench` or `npx tsx bench/smsReplies.ts`.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
 import { Worker } from '@temporalio/worker';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
-import { bundleBenchWorkflows, cpuSnapshot, publishForBench, startBenchApi, startBenchStack } from './harness';
+import { bundleBenchWorkflows, cpuSnapshot, profileWindow, publishForBench, startBenchApi, startBenchStack } from './harness';
+import { printProfile } from './http';
 import { createActivities } from '../activities';
 import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
 import { sandboxInventory } from '../providers/telephony/sandbox';
@@ -87,15 +97,29 @@ export async function runSmsRepliesBench(): Promise<void> {
     const secret = callbackSecret('sandbox');
 
     const total = RATE * SECONDS;
-    // BENCH_COUNT_QUERIES=1: how many statements each answered text costs, by their first words.
+    // BENCH_COUNT_QUERIES=1: how many statements each answered text costs, by their first words, counted at pg's
+    // Client so every pool of the process is seen (the turn writer's group commit, the change feed).
     const counted = new Map<string, number>();
+    const pgQuery = pg.Client.prototype.query;
     if (process.env.BENCH_COUNT_QUERIES) {
-      db.on('query', (q: { sql: string }) => {
-        const k = q.sql.replace(/\s+/g, ' ').slice(0, 60);
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        const q = args[0] as string | { text?: string };
+        const k = (typeof q === 'string' ? q : q?.text ?? '?').replace(/\s+/g, ' ').slice(0, 70);
         counted.set(k, (counted.get(k) ?? 0) + 1);
-      });
+        return (pgQuery as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof pgQuery;
     }
+    // BENCH_PROFILE=1: a V8 profile of this process during the load, its top self-time functions printed.
+    const profileDir = process.env.BENCH_PROFILE_DIR ?? (process.env.BENCH_PROFILE === '1' ? fs.mkdtempSync(path.join(os.tmpdir(), 'acp-prof-sms-')) : undefined);
+    // The CPU this process and Postgres spend with no text (the worker's and dev server's polls, timers) over 2 s,
+    // so the per-text figure can be told apart from the background a slow (contended) run accrues.
+    const idle0 = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
+    const idleT0 = performance.now();
+    await new Promise((r) => setTimeout(r, 2000));
+    const idle1 = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
+    const idlePerS = (name: string) => ((idle1[name] ?? 0) - (idle0[name] ?? 0)) / ((performance.now() - idleT0) / 1000);
     const before = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
+    const profiled = profileWindow(profileDir, 'sms-replies');
     const t0 = performance.now();
     const posts: Promise<void>[] = [];
     for (let i = 0; i < total; i++) {
@@ -121,6 +145,8 @@ export async function runSmsRepliesBench(): Promise<void> {
     }
     const doneS = (performance.now() - t0) / 1000;
     const after = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
+    await profiled();
+    pg.Client.prototype.query = pgQuery;
     const rows = await db('sms_messages as r')
       .join('sms_messages as i', function () {
         this.on('i.id', '=', 'r.reply_to').andOn('i.org_id', '=', 'r.org_id');
@@ -133,11 +159,16 @@ export async function runSmsRepliesBench(): Promise<void> {
     console.log(`sms-replies: all ${total} answered ${doneS.toFixed(2)} s after the first (${(total / doneS).toFixed(0)} replies/s)`);
     console.log(`sms-replies: inbound webhook stored → reply handed to the carrier p50 ${pct(lat, 50).toFixed(0)} ms, p99 ${pct(lat, 99).toFixed(0)} ms, max ${pct(lat, 100).toFixed(0)} ms (target p99 < 250 ms)`);
     if (counted.size) {
-      const all = [...counted.values()].reduce((a, b) => a + b, 0);
-      console.log(`sms-replies: ${(all / total).toFixed(1)} statements per text through this process's pool; the most frequent:`);
-      for (const [k, n] of [...counted].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${(n / total).toFixed(2)}  ${k}`);
+      // The carrier sandbox's own records stand for what a real carrier keeps on its side: counted apart.
+      const carrier = (k: string) => /"(provider_requests|sandbox_callbacks)"/.test(k);
+      const sum = (pick: (k: string) => boolean) => [...counted].filter(([k]) => pick(k)).reduce((a, [, n]) => a + n, 0);
+      console.log(`sms-replies: ${(sum((k) => !carrier(k)) / total).toFixed(1)} statements per text by the service (+ ${(sum(carrier) / total).toFixed(1)} by the carrier sandbox), all pools of this process; the most frequent:`);
+      for (const [k, n] of [...counted].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${(n / total).toFixed(2)}  ${carrier(k) ? '(carrier sandbox) ' : ''}${k}`);
     }
-    console.log(`sms-replies: CPU per text: this process (API + worker + dev server) ${perText('node')} ms, Postgres ${perText('postgres')} ms`);
+    if (profileDir) printProfile('the sms-replies load (this process: API, worker, dev server, sender)', profileDir);
+    console.log(`sms-replies: CPU per text: this process (API + worker + dev server + sender) ${perText('node')} ms, Postgres ${perText('postgres')} ms (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+    const net = (name: string) => ((after[name] ?? 0) - (before[name] ?? 0) - idlePerS(name) * doneS) / total;
+    console.log(`sms-replies: of which background with no text: this process ${idlePerS('node').toFixed(0)} ms/s, Postgres ${idlePerS('postgres').toFixed(0)} ms/s over ${doneS.toFixed(1)} s; net of it ${net('node').toFixed(2)} + ${net('postgres').toFixed(2)} = ${(net('node') + net('postgres')).toFixed(2)} ms per text`);
   } finally {
     delete process.env.SANDBOX_CALLBACK_URL;
     if (receiptDelay === undefined) delete process.env.SANDBOX_TELEPHONY_DELAY_MS;

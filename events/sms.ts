@@ -5,7 +5,7 @@
  * OnMessageChange parameters), only when the status actually moved, so a duplicate callback, a retried
  * activity or a refused (lower-ranked) status report emits nothing.
  */
-import { emitEvent } from './emit';
+import { checkedEvents, emitEvent } from './emit';
 import type { OnRegistrationChange } from '../db/repositories/smsRegistrations';
 import type { MessageChange, OnMessageChange } from '../db/repositories/smsMessages';
 
@@ -58,4 +58,27 @@ export const messageChanged =
 export const messageReceived =
   (orgId: string): OnMessageChange =>
   (trx, c) =>
-    emitEvent(trx, orgId, 'sms.message.received', { messageId: c.messageId, from: c.from, to: c.to, body: c.body, attachmentIds: c.attachmentIds, receivedAt: c.at });
+    emitEvent(trx, orgId, 'sms.message.received', receivedData(c));
+
+/** The `sms.message.received` payload of a text stored now. */
+function receivedData(c: MessageChange) {
+  return { messageId: c.messageId, from: c.from, to: c.to, body: c.body, attachmentIds: c.attachmentIds, receivedAt: c.at };
+}
+
+/**
+ * The rows of `sms.message.received` for a text about to be stored by a statement that writes its events itself
+ * (db/repositories/smsMessages.ts `storeInboundText`), checked against the catalog.
+ * @throws InvalidEventError when the payload does not match its schema
+ */
+export function receivedEventRows(c: MessageChange): { type: string; data: Record<string, unknown> }[] {
+  return checkedEvents([{ type: 'sms.message.received', data: receivedData(c) }]);
+}
+
+/**
+ * The rows of `sms.message.updated` for changes a statement writes with their events itself (an agent's reply
+ * queued and sent, db/repositories/smsMessages.ts), checked against the catalog.
+ * @throws InvalidEventError when a payload does not match its schema
+ */
+export function updatedEventRows(changes: readonly MessageChange[]): { type: string; data: Record<string, unknown> }[] {
+  return checkedEvents(changes.map((c) => ({ type: 'sms.message.updated' as const, data: messageUpdatedData(c) })));
+}

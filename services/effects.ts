@@ -53,6 +53,11 @@ export interface EffectSpec<R> {
   /** The provider's look-up by reference (or by to/from/time for calls; the intent gives the time). */
   lookup: (intent: ProviderIntent) => Promise<Lookup<R>>;
   fault?: FaultHook;
+  /**
+   * The intent the caller recorded and committed a moment ago, in the statement that stored the resource
+   * (an agent's reply, db/repositories/smsReplies.ts): not recorded again, and asked at once.
+   */
+  recorded?: ProviderIntent;
 }
 
 /**
@@ -64,7 +69,9 @@ export interface EffectSpec<R> {
  * @throws whatever `perform` or `lookup` throws (the attempt is retried; the intent stays pending)
  */
 export async function performOnce<R>(db: Db, orgId: string, spec: EffectSpec<R>): Promise<EffectOutcome<R>> {
-  const { intent, created } = await beginIntent(db, orgId, { kind: spec.kind, reference: spec.reference, subjectId: spec.subjectId, provider: spec.provider, request: spec.request });
+  const { intent, created } = spec.recorded?.status === 'pending' && spec.recorded.reference === spec.reference
+    ? { intent: spec.recorded, created: true }
+    : await beginIntent(db, orgId, { kind: spec.kind, reference: spec.reference, subjectId: spec.subjectId, provider: spec.provider, request: spec.request });
   if (intent.status === 'done') return { state: 'known', result: intent.result as R, performedNow: false, intent };
   if (intent.status === 'unknown') return { state: 'unknown', intent, reason: intent.note ?? 'the provider could not tell' };
   if (!created) {

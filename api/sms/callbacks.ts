@@ -19,7 +19,7 @@ import { ApiError, validationError } from '../../domain/errors';
 import { callbackSecret, verifyCallbackSignature } from '../../domain/sms/callbackSignature';
 import { findOrgByCarrierId, findOrgByRegistrationId, getRegistration, getRegistrationRecord } from '../../db/repositories/smsRegistrations';
 import { deleteProviderEvent, storeProviderEvent } from '../../db/repositories/smsProviderEvents';
-import { advanceMessage, findMessageByProviderId, findOutboundMessageById, insertMessage, type SmsMessageRecord } from '../../db/repositories/smsMessages';
+import { advanceMessage, findMessageByProviderId, findOutboundMessageById, insertMessage, storeInboundText, type SmsMessageRecord } from '../../db/repositories/smsMessages';
 import { findOwnerOfNumber } from '../../db/repositories/numbers';
 import { storableJson } from '../../domain/text';
 import { applyKeyword } from '../../db/repositories/smsContacts';
@@ -30,7 +30,7 @@ import { startWorkflow, workflowIds } from '../../temporal.config';
 import { carrierEventSignal } from '../../workflows/definitions';
 import { SANDBOX_PROVIDER, type SandboxCallbackPayload } from '../../providers/carrier/sandbox';
 import { optInConfirmation, optOutConfirmation, parseInboundKeyword, type InboundKeyword } from '../../domain/sms/keywords';
-import { messageChanged, messageReceived } from '../../events/sms';
+import { messageChanged, messageReceived, receivedEventRows } from '../../events/sms';
 import { answerAndDeliver, type KnownRecords } from '../../services/sms/answer';
 import { createTelephony, type TelephonyAdapter } from '../../providers/telephony';
 import type { SmsProviderCallbackResult } from '../../schemas/types/sms';
@@ -130,7 +130,9 @@ export async function applyProviderCallback(deps: CallbackDeps, provider: string
   }
 
   // message.inbound
-  const owner = await findOwnerOfNumber(db, body.to!);
+  // Through the process's read cache, kept coherent by the change feed (migration 20261129001600).
+  const owners = deps.caches?.numberOwners;
+  const owner = owners ? await owners.get(body.to!, () => findOwnerOfNumber(db, body.to!)) : await findOwnerOfNumber(db, body.to!);
   if (!owner) throw new ApiError(404, 'unknown_external_id', `No organization owns ${body.to}`);
   // The stored event keeps the attachments' types and sizes, not their bytes (those go to sms_media).
   const inboundPayload = { ...body, media: media.map((m) => ({ contentType: m.contentType, sizeBytes: m.data.length })) } as unknown as Record<string, unknown>;
@@ -139,13 +141,24 @@ export async function applyProviderCallback(deps: CallbackDeps, provider: string
   // are the keyword handler's), and the handler below applies it.
   const keyword = parseInboundKeyword(body.text!);
   const owed = !!owner.number.agentId && !keyword;
-  const stored = await db.transaction(async (trx): Promise<SmsMessageRecord | null> => {
-    if (!(await storeProviderEvent(trx, owner.orgId, { provider, objectType: 'inbound', externalId: body.id, status: 'RECEIVED', revision: 0, payload: inboundPayload }))) return null;
-    // Attachments are stored first, in the same transaction, so `sms.message.received` lists their ids.
-    const mediaIds = await storeInboundMedia(trx, owner.orgId, messageId, media);
-    const text = await insertMessage(trx, owner.orgId, { id: messageId, direction: 'inbound', trigger: null, from: body.from!, to: body.to!, body: body.text!, mediaIds, status: 'received', providerMessageId: body.id, answerState: owed ? 'pending' : null }, messageReceived(owner.orgId));
-    return { ...text, body: body.text!, mediaIds, providerMessageId: body.id!, conversationId: null, agentReply: null, replyTo: null };
-  });
+  const orgOwner = owner;
+  const stored = media.length ? await storeWithMedia() : await storeText();
+  async function storeText(): Promise<SmsMessageRecord | null> {
+    // Event, text and `sms.message.received` in one statement (no attachments to store first).
+    const at = new Date().toISOString();
+    const events = receivedEventRows({ messageId, direction: 'inbound', status: 'received', previousStatus: null, from: body.from!, to: body.to!, body: body.text!, attachmentIds: [], error: null, at });
+    const text = await storeInboundText(db, orgOwner.orgId, { id: messageId, provider, externalId: body.id, payload: inboundPayload, from: body.from!, to: body.to!, body: body.text!, answerState: owed ? 'pending' : null, at }, events);
+    return text && { ...text, body: body.text!, mediaIds: [], providerMessageId: body.id!, conversationId: null, agentReply: null, replyTo: null };
+  }
+  function storeWithMedia(): Promise<SmsMessageRecord | null> {
+    return db.transaction(async (trx): Promise<SmsMessageRecord | null> => {
+      if (!(await storeProviderEvent(trx, orgOwner.orgId, { provider, objectType: 'inbound', externalId: body.id, status: 'RECEIVED', revision: 0, payload: inboundPayload }))) return null;
+      // Attachments are stored first, in the same transaction, so `sms.message.received` lists their ids.
+      const mediaIds = await storeInboundMedia(trx, orgOwner.orgId, messageId, media);
+      const text = await insertMessage(trx, orgOwner.orgId, { id: messageId, direction: 'inbound', trigger: null, from: body.from!, to: body.to!, body: body.text!, mediaIds, status: 'received', providerMessageId: body.id, answerState: owed ? 'pending' : null }, messageReceived(orgOwner.orgId));
+      return { ...text, body: body.text!, mediaIds, providerMessageId: body.id!, conversationId: null, agentReply: null, replyTo: null };
+    });
+  }
   if (!stored) return { received: true, duplicate: true };
   await handleInboundKeyword(deps, owner.orgId, { from: body.from!, to: body.to!, text: body.text!, keyword });
   // The answer starts from the text and number just stored and read (not read again).

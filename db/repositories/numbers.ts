@@ -120,8 +120,14 @@ export async function getAgentNumberForSms(db: Db, orgId: string, agentId: strin
   return row?.e164;
 }
 
+/** A purchased number with its organization. */
+export interface NumberOwner {
+  orgId: string;
+  number: PhoneNumber;
+}
+
 /** Organization owning a purchased number (inbound texts carry only the number: necessarily a cross-organization lookup). */
-export async function findOwnerOfNumber(db: Db, e164: string): Promise<{ orgId: string; number: PhoneNumber } | undefined> {
+export async function findOwnerOfNumber(db: Db, e164: string): Promise<NumberOwner | undefined> {
   const row = await db('phone_numbers').where({ e164, status: 'purchased' }).first();
   return row ? { orgId: row.org_id, number: toPhoneNumber(row) } : undefined;
 }

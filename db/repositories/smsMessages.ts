@@ -3,10 +3,11 @@
  * inbound ones are `received`. A status never moves backwards (delivery receipts can arrive out of order).
  */
 import type { Knex } from 'knex';
-import type { Db } from '../index';
+import { prepared, type Db } from '../index';
 import type { SmsMessage } from '../../schemas/types/sms';
 import { iso } from '../timestamps';
 import { smsMessages } from '../../metrics';
+import { eventCtes, EVENTS_SELECT } from './events';
 
 
 /** Rank of outbound statuses: a report of a lower rank never replaces a higher one. */
@@ -125,6 +126,38 @@ export async function insertMessage(
   });
 }
 
+/**
+ * Stores a received text without attachments and its provider event in one statement (docs/sms.md "Agents answer
+ * texts": the hot path of an inbound callback): the provider event once per (provider, external id), the text
+ * (`received`, created at `at`) only when the event is new, and `events` (already checked against the catalog,
+ * `sms.message.received`) only when the text was stored — one atomic statement, so nothing is stored without the rest.
+ * @param at the ISO 8601 instant the text is stored as created (the events' `receivedAt` names the same)
+ * @returns the stored text, or null for a duplicate callback (nothing written)
+ */
+export async function storeInboundText(
+  db: Db,
+  orgId: string,
+  t: { id: string; provider: string; externalId: string; payload: Record<string, unknown>; from: string; to: string; body: string; answerState: 'pending' | null; at: string },
+  events: readonly { type: string; data: Record<string, unknown> }[],
+): Promise<SmsMessage | null> {
+  const ev = eventCtes(orgId, events, { gate: 'EXISTS (SELECT 1 FROM m)' });
+  const sql = `WITH pe AS (
+       INSERT INTO sms_provider_events (org_id, provider, object_type, external_id, status, revision, payload)
+       VALUES (?, ?, 'inbound', ?, 'RECEIVED', 0, ?::jsonb)
+       ON CONFLICT (provider, external_id, status, revision) DO NOTHING RETURNING id
+     ),
+     m AS (
+       INSERT INTO sms_messages (id, org_id, direction, from_e164, to_e164, body, status, provider_message_id, answer_state, created_at, updated_at)
+       SELECT ?, ?, 'inbound', ?, ?, ?, 'received', ?, ?, ?::timestamptz, ?::timestamptz FROM pe
+       ON CONFLICT (id) DO NOTHING RETURNING *
+     ),
+     ${ev.sql}
+     SELECT (SELECT row_to_json(m) FROM m) AS message, ${EVENTS_SELECT}`;
+  const bindings: Knex.RawBinding[] = [orgId, t.provider, t.externalId, JSON.stringify(t.payload), t.id, orgId, t.from, t.to, t.body, t.externalId, t.answerState, t.at, t.at, ...ev.bindings];
+  const row = (await db.raw(sql, bindings).options(prepared(sql))).rows[0];
+  return row.message ? toMessage(row.message) : null;
+}
+
 /** A message with its body and its place in an agent's conversation (internal: workflows and activities). */
 export interface SmsMessageRecord extends SmsMessage {
   body: string;
@@ -204,15 +237,32 @@ export async function advanceMessage(
     return n > 0;
   }
   return inTransaction(db, async (trx) => {
-    const before = await trx('sms_messages').where({ id, org_id: orgId }).forUpdate().first('status');
-    if (!before || !lower.includes(before.status)) return false;
-    const [row] = await trx('sms_messages').where({ id, org_id: orgId }).update(update).returning('*');
-    await onChange(trx, messageChange(row, before.status));
+    // One statement: the row is locked and its status read by the subquery, then moved only from a lower rank
+    // (under READ COMMITTED a concurrent move is waited for and its status is the one compared and reported).
+    const row = await moveReturningPrevious(trx, orgId, id, update, lower);
+    if (!row) return false;
+    await onChange(trx, messageChange(row, row.previous_status));
     return true;
   }).then((changed) => {
     if (changed) countMessage(to.status);
     return changed;
   });
+}
+
+/**
+ * `UPDATE … RETURNING` of one message whose locked status is one of `from`, with the status it had
+ * (`previous_status`). @returns the moved row, or undefined when it is missing or of another status
+ */
+async function moveReturningPrevious(trx: Knex.Transaction, orgId: string, id: string, update: Record<string, unknown>, from: string[]): Promise<any> {
+  const cols = Object.keys(update);
+  const sets = cols.map((c) => `${c} = ${c === 'updated_at' ? 'now()' : '?'}`).join(', ');
+  const values = cols.filter((c) => c !== 'updated_at').map((c) => update[c] as Knex.RawBinding);
+  const sql = `UPDATE sms_messages m SET ${sets}
+      FROM (SELECT id, org_id, status FROM sms_messages WHERE id = ? AND org_id = ? FOR UPDATE) prev
+     WHERE m.id = prev.id AND m.org_id = prev.org_id AND prev.status = ANY(?::text[])
+     RETURNING m.*, prev.status AS previous_status`;
+  const res = await trx.raw(sql, [...values, id, orgId, from]).options(prepared(sql));
+  return res.rows[0];
 }
 
 /** Counts the outbound statuses operators watch (`sms_messages_total`), once per transition written. */

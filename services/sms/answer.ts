@@ -26,7 +26,7 @@ import { getContact } from '../../db/repositories/smsContacts';
 import { findReplyTo, getMessageRecord, pendingAnswers, setInboundAnswer, settleInboundAnswer, settleInboundAnswers, type SmsMessageRecord } from '../../db/repositories/smsMessages';
 import type { TelephonyAdapter } from '../../providers/telephony';
 import { startWorkflow, workflowIds } from '../../temporal.config';
-import { deliverText, type DeliveryResult } from './deliver';
+import { deliverQueuedReply, deliverText, type DeliveryResult } from './deliver';
 import { getRegistration } from '../../db/repositories/smsRegistrations';
 import { ApiError } from '../../domain/errors';
 import { parseInboundKeyword } from '../../domain/sms/keywords';
@@ -36,7 +36,11 @@ import type { CompiledAgent } from '../../domain/agents/compile';
 import { conversationLimits, DEFAULT_CONVERSATION_LIMITS } from '../../domain/conversations/limits';
 import { recordUsage } from '../billing/usage';
 import { finishConversation, HISTORY_MESSAGES, pinnedAgent, sendMessage, startConversation, type ConversationDeps } from '../conversations/service';
-import { queueText } from './send';
+import { checkText, queueText } from './send';
+import { newId } from '../../db/ids';
+import { updatedEventRows } from '../../events/sms';
+import { queueReplyWithIntent } from '../../db/repositories/smsReplies';
+import type { ProviderIntent } from '../../db/repositories/providerIntents';
 
 /** Segments of an agent's SMS reply when the agent names none (domain/conversations/limits.ts). */
 export const DEFAULT_SMS_MAX_SEGMENTS = DEFAULT_CONVERSATION_LIMITS.smsMaxSegments;
@@ -49,7 +53,7 @@ const SEGMENT_FEE = feeOf(PRICES.smsSegments);
 
 /** What became of an inbound text. */
 export type InboundAnswer =
-  | { answered: true; replyMessageId: string; conversationId: string; segments: number; heldUntil: string | null; reply?: SmsMessageRecord }
+  | { answered: true; replyMessageId: string; conversationId: string; segments: number; heldUntil: string | null; reply?: SmsMessageRecord; intent?: ProviderIntent }
   | { answered: false; reason: 'not_found' | 'keyword' | 'no_agent' | 'agent_not_published' | 'recipient_opted_out' | 'number_not_sms_enabled' | 'registration_not_active' | 'no_reply' | 'already_answered' | string };
 
 /**
@@ -84,9 +88,9 @@ export async function answerInboundText(
   orgId: string,
   messageId: string,
   now = Date.now(),
-  opts: { settleAnswered?: boolean; known?: KnownRecords } = {},
+  opts: { settleAnswered?: boolean; known?: KnownRecords; sendVia?: string } = {},
 ): Promise<InboundAnswer> {
-  const answer = await composeAnswer(deps, orgId, messageId, now, opts.known);
+  const answer = await composeAnswer(deps, orgId, messageId, now, opts.known, opts.sendVia);
   // The owed answer ends here when there is none, or (the workflow, which delivers durably) when it is queued.
   if (!answer.answered && answer.reason !== 'not_found') await settleInboundAnswer(deps.db, orgId, messageId, 'declined', answer.reason);
   else if (answer.answered && opts.settleAnswered) await settleInboundAnswer(deps.db, orgId, messageId, 'answered');
@@ -107,8 +111,12 @@ export async function answerAndDeliver(
   messageId: string,
   known?: KnownRecords,
 ): Promise<{ answer: InboundAnswer; delivery?: DeliveryResult }> {
-  const answer = await answerInboundText(deps, orgId, messageId, Date.now(), { known });
+  // A reply sent now is stored with its send's intent (db/repositories/smsReplies.ts); a held one is not.
+  const answer = await answerInboundText(deps, orgId, messageId, Date.now(), { known, sendVia: deps.telephony.provider });
   if (!answer.answered) return { answer };
+  if (answer.intent && answer.reply && !answer.heldUntil) {
+    return { answer, delivery: await deliverQueuedReply(deps.db, deps.telephony, orgId, answer.reply, answer.intent, messageId) };
+  }
   if (answer.heldUntil) {
     if (!deps.temporal) return { answer }; // stays pending: the recovery sweep's workflow holds it once Temporal is back
     await startWorkflow(deps.temporal, 'smsMessage', { workflowId: workflowIds.smsMessage(answer.replyMessageId), args: [{ orgId, messageId: answer.replyMessageId, holdUntil: answer.heldUntil }], orgId, resourceId: answer.replyMessageId });
@@ -151,9 +159,11 @@ export async function recoverPendingAnswers(db: Db, temporal: { client: Client; 
 }
 
 /** Composes the answer (see {@link answerInboundText}). */
-async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Client; taskQueue: string } }, orgId: string, messageId: string, now: number, known: KnownRecords = {}): Promise<InboundAnswer> {
+async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Client; taskQueue: string } }, orgId: string, messageId: string, now: number, known: KnownRecords = {}, sendVia?: string): Promise<InboundAnswer> {
   const { db } = deps;
-  const m = known.message?.id === messageId ? known.message : await getMessageRecord(db, orgId, messageId);
+  // The callback's own first attempt (the text as it stored it a moment ago): no earlier attempt ran a turn for it.
+  const firstAttempt = known.message?.id === messageId;
+  const m = firstAttempt ? known.message! : await getMessageRecord(db, orgId, messageId);
   if (!m || m.direction !== 'inbound') return { answered: false, reason: 'not_found' };
   // Answered before (a retried activity): the same reply, which the workflow delivers once (its delivery is
   // idempotent). A reply is stored only after the turn's text was recorded on the inbound text.
@@ -169,32 +179,57 @@ async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Cli
   const registration = await (known.registration ? known.registration() : getRegistration(db, orgId));
   if (registration?.status !== 'active') return { answered: false, reason: 'registration_not_active' };
 
-  const conversation = await conversationFor(deps, orgId, number.agentId, m, now);
+  // The callback's first attempt records the conversation with the reply (below); a retry records it at once.
+  const conversation = await conversationFor(deps, orgId, number.agentId, m, now, !firstAttempt);
   if (!conversation) return { answered: false, reason: 'agent_not_published' };
   const agent = await pinnedAgent(db, conversation);
   let reply = m.agentReply;
+  let recorded = reply !== null;
   if (reply === null) {
-    // Only an attempt that got as far as the conversation before can have stored a turn for this text.
-    reply = m.conversationId ? await earlierReply(db, conversation, m) : null;
+    // Any attempt but the callback's first may find a turn an earlier one stored for this text.
+    reply = m.conversationId || !firstAttempt ? await earlierReply(db, conversation, m) : null;
     if (reply === null) {
       const outcome = await turnWhenFree(deps, conversation, turnText(m));
       reply = outcome.reply?.content ?? '';
     }
-    await setInboundAnswer(db, orgId, m.id, { conversationId: conversation.id, agentReply: reply });
   }
-  if (!reply.trim()) return { answered: false, reason: 'no_reply' };
+  const record = async () => {
+    if (!recorded) await setInboundAnswer(db, orgId, m.id, { conversationId: conversation.id, agentReply: reply! });
+    recorded = true;
+  };
+  if (!reply.trim()) {
+    await record();
+    return { answered: false, reason: 'no_reply' };
+  }
   const body = fitToSegments(reply, smsSettingsOf(agent).maxSegments);
   const segments = countSegments(body).segments;
+  const usage = (replyId: string) => ({
+    ...SEGMENT_FEE,
+    amountCents: SEGMENT_FEE.amountCents * segments,
+    quantity: segments,
+    dedupeKey: `sms-reply:${replyId}:segments`,
+    details: { messageId: replyId, inReplyTo: m.id, conversationId: conversation.id, agentId: conversation.agentId, segments, encoding: countSegments(body).encoding },
+  });
+  const text = { from: m.to, to: m.from, body, trigger: 'reply' as const, replyTo: { messageId: m.id, conversationId: conversation.id }, delivery: 'caller' as const, checked: { number, registration, contact } };
   try {
-    const queued = await queueText(db, deps.temporal, orgId, { from: m.to, to: m.from, body, trigger: 'reply', replyTo: { messageId: m.id, conversationId: conversation.id }, delivery: 'caller', checked: { number, registration, contact } }, (trx, data) =>
-      recordUsage(trx, orgId, {
-        ...SEGMENT_FEE,
-        amountCents: SEGMENT_FEE.amountCents * segments,
-        quantity: segments,
-        dedupeKey: `sms-reply:${data.id}:segments`,
-        details: { messageId: data.id, inReplyTo: m.id, conversationId: conversation.id, agentId: conversation.agentId, segments, encoding: countSegments(body).encoding },
-      }),
-    );
+    if (sendVia && !(await checkText(db, deps.temporal, orgId, text)).holdUntil) {
+      // Sent now: the reply recorded on the text, the reply, its charge, its event and its send's intent in one statement.
+      const id = newId('msg');
+      const at = new Date().toISOString();
+      const events = updatedEventRows([{ messageId: id, direction: 'outbound', status: 'queued', previousStatus: null, from: m.to, to: m.from, body, attachmentIds: [], error: null, at }]);
+      const { reply: queued, intent } = await queueReplyWithIntent(
+        db,
+        orgId,
+        { id, from: m.to, to: m.from, body, inboundId: m.id, conversationId: conversation.id, agentReply: reply, at },
+        usage(id),
+        { provider: sendVia, request: { from: m.to, to: m.from, length: body.length } },
+        events,
+      );
+      const stored: SmsMessageRecord = { ...queued, body, mediaIds: [], providerMessageId: null, conversationId: conversation.id, agentReply: null, replyTo: m.id };
+      return { answered: true, replyMessageId: id, conversationId: conversation.id, segments, heldUntil: null, reply: stored, intent };
+    }
+    await record();
+    const queued = await queueText(db, deps.temporal, orgId, text, (trx, data) => recordUsage(trx, orgId, usage(data.id)));
     // The reply as stored, for its delivery in this process (deliverText need not read it again).
     const stored: SmsMessageRecord = { ...queued, body, mediaIds: [], providerMessageId: null, conversationId: conversation.id, agentReply: null, replyTo: m.id };
     return { answered: true, replyMessageId: queued.id, conversationId: conversation.id, segments, heldUntil: queued.heldUntil, reply: stored };
@@ -267,7 +302,7 @@ async function earlierReply(db: Db, c: ConversationRecord, m: SmsMessageRecord):
  * (a partial unique index; the loser reads the winner's).
  * @returns null when the agent is not published
  */
-async function conversationFor(deps: ConversationDeps, orgId: string, agentId: string, m: SmsMessageRecord, now: number): Promise<ConversationRecord | null> {
+async function conversationFor(deps: ConversationDeps, orgId: string, agentId: string, m: SmsMessageRecord, now: number, recordNow = true): Promise<ConversationRecord | null> {
   const { db } = deps;
   if (m.conversationId) {
     const known = await getConversation(db, orgId, m.conversationId);
@@ -278,7 +313,7 @@ async function conversationFor(deps: ConversationDeps, orgId: string, agentId: s
   if (open) {
     const agent = await pinnedAgent(db, open);
     if (now - Date.parse(open.lastActivityAt) < smsSettingsOf(agent).idleTimeoutSeconds * 1000) {
-      await setInboundAnswer(db, orgId, m.id, { conversationId: open.id });
+      if (recordNow) await setInboundAnswer(db, orgId, m.id, { conversationId: open.id });
       return open;
     }
     await finishConversation(db, open, 'idle', { db, llm: deps.llm, temporal: deps.temporal });
@@ -294,6 +329,6 @@ async function conversationFor(deps: ConversationDeps, orgId: string, agentId: s
     if (!winner) throw err;
     started = winner;
   }
-  await setInboundAnswer(db, orgId, m.id, { conversationId: started.id });
+  if (recordNow) await setInboundAnswer(db, orgId, m.id, { conversationId: started.id });
   return started;
 }

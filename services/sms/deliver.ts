@@ -13,7 +13,9 @@ import { getContact } from '../../db/repositories/smsContacts';
 import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
 import { getRegistration } from '../../db/repositories/smsRegistrations';
 import { resolveIntent } from '../../db/repositories/providerIntents';
-import { messageChanged } from '../../events/sms';
+import { messageChanged, updatedEventRows } from '../../events/sms';
+import { markReplySent } from '../../db/repositories/smsReplies';
+import type { ProviderIntent } from '../../db/repositories/providerIntents';
 import type { TelephonyAdapter } from '../../providers/telephony';
 import { performOnce, type FaultHook } from '../effects';
 
@@ -60,6 +62,39 @@ export async function deliverText(db: Db, telephony: TelephonyAdapter, orgId: st
     await resolveIntent(trx, orgId, effect.intent.id, effect.result);
     await advanceMessage(trx, orgId, messageId, { status: 'sent', providerMessageId: effect.result.providerMessageId }, messageChanged(orgId));
   });
+  await faults?.('after_record', 'sms_send', m.id);
+  return { status: 'sent', error: null };
+}
+
+/**
+ * Hands an agent's reply to the carrier right after {@link queueReplyWithIntent} stored it with its send's
+ * intent (services/sms/answer.ts, in the process that received the text): asked once, then the intent, the
+ * reply's `sent` and the inbound text's `answered` recorded in one statement (db/repositories/smsReplies.ts).
+ * @param intent the pending intent stored with the reply (its reference is the reply's id)
+ * @param faults tests only: crash points of the provider write
+ * @throws what the carrier throws (the text stays `pending`; the caller hands it to `sms-reply/{id}`, whose
+ *   delivery finds the intent and asks the carrier's look-up before sending again)
+ */
+export async function deliverQueuedReply(db: Db, telephony: TelephonyAdapter, orgId: string, reply: SmsMessageRecord, intent: ProviderIntent, inboundId: string, faults?: FaultHook): Promise<DeliveryResult> {
+  const m = reply;
+  const effect = await performOnce(db, orgId, {
+    kind: 'sms_send',
+    reference: m.id,
+    subjectId: m.id,
+    provider: telephony.provider,
+    request: { from: m.from, to: m.to, length: m.body.length },
+    perform: () => telephony.sendMessage(orgId, { from: m.from, to: m.to, body: m.body, mediaIds: m.mediaIds, reference: m.id }),
+    lookup: () => telephony.findMessage(orgId, m.id),
+    fault: faults,
+    recorded: intent,
+  });
+  if (effect.state === 'unknown') {
+    await advanceMessage(db, orgId, m.id, { status: 'failed', error: 'provider_outcome_unknown' }, messageChanged(orgId));
+    return { status: 'failed', error: 'provider_outcome_unknown' };
+  }
+  const at = new Date().toISOString();
+  const events = updatedEventRows([{ messageId: m.id, direction: 'outbound', status: 'sent', previousStatus: 'queued', from: m.from, to: m.to, body: m.body, attachmentIds: m.mediaIds, error: null, at }]);
+  await markReplySent(db, orgId, { replyId: m.id, inboundId, intentId: effect.intent.id, providerMessageId: effect.result.providerMessageId, result: effect.result, at }, events);
   await faults?.('after_record', 'sms_send', m.id);
   return { status: 'sent', error: null };
 }

@@ -68,21 +68,8 @@ export async function queueText(
   text: TextToQueue,
   inTransaction?: (trx: Knex.Transaction, data: SmsMessage & { heldUntil: string | null }) => Promise<unknown>,
 ): Promise<SmsMessage & { heldUntil: string | null }> {
+  const { requestedMedia, holdUntil } = await checkText(db, temporal, orgId, text);
   const { from, to } = text;
-  if (!isUsNumber(to)) throw new ApiError(422, 'recipient_not_us', 'Texting is US-only: the recipient is not a US number', { errors: [{ field: 'to', message: 'must be a US number' }] });
-  const number = text.checked?.number ?? (await getOwnedNumberByE164(db, orgId, from));
-  if (!number) throw new ApiError(404, 'number_not_found', `${from} is not a number of this organization`);
-  if (!number.smsEnabled) throw new ApiError(409, 'number_not_sms_enabled', `${from} is not SMS-enabled; enable it with PUT /numbers/${number.id}/sms`);
-  const reg = text.checked ? text.checked.registration : await getRegistration(db, orgId);
-  if (reg?.status !== 'active') throw new ApiError(409, 'registration_not_active', `The 10DLC registration is ${reg?.status ?? 'not saved'}; texts can be sent once it is active`);
-  const contact = text.checked ? text.checked.contact : await getContact(db, orgId, to);
-  if (contact?.optedOut) throw new ApiError(409, 'recipient_opted_out', 'The recipient opted out (STOP) or withdrew consent');
-  const requestedMedia = text.checkMedia ? await text.checkMedia() : [];
-  if (!temporal && text.delivery !== 'caller') throw temporalUnavailable();
-
-  const exempt = text.trigger === 'reply' && reg.quietHoursRepliesExempt;
-  const decision = exempt ? null : quietHoursDecision(to, new Date());
-  const holdUntil = decision && !decision.allowed ? decision.sendAt.toISOString() : null;
   const id = newId('msg');
   const data = await db.transaction(async (trx) => {
     // `file_…` SMS uploads become attachments (`med_…`) first carried by this message (rolled back with it).
@@ -108,4 +95,33 @@ export async function queueText(
     throw temporalUnavailable('The message could not be queued; send it again');
   }
   return data;
+}
+
+/**
+ * The rules every text is queued under (see {@link queueText}) and the quiet-hours decision.
+ * @returns the attachments asked for, checked, and the ISO instant the text is held until (null: send now)
+ * @throws ApiError as {@link queueText}
+ */
+export async function checkText(
+  db: Db,
+  temporal: { client: Client; taskQueue: string } | undefined,
+  orgId: string,
+  text: TextToQueue,
+): Promise<{ requestedMedia: string[]; holdUntil: string | null }> {
+  const { from, to } = text;
+  if (!isUsNumber(to)) throw new ApiError(422, 'recipient_not_us', 'Texting is US-only: the recipient is not a US number', { errors: [{ field: 'to', message: 'must be a US number' }] });
+  const number = text.checked?.number ?? (await getOwnedNumberByE164(db, orgId, from));
+  if (!number) throw new ApiError(404, 'number_not_found', `${from} is not a number of this organization`);
+  if (!number.smsEnabled) throw new ApiError(409, 'number_not_sms_enabled', `${from} is not SMS-enabled; enable it with PUT /numbers/${number.id}/sms`);
+  const reg = text.checked ? text.checked.registration : await getRegistration(db, orgId);
+  if (reg?.status !== 'active') throw new ApiError(409, 'registration_not_active', `The 10DLC registration is ${reg?.status ?? 'not saved'}; texts can be sent once it is active`);
+  const contact = text.checked ? text.checked.contact : await getContact(db, orgId, to);
+  if (contact?.optedOut) throw new ApiError(409, 'recipient_opted_out', 'The recipient opted out (STOP) or withdrew consent');
+  const requestedMedia = text.checkMedia ? await text.checkMedia() : [];
+  if (!temporal && text.delivery !== 'caller') throw temporalUnavailable();
+
+  const exempt = text.trigger === 'reply' && reg.quietHoursRepliesExempt;
+  const decision = exempt ? null : quietHoursDecision(to, new Date());
+  const holdUntil = decision && !decision.allowed ? decision.sendAt.toISOString() : null;
+  return { requestedMedia, holdUntil };
 }

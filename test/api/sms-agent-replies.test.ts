@@ -16,8 +16,11 @@ import { stopSandboxDispatchers } from '../../providers/carrier/sandbox';
 import { sandboxInventory } from '../../providers/telephony/sandbox';
 import { publishDraft } from './agents-fixtures';
 import { until } from '../helpers/wait';
-import { allMessages, getConversation } from '../../db/repositories/conversations';
-import { answerInboundText, recoverPendingAnswers } from '../../services/sms/answer';
+import { allMessages, findOpenSmsConversation, getConversation } from '../../db/repositories/conversations';
+import { sendMessage } from '../../services/conversations/service';
+import { answerAndDeliver, answerInboundText, recoverPendingAnswers } from '../../services/sms/answer';
+import { getMessageRecord } from '../../db/repositories/smsMessages';
+import { createTelephony } from '../../providers/telephony';
 import { createLlm } from '../../providers/llm';
 import { createSkillHttpClient } from '../../providers/http/request';
 import { testTemporal } from '../helpers/temporal';
@@ -240,6 +243,55 @@ describe('agents answer texts (inbound SMS → turn → reply)', function () {
     // Answered: the next sweep hands over nothing of it.
     await recoverPendingAnswers(t.db, { client, taskQueue: t.taskQueue! }, new Date(), 1000);
     expect(await t.db('sms_messages').where({ org_id: o.orgId, reply_to: id })).to.have.length(1);
+  });
+
+  it('sends once a reply whose process died after storing it with its send intent and before the carrier was asked', async () => {
+    const o = await textingOrg();
+    const sender = '+12125550146';
+    const id = `msg_halfway${crypto.randomBytes(4).toString('hex')}`;
+    await t.db('sms_messages').insert({ id, org_id: o.orgId, direction: 'inbound', from_e164: sender, to_e164: o.ours, body: 'Do you open on Sundays?', status: 'received', media_ids: [], answer_state: 'pending' });
+    const { client } = await testTemporal();
+    // The callback's own attempt, whose carrier call never happens (the process dies at the send).
+    const real = createTelephony({ db: t.db, config: t.config });
+    const dying = Object.assign(Object.create(real), { sendMessage: async () => Promise.reject(new Error('process died')) });
+    const deps = { db: t.db, llm: createLlm(), http: createSkillHttpClient(), temporal: { client, taskQueue: t.taskQueue! }, telephony: dying };
+    const known = { message: (await getMessageRecord(t.db, o.orgId, id))! };
+    let died: unknown;
+    await answerAndDeliver(deps, o.orgId, id, known).catch((err: unknown) => (died = err));
+    expect(String(died)).to.contain('process died');
+    const queued = await replyTo(o.orgId, id);
+    expect(queued).to.include({ status: 'queued', agent_reply: null });
+    expect((await t.db('sms_messages').where({ id }).first())).to.include({ answer_state: 'pending', conversation_id: queued.conversation_id });
+    expect(await t.db('provider_intents').where({ org_id: o.orgId, reference: queued.id })).to.have.length(1);
+
+    // The sweep (past the grace period) hands it to sms-reply: the same reply, asked of the carrier once, no second turn.
+    expect(await recoverPendingAnswers(t.db, { client, taskQueue: t.taskQueue! }, new Date(Date.now() + 60_000), 1000)).to.be.at.least(1);
+    const result = await client.workflow.getHandle(`sms-reply/${id}`).result();
+    expect(result).to.include({ answered: true, replyMessageId: queued.id });
+    expect(result.delivery).to.deep.equal({ status: 'sent', error: null });
+    expect((await replyTo(o.orgId, id)).status).to.equal('sent');
+    expect((await t.db('sms_messages').where({ id }).first()).answer_state).to.equal('answered');
+    const sends = await t.db('provider_requests').where({ org_id: o.orgId, operation: 'sendMessage' });
+    expect(sends.filter((r: { request: { reference?: string } }) => r.request.reference === queued.id)).to.have.length(1);
+    expect(await t.db('conversation_turns').where({ org_id: o.orgId, conversation_id: queued.conversation_id })).to.have.length(1);
+  });
+
+  it('sends the turn a process that died before recording it already ran, without a second turn', async () => {
+    const o = await textingOrg();
+    const sender = '+12125550147';
+    const first = await inbound(o.ours, sender, 'Do you take new patients?');
+    const reply = await until(async () => replyTo(o.orgId, first.id), 30_000, 'the first reply');
+    // A second text whose callback ran its turn and died before recording anything on the text.
+    const id = `msg_turned${crypto.randomBytes(4).toString('hex')}`;
+    await t.db('sms_messages').insert({ id, org_id: o.orgId, direction: 'inbound', from_e164: sender, to_e164: o.ours, body: 'And on Saturdays?', status: 'received', media_ids: [], answer_state: 'pending' });
+    const open = (await findOpenSmsConversation(t.db, o.orgId, o.agentId, sender))!;
+    const turned = await sendMessage({ db: t.db, llm: createLlm(), http: createSkillHttpClient() }, open, 'And on Saturdays?');
+    const { client } = await testTemporal();
+    expect(await recoverPendingAnswers(t.db, { client, taskQueue: t.taskQueue! }, new Date(Date.now() + 60_000), 1000)).to.be.at.least(1);
+    const result = await client.workflow.getHandle(`sms-reply/${id}`).result();
+    expect(result).to.include({ answered: true, conversationId: reply.conversation_id });
+    expect((await replyTo(o.orgId, id)).body).to.equal(fitToSegments(turned.reply!.content!, 3));
+    expect(await t.db('conversation_turns').where({ org_id: o.orgId, conversation_id: reply.conversation_id })).to.have.length(2);
   });
 
   it('sweeps texts owed an answer with one read: the too old declined in one write, the others handed to sms-reply', async () => {

@@ -1,13 +1,14 @@
 /**
  * The change feed (db/changeFeed.ts, migrations 20261122000050 and 20261123000300; docs/operations.md "Scaling out"):
  * one notification per statement on `sms_registrations`, up to 200 rows each, and every cached row of the
- * statement evicted in a listening process.
+ * statement evicted in a listening process; `phone_numbers` keyed by the number (migration 20261129001600).
  */
 import { expect } from 'chai';
 import pg from 'pg';
 import { createDb, migrate, type Db } from '../../db';
 import { ChangeFeed, ReadCache } from '../../db/changeFeed';
 import { createOrganization } from '../../db/repositories/organizations';
+import { findOwnerOfNumber, setSmsEnabled, type NumberOwner } from '../../db/repositories/numbers';
 import { createTestDatabase } from '../helpers/postgres';
 
 describe('change feed', function () {
@@ -66,6 +67,31 @@ describe('change feed', function () {
       await settle();
       expect(payloads).to.deep.equal([`sms_registrations:${orgIds[7]}`]);
       expect(cache.peek(orgIds[7])).to.equal(undefined);
+    } finally {
+      await feed.close();
+    }
+  });
+
+  it('evicts a cached number owner when the number changes, keyed by the number', async () => {
+    const feed = new ChangeFeed();
+    await feed.start(url);
+    try {
+      const cache = new ReadCache<NumberOwner>(feed, 'phone_numbers', 30);
+      const e164 = '+13125550177';
+      await db('phone_numbers').insert({ id: 'num_feed_1', org_id: orgIds[3], e164, status: 'purchased', sms_enabled: true });
+      await settle();
+      const first = await cache.get(e164, () => findOwnerOfNumber(db, e164));
+      expect(first?.orgId).to.equal(orgIds[3]);
+      expect(cache.peek(e164)?.number.smsEnabled).to.equal(true);
+      payloads.length = 0;
+      await setSmsEnabled(db, orgIds[3], 'num_feed_1', false);
+      await settle();
+      expect(payloads).to.deep.equal([`phone_numbers:${e164}`]);
+      expect(cache.peek(e164)).to.equal(undefined);
+      expect((await cache.get(e164, () => findOwnerOfNumber(db, e164)))?.number.smsEnabled).to.equal(false);
+      await db('phone_numbers').where({ id: 'num_feed_1' }).delete();
+      await settle();
+      expect(cache.peek(e164)).to.equal(undefined);
     } finally {
       await feed.close();
     }
