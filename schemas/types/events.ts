@@ -409,13 +409,13 @@ export interface InvoiceFinalizedEventData {
 
 /**
  * `provider.intent.unknown`: a write at an outside provider (a dial, a 10DLC brand or campaign create, a
- * number purchase, a text) may or may not have happened and the provider's look-ups cannot tell
+ * number purchase, a text, a CRM note, a booking, an auto-recharge payment) may or may not have happened and the provider's look-ups cannot tell
  * (docs/operations.md "Provider calls happen once"): an operator checks at the provider and settles it.
  */
 export interface ProviderIntentUnknownEventData {
   /** `pin_…` */
   intentId: string;
-  kind: 'dial' | 'brand_create' | 'campaign_create' | 'number_purchase' | 'sms_send' | 'number_release' | 'crm_note';
+  kind: 'dial' | 'brand_create' | 'campaign_create' | 'number_purchase' | 'sms_send' | 'number_release' | 'crm_note' | 'booking' | 'recharge';
   /** The client reference the request carried (dial key, registration, number or message id). */
   reference: string;
   /** Our resource the write was for (attempt, registration, number or message id). */
