@@ -5,7 +5,8 @@
  * a loopback stub that validates every request and answer against the provider's own document. For each target and
  * skill, a chat conversation on the sandbox model: success, a 4xx, a 5xx, no answer in time, an unparsable answer —
  * the person never hears that something was booked or offered when it was not (in chat, in a playbook and over the
- * widget). Plus: a retried booking books once,
+ * widget; by text and on the phone: test/api/sms-booking.test.ts, test/api/voice-booking.test.ts). Plus: a booking
+ * attempt that crashed after the target answered is reconciled from its intent and books once,
  * a private url is refused (400 naming `config.url`), and the pre-publish report names each target and flags the
  * unreachable one.
  */

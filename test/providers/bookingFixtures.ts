@@ -142,27 +142,27 @@ export class BookingTargets {
     if (target === 'url') {
       const book = /^POST \/book$/;
       return [
-        { kind: '4xx', arm: () => this.endpoint.failNext(book, { status: 409, body: { error: 'slot taken' } }) },
-        { kind: '5xx', arm: () => this.endpoint.failNext(book, { status: 500, body: { error: 'boom' } }) },
-        { kind: 'timeout', arm: () => this.endpoint.hangNext(book) },
-        { kind: 'unparsable', arm: () => this.endpoint.failNext(book, { status: 200, raw: '<html>ok</html>', headers: { 'content-type': 'text/html' } }) },
+        { kind: 'a 4xx', arm: () => this.endpoint.failNext(book, { status: 409, body: { error: 'slot taken' } }) },
+        { kind: 'a 5xx', arm: () => this.endpoint.failNext(book, { status: 500, body: { error: 'boom' } }) },
+        { kind: 'no answer in time', arm: () => this.endpoint.hangNext(book) },
+        { kind: 'an unparsable answer', arm: () => this.endpoint.failNext(book, { status: 200, raw: '<html>ok</html>', headers: { 'content-type': 'text/html' } }) },
       ];
     }
     if (target === 'google') {
       const insert = /^POST \/calendar\/v3\/calendars\/primary\/events$/;
       return [
-        { kind: '4xx', arm: () => this.google.failNext(insert, googleError(403, 'forbidden', 'Forbidden')) },
-        { kind: '5xx', arm: () => this.google.failNext(insert, googleError(503, 'backendError', 'Backend Error')) },
-        { kind: 'timeout', arm: () => this.google.hangNext(insert) },
-        { kind: 'unparsable', arm: () => this.google.failNext(insert, { status: 200, raw: '<html>oops</html>', headers: { 'content-type': 'text/html' } }) },
+        { kind: 'a 4xx', arm: () => this.google.failNext(insert, googleError(403, 'forbidden', 'Forbidden')) },
+        { kind: 'a 5xx', arm: () => this.google.failNext(insert, googleError(503, 'backendError', 'Backend Error')) },
+        { kind: 'no answer in time', arm: () => this.google.hangNext(insert) },
+        { kind: 'an unparsable answer', arm: () => this.google.failNext(insert, { status: 200, raw: '<html>oops</html>', headers: { 'content-type': 'text/html' } }) },
       ];
     }
     const bookings = /^POST \/v2\/bookings$/;
     return [
-      { kind: '4xx', arm: () => this.calcom.failNext(bookings, { status: 400, body: { status: 'error', error: { code: 'BadRequestException', message: 'slot taken' } } }) },
-      { kind: '5xx', arm: () => this.calcom.failNext(bookings, { status: 500, body: { status: 'error', error: { code: 'InternalServerErrorException', message: 'boom' } } }) },
-      { kind: 'timeout', arm: () => this.calcom.hangNext(bookings) },
-      { kind: 'unparsable', arm: () => this.calcom.failNext(bookings, { status: 201, raw: 'oops', headers: { 'content-type': 'text/plain' } }) },
+      { kind: 'a 4xx', arm: () => this.calcom.failNext(bookings, { status: 400, body: { status: 'error', error: { code: 'BadRequestException', message: 'slot taken' } } }) },
+      { kind: 'a 5xx', arm: () => this.calcom.failNext(bookings, { status: 500, body: { status: 'error', error: { code: 'InternalServerErrorException', message: 'boom' } } }) },
+      { kind: 'no answer in time', arm: () => this.calcom.hangNext(bookings) },
+      { kind: 'an unparsable answer', arm: () => this.calcom.failNext(bookings, { status: 201, raw: 'oops', headers: { 'content-type': 'text/plain' } }) },
     ];
   }
 
