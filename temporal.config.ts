@@ -94,6 +94,8 @@ export const workflowIds = {
   agentEval: (runId: string) => `agent-eval/${runId}`,
   /** Closing of the months' invoices for every organization (docs/api-notes.md "Billing"); continues as new each month. */
   billingMonth: () => 'billing-month',
+  /** The wallet auto-recharge of one organization: one at a time (docs/api-notes.md "Billing": auto-recharge). */
+  walletAutoRecharge: (orgId: string) => `wallet-recharge/${orgId}`,
   /** Records sync of one integration connection (docs/api-notes.md "Integrations and records"). */
   recordsSync: (connectionId: string) => `records-sync/${connectionId}`,
   /** The lifecycle of one phone call (docs/voice.md). */
@@ -173,6 +175,7 @@ export const WORKFLOW_ROUTES: { readonly [K in WorkflowName]: { queue: QueueName
   reportExport: { queue: 'main', workload: 'bulk' },
   agentEval: { queue: 'main', workload: 'bulk' },
   billingMonth: { queue: 'main', workload: 'bulk' },
+  walletAutoRecharge: { queue: 'main', workload: 'bulk' },
   recordsSync: { queue: 'main', workload: 'bulk' },
   contactImport: { queue: 'main', workload: 'bulk' },
   campaignDialer: { queue: 'main', workload: 'bulk' },

@@ -35,6 +35,7 @@ export type WebhookEventType =
   | 'number.released'
   | 'message.created'
   | 'billing.wallet.low'
+  | 'billing.auto_recharge.failed'
   | 'invoice.finalized'
   | 'provider.intent.unknown'
   | 'integration.needs_reauth'
@@ -383,6 +384,28 @@ export interface BillingWalletLowEventData {
   usageEntryId: string | null;
 }
 
+/**
+ * `billing.auto_recharge.failed`: an auto-recharge's card payment was declined (docs/api-notes.md "Billing":
+ * auto-recharge): nothing was credited and auto-recharge is now off (`autoRechargeEnabled: false`) until it is
+ * saved again; the card is never charged again by it meanwhile.
+ */
+export interface BillingAutoRechargeFailedEventData {
+  /** The recharge attempt (`rch_…`): the payment's idempotency key derives from it. */
+  attemptId: string;
+  /** What was asked, US cents. */
+  amountCents: number;
+  /** `USD`. */
+  currency: string;
+  /** Why: `card_declined`, `insufficient_funds`, `authentication_required`, `payment_method_required`. */
+  code: string;
+  /** The provider's message. */
+  reason: string;
+  /** Always false: a declined recharge turns auto-recharge off. */
+  autoRechargeEnabled: boolean;
+  /** Balance when it was declined, US cents. */
+  balanceCents: number;
+}
+
 /** One line of a finalized invoice: the usage of one kind in the month. */
 export interface InvoiceFinalizedLine {
   kind: string;
@@ -493,6 +516,7 @@ export interface WebhookEventDataMap {
   'number.released': NumberReleasedEventData;
   'message.created': MessageCreatedEventData;
   'billing.wallet.low': BillingWalletLowEventData;
+  'billing.auto_recharge.failed': BillingAutoRechargeFailedEventData;
   'invoice.finalized': InvoiceFinalizedEventData;
   'provider.intent.unknown': ProviderIntentUnknownEventData;
   'integration.needs_reauth': IntegrationNeedsReauthEventData;
