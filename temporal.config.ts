@@ -94,7 +94,10 @@ export const workflowIds = {
   agentEval: (runId: string) => `agent-eval/${runId}`,
   /** Closing of the months' invoices for every organization (docs/api-notes.md "Billing"); continues as new each month. */
   billingMonth: () => 'billing-month',
-  /** The wallet auto-recharge of one organization: one at a time (docs/api-notes.md "Billing": auto-recharge). */
+  /**
+   * The wallet auto-recharge of one organization: one at a time (docs/api-notes.md "Billing": auto-recharge). The
+   * charging SQL writes it too: domain/billing/wallet.ts `autoRechargeWorkflowId` must agree.
+   */
   walletAutoRecharge: (orgId: string) => `wallet-recharge/${orgId}`,
   /** Records sync of one integration connection (docs/api-notes.md "Integrations and records"). */
   recordsSync: (connectionId: string) => `records-sync/${connectionId}`,

@@ -79,3 +79,10 @@ export function autoRechargeProblems(s: { enabled?: unknown; thresholdCents?: un
   }
   return out;
 }
+
+/**
+ * The workflow type and id of an organization's auto-recharge (temporal.config.ts `workflowIds.walletAutoRecharge`,
+ * which must agree): written also by the SQL that charges a chat turn's usage (db/repositories/usage.ts).
+ */
+export const AUTO_RECHARGE_WORKFLOW = 'walletAutoRecharge';
+export const autoRechargeWorkflowId = (orgId: string) => `wallet-recharge/${orgId}`;

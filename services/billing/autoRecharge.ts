@@ -1,9 +1,11 @@
 /**
  * Wallet auto-recharge (docs/api-notes.md "Billing": auto-recharge; docs/going-live.md "Stripe"):
- * - {@link queueAutoRechargeIfCrossed}: in the transaction of a usage charge that took the balance from at or above
- *   the organization's auto-recharge threshold to below it, records the start of `wallet-recharge/{orgId}` in the
- *   `workflow_starts` outbox (../workflowStarts.ts; the start sweep starts it after the commit). The id makes it one
- *   recharge at a time per organization: a crossing while one runs starts nothing more.
+ * - The trigger: the statement that charges usage (db/repositories/usage.ts `usageChargeCtes`: every `recordUsage`
+ *   and every stored chat, widget, SMS or voice turn) records, when the charge took the balance from at or above the
+ *   auto-recharge threshold to below it with auto-recharge on, the start of `wallet-recharge/{orgId}` with a new
+ *   attempt id (`rch_…`) in the `workflow_starts` outbox, in the charge's own transaction; the start sweep of
+ *   ../workflowStarts.ts starts it after the commit. The id makes it one recharge at a time per organization: a
+ *   crossing while one runs starts nothing more.
  * - {@link runAutoRecharge}: the recharge itself (activity `autoRechargeWallet`): an off-session payment of the
  *   amount on the organization's saved payment method (../billing/payments.ts `chargeTopUp`: Stripe's PaymentIntent
  *   with `off_session`, `confirm`), the idempotency key `auto-recharge:{attemptId}`, through ../effects.ts
@@ -12,17 +14,13 @@
  *   once per payment id whether the webhook or this answer comes first). A declined card turns auto-recharge off
  *   and emits `billing.auto_recharge.failed`: the card is never charged again until the settings are saved again.
  */
-import type { Knex } from 'knex';
 import type { Db } from '../../db';
-import { newId } from '../../db/ids';
-import { disableAutoRecharge, getAutoRecharge, getWallet, type WalletChange } from '../../db/repositories/billing';
+import { disableAutoRecharge, getAutoRecharge, getWallet } from '../../db/repositories/billing';
 import { getIntent, resolveIntent } from '../../db/repositories/providerIntents';
-import { crossedBelow, WALLET_CURRENCY } from '../../domain/billing/wallet';
+import { WALLET_CURRENCY } from '../../domain/billing/wallet';
 import { emitEvent } from '../../events/emit';
 import { createPayments, PaymentError, type PaymentsAdapter } from '../../providers/payments';
-import { workflowIds } from '../../temporal.config';
 import { performOnce, type FaultHook } from '../effects';
-import { WorkflowStarts } from '../workflowStarts';
 import { chargeTopUp, creditTopUp } from './payments';
 
 /** Input of `wallet-recharge/{orgId}`. */
@@ -41,25 +39,6 @@ export type AutoRechargeOutcome =
 
 /** The payment's idempotency key of a recharge attempt. */
 export const autoRechargeKey = (attemptId: string) => `auto-recharge:${attemptId}`;
-
-/**
- * Records the start of one recharge when `change` (a usage charge, in `trx`) crossed the organization's
- * auto-recharge threshold with auto-recharge on. @returns the attempt id, or null when none is owed
- */
-export async function queueAutoRechargeIfCrossed(trx: Knex.Transaction, orgId: string, change: WalletChange | null): Promise<string | null> {
-  if (!change || change.balanceAfterCents >= change.balanceBeforeCents) return null;
-  const s = await getAutoRecharge(trx, orgId);
-  if (!s.enabled || s.thresholdCents === null || !crossedBelow(change.balanceBeforeCents, change.balanceAfterCents, s.thresholdCents)) return null;
-  const attemptId = newId('rch');
-  // No start target here: the start sweep (beside the worker) starts it once this transaction committed.
-  await new WorkflowStarts(trx as unknown as Db, undefined).record(trx, 'walletAutoRecharge', {
-    workflowId: workflowIds.walletAutoRecharge(orgId),
-    args: [{ orgId, attemptId }],
-    orgId,
-    resourceId: attemptId,
-  });
-  return attemptId;
-}
 
 /**
  * Runs one recharge attempt (see the module comment).

@@ -9,7 +9,6 @@ import { recordUsageCharged, type UsageInput } from '../../db/repositories/usage
 import type { WalletChange } from '../../db/repositories/billing';
 import { crossedBelow, WALLET_CURRENCY } from '../../domain/billing/wallet';
 import { emitEvent } from '../../events/emit';
-import { queueAutoRechargeIfCrossed } from './autoRecharge';
 
 /**
  * Emits `billing.wallet.low` when `change` moved the balance below the threshold (spec "Events";
@@ -29,9 +28,8 @@ export async function emitWalletLowIfCrossed(trx: Knex | Knex.Transaction, orgId
 }
 
 /**
- * Records a usage entry once per `(orgId, dedupeKey)`, charges it to the wallet, emits
- * `billing.wallet.low` on a crossing and owes an auto-recharge when the charge crossed its threshold
- * (./autoRecharge.ts), all in one transaction (the caller's when given one).
+ * Records a usage entry once per `(orgId, dedupeKey)`, charges it to the wallet (owing an auto-recharge when the
+ * charge crossed its threshold: ./autoRecharge.ts) and emits `billing.wallet.low` on a crossing, all in one transaction (the caller's when given one).
  * @param entry kind, amount (whole US cents), dedupe key, quantity, details (db/repositories/usage.ts UsageInput)
  * @returns true when this call inserted it, false when it existed already
  */
@@ -39,7 +37,6 @@ export async function recordUsage(db: Db | Knex.Transaction, orgId: string, entr
   const run = async (trx: Knex.Transaction) => {
     const r = await recordUsageCharged(trx, orgId, entry);
     await emitWalletLowIfCrossed(trx, orgId, r.charge);
-    await queueAutoRechargeIfCrossed(trx, orgId, r.charge);
     return r.inserted;
   };
   return (db as Knex.Transaction).isTransaction ? run(db as Knex.Transaction) : (db as Db).transaction(run);

@@ -21,6 +21,8 @@ import { SimulatedCrash } from '../../services/effects';
 import { ledgerSum, listLedger } from '../../db/repositories/billing';
 import { listIntents } from '../../db/repositories/providerIntents';
 import { StripeStub } from '../providers/stripeStub';
+import { publishDraft } from './agents-fixtures';
+import { workflowIds } from '../../temporal.config';
 
 const SECRET_KEY = `sk_test_${crypto.randomBytes(12).toString('hex')}`;
 const WEBHOOK_SECRET = `whsec_${crypto.randomBytes(16).toString('hex')}`;
@@ -94,6 +96,22 @@ describe('wallet auto-recharge', function () {
       expect((await listIntents(t.db, orgId, { kind: 'recharge' })).map((i) => i.status)).to.deep.equal(['done']);
       await charge(orgId, 100); // 2200: above the threshold, nothing owed
       expect(await owed(orgId)).to.have.length(0);
+    });
+
+    it("a chat turn's charge crossing the threshold (charged in the turn's own statement) owes the same recharge", async () => {
+      const org = await t.org();
+      expect((await topUp(org.key, 1000)).status).to.equal(201);
+      await setAuto(org.key, { enabled: true, thresholdCents: 1000, amountCents: 1500 }); // any charge crosses
+      const agent = (await t.call('POST', '/agents', { key: org.key, json: { name: 'Desk', voiceId: 'voice_ava' } })).body.data;
+      expect((await publishDraft(t.db, org, agent.id, 'v1')).kind).to.equal('published');
+      const s = await t.call('POST', '/chat/sessions', { key: org.key, json: { agentId: agent.id } });
+      expect((await t.call('POST', `/chat/sessions/${s.body.data.session.id}/messages`, { key: org.key, json: { content: 'Hello' } })).status).to.equal(200);
+      const rows = await owed(org.orgId);
+      expect(rows.map((r) => r.workflow_id)).to.deep.equal([workflowIds.walletAutoRecharge(org.orgId)]);
+      const spent = 1000 - (await ledgerSum(t.db, org.orgId));
+      expect(spent).to.be.greaterThan(0);
+      expect(await recharge(org.orgId)).to.deep.equal({ status: 'credited' });
+      expect(await ledgerSum(t.db, org.orgId)).to.equal(1000 - spent + 1500);
     });
 
     it('a declined card turns auto-recharge off with billing.auto_recharge.failed; the next crossing charges nothing', async () => {
