@@ -136,6 +136,11 @@ export const workflowIds = {
   agentEval: (runId: string) => `agent-eval/${runId}`,
   /** Closing of the months' invoices for every organization (docs/api-notes.md "Billing"); continues as new each month. */
   billingMonth: () => 'billing-month',
+  /**
+   * The wallet auto-recharge of one organization: one at a time (docs/api-notes.md "Billing": auto-recharge). The
+   * charging SQL writes it too: domain/billing/wallet.ts `autoRechargeWorkflowId` must agree.
+   */
+  walletAutoRecharge: (orgId: string) => `wallet-recharge/${orgId}`,
   /** Records sync of one integration connection (docs/api-notes.md "Integrations and records"). */
   recordsSync: (connectionId: string) => `records-sync/${connectionId}`,
   /** The lifecycle of one phone call (docs/voice.md). */
@@ -215,6 +220,7 @@ export const WORKFLOW_ROUTES: { readonly [K in WorkflowName]: { queue: QueueName
   reportExport: { queue: 'bulk', workload: 'bulk' },
   agentEval: { queue: 'bulk', workload: 'bulk' },
   billingMonth: { queue: 'bulk', workload: 'bulk' },
+  walletAutoRecharge: { queue: 'bulk', workload: 'bulk' },
   recordsSync: { queue: 'bulk', workload: 'bulk' },
   contactImport: { queue: 'bulk', workload: 'bulk' },
   // Bulk priority on the main queue: each dial is an activity, and a campaign's concurrency (up to

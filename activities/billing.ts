@@ -11,6 +11,7 @@ import { closePeriodBatch } from '../db/repositories/billing';
 import { emitEvent } from '../events/emit';
 import { CLOSE_GRACE_MS, isPeriod, type Period } from '../domain/billing/periods';
 import { ensureSchedule, workflowIds } from '../temporal.config';
+import { runAutoRecharge, type AutoRechargeInput, type AutoRechargeOutcome } from '../services/billing/autoRecharge';
 
 /** Organizations closed per activity (one transaction each). */
 export const CLOSE_BATCH_SIZE = 1000;
@@ -43,11 +44,19 @@ export interface BillingActivities {
    * @throws Error for a malformed period (not retried usefully: a programming error)
    */
   closeBillingPeriodBatch(input: ClosePeriodBatchInput): Promise<ClosePeriodBatchResult>;
+  /**
+   * One auto-recharge attempt of `wallet-recharge/{orgId}` (services/billing/autoRecharge.ts): charged once, credited
+   * once; a decline turns auto-recharge off. @throws PaymentError `provider_unavailable` (retried)
+   */
+  autoRechargeWallet(input: AutoRechargeInput): Promise<AutoRechargeOutcome>;
 }
 
 /** Builds the billing activities. */
 export function createBillingActivities(deps: Pick<ActivityDeps, 'db'>): BillingActivities {
   return {
+    async autoRechargeWallet(input) {
+      return runAutoRecharge(deps.db, input);
+    },
     async closeBillingPeriodBatch(input) {
       if (!isPeriod(input.period)) throw new Error(`not a billing period (yyyy-mm): ${input.period}`);
       return deps.db.transaction(async (trx) => {

@@ -16,6 +16,7 @@ export { campaignDialer, contactImport } from './outboundCampaign';
 export { agentSimulation } from './agentSimulation';
 export { agentEval } from './agentEval';
 export { billingMonth } from './billingMonth';
+export { walletAutoRecharge } from './walletAutoRecharge';
 export { reportExport } from './reportExport';
 export { recordsSync } from './recordsSync';
 export { voiceCall } from './voiceCall';

@@ -6,15 +6,15 @@
 import type { Handler, AppContext } from '../context';
 import { ApiError, validationError } from '../../domain/errors';
 import { validateBody } from '../../domain/validation';
-import { topUpAmountProblem, WALLET_CURRENCY } from '../../domain/billing/wallet';
+import { autoRechargeProblems, topUpAmountProblem, WALLET_CURRENCY } from '../../domain/billing/wallet';
 import { periodOf, previousPeriod } from '../../domain/billing/periods';
-import { closedInvoicesBefore, getClosedInvoice, getWallet, openInvoice, type LedgerEntry, type WalletRecord } from '../../db/repositories/billing';
+import { closedInvoicesBefore, getClosedInvoice, getWallet, openInvoice, setAutoRecharge, type LedgerEntry, type WalletRecord } from '../../db/repositories/billing';
 import { pageUsage, usageByDay, type UsageEntry, type UsageFilter } from '../../db/repositories/usage';
 import { createPayments, PaymentError, PaymentWebhookSignatureError } from '../../providers/payments';
 import { applyPaymentWebhook, chargeTopUp, creditTopUp } from '../../services/billing/payments';
 import { encodeCursor } from '../../db/pagination';
 import { decodeCursorOr400, orgOf, pageParams, paged } from '../http';
-import type { Invoice, LedgerEntryView, PaymentWebhookResult, UsageEntryView, Wallet, WalletTopUpRequest, WalletTopUpResult } from '../../schemas/types/billing';
+import type { Invoice, LedgerEntryView, PaymentWebhookResult, UsageEntryView, Wallet, WalletAutoRechargeRequest, WalletTopUpRequest, WalletTopUpResult } from '../../schemas/types/billing';
 
 /** Longest range of `GET /billing/usage?groupBy=day`, days. */
 export const USAGE_GROUP_MAX_DAYS = 366;
@@ -37,7 +37,7 @@ function instantParam(ctx: AppContext, name: string): Date | undefined {
 
 /** The wallet as the API shows it. */
 function walletView(w: WalletRecord): Wallet {
-  return { balanceCents: w.balanceCents, currency: w.currency, lowBalanceThresholdCents: w.lowBalanceThresholdCents, low: w.balanceCents < w.lowBalanceThresholdCents, updatedAt: w.updatedAt };
+  return { balanceCents: w.balanceCents, currency: w.currency, lowBalanceThresholdCents: w.lowBalanceThresholdCents, low: w.balanceCents < w.lowBalanceThresholdCents, updatedAt: w.updatedAt, autoRecharge: w.autoRecharge };
 }
 
 function ledgerView(e: LedgerEntry): LedgerEntryView {
@@ -50,6 +50,25 @@ function usageView(u: UsageEntry): UsageEntryView {
 
 /** GET /billing/wallet (getWallet, billing:read): balance (sum of the ledger), currency, low-balance threshold. */
 export const getWalletHandler: Handler = async (ctx, { db }) => ({ data: walletView(await getWallet(db, orgOf(ctx))) });
+
+/**
+ * PUT /billing/wallet/auto-recharge (setWalletAutoRecharge, billing:write; an addition to the spec, docs/api-notes.md
+ * "Billing": auto-recharge): saves `{enabled, thresholdCents, amountCents}` (cents; with `enabled`, threshold
+ * 0..1,000,000 and amount 500..1,000,000 required) and clears a reason a decline turned it off for → the wallet.
+ * @throws ApiError 400 `validation_error` naming each field wrong
+ */
+export const setWalletAutoRecharge: Handler = async (ctx, { db }) => {
+  const orgId = orgOf(ctx);
+  const raw = (ctx.request.body ?? {}) as Record<string, unknown>;
+  const problems = autoRechargeProblems(typeof raw === 'object' && raw && !Array.isArray(raw) ? raw : {});
+  if (problems.length) throw validationError(problems);
+  const body = validateBody<WalletAutoRechargeRequest>('WalletAutoRechargeRequest', raw);
+  const wallet = await db.transaction(async (trx) => {
+    await setAutoRecharge(trx, orgId, { enabled: body.enabled, thresholdCents: body.thresholdCents ?? null, amountCents: body.amountCents ?? null });
+    return getWallet(trx, orgId);
+  });
+  return { data: walletView(wallet) };
+};
 
 /**
  * POST /billing/wallet/topup (topUpWallet, billing:write; `Idempotency-Key` required): charges
@@ -170,6 +189,7 @@ export const listInvoices: Handler = async (ctx, { db }) => {
 /** Handlers of this area by operationId (api/routes/index.ts). */
 export const handlers = {
   getWallet: getWalletHandler,
+  setWalletAutoRecharge,
   topUpWallet,
   receivePaymentProviderWebhook,
   listUsage: listUsageHandler,
@@ -180,6 +200,7 @@ export const handlers = {
 export const routeSchemas = {
   getWallet: { responseSchema: 'Wallet' },
   topUpWallet: { requestSchema: 'WalletTopUpRequest', responseSchema: 'WalletTopUpResult' },
+  setWalletAutoRecharge: { requestSchema: 'WalletAutoRechargeRequest', responseSchema: 'Wallet' },
   receivePaymentProviderWebhook: { responseSchema: 'PaymentWebhookResult' },
   listUsage: { responseSchema: 'UsagePage' },
   listInvoices: { responseSchema: 'InvoicePage' },

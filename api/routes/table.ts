@@ -250,6 +250,8 @@ export const ROUTES: RouteDef[] = [
   // Billing
   ...rows('Billing', [
     ['GET', '/billing/wallet', 'getWallet', 'Wallet balance'],
+    // Auto-recharge (not in the spec; docs/api-notes.md "Billing": auto-recharge)
+    ['PUT', '/billing/wallet/auto-recharge', 'setWalletAutoRecharge', 'Turn wallet auto-recharge on or off: threshold and amount in cents'],
     ['POST', '/billing/wallet/topup', 'topUpWallet', 'Top up the wallet (Idempotency-Key)', CREATED, { idempotencyKey: 'required' }],
     ['POST', '/billing/provider-webhooks/{provider}', 'receivePaymentProviderWebhook', 'Payments provider webhook (Stripe), authenticated by its signature (Stripe-Signature)', { scopes: [], auth: 'none' }],
     ['GET', '/billing/usage', 'listUsage', 'Usage entries'],

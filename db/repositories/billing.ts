@@ -10,7 +10,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
-import { DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, WALLET_CURRENCY, type LedgerKind, type PaymentLedgerKind } from '../../domain/billing/wallet';
+import { DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, WALLET_CURRENCY, type AutoRechargeSettings, type LedgerKind, type PaymentLedgerKind } from '../../domain/billing/wallet';
 import { periodRange, type Period } from '../../domain/billing/periods';
 import type { LedgerEntryView, Wallet } from '../../schemas/types/billing';
 import { fromNullableColumns, fromNumericColumns } from '../rows';
@@ -100,15 +100,48 @@ export async function creditPayment(
   return { ...(await appendLocked(trx, orgId, wallet, p)), duplicate: false };
 }
 
+/** An organization's auto-recharge settings (off, nothing set, before any). */
+export interface AutoRechargeRecord extends AutoRechargeSettings {
+  /** Why it was turned off by the service (a declined card), null otherwise. */
+  disabledReason: string | null;
+}
+
+const autoRechargeOf = (w: Record<string, any> | undefined): AutoRechargeRecord => ({
+  enabled: Boolean(w?.auto_recharge_enabled),
+  thresholdCents: w?.auto_recharge_threshold_cents == null ? null : Number(w.auto_recharge_threshold_cents),
+  amountCents: w?.auto_recharge_amount_cents == null ? null : Number(w.auto_recharge_amount_cents),
+  disabledReason: w?.auto_recharge_disabled_reason ?? null,
+});
+
+/** The organization's auto-recharge settings. */
+export async function getAutoRecharge(db: Db | Knex.Transaction, orgId: string): Promise<AutoRechargeRecord> {
+  return autoRechargeOf(await db('wallets').where({ org_id: orgId }).first('auto_recharge_enabled', 'auto_recharge_threshold_cents', 'auto_recharge_amount_cents', 'auto_recharge_disabled_reason'));
+}
+
+/** Saves the auto-recharge settings (creating the wallet row), clearing a disabled reason. */
+export async function setAutoRecharge(trx: Knex.Transaction, orgId: string, s: AutoRechargeSettings): Promise<void> {
+  await lockWallet(trx, orgId);
+  await trx('wallets')
+    .where({ org_id: orgId })
+    .update({ auto_recharge_enabled: s.enabled, auto_recharge_threshold_cents: s.thresholdCents, auto_recharge_amount_cents: s.amountCents, auto_recharge_disabled_reason: null });
+}
+
+/** Turns auto-recharge off with the reason (a declined card). @returns false when it was already off */
+export async function disableAutoRecharge(trx: Knex.Transaction, orgId: string, reason: string): Promise<boolean> {
+  const n = await trx('wallets').where({ org_id: orgId, auto_recharge_enabled: true }).update({ auto_recharge_enabled: false, auto_recharge_disabled_reason: reason.slice(0, 500) });
+  return n > 0;
+}
+
 /** The wallet of an organization (balance 0 and the default threshold before its first ledger entry). */
 export async function getWallet(db: Db | Knex.Transaction, orgId: string): Promise<WalletRecord> {
-  const w = await db('wallets').where({ org_id: orgId }).first('low_balance_threshold_cents', 'currency', 'balance_cents');
+  const w = await db('wallets').where({ org_id: orgId }).first('low_balance_threshold_cents', 'currency', 'balance_cents', 'auto_recharge_enabled', 'auto_recharge_threshold_cents', 'auto_recharge_amount_cents', 'auto_recharge_disabled_reason');
   const last = await db('wallet_ledger').where({ org_id: orgId }).orderBy('seq', 'desc').first('created_at');
   return {
     balanceCents: w ? Number(w.balance_cents) : 0,
     currency: w?.currency ?? WALLET_CURRENCY,
     lowBalanceThresholdCents: w ? Number(w.low_balance_threshold_cents) : DEFAULT_LOW_BALANCE_THRESHOLD_CENTS,
     updatedAt: last ? new Date(last.created_at).toISOString() : null,
+    autoRecharge: autoRechargeOf(w),
   };
 }
 

@@ -11,7 +11,7 @@ import { newId } from '../ids';
 type Conn = Db | Knex.Transaction;
 
 /** What the write is. */
-export type IntentKind = 'dial' | 'brand_create' | 'campaign_create' | 'number_purchase' | 'sms_send' | 'number_release' | 'crm_note';
+export type IntentKind = 'dial' | 'brand_create' | 'campaign_create' | 'number_purchase' | 'sms_send' | 'number_release' | 'crm_note' | 'booking' | 'recharge';
 
 /** `pending`: asked (or about to ask), no answer recorded; `done`: answer recorded; `unknown`: the provider could not tell. */
 export type IntentStatus = 'pending' | 'done' | 'unknown';

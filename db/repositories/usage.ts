@@ -10,7 +10,7 @@ import { newId } from '../ids';
 import { keysetPage, type Page } from '../pagination';
 import { feeOf, PRICES, priceOf } from '../../domain/billing/prices';
 import { ledgerEntry, type WalletChange } from './billing';
-import { DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, WALLET_CURRENCY } from '../../domain/billing/wallet';
+import { AUTO_RECHARGE_WORKFLOW, autoRechargeWorkflowId, DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, WALLET_CURRENCY } from '../../domain/billing/wallet';
 import type { UsageEntryView } from '../../schemas/types/billing';
 import { fromNumericColumns } from '../rows';
 
@@ -102,6 +102,7 @@ export function usageRows(entries: readonly (UsageInput & { k?: number })[]): Us
  *   `us_x.k`), or `TRUE`
  */
 export function usageChargeCtes(orgId: string, rows: readonly UsageRow[], gate = 'TRUE'): SqlPart {
+  const attemptId = newId('rch');
   return {
     sql: `us_x AS (
        SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(id text, ledger_id text, ord int, kind text, quantity int, unit_price_cents numeric,
@@ -125,7 +126,16 @@ export function usageChargeCtes(orgId: string, rows: readonly UsageRow[], gate =
        SELECT ?, ?, ?, -t.total FROM (SELECT max(us_c.total) AS total FROM us_c) t WHERE t.total IS NOT NULL
        ON CONFLICT (org_id) DO UPDATE SET balance_cents = w.balance_cents + EXCLUDED.balance_cents
        RETURNING w.balance_cents AS after_cents, w.low_balance_threshold_cents AS threshold_cents, w.currency,
-                 (SELECT max(us_c.total) FROM us_c) AS total_cents
+                 (SELECT max(us_c.total) FROM us_c) AS total_cents, w.auto_recharge_enabled, w.auto_recharge_threshold_cents
+     ),
+     us_r AS (
+       -- The charge crossed the auto-recharge threshold with it on: one recharge owed, in the workflow_starts outbox
+       -- (services/billing/autoRecharge.ts; services/workflowStarts.ts starts it after the commit).
+       INSERT INTO workflow_starts (org_id, workflow_type, workflow_id, args, resource_id, options)
+       SELECT ?, ?, ?, ?::jsonb, ?, '{}'::jsonb FROM us_w
+        WHERE us_w.auto_recharge_enabled AND us_w.auto_recharge_threshold_cents IS NOT NULL
+          AND us_w.after_cents + us_w.total_cents >= us_w.auto_recharge_threshold_cents AND us_w.after_cents < us_w.auto_recharge_threshold_cents
+       RETURNING id
      ),
      us_l AS (
        INSERT INTO wallet_ledger (id, org_id, kind, amount_cents, balance_after_cents, usage_entry_id, description)
@@ -133,7 +143,7 @@ export function usageChargeCtes(orgId: string, rows: readonly UsageRow[], gate =
          FROM us_c CROSS JOIN us_w ORDER BY us_c.ord
        RETURNING *
      )`,
-    bindings: [JSON.stringify(rows), orgId, orgId, WALLET_CURRENCY, DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, orgId],
+    bindings: [JSON.stringify(rows), orgId, orgId, WALLET_CURRENCY, DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, orgId, AUTO_RECHARGE_WORKFLOW, autoRechargeWorkflowId(orgId), JSON.stringify([{ orgId, attemptId }]), attemptId, orgId],
   };
 }
 

@@ -41,3 +41,48 @@ export function topUpAmountProblem(amountCents: unknown): string | null {
   if (amountCents < TOPUP_MIN_CENTS || amountCents > TOPUP_MAX_CENTS) return `must be from ${TOPUP_MIN_CENTS} to ${TOPUP_MAX_CENTS} cents`;
   return null;
 }
+
+/** Largest auto-recharge threshold, cents ($10,000.00); the smallest is 0. */
+export const AUTO_RECHARGE_THRESHOLD_MAX_CENTS = 1_000_000;
+
+/** Auto-recharge settings as `PUT /billing/wallet/auto-recharge` takes them (docs/api-notes.md "Billing": auto-recharge). */
+export interface AutoRechargeSettings {
+  enabled: boolean;
+  /** A usage charge taking the balance below this starts one recharge, cents. */
+  thresholdCents: number | null;
+  /** What one recharge charges, cents (a top-up's limits). */
+  amountCents: number | null;
+}
+
+/**
+ * Field problems of auto-recharge settings: `enabled` a boolean; with it on, `thresholdCents` an integer in
+ * 0..AUTO_RECHARGE_THRESHOLD_MAX_CENTS and `amountCents` a top-up amount ({@link topUpAmountProblem}); each may be
+ * null (or absent) only with it off.
+ * @returns one problem per field, empty when valid
+ */
+export function autoRechargeProblems(s: { enabled?: unknown; thresholdCents?: unknown; amountCents?: unknown }): { field: string; message: string }[] {
+  const out: { field: string; message: string }[] = [];
+  if (typeof s.enabled !== 'boolean') out.push({ field: 'enabled', message: 'must be true or false' });
+  const on = s.enabled === true;
+  const t = s.thresholdCents;
+  if (t === undefined || t === null) {
+    if (on) out.push({ field: 'thresholdCents', message: 'is required when enabled' });
+  } else if (typeof t !== 'number' || !Number.isInteger(t) || t < 0 || t > AUTO_RECHARGE_THRESHOLD_MAX_CENTS) {
+    out.push({ field: 'thresholdCents', message: `must be an integer from 0 to ${AUTO_RECHARGE_THRESHOLD_MAX_CENTS} cents` });
+  }
+  const a = s.amountCents;
+  if (a === undefined || a === null) {
+    if (on) out.push({ field: 'amountCents', message: 'is required when enabled' });
+  } else {
+    const p = topUpAmountProblem(a);
+    if (p) out.push({ field: 'amountCents', message: p });
+  }
+  return out;
+}
+
+/**
+ * The workflow type and id of an organization's auto-recharge (temporal.config.ts `workflowIds.walletAutoRecharge`,
+ * which must agree): written also by the SQL that charges a chat turn's usage (db/repositories/usage.ts).
+ */
+export const AUTO_RECHARGE_WORKFLOW = 'walletAutoRecharge';
+export const autoRechargeWorkflowId = (orgId: string) => `wallet-recharge/${orgId}`;

@@ -13,7 +13,8 @@
  */
 import type { IntegrationKind } from '../../domain/integrations/catalog';
 import type { Interval } from '../../domain/booking/slots';
-import { IntegrationProviderError, type CalendarEventRequest, type ConnectedAccount, type ExternalRecordPage, type FreeSlotsRequest, type IntegrationSecrets, type IntegrationsAdapter } from './index';
+import type { Lookup } from '../lookup';
+import { IntegrationProviderError, type CalendarEvent, type CalendarEventRequest, type ConnectedAccount, type ExternalRecordPage, type FreeSlotsRequest, type IntegrationSecrets, type IntegrationsAdapter } from './index';
 
 /** The `cal-api-version` of each endpoint family (Cal.com API v2 reference). */
 export const CALCOM_API_VERSIONS = { bookings: '2024-08-13', slots: '2024-09-04' } as const;
@@ -126,7 +127,7 @@ export class CalcomIntegrations implements IntegrationsAdapter {
     return out.sort((a, b) => a.start.localeCompare(b.start)).slice(0, req.max);
   }
 
-  private result(b: CalBooking): { eventId: string; start: string; end: string; status: 'confirmed' | 'pending' } {
+  private result(b: CalBooking): CalendarEvent {
     const id = typeof b?.uid === 'string' ? b.uid : null;
     if (!id || typeof b.start !== 'string' || typeof b.end !== 'string' || Number.isNaN(Date.parse(b.start))) throw new IntegrationProviderError('bad_answer', 'Cal.com answered a booking without uid, start or end');
     if (b.status === 'accepted') return { eventId: id, start: new Date(b.start).toISOString(), end: new Date(b.end).toISOString(), status: 'confirmed' };
@@ -134,7 +135,8 @@ export class CalcomIntegrations implements IntegrationsAdapter {
     throw new IntegrationProviderError('refused', `Cal.com answered the booking as ${String(b.status)}`);
   }
 
-  async createCalendarEvent(secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<{ eventId: string; start: string; end: string; status: 'confirmed' | 'pending' }> {
+  /** Bookings of the event type at the requested start carrying `req.requestId` in their metadata (not cancelled or rejected). */
+  private async earlierBooking(secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<CalBooking | undefined> {
     if (!req.eventTypeId) throw new IntegrationProviderError('refused', 'A Cal.com skill needs eventTypeId');
     const start = new Date(req.start).toISOString();
     const end = new Date(Date.parse(req.start) + req.durationMinutes * 60_000).toISOString();
@@ -143,8 +145,18 @@ export class CalcomIntegrations implements IntegrationsAdapter {
       query: { eventTypeId: String(req.eventTypeId), afterStart: start, beforeEnd: end, take: '100' },
     });
     if (!Array.isArray(earlier)) throw new IntegrationProviderError('bad_answer', 'Cal.com GET /v2/bookings answered data that is not a list');
-    const mine = (earlier as CalBooking[]).find((b) => b?.metadata?.requestId === req.requestId && b.status !== 'cancelled' && b.status !== 'rejected');
+    return (earlier as CalBooking[]).find((b) => b?.metadata?.requestId === req.requestId.slice(0, 500) && b.status !== 'cancelled' && b.status !== 'rejected');
+  }
+
+  async findCalendarEvent(secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<Lookup<CalendarEvent>> {
+    const mine = await this.earlierBooking(secrets, req);
+    return mine ? { found: this.result(mine) } : { absent: true };
+  }
+
+  async createCalendarEvent(secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<CalendarEvent> {
+    const mine = await this.earlierBooking(secrets, req);
     if (mine) return this.result(mine);
+    const start = new Date(req.start).toISOString();
     const attendee: Record<string, string> = { name: req.attendee.name ?? 'Caller', timeZone: req.timeZone };
     if (req.attendee.phone) attendee.phoneNumber = req.attendee.phone;
     if (req.attendee.email) attendee.email = req.attendee.email;

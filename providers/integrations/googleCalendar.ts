@@ -17,7 +17,8 @@ import { auth, calendar, type calendar_v3 } from '@googleapis/calendar';
 import type { IntegrationKind } from '../../domain/integrations/catalog';
 import type { GoogleSettings } from '../../domain/integrations/settings';
 import { freeSlots, localIso, type Interval } from '../../domain/booking/slots';
-import { IntegrationProviderError, type CalendarEventRequest, type ConnectedAccount, type ExternalRecordPage, type FreeSlotsRequest, type IntegrationSecrets, type IntegrationsAdapter } from './index';
+import type { Lookup } from '../lookup';
+import { IntegrationProviderError, type CalendarEvent, type CalendarEventRequest, type ConnectedAccount, type ExternalRecordPage, type FreeSlotsRequest, type IntegrationSecrets, type IntegrationsAdapter } from './index';
 import { exchangeAuthorizationCode, needsRefresh, oauthAuthorizationUrl, refreshAccessToken, type OAuthProviderConfig, type OAuthTokens } from './oauthClient';
 
 /** The event id of a request id: 32 base32hex characters (RFC 4648 §7, the alphabet `events.insert` takes for `id`). */
@@ -138,7 +139,7 @@ export class GoogleCalendarIntegrations implements IntegrationsAdapter {
     return freeSlots(Date.parse(req.from), Date.parse(req.to), req.timeZone, req.durationMinutes, req.open, busy, req.max);
   }
 
-  async createCalendarEvent(secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<{ eventId: string; start: string; end: string; status: 'confirmed' | 'pending' }> {
+  async createCalendarEvent(secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<CalendarEvent> {
     const api = this.api(secrets);
     let timeZone: string;
     try {
@@ -175,12 +176,30 @@ export class GoogleCalendarIntegrations implements IntegrationsAdapter {
       }
       if (event.extendedProperties?.private?.requestId !== req.requestId) throw new IntegrationProviderError('refused', 'Google Calendar already holds another event with this id');
     }
-    const start = event.start?.dateTime;
-    const end = event.end?.dateTime;
-    if (typeof event.id !== 'string' || typeof start !== 'string' || typeof end !== 'string' || Number.isNaN(Date.parse(start))) {
-      throw new IntegrationProviderError('bad_answer', 'Google Calendar answered an event without id, start or end');
-    }
-    if (event.status === 'cancelled') throw new IntegrationProviderError('refused', 'Google Calendar answered a cancelled event');
-    return { eventId: event.id, start: new Date(start).toISOString(), end: new Date(end).toISOString(), status: event.status === 'tentative' ? 'pending' : 'confirmed' };
+    return eventOf(event);
   }
+
+  async findCalendarEvent(secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<Lookup<CalendarEvent>> {
+    let event: calendar_v3.Schema$Event;
+    try {
+      event = (await this.api(secrets).events.get({ calendarId: req.calendarId, eventId: googleEventId(req.requestId) })).data;
+    } catch (err) {
+      const status = (err as { status?: number; response?: { status?: number } }).status ?? (err as { response?: { status?: number } }).response?.status;
+      if (status === 404 || status === 410) return { absent: true };
+      throw this.failure(err, 'events.get');
+    }
+    if (event.extendedProperties?.private?.requestId !== req.requestId) return { cannotTell: 'Google Calendar holds another event with the id of this booking' };
+    return { found: eventOf(event) };
+  }
+}
+
+/** The booking of a Calendar event. @throws IntegrationProviderError `bad_answer` (no id, start or end), `refused` (cancelled) */
+function eventOf(event: calendar_v3.Schema$Event): CalendarEvent {
+  const start = event.start?.dateTime;
+  const end = event.end?.dateTime;
+  if (typeof event.id !== 'string' || typeof start !== 'string' || typeof end !== 'string' || Number.isNaN(Date.parse(start))) {
+    throw new IntegrationProviderError('bad_answer', 'Google Calendar answered an event without id, start or end');
+  }
+  if (event.status === 'cancelled') throw new IntegrationProviderError('refused', 'Google Calendar answered a cancelled event');
+  return { eventId: event.id, start: new Date(start).toISOString(), end: new Date(end).toISOString(), status: event.status === 'tentative' ? 'pending' : 'confirmed' };
 }

@@ -20,6 +20,7 @@ import { loadHubSpotSettings, type HubSpotSettings } from '../../domain/integrat
 import type { Interval } from '../../domain/booking/slots';
 import {
   IntegrationProviderError,
+  type CalendarEvent,
   type ConnectedAccount,
   type ContactQuery,
   type CrmOperations,
@@ -142,7 +143,11 @@ export class HubSpotCrm implements IntegrationsAdapter, CrmOperations {
   }
 
   /** HubSpot is no calendar. @throws IntegrationProviderError `refused` */
-  async createCalendarEvent(): Promise<{ eventId: string; start: string; end: string; status: 'confirmed' | 'pending' }> {
+  async createCalendarEvent(): Promise<CalendarEvent> {
+    throw new IntegrationProviderError('refused', 'HubSpot is not a calendar: book with google_calendar or calcom');
+  }
+
+  async findCalendarEvent(): Promise<Lookup<CalendarEvent>> {
     throw new IntegrationProviderError('refused', 'HubSpot is not a calendar: book with google_calendar or calcom');
   }
 

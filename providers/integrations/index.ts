@@ -108,7 +108,12 @@ export interface IntegrationsAdapter {
    * (the conversation and tool call) makes a retried booking find the event it made instead of making another.
    * @throws IntegrationProviderError
    */
-  createCalendarEvent(secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<{ eventId: string; start: string; end: string; status: 'confirmed' | 'pending' }>;
+  createCalendarEvent(secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<CalendarEvent>;
+  /**
+   * The event an earlier `createCalendarEvent` of `req.requestId` made, read without writing (the look-up of
+   * services/effects.ts `performOnce`): found, absent, or the provider cannot tell. @throws IntegrationProviderError
+   */
+  findCalendarEvent(secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<Lookup<CalendarEvent>>;
   /**
    * Free slots of `durationMinutes` in [`from`, `to`) (Google Calendar: free/busy inside `open`; Cal.com: the event
    * type's own slots), at most `max`, earliest first, as UTC instants. @throws IntegrationProviderError
@@ -137,6 +142,14 @@ export interface CalendarEventRequest {
   attendee: { name: string | null; phone: string | null; email: string | null };
   notes: string | null;
   requestId: string;
+}
+
+/** A booked event as the calendar answers it: ids, ISO 8601 instants, and whether it is confirmed or awaits the host. */
+export interface CalendarEvent {
+  eventId: string;
+  start: string;
+  end: string;
+  status: 'confirmed' | 'pending';
 }
 
 /** What a free-slot search asks for. */

@@ -22,7 +22,8 @@ import type { IntegrationKind } from '../../domain/integrations/catalog';
 import { pkceChallenge } from '../../domain/integrations/oauth';
 import { oauthAuthorizationUrl } from './oauthClient';
 import { freeSlots, type Interval } from '../../domain/booking/slots';
-import { IntegrationProviderError, type CalendarEventRequest, type ConnectedAccount, type ExternalRecordPage, type FreeSlotsRequest, type IntegrationSecrets, type IntegrationsAdapter } from './index';
+import type { Lookup } from '../lookup';
+import { IntegrationProviderError, type CalendarEvent, type CalendarEventRequest, type ConnectedAccount, type ExternalRecordPage, type FreeSlotsRequest, type IntegrationSecrets, type IntegrationsAdapter } from './index';
 
 const AUTHORIZE_BASE = 'https://sandbox.integrations.invalid';
 const PAGE = 100;
@@ -111,11 +112,15 @@ export class SandboxIntegrations implements IntegrationsAdapter {
     return { items, nextCursor: end < total ? String(end) : null, total };
   }
 
-  async createCalendarEvent(_secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<{ eventId: string; start: string; end: string; status: 'confirmed' | 'pending' }> {
+  async createCalendarEvent(_secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<CalendarEvent> {
     const start = new Date(req.start);
     if (start.getUTCDay() === 0) throw new IntegrationProviderError('unavailable', 'The calendar is closed on Sundays');
-    const eventId = `evt_${crypto.createHash('sha256').update(`${req.calendarId}:${req.requestId}`).digest('hex').slice(0, 20)}`;
-    return { eventId, start: start.toISOString(), end: new Date(start.getTime() + req.durationMinutes * 60_000).toISOString(), status: 'confirmed' };
+    return sandboxEvent(req);
+  }
+
+  /** The sandbox keeps no events: a booking it would accept is found (its id is derived from the request), a Sunday is absent. */
+  async findCalendarEvent(_secrets: IntegrationSecrets, req: CalendarEventRequest): Promise<Lookup<CalendarEvent>> {
+    return new Date(req.start).getUTCDay() === 0 ? { absent: true } : { found: sandboxEvent(req) };
   }
 
   async findFreeSlots(_secrets: IntegrationSecrets, req: FreeSlotsRequest): Promise<Interval[]> {
@@ -138,4 +143,11 @@ export function sandboxConsent(authorizationUrl: string, opts: { deny?: boolean 
   if (opts.deny) back.searchParams.set('error', 'access_denied');
   else back.searchParams.set('code', `sbx.${u.searchParams.get('code_challenge') ?? 'none'}`);
   return back.toString();
+}
+
+/** The sandbox's event of a booking request: its id derived from the calendar and request id. */
+function sandboxEvent(req: CalendarEventRequest): CalendarEvent {
+  const start = new Date(req.start);
+  const eventId = `evt_${crypto.createHash('sha256').update(`${req.calendarId}:${req.requestId}`).digest('hex').slice(0, 20)}`;
+  return { eventId, start: start.toISOString(), end: new Date(start.getTime() + req.durationMinutes * 60_000).toISOString(), status: 'confirmed' };
 }

@@ -16,6 +16,29 @@ export interface Wallet {
   low: boolean;
   /** Time of the last ledger entry. @format date-time */
   updatedAt: string | null;
+  /** Auto-recharge (an addition to the spec; `PUT /billing/wallet/auto-recharge`). */
+  autoRecharge: WalletAutoRecharge;
+}
+
+/** Auto-recharge settings as the wallet shows them. */
+export interface WalletAutoRecharge {
+  enabled: boolean;
+  /** A usage charge taking the balance below this starts one recharge, US cents. */
+  thresholdCents: number | null;
+  /** What one recharge charges the saved payment method, US cents. */
+  amountCents: number | null;
+  /** Why the service turned it off (a declined card: `card_declined: …`), null otherwise. */
+  disabledReason: string | null;
+}
+
+/**
+ * `PUT /billing/wallet/auto-recharge` (billing:write; an addition to the spec). With `enabled`, `thresholdCents`
+ * (0..1,000,000) and `amountCents` (500..1,000,000) are required.
+ */
+export interface WalletAutoRechargeRequest {
+  enabled: boolean;
+  thresholdCents?: number | null;
+  amountCents?: number | null;
 }
 
 /** `POST /billing/wallet/topup` (an `Idempotency-Key` header is required). */

@@ -35,6 +35,7 @@ export type WebhookEventType =
   | 'number.released'
   | 'message.created'
   | 'billing.wallet.low'
+  | 'billing.auto_recharge.failed'
   | 'invoice.finalized'
   | 'provider.intent.unknown'
   | 'integration.needs_reauth'
@@ -383,6 +384,28 @@ export interface BillingWalletLowEventData {
   usageEntryId: string | null;
 }
 
+/**
+ * `billing.auto_recharge.failed`: an auto-recharge's card payment was declined (docs/api-notes.md "Billing":
+ * auto-recharge): nothing was credited and auto-recharge is now off (`autoRechargeEnabled: false`) until it is
+ * saved again; the card is never charged again by it meanwhile.
+ */
+export interface BillingAutoRechargeFailedEventData {
+  /** The recharge attempt (`rch_…`): the payment's idempotency key derives from it. */
+  attemptId: string;
+  /** What was asked, US cents. */
+  amountCents: number;
+  /** `USD`. */
+  currency: string;
+  /** Why: `card_declined`, `insufficient_funds`, `authentication_required`, `payment_method_required`. */
+  code: string;
+  /** The provider's message. */
+  reason: string;
+  /** Always false: a declined recharge turns auto-recharge off. */
+  autoRechargeEnabled: boolean;
+  /** Balance when it was declined, US cents. */
+  balanceCents: number;
+}
+
 /** One line of a finalized invoice: the usage of one kind in the month. */
 export interface InvoiceFinalizedLine {
   kind: string;
@@ -409,13 +432,13 @@ export interface InvoiceFinalizedEventData {
 
 /**
  * `provider.intent.unknown`: a write at an outside provider (a dial, a 10DLC brand or campaign create, a
- * number purchase, a text) may or may not have happened and the provider's look-ups cannot tell
+ * number purchase, a text, a CRM note, a booking, an auto-recharge payment) may or may not have happened and the provider's look-ups cannot tell
  * (docs/operations.md "Provider calls happen once"): an operator checks at the provider and settles it.
  */
 export interface ProviderIntentUnknownEventData {
   /** `pin_…` */
   intentId: string;
-  kind: 'dial' | 'brand_create' | 'campaign_create' | 'number_purchase' | 'sms_send' | 'number_release' | 'crm_note';
+  kind: 'dial' | 'brand_create' | 'campaign_create' | 'number_purchase' | 'sms_send' | 'number_release' | 'crm_note' | 'booking' | 'recharge';
   /** The client reference the request carried (dial key, registration, number or message id). */
   reference: string;
   /** Our resource the write was for (attempt, registration, number or message id). */
@@ -493,6 +516,7 @@ export interface WebhookEventDataMap {
   'number.released': NumberReleasedEventData;
   'message.created': MessageCreatedEventData;
   'billing.wallet.low': BillingWalletLowEventData;
+  'billing.auto_recharge.failed': BillingAutoRechargeFailedEventData;
   'invoice.finalized': InvoiceFinalizedEventData;
   'provider.intent.unknown': ProviderIntentUnknownEventData;
   'integration.needs_reauth': IntegrationNeedsReauthEventData;

@@ -28,8 +28,8 @@ export async function emitWalletLowIfCrossed(trx: Knex | Knex.Transaction, orgId
 }
 
 /**
- * Records a usage entry once per `(orgId, dedupeKey)`, charges it to the wallet and emits
- * `billing.wallet.low` on a crossing, all in one transaction (the caller's when given one).
+ * Records a usage entry once per `(orgId, dedupeKey)`, charges it to the wallet (owing an auto-recharge when the
+ * charge crossed its threshold: ./autoRecharge.ts) and emits `billing.wallet.low` on a crossing, all in one transaction (the caller's when given one).
  * @param entry kind, amount (whole US cents), dedupe key, quantity, details (db/repositories/usage.ts UsageInput)
  * @returns true when this call inserted it, false when it existed already
  */

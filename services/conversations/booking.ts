@@ -14,11 +14,24 @@
  * Anything else — a non-2xx, no answer within the timeout, a body off the contract, a status other than
  * confirmed/pending — is a failed skill: the model is told the appointment was not booked and to offer a person,
  * and it never receives a booking to confirm.
+ *
+ * Every booking write — the endpoint, a Google Calendar event insert, a Cal.com booking — goes through
+ * ../effects.ts `performOnce` ({@link bookOnce}, docs/operations.md "Provider calls happen once"): the intent (kind
+ * `booking`, reference the Idempotency-Key) is committed before the request and resolved with the booking, so a turn
+ * retried after a crash answers the recorded booking without asking again, and one that died between the answer
+ * and its record reconciles through the target's look-up: the endpoint is asked again with the same
+ * Idempotency-Key (the contract: a repeated key answers the booking it made, never a second one), Google Calendar
+ * reads the event of the derived id, Cal.com reads its bookings for the request id. The providers' own
+ * idempotency stays as a second guard.
  */
 import crypto from 'node:crypto';
 import { SkillError, type SkillCall, type SkillOutcome } from '../../domain/conversations/runtime';
 import { availabilityWindow, DEFAULT_OPEN_HOURS, localIso, type Interval, type OpenHours } from '../../domain/booking/slots';
 import type { SkillHttpClient } from '../../providers/http/request';
+import type { Lookup } from '../../providers/lookup';
+import type { Db } from '../../db';
+import { resolveIntent } from '../../db/repositories/providerIntents';
+import { performOnce, type FaultHook } from '../effects';
 
 /** Default cap on one booking or availability request, ms. */
 export const BOOKING_TIMEOUT_MS = 10_000;
@@ -39,6 +52,50 @@ export function bookingFailed(reason: string, code: string): SkillError {
 /** The failed-availability SkillError (no slots to offer; offer a person). */
 export function availabilityFailed(reason: string, code: string): SkillError {
   return new SkillError(`Free times could not be checked (${reason}). Do not offer or promise a time; tell the person and offer to connect them with a member of the team.`, code);
+}
+
+/** The SkillError of a booking whose earlier attempt the target cannot account for (the intent is `unknown`). */
+export function bookingUnconfirmed(reason: string): SkillError {
+  return new SkillError(`Whether the appointment was booked could not be confirmed (${reason}). Do not say it is booked; tell the person a member of the team will confirm it and offer to connect them.`, 'booking_unconfirmed');
+}
+
+/** A booking as recorded on its intent: the target's id and status, start and end as ms. */
+export interface Booked {
+  bookingId: string;
+  status: 'confirmed' | 'pending';
+  startMs: number;
+  endMs: number;
+}
+
+/**
+ * Books at most once per (organization, reference) through ../effects.ts `performOnce` (see the module comment):
+ * records the intent, books (`perform`) or reconciles (`lookup`), records the answer.
+ * @param spec.reference the booking's Idempotency-Key ({@link bookingIdempotencyKey})
+ * @param spec.fault tests only: crash points of the write
+ * @throws SkillError from `perform`/`lookup` (the intent stays pending), `booking_unconfirmed` when the target cannot tell
+ */
+export async function bookOnce(
+  db: Db,
+  call: SkillCall,
+  spec: { provider: string; target: string; startMs: number; perform: () => Promise<Booked>; lookup: () => Promise<Lookup<Booked>>; fault?: FaultHook },
+): Promise<Booked> {
+  const { orgId, id: conversationId } = call.conversation;
+  const reference = bookingIdempotencyKey(conversationId, call.callId);
+  const outcome = await performOnce(db, orgId, {
+    kind: 'booking',
+    reference,
+    subjectId: conversationId,
+    provider: spec.provider,
+    // What is asked, without the person's details (they stay in the conversation).
+    request: { skill: call.skill.name, callId: call.callId, target: spec.target, startTime: new Date(spec.startMs).toISOString() },
+    perform: spec.perform,
+    lookup: () => spec.lookup(),
+    fault: spec.fault,
+  });
+  if (outcome.state === 'unknown') throw bookingUnconfirmed(outcome.reason);
+  await resolveIntent(db, orgId, outcome.intent.id, outcome.result);
+  await spec.fault?.('after_record', 'booking', reference);
+  return outcome.result;
 }
 
 const first = (...values: (string | undefined)[]) => values.find((v) => typeof v === 'string' && v.trim() !== '')?.trim();
@@ -89,14 +146,23 @@ export function availabilityOutput(slots: readonly Interval[], config: Record<st
   return { available: list.length > 0, slotCount: list.length, nextSlot: list[0]?.start ?? null, timeZone: config.timeZone, slots: list };
 }
 
+/** A URL without its query and fragment (which may carry a secret reference's value). */
+const urlWithoutQuery = (url: string) => {
+  const u = new URL(url);
+  return `${u.origin}${u.pathname}`;
+};
+
 function failureReason(err: Error & { code?: string }, url: string, timeoutMs: number): { reason: string; code: string } {
   const host = new URL(url).host;
   if (err.code === 'timeout') return { reason: `${host} did not answer within ${timeoutMs} ms`, code: 'timeout' };
   return { reason: `${host} could not be reached: ${err.message}`, code: err.code ?? 'http_failed' };
 }
 
-/** Books through the skill's `url` (the booking contract above). @throws SkillError (never a confirmation) */
-export async function bookThroughUrl(http: SkillHttpClient, call: SkillCall, config: Record<string, any>): Promise<SkillOutcome> {
+/**
+ * Books through the skill's `url` (the booking contract above), once ({@link bookOnce}; the look-up asks again with
+ * the same Idempotency-Key). @throws SkillError (never a confirmation)
+ */
+export async function bookThroughUrl(db: Db, http: SkillHttpClient, call: SkillCall, config: Record<string, any>, fault?: FaultHook): Promise<SkillOutcome> {
   const startMs = bookingStart(call);
   const person = bookingPerson(call);
   const timeoutMs = config.timeoutMs ?? BOOKING_TIMEOUT_MS;
@@ -110,25 +176,29 @@ export async function bookThroughUrl(http: SkillHttpClient, call: SkillCall, con
   };
   if (person.email) json.email = person.email;
   if (config.collectNotes && person.notes) json.notes = person.notes;
-  const res = await http
-    .send({ method: 'POST', url: config.url, headers: { 'idempotency-key': bookingIdempotencyKey(call.conversation.id, call.callId) }, json, timeoutMs })
-    .catch((err: Error & { code?: string }) => {
-      const f = failureReason(err, config.url, timeoutMs);
-      throw bookingFailed(f.reason, f.code);
-    });
   const host = new URL(config.url).host;
-  if (res.status < 200 || res.status >= 300) throw bookingFailed(`${host} answered HTTP ${res.status}`, 'http_status');
-  const body = res.body as Record<string, unknown> | null;
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw bookingFailed(`${host} answered something other than the booking JSON`, 'booking_bad_answer');
-  if (typeof body.status === 'string' && body.status !== 'confirmed' && body.status !== 'pending') throw bookingFailed(`${host} answered status "${body.status.slice(0, 40)}"`, 'booking_not_confirmed');
-  if (typeof body.bookingId !== 'string' || !body.bookingId.trim() || body.bookingId.length > 200 || (body.status !== 'confirmed' && body.status !== 'pending')) {
-    throw bookingFailed(`${host} answered without a bookingId and a status of confirmed or pending`, 'booking_bad_answer');
-  }
-  const answeredStart = typeof body.startTime === 'string' ? Date.parse(body.startTime) : NaN;
-  const s = Number.isNaN(answeredStart) ? startMs : answeredStart;
-  const answeredEnd = typeof body.endTime === 'string' ? Date.parse(body.endTime) : NaN;
-  const e = Number.isNaN(answeredEnd) ? s + config.durationMinutes * 60_000 : answeredEnd;
-  return { output: bookingOutput({ bookingId: body.bookingId, status: body.status, startMs: s, endMs: e }, config) };
+  const ask = async (): Promise<Booked> => {
+    const res = await http
+      .send({ method: 'POST', url: config.url, headers: { 'idempotency-key': bookingIdempotencyKey(call.conversation.id, call.callId) }, json, timeoutMs })
+      .catch((err: Error & { code?: string }) => {
+        const f = failureReason(err, config.url, timeoutMs);
+        throw bookingFailed(f.reason, f.code);
+      });
+    if (res.status < 200 || res.status >= 300) throw bookingFailed(`${host} answered HTTP ${res.status}`, 'http_status');
+    const body = res.body as Record<string, unknown> | null;
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw bookingFailed(`${host} answered something other than the booking JSON`, 'booking_bad_answer');
+    if (typeof body.status === 'string' && body.status !== 'confirmed' && body.status !== 'pending') throw bookingFailed(`${host} answered status "${body.status.slice(0, 40)}"`, 'booking_not_confirmed');
+    if (typeof body.bookingId !== 'string' || !body.bookingId.trim() || body.bookingId.length > 200 || (body.status !== 'confirmed' && body.status !== 'pending')) {
+      throw bookingFailed(`${host} answered without a bookingId and a status of confirmed or pending`, 'booking_bad_answer');
+    }
+    const answeredStart = typeof body.startTime === 'string' ? Date.parse(body.startTime) : NaN;
+    const s = Number.isNaN(answeredStart) ? startMs : answeredStart;
+    const answeredEnd = typeof body.endTime === 'string' ? Date.parse(body.endTime) : NaN;
+    const e = Number.isNaN(answeredEnd) ? s + config.durationMinutes * 60_000 : answeredEnd;
+    return { bookingId: body.bookingId, status: body.status, startMs: s, endMs: e };
+  };
+  const booked = await bookOnce(db, call, { provider: 'url', target: `POST ${urlWithoutQuery(config.url)}`, startMs, perform: ask, lookup: async () => ({ found: await ask() }), fault });
+  return { output: bookingOutput(booked, config) };
 }
 
 /** Free slots through the skill's `url` (the availability contract above). @throws SkillError */

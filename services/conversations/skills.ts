@@ -6,7 +6,8 @@
  *   number through `sms-message/{id}` with every SMS rule (services/sms/send.ts); `to: caller` is the
  *   conversation's `caller_phone` variable (or `phone`);
  * - `book_appointment` and `check_availability` with `url`: the booking and availability contracts of
- *   ./booking.ts (docs/api-notes.md "Booking skills"); a failure is never a confirmation;
+ *   ./booking.ts (docs/api-notes.md "Booking skills"), each booking once (./booking.ts `bookOnce`); a failure is
+ *   never a confirmation;
  * - `transfer_call`, `end_call`: a transfer recorded and the conversation ended as `transferred`, the conversation
  *   ended with the configured closing line;
  * - provisioned skills (docs/api-notes.md "Integrations and records"): `book_appointment` and `check_availability` with
@@ -35,6 +36,7 @@ import { sharedMcpProvider, type McpProvider } from '../../providers/mcp';
 import type { McpSkillConfig } from '../../domain/agents/mcp';
 import { skillNeedsStub } from '../../domain/conversations/skillStubs';
 import { availabilityThroughUrl, bookThroughUrl } from './booking';
+import type { FaultHook } from '../effects';
 
 /** What skills need from the outside. */
 export interface SkillDeps {
@@ -45,6 +47,8 @@ export interface SkillDeps {
   mcp?: McpProvider;
   /** The conversation's skill stubs (ConversationRecord `skillStubs`); given (even `{}`): no real endpoint is called. */
   stubs?: Record<string, unknown> | null;
+  /** Tests only: crash points of a booking write (../effects.ts `performOnce`). */
+  faults?: FaultHook;
 }
 
 /**
@@ -84,7 +88,7 @@ function skillRunner(deps: SkillDeps): (call: SkillCall) => Promise<SkillOutcome
       throw new SkillError((err as Error).message, 'variable_unavailable');
     }
     const calendarSkill = call.skill.type === 'book_appointment' || call.skill.type === 'check_availability';
-    if (call.skill.type === 'lookup_record' || (calendarSkill && config.integration)) return runIntegrationSkill(deps.db, call);
+    if (call.skill.type === 'lookup_record' || (calendarSkill && config.integration)) return runIntegrationSkill(deps.db, call, deps.faults);
     switch (call.skill.type) {
       case 'http_request': {
         const headers = config.integration ? { ...config.headers, ...(await integrationHeaders(deps.db, call.conversation.orgId)) } : config.headers;
@@ -111,7 +115,7 @@ function skillRunner(deps: SkillDeps): (call: SkillCall) => Promise<SkillOutcome
         }
       }
       case 'book_appointment':
-        return bookThroughUrl(deps.http, call, config);
+        return bookThroughUrl(deps.db, deps.http, call, config, deps.faults);
       case 'check_availability':
         return availabilityThroughUrl(deps.http, call, config, Date.now());
       case 'transfer_call': {

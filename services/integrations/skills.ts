@@ -7,7 +7,8 @@
  *   call's arguments, else the conversation's `caller_phone` / `phone` / `email` / `name` variables),
  *   without their sensitive fields; each lookup is an audit entry (actor kind `agent`, actor id the conversation);
  * - `book_appointment` with `integration` (`google_calendar`, `calcom`): an event on the connected calendar; the
- *   request id is the conversation and tool call, so a retried booking finds the same event; `check_availability`
+ *   request id is the conversation and tool call, so a retried booking finds the same event, and the write goes
+ *   through `performOnce` (../conversations/booking.ts `bookOnce`); `check_availability`
  *   with `integration`: the calendar's free slots (../conversations/booking.ts shapes both outputs and failures);
  * - `http_request` with `integration: http`: the connection's Authorization header ({@link integrationHeaders}).
  * A missing connection or a provider refusal is a SkillError the model sees (`integration_not_connected`, …); a
@@ -19,8 +20,9 @@ import { findRecords, type RecordFilter } from '../../db/repositories/records';
 import { insertAuditLogs } from '../../db/repositories/auditLogs';
 import { SkillError, type SkillCall, type SkillOutcome } from '../../domain/conversations/runtime';
 import type { IntegrationKind } from '../../domain/integrations/catalog';
-import { integrationsAdapter, IntegrationProviderError } from '../../providers/integrations';
-import { availabilityFailed, availabilityOutput, availabilityWindowOf, bookingFailed, bookingOutput, bookingPerson, bookingStart, openHoursOf } from '../conversations/booking';
+import { integrationsAdapter, IntegrationProviderError, type CalendarEvent, type CalendarEventRequest } from '../../providers/integrations';
+import { availabilityFailed, availabilityOutput, availabilityWindowOf, bookingFailed, bookingOutput, bookingPerson, bookingStart, bookOnce, openHoursOf, type Booked } from '../conversations/booking';
+import type { FaultHook } from '../effects';
 import { ConnectionNeedsReauthError, connectionSecrets, openCredentials } from './connections';
 import { crmOf, lookupCrmContacts } from './crm';
 
@@ -54,8 +56,12 @@ async function crmMatches(db: Db, orgId: string, c: ConnectionRecord, key: 'phon
 
 const first = (...values: (string | undefined)[]) => values.find((v) => typeof v === 'string' && v.trim() !== '')?.trim();
 
-/** Runs a `lookup_record` or an integration-backed `book_appointment`. @throws SkillError */
-export async function runIntegrationSkill(db: Db, call: SkillCall): Promise<SkillOutcome> {
+/**
+ * Runs a `lookup_record` or an integration-backed `book_appointment` / `check_availability`.
+ * @param fault tests only: crash points of a booking write (../effects.ts)
+ * @throws SkillError
+ */
+export async function runIntegrationSkill(db: Db, call: SkillCall, fault?: FaultHook): Promise<SkillOutcome> {
   const config = call.skill.config as Record<string, any>;
   const { orgId } = call.conversation;
   const vars = { ...call.conversation.variables, ...call.args };
@@ -92,11 +98,11 @@ export async function runIntegrationSkill(db: Db, call: SkillCall): Promise<Skil
     const visible = (r: (typeof found)[number]) => Object.fromEntries(Object.entries(r.fields).filter(([k]) => !r.sensitiveFields.includes(k)));
     return { output: { matches: found.map((r) => ({ id: r.id, name: r.name, phone: r.phone, email: r.email, fields: visible(r) })), matchedOn: key } };
   }
-  return runCalendarSkill(db, call, config);
+  return runCalendarSkill(db, call, config, fault);
 }
 
 /** `book_appointment` or `check_availability` on the connected calendar. @throws SkillError (a failed booking never reads as one) */
-async function runCalendarSkill(db: Db, call: SkillCall, config: Record<string, any>): Promise<SkillOutcome> {
+async function runCalendarSkill(db: Db, call: SkillCall, config: Record<string, any>, fault?: FaultHook): Promise<SkillOutcome> {
   const { orgId } = call.conversation;
   const booking = call.skill.type === 'book_appointment';
   const fail = booking ? bookingFailed : availabilityFailed;
@@ -105,8 +111,8 @@ async function runCalendarSkill(db: Db, call: SkillCall, config: Record<string, 
   if (!c) throw fail(`the ${config.integration} integration is not connected`, 'integration_not_connected');
   const adapter = integrationsAdapter(process.env, c.provider);
   try {
-    const secrets = await connectionSecrets(db, c);
     if (!booking) {
+      const secrets = await connectionSecrets(db, c);
       const { fromMs, toMs } = availabilityWindowOf(call, config, Date.now());
       const slots = await adapter.findFreeSlots(secrets, {
         calendarId: config.calendarId ?? 'primary',
@@ -121,7 +127,7 @@ async function runCalendarSkill(db: Db, call: SkillCall, config: Record<string, 
       return { output: availabilityOutput(slots, config) };
     }
     const person = bookingPerson(call);
-    const ev = await adapter.createCalendarEvent(secrets, {
+    const req: CalendarEventRequest = {
       calendarId: config.calendarId ?? 'primary',
       eventTypeId: config.eventTypeId ?? null,
       start: new Date(startMs).toISOString(),
@@ -131,8 +137,23 @@ async function runCalendarSkill(db: Db, call: SkillCall, config: Record<string, 
       attendee: { name: person.name, phone: person.phone, email: person.email },
       notes: config.collectNotes ? person.notes : null,
       requestId: `${call.conversation.id}:${call.callId}`,
+    };
+    // Read (and refreshed) only when the calendar is asked: a booking already recorded answers without a request.
+    const secrets = () => connectionSecrets(db, c);
+    const booked = (ev: CalendarEvent): Booked => ({ bookingId: ev.eventId, status: ev.status, startMs: Date.parse(ev.start), endMs: Date.parse(ev.end) });
+    // Once per tool call (../conversations/booking.ts `bookOnce`): the calendar's look-up reconciles a retried attempt.
+    const b = await bookOnce(db, call, {
+      provider: c.provider,
+      target: `integration:${config.integration}${req.eventTypeId ? ` event type ${req.eventTypeId}` : ` calendar ${req.calendarId}`}`,
+      startMs,
+      perform: async () => booked(await adapter.createCalendarEvent(await secrets(), req)),
+      lookup: async () => {
+        const seen = await adapter.findCalendarEvent(await secrets(), req);
+        return 'found' in seen ? { found: booked(seen.found) } : seen;
+      },
+      fault,
     });
-    return { output: bookingOutput({ bookingId: ev.eventId, status: ev.status, startMs: Date.parse(ev.start), endMs: Date.parse(ev.end) }, config) };
+    return { output: bookingOutput(b, config) };
   } catch (err) {
     if (err instanceof ConnectionNeedsReauthError) throw fail(err.message, 'integration_needs_reauth');
     if (!(err instanceof IntegrationProviderError)) throw err;

@@ -50,7 +50,7 @@ describe('Billing: wallet, top-ups, usage and open invoices', () => {
   it('starts at 0 USD with the default low-balance threshold', async () => {
     const { key } = await t.org();
     const res = await t.call('GET', '/billing/wallet', { key });
-    expect(res.body.data).to.deep.equal({ balanceCents: 0, currency: 'USD', lowBalanceThresholdCents: 1000, low: true, updatedAt: null });
+    expect(res.body.data).to.deep.equal({ balanceCents: 0, currency: 'USD', lowBalanceThresholdCents: 1000, low: true, updatedAt: null, autoRecharge: { enabled: false, thresholdCents: null, amountCents: null, disabledReason: null } });
   });
 
   it('refuses amounts outside 500..1,000,000 cents and a top-up without Idempotency-Key, naming the field', async () => {

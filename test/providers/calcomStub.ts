@@ -23,6 +23,7 @@ export class CalcomStub extends StubServer {
   readonly bookings: any[] = [];
   delayMs = 0;
   private readonly hangs: { match: RegExp; release?: () => void }[] = [];
+  private readonly held: { release?: () => void }[] = [];
   private nextId = 1000;
 
   /** Starts once the OpenAPI document is readable. @throws Error in one line when it is missing */
@@ -33,7 +34,7 @@ export class CalcomStub extends StubServer {
 
   /** Releases hung requests, then stops. */
   override async stop(): Promise<void> {
-    for (const h of this.hangs) h.release?.();
+    for (const h of this.held) h.release?.();
     await super.stop();
   }
 
@@ -88,9 +89,10 @@ export class CalcomStub extends StubServer {
   protected async handle(req: StubRequest): Promise<StubAnswer> {
     const h = this.hangs.findIndex((x) => x.match.test(`${req.method} ${req.path}`));
     if (h >= 0) {
-      const hang = this.hangs[h];
+      // One request hangs; the next is answered again.
+      const hang = this.hangs.splice(h, 1)[0];
+      this.held.push(hang);
       await new Promise<void>((resolve) => (hang.release = resolve));
-      this.hangs.splice(this.hangs.indexOf(hang), 1);
       return this.error(500, 'released at stop');
     }
     if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));

@@ -37,6 +37,7 @@ export class GoogleCalendarStub extends StubServer {
   private readonly access = new Set<string>();
   private readonly refresh = new Set<string>();
   private readonly hangs: { match: RegExp; release?: () => void }[] = [];
+  private readonly held: { release?: () => void }[] = [];
   readonly tokenRequests: Record<string, string>[] = [];
 
   /** Starts once the discovery document is readable. @throws Error in one line when it is missing */
@@ -47,7 +48,7 @@ export class GoogleCalendarStub extends StubServer {
 
   /** Releases hung requests, then stops. */
   override async stop(): Promise<void> {
-    for (const h of this.hangs) h.release?.();
+    for (const h of this.held) h.release?.();
     await super.stop();
   }
 
@@ -153,9 +154,10 @@ export class GoogleCalendarStub extends StubServer {
   protected async handle(req: StubRequest): Promise<StubAnswer> {
     const h = this.hangs.findIndex((x) => x.match.test(`${req.method} ${req.path}`));
     if (h >= 0) {
-      const hang = this.hangs[h];
+      // One request hangs; the next is answered again.
+      const hang = this.hangs.splice(h, 1)[0];
+      this.held.push(hang);
       await new Promise<void>((resolve) => (hang.release = resolve));
-      this.hangs.splice(this.hangs.indexOf(hang), 1);
       return googleError(503, 'backendError', 'released at stop');
     }
     if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
