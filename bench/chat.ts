@@ -19,7 +19,6 @@
  * turn (counted at pg's Client, every pool of the process). Targets on a 2-core machine (docs/benchmarks.md): ≥ 1,000 turns/s, ≤ 2 ms of CPU per turn (API process + Postgres), overhead (a) p99 < 20 ms, (b) p99 < 50 ms.
  */
 import os from 'node:os';
-import pg from 'pg';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { createSource, indexChunks, markProcessing } from '../db/repositories/knowledge';
@@ -27,7 +26,7 @@ import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { startApi } from '../api/server';
 import { loadConfig } from '../config';
 import { createLogger } from '../runtime';
-import { apiCaller, cpuSnapshot, openBenchDatabase, profileWindow, publishForBench } from './harness';
+import { apiCaller, countStatements, cpuSnapshot, openBenchDatabase, profileWindow, publishForBench } from './harness';
 import { compileDraft } from '../domain/agents/compile';
 import { runTurn, type TurnPorts } from '../domain/conversations/runtime';
 import type { LlmProvider } from '../domain/conversations/llm';
@@ -204,16 +203,7 @@ export async function runChatBench(): Promise<void> {
     });
     // BENCH_COUNT_QUERIES=1: the statements each turn costs through the API's pool, by their first words.
     // Counted at pg's Client, so every pool of the process is seen (the service's, the rate limits', the change feed's).
-    const counted = new Map<string, number>();
-    const pgQuery = pg.Client.prototype.query;
-    if (process.env.BENCH_COUNT_QUERIES) {
-      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-        const q = args[0] as string | { text?: string };
-        const k = (typeof q === 'string' ? q : q?.text ?? '?').replace(/\s+/g, ' ').slice(0, 70);
-        counted.set(k, (counted.get(k) ?? 0) + 1);
-        return (pgQuery as (...a: unknown[]) => unknown).apply(this, args);
-      } as typeof pgQuery;
-    }
+    const { counted, stop: stopCounting } = countStatements();
     const cpu0 = cpuSnapshot({ process: process.pid }, { postmasterPid });
     const t0 = performance.now();
     // BENCH_PROFILE=1: a V8 profile of the API process during the load, its top self-time functions printed.
@@ -224,7 +214,7 @@ export async function runChatBench(): Promise<void> {
     const elapsed = (performance.now() - t0) / 1000;
     const cpu1 = cpuSnapshot({ process: process.pid }, { postmasterPid });
     const turns = result.requests - result.non2xx - result.errors;
-    pg.Client.prototype.query = pgQuery;
+    stopCounting();
     const rows = await db('conversation_turns').where({ org_id: org.id }).select('receipt');
     const overhead: number[] = [];
     for (const r of rows) {

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { Logger } from 'pino';
+import pg from 'pg';
 import { startApi, type RunningApi } from '../api/server';
 import { loadConfig, type AppConfig } from '../config';
 import { createLogger } from '../runtime';
@@ -317,4 +318,24 @@ export function apiCaller(baseUrl: string, key: string): (method: string, p: str
 export async function publishForBench(db: Db, orgId: string, agentId: string, publishedBy: string): Promise<void> {
   const pub = await createAgentActivities({ db }).compileAndPublishAgent({ orgId, agentId, idempotencyKey: 'bench', requestHash: publishRequestHash({ note: null }), note: null, publishedBy });
   if (pub.kind !== 'published') throw new Error(`publish failed: ${JSON.stringify(pub)}`);
+}
+
+/**
+ * With BENCH_COUNT_QUERIES set, counts the statements every pg `Client` of this process sends (so every pool is seen:
+ * the service's, the rate limits', the change feed's, a group commit's), keyed by their first 70 characters with white
+ * space folded; otherwise counts nothing.
+ * @returns the counts, and `stop()`, which puts pg's `Client.prototype.query` back
+ */
+export function countStatements(): { counted: Map<string, number>; stop(): void } {
+  const counted = new Map<string, number>();
+  const pgQuery = pg.Client.prototype.query;
+  if (process.env.BENCH_COUNT_QUERIES) {
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const q = args[0] as string | { text?: string };
+      const k = (typeof q === 'string' ? q : q?.text ?? '?').replace(/\s+/g, ' ').slice(0, 70);
+      counted.set(k, (counted.get(k) ?? 0) + 1);
+      return (pgQuery as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof pgQuery;
+  }
+  return { counted, stop: () => { pg.Client.prototype.query = pgQuery; } };
 }

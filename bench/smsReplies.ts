@@ -23,12 +23,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { Worker } from '@temporalio/worker';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
-import { bundleBenchWorkflows, cpuSnapshot, profileWindow, publishForBench, startBenchApi, startBenchStack } from './harness';
+import { bundleBenchWorkflows, countStatements, cpuSnapshot, profileWindow, publishForBench, startBenchApi, startBenchStack } from './harness';
 import { printProfile } from './http';
 import { createActivities } from '../activities';
 import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
@@ -99,16 +98,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     const total = RATE * SECONDS;
     // BENCH_COUNT_QUERIES=1: how many statements each answered text costs, by their first words, counted at pg's
     // Client so every pool of the process is seen (the turn writer's group commit, the change feed).
-    const counted = new Map<string, number>();
-    const pgQuery = pg.Client.prototype.query;
-    if (process.env.BENCH_COUNT_QUERIES) {
-      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-        const q = args[0] as string | { text?: string };
-        const k = (typeof q === 'string' ? q : q?.text ?? '?').replace(/\s+/g, ' ').slice(0, 70);
-        counted.set(k, (counted.get(k) ?? 0) + 1);
-        return (pgQuery as (...a: unknown[]) => unknown).apply(this, args);
-      } as typeof pgQuery;
-    }
+    const { counted, stop: stopCounting } = countStatements();
     // BENCH_PROFILE=1: a V8 profile of this process during the load, its top self-time functions printed.
     const profileDir = process.env.BENCH_PROFILE_DIR ?? (process.env.BENCH_PROFILE === '1' ? fs.mkdtempSync(path.join(os.tmpdir(), 'acp-prof-sms-')) : undefined);
     // The CPU this process and Postgres spend with no text (the worker's and dev server's polls, timers) over 2 s,
@@ -146,7 +136,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     const doneS = (performance.now() - t0) / 1000;
     const after = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
     await profiled();
-    pg.Client.prototype.query = pgQuery;
+    stopCounting();
     const rows = await db('sms_messages as r')
       .join('sms_messages as i', function () {
         this.on('i.id', '=', 'r.reply_to').andOn('i.org_id', '=', 'r.org_id');

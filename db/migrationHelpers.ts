@@ -56,3 +56,47 @@ export function runEndColumns(t: Knex.CreateTableBuilder, knex: Knex): void {
 export function runStatusCheck(table: string): string {
   return `ALTER TABLE ${table} ADD CONSTRAINT ${table}_status_check CHECK (status IN ('running', 'completed', 'failed'))`;
 }
+
+/**
+ * `CREATE FUNCTION <name>() RETURNS trigger`: a statement-level trigger function of the change feed (db/changeFeed.ts,
+ * channel `acp_changes`) that notifies `<table>:<key>,<key>…`, 200 keys a notification, with the keys each subquery
+ * selects as `k` from the transition tables `old_rows` / `new_rows` (PL/pgSQL plans each statement when first run,
+ * so each branch names only the transition tables its trigger declares).
+ * @param keys the subquery per operation; `updated` defaults to `inserted`
+ */
+export function changeFeedFunction(name: string, keys: { deleted: string; inserted: string; updated?: string }): string {
+  const loop = (select: string) => `FOR chunk IN
+          SELECT string_agg(k, ',') FROM (SELECT d.k, (row_number() OVER () - 1) / 200 AS g FROM (${select}) d) s GROUP BY g
+        LOOP
+          PERFORM pg_notify('acp_changes', TG_TABLE_NAME || ':' || chunk);
+        END LOOP;`;
+  const update = keys.updated ? `ELSIF TG_OP = 'UPDATE' THEN\n        ${loop(keys.updated)}\n      ` : '';
+  return `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE chunk text;
+    BEGIN
+      IF TG_OP = 'DELETE' THEN
+        ${loop(keys.deleted)}
+      ${update}ELSE
+        ${loop(keys.inserted)}
+      END IF;
+      RETURN NULL;
+    END $$;`;
+}
+
+/**
+ * The statement-level triggers `<table>_inserts`, `_updates` and `_deletes` running the change-feed function `fn`
+ * ({@link changeFeedFunction}); the update trigger sees `old_rows` too when `updateSeesOld`.
+ * @returns three `CREATE TRIGGER` statements, one a line
+ */
+export function changeFeedTriggers(table: string, fn: string, updateSeesOld = false): string {
+  return [
+    `CREATE TRIGGER ${table}_inserts AFTER INSERT ON ${table} REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}();`,
+    `CREATE TRIGGER ${table}_updates AFTER UPDATE ON ${table} REFERENCING ${updateSeesOld ? 'OLD TABLE AS old_rows ' : ''}NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}();`,
+    `CREATE TRIGGER ${table}_deletes AFTER DELETE ON ${table} REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}();`,
+  ].join('\n');
+}
+
+/** What a `down` runs to remove {@link changeFeedTriggers} of each table and the function `fn`. */
+export function dropChangeFeed(tables: readonly string[], fn: string): string[] {
+  return dropTriggers(tables.flatMap((t) => ['inserts', 'updates', 'deletes'].map((op) => [`${t}_${op}`, t] as const)), [fn]);
+}

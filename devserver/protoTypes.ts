@@ -107,29 +107,20 @@ export type TaskQueue = Plain<taskqueue.ITaskQueue>;
 /** temporal.api.history.v1.HistoryEvent as held in memory. */
 export type HistoryEventMessage = Plain<history.IHistoryEvent>;
 
-/** Command attributes (temporal.api.command.v1.*CommandAttributes). */
-export type ScheduleActivityTaskAttrs = Plain<command.IScheduleActivityTaskCommandAttributes>;
-/** temporal.api.command.v1.StartTimerCommandAttributes. */
-export type StartTimerAttrs = Plain<command.IStartTimerCommandAttributes>;
-/** temporal.api.command.v1.ContinueAsNewWorkflowExecutionCommandAttributes. */
-export type ContinueAsNewAttrs = Plain<command.IContinueAsNewWorkflowExecutionCommandAttributes>;
-/** temporal.api.command.v1.StartChildWorkflowExecutionCommandAttributes. */
-export type StartChildWorkflowAttrs = Plain<command.IStartChildWorkflowExecutionCommandAttributes>;
-/** temporal.api.command.v1.SignalExternalWorkflowExecutionCommandAttributes. */
-export type SignalExternalWorkflowAttrs = Plain<command.ISignalExternalWorkflowExecutionCommandAttributes>;
-/** temporal.api.command.v1.RequestCancelExternalWorkflowExecutionCommandAttributes. */
-export type RequestCancelExternalWorkflowAttrs = Plain<command.IRequestCancelExternalWorkflowExecutionCommandAttributes>;
+/**
+ * The attributes of a command by the name of their field in temporal.api.command.v1.Command, as decoded:
+ * `CommandAttrs<'startTimerCommandAttributes'>` is temporal.api.command.v1.StartTimerCommandAttributes.
+ */
+export type CommandAttrs<K extends keyof Command & `${string}CommandAttributes`> = NonNullable<Command[K]>;
 
-/** WorkflowService requests the engine takes (temporal.api.workflowservice.v1.*Request). */
-export type StartWorkflowExecutionRequest = Plain<workflowservice.IStartWorkflowExecutionRequest>;
-/** temporal.api.workflowservice.v1.SignalWithStartWorkflowExecutionRequest. */
-export type SignalWithStartWorkflowExecutionRequest = Plain<workflowservice.ISignalWithStartWorkflowExecutionRequest>;
-/** temporal.api.workflowservice.v1.RespondWorkflowTaskCompletedRequest. */
-export type RespondWorkflowTaskCompletedRequest = Plain<workflowservice.IRespondWorkflowTaskCompletedRequest>;
-/** temporal.api.workflowservice.v1.RespondWorkflowTaskFailedRequest. */
-export type RespondWorkflowTaskFailedRequest = Plain<workflowservice.IRespondWorkflowTaskFailedRequest>;
-/** temporal.api.workflowservice.v1.RespondQueryTaskCompletedRequest. */
-export type RespondQueryTaskCompletedRequest = Plain<workflowservice.IRespondQueryTaskCompletedRequest>;
+/**
+ * The request of WorkflowService RPC `M` as decoded: `RpcRequest<'startWorkflowExecution'>` is
+ * temporal.api.workflowservice.v1.StartWorkflowExecutionRequest.
+ */
+export type RpcRequest<M extends RpcName> = Plain<Parameters<workflowservice.WorkflowService[M]>[0]>;
+/** The names of WorkflowService's RPC methods (`startWorkflowExecution`, …). */
+type RpcName = { [K in keyof workflowservice.WorkflowService]: workflowservice.WorkflowService[K] extends (request: never) => Promise<unknown> ? K : never }[keyof workflowservice.WorkflowService];
+
 /** temporal.api.query.v1.WorkflowQuery. */
 export type WorkflowQuery = Plain<temporal.api.query.v1.IWorkflowQuery>;
 /** temporal.api.query.v1.WorkflowQueryResult. */

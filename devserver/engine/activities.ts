@@ -17,8 +17,8 @@ import {
   PollActivityTaskQueueResponse,
   RecordActivityTaskHeartbeatResponse,
   RetryState,
-  ScheduleActivityTaskAttrs,
   TimeoutType,
+  CommandAttrs,
 } from '../protoTypes';
 import { ActivityState, Execution, ServiceError, Status } from '../types';
 import { ActEntry, decodeToken, encodeToken, execKey, TaskPoll, TQ_NORMAL } from './state';
@@ -58,7 +58,7 @@ export abstract class Activities extends WorkflowTasks {
    * writes ActivityTaskScheduled and queues the task (or holds it for eager dispatch).
    * @throws ServiceError INVALID_ARGUMENT when neither schedule-to-close nor start-to-close is set.
    */
-  protected scheduleActivity(exec: Execution, a: ScheduleActivityTaskAttrs, completedId: number): void {
+  protected scheduleActivity(exec: Execution, a: CommandAttrs<'scheduleActivityTaskCommandAttributes'>, completedId: number): void {
     const runTimeoutMs = exec.runDeadline !== null ? exec.runDeadline - exec.startTime : 0;
     let s2c = toMs(a.scheduleToCloseTimeout) ?? 0;
     let s2s = toMs(a.scheduleToStartTimeout) ?? 0;

@@ -10,14 +10,12 @@ import {
   EventAttrs,
   EventType,
   ParentClosePolicy,
-  RequestCancelExternalWorkflowAttrs,
   RetryState,
-  SignalExternalWorkflowAttrs,
   SignalExternalWorkflowExecutionFailedCause,
-  StartChildWorkflowAttrs,
   StartChildWorkflowExecutionFailedCause,
   UserMetadata,
   WorkflowExecutionStatus,
+  CommandAttrs,
 } from '../protoTypes';
 import { Execution, ParentRef, ServiceError, Status } from '../types';
 import { CloseOutcome, DEFAULT_WORKFLOW_TASK_TIMEOUT_MS, execKey, TQ_NORMAL, wfKey } from './state';
@@ -32,7 +30,7 @@ export abstract class Children extends Signals {
    * StartChildWorkflowExecution command: StartChildWorkflowExecutionInitiated now, the child is
    * started after this completion (ChildWorkflowExecutionStarted or StartChildWorkflowExecutionFailed).
    */
-  protected startChildCommand(exec: Execution, a: StartChildWorkflowAttrs, completedId: number): void {
+  protected startChildCommand(exec: Execution, a: CommandAttrs<'startChildWorkflowExecutionCommandAttributes'>, completedId: number): void {
     const targetNs = a.namespace || exec.namespace;
     const attrs: StartChildInitiatedAttrs = {
       namespace: targetNs,
@@ -67,7 +65,7 @@ export abstract class Children extends Signals {
   }
 
   /** SignalExternalWorkflowExecution command: the Initiated event now, delivery after this completion. */
-  protected signalExternalCommand(exec: Execution, a: SignalExternalWorkflowAttrs, completedId: number): void {
+  protected signalExternalCommand(exec: Execution, a: CommandAttrs<'signalExternalWorkflowExecutionCommandAttributes'>, completedId: number): void {
     const targetNs = a.namespace || exec.namespace;
     const initiated = this.emit(exec, EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED, {
       workflowTaskCompletedEventId: completedId,
@@ -83,7 +81,7 @@ export abstract class Children extends Signals {
   }
 
   /** RequestCancelExternalWorkflowExecution command: the Initiated event now, delivery after this completion. */
-  protected requestCancelExternalCommand(exec: Execution, a: RequestCancelExternalWorkflowAttrs, completedId: number): void {
+  protected requestCancelExternalCommand(exec: Execution, a: CommandAttrs<'requestCancelExternalWorkflowExecutionCommandAttributes'>, completedId: number): void {
     const targetNs = a.namespace || exec.namespace;
     const initiated = this.emit(exec, EventType.EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED, {
       workflowTaskCompletedEventId: completedId,
@@ -200,7 +198,7 @@ export abstract class Children extends Signals {
     this.scheduleWorkflowTask(parent);
   }
 
-  protected deliverExternalSignal(exec: Execution, initiatedId: number, ns: string, a: SignalExternalWorkflowAttrs): void {
+  protected deliverExternalSignal(exec: Execution, initiatedId: number, ns: string, a: CommandAttrs<'signalExternalWorkflowExecutionCommandAttributes'>): void {
     if (exec.status !== Status.Running) return;
     const target = this.tryGet(ns, a.execution?.workflowId, a.execution?.runId);
     if (!target || target.status !== Status.Running) {
@@ -230,7 +228,7 @@ export abstract class Children extends Signals {
     this.scheduleWorkflowTask(exec);
   }
 
-  protected deliverExternalCancel(exec: Execution, initiatedId: number, ns: string, a: RequestCancelExternalWorkflowAttrs): void {
+  protected deliverExternalCancel(exec: Execution, initiatedId: number, ns: string, a: CommandAttrs<'requestCancelExternalWorkflowExecutionCommandAttributes'>): void {
     if (exec.status !== Status.Running) return;
     const target = this.tryGet(ns, a.workflowId, a.runId);
     if (!target || target.status !== Status.Running) {

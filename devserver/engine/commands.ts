@@ -14,9 +14,9 @@ import {
   Failure,
   Payload,
   PollActivityTaskQueueResponse,
-  RespondWorkflowTaskCompletedRequest,
   RespondWorkflowTaskCompletedResponse,
   WorkflowTaskFailedCause,
+  RpcRequest,
 } from '../protoTypes';
 import { Execution, ServiceError, Status } from '../types';
 import { decodeToken, DEFAULT_STICKY_SCHEDULE_TO_START_MS } from './state';
@@ -119,7 +119,7 @@ export abstract class Commands extends Children {
    * answered, WorkflowTaskFailed is written with `cause` (and `failure` when given), then the events held
    * during the task. The caller decides what follows (a new task, or the run's termination).
    */
-  private rejectCompletion(exec: Execution, req: RespondWorkflowTaskCompletedRequest, cause: WorkflowTaskFailedCause, failure?: Failure): void {
+  private rejectCompletion(exec: Execution, req: RpcRequest<'respondWorkflowTaskCompleted'>, cause: WorkflowTaskFailedCause, failure?: Failure): void {
     const wt = exec.wt;
     this.answerAttachedQueries(exec, req.queryResults);
     this.clearTimer(exec, 'wt');
@@ -134,7 +134,7 @@ export abstract class Commands extends Children {
    * RespondWorkflowTaskCompleted: writes WorkflowTaskCompleted, one event group per command, then
    * the events held during the task; schedules the next task when new events arrived.
    */
-  completeWorkflowTask(req: RespondWorkflowTaskCompletedRequest): RespondWorkflowTaskCompletedResponse {
+  completeWorkflowTask(req: RpcRequest<'respondWorkflowTaskCompleted'>): RespondWorkflowTaskCompletedResponse {
     const exec = this.workflowTaskForToken(decodeToken(req.taskToken));
     const wt = exec.wt;
     const commands: Command[] = req.commands ?? [];

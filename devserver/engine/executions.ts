@@ -7,17 +7,17 @@ import crypto from 'node:crypto';
 import { status as Code } from '@grpc/grpc-js';
 import { fromMs, toMs } from '../proto';
 import {
-  ContinueAsNewAttrs,
   ContinueAsNewInitiator,
   EventType,
   Failure,
   Payloads,
   RetryState,
-  StartWorkflowExecutionRequest,
   TimeoutType,
   WorkflowExecutionStatus,
   WorkflowIdConflictPolicy,
   WorkflowIdReusePolicy,
+  CommandAttrs,
+  RpcRequest,
 } from '../protoTypes';
 import { Execution, ParentRef, ServiceError, Status } from '../types';
 import { CloseOutcome, DEFAULT_WORKFLOW_TASK_TIMEOUT_MS, execKey, StartExtra, TQ_NORMAL, wfKey } from './state';
@@ -56,7 +56,7 @@ export abstract class Executions extends UserTimers {
    * StartWorkflowExecution (also used for children, retries and continue-as-new).
    * Applies id reuse and conflict policies; returns `{ exec, started }`.
    */
-  startWorkflow(req: StartWorkflowExecutionRequest, extra: StartExtra = {}): { exec: Execution; started: boolean } {
+  startWorkflow(req: RpcRequest<'startWorkflowExecution'>, extra: StartExtra = {}): { exec: Execution; started: boolean } {
     const ns = req.namespace || 'default';
     // Registered search attributes get their type on the way in (devserver/searchAttributes.ts).
     applyTypeMap(this.namespace(ns), req.searchAttributes?.indexedFields);
@@ -329,7 +329,7 @@ export abstract class Executions extends UserTimers {
     return next.runId;
   }
 
-  protected continueAsNew(exec: Execution, a: ContinueAsNewAttrs, completedId: number): void {
+  protected continueAsNew(exec: Execution, a: CommandAttrs<'continueAsNewWorkflowExecutionCommandAttributes'>, completedId: number): void {
     const s = exec.startAttrs;
     const { exec: next } = this.startWorkflow(
       {

@@ -10,9 +10,9 @@ import { Execution, ServiceError, Status } from '../types';
 import {
   PollWorkflowTaskQueueResponse,
   QueryResultType,
-  RespondQueryTaskCompletedRequest,
   WorkflowQuery,
   WorkflowQueryResult,
+  RpcRequest,
 } from '../protoTypes';
 import { decodeToken, encodeToken, PendingQuery, QUERY_TIMEOUT_MS, QueryAnswer, TQ_NORMAL } from './state';
 import { TimeSkipping } from './timeSkipping';
@@ -90,7 +90,7 @@ export abstract class Queries extends TimeSkipping {
   }
 
   /** RespondQueryTaskCompleted (legacy query tasks). */
-  respondQuery(req: RespondQueryTaskCompletedRequest): void {
+  respondQuery(req: RpcRequest<'respondQueryTaskCompleted'>): void {
     const t = decodeToken(req.taskToken);
     if (t.k !== 'q') throw new ServiceError(Code.INVALID_ARGUMENT, 'not a query task token');
     const q = this.queries.get(t.id);

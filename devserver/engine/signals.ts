@@ -3,7 +3,7 @@
  * SignalWithStartWorkflowExecution, RequestCancelWorkflowExecution).
  */
 import { status as Code } from '@grpc/grpc-js';
-import { EventAttrs, EventType, SignalWithStartWorkflowExecutionRequest, WorkflowExecutionRef, WorkflowIdConflictPolicy } from '../protoTypes';
+import { EventAttrs, EventType, WorkflowExecutionRef, WorkflowIdConflictPolicy, RpcRequest } from '../protoTypes';
 import { Execution, ServiceError, Status } from '../types';
 import { wfKey } from './state';
 import { Executions } from './executions';
@@ -30,7 +30,7 @@ export abstract class Signals extends Executions {
   }
 
   /** SignalWithStartWorkflowExecution: signal the running run or start one with the signal. */
-  signalWithStart(req: SignalWithStartWorkflowExecutionRequest): { exec: Execution; started: boolean } {
+  signalWithStart(req: RpcRequest<'signalWithStartWorkflowExecution'>): { exec: Execution; started: boolean } {
     const ns = req.namespace || 'default';
     const terminateExisting = WorkflowIdConflictPolicy.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING;
     const cur = this.current.get(wfKey(ns, req.workflowId ?? ''));

@@ -2,14 +2,14 @@
  * User timers (StartTimer / CancelTimer commands, TimerFired events) on the virtual clock.
  */
 import { fromMs, toMs } from '../proto';
-import { EventType, StartTimerAttrs } from '../protoTypes';
+import { EventType, CommandAttrs } from '../protoTypes';
 import { Execution, Status } from '../types';
 import { Activities } from './activities';
 
 /** Engine layer for user timers (see `index.ts`). */
 export abstract class UserTimers extends Activities {
   /** StartTimer command: TimerStarted, and TimerFired when the virtual clock reaches it. */
-  protected startUserTimer(exec: Execution, a: StartTimerAttrs, completedId: number): void {
+  protected startUserTimer(exec: Execution, a: CommandAttrs<'startTimerCommandAttributes'>, completedId: number): void {
     const timerId = a.timerId ?? '';
     const ms = toMs(a.startToFireTimeout) ?? 0;
     const id = this.emit(exec, EventType.EVENT_TYPE_TIMER_STARTED, {

@@ -10,7 +10,7 @@
 import { status as Code } from '@grpc/grpc-js';
 import { temporal } from '@temporalio/proto';
 import { decodePlain, encodePlain, pbType } from '../proto';
-import { Command, CommandType, EventType, Plain, PollWorkflowTaskQueueResponse, RespondWorkflowTaskCompletedRequest, RespondWorkflowTaskCompletedResponse, WorkflowExecutionStatus } from '../protoTypes';
+import { Command, CommandType, EventType, Plain, PollWorkflowTaskQueueResponse, RespondWorkflowTaskCompletedResponse, WorkflowExecutionStatus, RpcRequest } from '../protoTypes';
 import { Execution, ServiceError, Status, UpdateState } from '../types';
 import { CloseOutcome, decodeToken, HISTORY_LONG_POLL_MS, WfEntry } from './state';
 import { Commands } from './commands';
@@ -171,7 +171,7 @@ export abstract class Updates extends Commands {
    * ProtocolMessage command is applied at the command's position, the others (rejections) after
    * the commands; updates still waiting get a new workflow task.
    */
-  override completeWorkflowTask(req: RespondWorkflowTaskCompletedRequest): RespondWorkflowTaskCompletedResponse {
+  override completeWorkflowTask(req: RpcRequest<'respondWorkflowTaskCompleted'>): RespondWorkflowTaskCompletedResponse {
     const msgs = (req.messages ?? []) as ProtocolMessage[];
     this.completionMessages = new Map(msgs.map((m) => [m.id ?? '', m]));
     const exec = this.workflowTaskForToken(decodeToken(req.taskToken));

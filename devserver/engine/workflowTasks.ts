@@ -10,11 +10,11 @@ import {
   EventAttrs,
   EventType,
   PollWorkflowTaskQueueResponse,
-  RespondWorkflowTaskFailedRequest,
   SuggestContinueAsNewReason,
   TaskQueue,
   TimeoutType,
   WorkflowQuery,
+  RpcRequest,
 } from '../protoTypes';
 import { Execution, HistoryEvent, ServiceError, Status } from '../types';
 import { decodeToken, encodeToken, execKey, SHUTDOWN_GRACE_MS, SUGGEST_CAN_BYTES, SUGGEST_CAN_EVENTS, TaskPoll, Token, TQ_NORMAL, TQ_STICKY, WfEntry } from './state';
@@ -286,7 +286,7 @@ export abstract class WorkflowTasks extends Queries {
   }
 
   /** RespondWorkflowTaskFailed: WorkflowTaskFailed event on attempt 1 only, then retry. */
-  failWorkflowTask(req: RespondWorkflowTaskFailedRequest): void {
+  failWorkflowTask(req: RpcRequest<'respondWorkflowTaskFailed'>): void {
     const exec = this.workflowTaskForToken(decodeToken(req.taskToken));
     const wt = exec.wt;
     this.clearTimer(exec, 'wt');

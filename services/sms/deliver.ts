@@ -46,17 +46,7 @@ export async function deliverText(db: Db, telephony: TelephonyAdapter, orgId: st
     const problem = await sendProblem(db, orgId, m);
     if (problem) return refuse(problem);
   }
-  const text = { from: m.from, to: m.to, body: m.body, mediaIds: m.mediaIds, reference: m.id };
-  const effect = await performOnce(db, orgId, {
-    kind: 'sms_send',
-    reference: m.id,
-    subjectId: m.id,
-    provider: telephony.provider,
-    request: { from: m.from, to: m.to, length: m.body.length },
-    perform: () => telephony.sendMessage(orgId, text),
-    lookup: () => telephony.findMessage(orgId, m.id),
-    fault: faults,
-  });
+  const effect = await sendOnce(db, telephony, orgId, m, faults);
   if (effect.state === 'unknown') return refuse('provider_outcome_unknown');
   await db.transaction(async (trx) => {
     await resolveIntent(trx, orgId, effect.intent.id, effect.result);
@@ -64,6 +54,25 @@ export async function deliverText(db: Db, telephony: TelephonyAdapter, orgId: st
   });
   await faults?.('after_record', 'sms_send', m.id);
   return { status: 'sent', error: null };
+}
+
+/**
+ * Text `m` handed to the carrier once (services/effects.ts `performOnce`, kind `sms_send`, referenced by the message
+ * id; the carrier's look-up by that id reconciles a retry after a crash).
+ * @param recorded the send's intent when it was stored with the message
+ */
+function sendOnce(db: Db, telephony: TelephonyAdapter, orgId: string, m: SmsMessageRecord, faults?: FaultHook, recorded?: ProviderIntent) {
+  return performOnce(db, orgId, {
+    kind: 'sms_send',
+    reference: m.id,
+    subjectId: m.id,
+    provider: telephony.provider,
+    request: { from: m.from, to: m.to, length: m.body.length },
+    perform: () => telephony.sendMessage(orgId, { from: m.from, to: m.to, body: m.body, mediaIds: m.mediaIds, reference: m.id }),
+    lookup: () => telephony.findMessage(orgId, m.id),
+    fault: faults,
+    recorded,
+  });
 }
 
 /**
@@ -77,17 +86,7 @@ export async function deliverText(db: Db, telephony: TelephonyAdapter, orgId: st
  */
 export async function deliverQueuedReply(db: Db, telephony: TelephonyAdapter, orgId: string, reply: SmsMessageRecord, intent: ProviderIntent, inboundId: string, faults?: FaultHook): Promise<DeliveryResult> {
   const m = reply;
-  const effect = await performOnce(db, orgId, {
-    kind: 'sms_send',
-    reference: m.id,
-    subjectId: m.id,
-    provider: telephony.provider,
-    request: { from: m.from, to: m.to, length: m.body.length },
-    perform: () => telephony.sendMessage(orgId, { from: m.from, to: m.to, body: m.body, mediaIds: m.mediaIds, reference: m.id }),
-    lookup: () => telephony.findMessage(orgId, m.id),
-    fault: faults,
-    recorded: intent,
-  });
+  const effect = await sendOnce(db, telephony, orgId, m, faults, intent);
   if (effect.state === 'unknown') {
     await advanceMessage(db, orgId, m.id, { status: 'failed', error: 'provider_outcome_unknown' }, messageChanged(orgId));
     return { status: 'failed', error: 'provider_outcome_unknown' };
