@@ -15,24 +15,7 @@ import { CalcomStub } from './calcomStub';
 /** A booking endpoint speaking the contract; every request is checked against it. A repeated Idempotency-Key answers the booking it made. */
 export class BookingEndpoint extends StubServer {
   readonly bookings = new Map<string, unknown>();
-  private readonly hangs: { match: RegExp; release?: () => void }[] = [];
-  private readonly held: { release?: () => void }[] = [];
-  /** The next request whose `METHOD /path` matches gets no answer until the stub stops. */
-  hangNext(match: RegExp): void {
-    this.hangs.push({ match });
-  }
-  override async stop(): Promise<void> {
-    for (const h of this.held) h.release?.();
-    await super.stop();
-  }
   protected async handle(req: StubRequest): Promise<StubAnswer> {
-    const h = this.hangs.findIndex((x) => x.match.test(`${req.method} ${req.path}`));
-    if (h >= 0) {
-      const hang = this.hangs.splice(h, 1)[0];
-      this.held.push(hang);
-      await new Promise<void>((resolve) => (hang.release = resolve));
-      return { status: 503 };
-    }
     if (req.method === 'GET') return { status: 405, body: { error: 'POST only' } };
     const body = JSON.parse(req.raw);
     if (req.path === '/slots') {

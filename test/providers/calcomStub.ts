@@ -22,25 +22,12 @@ export class CalcomStub extends StubServer {
   readonly eventTypes = new Map<number, { slug: string; lengthInMinutes: number; slots: string[] }>();
   readonly bookings: any[] = [];
   delayMs = 0;
-  private readonly hangs: { match: RegExp; release?: () => void }[] = [];
-  private readonly held: { release?: () => void }[] = [];
   private nextId = 1000;
 
   /** Starts once the OpenAPI document is readable. @throws Error in one line when it is missing */
   override async start(): Promise<this> {
     calcomOpenApi();
     return super.start();
-  }
-
-  /** Releases hung requests, then stops. */
-  override async stop(): Promise<void> {
-    for (const h of this.held) h.release?.();
-    await super.stop();
-  }
-
-  /** The next request whose `METHOD /path` matches gets no answer (until stop). */
-  hangNext(match: RegExp): void {
-    this.hangs.push({ match });
   }
 
   private answer(req: StubRequest, template: string, status: number, body: any, validate: unknown = body): StubAnswer {
@@ -86,15 +73,12 @@ export class CalcomStub extends StubServer {
     };
   }
 
+  /** A held request is answered with Cal.com's server error when the stub stops. */
+  protected override released(): StubAnswer {
+    return this.error(500, 'released at stop');
+  }
+
   protected async handle(req: StubRequest): Promise<StubAnswer> {
-    const h = this.hangs.findIndex((x) => x.match.test(`${req.method} ${req.path}`));
-    if (h >= 0) {
-      // One request hangs; the next is answered again.
-      const hang = this.hangs.splice(h, 1)[0];
-      this.held.push(hang);
-      await new Promise<void>((resolve) => (hang.release = resolve));
-      return this.error(500, 'released at stop');
-    }
     if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
     const template = req.path;
     if (!['/v2/me', '/v2/slots', '/v2/bookings'].includes(template)) return this.error(404, `Cannot ${req.method} ${req.path}`);

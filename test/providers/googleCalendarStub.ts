@@ -36,25 +36,12 @@ export class GoogleCalendarStub extends StubServer {
   private readonly codes = new Map<string, { challenge: string | null; redirectUri: string; scope: string }>();
   private readonly access = new Set<string>();
   private readonly refresh = new Set<string>();
-  private readonly hangs: { match: RegExp; release?: () => void }[] = [];
-  private readonly held: { release?: () => void }[] = [];
   readonly tokenRequests: Record<string, string>[] = [];
 
   /** Starts once the discovery document is readable. @throws Error in one line when it is missing */
   override async start(): Promise<this> {
     googleDiscovery();
     return super.start();
-  }
-
-  /** Releases hung requests, then stops. */
-  override async stop(): Promise<void> {
-    for (const h of this.held) h.release?.();
-    await super.stop();
-  }
-
-  /** The next request whose `METHOD /path` matches gets no answer (until stop). */
-  hangNext(match: RegExp): void {
-    this.hangs.push({ match });
   }
 
   /** Revokes every refresh token (the user removed the app's access): refreshes answer `invalid_grant`. */
@@ -151,15 +138,12 @@ export class GoogleCalendarStub extends StubServer {
     };
   }
 
+  /** A held request is answered with Google's backend error when the stub stops. */
+  protected override released(): StubAnswer {
+    return googleError(503, 'backendError', 'released at stop');
+  }
+
   protected async handle(req: StubRequest): Promise<StubAnswer> {
-    const h = this.hangs.findIndex((x) => x.match.test(`${req.method} ${req.path}`));
-    if (h >= 0) {
-      // One request hangs; the next is answered again.
-      const hang = this.hangs.splice(h, 1)[0];
-      this.held.push(hang);
-      await new Promise<void>((resolve) => (hang.release = resolve));
-      return googleError(503, 'backendError', 'released at stop');
-    }
     if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
     if (req.method === 'POST' && req.path === '/token') return this.token(req);
     const m = /^\/calendar\/v3\/(.+)$/.exec(req.path);

@@ -31,6 +31,8 @@ export abstract class StubServer {
   readonly problems: string[] = [];
   private server: http.Server | undefined;
   private readonly scripted: { match: RegExp; answer: StubAnswer }[] = [];
+  private readonly hangMatches: RegExp[] = [];
+  private readonly hung: Array<() => void> = [];
   private webhookChain: Promise<void> = Promise.resolve();
   /** Webhook deliveries: url, status answered. */
   readonly deliveries: { url: string; status: number; body: string }[] = [];
@@ -48,7 +50,13 @@ export abstract class StubServer {
         const r: StubRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, raw: Buffer.concat(chunks).toString('utf8') };
         this.requests.push(r);
         const i = this.scripted.findIndex((s) => s.match.test(`${r.method} ${r.path}`));
-        const answer = i >= 0 ? Promise.resolve(this.scripted.splice(i, 1)[0].answer) : this.handle(r);
+        const h = i >= 0 ? -1 : this.hangMatches.findIndex((m) => m.test(`${r.method} ${r.path}`));
+        const answer =
+          i >= 0
+            ? Promise.resolve(this.scripted.splice(i, 1)[0].answer)
+            : h >= 0
+              ? (this.hangMatches.splice(h, 1), new Promise<StubAnswer>((resolve) => this.hung.push(() => resolve(this.released()))))
+              : this.handle(r);
         answer
           .catch((err): StubAnswer => {
             this.problems.push(`${r.method} ${r.path}: stub error ${err instanceof Error ? err.stack : String(err)}`);
@@ -65,8 +73,9 @@ export abstract class StubServer {
     return this;
   }
 
-  /** Stops the server after the pending webhook deliveries. */
+  /** Answers the requests {@link hangNext} held, then stops the server after the pending webhook deliveries. */
   async stop(): Promise<void> {
+    for (const release of this.hung.splice(0)) release();
     await this.webhookChain.catch(() => undefined);
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
@@ -74,6 +83,19 @@ export abstract class StubServer {
   /** The next request whose `METHOD /path` matches gets `answer` instead of the stub's own. */
   failNext(match: RegExp, answer: StubAnswer): void {
     this.scripted.push({ match, answer });
+  }
+
+  /**
+   * The next request whose `METHOD /path` matches gets no answer until the stub stops (the client gives up first:
+   * a provider that does not answer in time); the requests after it are answered again.
+   */
+  hangNext(match: RegExp): void {
+    this.hangMatches.push(match);
+  }
+
+  /** What a request {@link hangNext} held is answered when the stub stops (the provider's own server error). */
+  protected released(): StubAnswer {
+    return { status: 503 };
   }
 
   /** Records a wire problem (the test asserts none). */
