@@ -20,12 +20,10 @@ import { runAutoRecharge } from '../../services/billing/autoRecharge';
 import { SimulatedCrash } from '../../services/effects';
 import { ledgerSum, listLedger } from '../../db/repositories/billing';
 import { listIntents } from '../../db/repositories/providerIntents';
-import { StripeStub } from '../providers/stripeStub';
+import { useStripeStub } from '../providers/stripeStub';
 import { publishDraft } from './agents-fixtures';
 import { workflowIds } from '../../temporal.config';
 
-const SECRET_KEY = `sk_test_${crypto.randomBytes(12).toString('hex')}`;
-const WEBHOOK_SECRET = `whsec_${crypto.randomBytes(16).toString('hex')}`;
 
 describe('wallet auto-recharge', function () {
   this.timeout(90_000);
@@ -135,24 +133,7 @@ describe('wallet auto-recharge', function () {
   });
 
   describe('on Stripe (loopback stub)', () => {
-    let stub: StripeStub;
-    before(async () => {
-      stub = await new StripeStub(SECRET_KEY, WEBHOOK_SECRET).start();
-      stub.webhookUrl = `${t.api.baseUrl}/billing/provider-webhooks/stripe`;
-      Object.assign(process.env, { PAYMENTS_PROVIDER: 'stripe', STRIPE_SECRET_KEY: SECRET_KEY, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, STRIPE_API_BASE: stub.baseUrl, STRIPE_TIMEOUT_MS: '1000' });
-    });
-    after(async () => {
-      for (const k of ['PAYMENTS_PROVIDER', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_API_BASE', 'STRIPE_TIMEOUT_MS']) delete process.env[k];
-      await stub?.stop();
-    });
-    beforeEach(() => {
-      stub.outcome = 'succeeded';
-      stub.webhookFirst = false;
-      stub.cardOnFile = true;
-    });
-    afterEach(() => {
-      expect(stub.problems).to.deep.equal([]);
-    });
+    const stub = useStripeStub(() => `${t.api.baseUrl}/billing/provider-webhooks/stripe`);
 
     it('charges the saved card off-session once and credits it once, the webhook delivered twice', async () => {
       const { orgId, key } = await t.org();

@@ -7,31 +7,17 @@
  */
 import crypto from 'node:crypto';
 import { expect } from 'chai';
-import { useEnvVars, useResource } from '../helpers/mocha';
 import { until } from '../helpers/wait';
 import { useTestApi } from '../helpers/api';
 import { ledgerSum, listLedger } from '../../db/repositories/billing';
-import { StripeStub } from './stripeStub';
-
-const SECRET_KEY = `sk_test_${crypto.randomBytes(12).toString('hex')}`;
-const WEBHOOK_SECRET = `whsec_${crypto.randomBytes(16).toString('hex')}`;
+import { useStripeStub } from './stripeStub';
 
 describe('Stripe payments (loopback Stripe)', function () {
   this.timeout(60_000);
-  const stub = useResource('Stripe stub', () => new StripeStub(SECRET_KEY, WEBHOOK_SECRET).start(), (s) => s.stop());
-  useEnvVars(() => ({ PAYMENTS_PROVIDER: 'stripe', STRIPE_SECRET_KEY: SECRET_KEY, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, STRIPE_API_BASE: stub.baseUrl, STRIPE_TIMEOUT_MS: '1000' }));
+  const stub = useStripeStub(() => `${t.api.baseUrl}/billing/provider-webhooks/stripe`);
   const t = useTestApi('payments_stripe');
 
-  before(() => {
-    stub.webhookUrl = `${t.api.baseUrl}/billing/provider-webhooks/stripe`;
-  });
-  beforeEach(() => {
-    stub.outcome = 'succeeded';
-    stub.webhookFirst = false;
-    stub.cardOnFile = true;
-  });
   afterEach(() => {
-    expect(stub.problems).to.deep.equal([]);
     expect(stub.deliveries.filter((d) => d.status !== 200 && d.status !== 400)).to.deep.equal([]);
   });
 

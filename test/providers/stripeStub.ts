@@ -14,6 +14,7 @@
 import crypto from 'node:crypto';
 import Stripe from 'stripe';
 import { StubServer, type StubAnswer, type StubRequest } from './stubServer';
+import { useEnvVars, useResource } from '../helpers/mocha';
 import { decodeStripeForm, stripeDocument, stripeObjectErrors, stripeRequestErrors, stripeResponseErrors, warmStripeValidators } from './stripeWire';
 
 const rid = (prefix: string) => `${prefix}_${crypto.randomBytes(12).toString('hex')}`;
@@ -254,4 +255,26 @@ export class StripeStub extends StubServer {
     }
     return this.answer(req, T, 200, pi);
   }
+}
+
+/**
+ * A Stripe stub for the enclosing mocha suite, configured as the payments provider (PAYMENTS_PROVIDER=stripe with its
+ * secret key, webhook secret, API base and a 1 s timeout) and delivering its webhooks to `webhookUrl()`; before each
+ * test its payments succeed, answer before their webhook and find a card on file; after each, no wire problem.
+ */
+export function useStripeStub(webhookUrl: () => string): StripeStub {
+  const secretKey = `sk_test_${crypto.randomBytes(12).toString('hex')}`;
+  const webhookSecret = `whsec_${crypto.randomBytes(16).toString('hex')}`;
+  const stub = useResource('Stripe stub', () => new StripeStub(secretKey, webhookSecret).start(), (s) => s.stop());
+  useEnvVars(() => ({ PAYMENTS_PROVIDER: 'stripe', STRIPE_SECRET_KEY: secretKey, STRIPE_WEBHOOK_SECRET: webhookSecret, STRIPE_API_BASE: stub.baseUrl, STRIPE_TIMEOUT_MS: '1000' }));
+  beforeEach(() => {
+    stub.webhookUrl = webhookUrl(); // read once every before() ran (the API's address)
+    stub.outcome = 'succeeded';
+    stub.webhookFirst = false;
+    stub.cardOnFile = true;
+  });
+  afterEach(() => {
+    if (stub.problems.length) throw new Error(`Stripe stub saw wire problems:\n${stub.problems.join('\n')}`);
+  });
+  return stub;
 }
