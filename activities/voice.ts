@@ -37,8 +37,8 @@ export async function converseSandboxCampaignCall(
   try {
     const client = await RelayClient.open(prepared.relayUrl);
     client.send({ type: 'setup', sessionId: `VX${dial.providerCallId}`, callSid: dial.providerCallId, from: dial.from, to: dial.to, direction: 'outbound-api', callStatus: 'in-progress', customParameters: {} });
-    // The agent's opening line, unless it waits for the callee (docs/voice.md "Outbound first line").
-    if (prepared.agent?.outboundFirstMessageMode !== 'wait_for_callee') await client.reply();
+    // The agent's opening line, unless it waits for the callee or has none (docs/voice.md "Outbound first line").
+    if (prepared.agentSpeaksFirst) await client.reply();
     for (const line of script ?? sandboxCalleeScript(prepared.agent)) {
       if (client.closed || client.end) break;
       client.send({ type: 'prompt', voicePrompt: line, lang: 'en-US', last: true });

@@ -12,7 +12,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../db/embedded';
 import { createDb } from '../db';
-import { newId } from '../db/ids';
 import { api, childEnv, postgresPort, startService } from './helpers/service';
 import { until } from './helpers/wait';
 
@@ -48,21 +47,10 @@ describe('stopping npm start with work in flight', function () {
       const key = (service.stdout.match(/acp_sk_live_[A-Za-z0-9]+/) ?? [''])[0];
       expect(key).to.not.equal('');
 
-      // A published agent (inserted directly: publishing has its own tests), a number and a one-contact list.
-      const password = fs.readFileSync(path.join(dir, 'secrets', 'EMBEDDED_POSTGRES_PASSWORD'), 'utf8').trim();
-      const db = createDb(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${postgresPort(dir)}/acp`);
-      let agentId: string;
-      let orgId: string;
-      try {
-        orgId = (await db('api_keys').first('org_id')).org_id as string;
-        agentId = (await api(service, 'POST', '/agents', key, { name: 'Dialer' })).body.data.id;
-        const versionId = newId('ver');
-        await db('agent_versions').insert({ id: versionId, org_id: orgId, agent_id: agentId, number: 1, snapshot: '{}', checksum: 'x', draft_version: 1, published_by: 'test', idempotency_key: 'k', request_hash: 'h' });
-        await db('agents').where({ org_id: orgId, id: agentId }).update({ published_version_id: versionId });
-      } catch (err) {
-        await db.destroy();
-        throw err;
-      }
+      // A published agent (through the API: a campaign call carries its compiled agent to the relay), a number and a one-contact list.
+      const agentId = (await api(service, 'POST', '/agents', key, { name: 'Dialer' })).body.data.id as string;
+      const published = await api(service, 'POST', `/agents/${agentId}/publish`, key, { note: 'dialer' }, { 'idempotency-key': 'shutdown-publish' });
+      expect(published.status, JSON.stringify(published.body)).to.equal(201);
       const offered = (await api(service, 'GET', '/numbers/search?areaCode=415&limit=20', key)).body.data.items as { e164: string }[];
       const bought = await api(service, 'POST', '/numbers/purchase', key, { e164: offered[0].e164 });
       expect(bought.status, JSON.stringify(bought.body)).to.equal(200);
@@ -72,14 +60,17 @@ describe('stopping npm start with work in flight', function () {
       const uploaded = (await (await fetch(`${service.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form })).json()) as any;
       expect((await api(service, 'POST', `/contact-lists/${list.id}/imports`, key, { fileId: uploaded.data.id })).status).to.equal(202);
       await until(async () => (await api(service, 'GET', `/contact-lists/${list.id}`, key)).body.data.import.status === 'ready' || undefined, 60_000, 'the import');
-      const campaign = (await api(service, 'POST', '/campaigns', key, { name: 'Reminders', agentId: agentId!, callerIdNumberId: bought.body.data.id, contactListId: list.id, purpose: 'informational' })).body.data;
+      const campaign = (await api(service, 'POST', '/campaigns', key, { name: 'Reminders', agentId, callerIdNumberId: bought.body.data.id, contactListId: list.id, purpose: 'informational' })).body.data;
       expect((await api(service, 'POST', `/campaigns/${campaign.id}/launch`, key)).status).to.equal(200);
 
       // A start owed by a process that died after its commit: npm start's start sweep starts it (the list is
       // imported already, so the run changes nothing) and deletes the row.
+      const password = fs.readFileSync(path.join(dir, 'secrets', 'EMBEDDED_POSTGRES_PASSWORD'), 'utf8').trim();
+      const db = createDb(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${postgresPort(dir)}/acp`);
       try {
+        const orgId = (await db('api_keys').first('org_id')).org_id as string;
         const [owed] = await db('workflow_starts')
-          .insert({ org_id: orgId!, workflow_type: 'contactImport', workflow_id: `contact-import/${list.id}`, args: JSON.stringify([{ orgId: orgId!, listId: list.id }]), resource_id: list.id, options: '{}', created_at: db.raw("now() - interval '1 minute'") })
+          .insert({ org_id: orgId, workflow_type: 'contactImport', workflow_id: `contact-import/${list.id}`, args: JSON.stringify([{ orgId, listId: list.id }]), resource_id: list.id, options: '{}', created_at: db.raw("now() - interval '1 minute'") })
           .returning('id');
         await until(async () => (await db('workflow_starts').where({ id: owed.id }).first()) === undefined || undefined, 30_000, 'the start sweep');
       } finally {

@@ -373,6 +373,16 @@ export interface PreparedCall {
   /** The language (BCP 47) and keypad setting of the agent the call reaches. */
   language: string;
   dtmfEnabled: boolean;
+  /**
+   * Whether the relay opens the call with a line (the outbound first line, else the greeting); false when the
+   * agent waits for the callee or has neither, so the callee speaks first (docs/voice.md "Outbound first line").
+   */
+  agentSpeaksFirst: boolean;
+}
+
+/** See {@link PreparedCall.agentSpeaksFirst}; `agent` is the compiled version or, for a draft-mode call, the draft. */
+function speaksFirst(agent: Pick<CompiledAgent, 'greeting' | 'outboundGreeting' | 'outboundFirstMessageMode'> | undefined): boolean {
+  return !!agent && agent.outboundFirstMessageMode !== 'wait_for_callee' && !!(agent.outboundGreeting ?? agent.greeting);
 }
 
 /**
@@ -403,7 +413,7 @@ export async function prepareCampaignCall(db: Db, apiBaseUrl: string, dial: Camp
   const ref = await signRelayReference(db, { org: dial.orgId, agt: agent.id, ver: versionId, call: call.id, grt: 1, ...(dial.campaignId ? { cmp: dial.campaignId } : {}) });
   const version = await getVersion(db, dial.orgId, agent.id, versionId);
   const compiled = version?.snapshot as CompiledAgent | undefined;
-  return { call, relayUrl: relayUrlOf(apiBaseUrl, ref), agent: compiled, language: compiled?.language ?? agent.language ?? 'en-US', dtmfEnabled: compiled?.dtmf.enabled ?? true };
+  return { call, relayUrl: relayUrlOf(apiBaseUrl, ref), agent: compiled, language: compiled?.language ?? agent.language ?? 'en-US', dtmfEnabled: compiled?.dtmf.enabled ?? true, agentSpeaksFirst: speaksFirst(compiled) };
 }
 
 function relayUrlOf(apiBaseUrl: string, ref: string): string {
@@ -429,6 +439,7 @@ async function preparePlacedCall(db: Db, apiBaseUrl: string, dial: CampaignCallD
     agent: compiled,
     language: compiled?.language ?? draft?.language ?? 'en-US',
     dtmfEnabled: compiled?.dtmf.enabled ?? draft?.dtmf?.enabled ?? true,
+    agentSpeaksFirst: speaksFirst(compiled ?? draft),
   };
 }
 

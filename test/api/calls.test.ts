@@ -165,6 +165,18 @@ describe('calls on demand (POST /calls, GET /calls) on the sandbox carrier', fun
     expect(waited[0]).to.equal(`user: ${SANDBOX_CALLEE_SCRIPT[0]}`);
   });
 
+  it('lets the callee speak first when the agent has neither an outbound first line nor a greeting', async () => {
+    const created = await t.call('POST', '/agents', { key, json: { name: 'Silent opener', voiceId: 'voice_ava' } });
+    expect(created.status, created.text).to.equal(201);
+    const silent = created.body.data.id as string;
+    await publishDraft(t.db, { orgId, keyId }, silent, 'silent-v1');
+    const call = await ended((await place({ agentId: silent, from, to: phone('212', 9, '0001'), timeZone: noon() })).body.data.id);
+    const lines = (await t.call('GET', `/conversations/${call.conversationId}/transcript`, { key })).body.data.messages.map((m: any) => `${m.speaker}: ${m.text}`);
+    expect(lines[0]).to.equal(`user: ${SANDBOX_CALLEE_SCRIPT[0]}`);
+    expect(lines.filter((l: string) => l.startsWith('user:'))).to.deep.equal(SANDBOX_CALLEE_SCRIPT.map((l) => `user: ${l}`));
+    expect(lines.filter((l: string) => l.startsWith('agent:'))).to.have.length(SANDBOX_CALLEE_SCRIPT.length);
+  });
+
   it('answers a replay with the same Idempotency-Key with the first response, and places one call', async () => {
     const to = phone('212', 2, '0001');
     const body = { agentId, from, to, timeZone: noon() };

@@ -82,10 +82,10 @@ export function postgresPort(dataDir: string): number {
   return Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[3]);
 }
 
-export async function api(s: Service, method: string, p: string, key: string, json?: unknown): Promise<{ status: number; body: any }> {
+export async function api(s: Service, method: string, p: string, key: string, json?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const res = await fetch(s.baseUrl + p, {
     method,
-    headers: { authorization: `Bearer ${key}`, ...(json ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${key}`, ...(json ? { 'content-type': 'application/json' } : {}), ...headers },
     body: json ? JSON.stringify(json) : undefined,
   });
   return { status: res.status, body: await res.json().catch(() => null) };
