@@ -5,6 +5,7 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
@@ -201,6 +202,30 @@ export function prebuiltWorkflowBundle(): { codePath: string; sha256: string } |
 }
 
 /**
+ * Lowers this process's CPU scheduling priority to `WORKER_NICE` (0–19, POSIX nice; default 0, unchanged), so a
+ * worker of bulk queues yields the cores to the API and the interactive worker on the same machine (docs/operations.md
+ * "Fair sharing"). On Linux each thread has a nice value of its own (setpriority(2), "Bugs"): every thread that
+ * exists (V8's and libuv's) is lowered, and threads started later (the SDK's) inherit the main thread's. Containers
+ * on one host are weighed by their CPU shares instead (docker-compose.yml).
+ * @returns the nice value applied
+ * @throws Error when WORKER_NICE is not a whole number from 0 to 19
+ */
+export function applyWorkerNice(env: NodeJS.ProcessEnv = process.env): number {
+  const nice = envNumber('WORKER_NICE', 0, env);
+  if (!Number.isInteger(nice) || nice > 19) throw new Error(`WORKER_NICE must be a whole number from 0 to 19, got "${env.WORKER_NICE}"`);
+  if (nice === 0) return 0;
+  const threads = process.platform === 'linux' ? fs.readdirSync('/proc/self/task').map(Number) : [0];
+  for (const tid of threads) {
+    try {
+      os.setPriority(tid, Math.max(nice, os.getPriority(tid)));
+    } catch {
+      // A thread that ended meanwhile.
+    }
+  }
+  return nice;
+}
+
+/**
  * `npm run start:worker`: `WORKER_PROCESSES` worker processes (default 1; docs/operations.md "Scaling out"), each
  * polling every task queue and running the webhook outbox dispatcher (rows are locked, so several may).
  * The primary opens the database once (migrations) and hands its URL to the children; with one process
@@ -208,6 +233,7 @@ export function prebuiltWorkflowBundle(): { codePath: string; sha256: string } |
  * process only (index 0), so each is delivered once.
  */
 async function main(): Promise<void> {
+  applyWorkerNice();
   const config = loadConfig();
   if (!config.temporalAddress) throw new Error('start:worker needs TEMPORAL_ADDRESS (npm start runs an embedded dev server instead)');
   const tracing = isClusterChild() || processCount('WORKER_PROCESSES', 1) === 1 ? startTracing('agent-control-plane-worker') : undefined;

@@ -1,11 +1,13 @@
 /**
  * `npm run start:worker` (worker.ts) as a real child process against the run's dev server and a test database, polling
  * the bulk queues only (WORKER_QUEUES, as docker-compose.yml's `worker-bulk`): its start sweep starts a workflow start a
- * crash left owed (services/workflowStarts.ts), which runs on the bulk queue, and SIGINT to its process group
+ * crash left owed (services/workflowStarts.ts), which runs on the bulk queue, at the nice value WORKER_NICE gives, and SIGINT to its process group
  * stops it with status 0, printing no line at warn level or above and nothing on stderr (docs/operations.md "Shutdown").
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createDb, migrate } from '../db';
 import { createOrganization } from '../db/repositories/organizations';
@@ -23,7 +25,7 @@ describe('npm run start:worker as a child process', function () {
     await migrate(db);
     const { client, address } = await testTemporal();
     const taskQueue = uniqueTaskQueue('start-worker');
-    const env = childEnv({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: taskQueue, LOG_LEVEL: 'info', WORKER_QUEUES: 'webhooks,bulk' });
+    const env = childEnv({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: taskQueue, LOG_LEVEL: 'info', WORKER_QUEUES: 'webhooks,bulk', WORKER_NICE: '10' });
     const child = spawn(process.execPath, [TSX, 'worker.ts'], { cwd: path.resolve(__dirname, '..'), env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -35,8 +37,18 @@ describe('npm run start:worker as a child process', function () {
       const running = stdout
         .split('\n')
         .filter((l) => l.includes('"msg":"worker running"'))
-        .map((l) => JSON.parse(l) as { taskQueues: string[] })[0];
+        .map((l) => JSON.parse(l) as { taskQueues: string[]; pid: number })[0];
       expect(running.taskQueues).to.deep.equal([`${taskQueue}-webhooks`, `${taskQueue}-bulk`]);
+      // WORKER_NICE, as docker-compose.yml's `worker-bulk`: every thread (the SDK's too) runs at nice 10 or more.
+      // (The worker's own pid, from its log line: tsx's command line runs it as a child of its own.)
+      expect(os.getPriority(running.pid)).to.equal(10);
+      if (process.platform === 'linux') {
+        const threads = fs.readdirSync(`/proc/${running.pid}/task`);
+        // Field 19 of /proc/<pid>/task/<tid>/stat is the nice value (proc(5)); the name in field 2 may hold spaces.
+        const nices = threads.map((tid) => Number(fs.readFileSync(`/proc/${running.pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[16]));
+        expect(threads.length).to.be.greaterThan(4);
+        expect(Math.min(...nices)).to.equal(10);
+      }
       const orgId = (await createOrganization(db, 'Worker Co')).id;
       const listId = `cl_owed_${process.pid}`;
       const [owed] = await db('workflow_starts')
