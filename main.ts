@@ -12,7 +12,7 @@ import { createLogger, exitOnSignal, loadServiceSecrets, openDatabase, runEntryP
 import { startApi } from './api/server';
 import { bootstrapIfEmpty } from './bootstrap';
 import { serviceQueues, startWorker } from './worker';
-import { TASK_QUEUE } from './temporal.config';
+import { TASK_QUEUE, workerQueueSelection } from './temporal.config';
 import { startDevServer } from './devserver';
 import { serveWebUi, webUiVersion } from './devserver/http/ui';
 import { ensureUiBuilt, UI_BUILD_DIR } from './scripts/build-ui';
@@ -87,8 +87,11 @@ async function main(): Promise<void> {
     const connection = await Connection.connect({ address });
     closers.push(() => connection.close());
     const client = new Client({ connection, namespace: config.temporalNamespace, interceptors: tracing?.clientInterceptors });
-    const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
-    closers.push(() => dispatcher.stop());
+    // Beside the webhooks queue's worker, as in start:worker (a WORKER_QUEUES without it leaves the outbox to another process).
+    if (workerQueueSelection().includes('webhooks')) {
+      const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
+      closers.push(() => dispatcher.stop());
+    }
     // Workflow starts a crash or an unreachable Temporal left owed (services/workflowStarts.ts; docs/operations.md).
     const startSweep = startWorkflowStartSweep({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
     closers.push(() => startSweep.stop());

@@ -227,7 +227,8 @@ export function applyWorkerNice(env: NodeJS.ProcessEnv = process.env): number {
 
 /**
  * `npm run start:worker`: `WORKER_PROCESSES` worker processes (default 1; docs/operations.md "Scaling out"), each
- * polling every task queue and running the webhook outbox dispatcher (rows are locked, so several may).
+ * polling every task queue (or those `WORKER_QUEUES` names) and, where it polls the webhooks queue, running the webhook
+ * outbox dispatcher (rows are locked, so several may).
  * The primary opens the database once (migrations) and hands its URL to the children; with one process
  * the primary works itself. Sandbox carrier callbacks owed from before a restart are resumed by one
  * process only (index 0), so each is delivered once.
@@ -252,10 +253,11 @@ async function main(): Promise<void> {
   const bundle = prebuiltWorkflowBundle();
   logger.info(bundle ? { workflowBundle: path.relative(process.cwd(), bundle.codePath), sha256: bundle.sha256 } : { workflowBundle: 'bundled at start (npm run build:workflows prebuilds it)' }, 'workflow code');
   const running = await startWorker({ address: config.temporalAddress, namespace: config.temporalNamespace, db: database.db, config, logger, ...(bundle ? { workflowBundle: { codePath: bundle.codePath } } : {}) });
-  // The webhook outbox dispatcher runs beside the worker; several workers may run it (rows are locked).
+  // The webhook outbox dispatcher runs beside the worker of the webhooks queue, so the deliveries it starts cost
+  // the bulk process, not the interactive one; several may run it (rows are locked).
   const connection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection, namespace: config.temporalNamespace, interceptors: tracing?.clientInterceptors });
-  const dispatcher = await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url });
+  const dispatcher = workerQueueSelection().includes('webhooks') ? await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url }) : undefined;
   // Workflow starts a crash or an unreachable Temporal left owed (services/workflowStarts.ts); rows are locked, so several may sweep.
   const startSweep = startWorkflowStartSweep({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
   // Idle conversations' analyses run as workflows on the worker (docs/api-notes.md "Conversations": idle timeouts).
@@ -267,7 +269,7 @@ async function main(): Promise<void> {
   exitOnSignal(async () => {
     database.beginClose();
     await startSweep.stop();
-    await dispatcher.stop();
+    await dispatcher?.stop();
     await housekeeping.stop();
     await connection.close();
     await running.stop();

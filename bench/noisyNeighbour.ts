@@ -165,7 +165,7 @@ async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; 
  * @throws when it exits or does not start within 120 s
  */
 async function startBulkWorkerProcess(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'worker.ts')], { env: { ...process.env, ...env, WORKER_QUEUES: 'webhooks,bulk', WORKER_PROCESSES: '1', LOG_LEVEL: 'info', WORKER_NICE: process.env.BENCH_NOISY_BULK_NICE ?? '19' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'worker.ts')], { env: { ...process.env, ...env, WORKER_QUEUES: 'webhooks,bulk', WORKER_PROCESSES: '1', LOG_LEVEL: 'info', WORKER_NICE: process.env.BENCH_NOISY_BULK_NICE ?? '10' }, stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the bulk worker process did not start within 120 s')), 120_000);
     child.once('exit', (code) => reject(new Error(`the bulk worker process exited with ${code}`)));
@@ -242,8 +242,11 @@ export async function runNoisyNeighbourBench(): Promise<void> {
         ? await startBulkWorkerProcess({ TEMPORAL_ADDRESS: stack.address, DATABASE_URL: stack.databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue, PUBLIC_BASE_URL: workerConfig.publicBaseUrl })
         : undefined;
     if (bulkWorker) closers.push(() => stopChild(bulkWorker));
-    const dispatcher = await startWebhookDispatcher({ db, logger, client, taskQueue, intervalMs: 200 });
-    closers.push(() => dispatcher.stop());
+    // The webhook outbox dispatcher runs beside the webhooks queue's worker (worker.ts): the child's in `split`.
+    if (SHAPE === 'one') {
+      const dispatcher = await startWebhookDispatcher({ db, logger, client, taskQueue, intervalMs: 200 });
+      closers.push(() => dispatcher.stop());
+    }
     const call: Call = async (key, method, p, json, headers = {}) => {
       const res = await fetch(`${api.baseUrl}${p}`, {
         method,
