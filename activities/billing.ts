@@ -11,7 +11,7 @@ import { closePeriodBatch } from '../db/repositories/billing';
 import { emitEvent } from '../events/emit';
 import { CLOSE_GRACE_MS, isPeriod, type Period } from '../domain/billing/periods';
 import { ensureSchedule, workflowIds } from '../temporal.config';
-import { runAutoRecharge, type AutoRechargeInput, type AutoRechargeOutcome } from '../services/billing/autoRecharge';
+import { reportAutoRechargeUnavailable, runAutoRecharge, type AutoRechargeInput, type AutoRechargeOutcome } from '../services/billing/autoRecharge';
 
 /** Organizations closed per activity (one transaction each). */
 export const CLOSE_BATCH_SIZE = 1000;
@@ -49,6 +49,12 @@ export interface BillingActivities {
    * once; a decline turns auto-recharge off. @throws PaymentError `provider_unavailable` (retried)
    */
   autoRechargeWallet(input: AutoRechargeInput): Promise<AutoRechargeOutcome>;
+  /**
+   * The run's last step when the provider stayed unavailable through every retry: `billing.auto_recharge.failed`
+   * with code `provider_unavailable`, once per attempt (services/billing/autoRecharge.ts).
+   * @returns whether it was emitted now
+   */
+  reportAutoRechargeUnavailable(input: AutoRechargeInput & { reason: string }): Promise<boolean>;
 }
 
 /** Builds the billing activities. */
@@ -56,6 +62,9 @@ export function createBillingActivities(deps: Pick<ActivityDeps, 'db'>): Billing
   return {
     async autoRechargeWallet(input) {
       return runAutoRecharge(deps.db, input);
+    },
+    async reportAutoRechargeUnavailable(input) {
+      return reportAutoRechargeUnavailable(deps.db, input);
     },
     async closeBillingPeriodBatch(input) {
       if (!isPeriod(input.period)) throw new Error(`not a billing period (yyyy-mm): ${input.period}`);

@@ -124,6 +124,15 @@ export async function getEvent(db: Db, orgId: string, eventId: string): Promise<
 }
 
 /**
+ * Whether the organization has an event of `type` whose data's `key` equals `value`: the guard of an event
+ * emitted once per subject by a step that may run again (an activity retried after its commit).
+ */
+export async function hasEventFor(db: Db | Knex.Transaction, orgId: string, type: string, key: string, value: string): Promise<boolean> {
+  const row = await db('events').where({ org_id: orgId, type }).whereRaw('data->>? = ?', [key, value]).first('id');
+  return row !== undefined;
+}
+
+/**
  * Queues another run of a delivery (manual retry) in the caller's transaction and NOTIFYs the dispatcher.
  */
 export async function enqueueDeliveryRun(trx: Knex | Knex.Transaction, orgId: string, deliveryId: string, run: number): Promise<void> {

@@ -41,7 +41,7 @@ export const EVENT_CATALOG: readonly EventTypeInfo[] = [
   { type: 'number.released', schema: 'NumberReleasedEventData', description: 'A number was released at the provider (or a reservation let go)' },
   { type: 'message.created', schema: 'MessageCreatedEventData', description: 'A user or agent message of a conversation was stored (verbatim)' },
   { type: 'billing.wallet.low', schema: 'BillingWalletLowEventData', description: 'A usage charge took the wallet balance below its low-balance threshold (once per crossing)' },
-  { type: 'billing.auto_recharge.failed', schema: 'BillingAutoRechargeFailedEventData', description: "An auto-recharge's card payment was declined: nothing credited, auto-recharge turned off until saved again" },
+  { type: 'billing.auto_recharge.failed', schema: 'BillingAutoRechargeFailedEventData', description: "An auto-recharge credited nothing: its card payment was declined (auto-recharge turned off until saved again), or the payment provider stayed unavailable through every retry (code provider_unavailable)" },
   { type: 'invoice.finalized', schema: 'InvoiceFinalizedEventData', description: "A month's invoice was closed (once per organization and month)" },
   { type: 'provider.intent.unknown', schema: 'ProviderIntentUnknownEventData', description: 'A write at a provider (dial, brand or campaign create, number purchase, text, CRM note, booking, auto-recharge payment) may have happened and the provider cannot tell: an operator settles it' },
   { type: 'integration.needs_reauth', schema: 'IntegrationNeedsReauthEventData', description: "The provider revoked an integration's OAuth grant: the connection is needs_reauth and its skills fail until it is connected again" },

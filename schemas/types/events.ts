@@ -385,9 +385,10 @@ export interface BillingWalletLowEventData {
 }
 
 /**
- * `billing.auto_recharge.failed`: an auto-recharge's card payment was declined (docs/api-notes.md "Billing":
- * auto-recharge): nothing was credited and auto-recharge is now off (`autoRechargeEnabled: false`) until it is
- * saved again; the card is never charged again by it meanwhile.
+ * `billing.auto_recharge.failed`: an auto-recharge credited nothing (docs/api-notes.md "Billing": auto-recharge).
+ * Its card payment was declined: auto-recharge is now off (`autoRechargeEnabled: false`) until it is saved again,
+ * and the card is never charged again by it meanwhile. Or the payment provider stayed unavailable through every
+ * retry (`code: provider_unavailable`): auto-recharge stays as it was and the next crossing tries again.
  */
 export interface BillingAutoRechargeFailedEventData {
   /** The recharge attempt (`rch_…`): the payment's idempotency key derives from it. */
@@ -396,13 +397,13 @@ export interface BillingAutoRechargeFailedEventData {
   amountCents: number;
   /** `USD`. */
   currency: string;
-  /** Why: `card_declined`, `insufficient_funds`, `authentication_required`, `payment_method_required`. */
+  /** Why: `card_declined`, `insufficient_funds`, `authentication_required`, `payment_method_required`, `provider_unavailable`. */
   code: string;
-  /** The provider's message. */
+  /** The provider's message (the last one, when it stayed unavailable). */
   reason: string;
-  /** Always false: a declined recharge turns auto-recharge off. */
+  /** Whether auto-recharge is on after it: false after a decline. */
   autoRechargeEnabled: boolean;
-  /** Balance when it was declined, US cents. */
+  /** Balance when it failed, US cents. */
   balanceCents: number;
 }
 

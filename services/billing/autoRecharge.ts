@@ -19,6 +19,7 @@ import { disableAutoRecharge, getAutoRecharge, getWallet } from '../../db/reposi
 import { getIntent, resolveIntent } from '../../db/repositories/providerIntents';
 import { WALLET_CURRENCY } from '../../domain/billing/wallet';
 import { emitEvent } from '../../events/emit';
+import { hasEventFor } from '../../db/repositories/events';
 import { createPayments, PaymentError, type PaymentsAdapter } from '../../providers/payments';
 import { performOnce, type FaultHook } from '../effects';
 import { chargeTopUp, creditTopUp } from './payments';
@@ -97,4 +98,31 @@ export async function runAutoRecharge(db: Db, input: AutoRechargeInput, opts: { 
   });
   await opts.fault?.('after_record', 'recharge', attemptId);
   return { status: payment.status === 'succeeded' ? 'credited' : 'processing', paymentId: payment.paymentId, amountCents: payment.amountCents, performedNow: outcome.performedNow };
+}
+
+/**
+ * A recharge whose provider stayed unavailable through every retry of its run (workflows/walletAutoRecharge.ts):
+ * emits `billing.auto_recharge.failed` with code `provider_unavailable` once per attempt. Auto-recharge stays as it
+ * is (on: the next crossing tries again) and the payment intent stays pending, so a payment the provider made
+ * after all is still reconciled (docs/api-notes.md "Billing": auto-recharge).
+ * @param input.reason the last failure's message (cut to 500 characters)
+ * @returns whether the event was emitted now (false when this attempt's was already)
+ */
+export async function reportAutoRechargeUnavailable(db: Db, input: AutoRechargeInput & { reason: string }): Promise<boolean> {
+  const { orgId, attemptId } = input;
+  return db.transaction(async (trx) => {
+    if (await hasEventFor(trx, orgId, 'billing.auto_recharge.failed', 'attemptId', attemptId)) return false;
+    const s = await getAutoRecharge(trx, orgId);
+    const intent = await getIntent(trx, orgId, 'recharge', attemptId);
+    await emitEvent(trx, orgId, 'billing.auto_recharge.failed', {
+      attemptId,
+      amountCents: intent ? Number(intent.request.amountCents) : s.amountCents ?? 0,
+      currency: WALLET_CURRENCY,
+      code: 'provider_unavailable',
+      reason: input.reason.slice(0, 500),
+      autoRechargeEnabled: s.enabled,
+      balanceCents: (await getWallet(trx, orgId)).balanceCents,
+    });
+    return true;
+  });
 }

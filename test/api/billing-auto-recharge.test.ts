@@ -13,10 +13,11 @@ import { expect } from 'chai';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { createActivities } from '../../activities';
 import { createLogger } from '../../runtime';
-import { testTemporal } from '../helpers/temporal';
+import { testTemporal, withTimeSkipping } from '../helpers/temporal';
 import { startWorkflowStartSweep } from '../../services/workflowStarts';
 import { recordUsage } from '../../services/billing/usage';
-import { runAutoRecharge } from '../../services/billing/autoRecharge';
+import { reportAutoRechargeUnavailable, runAutoRecharge } from '../../services/billing/autoRecharge';
+import { WorkflowFailedError } from '@temporalio/client';
 import { SimulatedCrash } from '../../services/effects';
 import { ledgerSum, listLedger } from '../../db/repositories/billing';
 import { listIntents } from '../../db/repositories/providerIntents';
@@ -130,6 +131,26 @@ describe('wallet auto-recharge', function () {
       await charge(orgId, 600);
       expect(await owed(orgId)).to.have.length(0);
     });
+  });
+
+  it('a provider unavailable through every retry fails the run with billing.auto_recharge.failed (provider_unavailable), once, auto-recharge still on', async () => {
+    const { orgId, key } = await t.org();
+    expect((await topUp(key, 1000)).status).to.equal(201);
+    await setAuto(key, { enabled: true, thresholdCents: 800, amountCents: 2009 }); // sandbox: an amount ending in 09 finds the provider unavailable
+    await charge(orgId, 300);
+    // Six attempts over about a minute of retry backoff, skipped.
+    const failed = await withTimeSkipping(() => recharge(orgId).then(() => null, (err: unknown) => err));
+    expect(failed).to.be.instanceOf(WorkflowFailedError);
+    const events = await t.db('events').where({ org_id: orgId, type: 'billing.auto_recharge.failed' });
+    expect(events.map((e) => e.data)).to.deep.equal([
+      { attemptId: events[0].data.attemptId, amountCents: 2009, currency: 'USD', code: 'provider_unavailable', reason: 'The payment provider is unavailable (sandbox: amount ending in 09)', autoRechargeEnabled: true, balanceCents: 700 },
+    ]);
+    expect(events[0].data.attemptId).to.match(/^rch_/);
+    // The step that reports it runs again after a crash without a second event.
+    expect(await reportAutoRechargeUnavailable(t.db, { orgId, attemptId: events[0].data.attemptId, reason: 'again' })).to.equal(false);
+    expect(await t.db('events').where({ org_id: orgId, type: 'billing.auto_recharge.failed' })).to.have.length(1);
+    expect((await t.call('GET', '/billing/wallet', { key })).body.data.autoRecharge).to.include({ enabled: true });
+    expect(await ledgerSum(t.db, orgId)).to.equal(700);
   });
 
   describe('on Stripe (loopback stub)', () => {
