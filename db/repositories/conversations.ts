@@ -16,6 +16,7 @@ import type { ChatSession, ConversationChannel, ConversationMessage, TurnReceipt
 import type { LlmMessage } from '../../domain/conversations/llm';
 import type { PlaybookState } from '../../domain/conversations/playbook';
 import { fromColumns, fromNullableColumns, fromTimestampColumns } from '../rows';
+import { AUDIT_COLUMNS, AUDIT_RECORD_COLUMNS, auditRow, type AuditRecord } from './auditLogs';
 
 /** A conversation row in the shape the runtime and the API use. */
 export interface ConversationRecord {
@@ -312,7 +313,12 @@ export interface TurnWrite {
   c: ConversationRecord;
   turn: StoredTurn;
   effects?: TurnEffects;
+  /** The request's audit entry (api/middleware/audit.ts `pendingAuditEntry`), stored by the same statement when (and only when) the turn is. */
+  audit?: AuditRecord;
 }
+
+/** The audit entry's values as {@link saveTurns} inserts them: its organization is the stored conversation's. */
+const AUDIT_VALUES = AUDIT_COLUMNS.split(', ').map((col) => (col === 'org_id' ? 'u.org_id' : `a.${col}`)).join(', ');
 
 /** A stored turn: the updated conversation and the stored messages; `conflict` when nothing was written. */
 export type SavedTurn = { conversation: ConversationRecord; messages: ConversationMessage[] } | 'conflict';
@@ -334,7 +340,7 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
   const msgRows: Record<string, unknown>[] = [];
   const usage: (UsageInput & { k: number })[] = [];
   const events: { type: string; data: Record<string, unknown>; k: number }[] = [];
-  writes.forEach(({ c, turn, effects }, k) => {
+  writes.forEach(({ c, turn, effects, audit }, k) => {
     if (c.orgId !== orgId) throw new Error(`saveTurns: conversation ${c.id} is not of organization ${orgId}`);
     const messages: ConversationMessage[] = turn.messages.map((m) => {
       const out: ConversationMessage = { id: newId('cmsg'), role: m.role as ConversationMessage['role'], content: m.content, turn: c.turnCount + 1, createdAt: now };
@@ -359,6 +365,7 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
       prompt_tokens: turn.promptTokens, completion_tokens: turn.completionTokens, variables: turn.variables, playbook: turn.playbook,
       tool_calls: st.toolCalls, tool_calls_ok: st.toolCallsOk, guardrail_triggers: st.guardrailTriggers, knowledge_lookups: st.knowledgeLookups,
       knowledge_hits: st.knowledgeHits, cost_cents: st.costCents, end_reason: turn.end, receipt: turn.receipt, model: turn.model,
+      a: audit ? auditRow(orgId, audit) : null,
     });
     messages.forEach((m, ord) =>
       msgRows.push({ k, id: m.id, ord, role: m.role, content: m.content, tool_calls: m.toolCalls ?? null, tool_call_id: m.toolCallId ?? null, name: m.name ?? null }),
@@ -374,7 +381,7 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
   const sql = `WITH x AS (
        SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(k int, id text, turn_count int, message_count int, add_messages int, prompt_tokens int,
               completion_tokens int, variables jsonb, playbook jsonb, tool_calls int, tool_calls_ok int, guardrail_triggers int,
-              knowledge_lookups int, knowledge_hits int, cost_cents int, end_reason text, receipt jsonb, model text)
+              knowledge_lookups int, knowledge_hits int, cost_cents int, end_reason text, receipt jsonb, model text, a jsonb)
      ),
      u AS (
        -- The ids again as an array: the plan then reads the written rows by primary key (joining the recordset
@@ -403,6 +410,10 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
        INSERT INTO conversation_turns (org_id, conversation_id, turn, receipt, prompt_tokens, completion_tokens, model)
        SELECT u.org_id, u.id, u.turn_count, x.receipt, x.prompt_tokens, x.completion_tokens, x.model FROM u JOIN x ON x.k = u.k
        RETURNING turn
+     ),
+     au AS (
+       INSERT INTO audit_logs (${AUDIT_COLUMNS})
+       SELECT ${AUDIT_VALUES} FROM u JOIN x ON x.k = u.k CROSS JOIN LATERAL jsonb_to_record(x.a) AS a(${AUDIT_RECORD_COLUMNS}) WHERE x.a IS NOT NULL
      ),
      ${charges.sql},
      ${ev.sql}
