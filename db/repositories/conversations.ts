@@ -15,7 +15,7 @@ import type { Conn } from './agents';
 import type { ChatSession, ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
 import type { LlmMessage } from '../../domain/conversations/llm';
 import type { PlaybookState } from '../../domain/conversations/playbook';
-import { fromColumns, fromNullableColumns, fromTimestampColumns } from '../rows';
+import { rowMapper } from '../rows';
 import { AUDIT_COLUMNS, AUDIT_RECORD_COLUMNS, auditRow, type AuditRecord } from './auditLogs';
 
 /** A conversation row in the shape the runtime and the API use. */
@@ -53,22 +53,34 @@ export interface ConversationRecord {
   takenOverBy: string | null;
 }
 
-/** A `conversations` row as a record. */
-export function toRecord(r: any): ConversationRecord {
-  return {
-    ...fromColumns(r, ['id', 'orgId', 'agentId', 'channel', 'mode']),
-    ...fromNullableColumns(r, ['versionId', 'draftVersion', 'draftSnapshot']),
-    ...fromColumns(r, ['simulation', 'status']),
-    endReason: r.end_reason ?? null,
-    variables: r.variables ?? {},
-    playbook: r.playbook_state ?? null,
-    metadata: r.metadata ?? {},
-    skillStubs: r.skill_stubs ?? null,
-    ...fromColumns(r, ['turnCount', 'messageCount', 'promptTokens', 'completionTokens']),
-    ...fromTimestampColumns(r, ['startedAt', 'endedAt']),
-    takenOverBy: r.taken_over_by ?? null,
-  };
-}
+/**
+ * A `conversations` row as a record: a mapper declared once (db/rows.ts `rowMapper`), one small read per field and a
+ * record of one shape, since every turn reads one and stores one.
+ */
+export const toRecord: (r: any) => ConversationRecord = rowMapper<ConversationRecord>({
+  id: 'value',
+  orgId: 'value',
+  agentId: 'value',
+  channel: 'value',
+  mode: 'value',
+  versionId: 'nullable',
+  draftVersion: 'nullable',
+  draftSnapshot: 'nullable',
+  simulation: 'value',
+  status: 'value',
+  endReason: 'nullable',
+  variables: 'object',
+  playbook: (r) => r.playbook_state ?? null,
+  metadata: 'object',
+  skillStubs: 'nullable',
+  turnCount: 'value',
+  messageCount: 'value',
+  promptTokens: 'value',
+  completionTokens: 'value',
+  startedAt: 'iso',
+  endedAt: 'iso',
+  takenOverBy: 'nullable',
+});
 
 const ROLL_UP_SQL = `WITH done AS (
        UPDATE conversations c SET rolled_up = true
