@@ -518,15 +518,9 @@ export function storeTurn(db: Db, write: TurnWrite): Promise<SavedTurn> {
   let perOrg = turnWriters.get(db);
   if (!perOrg) turnWriters.set(db, (perOrg = new Map()));
   let writer = perOrg.get(orgId);
-  if (!writer) perOrg.set(orgId, (writer = new GroupCommit((batch) => saveTurns(db, orgId, batch), 200, { isolateFailures: true, maxInFlight: TURN_BATCHES_IN_FLIGHT, key: (w) => w.c.id })));
+  if (!writer) perOrg.set(orgId, (writer = new GroupCommit((batch) => saveTurns(db, orgId, batch), 200, { isolateFailures: true })));
   return writer.submit(write);
 }
-
-/**
- * Turn batches of one organization written at once (db/groupCommit.ts `maxInFlight`): the next batch need not wait
- * for the previous one's answer to reach the event loop; turns of one conversation still go one batch after the other.
- */
-const TURN_BATCHES_IN_FLIGHT = 2;
 
 /** The turn batches `db` wrote so far, all organizations together (the chat benchmark's figures). */
 export function turnBatchStats(db: Db): GroupCommitStats {

@@ -38,40 +38,9 @@ describe('GroupCommit', () => {
     expect(await Promise.all([first, ...later])).to.deep.equal(['a', 'b', 'c', 'd']);
     expect(batches).to.deep.equal([['a'], ['b', 'c', 'd']]);
     expect(maxInFlight).to.equal(1);
-  });
-
-  it('with maxInFlight, overlaps batches up to the bound and keeps the items of one key in order', async () => {
-    let inFlight = 0;
-    let maxInFlight = 0;
-    const batches: string[][] = [];
-    const held: (() => void)[] = [];
-    const g = new GroupCommit<string, string>(
-      async (batch) => {
-        inFlight++;
-        maxInFlight = Math.max(maxInFlight, inFlight);
-        batches.push(batch);
-        await new Promise<void>((r) => held.push(r));
-        inFlight--;
-        return batch;
-      },
-      500,
-      { maxInFlight: 2, key: (s) => s[0] },
-    );
-    const tick = () => new Promise((r) => setImmediate(r));
-    const out: Promise<string>[] = [g.submit('a1')];
-    await tick(); // batch 1: [a1]
-    out.push(g.submit('a2'), g.submit('b1'));
-    await tick(); // batch 2 overlaps batch 1 and takes b1; a2 waits for a1
-    out.push(g.submit('c1'));
-    await tick(); // two in flight: c1 waits for a place
-    expect(batches).to.deep.equal([['a1'], ['b1']]);
-    held.shift()!(); // a1 done: a2 may go, with c1
-    await tick();
-    expect(batches).to.deep.equal([['a1'], ['b1'], ['a2', 'c1']]);
-    while (held.length) held.shift()!();
-    expect(await Promise.all(out)).to.deep.equal(['a1', 'a2', 'b1', 'c1']);
-    expect(maxInFlight).to.equal(2);
-    expect(g.stats).to.include({ batches: 3, items: 4 });
+    // The counters the chat benchmark prints (bench/chat.ts "turn batches").
+    expect(g.stats).to.include({ batches: 2, items: 4 });
+    expect(g.stats.ms).to.be.greaterThan(0);
   });
 
   it('fails only the items of a failed batch, and splits at the batch limit', async () => {
