@@ -82,6 +82,13 @@ export const toRecord: (r: any) => ConversationRecord = rowMapper<ConversationRe
   takenOverBy: 'nullable',
 });
 
+/** The columns {@link toRecord} reads. */
+const RECORD_COLUMNS = [
+  'id', 'org_id', 'agent_id', 'channel', 'mode', 'version_id', 'draft_version', 'draft_snapshot', 'simulation', 'status', 'end_reason',
+  'variables', 'playbook_state', 'metadata', 'skill_stubs', 'turn_count', 'message_count', 'prompt_tokens', 'completion_tokens',
+  'started_at', 'ended_at', 'taken_over_by',
+];
+
 const ROLL_UP_SQL = `WITH done AS (
        UPDATE conversations c SET rolled_up = true
         WHERE c.id IN (SELECT id FROM conversations WHERE NOT rolled_up AND status = 'ended' LIMIT ? FOR UPDATE SKIP LOCKED)
@@ -257,8 +264,13 @@ export async function getConversation(conn: Conn, orgId: string, id: string): Pr
 
 // Messages are numbered 0 … message_count - 1 (createConversation, saveTurns), so the window is an index range of
 // (conversation_id, seq): it costs the window, not the conversation's whole history.
-const WITH_HISTORY_SQL = `SELECT c.*, (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
-                    FROM (SELECT * FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id
+/**
+ * A turn's read names the columns {@link toRecord} and {@link toMessage} read, not every column: each column more
+ * is one more field pg describes and parses, and one more key of every message's JSON, on every turn.
+ */
+const WITH_HISTORY_SQL = `SELECT ${RECORD_COLUMNS.map((col) => `c.${col}`).join(', ')}, (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
+                    FROM (SELECT m.id, m.seq, m.turn, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.created_at
+                            FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id
                              AND m.seq >= greatest(c.message_count - ?, ?) ORDER BY m.seq DESC LIMIT ?) x) AS recent
        FROM conversations c WHERE c.org_id = ? AND c.id = ?`;
 
