@@ -29,6 +29,7 @@ import { createLogger } from '../runtime';
 import { apiCaller, countStatements, cpuSnapshot, openBenchDatabase, profileWindow, publishForBench } from './harness';
 import { compileDraft } from '../domain/agents/compile';
 import { runTurn, type TurnPorts } from '../domain/conversations/runtime';
+import { turnBatchStats } from '../services/conversations/service';
 import type { LlmProvider } from '../domain/conversations/llm';
 import { SandboxLlm } from '../providers/llm/sandbox';
 import { DEFAULT_GUARDRAILS } from '../domain/agents/compile';
@@ -204,6 +205,7 @@ export async function runChatBench(): Promise<void> {
     // BENCH_COUNT_QUERIES=1: the statements each turn costs through the API's pool, by their first words.
     // Counted at pg's Client, so every pool of the process is seen (the service's, the rate limits', the change feed's).
     const { counted, stop: stopCounting } = countStatements();
+    const batches0 = { ...turnBatchStats(db) };
     const cpu0 = cpuSnapshot({ process: process.pid }, { postmasterPid });
     const t0 = performance.now();
     // BENCH_PROFILE=1: a V8 profile of the API process during the load, its top self-time functions printed.
@@ -213,6 +215,7 @@ export async function runChatBench(): Promise<void> {
     await profiled();
     const elapsed = (performance.now() - t0) / 1000;
     const cpu1 = cpuSnapshot({ process: process.pid }, { postmasterPid });
+    const batches1 = turnBatchStats(db);
     const turns = result.requests - result.non2xx - result.errors;
     stopCounting();
     const rows = await db('conversation_turns').where({ org_id: org.id }).select('receipt');
@@ -228,6 +231,11 @@ export async function runChatBench(): Promise<void> {
     console.log(`  HTTP turn latency  p50 ${result.p50.toFixed(1)} ms   p99 ${result.p99.toFixed(1)} ms`);
     console.log(`  runtime overhead   (a) pure, in-process: p50 ${pct(pure, 50).toFixed(3)} ms   p99 ${pct(pure, 99).toFixed(3)} ms   target p99 < 20 ms`);
     console.log(`                     (b) under load, turn minus LLM per stored receipt: p50 ${pct(overhead, 50).toFixed(2)} ms   p99 ${pct(overhead, 99).toFixed(2)} ms   target p99 < 50 ms`);
+    const nBatches = batches1.batches - batches0.batches;
+    console.log(
+      `  turn batches       ${nBatches} (group commit, db/groupCommit.ts), ${((batches1.items - batches0.items) / Math.max(1, nBatches)).toFixed(1)} turns and ${((batches1.ms - batches0.ms) / Math.max(1, nBatches)).toFixed(1)} ms each,` +
+        ` ${((batches1.ms - batches0.ms) / 1000 / elapsed).toFixed(2)} in flight on average`,
+    );
     if (counted.size) {
       const all = [...counted.values()].reduce((a, b) => a + b, 0);
       console.log(`  statements per turn ${(all / Math.max(1, turns)).toFixed(1)} through the API's pool; the most frequent:`);

@@ -7,6 +7,7 @@ import { PassThrough } from 'node:stream';
 import type { AppContext, AppDeps, Handler } from '../context';
 import { orgOf } from '../http';
 import { problemBody, toApiError } from '../middleware/problem';
+import { markAuditStored, pendingAuditEntry } from '../middleware/audit';
 import { ApiError, validationError, type FieldError } from '../../domain/errors';
 import { validateBody } from '../../domain/validation';
 import type { TurnEvent } from '../../domain/conversations/runtime';
@@ -120,7 +121,14 @@ export const sendChatMessage: Handler = async (ctx, deps) => {
   checkSessionToken(ctx);
   const c = await requireConversation(deps.db, orgOf(ctx), ctx.params.id, CHAT_CHANNELS, { withHistory: true });
   if (c.status !== 'active') throw new ApiError(409, 'conversation_ended', `The conversation ended (${c.endReason ?? 'ended'}); start a new one`);
-  if (!wantsEventStream(ctx)) return { data: turnData(ctx, await sendMessage(conversationDeps(deps), c, body.content)) };
+  if (!wantsEventStream(ctx)) {
+    // The request's audit entry is stored in the turn's own statement (one commit; api/middleware/audit.ts). A
+    // ChatTurn carries no `id`, so the entry reads the same before the answer exists as after.
+    const audit = pendingAuditEntry(ctx, 200, undefined);
+    const out = await sendMessage(conversationDeps(deps), c, body.content, undefined, {}, audit?.rec);
+    if (out.auditStored) markAuditStored(ctx, 200);
+    return { data: turnData(ctx, out) };
+  }
 
   const stream = new PassThrough();
   let closed = false;

@@ -15,7 +15,8 @@ import type { Conn } from './agents';
 import type { ChatSession, ConversationChannel, ConversationMessage, TurnReceipt } from '../../schemas/types/chat';
 import type { LlmMessage } from '../../domain/conversations/llm';
 import type { PlaybookState } from '../../domain/conversations/playbook';
-import { fromColumns, fromNullableColumns, fromTimestampColumns } from '../rows';
+import { rowMapper } from '../rows';
+import { AUDIT_COLUMNS, AUDIT_RECORD_COLUMNS, auditRow, type AuditRecord } from './auditLogs';
 
 /** A conversation row in the shape the runtime and the API use. */
 export interface ConversationRecord {
@@ -52,22 +53,41 @@ export interface ConversationRecord {
   takenOverBy: string | null;
 }
 
-/** A `conversations` row as a record. */
-export function toRecord(r: any): ConversationRecord {
-  return {
-    ...fromColumns(r, ['id', 'orgId', 'agentId', 'channel', 'mode']),
-    ...fromNullableColumns(r, ['versionId', 'draftVersion', 'draftSnapshot']),
-    ...fromColumns(r, ['simulation', 'status']),
-    endReason: r.end_reason ?? null,
-    variables: r.variables ?? {},
-    playbook: r.playbook_state ?? null,
-    metadata: r.metadata ?? {},
-    skillStubs: r.skill_stubs ?? null,
-    ...fromColumns(r, ['turnCount', 'messageCount', 'promptTokens', 'completionTokens']),
-    ...fromTimestampColumns(r, ['startedAt', 'endedAt']),
-    takenOverBy: r.taken_over_by ?? null,
-  };
-}
+/**
+ * A `conversations` row as a record: a mapper declared once (db/rows.ts `rowMapper`), one small read per field and a
+ * record of one shape, since every turn reads one and stores one.
+ */
+export const toRecord: (r: any) => ConversationRecord = rowMapper<ConversationRecord>({
+  id: 'value',
+  orgId: 'value',
+  agentId: 'value',
+  channel: 'value',
+  mode: 'value',
+  versionId: 'nullable',
+  draftVersion: 'nullable',
+  draftSnapshot: 'nullable',
+  simulation: 'value',
+  status: 'value',
+  endReason: 'nullable',
+  variables: 'object',
+  playbook: (r) => r.playbook_state ?? null,
+  metadata: 'object',
+  skillStubs: 'nullable',
+  turnCount: 'value',
+  messageCount: 'value',
+  promptTokens: 'value',
+  completionTokens: 'value',
+  startedAt: 'iso',
+  endedAt: 'iso',
+  takenOverBy: 'nullable',
+});
+
+/** The columns {@link toRecord} reads. */
+const RECORD_COLUMNS = [
+  'id', 'org_id', 'agent_id', 'channel', 'mode', 'version_id', 'draft_version', 'draft_snapshot', 'simulation', 'status', 'end_reason',
+  'variables', 'playbook_state', 'metadata', 'skill_stubs', 'turn_count', 'message_count', 'prompt_tokens', 'completion_tokens',
+  'started_at', 'ended_at', 'taken_over_by',
+];
 
 const ROLL_UP_SQL = `WITH done AS (
        UPDATE conversations c SET rolled_up = true
@@ -244,8 +264,13 @@ export async function getConversation(conn: Conn, orgId: string, id: string): Pr
 
 // Messages are numbered 0 … message_count - 1 (createConversation, saveTurns), so the window is an index range of
 // (conversation_id, seq): it costs the window, not the conversation's whole history.
-const WITH_HISTORY_SQL = `SELECT c.*, (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
-                    FROM (SELECT * FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id
+/**
+ * A turn's read names the columns {@link toRecord} and {@link toMessage} read, not every column: each column more
+ * is one more field pg describes and parses, and one more key of every message's JSON, on every turn.
+ */
+const WITH_HISTORY_SQL = `SELECT ${RECORD_COLUMNS.map((col) => `c.${col}`).join(', ')}, (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
+                    FROM (SELECT m.id, m.seq, m.turn, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.created_at
+                            FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id
                              AND m.seq >= greatest(c.message_count - ?, ?) ORDER BY m.seq DESC LIMIT ?) x) AS recent
        FROM conversations c WHERE c.org_id = ? AND c.id = ?`;
 
@@ -312,7 +337,12 @@ export interface TurnWrite {
   c: ConversationRecord;
   turn: StoredTurn;
   effects?: TurnEffects;
+  /** The request's audit entry (api/middleware/audit.ts `pendingAuditEntry`), stored by the same statement when (and only when) the turn is. */
+  audit?: AuditRecord;
 }
+
+/** The audit entry's values as {@link saveTurns} inserts them: its organization is the stored conversation's. */
+const AUDIT_VALUES = AUDIT_COLUMNS.split(', ').map((col) => (col === 'org_id' ? 'u.org_id' : `a.${col}`)).join(', ');
 
 /** A stored turn: the updated conversation and the stored messages; `conflict` when nothing was written. */
 export type SavedTurn = { conversation: ConversationRecord; messages: ConversationMessage[] } | 'conflict';
@@ -334,7 +364,7 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
   const msgRows: Record<string, unknown>[] = [];
   const usage: (UsageInput & { k: number })[] = [];
   const events: { type: string; data: Record<string, unknown>; k: number }[] = [];
-  writes.forEach(({ c, turn, effects }, k) => {
+  writes.forEach(({ c, turn, effects, audit }, k) => {
     if (c.orgId !== orgId) throw new Error(`saveTurns: conversation ${c.id} is not of organization ${orgId}`);
     const messages: ConversationMessage[] = turn.messages.map((m) => {
       const out: ConversationMessage = { id: newId('cmsg'), role: m.role as ConversationMessage['role'], content: m.content, turn: c.turnCount + 1, createdAt: now };
@@ -359,6 +389,7 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
       prompt_tokens: turn.promptTokens, completion_tokens: turn.completionTokens, variables: turn.variables, playbook: turn.playbook,
       tool_calls: st.toolCalls, tool_calls_ok: st.toolCallsOk, guardrail_triggers: st.guardrailTriggers, knowledge_lookups: st.knowledgeLookups,
       knowledge_hits: st.knowledgeHits, cost_cents: st.costCents, end_reason: turn.end, receipt: turn.receipt, model: turn.model,
+      a: audit ? auditRow(orgId, audit) : null,
     });
     messages.forEach((m, ord) =>
       msgRows.push({ k, id: m.id, ord, role: m.role, content: m.content, tool_calls: m.toolCalls ?? null, tool_call_id: m.toolCallId ?? null, name: m.name ?? null }),
@@ -374,7 +405,7 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
   const sql = `WITH x AS (
        SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(k int, id text, turn_count int, message_count int, add_messages int, prompt_tokens int,
               completion_tokens int, variables jsonb, playbook jsonb, tool_calls int, tool_calls_ok int, guardrail_triggers int,
-              knowledge_lookups int, knowledge_hits int, cost_cents int, end_reason text, receipt jsonb, model text)
+              knowledge_lookups int, knowledge_hits int, cost_cents int, end_reason text, receipt jsonb, model text, a jsonb)
      ),
      u AS (
        -- The ids again as an array: the plan then reads the written rows by primary key (joining the recordset
@@ -403,6 +434,10 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
        INSERT INTO conversation_turns (org_id, conversation_id, turn, receipt, prompt_tokens, completion_tokens, model)
        SELECT u.org_id, u.id, u.turn_count, x.receipt, x.prompt_tokens, x.completion_tokens, x.model FROM u JOIN x ON x.k = u.k
        RETURNING turn
+     ),
+     au AS (
+       INSERT INTO audit_logs (${AUDIT_COLUMNS})
+       SELECT ${AUDIT_VALUES} FROM u JOIN x ON x.k = u.k CROSS JOIN LATERAL jsonb_to_record(x.a) AS a(${AUDIT_RECORD_COLUMNS}) WHERE x.a IS NOT NULL
      ),
      ${charges.sql},
      ${ev.sql}

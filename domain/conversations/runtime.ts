@@ -33,6 +33,7 @@ import { retrieve } from './turn/retrieve';
 import { offerTools } from './turn/offerTools';
 import { converse } from './turn/converse';
 import { finish } from './turn/finish';
+import { NO_LISTENER } from './turn/guardOutput';
 import type { Stage, TurnState } from './turn/state';
 
 export type { ConversationChannel, ReceiptToolCall, TurnReceipt } from '../../schemas/types/chat';
@@ -79,7 +80,7 @@ export async function runTurn(
   ctx: TurnContext,
   userText: string | null,
   ports: TurnPorts,
-  emit: (e: TurnEvent) => void = () => undefined,
+  emit: (e: TurnEvent) => void = NO_LISTENER,
   opts: TurnOptions = {},
 ): Promise<TurnResult> {
   const turn = openTurn(ctx, userText, ports, emit, opts);

@@ -17,6 +17,7 @@ import { retrieveKnowledge } from '../knowledge/retrieval';
 import type { EmbeddingsProvider } from '../../providers/embeddings';
 import type { KnowledgeIndexes } from '../knowledge/lexicalIndex';
 import type { UsageInput } from '../../db/repositories/usage';
+import type { AuditRecord } from '../../db/repositories/auditLogs';
 import { amountFor, feeOf, PRICES } from '../../domain/billing/prices';
 import {
   createConversation,
@@ -47,7 +48,7 @@ import { pinChecker, verifyCallerAtStart } from './callerVerification';
 import { callerIdentity, pinPrompt, verificationRequired } from '../../domain/conversations/callerVerification';
 import { newId } from '../../db/ids';
 import { analyzeAfterEnd, type AnalysisDeps } from './analysis';
-import { GroupCommit } from '../../db/groupCommit';
+import { GroupCommit, type GroupCommitStats } from '../../db/groupCommit';
 import { DEFAULT_CONVERSATION_LIMITS, SHORTEST_IDLE_TIMEOUT_SECONDS } from '../../domain/conversations/limits';
 import { contactOf, summarizeForEscalation } from '../../domain/conversations/escalation';
 import { escalationRouteFor } from './escalation';
@@ -337,6 +338,8 @@ export interface StoredTurnOutcome {
    * when its caller is the conversation's only writer and keeps them (the voice relay), saving a round trip.
    */
   recent: ConversationMessage[];
+  /** True when the `audit` entry given to sendMessage was stored with the turn, in its statement. */
+  auditStored?: boolean;
 }
 
 /** The ports of one conversation's turns. */
@@ -389,6 +392,7 @@ function escalatedEvent(c: ConversationRecord, result: TurnResult, history: read
  * @param text the user's message; null: none (a Responses API turn answering `opts.toolOutputs`)
  * @param emit receives the turn's streamed events (deltas, tool calls, guardrail decisions)
  * @param opts client tools, their outputs and a response format (Responses API; domain/conversations/runtime.ts `TurnOptions`)
+ * @param audit the request's audit entry, stored in the turn's statement (one commit; the outcome's `auditStored`)
  * While the conversation is taken over (`takenOverBy`), the message is stored without an answer (./control.ts `heldTurn`).
  * @throws ApiError 409 `conversation_ended`; 409 `conversation_busy` (another turn of this conversation
  *   was stored while this one ran: nothing of this turn is stored); 502/503 from the LLM (llmProblem)
@@ -399,6 +403,7 @@ export async function sendMessage(
   text: string | null,
   emit?: (e: TurnEvent) => void,
   opts: TurnOptions = {},
+  audit?: AuditRecord,
 ): Promise<StoredTurnOutcome> {
   if (c.status !== 'active') throw new ApiError(409, 'conversation_ended', `The conversation ended (${c.endReason ?? 'ended'}); start a new one`);
   // Taken over by a member (docs/api-notes.md "Live control"): the message is stored and the model does not answer.
@@ -467,6 +472,7 @@ export async function sendMessage(
       },
       usage: charges,
     },
+    audit,
   });
   if (stored === 'conflict') {
     const now = await getConversation(deps.db, c.orgId, c.id);
@@ -480,7 +486,7 @@ export async function sendMessage(
   const reply = [...stored.messages].reverse().find((m) => m.role === 'assistant' && m.content !== null && !m.toolCalls) ?? null;
   const recent = [...before, ...stored.messages].slice(-HISTORY_MESSAGES);
   holdWindow(stored.conversation, recent);
-  return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result, recent };
+  return { conversation: stored.conversation, messages: stored.messages, reply, receipt: result.receipt, result, recent, auditStored: audit !== undefined };
 }
 
 /**
@@ -514,6 +520,17 @@ export function storeTurn(db: Db, write: TurnWrite): Promise<SavedTurn> {
   let writer = perOrg.get(orgId);
   if (!writer) perOrg.set(orgId, (writer = new GroupCommit((batch) => saveTurns(db, orgId, batch), 200, { isolateFailures: true })));
   return writer.submit(write);
+}
+
+/** The turn batches `db` wrote so far, all organizations together (the chat benchmark's figures). */
+export function turnBatchStats(db: Db): GroupCommitStats {
+  const sum: GroupCommitStats = { batches: 0, items: 0, ms: 0 };
+  for (const w of turnWriters.get(db)?.values() ?? []) {
+    sum.batches += w.stats.batches;
+    sum.items += w.stats.items;
+    sum.ms += w.stats.ms;
+  }
+  return sum;
 }
 
 /** Usage entries of a turn: one agent reply, and its tokens (deduplicated per conversation and turn). */

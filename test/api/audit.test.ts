@@ -12,6 +12,7 @@ import { auditLog, AuditWriter, AUDIT_MIDDLEWARE, deriveResource } from '../../a
 import * as auditRepo from '../../db/repositories/auditLogs';
 import { createLogger } from '../../runtime';
 import { ROUTES } from '../../api/routes/table';
+import { publishDraft } from './agents-fixtures';
 
 
 
@@ -121,6 +122,33 @@ describe('Audit logs (GET /audit-logs and the audit middleware)', function () {
       [org.orgId],
     );
     expect(sameCommit.rows.map((r: { request_id: string }) => r.request_id)).to.deep.equal(['sms-6']);
+  });
+
+  it("records each chat turn once, in the turn's own statement, and a refused turn by the middleware", async () => {
+    const org = await t.org('Chat auditor');
+    const agent = await call('POST', '/agents', { key: org.key, json: { name: 'Front desk', voiceId: 'voice_ava', greeting: 'Hello' } });
+    expect(agent.status, JSON.stringify(agent.body)).to.equal(201);
+    await publishDraft(t.db, org, agent.body.data.id, 'audit-chat');
+    const session = await call('POST', '/chat/sessions', { key: org.key, json: { agentId: agent.body.data.id } });
+    expect(session.status, JSON.stringify(session.body)).to.equal(201);
+    const id = session.body.data.session.id as string;
+    const path = `/chat/sessions/${id}/messages`;
+    for (const n of [1, 2]) {
+      const turn = await call('POST', path, { key: org.key, json: { content: `Question ${n}` }, headers: { 'x-request-id': `turn-${n}` } });
+      expect(turn.status, JSON.stringify(turn.body)).to.equal(200);
+      // The turn's entry committed with the turn (the same now() as the conversation's last activity).
+      const same = await t.db.raw(
+        `SELECT a.request_id FROM audit_logs a JOIN conversations c ON c.org_id = a.org_id AND c.last_activity_at = a.occurred_at WHERE a.org_id = ? AND c.id = ?`,
+        [org.orgId, id],
+      );
+      expect(same.rows.map((r: { request_id: string }) => r.request_id)).to.deep.equal([`turn-${n}`]);
+    }
+    expect((await call('POST', `/chat/sessions/${id}/end`, { key: org.key, headers: { 'x-request-id': 'end' } })).status).to.equal(200);
+    expect((await call('POST', path, { key: org.key, json: { content: 'Late' }, headers: { 'x-request-id': 'turn-late' } })).status).to.equal(409);
+    const items = (await call('GET', '/audit-logs', { key: org.key })).body.data.items as { requestId: string; statusCode: number; operationId: string; resource: unknown; actor: unknown }[];
+    const turns = items.filter((e) => e.operationId === 'sendChatMessage').sort((a, b) => a.requestId.localeCompare(b.requestId));
+    expect(turns.map((e) => [e.requestId, e.statusCode])).to.deep.equal([['turn-1', 200], ['turn-2', 200], ['turn-late', 409]]);
+    for (const e of turns) expect(e).to.deep.include({ resource: { type: 'message', id: null }, actor: { id: org.keyId, kind: 'secret' } });
   });
 
   it('records failed writes with their status code, and never reads', async () => {

@@ -38,6 +38,9 @@ describe('GroupCommit', () => {
     expect(await Promise.all([first, ...later])).to.deep.equal(['a', 'b', 'c', 'd']);
     expect(batches).to.deep.equal([['a'], ['b', 'c', 'd']]);
     expect(maxInFlight).to.equal(1);
+    // The counters the chat benchmark prints (bench/chat.ts "turn batches").
+    expect(g.stats).to.include({ batches: 2, items: 4 });
+    expect(g.stats.ms).to.be.greaterThan(0);
   });
 
   it('fails only the items of a failed batch, and splits at the batch limit', async () => {

@@ -10,6 +10,9 @@ import { SPEAKABLE_HOLDBACK, speakable } from '../speakable';
 import type { TurnEvent } from './contract';
 import type { Turn, TurnState } from './state';
 
+/** The events sink of a turn nobody streams (domain/conversations/runtime.ts `runTurn` without `emit`). */
+export const NO_LISTENER = (_e: TurnEvent): void => undefined;
+
 /** Records a guardrail decision in the receipt and streams it (spec "Events": `guardrail`). */
 export function decide(turn: Turn, state: TurnState, d: GuardrailDecision): void {
   state.receipt.guardrails.push(d);
@@ -50,6 +53,8 @@ export class GuardedStream {
 
   push(delta: string): void {
     this.raw += delta;
+    // Nobody streams the deltas: the whole text is filtered once, by finish(), which says the same.
+    if (this.emit === NO_LISTENER) return;
     const safe = checkOutput(this.shape(this.raw), this.agent.guardrails).text;
     const upTo = Math.max(this.emitted, safe.length - this.holdback);
     if (upTo > this.emitted) {
