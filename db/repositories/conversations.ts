@@ -17,6 +17,7 @@ import type { LlmMessage } from '../../domain/conversations/llm';
 import type { PlaybookState } from '../../domain/conversations/playbook';
 import { fromColumns, fromNullableColumns, fromTimestampColumns } from '../rows';
 import { toContact } from './smsContacts';
+import { runPrepared } from '../preparedQuery';
 import type { SmsContact } from '../../schemas/types/sms';
 
 /** A conversation row in the shape the runtime and the API use. */
@@ -237,7 +238,7 @@ export async function findOpenSmsConversationAndContact(
   historyLimit: number,
 ): Promise<{ contact: SmsContact | undefined; conversation: (ConversationRecord & { lastActivityAt: string; recent: ConversationMessage[] }) | undefined }> {
   const bindings = [orgId, counterpart, historyLimit, historyLimit, orgId, agentId, counterpart];
-  const r = (await conn.raw(OPEN_SMS_WITH_CONSENT_SQL, bindings).options(prepared(OPEN_SMS_WITH_CONSENT_SQL))).rows[0];
+  const r = (await runPrepared(conn, OPEN_SMS_WITH_CONSENT_SQL, bindings)).rows[0];
   const contact = r.sender_contact ? toContact(r.sender_contact) : undefined;
   if (!r.id) return { contact, conversation: undefined };
   return { contact, conversation: { ...toRecord(r), lastActivityAt: new Date(r.last_activity_at ?? r.started_at).toISOString(), recent: (r.recent as any[]).map(toMessage) } };

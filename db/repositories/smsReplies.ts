@@ -11,7 +11,8 @@
  * `sms-reply/{id}` finds the reply and delivers it, asking the carrier's look-up before sending again.
  */
 import type { Knex } from 'knex';
-import { prepared, type Db } from '../index';
+import type { Db } from '../index';
+import { runPrepared } from '../preparedQuery';
 import { newId } from '../ids';
 import { eventCtes, EVENTS_SELECT } from './events';
 import { usageChargeCtes, usageOutcomeSelect, usageRows, walletLowEventRow, type UsageInput } from './usage';
@@ -78,7 +79,7 @@ export async function queueReplyWithIntent(
     ...charges.bindings,
     ...ev.bindings,
   ];
-  const row = (await db.raw(sql, bindings).options(prepared(sql))).rows[0];
+  const row = (await runPrepared(db, sql, bindings)).rows[0];
   if (!row.message || !row.intent) throw new Error(`inbound text ${r.inboundId} of ${orgId} not found`);
   const i = row.intent;
   return {
@@ -127,7 +128,7 @@ export async function markReplySent(
     orgId, s.inboundId,
     ...ev.bindings,
   ];
-  const row = (await db.raw(sql, bindings).options(prepared(sql))).rows[0];
+  const row = (await runPrepared(db, sql, bindings)).rows[0];
   const moved = Number(row.moved) > 0;
   if (moved) smsMessages.inc({ status: 'sent' });
   return moved;
