@@ -205,7 +205,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     console.log(`sms-replies: inbound webhook stored → reply handed to the carrier p50 ${pct(lat, 50).toFixed(0)} ms, p99 ${pct(lat, 99).toFixed(0)} ms, max ${pct(lat, 100).toFixed(0)} ms (target p99 < 250 ms)`);
     if (counted.size) {
       // The carrier sandbox's own records stand for what a real carrier keeps on its side: counted apart.
-      const carrier = (k: string) => /"(provider_requests|sandbox_callbacks)"/.test(k);
+      const carrier = (k: string) => /\b(provider_requests|sandbox_callbacks)\b/.test(k);
       const sum = (pick: (k: string) => boolean) => [...counted].filter(([k]) => pick(k)).reduce((a, [, n]) => a + n, 0);
       console.log(`sms-replies: ${(sum((k) => !carrier(k)) / answered).toFixed(1)} statements per text by the service (+ ${(sum(carrier) / answered).toFixed(1)} by the carrier sandbox), all pools of this process; the most frequent:`);
       for (const [k, n] of [...counted].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${(n / answered).toFixed(2)}  ${carrier(k) ? '(carrier sandbox) ' : ''}${k}`);
