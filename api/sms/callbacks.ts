@@ -175,7 +175,7 @@ const telephonyByDb = new WeakMap<object, TelephonyAdapter>();
 /**
  * The answers this process is composing, by organization, number and sender: the tail of each sender's queue.
  * Texts of one sender share one conversation, whose turns are stored one at a time (a turn stored meanwhile makes
- * the other's store conflict and run again, services/sms/answer.ts); answering them in arrival order here runs
+ * the other's store conflict and run again, services/sms/answer.ts); answering them in the order they were stored runs
  * each turn once. Other processes' answers still meet that check.
  */
 const answering = new Map<string, Promise<void>>();
