@@ -1,7 +1,7 @@
 /**
- * Agents answering texts (docs/benchmarks.md "sms-replies"; docs/sms.md "Agents answer texts"). Four processes and
- * Postgres, so each one's CPU is printed apart: this one holds the real API over a socket and a worker with the
- * service's own activities (createActivities, as npm start composes them); the Temporal dev server runs in a child
+ * Agents answering texts (docs/benchmarks.md "sms-replies"; docs/sms.md "Agents answer texts"). Five processes and
+ * Postgres, so each one's CPU is printed apart: this one holds the real API over a socket; the worker runs as production
+ * runs it (worker.ts in a child process, its housekeeping sweep included); the Temporal dev server runs in a child
  * (devserver/bin.ts, in memory); the counterparts send from a child of their own (bench/smsSender.ts), so the load
  * generator's CPU is never counted per text; Postgres is an embedded cluster of its own.
  * One organization with an active registration and a published agent answering an SMS-enabled number;
@@ -10,7 +10,7 @@
  * (sandbox LLM) answers each in the API process (the turn, then the reply handed to the sandbox telephony).
  * Prints the rate offered and achieved, the latency from the inbound webhook's arrival (the stored text's
  * `created_at`) to the reply handed to the carrier (the reply's `sent` time), p50/p99, and the CPU per text
- * of the API process, Postgres, the dev server and the sender. Delivery receipts are held back
+ * of the API process, the worker, Postgres, the dev server and the sender. Delivery receipts are held back
  * (SANDBOX_TELEPHONY_DELAY_MS) so the reply's `updated_at` is its `sent` time.
  *
  * `BENCH_COUNT_QUERIES=1` also prints the statements each text costs, counted at pg's `Client` (every pool of the
@@ -26,15 +26,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
-import { bundleBenchWorkflows, countStatements, cpuSnapshot, installBenchRuntime, openBenchDatabase, processCpu, profileWindow, publishForBench, startBenchApi, type BenchStack } from './harness';
+import { countStatements, cpuSnapshot, installBenchRuntime, openBenchDatabase, processCpu, profileWindow, publishForBench, startBenchApi, type BenchStack } from './harness';
 import { freePort } from '../db/embedded';
 import type { SmsSenderJob, SmsSenderResult } from './smsSender';
 import { printProfile } from './http';
-import { createActivities } from '../activities';
 import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
 import { sandboxInventory } from '../providers/telephony/sandbox';
 import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
@@ -90,6 +89,34 @@ async function startSplitStack(): Promise<{ stack: BenchStack; devServer: ChildP
   }
 }
 
+/**
+ * Starts worker.ts (`npm run start:worker`) in a child process on `databaseUrl`, the dev server at `temporalAddress` and
+ * the task queues of `taskQueue`; resolves once it logs `worker running`. `stop()` sends SIGTERM and waits for its exit.
+ */
+async function startWorkerProcess(opts: { databaseUrl: string; temporalAddress: string; taskQueue: string }): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: opts.databaseUrl, TEMPORAL_ADDRESS: opts.temporalAddress, TEMPORAL_TASK_QUEUE: opts.taskQueue, LOG_LEVEL: 'info', DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'acp-bench-worker-')) };
+  delete env.METRICS_PORT;
+  delete env.TEMPORAL_SDK_METRICS_PORT;
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'worker.ts')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before it ran: ${out.slice(-500)}`)));
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (out.includes('"worker running"')) resolve();
+      if (out.length > 100_000) out = out.slice(-10_000);
+    });
+  });
+  return {
+    child,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
 /** Starts bench/smsSender.ts with `job`; `go()` starts its load and resolves with its result. */
 function startSender(job: SmsSenderJob): Promise<{ child: ChildProcess; go(): Promise<SmsSenderResult> }> {
   return new Promise((resolve, reject) => {
@@ -113,27 +140,17 @@ export async function runSmsRepliesBench(): Promise<void> {
   const receiptDelay = process.env.SANDBOX_TELEPHONY_DELAY_MS;
   process.env.SANDBOX_TELEPHONY_DELAY_MS = '600000';
   const { stack, devServer } = await startSplitStack();
-  const { db, native } = stack;
+  const { db } = stack;
   let stopWorker: (() => Promise<void>) | undefined;
   let closeApi: (() => Promise<void>) | undefined;
   try {
-    const { api, config, logger, taskQueue } = await startBenchApi(stack, 'smsreplies');
+    const { api, config, taskQueue } = await startBenchApi(stack, 'smsreplies');
     closeApi = () => api.close();
     process.env.SANDBOX_CALLBACK_URL = `${api.baseUrl}/sms/provider-callbacks/sandbox`;
-    const worker = await Worker.create({
-      connection: native,
-      taskQueue,
-      workflowBundle: await bundleBenchWorkflows(),
-      activities: createActivities({ db, config, logger }),
-      maxConcurrentActivityTaskExecutions: 200,
-      maxConcurrentWorkflowTaskExecutions: 200,
-      maxCachedWorkflows: 4000,
-    });
-    const running = worker.run();
-    stopWorker = async () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running.catch(() => undefined);
-    };
+    // The worker as production runs it (worker.ts, `npm run start:worker`): its own process on the same Postgres,
+    // the same dev server and the API's task queue, with the housekeeping sweep that hands over texts left pending.
+    const worker = await startWorkerProcess({ databaseUrl: stack.databaseUrl, temporalAddress: stack.address, taskQueue });
+    stopWorker = () => worker.stop();
     const call = async (key: string, method: string, p: string, json?: unknown) => {
       const res = await fetch(`${api.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: json === undefined ? undefined : JSON.stringify(json) });
       const text = await res.text();
@@ -161,10 +178,10 @@ export async function runSmsRepliesBench(): Promise<void> {
     const { counted, stop: stopCounting } = countStatements();
     // BENCH_PROFILE=1: a V8 profile of this process during the load, its top self-time functions printed.
     const profileDir = process.env.BENCH_PROFILE_DIR ?? (process.env.BENCH_PROFILE === '1' ? fs.mkdtempSync(path.join(os.tmpdir(), 'acp-prof-sms-')) : undefined);
-    // Each process's CPU (ms so far): this one (the API, with the worker beside it), the dev server, Postgres.
-    const cpu = (): Record<'api' | 'devServer' | 'postgres', number> => {
+    // Each process's CPU (ms so far): this one (the API), the worker, the dev server, Postgres.
+    const cpu = (): Record<'api' | 'worker' | 'devServer' | 'postgres', number> => {
       const snap = cpuSnapshot({ api: process.pid }, { postmasterPid: stack.postmasterPid });
-      return { api: snap.api ?? 0, postgres: snap.postgres ?? 0, devServer: processCpu(devServer.pid!)?.ms ?? 0 };
+      return { api: snap.api ?? 0, postgres: snap.postgres ?? 0, worker: processCpu(worker.child.pid!)?.ms ?? 0, devServer: processCpu(devServer.pid!)?.ms ?? 0 };
     };
     // The CPU each process spends with no text (the worker's and dev server's polls, timers) over 2 s,
     // so the per-text figure can be told apart from the background a slow (contended) run accrues.
@@ -210,11 +227,11 @@ export async function runSmsRepliesBench(): Promise<void> {
       console.log(`sms-replies: ${(sum((k) => !carrier(k)) / answered).toFixed(1)} statements per text by the service (+ ${(sum(carrier) / answered).toFixed(1)} by the carrier sandbox), all pools of this process; the most frequent:`);
       for (const [k, n] of [...counted].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${(n / answered).toFixed(2)}  ${carrier(k) ? '(carrier sandbox) ' : ''}${k}`);
     }
-    if (profileDir) printProfile('the sms-replies load (the API process, with the worker beside it)', profileDir);
-    const service = perText('api') + perText('postgres');
-    console.log(`sms-replies: CPU per text: API process (with the worker) ${perText('api').toFixed(2)} ms + Postgres ${perText('postgres').toFixed(2)} ms = ${service.toFixed(2)} ms (target ≤ 8 ms); dev server ${perText('devServer').toFixed(2)} ms; the sender (load generator, not counted) ${(sent.cpuMs / total).toFixed(2)} ms (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+    if (profileDir) printProfile('the sms-replies load (the API process)', profileDir);
+    const service = perText('api') + perText('worker') + perText('postgres');
+    console.log(`sms-replies: CPU per text: API process ${perText('api').toFixed(2)} ms + worker ${perText('worker').toFixed(2)} ms + Postgres ${perText('postgres').toFixed(2)} ms = ${service.toFixed(2)} ms (target ≤ 8 ms); dev server ${perText('devServer').toFixed(2)} ms; the sender (load generator, not counted) ${(sent.cpuMs / total).toFixed(2)} ms (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
     const net = (name: keyof typeof after) => ((after[name] ?? 0) - (before[name] ?? 0) - idlePerS(name) * doneS) / answered;
-    console.log(`sms-replies: of which background with no text: API ${idlePerS('api').toFixed(0)} ms/s, dev server ${idlePerS('devServer').toFixed(0)} ms/s, Postgres ${idlePerS('postgres').toFixed(0)} ms/s over ${doneS.toFixed(1)} s; net of it ${net('api').toFixed(2)} + ${net('postgres').toFixed(2)} = ${(net('api') + net('postgres')).toFixed(2)} ms per text`);
+    console.log(`sms-replies: of which background with no text: API ${idlePerS('api').toFixed(0)} ms/s, worker ${idlePerS('worker').toFixed(0)} ms/s, dev server ${idlePerS('devServer').toFixed(0)} ms/s, Postgres ${idlePerS('postgres').toFixed(0)} ms/s over ${doneS.toFixed(1)} s; net of it ${net('api').toFixed(2)} + ${net('worker').toFixed(2)} + ${net('postgres').toFixed(2)} = ${(net('api') + net('worker') + net('postgres')).toFixed(2)} ms per text`);
   } finally {
     delete process.env.SANDBOX_CALLBACK_URL;
     if (receiptDelay === undefined) delete process.env.SANDBOX_TELEPHONY_DELAY_MS;
