@@ -1,38 +1,41 @@
 /**
- * Agents answering texts (docs/benchmarks.md "sms-replies"; docs/sms.md "Agents answer texts"). One process
- * holds the real API over a socket, the embedded Temporal dev server and a worker with the service's own
- * activities (createActivities, as npm start composes them); Postgres is an embedded cluster of its own.
+ * Agents answering texts (docs/benchmarks.md "sms-replies"; docs/sms.md "Agents answer texts"). Five processes and
+ * Postgres, so each one's CPU is printed apart: this one holds the real API over a socket; the worker runs as production
+ * runs it (worker.ts in a child process, its housekeeping sweep included); the Temporal dev server runs in a child
+ * (devserver/bin.ts, in memory); the counterparts send from a child of their own (bench/smsSender.ts), so the load
+ * generator's CPU is never counted per text; Postgres is an embedded cluster of its own.
  * One organization with an active registration and a published agent answering an SMS-enabled number;
  * BENCH_SMS_REPLY_SENDERS counterparts (default 200) text it at BENCH_SMS_REPLY_RATE texts/s (default 200) for
  * BENCH_SMS_REPLY_SECONDS (default 10) as signed sandbox provider callbacks (`message.inbound`); the agent
- * (sandbox LLM) answers each through `sms-reply/{id}` → turn → `sms-message/{id}` → the sandbox telephony.
+ * (sandbox LLM) answers each in the API process (the turn, then the reply handed to the sandbox telephony).
  * Prints the rate offered and achieved, the latency from the inbound webhook's arrival (the stored text's
  * `created_at`) to the reply handed to the carrier (the reply's `sent` time), p50/p99, and the CPU per text
- * of this process (API + worker + dev server) and of Postgres. Delivery receipts are held back
+ * of the API process, the worker, Postgres, the dev server and the sender. Delivery receipts are held back
  * (SANDBOX_TELEPHONY_DELAY_MS) so the reply's `updated_at` is its `sent` time.
  *
  * `BENCH_COUNT_QUERIES=1` also prints the statements each text costs, counted at pg's `Client` (every pool of the
- * process: the service's, the change feed's, the turn writer's), most frequent first, the carrier sandbox's own
+ * API process: the service's, the change feed's, the turn writer's), most frequent first, the carrier sandbox's own
  * records (`provider_requests`, `sandbox_callbacks`: what a real carrier keeps on its side) counted apart.
- * `BENCH_PROFILE=1` profiles this process during the load (V8, 100 µs sampling) and prints its top self-time
- * functions and packages; the sender's share is the fetch client's (`undici`) and the signing (`signCallback`).
- * `BENCH_PROFILE_DIR` keeps the `.cpuprofile`.
+ * `BENCH_PROFILE=1` profiles the API process during the load (V8, 100 µs sampling) and prints its top self-time
+ * functions and packages. `BENCH_PROFILE_DIR` keeps the `.cpuprofile`.
  *
  * Run: `BENCH_ONLY=sms-replies npm run bench` or `npx tsx bench/smsReplies.ts`.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Worker } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
-import { bundleBenchWorkflows, countStatements, cpuSnapshot, profileWindow, publishForBench, startBenchApi, startBenchStack } from './harness';
+import { countStatements, cpuSnapshot, installBenchRuntime, openBenchDatabase, processCpu, profileWindow, publishForBench, startBenchApi, type BenchStack } from './harness';
+import { freePort } from '../db/embedded';
+import type { SmsSenderJob, SmsSenderResult } from './smsSender';
 import { printProfile } from './http';
-import { createActivities } from '../activities';
 import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
 import { sandboxInventory } from '../providers/telephony/sandbox';
-import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../domain/sms/callbackSignature';
 import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
 import { runBench } from './entry';
 
@@ -47,33 +50,107 @@ const pct = (xs: number[], p: number) => {
   return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : 0;
 };
 
+/**
+ * The section's stack: a fresh embedded Postgres and the Temporal dev server (devserver/bin.ts, in memory) in a child
+ * process of its own, so its CPU is printed apart from the API's. @returns the stack and the dev server's process
+ */
+async function startSplitStack(): Promise<{ stack: BenchStack; devServer: ChildProcess }> {
+  const database = await openBenchDatabase('smsreplies', { poolMax: 60 });
+  installBenchRuntime();
+  const port = await freePort();
+  const devServer = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'devserver', 'bin.ts'), '--port', String(port), '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      devServer.once('exit', (code) => reject(new Error(`dev server exited (${code})`)));
+      devServer.stdout!.on('data', (b: Buffer) => b.toString().includes('listening') && resolve());
+    });
+    const address = `127.0.0.1:${port}`;
+    const connection = await Connection.connect({ address });
+    const native = await NativeConnection.connect({ address });
+    const stack: BenchStack = {
+      address,
+      db: database.db,
+      databaseUrl: database.databaseUrl,
+      client: new Client({ connection }),
+      native,
+      postmasterPid: database.postmasterPid,
+      close: async () => {
+        await connection.close();
+        await native.close();
+        devServer.kill('SIGTERM');
+        await database.close();
+      },
+    };
+    return { stack, devServer };
+  } catch (err) {
+    devServer.kill('SIGTERM');
+    await database.close();
+    throw err;
+  }
+}
+
+/**
+ * Starts worker.ts (`npm run start:worker`) in a child process on `databaseUrl`, the dev server at `temporalAddress` and
+ * the task queues of `taskQueue`; resolves once it logs `worker running`. `stop()` sends SIGTERM and waits for its exit.
+ */
+async function startWorkerProcess(opts: { databaseUrl: string; temporalAddress: string; taskQueue: string }): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: opts.databaseUrl, TEMPORAL_ADDRESS: opts.temporalAddress, TEMPORAL_TASK_QUEUE: opts.taskQueue, LOG_LEVEL: 'info', DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'acp-bench-worker-')) };
+  delete env.METRICS_PORT;
+  delete env.TEMPORAL_SDK_METRICS_PORT;
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'worker.ts')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before it ran: ${out.slice(-500)}`)));
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (out.includes('"worker running"')) resolve();
+      if (out.length > 100_000) out = out.slice(-10_000);
+    });
+  });
+  return {
+    child,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Starts bench/smsSender.ts with `job`; `go()` starts its load and resolves with its result. */
+function startSender(job: SmsSenderJob): Promise<{ child: ChildProcess; go(): Promise<SmsSenderResult> }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'smsSender.ts'), JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    let result: (r: SmsSenderResult) => void;
+    const done = new Promise<SmsSenderResult>((r) => (result = r));
+    child.stdout!.on('data', (buf: Buffer) => {
+      out += buf.toString();
+      if (out.includes('READY\n')) resolve({ child, go: () => (child.stdin!.write('GO\n'), done) });
+      const m = /RESULT (.*)\n/.exec(out);
+      if (m) result(JSON.parse(m[1]) as SmsSenderResult);
+    });
+    child.once('exit', (code) => code !== 0 && reject(new Error(`sms sender exited with ${code}`)));
+  });
+}
+
 /** Runs the section and prints its figures. */
 export async function runSmsRepliesBench(): Promise<void> {
   // Receipts held back for this section (an earlier section of the same process may have set 0).
   const receiptDelay = process.env.SANDBOX_TELEPHONY_DELAY_MS;
   process.env.SANDBOX_TELEPHONY_DELAY_MS = '600000';
-  const stack = await startBenchStack('smsreplies');
-  const { db, native } = stack;
+  const { stack, devServer } = await startSplitStack();
+  const { db } = stack;
   let stopWorker: (() => Promise<void>) | undefined;
   let closeApi: (() => Promise<void>) | undefined;
   try {
-    const { api, config, logger, taskQueue } = await startBenchApi(stack, 'smsreplies');
+    const { api, config, taskQueue } = await startBenchApi(stack, 'smsreplies');
     closeApi = () => api.close();
     process.env.SANDBOX_CALLBACK_URL = `${api.baseUrl}/sms/provider-callbacks/sandbox`;
-    const worker = await Worker.create({
-      connection: native,
-      taskQueue,
-      workflowBundle: await bundleBenchWorkflows(),
-      activities: createActivities({ db, config, logger }),
-      maxConcurrentActivityTaskExecutions: 200,
-      maxConcurrentWorkflowTaskExecutions: 200,
-      maxCachedWorkflows: 4000,
-    });
-    const running = worker.run();
-    stopWorker = async () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running.catch(() => undefined);
-    };
+    // The worker as production runs it (worker.ts, `npm run start:worker`): its own process on the same Postgres,
+    // the same dev server and the API's task queue, with the housekeeping sweep that hands over texts left pending.
+    const worker = await startWorkerProcess({ databaseUrl: stack.databaseUrl, temporalAddress: stack.address, taskQueue });
+    stopWorker = () => worker.stop();
     const call = async (key: string, method: string, p: string, json?: unknown) => {
       const res = await fetch(`${api.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: json === undefined ? undefined : JSON.stringify(json) });
       const text = await res.text();
@@ -93,52 +170,42 @@ export async function runSmsRepliesBench(): Promise<void> {
     await call(key, 'PUT', `/numbers/${numberId}/sms`, { enabled: true });
     await db('sms_registrations').where({ org_id: org.id }).update({ status: 'active' });
     const senders = Array.from({ length: SENDERS }, (_, i) => `+1415555${String(1000 + i).padStart(4, '0')}`);
-    const secret = callbackSecret('sandbox');
-
     const total = RATE * SECONDS;
+    // The counterparts in a process of their own (bench/smsSender.ts): its CPU is printed apart, never in the per-text figure.
+    const sender = await startSender({ url: `${api.baseUrl}/sms/provider-callbacks/sandbox`, to: ours, senders, rate: RATE, total });
     // BENCH_COUNT_QUERIES=1: how many statements each answered text costs, by their first words, counted at pg's
     // Client so every pool of the process is seen (the turn writer's group commit, the change feed).
     const { counted, stop: stopCounting } = countStatements();
     // BENCH_PROFILE=1: a V8 profile of this process during the load, its top self-time functions printed.
     const profileDir = process.env.BENCH_PROFILE_DIR ?? (process.env.BENCH_PROFILE === '1' ? fs.mkdtempSync(path.join(os.tmpdir(), 'acp-prof-sms-')) : undefined);
-    // The CPU this process and Postgres spend with no text (the worker's and dev server's polls, timers) over 2 s,
+    // Each process's CPU (ms so far): this one (the API), the worker, the dev server, Postgres.
+    const cpu = (): Record<'api' | 'worker' | 'devServer' | 'postgres', number> => {
+      const snap = cpuSnapshot({ api: process.pid }, { postmasterPid: stack.postmasterPid });
+      return { api: snap.api ?? 0, postgres: snap.postgres ?? 0, worker: processCpu(worker.child.pid!)?.ms ?? 0, devServer: processCpu(devServer.pid!)?.ms ?? 0 };
+    };
+    // The CPU each process spends with no text (the worker's and dev server's polls, timers) over 2 s,
     // so the per-text figure can be told apart from the background a slow (contended) run accrues.
-    const idle0 = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
+    const idle0 = cpu();
     const idleT0 = performance.now();
     await new Promise((r) => setTimeout(r, 2000));
-    const idle1 = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
-    const idlePerS = (name: string) => ((idle1[name] ?? 0) - (idle0[name] ?? 0)) / ((performance.now() - idleT0) / 1000);
-    const before = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
+    const idle1 = cpu();
+    const idleS = (performance.now() - idleT0) / 1000;
+    const idlePerS = (name: keyof typeof idle1) => (idle1[name] - idle0[name]) / idleS;
+    const before = cpu();
     const profiled = profileWindow(profileDir, 'sms-replies');
     const t0 = performance.now();
-    const posts: Promise<void>[] = [];
-    const unsent: string[] = [];
-    for (let i = 0; i < total; i++) {
-      const due = t0 + (i * 1000) / RATE;
-      const wait = due - performance.now();
-      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-      const body = JSON.stringify({ type: 'message.inbound', id: `SMbench${i}`, from: senders[i % SENDERS], to: ours, text: i % 2 ? 'What time do you open on Saturday?' : 'Do you take new patients?' });
-      posts.push(
-        fetch(`${api.baseUrl}/sms/provider-callbacks/sandbox`, { method: 'POST', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(secret, body) }, body }).then(async (r) => {
-          if (r.status !== 200) throw new Error(`callback answered ${r.status}: ${await r.text()}`);
-        }, (err: Error & { cause?: unknown }) => {
-          // A callback the saturated process did not accept in time (the sender's connect timeout) is counted and
-          // reported, not fatal: its text was never stored, so no reply is owed for it.
-          unsent.push(`${err.message} (${String((err.cause as Error | undefined)?.message ?? err.cause)})`);
-        }),
-      );
-    }
-    await Promise.all(posts);
-    const offeredS = (performance.now() - t0) / 1000;
+    const sent = await sender.go();
+    const offeredS = sent.offeredS;
+    const unsent = sent.unsent;
     for (;;) {
       const [{ n }] = await db('sms_messages').where({ org_id: org.id, direction: 'outbound', status: 'sent' }).whereNotNull('reply_to').count({ n: '*' });
-      if (Number(n) >= total - unsent.length) break;
+      if (Number(n) >= total - unsent) break;
       if (performance.now() - t0 > LIMIT_MS) throw new Error(`${n}/${total} replies sent after ${LIMIT_MS / 1000} s`);
       await new Promise((r) => setTimeout(r, 100));
     }
     const doneS = (performance.now() - t0) / 1000;
-    const answered = total - unsent.length;
-    const after = cpuSnapshot({ node: process.pid }, { postmasterPid: stack.postmasterPid });
+    const answered = total - unsent;
+    const after = cpu();
     await profiled();
     stopCounting();
     const rows = await db('sms_messages as r')
@@ -148,22 +215,23 @@ export async function runSmsRepliesBench(): Promise<void> {
       .where({ 'r.org_id': org.id })
       .select(db.raw('extract(epoch from (r.updated_at - i.created_at)) * 1000 as ms'));
     const lat = rows.map((r: { ms: string }) => Number(r.ms));
-    const perText = (name: string) => (((after[name] ?? 0) - (before[name] ?? 0)) / answered).toFixed(2);
-    console.log(`sms-replies: ${total} texts from ${SENDERS} counterparts offered at ${(total / offeredS).toFixed(0)}/s (target ${RATE}/s) to one agent (sandbox LLM), one API process`);
-    if (unsent.length) console.log(`sms-replies: ${unsent.length} of ${total} callbacks not accepted by the saturated process (the first: ${unsent[0]}); their texts were never stored`);
+    const perText = (name: keyof typeof after) => ((after[name] ?? 0) - (before[name] ?? 0)) / answered;
+    console.log(`sms-replies: ${total} texts from ${SENDERS} counterparts offered at ${(total / offeredS).toFixed(0)}/s (target ${RATE}/s), accepted at ${(total / sent.acceptedS).toFixed(0)}/s, to one agent (sandbox LLM), one API process`);
+    if (unsent) console.log(`sms-replies: ${unsent} of ${total} callbacks not accepted by the saturated process (the first: ${sent.firstUnsent}); their texts were never stored`);
     console.log(`sms-replies: all ${answered} stored texts answered ${doneS.toFixed(2)} s after the first (${(answered / doneS).toFixed(0)} replies/s)`);
     console.log(`sms-replies: inbound webhook stored → reply handed to the carrier p50 ${pct(lat, 50).toFixed(0)} ms, p99 ${pct(lat, 99).toFixed(0)} ms, max ${pct(lat, 100).toFixed(0)} ms (target p99 < 250 ms)`);
     if (counted.size) {
       // The carrier sandbox's own records stand for what a real carrier keeps on its side: counted apart.
-      const carrier = (k: string) => /"(provider_requests|sandbox_callbacks)"/.test(k);
+      const carrier = (k: string) => /\b(provider_requests|sandbox_callbacks)\b/.test(k);
       const sum = (pick: (k: string) => boolean) => [...counted].filter(([k]) => pick(k)).reduce((a, [, n]) => a + n, 0);
       console.log(`sms-replies: ${(sum((k) => !carrier(k)) / answered).toFixed(1)} statements per text by the service (+ ${(sum(carrier) / answered).toFixed(1)} by the carrier sandbox), all pools of this process; the most frequent:`);
       for (const [k, n] of [...counted].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${(n / answered).toFixed(2)}  ${carrier(k) ? '(carrier sandbox) ' : ''}${k}`);
     }
-    if (profileDir) printProfile('the sms-replies load (this process: API, worker, dev server, sender)', profileDir);
-    console.log(`sms-replies: CPU per text: this process (API + worker + dev server + sender) ${perText('node')} ms, Postgres ${perText('postgres')} ms (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
-    const net = (name: string) => ((after[name] ?? 0) - (before[name] ?? 0) - idlePerS(name) * doneS) / answered;
-    console.log(`sms-replies: of which background with no text: this process ${idlePerS('node').toFixed(0)} ms/s, Postgres ${idlePerS('postgres').toFixed(0)} ms/s over ${doneS.toFixed(1)} s; net of it ${net('node').toFixed(2)} + ${net('postgres').toFixed(2)} = ${(net('node') + net('postgres')).toFixed(2)} ms per text`);
+    if (profileDir) printProfile('the sms-replies load (the API process)', profileDir);
+    const service = perText('api') + perText('worker') + perText('postgres');
+    console.log(`sms-replies: CPU per text: API process ${perText('api').toFixed(2)} ms + worker ${perText('worker').toFixed(2)} ms + Postgres ${perText('postgres').toFixed(2)} ms = ${service.toFixed(2)} ms (target ≤ 8 ms); dev server ${perText('devServer').toFixed(2)} ms; the sender (load generator, not counted) ${(sent.cpuMs / total).toFixed(2)} ms (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+    const net = (name: keyof typeof after) => ((after[name] ?? 0) - (before[name] ?? 0) - idlePerS(name) * doneS) / answered;
+    console.log(`sms-replies: of which background with no text: API ${idlePerS('api').toFixed(0)} ms/s, worker ${idlePerS('worker').toFixed(0)} ms/s, dev server ${idlePerS('devServer').toFixed(0)} ms/s, Postgres ${idlePerS('postgres').toFixed(0)} ms/s over ${doneS.toFixed(1)} s; net of it ${net('api').toFixed(2)} + ${net('worker').toFixed(2)} + ${net('postgres').toFixed(2)} = ${(net('api') + net('worker') + net('postgres')).toFixed(2)} ms per text`);
   } finally {
     delete process.env.SANDBOX_CALLBACK_URL;
     if (receiptDelay === undefined) delete process.env.SANDBOX_TELEPHONY_DELAY_MS;

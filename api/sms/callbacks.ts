@@ -173,17 +173,25 @@ export async function applyProviderCallback(deps: CallbackDeps, provider: string
 const telephonyByDb = new WeakMap<object, TelephonyAdapter>();
 
 /**
+ * The answers this process is composing, by organization, number and sender: the tail of each sender's queue.
+ * Texts of one sender share one conversation, whose turns are stored one at a time (a turn stored meanwhile makes
+ * the other's store conflict and run again, services/sms/answer.ts); answering them in the order they were stored runs
+ * each turn once. Other processes' answers still meet that check.
+ */
+const answering = new Map<string, Promise<void>>();
+
+/**
  * The number's agent answers the text in this process, right after the callback is acknowledged
  * (services/sms/answer.ts `answerAndDeliver`: the turn, then the reply handed to the carrier). A failure hands
  * the text to `sms-reply/{messageId}`, which retries durably; a process that dies meanwhile leaves the text
  * `pending`, for the housekeeping sweep to hand over.
  */
-function answerSoon(deps: CallbackDeps, orgId: string, messageId: string, known?: KnownRecords): void {
+function answerSoon(deps: CallbackDeps, orgId: string, messageId: string, known: KnownRecords & { message: SmsMessageRecord }): void {
   let telephony = telephonyByDb.get(deps.db);
   if (!telephony) telephonyByDb.set(deps.db, (telephony = createTelephony({ db: deps.db, config: deps.config })));
-  const conversationDeps = { db: deps.db, llm: deps.providers.llm, http: deps.providers.skillHttp, temporal: deps.temporal, telephony };
-  setImmediate(() => {
-    answerAndDeliver(conversationDeps, orgId, messageId, known).catch(async (err) => {
+  const conversationDeps = { db: deps.db, llm: deps.providers.llm, http: deps.providers.skillHttp, temporal: deps.temporal, telephony, indexes: deps.caches?.knowledge };
+  const answer = async (): Promise<void> => {
+    await answerAndDeliver(conversationDeps, orgId, messageId, known).catch(async (err) => {
       deps.logger.warn({ err, orgId, messageId }, 'answering the text failed; the sms-reply workflow retries it');
       try {
         if (!deps.temporal) return;
@@ -192,7 +200,14 @@ function answerSoon(deps: CallbackDeps, orgId: string, messageId: string, known?
         deps.logger.warn({ err: startErr, orgId, messageId }, 'the sms-reply workflow could not be started; the housekeeping sweep will');
       }
     });
+  };
+  // After the sender's earlier text in this process, whatever became of it (`answer` never rejects).
+  const key = `${orgId} ${known.message.to} ${known.message.from}`;
+  const earlier = answering.get(key);
+  const done: Promise<void> = (earlier ?? new Promise<void>((resolve) => setImmediate(resolve))).then(answer).finally(() => {
+    if (answering.get(key) === done) answering.delete(key);
   });
+  answering.set(key, done);
 }
 
 /**

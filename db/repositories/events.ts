@@ -93,6 +93,13 @@ export const EVENTS_SELECT = `(SELECT coalesce(json_agg(r ORDER BY r.ord), '[]':
               (SELECT count(*) FROM ev_n) AS notified
          FROM ev_e JOIN ev_x ON ev_x.id = ev_e.id) r) AS events`;
 
+/**
+ * The select-list expression that runs {@link eventCtes}'s NOTIFY (`ev_n`, a plain CTE, which Postgres runs only when the
+ * statement reads it) without returning the stored events: for a statement whose caller does not read them, so
+ * Postgres builds and the service parses no JSON of them. A column `notified` (0 or 1).
+ */
+export const EVENTS_NOTIFY_SELECT = `(SELECT count(*) FROM ev_n) AS notified`;
+
 /** Stored events (with their deliveries) from the `events` column of {@link EVENTS_SELECT}. */
 export function storedEvents(rows: Record<string, any>[]): { event: StoredEvent; deliveryIds: string[] }[] {
   return rows.map((r) => ({ event: toEvent(r), deliveryIds: r.delivery_ids ?? [] }));

@@ -5,6 +5,7 @@
  */
 import type { Knex } from 'knex';
 import type { Db } from '../index';
+import { runPrepared } from '../preparedQuery';
 
 type Conn = Db | Knex.Transaction;
 
@@ -69,6 +70,28 @@ export async function sandboxDials(db: Conn, orgId: string): Promise<SandboxDial
 /** Appends a request and what the sandbox answered to `provider_requests`. */
 export async function logProviderExchange(db: Conn, orgId: string, provider: string, operation: string, request: Record<string, unknown>, response: Record<string, unknown>): Promise<void> {
   await db('provider_requests').insert({ org_id: orgId, provider, operation, request: JSON.stringify(request), response: JSON.stringify(response) });
+}
+
+const EXCHANGE_WITH_CALLBACK_SQL = `WITH pr AS (
+       INSERT INTO provider_requests (org_id, provider, operation, request, response) VALUES (?, ?, ?, ?::jsonb, ?::jsonb)
+     )
+     INSERT INTO sandbox_callbacks (org_id, provider, payload, due_at) VALUES (?, ?, ?::jsonb, now() + make_interval(secs => ?::double precision))
+     RETURNING id`;
+
+/**
+ * {@link logProviderExchange} and the callback it owes `delayMs` (ms) from now (`sandbox_callbacks`, which the dispatcher
+ * of providers/carrier/sandbox.ts delivers) in one statement: a sent text's log line and its delivery receipt.
+ * @returns the callback's id
+ */
+export async function logExchangeWithCallback(
+  db: Db,
+  orgId: string,
+  provider: string,
+  exchange: { operation: string; request: Record<string, unknown>; response: Record<string, unknown> },
+  callback: { payload: Record<string, unknown>; delayMs: number },
+): Promise<number> {
+  const bindings = [orgId, provider, exchange.operation, JSON.stringify(exchange.request), JSON.stringify(exchange.response), orgId, provider, JSON.stringify(callback.payload), callback.delayMs / 1000];
+  return Number((await runPrepared(db, EXCHANGE_WITH_CALLBACK_SQL, bindings)).rows[0].id);
 }
 
 /** What the sandbox answered the first `operation` request with this client reference, or undefined. */

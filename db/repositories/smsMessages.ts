@@ -7,7 +7,8 @@ import { prepared, type Db } from '../index';
 import type { SmsMessage } from '../../schemas/types/sms';
 import { iso } from '../timestamps';
 import { smsMessages } from '../../metrics';
-import { eventCtes, EVENTS_SELECT } from './events';
+import { eventCtes, EVENTS_NOTIFY_SELECT } from './events';
+import { runPrepared } from '../preparedQuery';
 
 
 /** Rank of outbound statuses: a report of a lower rank never replaces a higher one. */
@@ -152,9 +153,9 @@ export async function storeInboundText(
        ON CONFLICT (id) DO NOTHING RETURNING *
      ),
      ${ev.sql}
-     SELECT (SELECT row_to_json(m) FROM m) AS message, ${EVENTS_SELECT}`;
+     SELECT (SELECT row_to_json(m) FROM m) AS message, ${EVENTS_NOTIFY_SELECT}`;
   const bindings: Knex.RawBinding[] = [orgId, t.provider, t.externalId, JSON.stringify(t.payload), t.id, orgId, t.from, t.to, t.body, t.externalId, t.answerState, t.at, t.at, ...ev.bindings];
-  const row = (await db.raw(sql, bindings).options(prepared(sql))).rows[0];
+  const row = (await runPrepared(db, sql, bindings)).rows[0];
   return row.message ? toMessage(row.message) : null;
 }
 

@@ -11,10 +11,11 @@
  * `sms-reply/{id}` finds the reply and delivers it, asking the carrier's look-up before sending again.
  */
 import type { Knex } from 'knex';
-import { prepared, type Db } from '../index';
+import type { Db } from '../index';
+import { runPrepared } from '../preparedQuery';
 import { newId } from '../ids';
-import { eventCtes, EVENTS_SELECT } from './events';
-import { usageChargeCtes, usageOutcomeSelect, usageRows, walletLowEventRow, type UsageInput } from './usage';
+import { eventCtes, EVENTS_NOTIFY_SELECT } from './events';
+import { usageChargeCtes, usageRows, walletLowEventRow, type UsageInput } from './usage';
 import { toMessage } from './smsMessages';
 import type { ProviderIntent } from './providerIntents';
 import type { SmsMessage } from '../../schemas/types/sms';
@@ -70,7 +71,7 @@ export async function queueReplyWithIntent(
      ),
      ${charges.sql},
      ${ev.sql}
-     SELECT (SELECT row_to_json(m) FROM m) AS message, (SELECT row_to_json(pi) FROM pi) AS intent, ${usageOutcomeSelect}, ${EVENTS_SELECT}`;
+     SELECT (SELECT row_to_json(m) FROM m) AS message, (SELECT row_to_json(pi) FROM pi) AS intent, ${EVENTS_NOTIFY_SELECT}`;
   const bindings: Knex.RawBinding[] = [
     r.conversationId, r.agentReply, orgId, r.inboundId,
     r.id, orgId, r.from, r.to, r.body, r.conversationId, r.at, r.at,
@@ -78,7 +79,7 @@ export async function queueReplyWithIntent(
     ...charges.bindings,
     ...ev.bindings,
   ];
-  const row = (await db.raw(sql, bindings).options(prepared(sql))).rows[0];
+  const row = (await runPrepared(db, sql, bindings)).rows[0];
   if (!row.message || !row.intent) throw new Error(`inbound text ${r.inboundId} of ${orgId} not found`);
   const i = row.intent;
   return {
@@ -119,7 +120,7 @@ export async function markReplySent(
         WHERE org_id = ? AND id = ? AND direction = 'inbound' AND answer_state = 'pending' RETURNING id
      ),
      ${ev.sql}
-     SELECT (SELECT count(*) FROM m) AS moved, (SELECT count(*) FROM pi) AS resolved, (SELECT count(*) FROM inb) AS settled, ${EVENTS_SELECT}`;
+     SELECT (SELECT count(*) FROM m) AS moved, (SELECT count(*) FROM pi) AS resolved, (SELECT count(*) FROM inb) AS settled, ${EVENTS_NOTIFY_SELECT}`;
   const bindings: Knex.RawBinding[] = [
     JSON.stringify(s.result ?? {}), orgId, s.intentId,
     s.replyId, orgId,
@@ -127,7 +128,7 @@ export async function markReplySent(
     orgId, s.inboundId,
     ...ev.bindings,
   ];
-  const row = (await db.raw(sql, bindings).options(prepared(sql))).rows[0];
+  const row = (await runPrepared(db, sql, bindings)).rows[0];
   const moved = Number(row.moved) > 0;
   if (moved) smsMessages.inc({ status: 'sent' });
   return moved;

@@ -27,7 +27,7 @@ import {
   scheduleSandboxCallback,
 } from '../../db/repositories/smsProviderEvents';
 import { callbackSecret, SIGNATURE_HEADER, signCallback } from '../../domain/sms/callbackSignature';
-import { sandboxCarrierObjectsByReference } from '../../db/repositories/sandboxProviders';
+import { logExchangeWithCallback, sandboxCarrierObjectsByReference } from '../../db/repositories/sandboxProviders';
 import type { Lookup } from '../lookup';
 import type { CarrierAdapter, CarrierBrandRequest, CarrierCampaignRequest, CarrierOptions, CarrierStatus, CarrierSubmission } from './index';
 
@@ -214,6 +214,16 @@ export abstract class SandboxAdapter {
     const full: SandboxCallbackPayload = { eventId: `evt_${crypto.randomBytes(8).toString('hex')}`, ...payload, occurredAt: new Date(Date.now() + delayMs).toISOString() };
     await scheduleSandboxCallback(db ?? this.db, orgId, SANDBOX_PROVIDER, full as unknown as Record<string, unknown>, delayMs);
     if (!db) this.dispatcher.kick(delayMs);
+  }
+
+  /**
+   * Logs a request and the sandbox's answer (`provider_requests`) and schedules the callback it owes `delayMs` from now,
+   * in one statement (as {@link callback} schedules it).
+   */
+  protected async exchangeWithCallback(orgId: string, exchange: { operation: string; request: Record<string, unknown>; response: Record<string, unknown> }, payload: Omit<SandboxCallbackPayload, 'eventId' | 'occurredAt'>, delayMs: number): Promise<void> {
+    const full: SandboxCallbackPayload = { eventId: `evt_${crypto.randomBytes(8).toString('hex')}`, ...payload, occurredAt: new Date(Date.now() + delayMs).toISOString() };
+    await logExchangeWithCallback(this.db, orgId, SANDBOX_PROVIDER, exchange, { payload: full as unknown as Record<string, unknown>, delayMs });
+    this.dispatcher.kick(delayMs);
   }
 }
 

@@ -143,17 +143,11 @@ export class SandboxTelephony extends SandboxAdapter implements TelephonyAdapter
   async sendMessage(orgId: string, text: OutgoingText): Promise<{ providerMessageId: string; status: 'SENT' }> {
     // A new message every time: a repeated send reaches the handset twice, as with a real provider.
     const providerMessageId = `SM${crypto.randomBytes(12).toString('hex')}`;
-    await logProviderExchange(
-      this.db,
-      orgId,
-      SANDBOX_PROVIDER,
-      'sendMessage',
-      { from: text.from, to: text.to, reference: text.reference, mediaIds: text.mediaIds ?? [], length: text.body.length },
-      { providerMessageId },
-    );
     const failed = /fail delivery/i.test(text.body);
-    await this.callback(
+    // The request's log line and its delivery receipt in one statement.
+    await this.exchangeWithCallback(
       orgId,
+      { operation: 'sendMessage', request: { from: text.from, to: text.to, reference: text.reference, mediaIds: text.mediaIds ?? [], length: text.body.length }, response: { providerMessageId } },
       {
         type: 'message.status',
         id: providerMessageId,

@@ -18,7 +18,8 @@
 import type { Client } from '@temporalio/client';
 import type { Db } from '../../db';
 import { isUniqueViolation } from '../../db/repositories/agents';
-import { findOpenSmsConversation, findOpenSmsConversationWithHistory, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
+import { findOpenSmsConversation, findOpenSmsConversationAndContact, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
+import type { ConversationMessage } from '../../schemas/types/chat';
 import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
 import type { PhoneNumber } from '../../schemas/types/numbers';
 import type { SmsRegistration } from '../../schemas/types/sms';
@@ -172,15 +173,17 @@ async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Cli
   if (parseInboundKeyword(m.body)) return { answered: false, reason: 'keyword' };
   const number = known.number?.e164 === m.to ? known.number : await getOwnedNumberByE164(db, orgId, m.to);
   if (!number?.agentId) return { answered: false, reason: 'no_agent' };
+  // The sender's open conversation, unless the text names its own (a retry), is read with the sender's consent.
+  const pre = m.conversationId ? undefined : await findOpenSmsConversationAndContact(db, orgId, number.agentId, m.from, HISTORY_MESSAGES);
   // Rules that would refuse the reply are checked before the model runs (docs/sms.md).
-  const contact = await getContact(db, orgId, m.from);
+  const contact = pre ? pre.contact : await getContact(db, orgId, m.from);
   if (contact?.optedOut) return { answered: false, reason: 'recipient_opted_out' };
   if (!number.smsEnabled) return { answered: false, reason: 'number_not_sms_enabled' };
   const registration = await (known.registration ? known.registration() : getRegistration(db, orgId));
   if (registration?.status !== 'active') return { answered: false, reason: 'registration_not_active' };
 
   // The callback's first attempt records the conversation with the reply (below); a retry records it at once.
-  const conversation = await conversationFor(deps, orgId, number.agentId, m, now, !firstAttempt);
+  const conversation = await conversationFor(deps, orgId, number.agentId, m, now, !firstAttempt, pre && { open: pre.conversation });
   if (!conversation) return { answered: false, reason: 'agent_not_published' };
   const agent = await pinnedAgent(db, conversation);
   let reply = m.agentReply;
@@ -300,16 +303,25 @@ async function earlierReply(db: Db, c: ConversationRecord, m: SmsMessageRecord):
  * agent's traffic split picks for the sender (services/agents/traffic.ts), with no greeting (the person wrote
  * first). Concurrent texts of one sender share one conversation
  * (a partial unique index; the loser reads the winner's).
+ * @param read the open conversation as the caller read it a moment ago (undefined: none), else it is read here
  * @returns null when the agent is not published
  */
-async function conversationFor(deps: ConversationDeps, orgId: string, agentId: string, m: SmsMessageRecord, now: number, recordNow = true): Promise<ConversationRecord | null> {
+async function conversationFor(
+  deps: ConversationDeps,
+  orgId: string,
+  agentId: string,
+  m: SmsMessageRecord,
+  now: number,
+  recordNow = true,
+  read?: { open: (ConversationRecord & { lastActivityAt: string; recent: ConversationMessage[] }) | undefined },
+): Promise<ConversationRecord | null> {
   const { db } = deps;
   if (m.conversationId) {
     const known = await getConversation(db, orgId, m.conversationId);
     if (known) return known;
   }
-  // With the history its turn reads (one round trip instead of two).
-  const open = await findOpenSmsConversationWithHistory(db, orgId, agentId, m.from, HISTORY_MESSAGES);
+  // With the history its turn reads (one round trip instead of two), read by the caller when it passes `read`.
+  const open = read ? read.open : (await findOpenSmsConversationAndContact(db, orgId, agentId, m.from, HISTORY_MESSAGES)).conversation;
   if (open) {
     const agent = await pinnedAgent(db, open);
     if (now - Date.parse(open.lastActivityAt) < smsSettingsOf(agent).idleTimeoutSeconds * 1000) {
