@@ -366,6 +366,8 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     stopSandboxDispatchers();
     for (const s of sockets) s.destroy();
     for (const close of closers.reverse()) await close().catch(() => undefined);
+    // Attempts the stopping workers made meanwhile hold connections too: close() waits for every one.
+    for (const s of sockets) s.destroy();
     await new Promise<void>((r) => blackHole.close(() => r()));
     if (devServer) {
       await stack.client.connection.close();
