@@ -165,7 +165,7 @@ async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; 
  * @throws when it exits or does not start within 120 s
  */
 async function startBulkWorkerProcess(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'worker.ts')], { env: { ...process.env, ...env, WORKER_QUEUES: 'webhooks,bulk', WORKER_PROCESSES: '1', LOG_LEVEL: 'info', WORKER_NICE: process.env.BENCH_NOISY_BULK_NICE ?? '10' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'worker.ts')], { env: { ...process.env, ...env, WORKER_QUEUES: 'webhooks,bulk', WORKER_PROCESSES: '1', LOG_LEVEL: 'info', WORKER_NICE: process.env.BENCH_NOISY_BULK_NICE ?? '19' }, stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the bulk worker process did not start within 120 s')), 120_000);
     child.once('exit', (code) => reject(new Error(`the bulk worker process exited with ${code}`)));
