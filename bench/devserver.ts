@@ -8,17 +8,16 @@
  * part, `--sdk-only` only the SDK part, `--split-only` only the out-of-process CPU split (the dev
  * server's own CPU per completed workflow).
  */
-import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
-import { freePort } from '../db/embedded';
 import { startDevServer } from '../devserver';
 import * as activities from '../test/devserver/workflows/activities';
 import { installBenchRuntime, processCpu } from './harness';
 import { runBench } from './entry';
+import { startDevServerChild, stopChild } from './children';
 
 const argDb = process.argv.indexOf('--db');
 const databaseUrl = argDb > 0 ? process.argv[argDb + 1] : process.env.DATABASE_URL;
@@ -111,16 +110,8 @@ const BENCH_WORKER_OPTIONS = {
  * of the activity + signal shape at 100 starters.
  */
 async function cpuAttribution(workflowBundle: { code: string }, starters: number, total: number): Promise<string> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../devserver/bin.ts'), '--port', String(port), '--log-level', 'warn'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const { child, address } = await startDevServerChild();
   try {
-    await new Promise<void>((resolve, reject) => {
-      child.once('exit', (code) => reject(new Error(`dev server exited (${code})`)));
-      child.stdout!.on('data', (b: Buffer) => b.toString().includes('listening') && resolve());
-    });
-    const address = `127.0.0.1:${port}`;
     const connection = await Connection.connect({ address });
     const native = await NativeConnection.connect({ address });
     const client = new Client({ connection });
@@ -152,7 +143,7 @@ async function cpuAttribution(workflowBundle: { code: string }, starters: number
     await native.close();
     return line;
   } finally {
-    child.kill('SIGTERM');
+    await stopChild(child);
   }
 }
 

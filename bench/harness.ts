@@ -92,11 +92,19 @@ export async function openBenchDatabase(label: string, opts: { poolMax?: number;
  * Starts the stack; the database is migrated.
  * @param label names the database and temp directory, e.g. `sms`
  * @param opts.poolMax Knex pool size (default 60)
+ * @param opts.devServer a dev server already started elsewhere (its `host:port` and how to stop it; bench/children.ts
+ *   runs one in a child process); default: an in-memory one in this process
  */
-export async function startBenchStack(label: string, opts: { poolMax?: number } = {}): Promise<BenchStack> {
+export async function startBenchStack(label: string, opts: { poolMax?: number; devServer?: () => Promise<{ address: string; stop(): Promise<void> }> } = {}): Promise<BenchStack> {
   const database = await openBenchDatabase(label, { poolMax: opts.poolMax ?? 60 });
   installBenchRuntime();
-  const server = await startDevServer({ log: () => undefined });
+  let server: { address: string; stop(): Promise<void> };
+  try {
+    server = opts.devServer ? await opts.devServer() : await startDevServer({ log: () => undefined });
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
   const connection = await Connection.connect({ address: server.address });
   const native = await NativeConnection.connect({ address: server.address });
   return {

@@ -42,6 +42,7 @@ import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { coreCount } from '../runtime';
 import { cpuSnapshot, processCpu, processTree } from './harness';
+import { startLoadChild } from './children';
 import type { LoadJob, LoadResult } from './loadgen';
 import { runBench } from './entry';
 
@@ -139,21 +140,9 @@ interface Figures {
   cpu?: Cpu;
 }
 
-/** Spawns a load generator (bench/loadgen.ts) and resolves once it is ready to start; `go()` starts it and resolves with its result. */
+/** Spawns a load generator (bench/loadgen.ts): see bench/children.ts `startLoadChild`. */
 export function startLoadGen(job: LoadJob): Promise<{ child: ChildProcess; go(): Promise<LoadResult> }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'loadgen.ts'), JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
-    let out = '';
-    let result: (r: LoadResult) => void;
-    const done = new Promise<LoadResult>((r) => (result = r));
-    child.stdout!.on('data', (buf: Buffer) => {
-      out += buf.toString();
-      if (out.includes('READY\n')) resolve({ child, go: () => (child.stdin!.write('GO\n'), done) });
-      const m = /RESULT (.*)\n/.exec(out);
-      if (m) result(JSON.parse(m[1]) as LoadResult);
-    });
-    child.once('exit', (code) => code !== 0 && reject(new Error(`load generator exited with ${code}`)));
-  });
+  return startLoadChild<LoadJob, LoadResult>('loadgen.ts', job);
 }
 
 /** One measured run: LOADGENS generators share the connections and the keys. */

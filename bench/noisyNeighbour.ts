@@ -26,10 +26,7 @@
  * Run: `BENCH_ONLY=noisy-neighbour npm run bench` or `npx tsx bench/noisyNeighbour.ts`. Setup is not timed.
  * The issue's scale is BENCH_NOISY_DELIVERIES=10000 BENCH_NOISY_PAGES=10000.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import path from 'node:path';
-import readline from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import type { Db } from '../db';
 import { createOrganization } from '../db/repositories/organizations';
@@ -41,12 +38,12 @@ import { startWebhookDispatcher, temporalDeliveryStarter } from '../events/dispa
 import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
 import { sandboxInventory } from '../providers/telephony/sandbox';
 import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
-import { Client, Connection } from '@temporalio/client';
 import { startWorker } from '../worker';
 import { serviceQueues } from '../worker';
 import { bundleBenchWorkflows, pool, profileWindow, startBenchApi, startBenchStack } from './harness';
 import { watchPhase, type WatchedQueue } from './noisyObserve';
 import { runBench } from './entry';
+import { devServerInChild, startWorkerChild, stopChild } from './children';
 
 const QUIET_ORGS = Number(process.env.BENCH_NOISY_QUIET_ORGS ?? 20);
 const RATE = Number(process.env.BENCH_NOISY_RATE ?? 8);
@@ -159,65 +156,15 @@ async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; 
   return out;
 }
 
-/**
- * Starts `start:worker` (worker.ts) as a child process polling only the bulk queues of `taskQueue`, as docker-compose.yml's
- * `worker-bulk` does. @returns the child once it logged `worker running`
- * @throws when it exits or does not start within 120 s
- */
-async function startBulkWorkerProcess(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'worker.ts')], { env: { ...process.env, ...env, WORKER_QUEUES: 'webhooks,bulk', WORKER_PROCESSES: '1', LOG_LEVEL: 'info', WORKER_NICE: process.env.BENCH_NOISY_BULK_NICE ?? '19' }, stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the bulk worker process did not start within 120 s')), 120_000);
-    child.once('exit', (code) => reject(new Error(`the bulk worker process exited with ${code}`)));
-    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
-      if (line.includes('"worker running"')) {
-        clearTimeout(timer);
-        resolve();
-      } else if (/"level":(40|50|60)/.test(line)) process.stderr.write(`[bulk worker] ${line}\n`);
-    });
-  });
-  return child;
-}
-
-/**
- * Starts the Temporal dev server as a child process (`npm run devserver`, in memory), the Temporal frontend of the
- * production shape being a service of its own. @returns the child and its `host:port` once it listens
- * @throws when it exits or does not listen within 60 s
- */
-async function startDevServerProcess(): Promise<{ child: ChildProcess; address: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'devserver', 'bin.ts'), '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const address = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the dev server process did not listen within 60 s')), 60_000);
-    child.once('exit', (code) => reject(new Error(`the dev server process exited with ${code}`)));
-    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
-      const m = /listening on (\S+?)(,|$)/.exec(line);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-  });
-  return { child, address };
-}
-
-/** Stops a child process with SIGTERM and waits for its exit. */
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
-}
-
 /** Runs the noisy-neighbour section and prints its figures. */
 export async function runNoisyNeighbourBench(): Promise<void> {
   process.env.SANDBOX_CARRIER_DELAY_MS ??= '0';
   process.env.SANDBOX_TELEPHONY_DELAY_MS ??= '0';
   process.env.HTTP_ALLOW_PRIVATE_HOSTS = '127.0.0.1';
   const started = performance.now();
-  const base = await startBenchStack('noisy');
   // `split`: the Temporal frontend is a process of its own, as in production (docker-compose.yml `temporal`).
-  const devServer = SHAPE === 'split' ? await startDevServerProcess() : undefined;
-  const stack = devServer ? { ...base, address: devServer.address, client: new Client({ connection: await Connection.connect({ address: devServer.address }) }) } : base;
+  const dev = SHAPE === 'split' ? devServerInChild() : undefined;
+  const stack = await startBenchStack('noisy', dev ? { devServer: dev.devServer } : {});
   const { db, client } = stack;
   // Accepts TCP and never answers: a TLS handshake to it never completes (a receiver that black-holes).
   const sockets = new Set<net.Socket>();
@@ -239,7 +186,8 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     closers.push(() => worker.stop());
     const bulkWorker =
       SHAPE === 'split'
-        ? await startBulkWorkerProcess({ TEMPORAL_ADDRESS: stack.address, DATABASE_URL: stack.databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue, PUBLIC_BASE_URL: workerConfig.publicBaseUrl })
+        ? // As docker-compose.yml's `worker-bulk`: the bulk queues only, at the lowest CPU priority.
+          await startWorkerChild({ TEMPORAL_ADDRESS: stack.address, DATABASE_URL: stack.databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue, PUBLIC_BASE_URL: workerConfig.publicBaseUrl, WORKER_QUEUES: 'webhooks,bulk', WORKER_PROCESSES: '1', WORKER_NICE: process.env.BENCH_NOISY_BULK_NICE ?? '19' })
         : undefined;
     if (bulkWorker) closers.push(() => stopChild(bulkWorker));
     // The webhook outbox dispatcher runs beside the webhooks queue's worker (worker.ts): the child's in `split`.
@@ -299,7 +247,8 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const watched: WatchedQueue[] = serviceQueues(taskQueue, {}).map((q) => ({ label: q.queue, taskQueue: q.taskQueue, worker: worker.workers.find((w) => w.options.taskQueue === q.taskQueue) }));
     const pids: Record<string, number> = {};
     if (bulkWorker?.pid) pids['bulk worker'] = bulkWorker.pid;
-    if (devServer?.child.pid) pids['dev server'] = devServer.child.pid;
+    const devServerPid = dev?.child()?.pid;
+    if (devServerPid) pids['dev server'] = devServerPid;
     const observations: string[] = [];
 
     // 1. Alone.
@@ -369,11 +318,7 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     // Attempts the stopping workers made meanwhile hold connections too: close() waits for every one.
     for (const s of sockets) s.destroy();
     await new Promise<void>((r) => blackHole.close(() => r()));
-    if (devServer) {
-      await stack.client.connection.close();
-      await stopChild(devServer.child);
-    }
-    await base.close();
+    await stack.close();
   }
 }
 

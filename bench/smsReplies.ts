@@ -21,17 +21,15 @@
  *
  * Run: `BENCH_ONLY=sms-replies npm run bench` or `npx tsx bench/smsReplies.ts`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
-import { countStatements, cpuSnapshot, installBenchRuntime, openBenchDatabase, processCpu, profileWindow, publishForBench, startBenchApi, type BenchStack } from './harness';
-import { freePort } from '../db/embedded';
+import { countStatements, cpuSnapshot, processCpu, profileWindow, publishForBench, startBenchApi, startBenchStack, type BenchStack } from './harness';
+import { devServerInChild, startLoadChild, startWorkerChild, stopChild } from './children';
 import type { SmsSenderJob, SmsSenderResult } from './smsSender';
 import { printProfile } from './http';
 import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
@@ -51,87 +49,13 @@ const pct = (xs: number[], p: number) => {
 };
 
 /**
- * The section's stack: a fresh embedded Postgres and the Temporal dev server (devserver/bin.ts, in memory) in a child
- * process of its own, so its CPU is printed apart from the API's. @returns the stack and the dev server's process
+ * The bench stack with the dev server in a child process of its own (bench/children.ts), so its CPU is printed apart
+ * from the API's. @returns the stack and the dev server's process
  */
 async function startSplitStack(): Promise<{ stack: BenchStack; devServer: ChildProcess }> {
-  const database = await openBenchDatabase('smsreplies', { poolMax: 60 });
-  installBenchRuntime();
-  const port = await freePort();
-  const devServer = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'devserver', 'bin.ts'), '--port', String(port), '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      devServer.once('exit', (code) => reject(new Error(`dev server exited (${code})`)));
-      devServer.stdout!.on('data', (b: Buffer) => b.toString().includes('listening') && resolve());
-    });
-    const address = `127.0.0.1:${port}`;
-    const connection = await Connection.connect({ address });
-    const native = await NativeConnection.connect({ address });
-    const stack: BenchStack = {
-      address,
-      db: database.db,
-      databaseUrl: database.databaseUrl,
-      client: new Client({ connection }),
-      native,
-      postmasterPid: database.postmasterPid,
-      close: async () => {
-        await connection.close();
-        await native.close();
-        devServer.kill('SIGTERM');
-        await database.close();
-      },
-    };
-    return { stack, devServer };
-  } catch (err) {
-    devServer.kill('SIGTERM');
-    await database.close();
-    throw err;
-  }
-}
-
-/**
- * Starts worker.ts (`npm run start:worker`) in a child process on `databaseUrl`, the dev server at `temporalAddress` and
- * the task queues of `taskQueue`; resolves once it logs `worker running`. `stop()` sends SIGTERM and waits for its exit.
- */
-async function startWorkerProcess(opts: { databaseUrl: string; temporalAddress: string; taskQueue: string }): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: opts.databaseUrl, TEMPORAL_ADDRESS: opts.temporalAddress, TEMPORAL_TASK_QUEUE: opts.taskQueue, LOG_LEVEL: 'info', DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'acp-bench-worker-')) };
-  delete env.METRICS_PORT;
-  delete env.TEMPORAL_SDK_METRICS_PORT;
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'worker.ts')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before it ran: ${out.slice(-500)}`)));
-    child.stdout!.on('data', (b: Buffer) => {
-      out += b.toString();
-      if (out.includes('"worker running"')) resolve();
-      if (out.length > 100_000) out = out.slice(-10_000);
-    });
-  });
-  return {
-    child,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
-
-/** Starts bench/smsSender.ts with `job`; `go()` starts its load and resolves with its result. */
-function startSender(job: SmsSenderJob): Promise<{ child: ChildProcess; go(): Promise<SmsSenderResult> }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'smsSender.ts'), JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
-    let out = '';
-    let result: (r: SmsSenderResult) => void;
-    const done = new Promise<SmsSenderResult>((r) => (result = r));
-    child.stdout!.on('data', (buf: Buffer) => {
-      out += buf.toString();
-      if (out.includes('READY\n')) resolve({ child, go: () => (child.stdin!.write('GO\n'), done) });
-      const m = /RESULT (.*)\n/.exec(out);
-      if (m) result(JSON.parse(m[1]) as SmsSenderResult);
-    });
-    child.once('exit', (code) => code !== 0 && reject(new Error(`sms sender exited with ${code}`)));
-  });
+  const dev = devServerInChild();
+  const stack = await startBenchStack('smsreplies', { devServer: dev.devServer });
+  return { stack, devServer: dev.child()! };
 }
 
 /** Runs the section and prints its figures. */
@@ -149,8 +73,9 @@ export async function runSmsRepliesBench(): Promise<void> {
     process.env.SANDBOX_CALLBACK_URL = `${api.baseUrl}/sms/provider-callbacks/sandbox`;
     // The worker as production runs it (worker.ts, `npm run start:worker`): its own process on the same Postgres,
     // the same dev server and the API's task queue, with the housekeeping sweep that hands over texts left pending.
-    const worker = await startWorkerProcess({ databaseUrl: stack.databaseUrl, temporalAddress: stack.address, taskQueue });
-    stopWorker = () => worker.stop();
+    // `npm run start:worker` as production runs it, in a process (and a data directory) of its own.
+    const worker = { child: await startWorkerChild({ DATABASE_URL: stack.databaseUrl, TEMPORAL_ADDRESS: stack.address, TEMPORAL_TASK_QUEUE: taskQueue, DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'acp-bench-worker-')) }) };
+    stopWorker = () => stopChild(worker.child);
     const call = async (key: string, method: string, p: string, json?: unknown) => {
       const res = await fetch(`${api.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: json === undefined ? undefined : JSON.stringify(json) });
       const text = await res.text();
@@ -172,7 +97,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     const senders = Array.from({ length: SENDERS }, (_, i) => `+1415555${String(1000 + i).padStart(4, '0')}`);
     const total = RATE * SECONDS;
     // The counterparts in a process of their own (bench/smsSender.ts): its CPU is printed apart, never in the per-text figure.
-    const sender = await startSender({ url: `${api.baseUrl}/sms/provider-callbacks/sandbox`, to: ours, senders, rate: RATE, total });
+    const sender = await startLoadChild<SmsSenderJob, SmsSenderResult>('smsSender.ts', { url: `${api.baseUrl}/sms/provider-callbacks/sandbox`, to: ours, senders, rate: RATE, total });
     // BENCH_COUNT_QUERIES=1: how many statements each answered text costs, by their first words, counted at pg's
     // Client so every pool of the process is seen (the turn writer's group commit, the change feed).
     const { counted, stop: stopCounting } = countStatements();
