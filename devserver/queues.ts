@@ -253,6 +253,16 @@ export class TaskList<E> {
     this.queued++;
   }
 
+  /** Whether a poller is waiting on this list now (dead pollers at the front are dropped). */
+  hasLivePoller(): boolean {
+    for (;;) {
+      const p = this.pollers.peek();
+      if (!p) return false;
+      if (p.alive()) return true;
+      this.pollers.shift();
+    }
+  }
+
   /** Takes the next valid task (lowest priority key, then lowest pass), or undefined. */
   take(): E | undefined {
     while (this.queued > 0) {

@@ -44,6 +44,13 @@ export const POLL_TIMEOUT_MS = 60_000;
  * before it times out (ms); the dev server's own choice (devserver/README.md "Worker shutdown").
  */
 export const SHUTDOWN_GRACE_MS = 1_000;
+
+/**
+ * A sticky queue whose worker has not polled it for this long (wall-clock ms) and has no poll
+ * waiting is unavailable: its workflow tasks go to the normal queue at once. The real server's
+ * matching engine hard-codes the same 10 s (`stickyPollerUnavailableWindow`, StickyWorkerUnavailable).
+ */
+export const STICKY_POLLER_UNAVAILABLE_MS = 10_000;
 /** Long-poll window of GetWorkflowExecutionHistory with waitNewEvent (ms). */
 export const HISTORY_LONG_POLL_MS = 20_000;
 /** How long QueryWorkflow waits for a worker's answer (ms) before DEADLINE_EXCEEDED. */

@@ -17,7 +17,7 @@ import {
   RpcRequest,
 } from '../protoTypes';
 import { Execution, HistoryEvent, ServiceError, Status } from '../types';
-import { decodeToken, encodeToken, execKey, SHUTDOWN_GRACE_MS, SUGGEST_CAN_BYTES, SUGGEST_CAN_EVENTS, TaskPoll, Token, TQ_NORMAL, TQ_STICKY, WfEntry } from './state';
+import { decodeToken, encodeToken, execKey, SHUTDOWN_GRACE_MS, STICKY_POLLER_UNAVAILABLE_MS, SUGGEST_CAN_BYTES, SUGGEST_CAN_EVENTS, TaskPoll, Token, TQ_NORMAL, TQ_STICKY, WfEntry, wfKey } from './state';
 import { Queries } from './queries';
 
 /** History size fields of WorkflowTaskStarted (temporal.api.history.v1.WorkflowTaskStartedEventAttributes). */
@@ -28,6 +28,9 @@ type HistoryLimits = Pick<
 
 /** Engine layer for workflow tasks (see `index.ts`); completion with commands is in `commands.ts`. */
 export abstract class WorkflowTasks extends Queries {
+  /** Wall-clock ms of the last workflow-task poll per queue (`wfKey`), for sticky availability. */
+  private readonly wfPolledAt = new Map<string, number>();
+
   /** Schedules a workflow task if none is pending (new events since the last one). */
   protected scheduleWorkflowTask(exec: Execution): void {
     if (exec.status !== Status.Running || exec.wt.state !== 'none') return;
@@ -57,12 +60,41 @@ export abstract class WorkflowTasks extends Queries {
 
   protected enqueueWorkflowTask(exec: Execution): void {
     const wt = exec.wt;
+    if (wt.sticky && exec.sticky && !this.stickyWorkerAvailable(exec.namespace, exec.sticky.queue)) {
+      // StickyWorkerUnavailable: the task goes to the normal queue (full history) at once instead of
+      // waiting out the sticky schedule-to-start timeout; the scheduled event keeps naming the sticky
+      // queue, as the real server's history task does when matching refuses it.
+      exec.sticky = null;
+      wt.sticky = false;
+      wt.queue = exec.taskQueue;
+    }
     if (wt.sticky && exec.sticky) {
       const at = wt.scheduledTime + exec.sticky.scheduleToStartMs;
       this.setTimer(exec, 'wt', at, () => this.stickyTimeout(exec, wt.seq));
     }
     this.wfList(exec.namespace, wt.queue).add({ kind: 'wt', exec, seq: wt.seq });
     this.dirty(exec);
+  }
+
+  /**
+   * Whether a sticky queue's worker is there: a poll is waiting on it now, or one arrived within
+   * STICKY_POLLER_UNAVAILABLE_MS (wall clock: pollers are real processes even when time is skipped).
+   * A queue ShutdownWorker named, or one nobody ever polled, is unavailable.
+   */
+  protected stickyWorkerAvailable(ns: string, queue: string): boolean {
+    if (this.wfLists.get(wfKey(ns, queue))?.hasLivePoller()) return true;
+    const at = this.wfPolledAt.get(wfKey(ns, queue));
+    return at !== undefined && Date.now() - at < STICKY_POLLER_UNAVAILABLE_MS;
+  }
+
+  /** Records a workflow-task poll of a queue (a departed worker's polls do not count). */
+  private notePoll(poll: TaskPoll): void {
+    if (poll.workerInstanceKey && this.shutDownWorkers.has(poll.workerInstanceKey)) return;
+    const now = Date.now();
+    if (this.wfPolledAt.size >= 4096) {
+      for (const [k, at] of this.wfPolledAt) if (now - at >= STICKY_POLLER_UNAVAILABLE_MS) this.wfPolledAt.delete(k);
+    }
+    this.wfPolledAt.set(wfKey(poll.ns, poll.queue), now);
   }
 
   /** Sticky schedule-to-start timeout: fall back to the normal queue (full history). */
@@ -116,6 +148,7 @@ export abstract class WorkflowTasks extends Queries {
    */
   pollWorkflowTask(poll: TaskPoll): Promise<PollWorkflowTaskQueueResponse> {
     this.namespace(poll.ns);
+    this.notePoll(poll);
     return this.takeOrWait(this.wfList(poll.ns, poll.queue), poll, (entry) => {
       const resp = this.startWorkflowTask(entry, poll.identity);
       if (entry.kind === 'wt') entry.exec.wt.workerKey = poll.workerInstanceKey;
@@ -313,6 +346,7 @@ export abstract class WorkflowTasks extends Queries {
 
   /** ShutdownWorker / ResetStickyTaskQueue: stickiness cleared, sticky tasks move to the normal queue. */
   clearSticky(ns: string, stickyQueue: string | undefined, exec?: Execution): void {
+    if (stickyQueue !== undefined) this.wfPolledAt.delete(wfKey(ns, stickyQueue));
     const targets = exec ? [exec] : [...this.executions.values()].filter((e) => e.namespace === ns && e.sticky?.queue === stickyQueue);
     for (const e of targets) {
       if (!e.sticky) continue;

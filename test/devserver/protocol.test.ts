@@ -1,13 +1,14 @@
 /**
  * Workflow-task protocol details checked with raw WorkflowService calls (a hand-driven worker),
  * where timing must be deterministic: held events, UNHANDLED_COMMAND, sticky schedule-to-start
- * fallback, workflow-task timeouts with transient attempts, server-filled activity defaults, and
+ * fallback and an unavailable sticky worker (StickyWorkerUnavailable), workflow-task timeouts with transient attempts, server-filled activity defaults, and
  * queries arriving while a workflow task is in flight, and the id reuse policy's refusals of a start
  * over a closed run (ALREADY_EXISTS with the real server's messages, service/history/api
  * create_workflow_util.go).
  */
 import { expect } from 'chai';
 import { temporal } from '@temporalio/proto';
+import { msToTs } from '@temporalio/common/lib/time';
 import { uniqueQueue, startRawWorkflow, useDevServer } from './helpers';
 
 const ET = temporal.api.enums.v1.EventType;
@@ -59,11 +60,26 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     expect(evs[3].workflowTaskFailedEventAttributes?.cause).to.equal(temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND);
   });
 
-  it('falls back from an unpolled sticky queue to the normal queue after schedule-to-start, with full history', async () => {
+  /** Polls a queue and abandons the poll (the worker stays, busy): the queue counts as polled just now. */
+  async function pollAndAbandon(name: string): Promise<void> {
+    const ctrl = new AbortController();
+    const pending = dev.conn.connection.withAbortSignal(ctrl.signal, () => poll(name)).catch(() => undefined);
+    // Abort once the poll is waiting at the server (DescribeTaskQueue lists its poller).
+    for (let i = 0; i < 100; i++) {
+      const d = await dev.svc.describeTaskQueue({ namespace: ns, taskQueue: { name, kind: 2 }, taskQueueType: 1 });
+      if ((d.pollers ?? []).length > 0) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    ctrl.abort();
+    await pending;
+  }
+
+  it('falls back from a sticky queue its worker polls but does not answer, after schedule-to-start, with full history', async () => {
     const q = uniqueQueue('stickyto');
     const sticky = uniqueQueue('sticky-worker');
     const { workflowId } = await start(q);
     const t = await poll(q);
+    await pollAndAbandon(sticky);
     await dev.svc.respondWorkflowTaskCompleted({
       namespace: ns,
       taskToken: t.taskToken,
@@ -78,6 +94,46 @@ describe('devserver workflow-task protocol (raw gRPC)', function () {
     expect(names.slice(-4)).to.deep.equal(['WORKFLOW_TASK_SCHEDULED', 'WORKFLOW_TASK_TIMED_OUT', 'WORKFLOW_TASK_SCHEDULED', 'WORKFLOW_TASK_STARTED']);
     const timedOut = evs[evs.length - 3].workflowTaskTimedOutEventAttributes!;
     expect(timedOut.timeoutType).to.equal(temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START);
+  });
+
+  it('sends a task for a sticky queue nobody polls within 10 s straight to the normal queue (StickyWorkerUnavailable)', async () => {
+    const q = uniqueQueue('stickyna');
+    const { workflowId } = await start(q);
+    const t = await poll(q);
+    await dev.svc.respondWorkflowTaskCompleted({
+      namespace: ns,
+      taskToken: t.taskToken,
+      commands: [],
+      // A schedule-to-start far beyond the test's timeout: only the unavailability check can move the task.
+      stickyAttributes: { workerTaskQueue: { name: uniqueQueue('sticky-never'), kind: 2 }, scheduleToStartTimeout: msToTs(60_000) },
+    });
+    await signal(workflowId);
+    const t2 = await poll(q);
+    const names = t2.history!.events!.map((e) => ET[e.eventType!].replace('EVENT_TYPE_', ''));
+    expect(Number(t2.history!.events![0].eventId)).to.equal(1);
+    expect(names.slice(-3)).to.deep.equal(['WORKFLOW_EXECUTION_SIGNALED', 'WORKFLOW_TASK_SCHEDULED', 'WORKFLOW_TASK_STARTED']);
+  });
+
+  it('never re-sticks a run to the sticky queue of a worker that called ShutdownWorker, even when its last completion names it', async () => {
+    const q = uniqueQueue('stickysd');
+    const sticky = uniqueQueue('sticky-departing');
+    const key = uniqueQueue('worker-key');
+    const { workflowId } = await start(q);
+    const t = await dev.svc.pollWorkflowTaskQueue({ namespace: ns, taskQueue: { name: q }, identity: 'departing', workerInstanceKey: key });
+    await pollAndAbandon(sticky);
+    // The worker shuts down while its task is in flight, then answers the task naming its sticky queue.
+    await dev.svc.shutdownWorker({ namespace: ns, identity: 'departing', workerInstanceKey: key, stickyTaskQueue: sticky });
+    await dev.svc.respondWorkflowTaskCompleted({
+      namespace: ns,
+      taskToken: t.taskToken,
+      identity: 'departing',
+      commands: [],
+      stickyAttributes: { workerTaskQueue: { name: sticky, kind: 2 }, scheduleToStartTimeout: msToTs(60_000) },
+    });
+    await signal(workflowId);
+    const t2 = await poll(q); // another worker on the normal queue gets it at once, with full history
+    expect(Number(t2.history!.events![0].eventId)).to.equal(1);
+    expect(await events(workflowId)).to.not.include('WORKFLOW_TASK_TIMED_OUT');
   });
 
   it('times out a started workflow task and retries it as a transient attempt', async () => {
