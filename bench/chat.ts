@@ -15,7 +15,7 @@
  *
  * Run: `BENCH_ONLY=chat npm run bench` or `npx tsx bench/chat.ts`. BENCH_CHAT_SESSIONS (100) and
  * BENCH_CHAT_SECONDS (10, after BENCH_CHAT_WARMUP_SECONDS of the same load unmeasured, 3) set the load,
- * BENCH_CHAT_API_PROCESSES the API processes (default the core count, as `start:api`; bench/chatApi.ts), BENCH_CHAT_GUARD_TURNS (4,000) the turns of (c), BENCH_CHAT_POOL the pool size (default: the service's, 20); BENCH_PROFILE_DIR writes a CPU profile of the API process
+ * BENCH_CHAT_API_PROCESSES the API processes (default the core count, as `start:api`; bench/chatApi.ts), BENCH_CHAT_GUARD_TURNS (4,000) the turns of (c), BENCH_CHAT_POOL each API process's pool size (default: the service's, 20), BENCH_NODE_FLAGS the API processes' V8 flags; BENCH_PROFILE_DIR writes a CPU profile of the API process
  * during the load; BENCH_PROFILE=1 also prints its top self-time functions; BENCH_COUNT_QUERIES=1 prints the statements per
  * turn (counted at pg's Client, every pool of the process). Targets on a 2-core machine (docs/benchmarks.md): ≥ 1,000 turns/s, ≤ 2 ms of CPU per turn (API process + Postgres), overhead (a) p99 < 20 ms, (b) p99 < 50 ms.
  */
@@ -186,7 +186,9 @@ async function startChatApi(databaseUrl: string, processes: number, statsDir: st
   stop(): Promise<void>;
 }> {
   const env = { ...process.env, BENCH_CHAT_STATS_DIR: statsDir, ...(profileDir ? { BENCH_PROFILE_DIR: profileDir } : {}) };
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'chatApi.ts'), databaseUrl, String(processes)], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  // BENCH_NODE_FLAGS: V8 flags of the API processes (node:cluster forks its children with the primary's flags).
+  const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [...flags, '--import', 'tsx', path.join(__dirname, 'chatApi.ts'), databaseUrl, String(processes)], { stdio: ['ignore', 'pipe', 'inherit'], env });
   const { port, serving } = await new Promise<{ port: number; serving: number[] }>((resolve, reject) => {
     let port = 0;
     child.once('exit', (code) => reject(new Error(`the chat API exited (${code}) before it listened`)));
@@ -294,6 +296,13 @@ export async function runChatBench(): Promise<void> {
     console.log(
       `  turn batches       ${nBatches} (group commit, db/groupCommit.ts; each API process its own), ${(batchItems / Math.max(1, nBatches)).toFixed(1)} turns and ${(batchMs / Math.max(1, nBatches)).toFixed(1)} ms each,` +
         ` ${(batchMs / 1000 / elapsed / processes).toFixed(2)} in flight on average per process`,
+    );
+    const gcMs = stats.reduce((a, st) => a + st.gcMs, 0);
+    const gcKinds = new Map<string, number>();
+    for (const st of stats) for (const [k, ms] of Object.entries(st.gcByKind)) gcKinds.set(k, (gcKinds.get(k) ?? 0) + ms);
+    console.log(
+      `  GC pauses          ${((gcMs * 1000) / Math.max(1, turns)).toFixed(0)} µs per turn in the API processes' main threads (${stats.reduce((a, st) => a + st.gcs, 0)} collections; wall time):` +
+        [...gcKinds].map(([k, ms]) => ` ${k} ${((ms * 1000) / Math.max(1, turns)).toFixed(0)}`).join(','),
     );
     if (counted.size) {
       const all = [...counted.values()].reduce((a, b) => a + b, 0);

@@ -10,10 +10,12 @@
  * window is set by SIGUSR2 to each serving process: the first signal starts it (the turn batches and, with
  * BENCH_COUNT_QUERIES, the statements are counted from then; with BENCH_PROFILE_DIR the V8 CPU profiler starts,
  * 100 µs sampling), the second ends it and writes `<BENCH_CHAT_STATS_DIR>/<pid>.json` ({@link WindowStats}) and the
- * profile (`<BENCH_PROFILE_DIR>/chat-<pid>-<time>.cpuprofile`). SIGUSR1 is left to Node's inspector.
+ * profile (`<BENCH_PROFILE_DIR>/chat-<pid>-<time>.cpuprofile`). SIGUSR1 is left to Node's inspector. BENCH_NODE_FLAGS
+ * (bench/chat.ts) passes V8 flags to every process of the tree.
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { loadConfig } from '../config';
 import { createDb } from '../db';
 import { freePort } from '../db/embedded';
@@ -30,8 +32,16 @@ export interface WindowStats {
   items: number;
   /** Milliseconds the batches were in flight, summed. */
   ms: number;
+  /** Garbage-collection pauses of the main thread, ms summed (perf_hooks `gc` entries), and how many. */
+  gcMs: number;
+  gcs: number;
+  /** The same pauses' ms by kind (`minor` scavenges, `major` mark-compacts, `incremental` marking steps, `weakcb`). */
+  gcByKind: Record<string, number>;
   counted: [string, number][];
 }
+
+/** perf_hooks' `constants.NODE_PERFORMANCE_GC_*` values by name. */
+const GC_KINDS: Record<number, string> = { 1: 'minor', 4: 'major', 8: 'incremental', 16: 'weakcb' };
 
 async function serve(databaseUrl: string, port: number): Promise<number> {
   const level = process.env.BENCH_LOG_LEVEL ?? 'silent';
@@ -41,15 +51,28 @@ async function serve(databaseUrl: string, port: number): Promise<number> {
   const { counted } = countStatements();
   let start: ReturnType<typeof turnBatchStats> | undefined;
   let stopProfile: (() => Promise<void>) | undefined;
+  const gc = { ms: 0, n: 0, byKind: {} as Record<string, number> };
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gc.ms += e.duration;
+      gc.n++;
+      const kind = GC_KINDS[(e as { detail?: { kind?: number } }).detail?.kind ?? 0] ?? 'other';
+      gc.byKind[kind] = (gc.byKind[kind] ?? 0) + e.duration;
+    }
+  });
   process.on('SIGUSR2', () => {
     if (!start) {
       counted.clear();
       start = { ...turnBatchStats(db) };
+      gc.ms = gc.n = 0;
+      gc.byKind = {};
+      gcObserver.observe({ entryTypes: ['gc'] });
       stopProfile = profileWindow(process.env.BENCH_PROFILE_DIR, 'chat');
       return;
     }
+    gcObserver.disconnect();
     const end = turnBatchStats(db);
-    const stats: WindowStats = { pid: process.pid, batches: end.batches - start.batches, items: end.items - start.items, ms: end.ms - start.ms, counted: [...counted] };
+    const stats: WindowStats = { pid: process.pid, batches: end.batches - start.batches, items: end.items - start.items, ms: end.ms - start.ms, gcMs: gc.ms, gcs: gc.n, gcByKind: gc.byKind, counted: [...counted] };
     start = undefined;
     void stopProfile!().then(() => {
       const dir = process.env.BENCH_CHAT_STATS_DIR;
