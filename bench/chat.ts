@@ -14,7 +14,8 @@
  * (bench/loadgen.ts), its CPU printed apart.
  *
  * Run: `BENCH_ONLY=chat npm run bench` or `npx tsx bench/chat.ts`. BENCH_CHAT_SESSIONS (100) and
- * BENCH_CHAT_SECONDS (10) set the load, BENCH_CHAT_GUARD_TURNS (4,000) the turns of (c), BENCH_CHAT_POOL the pool size (default: the service's, 20); BENCH_PROFILE_DIR writes a CPU profile of the API process
+ * BENCH_CHAT_SECONDS (10, after BENCH_CHAT_WARMUP_SECONDS of the same load unmeasured, 3) set the load,
+ * BENCH_CHAT_API_PROCESSES the API processes (default the core count, as `start:api`; bench/chatApi.ts), BENCH_CHAT_GUARD_TURNS (4,000) the turns of (c), BENCH_CHAT_POOL each API process's pool size (default: the service's, 20), BENCH_NODE_FLAGS the API processes' V8 flags; BENCH_PROFILE_DIR writes a CPU profile of the API process
  * during the load; BENCH_PROFILE=1 also prints its top self-time functions; BENCH_COUNT_QUERIES=1 prints the statements per
  * turn (counted at pg's Client, every pool of the process). Targets on a 2-core machine (docs/benchmarks.md): ≥ 1,000 turns/s, ≤ 2 ms of CPU per turn (API process + Postgres), overhead (a) p99 < 20 ms, (b) p99 < 50 ms.
  */
@@ -23,23 +24,26 @@ import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { createSource, indexChunks, markProcessing } from '../db/repositories/knowledge';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
-import { startApi } from '../api/server';
 import { loadConfig } from '../config';
-import { createLogger } from '../runtime';
-import { apiCaller, countStatements, cpuSnapshot, openBenchDatabase, profileWindow, publishForBench } from './harness';
+import { coreCount, processCount } from '../runtime';
+import { apiCaller, cpuSnapshot, openBenchDatabase, processTree, publishForBench } from './harness';
 import { compileDraft } from '../domain/agents/compile';
 import { runTurn, type TurnPorts } from '../domain/conversations/runtime';
-import { turnBatchStats } from '../services/conversations/service';
 import type { LlmProvider } from '../domain/conversations/llm';
 import { SandboxLlm } from '../providers/llm/sandbox';
 import { DEFAULT_GUARDRAILS } from '../domain/agents/compile';
 import { runBench } from './entry';
 import { printProfile, startLoadGen } from './http';
+import { stopChild } from './children';
+import type { WindowStats } from './chatApi';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import readline from 'node:readline';
 
 const SESSIONS = Number(process.env.BENCH_CHAT_SESSIONS ?? 100);
 const SECONDS = Number(process.env.BENCH_CHAT_SECONDS ?? 10);
+const WARMUP_SECONDS = Number(process.env.BENCH_CHAT_WARMUP_SECONDS ?? 3);
 const QUESTIONS = ['When are you open on Saturday?', 'Do you accept Delta Dental?', 'How much is a cleaning?', 'Thanks, that helps a lot', 'Where can I park?'];
 
 const pct = (xs: number[], p: number) => {
@@ -168,15 +172,65 @@ export async function printSemanticGuardrailCost(turns = Number(process.env.BENC
   );
 }
 
-/** Runs the chat section and prints its figures. */
+/**
+ * The API the load runs against, in a process tree of its own (bench/chatApi.ts): `processes` serving processes as
+ * `npm run start:api` runs them with API_PROCESSES.
+ * @returns its base URL, every process of its tree (for the CPU), and `window()`, which starts the measured window in
+ *   each serving process and resolves with a function that ends it and resolves with what each one did
+ * @throws Error when it exits before it listens
+ */
+async function startChatApi(databaseUrl: string, processes: number, statsDir: string, profileDir: string | undefined): Promise<{
+  baseUrl: string;
+  pids(): number[];
+  window(): () => Promise<WindowStats[]>;
+  stop(): Promise<void>;
+}> {
+  const env = { ...process.env, BENCH_CHAT_STATS_DIR: statsDir, ...(profileDir ? { BENCH_PROFILE_DIR: profileDir } : {}) };
+  // BENCH_NODE_FLAGS: V8 flags of the API processes (node:cluster forks its children with the primary's flags).
+  const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [...flags, '--import', 'tsx', path.join(__dirname, 'chatApi.ts'), databaseUrl, String(processes)], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const { port, serving } = await new Promise<{ port: number; serving: number[] }>((resolve, reject) => {
+    let port = 0;
+    child.once('exit', (code) => reject(new Error(`the chat API exited (${code}) before it listened`)));
+    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+      port = Number(/^PORT (\d+)/.exec(line)?.[1] ?? port);
+      const pids = /^PIDS (.+)/.exec(line)?.[1];
+      if (pids) resolve({ port, serving: pids.split(',').map(Number) });
+    });
+  });
+  const signal = () => serving.forEach((pid) => process.kill(pid, 'SIGUSR2'));
+  return {
+    baseUrl: `http://127.0.0.1:${port}/api/v1`,
+    pids: () => processTree(child.pid!),
+    window: () => {
+      for (const f of fs.readdirSync(statsDir)) fs.rmSync(path.join(statsDir, f));
+      signal();
+      return async () => {
+        signal();
+        const files = serving.map((pid) => path.join(statsDir, `${pid}.json`));
+        for (let i = 0; i < 600 && !files.every((f) => fs.existsSync(f)); i++) await new Promise((r) => setTimeout(r, 100));
+        return files.map((f) => JSON.parse(fs.readFileSync(f, 'utf8')) as WindowStats);
+      };
+    },
+    stop: () => stopChild(child),
+  };
+}
+
+/**
+ * Runs the chat section and prints its figures. The API runs as production's `start:api` does, in BENCH_CHAT_API_PROCESSES
+ * processes (default API_PROCESSES's default, the number of cores; api/server.ts), in a process tree of its own.
+ */
 export async function runChatBench(): Promise<void> {
   const pure = await pureRuntimeOverhead(Number(process.env.BENCH_CHAT_PURE_TURNS ?? 20_000));
-  const { db, databaseUrl, postmasterPid, close: closeDatabase } = await openBenchDatabase('chat', { poolMax: process.env.BENCH_CHAT_POOL ? Number(process.env.BENCH_CHAT_POOL) : undefined, serverUrl: process.env.DATABASE_URL });
-  const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 10_000_000 });
-  const api = await startApi({ db, databaseUrl, config, logger: createLogger('silent') });
+  const processes = processCount('BENCH_CHAT_API_PROCESSES', coreCount());
+  const { db, databaseUrl, postmasterPid, close: closeDatabase } = await openBenchDatabase('chat', { serverUrl: process.env.DATABASE_URL });
+  const statsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'acp-chat-stats-'));
+  // BENCH_PROFILE=1: a V8 profile of each API process during the load, their top self-time functions printed together.
+  const profileDir = process.env.BENCH_PROFILE_DIR ?? (process.env.BENCH_PROFILE === '1' ? fs.mkdtempSync(path.join(os.tmpdir(), 'acp-prof-chat-')) : undefined);
+  const api = await startChatApi(databaseUrl, processes, statsDir, profileDir);
   try {
     const org = await createOrganization(db, 'Chat bench');
-    const { key, info } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES, rateLimitPoints: 10_000_000 });
+    const { key, info } = await createSecretKey(db, org.id, { brand: loadConfig().keyBrandPrefix, scopes: NON_RESERVED_SCOPES, rateLimitPoints: 10_000_000 });
     const call = apiCaller(api.baseUrl, key);
     const agent = await call('POST', '/agents', { name: 'Front desk', voiceId: 'voice_ava', greeting: 'Hello, Sunrise Dental here.', instructions: 'Answer from the clinic handbook.' });
     await call('PUT', `/agents/${agent.id}/guardrails`, { blockedTopics: ['politics'], forbiddenPhrases: ['guaranteed cure'], redactPii: true, profanityFilter: true, escalateOn: ['lawyer'], maxConversationMinutes: null });
@@ -193,32 +247,37 @@ export async function runChatBench(): Promise<void> {
 
     // The load generator runs in its own process (bench/loadgen.ts, autocannon): connection i sends session i's
     // messages, one at a time, cycling through the questions.
-    const gen = await startLoadGen({
-      url: api.baseUrl,
-      keys: [key],
-      connections: SESSIONS,
-      seconds: SECONDS,
-      perConnection: sessions.map((id, i) =>
-        QUESTIONS.map((_, n) => ({ method: 'POST' as const, path: `${new URL(api.baseUrl).pathname}/chat/sessions/${id}/messages`, body: JSON.stringify({ content: QUESTIONS[(i + n) % QUESTIONS.length] }) })),
-      ),
-    });
+    const load = (seconds: number) =>
+      startLoadGen({
+        url: api.baseUrl,
+        keys: [key],
+        connections: SESSIONS,
+        seconds,
+        perConnection: sessions.map((id, i) =>
+          QUESTIONS.map((_, n) => ({ method: 'POST' as const, path: `${new URL(api.baseUrl).pathname}/chat/sessions/${id}/messages`, body: JSON.stringify({ content: QUESTIONS[(i + n) % QUESTIONS.length] }) })),
+        ),
+      });
+    // The same load for BENCH_CHAT_WARMUP_SECONDS first, unmeasured: every API process compiles its hot paths (JIT) and
+    // fills its caches (the compiled version, the knowledge index, the history windows), as a long-running one has.
+    if (WARMUP_SECONDS > 0) await (await load(WARMUP_SECONDS)).go();
+    const measuredFrom = new Date();
+    const gen = await load(SECONDS);
     // BENCH_COUNT_QUERIES=1: the statements each turn costs through the API's pool, by their first words.
     // Counted at pg's Client, so every pool of the process is seen (the service's, the rate limits', the change feed's).
-    const { counted, stop: stopCounting } = countStatements();
-    const batches0 = { ...turnBatchStats(db) };
-    const cpu0 = cpuSnapshot({ process: process.pid }, { postmasterPid });
+    // The API processes' CPU summed (a primary of several serves nothing but is counted), Postgres's apart.
+    const apiCpu = (snap: Record<string, number>) => Object.entries(snap).reduce((a, [k, ms]) => a + (k.startsWith('api') ? ms : 0), 0);
+    const apiPids = Object.fromEntries(api.pids().map((pid) => [`api${pid}`, pid]));
+    const endWindow = api.window();
+    const cpu0 = cpuSnapshot(apiPids, { postmasterPid });
     const t0 = performance.now();
-    // BENCH_PROFILE=1: a V8 profile of the API process during the load, its top self-time functions printed.
-    const profileDir = process.env.BENCH_PROFILE_DIR ?? (process.env.BENCH_PROFILE === '1' ? fs.mkdtempSync(path.join(os.tmpdir(), 'acp-prof-chat-')) : undefined);
-    const profiled = profileWindow(profileDir, 'chat');
     const result = await gen.go();
-    await profiled();
     const elapsed = (performance.now() - t0) / 1000;
-    const cpu1 = cpuSnapshot({ process: process.pid }, { postmasterPid });
-    const batches1 = turnBatchStats(db);
+    const cpu1 = cpuSnapshot(apiPids, { postmasterPid });
+    const stats = await endWindow();
     const turns = result.requests - result.non2xx - result.errors;
-    stopCounting();
-    const rows = await db('conversation_turns').where({ org_id: org.id }).select('receipt');
+    const counted = new Map<string, number>();
+    for (const st of stats) for (const [k, n] of st.counted) counted.set(k, (counted.get(k) ?? 0) + n);
+    const rows = await db('conversation_turns').where({ org_id: org.id }).where('created_at', '>=', measuredFrom).select('receipt');
     const overhead: number[] = [];
     for (const r of rows) {
       const lat = (r.receipt as { latency: { stage: string; ms: number }[] }).latency;
@@ -226,33 +285,45 @@ export async function runChatBench(): Promise<void> {
       const llm = lat.filter((l) => l.stage === 'llm_total').reduce((a, l) => a + l.ms, 0);
       overhead.push(turn - llm);
     }
-    console.log(`chat: ${SESSIONS} concurrent sessions for ${SECONDS} s on ${os.cpus().length} cores, sandbox LLM, 200 knowledge chunks`);
+    console.log(`chat: ${SESSIONS} concurrent sessions for ${SECONDS} s (after ${WARMUP_SECONDS} s of warm-up) on ${os.cpus().length} cores, ${processes} API process${processes > 1 ? 'es' : ''}, sandbox LLM, 200 knowledge chunks`);
     console.log(`  turns/s            ${(turns / elapsed).toFixed(0)}   (${turns} turns, ${result.errors + result.non2xx} errors)   target ≥ 1,000`);
     console.log(`  HTTP turn latency  p50 ${result.p50.toFixed(1)} ms   p99 ${result.p99.toFixed(1)} ms`);
     console.log(`  runtime overhead   (a) pure, in-process: p50 ${pct(pure, 50).toFixed(3)} ms   p99 ${pct(pure, 99).toFixed(3)} ms   target p99 < 20 ms`);
     console.log(`                     (b) under load, turn minus LLM per stored receipt: p50 ${pct(overhead, 50).toFixed(2)} ms   p99 ${pct(overhead, 99).toFixed(2)} ms   target p99 < 50 ms`);
-    const nBatches = batches1.batches - batches0.batches;
+    const nBatches = stats.reduce((a, st) => a + st.batches, 0);
+    const batchItems = stats.reduce((a, st) => a + st.items, 0);
+    const batchMs = stats.reduce((a, st) => a + st.ms, 0);
     console.log(
-      `  turn batches       ${nBatches} (group commit, db/groupCommit.ts), ${((batches1.items - batches0.items) / Math.max(1, nBatches)).toFixed(1)} turns and ${((batches1.ms - batches0.ms) / Math.max(1, nBatches)).toFixed(1)} ms each,` +
-        ` ${((batches1.ms - batches0.ms) / 1000 / elapsed).toFixed(2)} in flight on average`,
+      `  turn batches       ${nBatches} (group commit, db/groupCommit.ts; each API process its own), ${(batchItems / Math.max(1, nBatches)).toFixed(1)} turns and ${(batchMs / Math.max(1, nBatches)).toFixed(1)} ms each,` +
+        ` ${(batchMs / 1000 / elapsed / processes).toFixed(2)} in flight on average per process`,
+    );
+    const gcMs = stats.reduce((a, st) => a + st.gcMs, 0);
+    const gcKinds = new Map<string, number>();
+    for (const st of stats) for (const [k, ms] of Object.entries(st.gcByKind)) gcKinds.set(k, (gcKinds.get(k) ?? 0) + ms);
+    console.log(
+      `  GC pauses          ${((gcMs * 1000) / Math.max(1, turns)).toFixed(0)} µs per turn in the API processes' main threads (${stats.reduce((a, st) => a + st.gcs, 0)} collections; wall time):` +
+        [...gcKinds].map(([k, ms]) => ` ${k} ${((ms * 1000) / Math.max(1, turns)).toFixed(0)}`).join(','),
     );
     if (counted.size) {
       const all = [...counted.values()].reduce((a, b) => a + b, 0);
-      console.log(`  statements per turn ${(all / Math.max(1, turns)).toFixed(1)} through the API's pool; the most frequent:`);
+      console.log(`  statements per turn ${(all / Math.max(1, turns)).toFixed(1)} through the API processes' pools; the most frequent:`);
       for (const [k, n] of [...counted].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`    ${(n / Math.max(1, turns)).toFixed(2)}  ${k}`);
     }
-    if (profileDir) printProfile('the chat load (API process)', profileDir);
+    if (profileDir) printProfile(`the chat load (${processes} API process${processes > 1 ? 'es' : ''} together)`, profileDir);
     await printSemanticGuardrailCost();
-    if (cpu0.process !== undefined) {
-      const perTurn = (k: string) => (((cpu1[k] ?? 0) - (cpu0[k] ?? 0)) * 1000) / Math.max(1, turns);
+    if (cpu0.postgres !== undefined) {
+      const perTurn = (ms: number) => (ms * 1000) / Math.max(1, turns);
+      const apiUs = perTurn(apiCpu(cpu1) - apiCpu(cpu0));
+      const pgUs = perTurn(cpu1.postgres - cpu0.postgres);
       console.log(
-        `  CPU per turn       API process ${perTurn('process').toFixed(0)} µs   postgres ${perTurn('postgres').toFixed(0)} µs   = ${(perTurn('process') + perTurn('postgres')).toFixed(0)} µs (target ≤ 2,000)` +
+        `  CPU per turn       API ${processes > 1 ? `processes (${processes}, summed)` : 'process'} ${apiUs.toFixed(0)} µs   postgres ${pgUs.toFixed(0)} µs   = ${(apiUs + pgUs).toFixed(0)} µs (target ≤ 2,000)` +
           `   load generator ${((result.cpuMs * 1000) / Math.max(1, turns)).toFixed(0)} µs   load average ${os.loadavg()[0].toFixed(1)}`,
       );
     }
   } finally {
-    await api.close();
+    await api.stop();
     await closeDatabase();
+    fs.rmSync(statsDir, { recursive: true, force: true });
   }
 }
 

@@ -78,6 +78,30 @@ function chunkSentences(text: string): string[] {
   return out;
 }
 
+/** A chunk's sentences with their key words, as rule 7 scores them. */
+type ScoredSentences = readonly { readonly text: string; readonly words: ReadonlySet<string> }[];
+
+/**
+ * Sentences and key words of recent chunks: the same chunks answer many questions, and both depend on the chunk's
+ * text alone. A bounded cache, oldest out first; chunks longer than `SENTENCES_TEXT_MAX` are not remembered.
+ */
+const sentencesByChunk = new Map<string, ScoredSentences>();
+const SENTENCES_MAX = 2_000;
+/** Longest chunk text remembered, UTF-16 code units. */
+const SENTENCES_TEXT_MAX = 16_384;
+
+/** `chunkSentences` of `text` with each sentence's `keyWords` (cached above). */
+function scoredSentences(text: string): ScoredSentences {
+  const hit = sentencesByChunk.get(text);
+  if (hit) return hit;
+  const out = chunkSentences(text).map((sentence) => ({ text: sentence, words: keyWords(sentence) }));
+  if (text.length <= SENTENCES_TEXT_MAX) {
+    if (sentencesByChunk.size >= SENTENCES_MAX) sentencesByChunk.delete(sentencesByChunk.keys().next().value as string);
+    sentencesByChunk.set(text, out);
+  }
+  return out;
+}
+
 /**
  * Rule 7: an answer from the retrieved chunks, without headings and without citing them (the receipt names the
  * sources). Sentences are read from every chunk (a line that is a heading — Markdown `#`, or at most eight words
@@ -91,11 +115,12 @@ export function answerFromKnowledge(question: string, chunks: readonly { text: s
   const seen = new Set<string>();
   const all: { text: string; order: number; score: number }[] = [];
   chunks.forEach((c, ci) => {
-    chunkSentences(c.text).forEach((sentence, si) => {
+    scoredSentences(c.text).forEach(({ text: sentence, words }, si) => {
       if (seen.has(sentence)) return;
       seen.add(sentence);
-      const words = keyWords(sentence);
-      all.push({ text: sentence, order: ci * 100_000 + si, score: [...wanted].filter((w) => words.has(w)).length });
+      let score = 0;
+      for (const w of wanted) if (words.has(w)) score++;
+      all.push({ text: sentence, order: ci * 100_000 + si, score });
     });
   });
   if (!all.length) return excerpt(chunks[0]?.text ?? '', KNOWLEDGE_QUOTE_CHARS);

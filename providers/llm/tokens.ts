@@ -58,12 +58,19 @@ export function countMessages(messages: readonly LlmMessage[]): number {
   return total;
 }
 
+/** Pieces of recent texts: the sandbox says the same answers again (a bounded cache, oldest out first). */
+const pieced = new Map<string, readonly string[]>();
+const PIECED_MAX = 2_000;
+
 /**
  * `text` cut into the pieces a streaming model would send: one per token, except that tokens which end inside a
- * multi-byte UTF-8 character are joined with the next ones, so every piece is valid text.
- * @returns pieces whose concatenation is exactly `text`
+ * multi-byte UTF-8 character are joined with the next ones, so every piece is valid text. Remembers recent texts
+ * up to `COUNTED_TEXT_MAX` code units (the pieces depend on the text alone).
+ * @returns pieces whose concatenation is exactly `text` (shared: not to be changed)
  */
-export function tokenPieces(text: string): string[] {
+export function tokenPieces(text: string): readonly string[] {
+  const hit = pieced.get(text);
+  if (hit) return hit;
   const ids = encodeTokens(text);
   const pieces: string[] = [];
   let start = 0;
@@ -72,6 +79,10 @@ export function tokenPieces(text: string): string[] {
     if (piece.endsWith('\uFFFD') && i + 1 < ids.length) continue;
     pieces.push(piece);
     start = i + 1;
+  }
+  if (text.length <= COUNTED_TEXT_MAX) {
+    if (pieced.size >= PIECED_MAX) pieced.delete(pieced.keys().next().value as string);
+    pieced.set(text, pieces);
   }
   return pieces;
 }

@@ -202,6 +202,22 @@ describe('sandbox LLM (docs/api-notes.md "Sandbox LLM")', () => {
     expect(done.response).to.deep.equal(await llm.complete(req));
   });
 
+  it('streams an answer said again with the same deltas, and a knowledge chunk read again answers each question by its own key words', async () => {
+    const say = 'Parking is free behind the building, and we open at nine.';
+    const deltasOf = async () => (await collect(llm.stream({ messages: [user('x')], hints: { say } }))).filter((e) => e.type === 'delta').map((e) => (e as { content: string }).content);
+    const first = await deltasOf();
+    const again = await deltasOf();
+    expect(again).to.deep.equal(first);
+    expect(again.join('')).to.equal(say);
+    expect(again.length).to.equal(encode(say).length);
+    // The same chunk's sentences are remembered; the question's key words still pick the sentence.
+    const chunk = { text: 'We accept Delta Dental and MetLife. A cleaning costs $90. Parking is free behind the building.', source: 'Handbook', score: 1 };
+    const answer = async (q: string) => (await llm.complete({ messages: [user(q)], hints: { knowledge: [chunk] } })).content;
+    expect(await answer('How much is a cleaning?')).to.equal('A cleaning costs $90.');
+    expect(await answer('Do you accept Delta Dental?')).to.equal('We accept Delta Dental and MetLife.');
+    expect(await answer('How much is a cleaning?')).to.equal('A cleaning costs $90.');
+  });
+
   it('keeps multi-byte characters whole when a token ends inside one', async () => {
     const say = 'Tschüss 😀🦷 — à bientôt 日本語';
     const events = await collect(llm.stream({ messages: [user('x')], hints: { say } }));
