@@ -3,7 +3,7 @@
  * reply) records its charge as pending instead of taking the wallet row's lock; this module folds the pending
  * charges into the ledger and the wallet (db/repositories/walletSettle.ts, one statement per batch):
  * 1. {@link settleSoon}, called by the process that recorded a charge right after its commit: one settle of the
- *    organization within `WALLET_SETTLE_DELAY_MS` (default 50 ms), however many charges were recorded meanwhile, and
+ *    organization within `WALLET_SETTLE_DELAY_MS` (default 200 ms), however many charges were recorded meanwhile, and
  *    one at a time per organization in the process;
  * 2. the sweep ({@link startWalletSettleSweep}, beside the worker in `npm start` and `start:worker`): charges older
  *    than 2 s that no settle took (their process stopped or its settle failed). Several may sweep (rows are locked).
@@ -33,7 +33,7 @@ export async function settleOrganization(db: Db, orgId: string): Promise<number>
 }
 
 /**
- * Owes one settle of the organization's pending charges soon (after `WALLET_SETTLE_DELAY_MS`, default 50 ms), so
+ * Owes one settle of the organization's pending charges soon (after `WALLET_SETTLE_DELAY_MS`, default 200 ms), so
  * the charges recorded meanwhile are folded together: one statement per organization per delay, not per charge.
  * Never throws: a settle that fails is logged and left to the sweep.
  * @returns a promise of the settle that will fold the charges recorded before this call (tests, shutdown)
@@ -44,7 +44,7 @@ export function settleSoon(db: Db, orgId: string, log?: { warn: (obj: object, ms
     current.again = true;
     return current.done;
   }
-  const delayMs = envNumber('WALLET_SETTLE_DELAY_MS', 50);
+  const delayMs = envNumber('WALLET_SETTLE_DELAY_MS', 200);
   const state = { again: false, done: Promise.resolve() };
   state.done = (async () => {
     try {
