@@ -19,6 +19,7 @@ import { ensureUiBuilt, UI_BUILD_DIR } from './scripts/build-ui';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { startHousekeeping } from './services/housekeeping';
 import { startWorkflowStartSweep } from './services/workflowStarts';
+import { startWalletSettleSweep } from './services/billing/settle';
 import { resumeSandboxCallbacks } from './providers/carrier/sandbox';
 import { ensureBillingCalendar } from './activities/billing';
 
@@ -95,6 +96,9 @@ async function main(): Promise<void> {
     // Workflow starts a crash or an unreachable Temporal left owed (services/workflowStarts.ts; docs/operations.md).
     const startSweep = startWorkflowStartSweep({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
     closers.push(() => startSweep.stop());
+    // Usage charges recorded pending that no settle folded (services/billing/settle.ts; docs/api-notes.md "Billing").
+    const settleSweep = startWalletSettleSweep({ db: database.db, logger });
+    closers.push(() => settleSweep.stop());
     // Idle conversations' analyses run as workflows on the worker (docs/api-notes.md "Conversations": idle timeouts).
     const housekeeping = startHousekeeping({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
     closers.push(() => housekeeping.stop());

@@ -19,6 +19,7 @@ import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { startHousekeeping } from './services/housekeeping';
 import { startWorkflowStartSweep } from './services/workflowStarts';
+import { startWalletSettleSweep } from './services/billing/settle';
 import { resumeSandboxCallbacks } from './providers/carrier/sandbox';
 import { checkProviderCredentials } from './providers/credentials';
 import { ensureBillingCalendar } from './activities/billing';
@@ -260,6 +261,8 @@ async function main(): Promise<void> {
   const dispatcher = workerQueueSelection().includes('webhooks') ? await startWebhookDispatcher({ db: database.db, logger, client, taskQueue: TASK_QUEUE, databaseUrl: database.url }) : undefined;
   // Workflow starts a crash or an unreachable Temporal left owed (services/workflowStarts.ts); rows are locked, so several may sweep.
   const startSweep = startWorkflowStartSweep({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
+  // Usage charges recorded pending that no settle folded (services/billing/settle.ts); rows are locked, so several may sweep.
+  const settleSweep = startWalletSettleSweep({ db: database.db, logger });
   // Idle conversations' analyses run as workflows on the worker (docs/api-notes.md "Conversations": idle timeouts).
   const housekeeping = startHousekeeping({ db: database.db, logger, temporal: { client, taskQueue: TASK_QUEUE } });
   // Sandbox carrier callbacks still owed from before a restart are delivered again (by one process).
@@ -269,6 +272,7 @@ async function main(): Promise<void> {
   exitOnSignal(async () => {
     database.beginClose();
     await startSweep.stop();
+    await settleSweep.stop();
     await dispatcher?.stop();
     await housekeeping.stop();
     await connection.close();

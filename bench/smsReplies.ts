@@ -18,11 +18,15 @@
  * records (`provider_requests`, `sandbox_callbacks`: what a real carrier keeps on its side) counted apart.
  * `BENCH_PROFILE=1` profiles the API process during the load (V8, 100 µs sampling) and prints its top self-time
  * functions and packages. `BENCH_PROFILE_DIR` keeps the `.cpuprofile`.
+ * `BENCH_WAITS=1` samples Postgres's `pg_stat_activity` every 20 ms during the load (a connection of its own) and
+ * prints how many of the service's statements were running on average and what those waiting waited for (a lock,
+ * the WAL flush, …), by statement: where one organization's texts queue behind each other (e.g. a row lock).
  *
  * Run: `BENCH_ONLY=sms-replies npm run bench` or `npx tsx bench/smsReplies.ts`.
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import pg from 'pg';
 import os from 'node:os';
 import path from 'node:path';
 import { createOrganization } from '../db/repositories/organizations';
@@ -42,6 +46,41 @@ const RATE = Number(process.env.BENCH_SMS_REPLY_RATE ?? 200);
 const SECONDS = Number(process.env.BENCH_SMS_REPLY_SECONDS ?? 10);
 /** Give up waiting for the replies after this long. */
 const LIMIT_MS = 180_000;
+
+/**
+ * BENCH_WAITS=1: samples the database's active backends every `everyMs` on a connection of its own.
+ * @returns `stop()`, which prints the average running statements per sample and the waits by statement
+ */
+async function sampleWaits(databaseUrl: string, everyMs = 20): Promise<{ stop(): Promise<void> }> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const waits = new Map<string, number>();
+  let samples = 0;
+  let active = 0;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    client
+      .query(`SELECT wait_event_type AS t, wait_event AS e, left(regexp_replace(query, '\\s+', ' ', 'g'), 60) AS q
+                FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND datname = current_database()`)
+      .then((res) => {
+        samples++;
+        active += res.rows.length;
+        for (const r of res.rows) if (r.t) waits.set(`${r.t}:${r.e}  ${r.q}`, (waits.get(`${r.t}:${r.e}  ${r.q}`) ?? 0) + 1);
+      })
+      .catch(() => undefined)
+      .finally(() => (busy = false));
+  }, everyMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await client.end();
+      console.log(`sms-replies: Postgres, ${samples} samples of pg_stat_activity: ${(active / Math.max(samples, 1)).toFixed(2)} statements running on average; waiting (average per sample, by wait and statement):`);
+      for (const [k, n] of [...waits].sort((a, b) => b[1] - a[1]).slice(0, 10)) console.log(`  ${(n / Math.max(samples, 1)).toFixed(3)}  ${k}`);
+    },
+  };
+}
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -118,6 +157,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     const idlePerS = (name: keyof typeof idle1) => (idle1[name] - idle0[name]) / idleS;
     const before = cpu();
     const profiled = profileWindow(profileDir, 'sms-replies');
+    const waits = process.env.BENCH_WAITS === '1' ? await sampleWaits(stack.databaseUrl) : undefined;
     const t0 = performance.now();
     const sent = await sender.go();
     const offeredS = sent.offeredS;
@@ -133,6 +173,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     const after = cpu();
     await profiled();
     stopCounting();
+    await waits?.stop();
     const rows = await db('sms_messages as r')
       .join('sms_messages as i', function () {
         this.on('i.id', '=', 'r.reply_to').andOn('i.org_id', '=', 'r.org_id');

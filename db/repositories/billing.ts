@@ -5,7 +5,8 @@
  * Concurrency: the `wallets` row carries the balance, and every ledger write changes it under the row's
  * lock (an upsert, or the `UPDATE` of a charge), so the running balance each ledger row carries
  * (`balance_after_cents`) follows the previous one and no cent is lost between parallel top-ups and
- * charges; the balance is always `SUM(amount_cents)` of the ledger.
+ * charges; the wallet row's balance is always `SUM(amount_cents)` of the ledger. Charges a hot statement deferred
+ * (`wallet_pending_charges`, ./walletSettle.ts) are in neither until settled; the balance shown subtracts them.
  */
 import type { Knex } from 'knex';
 import type { Db } from '../index';
@@ -132,20 +133,38 @@ export async function disableAutoRecharge(trx: Knex.Transaction, orgId: string, 
   return n > 0;
 }
 
-/** The wallet of an organization (balance 0 and the default threshold before its first ledger entry). */
+/**
+ * The wallet of an organization (balance 0 and the default threshold before its first ledger entry): the
+ * wallet row's balance less the charges still pending (./walletSettle.ts), read in one statement (one snapshot),
+ * so the balance is exact whether a settle committed or not; `updatedAt` is the last ledger entry's or pending
+ * charge's time.
+ */
 export async function getWallet(db: Db | Knex.Transaction, orgId: string): Promise<WalletRecord> {
-  const w = await db('wallets').where({ org_id: orgId }).first('low_balance_threshold_cents', 'currency', 'balance_cents', 'auto_recharge_enabled', 'auto_recharge_threshold_cents', 'auto_recharge_amount_cents', 'auto_recharge_disabled_reason');
-  const last = await db('wallet_ledger').where({ org_id: orgId }).orderBy('seq', 'desc').first('created_at');
+  const res = await db.raw(
+    `SELECT w.low_balance_threshold_cents, w.currency, w.balance_cents, w.auto_recharge_enabled, w.auto_recharge_threshold_cents,
+            w.auto_recharge_amount_cents, w.auto_recharge_disabled_reason, p.pending_cents,
+            greatest((SELECT l.created_at FROM wallet_ledger l WHERE l.org_id = o.id ORDER BY l.seq DESC LIMIT 1), p.last_at) AS updated_at
+       FROM (SELECT ?::text AS id) o
+       LEFT JOIN wallets w ON w.org_id = o.id
+       CROSS JOIN LATERAL (SELECT coalesce(sum(amount_cents), 0) AS pending_cents, max(created_at) AS last_at
+                             FROM wallet_pending_charges WHERE org_id = o.id) p`,
+    [orgId],
+  );
+  const r = res.rows[0];
+  const w = r.balance_cents == null ? undefined : r;
   return {
-    balanceCents: w ? Number(w.balance_cents) : 0,
+    balanceCents: (w ? Number(w.balance_cents) : 0) - Number(r.pending_cents),
     currency: w?.currency ?? WALLET_CURRENCY,
     lowBalanceThresholdCents: w ? Number(w.low_balance_threshold_cents) : DEFAULT_LOW_BALANCE_THRESHOLD_CENTS,
-    updatedAt: last ? new Date(last.created_at).toISOString() : null,
+    updatedAt: r.updated_at ? new Date(r.updated_at).toISOString() : null,
     autoRecharge: autoRechargeOf(w),
   };
 }
 
-/** Sum of every ledger amount of the organization, cents (equals the wallet balance; tests and audits). */
+/**
+ * Sum of every ledger amount of the organization, cents: the wallet row's (settled) balance; the balance shown
+ * ({@link getWallet}) also subtracts the charges still pending (tests and audits).
+ */
 export async function ledgerSum(db: Db, orgId: string): Promise<number> {
   const r = await db('wallet_ledger').where({ org_id: orgId }).sum({ s: 'amount_cents' }).first();
   return Number(r?.s ?? 0);

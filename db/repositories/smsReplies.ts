@@ -3,8 +3,9 @@
  * texts"), in two statements around the carrier's send — each atomic on its own, so the guarantees of the
  * step-by-step path hold (docs/operations.md "Provider calls happen once"):
  * 1. {@link queueReplyWithIntent}: the turn's reply recorded on the inbound text, the reply stored `queued` with
- *    its segments' usage charge, `sms.message.updated`, and the send's provider intent — committed before the
- *    carrier is asked;
+ *    its segments' usage entry and pending charge (folded into the wallet by the settle, ./walletSettle.ts, so
+ *    replies of one organization never wait on its wallet row), `sms.message.updated`, and the send's provider
+ *    intent — committed before the carrier is asked;
  * 2. {@link markReplySent}: the intent resolved with the carrier's answer, the reply moved `queued → sent` with
  *    `sms.message.updated`, and the inbound text's owed answer settled `answered`.
  * A process that dies between them leaves the text `pending` with a pending intent: the hand-over sweep's
@@ -15,7 +16,7 @@ import type { Db } from '../index';
 import { runPrepared } from '../preparedQuery';
 import { newId } from '../ids';
 import { eventCtes, EVENTS_NOTIFY_SELECT } from './events';
-import { usageChargeCtes, usageRows, walletLowEventRow, type UsageInput } from './usage';
+import { usageDeferredChargeCtes, usageRows, type UsageInput } from './usage';
 import { toMessage } from './smsMessages';
 import type { ProviderIntent } from './providerIntents';
 import type { SmsMessage } from '../../schemas/types/sms';
@@ -40,7 +41,8 @@ export interface ReplyToQueue {
 
 /**
  * Statement 1 (see the module comment).
- * @param usage the segments' charge (deduplicated by its key; `billing.wallet.low` when it crosses the threshold)
+ * @param usage the segments' charge (deduplicated by its key), recorded pending: the caller owes a settle
+ *   (services/billing/settle.ts `settleSoon`), which emits `billing.wallet.low` when the charge crosses the threshold
  * @param intent the send's intent: provider and what is asked (no secrets); its reference is the reply's id
  * @param events `sms.message.updated` of the reply created (previousStatus null)
  * @returns the reply and its intent as stored
@@ -54,8 +56,8 @@ export async function queueReplyWithIntent(
   intent: { provider: string; request: Record<string, unknown> },
   events: EventRows,
 ): Promise<{ reply: SmsMessage; intent: ProviderIntent }> {
-  const charges = usageChargeCtes(orgId, usageRows([usage]), 'EXISTS (SELECT 1 FROM m)');
-  const ev = eventCtes(orgId, events, { gate: 'EXISTS (SELECT 1 FROM m)', extraRows: walletLowEventRow(events.length) });
+  const charges = usageDeferredChargeCtes(orgId, usageRows([usage]), 'EXISTS (SELECT 1 FROM m)');
+  const ev = eventCtes(orgId, events, { gate: 'EXISTS (SELECT 1 FROM m)' });
   const sql = `WITH inb AS (
        UPDATE sms_messages SET conversation_id = ?, agent_reply = ? WHERE org_id = ? AND id = ? AND direction = 'inbound' RETURNING id
      ),

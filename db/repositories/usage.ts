@@ -2,7 +2,8 @@
  * Billable usage entries (table `usage_entries`, unique per organization and dedupe key): one entry per
  * business event, never two, however often an activity or request is retried. Every entry with an
  * amount is charged to the organization's wallet in the same statement (docs/api-notes.md "Billing": the ledger
- * references each usage entry once), so usage and balance never disagree.
+ * references each usage entry once), or, on a hot path, recorded as a pending charge in that statement and folded
+ * into the wallet by the settle (./walletSettle.ts), so usage and balance never disagree.
  */
 import type { Knex } from 'knex';
 import { prepared, type Db, type SqlPart } from '../index';
@@ -91,20 +92,9 @@ export function usageRows(entries: readonly (UsageInput & { k?: number })[]): Us
   });
 }
 
-/**
- * Common table expressions (`us_x`, `us_i`, `us_c`, `us_w`, `us_l`) that record usage rows once per
- * `(orgId, dedupeKey)` and charge the new ones with an amount to the wallet, in the statement they join:
- * the wallet's balance moves in one `INSERT … ON CONFLICT DO UPDATE` of its row (locked only from there to
- * the statement's commit) and each charge gets its ledger row (kind `usage`, −amount, running balance).
- * Entries of 0 cents do not touch the ledger; the wallet may go negative (usage is never refused).
- * Read the outcome with {@link usageOutcomeSelect}.
- * @param gate a SQL condition every insert is subject to (e.g. `EXISTS (SELECT 1 FROM u)`, or per row on
- *   `us_x.k`), or `TRUE`
- */
-export function usageChargeCtes(orgId: string, rows: readonly UsageRow[], gate = 'TRUE'): SqlPart {
-  const attemptId = newId('rch');
-  return {
-    sql: `us_x AS (
+/** The CTEs `us_x` (the rows) and `us_i` (the usage entries inserted once per `(orgId, dedupeKey)`, subject to `gate`). */
+function usageInsertCtes(gate: string): string {
+  return `us_x AS (
        SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(id text, ledger_id text, ord int, kind text, quantity int, unit_price_cents numeric,
                                                      amount_cents int, resource_id text, dedupe_key text, details jsonb, k int)
      ),
@@ -114,14 +104,21 @@ export function usageChargeCtes(orgId: string, rows: readonly UsageRow[], gate =
          FROM us_x WHERE ${gate} ORDER BY us_x.ord
        ON CONFLICT (org_id, dedupe_key) DO NOTHING
        RETURNING id, amount_cents, kind
-     ),
-     us_c AS (
-       SELECT us_i.id, us_i.amount_cents, us_i.kind, us_x.ledger_id, us_x.ord,
-              sum(us_i.amount_cents) OVER (ORDER BY us_x.ord) AS cum, sum(us_i.amount_cents) OVER () AS total
-         FROM us_i JOIN us_x ON us_x.id = us_i.id
-        WHERE us_i.amount_cents > 0
-     ),
-     us_w AS (
+     )`;
+}
+
+/**
+ * The CTEs `us_w`, `us_r` and `us_l` that charge to the wallet the charges of a preceding CTE `us_c`
+ * (`id` the usage entry, `amount_cents` > 0, `kind`, `ledger_id`, `ord`, `cum` the running and `total` the whole
+ * sum in `ord` order): the wallet's balance moves in one `INSERT … ON CONFLICT DO UPDATE` of its row (locked only
+ * from there to the statement's commit), a crossing of the auto-recharge threshold owes one recharge
+ * (`workflow_starts`), and each charge gets its ledger row (kind `usage`, −amount, running balance).
+ * Used by {@link usageChargeCtes} and by the settle of deferred charges (./walletSettle.ts).
+ */
+export function walletChargeCtes(orgId: string): SqlPart {
+  const attemptId = newId('rch');
+  return {
+    sql: `us_w AS (
        INSERT INTO wallets AS w (org_id, currency, low_balance_threshold_cents, balance_cents)
        SELECT ?, ?, ?, -t.total FROM (SELECT max(us_c.total) AS total FROM us_c) t WHERE t.total IS NOT NULL
        ON CONFLICT (org_id) DO UPDATE SET balance_cents = w.balance_cents + EXCLUDED.balance_cents
@@ -143,7 +140,55 @@ export function usageChargeCtes(orgId: string, rows: readonly UsageRow[], gate =
          FROM us_c CROSS JOIN us_w ORDER BY us_c.ord
        RETURNING *
      )`,
-    bindings: [JSON.stringify(rows), orgId, orgId, WALLET_CURRENCY, DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, orgId, AUTO_RECHARGE_WORKFLOW, autoRechargeWorkflowId(orgId), JSON.stringify([{ orgId, attemptId }]), attemptId, orgId],
+    bindings: [orgId, WALLET_CURRENCY, DEFAULT_LOW_BALANCE_THRESHOLD_CENTS, orgId, AUTO_RECHARGE_WORKFLOW, autoRechargeWorkflowId(orgId), JSON.stringify([{ orgId, attemptId }]), attemptId, orgId],
+  };
+}
+
+/**
+ * Common table expressions (`us_x`, `us_i`, `us_c`, `us_w`, `us_l`) that record usage rows once per
+ * `(orgId, dedupeKey)` and charge the new ones with an amount to the wallet, in the statement they join
+ * ({@link walletChargeCtes}: the wallet's row is locked from its update to the statement's commit).
+ * Entries of 0 cents do not touch the ledger; the wallet may go negative (usage is never refused).
+ * Read the outcome with {@link usageOutcomeSelect}.
+ * @param gate a SQL condition every insert is subject to (e.g. `EXISTS (SELECT 1 FROM u)`, or per row on
+ *   `us_x.k`), or `TRUE`
+ */
+export function usageChargeCtes(orgId: string, rows: readonly UsageRow[], gate = 'TRUE'): SqlPart {
+  const charge = walletChargeCtes(orgId);
+  return {
+    sql: `${usageInsertCtes(gate)},
+     us_c AS (
+       SELECT us_i.id, us_i.amount_cents, us_i.kind, us_x.ledger_id, us_x.ord,
+              sum(us_i.amount_cents) OVER (ORDER BY us_x.ord) AS cum, sum(us_i.amount_cents) OVER () AS total
+         FROM us_i JOIN us_x ON us_x.id = us_i.id
+        WHERE us_i.amount_cents > 0
+     ),
+     ${charge.sql}`,
+    bindings: [JSON.stringify(rows), orgId, ...charge.bindings],
+  };
+}
+
+/**
+ * Common table expressions (`us_x`, `us_i`, `us_p`) that record usage rows once per `(orgId, dedupeKey)` and
+ * defer the charge of the new ones with an amount: one `wallet_pending_charges` row each (its ledger id
+ * reserved), folded into the ledger and the wallet by the settle (./walletSettle.ts `settlePendingCharges`),
+ * which emits `billing.wallet.low` and owes the auto-recharge on a crossing there. The statement takes no lock
+ * on the wallet's row, so statements of one organization never wait for each other on it; the balance read
+ * (./billing.ts `getWallet`) subtracts the pending charges, so it is exact meanwhile (docs/api-notes.md "Billing").
+ * @param gate as for {@link usageChargeCtes}
+ */
+export function usageDeferredChargeCtes(orgId: string, rows: readonly UsageRow[], gate = 'TRUE'): SqlPart {
+  return {
+    sql: `${usageInsertCtes(gate)},
+     us_p AS (
+       INSERT INTO wallet_pending_charges (org_id, usage_entry_id, ledger_id, kind, amount_cents)
+       SELECT ?, us_i.id, us_x.ledger_id, us_i.kind, us_i.amount_cents
+         FROM us_i JOIN us_x ON us_x.id = us_i.id
+        WHERE us_i.amount_cents > 0
+        ORDER BY us_x.ord
+       RETURNING seq
+     )`,
+    bindings: [JSON.stringify(rows), orgId, orgId],
   };
 }
 

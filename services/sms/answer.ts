@@ -36,6 +36,7 @@ import { feeOf, PRICES } from '../../domain/billing/prices';
 import type { CompiledAgent } from '../../domain/agents/compile';
 import { conversationLimits, DEFAULT_CONVERSATION_LIMITS } from '../../domain/conversations/limits';
 import { recordUsage } from '../billing/usage';
+import { settleSoon } from '../billing/settle';
 import { finishConversation, HISTORY_MESSAGES, pinnedAgent, sendMessage, startConversation, type ConversationDeps } from '../conversations/service';
 import { checkText, queueText } from './send';
 import { newId } from '../../db/ids';
@@ -228,6 +229,7 @@ async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Cli
         { provider: sendVia, request: { from: m.to, to: m.from, length: body.length } },
         events,
       );
+      void settleSoon(db, orgId, deps.log); // the charge was recorded pending: folded into the wallet with the others of these milliseconds
       const stored: SmsMessageRecord = { ...queued, body, mediaIds: [], providerMessageId: null, conversationId: conversation.id, agentReply: null, replyTo: m.id };
       return { answered: true, replyMessageId: id, conversationId: conversation.id, segments, heldUntil: null, reply: stored, intent };
     }
