@@ -9,6 +9,7 @@ import compose from 'koa-compose';
 import type { AppConfig } from '../config';
 import type { Db } from '../db';
 import type { Logger } from 'pino';
+import { settlesOwed } from '../services/billing/settle';
 import { ApiError, validationError } from '../domain/errors';
 import { KeyCache } from './keyCache';
 import { KeyUsageTracker } from './keyUsage';
@@ -250,6 +251,8 @@ export function createApp(deps: AppOptions): BuiltApp {
     flushKeyUsage: () => keyUsage.flush(),
     deps: handlerDeps,
     close: async () => {
+      // Charges recorded pending by answered texts are folded before the pool closes (services/billing/settle.ts).
+      await settlesOwed();
       await keyUsage.close();
       await feed.close();
       await limits.close();

@@ -63,6 +63,14 @@ export function settleSoon(db: Db, orgId: string, log?: { warn: (obj: object, ms
   return state.done;
 }
 
+/**
+ * Waits for every settle this process owes (shutdown: the app's `close`, after it stopped taking requests), so a
+ * stop never leaves a timer to fire on a closed pool. Never throws.
+ */
+export async function settlesOwed(): Promise<void> {
+  await Promise.all([...owed.values()].map((s) => s.done));
+}
+
 /** A running settle sweep. */
 export interface WalletSettleSweep {
   /** Settles every organization with a charge older than the minimum age, now. @returns how many charges it folded */
