@@ -85,6 +85,7 @@ describe('Webhook deliveries cannot monopolize anything', function () {
   let client: Client;
   let worker: RunningWorker;
   let dispatcher: WebhookDispatcher;
+  let admitting: WebhookDispatcher;
   let receiver: HoldingReceiver;
   let base: string;
   let blackHole: net.Server;
@@ -111,10 +112,13 @@ describe('Webhook deliveries cannot monopolize anything', function () {
     const taskQueue = uniqueTaskQueue('whfair');
     // The service's worker as npm start and start:worker build it: every queue, the service's activities.
     worker = await startWorker({ address: (await testTemporal()).address, namespace: 'default', taskQueue, db: t.db, config: t.config, logger: createLogger('silent'), workflowBundle: await serviceWorkflowBundle() });
-    dispatcher = await startWebhookDispatcher({ db: t.db, logger: createLogger('silent'), starter: temporalDeliveryStarter(client, taskQueue), intervalMs: 0, retryScheduleMs: [0, 5000] });
+    // Without admission, so that the places of attempts themselves are what the tests below meet; admission is tested on its own.
+    dispatcher = await startWebhookDispatcher({ db: t.db, logger: createLogger('silent'), starter: temporalDeliveryStarter(client, taskQueue), intervalMs: 0, retryScheduleMs: [0, 5000], admission: false });
+    admitting = await startWebhookDispatcher({ db: t.db, logger: createLogger('silent'), starter: temporalDeliveryStarter(client, taskQueue), intervalMs: 0, retryScheduleMs: [0, 5000] });
   });
   after(async () => {
     await dispatcher?.stop();
+    await admitting?.stop();
     await worker?.stop();
     await t?.close();
     receiver?.server.closeAllConnections();
@@ -133,15 +137,15 @@ describe('Webhook deliveries cannot monopolize anything', function () {
     return res.body.data.id;
   }
 
-  /** Sends `n` test events to endpoint `id` through the API and starts their deliveries. @returns the delivery ids */
-  async function testEvents(key: string, id: string, n: number): Promise<string[]> {
+  /** Sends `n` test events to endpoint `id` through the API and starts their deliveries (`sweep` false: leaves them in the outbox). @returns the delivery ids */
+  async function testEvents(key: string, id: string, n: number, sweep = true): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
       const res = await t.call('POST', `/webhooks/${id}/test`, { key });
       expect(res.status, res.text).to.equal(202);
       ids.push(res.body.data.id);
     }
-    await dispatcher.sweep();
+    if (sweep) await dispatcher.sweep();
     return ids;
   }
 
@@ -198,6 +202,34 @@ describe('Webhook deliveries cannot monopolize anything', function () {
     const results = await Promise.all(noisy.map(result));
     expect(results.filter((r) => r.outcome === 'succeeded')).to.have.length(24);
     expect(receiver.maxTogether.get('noisy')).to.equal(6);
+  });
+
+  it("starts an endpoint's deliveries only while it has fewer than 4 waiting for their first attempt; the rest wait in the outbox, not as workflows, and another organization's row behind them starts at once", async () => {
+    const a = await t.org('Admitted');
+    const b = await t.org('Behind');
+    receiver.hold('/admit');
+    const id = await endpoint(a.key, `${base}/admit`);
+    const deliveries = await testEvents(a.key, id, 10, false);
+    const bId = await endpoint(b.key, `${base}/behind`);
+    const [quiet] = await testEvents(b.key, bId, 1, false);
+    // One sweep starts 4 of A's rows and B's, which is younger than all of A's.
+    expect(await admitting.sweep()).to.equal(5);
+    const waiting = async () => Number((await t.db('webhook_outbox').where({ org_id: a.orgId }).count({ n: '*' }))[0].n);
+    expect(await waiting()).to.equal(6);
+    expect(await result(quiet)).to.include({ outcome: 'succeeded', attempts: 1 });
+    await until(async () => receiver.inFlight.get('/admit') === 4, 30_000, '4 attempts in flight');
+    // Admitted deliveries are calling their receiver (still pending): nothing more starts.
+    expect(await admitting.sweep()).to.equal(0);
+    const exists = await Promise.all(deliveries.map((d) => client.workflow.getHandle(workflowIds.webhookDelivery(d)).describe().then(() => true, () => false)));
+    expect(exists.filter(Boolean)).to.have.length(4);
+    receiver.release('/admit');
+    // Each sweep after attempts ended starts the next ones, until every row is consumed.
+    await until(async () => (await admitting.sweep(), (await waiting()) === 0), 60_000, 'every row admitted');
+    const results = await Promise.all(deliveries.map(result));
+    expect(results.map((r) => r.outcome)).to.deep.equal(Array(10).fill('succeeded'));
+    // No delivery met a full endpoint: admission kept them out, so none went through a deferral.
+    expect((await Promise.all(deliveries.map(progress))).map((p) => p.deferrals)).to.deep.equal(Array(10).fill(0));
+    expect(receiver.maxInFlight.get('/admit')).to.equal(4);
   });
 
   it('a receiver that never completes the connection fails the attempt after the connect timeout, retried on the schedule', async () => {
