@@ -152,6 +152,10 @@ describe('Webhook deliveries cannot monopolize anything', function () {
   const result = (deliveryId: string) => client.workflow.getHandle(workflowIds.webhookDelivery(deliveryId)).result() as Promise<WebhookDeliveryResult>;
   const progress = (deliveryId: string) => client.workflow.getHandle(workflowIds.webhookDelivery(deliveryId)).query(webhookDeliveryProgressQuery);
 
+  it("runs the service's bulk queues with their rates of activities per second (the SDK's maxActivitiesPerSecond), the main queue without", () => {
+    expect(worker.workers.map((w) => w.options.maxActivitiesPerSecond)).to.deep.equal([undefined, 50, 20]);
+  });
+
   it('reads a 5 s connect timeout, 4 attempts per endpoint, 8 per organization and a 10 s longest first deferral by default, and defers with growing, jittered waits', () => {
     const d = loadWebhookSettings({}, {});
     expect(d).to.include({ connectTimeoutMs: 5000, maxInFlightPerEndpoint: 4, maxInFlightPerOrg: 8, deferralDelayMs: 10_000 });
