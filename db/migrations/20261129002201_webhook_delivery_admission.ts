@@ -15,9 +15,12 @@ export async function up(knex: Knex): Promise<void> {
   });
   // Only the deliveries admitted and not yet attempted: a few per organization however long the history.
   await knex.raw(`CREATE INDEX webhook_deliveries_admitted ON webhook_deliveries (org_id, endpoint_id) WHERE status = 'pending' AND admitted_run = run`);
+  // A first attempt asks whether its organization has rows waiting (and wakes the dispatcher only then).
+  await knex.schema.alterTable('webhook_outbox', (t) => t.index(['org_id', 'id']));
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.schema.alterTable('webhook_outbox', (t) => t.dropIndex(['org_id', 'id']));
   await knex.raw('DROP INDEX IF EXISTS webhook_deliveries_admitted');
   await knex.schema.alterTable('webhook_deliveries', (t) => {
     t.dropColumn('admitted_run');

@@ -86,6 +86,7 @@ describe('Webhook deliveries cannot monopolize anything', function () {
   let worker: RunningWorker;
   let dispatcher: WebhookDispatcher;
   let admitting: WebhookDispatcher;
+  let taskQueue: string;
   let receiver: HoldingReceiver;
   let base: string;
   let blackHole: net.Server;
@@ -109,7 +110,7 @@ describe('Webhook deliveries cannot monopolize anything', function () {
     await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', () => r()));
     t = await startTestApi('whfair');
     client = (await testTemporal()).client;
-    const taskQueue = uniqueTaskQueue('whfair');
+    taskQueue = uniqueTaskQueue('whfair');
     // The service's worker as npm start and start:worker build it: every queue, the service's activities.
     worker = await startWorker({ address: (await testTemporal()).address, namespace: 'default', taskQueue, db: t.db, config: t.config, logger: createLogger('silent'), workflowBundle: await serviceWorkflowBundle() });
     // Without admission, so that the places of attempts themselves are what the tests below meet; admission is tested on its own.
@@ -226,9 +227,14 @@ describe('Webhook deliveries cannot monopolize anything', function () {
     expect(await admitting.sweep()).to.equal(0);
     const exists = await Promise.all(deliveries.map((d) => client.workflow.getHandle(workflowIds.webhookDelivery(d)).describe().then(() => true, () => false)));
     expect(exists.filter(Boolean)).to.have.length(4);
-    receiver.release('/admit');
-    // Each sweep after attempts ended starts the next ones, until every row is consumed.
-    await until(async () => (await admitting.sweep(), (await waiting()) === 0), 60_000, 'every row admitted');
+    // A dispatcher that only listens (no timer): each first attempt that ends NOTIFYs it, and it starts the next rows.
+    const listening = await startWebhookDispatcher({ db: t.db, logger: createLogger('silent'), starter: temporalDeliveryStarter(client, taskQueue), intervalMs: 0, retryScheduleMs: [0, 5000], databaseUrl: t.databaseUrl });
+    try {
+      receiver.release('/admit');
+      await until(async () => (await waiting()) === 0, 60_000, 'every row admitted');
+    } finally {
+      await listening.stop();
+    }
     const results = await Promise.all(deliveries.map(result));
     expect(results.map((r) => r.outcome)).to.deep.equal(Array(10).fill('succeeded'));
     // No delivery met a full endpoint: admission kept them out, so none went through a deferral.
