@@ -65,7 +65,7 @@ export interface RunningWorker {
 export interface ServiceQueue {
   queue: QueueName;
   taskQueue: string;
-  options: Partial<Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxActivitiesPerSecond'>>;
+  options: Partial<Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxActivitiesPerSecond' | 'maxEagerActivityReservationsPerWorkflowTask'>>;
 }
 
 /**
@@ -74,14 +74,17 @@ export interface ServiceQueue {
  * default slots; the webhooks queue with WEBHOOK_WORKER_SLOTS activity slots and the bulk queue with
  * BULK_WORKER_SLOTS, each with BULK_WORKFLOW_TASK_SLOTS workflow task slots and a rate of activities
  * (WEBHOOK_ACTIVITIES_PER_SECOND, BULK_ACTIVITIES_PER_SECOND: the SDK's `maxActivitiesPerSecond`), so bulk work never
- * takes a slot of interactive work and takes a bounded share of the process, the dev server and Postgres.
+ * takes a slot of interactive work and takes a bounded share of the process, the dev server and Postgres. Eager
+ * activity execution is off on those queues: an eager activity comes back with the workflow task's completion, not
+ * from a poll, so the worker's rate limit never sees it (SDK `WorkerOptions.maxEagerActivityReservationsPerWorkflowTask`:
+ * 0 disables it); bulk work can afford the extra poll.
  * @throws Error when WEBHOOK_WORKER_SLOTS, BULK_WORKER_SLOTS, a rate or WORKER_QUEUES is malformed
  */
 export function serviceQueues(base: string, env: NodeJS.ProcessEnv = process.env): ServiceQueue[] {
   const options: Record<QueueName, ServiceQueue['options']> = {
     main: {},
-    webhooks: { maxConcurrentActivityTaskExecutions: webhookWorkerSlots(env), maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS, maxActivitiesPerSecond: webhookActivitiesPerSecond(env) },
-    bulk: { maxConcurrentActivityTaskExecutions: bulkWorkerSlots(env), maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS, maxActivitiesPerSecond: bulkActivitiesPerSecond(env) },
+    webhooks: { maxConcurrentActivityTaskExecutions: webhookWorkerSlots(env), maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS, maxActivitiesPerSecond: webhookActivitiesPerSecond(env), maxEagerActivityReservationsPerWorkflowTask: 0 },
+    bulk: { maxConcurrentActivityTaskExecutions: bulkWorkerSlots(env), maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS, maxActivitiesPerSecond: bulkActivitiesPerSecond(env), maxEagerActivityReservationsPerWorkflowTask: 0 },
   };
   return workerQueueSelection(env).map((queue) => ({ queue, taskQueue: taskQueueName(base, queue), options: options[queue] }));
 }

@@ -153,8 +153,10 @@ describe('Webhook deliveries cannot monopolize anything', function () {
   const result = (deliveryId: string) => client.workflow.getHandle(workflowIds.webhookDelivery(deliveryId)).result() as Promise<WebhookDeliveryResult>;
   const progress = (deliveryId: string) => client.workflow.getHandle(workflowIds.webhookDelivery(deliveryId)).query(webhookDeliveryProgressQuery);
 
-  it("runs the service's bulk queues with their rates of activities per second (the SDK's maxActivitiesPerSecond), the main queue without", () => {
+  it("runs the service's bulk queues with their rates of activities per second (the SDK's maxActivitiesPerSecond) and no eager activities, the main queue without", () => {
     expect(worker.workers.map((w) => w.options.maxActivitiesPerSecond)).to.deep.equal([undefined, 50, 20]);
+    // Eager activities would bypass the rate (they are not polled): off on the bulk queues, the SDK's default on the main queue.
+    expect(worker.workers.map((w) => w.options.maxEagerActivityReservationsPerWorkflowTask)).to.deep.equal([undefined, 0, 0]);
   });
 
   it('reads a 5 s connect timeout, 4 attempts per endpoint, 8 per organization and a 10 s longest first deferral by default, and defers with growing, jittered waits', () => {
