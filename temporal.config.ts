@@ -71,6 +71,28 @@ export function bulkWorkerSlots(env: NodeJS.ProcessEnv = process.env): number {
 }
 
 /**
+ * Activities per second the bulk queue's Worker starts in one worker process (BULK_ACTIVITIES_PER_SECOND, default 20):
+ * the SDK's `maxActivitiesPerSecond` (a worker-side limit: the Worker does not poll while taking another activity
+ * would exceed it; Temporal TypeScript SDK `WorkerOptions`). A flood of ingestion, analysis or reports then
+ * takes a bounded rate of work from the dev server, Postgres and the cores, and still progresses (a text
+ * source is three activities: about 6 pages a second per process at the default).
+ * @throws Error naming the variable when it is not a positive integer
+ */
+export function bulkActivitiesPerSecond(env: NodeJS.ProcessEnv = process.env): number {
+  return positiveInteger(env, 'BULK_ACTIVITIES_PER_SECOND', 20);
+}
+
+/**
+ * Activities per second the webhooks queue's Worker starts in one worker process (WEBHOOK_ACTIVITIES_PER_SECOND,
+ * default 50; the SDK's `maxActivitiesPerSecond`, as {@link bulkActivitiesPerSecond}): bounds the attempts of
+ * receivers that fail at once (a name that does not resolve), which the limits of attempts in flight do not.
+ * @throws Error naming the variable when it is not a positive integer
+ */
+export function webhookActivitiesPerSecond(env: NodeJS.ProcessEnv = process.env): number {
+  return positiveInteger(env, 'WEBHOOK_ACTIVITIES_PER_SECOND', 50);
+}
+
+/**
  * Workflow task slots of the webhooks and bulk queues per worker process: few, since bulk workflow tasks
  * are short and may wait, and every one in flight takes CPU from interactive work (the SDK's default, 40,
  * stays on the main queue).

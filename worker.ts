@@ -13,7 +13,7 @@ import { envNumber, loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
 import { createActivities } from './activities';
 import { announceReady, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, processIndex, runEntryPoint, runPrimary } from './runtime';
-import { BULK_WORKFLOW_TASK_SLOTS, bulkWorkerSlots, TASK_QUEUE, taskQueueName, webhookWorkerSlots, workerQueueSelection, type QueueName } from './temporal.config';
+import { BULK_WORKFLOW_TASK_SLOTS, bulkActivitiesPerSecond, bulkWorkerSlots, webhookActivitiesPerSecond, TASK_QUEUE, taskQueueName, webhookWorkerSlots, workerQueueSelection, type QueueName } from './temporal.config';
 import { activeTracing, startMetricsListener, startTracing, temporalSdkMetricsOptions } from './telemetry';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
@@ -66,22 +66,26 @@ export interface RunningWorker {
 export interface ServiceQueue {
   queue: QueueName;
   taskQueue: string;
-  options: Partial<Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions'>>;
+  options: Partial<Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxActivitiesPerSecond' | 'maxEagerActivityReservationsPerWorkflowTask'>>;
 }
 
 /**
  * The task queues of the service a worker process polls for the base task queue `base`
  * (temporal.config.ts `TASK_QUEUES`, those WORKER_QUEUES names, default all): the main queue with the SDK's
  * default slots; the webhooks queue with WEBHOOK_WORKER_SLOTS activity slots and the bulk queue with
- * BULK_WORKER_SLOTS, each with BULK_WORKFLOW_TASK_SLOTS workflow task slots, so bulk work never takes a
- * slot of interactive work and takes a bounded share of the process.
- * @throws Error when WEBHOOK_WORKER_SLOTS, BULK_WORKER_SLOTS or WORKER_QUEUES is malformed
+ * BULK_WORKER_SLOTS, each with BULK_WORKFLOW_TASK_SLOTS workflow task slots and a rate of activities
+ * (WEBHOOK_ACTIVITIES_PER_SECOND, BULK_ACTIVITIES_PER_SECOND: the SDK's `maxActivitiesPerSecond`), so bulk work never
+ * takes a slot of interactive work and takes a bounded share of the process, the dev server and Postgres. Eager
+ * activity execution is off on those queues: an eager activity comes back with the workflow task's completion, not
+ * from a poll, so the worker's rate limit never sees it (SDK `WorkerOptions.maxEagerActivityReservationsPerWorkflowTask`:
+ * 0 disables it); bulk work can afford the extra poll.
+ * @throws Error when WEBHOOK_WORKER_SLOTS, BULK_WORKER_SLOTS, a rate or WORKER_QUEUES is malformed
  */
 export function serviceQueues(base: string, env: NodeJS.ProcessEnv = process.env): ServiceQueue[] {
   const options: Record<QueueName, ServiceQueue['options']> = {
     main: {},
-    webhooks: { maxConcurrentActivityTaskExecutions: webhookWorkerSlots(env), maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS },
-    bulk: { maxConcurrentActivityTaskExecutions: bulkWorkerSlots(env), maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS },
+    webhooks: { maxConcurrentActivityTaskExecutions: webhookWorkerSlots(env), maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS, maxActivitiesPerSecond: webhookActivitiesPerSecond(env), maxEagerActivityReservationsPerWorkflowTask: 0 },
+    bulk: { maxConcurrentActivityTaskExecutions: bulkWorkerSlots(env), maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS, maxActivitiesPerSecond: bulkActivitiesPerSecond(env), maxEagerActivityReservationsPerWorkflowTask: 0 },
   };
   return workerQueueSelection(env).map((queue) => ({ queue, taskQueue: taskQueueName(base, queue), options: options[queue] }));
 }

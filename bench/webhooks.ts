@@ -31,7 +31,7 @@ import { loadConfig } from '../config';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { startDevServer } from '../devserver';
-import { startWebhookDispatcher, temporalDeliveryStarter } from '../events/dispatcher';
+import { ADMISSION_LEASE_MS, startWebhookDispatcher, temporalDeliveryStarter } from '../events/dispatcher';
 import { createLogger } from '../runtime';
 import { runBench } from './entry';
 import { taskQueueName } from '../temporal.config';
@@ -186,7 +186,7 @@ export async function runWebhooksBench(): Promise<void> {
     // 3. Workflow path on the embedded dev server.
     // Sections 1-2 drove the activity directly; their outbox rows would only start no-op workflows.
     await db('webhook_outbox').delete();
-    if (process.env.BENCH_WEBHOOK_WORKFLOWS !== '0' && WF_N > 0) await workflowPath(db, org.id, settings, sender, logger, WF_N);
+    if (process.env.BENCH_WEBHOOK_WORKFLOWS !== '0' && WF_N > 0) await workflowPath(db, databaseUrl, org.id, settings, sender, logger, WF_N);
     await sender.close();
     await db.destroy();
   } finally {
@@ -197,6 +197,7 @@ export async function runWebhooksBench(): Promise<void> {
 
 async function workflowPath(
   db: Db,
+  databaseUrl: string,
   orgId: string,
   settings: Parameters<typeof createWebhookActivities>[1],
   sender: ReturnType<typeof createWebhookSender>,
@@ -225,7 +226,9 @@ async function workflowPath(
       maxConcurrentWorkflowTaskExecutions: CONCURRENCY,
     });
     await worker.runUntil(async () => {
-      const dispatcher = await startWebhookDispatcher({ db, logger, starter: temporalDeliveryStarter(client, taskQueue), intervalMs: 200, concurrency: 32 });
+      // Admission at the bench's raised limits of attempts in flight, woken by each first attempt's NOTIFY, as in production.
+      const admission = { perEndpoint: CONCURRENCY, perOrg: CONCURRENCY, leaseMs: ADMISSION_LEASE_MS };
+      const dispatcher = await startWebhookDispatcher({ db, logger, starter: temporalDeliveryStarter(client, taskQueue), intervalMs: 200, concurrency: 32, databaseUrl, admission });
       try {
         const t0 = performance.now();
         await emitMany(db, orgId, n);

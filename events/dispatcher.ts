@@ -8,6 +8,12 @@
  * deterministic (WorkflowExecutionAlreadyStarted while it runs), and a workflow for a run that is
  * already finished does nothing (the activity checks the delivery's run and status).
  *
+ * Admission (docs/operations.md "Fair sharing"): a row is started only while its endpoint and organization have
+ * fewer started deliveries waiting for their first attempt than their limits of attempts in flight
+ * (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT, WEBHOOK_MAX_IN_FLIGHT_PER_ORG); the rest wait as rows, which cost Postgres
+ * nothing until a sweep admits them, where thousands of started workflows each held a timer and a deferral loop
+ * on Temporal. A row waits, it is never dropped, so every guarantee above holds.
+ *
  * Several dispatchers may run (one per worker process): rows are locked FOR UPDATE SKIP LOCKED.
  * It wakes on Postgres NOTIFY `webhook_outbox` (sent at commit by emitEvent) and sweeps every
  * `intervalMs` anyway, so a lost notification only adds latency.
@@ -16,7 +22,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { isServerShutdown, type Db } from '../db';
-import { deleteOutboxRows, lockOutboxBatch, OUTBOX_CHANNEL } from '../db/repositories/events';
+import { deleteOutboxRows, lockOutboxBatch, OUTBOX_CHANNEL, type OutboxAdmission, type OutboxRow } from '../db/repositories/events';
 import { startWorkflow, TASK_QUEUE, workflowIds, type WorkflowArgs } from '../temporal.config';
 import { loadWebhookSettings } from '../domain/webhooks/settings';
 
@@ -72,7 +78,15 @@ export interface DispatcherOptions {
   concurrency?: number;
   /** Retry schedule put in each workflow input (default WEBHOOK_RETRY_SCHEDULE). */
   retryScheduleMs?: number[];
+  /**
+   * Admission limits (default: the webhook settings' limits of attempts in flight, and {@link ADMISSION_LEASE_MS});
+   * `false` starts every row at once (tests of the places of attempts themselves).
+   */
+  admission?: OutboxAdmission | false;
 }
+
+/** How long an admitted delivery counts against its limits without its first attempt, ms (a lost workflow frees its place). */
+export const ADMISSION_LEASE_MS = 5 * 60_000;
 
 /**
  * Starts the dispatcher (run it in the worker process, or in `npm start`'s single process).
@@ -87,6 +101,8 @@ export async function startWebhookDispatcher(opts: DispatcherOptions): Promise<W
   const concurrency = opts.concurrency ?? 32;
   const intervalMs = opts.intervalMs ?? settings.dispatchIntervalMs;
   const log = opts.logger.child({ component: 'webhook-dispatcher' });
+  const admission =
+    opts.admission === false ? undefined : (opts.admission ?? { perEndpoint: settings.maxInFlightPerEndpoint, perOrg: settings.maxInFlightPerOrg, leaseMs: ADMISSION_LEASE_MS });
 
   let stopped = false;
   let running: Promise<number> | null = null;
@@ -94,8 +110,8 @@ export async function startWebhookDispatcher(opts: DispatcherOptions): Promise<W
 
   async function sweepOnce(): Promise<{ consumed: number; locked: number }> {
     return opts.db.transaction(async (trx) => {
-      const rows = await lockOutboxBatch(trx, batchSize);
-      const done: number[] = [];
+      const rows = await lockOutboxBatch(trx, batchSize, admission);
+      const done: OutboxRow[] = [];
       let next = 0;
       let failure: unknown;
       const worker = async () => {
@@ -103,7 +119,7 @@ export async function startWebhookDispatcher(opts: DispatcherOptions): Promise<W
           const row = rows[next++];
           try {
             const r = await starter!({ orgId: row.orgId, deliveryId: row.deliveryId, run: row.run, retryScheduleMs: schedule });
-            if (r !== 'busy') done.push(row.id);
+            if (r !== 'busy') done.push(row);
           } catch (err) {
             failure = err;
           }

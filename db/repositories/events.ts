@@ -148,17 +148,71 @@ export async function enqueueDeliveryRun(trx: Knex | Knex.Transaction, orgId: st
 }
 
 /**
- * Locks up to `limit` outbox rows (oldest first, skipping rows another dispatcher holds) inside `trx`.
- * Deliberately across organizations: the dispatcher serves every tenant, as key lookup does.
+ * Admission limits of {@link lockOutboxBatch} (docs/operations.md "Fair sharing"): a delivery's workflow starts only
+ * while its endpoint and its organization have fewer admitted deliveries waiting for their first attempt than these.
  */
-export async function lockOutboxBatch(trx: Knex.Transaction, limit: number): Promise<OutboxRow[]> {
-  const rows = await trx('webhook_outbox').select('id', 'org_id', 'delivery_id', 'run').orderBy('id').limit(limit).forUpdate().skipLocked();
+export interface OutboxAdmission {
+  /** Admitted, not yet attempted deliveries per endpoint (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT). */
+  perEndpoint: number;
+  /** Admitted, not yet attempted deliveries per organization (WEBHOOK_MAX_IN_FLIGHT_PER_ORG). */
+  perOrg: number;
+  /** How long an admission counts, ms: a workflow lost before its first attempt frees its place after this. */
+  leaseMs: number;
+}
+
+/**
+ * Locks up to `limit` outbox rows (oldest first, skipping rows another dispatcher holds) inside `trx`.
+ * Deliberately across organizations: the dispatcher serves every tenant, as key lookup does. With `admission`,
+ * only the rows each endpoint and organization may start now, oldest first within each: an organization's
+ * backlog stays in the outbox without holding back another's rows behind it.
+ */
+export async function lockOutboxBatch(trx: Knex.Transaction, limit: number, admission?: OutboxAdmission): Promise<OutboxRow[]> {
+  let rows: Record<string, any>[];
+  if (!admission) {
+    rows = await trx('webhook_outbox').select('id', 'org_id', 'delivery_id', 'run').orderBy('id').limit(limit).forUpdate().skipLocked();
+  } else {
+    const sql = `WITH admitted AS (
+         SELECT d.org_id, d.endpoint_id, count(*)::int AS n FROM webhook_deliveries d
+          WHERE d.status = 'pending' AND d.admitted_run = d.run AND d.admitted_at > now() - make_interval(secs => :leaseS)
+            AND d.org_id IN (SELECT DISTINCT org_id FROM webhook_outbox)
+          GROUP BY d.org_id, d.endpoint_id
+       ),
+       by_endpoint AS (
+         SELECT o.id, o.org_id, coalesce(a.n, 0) + row_number() OVER (PARTITION BY d.endpoint_id ORDER BY o.id) AS endpoint_n
+           FROM webhook_outbox o
+           JOIN webhook_deliveries d ON d.id = o.delivery_id
+           LEFT JOIN admitted a ON a.org_id = d.org_id AND a.endpoint_id = d.endpoint_id
+       ),
+       by_org AS (
+         SELECT e.id, (SELECT coalesce(sum(a.n), 0) FROM admitted a WHERE a.org_id = e.org_id) + row_number() OVER (PARTITION BY e.org_id ORDER BY e.id) AS org_n
+           FROM by_endpoint e WHERE e.endpoint_n <= :perEndpoint
+       )
+       SELECT o.id, o.org_id, o.delivery_id, o.run FROM webhook_outbox o
+        WHERE o.id IN (SELECT id FROM by_org WHERE org_n <= :perOrg)
+        ORDER BY o.id LIMIT :limit FOR UPDATE OF o SKIP LOCKED`;
+    rows = (await trx.raw(sql, { leaseS: admission.leaseMs / 1000, perEndpoint: admission.perEndpoint, perOrg: admission.perOrg, limit })).rows;
+  }
   return rows.map((r: Record<string, any>) => ({ id: Number(r.id), orgId: r.org_id, deliveryId: r.delivery_id, run: r.run }));
 }
 
-/** Removes outbox rows whose workflows were started (inside the transaction that locked them). */
-export async function deleteOutboxRows(trx: Knex.Transaction, ids: number[]): Promise<void> {
-  if (ids.length) await trx('webhook_outbox').whereIn('id', ids).delete();
+/**
+ * Removes outbox rows whose workflows were started (inside the transaction that locked them) and notes their
+ * deliveries' runs as admitted now ({@link lockOutboxBatch}).
+ */
+export async function deleteOutboxRows(trx: Knex.Transaction, rows: readonly OutboxRow[]): Promise<void> {
+  if (!rows.length) return;
+  await trx('webhook_outbox')
+    .whereIn(
+      'id',
+      rows.map((r) => r.id),
+    )
+    .delete();
+  await trx.raw(
+    `UPDATE webhook_deliveries d SET admitted_run = x.run, admitted_at = now()
+       FROM jsonb_to_recordset(?::jsonb) AS x(org_id text, delivery_id text, run int)
+      WHERE d.org_id = x.org_id AND d.id = x.delivery_id AND d.run = x.run`,
+    [JSON.stringify(rows.map((r) => ({ org_id: r.orgId, delivery_id: r.deliveryId, run: r.run })))],
+  );
 }
 
 /** Number of outbox rows waiting (monitoring, tests, benchmarks). */

@@ -7,7 +7,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { keysetPage, type Page } from '../pagination';
-import { enqueueDeliveryRun } from './events';
+import { enqueueDeliveryRun, OUTBOX_CHANNEL } from './events';
 import type { WebhookDelivery, WebhookDeliveryAttempt, WebhookDeliveryStatus, WebhookDisabledReason } from '../../schemas/types/webhooks';
 import { iso } from '../timestamps';
 import { fromColumns, fromNullableColumns, fromTimestampColumns } from '../rows';
@@ -257,6 +257,8 @@ export async function recordAttempt(
         succeeded_at: status === 'succeeded' ? rec.attemptedAt : null,
         updated_at: trx.fn.now(),
       });
+    // The first attempt of a run ends its admission: the dispatcher may start the organization's next outbox row.
+    if (delivery.status === 'pending') await trx.raw("SELECT pg_notify(?, '') WHERE EXISTS (SELECT 1 FROM webhook_outbox WHERE org_id = ?)", [OUTBOX_CHANNEL, orgId]);
     if (disabled && disabledRow && rec.onDisabled) {
       await rec.onDisabled(trx, {
         endpointId: delivery.endpoint_id,
@@ -280,7 +282,7 @@ export async function recordAttempt(
 async function recordSuccess(db: Db, orgId: string, rec: AttemptRecord): Promise<{ applied: boolean; endpointDisabled: null; status: WebhookDeliveryStatus | null }> {
   const r = await db.raw(
     `WITH d AS (
-       SELECT id, endpoint_id FROM webhook_deliveries
+       SELECT id, endpoint_id, status FROM webhook_deliveries
         WHERE org_id = :orgId AND id = :deliveryId AND run = :run AND status IN ('pending', 'retrying')
         FOR UPDATE
      ), ins AS (
@@ -298,8 +300,12 @@ async function recordSuccess(db: Db, orgId: string, rec: AttemptRecord): Promise
        UPDATE webhook_endpoints SET failing_since = NULL
         WHERE org_id = :orgId AND id = (SELECT endpoint_id FROM d) AND failing_since IS NOT NULL AND EXISTS (SELECT 1 FROM upd)
        RETURNING id
+     ), nt AS (
+       -- The first attempt of a run ends its admission: the dispatcher may start the organization's next outbox row.
+       SELECT pg_notify(:channel, '') WHERE EXISTS (SELECT 1 FROM upd) AND (SELECT status FROM d) = 'pending'
+          AND EXISTS (SELECT 1 FROM webhook_outbox WHERE org_id = :orgId)
      )
-     SELECT (SELECT count(*) FROM upd) AS applied, (SELECT count(*) FROM ep) AS cleared,
+     SELECT (SELECT count(*) FROM upd) AS applied, (SELECT count(*) FROM ep) AS cleared, (SELECT count(*) FROM nt) AS notified,
             (SELECT status FROM webhook_deliveries WHERE org_id = :orgId AND id = :deliveryId) AS status_before`,
     {
       orgId,
@@ -310,6 +316,7 @@ async function recordSuccess(db: Db, orgId: string, rec: AttemptRecord): Promise
       statusCode: rec.statusCode,
       durationMs: rec.durationMs,
       responseBody: rec.responseBody,
+      channel: OUTBOX_CHANNEL,
     },
   );
   const row = r.rows[0];

@@ -53,11 +53,14 @@ describe('Fair sharing: task queue and priority of every workflow (temporal.conf
       expect(taskQueueName('tq-1', 'webhooks')).to.equal('tq-1-webhooks');
       expect(taskQueueName('tq-1', 'bulk')).to.equal('tq-1-bulk');
       expect(serviceQueues('tq-1', {}).map((q) => q.taskQueue)).to.deep.equal(['tq-1', 'tq-1-webhooks', 'tq-1-bulk']);
-      const [main, webhooks, bulk] = serviceQueues('tq-1', { WEBHOOK_WORKER_SLOTS: '7', BULK_WORKER_SLOTS: '3' });
+      const [main, webhooks, bulk] = serviceQueues('tq-1', { WEBHOOK_WORKER_SLOTS: '7', BULK_WORKER_SLOTS: '3', WEBHOOK_ACTIVITIES_PER_SECOND: '9', BULK_ACTIVITIES_PER_SECOND: '2' });
       expect(main.options).to.deep.equal({});
-      expect(webhooks.options).to.deep.equal({ maxConcurrentActivityTaskExecutions: 7, maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS });
-      expect(bulk.options).to.deep.equal({ maxConcurrentActivityTaskExecutions: 3, maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS });
+      expect(webhooks.options).to.deep.equal({ maxConcurrentActivityTaskExecutions: 7, maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS, maxActivitiesPerSecond: 9, maxEagerActivityReservationsPerWorkflowTask: 0 });
+      expect(bulk.options).to.deep.equal({ maxConcurrentActivityTaskExecutions: 3, maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS, maxActivitiesPerSecond: 2, maxEagerActivityReservationsPerWorkflowTask: 0 });
       expect(serviceQueues('tq-1', {})[2].options.maxConcurrentActivityTaskExecutions).to.equal(4);
+      // Bulk work takes a bounded rate of activities per process by default; the main queue none.
+      expect(serviceQueues('tq-1', {}).map((q) => q.options.maxActivitiesPerSecond)).to.deep.equal([undefined, 50, 20]);
+      expect(() => serviceQueues('tq-1', { BULK_ACTIVITIES_PER_SECOND: '0' })).to.throw(/BULK_ACTIVITIES_PER_SECOND/);
       expect(() => serviceQueues('tq-1', { WEBHOOK_WORKER_SLOTS: '0' })).to.throw(/WEBHOOK_WORKER_SLOTS/);
       expect(() => serviceQueues('tq-1', { BULK_WORKER_SLOTS: '1.5' })).to.throw(/BULK_WORKER_SLOTS/);
     });

@@ -85,6 +85,8 @@ describe('Webhook deliveries cannot monopolize anything', function () {
   let client: Client;
   let worker: RunningWorker;
   let dispatcher: WebhookDispatcher;
+  let admitting: WebhookDispatcher;
+  let taskQueue: string;
   let receiver: HoldingReceiver;
   let base: string;
   let blackHole: net.Server;
@@ -108,13 +110,16 @@ describe('Webhook deliveries cannot monopolize anything', function () {
     await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', () => r()));
     t = await startTestApi('whfair');
     client = (await testTemporal()).client;
-    const taskQueue = uniqueTaskQueue('whfair');
+    taskQueue = uniqueTaskQueue('whfair');
     // The service's worker as npm start and start:worker build it: every queue, the service's activities.
     worker = await startWorker({ address: (await testTemporal()).address, namespace: 'default', taskQueue, db: t.db, config: t.config, logger: createLogger('silent'), workflowBundle: await serviceWorkflowBundle() });
-    dispatcher = await startWebhookDispatcher({ db: t.db, logger: createLogger('silent'), starter: temporalDeliveryStarter(client, taskQueue), intervalMs: 0, retryScheduleMs: [0, 5000] });
+    // Without admission, so that the places of attempts themselves are what the tests below meet; admission is tested on its own.
+    dispatcher = await startWebhookDispatcher({ db: t.db, logger: createLogger('silent'), starter: temporalDeliveryStarter(client, taskQueue), intervalMs: 0, retryScheduleMs: [0, 5000], admission: false });
+    admitting = await startWebhookDispatcher({ db: t.db, logger: createLogger('silent'), starter: temporalDeliveryStarter(client, taskQueue), intervalMs: 0, retryScheduleMs: [0, 5000] });
   });
   after(async () => {
     await dispatcher?.stop();
+    await admitting?.stop();
     await worker?.stop();
     await t?.close();
     receiver?.server.closeAllConnections();
@@ -133,20 +138,26 @@ describe('Webhook deliveries cannot monopolize anything', function () {
     return res.body.data.id;
   }
 
-  /** Sends `n` test events to endpoint `id` through the API and starts their deliveries. @returns the delivery ids */
-  async function testEvents(key: string, id: string, n: number): Promise<string[]> {
+  /** Sends `n` test events to endpoint `id` through the API and starts their deliveries (`sweep` false: leaves them in the outbox). @returns the delivery ids */
+  async function testEvents(key: string, id: string, n: number, sweep = true): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
       const res = await t.call('POST', `/webhooks/${id}/test`, { key });
       expect(res.status, res.text).to.equal(202);
       ids.push(res.body.data.id);
     }
-    await dispatcher.sweep();
+    if (sweep) await dispatcher.sweep();
     return ids;
   }
 
   const result = (deliveryId: string) => client.workflow.getHandle(workflowIds.webhookDelivery(deliveryId)).result() as Promise<WebhookDeliveryResult>;
   const progress = (deliveryId: string) => client.workflow.getHandle(workflowIds.webhookDelivery(deliveryId)).query(webhookDeliveryProgressQuery);
+
+  it("runs the service's bulk queues with their rates of activities per second (the SDK's maxActivitiesPerSecond) and no eager activities, the main queue without", () => {
+    expect(worker.workers.map((w) => w.options.maxActivitiesPerSecond)).to.deep.equal([undefined, 50, 20]);
+    // Eager activities would bypass the rate (they are not polled): off on the bulk queues, the SDK's default on the main queue.
+    expect(worker.workers.map((w) => w.options.maxEagerActivityReservationsPerWorkflowTask)).to.deep.equal([undefined, 0, 0]);
+  });
 
   it('reads a 5 s connect timeout, 4 attempts per endpoint, 8 per organization and a 10 s longest first deferral by default, and defers with growing, jittered waits', () => {
     const d = loadWebhookSettings({}, {});
@@ -198,6 +209,39 @@ describe('Webhook deliveries cannot monopolize anything', function () {
     const results = await Promise.all(noisy.map(result));
     expect(results.filter((r) => r.outcome === 'succeeded')).to.have.length(24);
     expect(receiver.maxTogether.get('noisy')).to.equal(6);
+  });
+
+  it("starts an endpoint's deliveries only while it has fewer than 4 waiting for their first attempt; the rest wait in the outbox, not as workflows, and another organization's row behind them starts at once", async () => {
+    const a = await t.org('Admitted');
+    const b = await t.org('Behind');
+    receiver.hold('/admit');
+    const id = await endpoint(a.key, `${base}/admit`);
+    const deliveries = await testEvents(a.key, id, 10, false);
+    const bId = await endpoint(b.key, `${base}/behind`);
+    const [quiet] = await testEvents(b.key, bId, 1, false);
+    // One sweep starts 4 of A's rows and B's, which is younger than all of A's.
+    expect(await admitting.sweep()).to.equal(5);
+    const waiting = async () => Number((await t.db('webhook_outbox').where({ org_id: a.orgId }).count({ n: '*' }))[0].n);
+    expect(await waiting()).to.equal(6);
+    expect(await result(quiet)).to.include({ outcome: 'succeeded', attempts: 1 });
+    await until(async () => receiver.inFlight.get('/admit') === 4, 30_000, '4 attempts in flight');
+    // Admitted deliveries are calling their receiver (still pending): nothing more starts.
+    expect(await admitting.sweep()).to.equal(0);
+    const exists = await Promise.all(deliveries.map((d) => client.workflow.getHandle(workflowIds.webhookDelivery(d)).describe().then(() => true, () => false)));
+    expect(exists.filter(Boolean)).to.have.length(4);
+    // A dispatcher that only listens (no timer): each first attempt that ends NOTIFYs it, and it starts the next rows.
+    const listening = await startWebhookDispatcher({ db: t.db, logger: createLogger('silent'), starter: temporalDeliveryStarter(client, taskQueue), intervalMs: 0, retryScheduleMs: [0, 5000], databaseUrl: t.databaseUrl });
+    try {
+      receiver.release('/admit');
+      await until(async () => (await waiting()) === 0, 60_000, 'every row admitted');
+    } finally {
+      await listening.stop();
+    }
+    const results = await Promise.all(deliveries.map(result));
+    expect(results.map((r) => r.outcome)).to.deep.equal(Array(10).fill('succeeded'));
+    // No delivery met a full endpoint: admission kept them out, so none went through a deferral.
+    expect((await Promise.all(deliveries.map(progress))).map((p) => p.deferrals)).to.deep.equal(Array(10).fill(0));
+    expect(receiver.maxInFlight.get('/admit')).to.equal(4);
   });
 
   it('a receiver that never completes the connection fails the attempt after the connect timeout, retried on the schedule', async () => {
