@@ -158,6 +158,12 @@ export function startLoadGen(job: LoadJob): Promise<{ child: ChildProcess; go():
   return startLoadChild<LoadJob, LoadResult>('loadgen.ts', job);
 }
 
+/**
+ * The postmaster of this bench's own embedded Postgres, so the Postgres column counts its cluster only (the
+ * other Postgres servers of a shared machine not).
+ */
+let postmasterPid: number | undefined;
+
 /** One measured run: LOADGENS generators share the connections and the keys. */
 async function load(
   name: string,
@@ -191,10 +197,10 @@ async function load(
   const commitsBefore = await commits();
   await server.toggleProfile();
   const apiBefore = apiCpu();
-  const before = cpuSnapshot({});
+  const before = cpuSnapshot({}, { postmasterPid });
   const results = await Promise.all(gens.map((g) => g.go()));
   const apiAfter = apiCpu();
-  const after = cpuSnapshot({});
+  const after = cpuSnapshot({}, { postmasterPid });
   await server.toggleProfile();
   const requests = results.reduce((s, r) => s + r.requests, 0);
   // The stats query itself commits once (the wait's own commit is excluded by subtracting 1).
@@ -298,7 +304,9 @@ export async function runHttpBench(): Promise<void> {
     console.log('building dist/ for the profile (npm run build)…');
     execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(__dirname, '..', 'tsconfig.json')], { stdio: 'inherit' });
   }
-  const pgServer = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`), ephemeral: true, durable: DURABLE });
+  const pgDataDir = path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`);
+  const pgServer = await startEmbeddedPostgres({ dataDir: pgDataDir, ephemeral: true, durable: DURABLE });
+  postmasterPid = Number(fs.readFileSync(path.join(pgDataDir, 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
   const servers: Server[] = [];
   const closers: (() => Promise<void>)[] = [];
   try {
