@@ -27,6 +27,13 @@
  * process that discards the spans; docs/operations.md "Observability") once per sampler of BENCH_TRACE_SAMPLERS (default
  * `always_on,parentbased_traceidratio:0.01`), and the API CPU per request traced ÷ untraced and each ÷ bare; with
  * BENCH_PROFILE=1 the traced servers are profiled as well.
+ *
+ * Saturated and fixed-rate: the cases above are closed loops (each connection sends again when answered), which
+ * keep the bare route's process saturated (each wake-up serves many requests) but not the API's (it wakes for
+ * nearly every request), so their ratio also measures how each is woken. With one API process each case is then
+ * measured again as an open loop at one fixed offered rate for both (bench/loadgen.ts `rate`): BENCH_RATE req/s,
+ * else BENCH_RATE_FRACTION (default 0.75) of the API's saturated req/s of that case in the same run, so both
+ * servers see the same arrivals; the table prints both ratios, and the targets are read on the fixed-rate one.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -69,6 +76,10 @@ const TRACE_SAMPLERS = (process.env.BENCH_TRACE_SAMPLERS ?? 'always_on,parentbas
   const label = sampler === 'always_on' ? 'all' : arg ? `${Number(arg) * 100} %` : sampler;
   return { label, env: { OTEL_TRACES_SAMPLER: sampler, ...(arg ? { OTEL_TRACES_SAMPLER_ARG: arg } : {}) } };
 });
+/** The fixed offered rate of the open-loop cases (req/s, all generators together); 0: a fraction of the saturated rate. */
+const RATE = Number(process.env.BENCH_RATE ?? 0);
+/** With no BENCH_RATE, the open loop offers this fraction of the API's saturated req/s in the same run. */
+const RATE_FRACTION = Number(process.env.BENCH_RATE_FRACTION ?? 0.75);
 const PUT_BODY = JSON.stringify({ displayName: 'Bench Brand', city: 'Austin', useCase: 'MIXED', quietHoursRepliesExempt: true });
 
 interface Server {
@@ -138,12 +149,20 @@ interface Figures {
   errors: number;
   non2xx: number;
   cpu?: Cpu;
+  /** Open loop: the offered rate (req/s, all generators); `rps` is then the rate achieved. */
+  offered?: number;
 }
 
 /** Spawns a load generator (bench/loadgen.ts): see bench/children.ts `startLoadChild`. */
 export function startLoadGen(job: LoadJob): Promise<{ child: ChildProcess; go(): Promise<LoadResult> }> {
   return startLoadChild<LoadJob, LoadResult>('loadgen.ts', job);
 }
+
+/**
+ * The postmaster of this bench's own embedded Postgres, so the Postgres column counts its cluster only (the
+ * other Postgres servers of a shared machine not).
+ */
+let postmasterPid: number | undefined;
 
 /** One measured run: LOADGENS generators share the connections and the keys. */
 async function load(
@@ -154,13 +173,15 @@ async function load(
   keys: string[],
   stats?: pg.Client,
 ): Promise<Figures> {
+  // An open loop's rate is shared by the generators like the connections.
+  const rate = job.rate ? job.rate / LOADGENS : undefined;
   // pg_stat_database is updated when a backend reports (at most every second or so): wait it out.
   const commits = async () => (stats ? (await new Promise((r) => setTimeout(r, 1200)), Number((await stats.query('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()')).rows[0].xact_commit)) : 0);
   const gens = await Promise.all(
     Array.from({ length: LOADGENS }, (_, g) => {
       const connections = Math.floor(CONNECTIONS / LOADGENS) + (g < CONNECTIONS % LOADGENS ? 1 : 0);
       const mine = keys.length ? keys.filter((_, i) => i % LOADGENS === g) : [];
-      return startLoadGen({ ...job, connections, keys: mine });
+      return startLoadGen({ ...job, connections, keys: mine, rate });
     }),
   );
   const tree = processTree(server.child.pid!);
@@ -176,10 +197,10 @@ async function load(
   const commitsBefore = await commits();
   await server.toggleProfile();
   const apiBefore = apiCpu();
-  const before = cpuSnapshot({});
+  const before = cpuSnapshot({}, { postmasterPid });
   const results = await Promise.all(gens.map((g) => g.go()));
   const apiAfter = apiCpu();
-  const after = cpuSnapshot({});
+  const after = cpuSnapshot({}, { postmasterPid });
   await server.toggleProfile();
   const requests = results.reduce((s, r) => s + r.requests, 0);
   // The stats query itself commits once (the wait's own commit is excluded by subtracting 1).
@@ -197,6 +218,7 @@ async function load(
     errors: results.reduce((s, r) => s + r.errors, 0),
     non2xx: results.reduce((s, r) => s + r.non2xx, 0),
     cpu,
+    offered: job.rate,
   };
 }
 
@@ -221,6 +243,7 @@ function merge(slices: Figures[]): Figures {
     errors: slices.reduce((s, r) => s + r.errors, 0),
     non2xx: slices.reduce((s, r) => s + r.non2xx, 0),
     cpu: withCpu ? { api: weighted((r) => r.cpu!.api), apiSystem: weighted((r) => r.cpu!.apiSystem), postgres: weighted((r) => r.cpu!.postgres), loadGen: weighted((r) => r.cpu!.loadGen) } : undefined,
+    offered: slices[0].offered,
   };
 }
 
@@ -281,7 +304,9 @@ export async function runHttpBench(): Promise<void> {
     console.log('building dist/ for the profile (npm run build)…');
     execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(__dirname, '..', 'tsconfig.json')], { stdio: 'inherit' });
   }
-  const pgServer = await startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`), ephemeral: true, durable: DURABLE });
+  const pgDataDir = path.join(os.tmpdir(), `acp-bench-pg-${process.pid}`);
+  const pgServer = await startEmbeddedPostgres({ dataDir: pgDataDir, ephemeral: true, durable: DURABLE });
+  postmasterPid = Number(fs.readFileSync(path.join(pgDataDir, 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
   const servers: Server[] = [];
   const closers: (() => Promise<void>)[] = [];
   try {
@@ -319,7 +344,8 @@ export async function runHttpBench(): Promise<void> {
       const bares: Figures[] = [];
       const runs: Figures[] = [];
       for (let i = 0; i < SLICES; i++) {
-        bares.push(await load('bare Koa route', 1, bare, { ...bareJob, seconds: sliceSeconds }, []));
+        // At a fixed rate the bare route is offered the same rate as the API.
+        bares.push(await load('bare Koa route', 1, bare, { ...bareJob, seconds: sliceSeconds, rate: job.rate }, []));
         runs.push(await load(name, processes, api, { ...job, seconds: sliceSeconds }, keys, stats));
       }
       const bareFig = merge(bares);
@@ -351,7 +377,13 @@ export async function runHttpBench(): Promise<void> {
         // Warm-up so JIT, pools and caches are hot in every process before measuring.
         for (const c of group) await load('warm-up', processes, { child: api.child, toggleProfile: async () => undefined }, { url: `${base}/sms`, seconds: 2, ...c.job }, keys);
         for (const c of group) {
-          results.push(await measure(c.name, processes, api, { url: `${base}/sms`, ...c.job }));
+          const saturated = await measure(c.name, processes, api, { url: `${base}/sms`, ...c.job });
+          results.push(saturated);
+          if (processes === 1) {
+            // The same case as an open loop at one fixed rate, for the API and the bare route alike.
+            const rate = RATE || Math.max(100, Math.round((saturated.rps * RATE_FRACTION) / 100) * 100);
+            results.push(await measure(`${c.name} @${rate}/s`, processes, api, { url: `${base}/sms`, ...c.job, rate }));
+          }
           if (DIAGNOSE_NOTIFY && c.job.method === 'PUT') {
             await stats.query('ALTER TABLE sms_registrations DISABLE TRIGGER sms_registrations_updates');
             results.push(await measure('PUT (no NOTIFY)', processes, api, { url: `${base}/sms`, ...c.job }));
@@ -385,20 +417,24 @@ export async function runHttpBench(): Promise<void> {
       `\nHTTP (${CONNECTIONS} connections, ${SECONDS} s each, ${CORES} cores, Node ${process.version}, ${LOADGENS} load generator process${LOADGENS > 1 ? 'es' : ''}, Postgres ${DURABLE ? 'durable (fsync, synchronous_commit on)' : 'fsync off'})`,
     );
     console.log(`API/bare: each API case over the bare route measured in ${SLICES} slices alternating with it (the bare route's API µs in brackets)`);
-    console.log('case             procs    req/s  ×prev   p50 ms  p99 ms (max)  errors  non-2xx  commits/req   CPU µs/request: API (kernel)  postgres  load gen  API/bare');
+    console.log(
+      `"@N/s": an open loop offering N req/s to the API and to the bare route alike (BENCH_RATE, else ${RATE_FRACTION} of the API's saturated req/s), req/s the rate achieved; the other cases are closed loops (saturated). Targets are read at the fixed rate.`,
+    );
+    console.log('case                   procs    req/s  ×prev   p50 ms  p99 ms (max)  errors  non-2xx  commits/req   CPU µs/request: API (kernel)  postgres  load gen  API/bare');
     const prev = new Map<string, number>();
     const ratio = (r: Figures) => {
       const base = r.bareApi ?? bareFig.cpu?.api;
       return r.cpu && base ? `${(r.cpu.api / base).toFixed(2).padStart(8)}× (${base.toFixed(0)})` : '';
     };
     for (const r of results) {
+      if (r.offered && r.rps < r.offered * 0.97) console.log(`warning: ${r.name} achieved ${r.rps.toFixed(0)} of ${r.offered} req/s offered: the rate is not sustained, lower BENCH_RATE`);
       const factor = prev.has(r.name) ? `×${(r.rps / prev.get(r.name)!).toFixed(2)}` : '';
       prev.set(r.name, r.rps);
       const cpu = r.cpu
         ? `${r.cpu.api.toFixed(0).padStart(23)} ${`(${r.cpu.apiSystem.toFixed(0)})`.padStart(8)} ${r.cpu.postgres.toFixed(0).padStart(9)} ${r.cpu.loadGen.toFixed(0).padStart(9)} ${ratio(r)}`
         : '';
       console.log(
-        `${r.name.padEnd(16)} ${String(r.processes).padStart(5)} ${r.rps.toFixed(0).padStart(8)} ${factor.padStart(6)}  ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)} ${`(${(r.p99max ?? r.p99).toFixed(0)})`.padStart(5)}  ${String(r.errors).padStart(6)}  ${String(r.non2xx).padStart(7)}  ${(r.commits ?? 0).toFixed(3).padStart(11)}${cpu}`,
+        `${r.name.padEnd(22)} ${String(r.processes).padStart(5)} ${r.rps.toFixed(0).padStart(8)} ${factor.padStart(6)}  ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)} ${`(${(r.p99max ?? r.p99).toFixed(0)})`.padStart(5)}  ${String(r.errors).padStart(6)}  ${String(r.non2xx).padStart(7)}  ${(r.commits ?? 0).toFixed(3).padStart(11)}${cpu}`,
       );
     }
     // N cores give N × 1,000,000 CPU µs per second to every party together: the sum of the parties'
@@ -419,7 +455,7 @@ export async function runHttpBench(): Promise<void> {
         );
       }
     }
-    console.log('targets: API CPU per request GET ≤ 2× and PUT ≤ 4× the bare Koa route, p99 < 25 ms; × ≥ 1.7 per doubling of processes up to 8 (needs cores for every party)');
+    console.log('targets: API CPU per request GET ≤ 2× and PUT ≤ 4× the bare Koa route at the same fixed rate, p99 < 25 ms; × ≥ 1.7 per doubling of processes up to 8 (needs cores for every party)');
   } finally {
     for (const s of servers) if (s.child.exitCode === null) await s.stop();
     for (const close of closers) await close().catch(() => undefined);
