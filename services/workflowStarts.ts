@@ -17,6 +17,7 @@
  * can start a workflow twice (a crash after the start, before its row's delete committed, with the first run
  * already closed) is the at-least-once every activity is written for (DESIGN.md: activities are idempotent).
  */
+import { startPeriodicSweep, type PeriodicSweep } from './periodicSweep';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
@@ -147,13 +148,8 @@ export async function transactionWithStarts<T>(
   return out;
 }
 
-/** A running start sweep. */
-export interface WorkflowStartSweep {
-  /** Starts every due row now, batch by batch. @returns how many it started */
-  sweep(): Promise<number>;
-  /** Stops the timer; waits for a sweep in progress. */
-  stop(): Promise<void>;
-}
+/** A running start sweep: `sweep()` starts every due row now, batch by batch, and answers how many it started. */
+export type WorkflowStartSweep = PeriodicSweep;
 
 /**
  * Starts the sweep of owed starts (run it beside the worker: `npm start`, `start:worker`; several may run).
@@ -166,47 +162,28 @@ export function startWorkflowStartSweep(opts: { db: Db; logger: Logger; temporal
   const minAgeMs = opts.minAgeMs ?? 2000;
   const batchSize = opts.batchSize ?? 50;
   const log = opts.logger.child({ component: 'workflow-start-sweep' });
-  let stopped = false;
-  let running: Promise<number> | null = null;
-
-  const batch = () =>
+  const batch = (stopped: () => boolean) =>
     opts.db.transaction(async (trx) => {
       const rows = await lockDueWorkflowStarts(trx, batchSize, minAgeMs);
       let started = 0;
       for (const row of rows) {
-        if (stopped) break;
+        if (stopped()) break;
         if (await startLocked(trx, opts.temporal, row, log)) started++;
       }
       return { started, locked: rows.length };
     });
 
-  const sweep = (): Promise<number> => {
-    running ??= (async () => {
+  return startPeriodicSweep(
+    async (isStopped) => {
       let total = 0;
-      try {
-        for (;;) {
-          const { started, locked } = await batch();
-          total += started;
-          if (locked < batchSize || started === 0 || stopped) return total;
-        }
-      } catch (err) {
-        if (!stopped) log.warn({ err }, 'workflow start sweep failed; retrying on the next tick');
-        return total;
+      for (;;) {
+        const { started, locked } = await batch(isStopped);
+        total += started;
+        if (locked < batchSize || started === 0 || isStopped()) return total;
       }
-    })().finally(() => {
-      running = null;
-    });
-    return running;
-  };
-
-  const timer = intervalMs > 0 ? setInterval(() => void sweep(), intervalMs) : undefined;
-  timer?.unref();
-  return {
-    sweep,
-    async stop() {
-      stopped = true;
-      if (timer) clearInterval(timer);
-      await running?.catch(() => undefined);
     },
-  };
+    intervalMs,
+    log,
+    'workflow start sweep failed; retrying on the next tick',
+  );
 }

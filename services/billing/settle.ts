@@ -13,6 +13,7 @@
 import type { Logger } from 'pino';
 import { envNumber } from '../../config';
 import type { Db } from '../../db';
+import { startPeriodicSweep, type PeriodicSweep } from '../periodicSweep';
 import { orgsWithPendingCharges, settlePendingCharges, SETTLE_BATCH } from '../../db/repositories/walletSettle';
 
 /** Settles owed per organization in this process: whether one is scheduled or running, and whether another is owed after it. */
@@ -71,13 +72,8 @@ export async function settlesOwed(): Promise<void> {
   await Promise.all([...owed.values()].map((s) => s.done));
 }
 
-/** A running settle sweep. */
-export interface WalletSettleSweep {
-  /** Settles every organization with a charge older than the minimum age, now. @returns how many charges it folded */
-  sweep(): Promise<number>;
-  /** Stops the timer; waits for a sweep in progress. */
-  stop(): Promise<void>;
-}
+/** A running settle sweep: `sweep()` settles every organization with a charge older than the minimum age now and answers how many charges it folded. */
+export type WalletSettleSweep = PeriodicSweep;
 
 /**
  * Starts the sweep of pending charges no settle took (run it beside the worker: `npm start`, `start:worker`).
@@ -88,33 +84,17 @@ export function startWalletSettleSweep(opts: { db: Db; logger: Logger; intervalM
   const intervalMs = opts.intervalMs ?? envNumber('WALLET_SETTLE_SWEEP_INTERVAL_MS', 1000);
   const minAgeMs = opts.minAgeMs ?? 2000;
   const log = opts.logger.child({ component: 'wallet-settle-sweep' });
-  let stopped = false;
-  let running: Promise<number> | null = null;
-  const sweep = (): Promise<number> => {
-    running ??= (async () => {
+  return startPeriodicSweep(
+    async (stopped) => {
       let total = 0;
-      try {
-        for (const orgId of await orgsWithPendingCharges(opts.db, minAgeMs, 100)) {
-          if (stopped) break;
-          total += await settleOrganization(opts.db, orgId);
-        }
-      } catch (err) {
-        if (!stopped) log.warn({ err }, 'wallet settle sweep failed; retrying on the next tick');
+      for (const orgId of await orgsWithPendingCharges(opts.db, minAgeMs, 100)) {
+        if (stopped()) break;
+        total += await settleOrganization(opts.db, orgId);
       }
       return total;
-    })().finally(() => {
-      running = null;
-    });
-    return running;
-  };
-  const timer = intervalMs > 0 ? setInterval(() => void sweep(), intervalMs) : undefined;
-  timer?.unref();
-  return {
-    sweep,
-    async stop() {
-      stopped = true;
-      if (timer) clearInterval(timer);
-      await running?.catch(() => undefined);
     },
-  };
+    intervalMs,
+    log,
+    'wallet settle sweep failed; retrying on the next tick',
+  );
 }
