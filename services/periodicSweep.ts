@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 
 /** A running sweep. */
 export interface PeriodicSweep {
-  /** Runs a pass now, or joins the one in progress. @returns what the pass counted (rows started, charges folded) */
+  /** Runs a pass now, or joins the one in progress. @returns what the pass counted (rows started, charges folded); 0 for a pass that failed (logged; what it did before failing stays done and is not counted) */
   sweep(): Promise<number>;
   /** Stops the timer; waits for a pass in progress. */
   stop(): Promise<void>;
