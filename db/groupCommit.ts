@@ -103,3 +103,15 @@ export class PerOrgGroupCommit<I, O> {
     return sum;
   }
 }
+
+/**
+ * A condition on a batch's item number `k` (0 … batch size − 1) that every item meets, added where a statement
+ * unpacks its batch (`jsonb_to_recordset … AS bx(k int, …)`). Postgres plans a set-returning function at 100 rows
+ * and a range of unknown selectivity at 0.5 % of them, so the batch is planned at about one row: each item's row is
+ * then found by its primary key (a nested loop), not by scanning the organization's rows into a hash table — which
+ * the planner prefers when the table's statistics predate its rows (a table that grew since its last ANALYZE).
+ * For the same reason a statement that looks rows up by id compares their organization with the batch's `org_id`
+ * column (every item carries the caller's organization id) rather than with a constant, which would let the planner
+ * pick the organization's index on a stale estimate. PostgreSQL docs "Row Estimation Examples" (`DEFAULT_RANGE_INEQ_SEL`).
+ */
+export const BATCH_PLANNED_AS_FEW = 'bx.k BETWEEN 0 AND 1000000';

@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { runPrepared } from '../preparedQuery';
-import { PerOrgGroupCommit } from '../groupCommit';
+import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit } from '../groupCommit';
 
 type Conn = Db | Knex.Transaction;
 
@@ -82,7 +82,7 @@ interface ExchangeItem {
 
 // The callbacks' ids are drawn first (a volatile CTE is evaluated once), so each item learns its own.
 const EXCHANGES_WITH_CALLBACKS_SQL = `WITH bx AS (
-       SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, provider text, operation text, request jsonb, response jsonb, payload jsonb, delay_s double precision)
+       SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, provider text, operation text, request jsonb, response jsonb, payload jsonb, delay_s double precision) WHERE ${BATCH_PLANNED_AS_FEW}
      ),
      ids AS (SELECT bx.k, nextval(pg_get_serial_sequence('sandbox_callbacks', 'id')) AS id FROM bx),
      pr AS (

@@ -7,7 +7,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { runPrepared } from '../preparedQuery';
-import { PerOrgGroupCommit } from '../groupCommit';
+import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit } from '../groupCommit';
 import { RECORD_COLUMNS, toMessage, toRecord, type ConversationRecord } from './conversations';
 import { toContact } from './smsContacts';
 import type { ConversationMessage } from '../../schemas/types/chat';
@@ -43,7 +43,8 @@ const OPEN_SMS_WITH_CONSENT_SQL = `SELECT bx.k, (SELECT row_to_json(sc) FROM sms
          SELECT * FROM conversations c0
           WHERE c0.org_id = ? AND c0.agent_id = bx.agent_id AND c0.counterpart = bx.counterpart AND c0.channel = 'sms' AND c0.status = 'active'
             AND c0.mode = 'published' AND c0.simulation = false
-          LIMIT 1) c ON true`;
+          LIMIT 1) c ON true
+      WHERE ${BATCH_PLANNED_AS_FEW}`;
 
 const reads = new PerOrgGroupCommit<SenderRead, SenderState>(async (db: Db | Knex.Transaction, orgId, batch) => {
   const items = batch.map((b, k) => ({ k, agent_id: b.agentId, counterpart: b.counterpart, history: b.historyLimit }));

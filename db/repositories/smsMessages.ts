@@ -9,7 +9,7 @@ import { iso } from '../timestamps';
 import { smsMessages } from '../../metrics';
 import { eventCtes, EVENTS_NOTIFY_SELECT } from './events';
 import { runPrepared } from '../preparedQuery';
-import { PerOrgGroupCommit, type GroupCommitStats } from '../groupCommit';
+import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit, type GroupCommitStats } from '../groupCommit';
 
 
 /** Rank of outbound statuses: a report of a lower rank never replaces a higher one. */
@@ -179,7 +179,7 @@ async function storeInboundTexts(db: Db | Knex.Transaction, orgId: string, batch
   const ev = eventCtes(orgId, items.flatMap((i) => batch[i.k].events.map((e) => ({ ...e, k: i.k }))), { gate: 'ev_x.k IN (SELECT mk.k FROM mk)' });
   const sql = `WITH bx AS (
        SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, id text, provider text, external_id text, payload jsonb, from_e164 text, to_e164 text,
-                                                        body text, answer_state text, at timestamptz)
+                                                        body text, answer_state text, at timestamptz) WHERE ${BATCH_PLANNED_AS_FEW}
      ),
      pe AS (
        INSERT INTO sms_provider_events (org_id, provider, object_type, external_id, status, revision, payload)

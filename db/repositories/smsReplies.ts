@@ -14,7 +14,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { runPrepared } from '../preparedQuery';
-import { PerOrgGroupCommit } from '../groupCommit';
+import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit } from '../groupCommit';
 import { newId } from '../ids';
 import { eventCtes, EVENTS_NOTIFY_SELECT } from './events';
 import { usageDeferredChargeCtes, usageRows, type UsageInput } from './usage';
@@ -81,19 +81,19 @@ const queues = new PerOrgGroupCommit<QueueItem, { reply: SmsMessage; intent: Pro
  */
 async function queueReplies(db: Db | Knex.Transaction, orgId: string, batch: QueueItem[]): Promise<({ reply: SmsMessage; intent: ProviderIntent } | Error)[]> {
   const items = batch.map(({ r, intent }, k) => ({
-    k, id: r.id, from_e164: r.from, to_e164: r.to, body: r.body, inbound_id: r.inboundId, conversation_id: r.conversationId, agent_reply: r.agentReply, at: r.at,
+    k, org_id: orgId, id: r.id, from_e164: r.from, to_e164: r.to, body: r.body, inbound_id: r.inboundId, conversation_id: r.conversationId, agent_reply: r.agentReply, at: r.at,
     intent_id: newId('pin'), provider: intent.provider, request: intent.request,
   }));
   const stored = 'us_x.k IN (SELECT mk.k FROM mk)';
   const charges = usageDeferredChargeCtes(orgId, usageRows(batch.map((b, k) => ({ ...b.usage, k }))), stored);
   const ev = eventCtes(orgId, batch.flatMap((b, k) => b.events.map((e) => ({ ...e, k }))), { gate: 'ev_x.k IN (SELECT mk.k FROM mk)' });
   const sql = `WITH bx AS (
-       SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, id text, from_e164 text, to_e164 text, body text, inbound_id text, conversation_id text,
-                                                        agent_reply text, at timestamptz, intent_id text, provider text, request jsonb)
+       SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, org_id text, id text, from_e164 text, to_e164 text, body text, inbound_id text, conversation_id text,
+                                                        agent_reply text, at timestamptz, intent_id text, provider text, request jsonb) WHERE ${BATCH_PLANNED_AS_FEW}
      ),
      inb AS (
        UPDATE sms_messages s SET conversation_id = bx.conversation_id, agent_reply = bx.agent_reply
-         FROM bx WHERE s.org_id = ? AND s.id = bx.inbound_id AND s.direction = 'inbound' RETURNING s.id
+         FROM bx WHERE s.org_id = bx.org_id AND s.id = bx.inbound_id AND s.direction = 'inbound' RETURNING s.id
      ),
      m AS (
        INSERT INTO sms_messages (id, org_id, direction, trigger, from_e164, to_e164, body, status, reply_to, conversation_id, created_at, updated_at)
@@ -111,7 +111,7 @@ async function queueReplies(db: Db | Knex.Transaction, orgId: string, batch: Que
      ${ev.sql}
      SELECT (SELECT coalesce(json_agg(json_build_object('k', mk.k, 'message', row_to_json(mk.m), 'intent', row_to_json(pi))), '[]'::json)
                FROM mk JOIN pi ON pi.id = mk.intent_id) AS queued, ${EVENTS_NOTIFY_SELECT}`;
-  const bindings: Knex.RawBinding[] = [JSON.stringify(items), orgId, orgId, orgId, ...charges.bindings, ...ev.bindings];
+  const bindings: Knex.RawBinding[] = [JSON.stringify(items), orgId, orgId, ...charges.bindings, ...ev.bindings];
   const rows = (await runPrepared(db, sql, bindings)).rows[0].queued as { k: number; message: any; intent: any }[];
   const out: ({ reply: SmsMessage; intent: ProviderIntent } | undefined)[] = batch.map(() => undefined);
   for (const { k, message, intent: i } of rows) {
@@ -155,16 +155,16 @@ const sents = new PerOrgGroupCommit<SentItem, boolean>(markRepliesSent);
 /** Statement 2 for a batch of one organization (`k` an item's place in `batch`). */
 async function markRepliesSent(db: Db | Knex.Transaction, orgId: string, batch: SentItem[]): Promise<boolean[]> {
   const items = batch.map(({ s }, k) => ({
-    k, reply_id: s.replyId, inbound_id: s.inboundId, intent_id: s.intentId, provider_message_id: s.providerMessageId, result: s.result ?? {}, at: s.at,
+    k, org_id: orgId, reply_id: s.replyId, inbound_id: s.inboundId, intent_id: s.intentId, provider_message_id: s.providerMessageId, result: s.result ?? {}, at: s.at,
   }));
   const ev = eventCtes(orgId, batch.flatMap((b, k) => b.events.map((e) => ({ ...e, k }))), { gate: 'ev_x.k IN (SELECT m.k FROM m)' });
   const sql = `WITH bx AS (
-       SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, reply_id text, inbound_id text, intent_id text, provider_message_id text, result jsonb, at timestamptz)
+       SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, org_id text, reply_id text, inbound_id text, intent_id text, provider_message_id text, result jsonb, at timestamptz) WHERE ${BATCH_PLANNED_AS_FEW}
      ),
      pi AS (
-       UPDATE provider_intents p SET status = 'done', result = bx.result, updated_at = now() FROM bx WHERE p.org_id = ? AND p.id = bx.intent_id RETURNING p.id
+       UPDATE provider_intents p SET status = 'done', result = bx.result, updated_at = now() FROM bx WHERE p.org_id = bx.org_id AND p.id = bx.intent_id RETURNING p.id
      ),
-     prev AS (SELECT s.id, s.org_id, s.status FROM sms_messages s WHERE s.org_id = ? AND s.id IN (SELECT bx.reply_id FROM bx) FOR UPDATE),
+     prev AS (SELECT s.id, s.org_id, s.status FROM bx JOIN sms_messages s ON s.id = bx.reply_id AND s.org_id = bx.org_id FOR UPDATE OF s),
      m AS (
        UPDATE sms_messages x SET status = 'sent', provider_message_id = bx.provider_message_id, updated_at = bx.at
          FROM prev JOIN bx ON bx.reply_id = prev.id WHERE x.id = prev.id AND x.org_id = prev.org_id AND prev.status = 'queued'
@@ -172,11 +172,11 @@ async function markRepliesSent(db: Db | Knex.Transaction, orgId: string, batch: 
      ),
      inb AS (
        UPDATE sms_messages s SET answer_state = 'answered', answer_note = NULL
-         FROM bx WHERE s.org_id = ? AND s.id = bx.inbound_id AND s.direction = 'inbound' AND s.answer_state = 'pending' RETURNING s.id
+         FROM bx WHERE s.org_id = bx.org_id AND s.id = bx.inbound_id AND s.direction = 'inbound' AND s.answer_state = 'pending' RETURNING s.id
      ),
      ${ev.sql}
      SELECT (SELECT coalesce(json_agg(m.k), '[]'::json) FROM m) AS moved, (SELECT count(*) FROM pi) AS resolved, (SELECT count(*) FROM inb) AS settled, ${EVENTS_NOTIFY_SELECT}`;
-  const bindings: Knex.RawBinding[] = [JSON.stringify(items), orgId, orgId, orgId, ...ev.bindings];
+  const bindings: Knex.RawBinding[] = [JSON.stringify(items), ...ev.bindings];
   const moved = new Set((await runPrepared(db, sql, bindings)).rows[0].moved as number[]);
   return batch.map((_, k) => {
     if (!moved.has(k)) return false;
