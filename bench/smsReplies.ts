@@ -32,6 +32,12 @@ import path from 'node:path';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
+import { inboundStoreStats } from '../db/repositories/smsMessages';
+import { senderReadStats } from '../db/repositories/smsConversations';
+import { replyBatchStats } from '../db/repositories/smsReplies';
+import { exchangeBatchStats } from '../db/repositories/sandboxProviders';
+import { turnBatchStats } from '../services/conversations/service';
+import type { GroupCommitStats } from '../db/groupCommit';
 import { countStatements, cpuSnapshot, processCpu, profileWindow, publishForBench, startBenchApi, startBenchStack, type BenchStack } from './harness';
 import { devServerInChild, startLoadChild, startWorkerChild, stopChild } from './children';
 import type { SmsSenderJob, SmsSenderResult } from './smsSender';
@@ -155,6 +161,8 @@ export async function runSmsRepliesBench(): Promise<void> {
     const idle1 = cpu();
     const idleS = (performance.now() - idleT0) / 1000;
     const idlePerS = (name: keyof typeof idle1) => (idle1[name] - idle0[name]) / idleS;
+    const batches = (): Record<string, GroupCommitStats> => ({ store: inboundStoreStats(db), read: senderReadStats(db), turn: turnBatchStats(db), ...replyBatchStats(db), carrier: exchangeBatchStats(db) });
+    const batches0 = batches();
     const before = cpu();
     const profiled = profileWindow(profileDir, 'sms-replies');
     const waits = process.env.BENCH_WAITS === '1' ? await sampleWaits(stack.databaseUrl) : undefined;
@@ -171,6 +179,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     const doneS = (performance.now() - t0) / 1000;
     const answered = total - unsent;
     const after = cpu();
+    const batches1 = batches();
     await profiled();
     stopCounting();
     await waits?.stop();
@@ -193,6 +202,12 @@ export async function runSmsRepliesBench(): Promise<void> {
       console.log(`sms-replies: ${(sum((k) => !carrier(k)) / answered).toFixed(1)} statements per text by the service (+ ${(sum(carrier) / answered).toFixed(1)} by the carrier sandbox), all pools of this process; the most frequent:`);
       for (const [k, n] of [...counted].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${(n / answered).toFixed(2)}  ${carrier(k) ? '(carrier sandbox) ' : ''}${k}`);
     }
+    // Each group-committed statement of the path (db/groupCommit.ts): texts per statement on average during the load.
+    const perBatch = Object.keys(batches1).map((k) => {
+      const n = batches1[k].batches - batches0[k].batches;
+      return `${k} ${n ? ((batches1[k].items - batches0[k].items) / n).toFixed(1) : '-'}`;
+    });
+    console.log(`sms-replies: texts per batched statement (group commits per organization): ${perBatch.join(', ')}`);
     if (profileDir) printProfile('the sms-replies load (the API process)', profileDir);
     const service = perText('api') + perText('worker') + perText('postgres');
     console.log(`sms-replies: CPU per text: API process ${perText('api').toFixed(2)} ms + worker ${perText('worker').toFixed(2)} ms + Postgres ${perText('postgres').toFixed(2)} ms = ${service.toFixed(2)} ms (target ≤ 8 ms); dev server ${perText('devServer').toFixed(2)} ms; the sender (load generator, not counted) ${(sent.cpuMs / total).toFixed(2)} ms (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);

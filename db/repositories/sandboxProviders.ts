@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { runPrepared } from '../preparedQuery';
-import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit } from '../groupCommit';
+import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit, type GroupCommitStats } from '../groupCommit';
 
 type Conn = Db | Knex.Transaction;
 
@@ -121,6 +121,9 @@ const exchanges = new PerOrgGroupCommit<ExchangeItem, number>(async (db, orgId, 
   for (const { k, id } of ids) out[k] = Number(id);
   return out;
 });
+
+/** The exchange batches `db` wrote so far (the benchmark's figures). */
+export const exchangeBatchStats = (db: Db): GroupCommitStats => exchanges.stats(db);
 
 /** What the sandbox answered the first `operation` request with this client reference, or undefined. */
 export async function providerResponseByReference(db: Conn, orgId: string, provider: string, operation: string, reference: string): Promise<Record<string, any> | undefined> {

@@ -7,7 +7,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { runPrepared } from '../preparedQuery';
-import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit } from '../groupCommit';
+import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit, type GroupCommitStats } from '../groupCommit';
 import { RECORD_COLUMNS, toMessage, toRecord, type ConversationRecord } from './conversations';
 import { toContact } from './smsContacts';
 import type { ConversationMessage } from '../../schemas/types/chat';
@@ -59,6 +59,9 @@ const reads = new PerOrgGroupCommit<SenderRead, SenderState>(async (db: Db | Kne
   }
   return out;
 });
+
+/** The read batches `db` ran so far (the benchmark's figures). */
+export const senderReadStats = (db: Db): GroupCommitStats => reads.stats(db);
 
 /**
  * The counterpart's SMS contact (consent and opt-out; db/repositories/smsContacts.ts) and the agent's open `sms`

@@ -14,7 +14,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { runPrepared } from '../preparedQuery';
-import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit } from '../groupCommit';
+import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit, type GroupCommitStats } from '../groupCommit';
 import { newId } from '../ids';
 import { eventCtes, EVENTS_NOTIFY_SELECT } from './events';
 import { usageDeferredChargeCtes, usageRows, type UsageInput } from './usage';
@@ -151,6 +151,9 @@ export function markReplySent(
 }
 
 const sents = new PerOrgGroupCommit<SentItem, boolean>(markRepliesSent);
+
+/** The batches of statements 1 and 2 `db` wrote so far (the benchmark's figures). */
+export const replyBatchStats = (db: Db): { queue: GroupCommitStats; sent: GroupCommitStats } => ({ queue: queues.stats(db), sent: sents.stats(db) });
 
 /** Statement 2 for a batch of one organization (`k` an item's place in `batch`). */
 async function markRepliesSent(db: Db | Knex.Transaction, orgId: string, batch: SentItem[]): Promise<boolean[]> {
