@@ -81,7 +81,8 @@ interface ExchangeItem {
 }
 
 // The callbacks' ids are drawn first (a volatile CTE is evaluated once), so each item learns its own.
-const EXCHANGES_WITH_CALLBACKS_SQL = `WITH bx AS (
+// The leading comment names the tables, so the benchmark's statement count tells the carrier's rows apart.
+const EXCHANGES_WITH_CALLBACKS_SQL = `/* provider_requests, sandbox_callbacks */ WITH bx AS (
        SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, provider text, operation text, request jsonb, response jsonb, payload jsonb, delay_s double precision) WHERE ${BATCH_PLANNED_AS_FEW}
      ),
      ids AS (SELECT bx.k, nextval(pg_get_serial_sequence('sandbox_callbacks', 'id')) AS id FROM bx),
