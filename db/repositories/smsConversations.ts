@@ -32,7 +32,7 @@ interface SenderRead {
 
 // Per item (`k`): the contact, and the conversation with its history as the index range of (conversation_id, seq) the
 // turn reads (db/repositories/conversations.ts `getConversationWithHistory`), the columns toRecord and toMessage read.
-const OPEN_SMS_WITH_CONSENT_SQL = `SELECT bx.k, (SELECT row_to_json(sc) FROM sms_contacts sc WHERE sc.org_id = ? AND sc.e164 = bx.counterpart) AS sender_contact,
+const OPEN_SMS_WITH_CONSENT_SQL = `/* sms sender read */ SELECT bx.k, (SELECT row_to_json(sc) FROM sms_contacts sc WHERE sc.org_id = ? AND sc.e164 = bx.counterpart) AS sender_contact,
             ${RECORD_COLUMNS.map((col) => `c.${col}`).join(', ')}, c.last_activity_at,
             (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
                FROM (SELECT m.id, m.seq, m.turn, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.created_at

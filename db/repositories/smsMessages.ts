@@ -177,7 +177,7 @@ async function storeInboundTexts(db: Db | Knex.Transaction, orgId: string, batch
     return [{ k, id: t.id, provider: t.provider, external_id: t.externalId, payload: t.payload, from_e164: t.from, to_e164: t.to, body: t.body, answer_state: t.answerState, at: t.at }];
   });
   const ev = eventCtes(orgId, items.flatMap((i) => batch[i.k].events.map((e) => ({ ...e, k: i.k }))), { gate: 'ev_x.k IN (SELECT mk.k FROM mk)' });
-  const sql = `WITH bx AS (
+  const sql = `/* sms inbound store */ WITH bx AS (
        SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, id text, provider text, external_id text, payload jsonb, from_e164 text, to_e164 text,
                                                         body text, answer_state text, at timestamptz) WHERE ${BATCH_PLANNED_AS_FEW}
      ),

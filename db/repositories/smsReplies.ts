@@ -10,6 +10,7 @@
  *    `sms.message.updated`, and the inbound text's owed answer settled `answered`.
  * A process that dies between them leaves the text `pending` with a pending intent: the hand-over sweep's
  * `sms-reply/{id}` finds the reply and delivers it, asking the carrier's look-up before sending again.
+ * Each statement starts with a comment naming it, as the benchmark's statement count shows it (bench/smsReplies.ts).
  */
 import type { Knex } from 'knex';
 import type { Db } from '../index';
@@ -87,7 +88,7 @@ async function queueReplies(db: Db | Knex.Transaction, orgId: string, batch: Que
   const stored = 'us_x.k IN (SELECT mk.k FROM mk)';
   const charges = usageDeferredChargeCtes(orgId, usageRows(batch.map((b, k) => ({ ...b.usage, k }))), stored);
   const ev = eventCtes(orgId, batch.flatMap((b, k) => b.events.map((e) => ({ ...e, k }))), { gate: 'ev_x.k IN (SELECT mk.k FROM mk)' });
-  const sql = `WITH bx AS (
+  const sql = `/* sms reply queue */ WITH bx AS (
        SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, org_id text, id text, from_e164 text, to_e164 text, body text, inbound_id text, conversation_id text,
                                                         agent_reply text, at timestamptz, intent_id text, provider text, request jsonb) WHERE ${BATCH_PLANNED_AS_FEW}
      ),
@@ -161,7 +162,7 @@ async function markRepliesSent(db: Db | Knex.Transaction, orgId: string, batch: 
     k, org_id: orgId, reply_id: s.replyId, inbound_id: s.inboundId, intent_id: s.intentId, provider_message_id: s.providerMessageId, result: s.result ?? {}, at: s.at,
   }));
   const ev = eventCtes(orgId, batch.flatMap((b, k) => b.events.map((e) => ({ ...e, k }))), { gate: 'ev_x.k IN (SELECT m.k FROM m)' });
-  const sql = `WITH bx AS (
+  const sql = `/* sms reply sent */ WITH bx AS (
        SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, org_id text, reply_id text, inbound_id text, intent_id text, provider_message_id text, result jsonb, at timestamptz) WHERE ${BATCH_PLANNED_AS_FEW}
      ),
      pi AS (
