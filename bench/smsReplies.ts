@@ -188,13 +188,24 @@ export async function runSmsRepliesBench(): Promise<void> {
         this.on('i.id', '=', 'r.reply_to').andOn('i.org_id', '=', 'r.org_id');
       })
       .where({ 'r.org_id': org.id })
-      .select(db.raw('extract(epoch from (r.updated_at - i.created_at)) * 1000 as ms'));
+      .select(
+        db.raw('extract(epoch from (r.updated_at - i.created_at)) * 1000 as ms'),
+        // The text that started its conversation (the sender's first: metadata.firstMessageId, services/sms/answer.ts).
+        db.raw(`EXISTS (SELECT 1 FROM conversations c WHERE c.org_id = i.org_id AND c.id = i.conversation_id AND c.metadata->>'firstMessageId' = i.id) AS started`),
+        db.raw('extract(epoch from (i.created_at - min(i.created_at) OVER ())) AS at_s'),
+      );
     const lat = rows.map((r: { ms: string }) => Number(r.ms));
+    const latOf = (pick: (r: { started: boolean; at_s: string }) => boolean) => rows.filter(pick).map((r: { ms: string }) => Number(r.ms));
     const perText = (name: keyof typeof after) => ((after[name] ?? 0) - (before[name] ?? 0)) / answered;
     console.log(`sms-replies: ${total} texts from ${SENDERS} counterparts offered at ${(total / offeredS).toFixed(0)}/s (target ${RATE}/s), accepted at ${(total / sent.acceptedS).toFixed(0)}/s, to one agent (sandbox LLM), one API process`);
     if (unsent) console.log(`sms-replies: ${unsent} of ${total} callbacks not accepted by the saturated process (the first: ${sent.firstUnsent}); their texts were never stored`);
     console.log(`sms-replies: all ${answered} stored texts answered ${doneS.toFixed(2)} s after the first (${(answered / doneS).toFixed(0)} replies/s)`);
     console.log(`sms-replies: inbound webhook stored → reply handed to the carrier p50 ${pct(lat, 50).toFixed(0)} ms, p99 ${pct(lat, 99).toFixed(0)} ms, max ${pct(lat, 100).toFixed(0)} ms (target p99 < 250 ms)`);
+    // Where the tail is: the texts that started a conversation (all in the first seconds: one per counterpart), the
+    // texts of the first 2 s, and the rest.
+    for (const [label, xs] of [['starting a conversation', latOf((r) => r.started)], ['in the first 2 s', latOf((r) => Number(r.at_s) < 2)], ['after the first 2 s', latOf((r) => Number(r.at_s) >= 2)]] as const) {
+      if (xs.length) console.log(`sms-replies:   ${label}: ${xs.length} texts, p50 ${pct(xs, 50).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms`);
+    }
     if (counted.size) {
       // The carrier sandbox's own records stand for what a real carrier keeps on its side: counted apart.
       const carrier = (k: string) => /\b(provider_requests|sandbox_callbacks)\b/.test(k);
