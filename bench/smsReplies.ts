@@ -32,6 +32,12 @@ import path from 'node:path';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
+import { inboundStoreStats } from '../db/repositories/smsMessages';
+import { senderReadStats } from '../db/repositories/smsConversations';
+import { replyBatchStats } from '../db/repositories/smsReplies';
+import { exchangeBatchStats } from '../db/repositories/sandboxProviders';
+import { turnBatchStats } from '../services/conversations/service';
+import type { GroupCommitStats } from '../db/groupCommit';
 import { countStatements, cpuSnapshot, processCpu, profileWindow, publishForBench, startBenchApi, startBenchStack, type BenchStack } from './harness';
 import { devServerInChild, startLoadChild, startWorkerChild, stopChild } from './children';
 import type { SmsSenderJob, SmsSenderResult } from './smsSender';
@@ -155,6 +161,8 @@ export async function runSmsRepliesBench(): Promise<void> {
     const idle1 = cpu();
     const idleS = (performance.now() - idleT0) / 1000;
     const idlePerS = (name: keyof typeof idle1) => (idle1[name] - idle0[name]) / idleS;
+    const batches = (): Record<string, GroupCommitStats> => ({ store: inboundStoreStats(db), read: senderReadStats(db), turn: turnBatchStats(db), ...replyBatchStats(db), carrier: exchangeBatchStats(db) });
+    const batches0 = batches();
     const before = cpu();
     const profiled = profileWindow(profileDir, 'sms-replies');
     const waits = process.env.BENCH_WAITS === '1' ? await sampleWaits(stack.databaseUrl) : undefined;
@@ -171,6 +179,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     const doneS = (performance.now() - t0) / 1000;
     const answered = total - unsent;
     const after = cpu();
+    const batches1 = batches();
     await profiled();
     stopCounting();
     await waits?.stop();
@@ -179,13 +188,24 @@ export async function runSmsRepliesBench(): Promise<void> {
         this.on('i.id', '=', 'r.reply_to').andOn('i.org_id', '=', 'r.org_id');
       })
       .where({ 'r.org_id': org.id })
-      .select(db.raw('extract(epoch from (r.updated_at - i.created_at)) * 1000 as ms'));
+      .select(
+        db.raw('extract(epoch from (r.updated_at - i.created_at)) * 1000 as ms'),
+        // The text that started its conversation (the sender's first: metadata.firstMessageId, services/sms/answer.ts).
+        db.raw(`EXISTS (SELECT 1 FROM conversations c WHERE c.org_id = i.org_id AND c.id = i.conversation_id AND c.metadata->>'firstMessageId' = i.id) AS started`),
+        db.raw('extract(epoch from (i.created_at - min(i.created_at) OVER ())) AS at_s'),
+      );
     const lat = rows.map((r: { ms: string }) => Number(r.ms));
+    const latOf = (pick: (r: { started: boolean; at_s: string }) => boolean) => rows.filter(pick).map((r: { ms: string }) => Number(r.ms));
     const perText = (name: keyof typeof after) => ((after[name] ?? 0) - (before[name] ?? 0)) / answered;
     console.log(`sms-replies: ${total} texts from ${SENDERS} counterparts offered at ${(total / offeredS).toFixed(0)}/s (target ${RATE}/s), accepted at ${(total / sent.acceptedS).toFixed(0)}/s, to one agent (sandbox LLM), one API process`);
     if (unsent) console.log(`sms-replies: ${unsent} of ${total} callbacks not accepted by the saturated process (the first: ${sent.firstUnsent}); their texts were never stored`);
     console.log(`sms-replies: all ${answered} stored texts answered ${doneS.toFixed(2)} s after the first (${(answered / doneS).toFixed(0)} replies/s)`);
     console.log(`sms-replies: inbound webhook stored → reply handed to the carrier p50 ${pct(lat, 50).toFixed(0)} ms, p99 ${pct(lat, 99).toFixed(0)} ms, max ${pct(lat, 100).toFixed(0)} ms (target p99 < 250 ms)`);
+    // Where the tail is: the texts that started a conversation (all in the first seconds: one per counterpart), the
+    // texts of the first 2 s, and the rest.
+    for (const [label, xs] of [['starting a conversation', latOf((r) => r.started)], ['in the first 2 s', latOf((r) => Number(r.at_s) < 2)], ['after the first 2 s', latOf((r) => Number(r.at_s) >= 2)]] as const) {
+      if (xs.length) console.log(`sms-replies:   ${label}: ${xs.length} texts, p50 ${pct(xs, 50).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms`);
+    }
     if (counted.size) {
       // The carrier sandbox's own records stand for what a real carrier keeps on its side: counted apart.
       const carrier = (k: string) => /\b(provider_requests|sandbox_callbacks)\b/.test(k);
@@ -193,6 +213,12 @@ export async function runSmsRepliesBench(): Promise<void> {
       console.log(`sms-replies: ${(sum((k) => !carrier(k)) / answered).toFixed(1)} statements per text by the service (+ ${(sum(carrier) / answered).toFixed(1)} by the carrier sandbox), all pools of this process; the most frequent:`);
       for (const [k, n] of [...counted].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${(n / answered).toFixed(2)}  ${carrier(k) ? '(carrier sandbox) ' : ''}${k}`);
     }
+    // Each group-committed statement of the path (db/groupCommit.ts): texts per statement on average during the load.
+    const perBatch = Object.keys(batches1).map((k) => {
+      const n = batches1[k].batches - batches0[k].batches;
+      return `${k} ${n ? ((batches1[k].items - batches0[k].items) / n).toFixed(1) : '-'}`;
+    });
+    console.log(`sms-replies: texts per batched statement (group commits per organization): ${perBatch.join(', ')}`);
     if (profileDir) printProfile('the sms-replies load (the API process)', profileDir);
     const service = perText('api') + perText('worker') + perText('postgres');
     console.log(`sms-replies: CPU per text: API process ${perText('api').toFixed(2)} ms + worker ${perText('worker').toFixed(2)} ms + Postgres ${perText('postgres').toFixed(2)} ms = ${service.toFixed(2)} ms (target ≤ 8 ms); dev server ${perText('devServer').toFixed(2)} ms; the sender (load generator, not counted) ${(sent.cpuMs / total).toFixed(2)} ms (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);

@@ -17,9 +17,6 @@ import type { LlmMessage } from '../../domain/conversations/llm';
 import type { PlaybookState } from '../../domain/conversations/playbook';
 import { rowMapper } from '../rows';
 import { AUDIT_COLUMNS, AUDIT_RECORD_COLUMNS, auditRow, type AuditRecord } from './auditLogs';
-import { toContact } from './smsContacts';
-import { runPrepared } from '../preparedQuery';
-import type { SmsContact } from '../../schemas/types/sms';
 
 /** A conversation row in the shape the runtime and the API use. */
 export interface ConversationRecord {
@@ -86,7 +83,7 @@ export const toRecord: (r: any) => ConversationRecord = rowMapper<ConversationRe
 });
 
 /** The columns {@link toRecord} reads. */
-const RECORD_COLUMNS = [
+export const RECORD_COLUMNS = [
   'id', 'org_id', 'agent_id', 'channel', 'mode', 'version_id', 'draft_version', 'draft_snapshot', 'simulation', 'status', 'end_reason',
   'variables', 'playbook_state', 'metadata', 'skill_stubs', 'turn_count', 'message_count', 'prompt_tokens', 'completion_tokens',
   'started_at', 'ended_at', 'taken_over_by',
@@ -230,38 +227,6 @@ export async function createConversation(
 export async function findOpenSmsConversation(conn: Conn, orgId: string, agentId: string, counterpart: string): Promise<(ConversationRecord & { lastActivityAt: string }) | undefined> {
   const r = await conn('conversations').where({ org_id: orgId, agent_id: agentId, counterpart, channel: 'sms', status: 'active', mode: 'published', simulation: false }).first();
   return r ? { ...toRecord(r), lastActivityAt: new Date(r.last_activity_at ?? r.started_at).toISOString() } : undefined;
-}
-
-// The sender's consent record rides along (an agent's answer checks it before its turn: services/sms/answer.ts), and the
-// history is the index range of (conversation_id, seq) the turn reads, as WITH_HISTORY_SQL below reads it.
-const OPEN_SMS_WITH_CONSENT_SQL = `SELECT (SELECT row_to_json(k) FROM sms_contacts k WHERE k.org_id = ? AND k.e164 = ?) AS sender_contact, c.*,
-            (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
-               FROM (SELECT * FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id
-                        AND m.seq >= greatest(c.message_count - ?, 0) ORDER BY m.seq DESC LIMIT ?) x) AS recent
-       FROM (SELECT 1) one
-       LEFT JOIN LATERAL (
-         SELECT * FROM conversations c0
-          WHERE c0.org_id = ? AND c0.agent_id = ? AND c0.counterpart = ? AND c0.channel = 'sms' AND c0.status = 'active' AND c0.mode = 'published' AND c0.simulation = false
-          LIMIT 1) c ON true`;
-
-/**
- * The counterpart's SMS contact (consent and opt-out; db/repositories/smsContacts.ts) and {@link findOpenSmsConversation}
- * with the conversation's last `historyLimit` messages (oldest first, as {@link getConversationWithHistory} reads them
- * for a turn), in one round trip (a prepared statement).
- * @returns `contact` undefined when the organization has no record of the number; `conversation` undefined when none is open
- */
-export async function findOpenSmsConversationAndContact(
-  conn: Conn,
-  orgId: string,
-  agentId: string,
-  counterpart: string,
-  historyLimit: number,
-): Promise<{ contact: SmsContact | undefined; conversation: (ConversationRecord & { lastActivityAt: string; recent: ConversationMessage[] }) | undefined }> {
-  const bindings = [orgId, counterpart, historyLimit, historyLimit, orgId, agentId, counterpart];
-  const r = (await runPrepared(conn, OPEN_SMS_WITH_CONSENT_SQL, bindings)).rows[0];
-  const contact = r.sender_contact ? toContact(r.sender_contact) : undefined;
-  if (!r.id) return { contact, conversation: undefined };
-  return { contact, conversation: { ...toRecord(r), lastActivityAt: new Date(r.last_activity_at ?? r.started_at).toISOString(), recent: (r.recent as any[]).map(toMessage) } };
 }
 
 /** Records a call's connected seconds on its conversation (listed as the conversation's duration). */

@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { runPrepared } from '../preparedQuery';
+import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit, type GroupCommitStats } from '../groupCommit';
 
 type Conn = Db | Knex.Transaction;
 
@@ -72,27 +73,58 @@ export async function logProviderExchange(db: Conn, orgId: string, provider: str
   await db('provider_requests').insert({ org_id: orgId, provider, operation, request: JSON.stringify(request), response: JSON.stringify(response) });
 }
 
-const EXCHANGE_WITH_CALLBACK_SQL = `WITH pr AS (
-       INSERT INTO provider_requests (org_id, provider, operation, request, response) VALUES (?, ?, ?, ?::jsonb, ?::jsonb)
+/** One exchange of {@link logExchangeWithCallback}: the log line's fields and its callback. */
+interface ExchangeItem {
+  provider: string;
+  exchange: { operation: string; request: Record<string, unknown>; response: Record<string, unknown> };
+  callback: { payload: Record<string, unknown>; delayMs: number };
+}
+
+// The callbacks' ids are drawn first (a volatile CTE is evaluated once), so each item learns its own.
+// The leading comment names the tables, so the benchmark's statement count tells the carrier's rows apart.
+const EXCHANGES_WITH_CALLBACKS_SQL = `/* provider_requests, sandbox_callbacks */ WITH bx AS (
+       SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, provider text, operation text, request jsonb, response jsonb, payload jsonb, delay_s double precision) WHERE ${BATCH_PLANNED_AS_FEW}
+     ),
+     ids AS (SELECT bx.k, nextval(pg_get_serial_sequence('sandbox_callbacks', 'id')) AS id FROM bx),
+     pr AS (
+       INSERT INTO provider_requests (org_id, provider, operation, request, response)
+       SELECT ?, bx.provider, bx.operation, bx.request, bx.response FROM bx ORDER BY bx.k
+     ),
+     cb AS (
+       INSERT INTO sandbox_callbacks (id, org_id, provider, payload, due_at)
+       SELECT ids.id, ?, bx.provider, bx.payload, now() + make_interval(secs => bx.delay_s) FROM bx JOIN ids ON ids.k = bx.k ORDER BY bx.k
      )
-     INSERT INTO sandbox_callbacks (org_id, provider, payload, due_at) VALUES (?, ?, ?::jsonb, now() + make_interval(secs => ?::double precision))
-     RETURNING id`;
+     SELECT coalesce(json_agg(json_build_object('k', ids.k, 'id', ids.id)), '[]'::json) AS ids FROM ids`;
 
 /**
  * {@link logProviderExchange} and the callback it owes `delayMs` (ms) from now (`sandbox_callbacks`, which the dispatcher
- * of providers/carrier/sandbox.ts delivers) in one statement: a sent text's log line and its delivery receipt.
- * @returns the callback's id
+ * of providers/carrier/sandbox.ts delivers) in one statement: a sent text's log line and its delivery receipt. Exchanges
+ * of one organization logged while its previous statement is in flight are written together by the next one
+ * (db/groupCommit.ts), as a carrier's own store would batch them.
+ * @returns the callback's id, once committed
  */
-export async function logExchangeWithCallback(
+export function logExchangeWithCallback(
   db: Db,
   orgId: string,
   provider: string,
-  exchange: { operation: string; request: Record<string, unknown>; response: Record<string, unknown> },
-  callback: { payload: Record<string, unknown>; delayMs: number },
+  exchange: ExchangeItem['exchange'],
+  callback: ExchangeItem['callback'],
 ): Promise<number> {
-  const bindings = [orgId, provider, exchange.operation, JSON.stringify(exchange.request), JSON.stringify(exchange.response), orgId, provider, JSON.stringify(callback.payload), callback.delayMs / 1000];
-  return Number((await runPrepared(db, EXCHANGE_WITH_CALLBACK_SQL, bindings)).rows[0].id);
+  return exchanges.submit(db, orgId, { provider, exchange, callback });
 }
+
+const exchanges = new PerOrgGroupCommit<ExchangeItem, number>(async (db, orgId, batch) => {
+  const items = batch.map((b, k) => ({
+    k, provider: b.provider, operation: b.exchange.operation, request: b.exchange.request, response: b.exchange.response, payload: b.callback.payload, delay_s: b.callback.delayMs / 1000,
+  }));
+  const ids = (await runPrepared(db, EXCHANGES_WITH_CALLBACKS_SQL, [JSON.stringify(items), orgId, orgId])).rows[0].ids as { k: number; id: string | number }[];
+  const out = batch.map(() => 0);
+  for (const { k, id } of ids) out[k] = Number(id);
+  return out;
+});
+
+/** The exchange batches `db` wrote so far (the benchmark's figures). */
+export const exchangeBatchStats = (db: Db): GroupCommitStats => exchanges.stats(db);
 
 /** What the sandbox answered the first `operation` request with this client reference, or undefined. */
 export async function providerResponseByReference(db: Conn, orgId: string, provider: string, operation: string, reference: string): Promise<Record<string, any> | undefined> {

@@ -9,6 +9,7 @@ import { iso } from '../timestamps';
 import { smsMessages } from '../../metrics';
 import { eventCtes, EVENTS_NOTIFY_SELECT } from './events';
 import { runPrepared } from '../preparedQuery';
+import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit, type GroupCommitStats } from '../groupCommit';
 
 
 /** Rank of outbound statuses: a report of a lower rank never replaces a higher one. */
@@ -127,36 +128,78 @@ export async function insertMessage(
   });
 }
 
+/** A received text without attachments to store with its provider event (see {@link storeInboundText}). */
+export interface InboundTextToStore {
+  id: string;
+  provider: string;
+  externalId: string;
+  payload: Record<string, unknown>;
+  from: string;
+  to: string;
+  body: string;
+  answerState: 'pending' | null;
+  /** ISO 8601 instant the text is stored as created (the events' `receivedAt` names the same). */
+  at: string;
+  /** `sms.message.received`, already checked against the catalog (events/sms.ts). */
+  events: readonly { type: string; data: Record<string, unknown> }[];
+}
+
 /**
- * Stores a received text without attachments and its provider event in one statement (docs/sms.md "Agents answer
- * texts": the hot path of an inbound callback): the provider event once per (provider, external id), the text
- * (`received`, created at `at`) only when the event is new, and `events` (already checked against the catalog,
- * `sms.message.received`) only when the text was stored — one atomic statement, so nothing is stored without the rest.
- * @param at the ISO 8601 instant the text is stored as created (the events' `receivedAt` names the same)
+ * Stores a received text without attachments and its provider event (docs/sms.md "Agents answer texts": the hot
+ * path of an inbound callback): the provider event once per (provider, external id), the text (`received`,
+ * created at `at`) only when the event is new, and its events only when the text was stored — one atomic
+ * statement, so nothing is stored without the rest. Texts of one organization that arrive while its previous
+ * statement is in flight are stored together by the next one (db/groupCommit.ts), each with the same guarantee;
+ * the promise resolves once the statement holding the text has committed.
  * @returns the stored text, or null for a duplicate callback (nothing written)
+ * @throws what storing this text alone threw
  */
-export async function storeInboundText(
-  db: Db,
-  orgId: string,
-  t: { id: string; provider: string; externalId: string; payload: Record<string, unknown>; from: string; to: string; body: string; answerState: 'pending' | null; at: string },
-  events: readonly { type: string; data: Record<string, unknown> }[],
-): Promise<SmsMessage | null> {
-  const ev = eventCtes(orgId, events, { gate: 'EXISTS (SELECT 1 FROM m)' });
-  const sql = `WITH pe AS (
+export function storeInboundText(db: Db, orgId: string, t: Omit<InboundTextToStore, 'events'>, events: InboundTextToStore['events']): Promise<SmsMessage | null> {
+  return inboundStores.submit(db, orgId, { ...t, events });
+}
+
+const inboundStores = new PerOrgGroupCommit<InboundTextToStore, SmsMessage | null>(storeInboundTexts);
+
+/** The inbound text batches `db` wrote so far (the benchmark's figures). */
+export const inboundStoreStats = (db: Db): GroupCommitStats => inboundStores.stats(db);
+
+/**
+ * {@link storeInboundText} for a batch of one organization in one statement (`k` the item's place in `batch`).
+ * A provider event repeated within the batch is stored for its first text only (the others are duplicates).
+ * @returns per item, the stored text or null
+ */
+async function storeInboundTexts(db: Db | Knex.Transaction, orgId: string, batch: InboundTextToStore[]): Promise<(SmsMessage | null)[]> {
+  const seen = new Set<string>();
+  const items = batch.flatMap((t, k) => {
+    const key = `${t.provider}\u0000${t.externalId}`;
+    if (seen.has(key)) return [];
+    seen.add(key);
+    return [{ k, id: t.id, provider: t.provider, external_id: t.externalId, payload: t.payload, from_e164: t.from, to_e164: t.to, body: t.body, answer_state: t.answerState, at: t.at }];
+  });
+  const ev = eventCtes(orgId, items.flatMap((i) => batch[i.k].events.map((e) => ({ ...e, k: i.k }))), { gate: 'ev_x.k IN (SELECT mk.k FROM mk)' });
+  const sql = `/* sms inbound store */ WITH bx AS (
+       SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, id text, provider text, external_id text, payload jsonb, from_e164 text, to_e164 text,
+                                                        body text, answer_state text, at timestamptz) WHERE ${BATCH_PLANNED_AS_FEW}
+     ),
+     pe AS (
        INSERT INTO sms_provider_events (org_id, provider, object_type, external_id, status, revision, payload)
-       VALUES (?, ?, 'inbound', ?, 'RECEIVED', 0, ?::jsonb)
-       ON CONFLICT (provider, external_id, status, revision) DO NOTHING RETURNING id
+       SELECT ?, bx.provider, 'inbound', bx.external_id, 'RECEIVED', 0, bx.payload FROM bx ORDER BY bx.k
+       ON CONFLICT (provider, external_id, status, revision) DO NOTHING RETURNING provider, external_id
      ),
      m AS (
        INSERT INTO sms_messages (id, org_id, direction, from_e164, to_e164, body, status, provider_message_id, answer_state, created_at, updated_at)
-       SELECT ?, ?, 'inbound', ?, ?, ?, 'received', ?, ?, ?::timestamptz, ?::timestamptz FROM pe
+       SELECT bx.id, ?, 'inbound', bx.from_e164, bx.to_e164, bx.body, 'received', bx.external_id, bx.answer_state, bx.at, bx.at
+         FROM bx JOIN pe ON pe.provider = bx.provider AND pe.external_id = bx.external_id ORDER BY bx.k
        ON CONFLICT (id) DO NOTHING RETURNING *
      ),
+     mk AS (SELECT bx.k, m FROM m JOIN bx ON bx.id = m.id),
      ${ev.sql}
-     SELECT (SELECT row_to_json(m) FROM m) AS message, ${EVENTS_NOTIFY_SELECT}`;
-  const bindings: Knex.RawBinding[] = [orgId, t.provider, t.externalId, JSON.stringify(t.payload), t.id, orgId, t.from, t.to, t.body, t.externalId, t.answerState, t.at, t.at, ...ev.bindings];
-  const row = (await runPrepared(db, sql, bindings)).rows[0];
-  return row.message ? toMessage(row.message) : null;
+     SELECT (SELECT coalesce(json_agg(json_build_object('k', mk.k, 'm', row_to_json(mk.m))), '[]'::json) FROM mk) AS messages, ${EVENTS_NOTIFY_SELECT}`;
+  const bindings: Knex.RawBinding[] = [JSON.stringify(items), orgId, orgId, ...ev.bindings];
+  const stored = (await runPrepared(db, sql, bindings)).rows[0].messages as { k: number; m: any }[];
+  const out: (SmsMessage | null)[] = batch.map(() => null);
+  for (const s of stored) out[s.k] = toMessage(s.m);
+  return out;
 }
 
 /** A message with its body and its place in an agent's conversation (internal: workflows and activities). */

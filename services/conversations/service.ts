@@ -11,7 +11,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Client } from '@temporalio/client';
 import type { Db } from '../../db';
-import { getAgent, loadDraftBundle } from '../../db/repositories/agents';
+import { getLiveAgent, loadDraftBundle } from '../../db/repositories/agents';
 import { getVersion, versionIdByNumber } from '../../db/repositories/agentVersions';
 import { retrieveKnowledge } from '../knowledge/retrieval';
 import type { EmbeddingsProvider } from '../../providers/embeddings';
@@ -214,7 +214,7 @@ export async function startConversation(
   orgId: string,
   req: StartRequest,
 ): Promise<{ conversation: ConversationRecord; greeting: ConversationMessage | null; agent: CompiledAgent; pinPrompt: string | null }> {
-  const record = await getAgent(db, orgId, req.agentId);
+  const record = await getLiveAgent(db, orgId, req.agentId);
   if (!record) throw new ApiError(404, 'agent_not_found', 'Agent not found', { errors: [{ field: 'agentId', message: 'no agent with this id in this organization' }] });
   let agent: CompiledAgent;
   let versionId: string | null = null;

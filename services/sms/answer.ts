@@ -18,7 +18,8 @@
 import type { Client } from '@temporalio/client';
 import type { Db } from '../../db';
 import { isUniqueViolation } from '../../db/repositories/agents';
-import { findOpenSmsConversation, findOpenSmsConversationAndContact, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
+import { findOpenSmsConversation, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
+import { findOpenSmsConversationAndContact } from '../../db/repositories/smsConversations';
 import type { ConversationMessage } from '../../schemas/types/chat';
 import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
 import type { PhoneNumber } from '../../schemas/types/numbers';
