@@ -177,7 +177,9 @@ export async function lockOutboxBatch(trx: Knex.Transaction, limit: number, admi
     // Proportional to what it admits, not to the backlog: the organizations with waiting rows by a loose index scan
     // of (org_id, id); their admitted deliveries from the partial index webhook_deliveries_admitted; for each endpoint
     // of an organization with room, its oldest rows up to the per-endpoint limit through (endpoint_id, id), less those
-    // the endpoint has admitted; then each organization's oldest of those up to its own room.
+    // the endpoint has admitted; then each organization's oldest of those up to its own room. The endpoint is matched
+    // as a range, not with `=`: with `=` the planner may drop it from the order and walk the primary key in id order
+    // with a filter, which reads the whole backlog for an endpoint whose rows are all recent.
     const sql = `WITH RECURSIVE orgs AS (
          (SELECT org_id FROM webhook_outbox ORDER BY org_id LIMIT 1)
          UNION ALL
