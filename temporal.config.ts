@@ -114,6 +114,24 @@ export function workerQueueSelection(env: NodeJS.ProcessEnv = process.env): Queu
 }
 
 /**
+ * Transport compression of the worker's gRPC requests to Temporal (TEMPORAL_GRPC_COMPRESSION: `gzip` or `none`;
+ * the SDK's `NativeConnectionOptions.grpcCompression`, whose default is gzip). Unset: `none` when the frontend is on
+ * this machine (a loopback `address`: `localhost`, 127.0.0.0/8, `[::1]`), where compression saves no network and
+ * costs a gzip per request on the worker and a gunzip per request on the frontend (the dev server spent a sixth
+ * of its CPU there: docs/benchmarks.md noisy-neighbour), else `gzip`.
+ * @param address the frontend's `host:port`
+ * @throws Error naming the variable when it is neither value
+ */
+export function grpcCompression(address: string, env: NodeJS.ProcessEnv = process.env): { codec: 'gzip' | 'none' } {
+  const raw = env.TEMPORAL_GRPC_COMPRESSION?.trim();
+  if (raw === 'gzip' || raw === 'none') return { codec: raw };
+  if (raw) throw new Error('TEMPORAL_GRPC_COMPRESSION must be gzip or none');
+  const host = address.replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase();
+  const loopback = host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+  return { codec: loopback ? 'none' : 'gzip' };
+}
+
+/**
  * Temporal priority keys by workload class (Temporal "Task Queue Priority and Fairness": 1 to 5,
  * lower first, 3 when unset). Interactive work is what a person is waiting on; bulk work may wait.
  */

@@ -13,7 +13,7 @@ import { envNumber, loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
 import { createActivities } from './activities';
 import { announceReady, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, processIndex, runEntryPoint, runPrimary } from './runtime';
-import { BULK_WORKFLOW_TASK_SLOTS, bulkActivitiesPerSecond, bulkWorkerSlots, webhookActivitiesPerSecond, TASK_QUEUE, taskQueueName, webhookWorkerSlots, workerQueueSelection, type QueueName } from './temporal.config';
+import { BULK_WORKFLOW_TASK_SLOTS, bulkActivitiesPerSecond, grpcCompression, bulkWorkerSlots, webhookActivitiesPerSecond, TASK_QUEUE, taskQueueName, webhookWorkerSlots, workerQueueSelection, type QueueName } from './temporal.config';
 import { activeTracing, startMetricsListener, startTracing, temporalSdkMetricsOptions } from './telemetry';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
@@ -121,7 +121,7 @@ export async function startWorker(opts: {
       workflowInterceptorModules: tracing?.workflowInterceptorModules,
       logger: Runtime.instance().logger,
     }));
-  const connection = await NativeConnection.connect({ address: opts.address });
+  const connection = await NativeConnection.connect({ address: opts.address, grpcCompression: grpcCompression(opts.address) });
   const activities = createActivities({ db: opts.db, config: opts.config, logger: opts.logger });
   // A prebuilt bundle (npm run build:workflows) carries the OpenTelemetry workflow interceptor; untraced, its span sink goes nowhere.
   const traced = tracing?.workerOptions({ prebuiltBundle: true }) ?? (opts.workflowBundle && 'codePath' in opts.workflowBundle ? { sinks: { exporter: { export: { fn: () => undefined } } } as never } : {});

@@ -114,12 +114,12 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
 
   return {
     /**
-     * pending → processing.
+     * pending → processing; a text source's text is stored as its extraction too (`extracted`).
      * @returns the status after the call (`ready`/`failed` when the source already finished)
      * @throws retryable ApplicationFailure `source_not_found` while the source does not exist: the API
      *   commits the source just after starting the workflow, so the workflow retries a few times
      */
-    async startKnowledgeIngestion(ref: KnowledgeSourceRef): Promise<{ status: string; kind: string; crawl?: boolean }> {
+    async startKnowledgeIngestion(ref: KnowledgeSourceRef): Promise<{ status: string; kind: string; crawl?: boolean; extracted?: boolean }> {
       let source = await markProcessing(db, ref.orgId, ref.sourceId, notify(ref.orgId));
       // The API's transaction commits a moment after the start reaches Temporal: wait briefly for it
       // here rather than paying a whole retry interval.
@@ -128,6 +128,14 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
         source = await markProcessing(db, ref.orgId, ref.sourceId, notify(ref.orgId));
       }
       if (!source) throw ApplicationFailure.create({ type: 'source_not_found', message: `Knowledge source ${ref.sourceId} does not exist (yet)` });
+      // A text source has nothing to fetch: its text is stored here, which saves the workflow an activity and a
+      // workflow task per source (what a flood of pages costs Temporal and the worker: docs/operations.md "Fair sharing").
+      if (source.status === 'processing' && source.kind === 'text') {
+        const text = normalizeText(source.text ?? '');
+        if (!text.trim()) throw nonRetryable('empty_content', 'The document contains no text');
+        await saveExtraction(db, ref.orgId, ref.sourceId, { format: 'text', title: null, contentType: 'text/plain', text });
+        return { status: source.status, kind: source.kind, extracted: true };
+      }
       // A crawling URL source is ingested by the crawl (activities/knowledgeRefresh.ts).
       return { status: source.status, kind: source.kind, crawl: source.kind === 'url' && !!source.crawl };
     },

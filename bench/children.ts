@@ -10,6 +10,12 @@ import readline from 'node:readline';
 /** How long a child may take to be ready, ms (a cold tsx start on a busy machine). */
 const READY_MS = 120_000;
 
+/**
+ * Node flags of the dev server and worker children: with `BENCH_CHILD_PROFILE_DIR`, each writes a V8 CPU profile of
+ * its whole life there when it exits (Node `--cpu-prof`, which NODE_OPTIONS does not accept).
+ */
+const childProfileArgs = (): string[] => (process.env.BENCH_CHILD_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHILD_PROFILE_DIR}`] : []);
+
 /** Stops a child process with SIGTERM and waits for its exit (at once when it has exited). */
 export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
@@ -47,7 +53,7 @@ function readyLine<T>(child: ChildProcess, what: string, ready: (line: string) =
  * @returns the child and its `host:port` once it listens
  */
 export async function startDevServerChild(nodeArgs: string[] = []): Promise<{ child: ChildProcess; address: string }> {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(__dirname, '..', 'devserver', 'bin.ts'), '--port', '0', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...nodeArgs, ...childProfileArgs(), '--import', 'tsx', path.join(__dirname, '..', 'devserver', 'bin.ts'), '--port', '0', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const address = await readyLine(child, 'the dev server process', (line) => /listening on (\S+?)(,|$)/.exec(line)?.[1]);
     return { child, address };
@@ -66,7 +72,7 @@ export async function startWorkerChild(env: NodeJS.ProcessEnv): Promise<ChildPro
   const childEnv: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', ...env };
   delete childEnv.METRICS_PORT;
   delete childEnv.TEMPORAL_SDK_METRICS_PORT;
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'worker.ts')], { env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...childProfileArgs(), '--import', 'tsx', path.join(__dirname, '..', 'worker.ts')], { env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     await readyLine(
       child,

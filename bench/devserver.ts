@@ -18,6 +18,7 @@ import * as activities from '../test/devserver/workflows/activities';
 import { installBenchRuntime, processCpu } from './harness';
 import { runBench } from './entry';
 import { startDevServerChild, stopChild } from './children';
+import { grpcCompression } from '../temporal.config';
 
 const argDb = process.argv.indexOf('--db');
 const databaseUrl = argDb > 0 ? process.argv[argDb + 1] : process.env.DATABASE_URL;
@@ -113,7 +114,8 @@ async function cpuAttribution(workflowBundle: { code: string }, starters: number
   const { child, address } = await startDevServerChild();
   try {
     const connection = await Connection.connect({ address });
-    const native = await NativeConnection.connect({ address });
+    // As the service's worker connects (worker.ts): TEMPORAL_GRPC_COMPRESSION=gzip measures the SDK's default.
+    const native = await NativeConnection.connect({ address, grpcCompression: grpcCompression(address) });
     const client = new Client({ connection });
     const taskQueue = `bench-split-${Date.now()}`;
     const worker = await Worker.create({ connection: native, taskQueue, workflowBundle, activities, ...BENCH_WORKER_OPTIONS });

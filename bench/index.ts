@@ -20,6 +20,7 @@ import { runVoiceBench } from './voice';
 import { runEvalsBench } from './evals';
 import { runWorkerStartBench } from './workerStart';
 import { runNoisyNeighbourBench } from './noisyNeighbour';
+import { runWebhookOutboxBench } from './webhookOutbox';
 import { runConsoleBench } from './console';
 import { runBench } from './entry';
 
@@ -41,6 +42,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   voice: runVoiceBench,
   evals: runEvalsBench,
   'worker-start': runWorkerStartBench,
+  'webhook-outbox': runWebhookOutboxBench,
   'noisy-neighbour': runNoisyNeighbourBench,
   console: runConsoleBench,
 };

@@ -140,8 +140,8 @@ async function runOp(op: Op, org: QuietOrg, registrant: { orgId: string; key: st
 }
 
 /** The quiet organizations' operations at a steady rate for SECONDS. @returns latencies and failures per operation */
-async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; key: string }>, db: Db, call: Call, base: number): Promise<Map<Op, { ms: number[]; failed: number }>> {
-  const out = new Map<Op, { ms: number[]; failed: number }>(OPS.map((op) => [op, { ms: [], failed: 0 }]));
+async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; key: string }>, db: Db, call: Call, base: number): Promise<Map<Op, { ms: number[]; at: number[]; failed: number }>> {
+  const out = new Map<Op, { ms: number[]; at: number[]; failed: number }>(OPS.map((op) => [op, { ms: [], at: [], failed: 0 }]));
   const count = Math.max(OPS.length, Math.floor(SECONDS * RATE));
   const pending: Array<Promise<void>> = [];
   const t0 = performance.now();
@@ -149,9 +149,10 @@ async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; 
     const op = OPS[i % OPS.length];
     const org = orgs[Math.floor(i / OPS.length) % orgs.length];
     const registrant = op === '10dlc' ? registrants.shift() : undefined;
+    const at = (performance.now() - t0) / 1000;
     pending.push(
       runOp(op, org, registrant, db, call, base + i).then(
-        (ms) => void out.get(op)!.ms.push(ms),
+        (ms) => void (out.get(op)!.ms.push(ms), out.get(op)!.at.push(at)),
         () => void out.get(op)!.failed++,
       ),
     );
@@ -276,19 +277,22 @@ export async function runNoisyNeighbourBench(): Promise<void> {
       }
     })();
     let flooding = true;
+    let phaseStart = performance.now();
     let pagesFailed = 0;
     // A page refused or failed (a 429 under the organization's rate limit, a connection error) is counted, not fatal.
     const pageCall = (i: number) =>
       must('knowledge page', call(noisy.key, 'POST', `/agents/${library.id}/knowledge/sources`, { kind: 'text', text: `Page ${i}: the clinic opens at ${7 + (i % 4)} on weekdays and parks in lot ${i % 9}.` }), [202]).catch(() => void pagesFailed++);
+    let pagesPostedAt: number | undefined;
     const pages = pool(
       Array.from({ length: PAGES }, (_, i) => i),
       8,
       async (i) => flooding && pageCall(i),
-    );
+    ).then(() => void (flooding && (pagesPostedAt = (performance.now() - phaseStart) / 1000)));
     await emitting;
     const watchFlood = watchPhase('flood', client, watched, { postmasterPid: stack.postmasterPid, pids });
     // BENCH_PROFILE_DIR: a V8 CPU profile of this process during the flood phase.
     const stopProfile = profileWindow(process.env.BENCH_PROFILE_DIR, 'noisy-flood');
+    phaseStart = performance.now();
     const flood = await quietPhase(quiet, registrants, db, call, 100_000);
     await stopProfile();
     observations.push(...(await watchFlood()));
@@ -315,6 +319,13 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     console.log(
       `organization A during the flood (${s.toFixed(1)} s): ${attempts} delivery attempts (${(Number(attempts) / s).toFixed(1)}/s; each ends at the 5 s connect timeout), ${deliveriesStarted}/${DELIVERIES} deliveries attempted; ${ready}/${PAGES} knowledge pages ingested (${pagesFailed} page requests failed)`,
     );
+    // Where the tail falls in the phase (seconds from its start): a cluster at the start is the flood's burst.
+    for (const op of OPS) {
+      const f = flood.get(op)!;
+      const slowest = f.ms.map((ms, i) => ({ ms, at: f.at[i] })).sort((x, y) => y.ms - x.ms).slice(0, 4);
+      console.log(`${op} slowest under the flood: ${slowest.map((x) => `${x.ms.toFixed(0)} ms at ${x.at.toFixed(0)} s`).join(', ')}`);
+    }
+    console.log(`A's knowledge pages were all requested ${pagesPostedAt === undefined ? 'after the phase' : `${pagesPostedAt.toFixed(0)} s into the phase`}`);
     for (const line of observations) console.log(line);
     console.log(`total wall time ${((performance.now() - started) / 1000).toFixed(1)} s`);
   } finally {

@@ -2,7 +2,8 @@
  * Knowledge ingestion, one workflow per source: id `knowledge-source/{sourceId}` (temporal.config.ts
  * workflowIds.knowledgeSource), started by `POST /agents/{agentId}/knowledge/sources`.
  *
- * Reads like the process: mark the source processing → fetch and extract its text → chunk and index
+ * Reads like the process: mark the source processing (a text source's text is stored then) → fetch and extract
+ * the text of a URL or file → chunk and index
  * it (the source becomes ready with its chunk count) — or, when a step fails for good, mark it failed
  * with the reason. Transient failures are retried by the activity retry policy; the activities throw
  * non-retryable failures for what a retry cannot fix (4xx, SSRF refusals, a host name that does not
@@ -75,7 +76,9 @@ export async function knowledgeIngestionWorkflow(input: KnowledgeSourceRef): Pro
       if (crawled.status === 'ready') return { status: 'ready', chunkCount: crawled.chunkCount ?? 0 };
       return { status: 'failed', chunkCount: 0, failureCode: crawled.failureCode ?? undefined, failureReason: crawled.failureReason ?? undefined };
     }
-    await extractKnowledgeSource(input);
+    // A text source comes back extracted from the start. Histories from before that field schedule the extraction,
+    // as they did: the branch follows the recorded result, so replay stays deterministic.
+    if (!started.extracted) await extractKnowledgeSource(input);
     stage = 'indexing';
     const { chunkCount } = await indexKnowledgeSource(input);
     stage = 'ready';

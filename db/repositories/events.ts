@@ -70,9 +70,9 @@ export function eventCtes(
          FROM ev_e JOIN webhook_endpoints ep
            ON ep.org_id = ? AND ep.enabled AND ep.deleted_at IS NULL
           AND ${opts.onlyEndpointId ? 'ep.id = ?' : "(ep.event_types = '{}' OR ev_e.type = ANY(ep.event_types))"}
-       RETURNING id, event_id
+       RETURNING id, event_id, endpoint_id
      ),
-     ev_o AS (INSERT INTO webhook_outbox (org_id, delivery_id, run) SELECT ?, ev_d.id, 1 FROM ev_d RETURNING delivery_id),
+     ev_o AS (INSERT INTO webhook_outbox (org_id, delivery_id, run, endpoint_id) SELECT ?, ev_d.id, 1, ev_d.endpoint_id FROM ev_d RETURNING delivery_id),
      ev_n AS (SELECT pg_notify(?, '') AS sent WHERE EXISTS (SELECT 1 FROM ev_o))`,
     bindings: [
       JSON.stringify(rows),
@@ -143,7 +143,10 @@ export async function hasEventFor(db: Db | Knex.Transaction, orgId: string, type
  * Queues another run of a delivery (manual retry) in the caller's transaction and NOTIFYs the dispatcher.
  */
 export async function enqueueDeliveryRun(trx: Knex | Knex.Transaction, orgId: string, deliveryId: string, run: number): Promise<void> {
-  await trx('webhook_outbox').insert({ org_id: orgId, delivery_id: deliveryId, run }).onConflict(['delivery_id', 'run']).ignore();
+  await trx('webhook_outbox')
+    .insert({ org_id: orgId, delivery_id: deliveryId, run, endpoint_id: trx.raw('(SELECT endpoint_id FROM webhook_deliveries WHERE org_id = ? AND id = ?)', [orgId, deliveryId]) })
+    .onConflict(['delivery_id', 'run'])
+    .ignore();
   await trx.raw('SELECT pg_notify(?, ?)', [OUTBOX_CHANNEL, '']);
 }
 
@@ -171,24 +174,46 @@ export async function lockOutboxBatch(trx: Knex.Transaction, limit: number, admi
   if (!admission) {
     rows = await trx('webhook_outbox').select('id', 'org_id', 'delivery_id', 'run').orderBy('id').limit(limit).forUpdate().skipLocked();
   } else {
-    const sql = `WITH admitted AS (
+    // Proportional to what it admits, not to the backlog: the organizations with waiting rows by a loose index scan
+    // of (org_id, id); their admitted deliveries from the partial index webhook_deliveries_admitted; for each endpoint
+    // of an organization with room, its oldest rows up to the per-endpoint limit through (endpoint_id, id), less those
+    // the endpoint has admitted; then each organization's oldest of those up to its own room. The endpoint is matched
+    // as a range, not with `=`: with `=` the planner may drop it from the order and walk the primary key in id order
+    // with a filter, which reads the whole backlog for an endpoint whose rows are all recent.
+    const sql = `WITH RECURSIVE orgs AS (
+         (SELECT org_id FROM webhook_outbox ORDER BY org_id LIMIT 1)
+         UNION ALL
+         SELECT (SELECT o.org_id FROM webhook_outbox o WHERE o.org_id > g.org_id ORDER BY o.org_id LIMIT 1) FROM orgs g WHERE g.org_id IS NOT NULL
+       ),
+       admitted AS (
          SELECT d.org_id, d.endpoint_id, count(*)::int AS n FROM webhook_deliveries d
-          WHERE d.status = 'pending' AND d.admitted_run = d.run AND d.admitted_at > now() - make_interval(secs => :leaseS)
-            AND d.org_id IN (SELECT DISTINCT org_id FROM webhook_outbox)
+          WHERE d.org_id IN (SELECT org_id FROM orgs WHERE org_id IS NOT NULL)
+            AND d.status = 'pending' AND d.admitted_run = d.run AND d.admitted_at > now() - make_interval(secs => :leaseS)
           GROUP BY d.org_id, d.endpoint_id
        ),
-       by_endpoint AS (
-         SELECT o.id, o.org_id, coalesce(a.n, 0) + row_number() OVER (PARTITION BY d.endpoint_id ORDER BY o.id) AS endpoint_n
-           FROM webhook_outbox o
-           JOIN webhook_deliveries d ON d.id = o.delivery_id
-           LEFT JOIN admitted a ON a.org_id = d.org_id AND a.endpoint_id = d.endpoint_id
+       room AS MATERIALIZED (
+         SELECT * FROM (
+           SELECT g.org_id, :perOrg - coalesce((SELECT sum(a.n) FROM admitted a WHERE a.org_id = g.org_id), 0) AS org_room
+             FROM orgs g WHERE g.org_id IS NOT NULL
+         ) x WHERE x.org_room > 0
+       ),
+       endpoints AS MATERIALIZED (
+         SELECT e.id, e.org_id, coalesce((SELECT a.n FROM admitted a WHERE a.org_id = e.org_id AND a.endpoint_id = e.id), 0) AS held
+           FROM room r JOIN webhook_endpoints e ON e.org_id = r.org_id
+       ),
+       candidates AS (
+         SELECT c.id, e.org_id, e.held + row_number() OVER (PARTITION BY e.id ORDER BY c.id) AS endpoint_n
+           FROM endpoints e
+           CROSS JOIN LATERAL (SELECT o.id FROM webhook_outbox o WHERE o.endpoint_id >= e.id AND o.endpoint_id <= e.id ORDER BY o.endpoint_id, o.id LIMIT :perEndpoint) c
+          WHERE e.held < :perEndpoint
        ),
        by_org AS (
-         SELECT e.id, (SELECT coalesce(sum(a.n), 0) FROM admitted a WHERE a.org_id = e.org_id) + row_number() OVER (PARTITION BY e.org_id ORDER BY e.id) AS org_n
-           FROM by_endpoint e WHERE e.endpoint_n <= :perEndpoint
+         SELECT c.id, r.org_room, row_number() OVER (PARTITION BY c.org_id ORDER BY c.id) AS org_n
+           FROM candidates c JOIN room r ON r.org_id = c.org_id
+          WHERE c.endpoint_n <= :perEndpoint
        )
        SELECT o.id, o.org_id, o.delivery_id, o.run FROM webhook_outbox o
-        WHERE o.id IN (SELECT id FROM by_org WHERE org_n <= :perOrg)
+        WHERE o.id = ANY(ARRAY(SELECT id FROM by_org WHERE org_n <= org_room))
         ORDER BY o.id LIMIT :limit FOR UPDATE OF o SKIP LOCKED`;
     rows = (await trx.raw(sql, { leaseS: admission.leaseMs / 1000, perEndpoint: admission.perEndpoint, perOrg: admission.perOrg, limit })).rows;
   }

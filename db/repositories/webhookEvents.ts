@@ -123,7 +123,7 @@ export async function replayStep(db: Db, orgId: string, replayId: string, step: 
       queued = runs.length;
       if (runs.length) {
         await trx('webhook_outbox')
-          .insert(runs.map((d) => ({ org_id: orgId, delivery_id: d.id, run: d.run })))
+          .insert(runs.map((d) => ({ org_id: orgId, delivery_id: d.id, run: d.run, endpoint_id: ep.id })))
           .onConflict(['delivery_id', 'run'])
           .ignore();
         await trx.raw('SELECT pg_notify(?, ?)', [OUTBOX_CHANNEL, '']);

@@ -14,6 +14,7 @@ import {
   BULK_WORKFLOW_TASK_SLOTS,
   FAIRNESS_KEY_MAX_BYTES,
   fairnessKeyOf,
+  grpcCompression,
   PRIORITY_KEYS,
   taskQueueName,
   WORKFLOW_ROUTES,
@@ -71,6 +72,14 @@ describe('Fair sharing: task queue and priority of every workflow (temporal.conf
       expect(workerQueueSelection({})).to.deep.equal(['main', 'webhooks', 'bulk']);
       expect(() => workerQueueSelection({ WORKER_QUEUES: 'main,reports' })).to.throw(/WORKER_QUEUES.*unknown: reports/);
       expect(() => workerQueueSelection({ WORKER_QUEUES: ' , ' })).to.throw(/WORKER_QUEUES/);
+    });
+
+    it('sends the worker\'s requests uncompressed to a frontend on this machine, gzip-compressed (the SDK\'s default) elsewhere, as TEMPORAL_GRPC_COMPRESSION overrides', () => {
+      for (const local of ['127.0.0.1:7233', 'localhost:7233', '[::1]:7233', '127.0.1.1:40001']) expect(grpcCompression(local, {}), local).to.deep.equal({ codec: 'none' });
+      for (const remote of ['temporal:7233', 'my-ns.a1b2c.tmprl.cloud:7233', '10.0.0.7:7233']) expect(grpcCompression(remote, {}), remote).to.deep.equal({ codec: 'gzip' });
+      expect(grpcCompression('temporal:7233', { TEMPORAL_GRPC_COMPRESSION: 'none' })).to.deep.equal({ codec: 'none' });
+      expect(grpcCompression('127.0.0.1:7233', { TEMPORAL_GRPC_COMPRESSION: 'gzip' })).to.deep.equal({ codec: 'gzip' });
+      expect(() => grpcCompression('127.0.0.1:7233', { TEMPORAL_GRPC_COMPRESSION: 'zstd' })).to.throw(/TEMPORAL_GRPC_COMPRESSION/);
     });
 
     it('uses the organization as fairness key, cut to 64 bytes without splitting a character', () => {
