@@ -28,6 +28,7 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import pg from 'pg';
 import os from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import path from 'node:path';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
@@ -163,6 +164,9 @@ export async function runSmsRepliesBench(): Promise<void> {
     const idlePerS = (name: keyof typeof idle1) => (idle1[name] - idle0[name]) / idleS;
     const batches = (): Record<string, GroupCommitStats> => ({ store: inboundStoreStats(db), read: senderReadStats(db), turn: turnBatchStats(db), ...replyBatchStats(db), carrier: exchangeBatchStats(db) });
     const batches0 = batches();
+    // The API process's event-loop delay during the load: how long a ready callback waits for the CPU.
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
     const before = cpu();
     const profiled = profileWindow(profileDir, 'sms-replies');
     const waits = process.env.BENCH_WAITS === '1' ? await sampleWaits(stack.databaseUrl) : undefined;
@@ -179,6 +183,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     const doneS = (performance.now() - t0) / 1000;
     const answered = total - unsent;
     const after = cpu();
+    loopDelay.disable();
     const batches1 = batches();
     await profiled();
     stopCounting();
@@ -216,9 +221,11 @@ export async function runSmsRepliesBench(): Promise<void> {
     // Each group-committed statement of the path (db/groupCommit.ts): texts per statement on average during the load.
     const perBatch = Object.keys(batches1).map((k) => {
       const n = batches1[k].batches - batches0[k].batches;
-      return `${k} ${n ? ((batches1[k].items - batches0[k].items) / n).toFixed(1) : '-'}`;
+      return `${k} ${n ? `${((batches1[k].items - batches0[k].items) / n).toFixed(1)} (${((batches1[k].ms - batches0[k].ms) / n).toFixed(1)} ms)` : '-'}`;
     });
-    console.log(`sms-replies: texts per batched statement (group commits per organization): ${perBatch.join(', ')}`);
+    // A text waits at most one batch in flight, then its own, at each step: the batch's mean time bounds what batching adds.
+    console.log(`sms-replies: texts per batched statement (group commits per organization) and a batch's mean time: ${perBatch.join(', ')}`);
+    console.log(`sms-replies: the API process's event-loop delay during the load p50 ${(loopDelay.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms, max ${(loopDelay.max / 1e6).toFixed(0)} ms`);
     if (profileDir) printProfile('the sms-replies load (the API process)', profileDir);
     const service = perText('api') + perText('worker') + perText('postgres');
     console.log(`sms-replies: CPU per text: API process ${perText('api').toFixed(2)} ms + worker ${perText('worker').toFixed(2)} ms + Postgres ${perText('postgres').toFixed(2)} ms = ${service.toFixed(2)} ms (target ≤ 8 ms); dev server ${perText('devServer').toFixed(2)} ms; the sender (load generator, not counted) ${(sent.cpuMs / total).toFixed(2)} ms (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);

@@ -7,7 +7,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { newId } from '../ids';
-import { runPrepared } from '../preparedQuery';
 import { keysetPage, type Page } from '../pagination';
 import type { AgentVariable, AnalysisSettings, WidgetSettings } from '../../schemas/types/agents';
 import type { CallerVerification, Guardrails } from '../../schemas/types/guardrails';
@@ -154,18 +153,6 @@ export async function getAgent(conn: Conn, orgId: string, agentId: string): Prom
   // An archived (deleted) agent is gone from the API and from live traffic (docs/api-notes.md "Deletes").
   const row = await SELECT_AGENT(conn).where({ 'a.org_id': orgId, 'a.id': agentId }).whereNull('a.archived_at').first();
   return row ? (await attach(conn, orgId, [row]))[0] : undefined;
-}
-
-const LIVE_AGENT_SQL = 'SELECT published_version_id FROM agents WHERE org_id = ? AND id = ? AND archived_at IS NULL';
-
-/**
- * What starting a conversation needs of an agent (services/conversations/service.ts `startConversation`): its published
- * version, without the skills, playbooks and knowledge counts {@link getAgent} attaches (one prepared statement).
- * @returns undefined when the agent does not exist or is archived, as for {@link getAgent}
- */
-export async function getLiveAgent(conn: Conn, orgId: string, agentId: string): Promise<{ publishedVersionId: string | null } | undefined> {
-  const row = (await runPrepared(conn, LIVE_AGENT_SQL, [orgId, agentId])).rows[0];
-  return row ? { publishedVersionId: row.published_version_id ?? null } : undefined;
 }
 
 /** Agents of the organization in creation order. @throws InvalidCursorError */

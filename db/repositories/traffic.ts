@@ -6,6 +6,7 @@
 import type { Conn } from './agents';
 import type { TrafficSplitRule } from '../../domain/agents/traffic';
 import { iso } from '../timestamps';
+import { runPrepared } from '../preparedQuery';
 
 /** A stored split with when it was set. */
 export interface StoredSplit {
@@ -23,6 +24,25 @@ export async function agentTraffic(conn: Conn, orgId: string, agentId: string, o
     .where({ 'a.org_id': orgId, 'a.id': agentId })
     .first('a.published_version_id', 't.splits', 't.stickiness', 't.updated_at');
   const row = await (opts.lock ? q.forUpdate('a') : q);
+  if (!row) return undefined;
+  return {
+    publishedVersionId: row.published_version_id ?? null,
+    stored: row.splits ? { rule: { splits: row.splits, stickiness: row.stickiness }, updatedAt: iso(row.updated_at)! } : null,
+  };
+}
+
+const LIVE_AGENT_TRAFFIC_SQL = `SELECT a.published_version_id, t.splits, t.stickiness, t.updated_at
+       FROM agents a LEFT JOIN agent_traffic_splits t ON t.org_id = a.org_id AND t.agent_id = a.id
+      WHERE a.org_id = ? AND a.id = ? AND a.archived_at IS NULL`;
+
+/**
+ * What starting a conversation needs of an agent (services/conversations/service.ts `startConversation`): its
+ * published version and stored split, as {@link agentTraffic} reads them, in one prepared statement and without
+ * the skills, playbooks and knowledge counts `getAgent` attaches.
+ * @returns undefined when the agent does not exist or is archived (as `getAgent`)
+ */
+export async function liveAgentTraffic(conn: Conn, orgId: string, agentId: string): Promise<{ publishedVersionId: string | null; stored: StoredSplit | null } | undefined> {
+  const row = (await runPrepared(conn, LIVE_AGENT_TRAFFIC_SQL, [orgId, agentId])).rows[0];
   if (!row) return undefined;
   return {
     publishedVersionId: row.published_version_id ?? null,

@@ -3,7 +3,7 @@
  * conversations over its published versions, resets it when a publish or a rollback changes the live version
  * (`traffic.updated`), and picks the version of a new conversation on every channel — chat sessions, the widget,
  * `/chat/completions` and `/responses` addressed to the agent, SMS, inbound and outbound calls — through
- * {@link pickAgentVersion}, the one place that loads the split. An explicit pin (a talk token, `@vN`, draft mode)
+ * {@link pickAgentVersion} (or {@link pickFromTraffic} on a split read with its agent), the one pick. An explicit pin (a talk token, `@vN`, draft mode)
  * never comes here.
  */
 import type { Knex } from 'knex';
@@ -88,7 +88,15 @@ export interface PickedVersion {
  * @returns null when the agent does not exist or was never published
  */
 export async function pickAgentVersion(conn: Conn, orgId: string, agentId: string, key?: string | null): Promise<PickedVersion | null> {
-  const t = await agentTraffic(conn, orgId, agentId);
+  return pickFromTraffic(await agentTraffic(conn, orgId, agentId), agentId, key);
+}
+
+/**
+ * {@link pickAgentVersion} on an agent's traffic already read (db/repositories/traffic.ts `liveAgentTraffic`: a
+ * conversation's start reads the agent and its split in one statement).
+ * @returns null when there is no agent or it was never published
+ */
+export function pickFromTraffic(t: { publishedVersionId: string | null; stored: { rule: TrafficSplitRule } | null } | undefined, agentId: string, key?: string | null): PickedVersion | null {
   if (!t?.publishedVersionId) return null;
   const split = t.stored?.rule ?? defaultSplit(t.publishedVersionId);
   return { versionId: pickVersion(split, agentId, key), split };

@@ -11,7 +11,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Client } from '@temporalio/client';
 import type { Db } from '../../db';
-import { getLiveAgent, loadDraftBundle } from '../../db/repositories/agents';
+import { loadDraftBundle } from '../../db/repositories/agents';
+import { liveAgentTraffic } from '../../db/repositories/traffic';
 import { getVersion, versionIdByNumber } from '../../db/repositories/agentVersions';
 import { retrieveKnowledge } from '../knowledge/retrieval';
 import type { EmbeddingsProvider } from '../../providers/embeddings';
@@ -52,7 +53,7 @@ import { GroupCommit, type GroupCommitStats } from '../../db/groupCommit';
 import { DEFAULT_CONVERSATION_LIMITS, SHORTEST_IDLE_TIMEOUT_SECONDS } from '../../domain/conversations/limits';
 import { contactOf, summarizeForEscalation } from '../../domain/conversations/escalation';
 import { escalationRouteFor } from './escalation';
-import { pickAgentVersion } from '../agents/traffic';
+import { pickFromTraffic } from '../agents/traffic';
 import type { TrafficSplitRule } from '../../domain/agents/traffic';
 import { conversationTurns } from '../../metrics';
 import { heldTurn } from './control';
@@ -214,7 +215,7 @@ export async function startConversation(
   orgId: string,
   req: StartRequest,
 ): Promise<{ conversation: ConversationRecord; greeting: ConversationMessage | null; agent: CompiledAgent; pinPrompt: string | null }> {
-  const record = await getLiveAgent(db, orgId, req.agentId);
+  const record = await liveAgentTraffic(db, orgId, req.agentId);
   if (!record) throw new ApiError(404, 'agent_not_found', 'Agent not found', { errors: [{ field: 'agentId', message: 'no agent with this id in this organization' }] });
   let agent: CompiledAgent;
   let versionId: string | null = null;
@@ -239,7 +240,7 @@ export async function startConversation(
     versionId = record.publishedVersionId;
   } else {
     // No explicit pin: the agent's traffic split picks the version (services/agents/traffic.ts).
-    const picked = await pickAgentVersion(db, orgId, req.agentId, req.stickinessKey ?? req.counterpart);
+    const picked = pickFromTraffic(record, req.agentId, req.stickinessKey ?? req.counterpart);
     if (!picked) throw new ApiError(409, 'no_published_version', 'The agent has never been published; publish it, or start a draft-mode session with draftMode: true');
     versionId = picked.versionId;
     trafficSplit = picked.split;
@@ -279,16 +280,14 @@ export async function startConversation(
       seed: req.seed,
       counterpart: req.channel === 'voice' || req.channel === 'sms' ? (req.counterpart ?? null) : null,
     },
-    async (trx, change) => {
-      const c = change.conversation;
-      await emitEvents(trx, orgId, [
+    ({ conversation: c, messages }) =>
+      checkedEvents([
         {
           type: 'conversation.started',
           data: { conversationId: c.id, agentId: c.agentId, channel: c.channel, mode: c.mode as 'published' | 'draft', versionId: c.versionId, simulation: c.simulation, startedAt: c.startedAt },
         },
-        ...changeEvents(c, change.messages),
-      ]);
-    },
+        ...changeEvents(c, messages),
+      ]),
   );
   // The tools of its MCP servers are listed as it starts, in the background (./mcp.ts: the first turn then finds them cached).
   if (agent!.skills.some((s) => s.type === 'mcp')) void remoteToolsOf({ db }, orgId, agent!.skills).catch(() => undefined);

@@ -317,7 +317,7 @@ async function conversationFor(
   now: number,
   recordNow = true,
   read?: { open: (ConversationRecord & { lastActivityAt: string; recent: ConversationMessage[] }) | undefined },
-): Promise<ConversationRecord | null> {
+): Promise<(ConversationRecord & { recent?: ConversationMessage[] }) | null> {
   const { db } = deps;
   if (m.conversationId) {
     const known = await getConversation(db, orgId, m.conversationId);
@@ -333,9 +333,11 @@ async function conversationFor(
     }
     await finishConversation(db, open, 'idle', { db, llm: deps.llm, temporal: deps.temporal });
   }
-  let started: ConversationRecord;
+  let started: ConversationRecord & { recent?: ConversationMessage[] };
   try {
-    started = (await startConversation(db, orgId, { agentId, channel: 'sms', keyId: null, counterpart: m.from, metadata: { from: m.from, to: m.to, firstMessageId: m.id }, seed: [] })).conversation;
+    // Started here with no message (no greeting: the person wrote first), so its turn reads no history.
+    const { conversation } = await startConversation(db, orgId, { agentId, channel: 'sms', keyId: null, counterpart: m.from, metadata: { from: m.from, to: m.to, firstMessageId: m.id }, seed: [] });
+    started = conversation.messageCount === 0 ? { ...conversation, recent: [] } : conversation;
   } catch (err) {
     // An agent gone or never published (startConversation reads it): no conversation.
     if (err instanceof ApiError && (err.code === 'agent_not_found' || err.code === 'no_published_version')) return null;
