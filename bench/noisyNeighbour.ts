@@ -12,7 +12,9 @@
  * a registration is submitted once, so each submit is a fresh organization's). First alone, then while
  * organization A floods: BENCH_NOISY_DELIVERIES webhook deliveries (default 2,000) across BENCH_NOISY_ENDPOINTS
  * endpoints (default 20) on a black-hole host (accepts TCP, never completes TLS: each attempt ends at the
- * connect timeout), and BENCH_NOISY_PAGES knowledge pages (default 1,000; text sources, one ingestion each).
+ * connect timeout), and BENCH_NOISY_PAGES knowledge pages (default 1,000; text sources, one ingestion each). A floods
+ * within its rate limit, as a tenant can: every key is held to the service's default rate limit, and A's page poster
+ * waits out a 429's Retry-After and sends the page again.
  * Prints p50/p99 per operation alone and under the flood with their sample counts, the p99 ratio (target ≤ 1.5), and A's delivery
  * attempts per second and knowledge pages ingested during the flood.
  *
