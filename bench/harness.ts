@@ -132,11 +132,13 @@ export interface BenchApi {
 }
 
 /**
- * Starts the API on the stack (any free loopback port, silent logs, a rate limit no run reaches) with a
- * fresh task queue `bench-<label>-<8 hex>`; the caller closes `api`.
+ * Starts the API on the stack (any free loopback port, silent logs, a rate limit no run reaches unless
+ * `opts.serviceRateLimit`: then the service's own default, config.ts RATE_LIMIT_POINTS per
+ * RATE_LIMIT_WINDOW_SECONDS, as production holds a tenant) with a fresh task queue `bench-<label>-<8 hex>`;
+ * the caller closes `api`.
  */
-export async function startBenchApi(stack: BenchStack, label: string): Promise<BenchApi> {
-  const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 1_000_000_000 });
+export async function startBenchApi(stack: BenchStack, label: string, opts: { serviceRateLimit?: boolean } = {}): Promise<BenchApi> {
+  const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', ...(opts.serviceRateLimit ? {} : { rateLimitPoints: 1_000_000_000 }) });
   const logger = createLogger('silent');
   const taskQueue = `bench-${label}-${crypto.randomBytes(4).toString('hex')}`;
   const api = await startApi({ db: stack.db, databaseUrl: stack.databaseUrl, config, logger, temporal: { client: stack.client, taskQueue } });

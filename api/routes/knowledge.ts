@@ -106,6 +106,7 @@ export const createKnowledgeSource: Handler = async (ctx, deps) => {
         text: body.text,
         refreshEveryHours: body.refresh?.everyHours ?? null,
         crawl: body.crawl ? { ...body.crawl, sameOrigin: true } : null,
+        workflowIdFor: workflowIds.knowledgeSource,
       },
       async (src, trx) => {
         // Checked here, after the upload check, so an expired file answers file_expired even without Temporal.

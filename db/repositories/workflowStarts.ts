@@ -62,8 +62,14 @@ export async function recordWorkflowStart(trx: Knex.Transaction, orgId: string, 
  * (PostgreSQL `synchronous_commit = off`: a lost delete only means one more, harmless, start by the sweep).
  */
 export async function lockWorkflowStart(trx: Knex.Transaction, orgId: string, id: number): Promise<WorkflowStartRow | undefined> {
-  await trx.raw('SET LOCAL synchronous_commit = off');
-  const r = await trx('workflow_starts').select(COLUMNS).where({ org_id: orgId, id }).forUpdate().skipLocked().first();
+  // `set_config(…, true)` is SET LOCAL as a function (PostgreSQL "Configuration Settings Functions"), evaluated for
+  // the locked row: one statement instead of two. With no row the transaction writes nothing, so its commit mode is moot.
+  const r = await trx('workflow_starts')
+    .select([...COLUMNS, trx.raw("set_config('synchronous_commit', 'off', true) as synchronous_commit")])
+    .where({ org_id: orgId, id })
+    .forUpdate()
+    .skipLocked()
+    .first();
   return r ? toRow(r) : undefined;
 }
 
