@@ -47,6 +47,7 @@ import { createSkillHttpClient } from '../providers/http/request';
 import { createMailer } from '../providers/mailer';
 import { oauthRoutes } from './oauth';
 import { publicOrigin } from './publicOrigin';
+import { setHeader } from './http';
 
 /** The app plus what must be closed with it. */
 export interface BuiltApp {
@@ -160,7 +161,8 @@ export function createApp(deps: AppOptions): BuiltApp {
           ctx.type = out.stream.contentType;
           ctx.body = out.stream.body;
         } else if (out.rawJson !== undefined) {
-          ctx.type = 'application/json; charset=utf-8';
+          // The type Koa's `ctx.type` would set for this value, without its lookup and `set`.
+          setHeader(ctx, 'Content-Type', 'application/json; charset=utf-8');
           ctx.body = out.rawJson;
         } else {
           ctx.body = { success: true, ...(out.message ? { message: out.message } : {}), data: out.data ?? null };
