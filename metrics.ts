@@ -28,9 +28,12 @@ export function collectProcessMetrics(): void {
 /** Buckets of request and provider durations, in seconds (5 ms … 30 s). */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-/** Status class of an HTTP status: `2xx` … `5xx`. */
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
+
+/** Status class of an HTTP status: `2xx` … `5xx` (a constant string: no new string per request). */
 export function statusClass(status: number): string {
-  return `${Math.floor(status / 100)}xx`;
+  const n = Math.floor(status / 100);
+  return STATUS_CLASSES[n] ?? `${n}xx`;
 }
 
 /** A latency histogram over {@link LATENCY_BUCKETS} (seconds), labelled by `labels`. */

@@ -91,9 +91,20 @@ export function logDestination(dest: number | string = 1): pino.DestinationStrea
  */
 function traceFields(): { trace_id?: string; span_id?: string } {
   const span = trace.getSpan(context.active());
-  if (!span) return {};
+  if (!span) return NO_TRACE;
   const { traceId, spanId, traceFlags } = span.spanContext();
-  return traceFlags & 1 ? { trace_id: traceId, span_id: spanId } : {};
+  return traceFlags & 1 ? { trace_id: traceId, span_id: spanId } : NO_TRACE;
+}
+
+/** {@link traceFields} of a line outside a sampled span: nothing to add (never written to). */
+const NO_TRACE: { trace_id?: string; span_id?: string } = Object.freeze({});
+
+/**
+ * pino's default merge (`Object.assign(mixin, line)`), except that a line with no trace fields is written as
+ * it is: the same fields in the same order, without copying every line's fields into a new object.
+ */
+function mergeTraceFields(line: object, fields: object): object {
+  return fields === NO_TRACE ? line : Object.assign(fields, line);
 }
 
 /**
@@ -109,6 +120,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       // pid: with several processes (docs/operations.md "Scaling out") a line must say which one wrote it.
       base: { service: 'agent-control-plane', pid: process.pid },
       mixin: traceFields,
+      mixinMergeStrategy: mergeTraceFields,
       redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'key', 'secret', '*.key', '*.secret'], censor: '[redacted]' },
     },
     destination ?? logDestination(),

@@ -47,6 +47,7 @@ import { createSkillHttpClient } from '../providers/http/request';
 import { createMailer } from '../providers/mailer';
 import { oauthRoutes } from './oauth';
 import { publicOrigin } from './publicOrigin';
+import { setHeader } from './http';
 
 /** The app plus what must be closed with it. */
 export interface BuiltApp {
@@ -160,7 +161,8 @@ export function createApp(deps: AppOptions): BuiltApp {
           ctx.type = out.stream.contentType;
           ctx.body = out.stream.body;
         } else if (out.rawJson !== undefined) {
-          ctx.type = 'application/json; charset=utf-8';
+          // The type Koa's `ctx.type` would set for this value, without its lookup and `set`.
+          setHeader(ctx, 'Content-Type', 'application/json; charset=utf-8');
           ctx.body = out.rawJson;
         } else {
           ctx.body = { success: true, ...(out.message ? { message: out.message } : {}), data: out.data ?? null };
@@ -213,13 +215,14 @@ export function createApp(deps: AppOptions): BuiltApp {
   // every route of the segment and composes the matched stacks anew on every request, which cost
   // several µs of CPU per request (docs/benchmarks.md). A request path whose operation has no path
   // parameters is remembered, so the next one skips the patterns too.
-  const known = new Map<string, MatchedRoute>();
+  // Method → path → operation (two lookups instead of a `METHOD path` string built per request), at most 1,000 paths.
+  const known = new Map<string, Map<string, MatchedRoute>>();
+  let knownPaths = 0;
   app.use((ctx: AppContext, next) => {
     // Router prefixes match case-insensitively (path-to-regexp's default), so the lookup does too.
     const path = ctx.path;
     const method = ctx.method;
-    const key = `${method} ${path}`;
-    const hit = known.get(key);
+    const hit = known.get(method)?.get(path);
     if (hit) {
       setParams(ctx, {});
       return hit.run(ctx, next);
@@ -233,8 +236,14 @@ export function createApp(deps: AppOptions): BuiltApp {
     for (const m of segment.layers) {
       if (!m.layer.methods.includes(method) || !m.layer.regexp.test(path)) continue;
       if (m.layer.paramNames.length === 0) {
-        if (known.size >= 1000) known.clear();
-        known.set(key, m);
+        if (knownPaths >= 1000) {
+          known.clear();
+          knownPaths = 0;
+        }
+        let paths = known.get(method);
+        if (!paths) known.set(method, (paths = new Map()));
+        paths.set(path, m);
+        knownPaths++;
       }
       setParams(ctx, m.layer.paramNames.length ? m.layer.params(path, m.layer.captures(path)) : {});
       return m.run(ctx, next);

@@ -110,8 +110,8 @@ export type Handler = (
   message?: string;
   status?: number;
   headers?: Record<string, string>;
-  /** A complete success envelope already serialized (hot read paths cache it); used instead of `data`. */
-  rawJson?: string;
+  /** A complete success envelope already serialized, as text or UTF-8 bytes (hot read paths cache it); used instead of `data`. */
+  rawJson?: string | Buffer;
   /** A streamed body (Server-Sent Events) with its content type; used instead of `data`. */
   stream?: { body: NodeJS.ReadableStream; contentType: string };
 }>;

@@ -11,6 +11,15 @@ import type { Db } from '../db';
 import type { AppContext, AppDeps, Handler } from './context';
 
 /**
+ * Sets one response header whose value is a plain string, straight on Node's response: what Koa's `ctx.set`
+ * ends in for such a value, without the arrays and closure Koa 3's `set` builds around each call (every
+ * request sets several; docs/benchmarks.md). Only before the response is sent (Node throws after).
+ */
+export function setHeader(ctx: AppContext, name: string, value: string): void {
+  ctx.res.setHeader(name, value);
+}
+
+/**
  * The organization of the authenticated caller: the credential alone decides it (spec "Authentication").
  * Only for routes that authenticate (every route but provider callbacks and docs).
  */

@@ -11,7 +11,8 @@
  * BENCH_SECONDS: each run's duration (default 10). BENCH_CASES: `get`, `put` or both (default `get,put`).
  * BENCH_NODE_FLAGS: Node/V8 flags for the API processes only (e.g. `--max-semi-space-size=64`), to try a
  * runtime setting against the default in alternating runs. BENCH_CONNECTIONS: connections in all (default
- * 100). BENCH_PROCESSES: the process counts (default 1,2,4,8).
+ * 100). BENCH_PROCESSES: the process counts (default 1,2,4,8). BENCH_BARE_BODY_BYTES: the bare route's answer padded
+ * to about that many bytes (default unpadded, 39; bench/servers.ts), to tell what the response's size costs.
  * BENCH_LOADGENS: load generator processes (default ⌈cores / 4⌉). BENCH_PROFILE=1: one API process, the V8
  * CPU profiler on during each measured run (bench/servers.ts), then the top self-time functions and
  * packages of each case. BENCH_DIAGNOSE=notify: each PUT run again with the change feed's trigger on

@@ -59,9 +59,13 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => process.exit(0));
   process.once('SIGTERM', () => process.exit(0));
   if (kind === 'bare') {
+    // One async middleware answering a JSON envelope serialized per request (39 bytes); BENCH_BARE_BODY_BYTES pads
+    // its data to about that many bytes (GET /sms answers 1,610), to tell what the response's size costs.
+    const pad = Math.max(0, Number(process.env.BENCH_BARE_BODY_BYTES ?? 0) - 60);
+    const data = pad ? { hello: 'world', pad: 'x'.repeat(pad) } : { hello: 'world' };
     const app = new Koa();
     app.use(async (ctx) => {
-      ctx.body = { success: true, data: { hello: 'world' } };
+      ctx.body = { success: true, data };
     });
     const server = http.createServer(app.callback());
     server.listen(0, '127.0.0.1', () => console.log(`PORT ${(server.address() as AddressInfo).port}`));

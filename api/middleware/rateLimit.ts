@@ -10,6 +10,7 @@ import { ApiError } from '../../domain/errors';
 import { rateLimitRejections } from '../../metrics';
 import type { AppContext } from '../context';
 import type { Guard } from './auth';
+import { setHeader } from '../http';
 
 /** Points this process reserves per Postgres round trip: 1 (exact) below 1,000 per window, else 1 % of the limit, at most 100. */
 export function leaseSize(points: number): number {
@@ -131,14 +132,26 @@ export class RateLimits {
           headers: { 'Retry-After': String(reset) },
         });
       }
-      ctx.set('RateLimit', `"default";r=${res.remaining};t=${Math.max(0, Math.ceil(res.msBeforeNext / 1000))}`);
+      setHeader(ctx, 'RateLimit', `"default";r=${res.remaining};t=${Math.max(0, Math.ceil(res.msBeforeNext / 1000))}`);
+    };
+    // A key's budget, policy header and lease id, worked out once per resolved key's `ctx.state.auth` (one object
+    // per cached key, api/middleware/auth.ts) instead of three strings a request; a session's state is per request.
+    type Budget = { points: number; windowSeconds: number; policy: string; lease: string };
+    const budgets = new WeakMap<object, Budget>();
+    const budgetOf = (auth: NonNullable<AppContext['state']['auth']>): Budget => {
+      let b = budgets.get(auth);
+      if (b) return b;
+      const points = auth.rateLimitPoints ?? this.defaults.points;
+      const windowSeconds = auth.rateLimitWindowSeconds ?? this.defaults.windowSeconds;
+      b = { points, windowSeconds, policy: `"default";q=${points};w=${windowSeconds}`, lease: `${auth.keyId}/${points}/${windowSeconds}` };
+      if (auth.kind !== 'session') budgets.set(auth, b);
+      return b;
     };
     const byKey = (ctx: AppContext): void | Promise<void> => {
       const auth = ctx.state.auth!;
-      const points = auth.rateLimitPoints ?? this.defaults.points;
-      const windowSeconds = auth.rateLimitWindowSeconds ?? this.defaults.windowSeconds;
-      ctx.set('RateLimit-Policy', `"default";q=${points};w=${windowSeconds}`);
-      const local = this.takeLocal(`${auth.keyId}/${points}/${windowSeconds}`);
+      const { points, windowSeconds, policy, lease } = budgetOf(auth);
+      setHeader(ctx, 'RateLimit-Policy', policy);
+      const local = this.takeLocal(lease);
       if (local) return apply(ctx, points, windowSeconds, local);
       return this.take(auth.keyId, points, windowSeconds).then((res) => apply(ctx, points, windowSeconds, res));
     };

@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AppContext, AppState } from '../context';
+import { setHeader } from '../http';
 
 const SANE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -56,7 +57,7 @@ export function requestId(logger: Logger) {
     const incoming = ctx.get('x-request-id');
     const id = incoming && SANE.test(incoming) ? incoming : mintId();
     ctx.state = new RequestState(logger, id) as unknown as AppState;
-    ctx.set('X-Request-Id', id);
+    setHeader(ctx, 'X-Request-Id', id);
     return next();
   };
 }

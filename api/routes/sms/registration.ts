@@ -20,6 +20,7 @@ import {
   getRegistration,
   getRegistrationRecord,
   getSubmissionRecord,
+  type RegistrationRecord,
   lockRegistration,
   markSubmitted,
   saveDraftIfVersion,
@@ -40,13 +41,23 @@ export const getSMSRegistration: Handler = async (ctx, deps) => {
   if (!record) {
     throw new ApiError(404, 'sms_registration_not_found', 'No SMS registration has been saved for this organization yet; save a draft with PUT /sms');
   }
-  // A version never changes, and neither does the UI's address while the process runs, so its envelope is serialized once.
-  record.envelopeJson ??= JSON.stringify({
-    success: true,
-    data: { ...record.registration, temporalUiUrl: record.registration.submittedAt ? workflowUiUrl(deps, workflowIds.smsRegistration(orgId)) : undefined },
-  });
-  return { rawJson: record.envelopeJson };
+  // A version never changes, and neither does the UI's address while the process runs, so its envelope is
+  // serialized once, to the bytes the response sends (no encoding or length scan per request).
+  let envelope = envelopes.get(record);
+  if (!envelope) {
+    envelope = Buffer.from(
+      JSON.stringify({
+        success: true,
+        data: { ...record.registration, temporalUiUrl: record.registration.submittedAt ? workflowUiUrl(deps, workflowIds.smsRegistration(orgId)) : undefined },
+      }),
+    );
+    envelopes.set(record, envelope);
+  }
+  return { rawJson: envelope };
 };
+
+/** The GET /sms envelope of each cached registration record (one per version; dropped with the record). */
+const envelopes = new WeakMap<RegistrationRecord, Buffer>();
 
 /**
  * Merges a validated request into the stored registration and fills in campaign text.
