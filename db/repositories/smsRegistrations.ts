@@ -105,8 +105,6 @@ function inTransaction<T>(db: Db, fn: (trx: Knex.Transaction) => Promise<T>): Pr
 export interface RegistrationRecord {
   registration: SmsRegistration;
   version: number;
-  /** The GET /sms envelope serialized once per version (read caches keep it beside the record). */
-  envelopeJson?: string;
 }
 
 /**
