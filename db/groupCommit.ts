@@ -19,11 +19,13 @@ export class GroupCommit<I, O> {
    * @param maxBatch most items per batch (bounded, e.g., by Postgres' 65,535 bind parameters)
    * @param opts.isolateFailures when a batch of several items throws, write its items again one by one
    *   (each alone with `run([item])`), so only the item at fault fails and the others keep their outcome
+   * @param opts.onIdle called when the last batch has been written and nothing is queued (synchronously, before
+   *   any further `submit` can run)
    */
   constructor(
     private readonly run: (batch: I[]) => Promise<O[]>,
     private readonly maxBatch = 500,
-    private readonly opts: { isolateFailures?: boolean } = {},
+    private readonly opts: { isolateFailures?: boolean; onIdle?: () => void } = {},
   ) {}
 
   /** Resolves with the item's outcome once its batch is committed; rejects when the batch failed. */
@@ -57,6 +59,7 @@ export class GroupCommit<I, O> {
       this.stats.ms += performance.now() - t0;
     }
     this.flushing = false;
+    this.opts.onIdle?.();
   }
 }
 
@@ -75,6 +78,8 @@ export interface GroupCommitStats {
  */
 export class PerOrgGroupCommit<I, O> {
   private readonly writers = new WeakMap<Knex, Map<string, GroupCommit<I, O>>>();
+  /** What the writers dropped when idle had written, per database handle (kept for {@link stats}). */
+  private readonly retired = new WeakMap<Knex, GroupCommitStats>();
 
   /** @param run writes one batch of one organization, one outcome per item in order (as for {@link GroupCommit}) */
   constructor(
@@ -88,13 +93,30 @@ export class PerOrgGroupCommit<I, O> {
     let perOrg = this.writers.get(db);
     if (!perOrg) this.writers.set(db, (perOrg = new Map()));
     let writer = perOrg.get(orgId);
-    if (!writer) perOrg.set(orgId, (writer = new GroupCommit((batch) => this.run(db, orgId, batch), this.maxBatch, { isolateFailures: true })));
+    if (!writer) {
+      const writers = perOrg;
+      const created: GroupCommit<I, O> = new GroupCommit((batch) => this.run(db, orgId, batch), this.maxBatch, {
+        isolateFailures: true,
+        // An organization's writer lives only while it has work, so a process serving many organizations keeps
+        // one writer per organization with texts in flight, not one per organization it ever served.
+        onIdle: () => {
+          if (writers.get(orgId) !== created) return;
+          writers.delete(orgId);
+          const sum = this.retired.get(db) ?? { batches: 0, items: 0, ms: 0 };
+          sum.batches += created.stats.batches;
+          sum.items += created.stats.items;
+          sum.ms += created.stats.ms;
+          this.retired.set(db, sum);
+        },
+      });
+      perOrg.set(orgId, (writer = created));
+    }
     return writer.submit(item);
   }
 
   /** Batches written so far on `db`, all organizations together (the benchmarks' figures). */
   stats(db: Knex): GroupCommitStats {
-    const sum: GroupCommitStats = { batches: 0, items: 0, ms: 0 };
+    const sum: GroupCommitStats = { ...(this.retired.get(db) ?? { batches: 0, items: 0, ms: 0 }) };
     for (const w of this.writers.get(db)?.values() ?? []) {
       sum.batches += w.stats.batches;
       sum.items += w.stats.items;

@@ -1,6 +1,7 @@
 /** Group commit (db/groupCommit.ts) and the batched draft save built on it (PUT /sms). */
 import { expect } from 'chai';
-import { GroupCommit } from '../../db/groupCommit';
+import type { Knex } from 'knex';
+import { GroupCommit, PerOrgGroupCommit } from '../../db/groupCommit';
 import { createOrganization } from '../../db/repositories/organizations';
 import { getRegistrationRecord, saveDraftIfVersion, saveDraftRecord } from '../../db/repositories/smsRegistrations';
 import { useMigratedDb } from '../helpers/postgres';
@@ -67,6 +68,22 @@ describe('GroupCommit', () => {
     const settled = await Promise.allSettled([1, 2, 3, 4].map((n) => g.submit(n)));
     expect(settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).message))).to.deep.equal([10, 20, 'boom 3', 40]);
     expect(batches).to.deep.equal([[1, 2, 3, 4], [1], [2], [3], [4]]);
+  });
+});
+
+describe('PerOrgGroupCommit', () => {
+  it('batches each organization apart, and counts every batch after an idle organization\'s writer was let go', async () => {
+    const batches: string[] = [];
+    const g = new PerOrgGroupCommit<number, number>(async (_db, orgId, batch) => {
+      batches.push(`${orgId}:${batch.join(',')}`);
+      return batch.map((n) => n + 1);
+    });
+    const handle = {} as Knex; // only the key the writers are kept under; the run above never uses it
+    expect(await Promise.all([g.submit(handle, 'a', 1), g.submit(handle, 'b', 2), g.submit(handle, 'a', 3)])).to.deep.equal([2, 3, 4]);
+    // Both writers went idle; a later round starts new ones and the figures still count the first round.
+    expect(await Promise.all([g.submit(handle, 'a', 5), g.submit(handle, 'a', 6)])).to.deep.equal([6, 7]);
+    expect(batches).to.deep.equal(['a:1,3', 'b:2', 'a:5,6']);
+    expect(g.stats(handle)).to.include({ batches: 3, items: 5 });
   });
 });
 
