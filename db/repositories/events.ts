@@ -179,7 +179,8 @@ export async function lockOutboxBatch(trx: Knex.Transaction, limit: number, admi
     // of an organization with room, its oldest rows up to the per-endpoint limit through (endpoint_id, id), less those
     // the endpoint has admitted; then each organization's oldest of those up to its own room. The endpoint is matched
     // as a range, not with `=`: with `=` the planner may drop it from the order and walk the primary key in id order
-    // with a filter, which reads the whole backlog for an endpoint whose rows are all recent.
+    // with a filter, which reads the whole backlog for an endpoint whose rows are all recent. The row's organization
+    // is matched too: an endpoint's rows are its organization's, and the join never leans on ids being global.
     const sql = `WITH RECURSIVE orgs AS (
          (SELECT org_id FROM webhook_outbox ORDER BY org_id LIMIT 1)
          UNION ALL
@@ -204,7 +205,7 @@ export async function lockOutboxBatch(trx: Knex.Transaction, limit: number, admi
        candidates AS (
          SELECT c.id, e.org_id, e.held + row_number() OVER (PARTITION BY e.id ORDER BY c.id) AS endpoint_n
            FROM endpoints e
-           CROSS JOIN LATERAL (SELECT o.id FROM webhook_outbox o WHERE o.endpoint_id >= e.id AND o.endpoint_id <= e.id ORDER BY o.endpoint_id, o.id LIMIT :perEndpoint) c
+           CROSS JOIN LATERAL (SELECT o.id FROM webhook_outbox o WHERE o.endpoint_id >= e.id AND o.endpoint_id <= e.id AND o.org_id = e.org_id ORDER BY o.endpoint_id, o.id LIMIT :perEndpoint) c
           WHERE e.held < :perEndpoint
        ),
        by_org AS (
