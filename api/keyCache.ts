@@ -26,25 +26,6 @@ export class KeyCache {
     return this.cache.get(keyHash, () => findKeyByHash(this.db, keyHash));
   }
 
-  /**
-   * `Authorization` header → key hash, for headers whose key resolved: a key's hash never changes, so a
-   * repeat request skips the header's parsing, its shape check and the SHA-256, while whether the key is
-   * still active is asked of the cache above on every request as before (revocation is unchanged). Only
-   * keys that resolved are held, so unknown or garbage keys cannot fill it; bounded, cleared wholesale.
-   */
-  private readonly headerHashes = new Map<string, string>();
-
-  /** The hash of the key in this `Authorization` header, when a request with it resolved the key before. */
-  hashOfHeader(header: string): string | undefined {
-    return this.headerHashes.get(header);
-  }
-
-  /** Notes that the key in `header` hashes to `keyHash` (call once it resolved to an active key). */
-  rememberHeader(header: string, keyHash: string): void {
-    if (this.headerHashes.size >= 10_000) this.headerHashes.clear();
-    this.headerHashes.set(header, keyHash);
-  }
-
   /** Key id → hash: immutable, so kept without invalidation (bounded). */
   private readonly hashes = new Map<string, string>();
 
