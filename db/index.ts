@@ -6,6 +6,7 @@ import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { observePool } from '../metrics';
+import { connectPreparers } from './groupCommit';
 
 // Postgres `bigint` (int8) arrives as a string by default; our counters fit in a JS number.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -79,7 +80,9 @@ export function poolMin(env: NodeJS.ProcessEnv = process.env): number {
 }
 
 /**
- * Opens the pool's minimum of connections ({@link poolMin}) at once and returns them to the pool, which keeps them:
+ * Opens the pool's minimum of connections ({@link poolMin}) at once, each preparing the hot statements (db/groupCommit.ts
+ * `prepareOnConnect`: the SMS path's group commits, a conversation's start, a turn's store), and returns them to the
+ * pool, which keeps them:
  * an API process that starts (a deploy, a restart) meets its first burst of requests with connections already
  * authenticated, instead of opening one per statement queued behind the others (docs/benchmarks.md "sms-replies":
  * the first second of texts). Called where the API starts (api/server.ts `startApi`).
@@ -89,10 +92,26 @@ export function poolMin(env: NodeJS.ProcessEnv = process.env): number {
 export async function openPoolMinimum(db: Db): Promise<number> {
   const pool = (db.client as { pool?: { min: number } }).pool;
   const n = pool?.min ?? 0;
-  const conns = await Promise.all(Array.from({ length: n }, () => db.client.acquireConnection()));
-  await Promise.all(conns.map((c) => db.client.releaseConnection(c)));
+  // Each of the n transactions holds a connection of its own while it runs: every one opened prepares the hot
+  // statements (db/groupCommit.ts `prepareOnConnect`), each under a savepoint (one that fails leaves the others), and
+  // rolls back (their empty batches write nothing; the prepared statements stay with the session).
+  await Promise.all(
+    Array.from({ length: n }, () =>
+      db
+        .transaction(async (trx) => {
+          for (const prepare of connectPreparers()) await trx.transaction((sp) => prepare(sp)).catch(() => undefined);
+          throw ROLLED_BACK;
+        })
+        .catch((err) => {
+          if (err !== ROLLED_BACK) throw err;
+        }),
+    ),
+  );
   return n;
 }
+
+/** What {@link openPoolMinimum}'s transactions throw to roll back. */
+const ROLLED_BACK = new Error('rolled back: the hot statements are prepared');
 
 /**
  * Opens a Knex pool on `databaseUrl`; its sessions use {@link planCacheMode} unless the URL sets `options`.

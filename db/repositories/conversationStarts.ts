@@ -120,6 +120,6 @@ export function conversationStartWriter(recordColumns: readonly string[]): {
     const out: StartedRow[] = new Array(batch.length);
     for (const r of rows) out[r.k] = { row: r, opening: r.opening as Record<string, any>[] };
     return out;
-  });
+  }, 200, { prepareOnConnect: true });
   return { submit: (db, orgId, start) => writer.submit(db as Knex, orgId, start), stats: (db) => writer.stats(db) };
 }

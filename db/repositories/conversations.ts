@@ -18,7 +18,7 @@ import type { PlaybookState } from '../../domain/conversations/playbook';
 import { rowMapper } from '../rows';
 import { AUDIT_COLUMNS, AUDIT_RECORD_COLUMNS, auditRow, type AuditRecord } from './auditLogs';
 import { conversationStartWriter } from './conversationStarts';
-import type { GroupCommitStats } from '../groupCommit';
+import { NO_ORGANIZATION, prepareOnConnect, type GroupCommitStats } from '../groupCommit';
 
 /** A conversation row in the shape the runtime and the API use. */
 export interface ConversationRecord {
@@ -441,6 +441,9 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
     return r ? { conversation: toRecord(r), messages: msgs.get(r.id) ?? [] } : 'conflict';
   });
 }
+
+// A turn's statement is prepared on each connection the pool opens at start (texts and chat turns store theirs with it).
+prepareOnConnect((trx) => saveTurns(trx, NO_ORGANIZATION, []));
 
 /**
  * Ends an active conversation.

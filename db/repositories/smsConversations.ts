@@ -71,7 +71,7 @@ const reads = new PerOrgGroupCommit<SenderRead, SenderState>(async (db: Db | Kne
     };
   }
   return out;
-});
+}, 200, { prepareOnConnect: true });
 
 /** The read batches `db` ran so far (the benchmark's figures). */
 export const senderReadStats = (db: Db): GroupCommitStats => reads.stats(db);

@@ -1,11 +1,12 @@
 /**
  * The service's pool keeps DB_POOL_MIN connections open and an API process opens them before it listens
- * (db/index.ts `poolMin`, `openPoolMinimum`; runtime.ts `openDatabase`; api/server.ts `startApi`), so the first burst
- * after a start does not open a connection per queued statement (docs/benchmarks.md "sms-replies").
+ * (db/index.ts `poolMin`, `openPoolMinimum`; runtime.ts `openDatabase`; api/server.ts `startApi`), each with the hot
+ * statements prepared, so the first burst after a start does not open a connection per queued statement (docs/benchmarks.md "sms-replies").
  */
 import { expect } from 'chai';
 import { loadConfig } from '../../config';
 import { DEFAULT_POOL_MIN, poolMin } from '../../db';
+import { connectPreparers } from '../../db/groupCommit';
 import { startApi } from '../../api/server';
 import { createLogger, openDatabase } from '../../runtime';
 import { createTestDatabase } from '../helpers/postgres';
@@ -21,7 +22,7 @@ describe('the pool minimum opened where the API starts', function () {
     for (const bad of ['-1', '2.5', 'eight', '']) expect(() => poolMin({ DB_POOL_MIN: bad }), bad).to.throw(/DB_POOL_MIN/);
   });
 
-  it('has DB_POOL_MIN connections open when startApi resolves, on a database opened as the service opens it, ', async () => {
+  it('has DB_POOL_MIN connections open when startApi resolves, on a database opened as the service opens it, each with the hot statements prepared', async () => {
     const databaseUrl = await createTestDatabase('poolmin');
     const saved = process.env.DB_POOL_MIN;
     process.env.DB_POOL_MIN = '5';
@@ -42,8 +43,17 @@ describe('the pool minimum opened where the API starts', function () {
         // Postgres sees them too (this statement's own connection is one of them).
         const { rows } = await database.db.raw('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid() AND backend_type = ?', [name, 'client backend']);
         expect(rows[0].n).to.be.at.least(4);
-        const res = await fetch(`${api.baseUrl}/meta`);
-        expect(res.status).to.be.below(500);
+        // Each connection prepared the hot statements (db/groupCommit.ts `prepareOnConnect`) and wrote nothing.
+        const perConnection = await Promise.all(
+          Array.from({ length: 5 }, () =>
+            database.db.transaction(async (trx) => (await trx.raw("SELECT name FROM pg_prepared_statements WHERE name LIKE 'acp_%' ORDER BY name")).rows.map((r: { name: string }) => r.name)),
+          ),
+        );
+        expect(perConnection[0].length).to.be.at.least(connectPreparers().length);
+        for (const names of perConnection) expect(names).to.deep.equal(perConnection[0]);
+        for (const table of ['conversations', 'events', 'sms_messages', 'sms_provider_events', 'provider_intents', 'conversation_turns']) {
+          expect(await database.db(table).count({ n: '*' }), table).to.deep.equal([{ n: 0 }]);
+        }
       } finally {
         await api.close();
       }
