@@ -8,7 +8,7 @@ import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { context, trace } from '@opentelemetry/api';
 import type { AppConfig } from './config';
-import { createDb, ensureDatabase, migrate, type Db } from './db';
+import { createDb, ensureDatabase, migrate, poolMin, type Db } from './db';
 import { attachRunningPostgres, leaveSignalsToTheService, startEmbeddedPostgres, type EmbeddedPostgresHandle } from './db/embedded';
 import { EMBEDDED_POSTGRES_PASSWORD, ensureServiceSecrets, storedSecret } from './secrets';
 import { runProcesses } from './cluster';
@@ -163,7 +163,8 @@ export async function openDatabase(config: AppConfig, logger: Logger, opts: { at
     logger.info({ port: embedded.port, dataDir }, embedded.attached ? 'joined the running embedded Postgres' : 'embedded Postgres started');
   }
   await ensureDatabase(url);
-  const db = createDb(url);
+  // The service's pool keeps DB_POOL_MIN connections open; the API opens them before it listens (api/server.ts).
+  const db = createDb(url, { poolMin: poolMin() });
   const applied = await migrate(db);
   if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
   let checkpoint: Promise<unknown> | undefined;

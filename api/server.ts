@@ -13,6 +13,7 @@ import { attachVoiceRelay, type VoiceRelay } from './voice/relay';
 import { startMetricsListener, startTracing } from '../telemetry';
 import { Client, Connection } from '@temporalio/client';
 import { TASK_QUEUE } from '../temporal.config';
+import { openPoolMinimum } from '../db';
 
 /** A listening API server. */
 export interface RunningApi {
@@ -27,12 +28,15 @@ export interface RunningApi {
 }
 
 /**
- * Starts the API on `config.host:config.port` (port 0 = any free port).
+ * Starts the API on `config.host:config.port` (port 0 = any free port), with the pool's minimum of connections
+ * opened before it listens (db/index.ts `openPoolMinimum`: the service's pool keeps DB_POOL_MIN, runtime.ts).
  * @param deps.databaseUrl the URL `deps.db` was opened on (rate-limit pool and revocation listener use it)
  */
 export async function startApi(deps: AppOptions): Promise<RunningApi> {
   const built = createApp(deps);
   await built.ready;
+  // The pool's minimum of connections open before the first request (db/index.ts `openPoolMinimum`).
+  await openPoolMinimum(deps.db);
   const server = http.createServer(built.app.callback());
   server.keepAliveTimeout = 65_000;
   const { providers, temporal } = built.deps;

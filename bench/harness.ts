@@ -14,7 +14,7 @@ import pg from 'pg';
 import { startApi, type RunningApi } from '../api/server';
 import { loadConfig, type AppConfig } from '../config';
 import { createLogger } from '../runtime';
-import { createDb, ensureDatabase, migrate, type Db } from '../db';
+import { createDb, ensureDatabase, migrate, poolMin, type Db } from '../db';
 import { startEmbeddedPostgres } from '../db/embedded';
 import { startDevServer } from '../devserver';
 import { createAgentActivities } from '../activities/agents';
@@ -62,6 +62,8 @@ export interface BenchDatabase {
  * Opens a fresh database `bench_<label>_<pid>` and migrates it: on `opts.serverUrl` (e.g. DATABASE_URL)
  * when given, else on an embedded Postgres in a temp directory (fsync off).
  * @param opts.poolMax Knex pool size (default: createDb's)
+ * The pool keeps the service's minimum of connections (db/index.ts `poolMin`, DB_POOL_MIN) as runtime.ts `openDatabase`
+ * opens it, so an API started on it (api/server.ts `startApi`) opens them before it listens, as in production.
  * @throws when Postgres cannot be started or reached
  */
 export async function openBenchDatabase(label: string, opts: { poolMax?: number; serverUrl?: string } = {}): Promise<BenchDatabase> {
@@ -73,7 +75,7 @@ export async function openBenchDatabase(label: string, opts: { poolMax?: number;
   url.pathname = `/bench_${label}_${process.pid}`;
   const databaseUrl = url.toString();
   await ensureDatabase(databaseUrl);
-  const db = createDb(databaseUrl, { poolMax: opts.poolMax });
+  const db = createDb(databaseUrl, { poolMax: opts.poolMax, poolMin: poolMin() });
   await migrate(db);
   const postmasterPid = pg ? Number(fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined : undefined;
   return {

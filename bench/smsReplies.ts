@@ -35,6 +35,7 @@ import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { inboundStoreStats } from '../db/repositories/smsMessages';
 import { senderReadStats } from '../db/repositories/smsConversations';
+import { startBatchStats } from '../db/repositories/conversations';
 import { replyBatchStats } from '../db/repositories/smsReplies';
 import { exchangeBatchStats } from '../db/repositories/sandboxProviders';
 import { turnBatchStats } from '../services/conversations/service';
@@ -162,7 +163,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     const idle1 = cpu();
     const idleS = (performance.now() - idleT0) / 1000;
     const idlePerS = (name: keyof typeof idle1) => (idle1[name] - idle0[name]) / idleS;
-    const batches = (): Record<string, GroupCommitStats> => ({ store: inboundStoreStats(db), read: senderReadStats(db), turn: turnBatchStats(db), ...replyBatchStats(db), carrier: exchangeBatchStats(db) });
+    const batches = (): Record<string, GroupCommitStats> => ({ store: inboundStoreStats(db), read: senderReadStats(db), start: startBatchStats(db), turn: turnBatchStats(db), ...replyBatchStats(db), carrier: exchangeBatchStats(db) });
     const batches0 = batches();
     // The API process's event-loop delay during the load: how long a ready callback waits for the CPU.
     const loopDelay = monitorEventLoopDelay({ resolution: 10 });

@@ -81,11 +81,18 @@ export class PerOrgGroupCommit<I, O> {
   /** What the writers dropped when idle had written, per database handle (kept for {@link stats}). */
   private readonly retired = new WeakMap<Knex, GroupCommitStats>();
 
-  /** @param run writes one batch of one organization, one outcome per item in order (as for {@link GroupCommit}) */
+  /**
+   * @param run writes one batch of one organization, one outcome per item in order (as for {@link GroupCommit})
+   * @param opts.prepareOnConnect its statement is one a connection prepares when the pool opens it
+   *   ({@link prepareOnConnect}): `run` is then also called with an empty batch, in a transaction rolled back
+   */
   constructor(
     private readonly run: (db: Knex, orgId: string, batch: I[]) => Promise<O[]>,
     private readonly maxBatch = 200,
-  ) {}
+    opts: { prepareOnConnect?: boolean } = {},
+  ) {
+    if (opts.prepareOnConnect) prepareOnConnect((trx) => this.run(trx, NO_ORGANIZATION, []));
+  }
 
   /** Resolves with the item's outcome once its batch is committed. @throws what writing the item alone threw */
   submit(db: Knex, orgId: string, item: I): Promise<O> {
@@ -137,3 +144,23 @@ export class PerOrgGroupCommit<I, O> {
  * pick the organization's index on a stale estimate. PostgreSQL docs "Row Estimation Examples" (`DEFAULT_RANGE_INEQ_SEL`).
  */
 export const BATCH_PLANNED_AS_FEW = 'bx.k BETWEEN 0 AND 1000000';
+
+/** The organization id the statements prepared on connect run with: none has it, so their empty batch touches no row. */
+export const NO_ORGANIZATION = 'org_none';
+
+const preparers: ((trx: Knex.Transaction) => Promise<unknown>)[] = [];
+
+/**
+ * Registers a hot statement to prepare on each connection the pool opens at start (db/index.ts `openPoolMinimum`):
+ * `prepare` runs it there once with an empty batch, in a transaction that is rolled back, so the connection has parsed
+ * and planned it (a named statement of `pg`: db/index.ts `prepared`) before the first request needs it. Postgres keeps a
+ * session's prepared statements across a rollback (PostgreSQL "PREPARE": they live until the session ends).
+ */
+export function prepareOnConnect(prepare: (trx: Knex.Transaction) => Promise<unknown>): void {
+  preparers.push(prepare);
+}
+
+/** The statements registered with {@link prepareOnConnect}, in order. */
+export function connectPreparers(): readonly ((trx: Knex.Transaction) => Promise<unknown>)[] {
+  return preparers;
+}

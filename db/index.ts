@@ -6,6 +6,7 @@ import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { observePool } from '../metrics';
+import { connectPreparers } from './groupCommit';
 
 // Postgres `bigint` (int8) arrives as a string by default; our counters fit in a JS number.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -64,18 +65,70 @@ export function planCacheMode(env: NodeJS.ProcessEnv = process.env): string | un
   return mode;
 }
 
+/** Connections a pool keeps open when idle by default (docs/configuration.md DB_POOL_MIN). */
+export const DEFAULT_POOL_MIN = 8;
+
+/**
+ * The connections the service's pool keeps open however idle (docs/configuration.md: DB_POOL_MIN, default
+ * {@link DEFAULT_POOL_MIN}), which an API process opens before it listens ({@link openPoolMinimum}).
+ * @throws Error when DB_POOL_MIN is not a whole number ≥ 0
+ */
+export function poolMin(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.DB_POOL_MIN ?? String(DEFAULT_POOL_MIN);
+  if (!/^\d+$/.test(raw)) throw new Error(`DB_POOL_MIN must be a whole number of connections (got ${raw})`);
+  return Number(raw);
+}
+
+/**
+ * Opens the pool's minimum of connections ({@link poolMin}) at once, each preparing the hot statements (db/groupCommit.ts
+ * `prepareOnConnect`: the SMS path's group commits, a conversation's start, a turn's store), and returns them to the
+ * pool, which keeps them:
+ * an API process that starts (a deploy, a restart) meets its first burst of requests with connections already
+ * authenticated, instead of opening one per statement queued behind the others (docs/benchmarks.md "sms-replies":
+ * the first second of texts). Called where the API starts (api/server.ts `startApi`).
+ * @returns how many were opened
+ * @throws what opening a connection throws (the database is unreachable)
+ */
+export async function openPoolMinimum(db: Db): Promise<number> {
+  const pool = (db.client as { pool?: { min: number } }).pool;
+  const n = pool?.min ?? 0;
+  // Each of the n transactions holds a connection of its own while it runs: every one opened prepares the hot
+  // statements (db/groupCommit.ts `prepareOnConnect`), each under a savepoint (one that fails leaves the others), and
+  // rolls back (their empty batches write nothing; the prepared statements stay with the session).
+  await Promise.all(
+    Array.from({ length: n }, () =>
+      db
+        .transaction(async (trx) => {
+          for (const prepare of connectPreparers()) await trx.transaction((sp) => prepare(sp)).catch(() => undefined);
+          throw ROLLED_BACK;
+        })
+        .catch((err) => {
+          if (err !== ROLLED_BACK) throw err;
+        }),
+    ),
+  );
+  return n;
+}
+
+/** What {@link openPoolMinimum}'s transactions throw to roll back. */
+const ROLLED_BACK = new Error('rolled back: the hot statements are prepared');
+
 /**
  * Opens a Knex pool on `databaseUrl`; its sessions use {@link planCacheMode} unless the URL sets `options`.
  * @param opts.poolMax largest number of connections (default 20)
+ * @param opts.poolMin connections kept open when idle (default 0: every idle one closes after 30 s; the service's
+ *   processes keep {@link poolMin}, runtime.ts `openDatabase`), at most `poolMax`. Knex opens them on demand;
+ *   {@link openPoolMinimum} opens them at once
  * @throws when PG_PLAN_CACHE_MODE is not a valid mode
  */
-export function createDb(databaseUrl: string, opts: { poolMax?: number } = {}): Db {
+export function createDb(databaseUrl: string, opts: { poolMax?: number; poolMin?: number } = {}): Db {
   const mode = planCacheMode();
+  const max = opts.poolMax ?? 20;
   const ownOptions = new URL(databaseUrl).searchParams.has('options');
   const db = knexFactory({
     client: 'pg',
     connection: mode && !ownOptions ? { connectionString: databaseUrl, options: `-c plan_cache_mode=${mode}` } : databaseUrl,
-    pool: { min: 0, max: opts.poolMax ?? 20 },
+    pool: { min: Math.min(opts.poolMin ?? 0, max), max },
     migrations: migrationConfig(),
   });
   observePool('app', db as unknown as Parameters<typeof observePool>[1]);

@@ -7,8 +7,7 @@
 import type { Knex } from 'knex';
 import { prepared, type Db } from '../index';
 import { usageChargeCtes, usageOutcomeSelect, usageRows, walletLowEventRow, type UsageInput } from './usage';
-import { eventCtes, EVENTS_NOTIFY_SELECT, EVENTS_SELECT } from './events';
-import { runPrepared } from '../preparedQuery';
+import { eventCtes, EVENTS_SELECT } from './events';
 import { derivedId, newId } from '../ids';
 import { iso } from '../timestamps';
 import { ADD, COLUMNS, rollupSelect } from '../analyticsRollup';
@@ -18,6 +17,8 @@ import type { LlmMessage } from '../../domain/conversations/llm';
 import type { PlaybookState } from '../../domain/conversations/playbook';
 import { rowMapper } from '../rows';
 import { AUDIT_COLUMNS, AUDIT_RECORD_COLUMNS, auditRow, type AuditRecord } from './auditLogs';
+import { conversationStartWriter } from './conversationStarts';
+import { NO_ORGANIZATION, prepareOnConnect, type GroupCommitStats } from '../groupCommit';
 
 /** A conversation row in the shape the runtime and the API use. */
 export interface ConversationRecord {
@@ -176,86 +177,49 @@ export interface NewConversation
 /** Called inside the transaction that stores a change, with what was stored (events are emitted here). */
 export type OnConversationChange = (trx: Knex.Transaction, change: { conversation: ConversationRecord; messages: ConversationMessage[] }) => Promise<unknown>;
 
-/** The events of a new conversation, built from what the start stores (rows as events/emit.ts `checkedEvents` returns them). */
-export type StartEvents = (change: { conversation: ConversationRecord; messages: ConversationMessage[] }) => readonly { type: string; data: Record<string, unknown> }[];
+const starts = conversationStartWriter(RECORD_COLUMNS);
 
-const CONVERSATION_INSERT_COLUMNS = [
-  'id', 'org_id', 'agent_id', 'channel', 'mode', 'version_id', 'draft_version', 'draft_snapshot', 'simulation', 'skill_stubs',
-  'variables', 'metadata', 'key_id', 'counterpart', 'traffic_split', 'message_count', 'started_at', 'last_activity_at',
-];
-
-/** The start's statement: the conversation, its opening messages and their events (with `eventCtes`' CTEs). */
-function startSql(eventsSql: string): string {
-  return `WITH cv AS (
-       INSERT INTO conversations (${CONVERSATION_INSERT_COLUMNS.join(', ')})
-       VALUES (${CONVERSATION_INSERT_COLUMNS.map(() => '?').join(', ')})
-       RETURNING ${RECORD_COLUMNS.join(', ')}
-     ),
-     ms AS (
-       INSERT INTO conversation_messages (id, org_id, conversation_id, seq, turn, role, content, created_at)
-       SELECT x.id, ?, (SELECT cv.id FROM cv), x.seq, 0, x.role, x.content, ?
-         FROM jsonb_to_recordset(?::jsonb) AS x(id text, seq int, role text, content text)
-       RETURNING id, seq, turn, role, content, tool_calls, tool_call_id, name, created_at
-     ),
-     ${eventsSql}
-     SELECT cv.*, (SELECT coalesce(json_agg(ms ORDER BY ms.seq), '[]'::json) FROM ms) AS opening, ${EVENTS_NOTIFY_SELECT} FROM cv`;
-}
+/** The start batches `db` ran so far (the benchmarks' figures). */
+export const startBatchStats = (db: Db): GroupCommitStats => starts.stats(db);
 
 /**
- * Starts a conversation with its opening messages (a `/chat/completions` seed, then the greeting) and their events,
- * in one prepared statement (one round trip, atomic without a transaction of its own): a text from a new sender
- * starts one on the SMS hot path (docs/benchmarks.md "sms-replies"). `started_at`, `last_activity_at` and the
- * messages' `created_at` are the API's clock at the start, so the events carry the times stored.
- * @param eventsOf the events of the start, from the conversation and messages as they will be stored
- * @throws what the insert throws, e.g. a unique violation of the one open SMS conversation per counterpart
- *   (nothing is stored then)
+ * Starts a conversation with its opening messages (a `/chat/completions` seed, then the greeting) and, with
+ * `opts.events`, their events (`conversation.started`, `message.created`) built from the rows stored: one statement
+ * shared with the organization's other starts of the moment (db/repositories/conversationStarts.ts, a group commit;
+ * atomic without a transaction of its own). A text from a new sender starts one on the SMS hot path
+ * (docs/benchmarks.md "sms-replies"). `started_at`, `last_activity_at` and the messages' `created_at` are the API's
+ * clock at the call; the record is the row as stored (RETURNING), column defaults included.
+ * @throws what inserting it alone throws, e.g. a unique violation of the one open SMS conversation per counterpart
+ *   (nothing of it is stored then; the other starts of its batch are written without it)
  */
 export async function createConversation(
   db: Db,
   orgId: string,
   c: NewConversation,
-  eventsOf?: StartEvents,
+  opts: { events?: boolean } = {},
 ): Promise<{ conversation: ConversationRecord; greeting: ConversationMessage | null }> {
-  const id = c.id ?? newId('cnv');
-  const startedAt = new Date();
   const opening: LlmMessage[] = [...(c.seed ?? []), ...(c.greeting === null ? [] : [{ role: 'assistant' as const, content: c.greeting }])];
-  const rows = opening.map((m, seq) => ({ id: newId('cmsg'), seq, role: m.role, content: m.content }));
-  const values = {
-    id,
-    org_id: orgId,
+  const { row, opening: stored } = await starts.submit(db, orgId, {
+    id: c.id ?? newId('cnv'),
     agent_id: c.agentId,
     channel: c.channel,
     mode: c.mode,
     version_id: c.versionId,
     draft_version: c.draftVersion,
-    draft_snapshot: c.draftSnapshot === null ? null : JSON.stringify(c.draftSnapshot),
+    draft_snapshot: c.draftSnapshot,
     simulation: c.simulation ?? false,
-    skill_stubs: c.skillStubs ? JSON.stringify(c.skillStubs) : null,
-    variables: JSON.stringify(c.variables),
-    metadata: JSON.stringify(c.metadata),
+    skill_stubs: c.skillStubs ?? null,
+    variables: c.variables,
+    metadata: c.metadata,
     key_id: c.keyId,
     counterpart: c.counterpart ?? null,
-    traffic_split: c.trafficSplit ? JSON.stringify(c.trafficSplit) : null,
-    message_count: opening.length,
-    started_at: startedAt,
-    last_activity_at: startedAt,
-  };
-  // The record and messages as the statement stores them (column defaults of migration 20261123000100), for the events.
-  const expected = toRecord({ ...values, variables: c.variables, metadata: c.metadata, draft_snapshot: c.draftSnapshot, skill_stubs: c.skillStubs ?? null, status: 'active', turn_count: 0, prompt_tokens: 0, completion_tokens: 0 });
-  const messages = rows.map((m) => toMessage({ ...m, turn: 0, created_at: startedAt }));
-  const events = eventsOf ? eventsOf({ conversation: expected, messages }) : [];
-  const ev = eventCtes(orgId, events);
-  const sql = startSql(ev.sql);
-  const res = await runPrepared(db, sql, [
-    ...CONVERSATION_INSERT_COLUMNS.map((col) => values[col as keyof typeof values]),
-    orgId,
-    startedAt,
-    JSON.stringify(rows),
-    ...ev.bindings,
-  ]);
-  const row = res.rows[0];
-  const stored = (row.opening as any[]).map(toMessage);
-  return { conversation: toRecord(row), greeting: c.greeting === null ? null : stored[stored.length - 1] };
+    traffic_split: c.trafficSplit ?? null,
+    started_at: new Date().toISOString(),
+    event_id: opts.events ? newId('evt') : null,
+    opening: opening.map((m, seq) => ({ id: newId('cmsg'), seq, role: m.role, content: m.content, event_id: opts.events ? newId('evt') : null })),
+  });
+  const messages = stored.map(toMessage);
+  return { conversation: toRecord(row), greeting: c.greeting === null ? null : messages[messages.length - 1] };
 }
 
 /**
@@ -477,6 +441,9 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
     return r ? { conversation: toRecord(r), messages: msgs.get(r.id) ?? [] } : 'conflict';
   });
 }
+
+// A turn's statement is prepared on each connection the pool opens at start (texts and chat turns store theirs with it).
+prepareOnConnect((trx) => saveTurns(trx, NO_ORGANIZATION, []));
 
 /**
  * Ends an active conversation.

@@ -121,7 +121,7 @@ const exchanges = new PerOrgGroupCommit<ExchangeItem, number>(async (db, orgId, 
   const out = batch.map(() => 0);
   for (const { k, id } of ids) out[k] = Number(id);
   return out;
-});
+}, 200, { prepareOnConnect: true });
 
 /** The exchange batches `db` wrote so far (the benchmark's figures). */
 export const exchangeBatchStats = (db: Db): GroupCommitStats => exchanges.stats(db);

@@ -158,7 +158,7 @@ export function storeInboundText(db: Db, orgId: string, t: Omit<InboundTextToSto
   return inboundStores.submit(db, orgId, { ...t, events });
 }
 
-const inboundStores = new PerOrgGroupCommit<InboundTextToStore, SmsMessage | null>(storeInboundTexts);
+const inboundStores = new PerOrgGroupCommit<InboundTextToStore, SmsMessage | null>(storeInboundTexts, 200, { prepareOnConnect: true });
 
 /** The inbound text batches `db` wrote so far (the benchmark's figures). */
 export const inboundStoreStats = (db: Db): GroupCommitStats => inboundStores.stats(db);

@@ -74,7 +74,7 @@ export function queueReplyWithIntent(
   });
 }
 
-const queues = new PerOrgGroupCommit<QueueItem, { reply: SmsMessage; intent: ProviderIntent } | Error>(queueReplies);
+const queues = new PerOrgGroupCommit<QueueItem, { reply: SmsMessage; intent: ProviderIntent } | Error>(queueReplies, 200, { prepareOnConnect: true });
 
 /**
  * Statement 1 for a batch of one organization (`k` an item's place in `batch`).
@@ -151,7 +151,7 @@ export function markReplySent(
   return sents.submit(db, orgId, { s, events });
 }
 
-const sents = new PerOrgGroupCommit<SentItem, boolean>(markRepliesSent);
+const sents = new PerOrgGroupCommit<SentItem, boolean>(markRepliesSent, 200, { prepareOnConnect: true });
 
 /** The batches of statements 1 and 2 `db` wrote so far (the benchmark's figures). */
 export const replyBatchStats = (db: Db): { queue: GroupCommitStats; sent: GroupCommitStats } => ({ queue: queues.stats(db), sent: sents.stats(db) });

@@ -31,9 +31,26 @@ export async function agentTraffic(conn: Conn, orgId: string, agentId: string, o
   };
 }
 
-const LIVE_AGENT_TRAFFIC_SQL = `SELECT a.published_version_id, t.splits, t.stickiness, t.updated_at
+/** The columns {@link liveTrafficOf} reads, of `agents a` joined with `agent_traffic_splits t`. */
+export const LIVE_TRAFFIC_COLUMNS = 'a.published_version_id, t.splits, t.stickiness, t.updated_at';
+
+const LIVE_AGENT_TRAFFIC_SQL = `SELECT ${LIVE_TRAFFIC_COLUMNS}
        FROM agents a LEFT JOIN agent_traffic_splits t ON t.org_id = a.org_id AND t.agent_id = a.id
       WHERE a.org_id = ? AND a.id = ? AND a.archived_at IS NULL`;
+
+/** What a conversation's start needs of its agent: the published version and the stored split (null: the default). */
+export interface LiveTraffic {
+  publishedVersionId: string | null;
+  stored: StoredSplit | null;
+}
+
+/** A row of {@link LIVE_TRAFFIC_COLUMNS} as {@link LiveTraffic}. */
+export function liveTrafficOf(row: { published_version_id: string | null; splits: unknown; stickiness: string | null; updated_at: unknown }): LiveTraffic {
+  return {
+    publishedVersionId: row.published_version_id ?? null,
+    stored: row.splits ? { rule: { splits: row.splits as TrafficSplitRule['splits'], stickiness: row.stickiness as TrafficSplitRule['stickiness'] }, updatedAt: iso(row.updated_at as Date)! } : null,
+  };
+}
 
 /**
  * What starting a conversation needs of an agent (services/conversations/service.ts `startConversation`): its
@@ -41,13 +58,9 @@ const LIVE_AGENT_TRAFFIC_SQL = `SELECT a.published_version_id, t.splits, t.stick
  * the skills, playbooks and knowledge counts `getAgent` attaches.
  * @returns undefined when the agent does not exist or is archived (as `getAgent`)
  */
-export async function liveAgentTraffic(conn: Conn, orgId: string, agentId: string): Promise<{ publishedVersionId: string | null; stored: StoredSplit | null } | undefined> {
+export async function liveAgentTraffic(conn: Conn, orgId: string, agentId: string): Promise<LiveTraffic | undefined> {
   const row = (await runPrepared(conn, LIVE_AGENT_TRAFFIC_SQL, [orgId, agentId])).rows[0];
-  if (!row) return undefined;
-  return {
-    publishedVersionId: row.published_version_id ?? null,
-    stored: row.splits ? { rule: { splits: row.splits, stickiness: row.stickiness }, updatedAt: iso(row.updated_at)! } : null,
-  };
+  return row ? liveTrafficOf(row) : undefined;
 }
 
 /** The ids of the agent's frozen (published) versions. */

@@ -193,6 +193,12 @@ export interface StartRequest {
   trafficSplit?: TrafficSplitRule | null;
   /** An outbound call (a campaign's, `POST /calls`): opened as docs/voice.md "Outbound first line" says. */
   outbound?: boolean;
+  /**
+   * The agent's published version and stored split as the caller read them a moment ago (db/repositories/traffic.ts
+   * `liveAgentTraffic`'s answer; undefined inside: no such agent), so the start does not read them again: an inbound
+   * text's sender read carries them (db/repositories/smsConversations.ts).
+   */
+  traffic?: { read: Awaited<ReturnType<typeof liveAgentTraffic>> };
 }
 
 /**
@@ -215,7 +221,7 @@ export async function startConversation(
   orgId: string,
   req: StartRequest,
 ): Promise<{ conversation: ConversationRecord; greeting: ConversationMessage | null; agent: CompiledAgent; pinPrompt: string | null }> {
-  const record = await liveAgentTraffic(db, orgId, req.agentId);
+  const record = req.traffic ? req.traffic.read : await liveAgentTraffic(db, orgId, req.agentId);
   if (!record) throw new ApiError(404, 'agent_not_found', 'Agent not found', { errors: [{ field: 'agentId', message: 'no agent with this id in this organization' }] });
   let agent: CompiledAgent;
   let versionId: string | null = null;
@@ -280,14 +286,8 @@ export async function startConversation(
       seed: req.seed,
       counterpart: req.channel === 'voice' || req.channel === 'sms' ? (req.counterpart ?? null) : null,
     },
-    ({ conversation: c, messages }) =>
-      checkedEvents([
-        {
-          type: 'conversation.started',
-          data: { conversationId: c.id, agentId: c.agentId, channel: c.channel, mode: c.mode as 'published' | 'draft', versionId: c.versionId, simulation: c.simulation, startedAt: c.startedAt },
-        },
-        ...changeEvents(c, messages),
-      ]),
+    // `conversation.started` and `message.created` per opening message, built by the statement from the rows it stored.
+    { events: true },
   );
   // The tools of its MCP servers are listed as it starts, in the background (./mcp.ts: the first turn then finds them cached).
   if (agent!.skills.some((s) => s.type === 'mcp')) void remoteToolsOf({ db }, orgId, agent!.skills).catch(() => undefined);

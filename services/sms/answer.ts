@@ -19,7 +19,7 @@ import type { Client } from '@temporalio/client';
 import type { Db } from '../../db';
 import { isUniqueViolation } from '../../db/repositories/agents';
 import { findOpenSmsConversation, getConversation, recentMessages, type ConversationRecord } from '../../db/repositories/conversations';
-import { findOpenSmsConversationAndContact } from '../../db/repositories/smsConversations';
+import { findOpenSmsConversationAndContact, type SenderState } from '../../db/repositories/smsConversations';
 import type { ConversationMessage } from '../../schemas/types/chat';
 import { getOwnedNumberByE164 } from '../../db/repositories/numbers';
 import type { PhoneNumber } from '../../schemas/types/numbers';
@@ -185,7 +185,7 @@ async function composeAnswer(deps: ConversationDeps & { temporal?: { client: Cli
   if (registration?.status !== 'active') return { answered: false, reason: 'registration_not_active' };
 
   // The callback's first attempt records the conversation with the reply (below); a retry records it at once.
-  const conversation = await conversationFor(deps, orgId, number.agentId, m, now, !firstAttempt, pre && { open: pre.conversation });
+  const conversation = await conversationFor(deps, orgId, number.agentId, m, now, !firstAttempt, pre && { open: pre.conversation, traffic: pre.traffic });
   if (!conversation) return { answered: false, reason: 'agent_not_published' };
   const agent = await pinnedAgent(db, conversation);
   let reply = m.agentReply;
@@ -316,7 +316,7 @@ async function conversationFor(
   m: SmsMessageRecord,
   now: number,
   recordNow = true,
-  read?: { open: (ConversationRecord & { lastActivityAt: string; recent: ConversationMessage[] }) | undefined },
+  read?: Pick<SenderState, 'traffic'> & { open: (ConversationRecord & { lastActivityAt: string; recent: ConversationMessage[] }) | undefined },
 ): Promise<(ConversationRecord & { recent?: ConversationMessage[] }) | null> {
   const { db } = deps;
   if (m.conversationId) {
@@ -324,7 +324,8 @@ async function conversationFor(
     if (known) return known;
   }
   // With the history its turn reads (one round trip instead of two), read by the caller when it passes `read`.
-  const open = read ? read.open : (await findOpenSmsConversationAndContact(db, orgId, agentId, m.from, HISTORY_MESSAGES)).conversation;
+  const sender = read ? { conversation: read.open, traffic: read.traffic } : await findOpenSmsConversationAndContact(db, orgId, agentId, m.from, HISTORY_MESSAGES);
+  const open = sender.conversation;
   if (open) {
     const agent = await pinnedAgent(db, open);
     if (now - Date.parse(open.lastActivityAt) < smsSettingsOf(agent).idleTimeoutSeconds * 1000) {
@@ -336,7 +337,9 @@ async function conversationFor(
   let started: ConversationRecord & { recent?: ConversationMessage[] };
   try {
     // Started here with no message (no greeting: the person wrote first), so its turn reads no history.
-    const { conversation } = await startConversation(db, orgId, { agentId, channel: 'sms', keyId: null, counterpart: m.from, metadata: { from: m.from, to: m.to, firstMessageId: m.id }, seed: [] });
+    // The agent's published version and split as the sender read found them when no conversation was open (else read now).
+    const traffic = open ? undefined : sender.traffic;
+    const { conversation } = await startConversation(db, orgId, { agentId, channel: 'sms', keyId: null, counterpart: m.from, metadata: { from: m.from, to: m.to, firstMessageId: m.id }, seed: [], traffic });
     started = conversation.messageCount === 0 ? { ...conversation, recent: [] } : conversation;
   } catch (err) {
     // An agent gone or never published (startConversation reads it): no conversation.
