@@ -34,6 +34,14 @@ export interface AppConfig {
   rateLimitPoints: number;
   /** Rate-limit window in seconds (RATE_LIMIT_WINDOW_SECONDS, default 60). */
   rateLimitWindowSeconds: number;
+  /**
+   * Burst limit beside the window (docs/api-notes.md "Rate limits"): a key may send at most this multiple of its
+   * average rate (points ÷ window) within any `rateLimitBurstSeconds` fixed window, at least 10 points
+   * (RATE_LIMIT_BURST_FACTOR, default 2: 600 per 60 s → 20 per second; 0: no burst limit).
+   */
+  rateLimitBurstFactor: number;
+  /** Length in seconds of the burst limit's window (RATE_LIMIT_BURST_SECONDS, default 1). */
+  rateLimitBurstSeconds: number;
   /** Widget requests per client IP per rate-limit window (WIDGET_IP_RATE_LIMIT_POINTS, default 120; docs/api-notes.md "Widget"). */
   widgetIpRateLimitPoints: number;
   /** Largest accepted JSON body in bytes (BODY_LIMIT_BYTES, default 1 MiB). */
@@ -108,6 +116,8 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     metricsPort: process.env.METRICS_PORT ? envNumber('METRICS_PORT', 0) : undefined,
     rateLimitPoints: envNumber('RATE_LIMIT_POINTS', 600),
     rateLimitWindowSeconds: envNumber('RATE_LIMIT_WINDOW_SECONDS', 60),
+    rateLimitBurstFactor: envNumber('RATE_LIMIT_BURST_FACTOR', 2),
+    rateLimitBurstSeconds: envNumber('RATE_LIMIT_BURST_SECONDS', 1),
     widgetIpRateLimitPoints: envNumber('WIDGET_IP_RATE_LIMIT_POINTS', 120),
     bodyLimitBytes: envNumber('BODY_LIMIT_BYTES', 1024 * 1024),
     cacheTtlSeconds: envNumber('CACHE_TTL_SECONDS', 30),

@@ -49,7 +49,7 @@ function counter<L extends string>(name: string, help: string, labels: readonly 
 /** One API request, labelled by the route table's operationId (`unmatched` for none) and status class. */
 export const httpRequestDuration = latency('http_server_request_duration_seconds', 'Duration of HTTP requests served by the API, by operationId, method and status class', ['operation_id', 'http_request_method', 'status_class']);
 /** Requests refused with 429 by the rate limiter: `limit` = `key` (the credential's budget) or `ip` (widget per-address budget). */
-export const rateLimitRejections = counter('http_rate_limit_rejections_total', 'Requests refused with 429 rate_limited, by the budget that ran out (key or ip)', ['limit']);
+export const rateLimitRejections = counter('http_rate_limit_rejections_total', 'Requests refused with 429 rate_limited, by the budget that ran out (key, burst or ip)', ['limit']);
 /** Conversation turns run, by channel and outcome (`ok`, `error`). */
 export const conversationTurns = counter('conversation_turns_total', 'Conversation turns run, by channel and outcome', ['channel', 'outcome']);
 /** Whole turn latency (the receipt's `turn` stage), by channel. */

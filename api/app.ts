@@ -95,7 +95,12 @@ export function createApp(deps: AppOptions): BuiltApp {
     knowledge: new KnowledgeIndexes(feed, config.cacheTtlSeconds),
     numberOwners: new ReadCache<NumberOwner>(feed, 'phone_numbers', config.cacheTtlSeconds),
   };
-  const limits = new RateLimits(databaseUrl, { points: config.rateLimitPoints, windowSeconds: config.rateLimitWindowSeconds });
+  const limits = new RateLimits(databaseUrl, {
+    points: config.rateLimitPoints,
+    windowSeconds: config.rateLimitWindowSeconds,
+    burstFactor: config.rateLimitBurstFactor,
+    burstSeconds: config.rateLimitBurstSeconds,
+  });
   const ownHttp = !deps.providers?.skillHttp;
   const ownMailer = !deps.providers?.mailer;
   const providers: AppProviders = {

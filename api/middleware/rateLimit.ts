@@ -1,8 +1,13 @@
 /**
  * Per-key rate limiting with rate-limiter-flexible on Postgres (counters shared by every API process;
- * DESIGN.md "Rate limits"). Every response of an authenticated call carries the IETF RateLimit header
- * fields (draft-ietf-httpapi-ratelimit-headers): `RateLimit-Policy: "default";q=<limit>;w=<window s>` and
- * `RateLimit: "default";r=<remaining>;t=<seconds to reset>`; a refusal is 429 `rate_limited` with `Retry-After`.
+ * DESIGN.md "Rate limits"). Two policies per key (docs/api-notes.md "Rate limits"): `default`, the key's points
+ * per window, and `burst`, at most `burstFactor` times the key's average rate within any `burstSeconds` window
+ * (600 per 60 s → 20 per second), as Stripe's per-second and GitHub's secondary limits bound how fast a tenant
+ * spends its budget. Every response of an authenticated call carries the IETF RateLimit header fields
+ * (draft-ietf-httpapi-ratelimit-headers-10 §§ 3–4: a List of policies) for each policy that applies:
+ * `RateLimit-Policy: "default";q=600;w=60, "burst";q=20;w=1` and `RateLimit: "default";r=<remaining>;t=<s>, "burst";r=…;t=…`;
+ * a refusal is 429 `rate_limited` naming the policy that refused, with `Retry-After` (RFC 9110 § 10.2.3) in
+ * seconds until that policy's window frees a point.
  */
 import pg from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
@@ -15,6 +20,20 @@ import { setHeader } from '../http';
 /** Points this process reserves per Postgres round trip: 1 (exact) below 1,000 per window, else 1 % of the limit, at most 100. */
 export function leaseSize(points: number): number {
   return points < 1000 ? 1 : Math.min(100, Math.floor(points / 100));
+}
+
+/** Smallest burst limit in points: a key whose whole window budget is this small may spend it at once. */
+export const MIN_BURST_POINTS = 10;
+
+/**
+ * The burst policy of a key allowed `points` per `windowSeconds`: ⌈factor × points × burstSeconds ÷ windowSeconds⌉
+ * points per `burstSeconds`, at least MIN_BURST_POINTS; undefined when it could never bind (not below the window's
+ * points, a burst window not shorter than the key's window, or factor or seconds 0: off).
+ */
+export function burstPolicy(points: number, windowSeconds: number, burst: { factor: number; seconds: number }): { points: number; seconds: number } | undefined {
+  if (!(burst.factor > 0 && burst.seconds > 0) || burst.seconds >= windowSeconds) return undefined;
+  const burstPoints = Math.max(MIN_BURST_POINTS, Math.ceil((burst.factor * points * burst.seconds) / windowSeconds - 1e-9));
+  return burstPoints < points ? { points: burstPoints, seconds: burst.seconds } : undefined;
 }
 
 /** Outcome of taking one point. */
@@ -38,9 +57,13 @@ export class RateLimits {
 
   /**
    * @param databaseUrl Postgres holding the `rate_limits` table (created by the migrations)
-   * @param defaults requests per window and window length in seconds when a key has no override
+   * @param defaults requests per window and window length in seconds when a key has no override; `burstFactor`
+   *   and `burstSeconds` shape every key's burst policy (`burstPolicy`; omitted: no burst limit)
    */
-  constructor(databaseUrl: string, private readonly defaults: { points: number; windowSeconds: number }) {
+  constructor(
+    databaseUrl: string,
+    private readonly defaults: { points: number; windowSeconds: number; burstFactor?: number; burstSeconds?: number },
+  ) {
     this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
     this.pool.on('error', () => undefined);
   }
@@ -116,44 +139,68 @@ export class RateLimits {
   }
 
   /**
-   * Guard (api/middleware/auth.ts `Guard`) consuming one point per authenticated request and setting the
-   * RateLimit-Policy and RateLimit headers; synchronous while a local lease lasts. Widget requests
-   * (publishable key or widget session token) also take one point from the client IP's budget of
-   * `ipPoints` per window (docs/api-notes.md "Widget").
-   * @throws ApiError 429 rate_limited with Retry-After
+   * Guard (api/middleware/auth.ts `Guard`) consuming one point of each of the key's policies per authenticated
+   * request and setting the RateLimit-Policy and RateLimit headers; synchronous while local leases last (both
+   * counters are taken at once, so an exactly counted key costs two concurrent upserts). Widget requests
+   * (publishable key or widget session token) also take one point from the client IP's budget of `ipPoints`
+   * per window (docs/api-notes.md "Widget").
+   * @throws ApiError 429 rate_limited with Retry-After, naming the policy (`default` or `burst`) that refused
    */
   guard(ipPoints?: number): Guard {
-    const apply = (ctx: AppContext, points: number, windowSeconds: number, res: Take): void => {
-      const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
-      if (!res.ok) {
-        rateLimitRejections.inc({ limit: 'key' });
-        ctx.set('RateLimit', `"default";r=0;t=${reset}`);
-        throw new ApiError(429, 'rate_limited', `Rate limit of ${points} requests per ${windowSeconds} s exceeded; retry after ${reset} s`, {
-          headers: { 'Retry-After': String(reset) },
-        });
-      }
-      setHeader(ctx, 'RateLimit', `"default";r=${res.remaining};t=${Math.max(0, Math.ceil(res.msBeforeNext / 1000))}`);
+    // A key's policies, headers and lease ids, worked out once per resolved key's `ctx.state.auth` (one object
+    // per cached key, api/middleware/auth.ts) instead of several strings a request; a session's state is per request.
+    type Budget = {
+      points: number;
+      windowSeconds: number;
+      policy: string;
+      lease: string;
+      burst?: { points: number; seconds: number; lease: string };
     };
-    // A key's budget, policy header and lease id, worked out once per resolved key's `ctx.state.auth` (one object
-    // per cached key, api/middleware/auth.ts) instead of three strings a request; a session's state is per request.
-    type Budget = { points: number; windowSeconds: number; policy: string; lease: string };
     const budgets = new WeakMap<object, Budget>();
+    const shape = { factor: this.defaults.burstFactor ?? 0, seconds: this.defaults.burstSeconds ?? 0 };
     const budgetOf = (auth: NonNullable<AppContext['state']['auth']>): Budget => {
       let b = budgets.get(auth);
       if (b) return b;
       const points = auth.rateLimitPoints ?? this.defaults.points;
       const windowSeconds = auth.rateLimitWindowSeconds ?? this.defaults.windowSeconds;
-      b = { points, windowSeconds, policy: `"default";q=${points};w=${windowSeconds}`, lease: `${auth.keyId}/${points}/${windowSeconds}` };
+      const burst = burstPolicy(points, windowSeconds, shape);
+      b = {
+        points,
+        windowSeconds,
+        policy: `"default";q=${points};w=${windowSeconds}` + (burst ? `, "burst";q=${burst.points};w=${burst.seconds}` : ''),
+        lease: `${auth.keyId}/${points}/${windowSeconds}`,
+        burst: burst && { ...burst, lease: `${auth.keyId}/${burst.points}/${burst.seconds}` },
+      };
       if (auth.kind !== 'session') budgets.set(auth, b);
       return b;
     };
+    const seconds = (ms: number): number => Math.max(0, Math.ceil(ms / 1000));
+    const apply = (ctx: AppContext, b: Budget, win: Take, burst: Take | undefined): void => {
+      const refused = !win.ok ? 'default' : burst && !burst.ok ? 'burst' : undefined;
+      if (refused) {
+        rateLimitRejections.inc({ limit: refused === 'default' ? 'key' : 'burst' });
+        const byWindow = refused === 'default';
+        const reset = Math.max(1, seconds((byWindow ? win : burst!).msBeforeNext));
+        ctx.set('RateLimit', `"${refused}";r=0;t=${reset}`);
+        const detail = byWindow
+          ? `Rate limit of ${b.points} requests per ${b.windowSeconds} s exceeded; retry after ${reset} s`
+          : `Burst limit of ${b.burst!.points} requests per ${b.burst!.seconds} s exceeded; retry after ${reset} s`;
+        throw new ApiError(429, 'rate_limited', detail, { headers: { 'Retry-After': String(reset) } });
+      }
+      const own = `"default";r=${win.remaining};t=${seconds(win.msBeforeNext)}`;
+      setHeader(ctx, 'RateLimit', burst ? `${own}, "burst";r=${burst.remaining};t=${seconds(burst.msBeforeNext)}` : own);
+    };
     const byKey = (ctx: AppContext): void | Promise<void> => {
       const auth = ctx.state.auth!;
-      const { points, windowSeconds, policy, lease } = budgetOf(auth);
-      setHeader(ctx, 'RateLimit-Policy', policy);
-      const local = this.takeLocal(lease);
-      if (local) return apply(ctx, points, windowSeconds, local);
-      return this.take(auth.keyId, points, windowSeconds).then((res) => apply(ctx, points, windowSeconds, res));
+      const b = budgetOf(auth);
+      setHeader(ctx, 'RateLimit-Policy', b.policy);
+      const win = this.takeLocal(b.lease);
+      const burst = b.burst && this.takeLocal(b.burst.lease);
+      if (win && (!b.burst || burst)) return apply(ctx, b, win, burst);
+      return Promise.all([
+        win ?? this.take(auth.keyId, b.points, b.windowSeconds),
+        b.burst && (burst ?? this.take(auth.keyId, b.burst.points, b.burst.seconds)),
+      ]).then(([w, s]) => apply(ctx, b, w, s));
     };
     return (ctx: AppContext) => {
       const auth = ctx.state.auth;
@@ -171,8 +218,6 @@ export class RateLimits {
       return byKey(ctx);
     };
   }
-
-
 
   /** Closes the counter pool. */
   async close(): Promise<void> {

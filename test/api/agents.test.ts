@@ -3,10 +3,10 @@
  * concurrency, duplicate names, unsupported languages, tenancy and scopes.
  */
 import { expect } from 'chai';
-import { useTestApi } from '../helpers/api';
+import { QUICK_CLIENT, useTestApi } from '../helpers/api';
 
 describe('agents API', () => {
-  const t = useTestApi('agents');
+  const t = useTestApi('agents', QUICK_CLIENT);
   let key: string;
 
   before(async () => {

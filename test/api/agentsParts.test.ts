@@ -3,7 +3,7 @@
  * playbooks and their graphs, voices. Every edit bumps the agent's draft version.
  */
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { intakeGraph } from './agents-fixtures';
 
 const BOOK = { name: 'book_appointment', type: 'book_appointment', description: 'Books a visit', config: { url: 'https://cal.example.com/book', durationMinutes: 30, timeZone: 'America/Chicago' } };
@@ -16,7 +16,7 @@ describe('agent draft parts API', () => {
   const version = async () => Number((await t.call('GET', `/agents/${agentId}`, { key })).body.data.version);
 
   before(async () => {
-    t = await startTestApi('agentparts');
+    t = await startTestApi('agentparts', QUICK_CLIENT);
     ({ key } = await t.org('Clinic'));
     agentId = (await t.call('POST', '/agents', { key, json: { name: 'Clinic desk' } })).body.data.id;
   });

@@ -5,7 +5,7 @@
  * reused key, 503 without Temporal).
  */
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { createAgentActivities } from '../../activities/agents';
 import { publishRequestHash } from '../../domain/agents/compile';
 import { verifyTalkToken } from '../../api/agents/talkToken';
@@ -34,7 +34,7 @@ describe('agent versions', () => {
   };
 
   before(async () => {
-    t = await startTestApi('agentversions');
+    t = await startTestApi('agentversions', QUICK_CLIENT);
     ({ key, keyId, orgId } = await t.org('Versions'));
     activities = createAgentActivities({ db: t.db });
   });

@@ -6,7 +6,7 @@
  * `analysis-run/{id}` on a worker, with its progress and the `analysis.completed` event.
  */
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { until } from '../helpers/wait';
 import { testTemporal } from '../helpers/temporal';
 import { answerWith, startOpenAiStub, type OpenAiStub } from '../helpers/llm';
@@ -36,7 +36,7 @@ describe('analysis re-runs on the sandbox LLM, with a worker', () => {
     (await t.db('events').where({ org_id: org.orgId, type: 'conversation.analyzed' }).whereRaw(`data->>'conversationId' = ?`, [id]).orderBy('created_at').select('data')).map((r: { data: any }) => r.data);
 
   before(async () => {
-    t = await startTestApi('analysisreruns', {}, { worker: (deps) => createActivities(deps) });
+    t = await startTestApi('analysisreruns', QUICK_CLIENT, { worker: (deps) => createActivities(deps) });
     org = await t.org('Reruns');
   });
   after(async () => t?.close());
@@ -151,7 +151,7 @@ describe('analysis re-run on the loopback OpenAI-compatible stub', () => {
           : { content: 'We are open on Sunday from ten.' },
       ),
     );
-    t = await startTestApi('analysisstub', {}, { providers: { llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 }) } });
+    t = await startTestApi('analysisstub', QUICK_CLIENT, { providers: { llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 }) } });
   });
   after(async () => {
     await t?.close();

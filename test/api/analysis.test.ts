@@ -5,7 +5,7 @@
  * recorded as a failed analysis without failing the end, and the `conversation-analysis/{id}` workflow on a worker.
  */
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { until } from '../helpers/wait';
 import { testTemporal } from '../helpers/temporal';
 import { publishDraft } from './agents-fixtures';
@@ -60,7 +60,7 @@ describe('post-conversation analysis', () => {
   const analyzedEvents = (id: string) => t.db('events').where({ org_id: org.orgId, type: 'conversation.analyzed' }).whereRaw(`data->>'conversationId' = ?`, [id]).select('data');
 
   before(async () => {
-    t = await startTestApi('analysis');
+    t = await startTestApi('analysis', QUICK_CLIENT);
     org = await t.org('Analysis');
   });
   after(async () => t?.close());
@@ -205,7 +205,7 @@ describe('post-conversation analysis on the worker (conversation-analysis/{id})'
   let t: TestApi;
 
   before(async () => {
-    t = await startTestApi('analysiswf', {}, { worker: (deps) => createActivities(deps) });
+    t = await startTestApi('analysiswf', QUICK_CLIENT, { worker: (deps) => createActivities(deps) });
   });
   after(async () => t?.close());
 

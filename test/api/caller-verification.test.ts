@@ -6,7 +6,7 @@
  * of another organization never matching, and every lookup audited.
  */
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
 import { getConversation } from '../../db/repositories/conversations';
 import { getVoiceCall } from '../../db/repositories/voiceCalls';
@@ -53,7 +53,7 @@ describe('caller verification against Records', () => {
   };
 
   before(async () => {
-    t = await startTestApi('callerver');
+    t = await startTestApi('callerver', QUICK_CLIENT);
     org = await t.org('Verifying');
     other = await t.org('Elsewhere');
     const mk = async (key: string, json: Record<string, unknown>) => expect((await t.call('POST', '/records', { key, json })).status).to.equal(201);

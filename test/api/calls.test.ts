@@ -14,7 +14,7 @@ import { createVoiceCall } from '../../db/repositories/voiceCalls';
 import { getConversation } from '../../db/repositories/conversations';
 import { publishDraft } from './agents-fixtures';
 import { phone } from './outbound-fixtures';
-import { startTestApi, type TestApi, type TestResponse } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi, type TestResponse } from '../helpers/api';
 import { until } from '../helpers/wait';
 import { TelnyxStub } from '../providers/telnyxStub';
 import { createCallActivities } from '../../activities/calls';
@@ -80,7 +80,7 @@ describe('calls on demand (POST /calls, GET /calls) on the sandbox carrier', fun
   before(async function () {
     this.timeout(120_000);
     // The production composition of the worker, PUBLIC_BASE_URL being this API (the sandbox callee dials into its relay).
-    t = await startTestApi('calls_on_demand', {}, { worker: (d) => createActivities({ db: d.db, config: { ...d.config, publicBaseUrl: new URL(d.baseUrl).origin }, logger: d.logger }) });
+    t = await startTestApi('calls_on_demand', QUICK_CLIENT, { worker: (d) => createActivities({ db: d.db, config: { ...d.config, publicBaseUrl: new URL(d.baseUrl).origin }, logger: d.logger }) });
     ({ key, orgId, keyId } = await t.org('Caller Co'));
     agentId = await publishedAgent(key, { orgId, keyId }, 'Reminder agent');
     draftOnlyId = (await t.call('POST', '/agents', { key, json: { name: 'Unpublished agent', voiceId: 'voice_ava', greeting: 'Hello from the draft.' } })).body.data.id;
@@ -437,7 +437,7 @@ describe('calls on demand over Telnyx Call Control (loopback stub)', function ()
       process.env[k] = v;
     }
     // Telnyx calls back PUBLIC_BASE_URL and connects its relay there: this API's own origin.
-    t = await startTestApi('calls_on_demand_telnyx', {}, { worker: (d) => createActivities({ db: d.db, config: { ...d.config, publicBaseUrl: new URL(d.baseUrl).origin }, logger: d.logger }) });
+    t = await startTestApi('calls_on_demand_telnyx', QUICK_CLIENT, { worker: (d) => createActivities({ db: d.db, config: { ...d.config, publicBaseUrl: new URL(d.baseUrl).origin }, logger: d.logger }) });
   });
   after(async () => {
     await t?.close();

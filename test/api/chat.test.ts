@@ -10,7 +10,7 @@ import https from 'node:https';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { chain, publishDraft } from './agents-fixtures';
 import { createKnowledgeActivities } from '../../activities/knowledge';
 import { createSkillHttpClient } from '../../providers/http/request';
@@ -55,7 +55,7 @@ describe('chat sessions (sandbox LLM)', () => {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     skillBase = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    t = await startTestApi('chat', {}, { providers: { skillHttp: createSkillHttpClient({ allow: parseAllowList('127.0.0.1'), ca: TLS.cert }) } });
+    t = await startTestApi('chat', QUICK_CLIENT, { providers: { skillHttp: createSkillHttpClient({ allow: parseAllowList('127.0.0.1'), ca: TLS.cert }) } });
     org = await t.org('Chat');
     process.env.HTTP_ALLOW_PRIVATE_HOSTS = '127.0.0.1';
   });

@@ -6,7 +6,7 @@
  * chooses (no real waiting). Real HTTP on a real Postgres with the sandbox LLM.
  */
 import { expect } from 'chai';
-import { useTestApi } from '../helpers/api';
+import { QUICK_CLIENT, useTestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
 import { createLlm } from '../../providers/llm';
 import { createSkillHttpClient } from '../../providers/http/request';
@@ -20,7 +20,7 @@ import { conversationLimits, durationWords } from '../../domain/conversations/li
 const MINUTE = 60_000;
 
 describe('idle conversations', () => {
-  const t = useTestApi('conversation_idle');
+  const t = useTestApi('conversation_idle', QUICK_CLIENT);
   let org: { orgId: string; key: string; keyId: string };
   const llm = createLlm({});
   const deps = () => ({ db: t.db, llm, http: createSkillHttpClient() });

@@ -4,7 +4,7 @@
  * "Variables, escalation, onboarding, meta and settings"). Real HTTP, real Postgres, real Temporal SDK.
  */
 import { expect } from 'chai';
-import { useTestApi } from '../helpers/api';
+import { QUICK_CLIENT, useTestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
 import { createActivities } from '../../activities';
 import { sandboxInventory } from '../../providers/telephony/sandbox';
@@ -13,7 +13,7 @@ import { testTemporal } from '../helpers/temporal';
 
 describe('dashboards and reports', function () {
   this.timeout(120_000);
-  const t = useTestApi('dash_reports', {}, { worker: (deps) => createActivities(deps) });
+  const t = useTestApi('dash_reports', QUICK_CLIENT, { worker: (deps) => createActivities(deps) });
   let org: { orgId: string; key: string; keyId: string };
   let other: { orgId: string; key: string; keyId: string };
   let agentId: string;

@@ -6,7 +6,7 @@
  * (refused while assigned) — each with its webhook event and audit entry.
  */
 import { expect } from 'chai';
-import { useTestApi } from '../helpers/api';
+import { QUICK_CLIENT, useTestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
 import { createSource, markFailed } from '../../db/repositories/knowledge';
 import { createKnowledgeActivities } from '../../activities/knowledge';
@@ -16,7 +16,7 @@ import { releaseNumber } from '../../services/deletes';
 import { SimulatedCrash, type FaultHook } from '../../services/effects';
 
 describe('Deletes: agents, knowledge sources, playbooks and numbers', () => {
-  const t = useTestApi('deletes');
+  const t = useTestApi('deletes', QUICK_CLIENT);
   const SITE = 'https://shop.example.com';
 
   const newAgent = async (key: string, name: string) => {

@@ -4,7 +4,7 @@
  * real Postgres.
  */
 import { expect } from 'chai';
-import { useTestApi } from '../helpers/api';
+import { QUICK_CLIENT, useTestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
 import { sandboxInventory } from '../../providers/telephony/sandbox';
 import { isOpen } from '../../domain/settings/hours';
@@ -20,7 +20,7 @@ const FRONT_DESK = {
 };
 
 describe('escalation destinations, presence and phone settings', () => {
-  const t = useTestApi('escalation');
+  const t = useTestApi('escalation', QUICK_CLIENT);
   let org: { orgId: string; key: string; keyId: string };
   let other: { orgId: string; key: string; keyId: string };
   let destId: string;

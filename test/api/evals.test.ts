@@ -11,7 +11,7 @@ import https from 'node:https';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { createActivities } from '../../activities';
 import { createSimulationActivities } from '../../activities/simulations';
 import { createEvalActivities } from '../../activities/evals';
@@ -83,7 +83,7 @@ describe('evaluation suites and runs (workflow agent-eval/{runId}, sandbox LLM)'
 
   before(async () => {
     skills = await startForbiddenSkillServer();
-    t = await startTestApi('evals', {}, {
+    t = await startTestApi('evals', QUICK_CLIENT, {
       providers: { skillHttp: skills.http },
       // The service's activities as worker.ts registers them, the skill client swapped for one that could reach the loopback server.
       worker: (deps) => ({ ...createActivities(deps), ...createSimulationActivities(deps, { http: skills.http }), ...createEvalActivities(deps, { http: skills.http }) }),
@@ -307,7 +307,7 @@ describe('evaluation runs on an OpenAI-compatible model (loopback stub): tool ca
       }),
     );
     const llm = new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 });
-    t = await startTestApi('evalsllm', {}, { providers: { llm }, worker: (deps) => ({ ...createActivities(deps), ...createEvalActivities(deps, { llm, http: skills.http }) }) });
+    t = await startTestApi('evalsllm', QUICK_CLIENT, { providers: { llm }, worker: (deps) => ({ ...createActivities(deps), ...createEvalActivities(deps, { llm, http: skills.http }) }) });
     org = await t.org('Evals LLM');
   });
   after(async () => {

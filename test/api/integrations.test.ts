@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { createSkillHttpClient } from '../../providers/http/request';
 import { parseAllowList } from '../../domain/net/guard';
 import { chain } from './agents-fixtures';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { createIntegrationActivities } from '../../activities/integrations';
 import { sandboxConsent } from '../../providers/integrations/sandbox';
 import { until } from '../helpers/wait';
@@ -50,7 +50,7 @@ describe('integrations', () => {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     apiBase = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    t = await startTestApi('integrations', {}, {
+    t = await startTestApi('integrations', QUICK_CLIENT, {
       worker: ({ db }) => createIntegrationActivities({ db }) as any,
       providers: { skillHttp: createSkillHttpClient({ allow: parseAllowList('127.0.0.1'), ca: TLS.cert }) },
     });

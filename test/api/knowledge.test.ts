@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { ApplicationFailure } from '@temporalio/common';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { createAgent } from '../../db/repositories/agents';
 import { createSource, getSource } from '../../db/repositories/knowledge';
 import { createUpload } from '../../db/repositories/uploads';
@@ -47,7 +47,7 @@ describe('knowledge sources and preview', () => {
   const pageHits: Record<string, number> = {};
 
   before(async () => {
-    t = await startTestApi('knowledge');
+    t = await startTestApi('knowledge', QUICK_CLIENT);
     org = await t.org('Knowledge Org');
     other = await t.org('Other Org');
     agentId = (await createAgent(t.db, org.orgId, { name: 'Front desk' })).id;

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
 import { RelayClient } from '../../providers/telephony/sandboxCaller';
 import { allMessages, getConversation } from '../../db/repositories/conversations';
@@ -18,7 +18,7 @@ describe('live control of conversations', () => {
   let agentId: string;
 
   before(async () => {
-    t = await startTestApi('live_control');
+    t = await startTestApi('live_control', QUICK_CLIENT);
     org = await t.org('Live');
     const res = await t.call('POST', '/agents', { key: org.key, json: { name: 'Helper', voiceId: 'voice_ava', greeting: 'Hello, how can I help?' } });
     expect(res.status, res.text).to.equal(201);

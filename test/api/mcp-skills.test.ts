@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { publishDraft } from './agents-fixtures';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { answerWith, startOpenAiStub, type OpenAiStub, type StubHandler } from '../helpers/llm';
 import { startSseOnlyMcpServer, startStreamableMcpServer, type TestMcpServer } from '../helpers/mcp';
 import { OpenAiLlm } from '../../providers/llm/openai';
@@ -43,7 +43,7 @@ describe('MCP skills (mcp)', () => {
     orders = await startStreamableMcpServer();
     legacy = await startSseOnlyMcpServer();
     stub = await startOpenAiStub((req, res) => handler(req, res));
-    t = await startTestApi('mcpskills', {}, { providers: { llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 }) } });
+    t = await startTestApi('mcpskills', QUICK_CLIENT, { providers: { llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 }) } });
     org = await t.org('Mcp');
     expect((await t.call('POST', '/variables', { key: org.key, json: { name: 'orders_token', secret: true, value: 's3cret-token' } })).status).to.equal(201);
     expect((await t.call('POST', '/records', { key: org.key, json: { name: 'Ada Lovelace', phone: known } })).status).to.equal(201);

@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { publishDraft } from './agents-fixtures';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { answerWith, sendError, startOpenAiStub, type OpenAiStub, type StubHandler } from '../helpers/llm';
 import { OpenAiLlm } from '../../providers/llm/openai';
 import { CLASSIFIER_UNAVAILABLE_REPLY, clearVerdictCache } from '../../domain/conversations/topicClassifier';
@@ -21,7 +21,7 @@ describe('agent model settings and semantic guardrails on the OpenAI-compatible 
 
   before(async () => {
     stub = await startOpenAiStub((req, res) => handler(req, res));
-    t = await startTestApi('modelupstream', { llmModel: 'gpt-test', llmModels: ['gpt-test', 'gpt-big', 'gpt-small'] }, {
+    t = await startTestApi('modelupstream', { ...QUICK_CLIENT, llmModel: 'gpt-test', llmModels: ['gpt-test', 'gpt-big', 'gpt-small'] }, {
       providers: { llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 1 }) },
     });
     org = await t.org('Upstream settings');

@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { publishDraft } from './agents-fixtures';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { SandboxLlm } from '../../providers/llm/sandbox';
 import type { LlmProvider, LlmRequest } from '../../domain/conversations/llm';
 import { CLASSIFIER_UNAVAILABLE_REPLY, clearVerdictCache } from '../../domain/conversations/topicClassifier';
@@ -33,7 +33,7 @@ describe('agent model settings and semantic guardrails (sandbox LLM)', () => {
   const llm = recordingSandbox();
 
   before(async () => {
-    t = await startTestApi('modelsettings', { llmModel: 'gpt-4o-mini', llmModels: ['gpt-4o-mini', 'gpt-big', 'gpt-small', 'gpt-big-unavailable'] }, { providers: { llm } });
+    t = await startTestApi('modelsettings', { ...QUICK_CLIENT, llmModel: 'gpt-4o-mini', llmModels: ['gpt-4o-mini', 'gpt-big', 'gpt-small', 'gpt-big-unavailable'] }, { providers: { llm } });
     org = await t.org('Model settings');
   });
   after(async () => {

@@ -11,7 +11,7 @@ import OpenAI from 'openai';
 import { generateText, jsonSchema, streamText, tool } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { publishDraft } from './agents-fixtures';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { answerWith, sendError, startOpenAiStub, type OpenAiStub, type StubHandler } from '../helpers/llm';
 import { OpenAiLlm } from '../../providers/llm/openai';
 import { countTokens } from '../../providers/llm';
@@ -30,7 +30,7 @@ describe('OpenAI compatibility on the sandbox model', () => {
   let unpublished: string;
 
   before(async () => {
-    t = await startTestApi('openaicompat');
+    t = await startTestApi('openaicompat', QUICK_CLIENT);
     org = await t.org('Compat');
     client = new OpenAI({ apiKey: org.key, baseURL: t.api.baseUrl, maxRetries: 0 });
     agentId = (await t.call('POST', '/agents', { key: org.key, json: { name: 'Front desk', voiceId: 'voice_ava', greeting: 'Hi!', maxTokens: 40 } })).body.data.id;
@@ -337,7 +337,7 @@ describe('OpenAI compatibility: what reaches the upstream model', () => {
 
   before(async () => {
     stub = await startOpenAiStub((req, res) => handler(req, res));
-    t = await startTestApi('openaicompatup', {}, { providers: { llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 }) } });
+    t = await startTestApi('openaicompatup', QUICK_CLIENT, { providers: { llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 }) } });
     org = await t.org('Upstream compat');
     client = new OpenAI({ apiKey: org.key, baseURL: t.api.baseUrl, maxRetries: 0 });
     agentId = (await t.call('POST', '/agents', { key: org.key, json: { name: 'Concierge', voiceId: 'voice_ava', maxTokens: 64 } })).body.data.id;

@@ -9,7 +9,7 @@
  */
 import { expect } from 'chai';
 import { chain, publishDraft } from './agents-fixtures';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { answerWith, startOpenAiStub, type OpenAiStub } from '../helpers/llm';
 import { OpenAiLlm } from '../../providers/llm/openai';
 import { SKILL_ERROR_REPLY } from '../../domain/conversations/playbook';
@@ -103,7 +103,7 @@ describe('playbooks by intent on the sandbox LLM (its documented rules)', () => 
   };
 
   before(async () => {
-    t = await startTestApi('pbintent', {}, { providers: { skillHttp: loopbackSkills() } });
+    t = await startTestApi('pbintent', QUICK_CLIENT, { providers: { skillHttp: loopbackSkills() } });
     org = await t.org('Clinic');
     agentId = await clinicAgent(t, org, 'Front desk');
   });
@@ -167,7 +167,7 @@ describe('playbooks by intent on the OpenAI-compatible adapter (loopback chat co
           : { content: 'Happy to help.' };
       }),
     );
-    t = await startTestApi('pbintentoai', {}, { providers: { skillHttp: loopbackSkills(), llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 }) } });
+    t = await startTestApi('pbintentoai', QUICK_CLIENT, { providers: { skillHttp: loopbackSkills(), llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 }) } });
     org = await t.org('Clinic upstream');
     agentId = await clinicAgent(t, org, 'Upstream desk');
   });
@@ -227,7 +227,7 @@ describe('playbook fields and callerVerification.required on the API', () => {
   let org: { orgId: string; key: string; keyId: string };
 
   before(async () => {
-    t = await startTestApi('pbfields');
+    t = await startTestApi('pbfields', QUICK_CLIENT);
     org = await t.org('Fields');
   });
   after(async () => t?.close());

@@ -1,7 +1,7 @@
-/** Rate limiting on Postgres shared by every API process, exact for small limits, leased for large ones. */
+/** Rate limiting on Postgres shared by every API process, exact for small limits, leased for large ones, with a burst policy beside the window. */
 import { expect } from 'chai';
 import { createDb, migrate, type Db } from '../../db';
-import { RateLimits, leaseSize } from '../../api/middleware/rateLimit';
+import { RateLimits, burstPolicy, leaseSize } from '../../api/middleware/rateLimit';
 import { createTestDatabase } from '../helpers/postgres';
 
 describe('RateLimits (rate-limiter-flexible on Postgres)', () => {
@@ -47,4 +47,42 @@ describe('RateLimits (rate-limiter-flexible on Postgres)', () => {
       await b.close();
     }
   });
+
+  it("derives the burst policy from the key's own rate: twice its average per second, at least 10, only where it can bind", () => {
+    const shape = { factor: 2, seconds: 1 };
+    expect(burstPolicy(600, 60, shape)).to.deep.equal({ points: 20, seconds: 1 });
+    expect(burstPolicy(3000, 60, shape)).to.deep.equal({ points: 100, seconds: 1 });
+    expect(burstPolicy(100, 60, shape)).to.deep.equal({ points: 10, seconds: 1 });
+    expect(burstPolicy(1000, 10, { factor: 1.5, seconds: 2 })).to.deep.equal({ points: 300, seconds: 2 });
+    // A budget of 10 or fewer may be spent at once; a burst window as long as the key's own cannot bind.
+    expect(burstPolicy(6, 60, shape)).to.equal(undefined);
+    expect(burstPolicy(600, 1, shape)).to.equal(undefined);
+    expect(burstPolicy(600, 60, { factor: 0, seconds: 1 })).to.equal(undefined);
+  });
+
+  it('counts a burst window exactly across processes and frees it when the window passes', async () => {
+    const a = new RateLimits(url, { points: 600, windowSeconds: 60, burstFactor: 2, burstSeconds: 1 });
+    const b = new RateLimits(url, { points: 600, windowSeconds: 60, burstFactor: 2, burstSeconds: 1 });
+    const realNow = Date.now;
+    const start = realNow();
+    let now = start;
+    Date.now = () => now; // the wall clock stands still, then skips one burst window: no real sleep
+    try {
+      const takes = [];
+      for (let i = 0; i < 24; i++) takes.push(await (i % 2 ? a : b).take('key_burst', 20, 1));
+      expect(takes.filter((r) => r.ok)).to.have.length(20);
+      expect(takes.slice(0, 20).every((r) => r.ok)).to.equal(true);
+      expect(takes[20].ok).to.equal(false);
+      expect(takes[20].msBeforeNext).to.be.within(1, 1000);
+      now = start + 1000;
+      const next = await a.take('key_burst', 20, 1);
+      expect(next.ok).to.equal(true);
+      expect(next.remaining).to.equal(19);
+    } finally {
+      Date.now = realNow;
+      await a.close();
+      await b.close();
+    }
+  });
 });
+

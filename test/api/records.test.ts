@@ -5,7 +5,7 @@
  * (`lookup_record` over Records, `book_appointment` on the connected calendar).
  */
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { chain } from './agents-fixtures';
 import { sandboxConsent } from '../../providers/integrations/sandbox';
 
@@ -25,7 +25,7 @@ describe('records', () => {
   const audits = async (orgId: string, operationId: string) => t.db('audit_logs').where({ org_id: orgId, operation_id: operationId }).orderBy('seq');
 
   before(async () => {
-    t = await startTestApi('records');
+    t = await startTestApi('records', QUICK_CLIENT);
     org = await t.org('Records');
     other = await t.org('Other');
   });

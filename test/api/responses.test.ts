@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { publishDraft } from './agents-fixtures';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { answerWith, sendError, startOpenAiStub, type OpenAiStub, type StubHandler } from '../helpers/llm';
 import { OpenAiLlm } from '../../providers/llm/openai';
 import { countTokens } from '../../providers/llm';
@@ -29,7 +29,7 @@ describe('POST /responses with the official openai client (sandbox LLM)', () => 
   let agentId: string;
 
   before(async () => {
-    t = await startTestApi('responses');
+    t = await startTestApi('responses', QUICK_CLIENT);
     org = await t.org('Responses');
     client = new OpenAI({ apiKey: org.key, baseURL: t.api.baseUrl, maxRetries: 0 });
     agentId = (await t.call('POST', '/agents', { key: org.key, json: { name: 'Front desk', voiceId: 'voice_ava', greeting: 'Hi!' } })).body.data.id;
@@ -224,7 +224,7 @@ describe('POST /responses on the OpenAI-compatible adapter', () => {
 
   before(async () => {
     stub = await startOpenAiStub((req, res) => handler(req, res));
-    t = await startTestApi('responsesupstream', {}, { providers: { llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 }) } });
+    t = await startTestApi('responsesupstream', QUICK_CLIENT, { providers: { llm: new OpenAiLlm({ baseUrl: stub.baseUrl, apiKey: 'sk-test', model: 'gpt-test', timeoutMs: 5000, maxRetries: 0 }) } });
     org = await t.org('Upstream');
     client = new OpenAI({ apiKey: org.key, baseURL: t.api.baseUrl, maxRetries: 0 });
     agentId = (await t.call('POST', '/agents', { key: org.key, json: { name: 'Concierge', voiceId: 'voice_ava', instructions: 'Keep answers short.' } })).body.data.id;

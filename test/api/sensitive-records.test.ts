@@ -11,7 +11,7 @@ import https from 'node:https';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
 import { createSkillHttpClient } from '../../providers/http/request';
 import { parseAllowList } from '../../domain/net/guard';
@@ -76,7 +76,7 @@ describe('sensitive record fields (sealed, write-only, never shown to the model)
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     skillBase = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    t = await startTestApi('sensitive', {}, { providers: { llm, skillHttp: createSkillHttpClient({ allow: parseAllowList('127.0.0.1'), ca: TLS.cert }) } });
+    t = await startTestApi('sensitive', QUICK_CLIENT, { providers: { llm, skillHttp: createSkillHttpClient({ allow: parseAllowList('127.0.0.1'), ca: TLS.cert }) } });
     org = await t.org('Clinic');
     const c = await t.call('POST', '/records', {
       key: org.key,

@@ -9,7 +9,7 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { COMPLETE_BRAND, postCallback, startSmsTestApi } from './sms-fixtures';
-import type { TestApi } from '../helpers/api';
+import { QUICK_CLIENT, type TestApi } from '../helpers/api';
 import { createActivities } from '../../activities';
 import { stopSandboxDispatchers } from '../../providers/carrier/sandbox';
 import { sandboxInventory } from '../../providers/telephony/sandbox';
@@ -28,7 +28,7 @@ describe('booking by text (signed sandbox inbound SMS → reply): every target, 
 
   before(async () => {
     await targets.start();
-    t = await startSmsTestApi('sms_booking', {}, { worker: ({ db, config, logger }) => createActivities({ db, config, logger }) });
+    t = await startSmsTestApi('sms_booking', QUICK_CLIENT, { worker: ({ db, config, logger }) => createActivities({ db, config, logger }) });
     process.env.SANDBOX_CALLBACK_URL = `${t.api.baseUrl}/sms/provider-callbacks/sandbox`;
     org = await t.org('Texting booking');
     await targets.connect(t, org);

@@ -199,7 +199,8 @@ describe('PUT /sms and GET /sms (saveSMSRegistration)', () => {
   });
 
   it('leaves exactly one row and no error after 50 parallel saves', async () => {
-    const { key, orgId } = await t.org();
+    // 50 requests at once: past the default burst limit (docs/api-notes.md "Rate limits"), so this key has a higher one.
+    const { key, orgId } = await t.org('Parallel saves', undefined, { rateLimitPoints: 100_000 });
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) => t.call('PUT', '/sms', { key, json: { displayName: `Parallel ${i}` } })),
     );
@@ -226,7 +227,8 @@ describe('SMS registration read cache across API processes', () => {
   it('never loses a write made through another process, and shows it there promptly', async () => {
     const other = await startApi({ db: t.db, databaseUrl: t.databaseUrl, config: { ...t.config, port: 0 }, logger: createLogger('silent') });
     try {
-      const { key } = await t.org();
+      // About 60 requests in quick succession: past the default burst limit, so this key has a higher one.
+      const { key } = await t.org('Across processes', undefined, { rateLimitPoints: 100_000 });
       const viaOther = async (method: string, json?: unknown) => {
         const r = await fetch(`${other.baseUrl}/sms`, {
           method,

@@ -7,7 +7,7 @@
  * rollback with `traffic.updated`.
  */
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { createActivities } from '../../activities';
 import { startConversation } from '../../services/conversations/service';
 import { stickyPoint } from '../../domain/agents/traffic';
@@ -47,7 +47,7 @@ describe('traffic splits (sticky routing over published versions)', function () 
   };
 
   before(async () => {
-    t = await startTestApi('traffic', {}, { worker: ({ db, config, logger }) => createActivities({ db, config, logger }) });
+    t = await startTestApi('traffic', QUICK_CLIENT, { worker: ({ db, config, logger }) => createActivities({ db, config, logger }) });
     org = await t.org('Traffic');
     agentId = await newAgent('Split');
     await t.call('PUT', `/agents/${agentId}/widget`, { key: org.key, json: { enabled: true, title: 'Shop', greeting: null, primaryColor: '#0a7d3b', textColor: '#ffffff', position: 'bottom-right', launcherText: 'Help' } });

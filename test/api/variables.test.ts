@@ -5,7 +5,7 @@
  * runs. Real HTTP on a real Postgres; the publish step is the `agent-publish` activity.
  */
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { publishDraft } from './agents-fixtures';
 import { withSecretValues } from '../../services/settings/references';
 
@@ -17,7 +17,7 @@ describe('organization variables (/variables)', () => {
   let other: { orgId: string; key: string; keyId: string };
 
   before(async () => {
-    t = await startTestApi('variables');
+    t = await startTestApi('variables', QUICK_CLIENT);
     org = await t.org('Vars');
     other = await t.org('Other');
   });

@@ -8,7 +8,7 @@
  */
 import crypto from 'node:crypto';
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { chain, publishDraft } from './agents-fixtures';
 import { createKnowledgeActivities } from '../../activities/knowledge';
 import { createSource } from '../../db/repositories/knowledge';
@@ -62,7 +62,7 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
   const callIdOf = (markup: string) => /name="callId" value="(call_[A-Za-z0-9]+)"/.exec(markup)![1];
 
   before(async () => {
-    t = await startTestApi('voice', { twilioAuthToken: TWILIO_TOKEN, telnyxPublicKey: TELNYX_PUBLIC });
+    t = await startTestApi('voice', { ...QUICK_CLIENT, twilioAuthToken: TWILIO_TOKEN, telnyxPublicKey: TELNYX_PUBLIC });
     org = await t.org('Voice');
   });
   after(async () => {

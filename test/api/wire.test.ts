@@ -146,8 +146,8 @@ describe('wire conventions', () => {
 
   it('carries RateLimit-Policy and RateLimit fields on authenticated responses', async () => {
     const res = await t.call('GET', '/sms', { key });
-    expect(res.headers.get('ratelimit-policy')).to.equal('"default";q=600;w=60');
-    expect(res.headers.get('ratelimit')).to.match(/^"default";r=\d+;t=\d+$/);
+    expect(res.headers.get('ratelimit-policy')).to.equal('"default";q=600;w=60, "burst";q=20;w=1');
+    expect(res.headers.get('ratelimit')).to.match(/^"default";r=\d+;t=\d+, "burst";r=\d+;t=\d+$/);
   });
 
   it('answers 429 with Retry-After past a per-key limit shared by every API process', async () => {
@@ -168,6 +168,40 @@ describe('wire conventions', () => {
       expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 60);
       expect(refused.headers.get('ratelimit-policy')).to.equal('"default";q=3;w=60');
     } finally {
+      await second.close();
+    }
+  });
+
+  it("answers 429 past a key's burst limit, shared by every API process, while its minute budget remains, and goes on when the second passes", async () => {
+    const { key: bursty } = await t.org('Bursty', ['sms:read']);
+    const second = await startApi({ db: t.db, databaseUrl: t.databaseUrl, config: { ...t.config, port: 0 }, logger: createLogger('silent') });
+    const realNow = Date.now;
+    const start = realNow();
+    let now = start;
+    Date.now = () => now; // the wall clock stands still inside one burst window, then skips past it: no real sleep
+    try {
+      const get = async (i: number) => {
+        if (i % 2) return t.call('GET', '/sms', { key: bursty });
+        const r = await fetch(`${second.baseUrl}/sms`, { headers: { authorization: `Bearer ${bursty}` } });
+        return { status: r.status, headers: r.headers, body: (await r.json()) as { code: string; detail: string } };
+      };
+      const answers = [];
+      for (let i = 0; i < 21; i++) answers.push(await get(i));
+      expect(answers.slice(0, 20).map((r) => r.status)).to.deep.equal(Array(20).fill(404));
+      expect(answers[19].headers.get('ratelimit')).to.match(/^"default";r=580;t=\d+, "burst";r=0;t=1$/);
+      const refused = answers[20];
+      expect(refused.status).to.equal(429);
+      expect(refused.body.code).to.equal('rate_limited');
+      expect(refused.body.detail).to.match(/^Burst limit of 20 requests per 1 s exceeded/);
+      expect(refused.headers.get('retry-after')).to.equal('1');
+      expect(refused.headers.get('ratelimit')).to.equal('"burst";r=0;t=1');
+      expect(refused.headers.get('ratelimit-policy')).to.equal('"default";q=600;w=60, "burst";q=20;w=1');
+      now = start + 1000;
+      const after = await get(1);
+      expect(after.status).to.equal(404);
+      expect(after.headers.get('ratelimit')).to.match(/^"default";r=578;t=\d+, "burst";r=19;t=1$/);
+    } finally {
+      Date.now = realNow;
       await second.close();
     }
   });

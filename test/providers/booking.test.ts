@@ -12,7 +12,7 @@
  */
 import http from 'node:http';
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { chain, publishDraft } from '../api/agents-fixtures';
 import { SKILL_ERROR_REPLY } from '../../domain/conversations/playbook';
 import type { StubAnswer } from './stubServer';
@@ -61,7 +61,7 @@ describe('booking skills: a plain endpoint, Google Calendar and Cal.com (loopbac
 
   before(async () => {
     await targets.start();
-    t = await startTestApi('booking');
+    t = await startTestApi('booking', QUICK_CLIENT);
     org = await t.org('Booking');
     await targets.connect(t, org);
     agents.url = await targets.agentOn(t, org, 'Url desk', 'url');

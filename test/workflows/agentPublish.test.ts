@@ -17,7 +17,7 @@ import { startApi, type RunningApi } from '../../api/server';
 import { createLogger } from '../../runtime';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { createAgentActivities } from '../../activities/agents';
-import { callWithKey } from '../helpers/api';
+import { QUICK_CLIENT, callWithKey } from '../helpers/api';
 import { createTestDatabase } from '../helpers/postgres';
 import { serviceWorkflowBundle } from '../helpers/temporal';
 
@@ -56,7 +56,7 @@ describe('agent publish workflow (dev server, real SDK)', function () {
     const databaseUrl = await createTestDatabase('agentpublishwf');
     db = createDb(databaseUrl);
     await migrate(db);
-    const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent' });
+    const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', ...QUICK_CLIENT });
     api = await startApi({ db, databaseUrl, config, logger: createLogger('silent'), temporal: { client: new Client({ connection }), taskQueue } });
     const org = await createOrganization(db, 'Publisher');
     ({ key } = await createSecretKey(db, org.id, { brand: config.keyBrandPrefix, scopes: NON_RESERVED_SCOPES }));

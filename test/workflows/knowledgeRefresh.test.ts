@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { ScheduleNotFoundError } from '@temporalio/client';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { serverNow, skipTime, testTemporal } from '../helpers/temporal';
 import { until } from '../helpers/wait';
 import { createAgent } from '../../db/repositories/agents';
@@ -32,7 +32,7 @@ describe('knowledge refresh schedule and crawl (API, dev server, real SDK)', fun
     // The worker's own activities (activities/index.ts, as worker.ts registers them) with the guarded HTTP client
     // configured from the environment, as in a deployment: loopback is allowed by HTTP_ALLOW_PRIVATE_HOSTS.
     process.env[ALLOW_PRIVATE_ENV] = '127.0.0.1';
-    t = await startTestApi('knowledge_refresh_wf', {}, { worker: (deps) => createActivities(deps) });
+    t = await startTestApi('knowledge_refresh_wf', QUICK_CLIENT, { worker: (deps) => createActivities(deps) });
     ({ orgId, key } = await t.org('Refresh Workflow Org'));
     agentId = (await createAgent(t.db, orgId, { name: 'Refreshing desk' })).id;
   });
