@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { expect } from 'chai';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { createAgent } from '../../db/repositories/agents';
 import { attachUpload, collectExpiredUploads, createUpload, getUploadContent } from '../../db/repositories/uploads';
 import { MAX_UPLOAD_BYTES } from '../../api/routes/uploads';
@@ -38,7 +38,7 @@ describe('POST /uploads', () => {
   let org: { orgId: string; key: string };
 
   before(async () => {
-    t = await startTestApi('uploads');
+    t = await startTestApi('uploads', QUICK_CLIENT);
     org = await t.org('Upload Org');
   });
   after(() => t.close());

@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { QUICK_CLIENT, startTestApi, type TestApi } from '../helpers/api';
 import { ROUTES } from '../../api/routes/table';
 import { createWebhookActivities, createWebhookSender } from '../../activities/webhooks';
 import { startWebhookDispatcher, type DeliveryStarter } from '../../events/dispatcher';
@@ -91,7 +91,7 @@ describe('Webhooks (endpoints, signed delivery, retries, SSRF, tenancy)', functi
       saved[k] = process.env[k];
       process.env[k] = v;
     }
-    t = await startTestApi('webhooks');
+    t = await startTestApi('webhooks', QUICK_CLIENT);
     rx = await startReceiver();
     acts = createWebhookActivities({ db: t.db, config: t.config, logger: createLogger('silent') });
     a = await t.org('Org A');
