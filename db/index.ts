@@ -82,10 +82,9 @@ export function poolMin(env: NodeJS.ProcessEnv = process.env): number {
 /**
  * Opens the pool's minimum of connections ({@link poolMin}) at once, each preparing the hot statements (db/groupCommit.ts
  * `prepareOnConnect`: the SMS path's group commits, a conversation's start, a turn's store), and returns them to the
- * pool, which keeps them:
- * an API process that starts (a deploy, a restart) meets its first burst of requests with connections already
- * authenticated, instead of opening one per statement queued behind the others (docs/benchmarks.md "sms-replies":
- * the first second of texts). Called where the API starts (api/server.ts `startApi`).
+ * pool, which keeps them: an API process that starts (a deploy, a restart) meets its first burst of requests with
+ * connections already authenticated, instead of opening one per statement queued behind the others
+ * (docs/benchmarks.md "sms-replies": the first second of texts). Called where the API starts (api/server.ts `startApi`).
  * @returns how many were opened
  * @throws what opening a connection throws (the database is unreachable)
  */

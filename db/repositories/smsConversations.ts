@@ -12,7 +12,7 @@ import { RECORD_COLUMNS, toMessage, toRecord, type ConversationRecord } from './
 import { toContact } from './smsContacts';
 import type { ConversationMessage } from '../../schemas/types/chat';
 import type { SmsContact } from '../../schemas/types/sms';
-import { LIVE_TRAFFIC_COLUMNS, liveTrafficOf, type LiveTraffic } from './traffic';
+import { LIVE_TRAFFIC_COLUMNS, LIVE_TRAFFIC_FROM, liveTrafficOf, type LiveTraffic } from './traffic';
 
 /** The open conversation as the answer reads it: the record, its last activity (ISO 8601) and its recent messages. */
 export type OpenSmsConversation = ConversationRecord & { lastActivityAt: string; recent: ConversationMessage[] };
@@ -54,7 +54,7 @@ const OPEN_SMS_WITH_CONSENT_SQL = `/* sms sender read */ SELECT bx.k, (SELECT ro
           LIMIT 1) c ON true
        LEFT JOIN LATERAL (
          SELECT true AS agent_found, ${LIVE_TRAFFIC_COLUMNS}
-           FROM agents a LEFT JOIN agent_traffic_splits t ON t.org_id = a.org_id AND t.agent_id = a.id
+           FROM ${LIVE_TRAFFIC_FROM}
           WHERE c.id IS NULL AND a.org_id = ? AND a.id = bx.agent_id AND a.archived_at IS NULL) ag ON true
       WHERE ${BATCH_PLANNED_AS_FEW}`;
 

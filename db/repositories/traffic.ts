@@ -16,7 +16,7 @@ export interface StoredSplit {
 }
 
 /** The agent's published version and stored split, read together; undefined when the agent does not exist. */
-export async function agentTraffic(conn: Conn, orgId: string, agentId: string, opts: { lock?: boolean } = {}): Promise<{ publishedVersionId: string | null; stored: StoredSplit | null } | undefined> {
+export async function agentTraffic(conn: Conn, orgId: string, agentId: string, opts: { lock?: boolean } = {}): Promise<LiveTraffic | undefined> {
   const q = conn('agents as a')
     .leftJoin('agent_traffic_splits as t', function () {
       this.on('t.agent_id', '=', 'a.id').andOn('t.org_id', '=', 'a.org_id');
@@ -24,18 +24,16 @@ export async function agentTraffic(conn: Conn, orgId: string, agentId: string, o
     .where({ 'a.org_id': orgId, 'a.id': agentId })
     .first('a.published_version_id', 't.splits', 't.stickiness', 't.updated_at');
   const row = await (opts.lock ? q.forUpdate('a') : q);
-  if (!row) return undefined;
-  return {
-    publishedVersionId: row.published_version_id ?? null,
-    stored: row.splits ? { rule: { splits: row.splits, stickiness: row.stickiness }, updatedAt: iso(row.updated_at)! } : null,
-  };
+  return row ? liveTrafficOf(row) : undefined;
 }
 
-/** The columns {@link liveTrafficOf} reads, of `agents a` joined with `agent_traffic_splits t`. */
+/** The columns {@link liveTrafficOf} reads, of {@link LIVE_TRAFFIC_FROM}. */
 export const LIVE_TRAFFIC_COLUMNS = 'a.published_version_id, t.splits, t.stickiness, t.updated_at';
 
-const LIVE_AGENT_TRAFFIC_SQL = `SELECT ${LIVE_TRAFFIC_COLUMNS}
-       FROM agents a LEFT JOIN agent_traffic_splits t ON t.org_id = a.org_id AND t.agent_id = a.id
+/** `agents a` with its stored split `t`; a statement adds `a.org_id`, `a.id` and `a.archived_at IS NULL` conditions. */
+export const LIVE_TRAFFIC_FROM = 'agents a LEFT JOIN agent_traffic_splits t ON t.org_id = a.org_id AND t.agent_id = a.id';
+
+const LIVE_AGENT_TRAFFIC_SQL = `SELECT ${LIVE_TRAFFIC_COLUMNS} FROM ${LIVE_TRAFFIC_FROM}
       WHERE a.org_id = ? AND a.id = ? AND a.archived_at IS NULL`;
 
 /** What a conversation's start needs of its agent: the published version and the stored split (null: the default). */
