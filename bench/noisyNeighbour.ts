@@ -48,6 +48,8 @@ import { burstPolicy } from '../api/middleware/rateLimit';
 import { watchPhase, type WatchedQueue } from './noisyObserve';
 import { runBench } from './entry';
 import { devServerInChild, startWorkerChild, stopChild } from './children';
+import { stageReport, watchStages, type StageRecorder } from './noisyStages';
+import { workflowIds } from '../temporal.config';
 
 const QUIET_ORGS = Number(process.env.BENCH_NOISY_QUIET_ORGS ?? 20);
 const RATE = Number(process.env.BENCH_NOISY_RATE ?? 8);
@@ -150,15 +152,18 @@ function numbersFor(n: number): string[] {
 const registrationActive = (db: Db, orgId: string) => until('10DLC registration', async () => (await db('sms_registrations').where({ org_id: orgId }).first('status'))?.status === 'active');
 
 /** Runs one quiet operation. @returns its latency, ms */
-async function runOp(op: Op, org: QuietOrg, registrant: { orgId: string; key: string } | undefined, db: Db, call: Call, n: number): Promise<number> {
+async function runOp(op: Op, org: QuietOrg, registrant: { orgId: string; key: string } | undefined, db: Db, call: Call, n: number, rec: StageRecorder): Promise<number> {
   const t0 = performance.now();
-  if (op === 'publish') {
-    await must('publish', call(org.key, 'POST', `/agents/${org.agentId}/publish`, {}, { 'idempotency-key': `noisy-${n}` }), [200, 201]);
-  } else if (op === 'chat') {
-    await must('chat turn', call(org.key, 'POST', `/chat/sessions/${org.sessionId}/messages`, { content: 'When are you open on Saturday?' }), [200]);
+  if (op === 'chat') {
+    await must('chat turn', call(org.key, 'POST', `/chat/sessions/${org.sessionId}/messages`, { content: 'When are you open on Saturday?' }, rec.sample(n, op)), [200]);
+    rec.done(n);
   } else if (op === 'text') {
-    const msg = await must('text', call(org.key, 'POST', '/sms/messages', { from: org.from, to: RECIPIENT, body: `Your visit #${n} is confirmed. Reply STOP to opt out.`, trigger: 'reply' }), [202]);
+    const msg = await must('text', call(org.key, 'POST', '/sms/messages', { from: org.from, to: RECIPIENT, body: `Your visit #${n} is confirmed. Reply STOP to opt out.`, trigger: 'reply' }, rec.sample(n, op)), [202]);
+    rec.answered(n);
     await until('text sent', async () => ['sent', 'delivered'].includes((await db('sms_messages').where({ org_id: org.orgId, id: msg.id }).first('status'))?.status));
+    rec.done(n, workflowIds.smsMessage(msg.id));
+  } else if (op === 'publish') {
+    await must('publish', call(org.key, 'POST', `/agents/${org.agentId}/publish`, {}, { 'idempotency-key': `noisy-${n}` }), [200, 201]);
   } else {
     if (!registrant) throw new Error('no registrant left');
     await must('10DLC submit', call(registrant.key, 'POST', '/sms/submit'), [200]);
@@ -168,7 +173,7 @@ async function runOp(op: Op, org: QuietOrg, registrant: { orgId: string; key: st
 }
 
 /** The quiet organizations' operations at a steady rate for SECONDS. @returns latencies and failures per operation */
-async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; key: string }>, db: Db, call: Call, base: number): Promise<Map<Op, { ms: number[]; at: number[]; failed: number }>> {
+async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; key: string }>, db: Db, call: Call, base: number, rec: StageRecorder): Promise<Map<Op, { ms: number[]; at: number[]; failed: number }>> {
   const out = new Map<Op, { ms: number[]; at: number[]; failed: number }>(OPS.map((op) => [op, { ms: [], at: [], failed: 0 }]));
   const count = Math.max(OPS.length, Math.floor(SECONDS * RATE));
   const pending: Array<Promise<void>> = [];
@@ -179,7 +184,7 @@ async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; 
     const registrant = op === '10dlc' ? registrants.shift() : undefined;
     const at = (performance.now() - t0) / 1000;
     pending.push(
-      runOp(op, org, registrant, db, call, base + i).then(
+      runOp(op, org, registrant, db, call, base + i, rec).then(
         (ms) => void (out.get(op)!.ms.push(ms), out.get(op)!.at.push(at)),
         () => void out.get(op)!.failed++,
       ),
@@ -294,11 +299,16 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const devServerPid = dev?.child()?.pid;
     if (devServerPid) pids['dev server'] = devServerPid;
     const observations: string[] = [];
+    // Per-sample stages of the chat turn and the text (bench/noisyStages.ts).
+    const stages = watchStages(api.server, db);
+    closers.push(async () => stages.stop());
 
     // 1. Alone.
     const watchAlone = watchPhase('alone', client, watched, { postmasterPid: stack.postmasterPid, pids });
-    const alone = await quietPhase(quiet, registrants, db, call, 0);
+    stages.reset();
+    const alone = await quietPhase(quiet, registrants, db, call, 0, stages);
     observations.push(...(await watchAlone()));
+    observations.push(...(await stageReport(stages, client, 'alone', ['chat', 'text'])));
 
     // 2. Under the flood: A's deliveries (events emitted in batches) and knowledge pages (through the API).
     const f0 = performance.now();
@@ -347,9 +357,11 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     // BENCH_PROFILE_DIR: a V8 CPU profile of this process during the flood phase.
     const stopProfile = profileWindow(process.env.BENCH_PROFILE_DIR, 'noisy-flood');
     phaseStart = performance.now();
-    const flood = await quietPhase(quiet, registrants, db, call, 100_000);
+    stages.reset();
+    const flood = await quietPhase(quiet, registrants, db, call, 100_000, stages);
     await stopProfile();
     observations.push(...(await watchFlood()));
+    observations.push(...(await stageReport(stages, client, 'flood', ['chat', 'text'])));
     const floodMs = performance.now() - f0;
     // Pages not yet sent when the quiet phase ends are not sent.
     flooding = false;
