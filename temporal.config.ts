@@ -92,6 +92,38 @@ export function webhookActivitiesPerSecond(env: NodeJS.ProcessEnv = process.env)
   return positiveInteger(env, 'WEBHOOK_ACTIVITIES_PER_SECOND', 50);
 }
 
+/** A fraction in (0, 1] from `env[name]`, else `fallback`. @throws Error naming the variable when malformed */
+function fraction(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0 || n > 1) throw new Error(`${name} must be a fraction above 0 and at most 1 (e.g. 0.5), or off`);
+  return n;
+}
+
+/**
+ * What the bulk and webhooks queues' Workers keep the machine at (the Temporal SDK's resource-based slot tuner,
+ * `ResourceBasedTunerOptions`): a new bulk slot is handed out only while the machine's CPU use is under
+ * BULK_TARGET_CPU (default 0.5: half of every core) and its memory use under BULK_TARGET_MEMORY (default 0.8),
+ * both fractions of the whole. The SDK samples them every 100 ms (Temporal sdk-core `RealSysInfo`: the host's CPU and
+ * memory, or the container's own use of its quota under a cgroup v2 `cpu.max` limit) and decides by a PID controller,
+ * so bulk work takes what interactive work leaves and still progresses (the minimum slots are always handed out).
+ * BULK_TARGET_CPU=off keeps fixed slot counts ({@link bulkWorkerSlots}, {@link webhookWorkerSlots}).
+ * @returns the targets, or undefined when BULK_TARGET_CPU is `off`
+ * @throws Error naming the variable when it is not a fraction above 0 and at most 1
+ */
+export function bulkResourceTargets(env: NodeJS.ProcessEnv = process.env): { targetCpuUsage: number; targetMemoryUsage: number } | undefined {
+  if (env.BULK_TARGET_CPU?.trim().toLowerCase() === 'off') return undefined;
+  return { targetCpuUsage: fraction(env, 'BULK_TARGET_CPU', 0.5), targetMemoryUsage: fraction(env, 'BULK_TARGET_MEMORY', 0.8) };
+}
+
+/**
+ * Activity slots of the webhooks queue handed out however busy the machine is, when its slots follow the machine's
+ * load ({@link bulkResourceTargets}): an attempt waits on the receiver's network, not on the cores, so one
+ * organization's attempts in flight (WEBHOOK_MAX_IN_FLIGHT_PER_ORG, default 8) always have slots.
+ */
+export const WEBHOOK_MIN_ACTIVITY_SLOTS = 8;
+
 /**
  * Workflow task slots of the webhooks and bulk queues per worker process: few, since bulk workflow tasks
  * are short and may wait, and every one in flight takes CPU from interactive work (the SDK's default, 40,

@@ -7,13 +7,13 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, ResourceBasedController, Runtime, Worker, type LogLevel, type ResourceBasedTuner, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { envNumber, loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
 import { createActivities } from './activities';
 import { announceReady, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, processIndex, runEntryPoint, runPrimary } from './runtime';
-import { BULK_WORKFLOW_TASK_SLOTS, bulkActivitiesPerSecond, grpcCompression, bulkWorkerSlots, webhookActivitiesPerSecond, TASK_QUEUE, taskQueueName, webhookWorkerSlots, workerQueueSelection, type QueueName } from './temporal.config';
+import { BULK_WORKFLOW_TASK_SLOTS, bulkActivitiesPerSecond, bulkResourceTargets, WEBHOOK_MIN_ACTIVITY_SLOTS, grpcCompression, bulkWorkerSlots, webhookActivitiesPerSecond, TASK_QUEUE, taskQueueName, webhookWorkerSlots, workerQueueSelection, type QueueName } from './temporal.config';
 import { activeTracing, startMetricsListener, startTracing, temporalSdkMetricsOptions } from './telemetry';
 import { Client, Connection } from '@temporalio/client';
 import { startWebhookDispatcher } from './events/dispatcher';
@@ -66,26 +66,67 @@ export interface RunningWorker {
 export interface ServiceQueue {
   queue: QueueName;
   taskQueue: string;
-  options: Partial<Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxActivitiesPerSecond' | 'maxEagerActivityReservationsPerWorkflowTask'>>;
+  options: Partial<Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxActivitiesPerSecond' | 'maxEagerActivityReservationsPerWorkflowTask'>> & {
+    /** The SDK's resource-based slot tuner (in place of the fixed slot counts), see {@link bulkSlots}. */
+    tuner?: ResourceBasedTuner;
+  };
+}
+
+/**
+ * The slots of a bulk queue's Worker: with targets ({@link bulkResourceTargets}), the SDK's resource-based tuner
+ * (`ResourceBasedTuner`: a slot beyond the minimum only while the machine's CPU and memory use are under the targets),
+ * capped at the fixed counts (`maximumSlots`), with `minActivitySlots` activity and two workflow task slots always
+ * handed out (`minimumSlots`), so a flood progresses on a busy machine; without targets, the fixed counts. The SDK's
+ * default ramp throttles apply (at most one new activity slot per 50 ms, one workflow task slot per 10 ms).
+ * @param activitySlots the cap of activity (and local activity) slots
+ * @param minActivitySlots activity slots handed out whatever the machine's load (at most `activitySlots`)
+ */
+export function bulkSlots(activitySlots: number, targets: ReturnType<typeof bulkResourceTargets>, minActivitySlots = 1): ServiceQueue['options'] {
+  if (!targets) return { maxConcurrentActivityTaskExecutions: activitySlots, maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS };
+  return {
+    tuner: {
+      tunerOptions: targets,
+      workflowTaskSlotOptions: { minimumSlots: 2, maximumSlots: BULK_WORKFLOW_TASK_SLOTS },
+      activityTaskSlotOptions: { minimumSlots: Math.min(minActivitySlots, activitySlots), maximumSlots: activitySlots },
+      localActivityTaskSlotOptions: { minimumSlots: 1, maximumSlots: activitySlots },
+    },
+  };
+}
+
+/**
+ * The Worker options of `queues` with one resource controller (`ResourceBasedController`) shared by every tuner that
+ * has the same targets: the SDK's way to hold several Workers of one process to one resource target, with one sampler.
+ */
+export function shareResourceController(queues: ServiceQueue[]): Array<Omit<ServiceQueue['options'], 'tuner'> & { tuner?: WorkerOptions['tuner'] }> {
+  const controllers = new Map<string, ResourceBasedController>();
+  return queues.map(({ options }) => {
+    if (!options.tuner) return options;
+    const { tunerOptions, ...slots } = options.tuner;
+    const key = JSON.stringify(tunerOptions);
+    if (!controllers.has(key)) controllers.set(key, ResourceBasedController.create(tunerOptions));
+    return { ...options, tuner: { ...slots, controller: controllers.get(key)! } };
+  });
 }
 
 /**
  * The task queues of the service a worker process polls for the base task queue `base`
  * (temporal.config.ts `TASK_QUEUES`, those WORKER_QUEUES names, default all): the main queue with the SDK's
- * default slots; the webhooks queue with WEBHOOK_WORKER_SLOTS activity slots and the bulk queue with
- * BULK_WORKER_SLOTS, each with BULK_WORKFLOW_TASK_SLOTS workflow task slots and a rate of activities
+ * default slots; the webhooks queue with at most WEBHOOK_WORKER_SLOTS activity slots and the bulk queue with at most
+ * BULK_WORKER_SLOTS, each with at most BULK_WORKFLOW_TASK_SLOTS workflow task slots, handed out while the machine has
+ * CPU and memory to spare (BULK_TARGET_CPU, BULK_TARGET_MEMORY: {@link bulkSlots}), and a rate of activities
  * (WEBHOOK_ACTIVITIES_PER_SECOND, BULK_ACTIVITIES_PER_SECOND: the SDK's `maxActivitiesPerSecond`), so bulk work never
  * takes a slot of interactive work and takes a bounded share of the process, the dev server and Postgres. Eager
  * activity execution is off on those queues: an eager activity comes back with the workflow task's completion, not
  * from a poll, so the worker's rate limit never sees it (SDK `WorkerOptions.maxEagerActivityReservationsPerWorkflowTask`:
  * 0 disables it); bulk work can afford the extra poll.
- * @throws Error when WEBHOOK_WORKER_SLOTS, BULK_WORKER_SLOTS, a rate or WORKER_QUEUES is malformed
+ * @throws Error when WEBHOOK_WORKER_SLOTS, BULK_WORKER_SLOTS, a rate, a target or WORKER_QUEUES is malformed
  */
 export function serviceQueues(base: string, env: NodeJS.ProcessEnv = process.env): ServiceQueue[] {
+  const targets = bulkResourceTargets(env);
   const options: Record<QueueName, ServiceQueue['options']> = {
     main: {},
-    webhooks: { maxConcurrentActivityTaskExecutions: webhookWorkerSlots(env), maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS, maxActivitiesPerSecond: webhookActivitiesPerSecond(env), maxEagerActivityReservationsPerWorkflowTask: 0 },
-    bulk: { maxConcurrentActivityTaskExecutions: bulkWorkerSlots(env), maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS, maxActivitiesPerSecond: bulkActivitiesPerSecond(env), maxEagerActivityReservationsPerWorkflowTask: 0 },
+    webhooks: { ...bulkSlots(webhookWorkerSlots(env), targets, WEBHOOK_MIN_ACTIVITY_SLOTS), maxActivitiesPerSecond: webhookActivitiesPerSecond(env), maxEagerActivityReservationsPerWorkflowTask: 0 },
+    bulk: { ...bulkSlots(bulkWorkerSlots(env), targets), maxActivitiesPerSecond: bulkActivitiesPerSecond(env), maxEagerActivityReservationsPerWorkflowTask: 0 },
   };
   return workerQueueSelection(env).map((queue) => ({ queue, taskQueue: taskQueueName(base, queue), options: options[queue] }));
 }
@@ -126,12 +167,13 @@ export async function startWorker(opts: {
   // A prebuilt bundle (npm run build:workflows) carries the OpenTelemetry workflow interceptor; untraced, its span sink goes nowhere.
   const traced = tracing?.workerOptions({ prebuiltBundle: true }) ?? (opts.workflowBundle && 'codePath' in opts.workflowBundle ? { sinks: { exporter: { export: { fn: () => undefined } } } as never } : {});
   const workers: Worker[] = [];
+  const queueOptions = shareResourceController(queues);
   try {
-    for (const q of queues) {
+    for (const [i, q] of queues.entries()) {
       workers.push(
         await Worker.create({
           ...traced,
-          ...q.options,
+          ...queueOptions[i],
           ...workerShutdownOptions(),
           connection,
           namespace: opts.namespace,
@@ -250,7 +292,7 @@ async function main(): Promise<void> {
   if (processes > 1) {
     const { pids } = await runPrimary(processes, database, logger);
     await startMetricsListener({ port: config.metricsPort, host: config.host, logger, role: 'primary' });
-    logger.info({ address: config.temporalAddress, taskQueues: serviceQueues(TASK_QUEUE).map((q) => q.taskQueue), processes, pids }, 'worker running');
+    logger.info({ address: config.temporalAddress, taskQueues: serviceQueues(TASK_QUEUE).map((q) => q.taskQueue), bulkSlots: bulkResourceTargets() ?? 'fixed', processes, pids }, 'worker running');
     return;
   }
   const metrics = await startMetricsListener({ port: config.metricsPort, host: config.host, logger });
@@ -286,7 +328,7 @@ async function main(): Promise<void> {
     await database.close();
   });
   if (isClusterChild()) announceReady({ pid: process.pid });
-  else logger.info({ address: config.temporalAddress, taskQueues: serviceQueues(TASK_QUEUE).map((q) => q.taskQueue), processes: 1 }, 'worker running');
+  else logger.info({ address: config.temporalAddress, taskQueues: serviceQueues(TASK_QUEUE).map((q) => q.taskQueue), bulkSlots: bulkResourceTargets() ?? 'fixed', processes: 1 }, 'worker running');
   await running.done;
 }
 

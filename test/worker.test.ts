@@ -37,8 +37,10 @@ describe('npm run start:worker as a child process', function () {
       const running = stdout
         .split('\n')
         .filter((l) => l.includes('"msg":"worker running"'))
-        .map((l) => JSON.parse(l) as { taskQueues: string[]; pid: number })[0];
+        .map((l) => JSON.parse(l) as { taskQueues: string[]; pid: number; bulkSlots: unknown })[0];
       expect(running.taskQueues).to.deep.equal([`${taskQueue}-webhooks`, `${taskQueue}-bulk`]);
+      // The bulk queues' slots follow the machine's spare CPU and memory (temporal.config.ts bulkResourceTargets).
+      expect(running.bulkSlots).to.deep.equal({ targetCpuUsage: 0.5, targetMemoryUsage: 0.8 });
       // WORKER_NICE, as docker-compose.yml's `worker-bulk`: every thread (the SDK's too) runs at nice 10 or more.
       // (The worker's own pid, from its log line: tsx's command line runs it as a child of its own.)
       expect(os.getPriority(running.pid)).to.equal(10);
@@ -55,7 +57,8 @@ describe('npm run start:worker as a child process', function () {
         .insert({ org_id: orgId, workflow_type: 'contactImport', workflow_id: `contact-import/${listId}`, args: JSON.stringify([{ orgId, listId }]), resource_id: listId, options: '{}', created_at: db.raw("now() - interval '1 minute'") })
         .returning('id');
       await until(async () => (await db('workflow_starts').where({ org_id: orgId, id: owed.id }).first()) === undefined || undefined, 30_000, 'the start sweep');
-      // The list does not exist, so the import (bulk work, on the bulk queue) has nothing to do and completes.
+      // The list does not exist, so the import (bulk work, on the bulk queue, its activity in a slot the resource-based
+      // tuner handed out) has nothing to do and completes.
       expect(await client.workflow.getHandle(`contact-import/${listId}`).result()).to.deep.equal({ rowsRead: 0, accepted: 0, rejected: 0 });
 
       process.kill(-child.pid!, 'SIGINT');

@@ -9,7 +9,7 @@ import { Client, Connection } from '@temporalio/client';
 import { InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connection';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../../devserver';
-import { installTemporalRuntime, serviceQueues, WORKFLOW_BUNDLER_OPTIONS } from '../../worker';
+import { installTemporalRuntime, serviceQueues, shareResourceController, WORKFLOW_BUNDLER_OPTIONS } from '../../worker';
 import { collectHistories } from './histories';
 
 installTemporalRuntime();
@@ -110,7 +110,8 @@ export function uniqueTaskQueue(label: string): string {
 
 /**
  * Creates one Worker per queue of the base `taskQueue` (worker.ts `serviceQueues`: each with the
- * service's slot options, then `extra`) and runs them.
+ * service's slot options, the bulk queues' tuners sharing one resource controller as worker.ts shares it, then
+ * `extra`) and runs them.
  * @returns the Workers (the main queue's first) and a stop function that shuts them down and waits
  */
 async function runServiceWorkers(
@@ -121,7 +122,9 @@ async function runServiceWorkers(
 ): Promise<{ workers: Worker[]; stop(): Promise<void> }> {
   const workflowBundle = await serviceWorkflowBundle();
   const workers: Worker[] = [];
-  for (const q of serviceQueues(taskQueue)) workers.push(await Worker.create({ ...q.options, connection, taskQueue: q.taskQueue, workflowBundle, activities, ...extra }));
+  const queues = serviceQueues(taskQueue);
+  const options = shareResourceController(queues);
+  for (const [i, q] of queues.entries()) workers.push(await Worker.create({ ...options[i], connection, taskQueue: q.taskQueue, workflowBundle, activities, ...extra }));
   const running = workers.map((w) => w.run());
   return {
     workers,

@@ -12,6 +12,7 @@ import { testTemporal } from '../helpers/temporal';
 import { createActivities } from '../../activities';
 import {
   BULK_WORKFLOW_TASK_SLOTS,
+  bulkResourceTargets,
   FAIRNESS_KEY_MAX_BYTES,
   fairnessKeyOf,
   grpcCompression,
@@ -21,9 +22,11 @@ import {
   workflowIds,
   workerQueueSelection,
   workflowPlacement,
+  WEBHOOK_MIN_ACTIVITY_SLOTS,
   type WorkflowName,
 } from '../../temporal.config';
-import { serviceQueues } from '../../worker';
+import { serviceQueues, shareResourceController } from '../../worker';
+import { ResourceBasedController } from '@temporalio/worker';
 import { ensureBillingCalendar } from '../../activities/billing';
 
 /** The queue and priority the dev server recorded on the first event of workflow `workflowId`. */
@@ -54,16 +57,47 @@ describe('Fair sharing: task queue and priority of every workflow (temporal.conf
       expect(taskQueueName('tq-1', 'webhooks')).to.equal('tq-1-webhooks');
       expect(taskQueueName('tq-1', 'bulk')).to.equal('tq-1-bulk');
       expect(serviceQueues('tq-1', {}).map((q) => q.taskQueue)).to.deep.equal(['tq-1', 'tq-1-webhooks', 'tq-1-bulk']);
-      const [main, webhooks, bulk] = serviceQueues('tq-1', { WEBHOOK_WORKER_SLOTS: '7', BULK_WORKER_SLOTS: '3', WEBHOOK_ACTIVITIES_PER_SECOND: '9', BULK_ACTIVITIES_PER_SECOND: '2' });
+      const fixed = { BULK_TARGET_CPU: 'off', WEBHOOK_WORKER_SLOTS: '7', BULK_WORKER_SLOTS: '3', WEBHOOK_ACTIVITIES_PER_SECOND: '9', BULK_ACTIVITIES_PER_SECOND: '2' };
+      const [main, webhooks, bulk] = serviceQueues('tq-1', fixed);
       expect(main.options).to.deep.equal({});
       expect(webhooks.options).to.deep.equal({ maxConcurrentActivityTaskExecutions: 7, maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS, maxActivitiesPerSecond: 9, maxEagerActivityReservationsPerWorkflowTask: 0 });
       expect(bulk.options).to.deep.equal({ maxConcurrentActivityTaskExecutions: 3, maxConcurrentWorkflowTaskExecutions: BULK_WORKFLOW_TASK_SLOTS, maxActivitiesPerSecond: 2, maxEagerActivityReservationsPerWorkflowTask: 0 });
-      expect(serviceQueues('tq-1', {})[2].options.maxConcurrentActivityTaskExecutions).to.equal(4);
+      expect(serviceQueues('tq-1', { BULK_TARGET_CPU: 'off' })[2].options.maxConcurrentActivityTaskExecutions).to.equal(4);
       // Bulk work takes a bounded rate of activities per process by default; the main queue none.
       expect(serviceQueues('tq-1', {}).map((q) => q.options.maxActivitiesPerSecond)).to.deep.equal([undefined, 50, 20]);
       expect(() => serviceQueues('tq-1', { BULK_ACTIVITIES_PER_SECOND: '0' })).to.throw(/BULK_ACTIVITIES_PER_SECOND/);
       expect(() => serviceQueues('tq-1', { WEBHOOK_WORKER_SLOTS: '0' })).to.throw(/WEBHOOK_WORKER_SLOTS/);
       expect(() => serviceQueues('tq-1', { BULK_WORKER_SLOTS: '1.5' })).to.throw(/BULK_WORKER_SLOTS/);
+    });
+
+    it('hands the bulk queues\' slots out by what the machine has to spare (the SDK\'s resource-based tuner), the fixed counts as caps, one activity (eight webhook attempts) always', () => {
+      const [main, webhooks, bulk] = serviceQueues('tq-1', { WEBHOOK_WORKER_SLOTS: '7', BULK_WORKER_SLOTS: '3', BULK_ACTIVITIES_PER_SECOND: '2' });
+      expect(main.options).to.deep.equal({});
+      const targets = { targetCpuUsage: 0.5, targetMemoryUsage: 0.8 };
+      expect(bulk.options).to.deep.equal({
+        tuner: {
+          tunerOptions: targets,
+          workflowTaskSlotOptions: { minimumSlots: 2, maximumSlots: BULK_WORKFLOW_TASK_SLOTS },
+          activityTaskSlotOptions: { minimumSlots: 1, maximumSlots: 3 },
+          localActivityTaskSlotOptions: { minimumSlots: 1, maximumSlots: 3 },
+        },
+        maxActivitiesPerSecond: 2,
+        maxEagerActivityReservationsPerWorkflowTask: 0,
+      });
+      // Webhook attempts wait on the network: one organization's attempts in flight always have slots (at most the cap).
+      expect(webhooks.options.tuner?.activityTaskSlotOptions).to.deep.equal({ minimumSlots: 7, maximumSlots: 7 });
+      expect(serviceQueues('tq-1', {})[1].options.tuner?.activityTaskSlotOptions).to.deep.equal({ minimumSlots: WEBHOOK_MIN_ACTIVITY_SLOTS, maximumSlots: 32 });
+      expect(bulkResourceTargets({ BULK_TARGET_CPU: '0.7', BULK_TARGET_MEMORY: '0.9' })).to.deep.equal({ targetCpuUsage: 0.7, targetMemoryUsage: 0.9 });
+      expect(bulkResourceTargets({ BULK_TARGET_CPU: 'off' })).to.equal(undefined);
+      for (const bad of ['0', '1.5', '-0.2', 'half']) expect(() => serviceQueues('tq-1', { BULK_TARGET_CPU: bad }), bad).to.throw(/BULK_TARGET_CPU/);
+      expect(() => serviceQueues('tq-1', { BULK_TARGET_MEMORY: '80' })).to.throw(/BULK_TARGET_MEMORY/);
+      // One process's bulk Workers share one resource controller (one sampler, one target), as worker.ts builds them.
+      const shared = shareResourceController(serviceQueues('tq-1', {}));
+      expect(shared[0]).to.deep.equal({});
+      const [a, b] = [shared[1].tuner, shared[2].tuner] as Array<{ controller: unknown; tunerOptions?: unknown }>;
+      expect(a.controller).to.be.instanceOf(ResourceBasedController);
+      expect(a.controller).to.equal(b.controller);
+      expect(a.tunerOptions).to.equal(undefined);
     });
 
     it('polls only the queues WORKER_QUEUES names, so bulk queues can run in processes of their own', () => {
