@@ -49,7 +49,7 @@ import { watchPhase, type WatchedQueue } from './noisyObserve';
 import { runBench } from './entry';
 import { devServerInChild, startWorkerChild, stopChild } from './children';
 import { stageReport, watchStages, type StageRecorder } from './noisyStages';
-import { workflowIds } from '../temporal.config';
+import { bulkResourceTargets, bulkWorkerSlots, webhookWorkerSlots, workflowIds } from '../temporal.config';
 
 const QUIET_ORGS = Number(process.env.BENCH_NOISY_QUIET_ORGS ?? 20);
 const RATE = Number(process.env.BENCH_NOISY_RATE ?? 8);
@@ -372,6 +372,8 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const [{ ready }] = await db('knowledge_sources').where({ org_id: noisy.orgId, status: 'ready' }).count({ ready: '*' });
 
     console.log(`shape: ${SHAPE === 'split' ? 'dev server and bulk queues in processes of their own (production shape)' : 'every queue in one process (npm start)'}`);
+    const targets = bulkResourceTargets();
+    console.log(`bulk slots: ${targets ? `resource-based, machine CPU target ${targets.targetCpuUsage}, memory ${targets.targetMemoryUsage} (BULK_TARGET_CPU, BULK_TARGET_MEMORY)` : 'fixed (BULK_TARGET_CPU=off)'}; at most BULK_WORKER_SLOTS ${bulkWorkerSlots()}, WEBHOOK_WORKER_SLOTS ${webhookWorkerSlots()}`);
     console.log(`quiet organizations: ${QUIET_ORGS}, ${RATE} operations/s for ${SECONDS} s per phase; flood: ${DELIVERIES} deliveries to ${ENDPOINTS} black-hole endpoints + ${PAGES} knowledge pages`);
     console.log('operation   alone p50/p99 ms     flood p50/p99 ms     p99 ratio (target ≤ 1.5)   failed alone/flood   samples alone/flood');
     for (const op of OPS) {
