@@ -7,7 +7,10 @@
  * - Postgres: per request, the Knex queries it ran (Knex 'query' / 'query-response' events, attributed through
  *   `AsyncLocalStorage` entered around the server's request listeners) and its waits for a pooled connection
  *   (tarn 'acquireRequest' / 'acquireSuccess'); per phase, every query's duration and every pool wait.
- * - Event loop: the lag of a 5 ms timer (how late it fired), summed over each sample's span.
+ * - Event loop: the lag of a 5 ms timer (how late it fired), summed over each sample's span; of it, the main thread's
+ *   time runnable but waiting for a core (Linux `/proc/<pid>/task/<tid>/schedstat`, second field: "time spent waiting
+ *   on a runqueue", kernel Documentation/scheduler/sched-stats.rst) and V8's garbage-collection pauses (Node
+ *   `PerformanceObserver` 'gc' entries).
  * - Temporal: for a text, the `sms-message` workflow's history (event times written by the server): workflow task
  *   schedule-to-start ("wf wait") and start-to-complete ("wf run": the worker's round trip), and activity schedule to
  *   close ("act": the dev server writes ActivityTaskStarted when the attempt closes, so dispatch and run are one).
@@ -15,6 +18,8 @@
  *   (pg_stat_activity, sampled every 250 ms): lock, WAL or I/O waits the bulk path causes.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import fs from 'node:fs';
+import { PerformanceObserver } from 'node:perf_hooks';
 import type http from 'node:http';
 import type { Client } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common';
@@ -41,6 +46,10 @@ export interface SampleStages {
   poolWait: number;
   /** Event-loop lag over the sample's span (a 5 ms timer's lateness, summed). */
   loopLag: number;
+  /** The main thread's wait for a core over the sample (runnable, not running: the machine's other processes). */
+  cpuWait: number;
+  /** Garbage-collection pauses over the sample. */
+  gc: number;
   /** Temporal stages of a text's workflow, ms (absent for the chat turn). */
   wfWait?: number;
   wfRun?: number;
@@ -63,6 +72,9 @@ interface Request {
 interface Sample {
   op: string;
   t0: number;
+  /** The main thread's runqueue wait at the start, ms. */
+  wait0: number;
+  cpuWait?: number;
   /** When the client had the answer to the sample's request. */
   answered?: number;
   t1?: number;
@@ -156,6 +168,17 @@ export function watchStages(server: http.Server, db: Db) {
   }, 250);
   waitTimer.unref();
 
+  // The main thread's runqueue wait so far, ms (0 where /proc is not there).
+  const schedstat = `/proc/${process.pid}/task/${process.pid}/schedstat`;
+  const hasSchedstat = fs.existsSync(schedstat);
+  const runqueueWait = () => (hasSchedstat ? Number(fs.readFileSync(schedstat, 'utf8').split(' ')[1]) / 1e6 : 0);
+  const gcs: Array<{ at: number; ms: number }> = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcs.push({ at: performance.timeOrigin + e.startTime, ms: e.duration });
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
+  const gcBetween = (t0: number, t1: number) => gcs.reduce((s, g) => (g.at >= t0 && g.at <= t1 ? s + g.ms : s), 0);
+
   const lagBetween = (t0: number, t1: number) => lags.reduce((s, l) => (l.at >= t0 && l.at <= t1 ? s + l.ms : s), 0);
 
   /** Stages of a workflow's history up to `until` (epoch ms). */
@@ -179,7 +202,7 @@ export function watchStages(server: http.Server, db: Db) {
   return {
     /** Marks sample `n` of `op` as started. @returns the headers its request carries */
     sample(n: number, op: string): Record<string, string> {
-      samples.set(String(n), { op, t0: epochNow() });
+      samples.set(String(n), { op, t0: epochNow(), wait0: runqueueWait() });
       return { [SAMPLE_HEADER]: String(n) };
     },
     /** Marks the answer to sample `n`'s request (when the sample goes on after it, as a text does). */
@@ -190,7 +213,7 @@ export function watchStages(server: http.Server, db: Db) {
     /** Marks sample `n` as done; `workflowId` names the workflow whose history to read (a text's). */
     done(n: number, workflowId?: string): void {
       const s = samples.get(String(n));
-      if (s) (s.t1 = epochNow(), (s.workflowId = workflowId));
+      if (s) (s.t1 = epochNow(), (s.workflowId = workflowId), (s.cpuWait = runqueueWait() - s.wait0));
     },
     /** Per-phase Postgres figures: query durations and pool waits, ms; the slowest statements; wait events per sample. */
     phaseFigures() {
@@ -204,7 +227,7 @@ export function watchStages(server: http.Server, db: Db) {
         if (s.op !== op || s.t1 === undefined) continue;
         const r = requests.get(id);
         const server = r?.t1 !== undefined ? r.t1 - r.t0 : NaN;
-        const st: SampleStages = { total: s.t1 - s.t0, server, client: 0, pg: r?.pg ?? NaN, queries: r?.queries ?? 0, poolWait: r?.poolWait ?? NaN, loopLag: lagBetween(s.t0, s.t1) };
+        const st: SampleStages = { total: s.t1 - s.t0, server, client: 0, pg: r?.pg ?? NaN, queries: r?.queries ?? 0, poolWait: r?.poolWait ?? NaN, loopLag: lagBetween(s.t0, s.t1), cpuWait: s.cpuWait ?? NaN, gc: gcBetween(s.t0, s.t1) };
         if (s.workflowId && r?.t1 !== undefined) {
           const w = await workflowStages(client, s.workflowId, s.t1).catch(() => undefined);
           if (w) Object.assign(st, { wfWait: w.wfWait, wfRun: w.wfRun, act: w.act, toStart: w.started - r.t1, observe: s.t1 - w.last });
@@ -220,6 +243,7 @@ export function watchStages(server: http.Server, db: Db) {
       samples.clear();
       requests.clear();
       lags.length = 0;
+      gcs.length = 0;
       slowest.length = 0;
       waits.clear();
       waitSamples = 0;
@@ -229,6 +253,7 @@ export function watchStages(server: http.Server, db: Db) {
     stop(): void {
       clearInterval(timer);
       clearInterval(waitTimer);
+      gcObserver.disconnect();
       db.removeListener('query', onQuery);
       db.removeListener('query-response', onResponse);
       pool?.removeListener('acquireRequest', onAcquire);
@@ -249,7 +274,7 @@ const pctOf = (xs: number[], p: number) => {
 /** One sample's stages as `total 75 = client 3 + server 20 (pg 12 in 9, pool 0) | wf wait 2 …`. */
 function line(s: SampleStages): string {
   const f = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(0));
-  const head = `total ${f(s.total)}: client ${f(s.client)}, server ${f(s.server)} (pg ${f(s.pg)} in ${s.queries} queries, pool wait ${f(s.poolWait)}), loop lag ${f(s.loopLag)}`;
+  const head = `total ${f(s.total)}: client ${f(s.client)}, server ${f(s.server)} (pg ${f(s.pg)} in ${s.queries} queries, pool wait ${f(s.poolWait)}), loop lag ${f(s.loopLag)} (waiting for a core ${f(s.cpuWait)}, gc ${f(s.gc)})`;
   if (s.wfWait === undefined) return head;
   return `${head}; to start ${f(s.toStart)}, wf wait ${f(s.wfWait)}, wf run ${f(s.wfRun)}, act ${f(s.act)}, observe ${f(s.observe)}`;
 }
