@@ -175,7 +175,11 @@ export async function runSmsRepliesBench(): Promise<void> {
     const profiled = profileWindow(profileDir, 'sms-replies');
     // The first seconds apart from the rest (bench/firstSeconds.ts): the batches, the pool, GC and the profile of each.
     let batchesSplit = batches0;
-    const windows = recordFirstSeconds(db, FIRST_MS, () => (batchesSplit = batches()));
+    let cpuSplit = before;
+    const windows = recordFirstSeconds(db, FIRST_MS, () => {
+      batchesSplit = batches();
+      cpuSplit = cpu();
+    });
     const waits = process.env.BENCH_WAITS === '1' ? await sampleWaits(stack.databaseUrl) : undefined;
     const t0 = performance.now();
     const sent = await sender.go();
@@ -224,6 +228,9 @@ export async function runSmsRepliesBench(): Promise<void> {
     for (const [label, xs] of [['starting a conversation', latOf((r) => r.started)], [`in the first ${firstS} s`, latOf((r) => Number(r.at_s) < firstS)], [`after the first ${firstS} s`, latOf((r) => Number(r.at_s) >= firstS)]] as const) {
       if (xs.length) console.log(`sms-replies:   ${label}: ${xs.length} texts, p50 ${pct(xs, 50).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms`);
     }
+    // By arrival, in quarters of a second over the first seconds: a cold process's first moments apart from the burst of starts.
+    const quarters = Array.from({ length: firstS * 4 }, (_, q) => latOf((r) => Math.floor(Number(r.at_s) * 4) === q));
+    console.log(`sms-replies:   by arrival, each quarter of a second of the first ${firstS} s: p50/p99 ${quarters.map((xs) => (xs.length ? `${pct(xs, 50).toFixed(0)}/${pct(xs, 99).toFixed(0)}` : '-')).join(', ')} ms`);
     // Where a text's time goes, the first seconds (a cold process) apart from the rest: stored → reply composed (the
     // text's store, the sender's read, a start, the turn), then composed → handed to the carrier (queue, send, sent).
     for (const [label, pick] of [[`the first ${firstS} s`, (r: { at_s: string }) => Number(r.at_s) < firstS], [`after the first ${firstS} s`, (r: { at_s: string }) => Number(r.at_s) >= firstS]] as const) {
@@ -257,6 +264,9 @@ export async function runSmsRepliesBench(): Promise<void> {
     console.log(`sms-replies:   after the first ${firstS} s: ${stepOf(batchesSplit, batches1).join(', ')}`);
     console.log(`sms-replies: the API process, ${describeWindow(`the first ${firstS} s`, firstWindow)}`);
     console.log(`sms-replies:   ${describeWindow('the rest', restWindow)}`);
+    // The other processes in each window (Postgres's backends, the worker, the dev server), ms of CPU per second.
+    const rate = (from: typeof before, to: typeof before, ms: number) => (['postgres', 'worker', 'devServer'] as const).map((k) => `${k} ${(((to[k] - from[k]) / ms) * 1000).toFixed(0)}`).join(', ');
+    console.log(`sms-replies: CPU ms/s of the other processes, the first ${firstS} s: ${rate(before, cpuSplit, firstWindow.ms)}; the rest: ${rate(cpuSplit, after, restWindow.ms)}`);
     console.log(`sms-replies: the API process's event-loop delay during the load p50 ${(loopDelay.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms, max ${(loopDelay.max / 1e6).toFixed(0)} ms`);
     if (profileDir) {
       // The windows beside the profile, for reading it further (e.g. in Chrome DevTools): µs of the profile's clock.
