@@ -14,6 +14,7 @@ import { startMetricsListener, startTracing } from '../telemetry';
 import { Client, Connection } from '@temporalio/client';
 import { TASK_QUEUE } from '../temporal.config';
 import { openPoolMinimum } from '../db';
+import { prepareFirstRequests } from './prepare';
 
 /** A listening API server. */
 export interface RunningApi {
@@ -28,13 +29,17 @@ export interface RunningApi {
 }
 
 /**
- * Starts the API on `config.host:config.port` (port 0 = any free port), with the pool's minimum of connections
- * opened before it listens (db/index.ts `openPoolMinimum`: the service's pool keeps DB_POOL_MIN, runtime.ts).
+ * Starts the API on `config.host:config.port` (port 0 = any free port), with the libraries' lazy one-time work done
+ * (api/prepare.ts) and the pool's minimum of connections opened before it listens (db/index.ts `openPoolMinimum`: the
+ * service's pool keeps DB_POOL_MIN, runtime.ts).
  * @param deps.databaseUrl the URL `deps.db` was opened on (rate-limit pool and revocation listener use it)
  */
 export async function startApi(deps: AppOptions): Promise<RunningApi> {
   const built = createApp(deps);
   await built.ready;
+  // The libraries' lazy one-time work (schemas, ICU time zones, phone metadata, tokenizer) done before the first request.
+  const prepared = await prepareFirstRequests();
+  deps.logger.debug(prepared, 'first requests prepared');
   // The pool's minimum of connections open before the first request (db/index.ts `openPoolMinimum`).
   await openPoolMinimum(deps.db);
   const server = http.createServer(built.app.callback());

@@ -248,19 +248,28 @@ function merge(slices: Figures[]): Figures {
   };
 }
 
-/** The top self-time functions and packages of every `.cpuprofile` in `dir` (Chrome DevTools format). */
-export function printProfile(label: string, dir: string): void {
+/**
+ * The top self-time functions and packages of every `.cpuprofile` in `dir` (Chrome DevTools format); with `window`, of
+ * only the samples taken from `fromUs` to `toUs`, µs of the monotonic clock the profile's timestamps use (V8's, which
+ * is `process.hrtime`'s): e.g. a load's first seconds apart from the rest.
+ */
+export function printProfile(label: string, dir: string, window: { fromUs?: number; toUs?: number } = {}): void {
   type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] };
+  const fromUs = window.fromUs ?? -Infinity;
+  const toUs = window.toUs ?? Infinity;
   const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
   const byFn = new Map<string, number>();
   const byPkg = new Map<string, number>();
   let total = 0;
   for (const f of files) {
-    const prof = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] };
+    const prof = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number };
     const nodes = new Map(prof.nodes.map((n) => [n.id, n]));
+    let at = prof.startTime;
     prof.samples.forEach((id, i) => {
       const n = nodes.get(id)!;
       const us = prof.timeDeltas[i] ?? 0;
+      at += us;
+      if (at < fromUs || at >= toUs) return;
       const { functionName, url, lineNumber } = n.callFrame;
       if (functionName === '(idle)' || functionName === '(program)') return;
       total += us;

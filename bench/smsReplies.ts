@@ -48,10 +48,13 @@ import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
 import { sandboxInventory } from '../providers/telephony/sandbox';
 import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
 import { runBench } from './entry';
+import { describeWindow, recordFirstSeconds } from './firstSeconds';
 
 const SENDERS = Number(process.env.BENCH_SMS_REPLY_SENDERS ?? 200);
 const RATE = Number(process.env.BENCH_SMS_REPLY_RATE ?? 200);
 const SECONDS = Number(process.env.BENCH_SMS_REPLY_SECONDS ?? 10);
+/** The first seconds of the load, whose figures are printed apart from the rest's (a cold process's first burst), ms. */
+const FIRST_MS = 2000;
 /** Give up waiting for the replies after this long. */
 const LIMIT_MS = 180_000;
 
@@ -170,6 +173,13 @@ export async function runSmsRepliesBench(): Promise<void> {
     loopDelay.enable();
     const before = cpu();
     const profiled = profileWindow(profileDir, 'sms-replies');
+    // The first seconds apart from the rest (bench/firstSeconds.ts): the batches, the pool, GC and the profile of each.
+    let batchesSplit = batches0;
+    let cpuSplit = before;
+    const windows = recordFirstSeconds(db, FIRST_MS, () => {
+      batchesSplit = batches();
+      cpuSplit = cpu();
+    });
     const waits = process.env.BENCH_WAITS === '1' ? await sampleWaits(stack.databaseUrl) : undefined;
     const t0 = performance.now();
     const sent = await sender.go();
@@ -186,6 +196,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     const after = cpu();
     loopDelay.disable();
     const batches1 = batches();
+    const { first: firstWindow, rest: restWindow } = windows.stop();
     await profiled();
     stopCounting();
     await waits?.stop();
@@ -199,6 +210,8 @@ export async function runSmsRepliesBench(): Promise<void> {
         // The text that started its conversation (the sender's first: metadata.firstMessageId, services/sms/answer.ts).
         db.raw(`EXISTS (SELECT 1 FROM conversations c WHERE c.org_id = i.org_id AND c.id = i.conversation_id AND c.metadata->>'firstMessageId' = i.id) AS started`),
         db.raw('extract(epoch from (i.created_at - min(i.created_at) OVER ())) AS at_s'),
+        // The reply composed (its `created_at`: the turn done, before the statement that queues it) and handed over.
+        db.raw('extract(epoch from (r.created_at - i.created_at)) * 1000 as compose_ms'),
       );
     const lat = rows.map((r: { ms: string }) => Number(r.ms));
     const latOf = (pick: (r: { started: boolean; at_s: string }) => boolean) => rows.filter(pick).map((r: { ms: string }) => Number(r.ms));
@@ -209,8 +222,21 @@ export async function runSmsRepliesBench(): Promise<void> {
     console.log(`sms-replies: inbound webhook stored → reply handed to the carrier p50 ${pct(lat, 50).toFixed(0)} ms, p99 ${pct(lat, 99).toFixed(0)} ms, max ${pct(lat, 100).toFixed(0)} ms (target p99 < 250 ms)`);
     // Where the tail is: the texts that started a conversation (all in the first seconds: one per counterpart), the
     // texts of the first 2 s, and the rest.
-    for (const [label, xs] of [['starting a conversation', latOf((r) => r.started)], ['in the first 2 s', latOf((r) => Number(r.at_s) < 2)], ['after the first 2 s', latOf((r) => Number(r.at_s) >= 2)]] as const) {
+    const composeOf = (pick: (r: { at_s: string }) => boolean) => rows.filter(pick).map((r: { compose_ms: string }) => Number(r.compose_ms));
+    const handOf = (pick: (r: { at_s: string }) => boolean) => rows.filter(pick).map((r: { ms: string; compose_ms: string }) => Number(r.ms) - Number(r.compose_ms));
+    const firstS = FIRST_MS / 1000;
+    for (const [label, xs] of [['starting a conversation', latOf((r) => r.started)], [`in the first ${firstS} s`, latOf((r) => Number(r.at_s) < firstS)], [`after the first ${firstS} s`, latOf((r) => Number(r.at_s) >= firstS)]] as const) {
       if (xs.length) console.log(`sms-replies:   ${label}: ${xs.length} texts, p50 ${pct(xs, 50).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms`);
+    }
+    // By arrival, in quarters of a second over the first seconds: a cold process's first moments apart from the burst of starts.
+    const quarters = Array.from({ length: firstS * 4 }, (_, q) => latOf((r) => Math.floor(Number(r.at_s) * 4) === q));
+    console.log(`sms-replies:   by arrival, each quarter of a second of the first ${firstS} s: p50/p99 ${quarters.map((xs) => (xs.length ? `${pct(xs, 50).toFixed(0)}/${pct(xs, 99).toFixed(0)}` : '-')).join(', ')} ms`);
+    // Where a text's time goes, the first seconds (a cold process) apart from the rest: stored → reply composed (the
+    // text's store, the sender's read, a start, the turn), then composed → handed to the carrier (queue, send, sent).
+    for (const [label, pick] of [[`the first ${firstS} s`, (r: { at_s: string }) => Number(r.at_s) < firstS], [`after the first ${firstS} s`, (r: { at_s: string }) => Number(r.at_s) >= firstS]] as const) {
+      const c = composeOf(pick);
+      const h = handOf(pick);
+      if (c.length) console.log(`sms-replies:   ${label}: stored → reply composed p50 ${pct(c, 50).toFixed(0)} ms, p99 ${pct(c, 99).toFixed(0)} ms; composed → handed to the carrier p50 ${pct(h, 50).toFixed(0)} ms, p99 ${pct(h, 99).toFixed(0)} ms`);
     }
     if (counted.size) {
       // The carrier sandbox's own records stand for what a real carrier keeps on its side: counted apart.
@@ -226,8 +252,28 @@ export async function runSmsRepliesBench(): Promise<void> {
     });
     // A text waits at most one batch in flight, then its own, at each step: the batch's mean time bounds what batching adds.
     console.log(`sms-replies: texts per batched statement (group commits per organization) and a batch's mean time: ${perBatch.join(', ')}`);
+    // Each group-committed step in the first seconds and after: texts per batch, a batch's mean time and a text's mean wait
+    // from submitting it to its batch's commit (the batch in flight before it, then its own).
+    const stepOf = (from: Record<string, GroupCommitStats>, to: Record<string, GroupCommitStats>) =>
+      Object.keys(to).map((k) => {
+        const n = to[k].batches - from[k].batches;
+        const items = to[k].items - from[k].items;
+        return `${k} ${n ? `${(items / n).toFixed(1)}/${((to[k].ms - from[k].ms) / n).toFixed(1)}/${((to[k].waitMs - from[k].waitMs) / items).toFixed(1)}` : '-'}`;
+      });
+    console.log(`sms-replies: each step (texts per batch / a batch's mean ms / a text's mean wait ms), the first ${firstS} s: ${stepOf(batches0, batchesSplit).join(', ')}`);
+    console.log(`sms-replies:   after the first ${firstS} s: ${stepOf(batchesSplit, batches1).join(', ')}`);
+    console.log(`sms-replies: the API process, ${describeWindow(`the first ${firstS} s`, firstWindow)}`);
+    console.log(`sms-replies:   ${describeWindow('the rest', restWindow)}`);
+    // The other processes in each window (Postgres's backends, the worker, the dev server), ms of CPU per second.
+    const rate = (from: typeof before, to: typeof before, ms: number) => (['postgres', 'worker', 'devServer'] as const).map((k) => `${k} ${(((to[k] - from[k]) / ms) * 1000).toFixed(0)}`).join(', ');
+    console.log(`sms-replies: CPU ms/s of the other processes, the first ${firstS} s: ${rate(before, cpuSplit, firstWindow.ms)}; the rest: ${rate(cpuSplit, after, restWindow.ms)}`);
     console.log(`sms-replies: the API process's event-loop delay during the load p50 ${(loopDelay.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms, max ${(loopDelay.max / 1e6).toFixed(0)} ms`);
-    if (profileDir) printProfile('the sms-replies load (the API process)', profileDir);
+    if (profileDir) {
+      // The windows beside the profile, for reading it further (e.g. in Chrome DevTools): µs of the profile's clock.
+      fs.writeFileSync(path.join(profileDir, 'windows.json'), JSON.stringify({ firstFromUs: windows.startUs, restFromUs: windows.splitUs }));
+      printProfile(`the first ${firstS} s of the sms-replies load (the API process)`, profileDir, { fromUs: windows.startUs, toUs: windows.splitUs });
+      printProfile('the rest of the sms-replies load (the API process)', profileDir, { fromUs: windows.splitUs });
+    }
     const service = perText('api') + perText('worker') + perText('postgres');
     console.log(`sms-replies: CPU per text: API process ${perText('api').toFixed(2)} ms + worker ${perText('worker').toFixed(2)} ms + Postgres ${perText('postgres').toFixed(2)} ms = ${service.toFixed(2)} ms (target ≤ 8 ms); dev server ${perText('devServer').toFixed(2)} ms; the sender (load generator, not counted) ${(sent.cpuMs / total).toFixed(2)} ms (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
     const net = (name: keyof typeof after) => ((after[name] ?? 0) - (before[name] ?? 0) - idlePerS(name) * doneS) / answered;

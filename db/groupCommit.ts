@@ -8,10 +8,10 @@ import type { Knex } from 'knex';
  * update a few hot rows at once on few cores).
  */
 export class GroupCommit<I, O> {
-  private queue: { item: I; resolve: (out: O) => void; reject: (err: unknown) => void }[] = [];
+  private queue: { item: I; at: number; resolve: (out: O) => void; reject: (err: unknown) => void }[] = [];
   private flushing = false;
-  /** Batches written, the items in them and their summed duration (ms), for the benchmarks' figures. */
-  readonly stats: GroupCommitStats = { batches: 0, items: 0, ms: 0 };
+  /** Batches written, the items in them, their summed duration and the items' summed wait (ms), for the benchmarks' figures. */
+  readonly stats: GroupCommitStats = { batches: 0, items: 0, ms: 0, waitMs: 0 };
 
   /**
    * @param run writes one batch and returns one outcome per item, in order; a throw fails every
@@ -31,7 +31,7 @@ export class GroupCommit<I, O> {
   /** Resolves with the item's outcome once its batch is committed; rejects when the batch failed. */
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+      this.queue.push({ item, at: performance.now(), resolve, reject });
       if (!this.flushing) {
         this.flushing = true;
         // Let the requests already parsed in this turn of the event loop join the first batch.
@@ -54,20 +54,35 @@ export class GroupCommit<I, O> {
           for (const b of batch) b.reject(err ?? new Error('group commit failed'));
         }
       }
+      const t1 = performance.now();
       this.stats.batches++;
       this.stats.items += batch.length;
-      this.stats.ms += performance.now() - t0;
+      this.stats.ms += t1 - t0;
+      for (const b of batch) this.stats.waitMs += t1 - b.at;
     }
     this.flushing = false;
     this.opts.onIdle?.();
   }
 }
 
-/** Counters of one {@link GroupCommit}: batches written, the items in them, their summed duration in ms. */
+/**
+ * Counters of one {@link GroupCommit}: batches written, the items in them, their summed duration in ms, and the items'
+ * summed wait in ms from `submit` to their batch's outcome (the batch in flight before theirs, then their own).
+ */
 export interface GroupCommitStats {
   batches: number;
   items: number;
   ms: number;
+  waitMs: number;
+}
+
+/** Adds `s`'s counters into `sum` (the figures of several writers together). @returns `sum` */
+export function addStats(sum: GroupCommitStats, s: GroupCommitStats): GroupCommitStats {
+  sum.batches += s.batches;
+  sum.items += s.items;
+  sum.ms += s.ms;
+  sum.waitMs += s.waitMs;
+  return sum;
 }
 
 /**
@@ -109,11 +124,7 @@ export class PerOrgGroupCommit<I, O> {
         onIdle: () => {
           if (writers.get(orgId) !== created) return;
           writers.delete(orgId);
-          const sum = this.retired.get(db) ?? { batches: 0, items: 0, ms: 0 };
-          sum.batches += created.stats.batches;
-          sum.items += created.stats.items;
-          sum.ms += created.stats.ms;
-          this.retired.set(db, sum);
+          this.retired.set(db, addStats(this.retired.get(db) ?? { batches: 0, items: 0, ms: 0, waitMs: 0 }, created.stats));
         },
       });
       perOrg.set(orgId, (writer = created));
@@ -123,12 +134,8 @@ export class PerOrgGroupCommit<I, O> {
 
   /** Batches written so far on `db`, all organizations together (the benchmarks' figures). */
   stats(db: Knex): GroupCommitStats {
-    const sum: GroupCommitStats = { ...(this.retired.get(db) ?? { batches: 0, items: 0, ms: 0 }) };
-    for (const w of this.writers.get(db)?.values() ?? []) {
-      sum.batches += w.stats.batches;
-      sum.items += w.stats.items;
-      sum.ms += w.stats.ms;
-    }
+    const sum: GroupCommitStats = { ...(this.retired.get(db) ?? { batches: 0, items: 0, ms: 0, waitMs: 0 }) };
+    for (const w of this.writers.get(db)?.values() ?? []) addStats(sum, w.stats);
     return sum;
   }
 }

@@ -10,6 +10,7 @@
  */
 import type { Db } from '../index';
 import { runPrepared } from '../preparedQuery';
+import { NO_ORGANIZATION, prepareOnConnect } from '../groupCommit';
 import { eventCtes, EVENTS_NOTIFY_SELECT } from './events';
 import { usageOutcome, walletChargeCtes, walletLowEventRow } from './usage';
 import type { WalletChange } from './billing';
@@ -47,6 +48,10 @@ export async function settlePendingCharges(db: Db | Knex.Transaction, orgId: str
   const row = (await runPrepared(db, sql, [orgId, limit, orgId, ...charge.bindings, ...ev.bindings])).rows[0];
   return { settled: Number(row.settled), charge: usageOutcome(row.usage).charge };
 }
+
+// The settle an answered text owes (services/billing/settle.ts `settleSoon`) is prepared on each connection the pool opens
+// at start, as the text's own statements are: an organization none has folds nothing.
+prepareOnConnect((trx) => settlePendingCharges(trx, NO_ORGANIZATION));
 
 /**
  * Organizations with a pending charge recorded more than `minAgeMs` ago (the settle sweep's work: charges a process
