@@ -37,7 +37,7 @@ import { createSecretKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { usAreaCodes } from '../domain/sms/nanp';
 import { emitEvent } from '../events/emit';
-import { startWebhookDispatcher, temporalDeliveryStarter } from '../events/dispatcher';
+import { startWebhookDispatcher } from '../events/dispatcher';
 import { stopSandboxDispatchers } from '../providers/carrier/sandbox';
 import { sandboxInventory } from '../providers/telephony/sandbox';
 import { COMPLETE_BRAND } from '../test/api/sms-fixtures';

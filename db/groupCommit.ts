@@ -11,7 +11,7 @@ export class GroupCommit<I, O> {
   private queue: { item: I; at: number; resolve: (out: O) => void; reject: (err: unknown) => void }[] = [];
   private flushing = false;
   /** Batches written, the items in them, their summed duration and the items' summed wait (ms), for the benchmarks' figures. */
-  readonly stats: GroupCommitStats = { batches: 0, items: 0, ms: 0, waitMs: 0 };
+  readonly stats: GroupCommitStats = emptyStats();
 
   /**
    * @param run writes one batch and returns one outcome per item, in order; a throw fails every
@@ -76,6 +76,11 @@ export interface GroupCommitStats {
   waitMs: number;
 }
 
+/** Counters with nothing counted yet. */
+export function emptyStats(): GroupCommitStats {
+  return { batches: 0, items: 0, ms: 0, waitMs: 0 };
+}
+
 /** Adds `s`'s counters into `sum` (the figures of several writers together). @returns `sum` */
 export function addStats(sum: GroupCommitStats, s: GroupCommitStats): GroupCommitStats {
   sum.batches += s.batches;
@@ -124,7 +129,7 @@ export class PerOrgGroupCommit<I, O> {
         onIdle: () => {
           if (writers.get(orgId) !== created) return;
           writers.delete(orgId);
-          this.retired.set(db, addStats(this.retired.get(db) ?? { batches: 0, items: 0, ms: 0, waitMs: 0 }, created.stats));
+          this.retired.set(db, addStats(this.retired.get(db) ?? emptyStats(), created.stats));
         },
       });
       perOrg.set(orgId, (writer = created));
@@ -134,7 +139,7 @@ export class PerOrgGroupCommit<I, O> {
 
   /** Batches written so far on `db`, all organizations together (the benchmarks' figures). */
   stats(db: Knex): GroupCommitStats {
-    const sum: GroupCommitStats = { ...(this.retired.get(db) ?? { batches: 0, items: 0, ms: 0, waitMs: 0 }) };
+    const sum = addStats(emptyStats(), this.retired.get(db) ?? emptyStats());
     for (const w of this.writers.get(db)?.values() ?? []) addStats(sum, w.stats);
     return sum;
   }

@@ -49,7 +49,7 @@ import { pinChecker, verifyCallerAtStart } from './callerVerification';
 import { callerIdentity, pinPrompt, verificationRequired } from '../../domain/conversations/callerVerification';
 import { newId } from '../../db/ids';
 import { analyzeAfterEnd, type AnalysisDeps } from './analysis';
-import { addStats, GroupCommit, type GroupCommitStats } from '../../db/groupCommit';
+import { addStats, emptyStats, GroupCommit, type GroupCommitStats } from '../../db/groupCommit';
 import { DEFAULT_CONVERSATION_LIMITS, SHORTEST_IDLE_TIMEOUT_SECONDS } from '../../domain/conversations/limits';
 import { contactOf, summarizeForEscalation } from '../../domain/conversations/escalation';
 import { escalationRouteFor } from './escalation';
@@ -523,7 +523,7 @@ export function storeTurn(db: Db, write: TurnWrite): Promise<SavedTurn> {
 
 /** The turn batches `db` wrote so far, all organizations together (the chat benchmark's figures). */
 export function turnBatchStats(db: Db): GroupCommitStats {
-  const sum: GroupCommitStats = { batches: 0, items: 0, ms: 0, waitMs: 0 };
+  const sum = emptyStats();
   for (const w of turnWriters.get(db)?.values() ?? []) addStats(sum, w.stats);
   return sum;
 }
