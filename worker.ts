@@ -3,6 +3,7 @@
  * activities/, polling every task queue of the service (temporal.config.ts `TASK_QUEUES`). `npm run start:worker` in production (TEMPORAL_ADDRESS
  * required); `npm start` embeds it beside the API and the embedded dev server.
  */
+import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -272,6 +273,35 @@ export function applyWorkerNice(env: NodeJS.ProcessEnv = process.env): number {
   return nice;
 }
 
+/** Linux scheduling policies `WORKER_SCHED_POLICY` accepts (sched(7)): `other` is the default time-sharing one. */
+const SCHED_POLICIES = ['other', 'batch', 'idle'] as const;
+export type WorkerSchedPolicy = (typeof SCHED_POLICIES)[number];
+
+/**
+ * Puts every thread of this process under the Linux scheduling policy `WORKER_SCHED_POLICY` (sched(7): `other`, the
+ * default, leaves it; `batch` is SCHED_BATCH; `idle` is SCHED_IDLE, below even nice 19), with util-linux's
+ * `chrt --all-tasks`; threads started later (the SDK's) inherit it. Under SCHED_IDLE a core that runs only this
+ * process counts as idle when the kernel places a waking thread, so the API's and the interactive worker's threads
+ * take it at once instead of queueing behind another busy core (docs/operations.md "Fair sharing").
+ * @returns the policy applied
+ * @throws Error when the value is not one of `other`, `batch`, `idle`, or when a policy other than `other` cannot be
+ *   applied (not Linux, or `chrt` missing or refused): the setting was asked for, so the worker does not start without it
+ */
+export function applyWorkerSchedPolicy(env: NodeJS.ProcessEnv = process.env): WorkerSchedPolicy {
+  const policy = (env.WORKER_SCHED_POLICY?.trim() || 'other') as WorkerSchedPolicy;
+  if (!SCHED_POLICIES.includes(policy)) throw new Error(`WORKER_SCHED_POLICY must be one of ${SCHED_POLICIES.join(', ')}, got "${env.WORKER_SCHED_POLICY}"`);
+  if (policy === 'other') return policy;
+  if (process.platform !== 'linux') throw new Error(`WORKER_SCHED_POLICY=${policy} needs Linux (sched(7)); unset it on ${process.platform}`);
+  try {
+    // chrt's priority argument is 0 for every non-real-time policy.
+    execFileSync('chrt', [`--${policy}`, '--all-tasks', '--pid', '0', String(process.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  } catch (err) {
+    const detail = (err as { stderr?: Buffer }).stderr?.toString().trim() || (err as Error).message;
+    throw new Error(`WORKER_SCHED_POLICY=${policy}: chrt (util-linux) could not apply it: ${detail}`);
+  }
+  return policy;
+}
+
 /**
  * `npm run start:worker`: `WORKER_PROCESSES` worker processes (default 1; docs/operations.md "Scaling out"), each
  * polling every task queue (or those `WORKER_QUEUES` names) and, where it polls the webhooks queue, running the webhook
@@ -282,6 +312,7 @@ export function applyWorkerNice(env: NodeJS.ProcessEnv = process.env): number {
  */
 async function main(): Promise<void> {
   applyWorkerNice();
+  const schedPolicy = applyWorkerSchedPolicy();
   const config = loadConfig();
   if (!config.temporalAddress) throw new Error('start:worker needs TEMPORAL_ADDRESS (npm start runs an embedded dev server instead)');
   const tracing = isClusterChild() || processCount('WORKER_PROCESSES', 1) === 1 ? startTracing('agent-control-plane-worker') : undefined;
@@ -292,7 +323,7 @@ async function main(): Promise<void> {
   if (processes > 1) {
     const { pids } = await runPrimary(processes, database, logger);
     await startMetricsListener({ port: config.metricsPort, host: config.host, logger, role: 'primary' });
-    logger.info({ address: config.temporalAddress, taskQueues: serviceQueues(TASK_QUEUE).map((q) => q.taskQueue), bulkSlots: bulkResourceTargets() ?? 'fixed', processes, pids }, 'worker running');
+    logger.info({ address: config.temporalAddress, taskQueues: serviceQueues(TASK_QUEUE).map((q) => q.taskQueue), bulkSlots: bulkResourceTargets() ?? 'fixed', schedPolicy, processes, pids }, 'worker running');
     return;
   }
   const metrics = await startMetricsListener({ port: config.metricsPort, host: config.host, logger });
@@ -328,7 +359,7 @@ async function main(): Promise<void> {
     await database.close();
   });
   if (isClusterChild()) announceReady({ pid: process.pid });
-  else logger.info({ address: config.temporalAddress, taskQueues: serviceQueues(TASK_QUEUE).map((q) => q.taskQueue), bulkSlots: bulkResourceTargets() ?? 'fixed', processes: 1 }, 'worker running');
+  else logger.info({ address: config.temporalAddress, taskQueues: serviceQueues(TASK_QUEUE).map((q) => q.taskQueue), bulkSlots: bulkResourceTargets() ?? 'fixed', schedPolicy, processes: 1 }, 'worker running');
   await running.done;
 }
 

@@ -29,6 +29,7 @@
  * Run: `BENCH_ONLY=noisy-neighbour npm run bench` or `npx tsx bench/noisyNeighbour.ts`. Setup is not timed.
  * The issue's scale is BENCH_NOISY_DELIVERIES=10000 BENCH_NOISY_PAGES=10000.
  */
+import fs from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Db } from '../db';
@@ -60,7 +61,8 @@ const RATE = Number(process.env.BENCH_NOISY_RATE ?? 8);
 const SECONDS = Number(process.env.BENCH_NOISY_SECONDS ?? 100);
 const DELIVERIES = Number(process.env.BENCH_NOISY_DELIVERIES ?? 2000);
 const ENDPOINTS = Number(process.env.BENCH_NOISY_ENDPOINTS ?? 20);
-const PAGES = Number(process.env.BENCH_NOISY_PAGES ?? 1000);
+/** A's pages: by default 10 per second of the phase, more than its rate limit lets it post, so it floods to the end. */
+const PAGES = Number(process.env.BENCH_NOISY_PAGES ?? 10 * SECONDS);
 const SHAPE = process.env.BENCH_NOISY_SHAPE === 'one' ? 'one' : 'split';
 /** An operation that takes longer than this counts as failed. */
 const OP_LIMIT_MS = 120_000;
@@ -85,6 +87,23 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.max(0, Math.ceil((p / 100) * s.length) - 1)] : NaN;
 };
+/**
+ * The 5th and 95th percentiles of the ratio `pct(flood, p) / pct(alone, p)` over `rounds` bootstrap resamples (each
+ * phase's samples drawn with replacement, Efron's percentile interval): how far the ratio of one run's samples could
+ * move by chance alone. A fixed seed (mulberry32) keeps a run's printout reproducible from its samples.
+ */
+function bootstrapRatio(alone: number[], flood: number[], p: number, rounds = 2000): [number, number] {
+  let seed = 0x9e3779b9;
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const resample = (xs: number[]) => Array.from({ length: xs.length }, () => xs[Math.floor(random() * xs.length)]);
+  const ratios = Array.from({ length: rounds }, () => pct(resample(flood), p) / pct(resample(alone), p));
+  return [pct(ratios, 5), pct(ratios, 95)];
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Waits `ms`, or less when `signal` aborts first (never rejects). */
 const sleepUnless = (ms: number, signal: AbortSignal) =>
@@ -228,7 +247,7 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const bulkWorker =
       SHAPE === 'split'
         ? // As docker-compose.yml's `worker-bulk`: the bulk queues only, at the lowest CPU priority.
-          await startWorkerChild({ TEMPORAL_ADDRESS: stack.address, DATABASE_URL: stack.databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue, PUBLIC_BASE_URL: workerConfig.publicBaseUrl, WORKER_QUEUES: 'webhooks,bulk', WORKER_PROCESSES: '1', WORKER_NICE: process.env.BENCH_NOISY_BULK_NICE ?? '19' })
+          await startWorkerChild({ TEMPORAL_ADDRESS: stack.address, DATABASE_URL: stack.databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue, PUBLIC_BASE_URL: workerConfig.publicBaseUrl, WORKER_QUEUES: 'webhooks,bulk', WORKER_PROCESSES: '1', WORKER_NICE: process.env.BENCH_NOISY_BULK_NICE ?? '19', WORKER_SCHED_POLICY: process.env.BENCH_NOISY_BULK_POLICY ?? 'idle' })
         : undefined;
     if (bulkWorker) closers.push(() => stopChild(bulkWorker));
     // The webhook outbox dispatcher runs beside the webhooks queue's worker (worker.ts): the child's in `split`.
@@ -352,6 +371,9 @@ export async function runNoisyNeighbourBench(): Promise<void> {
       8,
       async (i) => flooding && pageCall(i),
     ).then(() => void (flooding && (pagesPostedAt = (performance.now() - phaseStart) / 1000)));
+    // BENCH_NOISY_MARK: a file that says the flood begins (this process's pid and ms since it started), for a tracer
+    // outside it, e.g. `perf sched record` of the phase (docs/benchmarks.md).
+    if (process.env.BENCH_NOISY_MARK) fs.writeFileSync(process.env.BENCH_NOISY_MARK, `${process.pid} ${performance.now().toFixed(0)}\n`);
     await emitting;
     const watchFlood = watchPhase('flood', client, watched, { postmasterPid: stack.postmasterPid, pids });
     // BENCH_PROFILE_DIR: a V8 CPU profile of this process during the flood phase.
@@ -371,17 +393,18 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const [{ started: deliveriesStarted }] = await db('webhook_deliveries').where({ org_id: noisy.orgId }).whereNot({ attempt_count: 0 }).count({ started: '*' });
     const [{ ready }] = await db('knowledge_sources').where({ org_id: noisy.orgId, status: 'ready' }).count({ ready: '*' });
 
-    console.log(`shape: ${SHAPE === 'split' ? 'dev server and bulk queues in processes of their own (production shape)' : 'every queue in one process (npm start)'}`);
+    console.log(`shape: ${SHAPE === 'split' ? `dev server and bulk queues in processes of their own (production shape); the bulk worker at nice ${process.env.BENCH_NOISY_BULK_NICE ?? '19'}, scheduling policy ${process.env.BENCH_NOISY_BULK_POLICY ?? 'idle'}` : 'every queue in one process (npm start)'}`);
     const targets = bulkResourceTargets();
     console.log(`bulk slots: ${targets ? `resource-based, machine CPU target ${targets.targetCpuUsage}, memory ${targets.targetMemoryUsage} (BULK_TARGET_CPU, BULK_TARGET_MEMORY)` : 'fixed (BULK_TARGET_CPU=off)'}; at most BULK_WORKER_SLOTS ${bulkWorkerSlots()}, WEBHOOK_WORKER_SLOTS ${webhookWorkerSlots()}`);
     console.log(`quiet organizations: ${QUIET_ORGS}, ${RATE} operations/s for ${SECONDS} s per phase; flood: ${DELIVERIES} deliveries to ${ENDPOINTS} black-hole endpoints + ${PAGES} knowledge pages`);
-    console.log('operation   alone p50/p99 ms     flood p50/p99 ms     p99 ratio (target ≤ 1.5)   failed alone/flood   samples alone/flood');
+    console.log('operation   alone p50/p99 ms     flood p50/p99 ms     p99 ratio (target ≤ 1.5; 90% interval)   failed alone/flood   samples alone/flood');
     for (const op of OPS) {
       const a = alone.get(op)!;
       const f = flood.get(op)!;
       const ratio = pct(f.ms, 99) / pct(a.ms, 99);
+      const [low, high] = bootstrapRatio(a.ms, f.ms, 99);
       console.log(
-        `${op.padEnd(10)}  ${`${pct(a.ms, 50).toFixed(0)} / ${pct(a.ms, 99).toFixed(0)}`.padEnd(19)}  ${`${pct(f.ms, 50).toFixed(0)} / ${pct(f.ms, 99).toFixed(0)}`.padEnd(19)}  ${ratio.toFixed(2).padEnd(25)}  ${`${a.failed}/${f.failed}`.padEnd(19)}  ${a.ms.length}/${f.ms.length}`,
+        `${op.padEnd(10)}  ${`${pct(a.ms, 50).toFixed(0)} / ${pct(a.ms, 99).toFixed(0)}`.padEnd(19)}  ${`${pct(f.ms, 50).toFixed(0)} / ${pct(f.ms, 99).toFixed(0)}`.padEnd(19)}  ${`${ratio.toFixed(2)} (${low.toFixed(2)}–${high.toFixed(2)})`.padEnd(38)}  ${`${a.failed}/${f.failed}`.padEnd(19)}  ${a.ms.length}/${f.ms.length}`,
       );
     }
     const s = floodMs / 1000;

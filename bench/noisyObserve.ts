@@ -4,13 +4,41 @@
  * the bench's Postgres (and of worker child processes), the event-loop delay of this process (Node
  * `monitorEventLoopDelay`), and, sampled every 500 ms, each task queue's backlog by priority key (DescribeTaskQueue
  * `reportStats`, Temporal "Task Queue Priority and Fairness") and each in-process SDK Worker's slots in use
- * (`Worker.getStatus()`: workflow activations and activities in flight).
+ * (`Worker.getStatus()`: workflow activations and activities in flight); and how long this process's main thread was
+ * runnable but waiting for a core (Linux schedstat) beside the CPU its other threads took (V8's GC helpers, the
+ * SDK's Rust core, the workflow thread).
  */
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
+import fs from 'node:fs';
 import { cpuSnapshot } from './harness';
+
+/** Clock ticks per second of /proc's CPU times (`getconf CLK_TCK`: 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * This process's main thread's time waiting for a core (ms, `/proc/<pid>/task/<pid>/schedstat` second field, "time
+ * spent waiting on a runqueue") and the CPU of its other threads (ms: the process's user + system time less the
+ * main thread's, proc(5) `stat` fields 14 and 15, so threads that have exited count too); zeros where /proc has
+ * neither.
+ */
+function threadSnapshot(): { mainWaitMs: number; otherThreadsMs: number } {
+  const cpuMs = (path: string) => {
+    // The fields after the command's closing parenthesis start at field 3, so utime and stime are the 12th and 13th.
+    const stat = fs.readFileSync(path, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND;
+  };
+  try {
+    const main = `/proc/${process.pid}/task/${process.pid}`;
+    const mainWaitMs = Number(fs.readFileSync(`${main}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+    return { mainWaitMs, otherThreadsMs: cpuMs(`/proc/${process.pid}/stat`) - cpuMs(`${main}/stat`) };
+  } catch {
+    return { mainWaitMs: 0, otherThreadsMs: 0 };
+  }
+}
 
 /** One task queue to watch. */
 export interface WatchedQueue {
@@ -42,6 +70,7 @@ export function watchPhase(label: string, client: Client, queues: WatchedQueue[]
   const load = os.loadavg();
   const pids = { service: process.pid, ...opts.pids };
   const cpu0 = cpuSnapshot(pids, { postmasterPid: opts.postmasterPid });
+  const threads0 = threadSnapshot();
   const t0 = performance.now();
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
@@ -71,6 +100,7 @@ export function watchPhase(label: string, client: Client, queues: WatchedQueue[]
     loop.disable();
     const wallMs = performance.now() - t0;
     const cpu1 = cpuSnapshot(pids, { postmasterPid: opts.postmasterPid });
+    const threads1 = threadSnapshot();
     const cores = Object.keys(cpu1)
       .map((k) => `${k} ${((cpu1[k] - (cpu0[k] ?? 0)) / wallMs).toFixed(2)}`)
       .join(', ');
@@ -81,6 +111,7 @@ export function watchPhase(label: string, client: Client, queues: WatchedQueue[]
         .join(', ') || 'none';
     return [
       `[${label}] load average at start ${load.map((x) => x.toFixed(2)).join(' ')}; cores used: ${cores}; event-loop delay p50/p99/max ${(loop.percentile(50) / 1e6).toFixed(0)}/${(loop.percentile(99) / 1e6).toFixed(0)}/${(loop.max / 1e6).toFixed(0)} ms`,
+      `[${label}] this process's main thread waited for a core ${((threads1.mainWaitMs - threads0.mainWaitMs) / (wallMs / 1000)).toFixed(0)} ms/s; its other threads used ${((threads1.otherThreadsMs - threads0.otherThreadsMs) / wallMs).toFixed(2)} cores`,
       `[${label}] backlog mean/max: ${fmt(backlog)}`,
       `[${label}] in-process worker slots in use mean/max: ${fmt(slots)}`,
     ];

@@ -1,7 +1,7 @@
 /**
  * `npm run start:worker` (worker.ts) as a real child process against the run's dev server and a test database, polling
  * the bulk queues only (WORKER_QUEUES, as docker-compose.yml's `worker-bulk`): its start sweep starts a workflow start a
- * crash left owed (services/workflowStarts.ts), which runs on the bulk queue, at the nice value WORKER_NICE gives, and SIGINT to its process group
+ * crash left owed (services/workflowStarts.ts), which runs on the bulk queue, at the nice value WORKER_NICE and the scheduling policy WORKER_SCHED_POLICY give, and SIGINT to its process group
  * stops it with status 0, printing no line at warn level or above and nothing on stderr (docs/operations.md "Shutdown").
  */
 import { expect } from 'chai';
@@ -15,6 +15,7 @@ import { childEnv, TSX } from './helpers/service';
 import { createTestDatabase } from './helpers/postgres';
 import { testTemporal, uniqueTaskQueue } from './helpers/temporal';
 import { until } from './helpers/wait';
+import { applyWorkerSchedPolicy } from '../worker';
 
 describe('npm run start:worker as a child process', function () {
   this.timeout(180_000);
@@ -25,7 +26,7 @@ describe('npm run start:worker as a child process', function () {
     await migrate(db);
     const { client, address } = await testTemporal();
     const taskQueue = uniqueTaskQueue('start-worker');
-    const env = childEnv({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: taskQueue, LOG_LEVEL: 'info', WORKER_QUEUES: 'webhooks,bulk', WORKER_NICE: '10' });
+    const env = childEnv({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: taskQueue, LOG_LEVEL: 'info', WORKER_QUEUES: 'webhooks,bulk', WORKER_NICE: '10', WORKER_SCHED_POLICY: 'idle' });
     const child = spawn(process.execPath, [TSX, 'worker.ts'], { cwd: path.resolve(__dirname, '..'), env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -37,7 +38,7 @@ describe('npm run start:worker as a child process', function () {
       const running = stdout
         .split('\n')
         .filter((l) => l.includes('"msg":"worker running"'))
-        .map((l) => JSON.parse(l) as { taskQueues: string[]; pid: number; bulkSlots: unknown })[0];
+        .map((l) => JSON.parse(l) as { taskQueues: string[]; pid: number; bulkSlots: unknown; schedPolicy: string })[0];
       expect(running.taskQueues).to.deep.equal([`${taskQueue}-webhooks`, `${taskQueue}-bulk`]);
       // The bulk queues' slots follow the machine's spare CPU and memory (temporal.config.ts bulkResourceTargets).
       expect(running.bulkSlots).to.deep.equal({ targetCpuUsage: 0.5, targetMemoryUsage: 0.8 });
@@ -50,6 +51,10 @@ describe('npm run start:worker as a child process', function () {
         const nices = threads.map((tid) => Number(fs.readFileSync(`/proc/${running.pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[16]));
         expect(threads.length).to.be.greaterThan(4);
         expect(Math.min(...nices)).to.equal(10);
+        // WORKER_SCHED_POLICY=idle, as docker-compose.yml's `worker-bulk`: field 41 is the policy, 5 is SCHED_IDLE (sched(7)).
+        const policies = threads.map((tid) => Number(fs.readFileSync(`/proc/${running.pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[38]));
+        expect(new Set(policies)).to.deep.equal(new Set([5]));
+        expect(running.schedPolicy).to.equal('idle');
       }
       const orgId = (await createOrganization(db, 'Worker Co')).id;
       const listId = `cl_owed_${process.pid}`;
@@ -81,5 +86,11 @@ describe('npm run start:worker as a child process', function () {
       }
       await db.destroy();
     }
+  });
+
+  it('refuses a WORKER_SCHED_POLICY it does not know, naming the setting, and leaves the default policy alone', () => {
+    expect(() => applyWorkerSchedPolicy({ WORKER_SCHED_POLICY: 'fast' })).to.throw(/WORKER_SCHED_POLICY must be one of other, batch, idle, got "fast"/);
+    expect(applyWorkerSchedPolicy({})).to.equal('other');
+    expect(applyWorkerSchedPolicy({ WORKER_SCHED_POLICY: 'other' })).to.equal('other');
   });
 });
