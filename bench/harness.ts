@@ -251,6 +251,18 @@ export function processCpu(pid: number | string): { comm: string; ms: number; sy
 }
 
 /**
+ * This process's main thread's time so far runnable but waiting for a core, ms (Linux
+ * `/proc/<pid>/task/<pid>/schedstat`, second field: "time spent waiting on a runqueue"); 0 where /proc has no schedstat.
+ */
+export function mainThreadRunqueueWaitMs(): number {
+  try {
+    return Number(fs.readFileSync(`/proc/${process.pid}/task/${process.pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return 0;
+  }
+}
+
+/**
  * CPU time (ms) used so far by the given processes and by `postgres` processes: those of the cluster whose
  * postmaster is `opts.postmasterPid` (the bench's own embedded cluster, {@link BenchDatabase}), else every
  * `postgres` process of the machine. Differences of two snapshots tell where a load run's CPU went.

@@ -12,32 +12,16 @@ import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
-import fs from 'node:fs';
-import { cpuSnapshot } from './harness';
-
-/** Clock ticks per second of /proc's CPU times (`getconf CLK_TCK`: 100 on Linux). */
-const TICKS_PER_SECOND = 100;
+import { cpuSnapshot, mainThreadRunqueueWaitMs, processCpu } from './harness';
 
 /**
- * This process's main thread's time waiting for a core (ms, `/proc/<pid>/task/<pid>/schedstat` second field, "time
- * spent waiting on a runqueue") and the CPU of its other threads (ms: the process's user + system time less the
- * main thread's, proc(5) `stat` fields 14 and 15, so threads that have exited count too); zeros where /proc has
- * neither.
+ * This process's main thread's time waiting for a core (ms) and the CPU of its other threads (ms: the process's
+ * CPU less the main thread's, so threads that have exited count too).
  */
 function threadSnapshot(): { mainWaitMs: number; otherThreadsMs: number } {
-  const cpuMs = (path: string) => {
-    // The fields after the command's closing parenthesis start at field 3, so utime and stime are the 12th and 13th.
-    const stat = fs.readFileSync(path, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND;
-  };
-  try {
-    const main = `/proc/${process.pid}/task/${process.pid}`;
-    const mainWaitMs = Number(fs.readFileSync(`${main}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
-    return { mainWaitMs, otherThreadsMs: cpuMs(`/proc/${process.pid}/stat`) - cpuMs(`${main}/stat`) };
-  } catch {
-    return { mainWaitMs: 0, otherThreadsMs: 0 };
-  }
+  const all = processCpu(process.pid)?.ms ?? 0;
+  const main = processCpu(`${process.pid}/task/${process.pid}`)?.ms ?? 0;
+  return { mainWaitMs: mainThreadRunqueueWaitMs(), otherThreadsMs: all - main };
 }
 
 /** One task queue to watch. */

@@ -18,13 +18,13 @@
  *   (pg_stat_activity, sampled every 250 ms): lock, WAL or I/O waits the bulk path causes.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import fs from 'node:fs';
 import { PerformanceObserver } from 'node:perf_hooks';
 import type http from 'node:http';
 import type { Client } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { Db } from '../db';
+import { mainThreadRunqueueWaitMs } from './harness';
 
 /** Request header naming the bench sample a request belongs to. */
 export const SAMPLE_HEADER = 'x-bench-sample';
@@ -168,10 +168,7 @@ export function watchStages(server: http.Server, db: Db) {
   }, 250);
   waitTimer.unref();
 
-  // The main thread's runqueue wait so far, ms (0 where /proc is not there).
-  const schedstat = `/proc/${process.pid}/task/${process.pid}/schedstat`;
-  const hasSchedstat = fs.existsSync(schedstat);
-  const runqueueWait = () => (hasSchedstat ? Number(fs.readFileSync(schedstat, 'utf8').split(' ')[1]) / 1e6 : 0);
+  const runqueueWait = mainThreadRunqueueWaitMs;
   const gcs: Array<{ at: number; ms: number }> = [];
   const gcObserver = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) gcs.push({ at: performance.timeOrigin + e.startTime, ms: e.duration });
