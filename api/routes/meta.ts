@@ -2,7 +2,7 @@
  * `GET /meta` (spec group "Meta", path not shown; docs/api-notes.md
  * "Variables, escalation, onboarding, meta and settings"): the service and API version (spec "Versioning": 1.0.0), the scope catalogue with what each
  * grants and whether the caller holds it, the limits (upload and body size, page sizes, the calling key's
- * rate limit), the caller's organization and credential (never a secret), and the server time. Any
+ * rate limit with its burst limit), the caller's organization and credential (never a secret), and the server time. Any
  * authenticated secret key or token may call it; it needs no scope.
  */
 import type { Handler } from '../context';
@@ -13,6 +13,7 @@ import { getOrganization } from '../../db/repositories/organizations';
 import { getActiveKey } from '../../db/repositories/apiKeys';
 import { MAX_UPLOAD_BYTES } from './uploads';
 import { orgOf } from '../http';
+import { burstPolicy } from '../middleware/rateLimit';
 import type { Meta } from '../../schemas/types/settings';
 
 /** The API description's version (spec "Versioning"). */
@@ -22,6 +23,9 @@ export const API_VERSION = '1.0.0';
 export const getMeta: Handler = async (ctx, { db, config }) => {
   const auth = ctx.state.auth!;
   const orgId = orgOf(ctx);
+  const points = auth.rateLimitPoints ?? config.rateLimitPoints;
+  const windowSeconds = auth.rateLimitWindowSeconds ?? config.rateLimitWindowSeconds;
+  const burst = burstPolicy(points, windowSeconds, { factor: config.rateLimitBurstFactor, seconds: config.rateLimitBurstSeconds });
   const [org, key] = await Promise.all([getOrganization(db, orgId), auth.kind === 'secret' ? getActiveKey(db, orgId, 'secret', auth.keyId) : undefined]);
   const data: Meta = {
     service: { name: 'agent-control-plane', version: API_VERSION },
@@ -31,7 +35,7 @@ export const getMeta: Handler = async (ctx, { db, config }) => {
       uploadMaxBytes: MAX_UPLOAD_BYTES,
       bodyMaxBytes: config.bodyLimitBytes,
       pageSize: { default: DEFAULT_PAGE_LIMIT, max: MAX_PAGE_LIMIT },
-      rateLimit: { points: auth.rateLimitPoints ?? config.rateLimitPoints, windowSeconds: auth.rateLimitWindowSeconds ?? config.rateLimitWindowSeconds },
+      rateLimit: { points, windowSeconds, burst: burst ? { points: burst.points, windowSeconds: burst.seconds } : null },
     },
     caller: {
       organization: { id: orgId, name: org?.name ?? '' },

@@ -256,8 +256,12 @@ export interface Meta {
     uploadMaxBytes: number;
     bodyMaxBytes: number;
     pageSize: { default: number; max: number };
-    /** The calling key's rate limit: requests per window. */
-    rateLimit: { points: number; windowSeconds: number };
+    /**
+     * The calling key's rate limit: requests per window, and the burst limit beside it (at most `points` within
+     * any `windowSeconds` of that length; null when none applies), as the `RateLimit-Policy` header states them
+     * (docs/api-notes.md "Rate limits").
+     */
+    rateLimit: { points: number; windowSeconds: number; burst: { points: number; windowSeconds: number } | null };
   };
   caller: {
     organization: { id: string; name: string };

@@ -27,7 +27,9 @@ describe('meta and onboarding', () => {
         expect(s.granted, s.name).to.equal(['agents:read', 'reports:read'].includes(s.name));
       }
       expect(m.scopes.find((s: { name: string }) => s.name === 'integrations:read').description).to.equal('Integration status only, never tokens');
-      expect(m.limits).to.deep.include({ uploadMaxBytes: 25 * 1024 * 1024, pageSize: { default: 50, max: 200 }, rateLimit: { points: 42, windowSeconds: 30 } });
+      expect(m.limits).to.deep.include({ uploadMaxBytes: 25 * 1024 * 1024, pageSize: { default: 50, max: 200 }, rateLimit: { points: 42, windowSeconds: 30, burst: { points: 10, windowSeconds: 1 } } });
+      // The same two policies the response's RateLimit-Policy header states (docs/api-notes.md "Rate limits").
+      expect(r.headers.get('ratelimit-policy')).to.equal('"default";q=42;w=30, "burst";q=10;w=1');
       expect(m.limits.bodyMaxBytes).to.equal(t.config.bodyLimitBytes);
       expect(m.caller.organization).to.deep.equal({ id: org.orgId, name: 'Meta Org' });
       expect(m.caller.key).to.include({ id: org.keyId, kind: 'secret', expiresAt: null });
@@ -41,7 +43,10 @@ describe('meta and onboarding', () => {
       const org = await t.org('No scopes', []);
       const r = await t.call('GET', '/meta', { key: org.key });
       expect(r.status).to.equal(200);
-      expect(r.body.data.limits.rateLimit).to.deep.equal({ points: t.config.rateLimitPoints, windowSeconds: t.config.rateLimitWindowSeconds });
+      const { points, windowSeconds, burst } = r.body.data.limits.rateLimit;
+      expect({ points, windowSeconds }).to.deep.equal({ points: t.config.rateLimitPoints, windowSeconds: t.config.rateLimitWindowSeconds });
+      const policy = `"default";q=${points};w=${windowSeconds}${burst ? `, "burst";q=${burst.points};w=${burst.windowSeconds}` : ''}`;
+      expect(r.headers.get('ratelimit-policy')).to.equal(policy);
       expect((await t.call('GET', '/meta')).status).to.equal(401);
     });
   });
