@@ -14,7 +14,8 @@
  * endpoints (default 20) on a black-hole host (accepts TCP, never completes TLS: each attempt ends at the
  * connect timeout), and BENCH_NOISY_PAGES knowledge pages (default 1,000; text sources, one ingestion each). A floods
  * within its rate limit, as a tenant can: every key is held to the service's default rate limits (the window and the
- * burst limit, docs/api-notes.md "Rate limits"), and A's page poster waits out a 429's Retry-After and sends the page again.
+ * burst limit, docs/api-notes.md "Rate limits"), and A's page poster (BENCH_NOISY_PAGE_CONCURRENCY requests at a time,
+ * default 8) waits out a 429's Retry-After and sends the page again.
  * Prints p50/p99 per operation alone and under the flood with their sample counts, the p99 ratio (target ≤ 1.5), and A's delivery
  * attempts per second and knowledge pages ingested during the flood.
  *
@@ -368,7 +369,7 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     let pagesPostedAt: number | undefined;
     const pages = pool(
       Array.from({ length: PAGES }, (_, i) => i),
-      8,
+      Number(process.env.BENCH_NOISY_PAGE_CONCURRENCY ?? 8),
       async (i) => flooding && pageCall(i),
     ).then(() => void (flooding && (pagesPostedAt = (performance.now() - phaseStart) / 1000)));
     // BENCH_NOISY_MARK: a file that says the flood begins (this process's pid and ms since it started), for a tracer
