@@ -42,6 +42,13 @@ export interface AppConfig {
   rateLimitBurstFactor: number;
   /** Length in seconds of the burst limit's window (RATE_LIMIT_BURST_SECONDS, default 1). */
   rateLimitBurstSeconds: number;
+  /**
+   * Requests that start bulk work (routes with `workload: 'bulk'`) one organization may have in flight in one API
+   * process (BULK_REQUESTS_IN_FLIGHT, default 1) and waiting behind them (BULK_REQUESTS_QUEUED, default 64; more
+   * answer 429). api/middleware/admission.ts.
+   */
+  bulkRequestsInFlight: number;
+  bulkRequestsQueued: number;
   /** Widget requests per client IP per rate-limit window (WIDGET_IP_RATE_LIMIT_POINTS, default 120; docs/api-notes.md "Widget"). */
   widgetIpRateLimitPoints: number;
   /** Largest accepted JSON body in bytes (BODY_LIMIT_BYTES, default 1 MiB). */
@@ -119,6 +126,8 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     rateLimitBurstFactor: envNumber('RATE_LIMIT_BURST_FACTOR', 2),
     rateLimitBurstSeconds: envNumber('RATE_LIMIT_BURST_SECONDS', 1),
     widgetIpRateLimitPoints: envNumber('WIDGET_IP_RATE_LIMIT_POINTS', 120),
+    bulkRequestsInFlight: envNumber('BULK_REQUESTS_IN_FLIGHT', 1),
+    bulkRequestsQueued: envNumber('BULK_REQUESTS_QUEUED', 64),
     bodyLimitBytes: envNumber('BODY_LIMIT_BYTES', 1024 * 1024),
     cacheTtlSeconds: envNumber('CACHE_TTL_SECONDS', 30),
     keyLastUsedFlushMs: envNumber('KEY_LAST_USED_FLUSH_MS', 5000),

@@ -49,13 +49,15 @@ function counter<L extends string>(name: string, help: string, labels: readonly 
 /** One API request, labelled by the route table's operationId (`unmatched` for none) and status class. */
 export const httpRequestDuration = latency('http_server_request_duration_seconds', 'Duration of HTTP requests served by the API, by operationId, method and status class', ['operation_id', 'http_request_method', 'status_class']);
 /** Requests refused with 429 by the rate limiter: `limit` = `key` (the credential's budget) or `ip` (widget per-address budget). */
-export const rateLimitRejections = counter('http_rate_limit_rejections_total', 'Requests refused with 429 rate_limited, by the budget that ran out (key, burst or ip)', ['limit']);
+export const rateLimitRejections = counter('http_rate_limit_rejections_total', 'Requests refused with 429 rate_limited, by the budget that ran out (key, burst, ip, or bulk: too many of an organization\'s bulk requests waiting)', ['limit']);
 /** Conversation turns run, by channel and outcome (`ok`, `error`). */
 export const conversationTurns = counter('conversation_turns_total', 'Conversation turns run, by channel and outcome', ['channel', 'outcome']);
 /** Whole turn latency (the receipt's `turn` stage), by channel. */
 export const conversationTurnDuration = latency('conversation_turn_duration_seconds', 'Latency of a conversation turn from the user message to the stored reply, by channel', ['channel']);
 /** Time to the LLM's first token within a turn (the receipt's `llm_first_token` stage), by channel. */
 export const conversationFirstToken = latency('conversation_turn_first_token_seconds', 'Latency from the LLM request to its first token within a turn, by channel', ['channel']);
+/** Requests that start bulk work holding a place (`in_flight`) or waiting for one (`waiting`) on this process (api/middleware/admission.ts). */
+export const bulkRequests = new Gauge({ name: 'http_bulk_requests', help: 'Requests that start bulk work on this process, admitted (in_flight) or waiting their organization\'s turn (waiting)', labelNames: ['state'] as const });
 /** ConversationRelay sockets open on this process (api/voice/relay.ts). */
 export const voiceRelaySockets = new Gauge({ name: 'voice_relay_open_sockets', help: 'Voice relay (ConversationRelay) WebSockets open on this process' });
 /** Outbound texts that reached `sent`, `delivered` or `failed` (each transition written once). */

@@ -23,6 +23,7 @@ import type { NumberOwner } from '../db/repositories/numbers';
 import { accessLog } from './middleware/accessLog';
 import { auditLog } from './middleware/audit';
 import { authenticateGuard, authorizeGuard, credentialCheck, type Guard } from './middleware/auth';
+import { bulkAdmission } from './middleware/admission';
 import { jsonBody } from './middleware/body';
 import { idempotency, usesIdempotencyKeys } from './middleware/idempotency';
 import { problem } from './middleware/problem';
@@ -136,6 +137,7 @@ export function createApp(deps: AppOptions): BuiltApp {
   }
   const body = jsonBody(config.bodyLimitBytes);
   const rawAndJsonBody = jsonBody(config.bodyLimitBytes, { keepRaw: true });
+  const admitBulk = bulkAdmission({ inFlight: config.bulkRequestsInFlight, queued: config.bulkRequestsQueued });
   for (const route of ROUTES) {
     const handler = HANDLERS[route.operationId];
     const withSchemas = { ...route, ...(ROUTE_SCHEMAS[route.operationId] ?? {}) };
@@ -148,6 +150,7 @@ export function createApp(deps: AppOptions): BuiltApp {
       authenticateGuard(route, keys, keyUsage, sessions),
       limits.guard(config.widgetIpRateLimitPoints),
       authorizeGuard(route),
+      ...(route.workload === 'bulk' ? [admitBulk] : []),
       storableParams,
     ];
     const stack = [

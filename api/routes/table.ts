@@ -47,6 +47,11 @@ export interface RouteDef {
   idempotencyKey?: 'required' | 'optional' | 'none';
   /** Also accepts a widget session token (docs/api-notes.md "Widget"), for the one session it names. */
   sessionToken?: boolean;
+  /**
+   * `bulk`: the request starts bulk work (temporal.config.ts workload class `bulk`), so an organization's are
+   * admitted a few at a time per API process (api/middleware/admission.ts). Unset: interactive.
+   */
+  workload?: 'bulk';
 }
 
 /** A row of the table: method, path, operationId and summary, then only what differs from its tag's defaults. */
@@ -56,6 +61,8 @@ type Row = [method: Method, path: string, operationId: string, summary: string, 
 const CREATED: Partial<RouteDef> = { successStatus: 201 };
 /** A success that accepted work which runs on (202, usually a workflow). */
 const ACCEPTED: Partial<RouteDef> = { successStatus: 202 };
+/** Starts bulk work: admitted a few at a time per organization (api/middleware/admission.ts). */
+const BULK: Partial<RouteDef> = { workload: 'bulk' };
 
 /**
  * Per tag, the scope a GET needs (`read`) and the one every other method needs (`write`) when a row names no
@@ -131,12 +138,12 @@ export const ROUTES: RouteDef[] = [
   // Knowledge
   ...rows('Knowledge', [
     ['GET', '/agents/{agentId}/knowledge/sources', 'listKnowledgeSources', 'List knowledge sources'],
-    ['POST', '/agents/{agentId}/knowledge/sources', 'createKnowledgeSource', 'Add a knowledge source (ingested asynchronously)', ACCEPTED],
+    ['POST', '/agents/{agentId}/knowledge/sources', 'createKnowledgeSource', 'Add a knowledge source (ingested asynchronously)', ACCEPTED, BULK],
     ['POST', '/agents/{agentId}/knowledge/preview', 'previewKnowledge', 'Preview knowledge retrieval for a query', { scopes: ['knowledge:read'] }],
     ['GET', '/agents/{agentId}/knowledge/sources/{id}', 'getKnowledgeSource', 'Get one knowledge source (its status, name and chunk count)'],
     ['DELETE', '/agents/{agentId}/knowledge/sources/{id}', 'deleteKnowledgeSource', 'Delete a ready or failed source from the draft (published versions keep its chunks)'],
     ['PATCH', '/agents/{agentId}/knowledge/sources/{id}', 'updateKnowledgeSource', "Set or remove a URL source's refresh schedule"],
-    ['POST', '/agents/{agentId}/knowledge/sources/{id}/refresh', 'refreshKnowledgeSource', 'Check a URL source for changes now (also retries a failed one)', ACCEPTED],
+    ['POST', '/agents/{agentId}/knowledge/sources/{id}/refresh', 'refreshKnowledgeSource', 'Check a URL source for changes now (also retries a failed one)', ACCEPTED, BULK],
     ['GET', '/agents/{agentId}/knowledge/sources/{id}/pages', 'listKnowledgeSourcePages', "List a crawling source's pages with their status"],
   ]),
   ...rows('Uploads', [
@@ -159,7 +166,7 @@ export const ROUTES: RouteDef[] = [
     // Integrations and Records beyond the spec's rows (paths not shown; docs/api-notes.md "Integrations and records")
     ['GET', '/integrations/{kind}/oauth/callback', 'completeIntegrationOAuth', "The provider's OAuth redirect (code, state); no API key: the state names the organization", { scopes: [], auth: 'none' }],
     ['DELETE', '/integrations/{kind}', 'disconnectIntegration', 'Disconnect: forget the connection and its sealed credentials'],
-    ['POST', '/integrations/{kind}/sync', 'syncIntegrationRecords', 'Sync records from a connected spreadsheet or CRM (workflow records-sync/{connectionId})', ACCEPTED, { scopes: ['integrations:write', 'records:write'], idempotencyKey: 'none' }],
+    ['POST', '/integrations/{kind}/sync', 'syncIntegrationRecords', 'Sync records from a connected spreadsheet or CRM (workflow records-sync/{connectionId})', ACCEPTED, BULK, { scopes: ['integrations:write', 'records:write'], idempotencyKey: 'none' }],
   ]),
   ...rows('Records', [
     ['GET', '/records', 'listRecords', 'List and search customer records (phone, email, name); audited'],
@@ -206,7 +213,7 @@ export const ROUTES: RouteDef[] = [
     ['GET', '/agents/{id}/eval-suites/{suiteId}', 'getEvalSuite', 'Get an evaluation suite'],
     ['PATCH', '/agents/{id}/eval-suites/{suiteId}', 'updateEvalSuite', 'Update an evaluation suite'],
     ['DELETE', '/agents/{id}/eval-suites/{suiteId}', 'deleteEvalSuite', 'Delete an evaluation suite (its runs stay readable)'],
-    ['POST', '/eval-suites/{id}/runs', 'createEvalRun', 'Run a suite against the draft or a version (202; workflow agent-eval/{runId})', ACCEPTED],
+    ['POST', '/eval-suites/{id}/runs', 'createEvalRun', 'Run a suite against the draft or a version (202; workflow agent-eval/{runId})', ACCEPTED, BULK],
     ['GET', '/eval-suites/{id}/runs', 'listEvalRuns', "List a suite's runs, newest first"],
     ['GET', '/eval-suites/{id}/runs/{runId}', 'getEvalRun', 'Get a run: results per scenario and repeat, pass rate, flakiness, transcripts'],
   ]),
@@ -240,7 +247,7 @@ export const ROUTES: RouteDef[] = [
     // Analysis re-runs (paths not shown in the spec; docs/api-notes.md "Conversation analysis")
     ['POST', '/conversations/{id}/analysis', 'reanalyzeConversation', "Analyse an ended conversation again (the agent's current plan, or the fields given): a new revision", CREATED, { scopes: ['calls:read', 'agents:write'] }],
     ['GET', '/conversations/{id}/analysis/revisions', 'listAnalysisRevisions', "Every revision of a conversation's analysis, newest first", { scopes: ['calls:read'] }],
-    ['POST', '/conversations/analysis-runs', 'createAnalysisRun', 'Re-run the analysis over a filter (agent, channel, time range): 202; workflow analysis-run/{id}', ACCEPTED, { scopes: ['calls:read', 'agents:write'] }],
+    ['POST', '/conversations/analysis-runs', 'createAnalysisRun', 'Re-run the analysis over a filter (agent, channel, time range): 202; workflow analysis-run/{id}', ACCEPTED, BULK, { scopes: ['calls:read', 'agents:write'] }],
     ['GET', '/conversations/analysis-runs', 'listAnalysisRuns', 'Bulk analysis runs, newest first'],
     ['GET', '/conversations/analysis-runs/{id}', 'getAnalysisRun', 'A bulk analysis run and its progress'],
     // Live control beyond the spec's operations (docs/api-notes.md "Live control")
@@ -297,10 +304,10 @@ export const ROUTES: RouteDef[] = [
     ['PATCH', '/webhooks/{id}', 'updateWebhook', 'Update a webhook endpoint (enabled: false disables it)'],
     ['DELETE', '/webhooks/{id}', 'deleteWebhook', 'Delete a webhook endpoint'],
     ['POST', '/webhooks/{id}/rotate-secret', 'rotateWebhookSecret', 'Rotate the signing secret (shown once)'],
-    ['POST', '/webhooks/{id}/test', 'testWebhook', 'Send a webhook.test event', ACCEPTED],
+    ['POST', '/webhooks/{id}/test', 'testWebhook', 'Send a webhook.test event', ACCEPTED, BULK],
     ['GET', '/webhooks/{id}/deliveries', 'listWebhookDeliveries', 'List deliveries and attempts'],
-    ['POST', '/webhooks/{id}/deliveries/{deliveryId}/retry', 'retryWebhookDelivery', 'Retry a failed delivery', ACCEPTED],
-    ['POST', '/webhooks/{id}/replay', 'replayWebhook', 'Replay past events of a window to the endpoint', ACCEPTED],
+    ['POST', '/webhooks/{id}/deliveries/{deliveryId}/retry', 'retryWebhookDelivery', 'Retry a failed delivery', ACCEPTED, BULK],
+    ['POST', '/webhooks/{id}/replay', 'replayWebhook', 'Replay past events of a window to the endpoint', ACCEPTED, BULK],
     ['GET', '/webhooks/{id}/replays/{replayId}', 'getWebhookReplay', 'Get a replay and its progress'],
   ]),
   // Audit
@@ -312,7 +319,7 @@ export const ROUTES: RouteDef[] = [
     ['POST', '/contact-lists', 'createContactList', 'Create a contact list', CREATED],
     ['GET', '/contact-lists', 'listContactLists', 'List contact lists'],
     ['GET', '/contact-lists/{id}', 'getContactList', 'Get a contact list with its import progress'],
-    ['POST', '/contact-lists/{id}/imports', 'importContacts', 'Import and scrub a CSV (asynchronous)', ACCEPTED],
+    ['POST', '/contact-lists/{id}/imports', 'importContacts', 'Import and scrub a CSV (asynchronous)', ACCEPTED, BULK],
     ['GET', '/contact-lists/{id}/contacts', 'listContactListContacts', 'Rows of a list with their scrub outcome'],
     ['POST', '/do-not-call', 'addDoNotCall', "Add numbers to the organization's do-not-call list"],
     ['POST', '/campaigns', 'createCampaign', 'Create a campaign (draft)', CREATED],
@@ -383,7 +390,7 @@ export const ROUTES: RouteDef[] = [
   ]),
   ...rows('Reports', [
     ['GET', '/reports', 'listReports', 'Reports and their files'],
-    ['POST', '/reports', 'createReport', 'Export conversations, usage or consent as CSV, on demand or on a schedule (202; workflow report-export/{id})', ACCEPTED],
+    ['POST', '/reports', 'createReport', 'Export conversations, usage or consent as CSV, on demand or on a schedule (202; workflow report-export/{id})', ACCEPTED, BULK],
     ['GET', '/reports/{id}', 'getReport', 'Get a report and its files'],
     ['POST', '/reports/{id}/cancel', 'cancelReport', 'Cancel a scheduled or unfinished report'],
     ['GET', '/reports/{id}/files/{fileId}', 'downloadReportFile', 'Download a report file (text/csv)'],
