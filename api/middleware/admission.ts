@@ -18,7 +18,7 @@ import type { Guard } from './auth';
 /** One organization's admission state: requests holding a place, and the ones waiting for one, oldest first. */
 interface OrgQueue {
   active: number;
-  waiting: Array<{ grant: () => void; gone: boolean }>;
+  waiting: Array<() => void>;
 }
 
 /**
@@ -34,10 +34,10 @@ export function bulkAdmission(opts: { inFlight: number; queued: number }): Guard
   const inFlightGauge = bulkRequests.labels({ state: 'in_flight' });
   const waitingGauge = bulkRequests.labels({ state: 'waiting' });
   const release = (orgId: string, q: OrgQueue): void => {
-    for (let next = q.waiting.shift(); next; next = q.waiting.shift()) {
-      if (next.gone) continue;
+    const next = q.waiting.shift();
+    if (next) {
       waitingGauge.dec();
-      return next.grant(); // the place passes on: `active` stays
+      return next(); // the place passes on: `active` stays
     }
     inFlightGauge.dec();
     if (--q.active === 0) orgs.delete(orgId);
@@ -59,19 +59,16 @@ export function bulkAdmission(opts: { inFlight: number; queued: number }): Guard
     }
     return new Promise<void>((resolve) => {
       let held = false;
-      const waiter = {
-        gone: false,
-        grant: () => {
-          held = true;
-          resolve();
-        },
+      const grant = () => {
+        held = true;
+        resolve();
       };
-      queue.waiting.push(waiter);
+      queue.waiting.push(grant);
       waitingGauge.inc();
-      // Closed while waiting (the client went away): its turn is skipped; closed after its turn came: the place is given back.
+      // Closed after its turn came: the place is given back; closed while waiting (the client went away): it leaves the line.
       ctx.res.once('close', () => {
         if (held) return release(orgId, queue);
-        waiter.gone = true;
+        queue.waiting.splice(queue.waiting.indexOf(grant), 1);
         waitingGauge.dec();
       });
     });

@@ -15,9 +15,13 @@ async function gauge(state: 'in_flight' | 'waiting'): Promise<number> {
   return values.find((v) => v.labels.state === state)?.value ?? 0;
 }
 
-/** Polls the gauge until it reads `want` (each read is a real registry read; no sleep). @throws after 2,000 reads */
+/**
+ * Polls the gauge until it reads `want`, yielding to the event loop between reads (no sleep). The first request of
+ * a key may wait on Postgres (the key's lookup, its rate-limit counters), so the bound is time, not reads.
+ * @throws after 10 s
+ */
 async function untilGauge(state: 'in_flight' | 'waiting', want: number): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
+  for (const start = Date.now(); Date.now() - start < 10_000; ) {
     if ((await gauge(state)) === want) return;
     await new Promise((r) => setImmediate(r));
   }
