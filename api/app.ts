@@ -27,7 +27,7 @@ import { bulkAdmission } from './middleware/admission';
 import { jsonBody } from './middleware/body';
 import { idempotency, usesIdempotencyKeys } from './middleware/idempotency';
 import { problem } from './middleware/problem';
-import { RateLimits } from './middleware/rateLimit';
+import { RateLimits, rateLimitDefaults } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
 import { metricsEndpoint } from './middleware/metrics';
 import { traceContext } from './middleware/tracing';
@@ -96,12 +96,7 @@ export function createApp(deps: AppOptions): BuiltApp {
     knowledge: new KnowledgeIndexes(feed, config.cacheTtlSeconds),
     numberOwners: new ReadCache<NumberOwner>(feed, 'phone_numbers', config.cacheTtlSeconds),
   };
-  const limits = new RateLimits(databaseUrl, {
-    points: config.rateLimitPoints,
-    windowSeconds: config.rateLimitWindowSeconds,
-    burstFactor: config.rateLimitBurstFactor,
-    burstSeconds: config.rateLimitBurstSeconds,
-  });
+  const limits = new RateLimits(databaseUrl, rateLimitDefaults(config));
   const ownHttp = !deps.providers?.skillHttp;
   const ownMailer = !deps.providers?.mailer;
   const providers: AppProviders = {

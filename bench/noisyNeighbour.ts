@@ -46,7 +46,7 @@ import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
 import { startWorker } from '../worker';
 import { serviceQueues } from '../worker';
 import { bundleBenchWorkflows, pool, profileWindow, startBenchApi, startBenchStack } from './harness';
-import { burstPolicy } from '../api/middleware/rateLimit';
+import { keyPolicies, rateLimitDefaults } from '../api/middleware/rateLimit';
 import { watchPhase, type WatchedQueue } from './noisyObserve';
 import { runBench } from './entry';
 import { devServerInChild, startWorkerChild, stopChild } from './children';
@@ -418,7 +418,7 @@ export async function runNoisyNeighbourBench(): Promise<void> {
       const slowest = f.ms.map((ms, i) => ({ ms, at: f.at[i] })).sort((x, y) => y.ms - x.ms).slice(0, 4);
       console.log(`${op} slowest under the flood: ${slowest.map((x) => `${x.ms.toFixed(0)} ms at ${x.at.toFixed(0)} s`).join(', ')}`);
     }
-    const burst = burstPolicy(config.rateLimitPoints, config.rateLimitWindowSeconds, { factor: config.rateLimitBurstFactor, seconds: config.rateLimitBurstSeconds });
+    const burst = keyPolicies({ rateLimitPoints: null, rateLimitWindowSeconds: null }, rateLimitDefaults(config)).burst;
     const pagesSpan = pagesAt.length > 1 ? Math.max(...pagesAt) - Math.min(...pagesAt) : 0;
     const pagesPerSecond = pagesSpan > 0 ? (pagesAt.length / pagesSpan).toFixed(1) : '–';
     console.log(

@@ -6,8 +6,10 @@
  * `reportStats`, Temporal "Task Queue Priority and Fairness") and each in-process SDK Worker's slots in use
  * (`Worker.getStatus()`: workflow activations and activities in flight); and how long this process's main thread was
  * runnable but waiting for a core (Linux schedstat) beside the CPU its other threads took (V8's GC helpers, the
- * SDK's Rust core, the workflow thread).
+ * SDK's Rust core, the workflow thread); and the whole machine's CPU from /proc/stat: cores busy, idle, and stolen by
+ * the hypervisor (`steal`, proc(5)), which on a shared VM moves every figure without any process of ours causing it.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Client } from '@temporalio/client';
@@ -22,6 +24,17 @@ function threadSnapshot(): { mainWaitMs: number; otherThreadsMs: number } {
   const all = processCpu(process.pid)?.ms ?? 0;
   const main = processCpu(`${process.pid}/task/${process.pid}`)?.ms ?? 0;
   return { mainWaitMs: mainThreadRunqueueWaitMs(), otherThreadsMs: all - main };
+}
+
+/** The machine's CPU time so far (ms, all cores): busy (user, nice, system, irq, softirq), idle (idle, iowait) and steal; proc(5) /proc/stat. */
+function machineSnapshot(): { busyMs: number; idleMs: number; stealMs: number } | undefined {
+  try {
+    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
+    const tick = 1000 / 100; // USER_HZ is 100 on Linux (sysconf(_SC_CLK_TCK))
+    return { busyMs: (f[0] + f[1] + f[2] + f[5] + f[6]) * tick, idleMs: (f[3] + f[4]) * tick, stealMs: (f[7] ?? 0) * tick };
+  } catch {
+    return undefined; // not Linux
+  }
 }
 
 /** One task queue to watch. */
@@ -55,6 +68,7 @@ export function watchPhase(label: string, client: Client, queues: WatchedQueue[]
   const pids = { service: process.pid, ...opts.pids };
   const cpu0 = cpuSnapshot(pids, { postmasterPid: opts.postmasterPid });
   const threads0 = threadSnapshot();
+  const machine0 = machineSnapshot();
   const t0 = performance.now();
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
@@ -85,6 +99,11 @@ export function watchPhase(label: string, client: Client, queues: WatchedQueue[]
     const wallMs = performance.now() - t0;
     const cpu1 = cpuSnapshot(pids, { postmasterPid: opts.postmasterPid });
     const threads1 = threadSnapshot();
+    const machine1 = machineSnapshot();
+    const machine =
+      machine0 && machine1
+        ? `; the machine (${os.availableParallelism()} cores): busy ${((machine1.busyMs - machine0.busyMs) / wallMs).toFixed(2)}, idle ${((machine1.idleMs - machine0.idleMs) / wallMs).toFixed(2)}, stolen by the hypervisor ${((machine1.stealMs - machine0.stealMs) / wallMs).toFixed(2)} cores`
+        : '';
     const cores = Object.keys(cpu1)
       .map((k) => `${k} ${((cpu1[k] - (cpu0[k] ?? 0)) / wallMs).toFixed(2)}`)
       .join(', ');
@@ -95,7 +114,7 @@ export function watchPhase(label: string, client: Client, queues: WatchedQueue[]
         .join(', ') || 'none';
     return [
       `[${label}] load average at start ${load.map((x) => x.toFixed(2)).join(' ')}; cores used: ${cores}; event-loop delay p50/p99/max ${(loop.percentile(50) / 1e6).toFixed(0)}/${(loop.percentile(99) / 1e6).toFixed(0)}/${(loop.max / 1e6).toFixed(0)} ms`,
-      `[${label}] this process's main thread waited for a core ${((threads1.mainWaitMs - threads0.mainWaitMs) / (wallMs / 1000)).toFixed(0)} ms/s; its other threads used ${((threads1.otherThreadsMs - threads0.otherThreadsMs) / wallMs).toFixed(2)} cores`,
+      `[${label}] this process's main thread waited for a core ${((threads1.mainWaitMs - threads0.mainWaitMs) / (wallMs / 1000)).toFixed(0)} ms/s; its other threads used ${((threads1.otherThreadsMs - threads0.otherThreadsMs) / wallMs).toFixed(2)} cores${machine}`,
       `[${label}] backlog mean/max: ${fmt(backlog)}`,
       `[${label}] in-process worker slots in use mean/max: ${fmt(slots)}`,
     ];

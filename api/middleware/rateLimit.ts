@@ -14,6 +14,7 @@ import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../../domain/errors';
 import { rateLimitRejections } from '../../metrics';
 import type { AppContext } from '../context';
+import type { AppConfig } from '../../config';
 import type { Guard } from './auth';
 import { setHeader } from '../http';
 
@@ -34,6 +35,33 @@ export function burstPolicy(points: number, windowSeconds: number, burst: { fact
   if (!(burst.factor > 0 && burst.seconds > 0) || burst.seconds >= windowSeconds) return undefined;
   const burstPoints = Math.max(MIN_BURST_POINTS, Math.ceil((burst.factor * points * burst.seconds) / windowSeconds - 1e-9));
   return burstPoints < points ? { points: burstPoints, seconds: burst.seconds } : undefined;
+}
+
+/** The service's rate-limit defaults (docs/configuration.md: `RATE_LIMIT_POINTS`, `RATE_LIMIT_WINDOW_SECONDS`, `RATE_LIMIT_BURST_FACTOR`, `RATE_LIMIT_BURST_SECONDS`). */
+export interface RateLimitDefaults {
+  points: number;
+  windowSeconds: number;
+  burstFactor?: number;
+  burstSeconds?: number;
+}
+
+/** The service's defaults as the configuration holds them (config.ts loadConfig). */
+export function rateLimitDefaults(config: Pick<AppConfig, 'rateLimitPoints' | 'rateLimitWindowSeconds' | 'rateLimitBurstFactor' | 'rateLimitBurstSeconds'>): RateLimitDefaults {
+  return { points: config.rateLimitPoints, windowSeconds: config.rateLimitWindowSeconds, burstFactor: config.rateLimitBurstFactor, burstSeconds: config.rateLimitBurstSeconds };
+}
+
+/**
+ * A key's policies (docs/api-notes.md "Wire conventions", the `RateLimit-Policy` field): its window — its own
+ * `rateLimitPoints` per `rateLimitWindowSeconds` where the key sets them, else the service's — and the burst policy
+ * that follows from it ({@link burstPolicy}; undefined when none binds). What the limiter enforces and `GET /meta` states.
+ */
+export function keyPolicies(
+  key: { rateLimitPoints: number | null; rateLimitWindowSeconds: number | null },
+  defaults: RateLimitDefaults,
+): { points: number; windowSeconds: number; burst?: { points: number; seconds: number } } {
+  const points = key.rateLimitPoints ?? defaults.points;
+  const windowSeconds = key.rateLimitWindowSeconds ?? defaults.windowSeconds;
+  return { points, windowSeconds, burst: burstPolicy(points, windowSeconds, { factor: defaults.burstFactor ?? 0, seconds: defaults.burstSeconds ?? 0 }) };
 }
 
 /** Outcome of taking one point. */
@@ -62,7 +90,7 @@ export class RateLimits {
    */
   constructor(
     databaseUrl: string,
-    private readonly defaults: { points: number; windowSeconds: number; burstFactor?: number; burstSeconds?: number },
+    private readonly defaults: RateLimitDefaults,
   ) {
     this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
     this.pool.on('error', () => undefined);
@@ -157,13 +185,10 @@ export class RateLimits {
       burst?: { points: number; seconds: number; lease: string };
     };
     const budgets = new WeakMap<object, Budget>();
-    const shape = { factor: this.defaults.burstFactor ?? 0, seconds: this.defaults.burstSeconds ?? 0 };
     const budgetOf = (auth: NonNullable<AppContext['state']['auth']>): Budget => {
       let b = budgets.get(auth);
       if (b) return b;
-      const points = auth.rateLimitPoints ?? this.defaults.points;
-      const windowSeconds = auth.rateLimitWindowSeconds ?? this.defaults.windowSeconds;
-      const burst = burstPolicy(points, windowSeconds, shape);
+      const { points, windowSeconds, burst } = keyPolicies(auth, this.defaults);
       b = {
         points,
         windowSeconds,

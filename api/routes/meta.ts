@@ -13,7 +13,7 @@ import { getOrganization } from '../../db/repositories/organizations';
 import { getActiveKey } from '../../db/repositories/apiKeys';
 import { MAX_UPLOAD_BYTES } from './uploads';
 import { orgOf } from '../http';
-import { burstPolicy } from '../middleware/rateLimit';
+import { keyPolicies, rateLimitDefaults } from '../middleware/rateLimit';
 import type { Meta } from '../../schemas/types/settings';
 
 /** The API description's version (spec "Versioning"). */
@@ -23,9 +23,7 @@ export const API_VERSION = '1.0.0';
 export const getMeta: Handler = async (ctx, { db, config }) => {
   const auth = ctx.state.auth!;
   const orgId = orgOf(ctx);
-  const points = auth.rateLimitPoints ?? config.rateLimitPoints;
-  const windowSeconds = auth.rateLimitWindowSeconds ?? config.rateLimitWindowSeconds;
-  const burst = burstPolicy(points, windowSeconds, { factor: config.rateLimitBurstFactor, seconds: config.rateLimitBurstSeconds });
+  const { points, windowSeconds, burst } = keyPolicies(auth, rateLimitDefaults(config));
   const [org, key] = await Promise.all([getOrganization(db, orgId), auth.kind === 'secret' ? getActiveKey(db, orgId, 'secret', auth.keyId) : undefined]);
   const data: Meta = {
     service: { name: 'agent-control-plane', version: API_VERSION },
