@@ -49,6 +49,12 @@ export interface AppConfig {
    */
   bulkRequestsInFlight: number;
   bulkRequestsQueued: number;
+  /**
+   * Whether an organization's bulk requests are also spread out in time (BULK_REQUESTS_PACING: `key`, the default, or
+   * `off`): in one API process, each starts at least its key's sustained spacing after the one before (the window's
+   * seconds ÷ its points: 100 ms at 600 per 60 s), waiting its turn rather than answering 429.
+   */
+  bulkRequestsPacing: 'key' | 'off';
   /** Widget requests per client IP per rate-limit window (WIDGET_IP_RATE_LIMIT_POINTS, default 120; docs/api-notes.md "Widget"). */
   widgetIpRateLimitPoints: number;
   /** Largest accepted JSON body in bytes (BODY_LIMIT_BYTES, default 1 MiB). */
@@ -85,6 +91,17 @@ export function envNumber(name: string, fallback: number, env: NodeJS.ProcessEnv
   const n = Number(raw);
   if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
   return n;
+}
+
+/**
+ * One of `choices` from environment variable `name` (trimmed, case-insensitive), or `fallback` when unset or empty.
+ * @throws when it is set to anything else, naming the variable and the choices
+ */
+export function envChoice<T extends string>(name: string, choices: readonly T[], fallback: T, env: NodeJS.ProcessEnv = process.env): T {
+  const raw = (env[name] ?? '').trim().toLowerCase();
+  if (!raw) return fallback;
+  if (!(choices as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${choices.join(', ')}, got "${env[name]}"`);
+  return raw as T;
 }
 
 /** Default of LLM_MODEL: the model of a request that names none. */
@@ -128,6 +145,7 @@ export function loadConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     widgetIpRateLimitPoints: envNumber('WIDGET_IP_RATE_LIMIT_POINTS', 120),
     bulkRequestsInFlight: envNumber('BULK_REQUESTS_IN_FLIGHT', 1),
     bulkRequestsQueued: envNumber('BULK_REQUESTS_QUEUED', 64),
+    bulkRequestsPacing: envChoice('BULK_REQUESTS_PACING', ['key', 'off'] as const, 'key'),
     bodyLimitBytes: envNumber('BODY_LIMIT_BYTES', 1024 * 1024),
     cacheTtlSeconds: envNumber('CACHE_TTL_SECONDS', 30),
     keyLastUsedFlushMs: envNumber('KEY_LAST_USED_FLUSH_MS', 5000),

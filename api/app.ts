@@ -27,7 +27,7 @@ import { bulkAdmission } from './middleware/admission';
 import { jsonBody } from './middleware/body';
 import { idempotency, usesIdempotencyKeys } from './middleware/idempotency';
 import { problem } from './middleware/problem';
-import { RateLimits, rateLimitDefaults } from './middleware/rateLimit';
+import { keyPolicies, RateLimits, rateLimitDefaults } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
 import { metricsEndpoint } from './middleware/metrics';
 import { traceContext } from './middleware/tracing';
@@ -132,7 +132,20 @@ export function createApp(deps: AppOptions): BuiltApp {
   }
   const body = jsonBody(config.bodyLimitBytes);
   const rawAndJsonBody = jsonBody(config.bodyLimitBytes, { keepRaw: true });
-  const admitBulk = bulkAdmission({ inFlight: config.bulkRequestsInFlight, queued: config.bulkRequestsQueued });
+  const limitDefaults = rateLimitDefaults(config);
+  const admitBulk = bulkAdmission({
+    inFlight: config.bulkRequestsInFlight,
+    queued: config.bulkRequestsQueued,
+    // Paced at the credential's sustained rate (docs/api-notes.md "Wire conventions"): what its window allows, spread evenly.
+    ...(config.bulkRequestsPacing === 'key'
+      ? {
+          intervalMs: (ctx: AppContext) => {
+            const { points, windowSeconds } = keyPolicies(ctx.state.auth!, limitDefaults);
+            return (windowSeconds * 1000) / points;
+          },
+        }
+      : {}),
+  });
   for (const route of ROUTES) {
     const handler = HANDLERS[route.operationId];
     const withSchemas = { ...route, ...(ROUTE_SCHEMAS[route.operationId] ?? {}) };

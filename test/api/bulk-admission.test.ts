@@ -1,13 +1,15 @@
 /**
  * Admission of requests that start bulk work (api/middleware/admission.ts; docs/api-notes.md "Rate limits"), over a
  * real socket: one organization's bulk requests go through one at a time, the next waiting its turn, while another
- * organization's bulk requests and the organization's own interactive requests are not held.
+ * organization's bulk requests and the organization's own interactive requests are not held; and they start no closer
+ * together than the key's sustained rate allows (BULK_REQUESTS_PACING=key, the default).
  */
 import http from 'node:http';
 import { expect } from 'chai';
 import { QUICK_CLIENT, useTestApi } from '../helpers/api';
 import { createAgent } from '../../db/repositories/agents';
 import { bulkRequests } from '../../metrics';
+import { loadConfig } from '../../config';
 
 /** The gauge's current value for `state`. */
 async function gauge(state: 'in_flight' | 'waiting'): Promise<number> {
@@ -115,5 +117,38 @@ describe('bulk admission (requests that start bulk work)', () => {
     const after = await t.call('POST', `/agents/${agentA}/knowledge/sources`, { key: a.key, json: { kind: 'text', text: 'After the quitter.' } });
     expect(after.status).to.equal(202);
     await untilGauge('in_flight', inFlight);
+  });
+
+  it("spaces an organization's bulk requests at its key's sustained rate: sent together, they wait their turn instead of answering 429", async () => {
+    // 60 requests per 12 s: one every 200 ms sustained (its burst limit, 10 per second, lets all five through at once).
+    const a = await t.org('Bulk paced', undefined, { rateLimitPoints: 60, rateLimitWindowSeconds: 12 });
+    const agentA = (await createAgent(t.db, a.orgId, { name: 'Paced desk' })).id;
+    const waitingBefore = await gauge('waiting');
+    const sent = performance.now();
+    const answers = Array.from({ length: 5 }, (_, i) =>
+      t.call('POST', `/agents/${agentA}/knowledge/sources`, { key: a.key, json: { kind: 'text', text: `Paced page ${i}: open at 8.` } }).then((r) => ({ status: r.status, at: performance.now() - sent })),
+    );
+    // While the first runs, the others wait in line (not refused).
+    await untilGauge('waiting', waitingBefore + 4);
+    const done = await Promise.all(answers);
+    expect(done.map((d) => d.status)).to.deep.equal([202, 202, 202, 202, 202]);
+    // The fifth started at least four spacings (800 ms) after the first: none sooner, whatever the machine's speed.
+    expect(Math.max(...done.map((d) => d.at))).to.be.at.least(800 - 5);
+    await untilGauge('waiting', waitingBefore);
+  });
+
+  it('reads BULK_REQUESTS_PACING as key (the default) or off, and refuses anything else naming the setting', () => {
+    const saved = process.env.BULK_REQUESTS_PACING;
+    try {
+      delete process.env.BULK_REQUESTS_PACING;
+      expect(loadConfig().bulkRequestsPacing).to.equal('key');
+      process.env.BULK_REQUESTS_PACING = ' Off ';
+      expect(loadConfig().bulkRequestsPacing).to.equal('off');
+      process.env.BULK_REQUESTS_PACING = 'fast';
+      expect(() => loadConfig()).to.throw(/BULK_REQUESTS_PACING must be one of key, off, got "fast"/);
+    } finally {
+      if (saved === undefined) delete process.env.BULK_REQUESTS_PACING;
+      else process.env.BULK_REQUESTS_PACING = saved;
+    }
   });
 });
