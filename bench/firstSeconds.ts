@@ -41,7 +41,7 @@ export interface WindowFigures {
 }
 
 /** `PerformanceEntry.detail.kind` of a `gc` entry (Node.js perf_hooks `constants.NODE_PERFORMANCE_GC_*`). */
-const GC_KINDS: Record<number, string> = {
+export const GC_KINDS: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_MINOR]: 'scavenge',
   [constants.NODE_PERFORMANCE_GC_MAJOR]: 'mark-compact',
   [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',

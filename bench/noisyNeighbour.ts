@@ -193,6 +193,17 @@ async function runOp(op: Op, org: QuietOrg, registrant: { orgId: string; key: st
 }
 
 /** The quiet organizations' operations at a steady rate for SECONDS. @returns latencies and failures per operation */
+/** The seconds of a phase (from its start) that its four slowest samples of each operation spanned. */
+function slowSeconds(phase: Map<Op, { ms: number[]; at: number[] }>): number[] {
+  const out: number[] = [];
+  for (const { ms, at } of phase.values()) {
+    for (const i of ms.map((_, i) => i).sort((x, y) => ms[y] - ms[x]).slice(0, 4)) {
+      for (let sec = Math.floor(at[i]); sec <= Math.floor(at[i] + ms[i] / 1000); sec++) out.push(sec);
+    }
+  }
+  return out;
+}
+
 async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; key: string }>, db: Db, call: Call, base: number, rec: StageRecorder): Promise<Map<Op, { ms: number[]; at: number[]; failed: number }>> {
   const out = new Map<Op, { ms: number[]; at: number[]; failed: number }>(OPS.map((op) => [op, { ms: [], at: [], failed: 0 }]));
   const count = Math.max(OPS.length, Math.floor(SECONDS * RATE));
@@ -324,10 +335,10 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     closers.push(async () => stages.stop());
 
     // 1. Alone.
-    const watchAlone = watchPhase('alone', client, watched, { postmasterPid: stack.postmasterPid, pids });
+    const watchAlone = watchPhase('alone', client, watched, { postmasterPid: stack.postmasterPid, pids, db });
     stages.reset();
     const alone = await quietPhase(quiet, registrants, db, call, 0, stages);
-    observations.push(...(await watchAlone()));
+    observations.push(...(await watchAlone(slowSeconds(alone))));
     observations.push(...(await stageReport(stages, client, 'alone', ['chat', 'text'])));
 
     // 2. Under the flood: A's deliveries (events emitted in batches) and knowledge pages (through the API).
@@ -376,14 +387,14 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     // outside it, e.g. `perf sched record` of the phase (docs/benchmarks.md).
     if (process.env.BENCH_NOISY_MARK) fs.writeFileSync(process.env.BENCH_NOISY_MARK, `${process.pid} ${performance.now().toFixed(0)}\n`);
     await emitting;
-    const watchFlood = watchPhase('flood', client, watched, { postmasterPid: stack.postmasterPid, pids });
+    const watchFlood = watchPhase('flood', client, watched, { postmasterPid: stack.postmasterPid, pids, db });
     // BENCH_PROFILE_DIR: a V8 CPU profile of this process during the flood phase.
     const stopProfile = profileWindow(process.env.BENCH_PROFILE_DIR, 'noisy-flood');
     phaseStart = performance.now();
     stages.reset();
     const flood = await quietPhase(quiet, registrants, db, call, 100_000, stages);
     await stopProfile();
-    observations.push(...(await watchFlood()));
+    observations.push(...(await watchFlood(slowSeconds(flood))));
     observations.push(...(await stageReport(stages, client, 'flood', ['chat', 'text'])));
     const floodMs = performance.now() - f0;
     // Pages not yet sent when the quiet phase ends are not sent.

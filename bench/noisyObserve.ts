@@ -6,15 +6,19 @@
  * `reportStats`, Temporal "Task Queue Priority and Fairness") and each in-process SDK Worker's slots in use
  * (`Worker.getStatus()`: workflow activations and activities in flight); and how long this process's main thread was
  * runnable but waiting for a core (Linux schedstat) beside the CPU its other threads took (V8's GC helpers, the
- * SDK's Rust core, the workflow thread); and the whole machine's CPU from /proc/stat: cores busy, idle, and stolen by
+ * SDK's Rust core, the workflow thread); this process's garbage-collection pauses by kind; and the whole machine's CPU from /proc/stat: cores busy, idle, and stolen by
  * the hypervisor (`steal`, proc(5)), which on a shared VM moves every figure without any process of ours causing it.
+ * Each second is also kept (the main thread's wait, each process's cores, the machine's, this process's GC pauses, the
+ * tables autovacuum works on), and `stop(seconds)` prints the seconds asked for: where the slowest samples fell.
  */
 import fs from 'node:fs';
 import os from 'node:os';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import type { Client } from '@temporalio/client';
+import type { Db } from '../db';
 import type { Worker } from '@temporalio/worker';
 import { cpuSnapshot, mainThreadRunqueueWaitMs, processCpu } from './harness';
+import { GC_KINDS } from './firstSeconds';
 
 /**
  * This process's main thread's time waiting for a core (ms) and the CPU of its other threads (ms: the process's
@@ -63,7 +67,7 @@ const note = (m: Map<string, Peak>, k: string, v: number) => {
  * Starts watching a phase. @returns `stop()`, which resolves with the phase's lines to print
  * @param pids extra processes whose CPU to report (e.g. a bulk worker child), by label
  */
-export function watchPhase(label: string, client: Client, queues: WatchedQueue[], opts: { postmasterPid?: number; pids?: Record<string, number> } = {}): () => Promise<string[]> {
+export function watchPhase(label: string, client: Client, queues: WatchedQueue[], opts: { postmasterPid?: number; pids?: Record<string, number>; db?: Db } = {}): (seconds?: number[]) => Promise<string[]> {
   const load = os.loadavg();
   const pids = { service: process.pid, ...opts.pids };
   const cpu0 = cpuSnapshot(pids, { postmasterPid: opts.postmasterPid });
@@ -72,6 +76,20 @@ export function watchPhase(label: string, client: Client, queues: WatchedQueue[]
   const t0 = performance.now();
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
+  // This process's garbage-collection pauses by kind (Node.js perf_hooks `gc` entries: main-thread pause, ms).
+  const gcKinds = new Map<string, { n: number; ms: number; max: number }>();
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = GC_KINDS[(e as unknown as { detail?: { kind?: number } }).detail?.kind ?? -1] ?? 'other';
+      const g = gcKinds.get(kind) ?? { n: 0, ms: 0, max: 0 };
+      g.n++;
+      g.ms += e.duration;
+      g.max = Math.max(g.max, e.duration);
+      gcKinds.set(kind, g);
+      gcTotal += e.duration;
+    }
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
   const backlog = new Map<string, Peak>();
   const slots = new Map<string, Peak>();
   let sampling = Promise.resolve();
@@ -92,10 +110,40 @@ export function watchPhase(label: string, client: Client, queues: WatchedQueue[]
   const timer = setInterval(() => {
     sampling = sampling.then(sample);
   }, 500);
-  return async () => {
+  // One row per second of the phase: deltas of the main thread's wait, each process's CPU and the machine's, GC pauses.
+  type Row = { wait: number; cores: Record<string, number>; busy: number; gcMs: number; vacuum: Set<string> };
+  const rows: Row[] = [];
+  let prev = { at: performance.now(), wait: threads0.mainWaitMs, cpu: cpu0, machine: machine0, gc: 0 };
+  let gcTotal = 0;
+  let vacuum = new Set<string>();
+  const second = setInterval(() => {
+    const at = performance.now();
+    const cpu = cpuSnapshot(pids, { postmasterPid: opts.postmasterPid });
+    const machine = machineSnapshot();
+    const wait = mainThreadRunqueueWaitMs();
+    const ms = at - prev.at;
+    rows.push({
+      wait: wait - prev.wait,
+      cores: Object.fromEntries(Object.keys(cpu).map((k) => [k, (cpu[k] - (prev.cpu[k] ?? 0)) / ms])),
+      busy: machine && prev.machine ? (machine.busyMs - prev.machine.busyMs) / ms : NaN,
+      gcMs: gcTotal - prev.gc,
+      vacuum,
+    });
+    prev = { at, wait, cpu, machine, gc: gcTotal };
+    vacuum = new Set();
+    // Autovacuum workers running now, by what they work on (PostgreSQL pg_stat_activity `backend_type`).
+    opts.db
+      ?.raw(`select query from pg_stat_activity where backend_type = 'autovacuum worker' and query <> ''`)
+      .then((r: { rows: Array<{ query: string }> }) => r.rows.forEach((x) => vacuum.add(x.query.replace(/^autovacuum:\s*/, ''))))
+      .catch(() => undefined);
+  }, 1000);
+  return async (seconds: number[] = []) => {
     clearInterval(timer);
+    clearInterval(second);
     await sampling;
     loop.disable();
+    gcObserver.disconnect();
+    const gc = [...gcKinds].map(([k, g]) => `${k} ${g.n} (${g.ms.toFixed(0)} ms, longest ${g.max.toFixed(0)})`).join(', ') || 'none';
     const wallMs = performance.now() - t0;
     const cpu1 = cpuSnapshot(pids, { postmasterPid: opts.postmasterPid });
     const threads1 = threadSnapshot();
@@ -112,10 +160,22 @@ export function watchPhase(label: string, client: Client, queues: WatchedQueue[]
         .filter(([, p]) => p.max > 0)
         .map(([k, p]) => `${k} ${(p.sum / p.n).toFixed(0)}/${p.max}`)
         .join(', ') || 'none';
+    const wanted = [...new Set(seconds.map((x) => Math.floor(x)))].filter((x) => x >= 0 && x < rows.length).sort((a, b) => a - b);
+    const timeline = wanted.map((i) => {
+      const r = rows[i];
+      const cores = Object.entries(r.cores)
+        .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+        .join(', ');
+      return `[${label}] second ${i}: main thread waited ${r.wait.toFixed(0)} ms, GC ${r.gcMs.toFixed(0)} ms; cores ${cores}; machine busy ${r.busy.toFixed(2)}${r.vacuum.size ? `; autovacuum: ${[...r.vacuum].join(', ')}` : ''}`;
+    });
+    const vacuumSeconds = rows.filter((r) => r.vacuum.size).length;
     return [
       `[${label}] load average at start ${load.map((x) => x.toFixed(2)).join(' ')}; cores used: ${cores}; event-loop delay p50/p99/max ${(loop.percentile(50) / 1e6).toFixed(0)}/${(loop.percentile(99) / 1e6).toFixed(0)}/${(loop.max / 1e6).toFixed(0)} ms`,
       `[${label}] this process's main thread waited for a core ${((threads1.mainWaitMs - threads0.mainWaitMs) / (wallMs / 1000)).toFixed(0)} ms/s; its other threads used ${((threads1.otherThreadsMs - threads0.otherThreadsMs) / wallMs).toFixed(2)} cores${machine}`,
+      `[${label}] this process's garbage-collection pauses: ${gc}`,
       `[${label}] backlog mean/max: ${fmt(backlog)}`,
+      ...(opts.db ? [`[${label}] autovacuum at work in ${vacuumSeconds} of ${rows.length} seconds`] : []),
+      ...timeline,
       `[${label}] in-process worker slots in use mean/max: ${fmt(slots)}`,
     ];
   };
