@@ -96,7 +96,8 @@ export function createApp(deps: AppOptions): BuiltApp {
     knowledge: new KnowledgeIndexes(feed, config.cacheTtlSeconds),
     numberOwners: new ReadCache<NumberOwner>(feed, 'phone_numbers', config.cacheTtlSeconds),
   };
-  const limits = new RateLimits(databaseUrl, rateLimitDefaults(config));
+  const limitDefaults = rateLimitDefaults(config);
+  const limits = new RateLimits(databaseUrl, limitDefaults);
   const ownHttp = !deps.providers?.skillHttp;
   const ownMailer = !deps.providers?.mailer;
   const providers: AppProviders = {
@@ -132,7 +133,6 @@ export function createApp(deps: AppOptions): BuiltApp {
   }
   const body = jsonBody(config.bodyLimitBytes);
   const rawAndJsonBody = jsonBody(config.bodyLimitBytes, { keepRaw: true });
-  const limitDefaults = rateLimitDefaults(config);
   const admitBulk = bulkAdmission({
     inFlight: config.bulkRequestsInFlight,
     queued: config.bulkRequestsQueued,
@@ -141,7 +141,7 @@ export function createApp(deps: AppOptions): BuiltApp {
       ? {
           intervalMs: (ctx: AppContext) => {
             const { points, windowSeconds } = keyPolicies(ctx.state.auth!, limitDefaults);
-            return (windowSeconds * 1000) / points;
+            return points > 0 ? (windowSeconds * 1000) / points : 0;
           },
         }
       : {}),
