@@ -52,7 +52,7 @@ export interface AppConfig {
   /**
    * Whether an organization's bulk requests are also spread out in time (BULK_REQUESTS_PACING: `key`, the default, or
    * `off`): in one API process, each starts at least its key's sustained spacing after the one before (the window's
-   * seconds ÷ its points: 100 ms at 600 per 60 s), waiting its turn rather than answering 429.
+   * seconds ÷ its points, at most 1 s: 100 ms at 600 per 60 s), waiting its turn rather than answering 429.
    */
   bulkRequestsPacing: 'key' | 'off';
   /** Widget requests per client IP per rate-limit window (WIDGET_IP_RATE_LIMIT_POINTS, default 120; docs/api-notes.md "Widget"). */

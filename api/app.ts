@@ -62,6 +62,9 @@ export interface BuiltApp {
   close(): Promise<void>;
 }
 
+/** The longest spacing (ms) bulk pacing puts between two of an organization's bulk requests (docs/api-notes.md "Wire conventions"). */
+export const MAX_BULK_SPACING_MS = 1000;
+
 /** API base path (spec: versioned by URI path). */
 export const BASE_PATH = '/api/v1';
 
@@ -141,7 +144,8 @@ export function createApp(deps: AppOptions): BuiltApp {
       ? {
           intervalMs: (ctx: AppContext) => {
             const { points, windowSeconds } = keyPolicies(ctx.state.auth!, limitDefaults);
-            return points > 0 ? (windowSeconds * 1000) / points : 0;
+            // At most 1 s: a key allowed few requests per long window may still spend them together, one a second.
+            return points > 0 ? Math.min(MAX_BULK_SPACING_MS, (windowSeconds * 1000) / points) : 0;
           },
         }
       : {}),

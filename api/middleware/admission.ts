@@ -33,8 +33,8 @@ interface OrgQueue {
  * request never takes a place). A place is given back when the response closes (sent, failed or aborted).
  * @param opts.inFlight places per organization in this process (≥ 1); `opts.queued` requests that may wait for one
  * @param opts.intervalMs with pacing, the least time (ms) between the starts of two of the organization's bulk requests
- *   in this process, from the request's own credential (its key's sustained rate: the window's seconds ÷ its points,
- *   api/middleware/rateLimit.ts keyPolicies); omitted: not paced
+ *   in this process, from the request's own credential (api/app.ts: its key's sustained spacing, the window's seconds ÷
+ *   its points, at most 1 s); omitted: not paced
  * @returns a Guard: synchronous while a place is free and the pace allows, else a promise settled when they do
  * @throws ApiError 429 rate_limited when `opts.queued` requests of the organization already wait
  */
@@ -55,7 +55,8 @@ export function bulkAdmission(opts: { inFlight: number; queued: number; interval
     while (q.waiting.length && q.active < inFlight) {
       const now = performance.now();
       if (now < q.nextAt) {
-        q.timer = setTimeout(() => ((q.timer = undefined), pump(orgId, q)), q.nextAt - now);
+        // Unreferenced: the waiting request's own socket keeps the process up, and a stop need not wait for the pace.
+        (q.timer = setTimeout(() => ((q.timer = undefined), pump(orgId, q)), q.nextAt - now)).unref();
         return;
       }
       const head = q.waiting.shift()!;

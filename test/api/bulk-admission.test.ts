@@ -10,6 +10,7 @@ import { QUICK_CLIENT, useTestApi } from '../helpers/api';
 import { createAgent } from '../../db/repositories/agents';
 import { bulkRequests } from '../../metrics';
 import { loadConfig } from '../../config';
+import { MAX_BULK_SPACING_MS } from '../../api/app';
 
 /** The gauge's current value for `state`. */
 async function gauge(state: 'in_flight' | 'waiting'): Promise<number> {
@@ -135,6 +136,16 @@ describe('bulk admission (requests that start bulk work)', () => {
     // The fifth started at least four spacings (800 ms) after the first: none sooner, whatever the machine's speed.
     expect(Math.max(...done.map((d) => d.at))).to.be.at.least(800 - 5);
     await untilGauge('waiting', waitingBefore);
+
+    // A key allowed few requests per long window (6 per hour: 10 minutes sustained) is spaced at most 1 s apart.
+    const slow = await t.org('Bulk slow key', undefined, { rateLimitPoints: 6, rateLimitWindowSeconds: 3600 });
+    const agentS = (await createAgent(t.db, slow.orgId, { name: 'Slow desk' })).id;
+    const slowSent = performance.now();
+    const slowDone = await Promise.all(
+      [0, 1].map((i) => t.call('POST', `/agents/${agentS}/knowledge/sources`, { key: slow.key, json: { kind: 'text', text: `Slow page ${i}.` } }).then((r) => ({ status: r.status, at: performance.now() - slowSent }))),
+    );
+    expect(slowDone.map((d) => d.status)).to.deep.equal([202, 202]);
+    expect(Math.max(...slowDone.map((d) => d.at))).to.be.within(MAX_BULK_SPACING_MS - 5, 60_000);
   });
 
   it('reads BULK_REQUESTS_PACING as key (the default) or off, and refuses anything else naming the setting', () => {
