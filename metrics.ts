@@ -48,7 +48,7 @@ function counter<L extends string>(name: string, help: string, labels: readonly 
 
 /** One API request, labelled by the route table's operationId (`unmatched` for none) and status class. */
 export const httpRequestDuration = latency('http_server_request_duration_seconds', 'Duration of HTTP requests served by the API, by operationId, method and status class', ['operation_id', 'http_request_method', 'status_class']);
-/** Requests refused with 429 by the rate limiter: `limit` = `key` (the credential's budget) or `ip` (widget per-address budget). */
+/** Requests refused with 429: `limit` = `key` (the credential's window), `burst` (its burst limit), `ip` (widget per-address budget) or `bulk` (too many of an organization's bulk requests waiting, api/middleware/admission.ts). */
 export const rateLimitRejections = counter('http_rate_limit_rejections_total', 'Requests refused with 429 rate_limited, by the budget that ran out (key, burst, ip, or bulk: too many of an organization\'s bulk requests waiting)', ['limit']);
 /** Conversation turns run, by channel and outcome (`ok`, `error`). */
 export const conversationTurns = counter('conversation_turns_total', 'Conversation turns run, by channel and outcome', ['channel', 'outcome']);

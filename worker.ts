@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, ResourceBasedController, Runtime, Worker, type LogLevel, type ResourceBasedTuner, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { envNumber, loadConfig, type AppConfig } from './config';
+import { envChoice, envNumber, loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
 import { createActivities } from './activities';
 import { announceReady, createLogger, exitOnSignal, isClusterChild, loadServiceSecrets, openDatabase, processCount, processIndex, runEntryPoint, runPrimary } from './runtime';
@@ -288,8 +288,7 @@ export type WorkerSchedPolicy = (typeof SCHED_POLICIES)[number];
  *   applied (not Linux, or `chrt` missing or refused): the setting was asked for, so the worker does not start without it
  */
 export function applyWorkerSchedPolicy(env: NodeJS.ProcessEnv = process.env): WorkerSchedPolicy {
-  const policy = (env.WORKER_SCHED_POLICY?.trim() || 'other') as WorkerSchedPolicy;
-  if (!SCHED_POLICIES.includes(policy)) throw new Error(`WORKER_SCHED_POLICY must be one of ${SCHED_POLICIES.join(', ')}, got "${env.WORKER_SCHED_POLICY}"`);
+  const policy = envChoice('WORKER_SCHED_POLICY', SCHED_POLICIES, 'other', env);
   if (policy === 'other') return policy;
   if (process.platform !== 'linux') throw new Error(`WORKER_SCHED_POLICY=${policy} needs Linux (sched(7)); unset it on ${process.platform}`);
   try {
