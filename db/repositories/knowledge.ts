@@ -180,19 +180,31 @@ export type OnSourceChange = (trx: Knex.Transaction, change: SourceStatusChange)
 /**
  * Moves a source to `processing` (from pending; a retry finds it processing already). `onChange`
  * runs only for the pending → processing transition, in its transaction.
+ * @param within runs in the same transaction with the source's inputs, whatever its status (a text source stores its
+ *   extraction there: one commit, a WAL flush on a durable cluster, instead of two)
  * @returns the source's inputs, or undefined when it does not exist; a source already `ready` or
  *   `failed` is returned unchanged (the caller skips work)
  */
-export async function markProcessing(db: Db, orgId: string, sourceId: string, onChange?: OnSourceChange): Promise<SourceInput | undefined> {
+export async function markProcessing(
+  db: Db,
+  orgId: string,
+  sourceId: string,
+  onChange?: OnSourceChange,
+  within?: (trx: Knex.Transaction, source: SourceInput) => Promise<void>,
+): Promise<SourceInput | undefined> {
+  const columns = ['id', 'agent_id', 'kind', 'status', 'url', 'file_id', 'text_content', 'crawl'];
   return db.transaction(async (trx) => {
-    const moved = await trx('knowledge_sources')
+    // The transition answers the source's inputs itself (RETURNING): one statement where a pending source is found.
+    const [moved] = await trx('knowledge_sources')
       .where({ org_id: orgId, id: sourceId, status: 'pending' })
       .update({ status: 'processing', processing_started_at: trx.fn.now(), updated_at: trx.fn.now() })
-      .returning(['agent_id']);
-    if (moved.length && onChange) await onChange(trx, { agentId: moved[0].agent_id, sourceId, status: 'processing' });
-    const r = await trx('knowledge_sources').where({ org_id: orgId, id: sourceId }).first('id', 'agent_id', 'kind', 'status', 'url', 'file_id', 'text_content', 'crawl');
+      .returning(columns);
+    if (moved && onChange) await onChange(trx, { agentId: moved.agent_id, sourceId, status: 'processing' });
+    const r = moved ?? (await trx('knowledge_sources').where({ org_id: orgId, id: sourceId }).first(columns));
     if (!r) return undefined;
-    return { id: r.id, agentId: r.agent_id, kind: r.kind, status: r.status, url: r.url, fileId: r.file_id, text: r.text_content, crawl: r.crawl ?? null };
+    const source: SourceInput = { id: r.id, agentId: r.agent_id, kind: r.kind, status: r.status, url: r.url, fileId: r.file_id, text: r.text_content, crawl: r.crawl ?? null };
+    if (within) await within(trx, source);
+    return source;
   });
 }
 
@@ -219,10 +231,18 @@ export async function saveExtraction(
     });
 }
 
-/** The stored extracted text of a processing source, or undefined (not processing, or not extracted yet). */
-export async function getExtraction(db: Conn, orgId: string, sourceId: string): Promise<{ agentId: string; text: string } | undefined> {
-  const r = await db('knowledge_sources').where({ org_id: orgId, id: sourceId, status: 'processing' }).first('agent_id', 'extracted_text');
-  return r && typeof r.extracted_text === 'string' ? { agentId: r.agent_id, text: r.extracted_text } : undefined;
+/**
+ * The stored extracted text of a processing source with its agent's language (BCP 47, agents.language; undefined when
+ * the agent is gone), read in one statement; undefined when the source is not processing or not extracted yet.
+ */
+export async function getExtraction(db: Conn, orgId: string, sourceId: string): Promise<{ agentId: string; text: string; agentLanguage: string | undefined } | undefined> {
+  const r = await db('knowledge_sources as s')
+    .leftJoin('agents as a', function () {
+      this.on('a.org_id', '=', 's.org_id').andOn('a.id', '=', 's.agent_id');
+    })
+    .where({ 's.org_id': orgId, 's.id': sourceId, 's.status': 'processing' })
+    .first('s.agent_id', 's.extracted_text', 'a.language');
+  return r && typeof r.extracted_text === 'string' ? { agentId: r.agent_id, text: r.extracted_text, agentLanguage: r.language ?? undefined } : undefined;
 }
 
 /** What {@link indexChunks} stores besides the chunks (docs/knowledge.md "Retrieval", "Languages"). */
