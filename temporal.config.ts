@@ -102,8 +102,8 @@ function fraction(env: NodeJS.ProcessEnv, name: string, fallback: number): numbe
 }
 
 /**
- * What the bulk and webhooks queues' Workers keep the machine at (the Temporal SDK's resource-based slot tuner,
- * `ResourceBasedTunerOptions`): a new bulk slot is handed out only while the machine's CPU use is under
+ * What the bulk and webhooks queues' Workers keep the machine at (the Temporal SDK's resource-based slot supplier,
+ * `ResourceBasedTunerOptions`): a new bulk activity slot is handed out only while the machine's CPU use is under
  * BULK_TARGET_CPU (default 0.5: half of every core) and its memory use under BULK_TARGET_MEMORY (default 0.8),
  * both fractions of the whole. The SDK samples them every 100 ms (Temporal sdk-core `RealSysInfo`: the host's CPU and
  * memory, or the container's own use of its quota under a cgroup v2 `cpu.max` limit) and decides by a PID controller,

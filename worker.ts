@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, ResourceBasedController, Runtime, Worker, type LogLevel, type ResourceBasedTuner, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, ResourceBasedController, Runtime, Worker, type LogLevel, type TunerHolder, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { envChoice, envNumber, loadConfig, type AppConfig } from './config';
 import type { Db } from './db';
@@ -63,22 +63,38 @@ export interface RunningWorker {
   stop(): Promise<void>;
 }
 
+/**
+ * The slots of a bulk queue's Worker that follow the machine's load: workflow task slots fixed, activity (and local
+ * activity) slots handed out by the SDK's resource-based slot supplier with the CPU and memory targets
+ * ({@link bulkResourceTargets}), between `minimumSlots` and `maximumSlots`.
+ */
+export interface BulkTuner {
+  tunerOptions: { targetCpuUsage: number; targetMemoryUsage: number };
+  /** Workflow task slots (the SDK's fixed-size slot supplier). */
+  workflowTaskSlots: number;
+  activityTaskSlotOptions: { minimumSlots: number; maximumSlots: number };
+  localActivityTaskSlotOptions: { minimumSlots: number; maximumSlots: number };
+}
+
 /** One task queue a worker of the service polls, with the SDK options of its own worker budget. */
 export interface ServiceQueue {
   queue: QueueName;
   taskQueue: string;
   options: Partial<Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxActivitiesPerSecond' | 'maxEagerActivityReservationsPerWorkflowTask'>> & {
-    /** The SDK's resource-based slot tuner (in place of the fixed slot counts), see {@link bulkSlots}. */
-    tuner?: ResourceBasedTuner;
+    /** Slots that follow the machine's load (in place of the fixed slot counts), see {@link bulkSlots}. */
+    tuner?: BulkTuner;
   };
 }
 
 /**
- * The slots of a bulk queue's Worker: with targets ({@link bulkResourceTargets}), the SDK's resource-based tuner
- * (`ResourceBasedTuner`: a slot beyond the minimum only while the machine's CPU and memory use are under the targets),
- * capped at the fixed counts (`maximumSlots`), with `minActivitySlots` activity and two workflow task slots always
- * handed out (`minimumSlots`), so a flood progresses on a busy machine; without targets, the fixed counts. The SDK's
- * default ramp throttles apply (at most one new activity slot per 50 ms, one workflow task slot per 10 ms).
+ * The slots of a bulk queue's Worker: with targets ({@link bulkResourceTargets}), activity slots from the SDK's
+ * resource-based slot supplier (a slot beyond the minimum only while the machine's CPU and memory use are under the
+ * targets, at most one new slot per 50 ms), capped at the fixed count (`maximumSlots`), with `minActivitySlots`
+ * always handed out (`minimumSlots`), so a flood progresses on a busy machine; without targets, the fixed counts.
+ * Workflow task slots stay fixed (BULK_WORKFLOW_TASK_SLOTS) either way: the SDK core shares them between the sticky
+ * and the normal poller only when their supplier reports a maximum, which a resource-based supplier does not, and
+ * then sticky polls can hold every slot while new workflows' first tasks wait on the normal queue (core SDK
+ * `wft_poller`; temporalio/sdk-core "sticky and non-sticky poller balancing").
  * @param activitySlots the cap of activity (and local activity) slots
  * @param minActivitySlots activity slots handed out whatever the machine's load (at most `activitySlots`)
  */
@@ -87,7 +103,7 @@ export function bulkSlots(activitySlots: number, targets: ReturnType<typeof bulk
   return {
     tuner: {
       tunerOptions: targets,
-      workflowTaskSlotOptions: { minimumSlots: 2, maximumSlots: BULK_WORKFLOW_TASK_SLOTS },
+      workflowTaskSlots: BULK_WORKFLOW_TASK_SLOTS,
       activityTaskSlotOptions: { minimumSlots: Math.min(minActivitySlots, activitySlots), maximumSlots: activitySlots },
       localActivityTaskSlotOptions: { minimumSlots: 1, maximumSlots: activitySlots },
     },
@@ -95,17 +111,28 @@ export function bulkSlots(activitySlots: number, targets: ReturnType<typeof bulk
 }
 
 /**
- * The Worker options of `queues` with one resource controller (`ResourceBasedController`) shared by every tuner that
- * has the same targets: the SDK's way to hold several Workers of one process to one resource target, with one sampler.
+ * The SDK Worker options of `queues`: each {@link BulkTuner} becomes the SDK's per-type tuner (`TunerHolder`), and
+ * every resource-based supplier with the same targets shares one resource controller (`ResourceBasedController`):
+ * the SDK's way to hold several Workers of one process to one resource target, with one sampler.
  */
-export function shareResourceController(queues: ServiceQueue[]): Array<Omit<ServiceQueue['options'], 'tuner'> & { tuner?: WorkerOptions['tuner'] }> {
+export function shareResourceController(queues: ServiceQueue[]): Array<Omit<ServiceQueue['options'], 'tuner'> & { tuner?: TunerHolder }> {
   const controllers = new Map<string, ResourceBasedController>();
   return queues.map(({ options }) => {
-    if (!options.tuner) return options;
-    const { tunerOptions, ...slots } = options.tuner;
+    if (!options.tuner) return options as Omit<ServiceQueue['options'], 'tuner'>;
+    const { tunerOptions, workflowTaskSlots, activityTaskSlotOptions, localActivityTaskSlotOptions } = options.tuner;
     const key = JSON.stringify(tunerOptions);
     if (!controllers.has(key)) controllers.set(key, ResourceBasedController.create(tunerOptions));
-    return { ...options, tuner: { ...slots, controller: controllers.get(key)! } };
+    const controller = controllers.get(key)!;
+    return {
+      ...options,
+      tuner: {
+        workflowTaskSlotSupplier: { type: 'fixed-size', numSlots: workflowTaskSlots },
+        activityTaskSlotSupplier: { type: 'resource-based', controller, ...activityTaskSlotOptions },
+        localActivityTaskSlotSupplier: { type: 'resource-based', controller, ...localActivityTaskSlotOptions },
+        // No Nexus services are registered: the Worker never polls for Nexus tasks.
+        nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      },
+    };
   });
 }
 

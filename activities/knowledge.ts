@@ -39,6 +39,8 @@ export interface KnowledgeActivityOptions {
   chunking?: ChunkOptions;
   /** Embeddings of the chunks (default: the configured provider, EMBEDDINGS_PROVIDER; docs/knowledge.md "Retrieval"). */
   embeddings?: EmbeddingsProvider;
+  /** Longest wait, ms, for a text source's embeddings within its start activity (default {@link INLINE_INDEX_MS}). */
+  inlineIndexMs?: number;
 }
 
 const ACCEPT = 'text/html, application/xhtml+xml, application/pdf, text/markdown, text/plain;q=0.9, */*;q=0.1';
@@ -110,20 +112,46 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
   // Composed when the worker starts, so a misconfigured EMBEDDINGS_PROVIDER stops it with one line.
   const provider = opts.embeddings ?? configuredEmbeddings();
 
-  const embedChunks = (ref: KnowledgeSourceRef, texts: string[]) =>
-    embedForIndex({ db, logger: deps.logger, provider }, texts, { sourceId: ref.sourceId }, 'embedding the chunks failed; the source is indexed for full-text search only');
+  const embedChunks = (ref: KnowledgeSourceRef, texts: string[], signal?: AbortSignal) =>
+    embedForIndex({ db, logger: deps.logger, provider }, texts, { sourceId: ref.sourceId }, 'embedding the chunks failed; the source is indexed for full-text search only', signal);
+
+  /**
+   * Chunks the extracted text, replaces the source's chunks and marks it ready (one transaction); a source already
+   * ready answers its chunk count again.
+   * @param signal bounds the embeddings request (aborting it throws)
+   */
+  async function indexSource(ref: KnowledgeSourceRef, signal?: AbortSignal): Promise<{ chunkCount: number }> {
+    const extraction = await getExtraction(db, ref.orgId, ref.sourceId);
+    if (!extraction) {
+      const current = await getSource(db, ref.orgId, ref.sourceId);
+      if (current?.status === 'ready') return { chunkCount: current.chunkCount };
+      throw nonRetryable('source_not_processing', `Knowledge source ${ref.sourceId} has no extracted text to index`);
+    }
+    const chunks = chunkText(extraction.text, opts.chunking);
+    // The source's language decides its stemmer and stop words (docs/knowledge.md "Languages").
+    const textSearchConfig = sourceTextSearchConfig(extraction.text, extraction.agentLanguage);
+    const embeddings = await embedChunks(ref, chunks.map((c) => c.content), signal);
+    const n = await indexChunks(db, ref.orgId, ref.sourceId, chunks, notify(ref.orgId), { textSearchConfig, embeddings });
+    if (n === undefined) {
+      const current = await getSource(db, ref.orgId, ref.sourceId);
+      if (current?.status === 'ready') return { chunkCount: current.chunkCount };
+      throw nonRetryable('source_not_processing', `Knowledge source ${ref.sourceId} is ${current?.status ?? 'gone'}`);
+    }
+    return { chunkCount: n };
+  }
 
   return {
     /**
-     * pending → processing; a text source's text is stored as its extraction too (`extracted`), in the same transaction.
-     * @returns the status after the call (`ready`/`failed` when the source already finished)
+     * pending → processing; a text source's text is stored as its extraction too (`extracted`), and indexed here too
+     * (`indexed`, with `chunkCount`) when its embeddings take at most `inlineIndexMs`: otherwise, or when it fails, the
+     * workflow's own index activity does it with its own timeout and retries, as for every other kind.
+     * @returns the status when the source was read (`ready`/`failed` when it had already finished)
      * @throws retryable ApplicationFailure `source_not_found` while the source does not exist: the API
      *   commits the source just after starting the workflow, so the workflow retries a few times
      */
-    async startKnowledgeIngestion(ref: KnowledgeSourceRef): Promise<{ status: string; kind: string; crawl?: boolean; extracted?: boolean }> {
+    async startKnowledgeIngestion(ref: KnowledgeSourceRef): Promise<{ status: string; kind: string; crawl?: boolean; extracted?: boolean; indexed?: boolean; chunkCount?: number }> {
       // A text source has nothing to fetch: its text is stored as its extraction in the transaction that moves it to
-      // processing, which saves the workflow an activity and a workflow task per source (what a flood of pages costs
-      // Temporal and the worker: docs/operations.md "Fair sharing").
+      // processing, so the workflow schedules no extraction activity for it.
       let textState: 'stored' | 'empty' | undefined;
       const storeText = async (trx: Knex.Transaction, s: SourceInput) => {
         if (s.status !== 'processing' || s.kind !== 'text') return;
@@ -142,7 +170,15 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
       if (!source) throw ApplicationFailure.create({ type: 'source_not_found', message: `Knowledge source ${ref.sourceId} does not exist (yet)` });
       // The source stays processing, as before: the workflow records the failure (failKnowledgeSource).
       if (textState === 'empty') throw nonRetryable('empty_content', 'The document contains no text');
-      if (textState === 'stored') return { status: source.status, kind: source.kind, extracted: true };
+      if (textState === 'stored') {
+        // Indexed here too: one activity and one workflow task fewer per text source, what a flood of pages costs the
+        // Temporal service and the worker in gRPC calls (docs/operations.md "Fair sharing").
+        const indexed = await indexSource(ref, AbortSignal.timeout(opts.inlineIndexMs ?? INLINE_INDEX_MS)).catch((err) => {
+          deps.logger.debug({ err, sourceId: ref.sourceId }, 'indexing with the start did not finish; the index activity will');
+          return undefined;
+        });
+        return { status: source.status, kind: source.kind, extracted: true, ...(indexed ? { indexed: true, chunkCount: indexed.chunkCount } : {}) };
+      }
       // A crawling URL source is ingested by the crawl (activities/knowledgeRefresh.ts).
       return { status: source.status, kind: source.kind, crawl: source.kind === 'url' && !!source.crawl };
     },
@@ -150,11 +186,16 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
     /**
      * Fetches (URL through the SSRF-guarded helper, file from the upload, text as given), extracts the
      * text and stores it on the source.
-     * @returns format, title and character count
+     * @returns format, title and character count (what it stored, for a source already ready)
      */
     async extractKnowledgeSource(ref: KnowledgeSourceRef): Promise<{ format: string; title: string | null; charCount: number }> {
       const source = await markProcessing(db, ref.orgId, ref.sourceId);
       if (!source) throw nonRetryable('source_not_found', `Knowledge source ${ref.sourceId} does not exist`);
+      // A source already ready (a text source is indexed with its start) answers what it stored, as the index step does.
+      if (source.status === 'ready') {
+        const ready = await getSource(db, ref.orgId, ref.sourceId);
+        if (ready?.status === 'ready') return { format: ready.format ?? 'text', title: ready.title ?? null, charCount: ready.charCount ?? 0 };
+      }
       if (source.status !== 'processing') throw nonRetryable('source_not_processing', `Knowledge source ${ref.sourceId} is ${source.status}`);
       const doc = await fetchDocument(ref.orgId, source);
       if (!doc.text.trim()) throw nonRetryable('empty_content', 'The document contains no text');
@@ -167,23 +208,7 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
      * A source already ready answers its chunk count again (replay after a lost completion).
      */
     async indexKnowledgeSource(ref: KnowledgeSourceRef): Promise<{ chunkCount: number }> {
-      const extraction = await getExtraction(db, ref.orgId, ref.sourceId);
-      if (!extraction) {
-        const current = await getSource(db, ref.orgId, ref.sourceId);
-        if (current?.status === 'ready') return { chunkCount: current.chunkCount };
-        throw nonRetryable('source_not_processing', `Knowledge source ${ref.sourceId} has no extracted text to index`);
-      }
-      const chunks = chunkText(extraction.text, opts.chunking);
-      // The source's language decides its stemmer and stop words (docs/knowledge.md "Languages").
-      const textSearchConfig = sourceTextSearchConfig(extraction.text, extraction.agentLanguage);
-      const embeddings = await embedChunks(ref, chunks.map((c) => c.content));
-      const n = await indexChunks(db, ref.orgId, ref.sourceId, chunks, notify(ref.orgId), { textSearchConfig, embeddings });
-      if (n === undefined) {
-        const current = await getSource(db, ref.orgId, ref.sourceId);
-        if (current?.status === 'ready') return { chunkCount: current.chunkCount };
-        throw nonRetryable('source_not_processing', `Knowledge source ${ref.sourceId} is ${current?.status ?? 'gone'}`);
-      }
-      return { chunkCount: n };
+      return indexSource(ref);
     },
 
     /** Marks the source failed with a code and reason (no-op when it is gone or already ready). */
@@ -192,6 +217,12 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
     },
   };
 }
+
+/**
+ * Longest wait, ms, for the embeddings of a text source indexed within its start activity (whose start-to-close
+ * timeout is 30 s, workflows/knowledgeIngestion.ts); a slower provider leaves it to the index activity.
+ */
+export const INLINE_INDEX_MS = 10_000;
 
 /** The activity functions' types, for `proxyActivities` in the workflow. */
 export type KnowledgeActivities = ReturnType<typeof createKnowledgeActivities>;
@@ -208,14 +239,18 @@ export async function embedForIndex(
   texts: string[],
   logFields: Record<string, unknown>,
   warning: string,
+  signal?: AbortSignal,
 ): Promise<{ model: string; vectors: number[][] } | undefined> {
   const { provider } = deps;
   if (!provider.model || !texts.length) return undefined;
   try {
-    const vectors = await provider.embed(texts);
+    const vectors = await provider.embed(texts, signal ? { signal } : undefined);
+    signal?.throwIfAborted();
     if (vectors[0]) await ensureVectorIndex(deps.db, vectors[0].length);
     return { model: provider.model, vectors };
   } catch (err) {
+    // The caller's bound ran out: it is the caller's to fall back, not a provider's verdict on the texts.
+    if (signal?.aborted) throw signal.reason;
     if (err instanceof EmbeddingsError && !err.retryable) {
       deps.logger.warn({ err, ...logFields }, warning);
       return undefined;

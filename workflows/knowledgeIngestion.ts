@@ -76,6 +76,12 @@ export async function knowledgeIngestionWorkflow(input: KnowledgeSourceRef): Pro
       if (crawled.status === 'ready') return { status: 'ready', chunkCount: crawled.chunkCount ?? 0 };
       return { status: 'failed', chunkCount: 0, failureCode: crawled.failureCode ?? undefined, failureReason: crawled.failureReason ?? undefined };
     }
+    // A text source comes back extracted, and mostly indexed, from the start. Histories from before `indexed` schedule the
+    // index activity, as they did: the branch follows the recorded result, so replay stays deterministic.
+    if (started.indexed) {
+      stage = 'ready';
+      return { status: 'ready', chunkCount: started.chunkCount ?? 0 };
+    }
     // A text source comes back extracted from the start. Histories from before that field schedule the extraction,
     // as they did: the branch follows the recorded result, so replay stays deterministic.
     if (!started.extracted) await extractKnowledgeSource(input);

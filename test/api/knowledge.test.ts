@@ -11,6 +11,7 @@ import { createAgent } from '../../db/repositories/agents';
 import { createSource, getSource } from '../../db/repositories/knowledge';
 import { createUpload } from '../../db/repositories/uploads';
 import { createKnowledgeActivities } from '../../activities/knowledge';
+import type { EmbeddingsProvider } from '../../providers/embeddings';
 import { createHttpClient, parseAllowList } from '../../providers/http';
 import { createLogger } from '../../runtime';
 import { makePdf, SAMPLE_HTML } from './knowledge-fixtures';
@@ -20,9 +21,12 @@ type Activities = ReturnType<typeof createKnowledgeActivities>;
 /** Runs the workflow's steps inline: start → extract → index, or fail with the failure's type. */
 async function ingest(acts: Activities, orgId: string, sourceId: string): Promise<{ status: string; error?: ApplicationFailure }> {
   const ref = { orgId, sourceId };
-  await acts.startKnowledgeIngestion(ref);
+  // As workflows/knowledgeIngestion.ts: a text source comes back extracted, and indexed unless its embeddings were slow.
+  const started = await acts.startKnowledgeIngestion(ref).catch((err) => err);
   try {
-    await acts.extractKnowledgeSource(ref);
+    if (started instanceof Error) throw started;
+    if (started.indexed) return { status: 'ready' };
+    if (!started.extracted) await acts.extractKnowledgeSource(ref);
     await acts.indexKnowledgeSource(ref);
     return { status: 'ready' };
   } catch (err) {
@@ -141,17 +145,40 @@ describe('knowledge sources and preview', () => {
   });
 
   describe('ingestion (activities run inline)', () => {
-    it('ingests a text source: pending → processing → ready, with chunks and a character count', async () => {
+    it('ingests a text source within its start activity: pending → processing → ready, with chunks and a character count', async () => {
       const src = await createSource(t.db, org.orgId, { agentId, kind: 'text', text: 'Our phone line is open from 7am. Call 555-0100 for bookings.' }, noWorkflow);
       expect(src.status).to.equal('pending');
       expect(src.name).to.equal('Our phone line is open from 7am. Call 555-0100 for bookings.');
-      await acts.startKnowledgeIngestion({ orgId: org.orgId, sourceId: src.id });
-      expect((await getSource(t.db, org.orgId, src.id))!.status).to.equal('processing');
-      const outcome = await ingest(acts, org.orgId, src.id);
-      expect(outcome.status).to.equal('ready');
+      const started = await acts.startKnowledgeIngestion({ orgId: org.orgId, sourceId: src.id });
+      expect(started).to.deep.equal({ status: 'processing', kind: 'text', extracted: true, indexed: true, chunkCount: 1 });
       const ready = (await getSource(t.db, org.orgId, src.id))!;
       expect(ready).to.include({ status: 'ready', chunkCount: 1, format: 'text', charCount: 60, failureReason: null });
       expect(ready.readyAt).to.be.a('string');
+    });
+
+    it('leaves a text source whose embeddings are slower than the inline bound processing and extracted, for the index activity', async () => {
+      let aborted = 0;
+      const slow: EmbeddingsProvider = {
+        name: 'slow',
+        model: 'slow-model@8',
+        embed: (texts, o) =>
+          new Promise((resolve, reject) => {
+            const timer = setTimeout(() => resolve(texts.map(() => [1, 0, 0, 0, 0, 0, 0, 0])), 2_000);
+            o?.signal?.addEventListener('abort', () => (aborted++, clearTimeout(timer), reject(o.signal!.reason)));
+          }),
+      };
+      const slowActs = createKnowledgeActivities({ db: t.db, config: t.config, logger: createLogger('silent') }, { embeddings: slow, inlineIndexMs: 50 });
+      const slowAgentId = (await createAgent(t.db, org.orgId, { name: 'Slow desk' })).id;
+      const src = await createSource(t.db, org.orgId, { agentId: slowAgentId, kind: 'text', text: 'Slow vectors still arrive through the index step.' }, noWorkflow);
+      const started = await slowActs.startKnowledgeIngestion({ orgId: org.orgId, sourceId: src.id });
+      expect(started).to.deep.equal({ status: 'processing', kind: 'text', extracted: true });
+      expect(aborted).to.equal(1);
+      expect((await getSource(t.db, org.orgId, src.id))!).to.include({ status: 'processing', charCount: 49 });
+      // The index activity has no such bound: it waits for the vectors and stores them.
+      expect(await slowActs.indexKnowledgeSource({ orgId: org.orgId, sourceId: src.id })).to.deep.equal({ chunkCount: 1 });
+      expect((await getSource(t.db, org.orgId, src.id))!.status).to.equal('ready');
+      const [{ n }] = await t.db('knowledge_chunk_embeddings').where({ org_id: org.orgId, source_id: src.id }).count({ n: '*' });
+      expect(Number(n)).to.equal(1);
     });
 
     it('emits knowledge.source.updated once per transition: processing, then ready or failed', async () => {

@@ -70,14 +70,14 @@ describe('Fair sharing: task queue and priority of every workflow (temporal.conf
       expect(() => serviceQueues('tq-1', { BULK_WORKER_SLOTS: '1.5' })).to.throw(/BULK_WORKER_SLOTS/);
     });
 
-    it('hands the bulk queues\' slots out by what the machine has to spare (the SDK\'s resource-based tuner), the fixed counts as caps, one activity (eight webhook attempts) always', () => {
+    it('hands the bulk queues\' activity slots out by what the machine has to spare (the SDK\'s resource-based slot supplier), the fixed counts as caps, one activity (eight webhook attempts) always, and fixed workflow task slots', () => {
       const [main, webhooks, bulk] = serviceQueues('tq-1', { WEBHOOK_WORKER_SLOTS: '7', BULK_WORKER_SLOTS: '3', BULK_ACTIVITIES_PER_SECOND: '2' });
       expect(main.options).to.deep.equal({});
       const targets = { targetCpuUsage: 0.5, targetMemoryUsage: 0.8 };
       expect(bulk.options).to.deep.equal({
         tuner: {
           tunerOptions: targets,
-          workflowTaskSlotOptions: { minimumSlots: 2, maximumSlots: BULK_WORKFLOW_TASK_SLOTS },
+          workflowTaskSlots: BULK_WORKFLOW_TASK_SLOTS,
           activityTaskSlotOptions: { minimumSlots: 1, maximumSlots: 3 },
           localActivityTaskSlotOptions: { minimumSlots: 1, maximumSlots: 3 },
         },
@@ -94,10 +94,15 @@ describe('Fair sharing: task queue and priority of every workflow (temporal.conf
       // One process's bulk Workers share one resource controller (one sampler, one target), as worker.ts builds them.
       const shared = shareResourceController(serviceQueues('tq-1', {}));
       expect(shared[0]).to.deep.equal({});
-      const [a, b] = [shared[1].tuner, shared[2].tuner] as Array<{ controller: unknown; tunerOptions?: unknown }>;
-      expect(a.controller).to.be.instanceOf(ResourceBasedController);
-      expect(a.controller).to.equal(b.controller);
-      expect(a.tunerOptions).to.equal(undefined);
+      const [a, b] = [shared[1].tuner!, shared[2].tuner!];
+      const [aActivities, bActivities, bLocal] = [a.activityTaskSlotSupplier, b.activityTaskSlotSupplier, b.localActivityTaskSlotSupplier] as Array<{ controller: unknown; tunerOptions?: unknown; minimumSlots: number }>;
+      expect(aActivities.controller).to.be.instanceOf(ResourceBasedController);
+      expect(aActivities.controller).to.equal(bActivities.controller);
+      expect(bLocal.controller).to.equal(bActivities.controller);
+      expect(aActivities.tunerOptions).to.equal(undefined);
+      expect(aActivities.minimumSlots).to.equal(WEBHOOK_MIN_ACTIVITY_SLOTS);
+      // Workflow task slots stay fixed, so the SDK core shares them between the sticky and the normal poller.
+      expect(b.workflowTaskSlotSupplier).to.deep.equal({ type: 'fixed-size', numSlots: BULK_WORKFLOW_TASK_SLOTS });
     });
 
     it('polls only the queues WORKER_QUEUES names, so bulk queues can run in processes of their own', () => {

@@ -131,11 +131,15 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
     expect((await call('GET', `/agents/${agentId}/knowledge/sources/ks_doesnotexist1`)).status).to.equal(404);
   });
 
-  it('indexes a Spanish text on a Spanish agent as spanish (not dutch), and a Spanish question finds it', async () => {
+  it('indexes a Spanish text on a Spanish agent as spanish (not dutch) within its one start activity, and a Spanish question finds it', async () => {
     const spanishAgent = (await createAgent(db, orgId, { name: 'Mesa', language: 'es-ES' })).id;
     const text = 'Reservamos mesas para grupos grandes. Aceptamos pagos con tarjeta de crédito. Abrimos de martes a domingo desde las nueve de la mañana.';
     const res = await call('POST', `/agents/${spanishAgent}/knowledge/sources`, { kind: 'text', text });
-    expect((await resultOf(res.body.data.id)).status).to.equal('ready');
+    expect(await resultOf(res.body.data.id)).to.deep.equal({ status: 'ready', chunkCount: 1 });
+    // A text source is stored, chunked and indexed by the start activity: one activity, two workflow tasks.
+    const events = (await client.workflow.getHandle(workflowIds.knowledgeSource(res.body.data.id)).fetchHistory()).events ?? [];
+    expect(events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name)).to.deep.equal(['startKnowledgeIngestion']);
+    expect(events.filter((e) => e.workflowTaskCompletedEventAttributes)).to.have.length(2);
     const stored = await db('knowledge_sources').where({ org_id: orgId, id: res.body.data.id }).first('text_search_config');
     expect(stored.text_search_config).to.equal('spanish');
     const chunks = await db('knowledge_chunks').where({ org_id: orgId, source_id: res.body.data.id }).distinct('text_search_config');
