@@ -91,10 +91,11 @@ export interface ServiceQueue {
  * resource-based slot supplier (a slot beyond the minimum only while the machine's CPU and memory use are under the
  * targets, at most one new slot per 50 ms), capped at the fixed count (`maximumSlots`), with `minActivitySlots`
  * always handed out (`minimumSlots`), so a flood progresses on a busy machine; without targets, the fixed counts.
- * Workflow task slots stay fixed (BULK_WORKFLOW_TASK_SLOTS) either way: the SDK core shares them between the sticky
- * and the normal poller only when their supplier reports a maximum, which a resource-based supplier does not, and
- * then sticky polls can hold every slot while new workflows' first tasks wait on the normal queue (core SDK
- * `wft_poller`; temporalio/sdk-core "sticky and non-sticky poller balancing").
+ * Workflow task slots stay fixed (BULK_WORKFLOW_TASK_SLOTS) either way: the SDK core balances its sticky and normal
+ * pollers against the free slots a fixed-size supplier reports, or else the workflow cache's size (sdk-core
+ * `wft_poller.rs`, `make_wft_poller`); a resource-based supplier reports none, so under load the balancer counts on
+ * the cache's hundreds while the supplier hands out its minimum of 2, and sticky polls hold both while new
+ * workflows' first tasks wait on the normal queue.
  * @param activitySlots the cap of activity (and local activity) slots
  * @param minActivitySlots activity slots handed out whatever the machine's load (at most `activitySlots`)
  */
