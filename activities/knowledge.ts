@@ -119,9 +119,10 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
    * Chunks the extracted text, replaces the source's chunks and marks it ready (one transaction); a source already
    * ready answers its chunk count again.
    * @param signal bounds the embeddings request (aborting it throws)
+   * @param stored the extraction just stored, with its agent's language (read back from the source without it)
    */
-  async function indexSource(ref: KnowledgeSourceRef, signal?: AbortSignal): Promise<{ chunkCount: number }> {
-    const extraction = await getExtraction(db, ref.orgId, ref.sourceId);
+  async function indexSource(ref: KnowledgeSourceRef, signal?: AbortSignal, stored?: { text: string; agentLanguage: string | undefined }): Promise<{ chunkCount: number }> {
+    const extraction = stored ?? (await getExtraction(db, ref.orgId, ref.sourceId));
     if (!extraction) {
       const current = await getSource(db, ref.orgId, ref.sourceId);
       if (current?.status === 'ready') return { chunkCount: current.chunkCount };
@@ -153,11 +154,13 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
       // A text source has nothing to fetch: its text is stored as its extraction in the transaction that moves it to
       // processing, so the workflow schedules no extraction activity for it.
       let textState: 'stored' | 'empty' | undefined;
+      let stored: { text: string; agentLanguage: string | undefined } | undefined;
       const storeText = async (trx: Knex.Transaction, s: SourceInput) => {
         if (s.status !== 'processing' || s.kind !== 'text') return;
         const text = normalizeText(s.text ?? '');
         if (!text.trim()) return void (textState = 'empty');
-        await saveExtraction(trx, ref.orgId, ref.sourceId, { format: 'text', title: null, contentType: 'text/plain', text });
+        const saved = await saveExtraction(trx, ref.orgId, ref.sourceId, { format: 'text', title: null, contentType: 'text/plain', text });
+        stored = saved && { text, agentLanguage: saved.agentLanguage };
         textState = 'stored';
       };
       let source = await markProcessing(db, ref.orgId, ref.sourceId, notify(ref.orgId), storeText);
@@ -173,7 +176,7 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
       if (textState === 'stored') {
         // Indexed here too: one activity and one workflow task fewer per text source, what a flood of pages costs the
         // Temporal service and the worker in gRPC calls (docs/operations.md "Fair sharing").
-        const indexed = await indexSource(ref, AbortSignal.timeout(opts.inlineIndexMs ?? INLINE_INDEX_MS)).catch((err) => {
+        const indexed = await indexSource(ref, AbortSignal.timeout(opts.inlineIndexMs ?? INLINE_INDEX_MS), stored).catch((err) => {
           deps.logger.debug({ err, sourceId: ref.sourceId }, 'indexing with the start did not finish; the index activity will');
           return undefined;
         });
@@ -185,17 +188,12 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
 
     /**
      * Fetches (URL through the SSRF-guarded helper, file from the upload, text as given), extracts the
-     * text and stores it on the source.
-     * @returns format, title and character count (what it stored, for a source already ready)
+     * text and stores it on the source. The workflow calls it for a source the start left processing and not extracted.
+     * @returns format, title and character count
      */
     async extractKnowledgeSource(ref: KnowledgeSourceRef): Promise<{ format: string; title: string | null; charCount: number }> {
       const source = await markProcessing(db, ref.orgId, ref.sourceId);
       if (!source) throw nonRetryable('source_not_found', `Knowledge source ${ref.sourceId} does not exist`);
-      // A source already ready (a text source is indexed with its start) answers what it stored, as the index step does.
-      if (source.status === 'ready') {
-        const ready = await getSource(db, ref.orgId, ref.sourceId);
-        if (ready?.status === 'ready') return { format: ready.format ?? 'text', title: ready.title ?? null, charCount: ready.charCount ?? 0 };
-      }
       if (source.status !== 'processing') throw nonRetryable('source_not_processing', `Knowledge source ${ref.sourceId} is ${source.status}`);
       const doc = await fetchDocument(ref.orgId, source);
       if (!doc.text.trim()) throw nonRetryable('empty_content', 'The document contains no text');

@@ -211,14 +211,16 @@ export async function markProcessing(
 /**
  * Stores the extracted text of a processing source (the index step reads it back). A URL source still named by its URL
  * (created without a `name`) takes the page's title as its name (docs/knowledge.md "Sources").
+ * @returns its agent's language (BCP 47, agents.language; undefined when the agent is gone), read in the same statement,
+ *   or undefined when the source is not processing (nothing stored)
  */
 export async function saveExtraction(
   db: Conn,
   orgId: string,
   sourceId: string,
   doc: { format: string; title: string | null; contentType: string | null; text: string },
-): Promise<void> {
-  await db('knowledge_sources')
+): Promise<{ agentLanguage: string | undefined } | undefined> {
+  const [row] = await db('knowledge_sources')
     .where({ org_id: orgId, id: sourceId, status: 'processing' })
     .update({
       format: doc.format,
@@ -228,7 +230,9 @@ export async function saveExtraction(
       extracted_text: doc.text,
       char_count: doc.text.length,
       updated_at: db.fn.now(),
-    });
+    })
+    .returning(db.raw('(SELECT a.language FROM agents a WHERE a.org_id = knowledge_sources.org_id AND a.id = knowledge_sources.agent_id) AS agent_language'));
+  return row ? { agentLanguage: row.agent_language ?? undefined } : undefined;
 }
 
 /**

@@ -13,6 +13,7 @@ import { createLogger } from '../../runtime';
 import { createSource, indexChunks } from '../../db/repositories/knowledge';
 import { retrieveKnowledge } from '../../services/knowledge/retrieval';
 import type { EmbeddingsProvider } from '../../providers/embeddings';
+import { ingestInline } from '../helpers/knowledge';
 
 describe('chat turns with the in-process knowledge index', () => {
   let t: TestApi;
@@ -27,9 +28,7 @@ describe('chat turns with the in-process knowledge index', () => {
     const source = await createSource(t.db, org.orgId, { agentId, kind: 'text', name: 'Hours', text: 'We are open Monday to Friday from 8am to 6pm. Parking is free behind the building.' }, async () => undefined);
     const acts = createKnowledgeActivities({ db: t.db, config: t.config, logger: createLogger('silent') });
     const ref = { orgId: org.orgId, sourceId: source.id };
-    await acts.startKnowledgeIngestion(ref);
-    await acts.extractKnowledgeSource(ref);
-    await acts.indexKnowledgeSource(ref);
+    expect((await ingestInline(acts, ref)).status).to.equal('ready');
     await publishDraft(t.db, org, agentId, 'k1');
     const session = (await t.call('POST', '/chat/sessions', { key: org.key, json: { agentId } })).body.data.session;
     const say = (content: string) => t.call('POST', `/chat/sessions/${session.id}/messages`, { key: org.key, json: { content } });

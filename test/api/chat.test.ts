@@ -20,6 +20,7 @@ import { createLogger } from '../../runtime';
 import { listUsage } from '../../db/repositories/usage';
 import { ledgerSum, listLedger } from '../../db/repositories/billing';
 import { createSource } from '../../db/repositories/knowledge';
+import { ingestInline } from '../helpers/knowledge';
 
 const TLS_DIR = path.join(__dirname, '..', 'fixtures', 'tls');
 const TLS = { key: fs.readFileSync(path.join(TLS_DIR, 'localhost.key')), cert: fs.readFileSync(path.join(TLS_DIR, 'localhost.crt')) };
@@ -122,9 +123,7 @@ describe('chat sessions (sandbox LLM)', () => {
     const src = { body: { data: source } };
     const acts = createKnowledgeActivities({ db: t.db, config: t.config, logger: createLogger('silent') });
     const ref = { orgId: org.orgId, sourceId: src.body.data.id };
-    await acts.startKnowledgeIngestion(ref);
-    await acts.extractKnowledgeSource(ref);
-    await acts.indexKnowledgeSource(ref);
+    expect((await ingestInline(acts, ref)).status).to.equal('ready');
     await publish(agentId, 'k1');
     const s = (await start({ agentId })).body.data.session;
     const res = await say(s.id, 'When are you open on Monday?');

@@ -14,6 +14,7 @@ import { createLogger } from '../../runtime';
 import { createTelephony } from '../../providers/telephony';
 import { releaseNumber } from '../../services/deletes';
 import { SimulatedCrash, type FaultHook } from '../../services/effects';
+import { ingestInline } from '../helpers/knowledge';
 
 describe('Deletes: agents, knowledge sources, playbooks and numbers', () => {
   const t = useTestApi('deletes', QUICK_CLIENT);
@@ -37,9 +38,7 @@ describe('Deletes: agents, knowledge sources, playbooks and numbers', () => {
     const src = await createSource(t.db, orgId, { agentId, kind: 'text', name, text }, async () => undefined);
     const acts = createKnowledgeActivities({ db: t.db, config: t.config, logger: createLogger('silent') });
     const ref = { orgId, sourceId: src.id };
-    await acts.startKnowledgeIngestion(ref);
-    await acts.extractKnowledgeSource(ref);
-    await acts.indexKnowledgeSource(ref);
+    expect((await ingestInline(acts, ref)).status).to.equal('ready');
     return src.id;
   };
 

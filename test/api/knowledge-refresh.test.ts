@@ -5,7 +5,6 @@
  * the schedule and the HTTP routes are driven in test/workflows/knowledgeRefresh.test.ts.
  */
 import { expect } from 'chai';
-import { ApplicationFailure } from '@temporalio/common';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { createAgent } from '../../db/repositories/agents';
 import { createSource, getSource, searchChunks, type NewKnowledgeSource } from '../../db/repositories/knowledge';
@@ -15,6 +14,7 @@ import { createHttpClient, parseAllowList, type HttpClient } from '../../provide
 import type { EmbeddingsProvider } from '../../providers/embeddings';
 import { createLogger } from '../../runtime';
 import { htmlPage, startSite, type TestSite } from './knowledge-site';
+import { ingestInline } from '../helpers/knowledge';
 
 const MB = 1024 * 1024;
 
@@ -51,19 +51,7 @@ describe('knowledge sources that refresh and crawl (activities inline)', functio
   /** Creates a source and runs its ingestion inline (the crawl step for a crawling source). */
   async function ingest(input: NewKnowledgeSource): Promise<string> {
     const src = await createSource(t.db, orgId, input, async () => undefined);
-    const ref = { orgId, sourceId: src.id };
-    const started = await acts.startKnowledgeIngestion(ref);
-    if (started.crawl) {
-      await refresh.refreshKnowledgeSource({ ...ref, ingestion: true });
-      return src.id;
-    }
-    try {
-      await acts.extractKnowledgeSource(ref);
-      await acts.indexKnowledgeSource(ref);
-    } catch (err) {
-      if (!(err instanceof ApplicationFailure)) throw err;
-      await acts.failKnowledgeSource({ ...ref, code: err.type ?? 'ingestion_failed', reason: err.message });
-    }
+    await ingestInline(acts, { orgId, sourceId: src.id }, (ref) => refresh.refreshKnowledgeSource({ ...ref, ingestion: true }));
     return src.id;
   }
 
@@ -120,9 +108,7 @@ describe('knowledge sources that refresh and crawl (activities inline)', functio
       site.set('/menu.html', htmlPage('Menu', 'Our soup of the day is tomato basil.'));
       const src = await createSource(t.db, otherOrg, { agentId, kind: 'url', url: `${site.base}/menu.html` }, async () => undefined);
       const plain = createKnowledgeActivities(deps, { http, embeddings: { name: 'none', model: null, embed: async () => [] } });
-      await plain.startKnowledgeIngestion({ orgId: otherOrg, sourceId: src.id });
-      await plain.extractKnowledgeSource({ orgId: otherOrg, sourceId: src.id });
-      await plain.indexKnowledgeSource({ orgId: otherOrg, sourceId: src.id });
+      expect((await ingestInline(plain, { orgId: otherOrg, sourceId: src.id })).status).to.equal('ready');
       const search = (q: string) => searchChunks(t.db, otherOrg, agentId, q, 5);
       expect((await search('tomato'))[0].content).to.include('tomato basil');
 

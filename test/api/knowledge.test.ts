@@ -15,26 +15,12 @@ import type { EmbeddingsProvider } from '../../providers/embeddings';
 import { createHttpClient, parseAllowList } from '../../providers/http';
 import { createLogger } from '../../runtime';
 import { makePdf, SAMPLE_HTML } from './knowledge-fixtures';
+import { ingestInline } from '../helpers/knowledge';
 
 type Activities = ReturnType<typeof createKnowledgeActivities>;
 
-/** Runs the workflow's steps inline: start → extract → index, or fail with the failure's type. */
-async function ingest(acts: Activities, orgId: string, sourceId: string): Promise<{ status: string; error?: ApplicationFailure }> {
-  const ref = { orgId, sourceId };
-  // As workflows/knowledgeIngestion.ts: a text source comes back extracted, and indexed unless its embeddings were slow.
-  const started = await acts.startKnowledgeIngestion(ref).catch((err) => err);
-  try {
-    if (started instanceof Error) throw started;
-    if (started.indexed) return { status: 'ready' };
-    if (!started.extracted) await acts.extractKnowledgeSource(ref);
-    await acts.indexKnowledgeSource(ref);
-    return { status: 'ready' };
-  } catch (err) {
-    if (!(err instanceof ApplicationFailure)) throw err;
-    await acts.failKnowledgeSource({ ...ref, code: err.type ?? 'ingestion_failed', reason: err.message });
-    return { status: 'failed', error: err };
-  }
-}
+/** Runs the workflow's steps inline (test/helpers/knowledge.ts). */
+const ingest = (acts: Activities, orgId: string, sourceId: string) => ingestInline(acts, { orgId, sourceId });
 
 describe('knowledge sources and preview', () => {
   let t: TestApi;

@@ -18,6 +18,7 @@ import { sandboxInventory } from '../../providers/telephony/sandbox';
 import { placeSandboxCall } from '../../providers/telephony/sandboxCaller';
 import { COMPLETE_BRAND, postCallback } from './sms-fixtures';
 import { until } from '../helpers/wait';
+import { ingestInline } from '../helpers/knowledge';
 
 const SITE = 'https://clinic.example.com';
 
@@ -90,9 +91,7 @@ describe('outbound text on chat, widget, SMS and voice (sandbox LLM)', () => {
     );
     const acts = createKnowledgeActivities({ db: t.db, config: t.config, logger: createLogger('silent') });
     const ref = { orgId: org.orgId, sourceId: source.id };
-    await acts.startKnowledgeIngestion(ref);
-    await acts.extractKnowledgeSource(ref);
-    await acts.indexKnowledgeSource(ref);
+    expect((await ingestInline(acts, ref)).status).to.equal('ready');
     expect((await publishDraft(t.db, org, agentId, 'h1')).kind).to.equal('published');
     pk = (await t.call('POST', '/publishable-keys', { key: org.key, json: { name: 'site', agentId, allowedOrigins: [SITE] } })).body.data.key;
     number = sandboxInventory('206')[0].e164;

@@ -22,6 +22,7 @@ import { signRelayReference } from '../../services/voice/reference';
 import { REFUSALS } from '../../services/voice/calls';
 import { until } from '../helpers/wait';
 import { runCli } from '../../cli';
+import { ingestInline } from '../helpers/knowledge';
 
 const TWILIO_TOKEN = 'twilio-test-auth-token';
 const TELNYX_KEYS = crypto.generateKeyPairSync('ed25519');
@@ -74,9 +75,7 @@ describe('voice calls over ConversationRelay (sandbox caller, sandbox LLM)', () 
     const source = await createSource(t.db, org.orgId, { agentId, kind: 'text', name: 'Opening hours', text: 'We are open Monday to Friday from 8am to 6pm. Parking is free behind the building.' }, async () => undefined);
     const acts = createKnowledgeActivities({ db: t.db, config: t.config, logger: createLogger('silent') });
     const ref = { orgId: org.orgId, sourceId: source.id };
-    await acts.startKnowledgeIngestion(ref);
-    await acts.extractKnowledgeSource(ref);
-    await acts.indexKnowledgeSource(ref);
+    expect((await ingestInline(acts, ref)).status).to.equal('ready');
     await publishDraft(t.db, org, agentId, 'v1');
     const to = await numberFor(agentId);
 

@@ -26,6 +26,7 @@ import { createKnowledgeActivities } from '../../activities/knowledge';
 import { createSource } from '../../db/repositories/knowledge';
 import { SandboxLlm } from '../../providers/llm/sandbox';
 import { createLogger } from '../../runtime';
+import { ingestInline } from '../helpers/knowledge';
 
 const W = '[data-acp-widget]';
 
@@ -86,9 +87,7 @@ describe('the widget in headless Chromium', function () {
     const source = await createSource(t.db, org.orgId, { agentId, kind: 'text', name: 'Opening hours', text }, async () => undefined);
     const acts = createKnowledgeActivities({ db: t.db, config: t.config, logger: createLogger('silent') });
     const ref = { orgId: org.orgId, sourceId: source.id };
-    await acts.startKnowledgeIngestion(ref);
-    await acts.extractKnowledgeSource(ref);
-    await acts.indexKnowledgeSource(ref);
+    expect((await ingestInline(acts, ref)).status).to.equal('ready');
     const out = await publishDraft(t.db, org, agentId, 'b1');
     expect(out.kind).to.equal('published');
     const apiOrigin = t.api.baseUrl.replace(/\/api\/v1$/, '');
