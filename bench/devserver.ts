@@ -6,10 +6,13 @@
  * server and the SDK worker + client. `--db <url>` (or DATABASE_URL) benchmarks with Postgres
  * write-through instead of memory; `--proto-only` runs only the protocol-level (server capacity)
  * part, `--sdk-only` only the SDK part, `--split-only` only the out-of-process CPU split (the dev
- * server's own CPU per completed workflow).
+ * server's own CPU per completed workflow), `--memory-only` only what the server holds per closed run, its history
+ * packed (the default) and held decoded, measured in the same run.
  */
 import os from 'node:os';
 import path from 'node:path';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
@@ -160,7 +163,38 @@ function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
 }
 
+/**
+ * Bytes a dev server holds per closed run (V8 heap, and the external and array-buffer memory besides it) after `runs`
+ * protocol-level workflows (activity + signal, 20 starters), on a fresh in-memory server whose closed runs' histories
+ * are packed `packDelayMs` after the close (devserver/engine/packedHistory.ts); measured after full garbage
+ * collections, so only what the server keeps is counted.
+ */
+async function memoryPerRun(packDelayMs: number, runs: number): Promise<string> {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const server = await startDevServer({ historyPackDelayMs: packDelayMs });
+  const connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection });
+  gc();
+  const m0 = process.memoryUsage();
+  await protocolLevel(client, `memory-${packDelayMs}`, 20, runs);
+  await new Promise((r) => setTimeout(r, Math.min(packDelayMs, 1_000) + 500));
+  gc();
+  gc();
+  const m1 = process.memoryUsage();
+  await connection.close();
+  await server.stop();
+  const kb = (bytes: number) => (bytes / runs / 1024).toFixed(1);
+  const off = m1.external + m1.arrayBuffers - m0.external - m0.arrayBuffers;
+  return `memory per closed run, history ${packDelayMs < 1_000 ? 'packed' : 'held decoded'} (${runs} runs): heap ${kb(m1.heapUsed - m0.heapUsed)} KB, external and array buffers ${kb(off)} KB`;
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--memory-only') || !process.argv.some((a) => a.endsWith('-only'))) {
+    // First, in a process that has run nothing else: packed (at once) and held decoded (never packed during the run).
+    for (const delay of [0, 2_000_000_000]) process.stdout.write((await memoryPerRun(delay, 3000)) + '\n');
+    if (process.argv.includes('--memory-only')) return;
+  }
   installBenchRuntime();
   const server = await startDevServer({ databaseUrl });
   const connection = await Connection.connect({ address: server.address });

@@ -12,6 +12,7 @@ import { PgStore } from './store';
 import { schedulerOf } from './schedules';
 import { serveDevServerMetrics } from './metrics';
 import { addSearchAttributes } from './searchAttributes';
+import { HISTORY_PACK_DELAY_MS } from './engine/packedHistory';
 
 export type { LogFn } from './engine';
 
@@ -38,6 +39,11 @@ export interface DevServerOptions {
   httpPort?: number;
   /** Port of the dev server's Prometheus `/metrics` (devserver/metrics.ts); 0 = a free port; omitted = none. */
   metricsPort?: number;
+  /**
+   * Wall-clock ms after a run closes before its history is held packed, off the V8 heap (engine/packedHistory.ts;
+   * devserver/README.md "Memory"); default {@link HISTORY_PACK_DELAY_MS}.
+   */
+  historyPackDelayMs?: number;
   /**
    * Custom search attributes registered in every namespace created at start, name → IndexedValueType
    * (as `temporal server start-dev --search-attribute KEY=Type`).
@@ -80,7 +86,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     loaded = await store.load();
   }
   const clock = new Clock(loaded?.clockOffsetMs ?? 0);
-  const engine = new Engine({ clock, log, timeSkipping: !!opts.timeSkipping });
+  const engine = new Engine({ clock, log, timeSkipping: !!opts.timeSkipping, historyPackDelayMs: opts.historyPackDelayMs ?? HISTORY_PACK_DELAY_MS });
   engine.timeSkippingLocks = opts.timeSkippingInitiallyLocked ? 1 : 0;
   for (const ns of loaded?.namespaces ?? []) engine.namespaces.set(ns.name, ns);
   engine.sink = store;

@@ -19,6 +19,13 @@ const latency = new Histogram({
   registers: [devServerRegistry],
 });
 
+/**
+ * Closed runs whose history was packed off the heap (engine/packedHistory.ts), and the bytes packed: what the server
+ * holds for the histories it keeps in memory.
+ */
+export const historiesPacked = new Counter({ name: 'history_packed_runs_total', help: 'Closed runs whose history the dev server holds packed (encoded, off the V8 heap)', registers: [devServerRegistry] });
+export const historyBytesPacked = new Counter({ name: 'history_packed_bytes_total', help: 'Bytes of the histories the dev server packed (encoded HistoryEvent messages)', registers: [devServerRegistry] });
+
 /** Starts timing one call of `operation`; the returned function records it (`failed`: counted as an error too). */
 export function timeCall(operation: string): (failed: boolean) => void {
   const end = latency.startTimer({ operation });

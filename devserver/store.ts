@@ -13,7 +13,8 @@
  */
 import pg from 'pg';
 import { decodePlain, encodeHistoryEvent, pbType } from './proto';
-import { Execution, HistoryEvent, NamespaceState } from './types';
+import { Execution, HistoryEvent, NamespaceState, Status } from './types';
+import { packEncodedHistory, unpinRunBytes } from './engine/packedHistory';
 import type { PersistenceSink } from './engine';
 import type { ScheduleSink, ScheduleState } from './schedules';
 
@@ -33,7 +34,9 @@ function reviver(_key: string, value: any): unknown {
 
 /** Serializes execution state (not history, not runtime) to JSON text. */
 export function serializeExecution(e: Execution): string {
-  const { history: _h, rt: _rt, ...rest } = e;
+  // Copied key by key: reading `history` would decode a packed one (engine/packedHistory.ts).
+  const rest: Record<string, unknown> = {};
+  for (const k of Object.keys(e)) if (k !== 'history' && k !== 'rt') rest[k] = e[k as keyof Execution];
   return JSON.stringify(rest, replacer);
 }
 
@@ -101,17 +104,27 @@ export class PgStore implements PersistenceSink, ScheduleSink {
       `SELECT namespace, workflow_id, run_id, data FROM ${s}.history_events ORDER BY namespace, workflow_id, run_id, event_id`,
     );
     const T = HistoryEventType();
+    // A closed run's history stays encoded, packed as it is after a run closes (engine/packedHistory.ts).
+    const closed = new Map<Execution, Buffer[]>();
+    for (const e of byKey.values()) if (e.status !== Status.Running) closed.set(e, []);
     for (const r of ev.rows) {
       const e = byKey.get(`${r.namespace}\u0000${r.workflow_id}\u0000${r.run_id}`);
       if (e) {
-        e.history.push(decodePlain(T, r.data) as HistoryEvent);
+        const parts = closed.get(e);
+        if (parts) parts.push(r.data);
+        else e.history.push(decodePlain(T, r.data) as HistoryEvent);
         e.historySizeBytes = (e.historySizeBytes ?? 0) + r.data.length;
       }
     }
     for (const e of byKey.values()) {
       // History rows are committed together with the state that counts them; trust the rows.
-      e.persistedEvents = e.history.length;
-      e.nextEventId = e.history.length + 1;
+      const count = closed.get(e)?.length ?? e.history.length;
+      e.persistedEvents = count;
+      e.nextEventId = count + 1;
+    }
+    for (const [e, parts] of closed) {
+      packEncodedHistory(e, parts);
+      unpinRunBytes(e);
     }
     this.clockOffsetMs = meta.rows[0]?.value ?? 0;
     return {

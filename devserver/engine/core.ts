@@ -10,6 +10,7 @@ import { Clock } from '../clock';
 import { mergePriority, Poller, TaskList } from '../queues';
 import { Execution, NamespaceState, ServiceError, Status } from '../types';
 import { ActEntry, EngineOptions, execKey, LogFn, PendingQuery, PersistenceSink, POLL_TIMEOUT_MS, TaskPoll, WfEntry, wfKey } from './state';
+import { HISTORY_PACK_DELAY_MS } from './packedHistory';
 
 /** NOT_FOUND with temporal.api.errordetails.v1.NamespaceNotFoundFailure (the real server's message). */
 export function namespaceNotFound(name: string): ServiceError {
@@ -45,6 +46,8 @@ export abstract class EngineCore {
    */
   testSleeps = 0;
   readonly timeSkipping: boolean;
+  /** Wall-clock ms after a run closes before its history is packed (engine/packedHistory.ts). */
+  protected readonly historyPackDelayMs: number;
   protected idleCheckScheduled = false;
   protected stopped = false;
 
@@ -52,6 +55,8 @@ export abstract class EngineCore {
     this.clock = opts.clock;
     this.log = opts.log;
     this.timeSkipping = opts.timeSkipping;
+    // setTimeout's longest delay is 2^31 - 1 ms: a longer one would fire at once.
+    this.historyPackDelayMs = Math.min(opts.historyPackDelayMs ?? HISTORY_PACK_DELAY_MS, 2 ** 31 - 1);
   }
 
   /** Implemented by the time-skipping layer; every state change asks for an idle check. */

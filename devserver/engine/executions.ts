@@ -26,6 +26,7 @@ import { UserTimers } from './timers';
 import { cronBackoffMs, validateCronSchedule } from '../cron';
 import { priorityError } from '../queues';
 import { applyTypeMap } from '../searchAttributes';
+import { packHistory, unpinRunBytes } from './packedHistory';
 
 /** The real server's messages for a start refused by a closed run (service/history/api create_workflow_util.go, id reuse policy check). */
 const REUSE_MESSAGES = {
@@ -403,6 +404,11 @@ export abstract class Executions extends UserTimers {
     this.dirty(exec);
     this.wakeWaiters(exec);
     this.dispatchWaitingQueries(exec);
+    // Its history never changes again: off the heap once the reads that follow a close are done (engine/packedHistory.ts).
+    setTimeout(() => {
+      packHistory(exec);
+      unpinRunBytes(exec);
+    }, this.historyPackDelayMs).unref();
   }
 
   /** TerminateWorkflowExecution. */

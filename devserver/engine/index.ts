@@ -14,6 +14,7 @@
 import { Execution, Status } from '../types';
 import { Resets } from './reset';
 import { execKey, wfKey } from './state';
+import { lastHistoryEvent } from './packedHistory';
 
 export type { EngineOptions, LogFn, PersistenceSink, StartExtra } from './state';
 export { normalizeRetryPolicy, retryDecision } from './retry';
@@ -25,7 +26,7 @@ export class Engine extends Resets {
     this.executions.set(execKey(exec.namespace, exec.workflowId, exec.runId), exec);
     const cur = this.current.get(wfKey(exec.namespace, exec.workflowId));
     if (!cur || cur.seq < exec.seq) this.current.set(wfKey(exec.namespace, exec.workflowId), exec);
-    this.seq = Math.max(this.seq, exec.seq, ...exec.history.slice(-1).map((e) => e.taskId ?? 0));
+    this.seq = Math.max(this.seq, exec.seq, lastHistoryEvent(exec)?.taskId ?? 0);
     if (exec.status !== Status.Running) return;
     exec.sticky = null;
     this.armExecution(exec);

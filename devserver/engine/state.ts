@@ -25,6 +25,8 @@ export interface EngineOptions {
   clock: Clock;
   log: LogFn;
   timeSkipping: boolean;
+  /** Wall-clock ms after a run closes before its history is packed (engine/packedHistory.ts); default 5,000. */
+  historyPackDelayMs?: number;
 }
 
 /** Persistence hook: the engine only marks things dirty; the store decides when to write. */

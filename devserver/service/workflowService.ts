@@ -29,6 +29,7 @@ import { updateHandlers } from './updates';
 import { scheduleHandlers } from './schedules';
 import { multiOperationHandlers } from './multiOperation';
 import { BLOB_SIZE_ERROR, BLOB_SIZE_WARN, checkRequestBlob, checkRequestMemo, failureSize, MEMO_SIZE_ERROR, payloadsSize, serverFailure, truncateFailure } from '../engine/blobSize';
+import { lastHistoryEvent } from '../engine/packedHistory';
 
 import ws = temporal.api.workflowservice.v1;
 
@@ -289,7 +290,7 @@ export function workflowServiceHandlers(engine: Engine): Handlers {
       if (closeOnly) {
         if (req.waitNewEvent) await engine.waitForEvents(exec, from, true, onCancel);
         if (exec.status === Status.Running) return { history: { events: [] }, nextPageToken: pageToken.encode({ r: exec.runId, n: from }) };
-        return { history: { events: [exec.history[exec.history.length - 1]] } };
+        return { history: { events: [lastHistoryEvent(exec)] } };
       }
       if (req.waitNewEvent && exec.nextEventId <= from && exec.status === Status.Running) {
         await engine.waitForEvents(exec, from, false, onCancel);

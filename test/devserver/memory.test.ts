@@ -1,0 +1,73 @@
+/**
+ * A closed run's history held packed (devserver/engine/packedHistory.ts, devserver/README.md "Memory"): whatever reads
+ * it afterwards — the history API, a result, a query, a replay, a reset, a restart — finds the events it had before.
+ */
+import { expect } from 'chai';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { connect, uniqueQueue, withWorker, workflowBundle } from './helpers';
+import { finishSignal, statusQuery, waitForFinish } from './workflows';
+import { startDevServer, type DevServer } from '../../devserver';
+import { devServerRegistry } from '../../devserver/metrics';
+import { until } from '../helpers/wait';
+
+const ET = temporal.api.enums.v1.EventType;
+
+/** history_packed_runs_total of this process's dev servers. */
+async function packedRuns(): Promise<number> {
+  const m = await devServerRegistry.getSingleMetric('history_packed_runs_total')!.get();
+  return m.values[0]?.value ?? 0;
+}
+
+describe('devserver packed histories', function () {
+  this.timeout(30_000);
+  let server: DevServer;
+  let conn: Awaited<ReturnType<typeof connect>>;
+
+  before(async () => {
+    server = await startDevServer({ historyPackDelayMs: 300 });
+    conn = await connect(server.address);
+  });
+  after(async () => {
+    await conn?.close();
+    await server?.stop();
+  });
+
+  it('answers the same history, result and query once a closed run is packed, replays it and resets from it', async () => {
+    const taskQueue = uniqueQueue('packed');
+    const before = await packedRuns();
+    await withWorker(conn.native, taskQueue, async () => {
+      const h = await conn.client.workflow.start(waitForFinish, { taskQueue, workflowId: uniqueQueue('packed-wf') });
+      await h.signal(finishSignal, 'Ada');
+      expect(await h.result()).to.equal('Hello, Ada!');
+      const fresh = await h.fetchHistory();
+
+      await until(async () => (await packedRuns()) > before, 5_000, 'the closed run packed', 50);
+      const packed = await h.fetchHistory();
+      expect(packed).to.deep.equal(fresh);
+      // A result read afresh (the close event alone, HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT) and a query of the closed run.
+      expect(await conn.client.workflow.getHandle(h.workflowId, h.firstExecutionRunId).result()).to.equal('Hello, Ada!');
+      expect(await h.query(statusQuery)).to.equal('done');
+      // Read backwards, page by page.
+      const reverse = await conn.client.workflowService.getWorkflowExecutionHistoryReverse({ namespace: 'default', execution: { workflowId: h.workflowId, runId: h.firstExecutionRunId }, maximumPageSize: 2 });
+      expect(reverse.history!.events!.map((e) => Number(e.eventId))).to.deep.equal([fresh.events!.length, fresh.events!.length - 1]);
+
+      await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, packed, h.workflowId);
+
+      const point = Number(packed.events!.find((e) => e.eventType === ET.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)!.eventId);
+      const { runId } = await conn.client.workflowService.resetWorkflowExecution({
+        namespace: 'default',
+        workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
+        reason: 'from a packed history',
+        workflowTaskFinishEventId: point as never,
+        requestId: uniqueQueue('req'),
+      });
+      const reset = conn.client.workflow.getHandle(h.workflowId, runId!);
+      // The new run copies the base run's events up to the reset point and reapplies its signal, read from the packed
+      // history after that point (the default reapply type, signals).
+      expect(await reset.result()).to.equal('Hello, Ada!');
+      const copied = (await reset.fetchHistory()).events!.slice(0, point - 1);
+      expect(copied.map((e) => e.eventType)).to.deep.equal(fresh.events!.slice(0, point - 1).map((e) => e.eventType));
+    });
+  });
+});
