@@ -56,6 +56,7 @@ export function lastHistoryEvent(exec: Execution): HistoryEvent | undefined {
   const form = packed.get(exec);
   if (!form) return exec.history[exec.history.length - 1];
   const n = form.ends.length;
+  if (!n) return undefined;
   return decodePlain(pbType('temporal.api.history.v1.HistoryEvent'), form.bytes.subarray(n > 1 ? form.ends[n - 2] : 0, form.ends[n - 1])) as HistoryEvent;
 }
 

@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
 import * as activities from './workflows/activities';
-import { startDevServer, type DevServer } from '../../devserver';
+import { startDevServer, type DevServer, type DevServerOptions } from '../../devserver';
 
 let bundlePromise: Promise<{ code: string }> | undefined;
 
@@ -42,12 +42,13 @@ export interface DevServerSuite {
 
 /**
  * A dev server and a connection to it for the enclosing mocha suite, started in `before` and closed in `after`.
+ * @param options the server's options (default none: in memory, no time skipping)
  * @returns the suite's handles, set once `before` ran (read them inside hooks and tests)
  */
-export function useDevServer(): DevServerSuite {
+export function useDevServer(options: DevServerOptions = {}): DevServerSuite {
   const suite = {} as DevServerSuite;
   before(async () => {
-    suite.server = await startDevServer({});
+    suite.server = await startDevServer(options);
     suite.conn = await connect(suite.server.address);
     suite.svc = suite.conn.client.workflowService;
   });

@@ -5,9 +5,8 @@
 import { expect } from 'chai';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { connect, uniqueQueue, withWorker, workflowBundle } from './helpers';
+import { uniqueQueue, useDevServer, withWorker, workflowBundle } from './helpers';
 import { finishSignal, statusQuery, waitForFinish } from './workflows';
-import { startDevServer, type DevServer } from '../../devserver';
 import { devServerRegistry } from '../../devserver/metrics';
 import { until } from '../helpers/wait';
 
@@ -21,23 +20,13 @@ async function packedRuns(): Promise<number> {
 
 describe('devserver packed histories', function () {
   this.timeout(30_000);
-  let server: DevServer;
-  let conn: Awaited<ReturnType<typeof connect>>;
-
-  before(async () => {
-    server = await startDevServer({ historyPackDelayMs: 300 });
-    conn = await connect(server.address);
-  });
-  after(async () => {
-    await conn?.close();
-    await server?.stop();
-  });
+  const dev = useDevServer({ historyPackDelayMs: 300 });
 
   it('answers the same history, result and query once a closed run is packed, replays it and resets from it', async () => {
     const taskQueue = uniqueQueue('packed');
     const before = await packedRuns();
-    await withWorker(conn.native, taskQueue, async () => {
-      const h = await conn.client.workflow.start(waitForFinish, { taskQueue, workflowId: uniqueQueue('packed-wf') });
+    await withWorker(dev.conn.native, taskQueue, async () => {
+      const h = await dev.conn.client.workflow.start(waitForFinish, { taskQueue, workflowId: uniqueQueue('packed-wf') });
       await h.signal(finishSignal, 'Ada');
       expect(await h.result()).to.equal('Hello, Ada!');
       const fresh = await h.fetchHistory();
@@ -46,23 +35,23 @@ describe('devserver packed histories', function () {
       const packed = await h.fetchHistory();
       expect(packed).to.deep.equal(fresh);
       // A result read afresh (the close event alone, HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT) and a query of the closed run.
-      expect(await conn.client.workflow.getHandle(h.workflowId, h.firstExecutionRunId).result()).to.equal('Hello, Ada!');
+      expect(await dev.conn.client.workflow.getHandle(h.workflowId, h.firstExecutionRunId).result()).to.equal('Hello, Ada!');
       expect(await h.query(statusQuery)).to.equal('done');
       // Read backwards, page by page.
-      const reverse = await conn.client.workflowService.getWorkflowExecutionHistoryReverse({ namespace: 'default', execution: { workflowId: h.workflowId, runId: h.firstExecutionRunId }, maximumPageSize: 2 });
+      const reverse = await dev.conn.client.workflowService.getWorkflowExecutionHistoryReverse({ namespace: 'default', execution: { workflowId: h.workflowId, runId: h.firstExecutionRunId }, maximumPageSize: 2 });
       expect(reverse.history!.events!.map((e) => Number(e.eventId))).to.deep.equal([fresh.events!.length, fresh.events!.length - 1]);
 
       await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, packed, h.workflowId);
 
       const point = Number(packed.events!.find((e) => e.eventType === ET.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)!.eventId);
-      const { runId } = await conn.client.workflowService.resetWorkflowExecution({
+      const { runId } = await dev.conn.client.workflowService.resetWorkflowExecution({
         namespace: 'default',
         workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
         reason: 'from a packed history',
         workflowTaskFinishEventId: point as never,
         requestId: uniqueQueue('req'),
       });
-      const reset = conn.client.workflow.getHandle(h.workflowId, runId!);
+      const reset = dev.conn.client.workflow.getHandle(h.workflowId, runId!);
       // The new run copies the base run's events up to the reset point and reapplies its signal, read from the packed
       // history after that point (the default reapply type, signals).
       expect(await reset.result()).to.equal('Hello, Ada!');
