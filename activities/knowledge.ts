@@ -153,15 +153,14 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
     async startKnowledgeIngestion(ref: KnowledgeSourceRef): Promise<{ status: string; kind: string; crawl?: boolean; extracted?: boolean; indexed?: boolean; chunkCount?: number }> {
       // A text source has nothing to fetch: its text is stored as its extraction in the transaction that moves it to
       // processing, so the workflow schedules no extraction activity for it.
-      let textState: 'stored' | 'empty' | undefined;
+      let empty = false;
       let stored: { text: string; agentLanguage: string | undefined } | undefined;
       const storeText = async (trx: Knex.Transaction, s: SourceInput) => {
         if (s.status !== 'processing' || s.kind !== 'text') return;
         const text = normalizeText(s.text ?? '');
-        if (!text.trim()) return void (textState = 'empty');
+        if (!text.trim()) return void (empty = true);
         const saved = await saveExtraction(trx, ref.orgId, ref.sourceId, { format: 'text', title: null, contentType: 'text/plain', text });
         stored = saved && { text, agentLanguage: saved.agentLanguage };
-        textState = 'stored';
       };
       let source = await markProcessing(db, ref.orgId, ref.sourceId, notify(ref.orgId), storeText);
       // The API's transaction commits a moment after the start reaches Temporal: wait briefly for it
@@ -172,8 +171,8 @@ export function createKnowledgeActivities(deps: ActivityDeps, opts: KnowledgeAct
       }
       if (!source) throw ApplicationFailure.create({ type: 'source_not_found', message: `Knowledge source ${ref.sourceId} does not exist (yet)` });
       // The source stays processing, as before: the workflow records the failure (failKnowledgeSource).
-      if (textState === 'empty') throw nonRetryable('empty_content', 'The document contains no text');
-      if (textState === 'stored') {
+      if (empty) throw nonRetryable('empty_content', 'The document contains no text');
+      if (stored) {
         // Indexed here too: one activity and one workflow task fewer per text source, what a flood of pages costs the
         // Temporal service and the worker in gRPC calls (docs/operations.md "Fair sharing").
         const indexed = await indexSource(ref, AbortSignal.timeout(opts.inlineIndexMs ?? INLINE_INDEX_MS), stored).catch((err) => {

@@ -14,7 +14,7 @@
 import pg from 'pg';
 import { decodePlain, encodeHistoryEvent, pbType } from './proto';
 import { Execution, HistoryEvent, NamespaceState, Status } from './types';
-import { packEncodedHistory, unpinRunBytes } from './engine/packedHistory';
+import { packEncodedHistory } from './engine/packedHistory';
 import type { PersistenceSink } from './engine';
 import type { ScheduleSink, ScheduleState } from './schedules';
 
@@ -122,10 +122,7 @@ export class PgStore implements PersistenceSink, ScheduleSink {
       e.persistedEvents = count;
       e.nextEventId = count + 1;
     }
-    for (const [e, parts] of closed) {
-      packEncodedHistory(e, parts);
-      unpinRunBytes(e);
-    }
+    for (const [e, parts] of closed) packEncodedHistory(e, parts);
     this.clockOffsetMs = meta.rows[0]?.value ?? 0;
     return {
       namespaces: nsRows.rows.map((r) => r.data as NamespaceState),

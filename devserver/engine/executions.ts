@@ -26,7 +26,7 @@ import { UserTimers } from './timers';
 import { cronBackoffMs, validateCronSchedule } from '../cron';
 import { priorityError } from '../queues';
 import { applyTypeMap } from '../searchAttributes';
-import { packHistory, unpinRunBytes } from './packedHistory';
+import { packHistory } from './packedHistory';
 
 /** The real server's messages for a start refused by a closed run (service/history/api create_workflow_util.go, id reuse policy check). */
 const REUSE_MESSAGES = {
@@ -406,8 +406,8 @@ export abstract class Executions extends UserTimers {
     this.dispatchWaitingQueries(exec);
     // Its history never changes again: off the heap once the reads that follow a close are done (engine/packedHistory.ts).
     setTimeout(() => {
-      packHistory(exec);
-      unpinRunBytes(exec);
+      const bytes = packHistory(exec);
+      if (bytes !== undefined) this.log('debug', 'history packed', { namespace: exec.namespace, workflowId: exec.workflowId, runId: exec.runId, bytes });
     }, this.historyPackDelayMs).unref();
   }
 

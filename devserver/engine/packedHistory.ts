@@ -63,12 +63,13 @@ export function lastHistoryEvent(exec: Execution): HistoryEvent | undefined {
 /**
  * Replaces a run's history array by its packed form: `exec.history` then answers a fresh decode, the same array
  * while any reader still holds it (a WeakRef), and assigning `exec.history` makes it a plain array again. Packing a
- * packed run, or one with no events, does nothing. Call it only for a closed run: events appended to the array a read
- * answers are lost.
+ * packed run, or one with no events, does nothing. The run's state gets its own bytes too ({@link unpinRunBytes}).
+ * Call it only for a closed run: events appended to the array a read answers are lost.
+ * @returns the packed history's size in bytes, or undefined when nothing was packed
  */
-export function packHistory(exec: Execution): void {
-  if (packed.has(exec) || !exec.history.length) return;
-  packEncodedHistory(
+export function packHistory(exec: Execution): number | undefined {
+  if (packed.has(exec) || !exec.history.length) return undefined;
+  return packEncodedHistory(
     exec,
     exec.history.map((ev) => encodeHistoryEvent(ev)),
   );
@@ -76,9 +77,10 @@ export function packHistory(exec: Execution): void {
 
 /**
  * {@link packHistory} from the events already encoded, in event id order (the store's rows on a restart: a closed
- * run's history is never decoded onto the heap).
+ * run's history is never decoded onto the heap); the run's state gets its own bytes too ({@link unpinRunBytes}).
+ * @returns the packed history's size in bytes
  */
-export function packEncodedHistory(exec: Execution, parts: readonly Uint8Array[]): void {
+export function packEncodedHistory(exec: Execution, parts: readonly Uint8Array[]): number {
   const ends = new Uint32Array(parts.length);
   let end = 0;
   parts.forEach((p, i) => (ends[i] = end += p.length));
@@ -93,6 +95,7 @@ export function packEncodedHistory(exec: Execution, parts: readonly Uint8Array[]
   packed.set(exec, form);
   historiesPacked.inc();
   historyBytesPacked.inc(end);
+  unpinRunBytes(exec);
   let recent: WeakRef<HistoryEvent[]> | undefined;
   const type = pbType('temporal.api.history.v1.HistoryEvent');
   Object.defineProperty(exec, 'history', {
@@ -116,4 +119,5 @@ export function packEncodedHistory(exec: Execution, parts: readonly Uint8Array[]
       Object.defineProperty(exec, 'history', { configurable: true, enumerable: true, writable: true, value });
     },
   });
+  return end;
 }

@@ -11,8 +11,10 @@ import { devServerRegistry } from '../../devserver/metrics';
 import { until } from '../helpers/wait';
 
 const ET = temporal.api.enums.v1.EventType;
+/** This suite's server packs a closed run's history this long after the close (wall-clock ms, as the server's timer). */
+const PACK_DELAY_MS = 1_000;
 
-/** history_packed_runs_total of this process's dev servers. */
+/** history_packed_runs_total of this process's dev servers (other suites' servers move it too). */
 async function packedRuns(): Promise<number> {
   const m = await devServerRegistry.getSingleMetric('history_packed_runs_total')!.get();
   return m.values[0]?.value ?? 0;
@@ -20,7 +22,14 @@ async function packedRuns(): Promise<number> {
 
 describe('devserver packed histories', function () {
   this.timeout(30_000);
-  const dev = useDevServer({ historyPackDelayMs: 300 });
+  /** The runs this suite's server packed, from its debug log line. */
+  const packedRunIds = new Set<string>();
+  const dev = useDevServer({
+    historyPackDelayMs: PACK_DELAY_MS,
+    log: (level, msg, fields) => {
+      if (level === 'debug' && msg === 'history packed') packedRunIds.add(String(fields?.runId));
+    },
+  });
 
   it('answers the same history, result and query once a closed run is packed, replays it and resets from it', async () => {
     const taskQueue = uniqueQueue('packed');
@@ -30,8 +39,10 @@ describe('devserver packed histories', function () {
       await h.signal(finishSignal, 'Ada');
       expect(await h.result()).to.equal('Hello, Ada!');
       const fresh = await h.fetchHistory();
+      expect(packedRunIds.has(h.firstExecutionRunId), 'the first read came before the packing').to.equal(false);
 
-      await until(async () => (await packedRuns()) > before, 5_000, 'the closed run packed', 50);
+      await until(async () => packedRunIds.has(h.firstExecutionRunId), 10_000, 'the closed run packed', 50);
+      expect(await packedRuns()).to.be.above(before);
       const packed = await h.fetchHistory();
       expect(packed).to.deep.equal(fresh);
       // A result read afresh (the close event alone, HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT) and a query of the closed run.
