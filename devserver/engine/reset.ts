@@ -95,7 +95,8 @@ export abstract class Resets extends Updates {
     const runTimeoutMs = toMs(s.workflowRunTimeout) ?? 0;
     let runDeadline = runTimeoutMs > 0 ? now + runTimeoutMs : null;
     if (base.executionDeadline !== null && (runDeadline === null || runDeadline > base.executionDeadline)) runDeadline = base.executionDeadline;
-    const scheduled = prefix[started.eventId - 2];
+    // The task's own scheduled event: a signal or update that arrived before the task started lies between the two.
+    const scheduledEventId = started.workflowTaskStartedEventAttributes?.scheduledEventId;
     const exec: Execution = {
       ...base,
       runId,
@@ -137,7 +138,7 @@ export abstract class Resets extends Updates {
     this.dirty(base);
 
     this.emit(exec, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, {
-      scheduledEventId: scheduled?.eventId,
+      scheduledEventId,
       startedEventId: started.eventId,
       cause: WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW,
       failure: { message: reason, resetWorkflowFailureInfo: {} },

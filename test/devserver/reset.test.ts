@@ -9,7 +9,7 @@
 import { expect } from 'chai';
 import { temporal } from '@temporalio/proto';
 import { uniqueQueue, withWorker, useDevServer } from './helpers';
-import { addUpdate, updatable, stopSignal } from './workflows';
+import { addUpdate, updatable, stopSignal, finishSignal, waitForFinish } from './workflows';
 
 const ET = temporal.api.enums.v1.EventType;
 const Reapply = temporal.api.enums.v1.ResetReapplyType;
@@ -107,6 +107,36 @@ describe('devserver ResetWorkflowExecution', function () {
         requestId: uniqueQueue('req'),
       });
       expect(await dev.conn.client.workflow.getHandle(h.workflowId, runId).result()).to.equal(0);
+    });
+  });
+
+  it('resets a run whose first workflow task started after a signal: WorkflowTaskFailed names the task\'s own scheduled event', async () => {
+    const q = uniqueQueue('reset-early-signal');
+    // Signalled before any worker polls: the signal lies between the first task's scheduled and started events.
+    const h = await dev.conn.client.workflow.start(waitForFinish, { taskQueue: q, workflowId: uniqueQueue('reset') });
+    await h.signal(finishSignal, 'Ada');
+    await withWorker(dev.conn.native, q, async () => {
+      expect(await h.result()).to.equal('Hello, Ada!');
+      const base = await history(h.workflowId, h.firstExecutionRunId);
+      expect(base.slice(0, 4).map((e) => e.eventType)).to.deep.equal([
+        ET.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+        ET.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+        ET.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+        ET.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+      ]);
+      const point = await firstTaskCompleted(h.workflowId, h.firstExecutionRunId);
+      const { runId } = await dev.conn.client.workflowService.resetWorkflowExecution({
+        namespace: ns,
+        workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
+        reason: 'after an early signal',
+        workflowTaskFinishEventId: point as never,
+        requestId: uniqueQueue('req'),
+      });
+      // The SDK replays the new run: a WorkflowTaskFailed naming another event than its task's is a nondeterminism error.
+      expect(await dev.conn.client.workflow.getHandle(h.workflowId, runId).result()).to.equal('Hello, Ada!');
+      const failed = (await history(h.workflowId, runId!))[point - 1].workflowTaskFailedEventAttributes!;
+      expect(Number(failed.scheduledEventId)).to.equal(2);
+      expect(Number(failed.startedEventId)).to.equal(4);
     });
   });
 
