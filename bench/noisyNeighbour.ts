@@ -45,7 +45,7 @@ import { sandboxInventory } from '../providers/telephony/sandbox';
 import { COMPLETE_BRAND } from '../test/api/sms-fixtures';
 import { startWorker } from '../worker';
 import { serviceQueues } from '../worker';
-import { bundleBenchWorkflows, pool, profileWindow, startBenchApi, startBenchStack } from './harness';
+import { bundleBenchWorkflows, countStatements, pool, profileWindow, startBenchApi, startBenchStack } from './harness';
 import { keyPolicies, rateLimitDefaults } from '../api/middleware/rateLimit';
 import { watchPhase, type WatchedQueue } from './noisyObserve';
 import { runBench } from './entry';
@@ -334,10 +334,28 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const stages = watchStages(api.server, db);
     closers.push(async () => stages.stop());
 
+    // BENCH_COUNT_QUERIES=1: the statements this process sends in each phase (every pool: the API's, the main-queue
+    // worker's, the dispatcher's, the bench's own observers'), by their first words.
+    const statements = countStatements();
+    closers.push(async () => statements.stop());
+    const countPhase = (phase: string) => {
+      const before = new Map(statements.counted);
+      const t0 = performance.now();
+      return (): string[] => {
+        if (!process.env.BENCH_COUNT_QUERIES) return [];
+        const s = (performance.now() - t0) / 1000;
+        const delta = [...statements.counted].map(([k, n]) => [k, n - (before.get(k) ?? 0)] as const).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+        const total = delta.reduce((a, [, n]) => a + n, 0);
+        return [`[${phase}] statements this process sent: ${(total / s).toFixed(0)}/s; the most frequent, per second:`, ...delta.slice(0, 15).map(([k, n]) => `[${phase}]   ${(n / s).toFixed(1).padStart(7)}  ${k}`)];
+      };
+    };
+
     // 1. Alone.
+    const countAlone = countPhase('alone');
     const watchAlone = watchPhase('alone', client, watched, { postmasterPid: stack.postmasterPid, pids, db });
     stages.reset();
     const alone = await quietPhase(quiet, registrants, db, call, 0, stages);
+    observations.push(...countAlone());
     observations.push(...(await watchAlone(slowSeconds(alone))));
     observations.push(...(await stageReport(stages, client, 'alone', ['chat', 'text'])));
 
@@ -392,8 +410,10 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const stopProfile = profileWindow(process.env.BENCH_PROFILE_DIR, 'noisy-flood');
     phaseStart = performance.now();
     stages.reset();
+    const countFlood = countPhase('flood');
     const flood = await quietPhase(quiet, registrants, db, call, 100_000, stages);
     await stopProfile();
+    observations.push(...countFlood());
     observations.push(...(await watchFlood(slowSeconds(flood))));
     observations.push(...(await stageReport(stages, client, 'flood', ['chat', 'text'])));
     const floodMs = performance.now() - f0;
