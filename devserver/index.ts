@@ -13,6 +13,7 @@ import { schedulerOf } from './schedules';
 import { serveDevServerMetrics } from './metrics';
 import { addSearchAttributes } from './searchAttributes';
 import { HISTORY_PACK_DELAY_MS } from './engine/packedHistory';
+import { RETENTION_SWEEP_MS } from './engine/retention';
 
 export type { LogFn } from './engine';
 
@@ -44,6 +45,11 @@ export interface DevServerOptions {
    * devserver/README.md "Memory"); default {@link HISTORY_PACK_DELAY_MS}.
    */
   historyPackDelayMs?: number;
+  /**
+   * Wall-clock ms between looks for closed runs past their namespace's retention, which are then deleted
+   * (engine/retention.ts; devserver/README.md "Retention"); default {@link RETENTION_SWEEP_MS}. Not under time skipping.
+   */
+  retentionSweepMs?: number;
   /**
    * Custom search attributes registered in every namespace created at start, name → IndexedValueType
    * (as `temporal server start-dev --search-attribute KEY=Type`).
@@ -98,7 +104,9 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
       engine.sink?.markNamespaceDirty(ns);
     }
   }
-  for (const e of loaded?.executions ?? []) engine.restore(e);
+  // In close order, so each namespace's retention queue is built by appending (engine/retention.ts).
+  const restored = [...(loaded?.executions ?? [])].sort((a, b) => (a.closeTime ?? 0) - (b.closeTime ?? 0));
+  for (const e of restored) engine.restore(e);
   const scheduler = schedulerOf(engine);
   scheduler.sink = store;
   for (const s of loaded?.schedules ?? []) scheduler.restore(s);
@@ -110,6 +118,10 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     if (!method || !NO_COMMIT_WAIT.has(method)) await p;
   };
   if (store) await afterEach();
+  // Retention: runs closed longer ago than their namespace keeps them are deleted, at start and then periodically.
+  const deleteExpired = () => void (engine.deleteExpiredRuns() && afterEach());
+  deleteExpired();
+  const retentionTimer = setInterval(deleteExpired, Math.min(opts.retentionSweepMs ?? RETENTION_SWEEP_MS, 2 ** 31 - 1)).unref();
   const server = new grpc.Server({
     'grpc.max_receive_message_length': 128 * 1024 * 1024,
     'grpc.max_send_message_length': 128 * 1024 * 1024,
@@ -141,6 +153,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     async stop() {
       if (stopped) return;
       stopped = true;
+      clearInterval(retentionTimer);
       engine.stop();
       await httpServer?.close();
       await metricsServer?.close();

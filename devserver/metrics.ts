@@ -26,6 +26,9 @@ const latency = new Histogram({
 export const historiesPacked = new Counter({ name: 'history_packed_runs_total', help: 'Closed runs whose history the dev server holds packed (encoded, off the V8 heap)', registers: [devServerRegistry] });
 export const historyBytesPacked = new Counter({ name: 'history_packed_bytes_total', help: 'Bytes of the histories the dev server packed (encoded HistoryEvent messages)', registers: [devServerRegistry] });
 
+/** Closed runs deleted once their namespace's retention passed (engine/retention.ts). */
+export const retentionDeletedRuns = new Counter({ name: 'retention_deleted_runs_total', help: 'Closed runs the dev server deleted once their namespace retention passed', registers: [devServerRegistry] });
+
 /** Starts timing one call of `operation`; the returned function records it (`failed`: counted as an error too). */
 export function timeCall(operation: string): (failed: boolean) => void {
   const end = latency.startTimer({ operation });

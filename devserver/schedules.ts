@@ -282,17 +282,11 @@ export class Scheduler {
   runningWorkflows(s: ScheduleState): { workflowId: string; runId: string }[] {
     s.running = s.running.filter((r) => {
       const cur = this.engine.currentRun(s.namespace, r.workflowId);
-      return !!cur && cur.status === Status.Running && cur.firstRunId === this.firstRunOf(s, r);
+      // The run the schedule started is a fresh start, its chain's first run, which later runs (continue-as-new,
+      // retries) name as their firstRunId; it is not looked up, as retention may have deleted it (engine/retention.ts).
+      return !!cur && cur.status === Status.Running && cur.firstRunId === r.runId;
     });
     return s.running;
-  }
-
-  private firstRunOf(s: ScheduleState, r: { workflowId: string; runId: string }): string {
-    try {
-      return this.engine.getExecution(s.namespace, r.workflowId, r.runId).firstRunId;
-    } catch {
-      return '';
-    }
   }
 
   private overlapOf(s: ScheduleState): Overlap {

@@ -8,6 +8,8 @@
  *  - meta(key PK, value jsonb): the skipped clock offset
  *  - schedules(namespace, schedule_id PK, data jsonb): schedule state (`schedules.ts`)
  *
+ * A run deleted once its retention passed (engine/retention.ts) loses its rows in both tables with the next commit.
+ *
  * Changes are group-committed: `commit()` resolves once a transaction containing every change
  * made before the call is durable. Reload reads everything back (`load()`).
  */
@@ -47,6 +49,8 @@ export class PgStore implements PersistenceSink, ScheduleSink {
   private readonly dirtySchedules = new Map<string, { ns: string; id: string; data: ScheduleState | null }>();
   private readonly dirtyExecs = new Set<Execution>();
   private readonly dirtyNs = new Set<NamespaceState>();
+  /** Runs deleted since the last commit (retention): their state and history rows are deleted with it. */
+  private readonly deletedExecs: Array<{ ns: string; wf: string; run: string }> = [];
   private inFlight: Promise<void> | null = null;
   private queued: Promise<void> | null = null;
   clockOffsetMs = 0;
@@ -136,6 +140,11 @@ export class PgStore implements PersistenceSink, ScheduleSink {
     this.dirtyExecs.add(exec);
   }
 
+  markDeleted(exec: Execution): void {
+    this.dirtyExecs.delete(exec);
+    this.deletedExecs.push({ ns: exec.namespace, wf: exec.workflowId, run: exec.runId });
+  }
+
   markNamespaceDirty(ns: NamespaceState): void {
     this.dirtyNs.add(ns);
   }
@@ -155,7 +164,7 @@ export class PgStore implements PersistenceSink, ScheduleSink {
 
   /** Resolves when every change made before this call is committed. */
   commit(): Promise<void> {
-    if (!this.dirtyExecs.size && !this.dirtyNs.size && !this.clockDirty && !this.dirtySchedules.size) return this.inFlight ?? Promise.resolve();
+    if (!this.dirtyExecs.size && !this.dirtyNs.size && !this.clockDirty && !this.dirtySchedules.size && !this.deletedExecs.length) return this.inFlight ?? Promise.resolve();
     if (this.queued) return this.queued;
     const prev = this.inFlight ?? Promise.resolve();
     this.queued = prev.then(() => {
@@ -209,6 +218,7 @@ export class PgStore implements PersistenceSink, ScheduleSink {
     this.dirtySchedules.clear();
     const live = scheds.filter((x) => x.data);
     const gone = scheds.filter((x) => !x.data);
+    const deleted = this.deletedExecs.splice(0);
     await this.pool.query(
       `WITH h AS (
          INSERT INTO ${s}.history_events (namespace, workflow_id, run_id, event_id, data)
@@ -231,13 +241,21 @@ export class PgStore implements PersistenceSink, ScheduleSink {
          SELECT * FROM unnest($13::text[], $14::text[], $15::jsonb[])
          ON CONFLICT (namespace, schedule_id) DO UPDATE SET data = excluded.data RETURNING 1),
        sd AS (
-         DELETE FROM ${s}.schedules WHERE (namespace, schedule_id) IN (SELECT * FROM unnest($16::text[], $17::text[])) RETURNING 1)
+         DELETE FROM ${s}.schedules WHERE (namespace, schedule_id) IN (SELECT * FROM unnest($16::text[], $17::text[])) RETURNING 1),
+       gone AS (SELECT * FROM unnest($18::text[], $19::text[], $20::text[]) AS g(namespace, workflow_id, run_id)),
+       dx AS (
+         DELETE FROM ${s}.executions x USING gone g
+         WHERE (x.namespace, x.workflow_id, x.run_id) = (g.namespace, g.workflow_id, g.run_id) RETURNING 1),
+       dh AS (
+         DELETE FROM ${s}.history_events x USING gone g
+         WHERE (x.namespace, x.workflow_id, x.run_id) = (g.namespace, g.workflow_id, g.run_id) RETURNING 1)
        SELECT (SELECT count(*) FROM h) + (SELECT count(*) FROM e) + (SELECT count(*) FROM n) + (SELECT count(*) FROM m)
-         + (SELECT count(*) FROM sc) + (SELECT count(*) FROM sd) AS n`,
+         + (SELECT count(*) FROM sc) + (SELECT count(*) FROM sd) + (SELECT count(*) FROM dx) + (SELECT count(*) FROM dh) AS n`,
       [
         hns, hwf, hrun, hid, hdata, ens, ewf, erun, estate, nsNames, nsData, clock,
         live.map((x) => x.ns), live.map((x) => x.id), live.map((x) => JSON.stringify(x.data, replacer)),
         gone.map((x) => x.ns), gone.map((x) => x.id),
+        deleted.map((x) => x.ns), deleted.map((x) => x.wf), deleted.map((x) => x.run),
       ],
     );
 

@@ -11,6 +11,7 @@ import { mergePriority, Poller, TaskList } from '../queues';
 import { Execution, NamespaceState, ServiceError, Status } from '../types';
 import { ActEntry, EngineOptions, execKey, LogFn, PendingQuery, PersistenceSink, POLL_TIMEOUT_MS, TaskPoll, WfEntry, wfKey } from './state';
 import { HISTORY_PACK_DELAY_MS } from './packedHistory';
+import { RetentionQueue } from './retention';
 
 /** NOT_FOUND with temporal.api.errordetails.v1.NamespaceNotFoundFailure (the real server's message). */
 export function namespaceNotFound(name: string): ServiceError {
@@ -48,6 +49,8 @@ export abstract class EngineCore {
   readonly timeSkipping: boolean;
   /** Wall-clock ms after a run closes before its history is packed (engine/packedHistory.ts). */
   protected readonly historyPackDelayMs: number;
+  /** Closed runs waiting for their namespace's retention to pass (engine/retention.ts). */
+  protected readonly retention = new RetentionQueue();
   protected idleCheckScheduled = false;
   protected stopped = false;
 

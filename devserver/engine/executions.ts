@@ -404,6 +404,7 @@ export abstract class Executions extends UserTimers {
     this.dirty(exec);
     this.wakeWaiters(exec);
     this.dispatchWaitingQueries(exec);
+    this.retention.add(exec);
     // Its history never changes again: off the heap once the reads that follow a close are done (engine/packedHistory.ts).
     setTimeout(() => {
       const bytes = packHistory(exec);

@@ -15,6 +15,7 @@ import { Execution, Status } from '../types';
 import { Resets } from './reset';
 import { execKey, wfKey } from './state';
 import { lastHistoryEvent } from './packedHistory';
+import { retentionDeletedRuns } from '../metrics';
 
 export type { EngineOptions, LogFn, PersistenceSink, StartExtra } from './state';
 export { normalizeRetryPolicy, retryDecision } from './retry';
@@ -27,7 +28,7 @@ export class Engine extends Resets {
     const cur = this.current.get(wfKey(exec.namespace, exec.workflowId));
     if (!cur || cur.seq < exec.seq) this.current.set(wfKey(exec.namespace, exec.workflowId), exec);
     this.seq = Math.max(this.seq, exec.seq, lastHistoryEvent(exec)?.taskId ?? 0);
-    if (exec.status !== Status.Running) return;
+    if (exec.status !== Status.Running) return void this.retention.add(exec);
     exec.sticky = null;
     this.armExecution(exec);
     for (const t of Object.keys(exec.timers)) this.armUserTimer(exec, t);
@@ -56,6 +57,34 @@ export class Engine extends Resets {
       this.flushBuffer(exec);
       this.scheduleWorkflowTask(exec);
     }
+  }
+
+  /**
+   * Deletes the closed runs whose namespace's retention has passed since they closed, as the real server's retention
+   * timer does (engine/retention.ts): from the run lookup, visibility, the workflow's current run when it still is,
+   * and through the sink from Postgres. Not under time skipping: there the clock jumps by days within a test, and the
+   * real time-skipping test server keeps every run.
+   * @returns how many runs it deleted
+   */
+  deleteExpiredRuns(): number {
+    if (this.stopped || this.timeSkipping) return 0;
+    const expired = this.retention.takeExpired(this.clock.now(), (ns) => this.namespaces.get(ns)?.retentionMs ?? 86_400_000);
+    let deleted = 0;
+    for (const exec of expired) {
+      const key = execKey(exec.namespace, exec.workflowId, exec.runId);
+      if (exec.status === Status.Running || this.executions.get(key) !== exec) continue;
+      this.executions.delete(key);
+      const wf = wfKey(exec.namespace, exec.workflowId);
+      if (this.current.get(wf) === exec) this.current.delete(wf);
+      this.clearAllTimers(exec);
+      this.sink?.markDeleted(exec);
+      deleted++;
+    }
+    if (deleted) {
+      retentionDeletedRuns.inc(deleted);
+      this.log('debug', 'runs past their retention deleted', { runs: deleted, waiting: this.retention.size });
+    }
+    return deleted;
   }
 
   /** True once `stop()` was called. */

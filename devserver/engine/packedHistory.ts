@@ -1,6 +1,7 @@
 /**
- * What the dev server keeps of a closed run, made small (devserver/README.md "Memory"): the server keeps every run it
- * ran (no retention), so what each one holds is what a long-lived `npm start` grows by.
+ * What the dev server keeps of a closed run, made small (devserver/README.md "Memory"): the server keeps every closed
+ * run for its namespace's retention, a day by default (engine/retention.ts), so what each one holds, times the runs a
+ * day closes, is what a long-lived `npm start` holds.
  *
  * - Its history is held packed: its events encoded (temporal.api.history.v1.HistoryEvent, the bytes the store
  *   writes) in one buffer of its own, decoded when something reads `exec.history` (a replay, a query, a reset, the

@@ -33,6 +33,8 @@ export interface EngineOptions {
 export interface PersistenceSink {
   markDirty(exec: Execution): void;
   markNamespaceDirty(ns: NamespaceState): void;
+  /** The run was deleted (its retention passed): its state and history rows go with the next commit. */
+  markDeleted(exec: Execution): void;
 }
 
 /** Workflow task timeout when the start request sets none (ms), as the real server. */

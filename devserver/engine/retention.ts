@@ -1,0 +1,57 @@
+/**
+ * Retention (devserver/README.md "Retention"): the real server keeps a closed run for its namespace's retention period
+ * (`workflowExecutionRetentionTtl`, 24 hours unless the namespace sets another) and then deletes it — its state, its
+ * history, its visibility record and, when it is still the workflow's current run, the current-run record, so a start
+ * with the same workflow id is no longer refused by it (docs.temporal.io glossary, "Retention Period").
+ * Without it a long-lived `npm start` grows by every run it ever ran, in memory and in what a restart reads back.
+ */
+import type { Execution } from '../types';
+
+/** How often the dev server looks for runs past their retention (wall-clock ms). */
+export const RETENTION_SWEEP_MS = 60_000;
+
+/**
+ * Closed runs in the order they expire, one queue per namespace (one retention each, so close order is expiry order).
+ * A run whose close time is earlier than the queue's last (a restart's runs, added in any order) is put in its place.
+ */
+export class RetentionQueue {
+  private readonly byNamespace = new Map<string, { runs: Execution[]; head: number }>();
+
+  /** Adds a closed run (its `closeTime` set, server clock ms). */
+  add(exec: Execution): void {
+    let q = this.byNamespace.get(exec.namespace);
+    if (!q) {
+      q = { runs: [], head: 0 };
+      this.byNamespace.set(exec.namespace, q);
+    }
+    const at = exec.closeTime ?? 0;
+    let i = q.runs.length;
+    while (i > q.head && (q.runs[i - 1].closeTime ?? 0) > at) i--;
+    q.runs.splice(i, 0, exec);
+  }
+
+  /**
+   * Takes the runs whose retention has passed by `nowMs`, oldest first.
+   * @param retentionMs the namespace's retention period (ms) by name
+   */
+  takeExpired(nowMs: number, retentionMs: (namespace: string) => number): Execution[] {
+    const out: Execution[] = [];
+    for (const [ns, q] of this.byNamespace) {
+      const keep = retentionMs(ns);
+      while (q.head < q.runs.length && (q.runs[q.head].closeTime ?? 0) + keep <= nowMs) out.push(q.runs[q.head++]);
+      // Drop the taken entries once they are half the array, so the queue never holds more than twice its runs.
+      if (q.head > 1024 && q.head * 2 > q.runs.length) {
+        q.runs.splice(0, q.head);
+        q.head = 0;
+      }
+    }
+    return out;
+  }
+
+  /** Closed runs waiting for their retention to pass. */
+  get size(): number {
+    let n = 0;
+    for (const q of this.byNamespace.values()) n += q.runs.length - q.head;
+    return n;
+  }
+}
