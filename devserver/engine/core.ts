@@ -11,7 +11,7 @@ import { mergePriority, Poller, TaskList } from '../queues';
 import { Execution, NamespaceState, ServiceError, Status } from '../types';
 import { ActEntry, EngineOptions, execKey, LogFn, PendingQuery, PersistenceSink, POLL_TIMEOUT_MS, TaskPoll, WfEntry, wfKey } from './state';
 import { HISTORY_PACK_DELAY_MS } from './packedHistory';
-import { RetentionQueue } from './retention';
+import { DEFAULT_RETENTION_MS, RetentionQueue } from './retention';
 
 /** NOT_FOUND with temporal.api.errordetails.v1.NamespaceNotFoundFailure (the real server's message). */
 export function namespaceNotFound(name: string): ServiceError {
@@ -69,7 +69,7 @@ export abstract class EngineCore {
   ensureNamespace(name: string, description = ''): NamespaceState {
     let ns = this.namespaces.get(name);
     if (!ns) {
-      ns = { name, id: crypto.randomUUID(), description, ownerEmail: '', retentionMs: 86_400_000, data: {} };
+      ns = { name, id: crypto.randomUUID(), description, ownerEmail: '', retentionMs: DEFAULT_RETENTION_MS, data: {} };
       this.namespaces.set(name, ns);
       this.sink?.markNamespaceDirty(ns);
     }

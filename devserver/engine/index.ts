@@ -16,6 +16,7 @@ import { Resets } from './reset';
 import { execKey, wfKey } from './state';
 import { lastHistoryEvent } from './packedHistory';
 import { retentionDeletedRuns } from '../metrics';
+import { DEFAULT_RETENTION_MS } from './retention';
 
 export type { EngineOptions, LogFn, PersistenceSink, StartExtra } from './state';
 export { normalizeRetryPolicy, retryDecision } from './retry';
@@ -68,7 +69,7 @@ export class Engine extends Resets {
    */
   deleteExpiredRuns(): number {
     if (this.stopped || this.timeSkipping) return 0;
-    const expired = this.retention.takeExpired(this.clock.now(), (ns) => this.namespaces.get(ns)?.retentionMs ?? 86_400_000);
+    const expired = this.retention.takeExpired(this.clock.now(), (ns) => this.namespaces.get(ns)?.retentionMs ?? DEFAULT_RETENTION_MS);
     let deleted = 0;
     for (const exec of expired) {
       const key = execKey(exec.namespace, exec.workflowId, exec.runId);

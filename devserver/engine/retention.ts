@@ -7,6 +7,9 @@
  */
 import type { Execution } from '../types';
 
+/** A namespace's retention unless RegisterNamespace sets another (ms): a day, as the real server's default namespace. */
+export const DEFAULT_RETENTION_MS = 86_400_000;
+
 /** How often the dev server looks for runs past their retention (wall-clock ms). */
 export const RETENTION_SWEEP_MS = 60_000;
 
