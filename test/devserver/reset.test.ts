@@ -30,6 +30,19 @@ describe('devserver ResetWorkflowExecution', function () {
     return Number(ev!.eventId);
   }
 
+  /** ResetWorkflowExecution of the handle's first run at `point`; `extra` adds request fields. @returns the new run id */
+  async function resetRun(h: { workflowId: string; firstExecutionRunId: string }, point: number, reason: string, requestId = uniqueQueue('req'), extra: Record<string, unknown> = {}): Promise<string> {
+    const { runId } = await dev.conn.client.workflowService.resetWorkflowExecution({
+      namespace: ns,
+      workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
+      reason,
+      workflowTaskFinishEventId: point as never,
+      requestId,
+      ...extra,
+    });
+    return runId!;
+  }
+
   it('terminates the running base run, links the new run and reapplies updates by default (ALL_ELIGIBLE)', async () => {
     const q = uniqueQueue('reset-run');
     await withWorker(dev.conn.native, q, async () => {
@@ -37,34 +50,15 @@ describe('devserver ResetWorkflowExecution', function () {
       expect(await h.executeUpdate(addUpdate, { args: [5] })).to.equal(5);
       expect(await h.executeUpdate(addUpdate, { args: [7] })).to.equal(12);
       const point = await firstTaskCompleted(h.workflowId, h.firstExecutionRunId);
-      let { runId } = await dev.conn.client.workflowService.resetWorkflowExecution({
-        namespace: ns,
-        workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
-        reason: 'bad deploy',
-        workflowTaskFinishEventId: point as never,
-        requestId: 'reset-req-1',
-      });
+      let runId = await resetRun(h, point, 'bad deploy', 'reset-req-1');
       expect(runId).to.be.a('string').and.not.equal(h.firstExecutionRunId);
       // The same request id answers the same new run (resetworkflow dedups by request id).
-      const again = await dev.conn.client.workflowService.resetWorkflowExecution({
-        namespace: ns,
-        workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
-        reason: 'bad deploy',
-        workflowTaskFinishEventId: point as never,
-        requestId: 'reset-req-1',
-      });
-      expect(again.runId).to.equal(runId);
+      expect(await resetRun(h, point, 'bad deploy', 'reset-req-1')).to.equal(runId);
       // Resetting the base run again terminates the workflow's current run, the first reset's.
-      const second = await dev.conn.client.workflowService.resetWorkflowExecution({
-        namespace: ns,
-        workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
-        reason: 'bad deploy',
-        workflowTaskFinishEventId: point as never,
-        requestId: 'reset-req-2',
-      });
+      const second = await resetRun(h, point, 'bad deploy', 'reset-req-2');
       const first = await dev.conn.client.workflowService.describeWorkflowExecution({ namespace: ns, execution: { workflowId: h.workflowId, runId } });
       expect(first.workflowExecutionInfo?.status).to.equal(temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_TERMINATED);
-      runId = second.runId;
+      runId = second;
 
       const base = await history(h.workflowId, h.firstExecutionRunId);
       const term = base[base.length - 1];
@@ -98,14 +92,8 @@ describe('devserver ResetWorkflowExecution', function () {
       await h.executeUpdate(addUpdate, { args: [5] });
       await h.signal(stopSignal);
       expect(await h.result()).to.equal(5);
-      const { runId } = await dev.conn.client.workflowService.resetWorkflowExecution({
-        namespace: ns,
-        workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
-        reason: 'replay without updates',
-        workflowTaskFinishEventId: (await firstTaskCompleted(h.workflowId, h.firstExecutionRunId)) as never,
-        resetReapplyType: Reapply.RESET_REAPPLY_TYPE_SIGNAL,
-        requestId: uniqueQueue('req'),
-      });
+      const point = await firstTaskCompleted(h.workflowId, h.firstExecutionRunId);
+      const runId = await resetRun(h, point, 'replay without updates', uniqueQueue('req'), { resetReapplyType: Reapply.RESET_REAPPLY_TYPE_SIGNAL });
       expect(await dev.conn.client.workflow.getHandle(h.workflowId, runId).result()).to.equal(0);
     });
   });
@@ -125,16 +113,10 @@ describe('devserver ResetWorkflowExecution', function () {
         ET.EVENT_TYPE_WORKFLOW_TASK_STARTED,
       ]);
       const point = await firstTaskCompleted(h.workflowId, h.firstExecutionRunId);
-      const { runId } = await dev.conn.client.workflowService.resetWorkflowExecution({
-        namespace: ns,
-        workflowExecution: { workflowId: h.workflowId, runId: h.firstExecutionRunId },
-        reason: 'after an early signal',
-        workflowTaskFinishEventId: point as never,
-        requestId: uniqueQueue('req'),
-      });
+      const runId = await resetRun(h, point, 'after an early signal');
       // The SDK replays the new run: a WorkflowTaskFailed naming another event than its task's is a nondeterminism error.
       expect(await dev.conn.client.workflow.getHandle(h.workflowId, runId).result()).to.equal('Hello, Ada!');
-      const failed = (await history(h.workflowId, runId!))[point - 1].workflowTaskFailedEventAttributes!;
+      const failed = (await history(h.workflowId, runId))[point - 1].workflowTaskFailedEventAttributes!;
       expect(Number(failed.scheduledEventId)).to.equal(2);
       expect(Number(failed.startedEventId)).to.equal(4);
     });
