@@ -11,7 +11,8 @@
  * A run deleted once its retention passed (engine/retention.ts) loses its rows in both tables with the next commit.
  *
  * Changes are group-committed: `commit()` resolves once a transaction containing every change
- * made before the call is durable. Reload reads everything back (`load()`).
+ * made before the call is durable. A commit that fails puts its changes back, so the next commit writes them.
+ * Reload reads everything back (`load()`).
  */
 import pg from 'pg';
 import { decodePlain, encodeHistoryEvent, pbType } from './proto';
@@ -51,6 +52,8 @@ export class PgStore implements PersistenceSink, ScheduleSink {
   private readonly dirtyNs = new Set<NamespaceState>();
   /** Runs deleted since the last commit (retention): their state and history rows are deleted with it. */
   private readonly deletedExecs: Array<{ ns: string; wf: string; run: string }> = [];
+  /** Runs deleted by retention, so a failed commit's retry never writes their state back. */
+  private readonly deletedRuns = new WeakSet<Execution>();
   private inFlight: Promise<void> | null = null;
   private queued: Promise<void> | null = null;
   clockOffsetMs = 0;
@@ -142,6 +145,7 @@ export class PgStore implements PersistenceSink, ScheduleSink {
 
   markDeleted(exec: Execution): void {
     this.dirtyExecs.delete(exec);
+    this.deletedRuns.add(exec);
     this.deletedExecs.push({ ns: exec.namespace, wf: exec.workflowId, run: exec.runId });
   }
 
@@ -189,7 +193,9 @@ export class PgStore implements PersistenceSink, ScheduleSink {
     const hrun: string[] = [];
     const hid: number[] = [];
     const hdata: Buffer[] = [];
-    for (const e of this.dirtyExecs) {
+    const taken = [...this.dirtyExecs];
+    const persistedBefore = taken.map((e) => e.persistedEvents);
+    for (const e of taken) {
       // Only flushed history (ids > 0) is written; held events travel inside the state JSON.
       for (let i = e.persistedEvents; i < e.history.length; i++) {
         hns.push(e.namespace);
@@ -219,46 +225,63 @@ export class PgStore implements PersistenceSink, ScheduleSink {
     const live = scheds.filter((x) => x.data);
     const gone = scheds.filter((x) => !x.data);
     const deleted = this.deletedExecs.splice(0);
-    await this.pool.query(
-      `WITH h AS (
-         INSERT INTO ${s}.history_events (namespace, workflow_id, run_id, event_id, data)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bytea[])
-         ON CONFLICT DO NOTHING RETURNING 1),
-       e AS (
-         INSERT INTO ${s}.executions (namespace, workflow_id, run_id, state)
-         SELECT * FROM unnest($6::text[], $7::text[], $8::text[], $9::jsonb[])
-         ON CONFLICT (namespace, workflow_id, run_id) DO UPDATE SET state = excluded.state RETURNING 1),
-       n AS (
-         INSERT INTO ${s}.namespaces (name, data)
-         SELECT * FROM unnest($10::text[], $11::jsonb[])
-         ON CONFLICT (name) DO UPDATE SET data = excluded.data RETURNING 1),
-       m AS (
-         INSERT INTO ${s}.meta (key, value)
-         SELECT 'clock_offset_ms', to_jsonb($12::bigint) WHERE $12::bigint IS NOT NULL
-         ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING 1),
-       sc AS (
-         INSERT INTO ${s}.schedules (namespace, schedule_id, data)
-         SELECT * FROM unnest($13::text[], $14::text[], $15::jsonb[])
-         ON CONFLICT (namespace, schedule_id) DO UPDATE SET data = excluded.data RETURNING 1),
-       sd AS (
-         DELETE FROM ${s}.schedules WHERE (namespace, schedule_id) IN (SELECT * FROM unnest($16::text[], $17::text[])) RETURNING 1),
-       gone AS (SELECT * FROM unnest($18::text[], $19::text[], $20::text[]) AS g(namespace, workflow_id, run_id)),
-       dx AS (
-         DELETE FROM ${s}.executions x USING gone g
-         WHERE (x.namespace, x.workflow_id, x.run_id) = (g.namespace, g.workflow_id, g.run_id) RETURNING 1),
-       dh AS (
-         DELETE FROM ${s}.history_events x USING gone g
-         WHERE (x.namespace, x.workflow_id, x.run_id) = (g.namespace, g.workflow_id, g.run_id) RETURNING 1)
-       SELECT (SELECT count(*) FROM h) + (SELECT count(*) FROM e) + (SELECT count(*) FROM n) + (SELECT count(*) FROM m)
-         + (SELECT count(*) FROM sc) + (SELECT count(*) FROM sd) + (SELECT count(*) FROM dx) + (SELECT count(*) FROM dh) AS n`,
-      [
-        hns, hwf, hrun, hid, hdata, ens, ewf, erun, estate, nsNames, nsData, clock,
-        live.map((x) => x.ns), live.map((x) => x.id), live.map((x) => JSON.stringify(x.data, replacer)),
-        gone.map((x) => x.ns), gone.map((x) => x.id),
-        deleted.map((x) => x.ns), deleted.map((x) => x.wf), deleted.map((x) => x.run),
-      ],
-    );
-
+    try {
+      await this.pool.query(
+        `WITH h AS (
+           INSERT INTO ${s}.history_events (namespace, workflow_id, run_id, event_id, data)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bytea[])
+           ON CONFLICT DO NOTHING RETURNING 1),
+         e AS (
+           INSERT INTO ${s}.executions (namespace, workflow_id, run_id, state)
+           SELECT * FROM unnest($6::text[], $7::text[], $8::text[], $9::jsonb[])
+           ON CONFLICT (namespace, workflow_id, run_id) DO UPDATE SET state = excluded.state RETURNING 1),
+         n AS (
+           INSERT INTO ${s}.namespaces (name, data)
+           SELECT * FROM unnest($10::text[], $11::jsonb[])
+           ON CONFLICT (name) DO UPDATE SET data = excluded.data RETURNING 1),
+         m AS (
+           INSERT INTO ${s}.meta (key, value)
+           SELECT 'clock_offset_ms', to_jsonb($12::bigint) WHERE $12::bigint IS NOT NULL
+           ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING 1),
+         sc AS (
+           INSERT INTO ${s}.schedules (namespace, schedule_id, data)
+           SELECT * FROM unnest($13::text[], $14::text[], $15::jsonb[])
+           ON CONFLICT (namespace, schedule_id) DO UPDATE SET data = excluded.data RETURNING 1),
+         sd AS (
+           DELETE FROM ${s}.schedules WHERE (namespace, schedule_id) IN (SELECT * FROM unnest($16::text[], $17::text[])) RETURNING 1),
+         gone AS (SELECT * FROM unnest($18::text[], $19::text[], $20::text[]) AS g(namespace, workflow_id, run_id)),
+         dx AS (
+           DELETE FROM ${s}.executions x USING gone g
+           WHERE (x.namespace, x.workflow_id, x.run_id) = (g.namespace, g.workflow_id, g.run_id) RETURNING 1),
+         dh AS (
+           DELETE FROM ${s}.history_events x USING gone g
+           WHERE (x.namespace, x.workflow_id, x.run_id) = (g.namespace, g.workflow_id, g.run_id) RETURNING 1)
+         SELECT (SELECT count(*) FROM h) + (SELECT count(*) FROM e) + (SELECT count(*) FROM n) + (SELECT count(*) FROM m)
+           + (SELECT count(*) FROM sc) + (SELECT count(*) FROM sd) + (SELECT count(*) FROM dx) + (SELECT count(*) FROM dh) AS n`,
+        [
+          hns, hwf, hrun, hid, hdata, ens, ewf, erun, estate, nsNames, nsData, clock,
+          live.map((x) => x.ns), live.map((x) => x.id), live.map((x) => JSON.stringify(x.data, replacer)),
+          gone.map((x) => x.ns), gone.map((x) => x.id),
+          deleted.map((x) => x.ns), deleted.map((x) => x.wf), deleted.map((x) => x.run),
+        ],
+      );
+    } catch (err) {
+      // Nothing of the statement committed: its changes go back into the pending sets, so the next commit writes
+      // them (history rows again from where they stood; inserting a row that exists does nothing). A change made
+      // since, to the same schedule, is newer and stays.
+      taken.forEach((e, i) => {
+        e.persistedEvents = Math.min(e.persistedEvents, persistedBefore[i]);
+        if (!this.deletedRuns.has(e)) this.dirtyExecs.add(e);
+      });
+      for (const n of nss) this.dirtyNs.add(n);
+      if (clock !== null) this.clockDirty = true;
+      for (const x of scheds) {
+        const key = `${x.ns}\u0000${x.id}`;
+        if (!this.dirtySchedules.has(key)) this.dirtySchedules.set(key, x);
+      }
+      this.deletedExecs.unshift(...deleted);
+      throw err;
+    }
   }
 
   /** Flushes pending changes and closes the pool. */

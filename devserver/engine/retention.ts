@@ -15,7 +15,8 @@ export const RETENTION_SWEEP_MS = 60_000;
 
 /**
  * Closed runs in the order they expire, one queue per namespace (one retention each, so close order is expiry order).
- * A run whose close time is earlier than the queue's last (a restart's runs, added in any order) is put in its place.
+ * Runs are added in close order: live closes come in clock order, and a restart adds its restored runs sorted by
+ * close time first (devserver/index.ts). A run added out of order is not lost, only deleted once the runs before it are.
  */
 export class RetentionQueue {
   private readonly byNamespace = new Map<string, { runs: Execution[]; head: number }>();
@@ -27,10 +28,7 @@ export class RetentionQueue {
       q = { runs: [], head: 0 };
       this.byNamespace.set(exec.namespace, q);
     }
-    const at = exec.closeTime ?? 0;
-    let i = q.runs.length;
-    while (i > q.head && (q.runs[i - 1].closeTime ?? 0) > at) i--;
-    q.runs.splice(i, 0, exec);
+    q.runs.push(exec);
   }
 
   /**

@@ -7,10 +7,21 @@ import pg from 'pg';
 import { temporal } from '@temporalio/proto';
 import { startDevServer } from '../../devserver';
 import { createTestDatabase } from '../helpers/postgres';
-import { connect, uniqueQueue, withWorker } from './helpers';
+import { connect, startRawWorkflow, uniqueQueue, withWorker } from './helpers';
 import { abandonedAttempts, asyncTokens } from './workflows/activities';
 
 const ET = temporal.api.enums.v1.EventType;
+
+/** Runs `sql` on the test database in a connection of its own. */
+async function onDatabase(databaseUrl: string, sql: string): Promise<void> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    await db.query(sql);
+  } finally {
+    await db.end();
+  }
+}
 
 describe('devserver durability in Postgres', function () {
   this.timeout(60_000);
@@ -101,6 +112,45 @@ describe('devserver durability in Postgres', function () {
       const evs = (await c2.client.workflowService.getWorkflowExecutionHistory({ namespace: 'default', execution: { workflowId } })).history?.events ?? [];
       evs.forEach((e, i) => expect(Number(e.eventId)).to.equal(i + 1));
       expect(evs.map((e) => e.eventType)).to.include(ET.EVENT_TYPE_TIMER_FIRED);
+    } finally {
+      await c2.close();
+      await s2.stop();
+    }
+  });
+
+  it('writes the changes of a commit that failed with the next commit, so a restart finds them', async () => {
+    const databaseUrl = await createTestDatabase('devserver_commit_retry');
+    const taskQueue = uniqueQueue('commit-retry');
+    const errors: string[] = [];
+    const s1 = await startDevServer({ databaseUrl, log: (level, msg) => void (level === 'error' && errors.push(msg)) });
+    const c1 = await connect(s1.address);
+    let first: { workflowId: string; runId: string };
+    let second: { workflowId: string; runId: string };
+    try {
+      // Postgres refuses every write of a run's state while the trigger stands: the first start's commit fails.
+      await onDatabase(
+        databaseUrl,
+        `CREATE FUNCTION temporal_dev.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused for the test'; END $$;
+         CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON temporal_dev.executions FOR EACH ROW EXECUTE FUNCTION temporal_dev.refuse();`,
+      );
+      first = await startRawWorkflow(c1.client.workflowService, taskQueue);
+      expect(errors, 'the failed commit is logged').to.include('persisting state failed');
+      await onDatabase(databaseUrl, 'DROP TRIGGER refuse ON temporal_dev.executions');
+      // The next change commits, and with it the first start's run, history and visibility.
+      second = await startRawWorkflow(c1.client.workflowService, taskQueue);
+    } finally {
+      await c1.close();
+      await s1.stop();
+    }
+    const s2 = await startDevServer({ databaseUrl });
+    const c2 = await connect(s2.address);
+    try {
+      for (const run of [first, second]) {
+        const d = await c2.client.workflowService.describeWorkflowExecution({ namespace: 'default', execution: run });
+        expect(d.workflowExecutionInfo?.execution?.runId).to.equal(run.runId);
+        const h = await c2.client.workflowService.getWorkflowExecutionHistory({ namespace: 'default', execution: run });
+        expect(h.history?.events?.[0]?.eventType).to.equal(ET.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED);
+      }
     } finally {
       await c2.close();
       await s2.stop();
