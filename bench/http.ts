@@ -269,7 +269,9 @@ export function printProfile(label: string, dir: string, window: { fromUs?: numb
       const n = nodes.get(id)!;
       const us = prof.timeDeltas[i] ?? 0;
       at += us;
-      if (at < fromUs || at >= toUs) return;
+      // The first sample's delta runs from the profile's start time and holds the profiler's own start (node:inspector's
+      // `dispatch`, a quarter-second on a slow machine, a tenth of a 3 s profile), not the load.
+      if (i === 0 || at < fromUs || at >= toUs) return;
       const { functionName, url, lineNumber } = n.callFrame;
       if (functionName === '(idle)' || functionName === '(program)') return;
       total += us;
