@@ -251,6 +251,21 @@ export function processCpu(pid: number | string): { comm: string; ms: number; sy
 }
 
 /**
+ * CPU time (ms) of a process's main thread so far (Linux `/proc/<pid>/task/<pid>/stat`, utime + stime): the process's
+ * {@link processCpu} minus this is what its other threads spent — V8's background threads (the optimizing compiler,
+ * concurrent and parallel GC) and libuv's pool. 0 where /proc is missing or the process is gone.
+ */
+export function mainThreadCpuMs(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/**
  * This process's main thread's time so far runnable but waiting for a core, ms (Linux
  * `/proc/<pid>/task/<pid>/schedstat`, second field: "time spent waiting on a runqueue"); 0 where /proc has no schedstat.
  */

@@ -20,6 +20,11 @@ export interface SmsSenderJob {
   /** Texts per second. */
   rate: number;
   total: number;
+  /**
+   * Prefix of the carrier's message ids (default `SMbench`): a run after another on the same number needs its own, or
+   * the service takes its texts for the carrier's retries of the earlier run's and stores each id once.
+   */
+  idPrefix?: string;
 }
 
 /** What the sender prints after `RESULT `. */
@@ -46,7 +51,7 @@ async function main(): Promise<void> {
   for (let i = 0; i < job.total; i++) {
     const wait = t0 + (i * 1000) / job.rate - performance.now();
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-    const body = JSON.stringify({ type: 'message.inbound', id: `SMbench${i}`, from: job.senders[i % job.senders.length], to: job.to, text: i % 2 ? 'What time do you open on Saturday?' : 'Do you take new patients?' });
+    const body = JSON.stringify({ type: 'message.inbound', id: `${job.idPrefix ?? 'SMbench'}${i}`, from: job.senders[i % job.senders.length], to: job.to, text: i % 2 ? 'What time do you open on Saturday?' : 'Do you take new patients?' });
     posts.push(
       fetch(job.url, { method: 'POST', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signCallback(secret, body) }, body }).then(
         async (r) => {
