@@ -60,6 +60,11 @@ const RATE = Number(process.env.BENCH_NOISY_RATE ?? 8);
  * slowest one, as it was of the 60 a 30 s phase gave.
  */
 const SECONDS = Number(process.env.BENCH_NOISY_SECONDS ?? 100);
+/**
+ * The same quiet load first for this long, unmeasured (s): without it the alone phase, which comes first, met every
+ * path cold (V8 still optimizing, caches empty: bench/chat.ts), and its tail — the baseline of the ratio — with it.
+ */
+const WARMUP_SECONDS = Number(process.env.BENCH_NOISY_WARMUP_SECONDS ?? 15);
 const DELIVERIES = Number(process.env.BENCH_NOISY_DELIVERIES ?? 2000);
 const ENDPOINTS = Number(process.env.BENCH_NOISY_ENDPOINTS ?? 20);
 /** A's pages: by default 10 per second of the phase, more than its rate limit lets it post, so it floods to the end. */
@@ -204,9 +209,9 @@ function slowSeconds(phase: Map<Op, { ms: number[]; at: number[] }>): number[] {
   return out;
 }
 
-async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; key: string }>, db: Db, call: Call, base: number, rec: StageRecorder): Promise<Map<Op, { ms: number[]; at: number[]; failed: number }>> {
+async function quietPhase(orgs: QuietOrg[], registrants: Array<{ orgId: string; key: string }>, db: Db, call: Call, base: number, rec: StageRecorder, seconds = SECONDS): Promise<Map<Op, { ms: number[]; at: number[]; failed: number }>> {
   const out = new Map<Op, { ms: number[]; at: number[]; failed: number }>(OPS.map((op) => [op, { ms: [], at: [], failed: 0 }]));
-  const count = Math.max(OPS.length, Math.floor(SECONDS * RATE));
+  const count = Math.max(OPS.length, Math.floor(seconds * RATE));
   const pending: Array<Promise<void>> = [];
   const t0 = performance.now();
   for (let i = 0; i < count; i++) {
@@ -310,7 +315,7 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     );
     const registrants: Array<{ orgId: string; key: string }> = [];
     await pool(
-      Array.from({ length: 2 * submitsPerPhase }, (_, i) => i),
+      Array.from({ length: 2 * submitsPerPhase + (WARMUP_SECONDS > 0 ? Math.ceil(Math.max(OPS.length, Math.floor(WARMUP_SECONDS * RATE)) / OPS.length) : 0) }, (_, i) => i),
       5,
       async (i) => {
         const o = await newOrg(db, `Registrant ${i}`, config.keyBrandPrefix);
@@ -349,6 +354,13 @@ export async function runNoisyNeighbourBench(): Promise<void> {
         return [`[${phase}] statements this process sent: ${(total / s).toFixed(0)}/s; the most frequent, per second:`, ...delta.slice(0, 15).map(([k, n]) => `[${phase}]   ${(n / s).toFixed(1).padStart(7)}  ${k}`)];
       };
     };
+
+    // 0. Warm-up (unmeasured): the same quiet load, so the alone phase meets warm paths as a long-running service has.
+    if (WARMUP_SECONDS > 0) {
+      const warm = await quietPhase(quiet, registrants, db, call, 200_000, stages, WARMUP_SECONDS);
+      const failed = OPS.reduce((a, op) => a + warm.get(op)!.failed, 0);
+      console.log(`warm-up (unmeasured): ${WARMUP_SECONDS} s of the quiet load${failed ? `, ${failed} operations failed` : ''}`);
+    }
 
     // 1. Alone.
     const countAlone = countPhase('alone');
