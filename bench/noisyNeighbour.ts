@@ -9,7 +9,8 @@
  * slowest one): publish an agent (`POST /agents/{id}/publish`, until
  * it answers), a chat turn (`POST /chat/sessions/{id}/messages`), send a text (`POST /sms/messages` until the
  * `sms-message` workflow has sent it) and submit a 10DLC registration (`POST /sms/submit` until it is `active`;
- * a registration is submitted once, so each submit is a fresh organization's). First alone, then while
+ * a registration is submitted once, so each submit is a fresh organization's). After BENCH_NOISY_WARMUP_SECONDS (15) of
+ * the same load unmeasured, first alone, then while
  * organization A floods: BENCH_NOISY_DELIVERIES webhook deliveries (default 2,000) across BENCH_NOISY_ENDPOINTS
  * endpoints (default 20) on a black-hole host (accepts TCP, never completes TLS: each attempt ends at the
  * connect timeout), and BENCH_NOISY_PAGES knowledge pages (default 1,000; text sources, one ingestion each). A floods
@@ -197,7 +198,7 @@ async function runOp(op: Op, org: QuietOrg, registrant: { orgId: string; key: st
   return performance.now() - t0;
 }
 
-/** The quiet organizations' operations at a steady rate for SECONDS. @returns latencies and failures per operation */
+/** The quiet organizations' operations at a steady rate for `seconds` (default SECONDS). @returns latencies and failures per operation */
 /** The seconds of a phase (from its start) that its four slowest samples of each operation spanned. */
 function slowSeconds(phase: Map<Op, { ms: number[]; at: number[] }>): number[] {
   const out: number[] = [];

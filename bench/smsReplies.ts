@@ -40,6 +40,7 @@ import { replyBatchStats } from '../db/repositories/smsReplies';
 import { exchangeBatchStats } from '../db/repositories/sandboxProviders';
 import { turnBatchStats } from '../services/conversations/service';
 import type { GroupCommitStats } from '../db/groupCommit';
+import type { Db } from '../db';
 import { countStatements, cpuSnapshot, mainThreadCpuMs, processCpu, profileWindow, publishForBench, startBenchApi, startBenchStack, type BenchStack } from './harness';
 import { devServerInChild, startLoadChild, startWorkerChild, stopChild } from './children';
 import type { SmsSenderJob, SmsSenderResult } from './smsSender';
@@ -104,11 +105,16 @@ async function sampleWaits(databaseUrl: string, everyMs = 20): Promise<{ stop():
 
 /** Per table (pg_stat_user_tables): sequential scans and the rows they read, index scans, autovacuum and autoanalyze runs so far. */
 type TableStats = Map<string, { seqScan: number; seqRows: number; idxScan: number; autovacuum: number; autoanalyze: number }>;
-async function tableStats(db: import('knex').Knex): Promise<TableStats> {
+
+/**
+ * The database's table statistics so far, by table name. A backend reports its counts when idle, at most once a second
+ * (PostgreSQL "The Cumulative Statistics System"), so a snapshot may miss the last second's: differences of two are
+ * a lower bound.
+ */
+async function tableStats(db: Db): Promise<TableStats> {
   const r = await db.raw(
     `SELECT relname, seq_scan, seq_tup_read, coalesce(idx_scan, 0) AS idx_scan, autovacuum_count, autoanalyze_count FROM pg_stat_user_tables`,
   );
-  // The statistics a backend collected are flushed at most once a second (pg_stat_flush_pending); a fresh snapshot is read.
   return new Map(
     r.rows.map((x: Record<string, string>) => [x.relname, { seqScan: Number(x.seq_scan), seqRows: Number(x.seq_tup_read), idxScan: Number(x.idx_scan), autovacuum: Number(x.autovacuum_count), autoanalyze: Number(x.autoanalyze_count) }]),
   );
