@@ -256,13 +256,8 @@ export function processCpu(pid: number | string): { comm: string; ms: number; sy
  * concurrent and parallel GC) and libuv's pool. 0 where /proc is missing or the process is gone.
  */
 export function mainThreadCpuMs(pid: number): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  } catch {
-    return 0;
-  }
+  // A thread's stat has the process's format (proc(5)), so processCpu reads it from the thread's directory.
+  return processCpu(`${pid}/task/${pid}`)?.ms ?? 0;
 }
 
 /**

@@ -21,6 +21,9 @@ import { packEncodedHistory } from './engine/packedHistory';
 import type { PersistenceSink } from './engine';
 import type { ScheduleSink, ScheduleState } from './schedules';
 
+/** A schedule's key among the pending schedule writes. */
+const scheduleKey = (namespace: string, scheduleId: string) => `${namespace}\u0000${scheduleId}`;
+
 const HistoryEventType = () => pbType('temporal.api.history.v1.HistoryEvent');
 
 function replacer(this: any, key: string, value: unknown): unknown {
@@ -155,7 +158,7 @@ export class PgStore implements PersistenceSink, ScheduleSink {
 
   /** Marks a schedule for writing (`null` deletes its row) with the next commit. */
   saveSchedule(namespace: string, scheduleId: string, data: ScheduleState | null): void {
-    this.dirtySchedules.set(`${namespace}\u0000${scheduleId}`, { ns: namespace, id: scheduleId, data });
+    this.dirtySchedules.set(scheduleKey(namespace, scheduleId), { ns: namespace, id: scheduleId, data });
   }
 
   /** Records the virtual clock's skipped offset (persisted with the next commit). */
@@ -270,13 +273,13 @@ export class PgStore implements PersistenceSink, ScheduleSink {
       // them (history rows again from where they stood; inserting a row that exists does nothing). A change made
       // since, to the same schedule, is newer and stays.
       taken.forEach((e, i) => {
-        e.persistedEvents = Math.min(e.persistedEvents, persistedBefore[i]);
+        e.persistedEvents = persistedBefore[i];
         if (!this.deletedRuns.has(e)) this.dirtyExecs.add(e);
       });
       for (const n of nss) this.dirtyNs.add(n);
       if (clock !== null) this.clockDirty = true;
       for (const x of scheds) {
-        const key = `${x.ns}\u0000${x.id}`;
+        const key = scheduleKey(x.ns, x.id);
         if (!this.dirtySchedules.has(key)) this.dirtySchedules.set(key, x);
       }
       this.deletedExecs.unshift(...deleted);
