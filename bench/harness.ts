@@ -91,14 +91,14 @@ export async function openBenchDatabase(label: string, opts: { poolMax?: number;
 }
 
 /**
- * Starts the stack; the database is migrated.
+ * Starts the stack; the database is migrated (a fresh one on DATABASE_URL's server when set, else on an embedded one).
  * @param label names the database and temp directory, e.g. `sms`
  * @param opts.poolMax Knex pool size (default 60)
  * @param opts.devServer a dev server already started elsewhere (its `host:port` and how to stop it; bench/children.ts
  *   runs one in a child process); default: an in-memory one in this process
  */
 export async function startBenchStack(label: string, opts: { poolMax?: number; devServer?: () => Promise<{ address: string; stop(): Promise<void> }> } = {}): Promise<BenchStack> {
-  const database = await openBenchDatabase(label, { poolMax: opts.poolMax ?? 60 });
+  const database = await openBenchDatabase(label, { poolMax: opts.poolMax ?? 60, serverUrl: process.env.DATABASE_URL });
   installBenchRuntime();
   let server: { address: string; stop(): Promise<void> };
   try {
