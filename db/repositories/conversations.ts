@@ -18,7 +18,7 @@ import type { PlaybookState } from '../../domain/conversations/playbook';
 import { rowMapper } from '../rows';
 import { AUDIT_COLUMNS, AUDIT_RECORD_COLUMNS, auditRow, type AuditRecord } from './auditLogs';
 import { conversationStartWriter } from './conversationStarts';
-import { NO_ORGANIZATION, prepareOnConnect, type GroupCommitStats } from '../groupCommit';
+import { inOrganization, plannedAsFew, NO_ORGANIZATION, prepareOnConnect, type GroupCommitStats } from '../groupCommit';
 
 /** A conversation row in the shape the runtime and the API use. */
 export interface ConversationRecord {
@@ -252,7 +252,7 @@ const WITH_HISTORY_SQL = `SELECT ${RECORD_COLUMNS.map((col) => `c.${col}`).join(
                     FROM (SELECT m.id, m.seq, m.turn, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.created_at
                             FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id
                              AND m.seq >= greatest(c.message_count - ?, ?) ORDER BY m.seq DESC LIMIT ?) x) AS recent
-       FROM conversations c WHERE c.org_id = ? AND c.id = ?`;
+       FROM conversations c WHERE ${inOrganization('c.org_id', '?')} AND c.id = ?`;
 
 /**
  * A conversation with its last `historyLimit` messages (oldest first), in one round trip (a turn's read;
@@ -386,10 +386,10 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
        SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(k int, id text, turn_count int, message_count int, add_messages int, prompt_tokens int,
               completion_tokens int, variables jsonb, playbook jsonb, tool_calls int, tool_calls_ok int, guardrail_triggers int,
               knowledge_lookups int, knowledge_hits int, cost_cents int, end_reason text, receipt jsonb, model text, a jsonb)
+        WHERE ${plannedAsFew('x')}
      ),
      u AS (
-       -- The ids again as an array: the plan then reads the written rows by primary key (joining the recordset
-       -- alone, a generic plan hashes every conversation of the organization).
+       -- Each written row read by its primary key (db/groupCommit.ts BATCH_PLANNED_AS_FEW, inOrganization).
        UPDATE conversations c
           SET turn_count = c.turn_count + 1, message_count = c.message_count + x.add_messages, prompt_tokens = c.prompt_tokens + x.prompt_tokens,
               completion_tokens = c.completion_tokens + x.completion_tokens, variables = x.variables, playbook_state = x.playbook,
@@ -400,7 +400,7 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
               end_reason = coalesce(x.end_reason, c.end_reason),
               ended_at = CASE WHEN x.end_reason IS NULL THEN c.ended_at ELSE ?::timestamptz END
          FROM x
-        WHERE c.id = ANY(?::text[]) AND c.org_id = ? AND c.id = x.id AND c.turn_count = x.turn_count AND c.message_count = x.message_count
+        WHERE c.id = x.id AND ${inOrganization('c.org_id', '?')} AND c.turn_count = x.turn_count AND c.message_count = x.message_count
           AND c.status = 'active'
        RETURNING c.*, x.k, x.add_messages
      ),
@@ -426,7 +426,7 @@ export async function saveTurns(db: Db, orgId: string, writes: readonly TurnWrit
             (SELECT count(*) FROM t) AS turns,
             ${usageOutcomeSelect},
             ${EVENTS_SELECT}`;
-  const bindings: Knex.RawBinding[] = [JSON.stringify(convRows), now, writes.map((w) => w.c.id), orgId, now, JSON.stringify(msgRows), ...charges.bindings, ...ev.bindings];
+  const bindings: Knex.RawBinding[] = [JSON.stringify(convRows), now, orgId, now, JSON.stringify(msgRows), ...charges.bindings, ...ev.bindings];
   const row = (await db.raw(sql, bindings).options(prepared(sql))).rows[0];
   const byK = new Map<number, Record<string, any>>();
   for (const r of row.convs as Record<string, any>[]) byK.set(r.k, r);

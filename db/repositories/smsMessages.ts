@@ -9,7 +9,7 @@ import { iso } from '../timestamps';
 import { smsMessages } from '../../metrics';
 import { eventCtes, EVENTS_NOTIFY_SELECT } from './events';
 import { runPrepared } from '../preparedQuery';
-import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit, type GroupCommitStats } from '../groupCommit';
+import { BATCH_PLANNED_AS_FEW, inOrganization, PerOrgGroupCommit, type GroupCommitStats } from '../groupCommit';
 
 
 /** Rank of outbound statuses: a report of a lower rank never replaces a higher one. */
@@ -302,8 +302,8 @@ async function moveReturningPrevious(trx: Knex.Transaction, orgId: string, id: s
   const sets = cols.map((c) => `${c} = ${c === 'updated_at' ? 'now()' : '?'}`).join(', ');
   const values = cols.filter((c) => c !== 'updated_at').map((c) => update[c] as Knex.RawBinding);
   const sql = `UPDATE sms_messages m SET ${sets}
-      FROM (SELECT id, org_id, status FROM sms_messages WHERE id = ? AND org_id = ? FOR UPDATE) prev
-     WHERE m.id = prev.id AND m.org_id = prev.org_id AND prev.status = ANY(?::text[])
+      FROM (SELECT id, org_id, status FROM sms_messages WHERE id = ? AND ${inOrganization('org_id', '?')} FOR UPDATE) prev
+     WHERE m.id = prev.id AND ${inOrganization('m.org_id', 'prev.org_id')} AND prev.status = ANY(?::text[])
      RETURNING m.*, prev.status AS previous_status`;
   const res = await trx.raw(sql, [...values, id, orgId, from]).options(prepared(sql));
   return res.rows[0];

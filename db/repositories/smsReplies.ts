@@ -15,7 +15,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../index';
 import { runPrepared } from '../preparedQuery';
-import { BATCH_PLANNED_AS_FEW, PerOrgGroupCommit, type GroupCommitStats } from '../groupCommit';
+import { BATCH_PLANNED_AS_FEW, inOrganization, PerOrgGroupCommit, type GroupCommitStats } from '../groupCommit';
 import { newId } from '../ids';
 import { eventCtes, EVENTS_NOTIFY_SELECT } from './events';
 import { usageDeferredChargeCtes, usageRows, type UsageInput } from './usage';
@@ -94,7 +94,7 @@ async function queueReplies(db: Db | Knex.Transaction, orgId: string, batch: Que
      ),
      inb AS (
        UPDATE sms_messages s SET conversation_id = bx.conversation_id, agent_reply = bx.agent_reply
-         FROM bx WHERE s.org_id = bx.org_id AND s.id = bx.inbound_id AND s.direction = 'inbound' RETURNING s.id
+         FROM bx WHERE s.id = bx.inbound_id AND ${inOrganization('s.org_id', 'bx.org_id')} AND s.direction = 'inbound' RETURNING s.id
      ),
      m AS (
        INSERT INTO sms_messages (id, org_id, direction, trigger, from_e164, to_e164, body, status, reply_to, conversation_id, created_at, updated_at)
@@ -166,17 +166,17 @@ async function markRepliesSent(db: Db | Knex.Transaction, orgId: string, batch: 
        SELECT * FROM jsonb_to_recordset(?::jsonb) AS bx(k int, org_id text, reply_id text, inbound_id text, intent_id text, provider_message_id text, result jsonb, at timestamptz) WHERE ${BATCH_PLANNED_AS_FEW}
      ),
      pi AS (
-       UPDATE provider_intents p SET status = 'done', result = bx.result, updated_at = now() FROM bx WHERE p.org_id = bx.org_id AND p.id = bx.intent_id RETURNING p.id
+       UPDATE provider_intents p SET status = 'done', result = bx.result, updated_at = now() FROM bx WHERE p.id = bx.intent_id AND ${inOrganization('p.org_id', 'bx.org_id')} RETURNING p.id
      ),
-     prev AS (SELECT s.id, s.org_id, s.status FROM bx JOIN sms_messages s ON s.id = bx.reply_id AND s.org_id = bx.org_id FOR UPDATE OF s),
+     prev AS (SELECT s.id, s.org_id, s.status FROM bx JOIN sms_messages s ON s.id = bx.reply_id AND ${inOrganization('s.org_id', 'bx.org_id')} FOR UPDATE OF s),
      m AS (
        UPDATE sms_messages x SET status = 'sent', provider_message_id = bx.provider_message_id, updated_at = bx.at
-         FROM prev JOIN bx ON bx.reply_id = prev.id WHERE x.id = prev.id AND x.org_id = prev.org_id AND prev.status = 'queued'
+         FROM prev JOIN bx ON bx.reply_id = prev.id WHERE x.id = prev.id AND ${inOrganization('x.org_id', 'prev.org_id')} AND prev.status = 'queued'
        RETURNING bx.k
      ),
      inb AS (
        UPDATE sms_messages s SET answer_state = 'answered', answer_note = NULL
-         FROM bx WHERE s.org_id = bx.org_id AND s.id = bx.inbound_id AND s.direction = 'inbound' AND s.answer_state = 'pending' RETURNING s.id
+         FROM bx WHERE s.id = bx.inbound_id AND ${inOrganization('s.org_id', 'bx.org_id')} AND s.direction = 'inbound' AND s.answer_state = 'pending' RETURNING s.id
      ),
      ${ev.sql}
      SELECT (SELECT coalesce(json_agg(m.k), '[]'::json) FROM m) AS moved, (SELECT count(*) FROM pi) AS resolved, (SELECT count(*) FROM inb) AS settled, ${EVENTS_NOTIFY_SELECT}`;

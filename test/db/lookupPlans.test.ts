@@ -1,0 +1,67 @@
+/**
+ * The hot statements' plans on a new database (db/groupCommit.ts `inOrganization`): the pool's sessions keep one
+ * generic plan per prepared statement (db/index.ts `planCacheMode`), made when a connection opens, before any table
+ * has been analyzed. A row a statement looks up by id must then be found by its primary key, never by scanning its
+ * organization's rows through another index and filtering them by id (which costs all the organization's rows per
+ * lookup until an ANALYZE re-plans it).
+ */
+import { expect } from 'chai';
+import type { Knex } from 'knex';
+import { connectPreparers } from '../../db/groupCommit';
+import { getConversationWithHistory } from '../../db/repositories/conversations';
+import '../../db/repositories/smsMessages';
+import '../../db/repositories/smsReplies';
+import '../../db/repositories/smsConversations';
+import '../../db/repositories/conversationStarts';
+import { useMigratedDb } from '../helpers/postgres';
+
+/** A plan node of `EXPLAIN (FORMAT JSON)` (PostgreSQL docs "EXPLAIN"). */
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  Filter?: string;
+  Plans?: PlanNode[];
+}
+
+/** Every node of `node`'s tree. */
+function nodes(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(nodes)];
+}
+
+/** True when `filter` compares the row's own `id` column (bare or `alias.id`) for equality. */
+const filtersById = (filter: string | undefined): boolean => !!filter && /(^|[(\s])(\w+\.)?id = |= (\w+\.)?id\)/.test(filter);
+
+describe('hot statements on a database never analyzed', () => {
+  const db = useMigratedDb('lookupplans');
+
+  it('find each row they look up by id by its primary key', async () => {
+    const checked: string[] = [];
+    const wrong: string[] = [];
+    await db()
+      .transaction(async (trx: Knex.Transaction) => {
+        // As a connection the pool opens does (db/index.ts openPoolMinimum): every hot statement prepared and planned.
+        for (const prepare of connectPreparers()) await prepare(trx);
+        await getConversationWithHistory(trx, 'org_none', 'conv_none', 10);
+        const prepared = (await trx.raw(`SELECT name, statement, cardinality(parameter_types) AS params FROM pg_prepared_statements`)).rows as { name: string; statement: string; params: number }[];
+        for (const p of prepared) {
+          const args = Array.from({ length: p.params }, () => 'NULL').join(', ');
+          const plan = (await trx.raw(`EXPLAIN (FORMAT JSON) EXECUTE ${p.name}${p.params ? `(${args})` : ''}`)).rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+          checked.push(p.statement.slice(0, 40));
+          for (const n of nodes(plan)) {
+            if (/Index/.test(n['Node Type']) && n['Index Name'] && !/_pkey$/.test(n['Index Name']) && filtersById(n.Filter)) {
+              wrong.push(`${p.statement.replace(/\s+/g, ' ').slice(0, 60)}: ${n['Index Name']} (${n['Index Cond']}) filtered by ${n.Filter}`);
+            }
+          }
+        }
+        throw new Error('rollback');
+      })
+      .catch((e: Error) => {
+        if (e.message !== 'rollback') throw e;
+      });
+    expect(checked.some((s) => s.startsWith('/* sms reply sent */'))).to.equal(true, checked.join('\n'));
+    expect(checked.some((s) => s.startsWith('/* sms reply queue */'))).to.equal(true, checked.join('\n'));
+    expect(wrong).to.deep.equal([]);
+  });
+});
