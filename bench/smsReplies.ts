@@ -55,14 +55,14 @@ const SENDERS = Number(process.env.BENCH_SMS_REPLY_SENDERS ?? 200);
 const RATE = Number(process.env.BENCH_SMS_REPLY_RATE ?? 200);
 const SECONDS = Number(process.env.BENCH_SMS_REPLY_SECONDS ?? 10);
 /**
- * Unmeasured warm-up (s; default none): other counterparts text the same number at the same rate first, so the API
+ * Unmeasured warm-up (s; default 20): other counterparts text the same number at the same rate first, so the API
  * process runs the measured texts with its hot paths optimized, as a long-running one does (V8's optimizing compiler
- * otherwise works through the measured load on a slow hour; bench/chat.ts). The measured counterparts are new to it:
- * each still starts its conversation with its first text. Off by default: on 2026-12-01 (a slow hour) 20 s of it cut
- * the API process's CPU per text (4.2 → 3.4 ms) but raised Postgres's (6.1 → 8.9–9.4 ms) with the same statements,
- * no autovacuum and no sequential scan in the window, which is not yet explained (docs/benchmarks.md).
+ * otherwise works through the measured load; bench/chat.ts). The measured counterparts are new to it: each still
+ * starts its conversation with its first text. 0 measures a cold process's first burst. (Until 2026-12-01 the
+ * warm-up raised Postgres's CPU per text, 6 → 9 ms: the hot statements' generic plans, made on the new database,
+ * read every row of the organization per lookup; db/groupCommit.ts `inOrganization`.)
  */
-const WARMUP_SECONDS = Number(process.env.BENCH_SMS_REPLY_WARMUP_SECONDS ?? 0);
+const WARMUP_SECONDS = Number(process.env.BENCH_SMS_REPLY_WARMUP_SECONDS ?? 20);
 /** The first seconds of the load, whose figures are printed apart from the rest's (a cold process's first burst), ms. */
 const FIRST_MS = 2000;
 /** Give up waiting for the replies after this long. */
