@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { connectPreparers } from '../../db/groupCommit';
 import { getConversationWithHistory } from '../../db/repositories/conversations';
-import '../../db/repositories/smsMessages';
+import { advanceMessage } from '../../db/repositories/smsMessages';
 import '../../db/repositories/smsReplies';
 import '../../db/repositories/smsConversations';
 import '../../db/repositories/conversationStarts';
@@ -43,7 +43,9 @@ describe('hot statements on a database never analyzed', () => {
       .transaction(async (trx: Knex.Transaction) => {
         // As a connection the pool opens does (db/index.ts openPoolMinimum): every hot statement prepared and planned.
         for (const prepare of connectPreparers()) await prepare(trx);
+        // Two prepared on first use: a turn's read and a text's move (a delivery receipt).
         await getConversationWithHistory(trx, 'org_none', 'conv_none', 10);
+        await advanceMessage(trx, 'org_none', 'msg_none', { status: 'delivered' }, async () => undefined);
         const prepared = (await trx.raw(`SELECT name, statement, cardinality(parameter_types) AS params FROM pg_prepared_statements`)).rows as { name: string; statement: string; params: number }[];
         for (const p of prepared) {
           const args = Array.from({ length: p.params }, () => 'NULL').join(', ');
@@ -62,6 +64,7 @@ describe('hot statements on a database never analyzed', () => {
       });
     expect(checked.some((s) => s.startsWith('/* sms reply sent */'))).to.equal(true, checked.join('\n'));
     expect(checked.some((s) => s.startsWith('/* sms reply queue */'))).to.equal(true, checked.join('\n'));
+    expect(checked.some((s) => s.startsWith('UPDATE sms_messages m SET'))).to.equal(true, checked.join('\n'));
     expect(wrong).to.deep.equal([]);
   });
 });
