@@ -161,10 +161,13 @@ export function sitePages(deps: AppDeps): (ctx: AppContext, next: () => Promise<
     }
   };
   routes['/docs/'] = routes['/docs'];
+  // A Map: an object indexed by each request's fresh path string looks the string up in V8's string table
+  // (a hash of the whole path) on every API request that passes through.
+  const byPath = new Map(Object.entries(routes));
   return (ctx, next) => {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
     if (ctx.path === '/healthz') return healthz(ctx);
-    const route = routes[ctx.path];
+    const route = byPath.get(ctx.path);
     if (!route) return next();
     route(ctx);
   };
