@@ -69,7 +69,7 @@ export async function runCli(argv: string[], out: (line: string) => void = conso
     config = loadConfig();
     // The keys the service uses: the environment, else DATA_DIR/secrets (docs/security.md).
     if (group === 'secrets') loadServiceSecrets(config);
-    database = await openDatabase(config, createLogger(process.env.LOG_LEVEL ?? 'warn'), { attach: true });
+    database = await openDatabase(config, createLogger(process.env.LOG_LEVEL ?? 'warn'), { attach: true, applicationName: 'agent-control-plane-cli' });
   } catch (e) {
     err(`error: ${failureLine(e)}`);
     return 1;
@@ -231,7 +231,7 @@ async function sendText(args: string[], out: (line: string) => void, err: (line:
       out(`text ${sent.providerMessageId} received`);
       return 0;
     }
-    database = await openDatabase(config, createLogger(process.env.LOG_LEVEL ?? 'warn'), { attach: true });
+    database = await openDatabase(config, createLogger(process.env.LOG_LEVEL ?? 'warn'), { attach: true, applicationName: 'agent-control-plane-cli' });
     const { db } = database;
     const deadline = Date.now() + waitSeconds * 1000;
     for (;;) {

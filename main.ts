@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   // Before the database and the servers open, so their modules are instrumented (OTEL_*; off by default).
   const tracing = startTracing('agent-control-plane');
   const logger = createLogger(config.logLevel);
-  const database = await openDatabase(config, logger);
+  const database = await openDatabase(config, logger, { applicationName: 'agent-control-plane' });
   const closers: (() => Promise<unknown>)[] = [() => database.close()];
   if (tracing) closers.unshift(() => tracing.shutdown());
   const close = async () => {

@@ -146,9 +146,11 @@ export interface DatabaseHandle {
  * `DATA_DIR/secrets/EMBEDDED_POSTGRES_PASSWORD`, generated on first start.
  * @param opts.attach join the cluster another process (`npm start`) already runs under DATA_DIR
  *   instead of starting one (the CLI; docs/operations.md "Operator CLI"); start it when none runs
+ * @param opts.applicationName the pool's sessions' `application_name` (db/index.ts `createDb`): the process's service
+ *   name, as its traces carry it
  * @throws when Postgres cannot be reached or started (the message says why, on one line)
  */
-export async function openDatabase(config: AppConfig, logger: Logger, opts: { attach?: boolean } = {}): Promise<DatabaseHandle> {
+export async function openDatabase(config: AppConfig, logger: Logger, opts: { attach?: boolean; applicationName?: string } = {}): Promise<DatabaseHandle> {
   let url = config.databaseUrl;
   let embedded: EmbeddedPostgresHandle | undefined;
   if (!url) {
@@ -164,7 +166,7 @@ export async function openDatabase(config: AppConfig, logger: Logger, opts: { at
   }
   await ensureDatabase(url);
   // The service's pool keeps DB_POOL_MIN connections open; the API opens them before it listens (api/server.ts).
-  const db = createDb(url, { poolMin: poolMin() });
+  const db = createDb(url, { poolMin: poolMin(), applicationName: opts.applicationName });
   const applied = await migrate(db);
   if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
   let checkpoint: Promise<unknown> | undefined;

@@ -346,7 +346,7 @@ async function main(): Promise<void> {
   loadServiceSecrets(config);
   const logger = createLogger(config.logLevel);
   const processes = isClusterChild() ? 1 : processCount('WORKER_PROCESSES', 1);
-  const database = await openDatabase(config, logger);
+  const database = await openDatabase(config, logger, { applicationName: 'agent-control-plane-worker' });
   if (processes > 1) {
     const { pids } = await runPrimary(processes, database, logger);
     await startMetricsListener({ port: config.metricsPort, host: config.host, logger, role: 'primary' });

@@ -88,7 +88,7 @@ async function main(): Promise<void> {
   const processes = isClusterChild() ? 1 : processCount('API_PROCESSES', coreCount());
   // The processes that serve requests trace them (OTEL_*; off by default); a primary of several serves none.
   const tracing = processes === 1 ? startTracing('agent-control-plane-api') : undefined;
-  const database = await openDatabase(config, logger);
+  const database = await openDatabase(config, logger, { applicationName: 'agent-control-plane-api' });
   if (processes > 1) {
     const { infos, pids } = await runPrimary(processes, database, logger);
     await startMetricsListener({ port: config.metricsPort, host: config.host, logger, role: 'primary' });

@@ -75,7 +75,8 @@ export async function openBenchDatabase(label: string, opts: { poolMax?: number;
   url.pathname = `/bench_${label}_${process.pid}`;
   const databaseUrl = url.toString();
   await ensureDatabase(databaseUrl);
-  const db = createDb(databaseUrl, { poolMax: opts.poolMax, poolMin: poolMin() });
+  // Its sessions are named after the bench (`bench-<label>`), the service's child processes after themselves (runtime.ts).
+  const db = createDb(databaseUrl, { poolMax: opts.poolMax, poolMin: poolMin(), applicationName: `bench-${label}` });
   await migrate(db);
   const postmasterPid = pg ? Number(fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined : undefined;
   return {

@@ -116,7 +116,10 @@ export function watchPhase(label: string, client: Client, queues: WatchedQueue[]
   let prev = { at: performance.now(), wait: threads0.mainWaitMs, cpu: cpu0, machine: machine0, gc: 0 };
   let gcTotal = 0;
   let vacuum = new Set<string>();
+  const backends = postgresBySession(opts.db);
+  void backends.sample();
   const second = setInterval(() => {
+    backends.sample();
     const at = performance.now();
     const cpu = cpuSnapshot(pids, { postmasterPid: opts.postmasterPid });
     const machine = machineSnapshot();
@@ -141,6 +144,7 @@ export function watchPhase(label: string, client: Client, queues: WatchedQueue[]
     clearInterval(timer);
     clearInterval(second);
     await sampling;
+    await backends.sample();
     loop.disable();
     gcObserver.disconnect();
     const gc = [...gcKinds].map(([k, g]) => `${k} ${g.n} (${g.ms.toFixed(0)} ms, longest ${g.max.toFixed(0)})`).join(', ') || 'none';
@@ -175,8 +179,45 @@ export function watchPhase(label: string, client: Client, queues: WatchedQueue[]
       `[${label}] this process's garbage-collection pauses: ${gc}`,
       `[${label}] backlog mean/max: ${fmt(backlog)}`,
       ...(opts.db ? [`[${label}] autovacuum at work in ${vacuumSeconds} of ${rows.length} seconds`] : []),
+      ...(opts.db && opts.postmasterPid ? [`[${label}] Postgres's cores by the process its sessions serve (application_name): ${backends.report(wallMs, cpu1.postgres - (cpu0.postgres ?? 0))}`] : []),
       ...timeline,
       `[${label}] in-process worker slots in use mean/max: ${fmt(slots)}`,
     ];
+  };
+}
+
+/**
+ * Postgres's CPU split by the process each session serves: every second, the client backends of this database
+ * (PostgreSQL `pg_stat_activity`: pid, `application_name`, which db/index.ts `createDb` sets per process) and each
+ * one's CPU from /proc (proc(5) stat utime + stime). A backend first seen after the first sample counts from its
+ * start; what backends spent after their last sample before exiting, and the server's own processes, is the rest.
+ */
+function postgresBySession(db: Db | undefined): { sample(): Promise<void>; report(wallMs: number, postgresMs: number): string } {
+  const last = new Map<number, { app: string; ms: number }>();
+  const byApp = new Map<string, number>();
+  let first = true;
+  let pending = Promise.resolve();
+  const take = async () => {
+    if (!db) return;
+    const r = await db
+      .raw(`select pid, coalesce(nullif(application_name, ''), '(unnamed)') as app from pg_stat_activity where datname = current_database() and backend_type = 'client backend'`)
+      .catch(() => undefined);
+    for (const { pid, app } of (r?.rows ?? []) as Array<{ pid: number; app: string }>) {
+      const ms = processCpu(pid)?.ms;
+      if (ms === undefined) continue;
+      const seen = last.get(pid);
+      const base = seen ? seen.ms : first ? ms : 0;
+      byApp.set(app, (byApp.get(app) ?? 0) + ms - base);
+      last.set(pid, { app, ms });
+    }
+    first = false;
+  };
+  return {
+    sample: () => (pending = pending.then(take)),
+    report: (wallMs, postgresMs) => {
+      const named = [...byApp].sort((a, b) => b[1] - a[1]);
+      const rest = postgresMs - named.reduce((n, [, ms]) => n + ms, 0);
+      return [...named.map(([app, ms]) => `${app} ${(ms / wallMs).toFixed(2)}`), `the rest ${(Math.max(0, rest) / wallMs).toFixed(2)}`].join(', ');
+    },
   };
 }

@@ -25,7 +25,8 @@ export class ChangeFeed {
   /** Opens the LISTEN connection. @throws when Postgres cannot be reached */
   async start(databaseUrl: string): Promise<void> {
     if (this.client) return;
-    const client = new pg.Client({ connectionString: databaseUrl });
+    // Named for pg_stat_activity as the service's pools are (db/index.ts `createDb`); PGAPPNAME or the URL win.
+    const client = new pg.Client({ connectionString: databaseUrl, fallback_application_name: 'agent-control-plane-change-feed' });
     client.on('error', () => this.lost());
     client.on('end', () => this.lost());
     client.on('notification', (msg) => {

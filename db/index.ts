@@ -114,19 +114,26 @@ const ROLLED_BACK = new Error('rolled back: the hot statements are prepared');
 
 /**
  * Opens a Knex pool on `databaseUrl`; its sessions use {@link planCacheMode} unless the URL sets `options`.
+ * @param opts.applicationName the sessions' `application_name` as libpq's `fallback_application_name` (PostgreSQL
+ *   "Connection Strings"): shown in `pg_stat_activity` and the server's log lines, so an operator sees which process a
+ *   session serves; `PGAPPNAME` or the URL's own `application_name` win over it (docs/operations.md "Postgres sessions")
  * @param opts.poolMax largest number of connections (default 20)
  * @param opts.poolMin connections kept open when idle (default 0: every idle one closes after 30 s; the service's
  *   processes keep {@link poolMin}, runtime.ts `openDatabase`), at most `poolMax`. Knex opens them on demand;
  *   {@link openPoolMinimum} opens them at once
  * @throws when PG_PLAN_CACHE_MODE is not a valid mode
  */
-export function createDb(databaseUrl: string, opts: { poolMax?: number; poolMin?: number } = {}): Db {
+export function createDb(databaseUrl: string, opts: { poolMax?: number; poolMin?: number; applicationName?: string } = {}): Db {
   const mode = planCacheMode();
   const max = opts.poolMax ?? 20;
   const ownOptions = new URL(databaseUrl).searchParams.has('options');
   const db = knexFactory({
     client: 'pg',
-    connection: mode && !ownOptions ? { connectionString: databaseUrl, options: `-c plan_cache_mode=${mode}` } : databaseUrl,
+    connection: {
+      connectionString: databaseUrl,
+      ...(mode && !ownOptions ? { options: `-c plan_cache_mode=${mode}` } : {}),
+      ...(opts.applicationName ? { fallback_application_name: opts.applicationName } : {}),
+    },
     pool: { min: Math.min(opts.poolMin ?? 0, max), max },
     migrations: migrationConfig(),
   });

@@ -167,7 +167,8 @@ export async function startWebhookDispatcher(opts: DispatcherOptions): Promise<W
   let listener: pg.Client | undefined;
   if (opts.databaseUrl) {
     try {
-      listener = new pg.Client({ connectionString: opts.databaseUrl });
+      // Named for pg_stat_activity as the service's pools are (db/index.ts `createDb`); PGAPPNAME or the URL win.
+      listener = new pg.Client({ connectionString: opts.databaseUrl, fallback_application_name: 'agent-control-plane-webhook-outbox' });
       // A server shutting down ends the connection with 57P01, then pg reports the closed socket as a
       // second error ("Connection terminated unexpectedly"): both are the same stop.
       let serverStopping = false;

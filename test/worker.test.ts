@@ -62,6 +62,12 @@ describe('npm run start:worker as a child process', function () {
         .insert({ org_id: orgId, workflow_type: 'contactImport', workflow_id: `contact-import/${listId}`, args: JSON.stringify([{ orgId, listId }]), resource_id: listId, options: '{}', created_at: db.raw("now() - interval '1 minute'") })
         .returning('id');
       await until(async () => (await db('workflow_starts').where({ org_id: orgId, id: owed.id }).first()) === undefined || undefined, 30_000, 'the start sweep');
+      // Its Postgres sessions carry its name (db/index.ts `createDb`; docs/operations.md "Postgres sessions"): the pool's and
+      // the webhook outbox dispatcher's LISTEN session, so pg_stat_activity tells them from the API's.
+      const names = async () =>
+        (await db.raw(`select distinct application_name as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`)).rows.map((r: { n: string }) => r.n);
+      await until(async () => ((await names()).includes('agent-control-plane-webhook-outbox') ? true : undefined), 30_000, 'the dispatcher listening');
+      expect(await names()).to.include.members(['agent-control-plane-worker', 'agent-control-plane-webhook-outbox']);
       // The list does not exist, so the import (bulk work, on the bulk queue, its activity in a slot the resource-based
       // tuner handed out) has nothing to do and completes.
       expect(await client.workflow.getHandle(`contact-import/${listId}`).result()).to.deep.equal({ rowsRead: 0, accepted: 0, rejected: 0 });
