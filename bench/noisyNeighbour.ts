@@ -26,7 +26,7 @@
  * the main queue; `one` runs everything in this process (as `npm start`). Beside the figures it prints, per phase, the
  * load average, the CPU of each process and of Postgres, this process's event-loop delay, each queue's backlog by
  * priority key and the in-process worker slots in use (bench/noisyObserve.ts); BENCH_PROFILE_DIR writes a CPU profile
- * of this process during the flood phase.
+ * of this process during each phase.
  *
  * Run: `BENCH_ONLY=noisy-neighbour npm run bench` or `npx tsx bench/noisyNeighbour.ts`. Setup is not timed.
  * The issue's scale is BENCH_NOISY_DELIVERIES=10000 BENCH_NOISY_PAGES=10000.
@@ -366,8 +366,11 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     // 1. Alone.
     const countAlone = countPhase('alone');
     const watchAlone = watchPhase('alone', client, watched, { postmasterPid: stack.postmasterPid, pids, db });
+    // BENCH_PROFILE_DIR: a V8 CPU profile of this process during each phase, so the flood's is read against this one.
+    const stopAloneProfile = profileWindow(process.env.BENCH_PROFILE_DIR, 'noisy-alone');
     stages.reset();
     const alone = await quietPhase(quiet, registrants, db, call, 0, stages);
+    await stopAloneProfile();
     observations.push(...countAlone());
     observations.push(...(await watchAlone(slowSeconds(alone))));
     observations.push(...(await stageReport(stages, client, 'alone', ['chat', 'text'])));
@@ -419,7 +422,6 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     if (process.env.BENCH_NOISY_MARK) fs.writeFileSync(process.env.BENCH_NOISY_MARK, `${process.pid} ${performance.now().toFixed(0)}\n`);
     await emitting;
     const watchFlood = watchPhase('flood', client, watched, { postmasterPid: stack.postmasterPid, pids, db });
-    // BENCH_PROFILE_DIR: a V8 CPU profile of this process during the flood phase.
     const stopProfile = profileWindow(process.env.BENCH_PROFILE_DIR, 'noisy-flood');
     phaseStart = performance.now();
     stages.reset();
