@@ -69,7 +69,9 @@ export class PgStore implements PersistenceSink, ScheduleSink {
     // The sessions inherit the server's synchronous_commit (docs/operations.md "Durability"): on the `npm start`
     // path a commit returns once its WAL is on disk, so a workflow change the dev server acknowledged
     // survives a crash; the test cluster turns it off server-wide.
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 3 });
+    // Named in pg_stat_activity (`application_name`, libpq's fallback: PGAPPNAME or the URL win), so its sessions are
+    // told from the service's.
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 3, fallback_application_name: 'temporal-dev-server' });
     // An idle session's error — above all the server ending it while it stops (57P01 admin shutdown on
     // Ctrl-C of `npm start`) — is no request's failure: the pool drops that client and the next query
     // opens another or fails on its own. Without a listener node-postgres rethrows it and the process dies.

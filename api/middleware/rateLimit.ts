@@ -92,7 +92,8 @@ export class RateLimits {
     databaseUrl: string,
     private readonly defaults: RateLimitDefaults,
   ) {
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+    // Named for pg_stat_activity as the service's pools are (db/index.ts `createDb`); PGAPPNAME or the URL win.
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10, fallback_application_name: 'agent-control-plane-rate-limits' });
     this.pool.on('error', () => undefined);
   }
 
