@@ -20,10 +20,11 @@
  * Prints p50/p99 per operation alone and under the flood with their sample counts, the p99 ratio (target ≤ 1.5), and A's delivery
  * attempts per second and knowledge pages ingested during the flood.
  *
- * Shape (BENCH_NOISY_SHAPE): `split` (the default, the production shape of docker-compose.yml) runs the Temporal dev
- * server in a process of its own and the bulk queues in a worker process of their own (`worker.ts`,
- * WORKER_QUEUES=webhooks,bulk, as `start:worker`), this process (API, main-queue worker, outbox dispatcher) polling only
- * the main queue; `one` runs everything in this process (as `npm start`). Beside the figures it prints, per phase, the
+ * Shape (BENCH_NOISY_SHAPE): `compose` (the default, the production shape of docker-compose.yml) runs the Temporal dev
+ * server in a process of its own, the main queue's worker in one (`worker.ts`, WORKER_QUEUES=main, as `worker`) and the
+ * bulk queues' in another (WORKER_QUEUES=webhooks,bulk, as `worker-bulk`, with the outbox dispatcher), this process
+ * serving the API only (as `api`); `split` polls the main queue in this process instead; `one` runs everything in this
+ * process (as `npm start`). Beside the figures it prints, per phase, the
  * load average, the CPU of each process and of Postgres, this process's event-loop delay, each queue's backlog by
  * priority key and the in-process worker slots in use (bench/noisyObserve.ts); BENCH_PROFILE_DIR writes a CPU profile
  * of this process during each phase.
@@ -70,7 +71,7 @@ const DELIVERIES = Number(process.env.BENCH_NOISY_DELIVERIES ?? 2000);
 const ENDPOINTS = Number(process.env.BENCH_NOISY_ENDPOINTS ?? 20);
 /** A's pages: by default 10 per second of the phase, more than its rate limit lets it post, so it floods to the end. */
 const PAGES = Number(process.env.BENCH_NOISY_PAGES ?? 10 * SECONDS);
-const SHAPE = process.env.BENCH_NOISY_SHAPE === 'one' ? 'one' : 'split';
+const SHAPE: 'compose' | 'split' | 'one' = process.env.BENCH_NOISY_SHAPE === 'one' ? 'one' : process.env.BENCH_NOISY_SHAPE === 'split' ? 'split' : 'compose';
 /** An operation that takes longer than this counts as failed. */
 const OP_LIMIT_MS = 120_000;
 
@@ -239,8 +240,8 @@ export async function runNoisyNeighbourBench(): Promise<void> {
   process.env.SANDBOX_TELEPHONY_DELAY_MS ??= '0';
   process.env.HTTP_ALLOW_PRIVATE_HOSTS = '127.0.0.1';
   const started = performance.now();
-  // `split`: the Temporal frontend is a process of its own, as in production (docker-compose.yml `temporal`).
-  const dev = SHAPE === 'split' ? devServerInChild() : undefined;
+  // `compose` and `split`: the Temporal frontend is a process of its own, as in production (docker-compose.yml `temporal`).
+  const dev = SHAPE !== 'one' ? devServerInChild() : undefined;
   const stack = await startBenchStack('noisy', dev ? { devServer: dev.devServer } : {});
   const { db, client } = stack;
   // Accepts TCP and never answers: a TLS handshake to it never completes (a receiver that black-holes).
@@ -257,18 +258,24 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const { api, config, logger, taskQueue } = await startBenchApi(stack, 'noisy', { serviceRateLimit: true });
     closers.push(() => api.close());
     const workerConfig = { ...config, publicBaseUrl: new URL(api.baseUrl).origin };
-    // `split`: this process polls the main queue only; a child process (start:worker) the bulk queues.
+    // `split`: this process polls the main queue only; `compose`: none (a child process polls it, as docker-compose.yml's
+    // `worker`); `one`: every queue. In `compose` and `split` a child process (start:worker) polls the bulk queues.
     if (SHAPE === 'split') process.env.WORKER_QUEUES = 'main';
-    const worker = await startWorker({ address: stack.address, namespace: 'default', taskQueue, db, config: workerConfig, logger, workflowBundle: await bundleBenchWorkflows() });
+    const worker = SHAPE === 'compose' ? undefined : await startWorker({ address: stack.address, namespace: 'default', taskQueue, db, config: workerConfig, logger, workflowBundle: await bundleBenchWorkflows() });
     delete process.env.WORKER_QUEUES;
-    closers.push(() => worker.stop());
+    if (worker) closers.push(() => worker.stop());
+    // Each child's Postgres sessions are named after its docker-compose.yml service (PGAPPNAME wins over the service's
+    // own name, docs/operations.md "Postgres sessions"), so the Postgres split tells the two workers apart.
+    const childEnv = { TEMPORAL_ADDRESS: stack.address, DATABASE_URL: stack.databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue, PUBLIC_BASE_URL: workerConfig.publicBaseUrl, WORKER_PROCESSES: '1' };
+    const mainWorker = SHAPE === 'compose' ? await startWorkerChild({ ...childEnv, WORKER_QUEUES: 'main', PGAPPNAME: 'worker' }) : undefined;
+    if (mainWorker) closers.push(() => stopChild(mainWorker));
     const bulkWorker =
-      SHAPE === 'split'
+      SHAPE !== 'one'
         ? // As docker-compose.yml's `worker-bulk`: the bulk queues only, at the lowest CPU priority.
-          await startWorkerChild({ TEMPORAL_ADDRESS: stack.address, DATABASE_URL: stack.databaseUrl, TEMPORAL_TASK_QUEUE: taskQueue, PUBLIC_BASE_URL: workerConfig.publicBaseUrl, WORKER_QUEUES: 'webhooks,bulk', WORKER_PROCESSES: '1', WORKER_NICE: process.env.BENCH_NOISY_BULK_NICE ?? '19', WORKER_SCHED_POLICY: process.env.BENCH_NOISY_BULK_POLICY ?? 'idle' })
+          await startWorkerChild({ ...childEnv, WORKER_QUEUES: 'webhooks,bulk', PGAPPNAME: 'worker-bulk', WORKER_NICE: process.env.BENCH_NOISY_BULK_NICE ?? '19', WORKER_SCHED_POLICY: process.env.BENCH_NOISY_BULK_POLICY ?? 'idle' })
         : undefined;
     if (bulkWorker) closers.push(() => stopChild(bulkWorker));
-    // The webhook outbox dispatcher runs beside the webhooks queue's worker (worker.ts): the child's in `split`.
+    // The webhook outbox dispatcher runs beside the webhooks queue's worker (worker.ts): the bulk child's in `compose` and `split`.
     if (SHAPE === 'one') {
       const dispatcher = await startWebhookDispatcher({ db, logger, client, taskQueue, intervalMs: 200 });
       closers.push(() => dispatcher.stop());
@@ -330,8 +337,9 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const library = await must('agent', setupCall(noisy.key, 'POST', '/agents', { name: 'Library' }), [201]);
     console.log(`setup (untimed): ${QUIET_ORGS} quiet organizations, ${registrants.length} registrants, A with ${ENDPOINTS} black-hole endpoints in ${((performance.now() - s0) / 1000).toFixed(1)} s`);
 
-    const watched: WatchedQueue[] = serviceQueues(taskQueue, {}).map((q) => ({ label: q.queue, taskQueue: q.taskQueue, worker: worker.workers.find((w) => w.options.taskQueue === q.taskQueue) }));
+    const watched: WatchedQueue[] = serviceQueues(taskQueue, {}).map((q) => ({ label: q.queue, taskQueue: q.taskQueue, worker: worker?.workers.find((w) => w.options.taskQueue === q.taskQueue) }));
     const pids: Record<string, number> = {};
+    if (mainWorker?.pid) pids['worker'] = mainWorker.pid;
     if (bulkWorker?.pid) pids['bulk worker'] = bulkWorker.pid;
     const devServerPid = dev?.child()?.pid;
     if (devServerPid) pids['dev server'] = devServerPid;
@@ -440,7 +448,16 @@ export async function runNoisyNeighbourBench(): Promise<void> {
     const [{ started: deliveriesStarted }] = await db('webhook_deliveries').where({ org_id: noisy.orgId }).whereNot({ attempt_count: 0 }).count({ started: '*' });
     const [{ ready }] = await db('knowledge_sources').where({ org_id: noisy.orgId, status: 'ready' }).count({ ready: '*' });
 
-    console.log(`shape: ${SHAPE === 'split' ? `dev server and bulk queues in processes of their own (production shape); the bulk worker at nice ${process.env.BENCH_NOISY_BULK_NICE ?? '19'}, scheduling policy ${process.env.BENCH_NOISY_BULK_POLICY ?? 'idle'}` : 'every queue in one process (npm start)'}`);
+    const bulkPriority = `the bulk worker at nice ${process.env.BENCH_NOISY_BULK_NICE ?? '19'}, scheduling policy ${process.env.BENCH_NOISY_BULK_POLICY ?? 'idle'}`;
+    console.log(
+      `shape: ${
+        SHAPE === 'compose'
+          ? `compose: the dev server, the main queue's worker and the bulk queues' worker in processes of their own beside the API (docker-compose.yml); ${bulkPriority}`
+          : SHAPE === 'split'
+            ? `split: the dev server and the bulk queues' worker in processes of their own, the main queue's worker in the API's; ${bulkPriority}`
+            : 'one: every queue in one process (npm start)'
+      }`,
+    );
     const targets = bulkResourceTargets();
     console.log(`bulk slots: ${targets ? `resource-based, machine CPU target ${targets.targetCpuUsage}, memory ${targets.targetMemoryUsage} (BULK_TARGET_CPU, BULK_TARGET_MEMORY)` : 'fixed (BULK_TARGET_CPU=off)'}; at most BULK_WORKER_SLOTS ${bulkWorkerSlots()}, WEBHOOK_WORKER_SLOTS ${webhookWorkerSlots()}`);
     console.log(`quiet organizations: ${QUIET_ORGS}, ${RATE} operations/s for ${SECONDS} s per phase; flood: ${DELIVERIES} deliveries to ${ENDPOINTS} black-hole endpoints + ${PAGES} knowledge pages`);
