@@ -207,8 +207,11 @@ describe('calls on demand (POST /calls, GET /calls) on the sandbox carrier', fun
     for (const [i, c] of cases.entries()) {
       const call = await ended(placed[i].id);
       expect(call, c.outcome).to.include({ status: c.status, outcome: c.outcome, failureReason: c.status === 'failed' ? c.outcome : null, conversationId: null });
-      const minutes = await t.db('usage_entries').where({ org_id: orgId, kind: 'voice_minutes' }).whereRaw(`details->>'callId' = ?`, [call.id]);
-      expect(minutes.map((m) => Number(m.quantity)), c.outcome).to.deep.equal(c.outcome === 'voicemail' ? [1] : []);
+      const charged = async () => (await t.db('usage_entries').where({ org_id: orgId, kind: 'voice_minutes' }).whereRaw(`details->>'callId' = ?`, [call.id])).map((m) => Number(m.quantity));
+      // The minutes are charged right after the transaction that stores the call completed (services/voice/calls.ts
+      // `completeCall`), so the answered call's charge may land a moment after the call reads ended.
+      const minutes = c.outcome === 'voicemail' ? await until(async () => ((await charged()).length ? charged() : undefined), 10_000, 'the minutes charged') : await charged();
+      expect(minutes, c.outcome).to.deep.equal(c.outcome === 'voicemail' ? [1] : []);
       const completed = await events('call.completed', call.id);
       expect(completed.map((e) => e.data.outcome), c.outcome).to.deep.equal([c.outcome]);
       expect(await t.db('sandbox_dials').where({ org_id: orgId, idempotency_key: call.id }), c.outcome).to.have.length(1);
