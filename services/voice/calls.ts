@@ -10,7 +10,7 @@ import type { AnsweredCampaignCall, TelephonyAdapter } from '../../providers/tel
 import { getAgent } from '../../db/repositories/agents';
 import { getVersion } from '../../db/repositories/agentVersions';
 import { findOwnerOfNumber } from '../../db/repositories/numbers';
-import { advanceVoiceCall, createVoiceCall, endVoiceCall, getVoiceCall, type VoiceCallRecord } from '../../db/repositories/voiceCalls';
+import { createVoiceCall, endVoiceCall, getVoiceCall, type VoiceCallRecord } from '../../db/repositories/voiceCalls';
 import { connectPlacedCall, getPlacedCall } from '../../db/repositories/calls';
 import type { Knex } from 'knex';
 import { getConversation } from '../../db/repositories/conversations';
@@ -324,28 +324,29 @@ export async function completeCall(
   analysis?: AnalysisDeps,
   onCompleted?: (trx: Knex.Transaction, call: VoiceCallRecord) => Promise<void>,
 ): Promise<{ minutes: number; chargedNow: boolean } | null> {
-  const call = onCompleted
-    ? await db.transaction(async (trx) => {
-        const ended = await endVoiceCall(trx, orgId, callId, { status: 'completed', durationSeconds });
-        if (ended) await onCompleted(trx, ended);
-        return ended ?? (await getVoiceCall(trx, orgId, callId));
-      })
-    : await advanceVoiceCall(db, orgId, callId, { status: 'completed', durationSeconds });
-  if (!call) return null;
-  const seconds = call.durationSeconds ?? durationSeconds;
-  const minutes = Math.ceil(Math.max(0, seconds) / 60);
-  let chargedNow = false;
-  if (minutes > 0) {
-    chargedNow = await recordUsage(db, orgId, {
-      ...CALL_MINUTES_FEE,
-      amountCents: amountFor(PRICES.voiceMinutes.unitPriceCents, minutes),
-      quantity: minutes,
-      dedupeKey: `voice-call:${callId}:minutes`,
-      details: { callId, conversationId: call.conversationId, agentId: call.agentId, durationSeconds: seconds },
-    });
-  }
+  // The charge and the duration commit with the completion: a reader that sees the call `completed` sees its minutes.
+  const done = await db.transaction(async (trx) => {
+    const ended = await endVoiceCall(trx, orgId, callId, { status: 'completed', durationSeconds });
+    if (ended && onCompleted) await onCompleted(trx, ended);
+    const call = ended ?? (await getVoiceCall(trx, orgId, callId));
+    if (!call) return null;
+    const seconds = call.durationSeconds ?? durationSeconds;
+    const minutes = Math.ceil(Math.max(0, seconds) / 60);
+    const chargedNow =
+      minutes > 0 &&
+      (await recordUsage(trx, orgId, {
+        ...CALL_MINUTES_FEE,
+        amountCents: amountFor(PRICES.voiceMinutes.unitPriceCents, minutes),
+        quantity: minutes,
+        dedupeKey: `voice-call:${callId}:minutes`,
+        details: { callId, conversationId: call.conversationId, agentId: call.agentId, durationSeconds: seconds },
+      }));
+    if (call.conversationId) await setConversationDuration(trx, orgId, call.conversationId, seconds);
+    return { call, minutes, chargedNow };
+  });
+  if (!done) return null;
+  const { call, minutes, chargedNow } = done;
   if (call.conversationId) {
-    await setConversationDuration(db, orgId, call.conversationId, seconds);
     const c = await getConversation(db, orgId, call.conversationId);
     if (c && c.status === 'active') await finishConversation(db, c, 'ended_by_user', analysis);
   }

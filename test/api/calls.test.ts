@@ -208,9 +208,8 @@ describe('calls on demand (POST /calls, GET /calls) on the sandbox carrier', fun
       const call = await ended(placed[i].id);
       expect(call, c.outcome).to.include({ status: c.status, outcome: c.outcome, failureReason: c.status === 'failed' ? c.outcome : null, conversationId: null });
       const charged = async () => (await t.db('usage_entries').where({ org_id: orgId, kind: 'voice_minutes' }).whereRaw(`details->>'callId' = ?`, [call.id])).map((m) => Number(m.quantity));
-      // The minutes are charged right after the transaction that stores the call completed (services/voice/calls.ts
-      // `completeCall`), so the answered call's charge may land a moment after the call reads ended.
-      const minutes = c.outcome === 'voicemail' ? await until(async () => ((await charged()).length ? charged() : undefined), 10_000, 'the minutes charged') : await charged();
+      // The minutes commit with the call's completion (services/voice/calls.ts `completeCall`): read the moment it ends.
+      const minutes = await charged();
       expect(minutes, c.outcome).to.deep.equal(c.outcome === 'voicemail' ? [1] : []);
       const completed = await events('call.completed', call.id);
       expect(completed.map((e) => e.data.outcome), c.outcome).to.deep.equal([c.outcome]);
