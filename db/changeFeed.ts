@@ -5,6 +5,7 @@
  * the statement that changed them (up to 200 a notification).
  */
 import pg from 'pg';
+import { namedSession } from './index';
 
 /** `version` is present for versioned tables (sms_registrations). */
 type Listener = (key: string, version?: number) => void;
@@ -25,8 +26,7 @@ export class ChangeFeed {
   /** Opens the LISTEN connection. @throws when Postgres cannot be reached */
   async start(databaseUrl: string): Promise<void> {
     if (this.client) return;
-    // Named for pg_stat_activity as the service's pools are (db/index.ts `createDb`); PGAPPNAME or the URL win.
-    const client = new pg.Client({ connectionString: databaseUrl, fallback_application_name: 'agent-control-plane-change-feed' });
+    const client = new pg.Client(namedSession(databaseUrl, 'agent-control-plane-change-feed'));
     client.on('error', () => this.lost());
     client.on('end', () => this.lost());
     client.on('notification', (msg) => {

@@ -113,6 +113,16 @@ export async function openPoolMinimum(db: Db): Promise<number> {
 const ROLLED_BACK = new Error('rolled back: the hot statements are prepared');
 
 /**
+ * Connection settings for a `pg` client or pool opened beside Knex (a LISTEN session, the rate limiter's pool), named
+ * as {@link createDb} names its sessions: `application_name` as libpq's `fallback_application_name` (PostgreSQL
+ * "Connection Strings"), so `PGAPPNAME` or the URL's own `application_name` win (docs/operations.md "Postgres sessions").
+ * @param applicationName e.g. `agent-control-plane-change-feed`
+ */
+export function namedSession(databaseUrl: string, applicationName: string): { connectionString: string; fallback_application_name: string } {
+  return { connectionString: databaseUrl, fallback_application_name: applicationName };
+}
+
+/**
  * Opens a Knex pool on `databaseUrl`; its sessions use {@link planCacheMode} unless the URL sets `options`.
  * @param opts.applicationName the sessions' `application_name` as libpq's `fallback_application_name` (PostgreSQL
  *   "Connection Strings"): shown in `pg_stat_activity` and the server's log lines, so an operator sees which process a

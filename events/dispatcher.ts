@@ -21,7 +21,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { isServerShutdown, type Db } from '../db';
+import { isServerShutdown, namedSession, type Db } from '../db';
 import { deleteOutboxRows, lockOutboxBatch, OUTBOX_CHANNEL, type OutboxAdmission, type OutboxRow } from '../db/repositories/events';
 import { startWorkflow, TASK_QUEUE, workflowIds, type WorkflowArgs } from '../temporal.config';
 import { loadWebhookSettings } from '../domain/webhooks/settings';
@@ -167,8 +167,7 @@ export async function startWebhookDispatcher(opts: DispatcherOptions): Promise<W
   let listener: pg.Client | undefined;
   if (opts.databaseUrl) {
     try {
-      // Named for pg_stat_activity as the service's pools are (db/index.ts `createDb`); PGAPPNAME or the URL win.
-      listener = new pg.Client({ connectionString: opts.databaseUrl, fallback_application_name: 'agent-control-plane-webhook-outbox' });
+      listener = new pg.Client(namedSession(opts.databaseUrl, 'agent-control-plane-webhook-outbox'));
       // A server shutting down ends the connection with 57P01, then pg reports the closed socket as a
       // second error ("Connection terminated unexpectedly"): both are the same stop.
       let serverStopping = false;

@@ -12,6 +12,7 @@
 import pg from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../../domain/errors';
+import { namedSession } from '../../db';
 import { rateLimitRejections } from '../../metrics';
 import type { AppContext } from '../context';
 import type { AppConfig } from '../../config';
@@ -92,8 +93,7 @@ export class RateLimits {
     databaseUrl: string,
     private readonly defaults: RateLimitDefaults,
   ) {
-    // Named for pg_stat_activity as the service's pools are (db/index.ts `createDb`); PGAPPNAME or the URL win.
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10, fallback_application_name: 'agent-control-plane-rate-limits' });
+    this.pool = new pg.Pool({ ...namedSession(databaseUrl, 'agent-control-plane-rate-limits'), max: 10 });
     this.pool.on('error', () => undefined);
   }
 
