@@ -102,6 +102,7 @@ export async function campaignDialer(input: CampaignDialerInput): Promise<string
       await condition(() => cancelled || settled !== before);
       continue;
     }
+    const settledBeforeClaim = settled;
     const got = await outboundClaimAttempts({ orgId, campaignId, token: `${workflowInfo().runId}:${batch++}`, now: new Date().toISOString(), limit: maxConcurrent - inFlight.size });
     maxConcurrent = got.maxConcurrentCalls;
     if (got.campaignStatus === 'draft') {
@@ -135,6 +136,9 @@ export async function campaignDialer(input: CampaignDialerInput): Promise<string
     // The claim only moved attempts whose window is closed to their window's opening: claim again at once
     // while due attempts remain (each claim defers or claims every due attempt it reads, so this ends).
     if (got.nextNotBefore && new Date(got.nextNotBefore).getTime() <= Date.now()) continue;
+    // A dial that ended while the claim read the attempts is counted in its `dialing` and will not settle again: claim
+    // anew. Runs that waited here instead replay that way (docs/operations.md "Changing a workflow with runs in flight").
+    if (settled !== settledBeforeClaim && patched('campaign-claim-sees-dials-that-ended')) continue;
     // Nothing due now: wait for a dial to end, a signal, or the next window opening / retry.
     const before = settled;
     const waitMs = got.nextNotBefore ? Math.min(Math.max(new Date(got.nextNotBefore).getTime() - Date.now(), 1000), MAX_IDLE_MS) : MAX_IDLE_MS;

@@ -22,7 +22,8 @@ import { localParts } from '../../domain/sms/quietHours';
 import { workflowIds } from '../../temporal.config';
 import { callWithKey } from '../helpers/api';
 import { createTestDatabase } from '../helpers/postgres';
-import { serverNow, skipTime, startWorkerAt, withTimeSkipping } from '../helpers/temporal';
+import { serverNow, skipTime, startTestWorker, startWorkerAt, withTimeSkipping } from '../helpers/temporal';
+import { campaignProgressQuery } from '../../workflows/definitions';
 import { phone, until, untilLocal, useDialerEnv } from '../api/outbound-fixtures';
 
 describe('campaign dialer workflow (dev server, real SDK)', function () {
@@ -151,6 +152,51 @@ describe('campaign dialer workflow (dev server, real SDK)', function () {
     expect(events.filter((e) => e.markerRecordedEventAttributes), 'the patch marker').to.have.length(1);
     expect((await get(id)).status).to.equal('draft');
     expect(await dialsTo([number])).to.have.length(0);
+  });
+
+  it('completes when the last dial ends while a claim is reading the attempts', async () => {
+    await moveClockTo('America/New_York', 12, 0);
+    const [held, other] = [phone('212', 700), phone('212', 701)];
+    const id = await campaign(['phone', held, other].join('\n'), { maxConcurrentCalls: 2 });
+    const progress = () => env.client.workflow.getHandle(workflowIds.campaign(id)).query(campaignProgressQuery);
+    // The held contact's dial waits until a claim has read its attempt still dialing; that claim returns only once the
+    // dial has ended and the workflow has seen it end, so the claim's answer is older than the dial's settling.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let raced = false;
+    const real = createOutboundActivities({ db: env.db, config: env.config, logger: createLogger('silent') });
+    const activities = {
+      ...real,
+      async outboundDial(input: Parameters<typeof real.outboundDial>[0]) {
+        const [row] = await env.db('call_attempts').where({ org_id: dialer.orgId, id: input.attemptId }).select('e164');
+        if (row?.e164 === held) await released;
+        return real.outboundDial(input);
+      },
+      async outboundClaimAttempts(input: Parameters<typeof real.outboundClaimAttempts>[0]) {
+        const got = await real.outboundClaimAttempts(input);
+        if (!raced && got.claimed.length === 0 && got.pending === 0 && got.dialing === 1) {
+          raced = true;
+          release();
+          await until(async () => ((await progress()).inFlight === 0 ? true : undefined), 20_000, 'the held dial to settle in the workflow');
+        }
+        return got;
+      },
+    };
+    await env.stopWorker();
+    const worker = await startTestWorker(env.taskQueue, activities);
+    try {
+      expect((await env.call(dialer.key, 'POST', `/campaigns/${id}/launch`)).status).to.equal(200);
+      const done = await finished(id, 20_000);
+      expect(raced, 'a claim read the held dial still dialing').to.equal(true);
+      expect(done.counters).to.include({ total: 2, answered: 2, dials: 2 });
+      // The run claimed again at once (patched 'campaign-claim-sees-dials-that-ended') rather than sleeping until the
+      // next calling window or six hours.
+      const events = (await env.client.workflow.getHandle(workflowIds.campaign(id)).fetchHistory()).events ?? [];
+      expect(events.filter((e) => e.markerRecordedEventAttributes), 'the patch marker').to.have.length(1);
+    } finally {
+      await worker.stop();
+      await env.startWorker();
+    }
   });
 
   it('continues as new every N dials and still dials every contact once', async () => {
