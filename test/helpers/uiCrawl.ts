@@ -22,6 +22,11 @@ export interface CrawlOptions {
   eventsPerRun?: number;
   /** Logs each page opened (`CRAWL_LOG=1` prints them). */
   log?: (line: string) => void;
+  /**
+   * Tabs that open pages at once, each in its own page of one browser context (default 3): a page spends most of
+   * its time waiting for the network to go quiet, so tabs side by side shorten the crawl without skipping a check.
+   */
+  tabs?: number;
   /** Called with each page after it settled (screenshots). */
   onPage?: (page: Page, path: string) => Promise<void>;
 }
@@ -74,32 +79,15 @@ async function settle(page: Page, inFlight: Set<unknown>): Promise<void> {
 
 /**
  * Crawls the UI from `opts.start` in one browser context (1280 × 900, the width the pages must
- * fit). Resolves with the visited paths and the problems found; never rejects for a page problem.
+ * fit), {@link CrawlOptions.tabs} pages at a time. Resolves with the visited paths and the problems found; never rejects for a page problem.
  */
 export async function crawlUi(browser: Browser, opts: CrawlOptions): Promise<CrawlReport> {
   const focus = new Set(opts.focusWorkflowIds);
   const maxPages = opts.maxPages ?? 200;
   const eventsPerRun = opts.eventsPerRun ?? 3;
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
   const problems: string[] = [];
   const visited: string[] = [];
-  let current = '';
-  page.on('console', (msg) => {
-    const text = msg.text();
-    if (msg.type() === 'error' || /could not parse payload/i.test(text)) problems.push(`${current}: console ${msg.type()}: ${text.slice(0, 300)}`);
-  });
-  page.on('pageerror', (err) => problems.push(`${current}: page error: ${err.message.slice(0, 300)}`));
-  const inFlight = new Set<unknown>();
-  page.on('request', (r) => {
-    if (!/waitNewEvent=true/.test(r.url())) inFlight.add(r);
-  });
-  page.on('requestfinished', (r) => inFlight.delete(r));
-  page.on('requestfailed', (r) => inFlight.delete(r));
-  page.on('response', (r) => {
-    if (r.url().includes('/api/v1/') && r.status() >= 400) problems.push(`${current}: ${r.status()} ${r.request().method()} ${r.url().replace(opts.origin, '')}`);
-  });
-
   const seen = new Set<string>();
   const eventsSeen = new Map<string, number>();
   const queue: Array<{ path: string; from: string }> = [];
@@ -116,9 +104,45 @@ export async function crawlUi(browser: Browser, opts: CrawlOptions): Promise<Cra
   };
   for (const s of opts.start) enqueue(s, '(start)');
 
-  while (queue.length && visited.length < maxPages) {
-    const { path, from } = queue.shift()!;
-    current = path;
+  /** Pages being opened now: a tab whose queue is empty waits for them, since each may link to more. */
+  let busy = 0;
+  /** One tab of the crawl: its own page, so each problem is told against the path that tab was on. */
+  const tab = async (): Promise<void> => {
+    const page = await context.newPage();
+    let current = '';
+    page.on('console', (msg) => {
+      const text = msg.text();
+      if (msg.type() === 'error' || /could not parse payload/i.test(text)) problems.push(`${current}: console ${msg.type()}: ${text.slice(0, 300)}`);
+    });
+    page.on('pageerror', (err) => problems.push(`${current}: page error: ${err.message.slice(0, 300)}`));
+    const inFlight = new Set<unknown>();
+    page.on('request', (r) => {
+      if (!/waitNewEvent=true/.test(r.url())) inFlight.add(r);
+    });
+    page.on('requestfinished', (r) => inFlight.delete(r));
+    page.on('requestfailed', (r) => inFlight.delete(r));
+    page.on('response', (r) => {
+      if (r.url().includes('/api/v1/') && r.status() >= 400) problems.push(`${current}: ${r.status()} ${r.request().method()} ${r.url().replace(opts.origin, '')}`);
+    });
+    while (visited.length < maxPages) {
+      const next = queue.shift();
+      if (!next) {
+        if (busy === 0) break;
+        await page.waitForTimeout(50);
+        continue;
+      }
+      busy++;
+      try {
+        current = next.path;
+        await visit(page, next.path, next.from, inFlight);
+      } finally {
+        busy--;
+      }
+    }
+    await page.close();
+  };
+
+  const visit = async (page: Page, path: string, from: string, inFlight: Set<unknown>): Promise<void> => {
     visited.push(path);
     opts.log?.(`crawl ${visited.length}: ${path}`);
     if (/\/history\.json$/.test(new URL(path, opts.origin).pathname)) {
@@ -126,12 +150,12 @@ export async function crawlUi(browser: Browser, opts: CrawlOptions): Promise<Cra
       const r = await context.request.get(`${opts.origin}${path}`);
       const body = (await r.json().catch(() => undefined)) as { history?: { events?: unknown[] } } | undefined;
       if (!r.ok() || !body?.history?.events?.length) problems.push(`${path}: raw history answered ${r.status()} without events (linked from ${from})`);
-      continue;
+      return;
     }
     const res = await page.goto(`${opts.origin}${path}`).catch((err: Error) => err);
     if (res instanceof Error) {
       problems.push(`${path}: ${res.message.split('\n')[0]} (linked from ${from})`);
-      continue;
+      return;
     }
     await settle(page, inFlight);
     const landed = new URL(page.url());
@@ -154,8 +178,13 @@ export async function crawlUi(browser: Browser, opts: CrawlOptions): Promise<Cra
       if (u.origin !== opts.origin || u.pathname.startsWith('/api/')) continue;
       enqueue(u.pathname + u.search, path);
     }
+  };
+
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, opts.tabs ?? 3) }, () => tab()));
+  } finally {
+    await context.close();
   }
   if (queue.length) problems.push(`crawl stopped after ${maxPages} pages with ${queue.length} links left`);
-  await context.close();
   return { visited, problems };
 }
