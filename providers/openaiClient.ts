@@ -2,7 +2,11 @@
  * The official `openai` client as every OpenAI-compatible provider of this service builds it: every option explicit,
  * so the SDK reads none of its own OPENAI_* variables (the service's configuration is docs/configuration.md).
  */
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
+import { lazyModule } from './lazyModule';
+
+/** The `openai` SDK, loaded when a provider first needs it (./lazyModule.ts): the sandbox LLM and embeddings never do. */
+export const openAiSdk = lazyModule(() => require('openai') as typeof import('openai'), 'openai');
 
 /** What the providers set. */
 export interface OpenAiClientOptions {
@@ -18,7 +22,7 @@ export interface OpenAiClientOptions {
 
 /** A client with only the given options (OpenAI Node SDK `ClientOptions`). */
 export function createOpenAiClient(opts: OpenAiClientOptions): OpenAI {
-  return new OpenAI({
+  return new (openAiSdk().default)({
     apiKey: opts.apiKey,
     baseURL: opts.baseUrl,
     organization: null,

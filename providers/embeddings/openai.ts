@@ -7,8 +7,8 @@
  * Errors: 429 → rate_limited, 401/403 → auth, 408 or no answer within EMBEDDINGS_TIMEOUT_MS → timeout, 5xx or no
  * connection → unavailable, any other 4xx → bad_request (EmbeddingsError).
  */
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
-import { createOpenAiClient } from '../openaiClient';
+import type OpenAI from 'openai';
+import { createOpenAiClient, openAiSdk } from '../openaiClient';
 import { normalize } from '../../domain/knowledge/fusion';
 import { EMBEDDINGS_TIMEOUT_MS, EmbeddingsError, embeddingsModelId, parseEmbeddingsModelId, type EmbeddingsProvider } from './index';
 
@@ -68,10 +68,11 @@ export class OpenAiEmbeddings implements EmbeddingsProvider {
 
 /** SDK error → EmbeddingsError (module docstring). */
 function toEmbeddingsError(err: unknown): unknown {
+  const sdk = openAiSdk.loaded();
   if (err instanceof EmbeddingsError) return err;
-  if (err instanceof APIConnectionTimeoutError) return new EmbeddingsError('timeout', 'the embeddings server did not answer in time', { cause: err });
-  if (err instanceof APIConnectionError) return new EmbeddingsError('unavailable', `cannot reach the embeddings server: ${err.message}`, { cause: err });
-  if (err instanceof APIError && typeof err.status === 'number') {
+  if (sdk && err instanceof sdk.APIConnectionTimeoutError) return new EmbeddingsError('timeout', 'the embeddings server did not answer in time', { cause: err });
+  if (sdk && err instanceof sdk.APIConnectionError) return new EmbeddingsError('unavailable', `cannot reach the embeddings server: ${err.message}`, { cause: err });
+  if (sdk && err instanceof sdk.APIError && typeof err.status === 'number') {
     const s = err.status;
     const message = `the embeddings server answered ${s}: ${err.message}`;
     if (s === 429) return new EmbeddingsError('rate_limited', message, { cause: err });

@@ -28,8 +28,8 @@
  *   request's signal rejects with the signal's reason.
  * - Usage is the server's; a server that reports none gets the local `gpt-tokenizer` count (./tokens).
  */
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
-import { createOpenAiClient } from '../openaiClient';
+import type OpenAI from 'openai';
+import { createOpenAiClient, openAiSdk } from '../openaiClient';
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -304,12 +304,13 @@ async function boundedRetryFetch(input: string | URL | Request, init?: RequestIn
 
 /** An SDK failure as `LlmProviderError` (module docstring); the signal's reason when the caller aborted. */
 export function toProviderError(err: unknown, signal?: AbortSignal): unknown {
+  const sdk = openAiSdk.loaded();
   if (err instanceof LlmProviderError) return err;
   if (signal?.aborted) return signal.reason;
-  if (err instanceof APIUserAbortError) return err;
-  if (err instanceof APIConnectionTimeoutError) return new LlmProviderError('timeout', 'the LLM did not answer in time', { cause: err });
-  if (err instanceof APIConnectionError) return new LlmProviderError('unavailable', `cannot reach the LLM: ${err.message}`, { cause: err });
-  if (err instanceof APIError && typeof err.status === 'number') {
+  if (sdk && err instanceof sdk.APIUserAbortError) return err;
+  if (sdk && err instanceof sdk.APIConnectionTimeoutError) return new LlmProviderError('timeout', 'the LLM did not answer in time', { cause: err });
+  if (sdk && err instanceof sdk.APIConnectionError) return new LlmProviderError('unavailable', `cannot reach the LLM: ${err.message}`, { cause: err });
+  if (sdk && err instanceof sdk.APIError && typeof err.status === 'number') {
     const status = err.status;
     const message = `the LLM answered ${status}: ${err.message}`;
     if (status === 429) return new LlmProviderError('rate_limited', message, { status, retryAfterSeconds: retryAfterSeconds(err.headers), cause: err });

@@ -16,8 +16,12 @@
  *   `charge.dispute.funds_reinstated` credit it back. A refund or dispute names its PaymentIntent, which is
  *   retrieved for the organization (`metadata.org_id`); payments without `purpose: wallet_topup` are not ours.
  */
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
+import { lazyModule } from '../lazyModule';
 import { PaymentError, PaymentWebhookSignatureError, type PaymentEvent, type PaymentRequest, type PaymentResult, type PaymentsAdapter } from './index';
+
+/** The `stripe` SDK, loaded when the adapter first needs it (../lazyModule.ts). */
+const stripeSdk = lazyModule(() => require('stripe') as typeof import('stripe'), 'stripe');
 
 /** Stripe's settings (docs/configuration.md). */
 export interface StripeSettings {
@@ -56,7 +60,7 @@ export function loadStripeSettings(env: NodeJS.ProcessEnv = process.env): Stripe
 /** The `stripe` client of these settings (network retries off, telemetry off). */
 export function stripeClient(s: StripeSettings): Stripe {
   const base = s.apiBase ? new URL(s.apiBase) : null;
-  return new Stripe(s.secretKey, {
+  return new (stripeSdk())(s.secretKey, {
     maxNetworkRetries: 0,
     timeout: s.timeoutMs,
     telemetry: false,
@@ -68,12 +72,13 @@ const idOf = (v: string | { id: string } | null | undefined): string | null => (
 
 /** A Stripe error as a PaymentError (card errors 402, the rest `provider_unavailable`). */
 function paymentError(err: unknown): PaymentError {
-  if (err instanceof Stripe.errors.StripeCardError) {
+  const errors = stripeSdk.loaded()?.errors;
+  if (errors && err instanceof errors.StripeCardError) {
     if (err.code === 'authentication_required') return new PaymentError('authentication_required', `Stripe: ${err.message}`);
     if (err.decline_code === 'insufficient_funds') return new PaymentError('insufficient_funds', `Stripe: ${err.message}`);
     return new PaymentError('card_declined', `Stripe: ${err.message}`);
   }
-  if (err instanceof Stripe.errors.StripeError) return new PaymentError('provider_unavailable', `Stripe answered ${err.statusCode ?? 'no status'} (${err.type}): ${err.message}`);
+  if (errors && err instanceof errors.StripeError) return new PaymentError('provider_unavailable', `Stripe answered ${err.statusCode ?? 'no status'} (${err.type}): ${err.message}`);
   return new PaymentError('provider_unavailable', `Stripe could not be reached: ${err instanceof Error ? err.message : String(err)}`);
 }
 

@@ -19,7 +19,6 @@
  * dial would have).
  */
 import type Telnyx from 'telnyx';
-import { APIError } from 'telnyx';
 import type { AvailableNumber } from '../../schemas/types/numbers';
 import { ApiError } from '../../domain/errors';
 import { areaCodeInfo } from '../../domain/sms/nanp';
@@ -28,7 +27,7 @@ import { findProviderCallByReference, providerMessageIdByReference, recordProvid
 import type { Lookup } from '../lookup';
 import type { AnsweredCampaignCall, CallQuery, CampaignCallHandoff, DialResult, OutgoingCall, OutgoingText, TelephonyAdapter, TelephonyDeps } from './index';
 import { providerCallbackUrl, requiredEnv, waitForCallEnd } from './live';
-import { TELNYX_PROVIDER, TelnyxAdapterBase, telnyxErrorText } from './telnyxClient';
+import { isTelnyxApiError, TELNYX_PROVIDER, TelnyxAdapterBase, telnyxErrorText } from './telnyxClient';
 
 /** `client_state` of a call: base64 of `{"org":…,"ref":…}` (Telnyx echoes it on every call webhook). */
 export function telnyxClientState(orgId: string, reference: string): string {
@@ -101,7 +100,7 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
       if (!n?.id) throw new Error('Telnyx answered the number order without a phone number id');
       return { providerNumberId: n.id };
     } catch (err) {
-      if (err instanceof APIError && (err.status === 409 || err.status === 422)) {
+      if (isTelnyxApiError(err) && (err.status === 409 || err.status === 422)) {
         throw new ApiError(409, 'number_unavailable', `${e164} is no longer available at Telnyx (${telnyxErrorText(err)})`);
       }
       throw err;
@@ -226,7 +225,7 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
     try {
       await this.call(send);
     } catch (err) {
-      if (!(err instanceof APIError)) throw err;
+      if (!isTelnyxApiError(err)) throw err;
       await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, `${name} refused`, { providerCallId: c.providerCallId, status: err.status, error: telnyxErrorText(err) });
     }
   }
@@ -269,7 +268,7 @@ export class TelnyxTelephony extends TelnyxAdapterBase implements TelephonyAdapt
     try {
       await this.call(() => this.client.calls.actions.transfer(providerCallId, { to, command_id: `transfer:${reference}` }));
     } catch (err) {
-      if (!(err instanceof APIError)) throw err;
+      if (!isTelnyxApiError(err)) throw err;
       await logProviderRequest(this.db, orgId, TELNYX_PROVIDER, 'transfer refused', { providerCallId, status: err.status, error: telnyxErrorText(err) });
     }
   }

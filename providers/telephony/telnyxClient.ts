@@ -4,7 +4,8 @@
  * loopback stub), no SDK retries (a retried write could be a second number, text or call: 429s are waited
  * out by `withRateLimit`, anything else goes through performOnce's look-up).
  */
-import Telnyx, { APIError } from 'telnyx';
+import type Telnyx from 'telnyx';
+import { lazyModule } from '../lazyModule';
 import type { Db } from '../../db';
 import type { AppConfig } from '../../config';
 import { requiredEnv, withRateLimit, type RateLimitProbe } from './live';
@@ -12,9 +13,18 @@ import { requiredEnv, withRateLimit, type RateLimitProbe } from './live';
 /** Provider name of the Telnyx adapters (also the `{provider}` segment of their webhook path). */
 export const TELNYX_PROVIDER = 'telnyx';
 
+/** The `telnyx` SDK, loaded when an adapter first needs it (../lazyModule.ts). */
+const telnyxSdk = lazyModule(() => require('telnyx') as typeof import('telnyx'), 'telnyx');
+
+/** Whether `err` is the Telnyx SDK's `APIError` (false while the SDK is not loaded: nothing could have thrown one). */
+export function isTelnyxApiError(err: unknown): err is InstanceType<typeof import('telnyx').APIError> {
+  const sdk = telnyxSdk.loaded();
+  return !!sdk && err instanceof sdk.APIError;
+}
+
 /** A Telnyx SDK client from the environment. @throws Error naming TELNYX_API_KEY when unset */
 export function telnyxClient(): Telnyx {
-  return new Telnyx({
+  return new (telnyxSdk().default)({
     apiKey: requiredEnv('TELNYX_API_KEY', 'the Telnyx adapters'),
     baseURL: process.env.TELNYX_BASE_URL || 'https://api.telnyx.com/v2',
     maxRetries: 0,
@@ -24,11 +34,11 @@ export function telnyxClient(): Telnyx {
 
 /** 429 and its `Retry-After` from a Telnyx SDK error. */
 export const telnyxRateLimit: RateLimitProbe = (err) =>
-  err instanceof APIError && err.status === 429 ? { rateLimited: true, retryAfter: err.headers?.get('retry-after') ?? null } : { rateLimited: false, retryAfter: null };
+  isTelnyxApiError(err) && err.status === 429 ? { rateLimited: true, retryAfter: err.headers?.get('retry-after') ?? null } : { rateLimited: false, retryAfter: null };
 
 /** The first error detail Telnyx gave (`errors[0].detail` or `.title`), else the SDK's message. */
 export function telnyxErrorText(err: unknown): string {
-  if (err instanceof APIError) {
+  if (isTelnyxApiError(err)) {
     const first = (err.error as { errors?: { detail?: string; title?: string; code?: string }[] } | undefined)?.errors?.[0];
     return `Telnyx ${err.status ?? ''}: ${first?.detail || first?.title || err.message}`.trim();
   }
@@ -43,7 +53,7 @@ export async function checkTelnyxCredentials(client: Telnyx = telnyxClient()): P
   try {
     await client.balance.retrieve();
   } catch (err) {
-    if (err instanceof APIError && (err.status === 401 || err.status === 403)) throw new Error(`TELNYX_API_KEY is refused by Telnyx (${err.status}); set a valid API v2 key`);
+    if (isTelnyxApiError(err) && (err.status === 401 || err.status === 403)) throw new Error(`TELNYX_API_KEY is refused by Telnyx (${err.status}); set a valid API v2 key`);
     throw new Error(`Telnyx credentials could not be checked: ${telnyxErrorText(err)}`);
   }
 }
