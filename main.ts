@@ -5,6 +5,7 @@
  * API. Prints the API URL and, on first start, a bootstrap organization with a secret key (once: the
  * key appears on one line only). Secrets come from the environment or DATA_DIR/secrets (docs/security.md); any start-up failure prints one line and exits 1.
  */
+import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { envNumber, loadConfig } from './config';
 import { startMetricsListener, startTracing } from './telemetry';
@@ -16,6 +17,7 @@ import { TASK_QUEUE, workerQueueSelection } from './temporal.config';
 import { startDevServer } from './devserver';
 import { serveWebUi, webUiVersion } from './devserver/http/ui';
 import { ensureUiBuilt, UI_BUILD_DIR } from './scripts/build-ui';
+import { ensureWorkflowBundle } from './scripts/build-workflow-bundle';
 import { startWebhookDispatcher } from './events/dispatcher';
 import { startHousekeeping } from './services/housekeeping';
 import { startWorkflowStartSweep } from './services/workflowStarts';
@@ -29,6 +31,12 @@ async function main(): Promise<void> {
   // Before the database and the servers open, so their modules are instrumented (OTEL_*; off by default).
   const tracing = startTracing('agent-control-plane');
   const logger = createLogger(config.logLevel);
+  // The workflow bundle of the current sources, kept between starts (docs/operations.md "Workflow bundle"): found or
+  // built while Postgres and the dev server start. Without it the worker bundles in memory, as before.
+  const bundling = ensureWorkflowBundle().then(
+    (b) => (logger.info({ workflowBundle: path.relative(process.cwd(), b.path), built: b.built, ms: Math.round(b.ms) }, 'workflow code'), b.path),
+    (err: unknown) => (logger.warn({ err: err instanceof Error ? err.message.split('\n')[0] : String(err) }, 'workflow bundle not kept: bundling in memory'), undefined),
+  );
   const database = await openDatabase(config, logger, { applicationName: 'agent-control-plane' });
   const closers: (() => Promise<unknown>)[] = [() => database.close()];
   if (tracing) closers.unshift(() => tracing.shutdown());
@@ -83,7 +91,8 @@ async function main(): Promise<void> {
     }
     const metrics = await startMetricsListener({ port: config.metricsPort, host: config.host, logger });
     closers.push(() => metrics.close());
-    const worker = await startWorker({ address, namespace: config.temporalNamespace, db: database.db, config, logger });
+    const codePath = await bundling;
+    const worker = await startWorker({ address, namespace: config.temporalNamespace, db: database.db, config, logger, ...(codePath ? { workflowBundle: { codePath } } : {}) });
     closers.push(() => worker.stop());
     const connection = await Connection.connect({ address });
     closers.push(() => connection.close());

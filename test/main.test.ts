@@ -14,6 +14,7 @@ import { freePort } from '../db/embedded';
 import { SERVICE_SECRETS } from '../secrets';
 import { api, childEnv, listening, postgresPort, runTsx, startService, type Service } from './helpers/service';
 import { COMPLETE_BRAND } from './api/sms-fixtures';
+import { START_WORKFLOW_BUNDLE_PATH } from '../scripts/build-workflow-bundle';
 import { createDb } from '../db';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
@@ -48,8 +49,13 @@ describe('npm start (main.ts) as a child process', function () {
     let bootKey = '';
     let mediaSecret = '';
 
+    let bundleWrittenAt = 0;
     for (let round = 0; round <= ROUNDS; round++) {
       service = await startService(env);
+      // The workflow bundle of unchanged sources is kept between starts, not built again (ensureWorkflowBundle).
+      const bundleMtime = fs.statSync(START_WORKFLOW_BUNDLE_PATH).mtimeMs;
+      if (round > 0) expect(bundleMtime, 'the kept workflow bundle').to.equal(bundleWrittenAt);
+      bundleWrittenAt = bundleMtime;
       if (round === 0) {
         // The bootstrap key appears once in everything the first start printed.
         const keys = service.stdout.match(/acp_sk_live_[A-Za-z0-9]+/g) ?? [];
