@@ -39,15 +39,15 @@ async function sourceFiles(dir: string): Promise<string[]> {
     if (e.name.startsWith('.') || (dir === ROOT && NOT_INPUTS.has(e.name))) continue;
     const p = path.join(dir, e.name);
     if (e.isDirectory()) out.push(...(await sourceFiles(p)));
-    else if (e.name.endsWith('.ts')) out.push(p);
+    else if (/\.(ts|js|json)$/.test(e.name)) out.push(p);
   }
   return out;
 }
 
 /**
- * sha256 over what a workflow bundle is built from, conservatively: every TypeScript source of the service (the
- * workflows and whatever they import, the bundler's options in worker.ts, this script) and package-lock.json (the
- * SDK's workflow runtime and the interceptors). Any edit outside tests and benches builds anew.
+ * sha256 over what a workflow bundle is built from, conservatively: every source of the service (`.ts`, `.js`,
+ * `.json`: the workflows and whatever they import, the bundler's options in worker.ts, this script) and
+ * package-lock.json (the SDK's workflow runtime and the interceptors). Any edit outside tests and benches builds anew.
  */
 export async function workflowInputHash(): Promise<string> {
   const h = crypto.createHash('sha256');
