@@ -91,18 +91,27 @@ export function poolMin(env: NodeJS.ProcessEnv = process.env): number {
 export async function openPoolMinimum(db: Db): Promise<number> {
   const pool = (db.client as { pool?: { min: number } }).pool;
   const n = pool?.min ?? 0;
-  // Each of the n transactions holds a connection of its own while it runs: every one opened prepares the hot
-  // statements (db/groupCommit.ts `prepareOnConnect`), each under a savepoint (one that fails leaves the others), and
-  // rolls back (their empty batches write nothing; the prepared statements stay with the session).
+  // Each of the n transactions prepares the hot statements (db/groupCommit.ts `prepareOnConnect`), each under a
+  // savepoint (one that fails leaves the others), and rolls back (their empty batches write nothing; the prepared
+  // statements stay with the session). None ends before all n hold a connection: one that ended early would hand its
+  // connection to a transaction still waiting, and a connection the pool opened for that one would join the pool
+  // unprepared.
+  let held = 0;
+  let releaseAll!: () => void;
+  const allHeld = new Promise<void>((resolve) => (releaseAll = resolve));
   await Promise.all(
     Array.from({ length: n }, () =>
       db
         .transaction(async (trx) => {
           for (const prepare of connectPreparers()) await trx.transaction((sp) => prepare(sp)).catch(() => undefined);
+          if (++held === n) releaseAll();
+          await allHeld;
           throw ROLLED_BACK;
         })
         .catch((err) => {
-          if (err !== ROLLED_BACK) throw err;
+          if (err === ROLLED_BACK) return;
+          releaseAll(); // a connection that could not open: the others need not wait for it
+          throw err;
         }),
     ),
   );

@@ -4,6 +4,7 @@
  * statements prepared, so the first burst after a start does not open a connection per queued statement (docs/benchmarks.md "sms-replies").
  */
 import { expect } from 'chai';
+import net from 'node:net';
 import { loadConfig } from '../../config';
 import { DEFAULT_POOL_MIN, poolMin } from '../../db';
 import { connectPreparers } from '../../db/groupCommit';
@@ -23,7 +24,11 @@ describe('the pool minimum opened where the API starts', function () {
   });
 
   it('has DB_POOL_MIN connections open when startApi resolves, on a database opened as the service opens it, each with the hot statements prepared', async () => {
-    const databaseUrl = await createTestDatabase('poolmin');
+    // Through a proxy that holds each new connection 150 ms before reaching Postgres (a server under load, or across
+    // a network): a connection opened for the start arrives after the transactions on connections already open ended.
+    const direct = new URL(await createTestDatabase('poolmin'));
+    const proxy = await slowConnectProxy(direct.hostname, Number(direct.port || 5432), 150);
+    const databaseUrl = Object.assign(new URL(direct.href), { host: `127.0.0.1:${proxy.port}` }).href;
     const saved = process.env.DB_POOL_MIN;
     process.env.DB_POOL_MIN = '5';
     const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', databaseUrl });
@@ -35,8 +40,10 @@ describe('the pool minimum opened where the API starts', function () {
       return pool.numUsed() + pool.numFree();
     };
     try {
-      // Migrations ran on one connection: the minimum is not open yet.
-      expect(await backends()).to.be.below(5);
+      // Four connections are open and idle (as after a burst): the minimum is not open yet. The start then opens one
+      // more while four transactions find a connection at once; each of the five must still come out prepared.
+      await Promise.all(Array.from({ length: 4 }, () => database.db.transaction((trx) => trx.raw('SELECT pg_sleep(0.05)'))));
+      expect(await backends()).to.equal(4);
       const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger });
       try {
         expect(await backends()).to.equal(5);
@@ -59,6 +66,30 @@ describe('the pool minimum opened where the API starts', function () {
       }
     } finally {
       await database.close();
+      await proxy.close();
     }
   });
 });
+
+/** A TCP proxy to `host:port` that waits `delayMs` before connecting each accepted socket upstream. */
+async function slowConnectProxy(host: string, port: number, delayMs: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    sockets.add(client);
+    client.pause();
+    setTimeout(() => {
+      const upstream = net.connect(port, host);
+      sockets.add(upstream);
+      const end = () => (client.destroy(), upstream.destroy());
+      client.on('error', end).on('close', end);
+      upstream.on('error', end).on('close', end);
+      client.pipe(upstream).pipe(client);
+      client.resume();
+    }, delayMs);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () => new Promise<void>((resolve) => (sockets.forEach((s) => s.destroy()), server.close(() => resolve()))),
+  };
+}
