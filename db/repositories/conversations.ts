@@ -18,7 +18,8 @@ import type { PlaybookState } from '../../domain/conversations/playbook';
 import { rowMapper } from '../rows';
 import { AUDIT_COLUMNS, AUDIT_RECORD_COLUMNS, auditRow, type AuditRecord } from './auditLogs';
 import { conversationStartWriter } from './conversationStarts';
-import { inOrganization, plannedAsFew, NO_ORGANIZATION, prepareOnConnect, type GroupCommitStats } from '../groupCommit';
+import { inOrganization, plannedAsFew, NO_ORGANIZATION, PerOrgGroupCommit, prepareOnConnect, type GroupCommitStats } from '../groupCommit';
+import { runPrepared } from '../preparedQuery';
 
 /** A conversation row in the shape the runtime and the API use. */
 export interface ConversationRecord {
@@ -248,28 +249,53 @@ export async function getConversation(conn: Conn, orgId: string, id: string): Pr
  * A turn's read names the columns {@link toRecord} and {@link toMessage} read, not every column: each column more
  * is one more field pg describes and parses, and one more key of every message's JSON, on every turn.
  */
-const WITH_HISTORY_SQL = `SELECT ${RECORD_COLUMNS.map((col) => `c.${col}`).join(', ')}, (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
+const WITH_HISTORY_SQL = `/* turn read */ SELECT bx.k, ${RECORD_COLUMNS.map((col) => `c.${col}`).join(', ')}, (SELECT coalesce(json_agg(x ORDER BY x.seq), '[]'::json)
                     FROM (SELECT m.id, m.seq, m.turn, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.created_at
                             FROM conversation_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id
-                             AND m.seq >= greatest(c.message_count - ?, ?) ORDER BY m.seq DESC LIMIT ?) x) AS recent
-       FROM conversations c WHERE ${inOrganization('c.org_id', '?')} AND c.id = ?`;
+                             AND m.seq >= greatest(c.message_count - bx.lim, bx.from_seq) ORDER BY m.seq DESC LIMIT bx.lim) x) AS recent
+       FROM jsonb_to_recordset(?::jsonb) AS bx(k int, id text, from_seq int, lim int)
+       JOIN conversations c ON c.id = bx.id AND ${inOrganization('c.org_id', '?')}
+      WHERE ${plannedAsFew('bx')}`;
+
+interface HistoryRead {
+  id: string;
+  historyLimit: number;
+  fromSeq: number;
+}
+
+// An organization's turn reads of the moment share one statement (db/groupCommit.ts `PerOrgGroupCommit`: the first
+// goes at once, those that arrive while it runs go together next), each item answered from its own row: one round
+// trip and one statement for many turns, instead of one each (docs/benchmarks.md "chat").
+const historyReads = new PerOrgGroupCommit<HistoryRead, (ConversationRecord & { recent: ConversationMessage[] }) | undefined>(
+  async (db, orgId, batch) => {
+    const items = batch.map((b, k) => ({ k, id: b.id, from_seq: b.fromSeq, lim: b.historyLimit }));
+    const { rows } = await runPrepared(db, WITH_HISTORY_SQL, [JSON.stringify(items), orgId]);
+    const out: ((ConversationRecord & { recent: ConversationMessage[] }) | undefined)[] = batch.map(() => undefined);
+    for (const r of rows) out[r.k] = { ...toRecord(r), recent: (r.recent as any[]).map(toMessage) };
+    return out;
+  },
+  200,
+  { prepareOnConnect: true },
+);
 
 /**
- * A conversation with its last `historyLimit` messages (oldest first), in one round trip (a turn's read;
- * a prepared statement).
+ * A conversation with its last `historyLimit` messages (oldest first), in one round trip shared with the
+ * organization's other turn reads of the moment (a prepared statement; in a transaction, a statement of its own there).
  * @param fromSeq read no message numbered below it (the caller holds those: services/conversations/history.ts)
+ * @returns undefined when the organization has no such conversation
  */
-export async function getConversationWithHistory(
+export function getConversationWithHistory(
   conn: Conn,
   orgId: string,
   id: string,
   historyLimit: number,
   fromSeq = 0,
 ): Promise<(ConversationRecord & { recent: ConversationMessage[] }) | undefined> {
-  const res = await conn.raw(WITH_HISTORY_SQL, [historyLimit, fromSeq, historyLimit, orgId, id]).options(prepared(WITH_HISTORY_SQL));
-  const r = res.rows[0];
-  return r ? { ...toRecord(r), recent: (r.recent as any[]).map(toMessage) } : undefined;
+  return historyReads.submit(conn, orgId, { id, historyLimit, fromSeq });
 }
+
+/** The turn-read batches `db` ran so far (the benchmarks' figures). */
+export const turnReadStats = (db: Db): GroupCommitStats => historyReads.stats(db);
 
 /** The last `limit` messages of a conversation, oldest first. */
 export async function recentMessages(conn: Conn, orgId: string, conversationId: string, limit: number): Promise<ConversationMessage[]> {

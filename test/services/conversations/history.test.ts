@@ -5,6 +5,7 @@
  * API process would), and for a conversation longer than the window. Real Postgres.
  */
 import { expect } from 'chai';
+import pg from 'pg';
 import { createOrganization } from '../../../db/repositories/organizations';
 import { createConversation, getConversationWithHistory, saveTurns, type ConversationRecord, type StoredTurn } from '../../../db/repositories/conversations';
 import { conversationWithHistory, holdWindow } from '../../../services/conversations/history';
@@ -36,16 +37,20 @@ describe('chat history window held in process', () => {
     if (here) holdWindow(saved.conversation, [...c.recent, ...saved.messages].slice(-LIMIT));
   }
 
-  /** Messages the read's statement returned (knex's `query-response`). */
+  /** Messages the reads' statements returned (counted at pg's `Client`, where every pool's statements pass). */
   async function rowsRead<T>(fn: () => Promise<T>): Promise<{ value: T; messages: number }> {
     let messages = 0;
-    const count = (response: any) => (messages += (response?.rows?.[0]?.recent ?? []).length);
-    db().on('query-response', count);
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const out = (query as (...a: unknown[]) => unknown).apply(this, args) as Promise<pg.QueryResult> | undefined;
+      out?.then?.((res) => res.rows.forEach((r) => (messages += (r.recent ?? []).length)), () => undefined);
+      return out;
+    } as typeof query;
     try {
       const value = await fn();
       return { value, messages };
     } finally {
-      db().off('query-response', count);
+      pg.Client.prototype.query = query;
     }
   }
 
@@ -86,5 +91,42 @@ describe('chat history window held in process', () => {
     expect(messages).to.equal(LIMIT);
     expect(value!.recent.map((m) => m.content)).to.deep.equal(c.recent.map((m) => m.content));
     expect(value!.recent[LIMIT - 1].content).to.equal('You said: m19');
+  });
+  it('answers an organization\'s concurrent turn reads with one statement, each its own conversation, none of another organization', async () => {
+    const org = await createOrganization(db(), 'History batch');
+    const other = await createOrganization(db(), 'History batch, other');
+    const open = async (orgId: string, n: number) => {
+      const { conversation } = await createConversation(db(), orgId, {
+        agentId: 'agt_batch0001', channel: 'chat', mode: 'published', versionId: 'ver_batch0001', draftVersion: null, draftSnapshot: null,
+        variables: {}, metadata: {}, keyId: null, greeting: `Hello ${n}`,
+      });
+      let c = (await getConversationWithHistory(db(), orgId, conversation.id, LIMIT))!;
+      for (let i = 0; i < n; i++) {
+        await store(c, `c${n} m${i}`, false);
+        c = (await getConversationWithHistory(db(), orgId, conversation.id, LIMIT))!;
+      }
+      return c;
+    };
+    const mine = [await open(org.id, 1), await open(org.id, 3), await open(org.id, 20)];
+    const theirs = await open(other.id, 2);
+    const ids = [...mine.map((c) => c.id), theirs.id, 'cnv_unknown000001'];
+    const statements: string[] = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const q = args[0] as string | { text: string };
+      statements.push(typeof q === 'string' ? q : q.text);
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    let read: Awaited<ReturnType<typeof getConversationWithHistory>>[];
+    try {
+      read = await Promise.all(ids.map((id) => getConversationWithHistory(db(), org.id, id, LIMIT)));
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    expect(statements.filter((t) => t.includes('/* turn read */'))).to.have.length(1);
+    expect(read.slice(0, 3)).to.deep.equal(mine);
+    expect(read[2]!.recent).to.have.length(LIMIT);
+    expect(read[3], 'another organization\'s conversation').to.equal(undefined);
+    expect(read[4], 'an unknown id').to.equal(undefined);
   });
 });
