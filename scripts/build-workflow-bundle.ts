@@ -75,12 +75,32 @@ export async function ensureWorkflowBundle(outFile = START_WORKFLOW_BUNDLE_PATH)
   const hash = await workflowInputHash();
   const have = await fsp.readFile(hashFile, 'utf8').catch(() => '');
   if (have === hash && fs.existsSync(outFile)) return { path: outFile, built: false, ms: performance.now() - t0 };
+  await removeAbandonedTemporaries(outFile);
   const tmp = `${outFile}.${process.pid}.tmp`;
   await buildWorkflowBundle(tmp);
   await fsp.rename(tmp, outFile);
   await fsp.writeFile(`${hashFile}.${process.pid}.tmp`, hash);
   await fsp.rename(`${hashFile}.${process.pid}.tmp`, hashFile);
   return { path: outFile, built: true, ms: performance.now() - t0 };
+}
+
+/**
+ * Removes the temporary files of `outFile` (and its hash) that a start killed mid-build left behind: those named with
+ * the pid of a process that no longer runs (`kill(pid, 0)` fails with ESRCH, kill(2)).
+ */
+async function removeAbandonedTemporaries(outFile: string): Promise<void> {
+  const dir = path.dirname(outFile);
+  const base = path.basename(outFile);
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    const m = name.startsWith(`${base}.`) ? /\.(\d+)\.tmp$/.exec(name) : null;
+    if (!m) continue;
+    try {
+      process.kill(Number(m[1]), 0);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ESRCH') await fsp.rm(path.join(dir, name), { force: true });
+    }
+  }
 }
 
 if (require.main === module) {

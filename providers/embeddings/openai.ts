@@ -68,8 +68,8 @@ export class OpenAiEmbeddings implements EmbeddingsProvider {
 
 /** SDK error → EmbeddingsError (module docstring). */
 function toEmbeddingsError(err: unknown): unknown {
-  const sdk = openAiSdk.loaded();
   if (err instanceof EmbeddingsError) return err;
+  const sdk = openAiSdk.loaded();
   if (sdk && err instanceof sdk.APIConnectionTimeoutError) return new EmbeddingsError('timeout', 'the embeddings server did not answer in time', { cause: err });
   if (sdk && err instanceof sdk.APIConnectionError) return new EmbeddingsError('unavailable', `cannot reach the embeddings server: ${err.message}`, { cause: err });
   if (sdk && err instanceof sdk.APIError && typeof err.status === 'number') {

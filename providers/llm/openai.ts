@@ -304,9 +304,9 @@ async function boundedRetryFetch(input: string | URL | Request, init?: RequestIn
 
 /** An SDK failure as `LlmProviderError` (module docstring); the signal's reason when the caller aborted. */
 export function toProviderError(err: unknown, signal?: AbortSignal): unknown {
-  const sdk = openAiSdk.loaded();
   if (err instanceof LlmProviderError) return err;
   if (signal?.aborted) return signal.reason;
+  const sdk = openAiSdk.loaded();
   if (sdk && err instanceof sdk.APIUserAbortError) return err;
   if (sdk && err instanceof sdk.APIConnectionTimeoutError) return new LlmProviderError('timeout', 'the LLM did not answer in time', { cause: err });
   if (sdk && err instanceof sdk.APIConnectionError) return new LlmProviderError('unavailable', `cannot reach the LLM: ${err.message}`, { cause: err });
