@@ -306,6 +306,8 @@ export async function runChatBench(): Promise<void> {
       `  turn batches       ${nBatches} (group commit, db/groupCommit.ts; each API process its own), ${(batchItems / Math.max(1, nBatches)).toFixed(1)} turns and ${(batchMs / Math.max(1, nBatches)).toFixed(1)} ms each,` +
         ` ${(batchMs / 1000 / elapsed / processes).toFixed(2)} in flight on average per process`,
     );
+    const reads = stats.reduce((a, st) => ({ batches: a.batches + st.reads.batches, items: a.items + st.reads.items, ms: a.ms + st.reads.ms }), { batches: 0, items: 0, ms: 0 });
+    console.log(`  turn reads         ${reads.batches} (group read, db/repositories/conversations.ts getConversationWithHistory), ${(reads.items / Math.max(1, reads.batches)).toFixed(1)} turns and ${(reads.ms / Math.max(1, reads.batches)).toFixed(1)} ms each`);
     const gcMs = stats.reduce((a, st) => a + st.gcMs, 0);
     const gcKinds = new Map<string, number>();
     for (const st of stats) for (const [k, ms] of Object.entries(st.gcByKind)) gcKinds.set(k, (gcKinds.get(k) ?? 0) + ms);

@@ -22,6 +22,7 @@ import { freePort } from '../db/embedded';
 import { startApi } from '../api/server';
 import { announceReady, createLogger, isClusterChild, logDestination, runProcesses } from '../runtime';
 import { turnBatchStats } from '../services/conversations/service';
+import { turnReadStats } from '../db/repositories/conversations';
 import { countStatements, profileWindow } from './harness';
 import { runBench } from './entry';
 
@@ -38,6 +39,8 @@ export interface WindowStats {
   /** The same pauses' ms by kind (`minor` scavenges, `major` mark-compacts, `incremental` marking steps, `weakcb`). */
   gcByKind: Record<string, number>;
   counted: [string, number][];
+  /** The turn reads' batches (db/repositories/conversations.ts `getConversationWithHistory`, a group read) in the window. */
+  reads: { batches: number; items: number; ms: number };
 }
 
 /** perf_hooks' `constants.NODE_PERFORMANCE_GC_*` values by name. */
@@ -50,6 +53,7 @@ async function serve(databaseUrl: string, port: number): Promise<number> {
   const api = await startApi({ db, databaseUrl, config, logger: level === 'silent' ? createLogger('silent') : createLogger(level, logDestination('/dev/null')) });
   const { counted } = countStatements();
   let start: ReturnType<typeof turnBatchStats> | undefined;
+  let startReads: ReturnType<typeof turnReadStats> | undefined;
   let stopProfile: (() => Promise<void>) | undefined;
   const gc = { ms: 0, n: 0, byKind: {} as Record<string, number> };
   const gcObserver = new PerformanceObserver((list) => {
@@ -64,6 +68,7 @@ async function serve(databaseUrl: string, port: number): Promise<number> {
     if (!start) {
       counted.clear();
       start = { ...turnBatchStats(db) };
+      startReads = { ...turnReadStats(db) };
       gc.ms = gc.n = 0;
       gc.byKind = {};
       gcObserver.observe({ entryTypes: ['gc'] });
@@ -72,7 +77,9 @@ async function serve(databaseUrl: string, port: number): Promise<number> {
     }
     gcObserver.disconnect();
     const end = turnBatchStats(db);
-    const stats: WindowStats = { pid: process.pid, batches: end.batches - start.batches, items: end.items - start.items, ms: end.ms - start.ms, gcMs: gc.ms, gcs: gc.n, gcByKind: gc.byKind, counted: [...counted] };
+    const endReads = turnReadStats(db);
+    const reads = { batches: endReads.batches - startReads!.batches, items: endReads.items - startReads!.items, ms: endReads.ms - startReads!.ms };
+    const stats: WindowStats = { pid: process.pid, batches: end.batches - start.batches, items: end.items - start.items, ms: end.ms - start.ms, gcMs: gc.ms, gcs: gc.n, gcByKind: gc.byKind, counted: [...counted], reads };
     start = undefined;
     void stopProfile!().then(() => {
       const dir = process.env.BENCH_CHAT_STATS_DIR;
