@@ -100,7 +100,13 @@ describe('npm start (main.ts) as a child process', function () {
       const put = await api(service, 'PUT', '/sms', bootKey, { ...COMPLETE_BRAND, street: `${round + 1} Main St` });
       expect(put.status, JSON.stringify(put.body)).to.equal(200);
       // A save returns the registration to draft; the submission that follows is acknowledged too.
-      const submitted = await api(service, 'POST', '/sms/submit', bootKey);
+      // A 503 temporal_unavailable acknowledges nothing and asks to submit again (the dev server may still be
+      // recovering from the last SIGKILL): a client does so, a few times.
+      let submitted = await api(service, 'POST', '/sms/submit', bootKey);
+      for (let i = 0; i < 10 && submitted.status === 503 && submitted.body?.code === 'temporal_unavailable'; i++) {
+        await new Promise((r) => setTimeout(r, 1_000));
+        submitted = await api(service, 'POST', '/sms/submit', bootKey);
+      }
       expect(submitted.status, JSON.stringify(submitted.body)).to.equal(200);
       expect(submitted.body.data.status).to.equal('submitted');
       for (let i = 0; i < 3; i++) {

@@ -166,6 +166,9 @@ export async function crawlUi(browser: Browser, opts: CrawlOptions): Promise<Cra
     }
     const error = page.locator('[aria-roledescription="error"]');
     if (await error.count()) problems.push(`${path}: error page "${(await error.first().innerText()).replace(/\s+/g, ' ').slice(0, 200)}" (linked from ${from})`);
+    // A run's history renders its event rows (each a link to /history/events/N) after the network went quiet on a
+    // busy machine: wait for the first before reading the links (none appearing is left to the caller's checks).
+    if (/\/history$/.test(wanted.pathname)) await page.locator('a[href*="/history/events/"]').first().waitFor({ timeout: 15_000 }).catch(() => undefined);
     await opts.onPage?.(page, path);
     const hrefs = await page.$$eval('a[href]', (as) => as.map((a) => (a as unknown as { href: string }).href));
     for (const href of hrefs) {
