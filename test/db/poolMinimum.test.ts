@@ -42,7 +42,18 @@ describe('the pool minimum opened where the API starts', function () {
     try {
       // Four connections are open and idle (as after a burst): the minimum is not open yet. The start then opens one
       // more while four transactions find a connection at once; each of the five must still come out prepared.
-      await Promise.all(Array.from({ length: 4 }, () => database.db.transaction((trx) => trx.raw('SELECT pg_sleep(0.05)'))));
+      let opened = 0;
+      let allOpen!: () => void;
+      const fourOpen = new Promise<void>((resolve) => (allOpen = resolve));
+      await Promise.all(
+        Array.from({ length: 4 }, () =>
+          database.db.transaction(async (trx) => {
+            await trx.raw('SELECT 1');
+            if (++opened === 4) allOpen();
+            await fourOpen; // each holds its connection until all four hold one
+          }),
+        ),
+      );
       expect(await backends()).to.equal(4);
       const api = await startApi({ db: database.db, databaseUrl: database.url, config, logger });
       try {
