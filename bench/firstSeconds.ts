@@ -9,7 +9,7 @@
  * (parsed and planned on every run), with the most frequent of the last two.
  */
 import { constants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
-import pg from 'pg';
+import { tapStatements } from '../test/helpers/pgTap';
 import type { Db } from '../db';
 
 /** The tarn pool under a Knex handle, as far as these figures read it (tarn 3 `Pool`). */
@@ -121,21 +121,16 @@ export function recordFirstSeconds(db: Db, firstMs: number, onSplit?: () => void
   pool?.on('acquireFail', (id) => asked.delete(id));
   pool?.on('createSuccess', onCreated);
   // Every pg Client of this process (the service's pool, the change feed, the rate limits'): what each statement costs Postgres.
-  const pgQuery = pg.Client.prototype.query;
-  pg.Client.prototype.query = function (this: pg.Client & { connection?: { parsedStatements?: Record<string, string> } }, ...args: unknown[]) {
-    const q = args[0] as string | { text?: string; name?: string };
+  const untap = tapStatements(({ text, name, client }) => {
     const w = current();
-    const text = typeof q === 'string' ? q : q?.text ?? '';
-    const name = typeof q === 'object' ? q?.name : undefined;
-    if (name && this.connection?.parsedStatements?.[name] !== undefined) w.statements.prepared++;
+    if (name && (client as { connection?: { parsedStatements?: Record<string, string> } }).connection?.parsedStatements?.[name] !== undefined) w.statements.prepared++;
     else {
       if (name) w.statements.parsed++;
       else w.statements.unnamed++;
       const k = `${name ? 'parsed ' : 'unnamed '}${text.replace(/\s+/g, ' ').slice(0, 60)}`;
       w.cold.set(k, (w.cold.get(k) ?? 0) + 1);
     }
-    return (pgQuery as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof pgQuery;
+  });
   const gc = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
       const w = e.startTime < first.t0 + firstMs ? first : current();
@@ -166,7 +161,7 @@ export function recordFirstSeconds(db: Db, firstMs: number, onSplit?: () => void
     stop() {
       clearTimeout(split);
       clearInterval(sampler);
-      pg.Client.prototype.query = pgQuery;
+      untap();
       gc.disconnect();
       pool?.removeListener('acquireRequest', onRequest);
       pool?.removeListener('acquireSuccess', onAcquired);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import pg from 'pg';
+import { tapStatements } from '../test/helpers/pgTap';
 import { startApi, type RunningApi } from '../api/server';
 import { loadConfig, type AppConfig } from '../config';
 import { createLogger } from '../runtime';
@@ -363,14 +363,10 @@ export async function publishForBench(db: Db, orgId: string, agentId: string, pu
  */
 export function countStatements(): { counted: Map<string, number>; stop(): void } {
   const counted = new Map<string, number>();
-  const pgQuery = pg.Client.prototype.query;
-  if (process.env.BENCH_COUNT_QUERIES) {
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const q = args[0] as string | { text?: string };
-      const k = (typeof q === 'string' ? q : q?.text ?? '?').replace(/\s+/g, ' ').slice(0, 70);
-      counted.set(k, (counted.get(k) ?? 0) + 1);
-      return (pgQuery as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof pgQuery;
-  }
-  return { counted, stop: () => { pg.Client.prototype.query = pgQuery; } };
+  if (!process.env.BENCH_COUNT_QUERIES) return { counted, stop: () => undefined };
+  const stop = tapStatements(({ text }) => {
+    const k = (text || '?').replace(/\s+/g, ' ').slice(0, 70);
+    counted.set(k, (counted.get(k) ?? 0) + 1);
+  });
+  return { counted, stop };
 }

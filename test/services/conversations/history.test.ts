@@ -5,7 +5,7 @@
  * API process would), and for a conversation longer than the window. Real Postgres.
  */
 import { expect } from 'chai';
-import pg from 'pg';
+import { tapStatements } from '../../helpers/pgTap';
 import { createOrganization } from '../../../db/repositories/organizations';
 import { createConversation, getConversationWithHistory, saveTurns, type ConversationRecord, type StoredTurn } from '../../../db/repositories/conversations';
 import { conversationWithHistory, holdWindow } from '../../../services/conversations/history';
@@ -40,17 +40,12 @@ describe('chat history window held in process', () => {
   /** Messages the reads' statements returned (counted at pg's `Client`, where every pool's statements pass). */
   async function rowsRead<T>(fn: () => Promise<T>): Promise<{ value: T; messages: number }> {
     let messages = 0;
-    const query = pg.Client.prototype.query;
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const out = (query as (...a: unknown[]) => unknown).apply(this, args) as Promise<pg.QueryResult> | undefined;
-      out?.then?.((res) => res.rows.forEach((r) => (messages += (r.recent ?? []).length)), () => undefined);
-      return out;
-    } as typeof query;
+    const untap = tapStatements(() => (res) => res.rows.forEach((r) => (messages += (r.recent ?? []).length)));
     try {
       const value = await fn();
       return { value, messages };
     } finally {
-      pg.Client.prototype.query = query;
+      untap();
     }
   }
 
@@ -111,17 +106,12 @@ describe('chat history window held in process', () => {
     const theirs = await open(other.id, 2);
     const ids = [...mine.map((c) => c.id), theirs.id, 'cnv_unknown000001'];
     const statements: string[] = [];
-    const query = pg.Client.prototype.query;
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const q = args[0] as string | { text: string };
-      statements.push(typeof q === 'string' ? q : q.text);
-      return (query as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof query;
+    const untap = tapStatements((s) => void statements.push(s.text));
     let read: Awaited<ReturnType<typeof getConversationWithHistory>>[];
     try {
       read = await Promise.all(ids.map((id) => getConversationWithHistory(db(), org.id, id, LIMIT)));
     } finally {
-      pg.Client.prototype.query = query;
+      untap();
     }
     expect(statements.filter((t) => t.includes('/* turn read */'))).to.have.length(1);
     expect(read.slice(0, 3)).to.deep.equal(mine);
