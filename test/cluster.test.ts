@@ -7,13 +7,13 @@
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { createDb, migrate, type Db } from '../db';
+import { createDb, type Db } from '../db';
 import { freePort } from '../db/embedded';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey, revokeKey } from '../db/repositories/apiKeys';
 import { NON_RESERVED_SCOPES } from '../domain/scopes';
 import { SERVICE_SECRETS } from '../secrets';
-import { createTestDatabase } from './helpers/postgres';
+import { createMigratedTestDatabase } from './helpers/postgres';
 
 const ROOT = path.resolve(__dirname, '..');
 const TSX = path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
@@ -36,9 +36,8 @@ describe('start:api with API_PROCESSES=2', function () {
   let metricsUrl = '';
 
   before(async () => {
-    const databaseUrl = await createTestDatabase('cluster');
+    const databaseUrl = await createMigratedTestDatabase('cluster');
     db = createDb(databaseUrl);
-    await migrate(db);
     const port = await freePort();
     const metricsPort = await freePort();
     metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;

@@ -23,7 +23,7 @@ import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { startTracing, type Tracing } from '../telemetry';
 import { loadConfig } from '../config';
-import { createDb, migrate, type Db } from '../db';
+import { createDb, type Db } from '../db';
 import { createOrganization } from '../db/repositories/organizations';
 import { createSecretKey } from '../db/repositories/apiKeys';
 import { startApi, type RunningApi } from '../api/server';
@@ -36,7 +36,7 @@ import { parseAllowList } from '../domain/net/guard';
 import { COMPLETE_BRAND } from './api/sms-fixtures';
 import https from 'node:https';
 import { callWithKey } from './helpers/api';
-import { createTestDatabase } from './helpers/postgres';
+import { createMigratedTestDatabase } from './helpers/postgres';
 import { testTemporal, uniqueTaskQueue } from './helpers/temporal';
 import { until } from './helpers/wait';
 import { createVoiceActivities } from '../activities/voice';
@@ -246,9 +246,8 @@ describe('traces (OTLP/HTTP to a loopback receiver)', function () {
 
     const { connection, native } = await testTemporal();
     const taskQueue = uniqueTaskQueue('traced');
-    const databaseUrl = await createTestDatabase('traces');
+    const databaseUrl = await createMigratedTestDatabase('traces');
     db = createDb(databaseUrl);
-    await migrate(db);
     const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'info' });
     const logger = createLogger('info', { write: (s: string) => void lines.push(JSON.parse(s)) } as never);
     const client = new Client({ connection, interceptors: tracing!.clientInterceptors });

@@ -9,10 +9,10 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createDb, migrate } from '../db';
+import { createDb } from '../db';
 import { createOrganization } from '../db/repositories/organizations';
 import { childEnv, TSX } from './helpers/service';
-import { createTestDatabase } from './helpers/postgres';
+import { createMigratedTestDatabase } from './helpers/postgres';
 import { testTemporal, uniqueTaskQueue } from './helpers/temporal';
 import { until } from './helpers/wait';
 import { applyWorkerSchedPolicy } from '../worker';
@@ -21,9 +21,8 @@ describe('npm run start:worker as a child process', function () {
   this.timeout(180_000);
 
   it('polls the queues WORKER_QUEUES names, starts a workflow start left owed, and stops quietly with status 0 on SIGINT', async () => {
-    const databaseUrl = await createTestDatabase('start_worker');
+    const databaseUrl = await createMigratedTestDatabase('start_worker');
     const db = createDb(databaseUrl);
-    await migrate(db);
     const { client, address } = await testTemporal();
     const taskQueue = uniqueTaskQueue('start-worker');
     const env = childEnv({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: taskQueue, LOG_LEVEL: 'info', WORKER_QUEUES: 'webhooks,bulk', WORKER_NICE: '10', WORKER_SCHED_POLICY: 'idle' });

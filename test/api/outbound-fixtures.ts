@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { Client } from '@temporalio/client';
 import { loadConfig, type AppConfig } from '../../config';
-import { createDb, migrate, type Db } from '../../db';
+import { createDb, type Db } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { createAgent } from '../../db/repositories/agents';
@@ -18,7 +18,7 @@ import { createLogger } from '../../runtime';
 import { createOutboundActivities } from '../../activities/outbound';
 import { callWithKey } from '../helpers/api';
 import { useResource } from '../helpers/mocha';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 import { serverNow, startTestWorker, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 
 /** A response with its parsed JSON body. */
@@ -64,9 +64,8 @@ export { until };
  * @param opts.temporalUiUrl the Temporal Web UI's base URL the API links to (default: none, the links are null)
  */
 export async function startOutboundEnv(label: string, opts: { dialLatencyMs?: number; temporalUiUrl?: string } = {}): Promise<OutboundEnv> {
-  const databaseUrl = await createTestDatabase(label);
+  const databaseUrl = await createMigratedTestDatabase(label);
   const db = createDb(databaseUrl);
-  await migrate(db);
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', rateLimitPoints: 1_000_000 });
   const logger = createLogger('silent');
   const { client } = await testTemporal();

@@ -1,16 +1,15 @@
 /** Rate limiting on Postgres shared by every API process, exact for small limits, leased for large ones, with a burst policy beside the window. */
 import { expect } from 'chai';
-import { createDb, migrate, type Db } from '../../db';
+import { createDb, type Db } from '../../db';
 import { RateLimits, burstPolicy, leaseSize } from '../../api/middleware/rateLimit';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 
 describe('RateLimits (rate-limiter-flexible on Postgres)', () => {
   let url: string;
   let db: Db;
   before(async () => {
-    url = await createTestDatabase('ratelimit');
+    url = await createMigratedTestDatabase('ratelimit');
     db = createDb(url);
-    await migrate(db);
   });
   after(async () => db.destroy());
 

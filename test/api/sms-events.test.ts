@@ -11,7 +11,7 @@ import { expect } from 'chai';
 import { Worker } from '@temporalio/worker';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { startTestWorker, testTemporal } from '../helpers/temporal';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 import { createSmsActivities } from '../../activities/sms';
 import type { CarrierAdapter } from '../../providers/carrier';
 import type { TelephonyAdapter } from '../../providers/telephony';
@@ -22,7 +22,7 @@ import { advanceMessage, insertMessage } from '../../db/repositories/smsMessages
 import { applyKeyword } from '../../db/repositories/smsContacts';
 import { messageChanged, registrationChanged } from '../../events/sms';
 import { startApi, type RunningApi } from '../../api/server';
-import { createDb, migrate, type Db } from '../../db';
+import { createDb, type Db } from '../../db';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../runtime';
 import { createOrganization } from '../../db/repositories/organizations';
@@ -292,9 +292,8 @@ describe('SMS webhook events end to end (dev server: submit → active, send →
   before(async () => {
     restoreEnv = setEnv();
     const { client } = await testTemporal();
-    const databaseUrl = await createTestDatabase('smsevents_e2e');
+    const databaseUrl = await createMigratedTestDatabase('smsevents_e2e');
     db = createDb(databaseUrl);
-    await migrate(db);
     const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent' });
     const logger = createLogger('silent');
     const taskQueue = `sms-events-${crypto.randomBytes(4).toString('hex')}`;

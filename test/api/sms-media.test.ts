@@ -11,9 +11,9 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { startTestWorker, testTemporal } from '../helpers/temporal';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 import { startApi, type RunningApi } from '../../api/server';
-import { createDb, migrate, type Db } from '../../db';
+import { createDb, type Db } from '../../db';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../runtime';
 import { createOrganization } from '../../db/repositories/organizations';
@@ -57,9 +57,8 @@ describe('SMS attachments (mediaIds, inbound media, GET /sms/media/{id} signed l
 
   before(async () => {
     const { client } = await testTemporal();
-    const databaseUrl = await createTestDatabase('smsmedia');
+    const databaseUrl = await createMigratedTestDatabase('smsmedia');
     db = createDb(databaseUrl);
-    await migrate(db);
     const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent' });
     const logger = createLogger('silent');
     const taskQueue = `sms-media-${crypto.randomBytes(4).toString('hex')}`;

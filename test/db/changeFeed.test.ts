@@ -5,11 +5,11 @@
  */
 import { expect } from 'chai';
 import pg from 'pg';
-import { createDb, migrate, type Db } from '../../db';
+import { createDb, type Db } from '../../db';
 import { ChangeFeed, ReadCache } from '../../db/changeFeed';
 import { createOrganization } from '../../db/repositories/organizations';
 import { findOwnerOfNumber, setSmsEnabled, type NumberOwner } from '../../db/repositories/numbers';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 
 describe('change feed', function () {
   this.timeout(60_000);
@@ -21,9 +21,8 @@ describe('change feed', function () {
   const settle = () => new Promise((r) => setTimeout(r, 300));
 
   before(async () => {
-    url = await createTestDatabase('change_feed');
+    url = await createMigratedTestDatabase('change_feed');
     db = createDb(url);
-    await migrate(db);
     for (let i = 0; i < 450; i++) orgIds.push((await createOrganization(db, `Feed ${i}`)).id);
     listener = new pg.Client({ connectionString: url });
     await listener.connect();

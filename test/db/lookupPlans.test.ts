@@ -6,13 +6,13 @@
  * lookup until an ANALYZE re-plans it).
  */
 import { expect } from 'chai';
-import { createDb, migrate, openPoolMinimum, type Db } from '../../db/index';
+import { createDb, openPoolMinimum, type Db } from '../../db/index';
 import { getConversationWithHistory } from '../../db/repositories/conversations';
 import { advanceMessage } from '../../db/repositories/smsMessages';
 import '../../db/repositories/smsReplies';
 import '../../db/repositories/smsConversations';
 import '../../db/repositories/conversationStarts';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 
 /** A plan node of `EXPLAIN (FORMAT JSON)` (PostgreSQL docs "EXPLAIN"). */
 interface PlanNode {
@@ -34,9 +34,8 @@ const filtersById = (filter: string | undefined): boolean => !!filter && /(^|[(\
 describe('hot statements on a database never analyzed', () => {
   let db: Db | undefined;
   before(async () => {
-    const url = await createTestDatabase('lookupplans');
+    const url = await createMigratedTestDatabase('lookupplans');
     const migrator = createDb(url);
-    await migrate(migrator);
     await migrator.destroy();
     // One connection, opened as an API process opens its pool (db/index.ts openPoolMinimum): every hot statement
     // prepared and planned on it.

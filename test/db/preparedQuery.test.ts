@@ -4,9 +4,9 @@
  * same statement name, a transaction's own connection — and refuses what Knex refuses.
  */
 import { expect } from 'chai';
-import { createDb, migrate, prepared, type Db } from '../../db';
+import { createDb, prepared, type Db } from '../../db';
 import { runPrepared } from '../../db/preparedQuery';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 
 describe('runPrepared (db/preparedQuery.ts)', function () {
   this.timeout(60_000);
@@ -14,9 +14,8 @@ describe('runPrepared (db/preparedQuery.ts)', function () {
   let url: string;
 
   before(async () => {
-    url = await createTestDatabase('prepared_query');
+    url = await createMigratedTestDatabase('prepared_query');
     db = createDb(url);
-    await migrate(db);
   });
   after(async () => {
     await db?.destroy();

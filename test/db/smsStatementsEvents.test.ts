@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import pg from 'pg';
-import { createDb, migrate, type Db } from '../../db';
+import { createDb, type Db } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createEndpoint } from '../../db/repositories/webhookEndpoints';
 import { OUTBOX_CHANNEL } from '../../db/repositories/events';
@@ -15,7 +15,7 @@ import { markReplySent, queueReplyWithIntent } from '../../db/repositories/smsRe
 import { receivedEventRows, updatedEventRows } from '../../events/sms';
 import { newId } from '../../db/ids';
 import type { UsageInput } from '../../db/repositories/usage';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 
 describe('the statements of an answered text: events, deliveries and the dispatcher wake-up', function () {
   this.timeout(60_000);
@@ -26,9 +26,8 @@ describe('the statements of an answered text: events, deliveries and the dispatc
   const settle = () => new Promise((r) => setTimeout(r, 300));
 
   before(async () => {
-    url = await createTestDatabase('sms_statement_events');
+    url = await createMigratedTestDatabase('sms_statement_events');
     db = createDb(url);
-    await migrate(db);
     listener = new pg.Client({ connectionString: url });
     await listener.connect();
     listener.on('notification', (m) => m.channel === OUTBOX_CHANNEL && notified++);

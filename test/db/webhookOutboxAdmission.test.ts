@@ -4,12 +4,12 @@
  * and not yet attempted, whatever the backlog, and each row knows its endpoint (migration 20261129002601).
  */
 import { expect } from 'chai';
-import { createDb, migrate, type Db } from '../../db';
+import { createDb, type Db } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createEndpoint } from '../../db/repositories/webhookEndpoints';
 import { deleteOutboxRows, enqueueDeliveryRun, lockOutboxBatch, type OutboxRow } from '../../db/repositories/events';
 import { emitEvent } from '../../events/emit';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 
 const ADMISSION = { perEndpoint: 4, perOrg: 8, leaseMs: 300_000 };
 const at = new Date().toISOString();
@@ -20,8 +20,7 @@ describe('webhook outbox admission: the oldest rows each endpoint and organizati
   let db: Db;
 
   before(async () => {
-    db = createDb(await createTestDatabase('outbox_admission'));
-    await migrate(db);
+    db = createDb(await createMigratedTestDatabase('outbox_admission'));
   });
   after(async () => {
     await db?.destroy();

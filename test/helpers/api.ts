@@ -2,13 +2,13 @@
  * A real API over a real socket on a fresh database, for HTTP tests (no mocks).
  */
 import { loadConfig, type AppConfig } from '../../config';
-import { createDb, migrate, type Db } from '../../db';
+import { createDb, type Db } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { startApi, type RunningApi } from '../../api/server';
 import { createLogger } from '../../runtime';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
-import { createTestDatabase } from './postgres';
+import { createMigratedTestDatabase } from './postgres';
 import { startTestWorker, testTemporal, uniqueTaskQueue } from './temporal';
 import type { Logger } from 'pino';
 import type { WorkerOptions } from '@temporalio/worker';
@@ -65,9 +65,8 @@ export async function startTestApi(
   overrides: Partial<AppConfig> = {},
   opts: { worker?: (deps: TestWorkerDeps) => WorkerOptions['activities']; temporal?: boolean; providers?: Partial<AppProviders>; temporalUiUrl?: string } = {},
 ): Promise<TestApi> {
-  const databaseUrl = await createTestDatabase(label);
+  const databaseUrl = await createMigratedTestDatabase(label);
   const db = createDb(databaseUrl);
-  await migrate(db);
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: process.env.TEST_LOG_LEVEL ?? 'silent', ...overrides });
   const logger = createLogger(config.logLevel);
   const taskQueue = uniqueTaskQueue(label);

@@ -12,6 +12,8 @@ import { createDb, migrate, type Db } from '../../db';
 
 let embedded: EmbeddedPostgresHandle | undefined;
 let serverUrl: string | undefined;
+/** The run's migrated template database (its name), made on first use. */
+let template: Promise<string> | undefined;
 
 /** Starts the run's Postgres server (idempotent). Called by the root hook. */
 export async function startTestPostgres(): Promise<string> {
@@ -31,19 +33,21 @@ export async function stopTestPostgres(): Promise<void> {
   if (embedded) await embedded.stop();
   embedded = undefined;
   serverUrl = undefined;
+  template = undefined;
 }
 
 /**
- * Creates a new, empty database on the run's server and returns its connection URL.
+ * Creates a new database on the run's server and returns its connection URL: empty, or a copy of `templateName`.
  * @param label readable part of the database name (letters, digits, underscore)
+ * @param templateName a database to copy (no session may be connected to it); default the server's empty template
  */
-export async function createTestDatabase(label = 'suite'): Promise<string> {
+export async function createTestDatabase(label = 'suite', templateName?: string): Promise<string> {
   const base = await startTestPostgres();
   const name = `t_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase().slice(0, 30)}_${crypto.randomBytes(4).toString('hex')}`;
   const admin = new pg.Client(base);
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE "${name}"`);
+    await admin.query(`CREATE DATABASE "${name}"${templateName ? ` TEMPLATE "${templateName}"` : ''}`);
   } finally {
     await admin.end();
   }
@@ -53,14 +57,38 @@ export async function createTestDatabase(label = 'suite'): Promise<string> {
 }
 
 /**
+ * Creates a new database at the latest migration and returns its connection URL. The run migrates one
+ * template database once and copies it for each caller (`CREATE DATABASE … TEMPLATE`, PostgreSQL
+ * "Template Databases"): a copy takes about a tenth of a second where running the migrations takes most of
+ * one. Nothing connects to the template after it is migrated, as a copy requires.
+ * @param label readable part of the database name (letters, digits, underscore)
+ */
+export async function createMigratedTestDatabase(label = 'suite'): Promise<string> {
+  template ??= (async () => {
+    const url = await createTestDatabase('template');
+    const db = createDb(url);
+    try {
+      await migrate(db);
+    } finally {
+      await db.destroy();
+    }
+    return decodeURIComponent(new URL(url).pathname.slice(1));
+  })();
+  const source = await template.catch((err) => {
+    template = undefined;
+    throw err;
+  });
+  return createTestDatabase(label, source);
+}
+
+/**
  * A fresh migrated database for the enclosing mocha suite (created in `before`, closed in `after`).
  * @returns the handle's getter, valid inside the suite's hooks and tests
  */
 export function useMigratedDb(label: string): () => Db {
   let db: Db | undefined;
   before(async () => {
-    db = createDb(await createTestDatabase(label));
-    await migrate(db);
+    db = createDb(await createMigratedTestDatabase(label));
   });
   after(async () => db?.destroy());
   return () => db!;

@@ -10,7 +10,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import type { DevServer } from '../../devserver';
 import { startRecordingDevServer } from '../helpers/histories';
 import { loadConfig } from '../../config';
-import { createDb, migrate, type Db } from '../../db';
+import { createDb, type Db } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { startApi, type RunningApi } from '../../api/server';
@@ -18,7 +18,7 @@ import { createLogger } from '../../runtime';
 import { NON_RESERVED_SCOPES } from '../../domain/scopes';
 import { createAgentActivities } from '../../activities/agents';
 import { QUICK_CLIENT, callWithKey } from '../helpers/api';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 import { serviceWorkflowBundle } from '../helpers/temporal';
 
 try {
@@ -53,9 +53,8 @@ describe('agent publish workflow (dev server, real SDK)', function () {
     server = await startRecordingDevServer({ log: () => {} });
     connection = await Connection.connect({ address: server.address });
     native = await NativeConnection.connect({ address: server.address });
-    const databaseUrl = await createTestDatabase('agentpublishwf');
+    const databaseUrl = await createMigratedTestDatabase('agentpublishwf');
     db = createDb(databaseUrl);
-    await migrate(db);
     const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent', ...QUICK_CLIENT });
     api = await startApi({ db, databaseUrl, config, logger: createLogger('silent'), temporal: { client: new Client({ connection }), taskQueue } });
     const org = await createOrganization(db, 'Publisher');

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { loadConfig } from '../../config';
-import { createDb, migrate, type Db } from '../../db';
+import { createDb, type Db } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { createAgent } from '../../db/repositories/agents';
@@ -21,7 +21,7 @@ import { workflowIds } from '../../temporal.config';
 import type { KnowledgeIngestionResult } from '../../workflows/knowledgeIngestion';
 import { ingestionStageQuery } from '../../workflows/definitions';
 import { callWithKey } from '../helpers/api';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 import { startTestWorker, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { makePdf, SAMPLE_HTML, serveDocuments } from '../api/knowledge-fixtures';
 
@@ -44,9 +44,8 @@ describe('knowledge ingestion workflow (dev server, real SDK)', function () {
 
   before(async () => {
     ({ client } = await testTemporal());
-    databaseUrl = await createTestDatabase('knowledge_wf');
+    databaseUrl = await createMigratedTestDatabase('knowledge_wf');
     db = createDb(databaseUrl);
-    await migrate(db);
     const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent' });
     const logger = createLogger('silent');
     api = await startApi({ db, databaseUrl, config, logger, temporal: { client, taskQueue } });

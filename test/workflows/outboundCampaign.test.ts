@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { Client, Connection } from '@temporalio/client';
 import { startRecordingDevServer } from '../helpers/histories';
 import { loadConfig } from '../../config';
-import { createDb, migrate } from '../../db';
+import { createDb } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { createAgent } from '../../db/repositories/agents';
@@ -21,7 +21,7 @@ import { insertAttempts, lockCampaign, setCampaignStatus } from '../../db/reposi
 import { localParts } from '../../domain/sms/quietHours';
 import { workflowIds } from '../../temporal.config';
 import { callWithKey } from '../helpers/api';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 import { serverNow, skipTime, startTestWorker, startWorkerAt, withTimeSkipping } from '../helpers/temporal';
 import { campaignProgressQuery } from '../../workflows/definitions';
 import { phone, until, untilLocal, useDialerEnv } from '../api/outbound-fixtures';
@@ -224,9 +224,8 @@ describe('campaign dialer across a restart of the worker and a durable dev serve
   this.timeout(120_000);
 
   it('dials every valid contact exactly once when the worker and the dev server are killed mid-campaign', async () => {
-    const databaseUrl = await createTestDatabase('outbound_restart');
+    const databaseUrl = await createMigratedTestDatabase('outbound_restart');
     const db = createDb(databaseUrl);
-    await migrate(db);
     let server = await startRecordingDevServer({ databaseUrl, log: () => undefined });
     const port = server.port;
     const connection = await Connection.connect({ address: server.address });

@@ -12,7 +12,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import type { DevServer } from '../../devserver';
 import { startRecordingDevServer } from '../helpers/histories';
 import { loadConfig, type AppConfig } from '../../config';
-import { createDb, migrate, type Db } from '../../db';
+import { createDb, type Db } from '../../db';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
 import { startApi, type RunningApi } from '../../api/server';
@@ -28,7 +28,7 @@ import { workflowIds } from '../../temporal.config';
 import { registrationProgressQuery } from '../../workflows/definitions';
 import { callWithKey } from '../helpers/api';
 import { useResource } from '../helpers/mocha';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 import { COMPLETE_BRAND } from '../api/sms-fixtures';
 import { serviceWorkflowBundle, startWorkerAt } from '../helpers/temporal';
 
@@ -57,9 +57,8 @@ async function startEnv(label: string, opts: { timeSkipping: boolean }): Promise
   const connection = await Connection.connect({ address: server.address });
   const native = await NativeConnection.connect({ address: server.address });
   const client = new Client({ connection });
-  const databaseUrl = await createTestDatabase(label);
+  const databaseUrl = await createMigratedTestDatabase(label);
   const db = createDb(databaseUrl);
-  await migrate(db);
   const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent' });
   const logger = createLogger('silent');
   const taskQueue = `sms-${crypto.randomBytes(4).toString('hex')}`;
@@ -304,9 +303,8 @@ describe('SMS registration across a restart of the worker and the dev server', f
   this.timeout(120_000);
 
   it('still reaches active when the worker and a durable dev server restart mid-registration', async () => {
-    const databaseUrl = await createTestDatabase('sms_restart');
+    const databaseUrl = await createMigratedTestDatabase('sms_restart');
     const db = createDb(databaseUrl);
-    await migrate(db);
     let server = await startRecordingDevServer({ databaseUrl });
     const port = server.port;
     const connection = await Connection.connect({ address: server.address });

@@ -6,11 +6,11 @@
  * again. A call whose relay died without a goodbye gets its conversation closed by the workflow.
  */
 import { expect } from 'chai';
-import { createDb, migrate, type Db } from '../../db';
+import { createDb, type Db } from '../../db';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../runtime';
 import { startApi, type RunningApi } from '../../api/server';
-import { createTestDatabase } from '../helpers/postgres';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 import { startTestWorker, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createSecretKey } from '../../db/repositories/apiKeys';
@@ -54,9 +54,8 @@ describe('voice-call workflow (dev server, real SDK)', function () {
   const minutesOf = (callId: string) => db('usage_entries').where({ org_id: org.orgId, kind: 'voice_minutes' }).whereRaw(`details->>'callId' = ?`, [callId]);
 
   before(async () => {
-    const databaseUrl = await createTestDatabase('voice_wf');
+    const databaseUrl = await createMigratedTestDatabase('voice_wf');
     db = createDb(databaseUrl);
-    await migrate(db);
     const config = loadConfig({ port: 0, host: '127.0.0.1', logLevel: 'silent' });
     ({ client } = await testTemporal());
     taskQueue = uniqueTaskQueue('voice-wf');

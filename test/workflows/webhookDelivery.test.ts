@@ -12,8 +12,8 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { DevServer } from '../../devserver';
 import { startRecordingDevServer } from '../helpers/histories';
-import { createDb, migrate, type Db } from '../../db';
-import { createTestDatabase } from '../helpers/postgres';
+import { createDb, type Db } from '../../db';
+import { createMigratedTestDatabase } from '../helpers/postgres';
 import { createOrganization } from '../../db/repositories/organizations';
 import { createEndpoint } from '../../db/repositories/webhookEndpoints';
 import { getDelivery, retryDelivery } from '../../db/repositories/webhookDeliveries';
@@ -52,9 +52,8 @@ describe('webhookDelivery workflow (dev server, time skipping)', function () {
     } catch {
       // installed by another suite
     }
-    const url = await createTestDatabase('whwf');
+    const url = await createMigratedTestDatabase('whwf');
     db = createDb(url);
-    await migrate(db);
     orgId = (await createOrganization(db, 'Workflow org')).id;
     server = await startRecordingDevServer({ timeSkipping: true });
     connection = await Connection.connect({ address: server.address });

@@ -5,7 +5,7 @@
  * 20261129001500). Real Postgres; the feed is a real LISTEN connection.
  */
 import { expect } from 'chai';
-import { createDb, migrate, type Db } from '../../../db';
+import { createDb, type Db } from '../../../db';
 import { ChangeFeed } from '../../../db/changeFeed';
 import { createOrganization } from '../../../db/repositories/organizations';
 import { createSource, indexChunks, markProcessing, rankChunkLists, MAX_QUERY_TERMS } from '../../../db/repositories/knowledge';
@@ -14,7 +14,7 @@ import { KnowledgeIndexes } from '../../../services/knowledge/lexicalIndex';
 import type { EmbeddingsProvider } from '../../../providers/embeddings';
 import { loadRetrievalSet, seedRetrievalSet, type SeededKnowledgeBase } from '../../helpers/retrievalEval';
 import { seededRandom } from '../../helpers/random';
-import { createTestDatabase } from '../../helpers/postgres';
+import { createMigratedTestDatabase } from '../../helpers/postgres';
 
 /** No vectors: the lexical path. */
 const LEXICAL: EmbeddingsProvider = { name: 'lexical', model: null, embed: async () => [] };
@@ -33,9 +33,8 @@ describe('in-process knowledge index', function () {
   const nextChange = (table: string) => new Promise<void>((resolve) => feed.on(table, (key) => key === orgId && resolve()));
 
   before(async () => {
-    url = await createTestDatabase('lexical_index');
+    url = await createMigratedTestDatabase('lexical_index');
     db = createDb(url);
-    await migrate(db);
     feed = new ChangeFeed();
     await feed.start(url);
     indexes = new KnowledgeIndexes(feed, 30);
