@@ -48,6 +48,8 @@ describe('the Temporal Web UI in headless Chromium', function () {
   let browser: Browser | undefined;
   let ui: WebUiServer;
   const failedRequests: string[] = [];
+  /** The crawls' link patterns: each crawl opens the namespace's pages and other workflows' tabs the earlier ones did not. */
+  const crawled = new Set<string>();
 
   before(async function () {
     await ensureUiBuilt();
@@ -154,6 +156,7 @@ describe('the Temporal Web UI in headless Chromium', function () {
         start: [`/namespaces/default/workflows?query=${encodeURIComponent(`OrganizationId="${orgId}"`)}`, `/namespaces/default/workflows/${encodeURIComponent(workflowId)}`],
         focusWorkflowIds: [workflowId],
         log: CRAWL_LOG,
+        seen: crawled,
       });
       expect(report.problems, report.problems.join('\n')).to.deep.equal([]);
       // The links of the issue's dead ends were all rendered and opened.
@@ -265,6 +268,7 @@ describe('the Temporal Web UI in headless Chromium', function () {
         start: [`/namespaces/default/workflows/${encodeURIComponent(workflowId)}`],
         focusWorkflowIds: [workflowId],
         log: CRAWL_LOG,
+        seen: crawled,
         onPage: async (p, at) => {
           if (!at.endsWith('/call-stack') || !at.includes(encodeURIComponent(workflowId))) return;
           // The call stack names the workflow's source by its path in the project, not on this machine.
@@ -388,6 +392,7 @@ describe('the Temporal Web UI in headless Chromium', function () {
         start: [`/namespaces/default/schedules`, `/namespaces/default/schedules/${encodeURIComponent(scheduleId)}`],
         focusWorkflowIds: [],
         log: CRAWL_LOG,
+        seen: crawled,
       });
       expect(report.problems, report.problems.join('\n')).to.deep.equal([]);
     });

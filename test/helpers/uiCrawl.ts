@@ -27,6 +27,12 @@ export interface CrawlOptions {
    * its time waiting for the network to go quiet, so tabs side by side shorten the crawl without skipping a check.
    */
   tabs?: number;
+  /**
+   * Link patterns opened so far, shared by the crawls of one file: a crawl adds what it opens and skips what an
+   * earlier one opened (the namespace's pages and other workflows' tabs look the same to each). Start paths and
+   * the focused workflows' pages are opened regardless. Default: a set of this crawl's own.
+   */
+  seen?: Set<string>;
   /** Called with each page after it settled (screenshots). */
   onPage?: (page: Page, path: string) => Promise<void>;
 }
@@ -46,6 +52,12 @@ const EXPECTED_REDIRECTS: Array<[RegExp, RegExp]> = [
   [/^\/namespaces\/[^/]+\/workflows\/[^/]+$/, /^\/namespaces\/[^/]+\/workflows\/[^/]+\/[^/]+\/history$/],
   [/^\/namespaces\/[^/]+\/workflows\/[^/]+\/[^/]+$/, /^\/namespaces\/[^/]+\/workflows\/[^/]+\/[^/]+\/history$/],
 ];
+
+/** The workflow id a path of a run's pages names, if it is one. */
+function workflowIdOf(path: string): string | undefined {
+  const m = /^\/namespaces\/[^/]+\/workflows\/([^/]+)\//.exec(new URL(path, 'http://x').pathname);
+  return m ? decodeURIComponent(m[1]) : undefined;
+}
 
 function pattern(path: string, focus: Set<string>): { key: string; eventOf?: string } {
   const url = new URL(path, 'http://x');
@@ -88,21 +100,24 @@ export async function crawlUi(browser: Browser, opts: CrawlOptions): Promise<Cra
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const problems: string[] = [];
   const visited: string[] = [];
-  const seen = new Set<string>();
+  const seen = opts.seen ?? new Set<string>();
+  /** Patterns this crawl queued: a focused page is skipped only when this crawl queued it already. */
+  const queued = new Set<string>();
   const eventsSeen = new Map<string, number>();
   const queue: Array<{ path: string; from: string }> = [];
-  const enqueue = (path: string, from: string) => {
+  const enqueue = (path: string, from: string, start = false) => {
     const { key, eventOf } = pattern(path, focus);
-    if (seen.has(key)) return;
+    if (queued.has(key) || (seen.has(key) && !start && !focus.has(workflowIdOf(path) ?? ''))) return;
     if (eventOf) {
       const n = eventsSeen.get(eventOf) ?? 0;
       if (n >= eventsPerRun) return;
       eventsSeen.set(eventOf, n + 1);
     }
     seen.add(key);
+    queued.add(key);
     queue.push({ path, from });
   };
-  for (const s of opts.start) enqueue(s, '(start)');
+  for (const s of opts.start) enqueue(s, '(start)', true);
 
   /** Pages being opened now: a tab whose queue is empty waits for them, since each may link to more. */
   let busy = 0;
