@@ -336,6 +336,48 @@ export function profileWindow(dir: string | undefined, label: string): () => Pro
     );
 }
 
+/** One allocation site of a heap sampling profile (V8's `HeapProfiler`): bytes still held when it was taken. */
+export interface HeapSite {
+  /** `function (file:line)`, the file relative to the project. */
+  site: string;
+  /** Bytes sampled at the site and not yet collected. */
+  bytes: number;
+}
+
+/**
+ * With `on`, samples this process's allocations (V8's sampling heap profiler, one sample per 64 KiB on average) from
+ * now until the returned function is called, which resolves with the sites whose sampled objects survived the young
+ * generation's scavenges, most bytes first: what a load promotes into the old generation, to be freed only by a
+ * mark-compact (objects a scavenge freed are dropped from the samples; those a mark-compact freed are kept). Without
+ * `on`, resolves with an empty list. Chrome DevTools protocol "HeapProfiler.startSampling".
+ */
+export function heapWindow(on: boolean): () => Promise<{ totalBytes: number; sites: HeapSite[] }> {
+  if (!on) return async () => ({ totalBytes: 0, sites: [] });
+  const session = new inspector.Session();
+  session.connect();
+  // Objects a mark-compact freed stay in the samples, those a scavenge freed do not: what remains is what got promoted.
+  session.post('HeapProfiler.startSampling', { samplingInterval: 65536, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false } as inspector.HeapProfiler.StartSamplingParameterType);
+  return () =>
+    new Promise((resolve, reject) =>
+      session.post('HeapProfiler.getSamplingProfile', (err, res) => {
+        session.post('HeapProfiler.stopSampling', () => session.disconnect());
+        if (err) return reject(err);
+        const bySite = new Map<string, number>();
+        let totalBytes = 0;
+        const root = process.cwd() + '/';
+        const walk = (node: inspector.HeapProfiler.SamplingHeapProfileNode) => {
+          const f = node.callFrame;
+          const site = `${f.functionName || '(anonymous)'} (${f.url.replace(/^file:\/\//, '').replace(root, '') || 'native'}:${f.lineNumber + 1})`;
+          if (node.selfSize) bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
+          totalBytes += node.selfSize;
+          for (const c of node.children) walk(c);
+        };
+        walk(res.profile.head);
+        resolve({ totalBytes, sites: [...bySite].map(([site, bytes]) => ({ site, bytes })).sort((a, b) => b.bytes - a.bytes) });
+      }),
+    );
+}
+
 /**
  * A JSON caller of the API with a secret key, for a section's setup: `call(method, path, json?)` resolves with
  * the envelope's `data`. @throws naming the request, status and body when the status is 300 or more

@@ -18,6 +18,8 @@
  * records (`provider_requests`, `sandbox_callbacks`: what a real carrier keeps on its side) counted apart.
  * `BENCH_PROFILE=1` profiles the API process during the load (V8, 100 µs sampling) and prints its top self-time
  * functions and packages. `BENCH_PROFILE_DIR` keeps the `.cpuprofile`.
+ * `BENCH_HEAP=1` samples the API process's allocations during the load and prints the sites whose objects survived the
+ * young generation (what the load promotes to the old generation, where only a mark-compact frees it).
  * `BENCH_WAITS=1` samples Postgres's `pg_stat_activity` every 20 ms during the load (a connection of its own) and
  * prints how many of the service's statements were running on average and what those waiting waited for (a lock,
  * the WAL flush, …), by statement: where one organization's texts queue behind each other (e.g. a row lock).
@@ -41,7 +43,7 @@ import { exchangeBatchStats } from '../db/repositories/sandboxProviders';
 import { turnBatchStats } from '../services/conversations/service';
 import type { GroupCommitStats } from '../db/groupCommit';
 import type { Db } from '../db';
-import { countStatements, cpuSnapshot, mainThreadCpuMs, processCpu, profileWindow, publishForBench, startBenchApi, startBenchStack, type BenchStack } from './harness';
+import { countStatements, cpuSnapshot, heapWindow, mainThreadCpuMs, processCpu, profileWindow, publishForBench, startBenchApi, startBenchStack, type BenchStack } from './harness';
 import { devServerInChild, startLoadChild, startWorkerChild, stopChild } from './children';
 import type { SmsSenderJob, SmsSenderResult } from './smsSender';
 import { printProfile } from './http';
@@ -230,6 +232,8 @@ export async function runSmsRepliesBench(): Promise<void> {
     const tables0 = await tableStats(db);
     const before = cpu();
     const profiled = profileWindow(profileDir, 'sms-replies');
+    // BENCH_HEAP=1: what the load leaves in this process's heap, by allocation site (sampled).
+    const heapHeld = heapWindow(process.env.BENCH_HEAP === '1');
     // The first seconds apart from the rest (bench/firstSeconds.ts): the batches, the pool, GC and the profile of each.
     let batchesSplit = batches0;
     let cpuSplit = before;
@@ -251,6 +255,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     const batches1 = batches();
     const { first: firstWindow, rest: restWindow } = windows.stop();
     await profiled();
+    const held = await heapHeld();
     stopCounting();
     await waits?.stop();
     const rows = await db('sms_messages as r')
@@ -336,6 +341,10 @@ export async function runSmsRepliesBench(): Promise<void> {
       `sms-replies: Postgres tables during the load (sequential scans, rows they read per text, index scans; autovacuum, autoanalyze runs): ${tableLines.map((x) => `${x.t} ${x.seqScan}/${(x.seqRows / answered).toFixed(1)}/${x.idxScan}${x.vac || x.an ? ` (vacuum ${x.vac}, analyze ${x.an})` : ''}`).join(', ') || 'none'}`,
     );
     console.log(`sms-replies: the API process's event-loop delay during the load p50 ${(loopDelay.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms, max ${(loopDelay.max / 1e6).toFixed(0)} ms`);
+    if (held.sites.length) {
+      console.log(`sms-replies: the API process promoted ${(held.totalBytes / 1048576).toFixed(0)} MB allocated during the load to its old generation (${((held.totalBytes / answered) / 1024).toFixed(1)} KB per text; sampled), by allocation site:`);
+      for (const h of held.sites.slice(0, 20)) console.log(`  ${(h.bytes / 1048576).toFixed(1).padStart(6)} MB  ${h.site}`);
+    }
     if (profileDir) {
       // The windows beside the profile, for reading it further (e.g. in Chrome DevTools): µs of the profile's clock.
       fs.writeFileSync(path.join(profileDir, 'windows.json'), JSON.stringify({ firstFromUs: windows.startUs, restFromUs: windows.splitUs }));
