@@ -336,11 +336,11 @@ export function profileWindow(dir: string | undefined, label: string): () => Pro
     );
 }
 
-/** One allocation site of a heap sampling profile (V8's `HeapProfiler`): bytes still held when it was taken. */
+/** One allocation site of a heap sampling profile (V8's `HeapProfiler`): bytes sampled there that survived the young generation. */
 export interface HeapSite {
   /** `function (file:line)`, the file relative to the project. */
   site: string;
-  /** Bytes sampled at the site and not yet collected. */
+  /** Bytes sampled at the site that a scavenge did not free (promoted to the old generation). */
   bytes: number;
 }
 

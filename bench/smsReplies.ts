@@ -232,7 +232,7 @@ export async function runSmsRepliesBench(): Promise<void> {
     const tables0 = await tableStats(db);
     const before = cpu();
     const profiled = profileWindow(profileDir, 'sms-replies');
-    // BENCH_HEAP=1: what the load leaves in this process's heap, by allocation site (sampled).
+    // BENCH_HEAP=1: what the load promotes to this process's old generation, by allocation site (sampled).
     const heapHeld = heapWindow(process.env.BENCH_HEAP === '1');
     // The first seconds apart from the rest (bench/firstSeconds.ts): the batches, the pool, GC and the profile of each.
     let batchesSplit = batches0;
